@@ -1,0 +1,5 @@
+import sys
+
+from nodewright.cli import main
+
+sys.exit(main())

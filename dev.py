@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Developer entry point: `python3 dev.py workshop` and `python3 dev.py test`.
+
+Needs only Python 3.11+. Creates ./.venv on first use and installs what the
+command needs into it (again whenever a requirements file changes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PYTHON = BIN / "python"
+REQUIREMENTS = ROOT / "requirements-dev.txt"
+STAMP = VENV / ".requirements-digest"
+
+
+def requirements_digest() -> str:
+    digest = hashlib.sha256()
+    for path in (ROOT / "requirements.txt", REQUIREMENTS, ROOT / "controller" / "pyproject.toml"):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def ensure_venv() -> None:
+    if sys.version_info < (3, 11):
+        sys.exit(f"dev.py: Python 3.11 or newer is required, this is {sys.version.split()[0]}")
+    if not PYTHON.exists():
+        print(f"dev.py: creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    wanted = requirements_digest()
+    if STAMP.exists() and STAMP.read_text() == wanted:
+        return
+    print("dev.py: installing requirements-dev.txt into .venv", flush=True)
+    run([str(PYTHON), "-m", "pip", "install", "-q", "--upgrade", "pip"])
+    run([str(PYTHON), "-m", "pip", "install", "-q", "-r", str(REQUIREMENTS)])
+    STAMP.write_text(wanted)
+
+
+def run(command: list[str]) -> None:
+    completed = subprocess.run(command, cwd=ROOT, check=False)
+    if completed.returncode != 0:
+        sys.exit(completed.returncode)
+
+
+def nodewright(*args: str) -> None:
+    print(f"\n$ nodewright {' '.join(args)}", flush=True)
+    run([str(BIN / "nodewright"), *args])
+
+
+def workshop() -> None:
+    """The main job for now: validate the workshop manifests, print the CRDs, plan."""
+    ensure_venv()
+    nodewright("validate", "examples/")
+    crds = subprocess.run(
+        [str(BIN / "nodewright"), "crds"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    if crds.returncode != 0:
+        sys.stderr.write(crds.stderr)
+        sys.exit(crds.returncode)
+    kinds = [line.split(":", 1)[1].strip() for line in crds.stdout.splitlines()
+             if line.startswith("    kind:")]
+    print(f"\n$ nodewright crds   # {len(kinds)} CRDs: {', '.join(kinds)}", flush=True)
+    planner = ROOT / "controller" / "nodewright" / "cli" / "plan.py"
+    if planner.exists():
+        nodewright("plan", "examples/workshop", "--replicas", "inflate=5")
+
+
+def test(extra: list[str]) -> None:
+    """The whole suite: ruff, mypy, pytest (in parallel on the machine's cores)."""
+    ensure_venv()
+    print("$ ruff check .", flush=True)
+    run([str(BIN / "ruff"), "check", "."])
+    print("$ mypy", flush=True)
+    run([str(BIN / "mypy")])
+    print("$ pytest", flush=True)
+    run([str(PYTHON), "-m", "pytest", "-n", "auto", "--dist", "loadfile", *extra])
+
+
+def main() -> None:
+    if len(sys.argv) < 2 or sys.argv[1] not in {"workshop", "test"}:
+        sys.exit("usage: python3 dev.py workshop | python3 dev.py test [PYTEST ARGS...]")
+    if sys.argv[1] == "workshop":
+        workshop()
+    else:
+        test(sys.argv[2:])
+
+
+if __name__ == "__main__":
+    main()
