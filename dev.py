@@ -30,7 +30,7 @@ def requirements_digest() -> str:
 
 
 def ensure_venv() -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - dev.py must run on any python3
         sys.exit(f"dev.py: Python 3.11 or newer is required, this is {sys.version.split()[0]}")
     if not PYTHON.exists():
         print(f"dev.py: creating {VENV}", flush=True)

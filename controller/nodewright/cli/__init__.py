@@ -12,6 +12,8 @@ from collections.abc import Sequence
 COMMAND_MODULES: tuple[str, ...] = (
     "nodewright.cli.validate",
     "nodewright.cli.crds",
+    "nodewright.cli.policy",
+    "nodewright.cli.catalog",
 )
 
 

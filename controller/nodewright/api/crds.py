@@ -1,0 +1,142 @@
+"""CustomResourceDefinitions for the three kinds, generated from the models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from nodewright.api.base import KubeModel
+from nodewright.api.ec2nodeclass import EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus
+from nodewright.api.nodeclaim import NodeClaim, NodeClaimSpec, NodeClaimStatus
+from nodewright.api.nodepool import NodePool, NodePoolSpec, NodePoolStatus
+from nodewright.api.schema import object_schema
+
+READY = '.status.conditions[?(@.type=="Ready")].status'
+AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+
+
+def _column(name: str, path: str, kind: str = "string", priority: int = 0) -> dict[str, Any]:
+    column: dict[str, Any] = {"name": name, "type": kind, "jsonPath": path}
+    if priority:
+        column["priority"] = priority
+    return column
+
+
+_Entry = tuple[
+    type[KubeModel], type[KubeModel], type[KubeModel], str, str, list[str], list[dict[str, Any]]
+]
+_CRDS: tuple[_Entry, ...] = (
+    (
+        NodePool,
+        NodePoolSpec,
+        NodePoolStatus,
+        "karpenter.sh",
+        "nodepools",
+        ["np"],
+        [
+            _column("NodeClass", ".spec.template.spec.nodeClassRef.name"),
+            _column("Nodes", ".status.resources.nodes"),
+            _column("Ready", READY),
+            AGE,
+            _column("Weight", ".spec.weight", "integer", priority=1),
+            _column("CPU", ".status.resources.cpu", priority=1),
+            _column("Memory", ".status.resources.memory", priority=1),
+        ],
+    ),
+    (
+        NodeClaim,
+        NodeClaimSpec,
+        NodeClaimStatus,
+        "karpenter.sh",
+        "nodeclaims",
+        ["nc"],
+        [
+            _column("Type", ".metadata.labels.node\\.kubernetes\\.io/instance-type"),
+            _column("Capacity", ".metadata.labels.karpenter\\.sh/capacity-type"),
+            _column("Zone", ".metadata.labels.topology\\.kubernetes\\.io/zone"),
+            _column("Node", ".status.nodeName"),
+            _column("Ready", READY),
+            AGE,
+            _column("ImageID", ".status.imageID", priority=1),
+            _column("ID", ".status.providerID", priority=1),
+            _column("NodePool", ".metadata.labels.karpenter\\.sh/nodepool", priority=1),
+            _column("NodeClass", ".spec.nodeClassRef.name", priority=1),
+        ],
+    ),
+    (
+        EC2NodeClass,
+        EC2NodeClassSpec,
+        EC2NodeClassStatus,
+        "karpenter.k8s.aws",
+        "ec2nodeclasses",
+        ["ec2nc", "ec2ncs"],
+        [_column("Ready", READY), AGE, _column("Role", ".spec.role", priority=1)],
+    ),
+)
+
+
+def generate_crds() -> list[dict[str, Any]]:
+    """The three CRDs as dicts, in the order NodePool, NodeClaim, EC2NodeClass."""
+    return [
+        _crd(model, spec, status, group, plural, short_names, columns)
+        for model, spec, status, group, plural, short_names, columns in _CRDS
+    ]
+
+
+def _crd(
+    model: type[KubeModel],
+    spec: type[KubeModel],
+    status: type[KubeModel],
+    group: str,
+    plural: str,
+    short_names: list[str],
+    columns: list[dict[str, Any]],
+) -> dict[str, Any]:
+    kind = str(model.model_fields["kind"].default)
+    schema = {
+        "type": "object",
+        "description": f"{kind} ({group}/v1), served by Nodewright.",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": object_schema(spec),
+            "status": object_schema(status),
+        },
+        "required": ["spec"],
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": f"{plural}.{group}",
+            "labels": {"app.kubernetes.io/part-of": "nodewright"},
+        },
+        "spec": {
+            "group": group,
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+                "shortNames": short_names,
+                "categories": ["karpenter", "nodewright"],
+            },
+            "scope": "Cluster",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": columns,
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
+    }
+
+
+def render_crds_yaml() -> str:
+    return yaml.safe_dump_all(generate_crds(), sort_keys=False, width=100)

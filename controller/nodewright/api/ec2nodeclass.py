@@ -1,0 +1,307 @@
+"""EC2NodeClass (karpenter.k8s.aws/v1): how nodes are launched on EC2."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
+
+from nodewright.api.base import CelRule, KubeModel
+from nodewright.api.core import Condition, NodeSelectorRequirementWithMinValues, ObjectMeta
+from nodewright.api.formats import GoDuration, PercentOrQuantity, Quantity
+
+GROUP = "karpenter.k8s.aws"
+VERSION = "v1"
+
+AMIFamily = Literal[
+    "AL2", "AL2023", "Bottlerocket", "Custom", "Windows2019", "Windows2022", "Windows2025"
+]
+# alias family -> amiFamily
+ALIAS_FAMILIES: dict[str, str] = {
+    "al2": "AL2",
+    "al2023": "AL2023",
+    "bottlerocket": "Bottlerocket",
+    "windows2019": "Windows2019",
+    "windows2022": "Windows2022",
+    "windows2025": "Windows2025",
+}
+EvictionSignal = Literal[
+    "memory.available",
+    "nodefs.available",
+    "nodefs.inodesFree",
+    "imagefs.available",
+    "imagefs.inodesFree",
+    "pid.available",
+]
+ReservedResource = Literal["cpu", "memory", "ephemeral-storage", "pid"]
+VolumeType = Literal["standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"]
+
+TagMap = Annotated[dict[str, str], Field(max_length=20)]
+_NOT_EMPTY_TAGS = CelRule(
+    "has(self.tags) ? self.tags.all(k, k != '' && self.tags[k] != '') : true",
+    "empty tag keys or values aren't supported",
+)
+
+
+def _exclusive(field: str, others: list[str], where: str) -> CelRule:
+    rule = f"has(self.{field}) ? !({' || '.join(f'has(self.{o})' for o in others)}) : true"
+    return CelRule(
+        rule,
+        f"'{field}' is mutually exclusive, cannot be set with a combination of other "
+        f"fields in {where}",
+    )
+
+
+class SubnetSelectorTerm(KubeModel):
+    tags: TagMap | None = None
+    id: Annotated[str, StringConstraints(pattern=r"^subnet-[0-9a-z]+$")] | None = None
+
+    cel_rules = (
+        CelRule(
+            "has(self.tags) || has(self.id)", "expected at least one, got none, ['tags', 'id']"
+        ),
+        _exclusive("id", ["tags"], "subnetSelectorTerms"),
+        _NOT_EMPTY_TAGS,
+    )
+
+
+class SecurityGroupSelectorTerm(KubeModel):
+    tags: TagMap | None = None
+    id: Annotated[str, StringConstraints(pattern=r"^sg-[0-9a-z]+$")] | None = None
+    name: str | None = None
+
+    cel_rules = (
+        CelRule(
+            "has(self.tags) || has(self.id) || has(self.name)",
+            "expected at least one, got none, ['tags', 'id', 'name']",
+        ),
+        _exclusive("id", ["tags", "name"], "securityGroupSelectorTerms"),
+        _exclusive("name", ["tags", "id"], "securityGroupSelectorTerms"),
+        _NOT_EMPTY_TAGS,
+    )
+
+
+class CapacityReservationSelectorTerm(KubeModel):
+    tags: TagMap | None = None
+    id: Annotated[str, StringConstraints(pattern=r"^cr-[0-9a-z]+$")] | None = None
+    owner_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{12}$")] | None = Field(
+        default=None, alias="ownerID"
+    )
+
+    cel_rules = (
+        CelRule(
+            "has(self.tags) || has(self.id)", "expected at least one, got none, ['tags', 'id']"
+        ),
+        _exclusive("id", ["tags", "ownerID"], "capacityReservationSelectorTerms"),
+        _NOT_EMPTY_TAGS,
+    )
+
+
+ALIAS_PATTERN = r"^[a-zA-Z0-9]+@.+$"
+
+
+class AMISelectorTerm(KubeModel):
+    alias: Annotated[str, StringConstraints(max_length=30, pattern=ALIAS_PATTERN)] | None = None
+    id: Annotated[str, StringConstraints(pattern=r"^ami-[0-9a-z]+$")] | None = None
+    name: str | None = None
+    owner: str | None = None
+    tags: TagMap | None = None
+    ssm_parameter: str | None = None
+
+    cel_rules = (
+        CelRule(
+            "has(self.alias) || has(self.tags) || has(self.name) || has(self.id) "
+            "|| has(self.ssmParameter)",
+            "expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']",
+        ),
+        _exclusive("alias", ["tags", "name", "owner", "id", "ssmParameter"], "amiSelectorTerms"),
+        _exclusive("id", ["alias", "tags", "name", "owner", "ssmParameter"], "amiSelectorTerms"),
+        CelRule(
+            "has(self.alias) ? self.alias.find('^[^@]+') in "
+            "['al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'] "
+            ": true",
+            "family is not supported, must be one of the following: 'al2', 'al2023', "
+            "'bottlerocket', 'windows2019', 'windows2022', 'windows2025'",
+        ),
+        _NOT_EMPTY_TAGS,
+    )
+
+    @property
+    def alias_family(self) -> str | None:
+        return self.alias.split("@", 1)[0] if self.alias else None
+
+    @property
+    def alias_version(self) -> str | None:
+        return self.alias.split("@", 1)[1] if self.alias else None
+
+
+class KubeletConfiguration(KubeModel):
+    cluster_dns: list[str] | None = Field(default=None, alias="clusterDNS")
+    max_pods: int | None = Field(default=None, ge=0)
+    pods_per_core: int | None = Field(default=None, ge=0)
+    system_reserved: dict[ReservedResource, Quantity] | None = None
+    kube_reserved: dict[ReservedResource, Quantity] | None = None
+    eviction_hard: dict[EvictionSignal, PercentOrQuantity] | None = None
+    eviction_soft: dict[EvictionSignal, PercentOrQuantity] | None = None
+    eviction_soft_grace_period: dict[EvictionSignal, GoDuration] | None = None
+    eviction_max_pod_grace_period: int | None = None
+    image_gc_high_threshold_percent: int | None = Field(
+        default=None, ge=0, le=100, alias="imageGCHighThresholdPercent"
+    )
+    image_gc_low_threshold_percent: int | None = Field(
+        default=None, ge=0, le=100, alias="imageGCLowThresholdPercent"
+    )
+    cpu_cfs_quota: bool | None = Field(default=None, alias="cpuCFSQuota")
+
+    cel_rules = (
+        CelRule(
+            "has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent) ? "
+            "self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent : true",
+            "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",
+        ),
+        CelRule(
+            "has(self.evictionSoft) ? self.evictionSoft.all(e, "
+            "(e in self.evictionSoftGracePeriod)) : true",
+            "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",
+        ),
+        CelRule(
+            "has(self.evictionSoftGracePeriod) ? self.evictionSoftGracePeriod.all(e, "
+            "(e in self.evictionSoft)) : true",
+            "evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",
+        ),
+    )
+
+
+class BlockDevice(KubeModel):
+    delete_on_termination: bool | None = None
+    encrypted: bool | None = None
+    iops: int | None = Field(default=None, ge=0)
+    kms_key_id: str | None = Field(default=None, alias="kmsKeyID")
+    snapshot_id: str | None = Field(default=None, alias="snapshotID")
+    throughput: int | None = Field(default=None, ge=0)
+    volume_initialization_rate: int | None = Field(default=None, ge=100, le=300)
+    volume_size: Quantity | None = None
+    volume_type: VolumeType | None = None
+
+    cel_rules = (
+        CelRule(
+            "has(self.snapshotID) || has(self.volumeSize)",
+            "snapshotID or volumeSize must be defined",
+        ),
+    )
+
+
+class BlockDeviceMapping(KubeModel):
+    device_name: str | None = None
+    ebs: BlockDevice | None = None
+    root_volume: bool | None = None
+
+
+class MetadataOptions(KubeModel):
+    http_endpoint: Literal["enabled", "disabled"] = "enabled"
+    http_protocol_ipv6: Literal["enabled", "disabled"] = Field(
+        default="disabled", alias="httpProtocolIPv6"
+    )
+    http_put_response_hop_limit: int = Field(default=1, ge=1, le=64)
+    http_tokens: Literal["required", "optional"] = "required"
+
+
+class EC2NodeClassSpec(KubeModel):
+    subnet_selector_terms: list[SubnetSelectorTerm] = Field(min_length=1, max_length=30)
+    security_group_selector_terms: list[SecurityGroupSelectorTerm] = Field(
+        min_length=1, max_length=30
+    )
+    capacity_reservation_selector_terms: list[CapacityReservationSelectorTerm] | None = Field(
+        default=None, max_length=30
+    )
+    associate_public_ip_address: bool | None = Field(default=None, alias="associatePublicIPAddress")
+    ami_selector_terms: list[AMISelectorTerm] = Field(min_length=1, max_length=30)
+    ami_family: AMIFamily | None = None
+    user_data: str | None = None
+    role: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
+    instance_profile: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
+    tags: dict[str, str] | None = None
+    kubelet: KubeletConfiguration | None = None
+    block_device_mappings: list[BlockDeviceMapping] | None = Field(default=None, max_length=50)
+    instance_store_policy: Literal["RAID0"] | None = None
+    detailed_monitoring: bool | None = None
+    metadata_options: MetadataOptions = Field(default_factory=MetadataOptions)
+    context: str | None = None
+
+    cel_rules = (
+        CelRule(
+            "!self.amiSelectorTerms.exists(x, has(x.alias)) || self.amiSelectorTerms.size() == 1",
+            "'alias' is mutually exclusive, cannot be set with a combination of other "
+            "amiSelectorTerms",
+        ),
+        CelRule(
+            "self.amiSelectorTerms.exists(x, has(x.alias)) || has(self.amiFamily)",
+            "must specify amiFamily if amiSelectorTerms does not contain an alias",
+        ),
+        CelRule(
+            "(has(self.role) || has(self.instanceProfile)) && "
+            "!(has(self.role) && has(self.instanceProfile))",
+            "must specify exactly one of ['role', 'instanceProfile']",
+        ),
+        CelRule(
+            "!has(self.blockDeviceMappings) || "
+            "self.blockDeviceMappings.filter(x, has(x.rootVolume) && x.rootVolume).size() <= 1",
+            "must have only one blockDeviceMappings with rootVolume",
+        ),
+        CelRule(
+            "!has(self.tags) || self.tags.all(k, k != 'eks:eks-cluster-name' && "
+            "!k.startsWith('kubernetes.io/cluster') && k != 'karpenter.sh/nodepool' && "
+            "k != 'karpenter.sh/nodeclaim' && k != 'karpenter.k8s.aws/ec2nodeclass')",
+            "tags may not use the restricted keys eks:eks-cluster-name, "
+            "kubernetes.io/cluster/*, karpenter.sh/nodepool, karpenter.sh/nodeclaim, "
+            "karpenter.k8s.aws/ec2nodeclass",
+        ),
+    )
+
+    def resolved_ami_family(self) -> str:
+        """The AMI family: from the alias when there is one, else amiFamily (Custom if unset)."""
+        for term in self.ami_selector_terms:
+            if term.alias_family is not None:
+                return ALIAS_FAMILIES.get(term.alias_family, "Custom")
+        return self.ami_family or "Custom"
+
+
+class SubnetStatus(KubeModel):
+    id: str
+    zone: str
+    zone_id: str | None = Field(default=None, alias="zoneID")
+
+
+class SecurityGroupStatus(KubeModel):
+    id: str
+    name: str | None = None
+
+
+class AMIStatus(KubeModel):
+    id: str
+    name: str | None = None
+    deprecated: bool | None = None
+    requirements: list[NodeSelectorRequirementWithMinValues] = Field(default_factory=list)
+
+
+class EC2NodeClassStatus(KubeModel):
+    subnets: list[SubnetStatus] | None = None
+    security_groups: list[SecurityGroupStatus] | None = None
+    amis: list[AMIStatus] | None = None
+    instance_profile: str | None = None
+    conditions: list[Condition] | None = None
+
+
+class EC2NodeClass(KubeModel):
+    api_version: Literal["karpenter.k8s.aws/v1"] = "karpenter.k8s.aws/v1"
+    kind: Literal["EC2NodeClass"] = "EC2NodeClass"
+    metadata: ObjectMeta
+    spec: EC2NodeClassSpec
+    status: EC2NodeClassStatus | None = None
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name or ""
+
+    def resolved_ami_family(self) -> str:
+        return self.spec.resolved_ami_family()

@@ -1,0 +1,104 @@
+"""NodePool (karpenter.sh/v1): the template and policies for a set of nodes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from nodewright.api.base import CelRule, KubeModel
+from nodewright.api.core import (
+    Condition,
+    NodeClassReference,
+    NodeSelectorRequirementWithMinValues,
+    ObjectMeta,
+    Taint,
+)
+from nodewright.api.formats import (
+    BudgetDuration,
+    BudgetNodes,
+    Duration,
+    DurationOrNever,
+    Quantity,
+)
+
+GROUP = "karpenter.sh"
+VERSION = "v1"
+DEFAULT_EXPIRE_AFTER = "720h"
+DEFAULT_CONSOLIDATE_AFTER = "0s"
+DEFAULT_BUDGET_NODES = "10%"
+
+DisruptionReason = Literal["Underutilized", "Empty", "Drifted"]
+ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized"]
+
+
+class TemplateMetadata(KubeModel):
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+
+
+class NodeClaimTemplateSpec(KubeModel):
+    node_class_ref: NodeClassReference
+    taints: list[Taint] | None = None
+    startup_taints: list[Taint] | None = None
+    requirements: list[NodeSelectorRequirementWithMinValues] = Field(
+        default_factory=list, max_length=100
+    )
+    expire_after: DurationOrNever = DEFAULT_EXPIRE_AFTER
+    termination_grace_period: Duration | None = None
+
+
+class NodeClaimTemplate(KubeModel):
+    metadata: TemplateMetadata | None = None
+    spec: NodeClaimTemplateSpec
+
+
+class Budget(KubeModel):
+    """How many nodes may be disrupted at once, optionally only in a window."""
+
+    nodes: BudgetNodes = DEFAULT_BUDGET_NODES
+    schedule: str | None = None
+    duration: BudgetDuration | None = None
+    reasons: list[DisruptionReason] | None = None
+
+    cel_rules = (
+        CelRule(
+            "has(self.schedule) == has(self.duration)",
+            "'schedule' must be set with 'duration'",
+        ),
+    )
+
+
+def _default_budgets() -> list[Budget]:
+    return [Budget(nodes=DEFAULT_BUDGET_NODES)]
+
+
+class Disruption(KubeModel):
+    consolidation_policy: ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+    consolidate_after: DurationOrNever = DEFAULT_CONSOLIDATE_AFTER
+    budgets: list[Budget] = Field(default_factory=_default_budgets, max_length=50)
+
+
+class NodePoolSpec(KubeModel):
+    template: NodeClaimTemplate
+    disruption: Disruption = Field(default_factory=Disruption)
+    limits: dict[str, Quantity] | None = None
+    weight: int | None = Field(default=None, ge=1, le=100)
+
+
+class NodePoolStatus(KubeModel):
+    resources: dict[str, Quantity] | None = None
+    nodes: int | None = None
+    conditions: list[Condition] | None = None
+
+
+class NodePool(KubeModel):
+    api_version: Literal["karpenter.sh/v1"] = "karpenter.sh/v1"
+    kind: Literal["NodePool"] = "NodePool"
+    metadata: ObjectMeta
+    spec: NodePoolSpec
+    status: NodePoolStatus | None = None
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name or ""

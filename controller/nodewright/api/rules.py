@@ -1,0 +1,269 @@
+"""Karpenter's validation rules that span fields or need more than a pattern.
+
+Each check yields (field path in wire names, message). The same rules are in
+the generated CRDs as CEL (see `cel_rules` on the models) where CEL can say them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from croniter import croniter
+
+from nodewright.api.core import NodeSelectorRequirementWithMinValues
+from nodewright.api.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass, EC2NodeClassSpec
+from nodewright.api.formats import parse_duration
+from nodewright.api.labels import label_value_problem, restricted_label_problem
+from nodewright.api.nodeclaim import NodeClaim
+from nodewright.api.nodepool import NodePool
+from nodewright.api.problems import FieldPath
+from nodewright.api.quantity import quantity_to_bytes
+
+Finding = tuple[FieldPath, str]
+
+NUMERIC_OPERATORS = ("Gt", "Lt", "Gte", "Lte")
+RESTRICTED_TAG_KEYS = (
+    "eks:eks-cluster-name",
+    "karpenter.sh/nodepool",
+    "karpenter.sh/nodeclaim",
+    "karpenter.k8s.aws/ec2nodeclass",
+)
+CRON_SHORTHANDS = frozenset(
+    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
+)
+MIN_VOLUME_BYTES = 1 << 30
+MAX_VOLUME_BYTES = 64 << 40
+
+
+def check_requirements(
+    requirements: list[NodeSelectorRequirementWithMinValues], path: FieldPath
+) -> Iterator[Finding]:
+    for index, requirement in enumerate(requirements):
+        here = (*path, index)
+        reason = restricted_label_problem(requirement.key, in_requirement=True)
+        if reason:
+            yield (*here, "key"), reason
+        values = requirement.values or []
+        if requirement.operator == "In" and not values:
+            yield (*here, "values"), "requirements with operator 'In' must have a value defined"
+        if requirement.operator in NUMERIC_OPERATORS and (
+            len(values) != 1 or not values[0].isdigit()
+        ):
+            yield (*here, "values"), (
+                f"requirements with operator '{requirement.operator}' must have exactly one "
+                f"non-negative integer value, got {values}"
+            )
+        if requirement.operator in ("Exists", "DoesNotExist") and values:
+            yield (*here, "values"), (
+                f"requirements with operator '{requirement.operator}' must not have values"
+            )
+        if requirement.min_values is not None and requirement.operator == "In" and (
+            len(values) < requirement.min_values
+        ):
+            yield (*here, "minValues"), (
+                f"requirements with 'minValues' must have at least that many values specified "
+                f"in the 'values' field ({len(values)} < {requirement.min_values})"
+            )
+
+
+def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
+    template = nodepool.spec.template
+    labels = template.metadata.labels if template.metadata else None
+    for key, value in (labels or {}).items():
+        where = ("spec", "template", "metadata", "labels", key)
+        reason = restricted_label_problem(key, in_requirement=False)
+        if reason:
+            yield where, reason
+        value_reason = label_value_problem(value)
+        if value_reason:
+            yield where, value_reason
+    yield from check_requirements(
+        template.spec.requirements, ("spec", "template", "spec", "requirements")
+    )
+    for index, budget in enumerate(nodepool.spec.disruption.budgets):
+        here = ("spec", "disruption", "budgets", index)
+        if (budget.schedule is None) != (budget.duration is None):
+            missing = "duration" if budget.duration is None else "schedule"
+            yield (*here, missing), "'schedule' must be set with 'duration'"
+        if budget.schedule is not None and not _valid_cron(budget.schedule):
+            yield (*here, "schedule"), (
+                f"schedule {budget.schedule!r} is not a cron expression "
+                "(five fields such as '0 9 * * mon-fri', or @daily, @hourly, ...)"
+            )
+
+
+def _valid_cron(expression: str) -> bool:
+    if expression in CRON_SHORTHANDS:
+        return True
+    if len(expression.split()) != 5:
+        return False
+    try:
+        return bool(croniter.is_valid(expression))
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
+def check_nodeclaim(nodeclaim: NodeClaim) -> Iterator[Finding]:
+    yield from check_requirements(nodeclaim.spec.requirements, ("spec", "requirements"))
+
+
+def check_ec2nodeclass(nodeclass: EC2NodeClass) -> Iterator[Finding]:
+    spec = nodeclass.spec
+    yield from _check_selector_terms(spec)
+    yield from _check_ami_terms(spec)
+    if (spec.role is None) == (spec.instance_profile is None):
+        where: FieldPath = ("spec", "instanceProfile") if spec.role else ("spec",)
+        yield where, "must specify exactly one of ['role', 'instanceProfile']"
+    for key, value in (spec.tags or {}).items():
+        where = ("spec", "tags", key)
+        if not key or not value:
+            yield where, "empty tag keys or values aren't supported"
+        if key in RESTRICTED_TAG_KEYS or key.startswith("kubernetes.io/cluster/"):
+            yield where, f"tag {key!r} is restricted: Nodewright sets it itself"
+    yield from _check_kubelet(spec)
+    yield from _check_block_devices(spec)
+
+
+def _check_selector_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
+    groups: list[tuple[str, list[dict[str, object]]]] = [
+        ("subnetSelectorTerms", [t.model_dump(by_alias=True, exclude_none=True)
+                                 for t in spec.subnet_selector_terms]),
+        ("securityGroupSelectorTerms", [t.model_dump(by_alias=True, exclude_none=True)
+                                        for t in spec.security_group_selector_terms]),
+        ("capacityReservationSelectorTerms", [
+            t.model_dump(by_alias=True, exclude_none=True)
+            for t in spec.capacity_reservation_selector_terms or []
+        ]),
+    ]
+    exclusive = {"id": "id", "name": "name"}
+    for field, terms in groups:
+        for index, term in enumerate(terms):
+            here = ("spec", field, index)
+            if not term:
+                yield here, f"each of {field} must set at least one selector field"
+                continue
+            for key, value in term.items():
+                if key == "tags" and isinstance(value, dict):
+                    if not value:
+                        yield (*here, "tags"), "tags must not be empty"
+                    for tag_key, tag_value in value.items():
+                        if not tag_key or not tag_value:
+                            yield (*here, "tags", tag_key), (
+                                "empty tag keys or values aren't supported"
+                            )
+            for key in exclusive:
+                others = [k for k in term if k != key and k != "ownerID"]
+                if key in term and others:
+                    yield (*here, key), (
+                        f"'{key}' is mutually exclusive, cannot be set with a combination of "
+                        f"other fields in {field} (also set: {', '.join(sorted(others))})"
+                    )
+
+
+def _check_ami_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
+    terms = spec.ami_selector_terms
+    has_alias = any(term.alias for term in terms)
+    for index, term in enumerate(terms):
+        here = ("spec", "amiSelectorTerms", index)
+        fields = term.model_dump(by_alias=True, exclude_none=True)
+        if not fields:
+            yield here, "each of amiSelectorTerms must set at least one selector field"
+            continue
+        if term.alias is not None:
+            family, _, version = term.alias.partition("@")
+            if len(fields) > 1:
+                yield (*here, "alias"), (
+                    "'alias' is mutually exclusive, cannot be set with a combination of other "
+                    "fields in amiSelectorTerms"
+                )
+            if family not in ALIAS_FAMILIES:
+                yield (*here, "alias"), (
+                    f"alias family {family!r} is not supported, must be one of: "
+                    + ", ".join(ALIAS_FAMILIES)
+                )
+            elif family.startswith("windows") and version != "latest":
+                yield (*here, "alias"), "windows families may only specify version 'latest'"
+            elif version != "latest" and not version.startswith("v"):
+                yield (*here, "alias"), (
+                    f"alias version {version!r} must be 'latest' or a pinned version such as "
+                    "v20240807 (al2, al2023) or v1.26.0 (bottlerocket)"
+                )
+        if term.id is not None and len(fields) > 1:
+            yield (*here, "id"), (
+                "'id' is mutually exclusive, cannot be set with a combination of other fields "
+                "in amiSelectorTerms"
+            )
+        if "tags" in fields and not term.tags:
+            yield (*here, "tags"), "tags must not be empty"
+    if has_alias and len(terms) > 1:
+        yield ("spec", "amiSelectorTerms"), (
+            "'alias' is mutually exclusive, cannot be set with a combination of other "
+            "amiSelectorTerms"
+        )
+    if not has_alias and spec.ami_family is None:
+        yield ("spec", "amiFamily"), (
+            "must specify amiFamily if amiSelectorTerms does not contain an alias"
+        )
+    alias_family = next((t.alias_family for t in terms if t.alias_family), None)
+    if (
+        alias_family in ALIAS_FAMILIES
+        and spec.ami_family is not None
+        and spec.ami_family != ALIAS_FAMILIES[alias_family]
+    ):
+        yield ("spec", "amiFamily"), (
+            f"amiFamily {spec.ami_family} does not match the alias family {alias_family}"
+        )
+
+
+def _check_kubelet(spec: EC2NodeClassSpec) -> Iterator[Finding]:
+    kubelet = spec.kubelet
+    if kubelet is None:
+        return
+    here = ("spec", "kubelet")
+    high, low = kubelet.image_gc_high_threshold_percent, kubelet.image_gc_low_threshold_percent
+    if high is not None and low is not None and high <= low:
+        yield (*here, "imageGCHighThresholdPercent"), (
+            "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"
+        )
+    soft = set(kubelet.eviction_soft or {})
+    grace = set(kubelet.eviction_soft_grace_period or {})
+    for signal in sorted(soft - grace):
+        yield (*here, "evictionSoft", signal), (
+            f"evictionSoft {signal} does not have a matching evictionSoftGracePeriod"
+        )
+    for signal in sorted(grace - soft):
+        yield (*here, "evictionSoftGracePeriod", signal), (
+            f"evictionSoftGracePeriod {signal} does not have a matching evictionSoft"
+        )
+    for field, reserved in (("kubeReserved", kubelet.kube_reserved),
+                            ("systemReserved", kubelet.system_reserved)):
+        for resource, quantity in (reserved or {}).items():
+            if quantity.startswith("-"):
+                yield (*here, field, resource), (
+                    f"{field} value cannot be a negative resource quantity"
+                )
+    for signal, period in (kubelet.eviction_soft_grace_period or {}).items():
+        seconds = parse_duration(period)
+        if seconds is not None and seconds < 0:
+            yield (*here, "evictionSoftGracePeriod", signal), "grace period must not be negative"
+
+
+def _check_block_devices(spec: EC2NodeClassSpec) -> Iterator[Finding]:
+    mappings = spec.block_device_mappings or []
+    roots = [index for index, m in enumerate(mappings) if m.root_volume]
+    if len(roots) > 1:
+        yield ("spec", "blockDeviceMappings", roots[1], "rootVolume"), (
+            "must have only one blockDeviceMappings with rootVolume"
+        )
+    for index, mapping in enumerate(mappings):
+        here = ("spec", "blockDeviceMappings", index)
+        if mapping.ebs is None:
+            continue
+        if mapping.ebs.snapshot_id is None and mapping.ebs.volume_size is None:
+            yield (*here, "ebs"), "snapshotID or volumeSize must be defined"
+        if mapping.ebs.volume_size is not None:
+            size = quantity_to_bytes(mapping.ebs.volume_size)
+            if not MIN_VOLUME_BYTES <= size <= MAX_VOLUME_BYTES:
+                yield (*here, "ebs", "volumeSize"), (
+                    f"volumeSize {mapping.ebs.volume_size} must be between 1Gi and 64Ti"
+                )

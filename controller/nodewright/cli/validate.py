@@ -1,0 +1,41 @@
+"""`nodewright validate PATH...`: check NodePool, EC2NodeClass and NodeClaim manifests."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from nodewright.api.manifests import load_documents
+from nodewright.api.validation import validate_documents
+from nodewright.cli.output import add_format_option, print_problems
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "validate",
+        help="validate Karpenter manifests (files or directories)",
+        description=(
+            "Validate every NodePool, EC2NodeClass and NodeClaim in the given YAML files "
+            "or directories (other kinds are ignored). One line per problem: "
+            "FILE:LINE: Kind/name: field.path: message. Exit 1 on any error."
+        ),
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH")
+    add_format_option(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    documents, problems = load_documents(args.paths)
+    models, found = validate_documents(documents)
+    problems.extend(found)
+    print_problems(problems, args.format)
+    errors = [p for p in problems if p.severity == "error"]
+    if args.format == "text":
+        summary = (
+            f"{len(models)} object(s) valid, {len(errors)} error(s), "
+            f"{len(problems) - len(errors)} warning(s)"
+        )
+        print(summary, file=sys.stderr)
+    return 1 if errors else 0

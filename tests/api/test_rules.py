@@ -1,0 +1,250 @@
+"""Each of Karpenter's validation rules, once with a valid and once with an invalid input.
+
+A case names a change to a known-good manifest, the field path we expect the
+problem at, and a fragment of the message. `None` as the expected path means
+the change is valid.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from nodewright.api.manifests import Document
+from nodewright.api.validation import parse_document
+
+MANIFESTS = Path(__file__).parent / "manifests"
+DELETE = object()
+
+
+def _base(kind: str) -> dict[str, Any]:
+    name = {"NodePool": "nodepool-full.yaml", "EC2NodeClass": "ec2nodeclass-full.yaml"}[kind]
+    body = yaml.safe_load((MANIFESTS / name).read_text())
+    assert isinstance(body, dict)
+    return body
+
+
+def _set(body: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    changed = copy.deepcopy(body)
+    target: Any = changed
+    parts = [int(p) if p.isdigit() else p for p in path.split("|")]
+    for part in parts[:-1]:
+        target = target[part]
+    if value is DELETE:
+        del target[parts[-1]]
+    else:
+        target[parts[-1]] = value
+    return changed
+
+
+def _problems(body: dict[str, Any]) -> list[tuple[str, str]]:
+    _, problems = parse_document(Document("case.yaml", 1, body))
+    return [(p.path, p.message) for p in problems]
+
+
+REQ = "spec|template|spec|requirements"
+LABELS = "spec|template|metadata|labels"
+BUDGETS = "spec|disruption|budgets"
+
+NODEPOOL_CASES: list[tuple[str, str, Any, str | None, str]] = [
+    # (case id, path to change, new value, expected problem path or None, message fragment)
+    ("custom label allowed", LABELS, {"team": "a"}, None, ""),
+    ("well-known kubernetes label allowed", LABELS,
+     {"topology.kubernetes.io/zone": "us-east-1a"}, None, ""),
+    ("karpenter.sh label restricted", LABELS, {"karpenter.sh/foo": "x"},
+     "spec.template.metadata.labels[karpenter.sh/foo]", 'domain "karpenter.sh" is restricted'),
+    ("karpenter.k8s.aws label restricted", LABELS, {"karpenter.k8s.aws/foo": "x"},
+     "spec.template.metadata.labels[karpenter.k8s.aws/foo]", '"karpenter.k8s.aws" is restricted'),
+    ("hostname label restricted", LABELS, {"kubernetes.io/hostname": "x"},
+     "spec.template.metadata.labels[kubernetes.io/hostname]", "kubernetes.io/hostname"),
+    ("nodepool label restricted", LABELS, {"karpenter.sh/nodepool": "x"},
+     "spec.template.metadata.labels[karpenter.sh/nodepool]", "karpenter.sh/nodepool"),
+    ("well-known aws requirement allowed", f"{REQ}|0|key", "karpenter.k8s.aws/instance-size",
+     None, ""),
+    ("restricted requirement key", f"{REQ}|0|key", "karpenter.k8s.aws/nonsense",
+     "spec.template.spec.requirements[0].key", "restricted"),
+    ("hostname requirement restricted", f"{REQ}|0|key", "kubernetes.io/hostname",
+     "spec.template.spec.requirements[0].key", "kubernetes.io/hostname"),
+    ("Gt with one integer", f"{REQ}|4|values", ["5"], None, ""),
+    ("Gt with two values", f"{REQ}|4|values", ["1", "2"],
+     "spec.template.spec.requirements[4].values", "exactly one non-negative integer"),
+    ("Lt with a word", f"{REQ}|5|values", ["many"],
+     "spec.template.spec.requirements[5].values", "exactly one non-negative integer"),
+    ("Gte negative", f"{REQ}|6|values", ["-1"],
+     "spec.template.spec.requirements[6].values", "non-negative integer"),
+    ("Lte with none", f"{REQ}|7|values", [],
+     "spec.template.spec.requirements[7].values", "non-negative integer"),
+    ("unknown operator", f"{REQ}|0|operator", "Contains",
+     "spec.template.spec.requirements[0].operator", "'Contains' is not allowed"),
+    ("In without values", f"{REQ}|8|values", [],
+     "spec.template.spec.requirements[8].values", "must have a value defined"),
+    ("minValues met", f"{REQ}|0|minValues", 3, None, ""),
+    ("minValues above the values", f"{REQ}|0|minValues", 4,
+     "spec.template.spec.requirements[0].minValues", "at least that many values"),
+    ("schedule with duration", f"{BUDGETS}|1|duration", "10h", None, ""),
+    ("schedule without duration", f"{BUDGETS}|1|duration", DELETE,
+     "spec.disruption.budgets[1].duration", "'schedule' must be set with 'duration'"),
+    ("duration without schedule", f"{BUDGETS}|2|duration", "1h",
+     "spec.disruption.budgets[2].schedule", "'schedule' must be set with 'duration'"),
+    ("cron shorthand", f"{BUDGETS}|1|schedule", "@daily", None, ""),
+    ("cron does not parse", f"{BUDGETS}|1|schedule", "0 25 * * *",
+     "spec.disruption.budgets[1].schedule", "not a cron expression"),
+    ("cron with six fields", f"{BUDGETS}|1|schedule", "0 0 9 * * mon",
+     "spec.disruption.budgets[1].schedule", "not a cron expression"),
+    ("budget nodes percent", f"{BUDGETS}|0|nodes", "25%", None, ""),
+    ("budget nodes bad percent", f"{BUDGETS}|0|nodes", "250%",
+     "spec.disruption.budgets[0].nodes", "node count"),
+    ("budget reason unknown", f"{BUDGETS}|2|reasons", ["Expired"],
+     "spec.disruption.budgets[2].reasons[0]", "'Expired' is not allowed"),
+    ("budget duration minutes", f"{BUDGETS}|1|duration", "1h30m", None, ""),
+    ("budget duration seconds", f"{BUDGETS}|1|duration", "90s",
+     "spec.disruption.budgets[1].duration", "hours and minutes"),
+    ("expireAfter Never", "spec|template|spec|expireAfter", "Never", None, ""),
+    ("expireAfter days", "spec|template|spec|expireAfter", "30d",
+     "spec.template.spec.expireAfter", "duration such as 30s, 5m or 720h, or Never"),
+    ("consolidateAfter Never", "spec|disruption|consolidateAfter", "Never", None, ""),
+    ("consolidateAfter word", "spec|disruption|consolidateAfter", "soon",
+     "spec.disruption.consolidateAfter", "duration"),
+    ("terminationGracePeriod bad", "spec|template|spec|terminationGracePeriod", "2 days",
+     "spec.template.spec.terminationGracePeriod", "duration"),
+    ("consolidationPolicy unknown", "spec|disruption|consolidationPolicy", "Always",
+     "spec.disruption.consolidationPolicy", "'Always' is not allowed"),
+    ("weight 100", "spec|weight", 100, None, ""),
+    ("weight 0", "spec|weight", 0, "spec.weight", "greater than or equal to 1"),
+    ("weight 101", "spec|weight", 101, "spec.weight", "less than or equal to 100"),
+    ("limit quantity", "spec|limits|cpu", 64, None, ""),
+    ("limit not a quantity", "spec|limits|memory", "lots",
+     "spec.limits.memory", "Kubernetes quantity"),
+    ("taint effect unknown", "spec|template|spec|taints|0|effect", "NoWay",
+     "spec.template.spec.taints[0].effect", "'NoWay' is not allowed"),
+    ("unknown field", "spec|template|spec|kubelet", {"maxPods": 10},
+     "spec.template.spec.kubelet", "unknown field"),
+    ("missing nodeClassRef", "spec|template|spec|nodeClassRef", DELETE,
+     "spec.template.spec.nodeClassRef", "required field is missing"),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected_path", "fragment"),
+    [case[1:] for case in NODEPOOL_CASES],
+    ids=[case[0] for case in NODEPOOL_CASES],
+)
+def test_nodepool_rule(path: str, value: Any, expected_path: str | None, fragment: str) -> None:
+    problems = _problems(_set(_base("NodePool"), path, value))
+    if expected_path is None:
+        assert problems == []
+    else:
+        assert any(p == expected_path and fragment in m for p, m in problems), problems
+
+
+NODECLASS_CASES: list[tuple[str, str, Any, str | None, str]] = [
+    ("role only", "spec|role", "NodeRole", None, ""),
+    ("role and instanceProfile", "spec|instanceProfile", "profile",
+     "spec.instanceProfile", "exactly one of ['role', 'instanceProfile']"),
+    ("neither role nor instanceProfile", "spec|role", DELETE,
+     "spec", "exactly one of ['role', 'instanceProfile']"),
+    ("alias alone", "spec|amiSelectorTerms", [{"alias": "al2023@latest"}], None, ""),
+    ("alias pinned", "spec|amiSelectorTerms", [{"alias": "al2023@v20240807"}], None, ""),
+    ("alias with another term", "spec|amiSelectorTerms",
+     [{"alias": "al2023@latest"}, {"id": "ami-0123"}],
+     "spec.amiSelectorTerms", "'alias' is mutually exclusive"),
+    ("alias with another field", "spec|amiSelectorTerms",
+     [{"alias": "al2023@latest", "owner": "amazon"}],
+     "spec.amiSelectorTerms[0].alias", "'alias' is mutually exclusive"),
+    ("alias unknown family", "spec|amiSelectorTerms", [{"alias": "ubuntu@latest"}],
+     "spec.amiSelectorTerms[0].alias", "not supported"),
+    ("alias without version", "spec|amiSelectorTerms", [{"alias": "al2023"}],
+     "spec.amiSelectorTerms[0].alias", "alias"),
+    ("windows alias pinned", "spec|amiSelectorTerms", [{"alias": "windows2022@v1"}],
+     "spec.amiSelectorTerms[0].alias", "only specify version 'latest'"),
+    ("amiFamily required without alias", "spec|amiFamily", DELETE,
+     "spec.amiFamily", "must specify amiFamily"),
+    ("ami id with name", "spec|amiSelectorTerms|0|name", "x",
+     "spec.amiSelectorTerms[0].id", "'id' is mutually exclusive"),
+    ("empty ami term", "spec|amiSelectorTerms|0", {},
+     "spec.amiSelectorTerms[0]", "at least one selector field"),
+    ("no ami terms", "spec|amiSelectorTerms", [],
+     "spec.amiSelectorTerms", "at least 1 item"),
+    ("no subnet terms", "spec|subnetSelectorTerms", [],
+     "spec.subnetSelectorTerms", "at least 1 item"),
+    ("empty subnet term", "spec|subnetSelectorTerms|0", {},
+     "spec.subnetSelectorTerms[0]", "at least one selector field"),
+    ("subnet id with tags", "spec|subnetSelectorTerms|1|tags", {"a": "b"},
+     "spec.subnetSelectorTerms[1].id", "'id' is mutually exclusive"),
+    ("empty tag value in selector", "spec|subnetSelectorTerms|0|tags", {"a": ""},
+     "spec.subnetSelectorTerms[0].tags[a]" if False else "spec.subnetSelectorTerms[0].tags.a",
+     "empty tag keys or values"),
+    ("security group name with tags", "spec|securityGroupSelectorTerms|2|tags", {"a": "b"},
+     "spec.securityGroupSelectorTerms[2].name", "'name' is mutually exclusive"),
+    ("bad subnet id", "spec|subnetSelectorTerms|1|id", "sn-123",
+     "spec.subnetSelectorTerms[1].id", "subnet-"),
+    ("restricted tag cluster", "spec|tags", {"kubernetes.io/cluster/foo": "owned"},
+     "spec.tags[kubernetes.io/cluster/foo]", "restricted"),
+    ("restricted tag nodepool", "spec|tags", {"karpenter.sh/nodepool": "x"},
+     "spec.tags[karpenter.sh/nodepool]", "restricted"),
+    ("restricted tag eks", "spec|tags", {"eks:eks-cluster-name": "x"},
+     "spec.tags.eks:eks-cluster-name", "restricted"),
+    ("restricted tag nodeclass", "spec|tags", {"karpenter.k8s.aws/ec2nodeclass": "x"},
+     "spec.tags[karpenter.k8s.aws/ec2nodeclass]", "restricted"),
+    ("restricted tag nodeclaim", "spec|tags", {"karpenter.sh/nodeclaim": "x"},
+     "spec.tags[karpenter.sh/nodeclaim]", "restricted"),
+    ("image GC high below low", "spec|kubelet|imageGCHighThresholdPercent", 70,
+     "spec.kubelet.imageGCHighThresholdPercent", "must be greater than"),
+    ("evictionSoft without grace", "spec|kubelet|evictionSoftGracePeriod",
+     {"memory.available": "1m", "nodefs.available": "1m"},
+     "spec.kubelet.evictionSoft[nodefs.inodesFree]", "matching evictionSoftGracePeriod"),
+    ("eviction signal unknown", "spec|kubelet|evictionHard", {"disk.available": "10%"},
+     "spec.kubelet.evictionHard[disk.available]", "is not allowed"),
+    ("eviction percent", "spec|kubelet|evictionHard", {"memory.available": "7.5%"}, None, ""),
+    ("eviction bad quantity", "spec|kubelet|evictionHard", {"memory.available": "big"},
+     "spec.kubelet.evictionHard[memory.available]", "percentage"),
+    ("reserved unknown resource", "spec|kubelet|kubeReserved", {"gpu": "1"},
+     "spec.kubelet.kubeReserved.gpu", "is not allowed"),
+    ("reserved negative", "spec|kubelet|kubeReserved", {"cpu": "-100m"},
+     "spec.kubelet.kubeReserved.cpu", "negative"),
+    ("maxPods negative", "spec|kubelet|maxPods", -1,
+     "spec.kubelet.maxPods", "greater than or equal to 0"),
+    ("two root volumes", "spec|blockDeviceMappings|1|rootVolume", True,
+     "spec.blockDeviceMappings[1].rootVolume", "only one blockDeviceMappings with rootVolume"),
+    ("ebs without size or snapshot", "spec|blockDeviceMappings|1|ebs|snapshotID", DELETE,
+     "spec.blockDeviceMappings[1].ebs", "snapshotID or volumeSize must be defined"),
+    ("volume size not a quantity", "spec|blockDeviceMappings|0|ebs|volumeSize", "100GB",
+     "spec.blockDeviceMappings[0].ebs.volumeSize", "Kubernetes quantity"),
+    ("volume size too large", "spec|blockDeviceMappings|0|ebs|volumeSize", "65Ti",
+     "spec.blockDeviceMappings[0].ebs.volumeSize", "between 1Gi and 64Ti"),
+    ("volume type unknown", "spec|blockDeviceMappings|0|ebs|volumeType", "gp4",
+     "spec.blockDeviceMappings[0].ebs.volumeType", "'gp4' is not allowed"),
+    ("hop limit 2", "spec|metadataOptions|httpPutResponseHopLimit", 2, None, ""),
+    ("hop limit 0", "spec|metadataOptions|httpPutResponseHopLimit", 0,
+     "spec.metadataOptions.httpPutResponseHopLimit", "greater than or equal to 1"),
+    ("httpTokens unknown", "spec|metadataOptions|httpTokens", "sometimes",
+     "spec.metadataOptions.httpTokens", "'sometimes' is not allowed"),
+    ("instanceStorePolicy unknown", "spec|instanceStorePolicy", "RAID5",
+     "spec.instanceStorePolicy", "'RAID5' is not allowed"),
+    ("unknown amiFamily", "spec|amiFamily", "Ubuntu", "spec.amiFamily", "'Ubuntu' is not allowed"),
+    ("unknown field", "spec|launchTemplate", "lt-1", "spec.launchTemplate", "unknown field"),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected_path", "fragment"),
+    [case[1:] for case in NODECLASS_CASES],
+    ids=[case[0] for case in NODECLASS_CASES],
+)
+def test_ec2nodeclass_rule(path: str, value: Any, expected_path: str | None, fragment: str) -> None:
+    problems = _problems(_set(_base("EC2NodeClass"), path, value))
+    if expected_path is None:
+        assert problems == []
+    else:
+        assert any(p == expected_path and fragment in m for p, m in problems), problems
+
+
+def test_an_old_api_version_is_refused_with_the_served_one_named() -> None:
+    body = _set(_base("NodePool"), "apiVersion", "karpenter.sh/v1beta1")
+    assert _problems(body) == [
+        ("apiVersion",
+         "apiVersion 'karpenter.sh/v1beta1' is not served; NodePool is karpenter.sh/v1"),
+    ]
