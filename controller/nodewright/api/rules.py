@@ -17,7 +17,7 @@ from nodewright.api.labels import label_value_problem, restricted_label_problem
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.api.problems import FieldPath
-from nodewright.api.quantity import quantity_to_bytes
+from nodewright.scheduling.quantity import parse_quantity
 
 Finding = tuple[FieldPath, str]
 
@@ -262,7 +262,7 @@ def _check_block_devices(spec: EC2NodeClassSpec) -> Iterator[Finding]:
         if mapping.ebs.snapshot_id is None and mapping.ebs.volume_size is None:
             yield (*here, "ebs"), "snapshotID or volumeSize must be defined"
         if mapping.ebs.volume_size is not None:
-            size = quantity_to_bytes(mapping.ebs.volume_size)
+            size = parse_quantity(mapping.ebs.volume_size) // 1000
             if not MIN_VOLUME_BYTES <= size <= MAX_VOLUME_BYTES:
                 yield (*here, "ebs", "volumeSize"), (
                     f"volumeSize {mapping.ebs.volume_size} must be between 1Gi and 64Ti"

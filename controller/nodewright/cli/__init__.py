@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -40,6 +41,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as error:  # a bug of ours: say so in one line, not a traceback
+        if os.environ.get("NODEWRIGHT_DEBUG"):
+            raise
+        print(
+            f"nodewright {args.command}: internal error: {type(error).__name__}: {error} "
+            "(set NODEWRIGHT_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 2
     return code
 
 

@@ -1,0 +1,247 @@
+"""The instance catalog: every launchable instance type with its labels, resources and offerings.
+
+`build_catalog` turns DescribeInstanceTypes / DescribeInstanceTypeOfferings-shaped data plus a
+price source into `InstanceType`s; `offline_catalog` feeds it the data set moto ships, so the
+catalog works with no AWS account.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodewright.api.ec2nodeclass import EC2NodeClass, KubeletConfiguration
+from nodewright.scheduling import allocatable as alloc
+from nodewright.scheduling import labels as well_known
+from nodewright.scheduling.allocatable import NodeSettings, Overhead
+from nodewright.scheduling.ec2_info import InstanceTypeFacts, read_instance_type
+from nodewright.scheduling.pricing import (
+    OfflinePriceSource,
+    PriceSource,
+    estimate_on_demand,
+    estimate_spot,
+)
+from nodewright.scheduling.quantity import Resources
+
+ON_DEMAND = "on-demand"
+SPOT = "spot"
+CAPACITY_TYPES = (ON_DEMAND, SPOT)
+
+UnavailableOfferings = Callable[[str, str, str], bool] | Collection[tuple[str, str, str]]
+"""Offerings known to be out of capacity, keyed by (instance type, zone, capacity type)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Offering:
+    """One way to buy an instance type: a zone and a capacity type, at an hourly price."""
+
+    zone: str
+    zone_id: str | None
+    capacity_type: str
+    price: float
+    available: bool = True
+    price_estimated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceType:
+    """An instance type as scheduling sees it. `allocatable` is capacity minus overhead.
+
+    `labels` holds the labels every node of this type carries (instance type, arch, os, region,
+    karpenter.k8s.aws/instance-*); zone, zone id and capacity type vary per offering.
+    """
+
+    name: str
+    labels: dict[str, str]
+    capacity: Resources
+    overhead: Overhead
+    offerings: tuple[Offering, ...]
+    allocatable: Resources = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "allocatable", alloc.allocatable(self.capacity, self.overhead))
+
+    def available_offerings(self) -> list[Offering]:
+        return [offering for offering in self.offerings if offering.available]
+
+    def cheapest_offering(
+        self,
+        zones: Collection[str] | None = None,
+        capacity_types: Collection[str] | None = None,
+    ) -> Offering | None:
+        """The cheapest available offering, optionally within some zones and capacity types."""
+        candidates = [
+            offering
+            for offering in self.offerings
+            if offering.available
+            and (zones is None or offering.zone in zones)
+            and (capacity_types is None or offering.capacity_type in capacity_types)
+        ]
+        if not candidates:
+            return None
+        return min(candidates, key=lambda o: (o.price, o.capacity_type, o.zone))
+
+    def zones(self) -> list[str]:
+        return sorted({offering.zone for offering in self.offerings})
+
+    def capacity_types(self) -> list[str]:
+        return sorted({offering.capacity_type for offering in self.offerings})
+
+
+def build_catalog(
+    instance_types: Iterable[Mapping[str, Any]] | Mapping[str, Any],
+    offerings: Iterable[Mapping[str, Any]] | Mapping[str, Any],
+    region: str,
+    prices: PriceSource | None = None,
+    kubelet: KubeletConfiguration | None = None,
+    *,
+    node_class: EC2NodeClass | None = None,
+    settings: NodeSettings | None = None,
+    zone_ids: Mapping[str, str] | None = None,
+    zones: Collection[str] | None = None,
+    unavailable: UnavailableOfferings | None = None,
+) -> list[InstanceType]:
+    """Build the catalog, sorted by name.
+
+    instance_types: DescribeInstanceTypes entries (or a whole response with "InstanceTypes").
+    offerings: DescribeInstanceTypeOfferings entries with LocationType availability-zone (or a
+    response with "InstanceTypeOfferings"); a type is offered where it has an entry.
+    prices: where prices come from; a missing price is estimated and marked so.
+    kubelet / node_class / settings: what changes allocatable (see allocatable.node_settings).
+    zone_ids: zone name -> zone id; zones: keep only these zones; unavailable: offerings known
+    to be out of capacity (a predicate or a set of (type, zone, capacity type)).
+    Types without an offering, or with an architecture Kubernetes cannot run, are left out.
+    """
+    price_source = prices if prices is not None else OfflinePriceSource()
+    resolved = settings if settings is not None else alloc.node_settings(kubelet, node_class)
+    is_unavailable = _unavailable_predicate(unavailable)
+    zones_by_type = _zones_by_type(_entries(offerings, "InstanceTypeOfferings"), zones)
+    catalog: list[InstanceType] = []
+    for index, info in enumerate(_entries(instance_types, "InstanceTypes")):
+        try:
+            facts = read_instance_type(info)
+        except ValueError as error:
+            raise ValueError(f"InstanceTypes[{index}]: {error}") from None
+        type_zones = zones_by_type.get(facts.name)
+        if not type_zones or not _schedulable(facts, resolved):
+            continue
+        catalog.append(
+            _instance_type(
+                facts, region, sorted(type_zones), price_source, resolved, zone_ids or {},
+                is_unavailable,
+            )
+        )
+    catalog.sort(key=lambda it: it.name)
+    return catalog
+
+
+def offline_catalog(
+    region: str = "us-east-1",
+    zones: Sequence[str] | None = None,
+    kubelet: KubeletConfiguration | None = None,
+    *,
+    node_class: EC2NodeClass | None = None,
+    prices: PriceSource | None = None,
+    unavailable: UnavailableOfferings | None = None,
+) -> list[InstanceType]:
+    """The catalog for a region from moto's bundled EC2 data (no AWS account needed).
+
+    zones: zone names ("us-east-1a") or bare letters ("a"); default: the region's first three.
+    Built catalogs are cached per region, zones and node settings.
+    """
+    from nodewright.scheduling import offline_data
+
+    return offline_data.build_offline_catalog(
+        region, zones, alloc.node_settings(kubelet, node_class), prices, unavailable
+    )
+
+
+def _instance_type(
+    facts: InstanceTypeFacts,
+    region: str,
+    zones: list[str],
+    prices: PriceSource,
+    settings: NodeSettings,
+    zone_ids: Mapping[str, str],
+    is_unavailable: Callable[[str, str, str], bool],
+) -> InstanceType:
+    listed = prices.on_demand(facts.name, region)
+    on_demand_price = listed if listed is not None else estimate_on_demand(facts, region)
+    offerings: list[Offering] = []
+    capacity_types = [ct for ct in CAPACITY_TYPES if ct in facts.usage_classes]
+    for zone in zones:
+        for capacity_type in capacity_types:
+            if capacity_type == ON_DEMAND:
+                price, estimated = on_demand_price, listed is None
+            else:
+                spot = prices.spot(facts.name, zone)
+                price = spot if spot is not None else estimate_spot(facts, on_demand_price)
+                estimated = spot is None
+            offerings.append(
+                Offering(
+                    zone=zone,
+                    zone_id=zone_ids.get(zone),
+                    capacity_type=capacity_type,
+                    price=price,
+                    available=not is_unavailable(facts.name, zone, capacity_type),
+                    price_estimated=estimated,
+                )
+            )
+    return InstanceType(
+        name=facts.name,
+        labels=well_known.instance_type_labels(facts, region, settings.ami_family),
+        capacity=alloc.capacity(facts, settings),
+        overhead=alloc.overhead(facts, settings),
+        offerings=tuple(offerings),
+    )
+
+
+def _schedulable(facts: InstanceTypeFacts, settings: NodeSettings) -> bool:
+    if not facts.architecture:
+        return False
+    if not any(ct in facts.usage_classes for ct in CAPACITY_TYPES):
+        return False
+    # Windows nodes only run on amd64.
+    return not (settings.ami_family.startswith("Windows") and facts.architecture != "amd64")
+
+
+def _entries(data: Iterable[Mapping[str, Any]] | Mapping[str, Any], key: str) -> list[Any]:
+    if isinstance(data, Mapping):
+        entries = data.get(key)
+        if not isinstance(entries, list):
+            raise ValueError(f"{key}: expected a list in the response")
+        return entries
+    return list(data)
+
+
+def _zones_by_type(
+    offerings: list[Any], wanted: Collection[str] | None
+) -> dict[str, set[str]]:
+    wanted_set = set(wanted) if wanted is not None else None
+    result: dict[str, set[str]] = {}
+    for index, entry in enumerate(offerings):
+        if not isinstance(entry, Mapping) or "InstanceType" not in entry or "Location" not in entry:
+            raise ValueError(
+                f"InstanceTypeOfferings[{index}]: expected InstanceType and Location, got {entry!r}"
+            )
+        if entry.get("LocationType", "availability-zone") != "availability-zone":
+            raise ValueError(
+                f"InstanceTypeOfferings[{index}].LocationType: expected availability-zone, "
+                f"got {entry['LocationType']!r}"
+            )
+        zone = str(entry["Location"])
+        if wanted_set is None or zone in wanted_set:
+            result.setdefault(str(entry["InstanceType"]), set()).add(zone)
+    return result
+
+
+def _unavailable_predicate(
+    unavailable: UnavailableOfferings | None,
+) -> Callable[[str, str, str], bool]:
+    if unavailable is None:
+        return lambda _type, _zone, _capacity_type: False
+    if callable(unavailable):
+        return unavailable
+    keys = frozenset(unavailable)
+    return lambda name, zone, capacity_type: (name, zone, capacity_type) in keys
