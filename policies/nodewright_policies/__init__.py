@@ -1,0 +1,1 @@
+"""Nodewright's CrossGuard policies: pure rules plus thin pulumi_policy adapters."""
