@@ -1,0 +1,1 @@
+"""The Nodewright Pulumi program: one module per concept, wired in `infra.program`."""

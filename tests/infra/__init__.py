@@ -1,0 +1,1 @@
+"""Tests of the infra/ Pulumi program under Pulumi mocks."""

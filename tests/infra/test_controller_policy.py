@@ -1,0 +1,35 @@
+"""The controller policy follows AWS_ACTIONS and refuses actions it cannot scope."""
+
+from __future__ import annotations
+
+import pytest
+from nodewright.cloud.aws.actions import ActionUse
+
+from infra.controller_policy import PolicyTarget, UnscopedActionError, controller_policy_document
+
+TARGET = PolicyTarget(
+    cluster_name="demo", region="cn-north-1", partition="aws-cn", account_id="111122223333",
+    node_role_arn="arn:aws-cn:iam::111122223333:role/NodewrightNode-demo", queue_arn=None,
+)
+
+
+def test_arns_follow_the_partition_and_no_queue_means_no_queue_statement() -> None:
+    document = controller_policy_document(TARGET)
+    sids = {statement["Sid"] for statement in document["Statement"]}
+    assert "AllowInterruptionQueueActions" not in sids
+    pass_role = next(s for s in document["Statement"] if s["Sid"] == "AllowPassingNodeRole")
+    assert pass_role["Condition"]["StringEquals"]["iam:PassedToService"] == "ec2.amazonaws.com.cn"
+    cluster = next(s for s in document["Statement"] if s["Sid"] == "AllowClusterDiscovery")
+    assert cluster["Resource"] == "arn:aws-cn:eks:cn-north-1:111122223333:cluster/demo"
+
+
+def test_a_new_instance_profile_action_must_get_a_rule_first() -> None:
+    actions = (ActionUse("iam:UpdateAssumeRolePolicy", "instance-profile", "not scoped yet"),)
+    with pytest.raises(UnscopedActionError, match="iam:UpdateAssumeRolePolicy"):
+        controller_policy_document(TARGET, actions)
+
+
+def test_an_unknown_scope_is_refused() -> None:
+    actions = (ActionUse("s3:GetObject", "bucket", "no such scope"),)  # type: ignore[arg-type]
+    with pytest.raises(UnscopedActionError, match="bucket"):
+        controller_policy_document(TARGET, actions)
