@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodewright.cloud.aws.actions import AWS_ACTIONS, ActionUse
+from nodewright.cloud.aws.instance_profiles import PATH_ROOT
 
 from infra.naming import NODECLASS_TAG, NODEPOOL_TAG, cluster_owned_tag
 
@@ -21,7 +22,7 @@ Statement = dict[str, Any]
 REGION_TAG = "topology.kubernetes.io/region"
 EKS_CLUSTER_NAME_TAG = "eks:eks-cluster-name"
 # Instance profiles the controller creates live under this path, so listing can be scoped.
-INSTANCE_PROFILE_PATH = "/nodewright/"
+INSTANCE_PROFILE_PATH = PATH_ROOT
 
 _LAUNCH_ACTIONS = ("ec2:RunInstances", "ec2:CreateFleet")
 _INSTANCE_PROFILE_CREATE = ("iam:CreateInstanceProfile",)

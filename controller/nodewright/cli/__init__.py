@@ -15,6 +15,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "nodewright.cli.crds",
     "nodewright.cli.policy",
     "nodewright.cli.catalog",
+    "nodewright.cli.plan",
+    "nodewright.cli.aws",
 )
 
 

@@ -1,0 +1,75 @@
+"""The live instance catalog: DescribeInstanceTypes and DescribeInstanceTypeOfferings (cached
+five minutes), prices, and the unavailable-offerings cache, fed through the scheduling
+engine's `build_catalog`."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
+from nodewright.cloud.aws.errors import aws_call
+from nodewright.cloud.aws.unavailable import UnavailableOfferings
+from nodewright.scheduling.catalog import InstanceType, build_catalog
+from nodewright.scheduling.pricing import PriceSource
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+
+    from nodewright.api.ec2nodeclass import EC2NodeClass
+
+DESCRIBE_CACHE_SECONDS: Final = 300.0
+
+
+@dataclass
+class LiveCatalog:
+    ec2: EC2Client
+    region: str
+    prices: PriceSource
+    unavailable: UnavailableOfferings
+    clock: Clock = system_clock
+    _described: TTLCache[str, list[Mapping[str, Any]]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._described = TTLCache(DESCRIBE_CACHE_SECONDS, self.clock)
+
+    def instance_types(
+        self,
+        node_class: EC2NodeClass | None,
+        zones: Collection[str] | None = None,
+        zone_ids: Mapping[str, str] | None = None,
+    ) -> list[InstanceType]:
+        return build_catalog(
+            self._instance_type_data(),
+            self._offering_data(),
+            self.region,
+            self.prices,
+            node_class=node_class,
+            zones=zones,
+            zone_ids=zone_ids,
+            unavailable=self.unavailable.is_unavailable,
+        )
+
+    def _instance_type_data(self) -> list[Mapping[str, Any]]:
+        cached = self._described.get("types")
+        if cached is not None:
+            return cached
+        found: list[Mapping[str, Any]] = []
+        with aws_call("ec2:DescribeInstanceTypes", f"region {self.region}"):
+            for page in self.ec2.get_paginator("describe_instance_types").paginate():
+                found.extend(page.get("InstanceTypes", []))
+        self._described.put("types", found)
+        return found
+
+    def _offering_data(self) -> list[Mapping[str, Any]]:
+        cached = self._described.get("offerings")
+        if cached is not None:
+            return cached
+        found: list[Mapping[str, Any]] = []
+        with aws_call("ec2:DescribeInstanceTypeOfferings", f"region {self.region}"):
+            paginator = self.ec2.get_paginator("describe_instance_type_offerings")
+            for page in paginator.paginate(LocationType="availability-zone"):
+                found.extend(page.get("InstanceTypeOfferings", []))
+        self._described.put("offerings", found)
+        return found

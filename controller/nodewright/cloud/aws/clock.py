@@ -1,0 +1,55 @@
+"""Injectable time and a small TTL cache, so expiry is testable without sleeping."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+Clock = Callable[[], float]  # seconds, monotonic enough for TTLs
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+def system_clock() -> float:
+    return time.monotonic()
+
+
+@dataclass
+class FakeClock:
+    """A clock tests move by hand."""
+
+    now: float = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@dataclass
+class TTLCache(Generic[K, V]):
+    ttl_seconds: float
+    clock: Clock = system_clock
+    _entries: dict[K, tuple[float, V]] = field(default_factory=dict)
+
+    def get(self, key: K) -> V | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        stored_at, value = entry
+        if self.clock() - stored_at >= self.ttl_seconds:
+            del self._entries[key]
+            return None
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        self._entries[key] = (self.clock(), value)
+
+    def live_keys(self) -> list[K]:
+        return [key for key in list(self._entries) if self.get(key) is not None]
+
+    def clear(self) -> None:
+        self._entries.clear()

@@ -1,0 +1,190 @@
+"""CreateFleet: choosing the offerings to hand EC2, sending the request, reading the answer.
+
+The request is an instant fleet for one instance. Overrides are the NodeClaim's instance
+types (cheapest first, at most 60) x one subnet per allowed zone (the one with the most free
+IPs). Spot asks for price-capacity-optimized, on-demand for lowest-price."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from nodewright.cloud.aws import tags as tag_keys
+from nodewright.cloud.aws.errors import CAPACITY_ERROR_CODES, aws_call, describe_failure
+from nodewright.cloud.aws.unavailable import UnavailableOfferings
+from nodewright.cloud.provider import CloudProviderError, InsufficientCapacityError
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+
+MAX_INSTANCE_TYPES: Final = 60
+ON_DEMAND: Final = "on-demand"
+SPOT: Final = "spot"
+CLIENT_TOKEN_MAX: Final = 64
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One launchable (instance type, zone) at a price, for one capacity type."""
+
+    instance_type: str
+    zone: str
+    subnet_id: str
+    price: float
+    template_name: str
+    image_id: str
+
+
+@dataclass(frozen=True)
+class FleetRequest:
+    nodeclaim_name: str
+    nodeclaim_uid: str
+    capacity_type: str
+    candidates: tuple[Candidate, ...]
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+    def overrides_by_template(self) -> dict[str, list[dict[str, Any]]]:
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for candidate in self.candidates:
+            grouped.setdefault(candidate.template_name, []).append(
+                {
+                    "InstanceType": candidate.instance_type,
+                    "SubnetId": candidate.subnet_id,
+                    "AvailabilityZone": candidate.zone,
+                    "ImageId": candidate.image_id,
+                }
+            )
+        return grouped
+
+    def client_token(self) -> str:
+        """The NodeClaim UID plus a digest of what is asked for.
+
+        Retrying the same request (a lost response, a botocore retry) reuses the token, so EC2
+        returns the first fleet instead of launching again. A request that changed (offerings
+        dropped after a capacity error) gets a new token, because EC2 refuses a reused token
+        with different parameters (IdempotentParameterMismatch); the provider's look-up of an
+        instance already tagged with the NodeClaim covers that case.
+        """
+        digest = hashlib.sha256(
+            json.dumps([self.capacity_type, self.overrides_by_template()], sort_keys=True).encode()
+        ).hexdigest()
+        return f"{self.nodeclaim_uid}-{digest}"[:CLIENT_TOKEN_MAX]
+
+    def to_api(self) -> dict[str, Any]:
+        tag_list = tag_keys.as_aws(self.tags)
+        request: dict[str, Any] = {
+            "Type": "instant",
+            "ClientToken": self.client_token(),
+            "TargetCapacitySpecification": {
+                "TotalTargetCapacity": 1,
+                "DefaultTargetCapacityType": self.capacity_type,
+            },
+            "LaunchTemplateConfigs": [
+                {
+                    "LaunchTemplateSpecification": {
+                        "LaunchTemplateName": template,
+                        "Version": "$Latest",
+                    },
+                    "Overrides": overrides,
+                }
+                for template, overrides in self.overrides_by_template().items()
+            ],
+            "TagSpecifications": [
+                {"ResourceType": kind, "Tags": tag_list}
+                for kind in ("instance", "volume", "network-interface")
+            ],
+        }
+        if self.capacity_type == SPOT:
+            request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+        else:
+            request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+        return request
+
+
+def cheapest_first(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Instance types ordered by their cheapest zone, cut to 60 types, all their zones kept."""
+    best: dict[str, float] = {}
+    for candidate in candidates:
+        best[candidate.instance_type] = min(
+            candidate.price, best.get(candidate.instance_type, candidate.price)
+        )
+    kept = sorted(best, key=lambda name: (best[name], name))[:MAX_INSTANCE_TYPES]
+    rank = {name: index for index, name in enumerate(kept)}
+    chosen = [c for c in candidates if c.instance_type in rank]
+    return sorted(chosen, key=lambda c: (rank[c.instance_type], c.price, c.zone))
+
+
+@dataclass(frozen=True)
+class Launched:
+    instance_id: str
+    instance_type: str
+    zone: str
+    subnet_id: str
+    capacity_type: str
+    image_id: str
+
+
+def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferings) -> Launched:
+    """Send the fleet. Capacity errors mark their offerings unavailable; no instance at all
+    raises InsufficientCapacityError when capacity was the reason, CloudProviderError else."""
+    resource = f"nodeclaim {request.nodeclaim_name}"
+    with aws_call("ec2:CreateFleet", resource):
+        response = ec2.create_fleet(**request.to_api())
+    by_subnet = {c.subnet_id: c.zone for c in request.candidates}
+    images = {(c.instance_type, c.zone): c.image_id for c in request.candidates}
+    capacity_failures: list[str] = []
+    other_failures: list[tuple[str, str]] = []
+    for error in response.get("Errors", []):
+        code = str(error.get("ErrorCode", ""))
+        override: Mapping[str, Any] = error.get("LaunchTemplateAndOverrides", {}).get(
+            "Overrides", {}
+        )
+        instance_type = str(override.get("InstanceType", ""))
+        zone = str(
+            override.get("AvailabilityZone") or by_subnet.get(str(override.get("SubnetId", "")), "")
+        )
+        if code in CAPACITY_ERROR_CODES:
+            if instance_type and zone:
+                unavailable.mark_unavailable(instance_type, zone, request.capacity_type, code)
+            capacity_failures.append(f"{instance_type}/{zone}: {code}")
+        else:
+            other_failures.append((code, str(error.get("ErrorMessage", ""))))
+    for instance in response.get("Instances", []):
+        ids = instance.get("InstanceIds", [])
+        if not ids:
+            continue
+        override = instance.get("LaunchTemplateAndOverrides", {}).get("Overrides", {})
+        subnet_id = str(override.get("SubnetId", ""))
+        instance_type = str(instance.get("InstanceType") or override.get("InstanceType", ""))
+        zone = str(override.get("AvailabilityZone") or by_subnet.get(subnet_id, ""))
+        lifecycle = str(instance.get("Lifecycle", request.capacity_type))
+        return Launched(
+            instance_id=ids[0],
+            instance_type=instance_type,
+            zone=zone,
+            subnet_id=subnet_id,
+            capacity_type=SPOT if lifecycle == SPOT else ON_DEMAND,
+            image_id=images.get((instance_type, zone), str(override.get("ImageId", ""))),
+        )
+    if capacity_failures and not other_failures:
+        summary = "; ".join(capacity_failures[:10])
+        raise InsufficientCapacityError(
+            describe_failure("ec2:CreateFleet", resource, "InsufficientCapacity", summary),
+            call="ec2:CreateFleet",
+            resource=resource,
+            code="InsufficientCapacity",
+            cloud_message=summary,
+        )
+    code, message = (
+        other_failures[0] if other_failures else ("NoInstances", "the fleet launched nothing")
+    )
+    raise CloudProviderError(
+        describe_failure("ec2:CreateFleet", resource, code, message),
+        call="ec2:CreateFleet",
+        resource=resource,
+        code=code,
+        cloud_message=message,
+    )

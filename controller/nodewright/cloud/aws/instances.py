@@ -1,0 +1,122 @@
+"""Get, list and terminate the instances this cluster owns."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from nodewright.cloud.aws import tags as tag_keys
+from nodewright.cloud.aws.errors import aws_call
+from nodewright.cloud.provider import CloudProviderError, Instance, NodeClaimNotFoundError
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+
+LIVE_STATES: Final = ("pending", "running", "stopping", "stopped", "shutting-down")
+_PROVIDER_ID = re.compile(r"^aws:///(?P<zone>[^/]*)/(?P<id>i-[0-9a-z]+)$")
+
+
+def provider_id(zone: str, instance_id: str) -> str:
+    return f"aws:///{zone}/{instance_id}"
+
+
+def instance_id_of(provider_id_value: str) -> str:
+    match = _PROVIDER_ID.match(provider_id_value)
+    if match is None:
+        raise CloudProviderError(
+            f"providerID {provider_id_value!r} is not of the form aws:///<zone>/<instance-id>",
+            resource=provider_id_value,
+        )
+    return match["id"]
+
+
+def instance_of(raw: Mapping[str, Any]) -> Instance:
+    tags = {str(t["Key"]): str(t["Value"]) for t in raw.get("Tags", []) or []}
+    zone = str(raw.get("Placement", {}).get("AvailabilityZone", ""))
+    launch_time = raw.get("LaunchTime")
+    if not isinstance(launch_time, datetime):
+        launch_time = datetime.fromtimestamp(0, UTC)
+    capacity_type = "spot" if raw.get("InstanceLifecycle") == "spot" else "on-demand"
+    instance_type = str(raw.get("InstanceType", ""))
+    return Instance(
+        provider_id=provider_id(zone, raw["InstanceId"]),
+        instance_id=str(raw["InstanceId"]),
+        instance_type=instance_type,
+        zone=zone,
+        capacity_type=capacity_type,
+        image_id=str(raw.get("ImageId", "")),
+        state=str(raw.get("State", {}).get("Name", "")),
+        launch_time=launch_time,
+        subnet_id=str(raw.get("SubnetId", "")),
+        security_group_ids=tuple(
+            sorted(str(group["GroupId"]) for group in raw.get("SecurityGroups", []) or [])
+        ),
+        nodeclaim_name=tags.get(tag_keys.NODECLAIM, ""),
+        nodepool_name=tags.get(tag_keys.NODEPOOL, ""),
+        node_class_name=tags.get(tag_keys.NODECLASS, ""),
+        tags=tags,
+        labels={
+            "node.kubernetes.io/instance-type": instance_type,
+            "topology.kubernetes.io/zone": zone,
+            "karpenter.sh/capacity-type": capacity_type,
+        },
+    )
+
+
+def _describe(ec2: EC2Client, resource: str, **request: Any) -> list[Instance]:
+    found: list[Instance] = []
+    with aws_call("ec2:DescribeInstances", resource):
+        for page in ec2.get_paginator("describe_instances").paginate(**request):
+            for reservation in page.get("Reservations", []):
+                for raw in reservation.get("Instances", []):
+                    found.append(instance_of(cast(Mapping[str, Any], raw)))
+    return found
+
+
+def get_instance(ec2: EC2Client, provider_id_value: str) -> Instance:
+    instance_id = instance_id_of(provider_id_value)
+    try:
+        found = _describe(ec2, f"instance {instance_id}", InstanceIds=[instance_id])
+    except NodeClaimNotFoundError:
+        found = []
+    live = [instance for instance in found if instance.state in LIVE_STATES]
+    if not live:
+        raise NodeClaimNotFoundError(
+            f"ec2:DescribeInstances instance {instance_id}: not found or terminated",
+            call="ec2:DescribeInstances",
+            resource=f"instance {instance_id}",
+        )
+    return live[0]
+
+
+def list_instances(ec2: EC2Client, cluster: str) -> list[Instance]:
+    """Every live instance tagged as this cluster's and launched for a NodeClaim."""
+    filters = [
+        {"Name": f"tag:{tag_keys.cluster_tag_key(cluster)}", "Values": ["owned"]},
+        {"Name": "tag-key", "Values": [tag_keys.NODECLAIM]},
+        {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+    ]
+    return _describe(ec2, f"cluster {cluster}", Filters=filters)
+
+
+def find_for_nodeclaim(ec2: EC2Client, cluster: str, nodeclaim: str) -> Instance | None:
+    """The live instance already launched for this NodeClaim, if any (idempotent create)."""
+    filters = [
+        {"Name": f"tag:{tag_keys.cluster_tag_key(cluster)}", "Values": ["owned"]},
+        {"Name": f"tag:{tag_keys.NODECLAIM}", "Values": [nodeclaim]},
+        {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+    ]
+    found = _describe(ec2, f"nodeclaim {nodeclaim}", Filters=filters)
+    return min(found, key=lambda i: (i.launch_time, i.instance_id)) if found else None
+
+
+def terminate(ec2: EC2Client, provider_id_value: str) -> None:
+    """Terminate; an instance that no longer exists counts as terminated."""
+    instance_id = instance_id_of(provider_id_value)
+    try:
+        with aws_call("ec2:TerminateInstances", f"instance {instance_id}"):
+            ec2.terminate_instances(InstanceIds=[instance_id])
+    except NodeClaimNotFoundError:
+        return

@@ -1,0 +1,130 @@
+"""Typed interruption events parsed from the EventBridge messages delivered to the queue.
+
+Five message kinds reach the interruption queue (one EventBridge rule each). Each parses into
+an `InterruptionEvent` per affected instance; anything else is a `MalformedMessage`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+
+class EventKind(StrEnum):
+    SPOT_INTERRUPTION = "SpotInterruption"
+    SCHEDULED_CHANGE = "ScheduledChange"
+    STATE_CHANGE = "StateChange"
+    REBALANCE_RECOMMENDATION = "RebalanceRecommendation"
+    CAPACITY_RESERVATION_INTERRUPTION = "CapacityReservationInterruption"
+
+
+# (source, detail-type) -> kind
+DETAIL_TYPES: Final[Mapping[tuple[str, str], EventKind]] = {
+    ("aws.ec2", "EC2 Spot Instance Interruption Warning"): EventKind.SPOT_INTERRUPTION,
+    ("aws.health", "AWS Health Event"): EventKind.SCHEDULED_CHANGE,
+    ("aws.ec2", "EC2 Instance State-change Notification"): EventKind.STATE_CHANGE,
+    ("aws.ec2", "EC2 Instance Rebalance Recommendation"): EventKind.REBALANCE_RECOMMENDATION,
+    (
+        "aws.ec2",
+        "EC2 Capacity Reservation Instance Interruption Warning",
+    ): EventKind.CAPACITY_RESERVATION_INTERRUPTION,
+}
+
+# Only these instance states mean the node is going away.
+INTERRUPTING_STATES: Final[frozenset[str]] = frozenset(
+    {"stopping", "stopped", "shutting-down", "terminated"}
+)
+
+
+@dataclass(frozen=True)
+class InterruptionEvent:
+    kind: EventKind
+    instance_id: str
+    message_id: str  # the EventBridge event id
+    detail: str = ""  # state for state changes, action for warnings, event type for health
+
+    @property
+    def drains_node(self) -> bool:
+        """Whether the node should be cordoned and drained (rebalance is advisory only)."""
+        return self.kind is not EventKind.REBALANCE_RECOMMENDATION
+
+
+@dataclass(frozen=True)
+class MalformedMessage:
+    reason: str
+    body: str
+
+
+@dataclass(frozen=True)
+class IgnoredMessage:
+    """Well-formed, but nothing to act on (a running state change, a non-EC2 health event)."""
+
+    reason: str
+
+
+ParsedMessage = list[InterruptionEvent] | MalformedMessage | IgnoredMessage
+
+
+def _text(value: Any, field_path: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{field_path}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def parse_message(body: str) -> ParsedMessage:
+    """Parse one SQS message body (an EventBridge event in JSON)."""
+    try:
+        envelope = json.loads(body)
+    except json.JSONDecodeError as error:
+        return MalformedMessage(f"not JSON: {error.msg} at position {error.pos}", body)
+    if not isinstance(envelope, dict):
+        return MalformedMessage("not a JSON object", body)
+    source, detail_type = envelope.get("source"), envelope.get("detail-type")
+    kind = DETAIL_TYPES.get((str(source), str(detail_type)))
+    if kind is None:
+        return MalformedMessage(
+            f"unknown event: source={source!r} detail-type={detail_type!r}", body
+        )
+    detail = envelope.get("detail")
+    if not isinstance(detail, dict):
+        return MalformedMessage("detail: expected an object", body)
+    message_id = str(envelope.get("id", ""))
+    try:
+        return _events_of(kind, detail, message_id)
+    except ValueError as error:
+        return MalformedMessage(str(error), body)
+
+
+def _events_of(kind: EventKind, detail: dict[str, Any], message_id: str) -> ParsedMessage:
+    if kind is EventKind.SCHEDULED_CHANGE:
+        if detail.get("service") != "EC2" or detail.get("eventTypeCategory") != "scheduledChange":
+            return IgnoredMessage(
+                f"health event for service={detail.get('service')!r} "
+                f"category={detail.get('eventTypeCategory')!r}"
+            )
+        entities = detail.get("affectedEntities")
+        if not isinstance(entities, list) or not entities:
+            raise ValueError("detail.affectedEntities: expected a non-empty list")
+        event_type = str(detail.get("eventTypeCode", ""))
+        return [
+            InterruptionEvent(
+                kind,
+                _text(
+                    entity.get("entityValue") if isinstance(entity, dict) else None,
+                    f"detail.affectedEntities[{index}].entityValue",
+                ),
+                message_id,
+                event_type,
+            )
+            for index, entity in enumerate(entities)
+        ]
+    instance_id = _text(detail.get("instance-id"), "detail.instance-id")
+    if kind is EventKind.STATE_CHANGE:
+        state = _text(detail.get("state"), "detail.state")
+        if state not in INTERRUPTING_STATES:
+            return IgnoredMessage(f"instance {instance_id} is {state}")
+        return [InterruptionEvent(kind, instance_id, message_id, state)]
+    action = str(detail.get("instance-action", ""))
+    return [InterruptionEvent(kind, instance_id, message_id, action)]

@@ -1,0 +1,213 @@
+"""Launch templates: one per distinct launch configuration, named by a stable hash of it, so
+that identical configurations share a template and any change produces a new one."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from nodewright.cloud.aws import tags
+from nodewright.cloud.aws.errors import aws_call
+from nodewright.cloud.provider import CloudProviderError
+from nodewright.scheduling.quantity import parse_quantity
+
+if TYPE_CHECKING:
+    from mypy_boto3_ec2 import EC2Client
+
+    from nodewright.api.ec2nodeclass import BlockDeviceMapping, MetadataOptions
+
+NAME_PREFIX: Final = "nodewright"
+DEFAULT_ROOT_VOLUME_GIB: Final = 20
+GIB: Final = 1024**3
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    cluster: str
+    nodepool: str
+    node_class: str
+    image_id: str
+    user_data: str
+    instance_profile: str
+    security_group_ids: tuple[str, ...]
+    metadata_options: Mapping[str, Any]
+    block_device_mappings: tuple[Mapping[str, Any], ...]
+    detailed_monitoring: bool = False
+    associate_public_ip_address: bool | None = None
+    extra_tags: Mapping[str, str] = field(default_factory=dict)
+
+    def fingerprint(self) -> str:
+        canonical = json.dumps(asdict(self), sort_keys=True, default=list)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:24]
+
+    @property
+    def name(self) -> str:
+        return f"{NAME_PREFIX}/{self.cluster}/{self.fingerprint()}"
+
+    def template_tags(self) -> dict[str, str]:
+        return {
+            **self.extra_tags,
+            **tags.ownership_tags(self.cluster),
+            tags.NODEPOOL: self.nodepool,
+            tags.NODECLASS: self.node_class,
+        }
+
+    def template_data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "ImageId": self.image_id,
+            "IamInstanceProfile": {"Name": self.instance_profile},
+            "MetadataOptions": dict(self.metadata_options),
+            "BlockDeviceMappings": [dict(mapping) for mapping in self.block_device_mappings],
+            "Monitoring": {"Enabled": self.detailed_monitoring},
+        }
+        if self.user_data:
+            data["UserData"] = base64.b64encode(self.user_data.encode()).decode()
+        if self.associate_public_ip_address is None:
+            data["SecurityGroupIds"] = list(self.security_group_ids)
+        else:
+            # The public-IP choice can only be made on an explicit network interface, and
+            # then the security groups must move onto it too.
+            data["NetworkInterfaces"] = [
+                {
+                    "DeviceIndex": 0,
+                    "AssociatePublicIpAddress": self.associate_public_ip_address,
+                    "Groups": list(self.security_group_ids),
+                }
+            ]
+        return data
+
+
+def metadata_options_of(options: MetadataOptions) -> dict[str, Any]:
+    return {
+        "HttpEndpoint": options.http_endpoint,
+        "HttpProtocolIpv6": options.http_protocol_ipv6,
+        "HttpPutResponseHopLimit": options.http_put_response_hop_limit,
+        "HttpTokens": options.http_tokens,
+    }
+
+
+def _gib(quantity: str) -> int:
+    return max(1, math.ceil(parse_quantity(quantity) / 1000 / GIB))
+
+
+def default_block_devices(ami_family: str) -> list[dict[str, Any]]:
+    """A 20Gi gp3 root volume; Bottlerocket also has a small OS volume before its data one."""
+
+    def volume(device: str, size_gib: int) -> dict[str, Any]:
+        return {
+            "DeviceName": device,
+            "Ebs": {
+                "VolumeSize": size_gib,
+                "VolumeType": "gp3",
+                "Encrypted": True,
+                "DeleteOnTermination": True,
+            },
+        }
+
+    if ami_family == "Bottlerocket":
+        return [volume("/dev/xvda", 4), volume("/dev/xvdb", DEFAULT_ROOT_VOLUME_GIB)]
+    return [volume("/dev/xvda", DEFAULT_ROOT_VOLUME_GIB)]
+
+
+def block_devices_of(
+    mappings: Sequence[BlockDeviceMapping] | None, ami_family: str
+) -> list[dict[str, Any]]:
+    if not mappings:
+        return default_block_devices(ami_family)
+    result: list[dict[str, Any]] = []
+    for mapping in mappings:
+        entry: dict[str, Any] = {"DeviceName": mapping.device_name or "/dev/xvda"}
+        if mapping.ebs is not None:
+            ebs = mapping.ebs
+            optional: dict[str, Any] = {
+                "VolumeSize": _gib(ebs.volume_size) if ebs.volume_size else None,
+                "VolumeType": ebs.volume_type,
+                "Iops": ebs.iops,
+                "Throughput": ebs.throughput,
+                "Encrypted": ebs.encrypted,
+                "KmsKeyId": ebs.kms_key_id,
+                "SnapshotId": ebs.snapshot_id,
+                "DeleteOnTermination": (
+                    True if ebs.delete_on_termination is None else ebs.delete_on_termination
+                ),
+            }
+            entry["Ebs"] = {key: value for key, value in optional.items() if value is not None}
+        result.append(entry)
+    return result
+
+
+def ensure_launch_template(ec2: EC2Client, config: LaunchConfig) -> str:
+    """The template's name, creating it when no template with that name exists yet."""
+    name = config.name
+    if _exists(ec2, name):
+        return name
+    try:
+        with aws_call("ec2:CreateLaunchTemplate", f"launch template {name}"):
+            request: dict[str, Any] = {
+                "LaunchTemplateName": name,
+                "LaunchTemplateData": config.template_data(),
+                "TagSpecifications": [
+                    {"ResourceType": "launch-template", "Tags": tags.as_aws(config.template_tags())}
+                ],
+            }
+            ec2.create_launch_template(**request)
+    except CloudProviderError as error:
+        # Another worker created it between our describe and create: that is fine.
+        if error.code != "InvalidLaunchTemplateName.AlreadyExistsException":
+            raise
+    return name
+
+
+def _exists(ec2: EC2Client, name: str) -> bool:
+    try:
+        with aws_call("ec2:DescribeLaunchTemplates", f"launch template {name}"):
+            found = ec2.describe_launch_templates(LaunchTemplateNames=[name])
+    except CloudProviderError as error:
+        if error.code in (
+            "InvalidLaunchTemplateName.NotFoundException",
+            "InvalidLaunchTemplateId.NotFound",
+        ):
+            return False
+        raise
+    return bool(found.get("LaunchTemplates"))
+
+
+@dataclass(frozen=True)
+class OwnedTemplate:
+    id: str
+    name: str
+    tags: Mapping[str, str]
+
+
+def list_cluster_templates(ec2: EC2Client, cluster: str) -> list[OwnedTemplate]:
+    found: list[OwnedTemplate] = []
+    with aws_call("ec2:DescribeLaunchTemplates", f"cluster {cluster}"):
+        paginator = ec2.get_paginator("describe_launch_templates")
+        filters: Any = [{"Name": f"tag:{tags.cluster_tag_key(cluster)}", "Values": ["owned"]}]
+        for page in paginator.paginate(Filters=filters):
+            for raw in page.get("LaunchTemplates", []):
+                found.append(
+                    OwnedTemplate(
+                        raw["LaunchTemplateId"],
+                        raw["LaunchTemplateName"],
+                        {t["Key"]: t["Value"] for t in raw.get("Tags", [])},
+                    )
+                )
+    return found
+
+
+def delete_launch_template(ec2: EC2Client, template: OwnedTemplate) -> None:
+    try:
+        with aws_call("ec2:DeleteLaunchTemplate", f"launch template {template.name}"):
+            ec2.delete_launch_template(LaunchTemplateId=template.id)
+    except CloudProviderError as error:
+        if error.code not in (
+            "InvalidLaunchTemplateId.NotFound",
+            "InvalidLaunchTemplateName.NotFoundException",
+        ):
+            raise

@@ -1,0 +1,170 @@
+"""Everything an EC2NodeClass resolves to, and the status conditions that describe it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from nodewright.api.core import Condition, NodeSelectorRequirementWithMinValues
+from nodewright.api.ec2nodeclass import (
+    AMIStatus,
+    EC2NodeClassStatus,
+    SecurityGroupStatus,
+    SubnetStatus,
+)
+from nodewright.cloud.aws.amis import AliasError, Image, resolve_amis
+from nodewright.cloud.aws.discovery import (
+    SecurityGroup,
+    Subnet,
+    UnmatchedTerm,
+    discover_security_groups,
+    discover_subnets,
+)
+from nodewright.cloud.aws.instance_profiles import ensure_instance_profile
+from nodewright.cloud.provider import CloudProviderError
+
+if TYPE_CHECKING:
+    from nodewright.api.ec2nodeclass import EC2NodeClass
+    from nodewright.cloud.aws.clients import AwsClients
+
+ARCH_LABEL = "kubernetes.io/arch"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    subnets: tuple[Subnet, ...] = ()
+    security_groups: tuple[SecurityGroup, ...] = ()
+    images: tuple[Image, ...] = ()
+    instance_profile: str | None = None
+    unmatched: tuple[UnmatchedTerm, ...] = ()
+    # condition type -> why it is not ready
+    problems: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ready(self) -> bool:
+        return (
+            bool(self.subnets)
+            and bool(self.security_groups)
+            and bool(self.images)
+            and self.instance_profile is not None
+        )
+
+    def conditions(self, now: datetime | None = None) -> list[Condition]:
+        stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        checks = (
+            ("SubnetsReady", bool(self.subnets), "SubnetsNotFound"),
+            ("SecurityGroupsReady", bool(self.security_groups), "SecurityGroupsNotFound"),
+            ("AMIsReady", bool(self.images), "AMINotFound"),
+            ("InstanceProfileReady", self.instance_profile is not None, "InstanceProfileNotFound"),
+        )
+        conditions: list[Condition] = []
+        for kind, ok, reason in checks:
+            message = self.problems.get(kind) or f"{kind.removesuffix('Ready')} not resolved"
+            conditions.append(
+                Condition(type=kind, status="True", reason=kind, last_transition_time=stamp)
+                if ok
+                else Condition(
+                    type=kind,
+                    status="False",
+                    reason=reason,
+                    message=message,
+                    last_transition_time=stamp,
+                )
+            )
+        failing = [c.type for c in conditions if c.status != "True"]
+        conditions.append(
+            Condition(type="Ready", status="True", reason="Ready", last_transition_time=stamp)
+            if not failing
+            else Condition(
+                type="Ready",
+                status="False",
+                reason="NotReady",
+                message=f"unresolved: {', '.join(failing)}",
+                last_transition_time=stamp,
+            )
+        )
+        return conditions
+
+    def to_status(self, now: datetime | None = None) -> EC2NodeClassStatus:
+        return EC2NodeClassStatus(
+            subnets=[
+                SubnetStatus(id=s.id, zone=s.zone, zone_id=s.zone_id or None) for s in self.subnets
+            ],
+            security_groups=[
+                SecurityGroupStatus(id=g.id, name=g.name or None) for g in self.security_groups
+            ],
+            amis=[
+                AMIStatus(
+                    id=image.id,
+                    name=image.name or None,
+                    deprecated=image.deprecated or None,
+                    requirements=[
+                        NodeSelectorRequirementWithMinValues(
+                            key=ARCH_LABEL, operator="In", values=[image.architecture]
+                        )
+                    ],
+                )
+                for image in self.images
+            ],
+            instance_profile=self.instance_profile,
+            conditions=self.conditions(now),
+        )
+
+
+def _missing(unmatched: Sequence[UnmatchedTerm], prefix: str) -> str:
+    return "; ".join(term.describe() for term in unmatched if term.field.startswith(prefix))
+
+
+def resolve_node_class(
+    clients: AwsClients,
+    node_class: EC2NodeClass,
+    *,
+    cluster: str,
+    kubernetes_version: str,
+    with_instance_profile: bool = True,
+) -> Resolution:
+    spec = node_class.spec
+    problems: dict[str, str] = {}
+    subnets, unmatched_subnets = discover_subnets(clients.ec2, spec.subnet_selector_terms)
+    groups, unmatched_groups = discover_security_groups(
+        clients.ec2, spec.security_group_selector_terms
+    )
+    try:
+        images, unmatched_images = resolve_amis(
+            clients.ec2, clients.ssm, spec.ami_selector_terms, kubernetes_version
+        )
+    except AliasError as error:
+        images, unmatched_images = [], []
+        problems["AMIsReady"] = f"spec.amiSelectorTerms: {error}"
+    unmatched = (*unmatched_subnets, *unmatched_groups, *unmatched_images)
+    if not subnets:
+        problems["SubnetsReady"] = _missing(unmatched, "subnet") or "no subnets matched"
+    if not groups:
+        problems["SecurityGroupsReady"] = (
+            _missing(unmatched, "securityGroup") or "no security groups matched"
+        )
+    if not images and "AMIsReady" not in problems:
+        problems["AMIsReady"] = _missing(unmatched, "ami") or "no images matched"
+    profile: str | None = None
+    if with_instance_profile:
+        try:
+            profile = ensure_instance_profile(
+                clients.iam,
+                cluster=cluster,
+                region=clients.region,
+                node_class=node_class.name,
+                role=spec.role,
+                instance_profile=spec.instance_profile,
+            )
+        except CloudProviderError as error:
+            problems["InstanceProfileReady"] = str(error)
+    return Resolution(
+        subnets=tuple(subnets),
+        security_groups=tuple(groups),
+        images=tuple(images),
+        instance_profile=profile,
+        unmatched=unmatched,
+        problems=problems,
+    )

@@ -1,0 +1,73 @@
+"""The labels and taints a node registers with, derived from its NodeClaim or NodePool."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Final
+
+from nodewright.cloud.aws.userdata.bootstrap import ClusterInfo, NodeBootstrap
+
+if TYPE_CHECKING:
+    from nodewright.api.core import NodeSelectorRequirementWithMinValues
+    from nodewright.api.ec2nodeclass import EC2NodeClass
+    from nodewright.api.nodepool import NodePool
+
+# The kubelet may only set these labels in the kubernetes.io / k8s.io namespaces; any other
+# label there is refused at registration, so it is left to the controller to apply.
+KUBELET_ALLOWED: Final[frozenset[str]] = frozenset(
+    {
+        "kubernetes.io/arch",
+        "kubernetes.io/os",
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/region",
+        "topology.kubernetes.io/zone",
+    }
+)
+KUBELET_ALLOWED_PREFIXES: Final = ("kubelet.kubernetes.io/", "node.kubernetes.io/")
+NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
+
+
+def kubelet_may_set(key: str) -> bool:
+    domain = key.split("/", 1)[0] if "/" in key else ""
+    restricted = domain.endswith(("kubernetes.io", "k8s.io"))
+    return not restricted or key in KUBELET_ALLOWED or key.startswith(KUBELET_ALLOWED_PREFIXES)
+
+
+def node_labels(
+    labels: Mapping[str, str] | None,
+    requirements: Sequence[NodeSelectorRequirementWithMinValues],
+    nodepool: str | None = None,
+) -> dict[str, str]:
+    """Explicit labels, plus each requirement fixed to a single value, plus the NodePool."""
+    result = dict(labels or {})
+    for requirement in requirements:
+        values = requirement.values or []
+        if requirement.operator == "In" and len(values) == 1:
+            result.setdefault(requirement.key, values[0])
+    if nodepool:
+        result[NODEPOOL_LABEL] = nodepool
+    return {key: value for key, value in sorted(result.items()) if kubelet_may_set(key)}
+
+
+def bootstrap_for_nodepool(
+    cluster: ClusterInfo,
+    node_class: EC2NodeClass,
+    nodepool: NodePool | None,
+    max_pods: int | None = None,
+) -> NodeBootstrap:
+    """The bootstrap a node of this NodePool (or of no NodePool) would boot with."""
+    template = nodepool.spec.template if nodepool else None
+    labels = node_labels(
+        template.metadata.labels if template and template.metadata else None,
+        template.spec.requirements if template else [],
+        nodepool.metadata.name if nodepool else None,
+    )
+    return NodeBootstrap.build(
+        cluster,
+        labels=labels,
+        taints=(template.spec.taints or []) if template else [],
+        startup_taints=(template.spec.startup_taints or []) if template else [],
+        kubelet=node_class.spec.kubelet,
+        max_pods=max_pods,
+        custom_user_data=node_class.spec.user_data,
+    )

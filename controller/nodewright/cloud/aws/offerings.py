@@ -1,0 +1,72 @@
+"""Which offerings a NodeClaim may launch into: pure selection over the catalog."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from nodewright.scheduling.catalog import InstanceType, Offering
+from nodewright.scheduling.requirements import Requirements
+
+ZONE_LABEL: Final = "topology.kubernetes.io/zone"
+ZONE_ID_LABEL: Final = "topology.k8s.aws/zone-id"
+CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
+ARCH_LABEL: Final = "kubernetes.io/arch"
+SPOT: Final = "spot"
+ON_DEMAND: Final = "on-demand"
+
+
+@dataclass(frozen=True)
+class Choice:
+    instance_type: InstanceType
+    offering: Offering
+
+
+def _compatible(requirements: Requirements, labels: Mapping[str, str]) -> bool:
+    """Requirements on keys these labels define must accept the label's value; keys the
+    labels do not define (nodepool, custom labels) are the NodeClaim's own business."""
+    return all(
+        requirements[key].matches_label(value)
+        for key, value in labels.items()
+        if key in requirements
+    )
+
+
+def launchable(
+    catalog: Sequence[InstanceType],
+    requirements: Requirements,
+    zones: Sequence[str],
+    architectures: Sequence[str],
+) -> list[Choice]:
+    """Available offerings compatible with the requirements, in zones we have a subnet in,
+    for architectures we have an image for."""
+    choices: list[Choice] = []
+    for instance_type in catalog:
+        if instance_type.labels.get(ARCH_LABEL) not in architectures:
+            continue
+        if not _compatible(requirements, instance_type.labels):
+            continue
+        for offering in instance_type.offerings:
+            if not offering.available or offering.zone not in zones:
+                continue
+            offering_labels = {
+                ZONE_LABEL: offering.zone,
+                CAPACITY_TYPE_LABEL: offering.capacity_type,
+            }
+            if offering.zone_id:
+                offering_labels[ZONE_ID_LABEL] = offering.zone_id
+            if _compatible(requirements, offering_labels):
+                choices.append(Choice(instance_type, offering))
+    return choices
+
+
+def capacity_type_for(choices: Sequence[Choice]) -> str | None:
+    """Spot when the NodeClaim allows it and some spot offering is available (as Karpenter
+    does), on-demand otherwise."""
+    kinds = {choice.offering.capacity_type for choice in choices}
+    if SPOT in kinds:
+        return SPOT
+    if ON_DEMAND in kinds:
+        return ON_DEMAND
+    return None

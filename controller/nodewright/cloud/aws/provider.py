@@ -1,0 +1,336 @@
+"""The AWS CloudProvider: boto3 behind the `nodewright.cloud.provider.CloudProvider` seam."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Final
+
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.nodeclaim import NodeClaim
+from nodewright.cloud.aws import fleet, garbage, instance_profiles, instances, launch_templates
+from nodewright.cloud.aws import tags as tag_keys
+from nodewright.cloud.aws.catalog import LiveCatalog
+from nodewright.cloud.aws.clients import AwsClients
+from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
+from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
+from nodewright.cloud.aws.discovery import subnet_per_zone
+from nodewright.cloud.aws.drift import drift_of
+from nodewright.cloud.aws.node_class_resolution import Resolution, resolve_node_class
+from nodewright.cloud.aws.node_identity import node_labels
+from nodewright.cloud.aws.offerings import Choice, capacity_type_for, launchable
+from nodewright.cloud.aws.pricing import LivePriceSource
+from nodewright.cloud.aws.unavailable import UnavailableOfferings
+from nodewright.cloud.aws.userdata import NodeBootstrap, render_user_data
+from nodewright.cloud.provider import (
+    CloudProviderError,
+    Instance,
+    InsufficientCapacityError,
+    NodeClassNotReadyError,
+    RepairPolicy,
+)
+from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.pricing import PriceSource
+from nodewright.scheduling.quantity import PODS
+from nodewright.scheduling.requirements import Requirements
+
+RESOLUTION_CACHE_SECONDS: Final = 60.0
+CLUSTER_CACHE_SECONDS: Final = 300.0
+NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
+
+log = logging.getLogger(__name__)
+
+# Conditions the node monitoring agent and kubelet report; held this long, the node is
+# replaced (Karpenter's AWS repair policies).
+REPAIR_POLICIES: Final = (
+    RepairPolicy("Ready", "False", 30 * 60),
+    RepairPolicy("Ready", "Unknown", 30 * 60),
+    RepairPolicy("AcceleratedHardwareReady", "False", 10 * 60),
+    RepairPolicy("StorageReady", "False", 30 * 60),
+    RepairPolicy("NetworkingReady", "False", 30 * 60),
+    RepairPolicy("KernelReady", "False", 30 * 60),
+    RepairPolicy("ContainerRuntimeReady", "False", 30 * 60),
+)
+
+
+@dataclass(frozen=True)
+class GarbageReport:
+    terminated: tuple[str, ...]
+    deleted_templates: tuple[str, ...]
+    deleted_profiles: tuple[str, ...]
+
+
+@dataclass
+class AwsCloudProvider:
+    clients: AwsClients
+    cluster_name: str
+    clock: Clock = system_clock
+    prices: PriceSource | None = None
+    name: str = "aws"
+    unavailable: UnavailableOfferings = field(init=False)
+    catalog: LiveCatalog = field(init=False)
+    _resolutions: TTLCache[str, Resolution] = field(init=False)
+    _cluster: TTLCache[str, EksCluster] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.unavailable = UnavailableOfferings(self.clock)
+        price_source = self.prices or LivePriceSource(
+            self.clients.pricing, self.clients.ec2, self.clients.region, clock=self.clock
+        )
+        self.catalog = LiveCatalog(
+            self.clients.ec2, self.clients.region, price_source, self.unavailable, self.clock
+        )
+        self._resolutions = TTLCache(RESOLUTION_CACHE_SECONDS, self.clock)
+        self._cluster = TTLCache(CLUSTER_CACHE_SECONDS, self.clock)
+
+    # --- node classes -------------------------------------------------------------------
+
+    def cluster(self) -> EksCluster:
+        cached = self._cluster.get(self.cluster_name)
+        if cached is None:
+            cached = describe_cluster(self.clients.eks, self.cluster_name)
+            self._cluster.put(self.cluster_name, cached)
+        return cached
+
+    def resolve(self, node_class: EC2NodeClass) -> Resolution:
+        """Subnets, security groups, AMIs and instance profile (cached one minute per spec)."""
+        key = f"{node_class.name}:{json.dumps(node_class.spec.to_manifest(), sort_keys=True)}"
+        cached = self._resolutions.get(key)
+        if cached is None:
+            cached = resolve_node_class(
+                self.clients,
+                node_class,
+                cluster=self.cluster_name,
+                kubernetes_version=self.cluster().kubernetes_version,
+            )
+            self._resolutions.put(key, cached)
+        return cached
+
+    def get_instance_types(self, node_class: EC2NodeClass) -> list[InstanceType]:
+        resolution = self.resolve(node_class)
+        zones = {subnet.zone for subnet in resolution.subnets}
+        zone_ids = {subnet.zone: subnet.zone_id for subnet in resolution.subnets}
+        return self.catalog.instance_types(node_class, zones=zones, zone_ids=zone_ids)
+
+    # --- instances ----------------------------------------------------------------------
+
+    def create(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> Instance:
+        existing = instances.find_for_nodeclaim(self.clients.ec2, self.cluster_name, nodeclaim.name)
+        if existing is not None:
+            return existing
+        resolution = self.resolve(node_class)
+        if not resolution.ready:
+            detail = "; ".join(f"{k}: {v}" for k, v in sorted(resolution.problems.items()))
+            raise NodeClassNotReadyError(
+                f"EC2NodeClass {node_class.name} is not ready: {detail}",
+                resource=f"ec2nodeclass {node_class.name}",
+            )
+        subnets = subnet_per_zone(resolution.subnets)
+        images = {image.architecture: image for image in resolution.images}
+        requirements = Requirements.from_node_selector(
+            [r.to_manifest() for r in nodeclaim.spec.requirements]
+        )
+        choices = launchable(
+            self.get_instance_types(node_class), requirements, sorted(subnets), sorted(images)
+        )
+        capacity_type = capacity_type_for(choices)
+        if capacity_type is None:
+            raise InsufficientCapacityError(
+                f"nodeclaim {nodeclaim.name}: no available offering matches its requirements "
+                f"({requirements.describe() or 'none'}) in zones {', '.join(sorted(subnets))}",
+                resource=f"nodeclaim {nodeclaim.name}",
+                code="NoCompatibleOffering",
+            )
+        picked = [c for c in choices if c.offering.capacity_type == capacity_type]
+        templates = self._templates_for(nodeclaim, node_class, resolution, picked)
+        candidates = fleet.cheapest_first(
+            [
+                fleet.Candidate(
+                    instance_type=choice.instance_type.name,
+                    zone=choice.offering.zone,
+                    subnet_id=subnets[choice.offering.zone].id,
+                    price=choice.offering.price,
+                    template_name=templates[choice.instance_type.name],
+                    image_id=images[choice.instance_type.labels["kubernetes.io/arch"]].id,
+                )
+                for choice in picked
+            ]
+        )
+        nodepool = (nodeclaim.metadata.labels or {}).get(NODEPOOL_LABEL, "")
+        request = fleet.FleetRequest(
+            nodeclaim_name=nodeclaim.name,
+            nodeclaim_uid=nodeclaim.metadata.uid or nodeclaim.name,
+            capacity_type=capacity_type,
+            candidates=tuple(candidates),
+            tags=self._instance_tags(nodeclaim.name, nodepool, node_class),
+        )
+        launched = fleet.launch(self.clients.ec2, request, self.unavailable)
+        return self._instance_from_launch(launched, request, nodepool, node_class, resolution)
+
+    def get(self, provider_id: str) -> Instance:
+        return instances.get_instance(self.clients.ec2, provider_id)
+
+    def list(self) -> list[Instance]:
+        return instances.list_instances(self.clients.ec2, self.cluster_name)
+
+    def delete(self, provider_id: str) -> None:
+        instances.terminate(self.clients.ec2, provider_id)
+
+    def drift_reason(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> str | None:
+        provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
+        if not provider_id:
+            return None
+        instance = self.get(provider_id)
+        resolution = self.resolve(node_class)
+        drift = drift_of(
+            instance,
+            {image.id for image in resolution.images},
+            {subnet.id for subnet in resolution.subnets},
+            {group.id for group in resolution.security_groups},
+        )
+        if drift is None:
+            return None
+        log.info("nodeclaim %s drifted: %s", nodeclaim.name, drift.message)
+        return drift.reason
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        return REPAIR_POLICIES
+
+    # --- garbage collection -------------------------------------------------------------
+
+    def collect_garbage(
+        self,
+        known_provider_ids: Collection[str],
+        known_nodeclaims: Collection[str],
+        node_classes: Collection[str],
+        now: datetime | None = None,
+    ) -> GarbageReport:
+        ec2, iam = self.clients.ec2, self.clients.iam
+        orphans = garbage.orphaned_instances(
+            self.list(), known_provider_ids, known_nodeclaims, now or datetime.now(UTC)
+        )
+        for orphan in orphans:
+            log.info("terminating %s", orphan.why)
+            instances.terminate(ec2, orphan.instance.provider_id)
+        templates = garbage.unreferenced_templates(
+            launch_templates.list_cluster_templates(ec2, self.cluster_name), node_classes
+        )
+        for template in templates:
+            launch_templates.delete_launch_template(ec2, template)
+        profiles = garbage.unreferenced_profiles(
+            instance_profiles.list_cluster_profiles(iam, self.cluster_name), node_classes
+        )
+        for profile in profiles:
+            instance_profiles.delete_profile(iam, profile)
+        return GarbageReport(
+            tuple(o.instance.instance_id for o in orphans),
+            tuple(t.name for t in templates),
+            tuple(p.name for p in profiles),
+        )
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _templates_for(
+        self,
+        nodeclaim: NodeClaim,
+        node_class: EC2NodeClass,
+        resolution: Resolution,
+        choices: Sequence[Choice],
+    ) -> dict[str, str]:
+        """instance type -> launch template name; one template per (image, max pods)."""
+        family = node_class.resolved_ami_family()
+        images = {image.architecture: image for image in resolution.images}
+        nodepool = (nodeclaim.metadata.labels or {}).get(NODEPOOL_LABEL)
+        labels = node_labels(nodeclaim.metadata.labels, nodeclaim.spec.requirements, nodepool)
+        spec = node_class.spec
+        by_config: dict[tuple[str, int | None], str] = {}
+        result: dict[str, str] = {}
+        for choice in choices:
+            instance_type = choice.instance_type
+            if instance_type.name in result:
+                continue
+            image = images[instance_type.labels["kubernetes.io/arch"]]
+            pods = instance_type.capacity.get(PODS)
+            max_pods = pods // 1000 if pods is not None else None
+            key = (image.id, max_pods)
+            if key not in by_config:
+                bootstrap = NodeBootstrap.build(
+                    self.cluster().info,
+                    labels=labels,
+                    taints=nodeclaim.spec.taints or [],
+                    startup_taints=nodeclaim.spec.startup_taints or [],
+                    kubelet=spec.kubelet,
+                    max_pods=max_pods,
+                    custom_user_data=spec.user_data,
+                )
+                try:
+                    user_data = render_user_data(family, bootstrap)
+                except ValueError as error:
+                    raise CloudProviderError(
+                        f"EC2NodeClass {node_class.name}: {error}",
+                        resource=f"ec2nodeclass {node_class.name}",
+                    ) from error
+                config = launch_templates.LaunchConfig(
+                    cluster=self.cluster_name,
+                    nodepool=nodepool or "",
+                    node_class=node_class.name,
+                    image_id=image.id,
+                    user_data=user_data,
+                    instance_profile=resolution.instance_profile or "",
+                    security_group_ids=tuple(g.id for g in resolution.security_groups),
+                    metadata_options=launch_templates.metadata_options_of(spec.metadata_options),
+                    block_device_mappings=tuple(
+                        launch_templates.block_devices_of(spec.block_device_mappings, family)
+                    ),
+                    detailed_monitoring=bool(spec.detailed_monitoring),
+                    associate_public_ip_address=spec.associate_public_ip_address,
+                    extra_tags=dict(spec.tags or {}),
+                )
+                by_config[key] = launch_templates.ensure_launch_template(self.clients.ec2, config)
+            result[instance_type.name] = by_config[key]
+        return result
+
+    def _instance_tags(
+        self, nodeclaim: str, nodepool: str, node_class: EC2NodeClass
+    ) -> dict[str, str]:
+        return {
+            **(node_class.spec.tags or {}),
+            **tag_keys.ownership_tags(self.cluster_name),
+            tag_keys.NODEPOOL: nodepool,
+            tag_keys.NODECLAIM: nodeclaim,
+            tag_keys.NODECLASS: node_class.name,
+            tag_keys.NAME: f"{nodepool}/{nodeclaim}" if nodepool else nodeclaim,
+        }
+
+    def _instance_from_launch(
+        self,
+        launched: fleet.Launched,
+        request: fleet.FleetRequest,
+        nodepool: str,
+        node_class: EC2NodeClass,
+        resolution: Resolution,
+    ) -> Instance:
+        return Instance(
+            provider_id=instances.provider_id(launched.zone, launched.instance_id),
+            instance_id=launched.instance_id,
+            instance_type=launched.instance_type,
+            zone=launched.zone,
+            capacity_type=launched.capacity_type,
+            image_id=launched.image_id,
+            state="pending",
+            launch_time=datetime.now(UTC),
+            subnet_id=launched.subnet_id,
+            security_group_ids=tuple(sorted(g.id for g in resolution.security_groups)),
+            nodeclaim_name=request.nodeclaim_name,
+            nodepool_name=nodepool,
+            node_class_name=node_class.name,
+            tags=dict(request.tags),
+            labels={
+                "node.kubernetes.io/instance-type": launched.instance_type,
+                "topology.kubernetes.io/zone": launched.zone,
+                "karpenter.sh/capacity-type": launched.capacity_type,
+            },
+        )

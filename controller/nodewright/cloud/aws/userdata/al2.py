@@ -1,0 +1,67 @@
+"""AL2: /etc/eks/bootstrap.sh with the kubelet settings as --kubelet-extra-args, in a MIME
+document after the user's own parts."""
+
+from __future__ import annotations
+
+import shlex
+
+from nodewright.cloud.aws.userdata import mime
+from nodewright.cloud.aws.userdata.bootstrap import NodeBootstrap
+
+
+def _pairs(values: dict[str, str], separator: str = "=") -> str:
+    return ",".join(f"{key}{separator}{value}" for key, value in sorted(values.items()))
+
+
+def kubelet_args(bootstrap: NodeBootstrap) -> list[str]:
+    kubelet = bootstrap.kubelet
+    args: list[str] = []
+    if bootstrap.labels:
+        args.append(f"--node-labels={_pairs(dict(bootstrap.labels))}")
+    args.append(
+        "--register-with-taints=" + ",".join(t.kubelet_flag_form() for t in bootstrap.taints)
+    )
+    if bootstrap.max_pods is not None:
+        args.append(f"--max-pods={bootstrap.max_pods}")
+    if kubelet.pods_per_core is not None:
+        args.append(f"--pods-per-core={kubelet.pods_per_core}")
+    for flag, values, separator in (
+        ("--system-reserved", kubelet.system_reserved, "="),
+        ("--kube-reserved", kubelet.kube_reserved, "="),
+        ("--eviction-hard", kubelet.eviction_hard, "<"),
+        ("--eviction-soft", kubelet.eviction_soft, "<"),
+        ("--eviction-soft-grace-period", kubelet.eviction_soft_grace_period, "="),
+    ):
+        if values:
+            args.append(f"{flag}={_pairs(dict(values), separator)}")
+    if kubelet.eviction_max_pod_grace_period is not None:
+        args.append(f"--eviction-max-pod-grace-period={kubelet.eviction_max_pod_grace_period}")
+    if kubelet.image_gc_high_threshold_percent is not None:
+        args.append(f"--image-gc-high-threshold={kubelet.image_gc_high_threshold_percent}")
+    if kubelet.image_gc_low_threshold_percent is not None:
+        args.append(f"--image-gc-low-threshold={kubelet.image_gc_low_threshold_percent}")
+    if kubelet.cpu_cfs_quota is not None:
+        args.append(f"--cpu-cfs-quota={str(kubelet.cpu_cfs_quota).lower()}")
+    return args
+
+
+def script(bootstrap: NodeBootstrap) -> str:
+    cluster = bootstrap.cluster
+    lines = [
+        "#!/bin/bash -xe",
+        "exec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1",
+        f"/etc/eks/bootstrap.sh {shlex.quote(cluster.name)}"
+        f" --apiserver-endpoint {shlex.quote(cluster.endpoint)}"
+        f" --b64-cluster-ca {shlex.quote(cluster.ca_bundle)} \\",
+    ]
+    if bootstrap.cluster_dns:
+        lines.append(f"--dns-cluster-ip {shlex.quote(bootstrap.cluster_dns[0])} \\")
+    # bootstrap.sh would otherwise compute its own max pods and override ours.
+    lines.append("--use-max-pods false \\")
+    lines.append(f"--kubelet-extra-args {shlex.quote(' '.join(kubelet_args(bootstrap)))}")
+    return "\n".join(lines) + "\n"
+
+
+def render(bootstrap: NodeBootstrap) -> str:
+    parts = mime.split_parts(bootstrap.custom_user_data)
+    return mime.render([*parts, mime.Part(mime.SHELL_SCRIPT, script(bootstrap))])

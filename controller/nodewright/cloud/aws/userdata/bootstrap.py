@@ -1,0 +1,119 @@
+"""What every node needs to join the cluster, independent of the AMI family's format."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final, TypeVar
+
+if TYPE_CHECKING:
+    from nodewright.api.core import Taint
+    from nodewright.api.ec2nodeclass import KubeletConfiguration
+
+_Key = TypeVar("_Key", bound=str)
+
+# Every node registers with this taint; the controller removes it once the node is ours.
+UNREGISTERED_TAINT_KEY: Final = "karpenter.sh/unregistered"
+
+
+@dataclass(frozen=True)
+class NodeTaint:
+    key: str
+    effect: str
+    value: str = ""
+
+    def kubelet_flag_form(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}"
+
+
+UNREGISTERED_TAINT: Final = NodeTaint(UNREGISTERED_TAINT_KEY, "NoExecute")
+
+
+def _strings(values: Mapping[_Key, str] | None) -> dict[str, str]:
+    return {str(key): str(value) for key, value in (values or {}).items()}
+
+
+@dataclass(frozen=True)
+class KubeletSettings:
+    """The kubelet settings Karpenter's EC2NodeClass.spec.kubelet carries."""
+
+    max_pods: int | None = None
+    pods_per_core: int | None = None
+    system_reserved: Mapping[str, str] = field(default_factory=dict)
+    kube_reserved: Mapping[str, str] = field(default_factory=dict)
+    eviction_hard: Mapping[str, str] = field(default_factory=dict)
+    eviction_soft: Mapping[str, str] = field(default_factory=dict)
+    eviction_soft_grace_period: Mapping[str, str] = field(default_factory=dict)
+    eviction_max_pod_grace_period: int | None = None
+    image_gc_high_threshold_percent: int | None = None
+    image_gc_low_threshold_percent: int | None = None
+    cpu_cfs_quota: bool | None = None
+
+    @classmethod
+    def from_api(cls, kubelet: KubeletConfiguration | None) -> KubeletSettings:
+        if kubelet is None:
+            return cls()
+        return cls(
+            max_pods=kubelet.max_pods,
+            pods_per_core=kubelet.pods_per_core,
+            system_reserved=_strings(kubelet.system_reserved),
+            kube_reserved=_strings(kubelet.kube_reserved),
+            eviction_hard=_strings(kubelet.eviction_hard),
+            eviction_soft=_strings(kubelet.eviction_soft),
+            eviction_soft_grace_period=_strings(kubelet.eviction_soft_grace_period),
+            eviction_max_pod_grace_period=kubelet.eviction_max_pod_grace_period,
+            image_gc_high_threshold_percent=kubelet.image_gc_high_threshold_percent,
+            image_gc_low_threshold_percent=kubelet.image_gc_low_threshold_percent,
+            cpu_cfs_quota=kubelet.cpu_cfs_quota,
+        )
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    name: str
+    endpoint: str
+    ca_bundle: str  # base64 PEM, as EKS DescribeCluster returns it
+    service_cidr: str = "10.100.0.0/16"  # what EKS uses unless told otherwise
+
+
+@dataclass(frozen=True)
+class NodeBootstrap:
+    """Everything a node's user data carries, for one launch configuration."""
+
+    cluster: ClusterInfo
+    max_pods: int | None
+    labels: Mapping[str, str]
+    taints: Sequence[NodeTaint]  # includes the unregistered taint
+    kubelet: KubeletSettings
+    cluster_dns: Sequence[str] = ()
+    custom_user_data: str | None = None
+
+    @classmethod
+    def build(
+        cls,
+        cluster: ClusterInfo,
+        *,
+        labels: Mapping[str, str],
+        taints: Sequence[Taint] = (),
+        startup_taints: Sequence[Taint] = (),
+        kubelet: KubeletConfiguration | None = None,
+        max_pods: int | None = None,
+        custom_user_data: str | None = None,
+    ) -> NodeBootstrap:
+        """`max_pods` from the instance type, unless the kubelet configuration fixes it."""
+        settings = KubeletSettings.from_api(kubelet)
+        node_taints = [
+            NodeTaint(taint.key, taint.effect, taint.value or "")
+            for taint in [*taints, *startup_taints]
+        ]
+        if all(taint.key != UNREGISTERED_TAINT_KEY for taint in node_taints):
+            node_taints.append(UNREGISTERED_TAINT)
+        return cls(
+            cluster=cluster,
+            max_pods=settings.max_pods if settings.max_pods is not None else max_pods,
+            labels=dict(sorted(labels.items())),
+            taints=tuple(node_taints),
+            kubelet=settings,
+            cluster_dns=tuple(kubelet.cluster_dns or ()) if kubelet else (),
+            custom_user_data=custom_user_data,
+        )

@@ -1,0 +1,77 @@
+"""Shared fixtures for the AWS provider tests: moto in-process, a fake clock, and a recorder
+of every AWS action the code under test calls."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from nodewright.cloud.aws.clients import AwsClients
+from nodewright.cloud.aws.clock import FakeClock
+
+REGION = "us-west-2"
+
+
+@pytest.fixture(autouse=True)
+def _fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_CONFIG_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+
+
+@dataclass
+class CallRecorder:
+    """Every (service, operation) the clients called, as IAM action names."""
+
+    actions: list[str] = field(default_factory=list)
+    params: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def attach(self, clients: AwsClients) -> None:
+        for client in (
+            clients.ec2,
+            clients.ssm,
+            clients.iam,
+            clients.eks,
+            clients.sqs,
+            clients.pricing,
+        ):
+            client.meta.events.register("provide-client-params.*.*", self._capture)
+
+    def _capture(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        action = f"{model.service_model.signing_name}:{model.name}"
+        self.actions.append(action)
+        self.params.setdefault(action, []).append(params)
+
+    def calls_of(self, action: str) -> list[dict[str, Any]]:
+        return self.params.get(action, [])
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def recorder() -> CallRecorder:
+    return CallRecorder()
+
+
+@pytest.fixture
+def clients(aws: None, recorder: CallRecorder) -> AwsClients:
+    built = AwsClients.create(REGION, boto3.session.Session())
+    recorder.attach(built)
+    return built
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()

@@ -1,0 +1,2 @@
+#!/bin/bash
+/opt/my-bootstrap.sh --cluster demo

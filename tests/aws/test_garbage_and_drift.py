@@ -1,0 +1,121 @@
+"""Garbage collection and AWS drift, on instances launched into moto."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from nodewright.api.nodeclaim import NodeClaimStatus
+from nodewright.cloud.aws.clients import AwsClients
+from nodewright.cloud.aws.clock import FakeClock
+from nodewright.cloud.aws.drift import AMI_DRIFT, SECURITY_GROUP_DRIFT, SUBNET_DRIFT
+from nodewright.cloud.aws.garbage import orphaned_instances
+from nodewright.cloud.aws.provider import AwsCloudProvider
+from nodewright.cloud.provider import NodeClaimNotFoundError
+from nodewright.scheduling.pricing import OfflinePriceSource
+
+from .world import CLUSTER, World, build_world, node_class, nodeclaim
+
+
+@pytest.fixture
+def world(clients: AwsClients) -> World:
+    return build_world(clients)
+
+
+@pytest.fixture
+def provider(clients: AwsClients, world: World, clock: FakeClock) -> AwsCloudProvider:
+    return AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource())
+
+
+def test_instances_without_a_nodeclaim_are_terminated_once_older_than_30s(
+    provider: AwsCloudProvider,
+) -> None:
+    kept = provider.create(nodeclaim("kept-1", uid="uid-kept"), node_class())
+    orphan = provider.create(nodeclaim("gone-1", uid="uid-gone"), node_class())
+    launched = provider.get(orphan.provider_id).launch_time
+
+    too_young = provider.collect_garbage(
+        {kept.provider_id}, {"kept-1"}, {"default"}, now=launched + timedelta(seconds=10)
+    )
+    assert too_young.terminated == ()
+
+    report = provider.collect_garbage(
+        {kept.provider_id}, {"kept-1"}, {"default"}, now=launched + timedelta(seconds=31)
+    )
+    assert report.terminated == (orphan.instance_id,)
+    with pytest.raises(NodeClaimNotFoundError):
+        provider.get(orphan.provider_id)
+    assert provider.get(kept.provider_id).instance_id == kept.instance_id
+    assert report.deleted_templates == () and report.deleted_profiles == ()
+
+
+def test_a_nodeclaim_still_launching_protects_its_instance() -> None:
+    from nodewright.cloud.provider import Instance
+
+    instance = Instance(
+        provider_id="aws:///us-west-2a/i-1",
+        instance_id="i-1",
+        instance_type="m5.large",
+        zone="us-west-2a",
+        capacity_type="on-demand",
+        image_id="ami-1",
+        state="running",
+        launch_time=datetime(2026, 1, 1, tzinfo=UTC),
+        nodeclaim_name="launching-1",
+    )
+    later = datetime(2026, 1, 2, tzinfo=UTC)
+    assert orphaned_instances([instance], set(), {"launching-1"}, later) == []
+    assert [o.instance for o in orphaned_instances([instance], set(), set(), later)] == [instance]
+
+
+def test_templates_and_profiles_of_a_deleted_node_class_are_removed(
+    provider: AwsCloudProvider,
+    clients: AwsClients,
+) -> None:
+    instance = provider.create(nodeclaim(), node_class())
+    provider.delete(instance.provider_id)
+    profile = provider.resolve(node_class()).instance_profile
+    # One template per distinct (image, max pods): t3.medium 17, c5/m5.large 29, m5.xlarge 58.
+    templates = {
+        t["LaunchTemplateName"] for t in clients.ec2.describe_launch_templates()["LaunchTemplates"]
+    }
+    assert len(templates) == 3
+
+    kept = provider.collect_garbage(set(), set(), {"default"})
+    assert kept.deleted_templates == () and kept.deleted_profiles == ()
+
+    report = provider.collect_garbage(set(), set(), set())
+    assert set(report.deleted_templates) == templates
+    assert report.deleted_profiles == (profile,)
+    assert clients.ec2.describe_launch_templates()["LaunchTemplates"] == []
+
+
+def with_provider_id(claim_name: str, provider_id: str):  # type: ignore[no-untyped-def]
+    claim = nodeclaim(claim_name)
+    claim.status = NodeClaimStatus(provider_id=provider_id)
+    return claim
+
+
+def test_drift_names_what_changed(
+    provider: AwsCloudProvider, world: World, clients: AwsClients, clock: FakeClock
+) -> None:
+    instance = provider.create(nodeclaim(), node_class())
+    # moto's CreateFleet does not apply the launch template's security groups (EC2 does).
+    launched = clients.ec2.describe_instances(InstanceIds=[instance.instance_id])
+    assert launched["Reservations"][0]["Instances"][0]["ImageId"] == instance.image_id
+    clients.ec2.modify_instance_attribute(
+        InstanceId=instance.instance_id, Groups=[world.security_group]
+    )
+    claim = with_provider_id("default-abcde", instance.provider_id)
+    assert provider.drift_reason(claim, node_class()) is None
+
+    other_image = node_class(
+        amiFamily="AL2023", amiSelectorTerms=[{"id": world.arm_image}, {"id": "ami-760aaa0f"}]
+    )
+    assert provider.drift_reason(claim, other_image) == AMI_DRIFT
+
+    elsewhere = node_class(subnetSelectorTerms=[{"id": world.other_subnet}])
+    assert provider.drift_reason(claim, elsewhere) == SUBNET_DRIFT
+
+    regrouped = node_class(securityGroupSelectorTerms=[{"id": world.other_security_group}])
+    assert provider.drift_reason(claim, regrouped) == SECURITY_GROUP_DRIFT

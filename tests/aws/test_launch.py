@@ -1,0 +1,316 @@
+"""Launching: the CreateFleet request we send, idempotency, capacity errors and retries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.awsrequest import AWSResponse
+from nodewright.cloud.aws.actions import AWS_ACTIONS
+from nodewright.cloud.aws.clients import AwsClients
+from nodewright.cloud.aws.clock import FakeClock
+from nodewright.cloud.aws.provider import AwsCloudProvider
+from nodewright.cloud.provider import (
+    CloudProviderError,
+    InsufficientCapacityError,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+)
+from nodewright.scheduling.pricing import OfflinePriceSource
+
+from .conftest import CallRecorder
+from .world import CLUSTER, X86_IMAGE, World, build_world, node_class, nodeclaim
+
+
+@pytest.fixture
+def world(clients: AwsClients) -> World:
+    return build_world(clients)
+
+
+@pytest.fixture
+def provider(clients: AwsClients, world: World, clock: FakeClock) -> AwsCloudProvider:
+    return AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource())
+
+
+def fleet_overrides(request: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (override["InstanceType"], override["AvailabilityZone"])
+        for config in request["LaunchTemplateConfigs"]
+        for override in config["Overrides"]
+    ]
+
+
+def fake_response(status: int, parsed: dict[str, Any]) -> tuple[AWSResponse, dict[str, Any]]:
+    return AWSResponse("https://ec2.amazonaws.com", status, {}, None), parsed  # type: ignore[arg-type]
+
+
+class FleetInjector:
+    """Answers the next CreateFleet calls with canned responses instead of moto. A callable
+    answer is given the request's API parameters."""
+
+    def __init__(self, recorder: CallRecorder) -> None:
+        self.recorder = recorder
+        self.pending: list[Any] = []
+
+    def __call__(self, **_: Any) -> Any:
+        if not self.pending:
+            return None
+        answer = self.pending.pop(0)
+        if callable(answer):
+            return answer(self.recorder.calls_of("ec2:CreateFleet")[-1])
+        return answer
+
+
+@pytest.fixture
+def injector(clients: AwsClients, recorder: CallRecorder) -> Iterator[FleetInjector]:
+    injector = FleetInjector(recorder)
+    clients.ec2.meta.events.register("before-call.ec2.CreateFleet", injector)
+    yield injector
+    clients.ec2.meta.events.unregister("before-call.ec2.CreateFleet", injector)
+
+
+def test_create_sends_an_instant_fleet_cheapest_first_and_tags_everything(
+    provider: AwsCloudProvider, recorder: CallRecorder, world: World, clients: AwsClients
+) -> None:
+    instance = provider.create(nodeclaim(), node_class())
+
+    request = recorder.calls_of("ec2:CreateFleet")[0]
+    assert request["Type"] == "instant"
+    assert request["TargetCapacitySpecification"] == {
+        "TotalTargetCapacity": 1,
+        "DefaultTargetCapacityType": "on-demand",
+    }
+    assert request["OnDemandOptions"] == {"AllocationStrategy": "lowest-price"}
+    assert request["ClientToken"].startswith("6f1c1b7e-1111-4a4a-9c9c-000000000001-")
+    overrides = fleet_overrides(request)
+    types_in_order = list(dict.fromkeys(name for name, _ in overrides))
+    assert types_in_order == ["t3.medium", "c5.large", "m5.large", "m5.xlarge"]
+    assert {zone for _, zone in overrides} == set(world.subnets)
+    subnets = {o["SubnetId"] for c in request["LaunchTemplateConfigs"] for o in c["Overrides"]}
+    assert subnets == set(world.subnets.values())
+    assert {spec["ResourceType"] for spec in request["TagSpecifications"]} == {
+        "instance",
+        "volume",
+        "network-interface",
+    }
+
+    assert instance.provider_id == f"aws:///{instance.zone}/{instance.instance_id}"
+    assert instance.image_id == X86_IMAGE
+    raw = clients.ec2.describe_instances(InstanceIds=[instance.instance_id])
+    tags = {t["Key"]: t["Value"] for t in raw["Reservations"][0]["Instances"][0]["Tags"]}
+    assert tags == {
+        f"kubernetes.io/cluster/{CLUSTER}": "owned",
+        "eks:eks-cluster-name": CLUSTER,
+        "karpenter.sh/nodepool": "default",
+        "karpenter.sh/nodeclaim": "default-abcde",
+        "karpenter.k8s.aws/ec2nodeclass": "default",
+        "Name": "default/default-abcde",
+        "team": "payments",
+    }
+
+
+def test_spot_uses_price_capacity_optimized(
+    provider: AwsCloudProvider, recorder: CallRecorder
+) -> None:
+    provider.create(
+        nodeclaim(
+            requirements=[
+                {
+                    "key": "node.kubernetes.io/instance-type",
+                    "operator": "In",
+                    "values": ["m5.large"],
+                },
+                {
+                    "key": "karpenter.sh/capacity-type",
+                    "operator": "In",
+                    "values": ["spot", "on-demand"],
+                },
+            ]
+        ),
+        node_class(),
+    )
+    request = recorder.calls_of("ec2:CreateFleet")[0]
+    assert request["SpotOptions"] == {"AllocationStrategy": "price-capacity-optimized"}
+    assert request["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "spot"
+
+
+def test_at_most_sixty_instance_types_are_offered(
+    provider: AwsCloudProvider, recorder: CallRecorder
+) -> None:
+    provider.create(
+        nodeclaim(
+            requirements=[
+                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+            ]
+        ),
+        node_class(),
+    )
+    names = {name for name, _ in fleet_overrides(recorder.calls_of("ec2:CreateFleet")[0])}
+    assert len(names) == 60
+
+
+def test_creating_twice_for_one_nodeclaim_yields_one_instance(
+    provider: AwsCloudProvider, recorder: CallRecorder, clients: AwsClients
+) -> None:
+    first = provider.create(nodeclaim(), node_class())
+    second = provider.create(nodeclaim(), node_class())
+
+    assert second.instance_id == first.instance_id
+    assert len(recorder.calls_of("ec2:CreateFleet")) == 1
+    assert [i.instance_id for i in provider.list()] == [first.instance_id]
+
+
+def test_a_capacity_error_on_the_cheapest_offering_moves_the_next_attempt(
+    provider: AwsCloudProvider,
+    recorder: CallRecorder,
+    injector: FleetInjector,
+    clock: FakeClock,
+) -> None:
+    def cheapest_has_no_capacity(params: dict[str, Any]) -> Any:
+        config = params["LaunchTemplateConfigs"][0]
+        override = config["Overrides"][0]
+        return fake_response(
+            200,
+            {
+                "Instances": [],
+                "Errors": [
+                    {
+                        "LaunchTemplateAndOverrides": {
+                            "LaunchTemplateSpecification": config["LaunchTemplateSpecification"],
+                            "Overrides": override,
+                        },
+                        "Lifecycle": "on-demand",
+                        "ErrorCode": "InsufficientInstanceCapacity",
+                        "ErrorMessage": "We currently do not have sufficient capacity.",
+                    }
+                ],
+            },
+        )
+
+    injector.pending.append(cheapest_has_no_capacity)
+    with pytest.raises(InsufficientCapacityError, match="InsufficientInstanceCapacity"):
+        provider.create(nodeclaim(), node_class())
+    first_choice = fleet_overrides(recorder.calls_of("ec2:CreateFleet")[0])[0]
+    assert provider.unavailable.is_unavailable(*first_choice, "on-demand")
+
+    provider.create(nodeclaim(), node_class())
+    retry = recorder.calls_of("ec2:CreateFleet")[1]
+    assert first_choice not in fleet_overrides(retry)
+    assert retry["ClientToken"] != recorder.calls_of("ec2:CreateFleet")[0]["ClientToken"]
+
+    catalog = {it.name: it for it in provider.get_instance_types(node_class())}
+    offering = next(
+        o
+        for o in catalog[first_choice[0]].offerings
+        if (o.zone, o.capacity_type) == (first_choice[1], "on-demand")
+    )
+    assert not offering.available
+
+    clock.advance(181)
+    assert not provider.unavailable.is_unavailable(*first_choice, "on-demand")
+
+
+def test_other_fleet_errors_are_terminal_and_quote_aws(
+    provider: AwsCloudProvider, injector: FleetInjector
+) -> None:
+    injector.pending.append(
+        fake_response(
+            200,
+            {
+                "Instances": [],
+                "Errors": [
+                    {"ErrorCode": "InvalidParameterValue", "ErrorMessage": "bad launch template"}
+                ],
+            },
+        )
+    )
+    with pytest.raises(CloudProviderError) as raised:
+        provider.create(nodeclaim(), node_class())
+    assert not isinstance(raised.value, InsufficientCapacityError)
+    assert str(raised.value) == (
+        "ec2:CreateFleet nodeclaim default-abcde: InvalidParameterValue: bad launch template"
+    )
+
+
+class RawBody:
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self.body
+
+
+THROTTLED = (
+    b"<Response><Errors><Error><Code>RequestLimitExceeded</Code>"
+    b"<Message>Request limit exceeded.</Message></Error></Errors>"
+    b"<RequestID>r-1</RequestID></Response>"
+)
+
+
+def test_throttling_is_retried_by_botocore_standard_mode(
+    provider: AwsCloudProvider,
+    clients: AwsClients,
+    recorder: CallRecorder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("time.sleep", lambda _: None)
+    sent: list[str] = []
+
+    def throttle_first_send(request: Any, **_: Any) -> AWSResponse | None:
+        sent.append(request.url)
+        if len(sent) == 1:
+            return AWSResponse(request.url, 503, {}, RawBody(THROTTLED))  # type: ignore[arg-type]
+        return None
+
+    hook: Any = throttle_first_send
+    clients.ec2.meta.events.register_first("before-send.ec2.CreateFleet", hook)
+
+    instance = provider.create(nodeclaim(), node_class())
+
+    assert instance.instance_id.startswith("i-")
+    assert len(sent) == 2
+    assert len(recorder.calls_of("ec2:CreateFleet")) == 1  # one API call, retried inside
+
+
+def test_get_list_delete_round_trip(provider: AwsCloudProvider) -> None:
+    instance = provider.create(nodeclaim(), node_class())
+    assert provider.get(instance.provider_id).instance_id == instance.instance_id
+
+    provider.delete(instance.provider_id)
+    provider.delete(instance.provider_id)  # already gone: still fine
+
+    with pytest.raises(NodeClaimNotFoundError):
+        provider.get(instance.provider_id)
+    assert provider.list() == []
+    with pytest.raises(NodeClaimNotFoundError):
+        provider.get(f"aws:///{instance.zone}/i-0123456789abcdef0")
+
+
+def test_a_node_class_that_resolves_nothing_refuses_to_launch(
+    provider: AwsCloudProvider,
+) -> None:
+    broken = node_class(subnetSelectorTerms=[{"tags": {"karpenter.sh/discovery": "nowhere"}}])
+    with pytest.raises(NodeClassNotReadyError, match="subnetSelectorTerms\\[0\\]"):
+        provider.create(nodeclaim(), broken)
+
+
+def test_every_call_the_provider_makes_is_in_the_action_list(
+    provider: AwsCloudProvider, recorder: CallRecorder
+) -> None:
+    recorder.actions.clear()
+    instance = provider.create(nodeclaim(), node_class())
+    provider.get(instance.provider_id)
+    provider.list()
+    provider.delete(instance.provider_id)
+    provider.collect_garbage(set(), set(), set())
+    called = set(recorder.actions)
+    assert called <= {use.action for use in AWS_ACTIONS}
+    assert {
+        "ec2:CreateFleet",
+        "ec2:CreateLaunchTemplate",
+        "ssm:GetParameter",
+        "eks:DescribeCluster",
+        "ec2:TerminateInstances",
+    } <= called

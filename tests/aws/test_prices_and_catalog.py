@@ -1,0 +1,136 @@
+"""Prices (Pricing API, spot history, offline fallback) and the live catalog's caching."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from botocore.exceptions import EndpointConnectionError
+from botocore.stub import Stubber
+from nodewright.cloud.aws.catalog import LiveCatalog
+from nodewright.cloud.aws.clients import AwsClients, pricing_region
+from nodewright.cloud.aws.clock import FakeClock
+from nodewright.cloud.aws.pricing import LivePriceSource
+from nodewright.cloud.aws.unavailable import UnavailableOfferings
+from nodewright.scheduling.pricing import OfflinePriceSource
+
+from .conftest import CallRecorder
+
+
+def product(instance_type: str, usd: str) -> str:
+    return json.dumps(
+        {
+            "product": {"attributes": {"instanceType": instance_type, "operatingSystem": "Linux"}},
+            "terms": {
+                "OnDemand": {
+                    "T1": {"priceDimensions": {"D1": {"unit": "Hrs", "pricePerUnit": {"USD": usd}}}}
+                }
+            },
+        }
+    )
+
+
+EXPECTED_FILTERS: list[dict[str, Any]] = [
+    {"Type": "TERM_MATCH", "Field": "regionCode", "Value": "us-west-2"},
+    {"Type": "TERM_MATCH", "Field": "operatingSystem", "Value": "Linux"},
+    {"Type": "TERM_MATCH", "Field": "tenancy", "Value": "Shared"},
+    {"Type": "TERM_MATCH", "Field": "preInstalledSw", "Value": "NA"},
+    {"Type": "TERM_MATCH", "Field": "capacitystatus", "Value": "Used"},
+]
+
+
+def test_on_demand_prices_come_from_get_products_and_refresh_every_12_hours(
+    clients: AwsClients, clock: FakeClock
+) -> None:
+    prices = LivePriceSource(clients.pricing, clients.ec2, "us-west-2", clock=clock)
+    with Stubber(clients.pricing) as stub:
+        stub.add_response(
+            "get_products",
+            {
+                "PriceList": [product("m5.large", "0.0960000000"), product("c5.large", "0.085")],
+                "FormatVersion": "aws_v1",
+            },
+            {"ServiceCode": "AmazonEC2", "Filters": EXPECTED_FILTERS},
+        )
+        assert prices.on_demand("m5.large", "us-west-2") == 0.096
+        assert prices.on_demand("c5.large", "us-west-2") == 0.085
+        clock.advance(11 * 3600)
+        assert prices.on_demand("m5.large", "us-west-2") == 0.096  # no second call yet
+        stub.assert_no_pending_responses()
+
+        stub.add_response(
+            "get_products",
+            {"PriceList": [product("m5.large", "0.1")]},
+            {"ServiceCode": "AmazonEC2", "Filters": EXPECTED_FILTERS},
+        )
+        clock.advance(3600)
+        assert prices.on_demand("m5.large", "us-west-2") == 0.1
+        stub.assert_no_pending_responses()
+
+
+def test_unreachable_pricing_falls_back_to_the_offline_source(
+    clients: AwsClients, clock: FakeClock
+) -> None:
+    def unreachable(**_: Any) -> None:
+        raise EndpointConnectionError(endpoint_url="https://api.pricing.us-east-1.amazonaws.com")
+
+    clients.pricing.meta.events.register_first("before-send.pricing.GetProducts", unreachable)
+    prices = LivePriceSource(clients.pricing, clients.ec2, "us-west-2", clock=clock)
+    assert prices.on_demand("m5.large", "us-west-2") == OfflinePriceSource().on_demand(
+        "m5.large", "us-west-2"
+    )
+    assert not prices.live_on_demand
+
+
+def test_spot_prices_use_the_latest_entry_per_type_and_zone(
+    clients: AwsClients, clock: FakeClock
+) -> None:
+    from datetime import UTC, datetime
+
+    prices = LivePriceSource(clients.pricing, clients.ec2, "us-west-2", clock=clock)
+    with Stubber(clients.ec2) as stub:
+        stub.add_response(
+            "describe_spot_price_history",
+            {
+                "SpotPriceHistory": [
+                    {
+                        "InstanceType": "m5.large",
+                        "AvailabilityZone": "us-west-2a",
+                        "SpotPrice": "0.04",
+                        "Timestamp": datetime(2026, 1, 1, 10, tzinfo=UTC),
+                    },
+                    {
+                        "InstanceType": "m5.large",
+                        "AvailabilityZone": "us-west-2a",
+                        "SpotPrice": "0.05",
+                        "Timestamp": datetime(2026, 1, 1, 11, tzinfo=UTC),
+                    },
+                ]
+            },
+        )
+        assert prices.spot("m5.large", "us-west-2a") == 0.05
+        assert prices.spot("m5.large", "us-west-2b") is None  # the catalog then estimates
+
+
+def test_pricing_endpoint_region_follows_karpenter() -> None:
+    assert pricing_region("us-west-2") == "us-east-1"
+    assert pricing_region("ap-southeast-1") == "ap-south-1"
+    assert pricing_region("eu-west-1") == "eu-central-1"
+
+
+def test_instance_type_descriptions_are_cached_for_five_minutes(
+    clients: AwsClients, clock: FakeClock, recorder: CallRecorder
+) -> None:
+    catalog = LiveCatalog(
+        clients.ec2, "us-west-2", OfflinePriceSource(), UnavailableOfferings(clock), clock
+    )
+    first = catalog.instance_types(None, zones={"us-west-2a"})
+    catalog.instance_types(None, zones={"us-west-2a"})
+    assert recorder.actions.count("ec2:DescribeInstanceTypes") == 1
+    clock.advance(301)
+    catalog.instance_types(None, zones={"us-west-2a"})
+    assert recorder.actions.count("ec2:DescribeInstanceTypes") == 2
+
+    m5 = next(it for it in first if it.name == "m5.large")
+    assert {o.zone for o in m5.offerings} == {"us-west-2a"}
+    assert {o.capacity_type for o in m5.offerings} == {"on-demand", "spot"}

@@ -1,0 +1,200 @@
+"""User data per AMI family, checked against golden files.
+
+Regenerate the golden files with NODEWRIGHT_UPDATE_GOLDEN=1 (and review the diff)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.nodepool import NodePool
+from nodewright.cloud.aws.node_identity import bootstrap_for_nodepool
+from nodewright.cloud.aws.userdata import ClusterInfo, render_user_data
+from nodewright.cloud.aws.userdata.bottlerocket import UserDataError
+
+GOLDEN = Path(__file__).parent / "golden"
+CLUSTER = ClusterInfo(
+    name="demo",
+    endpoint="https://ABCDEF.gr7.us-west-2.eks.amazonaws.com",
+    ca_bundle=base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIC\n").decode(),
+    service_cidr="172.20.0.0/16",
+)
+USER_PARTS = {
+    "AL2023": (
+        "MIME-Version: 1.0\n"
+        'Content-Type: multipart/mixed; boundary="BOUNDARY"\n\n'
+        "--BOUNDARY\nContent-Type: text/x-shellscript\n\n#!/bin/bash\necho hello\n"
+        "--BOUNDARY--\n"
+    ),
+    "AL2": "#!/bin/bash\necho custom-setup\n",
+    "Bottlerocket": "[settings.host-containers.admin]\nenabled = true\n"
+    '[settings.kubernetes.node-labels]\n"user/label" = "kept"\n',
+    "Custom": "#!/bin/bash\n/opt/my-bootstrap.sh --cluster demo\n",
+}
+ALIASES = {"AL2023": "al2023@latest", "AL2": "al2@latest", "Bottlerocket": "bottlerocket@latest"}
+
+
+def node_class(family: str) -> EC2NodeClass:
+    terms: list[dict[str, Any]] = (
+        [{"alias": ALIASES[family]}] if family in ALIASES else [{"id": "ami-0123456789abcdef0"}]
+    )
+    spec: dict[str, Any] = {
+        "role": "KarpenterNodeRole-demo",
+        "amiSelectorTerms": terms,
+        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
+        "userData": USER_PARTS[family],
+        "kubelet": {
+            "maxPods": 42,
+            "clusterDNS": ["172.20.0.10"],
+            "systemReserved": {"cpu": "100m", "memory": "100Mi"},
+            "kubeReserved": {"cpu": "200m", "memory": "1Gi", "ephemeral-storage": "1Gi"},
+            "evictionHard": {"memory.available": "5%", "nodefs.available": "10%"},
+            "evictionSoft": {"memory.available": "10%"},
+            "evictionSoftGracePeriod": {"memory.available": "1m0s"},
+            "imageGCHighThresholdPercent": 85,
+            "imageGCLowThresholdPercent": 80,
+        },
+    }
+    if family == "Custom":
+        spec["amiFamily"] = "Custom"
+    return EC2NodeClass.model_validate(
+        {
+            "apiVersion": "karpenter.k8s.aws/v1",
+            "kind": "EC2NodeClass",
+            "metadata": {"name": "default"},
+            "spec": spec,
+        }
+    )
+
+
+NODEPOOL = NodePool.model_validate(
+    {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "payments"},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"team": "payments", "tier": "backend"}},
+                "spec": {
+                    "nodeClassRef": {
+                        "group": "karpenter.k8s.aws",
+                        "kind": "EC2NodeClass",
+                        "name": "default",
+                    },
+                    "requirements": [
+                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+                        {
+                            "key": "kubernetes.io/arch",
+                            "operator": "In",
+                            "values": ["amd64", "arm64"],
+                        },
+                    ],
+                    "taints": [{"key": "dedicated", "value": "payments", "effect": "NoSchedule"}],
+                    "startupTaints": [
+                        {"key": "example.com/agent-not-ready", "effect": "NoExecute"}
+                    ],
+                },
+            }
+        },
+    }
+)
+
+
+def rendered(family: str) -> str:
+    node = node_class(family)
+    bootstrap = bootstrap_for_nodepool(CLUSTER, node, NODEPOOL, max_pods=29)
+    return render_user_data(node.resolved_ami_family(), bootstrap)
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("NODEWRIGHT_UPDATE_GOLDEN") == "1":
+        path.write_text(text)
+    assert path.exists(), f"{path} is missing; run with NODEWRIGHT_UPDATE_GOLDEN=1 to create it"
+    assert text == path.read_text(), f"{name} differs from its golden file"
+
+
+@pytest.mark.parametrize(
+    ("family", "golden"),
+    [
+        ("AL2023", "al2023.mime"),
+        ("AL2", "al2.mime"),
+        ("Bottlerocket", "bottlerocket.toml"),
+        ("Custom", "custom.sh"),
+    ],
+)
+def test_user_data_matches_golden(family: str, golden: str) -> None:
+    check_golden(golden, rendered(family))
+
+
+def test_al2023_node_config_carries_pods_labels_taints_and_reservations() -> None:
+    text = rendered("AL2023")
+    assert "#!/bin/bash\necho hello" in text  # the user's part survives, before ours
+    node_config = yaml.safe_load(
+        text.split("Content-Type: application/node.eks.aws\n\n")[1].split("\n--//--")[0]
+    )
+    config = node_config["spec"]["kubelet"]["config"]
+    assert config["maxPods"] == 42  # kubelet.maxPods wins over the instance type's 29
+    assert config["systemReserved"] == {"cpu": "100m", "memory": "100Mi"}
+    assert config["kubeReserved"]["memory"] == "1Gi"
+    assert config["evictionHard"] == {"memory.available": "5%", "nodefs.available": "10%"}
+    assert {"key": "karpenter.sh/unregistered", "effect": "NoExecute"} in config[
+        "registerWithTaints"
+    ]
+    assert {"key": "dedicated", "value": "payments", "effect": "NoSchedule"} in config[
+        "registerWithTaints"
+    ]
+    flags = node_config["spec"]["kubelet"]["flags"]
+    assert flags == [
+        "--node-labels=karpenter.sh/capacity-type=spot,karpenter.sh/nodepool="
+        "payments,team=payments,tier=backend"
+    ]
+
+
+def test_al2_bootstrap_flags() -> None:
+    text = rendered("AL2")
+    assert "echo custom-setup" in text
+    assert "--use-max-pods false" in text
+    for flag in (
+        "--max-pods=42",
+        "--register-with-taints=dedicated=payments:NoSchedule,"
+        "example.com/agent-not-ready=:NoExecute,karpenter.sh/unregistered=:NoExecute",
+        "--system-reserved=cpu=100m,memory=100Mi",
+        "--eviction-hard=memory.available<5%,nodefs.available<10%",
+        "--node-labels=karpenter.sh/capacity-type=spot",
+    ):
+        assert flag in text
+
+
+def test_bottlerocket_merges_the_users_settings() -> None:
+    settings = tomllib.loads(rendered("Bottlerocket"))["settings"]
+    assert settings["host-containers"]["admin"]["enabled"] is True
+    kubernetes = settings["kubernetes"]
+    assert kubernetes["max-pods"] == 42
+    assert kubernetes["node-labels"]["user/label"] == "kept"
+    assert kubernetes["node-labels"]["karpenter.sh/nodepool"] == "payments"
+    assert kubernetes["node-taints"]["karpenter.sh/unregistered"] == [":NoExecute"]
+    assert kubernetes["kube-reserved"]["ephemeral-storage"] == "1Gi"
+    assert kubernetes["cluster-dns-ip"] == "172.20.0.10"
+
+
+def test_without_kubelet_max_pods_the_instance_types_count_is_used() -> None:
+    node = node_class("AL2")
+    assert node.spec.kubelet is not None
+    node.spec.kubelet.max_pods = None
+    text = render_user_data("AL2", bootstrap_for_nodepool(CLUSTER, node, None, max_pods=29))
+    assert "--max-pods=29" in text
+
+
+def test_bad_bottlerocket_user_data_is_reported_with_its_field() -> None:
+    node = node_class("Bottlerocket")
+    node.spec.user_data = "not = [valid"
+    with pytest.raises(UserDataError, match=r"spec\.userData: Bottlerocket user data must be TOML"):
+        render_user_data("Bottlerocket", bootstrap_for_nodepool(CLUSTER, node, NODEPOOL))
