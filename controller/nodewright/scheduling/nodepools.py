@@ -1,0 +1,168 @@
+"""NodePools as the solver sees them: merged requirements, taints, limits and the instance types
+each one can launch, checked against the pool's requirements once per solve."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nodewright.api.nodepool import NodePool
+from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.pods import Taint
+from nodewright.scheduling.quantity import parse_quantity
+from nodewright.scheduling.requirements import (
+    LABEL_CAPACITY_TYPE,
+    LABEL_HOSTNAME,
+    LABEL_NODEPOOL,
+    LABEL_ZONE,
+    LABEL_ZONE_ID,
+    Requirement,
+    Requirements,
+    is_well_known,
+)
+
+# Keys an instance type answers through its offerings, not its labels.
+OFFERING_KEYS = (LABEL_ZONE, LABEL_CAPACITY_TYPE, LABEL_ZONE_ID)
+_NOT_FROM_INSTANCE_TYPE = frozenset((*OFFERING_KEYS, LABEL_HOSTNAME, LABEL_NODEPOOL))
+
+
+@dataclass(frozen=True)
+class NodePoolTemplate:
+    """Everything about one NodePool that scheduling needs.
+
+    `requirements` already holds the template labels (as single-value requirements)
+    and `karpenter.sh/nodepool`. `usage` is what the pool's nodes already use
+    (capacity), counted against `limits`.
+    """
+
+    name: str
+    requirements: Requirements
+    instance_types: Sequence[InstanceType]
+    taints: tuple[Taint, ...] = ()
+    weight: int = 0
+    limits: Mapping[str, int] | None = None
+    usage: Mapping[str, int] = field(default_factory=dict)
+
+
+def nodepool_template(
+    nodepool: NodePool,
+    instance_types: Sequence[InstanceType],
+    usage: Mapping[str, int] | None = None,
+) -> NodePoolTemplate:
+    """Adapt a validated `api.NodePool` (limits are parsed to milli-units)."""
+    template = nodepool.spec.template
+    requirements = Requirements()
+    for item in template.spec.requirements:
+        requirements.add(
+            Requirement.build(item.key, item.operator, item.values or [], item.min_values)
+        )
+    labels = (template.metadata.labels if template.metadata else None) or {}
+    for key, value in sorted(labels.items()):
+        requirements.add(Requirement.single(key, value))
+    requirements.add(Requirement.single(LABEL_NODEPOOL, nodepool.name))
+    taints = tuple(
+        Taint(taint.key, taint.value or "", taint.effect) for taint in template.spec.taints or []
+    )
+    limits = (
+        {name: parse_quantity(value) for name, value in nodepool.spec.limits.items()}
+        if nodepool.spec.limits is not None
+        else None
+    )
+    return NodePoolTemplate(
+        name=nodepool.name,
+        requirements=requirements,
+        instance_types=instance_types,
+        taints=taints,
+        weight=nodepool.spec.weight or 0,
+        limits=limits,
+        usage=dict(usage or {}),
+    )
+
+
+def labels_compatible(instance_type: InstanceType, requirements: Requirements) -> bool:
+    """Whether the instance type's own labels satisfy the requirements (offerings aside)."""
+    labels = instance_type.labels
+    for key, requirement in requirements.items():
+        if key in _NOT_FROM_INSTANCE_TYPE:
+            continue
+        value = labels.get(key)
+        if value is None:
+            # A provider label this type lacks (a GPU name on a CPU type): only absence fits.
+            if is_well_known(key) and not requirement.allows_absent():
+                return False
+            continue
+        if not requirement.has(value):
+            return False
+    return True
+
+
+def cheapest_price(instance_type: InstanceType, requirements: Requirements) -> float | None:
+    """The lowest price among available offerings the requirements allow, or None."""
+    zone = requirements.get(LABEL_ZONE)
+    capacity_type = requirements.get(LABEL_CAPACITY_TYPE)
+    zone_id = requirements.get(LABEL_ZONE_ID)
+    best: float | None = None
+    for offering in instance_type.offerings:
+        if not offering.available:
+            continue
+        if zone is not None and not zone.has(offering.zone):
+            continue
+        if capacity_type is not None and not capacity_type.has(offering.capacity_type):
+            continue
+        if zone_id is not None and not zone_id.matches_label(offering.zone_id):
+            continue
+        if best is None or offering.price < best:
+            best = offering.price
+    return best
+
+
+def cheapest_offering_of(
+    instance_type: InstanceType, requirements: Requirements
+) -> tuple[float, str, str] | None:
+    """(price, capacity type, zone) of the cheapest allowed offering, ties broken by name."""
+    zone = requirements.get(LABEL_ZONE)
+    capacity_type = requirements.get(LABEL_CAPACITY_TYPE)
+    options = [
+        (offering.price, offering.capacity_type, offering.zone)
+        for offering in instance_type.offerings
+        if offering.available
+        and (zone is None or zone.has(offering.zone))
+        and (capacity_type is None or capacity_type.has(offering.capacity_type))
+    ]
+    return min(options) if options else None
+
+
+def offering_values(instance_types: Sequence[InstanceType], key: str) -> set[str]:
+    values: set[str] = set()
+    for instance_type in instance_types:
+        for offering in instance_type.offerings:
+            if not offering.available:
+                continue
+            value = {
+                LABEL_ZONE: offering.zone,
+                LABEL_CAPACITY_TYPE: offering.capacity_type,
+                LABEL_ZONE_ID: offering.zone_id,
+            }[key]
+            if value is not None:
+                values.add(value)
+    return values
+
+
+def distinct_values(instance_types: Sequence[InstanceType], key: str) -> int:
+    """How many different values `key` takes across the types (for minValues)."""
+    if key in OFFERING_KEYS:
+        return len(offering_values(instance_types, key))
+    return len({it.labels[key] for it in instance_types if key in it.labels})
+
+
+def min_values_problem(
+    instance_types: Sequence[InstanceType], requirements: Requirements
+) -> str | None:
+    for key in sorted(requirements):
+        wanted = requirements[key].min_values
+        if wanted is None:
+            continue
+        found = distinct_values(instance_types, key)
+        if found < wanted:
+            return f"minValues {wanted} for {key} not met: {found} value(s) remain"
+    return None

@@ -1,0 +1,568 @@
+"""What the solver needs to know about pods, DaemonSets and Nodes, parsed from Kubernetes dicts.
+
+Pods come from Pod manifests or from controllers (Deployment, ReplicaSet, StatefulSet,
+Job) expanded into one pod per replica. Malformed input raises `SpecError` with the
+field path and what is wrong; callers turn it into a problem report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from nodewright.scheduling.quantity import PODS, Resources, add, maximum, parse_resources
+from nodewright.scheduling.requirements import RequirementError, Requirements
+
+WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
+NO_EFFECT = ""
+
+
+class SpecError(ValueError):
+    """A manifest field the solver cannot read; `path` is the dotted field path."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    def describe(self) -> str:
+        value = f"={self.value}" if self.value else ""
+        return f"{self.key}{value}:{self.effect}"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if not self.key:
+            return self.operator == "Exists"
+        if self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+PREFER_NO_SCHEDULE_TOLERATION = Toleration("", "Exists", "", "PreferNoSchedule")
+
+
+def untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
+    """The first taint no toleration covers (NoExecute, NoSchedule and PreferNoSchedule)."""
+    for taint in taints:
+        if not any(toleration.tolerates(taint) for toleration in tolerations):
+            return taint
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A Kubernetes label selector; `match_expressions` as (key, operator, values)."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[tuple[str, str, frozenset[str]], ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        for key, value in self.match_labels:
+            if labels.get(key) != value:
+                return False
+        for key, operator, values in self.match_expressions:
+            present = key in labels
+            if operator == "In" and not (present and labels[key] in values):
+                return False
+            if operator == "NotIn" and present and labels[key] in values:
+                return False
+            if operator == "Exists" and not present:
+                return False
+            if operator == "DoesNotExist" and present:
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A pod (anti-)affinity term. An empty `namespaces` with `all_namespaces` False means
+    the pod's own namespace."""
+
+    selector: LabelSelector
+    topology_key: str
+    namespaces: frozenset[str]
+    all_namespaces: bool
+    weight: int = 0
+
+    def selects(self, owner_namespace: str, namespace: str, labels: Mapping[str, str]) -> bool:
+        if not self.all_namespaces:
+            allowed = self.namespaces or frozenset((owner_namespace,))
+            if namespace not in allowed:
+                return False
+        return self.selector.matches(labels)
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    selector: LabelSelector
+    min_domains: int | None = None
+    node_affinity_policy: str = "Honor"
+    node_taints_policy: str = "Ignore"
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    port: int
+    protocol: str
+    host_ip: str
+
+    def conflicts(self, other: HostPort) -> bool:
+        if self.port != other.port or self.protocol != other.protocol:
+            return False
+        wildcard = ("", "0.0.0.0", "::")
+        return self.host_ip in wildcard or other.host_ip in wildcard or (
+            self.host_ip == other.host_ip
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    namespace: str
+    name: str
+    labels: Mapping[str, str]
+    requests: Mapping[str, int]
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_terms: tuple[Requirements, ...] = ()
+    preferred_terms: tuple[tuple[int, Requirements], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    pod_affinity: tuple[AffinityTerm, ...] = ()
+    pod_anti_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_pod_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_pod_anti_affinity: tuple[AffinityTerm, ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    owner: str | None = None
+    node_name: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def node_requirements(self) -> Requirements:
+        """nodeSelector, the first required affinity term and the heaviest preferred term.
+
+        Karpenter's reading: later required terms (ORed) and lighter preferences are
+        reached by relaxation, one at a time.
+        """
+        requirements = Requirements.from_labels(self.node_selector)
+        if self.required_terms:
+            requirements = requirements.merged(self.required_terms[0])
+        if self.preferred_terms:
+            heaviest = max(self.preferred_terms, key=lambda wt: wt[0])
+            requirements = requirements.merged(heaviest[1])
+        return requirements
+
+    def strict_node_requirements(self) -> Requirements:
+        """Only what Kubernetes enforces (nodeSelector, first required term)."""
+        requirements = Requirements.from_labels(self.node_selector)
+        if self.required_terms:
+            requirements = requirements.merged(self.required_terms[0])
+        return requirements
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonSet:
+    name: str
+    namespace: str
+    pod: Pod
+
+
+@dataclass(frozen=True, slots=True)
+class ExistingNode:
+    name: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    allocatable: Mapping[str, int] | None
+    capacity: Mapping[str, int] | None = None
+    unschedulable: bool = False
+
+
+# ---------------------------------------------------------------------------------------
+# Parsing
+
+
+def _mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise SpecError(path, f"expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise SpecError(path, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _string_map(value: Any, path: str) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for key, item in _mapping(value, path).items():
+        if not isinstance(item, str | int | float) or isinstance(item, bool):
+            raise SpecError(f"{path}.{key}", f"expected a string, got {item!r}")
+        result[str(key)] = str(item)
+    return result
+
+
+def _resources(value: Any, path: str) -> Resources:
+    raw = _mapping(value, path)
+    try:
+        return parse_resources(raw)
+    except ValueError as error:
+        raise SpecError(path, str(error)) from None
+
+
+def _container_requests(container: Mapping[str, Any], path: str) -> Resources:
+    resources = _mapping(container.get("resources"), f"{path}.resources")
+    limits = _resources(resources.get("limits"), f"{path}.resources.limits")
+    requests = _resources(resources.get("requests"), f"{path}.resources.requests")
+    # Kubernetes defaults a missing request to the limit.
+    return {**limits, **requests}
+
+
+def pod_requests(spec: Mapping[str, Any], path: str) -> Resources:
+    """Effective requests: max(init containers, containers + sidecars) plus overhead."""
+    containers = _list(spec.get("containers"), f"{path}.containers")
+    running = add(
+        *(
+            _container_requests(_mapping(c, f"{path}.containers[{i}]"), f"{path}.containers[{i}]")
+            for i, c in enumerate(containers)
+        )
+    )
+    sidecars: Resources = {}
+    init_peaks: list[Resources] = []
+    for i, raw in enumerate(_list(spec.get("initContainers"), f"{path}.initContainers")):
+        where = f"{path}.initContainers[{i}]"
+        container = _mapping(raw, where)
+        requests = _container_requests(container, where)
+        if container.get("restartPolicy") == "Always":
+            sidecars = add(sidecars, requests)
+            init_peaks.append(sidecars)
+        else:
+            init_peaks.append(add(sidecars, requests))
+    total = maximum([add(running, sidecars), *init_peaks])
+    total = add(total, _resources(spec.get("overhead"), f"{path}.overhead"))
+    total = {name: amount for name, amount in total.items() if amount}
+    total[PODS] = 1000
+    return total
+
+
+def _selector(value: Any, path: str) -> LabelSelector:
+    raw = _mapping(value, path)
+    labels = tuple(sorted(_string_map(raw.get("matchLabels"), f"{path}.matchLabels").items()))
+    expressions = []
+    for i, item in enumerate(_list(raw.get("matchExpressions"), f"{path}.matchExpressions")):
+        where = f"{path}.matchExpressions[{i}]"
+        expression = _mapping(item, where)
+        operator = expression.get("operator")
+        if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise SpecError(f"{where}.operator", f"unknown operator {operator!r}")
+        values = frozenset(str(v) for v in _list(expression.get("values"), f"{where}.values"))
+        expressions.append((str(expression.get("key", "")), str(operator), values))
+    return LabelSelector(labels, tuple(expressions))
+
+
+def _node_selector_terms(value: Any, path: str) -> tuple[Requirements, ...]:
+    terms = []
+    for i, raw in enumerate(_list(value, path)):
+        where = f"{path}[{i}]"
+        term = _mapping(raw, where)
+        expressions = _list(term.get("matchExpressions"), f"{where}.matchExpressions")
+        try:
+            terms.append(Requirements.from_node_selector(expressions))
+        except RequirementError as error:
+            raise SpecError(f"{where}.matchExpressions", str(error)) from None
+    return tuple(terms)
+
+
+def _affinity_terms(value: Any, path: str, weighted: bool) -> tuple[AffinityTerm, ...]:
+    terms = []
+    for i, raw in enumerate(_list(value, path)):
+        where = f"{path}[{i}]"
+        item = _mapping(raw, where)
+        weight = 0
+        if weighted:
+            weight = int(item.get("weight", 1))
+            item = _mapping(item.get("podAffinityTerm"), f"{where}.podAffinityTerm")
+            where = f"{where}.podAffinityTerm"
+        topology_key = item.get("topologyKey")
+        if not isinstance(topology_key, str) or not topology_key:
+            raise SpecError(f"{where}.topologyKey", "a non-empty topology key is required")
+        namespaces = frozenset(str(n) for n in _list(item.get("namespaces"), f"{where}.namespaces"))
+        all_namespaces = item.get("namespaceSelector") is not None and not _mapping(
+            item.get("namespaceSelector"), f"{where}.namespaceSelector"
+        )
+        selector_raw = item.get("labelSelector")
+        # A missing selector selects no pods at all.
+        selector = (
+            _selector(selector_raw, f"{where}.labelSelector")
+            if selector_raw is not None
+            else LabelSelector(match_expressions=(("", "In", frozenset()),))
+        )
+        terms.append(AffinityTerm(selector, topology_key, namespaces, all_namespaces, weight))
+    if weighted:
+        terms.sort(key=lambda term: -term.weight)
+    return tuple(terms)
+
+
+def _spread_constraints(
+    value: Any, path: str, labels: Mapping[str, str]
+) -> tuple[SpreadConstraint, ...]:
+    constraints = []
+    for i, raw in enumerate(_list(value, path)):
+        where = f"{path}[{i}]"
+        item = _mapping(raw, where)
+        max_skew = item.get("maxSkew")
+        if not isinstance(max_skew, int) or max_skew < 1:
+            raise SpecError(f"{where}.maxSkew", "must be an integer of at least 1")
+        key = item.get("topologyKey")
+        if not isinstance(key, str) or not key:
+            raise SpecError(f"{where}.topologyKey", "a non-empty topology key is required")
+        when = item.get("whenUnsatisfiable", "DoNotSchedule")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise SpecError(f"{where}.whenUnsatisfiable", f"unknown value {when!r}")
+        selector = _selector(item.get("labelSelector"), f"{where}.labelSelector")
+        match_keys = [str(k) for k in _list(item.get("matchLabelKeys"), f"{where}.matchLabelKeys")]
+        extra = tuple((k, labels[k]) for k in match_keys if k in labels)
+        if extra:
+            selector = LabelSelector(
+                tuple(sorted({*selector.match_labels, *extra})), selector.match_expressions
+            )
+        min_domains = item.get("minDomains")
+        if min_domains is not None and (not isinstance(min_domains, int) or min_domains < 1):
+            raise SpecError(f"{where}.minDomains", "must be an integer of at least 1")
+        affinity_policy = item.get("nodeAffinityPolicy", "Honor")
+        taints_policy = item.get("nodeTaintsPolicy", "Ignore")
+        for name, policy in (
+            ("nodeAffinityPolicy", affinity_policy),
+            ("nodeTaintsPolicy", taints_policy),
+        ):
+            if policy not in ("Honor", "Ignore"):
+                raise SpecError(f"{where}.{name}", f"expected Honor or Ignore, got {policy!r}")
+        constraints.append(
+            SpreadConstraint(
+                max_skew, key, str(when), selector, min_domains, affinity_policy, taints_policy
+            )
+        )
+    return tuple(constraints)
+
+
+def _tolerations(value: Any, path: str) -> tuple[Toleration, ...]:
+    tolerations = []
+    for i, raw in enumerate(_list(value, path)):
+        item = _mapping(raw, f"{path}[{i}]")
+        operator = item.get("operator", "Equal")
+        if operator not in ("Equal", "Exists"):
+            raise SpecError(f"{path}[{i}].operator", f"expected Equal or Exists, got {operator!r}")
+        tolerations.append(
+            Toleration(
+                str(item.get("key") or ""),
+                str(operator),
+                str(item.get("value") or ""),
+                str(item.get("effect") or NO_EFFECT),
+            )
+        )
+    return tuple(tolerations)
+
+
+def parse_taints(value: Any, path: str) -> tuple[Taint, ...]:
+    taints = []
+    for i, raw in enumerate(_list(value, path)):
+        item = _mapping(raw, f"{path}[{i}]")
+        effect = item.get("effect")
+        if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise SpecError(f"{path}[{i}].effect", f"unknown taint effect {effect!r}")
+        taints.append(Taint(str(item.get("key", "")), str(item.get("value") or ""), str(effect)))
+    return tuple(taints)
+
+
+def _host_ports(containers: list[Any], path: str) -> tuple[HostPort, ...]:
+    ports = []
+    for i, raw in enumerate(containers):
+        container = _mapping(raw, f"{path}[{i}]")
+        for j, port_raw in enumerate(_list(container.get("ports"), f"{path}[{i}].ports")):
+            port = _mapping(port_raw, f"{path}[{i}].ports[{j}]")
+            host_port = port.get("hostPort")
+            if host_port:
+                if not isinstance(host_port, int):
+                    raise SpecError(f"{path}[{i}].ports[{j}].hostPort", "must be an integer")
+                protocol = str(port.get("protocol", "TCP"))
+                ports.append(HostPort(host_port, protocol, str(port.get("hostIP", ""))))
+    return tuple(ports)
+
+
+def parse_pod_spec(
+    namespace: str,
+    name: str,
+    labels: Mapping[str, str],
+    spec_value: Any,
+    path: str,
+    owner: str | None = None,
+) -> Pod:
+    """A Pod from a pod spec dict (`path` is where the spec sits, for messages)."""
+    spec = _mapping(spec_value, path)
+    affinity = _mapping(spec.get("affinity"), f"{path}.affinity")
+    node_affinity = _mapping(affinity.get("nodeAffinity"), f"{path}.affinity.nodeAffinity")
+    na_path = f"{path}.affinity.nodeAffinity"
+    required = _mapping(
+        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
+        f"{na_path}.requiredDuringSchedulingIgnoredDuringExecution",
+    )
+    required_terms = _node_selector_terms(
+        required.get("nodeSelectorTerms"),
+        f"{na_path}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+    )
+    preferred: list[tuple[int, Requirements]] = []
+    preferred_path = f"{na_path}.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, raw in enumerate(
+        _list(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"), preferred_path)
+    ):
+        item = _mapping(raw, f"{preferred_path}[{i}]")
+        (term,) = _node_selector_terms([item.get("preference") or {}], f"{preferred_path}[{i}]")
+        preferred.append((int(item.get("weight", 1)), term))
+    preferred.sort(key=lambda wt: -wt[0])
+
+    def affinity_block(kind: str) -> tuple[tuple[AffinityTerm, ...], tuple[AffinityTerm, ...]]:
+        block = _mapping(affinity.get(kind), f"{path}.affinity.{kind}")
+        where = f"{path}.affinity.{kind}"
+        return (
+            _affinity_terms(
+                block.get("requiredDuringSchedulingIgnoredDuringExecution"),
+                f"{where}.requiredDuringSchedulingIgnoredDuringExecution",
+                weighted=False,
+            ),
+            _affinity_terms(
+                block.get("preferredDuringSchedulingIgnoredDuringExecution"),
+                f"{where}.preferredDuringSchedulingIgnoredDuringExecution",
+                weighted=True,
+            ),
+        )
+
+    pod_affinity, preferred_affinity = affinity_block("podAffinity")
+    anti_affinity, preferred_anti = affinity_block("podAntiAffinity")
+    containers = _list(spec.get("containers"), f"{path}.containers")
+    node_name = spec.get("nodeName")
+    return Pod(
+        namespace=namespace,
+        name=name,
+        labels=dict(labels),
+        requests=pod_requests(spec, path),
+        node_selector=_string_map(spec.get("nodeSelector"), f"{path}.nodeSelector"),
+        required_terms=required_terms,
+        preferred_terms=tuple(preferred),
+        tolerations=_tolerations(spec.get("tolerations"), f"{path}.tolerations"),
+        pod_affinity=pod_affinity,
+        pod_anti_affinity=anti_affinity,
+        preferred_pod_affinity=preferred_affinity,
+        preferred_pod_anti_affinity=preferred_anti,
+        spread=_spread_constraints(
+            spec.get("topologySpreadConstraints"), f"{path}.topologySpreadConstraints", labels
+        ),
+        host_ports=_host_ports(containers, f"{path}.containers"),
+        owner=owner,
+        node_name=str(node_name) if node_name else None,
+    )
+
+
+def _metadata(body: Mapping[str, Any]) -> tuple[str, str]:
+    metadata = _mapping(body.get("metadata"), "metadata")
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        raise SpecError("metadata.name", "a name is required")
+    return str(metadata.get("namespace") or "default"), name
+
+
+def replicas_of(body: Mapping[str, Any]) -> int:
+    spec = _mapping(body.get("spec"), "spec")
+    field_name = "parallelism" if body.get("kind") == "Job" else "replicas"
+    count = spec.get(field_name, 1)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        raise SpecError(f"spec.{field_name}", f"must be a non-negative integer, got {count!r}")
+    return count
+
+
+def pods_from_manifest(body: Mapping[str, Any], replicas: int | None = None) -> list[Pod]:
+    """The pods a Pod or workload manifest stands for; `replicas` overrides spec.replicas."""
+    kind = body.get("kind")
+    namespace, name = _metadata(body)
+    if kind == "Pod":
+        labels = _string_map(_mapping(body.get("metadata"), "metadata").get("labels"), "metadata")
+        return [parse_pod_spec(namespace, name, labels, body.get("spec"), "spec")]
+    if kind not in WORKLOAD_KINDS:
+        raise SpecError("kind", f"{kind!r} does not describe pods")
+    count = replicas_of(body) if replicas is None else replicas
+    spec = _mapping(body.get("spec"), "spec")
+    template = _mapping(spec.get("template"), "spec.template")
+    labels = _string_map(
+        _mapping(template.get("metadata"), "spec.template.metadata").get("labels"),
+        "spec.template.metadata.labels",
+    )
+    first = parse_pod_spec(
+        namespace, f"{name}-0", labels, template.get("spec"), "spec.template.spec", f"{kind}/{name}"
+    )
+    return [first] + [_renamed(first, f"{name}-{n}") for n in range(1, count)] if count else []
+
+
+def _renamed(pod: Pod, name: str) -> Pod:
+    return replace(pod, name=name)
+
+
+def daemonset_from_manifest(body: Mapping[str, Any]) -> DaemonSet:
+    namespace, name = _metadata(body)
+    spec = _mapping(body.get("spec"), "spec")
+    template = _mapping(spec.get("template"), "spec.template")
+    labels = _string_map(
+        _mapping(template.get("metadata"), "spec.template.metadata").get("labels"),
+        "spec.template.metadata.labels",
+    )
+    pod = parse_pod_spec(
+        namespace, name, labels, template.get("spec"), "spec.template.spec", f"DaemonSet/{name}"
+    )
+    return DaemonSet(name, namespace, pod)
+
+
+def node_from_manifest(body: Mapping[str, Any]) -> ExistingNode:
+    metadata = _mapping(body.get("metadata"), "metadata")
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        raise SpecError("metadata.name", "a name is required")
+    labels = _string_map(metadata.get("labels"), "metadata.labels")
+    labels.setdefault("kubernetes.io/hostname", name)
+    spec = _mapping(body.get("spec"), "spec")
+    status = _mapping(body.get("status"), "status")
+    allocatable_raw = status.get("allocatable")
+    allocatable = (
+        _resources(allocatable_raw, "status.allocatable") if allocatable_raw is not None else None
+    )
+    capacity_raw = status.get("capacity")
+    capacity = _resources(capacity_raw, "status.capacity") if capacity_raw is not None else None
+    return ExistingNode(
+        name=name,
+        labels=labels,
+        taints=parse_taints(spec.get("taints"), "spec.taints"),
+        allocatable=allocatable,
+        capacity=capacity,
+        unschedulable=bool(spec.get("unschedulable", False)),
+    )

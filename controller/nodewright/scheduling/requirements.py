@@ -1,0 +1,329 @@
+"""The requirements algebra: what values each node label key may take.
+
+A `Requirement` describes the set of values one label key may have. It is either a
+finite set (`In`, and `DoesNotExist` as the empty set) or the complement of a finite
+set (`NotIn`, and `Exists` as the complement of nothing), optionally narrowed by
+integer bounds (`Gt`, `Lt`, `Gte`, `Lte`). `Requirements` maps keys to requirements
+and intersects them key by key, which is how a NodePool's template, a pod's node
+selector and affinity, and an instance type's labels combine into one NodeClaim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+LABEL_ZONE = "topology.kubernetes.io/zone"
+LABEL_REGION = "topology.kubernetes.io/region"
+LABEL_ZONE_ID = "topology.k8s.aws/zone-id"
+LABEL_ARCH = "kubernetes.io/arch"
+LABEL_OS = "kubernetes.io/os"
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+LABEL_CAPACITY_TYPE = "karpenter.sh/capacity-type"
+LABEL_NODEPOOL = "karpenter.sh/nodepool"
+AWS_LABEL_PREFIX = "karpenter.k8s.aws/instance-"
+
+# Keys whose value the cloud provider decides (from the instance type and offering).
+# A pod may constrain them even when the NodePool says nothing about them; any other
+# key must be defined by the NodePool for a pod to require it.
+WELL_KNOWN_LABELS: frozenset[str] = frozenset(
+    {
+        LABEL_INSTANCE_TYPE,
+        LABEL_ZONE,
+        LABEL_REGION,
+        LABEL_ZONE_ID,
+        LABEL_ARCH,
+        LABEL_OS,
+        LABEL_HOSTNAME,
+        LABEL_CAPACITY_TYPE,
+        LABEL_NODEPOOL,
+        "node.kubernetes.io/windows-build",
+    }
+)
+
+OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
+
+
+class RequirementError(ValueError):
+    """A node selector requirement that cannot be understood (bad operator or values)."""
+
+
+def is_well_known(key: str) -> bool:
+    return key in WELL_KNOWN_LABELS or key.startswith(AWS_LABEL_PREFIX)
+
+
+def _as_int(value: str) -> int | None:
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """The values one label key may take.
+
+    `complement=False`: exactly `values` (empty means the label must be absent).
+    `complement=True`: anything but `values`. `greater_than` / `less_than` are
+    exclusive integer bounds; when set, only integer values satisfy them.
+    """
+
+    key: str
+    complement: bool
+    values: frozenset[str]
+    greater_than: int | None = None
+    less_than: int | None = None
+    min_values: int | None = None
+
+    @staticmethod
+    def build(
+        key: str, operator: str, values: Sequence[str] = (), min_values: int | None = None
+    ) -> Requirement:
+        """A requirement from a Kubernetes node selector requirement."""
+        values = [str(v) for v in values]
+        if operator == "In":
+            return Requirement(key, False, frozenset(values), min_values=min_values)
+        if operator == "NotIn":
+            return Requirement(key, True, frozenset(values), min_values=min_values)
+        if operator == "Exists":
+            return Requirement(key, True, frozenset(), min_values=min_values)
+        if operator == "DoesNotExist":
+            return Requirement(key, False, frozenset(), min_values=min_values)
+        if operator in ("Gt", "Lt", "Gte", "Lte"):
+            if len(values) != 1 or _as_int(values[0]) is None:
+                raise RequirementError(
+                    f"{key}: operator {operator} needs exactly one integer value, got {values}"
+                )
+            bound = int(values[0])
+            lower = {"Gt": bound, "Gte": bound - 1}.get(operator)
+            upper = {"Lt": bound, "Lte": bound + 1}.get(operator)
+            return Requirement(key, True, frozenset(), lower, upper, min_values)
+        raise RequirementError(
+            f"{key}: unknown operator {operator!r} (expected one of {', '.join(OPERATORS)})"
+        )
+
+    @staticmethod
+    def single(key: str, value: str) -> Requirement:
+        return Requirement(key, False, frozenset((value,)))
+
+    @property
+    def operator(self) -> str:
+        if self.complement:
+            if self.values:
+                return "NotIn"
+            if self.greater_than is not None:
+                return "Gt"
+            if self.less_than is not None:
+                return "Lt"
+            return "Exists"
+        return "In" if self.values else "DoesNotExist"
+
+    def _within_bounds(self, value: str) -> bool:
+        if self.greater_than is None and self.less_than is None:
+            return True
+        number = _as_int(value)
+        if number is None:
+            return False
+        if self.greater_than is not None and number <= self.greater_than:
+            return False
+        return not (self.less_than is not None and number >= self.less_than)
+
+    def has(self, value: str) -> bool:
+        """Whether a node labelled `key=value` satisfies this requirement."""
+        if self.complement:
+            return value not in self.values and self._within_bounds(value)
+        return value in self.values and self._within_bounds(value)
+
+    def allows_absent(self) -> bool:
+        """Whether a node without this label satisfies it (NotIn and DoesNotExist)."""
+        if self.greater_than is not None or self.less_than is not None:
+            return False
+        # NotIn (a complement with values) and DoesNotExist (the empty finite set).
+        return self.complement == bool(self.values)
+
+    def is_empty(self) -> bool:
+        """No value satisfies it (it may still be satisfied by the label being absent)."""
+        if not self.complement:
+            return not self.values
+        if self.greater_than is not None and self.less_than is not None:
+            return self.less_than - self.greater_than <= 1
+        return False
+
+    def matches_label(self, value: str | None) -> bool:
+        """Kubernetes semantics against one node: `value` is None when the label is absent."""
+        if value is None:
+            return self.allows_absent()
+        return self.has(value)
+
+    def intersection(self, other: Requirement) -> Requirement:
+        greater_than = _max_optional(self.greater_than, other.greater_than)
+        less_than = _min_optional(self.less_than, other.less_than)
+        min_values = _max_optional(self.min_values, other.min_values)
+        if self.complement and other.complement:
+            result = Requirement(
+                self.key, True, self.values | other.values, greater_than, less_than, min_values
+            )
+            if result.is_empty():
+                return Requirement(self.key, False, frozenset(), min_values=min_values)
+            return result
+        if self.complement:
+            values = other.values - self.values
+        elif other.complement:
+            values = self.values - other.values
+        else:
+            values = self.values & other.values
+        bounded = Requirement(self.key, True, frozenset(), greater_than, less_than)
+        values = frozenset(v for v in values if bounded._within_bounds(v))
+        return Requirement(self.key, False, values, min_values=min_values)
+
+    def intersects(self, other: Requirement) -> bool:
+        """Whether some node can satisfy both (a shared value, or both allow absence)."""
+        if self.allows_absent() and other.allows_absent():
+            return True
+        return not self.intersection(other).is_empty()
+
+    def finite_values(self) -> list[str]:
+        """The allowed values, sorted; only meaningful for a finite set."""
+        return sorted(self.values) if not self.complement else []
+
+    def describe(self) -> str:
+        operator = self.operator
+        if operator in ("In", "NotIn"):
+            text = f"{self.key} {operator} [{', '.join(sorted(self.values))}]"
+        elif operator == "Gt" or operator == "Lt":
+            parts = []
+            if self.greater_than is not None:
+                parts.append(f"> {self.greater_than}")
+            if self.less_than is not None:
+                parts.append(f"< {self.less_than}")
+            text = f"{self.key} {' and '.join(parts)}"
+        else:
+            text = f"{self.key} {operator}"
+        if self.min_values is not None:
+            text += f" (minValues {self.min_values})"
+        return text
+
+
+def _max_optional(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)
+
+
+def _min_optional(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+class Requirements(Mapping[str, Requirement]):
+    """Requirements per key; adding a requirement for a key intersects it with the old one."""
+
+    __slots__ = ("_by_key",)
+
+    def __init__(self, requirements: Iterable[Requirement] = ()) -> None:
+        self._by_key: dict[str, Requirement] = {}
+        for requirement in requirements:
+            self.add(requirement)
+
+    @staticmethod
+    def from_labels(labels: Mapping[str, str]) -> Requirements:
+        return Requirements(Requirement.single(k, v) for k, v in labels.items())
+
+    @staticmethod
+    def from_node_selector(
+        terms: Iterable[Mapping[str, object]],
+    ) -> Requirements:
+        """From dicts shaped like Kubernetes NodeSelectorRequirement (key, operator, values)."""
+        result = Requirements()
+        for term in terms:
+            key = term.get("key")
+            operator = term.get("operator")
+            values = term.get("values") or []
+            min_values = term.get("minValues", term.get("min_values"))
+            if not isinstance(key, str) or not key:
+                raise RequirementError(f"requirement without a key: {dict(term)}")
+            if not isinstance(operator, str):
+                raise RequirementError(f"{key}: requirement without an operator")
+            if not isinstance(values, list):
+                raise RequirementError(f"{key}: values must be a list, got {values!r}")
+            if min_values is not None and not isinstance(min_values, int):
+                raise RequirementError(f"{key}: minValues must be an integer")
+            result.add(Requirement.build(key, operator, [str(v) for v in values], min_values))
+        return result
+
+    def copy(self) -> Requirements:
+        clone = Requirements()
+        clone._by_key = dict(self._by_key)
+        return clone
+
+    def add(self, requirement: Requirement) -> None:
+        existing = self._by_key.get(requirement.key)
+        self._by_key[requirement.key] = (
+            requirement if existing is None else existing.intersection(requirement)
+        )
+
+    def merged(self, other: Requirements) -> Requirements:
+        result = self.copy()
+        for requirement in other.values():
+            result.add(requirement)
+        return result
+
+    def __getitem__(self, key: str) -> Requirement:
+        return self._by_key[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_key)
+
+    def __len__(self) -> int:
+        return len(self._by_key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Requirements) and self._by_key == other._by_key
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._by_key.items()))
+
+    def __repr__(self) -> str:
+        return f"Requirements({self.describe()})"
+
+    def conflict(self, incoming: Requirements) -> str | None:
+        """Why `incoming` (a pod's requirements) cannot join these (a node's); None if it can.
+
+        A key the node side defines must intersect. A key it does not define is fine
+        when the provider decides it (well-known labels) or when the pod accepts the
+        label being absent; otherwise the node would never carry the label.
+        """
+        for key in sorted(incoming):
+            wanted = incoming[key]
+            have = self._by_key.get(key)
+            if have is None:
+                if is_well_known(key) or wanted.allows_absent():
+                    continue
+                return f"label {key} is not set by the NodePool (pod requires {wanted.describe()})"
+            if not have.intersects(wanted):
+                return f"{wanted.describe()} conflicts with {have.describe()}"
+        return None
+
+    def compatible(self, incoming: Requirements) -> bool:
+        return self.conflict(incoming) is None
+
+    def satisfied_by_labels(self, labels: Mapping[str, str]) -> bool:
+        """Kubernetes node-affinity semantics against a concrete node's labels."""
+        return all(req.matches_label(labels.get(key)) for key, req in self._by_key.items())
+
+    def single_values(self) -> dict[str, str]:
+        """Labels fixed to one value: what a node launched from these will carry."""
+        return {
+            key: next(iter(req.values))
+            for key, req in sorted(self._by_key.items())
+            if not req.complement and len(req.values) == 1
+        }
+
+    def describe(self) -> str:
+        return ", ".join(self._by_key[k].describe() for k in sorted(self._by_key))

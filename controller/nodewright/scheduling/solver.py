@@ -1,0 +1,631 @@
+"""The provisioning solver: place pending pods on existing nodes and on new NodeClaims.
+
+Order of work, as Karpenter does it: pods largest first (cpu, then memory); each pod
+tries existing nodes, then the NodeClaims opened so far, then a new NodeClaim from the
+highest-weight NodePool that can take it. A pod that fits nowhere has its preferences
+relaxed one at a time and is tried again; what still fits nowhere gets a reason.
+
+A NodeClaim keeps every instance type that could still hold all its pods; when it is
+done, the types are ordered by their cheapest allowed offering and the first one is
+what would launch. Identical pods share one context and skip the NodeClaims that an
+identical pod already found permanently closed to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import chain
+from typing import Any
+
+from nodewright.scheduling.nodepools import (
+    NodePoolTemplate,
+    cheapest_price,
+    labels_compatible,
+    offering_values,
+)
+from nodewright.scheduling.pods import (
+    PREFER_NO_SCHEDULE_TOLERATION,
+    DaemonSet,
+    ExistingNode,
+    Pod,
+    SpreadConstraint,
+    Taint,
+    untolerated,
+)
+from nodewright.scheduling.quantity import CPU, MEMORY, PODS, format_quantity
+from nodewright.scheduling.requirements import (
+    LABEL_CAPACITY_TYPE,
+    LABEL_HOSTNAME,
+    LABEL_NODEPOOL,
+    LABEL_ZONE,
+    Requirement,
+    Requirements,
+)
+from nodewright.scheduling.targets import (
+    Candidate,
+    ClaimTarget,
+    ExistingTarget,
+    PlannedNodeClaim,
+    PoolState,
+    ResourceIndex,
+    Target,
+    Vector,
+    finish_claim,
+    fits,
+)
+from nodewright.scheduling.topology import (
+    ANTI_AFFINITY,
+    INVERSE_ANTI_AFFINITY,
+    Topology,
+    TopologyGroup,
+)
+
+_MAX_RETRY_PASSES = 3
+
+
+@dataclass(frozen=True)
+class SchedulingProblem:
+    """The solver's input.
+
+    `nodes` are existing (or in-flight) nodes; `bound_pods` are pods already running on
+    them (their `node_name` says where). A node labelled `karpenter.sh/nodepool` counts
+    its capacity (or allocatable) against that NodePool's limits, on top of the
+    template's own `usage`.
+    """
+
+    pods: Sequence[Pod]
+    nodepools: Sequence[NodePoolTemplate]
+    nodes: Sequence[ExistingNode] = ()
+    bound_pods: Sequence[Pod] = ()
+    daemonsets: Sequence[DaemonSet] = ()
+
+
+@dataclass(frozen=True)
+class SchedulingResult:
+    nodeclaims: tuple[PlannedNodeClaim, ...]
+    existing: tuple[tuple[str, tuple[str, ...]], ...]
+    unschedulable: tuple[tuple[str, str], ...]
+
+    @property
+    def hourly_cost(self) -> float:
+        return sum(claim.price for claim in self.nodeclaims)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of `nodewright plan --format json`."""
+        return {
+            "nodeclaims": [
+                {
+                    "nodepool": claim.nodepool,
+                    "instanceType": claim.instance_type,
+                    "instanceTypes": [name for name, _ in claim.instance_types],
+                    "capacityType": claim.capacity_type,
+                    "zone": claim.zone,
+                    "price": claim.price,
+                    "pods": list(claim.pods),
+                }
+                for claim in self.nodeclaims
+            ],
+            "existing": [{"node": node, "pods": list(pods)} for node, pods in self.existing],
+            "unschedulable": [{"pod": pod, "reason": reason} for pod, reason in self.unschedulable],
+            "cost": {"hourly": round(self.hourly_cost, 6)},
+        }
+
+
+def solve(problem: SchedulingProblem) -> SchedulingResult:
+    return _Solver(problem).run()
+
+
+# ---------------------------------------------------------------------------------------
+# Preferences
+
+
+def relax(pod: Pod) -> Pod | None:
+    """The pod with its next preference dropped, or None when nothing is left to relax.
+
+    Order: other required node-affinity terms, preferred pod affinity, preferred pod
+    anti-affinity, preferred node affinity (heaviest first), ScheduleAnyway spread
+    constraints, and last a toleration for PreferNoSchedule taints.
+    """
+    if len(pod.required_terms) > 1:
+        return replace(pod, required_terms=pod.required_terms[1:])
+    if pod.preferred_pod_affinity:
+        return replace(pod, preferred_pod_affinity=pod.preferred_pod_affinity[1:])
+    if pod.preferred_pod_anti_affinity:
+        return replace(pod, preferred_pod_anti_affinity=pod.preferred_pod_anti_affinity[1:])
+    if pod.preferred_terms:
+        return replace(pod, preferred_terms=pod.preferred_terms[1:])
+    for index, constraint in enumerate(pod.spread):
+        if constraint.when_unsatisfiable == "ScheduleAnyway":
+            return replace(pod, spread=pod.spread[:index] + pod.spread[index + 1 :])
+    prefer = Taint("", "", "PreferNoSchedule")
+    if not any(t.tolerates(prefer) and not t.key for t in pod.tolerations):
+        return replace(pod, tolerations=(*pod.tolerations, PREFER_NO_SCHEDULE_TOLERATION))
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _signature(pod: Pod) -> tuple[object, ...]:
+    return (
+        pod.namespace,
+        tuple(sorted(pod.labels.items())),
+        tuple(sorted(pod.requests.items())),
+        tuple(sorted(pod.node_selector.items())),
+        pod.required_terms,
+        pod.preferred_terms,
+        pod.tolerations,
+        pod.pod_affinity,
+        pod.pod_anti_affinity,
+        pod.preferred_pod_affinity,
+        pod.preferred_pod_anti_affinity,
+        pod.spread,
+        pod.host_ports,
+    )
+
+
+@dataclass
+class _PodContext:
+    """What the solver works out once per distinct pod shape."""
+
+    signature: tuple[object, ...]
+    requirements: Requirements
+    vector: Vector
+    owned: list[tuple[TopologyGroup, SpreadConstraint | None]]
+    spread_free: bool
+    needs_company: bool
+    merge_key: dict[int, object] = field(default_factory=dict)
+
+
+class _Rejection:
+    __slots__ = ("permanent", "reason")
+
+    def __init__(self, reason: str, permanent: bool) -> None:
+        self.reason = reason
+        self.permanent = permanent
+
+
+@dataclass
+class _Change:
+    """An accepted placement, not yet applied."""
+
+    requirements: Requirements | None = None
+    candidates: list[Candidate] | None = None
+    need: Vector = ()
+
+
+class _Solver:
+    def __init__(self, problem: SchedulingProblem) -> None:
+        self.problem = problem
+        names = {CPU, MEMORY, PODS}
+        for pod in chain(problem.pods, problem.bound_pods, (d.pod for d in problem.daemonsets)):
+            names.update(pod.requests)
+        self.index = ResourceIndex(sorted(names))
+        self.topology = Topology()
+        self.targets: list[Target] = []
+        self.skip: dict[tuple[object, ...], int] = {}
+        self.contexts: dict[tuple[object, ...], _PodContext] = {}
+        self.claim_count = 0
+        self.standalone: dict[tuple[str, tuple[object, ...]], float] = {}
+        self.pools = [self._pool(t) for t in sorted(problem.nodepools, key=_pool_order)]
+        for pod in chain(problem.pods, problem.bound_pods):
+            self.topology.register(pod)
+        self._add_existing_nodes()
+
+    # -- setup ---------------------------------------------------------------------------
+
+    def _pool(self, template: NodePoolTemplate) -> PoolState:
+        requirements = template.requirements.copy()
+        base = [
+            Candidate(it, self.index.vector(it.allocatable), price)
+            for it in template.instance_types
+            if labels_compatible(it, requirements)
+            and (price := cheapest_price(it, requirements)) is not None
+        ]
+        # Make zone and capacity type finite so that topology can pick among them.
+        for key in (LABEL_ZONE, LABEL_CAPACITY_TYPE):
+            offered = {
+                value
+                for value in offering_values([c.instance_type for c in base], key)
+                if key not in requirements or requirements[key].has(value)
+            }
+            requirements.add(Requirement(key, False, frozenset(offered)))
+        base.sort(key=lambda c: (c.price, c.instance_type.name))
+        for key, requirement in requirements.items():
+            if not requirement.complement:
+                for value in requirement.values:
+                    self.topology.add_domain(key, value, template.taints)
+        overhead: dict[str, int] = {}
+        for daemonset in self._daemonsets_for_pool(template, requirements):
+            for name, amount in daemonset.pod.requests.items():
+                overhead[name] = overhead.get(name, 0) + amount
+        usage = dict(template.usage)
+        for node in self.problem.nodes:
+            if node.labels.get(LABEL_NODEPOOL) == template.name:
+                for name, amount in (node.capacity or node.allocatable or {}).items():
+                    usage[name] = usage.get(name, 0) + amount
+        remaining = (
+            {name: limit - usage.get(name, 0) for name, limit in sorted(template.limits.items())}
+            if template.limits is not None
+            else None
+        )
+        return PoolState(template, requirements, base, self.index.vector(overhead), remaining)
+
+    def _daemonsets_for_pool(
+        self, template: NodePoolTemplate, requirements: Requirements
+    ) -> list[DaemonSet]:
+        hard_taints = tuple(t for t in template.taints if t.effect != "PreferNoSchedule")
+        return [
+            daemonset
+            for daemonset in self.problem.daemonsets
+            if untolerated(hard_taints, daemonset.pod.tolerations) is None
+            and requirements.conflict(daemonset.pod.strict_node_requirements()) is None
+        ]
+
+    def _add_existing_nodes(self) -> None:
+        bound: dict[str, list[Pod]] = {}
+        for pod in self.problem.bound_pods:
+            if pod.node_name is not None:
+                bound.setdefault(pod.node_name, []).append(pod)
+        for node in sorted(self.problem.nodes, key=lambda n: n.name):
+            for key, value in node.labels.items():
+                self.topology.add_domain(key, value, node.taints)
+            if node.unschedulable:
+                continue
+            target = ExistingTarget(
+                hostname=node.name,
+                taints=node.taints,
+                used=self.index.vector({}),
+                labels=node.labels,
+                allocatable=self.index.vector(node.allocatable or {}),
+            )
+            running = bound.get(node.name, [])
+            owners = {pod.owner for pod in running}
+            hard_taints = tuple(t for t in node.taints if t.effect != "PreferNoSchedule")
+            for daemonset in self.problem.daemonsets:
+                if (
+                    f"DaemonSet/{daemonset.name}" not in owners
+                    and untolerated(hard_taints, daemonset.pod.tolerations) is None
+                    and daemonset.pod.strict_node_requirements().satisfied_by_labels(node.labels)
+                ):
+                    daemon = self.index.vector(daemonset.pod.requests)
+                    target.used = self.index.add(target.used, daemon)
+            for pod in running:
+                target.used = self.index.add(target.used, self.index.vector(pod.requests))
+                target.host_ports.extend(pod.host_ports)
+                self._record(target, pod)
+            self.targets.append(target)
+
+    # -- main loop -----------------------------------------------------------------------
+
+    def run(self) -> SchedulingResult:
+        queue = sorted(self.problem.pods, key=_pod_order)
+        failures: dict[str, str] = {}
+        pending = []
+        for pod in queue:
+            reason = self._schedule(pod)
+            if reason is not None:
+                failures[pod.key] = reason
+                pending.append(pod)
+        # Topology counts move as other pods land: retry the leftovers while that helps.
+        for _ in range(_MAX_RETRY_PASSES):
+            if not pending:
+                break
+            still = []
+            for pod in pending:
+                reason = self._schedule(pod)
+                if reason is None:
+                    del failures[pod.key]
+                else:
+                    failures[pod.key] = reason
+                    still.append(pod)
+            if len(still) == len(pending):
+                break
+            pending = still
+        return self._result(failures)
+
+    def _schedule(self, pod: Pod) -> str | None:
+        current: Pod | None = pod
+        reason: str | None = None
+        while current is not None:
+            reason = self._place(current)
+            if reason is None:
+                return None
+            current = relax(current)
+        return reason
+
+    def _context(self, pod: Pod) -> _PodContext:
+        signature = _signature(pod)
+        context = self.contexts.get(signature)
+        if context is None:
+            owned = self.topology.owned_groups(pod)
+            context = _PodContext(
+                signature=signature,
+                requirements=pod.node_requirements(),
+                vector=self.index.vector(pod.requests),
+                owned=owned,
+                spread_free=not owned,
+                needs_company=bool(pod.pod_affinity or pod.preferred_pod_affinity),
+            )
+            self.contexts[signature] = context
+        return context
+
+    def _place(self, pod: Pod) -> str | None:
+        context = self._context(pod)
+        start = self.skip.get(context.signature, 0)
+        leading = True
+        for position in range(start, len(self.targets)):
+            target = self.targets[position]
+            outcome = self._try(target, pod, context)
+            if isinstance(outcome, _Change):
+                self._apply(target, pod, context, outcome)
+                return None
+            if leading and outcome.permanent:
+                self.skip[context.signature] = position + 1
+            else:
+                leading = False
+        reasons: list[tuple[str, str, bool]] = []
+        for pool in self.pools:
+            claim_or_reason = self._open_claim(pool, pod, context)
+            if isinstance(claim_or_reason, ClaimTarget):
+                return None
+            reason, is_requirement = claim_or_reason
+            reasons.append((pool.name, reason, is_requirement))
+        return _explain(pod, reasons)
+
+    # -- checks --------------------------------------------------------------------------
+
+    def _try(self, target: Target, pod: Pod, context: _PodContext) -> _Change | _Rejection:
+        taint = untolerated(target.taints, pod.tolerations)
+        if taint is not None:
+            return _Rejection(f"taint {taint.describe()} is not tolerated", True)
+        if pod.host_ports and target.port_conflict(pod) is not None:
+            return _Rejection("host port already in use", True)
+        if isinstance(target, ExistingTarget):
+            if not context.requirements.satisfied_by_labels(target.labels):
+                return _Rejection("node labels do not match", True)
+            extra = self._topology_requirements(target, pod, context)
+            if isinstance(extra, _Rejection):
+                return extra
+            need = self.index.add(target.used, context.vector)
+            if not fits(need, target.allocatable):
+                return _Rejection("node is full", True)
+            return _Change(need=need)
+        assert isinstance(target, ClaimTarget)
+        conflict = target.requirements.conflict(context.requirements)
+        if conflict is not None:
+            return _Rejection(conflict, True)
+        extra = self._topology_requirements(target, pod, context)
+        if isinstance(extra, _Rejection):
+            return extra
+        merged, changed = self._merge(target, context, extra)
+        need = self.index.add(target.used, context.vector)
+        kept, why = target.narrow(merged, changed, need)
+        if kept is None:
+            return _Rejection(why or "does not fit", not extra)
+        if target.pods and not context.needs_company and target.pool is not None:
+            # Never grow a claim by more than a node of its own for this pod would cost:
+            # past that point the claim only buys bigger, pricier machines.
+            growth = kept[0].price - target.candidates[0].price
+            if growth > self._standalone_price(target.pool, context) + 1e-9:
+                return _Rejection("growing this node costs more than a new one", True)
+        return _Change(
+            merged if changed else None,
+            kept if kept is not target.candidates else None,
+            need,
+        )
+
+    def _standalone_price(self, pool: PoolState, context: _PodContext) -> float:
+        """What the cheapest node of this pool holding just this pod would cost."""
+        key = (pool.name, context.signature)
+        price = self.standalone.get(key)
+        if price is None:
+            need = self.index.add(pool.daemon_overhead, context.vector)
+            fitting = (
+                c.price
+                for c in pool.candidates_for(pool.requirements.merged(context.requirements))
+                if fits(need, c.allocatable)
+            )
+            price = next(fitting, float("inf"))
+            self.standalone[key] = price
+        return price
+
+    def _merge(
+        self, claim: ClaimTarget, context: _PodContext, extra: list[Requirement]
+    ) -> tuple[Requirements, bool]:
+        cache_key = (context.signature, tuple(extra))
+        cached = claim.merge_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        merged = claim.requirements
+        changed = False
+        for requirement in chain(context.requirements.values(), extra):
+            have = merged.get(requirement.key)
+            narrowed = requirement if have is None else have.intersection(requirement)
+            if narrowed != have:
+                if not changed:
+                    merged = merged.copy()
+                    changed = True
+                merged.add(requirement)
+        claim.merge_cache[cache_key] = (merged, changed)
+        return merged, changed
+
+    def _topology_requirements(
+        self, target: Target, pod: Pod, context: _PodContext
+    ) -> list[Requirement] | _Rejection:
+        groups: Iterable[tuple[TopologyGroup, SpreadConstraint | None]] = context.owned
+        inverse = self.topology.inverse_groups(pod)
+        if inverse:
+            groups = chain(groups, ((g, None) for g in inverse))
+        extra: list[Requirement] = []
+        for group, constraint in groups:
+            key = group.topology_key
+            if isinstance(target, ExistingTarget):
+                node_domains = target.domains(key)
+            else:
+                assert isinstance(target, ClaimTarget)
+                node_domains = target.domains(key, sorted(self.topology.domains(key)))
+            kind = group.key.kind
+            if not node_domains:
+                if kind in (ANTI_AFFINITY, INVERSE_ANTI_AFFINITY):
+                    continue
+                return _Rejection(f"{group.describe()}: the node has no {key} label", True)
+            allowed = self.topology.allowed_domains(
+                group, constraint, pod, node_domains, context.requirements.get(key)
+            )
+            if not allowed:
+                permanent = key == LABEL_HOSTNAME and kind != "affinity"
+                return _Rejection(f"{group.describe()} allows no domain here", permanent)
+            if (isinstance(target, ClaimTarget) and len(allowed) < len(node_domains)) or (
+                isinstance(target, ClaimTarget) and key not in target.requirements
+            ):
+                extra.append(Requirement(key, False, frozenset(allowed)))
+        return extra
+
+    # -- applying ------------------------------------------------------------------------
+
+    def _apply(self, target: Target, pod: Pod, context: _PodContext, change: _Change) -> None:
+        target.pods.append(pod)
+        target.used = change.need
+        target.host_ports.extend(pod.host_ports)
+        if isinstance(target, ClaimTarget):
+            if change.requirements is not None:
+                target.set_requirements(change.requirements)
+            if change.candidates is not None:
+                target.set_candidates(change.candidates)
+            if change.requirements is not None and target.unrecorded:
+                self._flush_unrecorded(target)
+        self._record(target, pod)
+
+    def _domains_of(self, target: Target, key: str) -> list[str]:
+        if isinstance(target, ExistingTarget):
+            return target.domains(key)
+        assert isinstance(target, ClaimTarget)
+        return target.domains(key, sorted(self.topology.domains(key)))
+
+    def _record(self, target: Target, pod: Pod) -> None:
+        for group in self.topology.counting_groups(pod):
+            domains = self._domains_of(target, group.topology_key)
+            if group.key.kind == ANTI_AFFINITY or len(domains) == 1:
+                group.record(domains)
+            elif domains:
+                target.unrecorded.append((group, pod))
+        for group in self.topology.owner_inverse_groups(pod):
+            group.record(self._domains_of(target, group.topology_key))
+
+    def _flush_unrecorded(self, claim: ClaimTarget) -> None:
+        waiting = []
+        for group, pod in claim.unrecorded:
+            domains = self._domains_of(claim, group.topology_key)
+            if len(domains) == 1:
+                group.record(domains)
+            else:
+                waiting.append((group, pod))
+        claim.unrecorded = waiting
+
+    def _open_claim(
+        self, pool: PoolState, pod: Pod, context: _PodContext
+    ) -> ClaimTarget | tuple[str, bool]:
+        taint = untolerated(pool.template.taints, pod.tolerations)
+        if taint is not None:
+            return f"taint {taint.describe()} is not tolerated", False
+        conflict = pool.requirements.conflict(context.requirements)
+        if conflict is not None:
+            return conflict, True
+        if not pool.candidates:
+            return "no instance type satisfies the NodePool's requirements", False
+        hostname = f"{pool.name}-{self.claim_count + 1}"
+        requirements = pool.requirements.copy()
+        requirements.add(Requirement.single(LABEL_HOSTNAME, hostname))
+        candidates = [c for c in pool.candidates if pool.within_limits(c.instance_type)]
+        if not candidates:
+            return _limits_reason(pool), False
+        claim = ClaimTarget(
+            hostname=hostname,
+            taints=pool.template.taints,
+            used=pool.daemon_overhead,
+            pool=pool,
+            requirements=requirements,
+        )
+        claim.set_candidates(candidates)
+        outcome = self._try(claim, pod, context)
+        if isinstance(outcome, _Rejection):
+            if outcome.reason == "no instance type has room":
+                return self._resource_reason(pool, claim, context), False
+            return outcome.reason, False
+        self.claim_count += 1
+        claim.committed = True
+        claim.set_candidates(outcome.candidates or claim.candidates)
+        outcome.candidates = None
+        self.targets.append(claim)
+        self._apply(claim, pod, context, outcome)
+        return claim
+
+    def _resource_reason(self, pool: PoolState, claim: ClaimTarget, context: _PodContext) -> str:
+        need = self.index.add(claim.used, context.vector)
+        compatible = pool.candidates_for(claim.requirements.merged(context.requirements))
+        if not compatible:
+            return "no instance type satisfies the combined requirements"
+        names = self.index.names
+        for slot, name in enumerate(names):
+            largest = max(c.allocatable[slot] for c in compatible)
+            if need[slot] > largest:
+                amount = format_quantity(context.vector[slot], name)
+                overhead = pool.daemon_overhead[slot]
+                detail = f"; DaemonSets take {format_quantity(overhead, name)}" if overhead else ""
+                return (
+                    f"no instance type has {amount} {name} allocatable "
+                    f"(largest: {format_quantity(largest, name)}{detail})"
+                )
+        if any(fits(need, c.allocatable) for c in compatible):
+            return _limits_reason(pool)
+        wanted = ", ".join(
+            f"{name} {format_quantity(context.vector[i], name)}"
+            for i, name in enumerate(names)
+            if context.vector[i] and name != PODS
+        )
+        return f"no single instance type has {wanted} allocatable together"
+
+    # -- result --------------------------------------------------------------------------
+
+    def _result(self, failures: Mapping[str, str]) -> SchedulingResult:
+        claims = tuple(
+            finish_claim(t) for t in self.targets if isinstance(t, ClaimTarget)
+        )
+        existing = tuple(
+            (t.hostname, tuple(p.key for p in t.pods if p.node_name is None))
+            for t in self.targets
+            if isinstance(t, ExistingTarget)
+        )
+        existing = tuple(item for item in existing if item[1])
+        unschedulable = tuple(sorted(failures.items()))
+        return SchedulingResult(claims, existing, unschedulable)
+
+
+def _pool_order(template: NodePoolTemplate) -> tuple[int, str]:
+    return (-template.weight, template.name)
+
+
+def _pod_order(pod: Pod) -> tuple[int, int, str, str]:
+    return (-pod.requests.get(CPU, 0), -pod.requests.get(MEMORY, 0), pod.namespace, pod.name)
+
+
+def _limits_reason(pool: PoolState) -> str:
+    remaining = pool.remaining or {}
+    left = ", ".join(
+        f"{name} {format_quantity(max(amount, 0), name)}" for name, amount in remaining.items()
+    )
+    return f"limits leave no room for another node (remaining: {left})"
+
+
+def _explain(pod: Pod, reasons: list[tuple[str, str, bool]]) -> str:
+    if not reasons:
+        return "no NodePool can launch nodes"
+    details = "; ".join(f'NodePool "{name}": {reason}' for name, reason, _ in reasons)
+    if all(is_requirement for _, _, is_requirement in reasons):
+        if pod.node_selector:
+            wanted = ", ".join(f"{k}={v}" for k, v in sorted(pod.node_selector.items()))
+            return f"no NodePool matches nodeSelector {wanted} ({details})"
+        return f"no NodePool matches the pod's node affinity ({details})"
+    return details

@@ -1,0 +1,288 @@
+"""Topology bookkeeping: pod counts per domain for spread constraints and pod (anti-)affinity.
+
+A `TopologyGroup` is one counting rule: which pods it counts (namespace and label
+selector) on which key (zone, hostname, capacity type, any label). Counts only ever
+grow while one solve runs, so they are kept incrementally. For a pod and a candidate
+node, each group the pod is subject to narrows the node's possible domains for that
+key; the solver turns that into one more requirement on the node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from nodewright.scheduling.pods import (
+    AffinityTerm,
+    LabelSelector,
+    Pod,
+    SpreadConstraint,
+    Taint,
+    untolerated,
+)
+from nodewright.scheduling.requirements import LABEL_HOSTNAME, Requirement
+
+SPREAD = "spread"
+AFFINITY = "affinity"
+ANTI_AFFINITY = "anti-affinity"
+# Pods placed with a required anti-affinity term keep matching pods out of their domain.
+INVERSE_ANTI_AFFINITY = "inverse-anti-affinity"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    kind: str
+    topology_key: str
+    namespace: str
+    namespaces: frozenset[str]
+    all_namespaces: bool
+    selector: LabelSelector
+    max_skew: int = 0
+    min_domains: int | None = None
+    node_affinity_policy: str = "Honor"
+    node_taints_policy: str = "Ignore"
+
+
+@dataclass(slots=True)
+class TopologyGroup:
+    key: GroupKey
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def topology_key(self) -> str:
+        return self.key.topology_key
+
+    def selects(self, pod: Pod) -> bool:
+        key = self.key
+        if not key.all_namespaces:
+            allowed = key.namespaces or frozenset((key.namespace,))
+            if pod.namespace not in allowed:
+                return False
+        return key.selector.matches(pod.labels)
+
+    def record(self, domains: Iterable[str]) -> None:
+        for domain in domains:
+            self.counts[domain] = self.counts.get(domain, 0) + 1
+
+    def describe(self) -> str:
+        key = self.key
+        if key.kind == SPREAD:
+            return f"topology spread on {key.topology_key} (maxSkew {key.max_skew})"
+        if key.kind == AFFINITY:
+            return f"pod affinity on {key.topology_key}"
+        if key.kind == ANTI_AFFINITY:
+            return f"pod anti-affinity on {key.topology_key}"
+        return f"another pod's anti-affinity on {key.topology_key}"
+
+
+def spread_key(pod: Pod, constraint: SpreadConstraint) -> GroupKey:
+    return GroupKey(
+        SPREAD,
+        constraint.topology_key,
+        pod.namespace,
+        frozenset(),
+        False,
+        constraint.selector,
+        constraint.max_skew,
+        constraint.min_domains,
+        constraint.node_affinity_policy,
+        constraint.node_taints_policy,
+    )
+
+
+def affinity_key(kind: str, pod: Pod, term: AffinityTerm) -> GroupKey:
+    return GroupKey(
+        kind, term.topology_key, pod.namespace, term.namespaces, term.all_namespaces, term.selector
+    )
+
+
+@dataclass(slots=True)
+class DomainSource:
+    """Where a domain value comes from (a NodePool or a node) and the taints there."""
+
+    taints: tuple[Taint, ...]
+
+
+class Topology:
+    """All topology groups of one solve, with the known domains per key."""
+
+    def __init__(self) -> None:
+        self.groups: dict[GroupKey, TopologyGroup] = {}
+        self._domains: dict[str, dict[str, list[tuple[Taint, ...]]]] = {}
+        self._selecting_cache: dict[tuple[object, ...], list[TopologyGroup]] = {}
+        self._inverse: list[TopologyGroup] = []
+
+    # -- universe of domains -------------------------------------------------------------
+
+    def add_domain(self, topology_key: str, value: str, taints: tuple[Taint, ...] = ()) -> None:
+        sources = self._domains.setdefault(topology_key, {}).setdefault(value, [])
+        if taints not in sources:
+            sources.append(taints)
+
+    def domains(self, topology_key: str) -> dict[str, list[tuple[Taint, ...]]]:
+        return self._domains.get(topology_key, {})
+
+    # -- groups --------------------------------------------------------------------------
+
+    def group(self, key: GroupKey) -> TopologyGroup:
+        group = self.groups.get(key)
+        if group is None:
+            group = TopologyGroup(key)
+            self.groups[key] = group
+            if key.kind == INVERSE_ANTI_AFFINITY:
+                self._inverse.append(group)
+            self._selecting_cache.clear()
+        return group
+
+    def register(self, pod: Pod) -> None:
+        """Create the groups a pod (pending or bound) takes part in as an owner."""
+        for constraint in pod.spread:
+            self.group(spread_key(pod, constraint))
+        for term in (*pod.pod_affinity, *pod.preferred_pod_affinity):
+            self.group(affinity_key(AFFINITY, pod, term))
+        for term in (*pod.pod_anti_affinity, *pod.preferred_pod_anti_affinity):
+            self.group(affinity_key(ANTI_AFFINITY, pod, term))
+        for term in pod.pod_anti_affinity:
+            self.group(affinity_key(INVERSE_ANTI_AFFINITY, pod, term))
+
+    def owned_groups(self, pod: Pod) -> list[tuple[TopologyGroup, SpreadConstraint | None]]:
+        """The groups constraining where `pod` may go (its own terms and constraints)."""
+        owned: list[tuple[TopologyGroup, SpreadConstraint | None]] = []
+        for constraint in pod.spread:
+            owned.append((self.group(spread_key(pod, constraint)), constraint))
+        for term in (*pod.pod_affinity, *pod.preferred_pod_affinity):
+            owned.append((self.group(affinity_key(AFFINITY, pod, term)), None))
+        for term in (*pod.pod_anti_affinity, *pod.preferred_pod_anti_affinity):
+            owned.append((self.group(affinity_key(ANTI_AFFINITY, pod, term)), None))
+        return owned
+
+    def inverse_groups(self, pod: Pod) -> list[TopologyGroup]:
+        """Anti-affinity of already placed pods that keeps `pod` out of their domains."""
+        return [
+            group
+            for group in self._selecting(pod)
+            if group.key.kind == INVERSE_ANTI_AFFINITY and group.counts
+        ]
+
+    def _selecting(self, pod: Pod) -> list[TopologyGroup]:
+        signature = (pod.namespace, tuple(sorted(pod.labels.items())))
+        cached = self._selecting_cache.get(signature)
+        if cached is None:
+            cached = [
+                group
+                for _, group in sorted(self.groups.items(), key=lambda kv: repr(kv[0]))
+                if group.key.kind != INVERSE_ANTI_AFFINITY and group.selects(pod)
+            ]
+            cached += [group for group in self._inverse if group.selects(pod)]
+            self._selecting_cache[signature] = cached
+        return cached
+
+    def counting_groups(self, pod: Pod) -> list[TopologyGroup]:
+        """Groups whose counts a placed `pod` adds to (it matches their selector)."""
+        return [g for g in self._selecting(pod) if g.key.kind != INVERSE_ANTI_AFFINITY]
+
+    def owner_inverse_groups(self, pod: Pod) -> list[TopologyGroup]:
+        """Inverse groups a placed `pod` adds to (its own required anti-affinity)."""
+        return [
+            self.group(affinity_key(INVERSE_ANTI_AFFINITY, pod, term))
+            for term in pod.pod_anti_affinity
+        ]
+
+    # -- domain choice -------------------------------------------------------------------
+
+    def eligible_domains(
+        self, group: TopologyGroup, pod_requirement: Requirement | None, pod: Pod
+    ) -> list[str]:
+        """Domains that count for a spread constraint's minimum, per its node policies."""
+        key = group.key
+        result = []
+        for domain, sources in sorted(self.domains(key.topology_key).items()):
+            if (
+                key.node_affinity_policy == "Honor"
+                and pod_requirement is not None
+                and not pod_requirement.has(domain)
+            ):
+                continue
+            if key.node_taints_policy == "Honor" and not any(
+                untolerated(taints, pod.tolerations) is None for taints in sources
+            ):
+                continue
+            result.append(domain)
+        return result
+
+    def allowed_domains(
+        self,
+        group: TopologyGroup,
+        constraint: SpreadConstraint | None,
+        pod: Pod,
+        node_domains: Sequence[str],
+        pod_requirement: Requirement | None,
+    ) -> list[str]:
+        """Which of the node's possible domains `pod` may take under `group`.
+
+        Spread and affinity pick one domain (so that the count can be recorded);
+        anti-affinity keeps every domain without a matching pod.
+        """
+        kind = group.key.kind
+        counts = group.counts
+        if kind == SPREAD:
+            assert constraint is not None
+            return self._spread_domain(group, constraint, pod, node_domains, pod_requirement)
+        if kind == AFFINITY:
+            candidates = [d for d in node_domains if _allowed(pod_requirement, d)]
+            with_pods = [d for d in candidates if counts.get(d, 0) > 0]
+            if with_pods:
+                return [max(with_pods, key=lambda d: (counts[d], _neg(d)))]
+            if group.selects(pod) and not any(counts.values()) and candidates:
+                # Nothing to be near yet and the pod is one of its own kind: start a domain.
+                return [candidates[0]]
+            return []
+        free = [d for d in node_domains if counts.get(d, 0) == 0]
+        if kind == ANTI_AFFINITY:
+            # The pod's own term: settle on one domain so that its count stays exact.
+            return free[:1]
+        return free
+
+    def _spread_domain(
+        self,
+        group: TopologyGroup,
+        constraint: SpreadConstraint,
+        pod: Pod,
+        node_domains: Sequence[str],
+        pod_requirement: Requirement | None,
+    ) -> list[str]:
+        counts = group.counts
+        if constraint.topology_key == LABEL_HOSTNAME:
+            # A new node is always possible, so the least loaded hostname holds zero pods.
+            minimum = 0
+        else:
+            eligible = self.eligible_domains(group, pod_requirement, pod)
+            minimum = min((counts.get(d, 0) for d in eligible), default=0)
+            if constraint.min_domains is not None and len(eligible) < constraint.min_domains:
+                minimum = 0
+        self_count = 1 if group.selects(pod) else 0
+        best: str | None = None
+        best_count = 0
+        for domain in node_domains:
+            if not _allowed(pod_requirement, domain):
+                continue
+            count = counts.get(domain, 0)
+            if count + self_count - minimum <= constraint.max_skew and (
+                best is None or count < best_count
+            ):
+                best, best_count = domain, count
+        return [best] if best is not None else []
+
+
+def _allowed(requirement: Requirement | None, domain: str) -> bool:
+    return requirement is None or requirement.has(domain)
+
+
+def _neg(text: str) -> tuple[int, ...]:
+    """Sort key that orders strings descending (so max() prefers the first name)."""
+    return tuple(-ord(ch) for ch in text)
+
+
+def label_domains(labels: Mapping[str, str], topology_key: str) -> list[str]:
+    value = labels.get(topology_key)
+    return [value] if value is not None else []

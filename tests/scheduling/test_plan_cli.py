@@ -1,0 +1,68 @@
+"""`nodewright plan` from the command line: the workshop, JSON shape, and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from nodewright.cli import main
+
+WORKSHOP = str(Path(__file__).resolve().parents[2] / "examples" / "workshop")
+
+
+def test_the_workshop_at_five_replicas_prints_one_m5_large(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["plan", WORKSHOP, "--replicas", "inflate=5"])
+
+    output = capsys.readouterr().out
+    assert code == 0
+    assert "New nodes (1):" in output
+    assert "m5.large" in output.splitlines()[2]
+    assert "Hourly cost of new nodes: $0.0960" in output
+
+
+def test_json_output_has_the_documented_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", WORKSHOP, "--replicas", "inflate=12", "--format", "json"])
+
+    plan = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert set(plan) == {"nodeclaims", "existing", "unschedulable", "cost"}
+    (claim,) = plan["nodeclaims"]
+    assert set(claim) == {
+        "nodepool", "instanceType", "instanceTypes", "capacityType", "zone", "price", "pods"
+    }
+    assert (claim["instanceType"], claim["instanceTypes"][0]) == ("r5.large", "r5.large")
+    assert claim["pods"][0].startswith("default/inflate-")
+    assert plan["cost"] == {"hourly": 0.126}
+
+
+def test_a_malformed_replicas_option_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["plan", WORKSHOP, "--replicas", "inflate=many"])
+
+    assert code == 2
+    assert "expected NAME=N" in capsys.readouterr().out
+
+
+def test_a_bad_pod_field_is_reported_with_file_line_and_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(
+        "apiVersion: v1\n"
+        "kind: Pod\n"
+        "metadata: {name: broken}\n"
+        "spec:\n"
+        "  containers:\n"
+        "    - name: c\n"
+        "      resources:\n"
+        "        requests: {cpu: lots}\n"
+    )
+
+    code = main(["plan", WORKSHOP, str(broken)])
+
+    output = capsys.readouterr().out
+    assert code == 1
+    assert f"{broken}:8: Pod/broken: spec.containers[0].resources.requests:" in output
+    assert "'lots' is not a quantity" in output

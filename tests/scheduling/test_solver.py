@@ -1,0 +1,435 @@
+"""The solver against small hand-built catalogs: one story per constraint it honours."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from nodewright.scheduling.allocatable import Overhead
+from nodewright.scheduling.catalog import InstanceType, Offering
+from nodewright.scheduling.nodepools import NodePoolTemplate
+from nodewright.scheduling.pods import (
+    ExistingNode,
+    Pod,
+    SpecError,
+    Taint,
+    daemonset_from_manifest,
+    parse_pod_spec,
+    pods_from_manifest,
+)
+from nodewright.scheduling.requirements import Requirement, Requirements
+from nodewright.scheduling.solver import SchedulingProblem, SchedulingResult, solve
+
+GIB = 2**30 * 1000
+ZONES = ("zone-a", "zone-b", "zone-c")
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def instance_type(
+    name: str,
+    cpu: int,
+    memory_gib: int,
+    price: float,
+    *,
+    pods: int = 110,
+    zones: Sequence[str] = ZONES,
+    capacity_types: Sequence[str] = ("on-demand",),
+    spot_discount: float = 0.4,
+    extra: dict[str, int] | None = None,
+    labels: dict[str, str] | None = None,
+) -> InstanceType:
+    """A type with no overhead: allocatable equals capacity, which keeps the arithmetic plain."""
+    capacity = {"cpu": cpu * 1000, "memory": memory_gib * GIB, "pods": pods * 1000}
+    capacity.update({k: v * 1000 for k, v in (extra or {}).items()})
+    offerings = tuple(
+        Offering(zone, None, ct, round(price * (spot_discount if ct == "spot" else 1.0), 6))
+        for zone in zones
+        for ct in capacity_types
+    )
+    return InstanceType(
+        name=name,
+        labels={
+            "node.kubernetes.io/instance-type": name,
+            "kubernetes.io/arch": "amd64",
+            "kubernetes.io/os": "linux",
+            "karpenter.k8s.aws/instance-cpu": str(cpu),
+            "karpenter.k8s.aws/instance-family": name.split(".")[0],
+            **(labels or {}),
+        },
+        capacity=capacity,
+        overhead=Overhead({}, {}, {}),
+        offerings=offerings,
+    )
+
+
+SMALL = instance_type("small.1", 2, 4, 0.10)
+MEDIUM = instance_type("medium.1", 4, 8, 0.20)
+LARGE = instance_type("large.1", 8, 16, 0.40)
+CATALOG = [SMALL, MEDIUM, LARGE]
+
+
+def nodepool(
+    name: str = "default",
+    *,
+    requirements: Sequence[Requirement] = (),
+    labels: dict[str, str] | None = None,
+    taints: Sequence[Taint] = (),
+    weight: int = 0,
+    limits: dict[str, int] | None = None,
+    catalog: Sequence[InstanceType] = CATALOG,
+) -> NodePoolTemplate:
+    merged = Requirements(requirements)
+    for key, value in (labels or {}).items():
+        merged.add(Requirement.single(key, value))
+    merged.add(Requirement.single("karpenter.sh/nodepool", name))
+    return NodePoolTemplate(
+        name=name,
+        requirements=merged,
+        instance_types=catalog,
+        taints=tuple(taints),
+        weight=weight,
+        limits=limits,
+    )
+
+
+def pod(name: str, cpu: str = "500m", memory: str = "512Mi", **spec: Any) -> Pod:
+    labels = spec.pop("labels", {"app": name.rsplit("-", 1)[0]})
+    requests = {"cpu": cpu, "memory": memory}
+    body = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
+    body.update(spec)
+    return parse_pod_spec("default", name, labels, body, "spec")
+
+
+def replicas(count: int, prefix: str, **kwargs: Any) -> list[Pod]:
+    return [pod(f"{prefix}-{n}", **kwargs) for n in range(count)]
+
+
+def run(
+    pods: Sequence[Pod],
+    pools: Sequence[NodePoolTemplate] | None = None,
+    **problem: Any,
+) -> SchedulingResult:
+    return solve(SchedulingProblem(pods=pods, nodepools=pools or [nodepool()], **problem))
+
+
+def test_pods_are_packed_onto_the_cheapest_types_that_hold_them() -> None:
+    result = run(replicas(4, "web", cpu="1", memory="1Gi"))
+
+    assert [claim.instance_type for claim in result.nodeclaims] == ["medium.1"]
+    assert result.nodeclaims[0].instance_types == (("medium.1", 0.20), ("large.1", 0.40))
+
+
+def test_a_node_does_not_grow_when_a_second_node_is_cheaper() -> None:
+    # Six pods: one large (0.40) would hold them, a medium plus a small (0.30) is cheaper.
+    result = run(replicas(6, "web", cpu="1", memory="1Gi"))
+
+    assert [claim.instance_type for claim in result.nodeclaims] == ["medium.1", "small.1"]
+    assert result.hourly_cost == pytest.approx(0.30)
+
+
+def test_existing_nodes_are_filled_before_anything_is_launched() -> None:
+    node = ExistingNode(
+        "node-1",
+        {ZONE: "zone-a", HOSTNAME: "node-1"},
+        (),
+        {"cpu": 4000, "memory": 8 * GIB, "pods": 110_000},
+    )
+
+    result = run(replicas(3, "web", cpu="1", memory="1Gi"), nodes=[node])
+
+    assert result.nodeclaims == ()
+    assert result.existing == (("node-1", ("default/web-0", "default/web-1", "default/web-2")),)
+
+
+def test_a_taint_keeps_pods_without_a_toleration_off_the_pool() -> None:
+    gpu_pool = nodepool("gpu", taints=[Taint("gpu", "true", "NoSchedule")], weight=10)
+    plain_pool = nodepool("plain")
+
+    tolerant = pod(
+        "trainer-0", tolerations=[{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    )
+    result = run([tolerant, pod("web-0")], [gpu_pool, plain_pool])
+
+    by_pod = {p: claim.nodepool for claim in result.nodeclaims for p in claim.pods}
+    assert by_pod == {"default/trainer-0": "gpu", "default/web-0": "plain"}
+
+
+def test_prefer_no_schedule_taints_are_tolerated_only_as_a_last_resort() -> None:
+    soft = nodepool("soft", taints=[Taint("spare", "", "PreferNoSchedule")])
+
+    result = run([pod("web-0")], [soft])
+
+    assert [claim.nodepool for claim in result.nodeclaims] == ["soft"]
+
+
+def test_the_heaviest_nodepool_that_fits_wins() -> None:
+    pools = [nodepool("light", weight=1), nodepool("heavy", weight=50), nodepool("none")]
+
+    result = run([pod("web-0")], pools)
+
+    assert [claim.nodepool for claim in result.nodeclaims] == ["heavy"]
+
+
+def test_limits_drop_types_that_would_exceed_them_and_stop_new_nodes() -> None:
+    limited = nodepool("capped", limits={"cpu": 6000})
+
+    result = run(replicas(5, "web", cpu="1500m", memory="1Gi"), [limited])
+
+    # 6 cpu: a medium (4) for two pods, then only a small (2) still fits under the limit.
+    assert [claim.instance_type for claim in result.nodeclaims] == ["medium.1", "small.1"]
+    assert len(result.unschedulable) == 2
+    assert all("limits leave no room" in reason for _, reason in result.unschedulable)
+
+
+def test_spot_is_chosen_when_the_pool_allows_it_and_it_is_cheaper() -> None:
+    catalog = [instance_type("medium.1", 4, 8, 0.20, capacity_types=("on-demand", "spot"))]
+
+    result = run([pod("web-0")], [nodepool(catalog=catalog)])
+
+    (claim,) = result.nodeclaims
+    assert (claim.capacity_type, claim.price) == ("spot", 0.08)
+
+
+def test_on_demand_only_pools_never_launch_spot() -> None:
+    catalog = [instance_type("medium.1", 4, 8, 0.20, capacity_types=("on-demand", "spot"))]
+    on_demand = nodepool(
+        requirements=[Requirement.build("karpenter.sh/capacity-type", "In", ["on-demand"])],
+        catalog=catalog,
+    )
+
+    (claim,) = run([pod("web-0")], [on_demand]).nodeclaims
+
+    assert (claim.capacity_type, claim.price) == ("on-demand", 0.20)
+
+
+def test_min_values_keeps_enough_instance_types_or_refuses() -> None:
+    flexible = nodepool(
+        requirements=[Requirement.build("node.kubernetes.io/instance-type", "Exists", [], 3)]
+    )
+    (claim,) = run([pod("web-0")], [flexible]).nodeclaims
+    assert len(claim.instance_types) == 3
+
+    big_pod = pod("big-0", cpu="3")
+    result = run([big_pod], [flexible])
+    assert result.nodeclaims == ()
+    assert "minValues 3" in result.unschedulable[0][1]
+
+
+def test_hostname_anti_affinity_puts_each_replica_on_its_own_node() -> None:
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": HOSTNAME, "labelSelector": {"matchLabels": {"app": "db"}}}
+            ]
+        }
+    }
+
+    result = run(replicas(3, "db", affinity=anti))
+
+    assert [len(claim.pods) for claim in result.nodeclaims] == [1, 1, 1]
+    assert [claim.instance_type for claim in result.nodeclaims] == ["small.1"] * 3
+
+
+def test_a_running_pods_anti_affinity_keeps_matching_pods_away() -> None:
+    node = ExistingNode("node-1", {ZONE: "zone-a", HOSTNAME: "node-1"}, (), {
+        "cpu": 8000, "memory": 16 * GIB, "pods": 110_000})
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": HOSTNAME, "labelSelector": {"matchLabels": {"app": "web"}}}
+            ]
+        }
+    }
+    loner = pod("loner-0", affinity=anti, nodeName="node-1")
+
+    result = run([pod("web-0")], nodes=[node], bound_pods=[loner])
+
+    assert result.existing == ()
+    assert [claim.pods for claim in result.nodeclaims] == [("default/web-0",)]
+
+
+def test_zonal_pod_affinity_keeps_replicas_in_one_zone() -> None:
+    together = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": "cache"}}}
+            ]
+        }
+    }
+
+    result = run(replicas(12, "cache", cpu="2", memory="1Gi", affinity=together))
+
+    assert len(result.nodeclaims) > 1
+    assert {claim.zone for claim in result.nodeclaims} == {"zone-a"}
+
+
+def test_hostname_spread_with_max_skew_one_gives_one_pod_per_node() -> None:
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": HOSTNAME,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "api"}},
+        }
+    ]
+
+    result = run(replicas(4, "api", topologySpreadConstraints=spread))
+
+    assert sorted(len(claim.pods) for claim in result.nodeclaims) == [1, 1, 1, 1]
+
+
+def test_schedule_anyway_spread_is_dropped_when_it_cannot_be_met() -> None:
+    only_zone_a = [instance_type("medium.1", 4, 8, 0.20, zones=("zone-a",))]
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "api"}},
+        }
+    ]
+    node = ExistingNode("node-b", {ZONE: "zone-b", HOSTNAME: "node-b"}, (), {"cpu": 0})
+    bound = [pod(f"api-old-{n}", labels={"app": "api"}, nodeName="node-b") for n in range(3)]
+
+    result = run(
+        replicas(3, "api", topologySpreadConstraints=spread),
+        [nodepool(catalog=only_zone_a)],
+        nodes=[node],
+        bound_pods=bound,
+    )
+
+    assert result.unschedulable == ()
+    assert {claim.zone for claim in result.nodeclaims} == {"zone-a"}
+
+
+def test_preferred_node_affinity_is_honoured_when_possible_and_dropped_when_not() -> None:
+    def prefer(zone: str) -> dict[str, Any]:
+        term = {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}
+        return {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 10, "preference": term}
+                ]
+            }
+        }
+
+    (claim,) = run([pod("web-0", affinity=prefer("zone-b"))]).nodeclaims
+    assert claim.zone == "zone-b"
+
+    result = run([pod("web-0", affinity=prefer("zone-z"))])
+    assert result.unschedulable == ()
+    assert result.nodeclaims[0].zone is None
+
+
+def test_later_required_node_affinity_terms_are_tried_in_turn() -> None:
+    terms = [
+        {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone-z"]}]},
+        {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone-c"]}]},
+    ]
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+        }
+    }
+
+    (claim,) = run([pod("web-0", affinity=affinity)]).nodeclaims
+
+    assert claim.zone == "zone-c"
+
+
+def test_host_ports_never_share_a_node() -> None:
+    ports = [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}],
+              "resources": {"requests": {"cpu": "100m"}}}]
+
+    result = run(replicas(2, "proxy", containers=ports))
+
+    assert [len(claim.pods) for claim in result.nodeclaims] == [1, 1]
+
+
+def test_extended_resources_pick_a_type_that_has_them() -> None:
+    gpu_type = instance_type("gpu.1", 8, 32, 1.5, extra={"nvidia.com/gpu": 1})
+    trainer = parse_pod_spec(
+        "default",
+        "trainer-0",
+        {},
+        {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+        "spec",
+    )
+
+    result = run([trainer], [nodepool(catalog=[*CATALOG, gpu_type])])
+
+    assert [claim.instance_type for claim in result.nodeclaims] == ["gpu.1"]
+
+
+def test_daemonset_overhead_is_added_to_new_nodes_it_would_run_on() -> None:
+    agent = daemonset_from_manifest({
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "kube-system"},
+        "spec": {"template": {"metadata": {"labels": {"app": "agent"}}, "spec": {
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}}},
+    })
+    elsewhere = daemonset_from_manifest({
+        "kind": "DaemonSet",
+        "metadata": {"name": "gpu-agent", "namespace": "kube-system"},
+        "spec": {"template": {"spec": {
+            "nodeSelector": {"accelerator": "yes"},
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "4"}}}]}}},
+    })
+
+    result = run([pod("web-0", cpu="1500m")], daemonsets=[agent, elsewhere])
+
+    assert [claim.instance_type for claim in result.nodeclaims] == ["medium.1"]
+
+
+def test_the_init_container_rule_and_overhead_decide_the_requests() -> None:
+    spec = {
+        "initContainers": [
+            {"name": "migrate", "resources": {"requests": {"cpu": "3"}}},
+            {"name": "proxy", "restartPolicy": "Always",
+             "resources": {"requests": {"cpu": "250m"}}},
+        ],
+        "containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+            {"name": "b", "resources": {"limits": {"cpu": "500m"}}},
+        ],
+        "overhead": {"cpu": "100m"},
+    }
+
+    parsed = parse_pod_spec("default", "app", {}, spec, "spec")
+
+    assert parsed.requests == {"cpu": 3100, "memory": 1 * GIB, "pods": 1000}
+
+
+def test_workloads_expand_to_their_replicas() -> None:
+    deployment = {
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"replicas": 3, "template": {"metadata": {"labels": {"app": "web"}},
+                 "spec": {"containers": [{"name": "c"}]}}},
+    }
+
+    pods = pods_from_manifest(deployment)
+
+    assert [p.key for p in pods] == ["shop/web-0", "shop/web-1", "shop/web-2"]
+    assert {p.owner for p in pods} == {"Deployment/web"}
+    assert [p.key for p in pods_from_manifest(deployment, replicas=1)] == ["shop/web-0"]
+
+
+def test_bad_pod_fields_name_the_field_and_the_problem() -> None:
+    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]}
+
+    with pytest.raises(SpecError) as raised:
+        parse_pod_spec("default", "app", {}, spec, "spec")
+
+    assert raised.value.path == "spec.containers[0].resources.requests"
+    assert "'lots' is not a quantity" in raised.value.message
+
+
+def test_an_empty_problem_plans_nothing() -> None:
+    result = run([])
+
+    assert result.to_dict() == {
+        "nodeclaims": [], "existing": [], "unschedulable": [], "cost": {"hourly": 0}
+    }
