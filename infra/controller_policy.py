@@ -12,10 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from infra.naming import NODECLASS_TAG, NODEPOOL_TAG, cluster_owned_tag
 from nodewright.cloud.aws.actions import AWS_ACTIONS, ActionUse
 from nodewright.cloud.aws.instance_profiles import PATH_ROOT
-
-from infra.naming import NODECLASS_TAG, NODEPOOL_TAG, cluster_owned_tag
 
 Statement = dict[str, Any]
 

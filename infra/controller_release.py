@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
-from nodewright.api.crds import generate_crds
 
 from infra.cluster import Cluster
 from infra.config import StackSettings
 from infra.iam import ControllerIdentity
 from infra.interruption import InterruptionQueue
 from infra.naming import SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT_KEY
+from nodewright.api.crds import generate_crds
 
 APP_LABELS = {"app.kubernetes.io/name": "nodewright", "app.kubernetes.io/component": "controller"}
 METRICS_PORT = 8080

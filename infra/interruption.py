@@ -15,6 +15,7 @@ import pulumi_aws as aws
 
 from infra.config import StackSettings
 from infra.naming import interruption_queue_name
+from nodewright.cloud.aws.interruption_events import DETAIL_TYPES, EventKind
 
 MESSAGE_RETENTION_SECONDS = 300
 
@@ -31,16 +32,18 @@ class InterruptionRule:
         return {"source": [self.source], "detail-type": [self.detail_type]}
 
 
-INTERRUPTION_RULES: tuple[InterruptionRule, ...] = (
-    InterruptionRule("spot-interruption", "aws.ec2", "EC2 Spot Instance Interruption Warning"),
-    InterruptionRule("scheduled-change", "aws.health", "AWS Health Event"),
-    InterruptionRule("instance-state-change", "aws.ec2", "EC2 Instance State-change Notification"),
-    InterruptionRule("rebalance", "aws.ec2", "EC2 Instance Rebalance Recommendation"),
-    InterruptionRule(
-        "capacity-reservation",
-        "aws.ec2",
-        "EC2 Capacity Reservation Instance Interruption Warning",
-    ),
+# Short resource names for the rules; the events themselves are the ones the controller's
+# queue consumer parses, so the two cannot drift apart.
+_RULE_NAMES: dict[EventKind, str] = {
+    EventKind.SPOT_INTERRUPTION: "spot-interruption",
+    EventKind.SCHEDULED_CHANGE: "scheduled-change",
+    EventKind.STATE_CHANGE: "instance-state-change",
+    EventKind.REBALANCE_RECOMMENDATION: "rebalance",
+    EventKind.CAPACITY_RESERVATION_INTERRUPTION: "capacity-reservation",
+}
+INTERRUPTION_RULES: tuple[InterruptionRule, ...] = tuple(
+    InterruptionRule(_RULE_NAMES[kind], source, detail_type)
+    for (source, detail_type), kind in DETAIL_TYPES.items()
 )
 
 

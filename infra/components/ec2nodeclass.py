@@ -8,9 +8,9 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-from nodewright.api import EC2NodeClassSpec
 
 from infra.components.errors import validated_manifest
+from nodewright.api import EC2NodeClassSpec
 
 API_VERSION = "karpenter.k8s.aws/v1"
 KIND = "EC2NodeClass"

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pulumi
+
 from nodewright.api import ManifestError, Problem, parse_manifest
 from nodewright.api.validation import Model
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-from nodewright.api import NodePoolSpec, Problem
 
 from infra.components.ec2nodeclass import GROUP as NODE_CLASS_GROUP
 from infra.components.ec2nodeclass import KIND as NODE_CLASS_KIND
 from infra.components.ec2nodeclass import EC2NodeClass
 from infra.components.errors import InvalidResourceError, validated_manifest
+from nodewright.api import NodePoolSpec, Problem
 
 API_VERSION = "karpenter.sh/v1"
 KIND = "NodePool"

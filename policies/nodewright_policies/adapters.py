@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 
-from nodewright.policy.rule import Enforcement, Rule, RuleInfo, StackResource, StackRule
 from pulumi_policy import (
     EnforcementLevel,
     PolicyConfigSchema,
@@ -16,6 +15,8 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from nodewright.policy.rule import Enforcement, Rule, RuleInfo, StackResource, StackRule
 
 LEVELS = {
     Enforcement.MANDATORY: EnforcementLevel.MANDATORY,

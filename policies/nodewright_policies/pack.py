@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from nodewright.policy import MANIFEST_RULES, Rule, StackRule
 from pulumi_policy import Policy
 
+from nodewright.policy import MANIFEST_RULES, Rule, StackRule
 from nodewright_policies.adapters import resource_policy, stack_policy
 from nodewright_policies.eks_rules import EKS_RULES
 from nodewright_policies.iam_rules import IAM_RULES

@@ -12,7 +12,6 @@ from nodewright.policy.fields import dig, mapping_of, strings_of
 from nodewright.policy.nodeclass_rules import PULUMI_TYPE as NODECLASS_TYPE
 from nodewright.policy.nodepool_rules import PULUMI_TYPE as NODEPOOL_TYPE
 from nodewright.policy.rule import Enforcement, RuleContext, StackResource, StackRule, Violation
-
 from nodewright_policies.network_rules import SECURITY_GROUP
 from nodewright_policies.sqs_rules import QUEUE
 

@@ -11,13 +11,13 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from pydantic import BaseModel
+
 from nodewright.api import EC2NodeClass, NodeClaim, NodePool
 from nodewright.api.base import KubeModel
 from nodewright.api.crds import render_crds_yaml
 from nodewright.api.manifests import load_documents
 from nodewright.api.validation import parse_document
-from pydantic import BaseModel
-
 from tests.conftest import EXAMPLES
 
 MANIFESTS = Path(__file__).parent / "manifests"

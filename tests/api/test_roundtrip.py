@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 import yaml
-from nodewright.api import EC2NodeClass, NodeClaim, NodePool, parse_manifest
 
+from nodewright.api import EC2NodeClass, NodeClaim, NodePool, parse_manifest
 from tests.conftest import EXAMPLES
 
 MANIFESTS = Path(__file__).parent / "manifests"

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from nodewright.api.manifests import Document
 from nodewright.api.validation import parse_document
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from nodewright.api.manifests import parse_documents
 
+from nodewright.api.manifests import parse_documents
 from tests.api.helpers import run_cli, write
 from tests.conftest import EXAMPLES, SHARED
 

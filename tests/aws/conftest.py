@@ -11,6 +11,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.clock import FakeClock
 

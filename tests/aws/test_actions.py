@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import botocore.session
+
 from nodewright.cloud.aws.actions import ACTION_SCOPES, AWS_ACTIONS, actions_in_scope
 
 # Permissions that are not API operations of their own.

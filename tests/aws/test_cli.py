@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from nodewright.cli import main
 from nodewright.cloud.aws.clients import AwsClients
 

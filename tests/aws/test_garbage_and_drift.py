@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from nodewright.api.nodeclaim import NodeClaimStatus
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.clock import FakeClock

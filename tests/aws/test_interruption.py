@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 
 import pytest
+
 from nodewright.cloud.aws.actions import AWS_ACTIONS
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.interruption_events import (

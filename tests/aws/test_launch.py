@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from botocore.awsrequest import AWSResponse
+
 from nodewright.cloud.aws.actions import AWS_ACTIONS
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.clock import FakeClock

@@ -7,6 +7,7 @@ from typing import Any
 
 from botocore.exceptions import EndpointConnectionError
 from botocore.stub import Stubber
+
 from nodewright.cloud.aws.catalog import LiveCatalog
 from nodewright.cloud.aws.clients import AwsClients, pricing_region
 from nodewright.cloud.aws.clock import FakeClock

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.aws.node_identity import bootstrap_for_nodepool

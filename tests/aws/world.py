@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moto.ssm.models import Parameter, ssm_backends
+
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.cloud.aws.clients import AwsClients

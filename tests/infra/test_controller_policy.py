@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from nodewright.cloud.aws.actions import ActionUse
 
 from infra.controller_policy import PolicyTarget, UnscopedActionError, controller_policy_document
+from nodewright.cloud.aws.actions import ActionUse
 
 TARGET = PolicyTarget(
     cluster_name="demo", region="cn-north-1", partition="aws-cn", account_id="111122223333",

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from infra_harness import ProgramRun
+
 from nodewright.api.crds import generate_crds
 
 EVERY_STACK_HAS = {

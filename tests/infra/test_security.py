@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from infra_harness import ProgramRun
+
 from nodewright.cloud.aws.actions import AWS_ACTIONS
 
 

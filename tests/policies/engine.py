@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 from unittest import mock
 
-from nodewright_policies.pack import build_policies
 from pulumi_policy import (
     EnforcementLevel,
     Policy,
@@ -28,6 +27,8 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+
+from nodewright_policies.pack import build_policies
 
 POLICIES: dict[str, Policy] = {policy.name: policy for policy in build_policies()}
 

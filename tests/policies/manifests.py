@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from nodewright.cli import main
 
 NODEPOOL = """

@@ -8,9 +8,9 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+
 from nodewright.policy.schema_check import schema_errors
 from nodewright_policies.pack import ALL_STACK_RULES, RESOURCE_RULES
-
 from tests.conftest import REPO_ROOT
 from tests.policies.bridge import infra_resources, of_type
 from tests.policies.engine import POLICIES, Finding, PackResource, evaluate

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from nodewright.api.ec2nodeclass import EC2NodeClass, KubeletConfiguration
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.allocatable import NodeSettings, node_settings

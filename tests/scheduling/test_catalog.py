@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.catalog import InstanceType, build_catalog, offline_catalog
 

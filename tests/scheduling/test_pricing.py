@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.catalog import offline_catalog
 from nodewright.scheduling.ec2_info import InstanceTypeFacts, read_instance_type
