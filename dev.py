@@ -38,10 +38,22 @@ def ensure_venv() -> None:
     wanted = requirements_digest()
     if STAMP.exists() and STAMP.read_text() == wanted:
         return
-    print("dev.py: installing requirements-dev.txt into .venv", flush=True)
-    run([str(PYTHON), "-m", "pip", "install", "-q", "--upgrade", "pip"])
-    run([str(PYTHON), "-m", "pip", "install", "-q", "-r", str(REQUIREMENTS)])
+    print("dev.py: installing requirements-dev.txt into .venv (a few minutes the first time)",
+          flush=True)
+    quiet_pip("install", "--upgrade", "pip")
+    quiet_pip("install", "-r", str(REQUIREMENTS))
     STAMP.write_text(wanted)
+
+
+def quiet_pip(*args: str) -> None:
+    """pip with its output kept back unless it fails."""
+    completed = subprocess.run(
+        [str(PYTHON), "-m", "pip", "-q", *args], cwd=ROOT, capture_output=True, text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        sys.stderr.write(completed.stdout + completed.stderr)
+        sys.exit(completed.returncode)
 
 
 def run(command: list[str]) -> None:
@@ -67,10 +79,14 @@ def workshop() -> None:
         sys.exit(crds.returncode)
     kinds = [line.split(":", 1)[1].strip() for line in crds.stdout.splitlines()
              if line.startswith("    kind:")]
-    print(f"\n$ nodewright crds   # {len(kinds)} CRDs: {', '.join(kinds)}", flush=True)
-    planner = ROOT / "controller" / "nodewright" / "cli" / "plan.py"
-    if planner.exists():
-        nodewright("plan", "examples/workshop", "--replicas", "inflate=5")
+    target = ROOT / "build" / "crds.yaml"
+    target.parent.mkdir(exist_ok=True)
+    target.write_text(crds.stdout)
+    print("\n$ nodewright crds > build/crds.yaml", flush=True)
+    print(f"{len(kinds)} CRDs ({', '.join(kinds)}), {len(crds.stdout.splitlines())} lines "
+          f"written to {target.relative_to(ROOT)}", flush=True)
+    for replicas in (5, 12, 1):
+        nodewright("plan", "examples/workshop", "--replicas", f"inflate={replicas}")
 
 
 def test(extra: list[str]) -> None:
