@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from nodewright.cli import main
 
 WORKSHOP = str(Path(__file__).resolve().parents[2] / "examples" / "workshop")

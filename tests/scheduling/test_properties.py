@@ -13,12 +13,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.nodepools import NodePoolTemplate
 from nodewright.scheduling.pods import Pod, Taint, daemonset_from_manifest, parse_pod_spec
 from nodewright.scheduling.requirements import Requirement
 from nodewright.scheduling.solver import SchedulingProblem, SchedulingResult, solve
-
 from tests.scheduling.test_solver import ZONE, ZONES, instance_type, nodepool
 
 TIERS = ("gold", "silver")

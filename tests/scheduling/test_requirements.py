@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from nodewright.scheduling.requirements import (
     Requirement,
     RequirementError,
