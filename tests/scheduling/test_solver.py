@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+
 from nodewright.scheduling.allocatable import Overhead
 from nodewright.scheduling.catalog import InstanceType, Offering
 from nodewright.scheduling.nodepools import NodePoolTemplate
