@@ -434,3 +434,146 @@ def test_an_empty_problem_plans_nothing() -> None:
     assert result.to_dict() == {
         "nodeclaims": [], "existing": [], "unschedulable": [], "cost": {"hourly": 0}
     }
+
+
+# ---------------------------------------------------------------------------------------
+# Which nodes a topology spread constraint counts: nodeAffinityPolicy and nodeTaintsPolicy
+
+
+def zone_spread(**policies: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "api"}},
+            **policies,
+        }
+    ]
+
+
+def full_node_in_zone_a(labels: dict[str, str], taints: Sequence[Taint] = ()) -> ExistingNode:
+    return ExistingNode(
+        "node-a", {ZONE: "zone-a", HOSTNAME: "node-a", **labels}, tuple(taints), {"cpu": 0}
+    )
+
+
+def three_running_api_pods() -> list[Pod]:
+    return [pod(f"api-old-{n}", labels={"app": "api"}, nodeName="node-a") for n in range(3)]
+
+
+def planned_zones(result: SchedulingResult) -> list[str]:
+    return sorted(claim.zone or "unpinned" for claim in result.nodeclaims for _ in claim.pods)
+
+
+def test_pods_on_nodes_outside_the_pods_node_selector_do_not_count_by_default() -> None:
+    # Three api pods already run in zone-a, but on a node of another pool: with the default
+    # nodeAffinityPolicy Honor they do not count, so the new replicas spread over all zones.
+    main = nodepool("main", labels={"pool": "main"})
+    running_elsewhere = full_node_in_zone_a({"pool": "other"})
+
+    def plan(**policies: str) -> SchedulingResult:
+        new_pods = replicas(
+            3, "api", nodeSelector={"pool": "main"}, topologySpreadConstraints=zone_spread(
+                **policies)
+        )
+        return run(new_pods, [main], nodes=[running_elsewhere], bound_pods=three_running_api_pods())
+
+    assert planned_zones(plan()) == ["zone-a", "zone-b", "zone-c"]
+
+    ignored = plan(nodeAffinityPolicy="Ignore")
+    assert ignored.unschedulable == ()
+    assert "zone-a" not in planned_zones(ignored)
+
+
+def test_pods_on_nodes_with_untolerated_taints_count_unless_the_policy_honours_taints() -> None:
+    dedicated = Taint("dedicated", "batch", "NoSchedule")
+    running_on_tainted = full_node_in_zone_a({}, [dedicated])
+
+    def plan(**policies: str) -> SchedulingResult:
+        new_pods = replicas(3, "api", topologySpreadConstraints=zone_spread(**policies))
+        return run(new_pods, nodes=[running_on_tainted], bound_pods=three_running_api_pods())
+
+    # Default nodeTaintsPolicy Ignore: the three pods in zone-a count, so zone-a is avoided.
+    assert "zone-a" not in planned_zones(plan())
+    # Honor: the tainted node is left out of the counts, so every zone gets one.
+    assert planned_zones(plan(nodeTaintsPolicy="Honor")) == ["zone-a", "zone-b", "zone-c"]
+
+
+def test_zones_only_a_tainted_pool_offers_hold_back_the_spread_unless_taints_are_honoured() -> (
+    None
+):
+    zone = Requirement.build
+    tainted = nodepool(
+        "tainted",
+        requirements=[zone(ZONE, "In", ["zone-c"])],
+        taints=[Taint("dedicated", "batch", "NoSchedule")],
+    )
+    open_pool = nodepool("open", requirements=[zone(ZONE, "In", ["zone-a", "zone-b"])])
+
+    def plan(**policies: str) -> SchedulingResult:
+        new_pods = replicas(4, "api", topologySpreadConstraints=zone_spread(**policies))
+        return run(new_pods, [tainted, open_pool])
+
+    # Ignore: zone-c is a domain with zero pods the pods can never reach, so skew stops at one
+    # pod per reachable zone.
+    held_back = plan()
+    assert planned_zones(held_back) == ["zone-a", "zone-b"]
+    assert len(held_back.unschedulable) == 2
+    assert "topology spread" in held_back.unschedulable[0][1]
+
+    honoured = plan(nodeTaintsPolicy="Honor")
+    assert honoured.unschedulable == ()
+    assert planned_zones(honoured) == ["zone-a", "zone-a", "zone-b", "zone-b"]
+
+
+def test_zones_outside_the_pods_node_affinity_count_only_when_the_policy_ignores_it() -> None:
+    zone = Requirement.build
+    main = nodepool("main", labels={"pool": "main"}, requirements=[
+        zone(ZONE, "In", ["zone-a", "zone-b"])])
+    other = nodepool("other", labels={"pool": "other"}, requirements=[
+        zone(ZONE, "In", ["zone-c"])])
+
+    def plan(**policies: str) -> SchedulingResult:
+        new_pods = replicas(
+            4, "api", nodeSelector={"pool": "main"},
+            topologySpreadConstraints=zone_spread(**policies),
+        )
+        return run(new_pods, [main, other])
+
+    honoured = plan()
+    assert honoured.unschedulable == ()
+    assert planned_zones(honoured) == ["zone-a", "zone-a", "zone-b", "zone-b"]
+
+    ignored = plan(nodeAffinityPolicy="Ignore")
+    assert planned_zones(ignored) == ["zone-a", "zone-b"]
+    assert len(ignored.unschedulable) == 2
+
+
+def test_cpu_heavy_and_memory_heavy_pods_share_nodes_instead_of_wasting_them() -> None:
+    # Every type has 2 GiB per vCPU. Taken largest cpu first, the four cpu-heavy pods would
+    # fill a box.8 leaving its memory idle, and the memory-heavy ones another box.8 ($0.80).
+    # Mixed, they fit one box.8 and a box.2.
+    catalog = [
+        instance_type("box.2", 2, 4, 0.10),
+        instance_type("box.4", 4, 8, 0.20),
+        instance_type("box.8", 8, 16, 0.40),
+    ]
+    pods = replicas(4, "compute", cpu="2", memory="512Mi") + replicas(
+        4, "cache", cpu="250m", memory="3584Mi"
+    )
+
+    result = run(pods, [nodepool(catalog=catalog)])
+
+    assert result.unschedulable == ()
+    assert sorted(claim.instance_type for claim in result.nodeclaims) == ["box.2", "box.8"]
+    assert result.hourly_cost == pytest.approx(0.50)
+
+
+def test_a_claim_grows_into_a_bigger_type_that_is_as_cost_efficient() -> None:
+    # Forty pods of 1 vCPU: growing past a node's price is allowed because the bigger types
+    # cost the same per vCPU, so five large nodes are planned rather than many small ones.
+    result = run(replicas(40, "web", cpu="1", memory="1Gi"))
+
+    assert [claim.instance_type for claim in result.nodeclaims] == ["large.1"] * 5
+    assert result.hourly_cost == pytest.approx(2.0)

@@ -4,11 +4,15 @@ Order of work, as Karpenter does it: pods largest first (cpu, then memory); each
 tries existing nodes, then the NodeClaims opened so far, then a new NodeClaim from the
 highest-weight NodePool that can take it. A pod that fits nowhere has its preferences
 relaxed one at a time and is tried again; what still fits nowhere gets a reason.
+Pods no topology rule ties to any other ("free" pods) go after the rest, cpu-heavy and
+memory-heavy ones alternating so that the NodeClaims they fill stay balanced.
 
-A NodeClaim keeps every instance type that could still hold all its pods; when it is
-done, the types are ordered by their cheapest allowed offering and the first one is
-what would launch. Identical pods share one context and skip the NodeClaims that an
-identical pod already found permanently closed to it.
+A NodeClaim keeps every instance type that could still hold all its pods (see
+`targets.Narrowed`); when it is done, the types are ordered by their cheapest allowed
+offering and the first one is what would launch. A NodeClaim grows into a pricier type
+only when that costs no more than a separate node for the pod or the bigger type is
+among the most cost-efficient (`growth`). Each distinct pod shape keeps the list of
+targets it has not found permanently closed, so identical pods never re-check them.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import Any
 
+from nodewright.scheduling.growth import GrowthJudge
 from nodewright.scheduling.nodepools import (
     NodePoolTemplate,
     cheapest_price,
@@ -46,6 +51,7 @@ from nodewright.scheduling.targets import (
     Candidate,
     ClaimTarget,
     ExistingTarget,
+    Narrowed,
     PlannedNodeClaim,
     PoolState,
     ResourceIndex,
@@ -57,11 +63,14 @@ from nodewright.scheduling.targets import (
 from nodewright.scheduling.topology import (
     ANTI_AFFINITY,
     INVERSE_ANTI_AFFINITY,
+    DomainSource,
     Topology,
     TopologyGroup,
 )
 
 _MAX_RETRY_PASSES = 3
+# Claims filled less than this (in their fullest resource) are re-planned on their own.
+_REPLAN_BELOW_FILL = 0.8
 
 
 @dataclass(frozen=True)
@@ -113,7 +122,26 @@ class SchedulingResult:
 
 
 def solve(problem: SchedulingProblem) -> SchedulingResult:
-    return _Solver(problem).run()
+    """Plan the problem. When no pod is tied to another (no topology, no host ports), the
+    pods are also planned in Karpenter's plain order and the cheaper plan is kept: the
+    balanced order wins when instance types share one cpu:memory ratio, the plain order
+    can win on catalogs where small types of different shapes are cheapest."""
+    solver = _Solver(problem)
+    result = solver.run(balanced=True)
+    if solver.all_free and len(problem.pods) > 1:
+        plain = _Solver(problem).run(balanced=False)
+        if plain.hourly_cost < result.hourly_cost - 1e-9:
+            result = plain
+    return result
+
+
+def _tail_problem(claim: PlannedNodeClaim, pool: PoolState, problem: SchedulingProblem,
+                  pods: Sequence[Pod]) -> SchedulingProblem:
+    requirements = Requirements(
+        r for key, r in claim.requirements.items() if key != LABEL_HOSTNAME
+    )
+    template = replace(pool.template, requirements=requirements, limits=None, usage={})
+    return SchedulingProblem(pods=pods, nodepools=[template], daemonsets=problem.daemonsets)
 
 
 # ---------------------------------------------------------------------------------------
@@ -175,7 +203,8 @@ class _PodContext:
     owned: list[tuple[TopologyGroup, SpreadConstraint | None]]
     spread_free: bool
     needs_company: bool
-    merge_key: dict[int, object] = field(default_factory=dict)
+    open_targets: dict[int, None] = field(default_factory=dict)
+    seen_targets: int = 0
 
 
 class _Rejection:
@@ -191,23 +220,26 @@ class _Change:
     """An accepted placement, not yet applied."""
 
     requirements: Requirements | None = None
-    candidates: list[Candidate] | None = None
+    candidates: Narrowed | None = None
     need: Vector = ()
+    grew_by_efficiency: bool = False
 
 
 class _Solver:
-    def __init__(self, problem: SchedulingProblem) -> None:
+    def __init__(self, problem: SchedulingProblem, efficient_growth: bool = True) -> None:
         self.problem = problem
+        self.efficient_growth = efficient_growth
+        self.all_free = False
         names = {CPU, MEMORY, PODS}
         for pod in chain(problem.pods, problem.bound_pods, (d.pod for d in problem.daemonsets)):
             names.update(pod.requests)
         self.index = ResourceIndex(sorted(names))
         self.topology = Topology()
         self.targets: list[Target] = []
-        self.skip: dict[tuple[object, ...], int] = {}
         self.contexts: dict[tuple[object, ...], _PodContext] = {}
         self.claim_count = 0
         self.standalone: dict[tuple[str, tuple[object, ...]], float] = {}
+        self._efficiency = GrowthJudge()
         self.pools = [self._pool(t) for t in sorted(problem.nodepools, key=_pool_order)]
         for pod in chain(problem.pods, problem.bound_pods):
             self.topology.register(pod)
@@ -232,10 +264,11 @@ class _Solver:
             }
             requirements.add(Requirement(key, False, frozenset(offered)))
         base.sort(key=lambda c: (c.price, c.instance_type.name))
+        source = DomainSource(template.taints, requirements=requirements)
         for key, requirement in requirements.items():
             if not requirement.complement:
                 for value in requirement.values:
-                    self.topology.add_domain(key, value, template.taints)
+                    self.topology.add_domain(key, value, source)
         overhead: dict[str, int] = {}
         for daemonset in self._daemonsets_for_pool(template, requirements):
             for name, amount in daemonset.pod.requests.items():
@@ -269,8 +302,9 @@ class _Solver:
             if pod.node_name is not None:
                 bound.setdefault(pod.node_name, []).append(pod)
         for node in sorted(self.problem.nodes, key=lambda n: n.name):
+            source = DomainSource(node.taints, labels=tuple(sorted(node.labels.items())))
             for key, value in node.labels.items():
-                self.topology.add_domain(key, value, node.taints)
+                self.topology.add_domain(key, value, source)
             if node.unschedulable:
                 continue
             target = ExistingTarget(
@@ -299,8 +333,16 @@ class _Solver:
 
     # -- main loop -----------------------------------------------------------------------
 
-    def run(self) -> SchedulingResult:
-        queue = sorted(self.problem.pods, key=_pod_order)
+    def run(self, balanced: bool = True) -> SchedulingResult:
+        # Pods with topology ties go first in Karpenter's order; pods nothing ties to any
+        # other follow, ordered so that cpu-heavy and memory-heavy ones alternate and each
+        # NodeClaim they fill ends up with a balanced mix.
+        constrained: list[Pod] = []
+        free: list[Pod] = []
+        for pod in sorted(self.problem.pods, key=_pod_order):
+            (free if self._is_free(pod) else constrained).append(pod)
+        self.all_free = not constrained
+        queue = constrained + (balanced_order(free) if balanced else free)
         failures: dict[str, str] = {}
         pending = []
         for pod in queue:
@@ -324,6 +366,16 @@ class _Solver:
                 break
             pending = still
         return self._result(failures)
+
+    def _is_free(self, pod: Pod) -> bool:
+        """No topology group involves the pod and it has no host ports."""
+        context = self._context(pod)
+        return (
+            context.spread_free
+            and not context.needs_company
+            and not pod.host_ports
+            and not self.topology.selecting_groups(pod)
+        )
 
     def _schedule(self, pod: Pod) -> str | None:
         current: Pod | None = pod
@@ -353,18 +405,26 @@ class _Solver:
 
     def _place(self, pod: Pod) -> str | None:
         context = self._context(pod)
-        start = self.skip.get(context.signature, 0)
-        leading = True
-        for position in range(start, len(self.targets)):
+        # Targets this pod shape has not found permanently closed, in the order they opened.
+        open_targets = context.open_targets
+        for position in range(context.seen_targets, len(self.targets)):
+            open_targets[position] = None
+        context.seen_targets = len(self.targets)
+        closed: list[int] = []
+        placed = False
+        for position in open_targets:
             target = self.targets[position]
             outcome = self._try(target, pod, context)
             if isinstance(outcome, _Change):
                 self._apply(target, pod, context, outcome)
-                return None
-            if leading and outcome.permanent:
-                self.skip[context.signature] = position + 1
-            else:
-                leading = False
+                placed = True
+                break
+            if outcome.permanent:
+                closed.append(position)
+        for position in closed:
+            del open_targets[position]
+        if placed:
+            return None
         reasons: list[tuple[str, str, bool]] = []
         for pool in self.pools:
             claim_or_reason = self._open_claim(pool, pod, context)
@@ -393,6 +453,8 @@ class _Solver:
                 return _Rejection("node is full", True)
             return _Change(need=need)
         assert isinstance(target, ClaimTarget)
+        if not fits(self.index.add(target.used, context.vector), target.max_allocatable):
+            return _Rejection("no instance type has room", True)
         conflict = target.requirements.conflict(context.requirements)
         if conflict is not None:
             return _Rejection(conflict, True)
@@ -404,17 +466,16 @@ class _Solver:
         kept, why = target.narrow(merged, changed, need)
         if kept is None:
             return _Rejection(why or "does not fit", not extra)
+        by_efficiency = False
         if target.pods and not context.needs_company and target.pool is not None:
-            # Never grow a claim by more than a node of its own for this pod would cost:
-            # past that point the claim only buys bigger, pricier machines.
-            growth = kept[0].price - target.candidates[0].price
+            growth = kept.cheapest.price - target.cheapest.price
             if growth > self._standalone_price(target.pool, context) + 1e-9:
-                return _Rejection("growing this node costs more than a new one", True)
-        return _Change(
-            merged if changed else None,
-            kept if kept is not target.candidates else None,
-            need,
-        )
+                by_efficiency = self.efficient_growth and self._efficiency.worth_growing(
+                    target.pool, kept, need
+                )
+                if not by_efficiency:
+                    return _Rejection("growing this node costs more than a new one", True)
+        return _Change(merged if changed else None, kept, need, by_efficiency)
 
     def _standalone_price(self, pool: PoolState, context: _PodContext) -> float:
         """What the cheapest node of this pool holding just this pod would cost."""
@@ -490,10 +551,11 @@ class _Solver:
         target.used = change.need
         target.host_ports.extend(pod.host_ports)
         if isinstance(target, ClaimTarget):
+            target.grew_by_efficiency |= change.grew_by_efficiency
             if change.requirements is not None:
                 target.set_requirements(change.requirements)
             if change.candidates is not None:
-                target.set_candidates(change.candidates)
+                target.set_candidates(change.candidates.candidates, change.candidates.start)
             if change.requirements is not None and target.unrecorded:
                 self._flush_unrecorded(target)
         self._record(target, pod)
@@ -504,9 +566,19 @@ class _Solver:
         assert isinstance(target, ClaimTarget)
         return target.domains(key, sorted(self.topology.domains(key)))
 
+    def _counts_on(self, group: TopologyGroup, target: Target) -> bool:
+        if group.key.node_filter is None:
+            return True
+        if isinstance(target, ExistingTarget):
+            return group.counts_node(target.labels, target.taints)
+        assert isinstance(target, ClaimTarget)
+        return group.counts_claim(target.requirements, target.taints)
+
     def _record(self, target: Target, pod: Pod) -> None:
         for group in self.topology.counting_groups(pod):
             domains = self._domains_of(target, group.topology_key)
+            if len(domains) == 1 and not self._counts_on(group, target):
+                continue
             if group.key.kind == ANTI_AFFINITY or len(domains) == 1:
                 group.record(domains)
             elif domains:
@@ -519,7 +591,8 @@ class _Solver:
         for group, pod in claim.unrecorded:
             domains = self._domains_of(claim, group.topology_key)
             if len(domains) == 1:
-                group.record(domains)
+                if self._counts_on(group, claim):
+                    group.record(domains)
             else:
                 waiting.append((group, pod))
         claim.unrecorded = waiting
@@ -538,7 +611,11 @@ class _Solver:
         hostname = f"{pool.name}-{self.claim_count + 1}"
         requirements = pool.requirements.copy()
         requirements.add(Requirement.single(LABEL_HOSTNAME, hostname))
-        candidates = [c for c in pool.candidates if pool.within_limits(c.instance_type)]
+        candidates = (
+            pool.candidates
+            if pool.remaining is None
+            else [c for c in pool.candidates if pool.within_limits(c.instance_type)]
+        )
         if not candidates:
             return _limits_reason(pool), False
         claim = ClaimTarget(
@@ -556,7 +633,8 @@ class _Solver:
             return outcome.reason, False
         self.claim_count += 1
         claim.committed = True
-        claim.set_candidates(outcome.candidates or claim.candidates)
+        if outcome.candidates is not None:
+            claim.set_candidates(outcome.candidates.candidates, outcome.candidates.start)
         outcome.candidates = None
         self.targets.append(claim)
         self._apply(claim, pod, context, outcome)
@@ -590,9 +668,10 @@ class _Solver:
     # -- result --------------------------------------------------------------------------
 
     def _result(self, failures: Mapping[str, str]) -> SchedulingResult:
-        claims = tuple(
-            finish_claim(t) for t in self.targets if isinstance(t, ClaimTarget)
-        )
+        claims: list[PlannedNodeClaim] = []
+        for target in self.targets:
+            if isinstance(target, ClaimTarget):
+                claims.extend(self._finish(target))
         existing = tuple(
             (t.hostname, tuple(p.key for p in t.pods if p.node_name is None))
             for t in self.targets
@@ -600,11 +679,87 @@ class _Solver:
         )
         existing = tuple(item for item in existing if item[1])
         unschedulable = tuple(sorted(failures.items()))
-        return SchedulingResult(claims, existing, unschedulable)
+        return SchedulingResult(tuple(claims), existing, unschedulable)
+
+    def _finish(self, claim: ClaimTarget) -> list[PlannedNodeClaim]:
+        """The planned claim; a partly filled claim of free pods that grew by the efficiency
+        rule is re-planned on its own with growth capped by the price of a separate node,
+        and the cheaper of the two plans is kept (this trims the last, half-empty node)."""
+        planned = finish_claim(claim)
+        pool = claim.pool
+        if (
+            not self.efficient_growth
+            or pool is None
+            or pool.remaining is not None
+            or not claim.grew_by_efficiency
+            or _fill(claim) >= _REPLAN_BELOW_FILL
+            or not all(self._is_free(pod) for pod in claim.pods)
+        ):
+            return [planned]
+        sub = _Solver(_tail_problem(planned, pool, self.problem, claim.pods), False).run(False)
+        if sub.unschedulable or sub.hourly_cost >= planned.price - 1e-9:
+            return [planned]
+        parts = []
+        for index, part in enumerate(sub.nodeclaims):
+            name = f"{planned.name}-{index}" if index else planned.name
+            requirements = Requirements(
+                r for key, r in part.requirements.items() if key != LABEL_HOSTNAME
+            )
+            requirements.add(Requirement.single(LABEL_HOSTNAME, name))
+            parts.append(replace(part, name=name, requirements=requirements))
+        return parts
 
 
 def _pool_order(template: NodePoolTemplate) -> tuple[int, str]:
     return (-template.weight, template.name)
+
+
+def _fill(claim: ClaimTarget) -> float:
+    """How full the claim's cheapest type is in its fullest resource (0..1)."""
+    assert claim.pool is not None
+    overhead = claim.pool.daemon_overhead
+    have = claim.cheapest.allocatable
+    return max(
+        (
+            (used - reserved) / (room - reserved)
+            for used, reserved, room in zip(claim.used, overhead, have, strict=True)
+            if room > reserved
+        ),
+        default=1.0,
+    )
+
+
+def balanced_order(pods: Sequence[Pod]) -> list[Pod]:
+    """Largest first, alternating between cpu-heavy and memory-heavy pods (relative to all
+    of them) so that every prefix of the order keeps about the overall cpu:memory ratio."""
+    total_cpu = sum(p.requests.get(CPU, 0) for p in pods) or 1
+    total_memory = sum(p.requests.get(MEMORY, 0) for p in pods) or 1
+
+    def shares(pod: Pod) -> tuple[float, float]:
+        return pod.requests.get(CPU, 0) / total_cpu, pod.requests.get(MEMORY, 0) / total_memory
+
+    cpu_heavy = [p for p in pods if shares(p)[0] >= shares(p)[1]]
+    memory_heavy = [p for p in pods if shares(p)[0] < shares(p)[1]]
+    for group in (cpu_heavy, memory_heavy):
+        group.sort(key=lambda p: (-max(shares(p)), _pod_order(p)))
+    ordered: list[Pod] = []
+    cpu_share = memory_share = 0.0
+    next_cpu = next_memory = 0
+    while next_cpu < len(cpu_heavy) or next_memory < len(memory_heavy):
+        take_cpu = next_memory >= len(memory_heavy) or (
+            next_cpu < len(cpu_heavy) and cpu_share <= memory_share
+        )
+        if take_cpu:
+            pod = cpu_heavy[next_cpu]
+            next_cpu += 1
+        else:
+            pod = memory_heavy[next_memory]
+            next_memory += 1
+        ordered.append(pod)
+        cpu, memory = shares(pod)
+        cpu_share += cpu
+        memory_share += memory
+    return ordered
 
 
 def _pod_order(pod: Pod) -> tuple[int, int, str, str]:

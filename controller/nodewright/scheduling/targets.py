@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import le
 
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.nodepools import (
@@ -38,7 +39,7 @@ class ResourceIndex:
 
 
 def fits(need: Vector, have: Vector) -> bool:
-    return all(n <= h for n, h in zip(need, have, strict=True))
+    return all(map(le, need, have))
 
 
 @dataclass(slots=True)
@@ -91,6 +92,13 @@ class PoolState:
     daemon_overhead: Vector
     remaining: dict[str, int] | None
     filter_cache: dict[Requirements, list[Candidate]] = field(default_factory=dict)
+    first_fit_cache: dict[tuple[int, int, Vector], tuple[list[Candidate], int | None]] = field(
+        default_factory=dict
+    )
+    bounds_cache: dict[int, tuple[list[Candidate], Vector, Vector]] = field(default_factory=dict)
+    restricted_cache: dict[
+        tuple[int, int, Requirements], tuple[list[Candidate], list[Candidate]]
+    ] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -113,6 +121,45 @@ class PoolState:
             self.filter_cache[cache_key] = cached
         return cached
 
+    def bounds(self, candidates: list[Candidate]) -> tuple[Vector, Vector]:
+        """Per-resource minimum and maximum allocatable over the candidates (memoised)."""
+        cached = self.bounds_cache.get(id(candidates))
+        if cached is not None and cached[0] is candidates:
+            return cached[1], cached[2]
+        width = len(self.daemon_overhead)
+        low = tuple(min(c.allocatable[i] for c in candidates) for i in range(width))
+        high = tuple(max(c.allocatable[i] for c in candidates) for i in range(width))
+        self.bounds_cache[id(candidates)] = (candidates, low, high)
+        return low, high
+
+    def restricted(
+        self, candidates: list[Candidate], start: int, requirements: Requirements
+    ) -> list[Candidate]:
+        """`candidates[start:]` still allowed by `requirements`, repriced under them."""
+        key = (id(candidates), start, requirements)
+        cached = self.restricted_cache.get(key)
+        if cached is not None and cached[0] is candidates:
+            return cached[1]
+        allowed = {id(c.instance_type) for c in candidates[start:]}
+        result = [c for c in self.candidates_for(requirements) if id(c.instance_type) in allowed]
+        self.restricted_cache[key] = (candidates, result)
+        return result
+
+    def first_fit(self, candidates: list[Candidate], start: int, need: Vector) -> int | None:
+        """Index of the first candidate from `start` on that holds `need` (memoised: many
+        NodeClaims start from the same list with the same first pod)."""
+        key = (id(candidates), start, need)
+        cached = self.first_fit_cache.get(key)
+        if cached is not None and cached[0] is candidates:
+            return cached[1]
+        index = next(
+            (i for i in range(start, len(candidates)) if fits(need, candidates[i].allocatable)),
+            None,
+        )
+        # The list is kept in the value so that its id cannot be reused while cached.
+        self.first_fit_cache[key] = (candidates, index)
+        return index
+
     def within_limits(self, instance_type: InstanceType) -> bool:
         if self.remaining is None:
             return True
@@ -132,33 +179,55 @@ def _without_hostname(requirements: Requirements) -> Requirements:
     return Requirements(r for k, r in requirements.items() if k != LABEL_HOSTNAME)
 
 
+@dataclass(slots=True)
+class Narrowed:
+    """The instance types a NodeClaim may still become: `candidates[start]` is the cheapest
+    that holds the NodeClaim's pods; later entries are cheaper-first but only checked for
+    room when they are needed (room only ever shrinks, so a skipped entry never returns)."""
+
+    candidates: list[Candidate]
+    start: int
+
+    @property
+    def cheapest(self) -> Candidate:
+        return self.candidates[self.start]
+
+    def fitting(self, need: Vector) -> list[Candidate]:
+        return [c for c in self.candidates[self.start :] if fits(need, c.allocatable)]
+
+
 @dataclass(eq=False)
 class ClaimTarget(Target):
-    """A NodeClaim being built: it may still become any of its candidate types."""
+    """A NodeClaim being built: it may still become any of its candidate types that fit."""
 
     pool: PoolState | None = None
     requirements: Requirements = field(default_factory=Requirements)
     candidates: list[Candidate] = field(default_factory=list)
+    start: int = 0
     min_allocatable: Vector = ()
     max_allocatable: Vector = ()
     reserved: dict[str, int] = field(default_factory=dict)
     version: int = 0
     committed: bool = False
+    # Whether the claim ever grew past the price of a separate node (the efficiency rule).
+    grew_by_efficiency: bool = False
     merge_cache: dict[object, tuple[Requirements, bool]] = field(default_factory=dict)
 
-    def set_candidates(self, candidates: list[Candidate]) -> None:
-        self.candidates = candidates
-        width = len(self.used)
-        self.min_allocatable = tuple(
-            min(c.allocatable[i] for c in candidates) for i in range(width)
-        )
-        self.max_allocatable = tuple(
-            max(c.allocatable[i] for c in candidates) for i in range(width)
-        )
+    @property
+    def cheapest(self) -> Candidate:
+        return self.candidates[self.start]
+
+    def set_candidates(self, candidates: list[Candidate], start: int = 0) -> None:
+        if candidates is not self.candidates:
+            assert self.pool is not None
+            self.candidates = candidates
+            self.min_allocatable, self.max_allocatable = self.pool.bounds(candidates)
+        self.start = start
         pool = self.pool
         if self.committed and pool is not None and pool.remaining is not None:
+            fitting = Narrowed(self.candidates, start).fitting(self.used)
             reserved = {
-                name: max(c.instance_type.capacity.get(name, 0) for c in candidates)
+                name: max(c.instance_type.capacity.get(name, 0) for c in fitting)
                 for name in pool.remaining
             }
             pool.reserve(self.reserved, reserved)
@@ -179,32 +248,39 @@ class ClaimTarget(Target):
             return sorted(requirement.values)
         return [domain for domain in universe if requirement.has(domain)]
 
+    def _restricted(self, requirements: Requirements) -> list[Candidate]:
+        assert self.pool is not None
+        return self.pool.restricted(self.candidates, self.start, requirements)
+
     def narrow(
         self, requirements: Requirements, changed: bool, need: Vector
-    ) -> tuple[list[Candidate] | None, str | None]:
+    ) -> tuple[Narrowed | None, str | None]:
         """Candidates that satisfy `requirements` and hold `need`; None and why if none."""
         assert self.pool is not None
-        if not changed:
+        if changed:
+            base = self._restricted(requirements)
+            if not base:
+                return None, "no instance type satisfies the combined requirements"
+            start = 0
+        else:
+            base, start = self.candidates, self.start
             if fits(need, self.min_allocatable):
-                return self.candidates, None
+                return Narrowed(base, start), None
             if not fits(need, self.max_allocatable):
                 return None, "no instance type has room"
-            pool_candidates = self.candidates
-        else:
-            allowed = {id(c.instance_type) for c in self.candidates}
-            pool_candidates = [
-                c for c in self.pool.candidates_for(requirements) if id(c.instance_type) in allowed
-            ]
-            if not pool_candidates:
-                return None, "no instance type satisfies the combined requirements"
-        kept = [c for c in pool_candidates if fits(need, c.allocatable)]
-        if not kept:
+        index = self.pool.first_fit(base, start, need)
+        if index is None:
             return None, "no instance type has room"
-        if changed or len(kept) != len(self.candidates):
-            problem = min_values_problem([c.instance_type for c in kept], requirements)
-            if problem is not None:
-                return None, problem
-        return kept, None
+        eager = self.pool.remaining is not None or any(
+            r.min_values is not None for r in requirements.values()
+        )
+        if not eager:
+            return Narrowed(base, index), None
+        kept = Narrowed(base, index).fitting(need)
+        problem = min_values_problem([c.instance_type for c in kept], requirements)
+        if problem is not None:
+            return None, problem
+        return Narrowed(kept, 0), None
 
 
 @dataclass(frozen=True)
@@ -226,15 +302,14 @@ class PlannedNodeClaim:
 
 
 def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
-    """Order the candidates by their cheapest allowed offering and describe the claim."""
+    """Describe the claim: its fitting types cheapest first (each priced by its cheapest
+    offering the claim's requirements allow) and the offering the cheapest one launches."""
     assert claim.pool is not None
-    priced = []
-    for candidate in claim.candidates:
-        offering = cheapest_offering_of(candidate.instance_type, claim.requirements)
-        if offering is not None:
-            priced.append((offering, candidate.instance_type.name))
-    priced.sort(key=lambda item: (item[0][0], item[1]))
-    (price, capacity_type, _), _name = priced[0]
+    fitting = Narrowed(claim.candidates, claim.start).fitting(claim.used)
+    fitting.sort(key=lambda c: (c.price, c.instance_type.name))
+    offering = cheapest_offering_of(fitting[0].instance_type, claim.requirements)
+    assert offering is not None
+    price, capacity_type, _ = offering
     zone_requirement = claim.requirements.get(LABEL_ZONE)
     zone = None
     if (
@@ -246,7 +321,7 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
     return PlannedNodeClaim(
         name=claim.hostname,
         nodepool=claim.pool.name,
-        instance_types=tuple((name, offering[0]) for offering, name in priced),
+        instance_types=tuple((c.instance_type.name, c.price) for c in fitting),
         capacity_type=capacity_type,
         zone=zone,
         price=price,

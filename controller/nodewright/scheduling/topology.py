@@ -18,15 +18,78 @@ from nodewright.scheduling.pods import (
     Pod,
     SpreadConstraint,
     Taint,
+    Toleration,
     untolerated,
 )
-from nodewright.scheduling.requirements import LABEL_HOSTNAME, Requirement
+from nodewright.scheduling.requirements import LABEL_HOSTNAME, Requirement, Requirements
 
 SPREAD = "spread"
 AFFINITY = "affinity"
 ANTI_AFFINITY = "anti-affinity"
 # Pods placed with a required anti-affinity term keep matching pods out of their domain.
 INVERSE_ANTI_AFFINITY = "inverse-anti-affinity"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFilter:
+    """Which nodes a spread constraint counts (its nodeAffinityPolicy and nodeTaintsPolicy).
+
+    `terms` are the owner pod's nodeSelector merged with each of its required node-affinity
+    terms (ORed), or None when the affinity policy is Ignore. `tolerations` are the owner's
+    tolerations, or None when the taint policy is Ignore. Only NoSchedule and NoExecute
+    taints exclude a node, as in kube-scheduler.
+    """
+
+    terms: tuple[Requirements, ...] | None
+    tolerations: tuple[Toleration, ...] | None
+
+    @staticmethod
+    def of(pod: Pod, constraint: SpreadConstraint) -> NodeFilter | None:
+        """The filter of `pod`'s constraint; None when it would admit every node."""
+        terms: tuple[Requirements, ...] | None = None
+        if constraint.node_affinity_policy == "Honor":
+            selector = Requirements.from_labels(pod.node_selector)
+            if pod.required_terms:
+                terms = tuple(selector.merged(term) for term in pod.required_terms)
+            elif selector:
+                terms = (selector,)
+        tolerations = pod.tolerations if constraint.node_taints_policy == "Honor" else None
+        if terms is None and tolerations is None:
+            return None
+        return NodeFilter(terms, tolerations)
+
+    def admits_taints(self, taints: Sequence[Taint]) -> bool:
+        if self.tolerations is None:
+            return True
+        hard = [t for t in taints if t.effect != "PreferNoSchedule"]
+        return untolerated(hard, self.tolerations) is None
+
+    def admits_labels(self, labels: Mapping[str, str], taints: Sequence[Taint]) -> bool:
+        """Whether a concrete node (labels and taints) counts."""
+        if not self.admits_taints(taints):
+            return False
+        return self.terms is None or any(t.satisfied_by_labels(labels) for t in self.terms)
+
+    def admits_requirements(
+        self,
+        requirements: Requirements,
+        taints: Sequence[Taint],
+        key: str | None = None,
+        domain: str | None = None,
+    ) -> bool:
+        """Whether a node launched from `requirements` could count (in `domain` of `key`)."""
+        if not self.admits_taints(taints):
+            return False
+        if self.terms is None:
+            return True
+        for term in self.terms:
+            if key is not None and domain is not None:
+                wanted = term.get(key)
+                if wanted is not None and not wanted.has(domain):
+                    continue
+            if requirements.conflict(term) is None:
+                return True
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +102,7 @@ class GroupKey:
     selector: LabelSelector
     max_skew: int = 0
     min_domains: int | None = None
-    node_affinity_policy: str = "Honor"
-    node_taints_policy: str = "Ignore"
+    node_filter: NodeFilter | None = None
 
 
 @dataclass(slots=True)
@@ -59,6 +121,16 @@ class TopologyGroup:
             if pod.namespace not in allowed:
                 return False
         return key.selector.matches(pod.labels)
+
+    def counts_node(self, target_labels: Mapping[str, str], taints: Sequence[Taint]) -> bool:
+        """Whether pods on this concrete node count (a spread constraint's node filter)."""
+        node_filter = self.key.node_filter
+        return node_filter is None or node_filter.admits_labels(target_labels, taints)
+
+    def counts_claim(self, requirements: Requirements, taints: Sequence[Taint]) -> bool:
+        """Whether pods on a NodeClaim with these requirements count."""
+        node_filter = self.key.node_filter
+        return node_filter is None or node_filter.admits_requirements(requirements, taints)
 
     def record(self, domains: Iterable[str]) -> None:
         for domain in domains:
@@ -85,8 +157,7 @@ def spread_key(pod: Pod, constraint: SpreadConstraint) -> GroupKey:
         constraint.selector,
         constraint.max_skew,
         constraint.min_domains,
-        constraint.node_affinity_policy,
-        constraint.node_taints_policy,
+        NodeFilter.of(pod, constraint),
     )
 
 
@@ -96,11 +167,20 @@ def affinity_key(kind: str, pod: Pod, term: AffinityTerm) -> GroupKey:
     )
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class DomainSource:
-    """Where a domain value comes from (a NodePool or a node) and the taints there."""
+    """Where a domain value comes from: a NodePool (its requirements) or a node (its labels)."""
 
     taints: tuple[Taint, ...]
+    requirements: Requirements | None = None
+    labels: tuple[tuple[str, str], ...] | None = None
+
+    def admitted_by(self, node_filter: NodeFilter, key: str, domain: str) -> bool:
+        if self.labels is not None:
+            return node_filter.admits_labels(dict(self.labels), self.taints)
+        if self.requirements is not None:
+            return node_filter.admits_requirements(self.requirements, self.taints, key, domain)
+        return node_filter.admits_taints(self.taints)
 
 
 class Topology:
@@ -108,18 +188,20 @@ class Topology:
 
     def __init__(self) -> None:
         self.groups: dict[GroupKey, TopologyGroup] = {}
-        self._domains: dict[str, dict[str, list[tuple[Taint, ...]]]] = {}
+        self._domains: dict[str, dict[str, list[DomainSource]]] = {}
         self._selecting_cache: dict[tuple[object, ...], list[TopologyGroup]] = {}
         self._inverse: list[TopologyGroup] = []
 
     # -- universe of domains -------------------------------------------------------------
 
-    def add_domain(self, topology_key: str, value: str, taints: tuple[Taint, ...] = ()) -> None:
+    def add_domain(
+        self, topology_key: str, value: str, source: DomainSource = DomainSource(())
+    ) -> None:
         sources = self._domains.setdefault(topology_key, {}).setdefault(value, [])
-        if taints not in sources:
-            sources.append(taints)
+        if source not in sources:
+            sources.append(source)
 
-    def domains(self, topology_key: str) -> dict[str, list[tuple[Taint, ...]]]:
+    def domains(self, topology_key: str) -> dict[str, list[DomainSource]]:
         return self._domains.get(topology_key, {})
 
     # -- groups --------------------------------------------------------------------------
@@ -177,6 +259,10 @@ class Topology:
             self._selecting_cache[signature] = cached
         return cached
 
+    def selecting_groups(self, pod: Pod) -> list[TopologyGroup]:
+        """Every group whose selector picks `pod` (including other pods' anti-affinity)."""
+        return self._selecting(pod)
+
     def counting_groups(self, pod: Pod) -> list[TopologyGroup]:
         """Groups whose counts a placed `pod` adds to (it matches their selector)."""
         return [g for g in self._selecting(pod) if g.key.kind != INVERSE_ANTI_AFFINITY]
@@ -190,25 +276,17 @@ class Topology:
 
     # -- domain choice -------------------------------------------------------------------
 
-    def eligible_domains(
-        self, group: TopologyGroup, pod_requirement: Requirement | None, pod: Pod
-    ) -> list[str]:
-        """Domains that count for a spread constraint's minimum, per its node policies."""
-        key = group.key
-        result = []
-        for domain, sources in sorted(self.domains(key.topology_key).items()):
-            if (
-                key.node_affinity_policy == "Honor"
-                and pod_requirement is not None
-                and not pod_requirement.has(domain)
-            ):
-                continue
-            if key.node_taints_policy == "Honor" and not any(
-                untolerated(taints, pod.tolerations) is None for taints in sources
-            ):
-                continue
-            result.append(domain)
-        return result
+    def eligible_domains(self, group: TopologyGroup) -> list[str]:
+        """Domains that count for a spread constraint's minimum: those with a node (or a
+        NodePool that can launch one) its node filter admits."""
+        node_filter = group.key.node_filter
+        topology_key = group.topology_key
+        return [
+            domain
+            for domain, sources in sorted(self.domains(topology_key).items())
+            if node_filter is None
+            or any(source.admitted_by(node_filter, topology_key, domain) for source in sources)
+        ]
 
     def allowed_domains(
         self,
@@ -256,7 +334,7 @@ class Topology:
             # A new node is always possible, so the least loaded hostname holds zero pods.
             minimum = 0
         else:
-            eligible = self.eligible_domains(group, pod_requirement, pod)
+            eligible = self.eligible_domains(group)
             minimum = min((counts.get(d, 0) for d in eligible), default=0)
             if constraint.min_domains is not None and len(eligible) < constraint.min_domains:
                 minimum = 0
