@@ -13,15 +13,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
-LABEL_ZONE = "topology.kubernetes.io/zone"
-LABEL_REGION = "topology.kubernetes.io/region"
-LABEL_ZONE_ID = "topology.k8s.aws/zone-id"
-LABEL_ARCH = "kubernetes.io/arch"
-LABEL_OS = "kubernetes.io/os"
-LABEL_HOSTNAME = "kubernetes.io/hostname"
-LABEL_CAPACITY_TYPE = "karpenter.sh/capacity-type"
-LABEL_NODEPOOL = "karpenter.sh/nodepool"
+from nodewright.scheduling import labels
+
+LABEL_INSTANCE_TYPE = labels.INSTANCE_TYPE
+LABEL_ZONE = labels.ZONE
+LABEL_REGION = labels.REGION
+LABEL_ZONE_ID = labels.ZONE_ID
+LABEL_ARCH = labels.ARCH
+LABEL_OS = labels.OS
+LABEL_HOSTNAME = labels.HOSTNAME
+LABEL_CAPACITY_TYPE = labels.CAPACITY_TYPE
+LABEL_NODEPOOL = labels.NODEPOOL
 AWS_LABEL_PREFIX = "karpenter.k8s.aws/instance-"
 
 # Keys whose value the cloud provider decides (from the instance type and offering).
