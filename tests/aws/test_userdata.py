@@ -199,3 +199,20 @@ def test_bad_bottlerocket_user_data_is_reported_with_its_field() -> None:
     node.spec.user_data = "not = [valid"
     with pytest.raises(UserDataError, match=r"spec\.userData: Bottlerocket user data must be TOML"):
         render_user_data("Bottlerocket", bootstrap_for_nodepool(CLUSTER, node, NODEPOOL))
+
+
+@pytest.mark.parametrize(
+    ("family", "expected"),
+    [
+        ("AL2023", "localStorage:\n      strategy: RAID0"),
+        ("AL2", "--local-disks raid0"),
+        ("Bottlerocket", '"apiclient", "ephemeral-storage", "init"'),
+    ],
+)
+def test_instance_store_raid0_reaches_every_family(family: str, expected: str) -> None:
+    node = node_class(family)
+    node.spec.instance_store_policy = "RAID0"
+    bootstrap = bootstrap_for_nodepool(CLUSTER, node, NODEPOOL, max_pods=29)
+    with_raid = render_user_data(node.resolved_ami_family(), bootstrap)
+    assert expected in with_raid
+    assert expected not in rendered(family)

@@ -70,4 +70,5 @@ def bootstrap_for_nodepool(
         kubelet=node_class.spec.kubelet,
         max_pods=max_pods,
         custom_user_data=node_class.spec.user_data,
+        instance_store_policy=node_class.spec.instance_store_policy,
     )

@@ -265,6 +265,7 @@ class AwsCloudProvider:
                     kubelet=spec.kubelet,
                     max_pods=max_pods,
                     custom_user_data=spec.user_data,
+                    instance_store_policy=spec.instance_store_policy,
                 )
                 try:
                     user_data = render_user_data(family, bootstrap)

@@ -58,6 +58,8 @@ def script(bootstrap: NodeBootstrap) -> str:
         lines.append(f"--dns-cluster-ip {shlex.quote(bootstrap.cluster_dns[0])} \\")
     # bootstrap.sh would otherwise compute its own max pods and override ours.
     lines.append("--use-max-pods false \\")
+    if bootstrap.instance_store_policy == "RAID0":
+        lines.append("--local-disks raid0 \\")
     lines.append(f"--kubelet-extra-args {shlex.quote(' '.join(kubelet_args(bootstrap)))}")
     return "\n".join(lines) + "\n"
 

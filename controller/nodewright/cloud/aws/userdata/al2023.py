@@ -45,19 +45,18 @@ def node_config(bootstrap: NodeBootstrap) -> dict[str, Any]:
         labels = ",".join(f"{key}={value}" for key, value in bootstrap.labels.items())
         kubelet_section["flags"] = [f"--node-labels={labels}"]
     cluster = bootstrap.cluster
-    return {
-        "apiVersion": "node.eks.aws/v1alpha1",
-        "kind": "NodeConfig",
-        "spec": {
-            "cluster": {
-                "name": cluster.name,
-                "apiServerEndpoint": cluster.endpoint,
-                "certificateAuthority": cluster.ca_bundle,
-                "cidr": cluster.service_cidr,
-            },
-            "kubelet": kubelet_section,
+    spec: dict[str, Any] = {
+        "cluster": {
+            "name": cluster.name,
+            "apiServerEndpoint": cluster.endpoint,
+            "certificateAuthority": cluster.ca_bundle,
+            "cidr": cluster.service_cidr,
         },
+        "kubelet": kubelet_section,
     }
+    if bootstrap.instance_store_policy == "RAID0":
+        spec["instance"] = {"localStorage": {"strategy": "RAID0"}}
+    return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
 
 
 def render(bootstrap: NodeBootstrap) -> str:

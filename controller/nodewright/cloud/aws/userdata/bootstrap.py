@@ -87,6 +87,8 @@ class NodeBootstrap:
     kubelet: KubeletSettings
     cluster_dns: Sequence[str] = ()
     custom_user_data: str | None = None
+    # "RAID0": assemble the instance-store NVMe disks into one array for ephemeral storage.
+    instance_store_policy: str | None = None
 
     @classmethod
     def build(
@@ -99,6 +101,7 @@ class NodeBootstrap:
         kubelet: KubeletConfiguration | None = None,
         max_pods: int | None = None,
         custom_user_data: str | None = None,
+        instance_store_policy: str | None = None,
     ) -> NodeBootstrap:
         """`max_pods` from the instance type, unless the kubelet configuration fixes it."""
         settings = KubeletSettings.from_api(kubelet)
@@ -116,4 +119,5 @@ class NodeBootstrap:
             kubelet=settings,
             cluster_dns=tuple(kubelet.cluster_dns or ()) if kubelet else (),
             custom_user_data=custom_user_data,
+            instance_store_policy=instance_store_policy,
         )

@@ -14,6 +14,19 @@ class UserDataError(ValueError):
     pass
 
 
+# Bottlerocket's own way to put containerd, kubelet and pod logs on the instance store.
+MOUNT_INSTANCE_STORAGE = "000-mount-instance-storage"
+_RAID0_COMMAND: dict[str, Any] = {
+    "commands": [
+        ["apiclient", "ephemeral-storage", "init"],
+        ["apiclient", "ephemeral-storage", "bind", "--dirs",
+         "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"],
+    ],
+    "mode": "always",
+    "essential": True,
+}
+
+
 def kubernetes_settings(bootstrap: NodeBootstrap) -> dict[str, Any]:
     cluster, kubelet = bootstrap.cluster, bootstrap.kubelet
     settings: dict[str, Any] = {
@@ -70,5 +83,7 @@ def render(bootstrap: NodeBootstrap) -> str:
             raise UserDataError(
                 f"spec.userData: Bottlerocket user data must be TOML: {error}"
             ) from error
-    ours = {"settings": {"kubernetes": kubernetes_settings(bootstrap)}}
+    ours: dict[str, Any] = {"settings": {"kubernetes": kubernetes_settings(bootstrap)}}
+    if bootstrap.instance_store_policy == "RAID0":
+        ours["settings"]["bootstrap-commands"] = {MOUNT_INSTANCE_STORAGE: _RAID0_COMMAND}
     return toml_writer.dumps(_merge(user, ours))
