@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from nodewright.cloud.aws import tags as provider_tags
+
 DISCOVERY_TAG = "karpenter.sh/discovery"
-NODEPOOL_TAG = "karpenter.sh/nodepool"
-NODECLASS_TAG = "karpenter.sh/nodeclass"
+# The tag keys the controller writes on what it creates (its IAM policy is scoped by them).
+NODEPOOL_TAG = provider_tags.NODEPOOL
+NODECLASS_TAG = provider_tags.NODECLASS
 
 # The system node group runs the controller and cluster add-ons, never nodes it manages.
 SYSTEM_NODE_LABEL = "nodewright.io/system-node"

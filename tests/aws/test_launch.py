@@ -91,6 +91,7 @@ def test_create_sends_an_instant_fleet_cheapest_first_and_tags_everything(
     subnets = {o["SubnetId"] for c in request["LaunchTemplateConfigs"] for o in c["Overrides"]}
     assert subnets == set(world.subnets.values())
     assert {spec["ResourceType"] for spec in request["TagSpecifications"]} == {
+        "fleet",
         "instance",
         "volume",
         "network-interface",

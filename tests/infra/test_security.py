@@ -76,7 +76,8 @@ def test_instance_profiles_pass_role_cluster_queue_and_reads_are_scoped(prod: Pr
         owner_keys = [key for key in condition["StringEquals"]
                       if key.endswith("kubernetes.io/cluster/nodewright-prod")]
         assert owner_keys
-        assert any(key.endswith("karpenter.sh/nodeclass") for key in condition["StringLike"])
+        assert any(key.endswith("karpenter.k8s.aws/ec2nodeclass")
+                   for key in condition["StringLike"])
     assert statements["AllowClusterDiscovery"]["Resource"] == (
         "arn:aws:eks:eu-west-1:123456789012:cluster/nodewright-prod"
     )

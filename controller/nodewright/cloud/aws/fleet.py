@@ -24,6 +24,9 @@ MAX_INSTANCE_TYPES: Final = 60
 ON_DEMAND: Final = "on-demand"
 SPOT: Final = "spot"
 CLIENT_TOKEN_MAX: Final = 64
+# What an instant fleet creates. The fleet itself is tagged too: the controller's IAM
+# policy only allows creating resources that carry the cluster's ownership tags.
+TAGGED_RESOURCE_TYPES: Final = ("fleet", "instance", "volume", "network-interface")
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,7 @@ class FleetRequest:
                 for template, overrides in self.overrides_by_template().items()
             ],
             "TagSpecifications": [
-                {"ResourceType": kind, "Tags": tag_list}
-                for kind in ("instance", "volume", "network-interface")
+                {"ResourceType": kind, "Tags": tag_list} for kind in TAGGED_RESOURCE_TYPES
             ],
         }
         if self.capacity_type == SPOT:
