@@ -67,6 +67,19 @@ NODEPOOL_CASES: list[tuple[str, str, Any, str | None, str]] = [
      None, ""),
     ("restricted requirement key", f"{REQ}|0|key", "karpenter.k8s.aws/nonsense",
      "spec.template.spec.requirements[0].key", "restricted"),
+    ("nodepool requirement restricted in a NodePool", f"{REQ}|0|key", "karpenter.sh/nodepool",
+     "spec.template.spec.requirements[0].key", 'label "karpenter.sh/nodepool" is restricted'),
+    ("label value too long", LABELS, {"team": "x" * 64},
+     "spec.template.metadata.labels.team", "at most 63 characters"),
+    ("label value with a space", LABELS, {"team": "a b"},
+     "spec.template.metadata.labels.team", "label value"),
+    ("Gt with a non-ASCII digit", f"{REQ}|4|values", ["\u0663"],
+     "spec.template.spec.requirements[4].values", "non-negative integer"),
+    ("budget nodes unquoted", f"{BUDGETS}|0|nodes", 5,
+     "spec.disruption.budgets[0].nodes", 'write nodes: "5" (quoted)'),
+    ("weight as a string", "spec|weight", "5", "spec.weight", "valid integer"),
+    ("minValues as a string", f"{REQ}|0|minValues", "2",
+     "spec.template.spec.requirements[0].minValues", "valid integer"),
     ("hostname requirement restricted", f"{REQ}|0|key", "kubernetes.io/hostname",
      "spec.template.spec.requirements[0].key", "kubernetes.io/hostname"),
     ("Gt with one integer", f"{REQ}|4|values", ["5"], None, ""),
@@ -149,6 +162,10 @@ NODECLASS_CASES: list[tuple[str, str, Any, str | None, str]] = [
      "spec", "exactly one of ['role', 'instanceProfile']"),
     ("alias alone", "spec|amiSelectorTerms", [{"alias": "al2023@latest"}], None, ""),
     ("alias pinned", "spec|amiSelectorTerms", [{"alias": "al2023@v20240807"}], None, ""),
+    ("boolean as a string", "spec|kubelet|cpuCFSQuota", "true",
+     "spec.kubelet.cpuCFSQuota", "valid boolean"),
+    ("maxPods as a string", "spec|kubelet|maxPods", "10",
+     "spec.kubelet.maxPods", "valid integer"),
     ("alias with another term", "spec|amiSelectorTerms",
      [{"alias": "al2023@latest"}, {"id": "ami-0123"}],
      "spec.amiSelectorTerms", "'alias' is mutually exclusive"),
@@ -168,9 +185,9 @@ NODECLASS_CASES: list[tuple[str, str, Any, str | None, str]] = [
     ("empty ami term", "spec|amiSelectorTerms|0", {},
      "spec.amiSelectorTerms[0]", "at least one selector field"),
     ("no ami terms", "spec|amiSelectorTerms", [],
-     "spec.amiSelectorTerms", "at least 1 item"),
+     "spec.amiSelectorTerms", "must not be empty"),
     ("no subnet terms", "spec|subnetSelectorTerms", [],
-     "spec.subnetSelectorTerms", "at least 1 item"),
+     "spec.subnetSelectorTerms", "must not be empty"),
     ("empty subnet term", "spec|subnetSelectorTerms|0", {},
      "spec.subnetSelectorTerms[0]", "at least one selector field"),
     ("subnet id with tags", "spec|subnetSelectorTerms|1|tags", {"a": "b"},
@@ -249,3 +266,27 @@ def test_an_old_api_version_is_refused_with_the_served_one_named() -> None:
         ("apiVersion",
          "apiVersion 'karpenter.sh/v1beta1' is not served; NodePool is karpenter.sh/v1"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("family", "problem"),
+    [
+        ("Custom", None),
+        ("AL2023", None),
+        ("AL2", "amiFamily AL2 does not match the alias family al2023"),
+    ],
+)
+def test_an_alias_goes_with_its_own_family_or_custom(family: str, problem: str | None) -> None:
+    body = _set(_base("EC2NodeClass"), "spec|amiSelectorTerms", [{"alias": "al2023@latest"}])
+    body = _set(body, "spec|amiFamily", family)
+    found = _problems(body)
+    if problem is None:
+        assert found == []
+    else:
+        assert [p for p, m in found if problem in m] == ["spec.amiFamily"]
+
+
+def test_a_nodeclaim_may_name_its_nodepool() -> None:
+    body = yaml.safe_load((MANIFESTS / "nodeclaim-full.yaml").read_text())
+    assert body["spec"]["requirements"][1]["key"] == "karpenter.sh/nodepool"
+    assert _problems(body) == []

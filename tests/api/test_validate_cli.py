@@ -198,3 +198,17 @@ def test_no_arbitrary_text_raises(text: str) -> None:
 
     validate_documents(documents)
     assert all(problem.file == "any.yaml" for problem in problems)
+
+
+def test_self_referring_and_absurdly_deep_yaml_is_reported_not_crashed_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "alias.yaml").write_text("a: &x [*x]\n")
+    (tmp_path / "deep.yaml").write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
+    (tmp_path / "ok.yaml").write_text((EXAMPLES / "workshop" / "ec2nodeclass.yaml").read_text())
+    code, out, err = run_cli(capsys, "validate", str(tmp_path))
+    assert code == 1
+    assert "alias.yaml:1: (document): YAML anchors and aliases make this document contain " \
+        "itself" in out
+    assert "deep.yaml:0: (document): YAML is nested too deeply to read" in out
+    assert "1 object(s) valid" in err

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, JsonValue
 from pydantic.alias_generators import to_camel
 
 
@@ -23,6 +24,14 @@ class CelRule:
         return {"message": self.message, "rule": self.rule}
 
 
+def cel_extra(rules: Iterable[Mapping[str, str]]) -> dict[str, JsonValue]:
+    """`json_schema_extra` for a field that carries CEL rules into the CRD."""
+    validations: list[JsonValue] = [
+        {"message": rule["message"], "rule": rule["rule"]} for rule in rules
+    ]
+    return {"x-kubernetes-validations": validations}
+
+
 class KubeModel(BaseModel):
     """A Kubernetes object or sub-object.
 
@@ -36,6 +45,8 @@ class KubeModel(BaseModel):
         populate_by_name=True,
         extra="forbid",
         validate_assignment=True,
+        # As the API server does: "5" is not an integer and "true" is not a boolean.
+        strict=True,
         # The order of fields is the order in the CRD and in rendered YAML.
         protected_namespaces=(),
     )

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from nodewright.api.base import CelRule, KubeModel
 from nodewright.api.formats import LabelKey
+from nodewright.api.labels import label_key_cel_rules
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
@@ -58,6 +59,8 @@ class NodeSelectorRequirementWithMinValues(KubeModel):
     min_values: int | None = Field(default=None, ge=1, le=50)
 
     cel_rules = (
+        *(CelRule(rule["rule"], rule["message"])
+          for rule in label_key_cel_rules("self.key", allow_nodepool=True)),
         CelRule(
             "self.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt', 'Gte', 'Lte']",
             "operator must be one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte",

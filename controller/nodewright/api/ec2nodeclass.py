@@ -238,6 +238,15 @@ class EC2NodeClassSpec(KubeModel):
             "self.amiSelectorTerms.exists(x, has(x.alias)) || has(self.amiFamily)",
             "must specify amiFamily if amiSelectorTerms does not contain an alias",
         ),
+        *(
+            CelRule(
+                f"self.amiSelectorTerms.exists(x, has(x.alias) && "
+                f"x.alias.find('^[^@]+') == '{alias}') ? (!has(self.amiFamily) || "
+                f"self.amiFamily == '{family}' || self.amiFamily == 'Custom') : true",
+                f"amiFamily must be {family} or Custom when using an alias for {alias}",
+            )
+            for alias, family in ALIAS_FAMILIES.items()
+        ),
         CelRule(
             "(has(self.role) || has(self.instanceProfile)) && "
             "!(has(self.role) && has(self.instanceProfile))",
@@ -259,11 +268,14 @@ class EC2NodeClassSpec(KubeModel):
     )
 
     def resolved_ami_family(self) -> str:
-        """The AMI family: from the alias when there is one, else amiFamily (Custom if unset)."""
+        """The family that decides the user data: amiFamily when set (Custom included),
+        else the alias's family, else Custom."""
+        if self.ami_family is not None:
+            return self.ami_family
         for term in self.ami_selector_terms:
             if term.alias_family is not None:
                 return ALIAS_FAMILIES.get(term.alias_family, "Custom")
-        return self.ami_family or "Custom"
+        return "Custom"
 
 
 class SubnetStatus(KubeModel):

@@ -55,9 +55,23 @@ PercentOrQuantity = Annotated[str, StringConstraints(pattern=PERCENT_OR_QUANTITY
 Duration = Annotated[str, StringConstraints(pattern=DURATION_PATTERN)]
 DurationOrNever = Annotated[str, StringConstraints(pattern=DURATION_OR_NEVER_PATTERN)]
 BudgetDuration = Annotated[str, StringConstraints(pattern=BUDGET_DURATION_PATTERN)]
+def _refuse_number(value: object) -> object:
+    """Karpenter's budget `nodes` is a string: an unquoted 5 is refused by the API server."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ValueError(f'must be a string: write nodes: "{value}" (quoted), or a percentage')
+    return value
+
+
 BudgetNodes = Annotated[
-    str, BeforeValidator(_number_to_string), StringConstraints(pattern=BUDGET_NODES_PATTERN)
+    str, BeforeValidator(_refuse_number), StringConstraints(pattern=BUDGET_NODES_PATTERN)
 ]
+# Five cron fields, or one of the @ shorthands (croniter checks the fields themselves).
+CRON_PATTERN = (
+    r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
+)
+CronSchedule = Annotated[str, StringConstraints(pattern=CRON_PATTERN)]
+LABEL_VALUE_PATTERN = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+LabelValue = Annotated[str, StringConstraints(max_length=63, pattern=LABEL_VALUE_PATTERN)]
 GoDuration = Annotated[str, StringConstraints(pattern=GO_DURATION_PATTERN)]
 LabelKey = Annotated[str, StringConstraints(max_length=316, pattern=LABEL_KEY_PATTERN)]
 

@@ -59,16 +59,16 @@ def _domain(key: str) -> str:
     return key.split("/", 1)[0] if "/" in key else ""
 
 
-def restricted_label_problem(key: str, *, in_requirement: bool) -> str | None:
+def restricted_label_problem(key: str, *, allow_nodepool: bool = False) -> str | None:
     """Why `key` may not be used, or None when it may.
 
-    Requirements may select on karpenter.sh/nodepool (to pin a pool); template
-    labels may not set it.
+    Only a NodeClaim may name karpenter.sh/nodepool (the controller writes it there);
+    NodePool labels and requirements may not.
     """
     if key == "kubernetes.io/hostname":
         return 'label "kubernetes.io/hostname" is restricted'
     if key == "karpenter.sh/nodepool":
-        return None if in_requirement else 'label "karpenter.sh/nodepool" is restricted'
+        return None if allow_nodepool else 'label "karpenter.sh/nodepool" is restricted'
     domain = _domain(key)
     if domain.endswith("karpenter.k8s.aws") and key not in WELL_KNOWN_AWS_LABELS:
         return 'label domain "karpenter.k8s.aws" is restricted'
@@ -94,3 +94,58 @@ def label_value_problem(value: str) -> str | None:
             "character, with only '-', '_', '.' and alphanumerics between"
         )
     return None
+
+
+def _domain_cel(subject: str) -> str:
+    return f'{subject}.find("^([^/]+)")'
+
+
+def label_key_cel_rules(subject: str, *, allow_nodepool: bool = False) -> list[dict[str, str]]:
+    """The same restrictions as CEL over `subject` (a key expression such as `self.key`)."""
+    domain = _domain_cel(subject)
+    karpenter_keys = WELL_KNOWN_KARPENTER_LABELS | {"karpenter.sh/nodepool"}
+
+    def listed(keys: frozenset[str]) -> str:
+        return "[" + ", ".join(f"'{key}'" for key in sorted(keys)) + "]"
+
+    rules = [
+        {
+            "message": 'label "kubernetes.io/hostname" is restricted',
+            "rule": f"{subject} != 'kubernetes.io/hostname'",
+        },
+        {
+            "message": 'label domain "kubernetes.io" is restricted',
+            "rule": f"{subject} in {listed(WELL_KNOWN_KUBERNETES_LABELS)} || "
+            f"{domain}.endsWith('node.kubernetes.io') || "
+            f"{domain}.endsWith('node-restriction.kubernetes.io') || "
+            f"!{domain}.endsWith('kubernetes.io')",
+        },
+        {
+            "message": 'label domain "k8s.io" is restricted',
+            "rule": f"{domain}.endsWith('kops.k8s.io') || !{domain}.endsWith('k8s.io')",
+        },
+        {
+            "message": 'label domain "karpenter.sh" is restricted',
+            "rule": f"{subject} in {listed(karpenter_keys)} || "
+            f"!{domain}.endsWith('karpenter.sh')",
+        },
+        {
+            "message": 'label domain "karpenter.k8s.aws" is restricted',
+            "rule": f"{subject} in {listed(WELL_KNOWN_AWS_LABELS)} || "
+            f"!{domain}.endsWith('karpenter.k8s.aws')",
+        },
+    ]
+    if not allow_nodepool:
+        rules.append({
+            "message": 'label "karpenter.sh/nodepool" is restricted',
+            "rule": f"{subject} != 'karpenter.sh/nodepool'",
+        })
+    return rules
+
+
+def map_key_cel_rules() -> list[dict[str, str]]:
+    """The restrictions for every key of a label map (NodePool template labels)."""
+    return [
+        {"message": rule["message"], "rule": f"self.all(x, {rule['rule']})"}
+        for rule in label_key_cel_rules("x")
+    ]

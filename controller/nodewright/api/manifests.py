@@ -116,6 +116,8 @@ def parse_documents(text: str, filename: str) -> tuple[list[Document], list[Prob
     """
     try:
         return _parse_clean(text, filename)
+    except RecursionError:
+        return [], [Problem(filename, 0, "", "", "", "YAML is nested too deeply to read")]
     except yaml.MarkedYAMLError as error:
         first = _syntax_problem(error, filename)
     except yaml.YAMLError as error:
@@ -166,21 +168,49 @@ def _parse_clean(text: str, filename: str) -> tuple[list[Document], list[Problem
             node = loader.get_node()
             if node is None:
                 continue
-            body = loader.construct_document(node)
             start = node.start_mark.line + 1
-            if body is None:
+            try:
+                body = loader.construct_document(node)
+                if body is None:
+                    continue
+                if not isinstance(body, dict):
+                    problems.append(
+                        Problem(filename, start, "", "", "", "document is not a mapping of fields")
+                    )
+                    continue
+                if _refers_to_itself(body):
+                    problems.append(Problem(
+                        filename, start, "", "", "",
+                        "YAML anchors and aliases make this document contain itself",
+                    ))
+                    continue
+                lines: dict[FieldPath, int] = {}
+                found = list(_index_lines(node, (), lines, filename))
+            except RecursionError:
+                problems.append(Problem(
+                    filename, start, "", "", "", "document is nested too deeply to read",
+                ))
                 continue
-            if not isinstance(body, dict):
-                problems.append(
-                    Problem(filename, start, "", "", "", "document is not a mapping of fields")
-                )
-                continue
-            lines: dict[FieldPath, int] = {}
-            problems.extend(_index_lines(node, (), lines, filename))
+            problems.extend(found)
             documents.append(Document(filename, start, body, lines, node.end_mark.line + 1))
     finally:
         loader.dispose()
     return documents, problems
+
+
+def _refers_to_itself(body: object) -> bool:
+    """True when aliases make a list or mapping contain itself (`a: &x [*x]`)."""
+    stack: list[tuple[object, frozenset[int]]] = [(body, frozenset())]
+    while stack:
+        value, ancestors = stack.pop()
+        if not isinstance(value, dict | list):
+            continue
+        if id(value) in ancestors:
+            return True
+        inner = ancestors | {id(value)}
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((child, inner) for child in children)
+    return False
 
 
 def _index_lines(

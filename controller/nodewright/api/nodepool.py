@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from nodewright.api.base import CelRule, KubeModel
+from nodewright.api.base import CelRule, KubeModel, cel_extra
 from nodewright.api.core import (
     Condition,
     NodeClassReference,
@@ -17,10 +17,14 @@ from nodewright.api.core import (
 from nodewright.api.formats import (
     BudgetDuration,
     BudgetNodes,
+    CronSchedule,
     Duration,
     DurationOrNever,
+    LabelKey,
+    LabelValue,
     Quantity,
 )
+from nodewright.api.labels import map_key_cel_rules
 
 GROUP = "karpenter.sh"
 VERSION = "v1"
@@ -33,7 +37,11 @@ ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized"]
 
 
 class TemplateMetadata(KubeModel):
-    labels: dict[str, str] | None = None
+    labels: dict[LabelKey, LabelValue] | None = Field(
+        default=None,
+        max_length=100,
+        json_schema_extra=cel_extra(map_key_cel_rules()),
+    )
     annotations: dict[str, str] | None = None
 
 
@@ -42,7 +50,16 @@ class NodeClaimTemplateSpec(KubeModel):
     taints: list[Taint] | None = None
     startup_taints: list[Taint] | None = None
     requirements: list[NodeSelectorRequirementWithMinValues] = Field(
-        default_factory=list, max_length=100
+        default_factory=list,
+        max_length=100,
+        json_schema_extra=cel_extra(
+            [
+                {
+                    "message": 'label "karpenter.sh/nodepool" is restricted',
+                    "rule": "self.all(x, x.key != 'karpenter.sh/nodepool')",
+                }
+            ]
+        ),
     )
     expire_after: DurationOrNever = DEFAULT_EXPIRE_AFTER
     termination_grace_period: Duration | None = None
@@ -57,7 +74,7 @@ class Budget(KubeModel):
     """How many nodes may be disrupted at once, optionally only in a window."""
 
     nodes: BudgetNodes = DEFAULT_BUDGET_NODES
-    schedule: str | None = None
+    schedule: CronSchedule | None = None
     duration: BudgetDuration | None = None
     reasons: list[DisruptionReason] | None = None
 

@@ -36,18 +36,21 @@ MAX_VOLUME_BYTES = 64 << 40
 
 
 def check_requirements(
-    requirements: list[NodeSelectorRequirementWithMinValues], path: FieldPath
+    requirements: list[NodeSelectorRequirementWithMinValues],
+    path: FieldPath,
+    *,
+    allow_nodepool: bool = False,
 ) -> Iterator[Finding]:
     for index, requirement in enumerate(requirements):
         here = (*path, index)
-        reason = restricted_label_problem(requirement.key, in_requirement=True)
+        reason = restricted_label_problem(requirement.key, allow_nodepool=allow_nodepool)
         if reason:
             yield (*here, "key"), reason
         values = requirement.values or []
         if requirement.operator == "In" and not values:
             yield (*here, "values"), "requirements with operator 'In' must have a value defined"
         if requirement.operator in NUMERIC_OPERATORS and (
-            len(values) != 1 or not values[0].isdigit()
+            len(values) != 1 or not values[0].isascii() or not values[0].isdigit()
         ):
             yield (*here, "values"), (
                 f"requirements with operator '{requirement.operator}' must have exactly one "
@@ -71,7 +74,7 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
     labels = template.metadata.labels if template.metadata else None
     for key, value in (labels or {}).items():
         where = ("spec", "template", "metadata", "labels", key)
-        reason = restricted_label_problem(key, in_requirement=False)
+        reason = restricted_label_problem(key)
         if reason:
             yield where, reason
         value_reason = label_value_problem(value)
@@ -104,7 +107,9 @@ def _valid_cron(expression: str) -> bool:
 
 
 def check_nodeclaim(nodeclaim: NodeClaim) -> Iterator[Finding]:
-    yield from check_requirements(nodeclaim.spec.requirements, ("spec", "requirements"))
+    yield from check_requirements(
+        nodeclaim.spec.requirements, ("spec", "requirements"), allow_nodepool=True
+    )
 
 
 def check_ec2nodeclass(nodeclass: EC2NodeClass) -> Iterator[Finding]:
@@ -207,11 +212,11 @@ def _check_ami_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
     alias_family = next((t.alias_family for t in terms if t.alias_family), None)
     if (
         alias_family in ALIAS_FAMILIES
-        and spec.ami_family is not None
-        and spec.ami_family != ALIAS_FAMILIES[alias_family]
+        and spec.ami_family not in (None, "Custom", ALIAS_FAMILIES[alias_family])
     ):
         yield ("spec", "amiFamily"), (
-            f"amiFamily {spec.ami_family} does not match the alias family {alias_family}"
+            f"amiFamily {spec.ami_family} does not match the alias family {alias_family}; "
+            f"use {ALIAS_FAMILIES[alias_family]}, Custom, or leave amiFamily unset"
         )
 
 

@@ -33,6 +33,11 @@ _PATTERN_MEANINGS = {
     formats.BUDGET_NODES_PATTERN: "a node count such as 5 or a percentage such as 10%",
     formats.GO_DURATION_PATTERN: "a duration such as 90s, 1m30s or 2h",
     formats.LABEL_KEY_PATTERN: "a label key such as example.com/name",
+    formats.LABEL_VALUE_PATTERN: (
+        "a label value (alphanumerics, '-', '_' or '.', starting and ending with an "
+        "alphanumeric)"
+    ),
+    formats.CRON_PATTERN: "a cron schedule such as '0 9 * * mon-fri' or @daily",
     ALIAS_PATTERN: "an alias in the format family@version, such as al2023@latest",
     r"^subnet-[0-9a-z]+$": "a subnet ID such as subnet-0123456789abcdef0",
     r"^sg-[0-9a-z]+$": "a security group ID such as sg-0123456789abcdef0",
@@ -119,6 +124,8 @@ def _message(detail: ErrorDetails) -> str:
         return f"{value!r} is not {meaning}"
     if kind in ("literal_error", "enum"):
         return f"{value!r} is not allowed: {_rephrase(detail['msg'])}"
+    if kind == "too_short" and isinstance(value, list | dict) and not value:
+        return "must not be empty"
     if kind in ("too_short", "too_long") and isinstance(value, list | dict):
         return _rephrase(detail["msg"])
     return (
