@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from nodewright.policy.fields import items_of, mapping_of, strings_of
+from nodewright.policy.fields import items_of, strings_of
 
 
 class DocumentError(ValueError):
@@ -51,7 +51,3 @@ def resources(statement: Mapping[str, Any]) -> list[str]:
 
 def is_allow(statement: Mapping[str, Any]) -> bool:
     return statement.get("Effect") == "Allow"
-
-
-def has_condition(statement: Mapping[str, Any]) -> bool:
-    return bool(mapping_of(statement.get("Condition")))

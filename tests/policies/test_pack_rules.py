@@ -107,6 +107,120 @@ def test_a_wildcard_iam_statement_is_denied(statement: dict[str, Any], problem: 
     assert "How to fix: name the actions and resource ARNs" in message
 
 
+REGION = {"StringEquals": {"aws:RequestedRegion": "eu-west-1"}}
+TLS_ONLY = {"Bool": {"aws:SecureTransport": "true"}}
+NEVER_ACCEPTABLE = "which no Condition makes acceptable"
+NOT_SCOPED = "under a Condition that does not scope it"
+
+
+@pytest.mark.parametrize(
+    ("statement", "problem"),
+    [
+        (
+            {"Sid": "Admin", "Effect": "Allow", "Action": "*", "Resource": "*",
+             "Condition": TLS_ONLY},
+            f"statement 'Admin' allows every action (Action: *), {NEVER_ACCEPTABLE}.",
+        ),
+        (
+            {"Effect": "Allow", "Action": "*:*", "Resource": "*", "Condition": REGION},
+            f"allows every action (Action: *), {NEVER_ACCEPTABLE}.",
+        ),
+        (
+            {"Effect": "Allow", "Action": ["sqs:*", "ec2:DescribeInstances"],
+             "Resource": "arn:aws:sqs:eu-west-1:123456789012:nodewright",
+             "Condition": {"StringEquals": {"aws:ResourceTag/team": "platform"}}},
+            f"allows every action of a service (sqs:*), {NEVER_ACCEPTABLE}.",
+        ),
+        (
+            {"Effect": "Allow", "NotAction": "iam:*", "Resource": "*", "Condition": REGION},
+            f"uses NotAction, which allows every action not listed, {NEVER_ACCEPTABLE}.",
+        ),
+        (
+            {"Effect": "Allow", "Action": "sqs:DeleteMessage", "Resource": "*",
+             "Condition": TLS_ONLY},
+            f"applies to every resource (Resource: *) {NOT_SCOPED} (Bool aws:SecureTransport; "
+            "it needs a scoping key such as aws:RequestedRegion",
+        ),
+        (
+            {"Effect": "Allow", "Action": "ec2:Describe*", "Resource": "*",
+             "Condition": {"StringEqualsIfExists": {"aws:RequestedRegion": "eu-west-1"}}},
+            "allows wildcard action(s) ec2:Describe* and applies to every resource (Resource: *) "
+            f"{NOT_SCOPED} (StringEqualsIfExists aws:RequestedRegion;",
+        ),
+        (
+            {"Effect": "Allow", "Action": "ec2:TerminateInstances", "Resource": "*",
+             "Condition": {"StringNotEquals": {"aws:RequestedRegion": "us-east-1"}}},
+            f"applies to every resource (Resource: *) {NOT_SCOPED}",
+        ),
+        (
+            {"Effect": "Allow", "Action": "ec2:TerminateInstances", "Resource": "*",
+             "Condition": {"Null": {"aws:ResourceTag/team": "true"}}},
+            f"applies to every resource (Resource: *) {NOT_SCOPED}",
+        ),
+        (
+            {"Effect": "Allow", "Action": "ec2:TerminateInstances",
+             "NotResource": "arn:aws:ec2:eu-west-1:123456789012:instance/i-0",
+             "Condition": TLS_ONLY},
+            f"uses NotResource, which applies to every resource not listed {NOT_SCOPED}",
+        ),
+        (
+            {"Effect": "Allow", "Action": ["s3:*", "ec2:Get*"], "Resource": "*",
+             "Condition": TLS_ONLY},
+            f"allows every action of a service (s3:*), {NEVER_ACCEPTABLE}; allows wildcard "
+            f"action(s) ec2:Get* and applies to every resource (Resource: *) {NOT_SCOPED}",
+        ),
+    ],
+)
+def test_a_condition_does_not_excuse_a_wildcard_it_does_not_scope(
+    statement: dict[str, Any], problem: str
+) -> None:
+    policy = add_statement(infra("dev", "aws:iam/policy:Policy"), statement)
+
+    [message] = only(policy, "iam-no-unconditioned-wildcards")
+
+    assert problem in message
+    assert "How to fix: name the actions and resource ARNs" in message
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        {"Effect": "Allow", "Action": "ec2:Describe*", "Resource": "*",
+         "Condition": {"StringEquals": {"AWS:REQUESTEDREGION": "eu-west-1"}}},
+        {"Effect": "Allow", "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+         "Resource": "*", "Condition": {
+             "StringLike": {"ec2:ResourceTag/karpenter.sh/nodepool": "*"}, **TLS_ONLY}},
+        {"Effect": "Allow", "Action": "ec2:RunInstances", "Resource": "*",
+         "Condition": {"StringEquals": {"aws:RequestTag/team": "platform"}}},
+        {"Effect": "Allow", "Action": "ec2:TerminateInstances", "Resource": "*",
+         "Condition": {"Null": {"aws:ResourceTag/team": "false"}}},
+        {"Effect": "Allow", "Action": "iam:PassRole", "Resource": "*",
+         "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}},
+        {"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "*",
+         "Condition": {"ArnEquals": {"aws:SourceArn": "arn:aws:events:eu-west-1:1:rule/x"}}},
+        {"Effect": "Deny", "Action": "*", "Resource": "*", "Condition": TLS_ONLY},
+    ],
+)
+def test_wildcards_under_a_scoping_condition_are_allowed(statement: dict[str, Any]) -> None:
+    policy = add_statement(infra("dev", "aws:iam/policy:Policy"), statement)
+
+    assert only(policy, "iam-no-unconditioned-wildcards") == []
+
+
+def test_scoping_condition_keys_are_configurable() -> None:
+    from_vpc = {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*",
+                "Condition": {"StringEquals": {"aws:SourceVpc": "vpc-1"}}}
+    policy = add_statement(infra("dev", "aws:iam/policy:Policy"), from_vpc)
+
+    [message] = only(policy, "iam-no-unconditioned-wildcards")
+    assert f"{NOT_SCOPED} (StringEquals aws:SourceVpc;" in message
+    assert only(policy, "iam-no-unconditioned-wildcards",
+                scopingConditionKeys=["aws:RequestedRegion", "aws:SourceVpc"]) == []
+    [regional] = only(infra("dev", "aws:iam/policy:Policy"), "iam-no-unconditioned-wildcards",
+                      scopingConditionKeys=["aws:SourceVpc"])
+    assert regional.startswith("statement 'AllowRegionalReadActions' applies to every resource")
+
+
 def test_conditioned_or_unscopable_statements_are_allowed() -> None:
     policy = infra("dev", "aws:iam/policy:Policy")
     regional = {
@@ -263,6 +377,50 @@ def test_nodepool_and_ec2nodeclass_rules_run_on_the_custom_resources() -> None:
     assert only(node_class, "ec2nodeclass-imdsv2-required") == []
     [message] = only(changed(node_class, spec=open_class), "ec2nodeclass-imdsv2-required")
     assert message.startswith("metadataOptions.httpTokens is 'optional'")
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_an_empty_budget_list_on_a_nodepool_is_refused(stack: str) -> None:
+    pool = infra(stack, "kubernetes:karpenter.sh/v1:NodePool", "general")
+    disruption = pool.props["spec"]["disruption"]
+    with_budgets = {**pool.props["spec"], "disruption": {**disruption, "budgets": [
+        {"nodes": "10%"}]}}
+    empty = {**pool.props["spec"], "disruption": {**disruption, "budgets": []}}
+    missing = {**pool.props["spec"], "disruption": {
+        key: value for key, value in disruption.items() if key != "budgets"}}
+
+    assert only(pool, "nodepool-disruption-budgets-not-empty", stack) == []
+    assert only(changed(pool, spec=with_budgets), "nodepool-disruption-budgets-not-empty",
+                stack) == []
+    assert only(changed(pool, spec=missing), "nodepool-disruption-budgets-not-empty", stack) == []
+    assert len(only(changed(pool, spec=missing), "nodepool-disruption-budgets", stack)) == 1
+    findings = evaluate([changed(pool, spec=empty)], stack)
+    [finding] = [finding for finding in findings if "budgets" in finding.policy]
+    assert (finding.policy, finding.level.value) == (
+        "nodepool-disruption-budgets-not-empty", "mandatory")
+    assert finding.message.startswith("spec.disruption.budgets is an empty list: Karpenter then "
+                                      "applies no disruption budget at all")
+    assert "How to fix: put at least one budget in spec.disruption.budgets" in finding.message
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_production_refuses_the_instance_categories_dev_refuses(stack: str) -> None:
+    pool = infra(stack, "kubernetes:karpenter.sh/v1:NodePool", "general")
+    template = pool.props["spec"]["template"]
+    requirements = [
+        {**requirement, "values": ["p", "x"]}
+        if requirement["key"] == "karpenter.k8s.aws/instance-category" else requirement
+        for requirement in template["spec"]["requirements"]
+    ]
+    accelerated = {**pool.props["spec"], "template": {
+        **template, "spec": {**template["spec"], "requirements": requirements}}}
+
+    assert only(pool, "nodepool-instance-allow-list", stack) == []
+    [message] = only(changed(pool, spec=accelerated), "nodepool-instance-allow-list", stack)
+    assert message.startswith(
+        f"instance categories are not limited to those allowed in the {stack} environment "
+        "(c, m, r, t)."
+    )
 
 
 def test_configuration_changes_enforcement_like_the_engine() -> None:

@@ -182,6 +182,43 @@ def test_node_lifetime_is_bounded(
     assert message in lines[0]
 
 
+def test_missing_budgets_get_an_advisory_and_an_empty_list_is_refused(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    missing = write(tmp_path, NODEPOOL.replace('    budgets:\n      - nodes: "10%"\n', ""),
+                    "missing.yaml")
+    null = write(tmp_path, NODEPOOL.replace('    budgets:\n      - nodes: "10%"\n',
+                                            "    budgets:\n"), "null.yaml")
+    empty = write(tmp_path, NODEPOOL.replace('    budgets:\n      - nodes: "10%"\n',
+                                             "    budgets: []\n"), "empty.yaml")
+    stated = write(tmp_path, NODEPOOL, "stated.yaml")
+
+    assert policy_check(capsys, str(stated), "--environment", "prod")[:2] == (0, [])
+    for defaulted in (missing, null):
+        code, lines, _ = policy_check(capsys, str(defaulted))
+        assert code == 0
+        [advisory] = lines
+        assert advisory.startswith(
+            f"{defaulted}:{line_of(defaulted, 'disruption:')}: NodePool/general: "
+            "spec.disruption: warning: [nodepool-disruption-budgets, advisory] "
+            "spec.disruption.budgets is not set: how many nodes may be disrupted at once is "
+            "left to the default (10%)."
+        )
+
+    code, lines, _ = policy_check(capsys, str(empty))
+
+    assert code == 1
+    assert lines == [
+        f"{empty}:{line_of(empty, 'budgets: []')}: NodePool/general: spec.disruption.budgets: "
+        "[nodepool-disruption-budgets-not-empty, mandatory] spec.disruption.budgets is an empty "
+        "list: Karpenter then applies no disruption budget at all, so every node of this "
+        "NodePool may be disrupted at once (the 10% default only applies when the field is left "
+        "out). How to fix: put at least one budget in spec.disruption.budgets, e.g. "
+        '[{nodes: "10%"}], or remove the field to get Karpenter\'s default of 10%; to block '
+        'disruption in a window, add {nodes: "0", schedule: ..., duration: ...}.'
+    ]
+
+
 def test_disabled_consolidation_is_an_advisory_outside_production(
     tmp_path: Path, capsys: Capsys
 ) -> None:
@@ -224,7 +261,57 @@ def test_instance_allow_list_depends_on_the_environment(tmp_path: Path, capsys: 
     ]
     assert "capacity type(s) reserved are not allowed in the dev environment" in lines[0]
     assert "instance categories are not limited to those allowed in the dev" in lines[1]
-    assert policy_check(capsys, str(manifest), "--environment", "prod")[:2] == (0, [])
+    code, lines, _ = policy_check(capsys, str(manifest), "--environment", "prod")
+    assert code == 1  # reserved capacity is allowed in production, g and p are not
+    assert [line.split(": [")[0] for line in lines] == [
+        f"{manifest}:{line_of(manifest, 'instance-category')}: NodePool/general: "
+        "spec.template.spec.requirements[1]",
+    ]
+    assert "instance categories are not limited to those allowed in the prod environment " \
+        "(c, m, r, t)." in lines[0]
+
+
+@pytest.mark.parametrize("environment", ["dev", "prod", "production", "prod-eu"])
+def test_production_is_at_least_as_strict_as_dev_about_instance_categories(
+    tmp_path: Path, capsys: Capsys, environment: str
+) -> None:
+    compliant = write(tmp_path, NODEPOOL, "general.yaml")
+    accelerated = write(
+        tmp_path, NODEPOOL.replace('values: ["c", "m", "r"]', 'values: ["p", "x"]'), "gpu.yaml"
+    )
+    families = write(
+        tmp_path,
+        NODEPOOL.replace("instance-category", "instance-family").replace(
+            '["c", "m", "r"]', '["p5", "x2idn"]'
+        ),
+        "families.yaml",
+    )
+
+    assert policy_check(capsys, str(compliant), "--environment", environment)[:2] == (0, [])
+    for manifest in (accelerated, families):
+        code, lines, _ = policy_check(capsys, str(manifest), "--environment", environment)
+        assert code == 1
+        [line] = lines
+        assert "[nodepool-instance-allow-list, mandatory] instance categories are not limited " \
+            f"to those allowed in the {environment} environment (c, m, r, t)." in line
+        assert "How to fix: add requirements limiting" in line
+
+
+def test_a_configured_production_allow_list_is_used_as_written(
+    tmp_path: Path, capsys: Capsys
+) -> None:
+    manifest = write(tmp_path, NODEPOOL.replace('values: ["c", "m", "r"]', 'values: ["p"]'))
+    gpu_prod = write(
+        tmp_path,
+        '{"nodepool-instance-allow-list": {"allowList": {"prod": {"instanceCategories": '
+        '["c", "m", "r", "p"]}}}}',
+        "policy.json",
+    )
+
+    assert policy_check(capsys, str(manifest), "--environment", "prod")[0] == 1
+    assert policy_check(
+        capsys, str(manifest), "--environment", "prod", "--config", str(gpu_prod)
+    )[:2] == (0, [])
 
 
 def test_instance_families_count_as_their_category(tmp_path: Path, capsys: Capsys) -> None:

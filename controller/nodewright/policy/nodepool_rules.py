@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from nodewright.api.formats import DURATION_PATTERN, QUANTITY_PATTERN, parse_duration
-from nodewright.policy.fields import dig, items_of, mapping_of, strings_of
+from nodewright.policy.fields import dig, is_list, items_of, mapping_of, strings_of
 from nodewright.policy.rule import Enforcement, FieldPath, Rule, RuleContext, Violation
 from nodewright.scheduling.quantity import format_quantity, parse_quantity
 
@@ -95,13 +95,32 @@ def check_expire_after(body: Mapping[str, Any], context: RuleContext) -> Iterato
         )
 
 
+BUDGETS_PATH = ("spec", "disruption", "budgets")
+
+
 def check_budgets(body: Mapping[str, Any], context: RuleContext) -> Iterator[Violation]:
-    path = ("spec", "disruption", "budgets")
-    if not items_of(dig(body, *path)):
+    """A missing (or null) budgets field: Karpenter's API server defaults it to 10%.
+
+    An explicit empty list is not defaulted; `check_budgets_not_empty` reports it.
+    """
+    if dig(body, *BUDGETS_PATH) is None:
         yield Violation(
             "spec.disruption.budgets is not set: how many nodes may be disrupted at once is "
             "left to the default (10%).",
-            nearest_existing(body, path),
+            nearest_existing(body, BUDGETS_PATH),
+        )
+
+
+def check_budgets_not_empty(body: Mapping[str, Any], context: RuleContext) -> Iterator[Violation]:
+    """`budgets: []` is kept as written (defaulting only fills missing fields), and
+    Karpenter reads an empty list as no budget at all: no limit on disruptions."""
+    budgets = dig(body, *BUDGETS_PATH)
+    if is_list(budgets) and not budgets:
+        yield Violation(
+            "spec.disruption.budgets is an empty list: Karpenter then applies no disruption "
+            "budget at all, so every node of this NodePool may be disrupted at once (the 10% "
+            "default only applies when the field is left out).",
+            BUDGETS_PATH,
         )
 
 
@@ -311,13 +330,33 @@ EXPIRE_AFTER = Rule(
 
 BUDGETS = Rule(
     name="nodepool-disruption-budgets",
-    description="NodePool states its disruption budgets explicitly (spec.disruption.budgets).",
+    description=(
+        "NodePool states its disruption budgets explicitly (spec.disruption.budgets) instead of "
+        "leaving the field out and getting Karpenter's default (10%)."
+    ),
     remediation=(
         "add spec.disruption.budgets, e.g. [{nodes: \"10%\"}], plus a budget with a schedule "
         "and duration for windows when no node may be disrupted."
     ),
     enforcement=Enforcement.ADVISORY,
     check=check_budgets,
+    resource_types=(PULUMI_TYPE,),
+    kinds=(KIND,),
+)
+
+BUDGETS_NOT_EMPTY = Rule(
+    name="nodepool-disruption-budgets-not-empty",
+    description=(
+        "NodePool does not set spec.disruption.budgets to an empty list, which Karpenter reads "
+        "as no budget at all (unlimited disruption), unlike a missing field (10% by default)."
+    ),
+    remediation=(
+        "put at least one budget in spec.disruption.budgets, e.g. [{nodes: \"10%\"}], or remove "
+        "the field to get Karpenter's default of 10%; to block disruption in a window, add "
+        "{nodes: \"0\", schedule: ..., duration: ...}."
+    ),
+    enforcement=Enforcement.MANDATORY,
+    check=check_budgets_not_empty,
     resource_types=(PULUMI_TYPE,),
     kinds=(KIND,),
 )
@@ -370,12 +409,18 @@ ALLOW_LIST = Rule(
                     "capacityTypes": ["on-demand", "spot"],
                     "instanceCategories": ["c", "m", "r", "t"],
                 },
-                "prod": {"capacityTypes": ["on-demand", "spot", "reserved"]},
+                "prod": {
+                    "capacityTypes": ["on-demand", "spot", "reserved"],
+                    "instanceCategories": ["c", "m", "r", "t"],
+                },
             },
             "description": (
                 "Per environment name (\"default\" for any other, \"prod\" for every production "
                 "environment not listed by name): the allowed capacityTypes, instanceCategories "
-                "and instanceFamilies. An empty or missing list allows everything."
+                "and instanceFamilies. An empty or missing list allows everything. By default "
+                "production allows the same instance categories as other environments (c, m, r, "
+                "t) plus reserved capacity; a configured allowList replaces the whole default, "
+                "so give its production entry instanceCategories too."
             ),
         }
     },
@@ -410,6 +455,7 @@ NODEPOOL_RULES: tuple[Rule, ...] = (
     LIMITS,
     EXPIRE_AFTER,
     BUDGETS,
+    BUDGETS_NOT_EMPTY,
     CONSOLIDATION,
     ALLOW_LIST,
     TEAM_TAINT,
