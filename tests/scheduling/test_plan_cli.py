@@ -67,3 +67,20 @@ def test_a_bad_pod_field_is_reported_with_file_line_and_path(
     assert code == 1
     assert f"{broken}:8: Pod/broken: spec.containers[0].resources.requests:" in output
     assert "'lots' is not a quantity" in output
+
+
+def test_an_absurd_replica_count_is_refused_not_planned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    workload = (Path(WORKSHOP) / "inflate.yaml").read_text().replace(
+        "replicas: 0", "replicas: 100000000"
+    )
+    (tmp_path / "inflate.yaml").write_text(workload)
+    for name in ("nodepool.yaml", "ec2nodeclass.yaml"):
+        (tmp_path / name).write_text((Path(WORKSHOP) / name).read_text())
+    assert main(["plan", str(tmp_path)]) == 1
+    assert "spec.replicas: 100000000 is more than the 200000 pods a plan can take" in (
+        capsys.readouterr().out
+    )
+    assert main(["plan", WORKSHOP, "--replicas", "inflate=999999999"]) == 2
+    assert "more than the 200000 pods" in capsys.readouterr().out

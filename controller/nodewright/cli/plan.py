@@ -12,6 +12,7 @@ from nodewright.api.manifests import load_documents
 from nodewright.api.problems import Problem
 from nodewright.cli.output import add_format_option, print_problems
 from nodewright.scheduling.planning import offline_catalogs, plan
+from nodewright.scheduling.pods import MAX_REPLICAS
 from nodewright.scheduling.solver import SchedulingResult
 
 
@@ -48,10 +49,16 @@ def parse_replicas(values: list[str]) -> tuple[dict[str, int], list[Problem]]:
     problems: list[Problem] = []
     for value in values:
         name, _, count = value.partition("=")
-        if not name or not count.isdigit():
+        if not name or not count.isascii() or not count.isdigit():
             problems.append(
                 Problem("<command line>", 0, "", "", "--replicas",
                         f"expected NAME=N with N a whole number, got {value!r}")
+            )
+            continue
+        if int(count) > MAX_REPLICAS:
+            problems.append(
+                Problem("<command line>", 0, "", "", "--replicas",
+                        f"{count} is more than the {MAX_REPLICAS} pods a plan can take")
             )
             continue
         replicas[name] = int(count)

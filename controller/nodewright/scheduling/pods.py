@@ -494,12 +494,19 @@ def _metadata(body: Mapping[str, Any]) -> tuple[str, str]:
     return str(metadata.get("namespace") or "default"), name
 
 
+# A plan is for a cluster, and no cluster runs more pods than this; a bigger count is a typo.
+MAX_REPLICAS = 200_000
+
+
 def replicas_of(body: Mapping[str, Any]) -> int:
     spec = _mapping(body.get("spec"), "spec")
     field_name = "parallelism" if body.get("kind") == "Job" else "replicas"
     count = spec.get(field_name, 1)
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise SpecError(f"spec.{field_name}", f"must be a non-negative integer, got {count!r}")
+    if count > MAX_REPLICAS:
+        raise SpecError(f"spec.{field_name}", f"{count} is more than the {MAX_REPLICAS} pods "
+                        "a plan can take")
     return count
 
 
