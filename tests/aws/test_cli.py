@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -17,6 +18,11 @@ from .world import CLUSTER, X86_IMAGE, World, build_world
 @pytest.fixture
 def world(clients: AwsClients) -> World:
     return build_world(clients)
+
+
+CA_BUNDLE = base64.b64encode(
+    b"-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ0E=\n-----END CERTIFICATE-----\n"
+).decode()
 
 
 def write_node_class(tmp_path: Path, **spec: object) -> Path:
@@ -148,7 +154,7 @@ def test_userdata_prints_what_a_node_boots_with(
             "--endpoint",
             "https://example.eks",
             "--ca-bundle",
-            "Q0E=",
+            CA_BUNDLE,
             "--instance-type",
             "m5.large",
         ]
@@ -159,3 +165,92 @@ def test_userdata_prints_what_a_node_boots_with(
     assert "--node-labels=karpenter.sh/nodepool=general,team=web" in out
     assert "key: karpenter.sh/unregistered" in out
     assert "cpu: 100m" in out
+
+
+def userdata_args(node_class: Path, *extra: str, **options: str) -> list[str]:
+    values = {
+        "--cluster": CLUSTER,
+        "--endpoint": "https://example.eks",
+        "--ca-bundle": CA_BUNDLE,
+        **{f"--{key.replace('_', '-')}": value for key, value in options.items()},
+    }
+    return [
+        "aws",
+        "userdata",
+        "--nodeclass",
+        str(node_class),
+        *[item for pair in values.items() for item in pair],
+        *extra,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("endpoint", "", "argument --endpoint: must not be empty"),
+        ("endpoint", "http://example.eks", "argument --endpoint: 'http://example.eks' is not an"),
+        ("endpoint", "example.eks", "argument --endpoint: 'example.eks' is not an https URL"),
+        ("endpoint", "https://", "argument --endpoint: 'https://' is not an https URL"),
+        ("ca_bundle", "", "argument --ca-bundle: must not be empty"),
+        ("ca_bundle", "not base64!", "argument --ca-bundle: not base64 of a PEM certificate"),
+        ("ca_bundle", "Q0E=", "argument --ca-bundle: decodes to no PEM certificate"),
+        (
+            "ca_bundle",
+            base64.b64encode(
+                b"-----BEGIN CERTIFICATE-----\n%%%\n-----END CERTIFICATE-----\n"
+            ).decode(),
+            "argument --ca-bundle: certificate 1 of the decoded PEM is not base64 DER",
+        ),
+        (
+            "ca_bundle",
+            base64.b64encode(b"-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----").decode(),
+            "argument --ca-bundle: certificate 1 of the decoded PEM is not base64 DER",
+        ),
+    ],
+)
+def test_userdata_refuses_a_bad_endpoint_or_ca_bundle_like_argparse(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(userdata_args(write_node_class(tmp_path), **{option: value}))
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert message in captured.err
+    assert captured.err.startswith("usage: ")
+
+
+def test_userdata_al2_without_max_pods_leaves_them_to_bootstrap_sh(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_node_class(tmp_path, amiSelectorTerms=[{"alias": "al2@latest"}])
+    code = main(userdata_args(path))
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "/etc/eks/bootstrap.sh" in out
+    assert "--use-max-pods" not in out  # bootstrap.sh computes max pods, not the kubelet's 110
+    assert "--max-pods" not in out
+
+
+def test_userdata_names_the_file_whose_bottlerocket_toml_is_broken(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_node_class(
+        tmp_path, amiSelectorTerms=[{"alias": "bottlerocket@latest"}], userData="not = [valid"
+    )
+    code = main(userdata_args(path))
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith(f"error: {path}: spec.userData: Bottlerocket user data must be TOML")
+
+
+def test_userdata_refuses_an_al2023_node_config_part_that_is_not_yaml(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_node_class(tmp_path, userData="apiVersion: v1\nkind: [NodeConfig\n")
+    code = main(userdata_args(path))
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.out == ""
+    assert captured.err.startswith(f"error: {path}: spec.userData: part 1 ")
+    assert "is not valid YAML" in captured.err

@@ -192,3 +192,94 @@ def test_health_events_for_other_services_are_ignored() -> None:
         )
     )
     assert isinstance(parsed, IgnoredMessage)
+
+
+def test_a_bad_affected_entity_costs_only_itself(caplog: pytest.LogCaptureFixture) -> None:
+    body = event_body(
+        *RULES["health"],
+        {
+            "service": "EC2",
+            "eventTypeCategory": "scheduledChange",
+            "eventTypeCode": "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED",
+            "affectedEntities": [
+                {"entityValue": "i-good-1"},
+                {},
+                "i-not-an-object",
+                {"entityValue": ""},
+                {"entityValue": "i-good-2"},
+            ],
+        },
+    )
+    with caplog.at_level("WARNING", logger="nodewright.cloud.aws.interruption_events"):
+        parsed = parse_message(body)
+
+    assert isinstance(parsed, list)
+    assert [(e.instance_id, e.kind, e.detail) for e in parsed] == [
+        ("i-good-1", EventKind.SCHEDULED_CHANGE, "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED"),
+        ("i-good-2", EventKind.SCHEDULED_CHANGE, "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED"),
+    ]
+    logged = caplog.text
+    for index in (1, 2, 3):
+        assert f"detail.affectedEntities[{index}].entityValue" in logged
+
+
+def test_a_health_event_with_no_usable_entity_is_malformed() -> None:
+    parsed = parse_message(
+        event_body(
+            *RULES["health"],
+            {
+                "service": "EC2",
+                "eventTypeCategory": "scheduledChange",
+                "affectedEntities": [{}, {"entityValue": 7}],
+            },
+        )
+    )
+    assert isinstance(parsed, MalformedMessage)
+    assert "affectedEntities[0]" in parsed.reason
+    assert "affectedEntities[1]" in parsed.reason
+
+
+def test_a_failed_delete_does_not_stop_the_batch_and_redelivery_is_handled_again(
+    clients: AwsClients, caplog: pytest.LogCaptureFixture
+) -> None:
+    from botocore.exceptions import ClientError
+
+    queue = interruption_queue_with_rules(clients)
+    queue.wait_seconds = 0
+    clients.sqs.set_queue_attributes(
+        QueueUrl=queue.queue_url, Attributes={"VisibilityTimeout": "0"}
+    )
+    for instance in ("i-1", "i-2", "i-3"):
+        put_event(clients, *RULES["spot"], {"instance-id": instance, "instance-action": "stop"})
+    clients.sqs.send_message(QueueUrl=queue.queue_url, MessageBody="{not json")
+    deletes: list[int] = []
+
+    def flaky_delete(**_: object) -> None:
+        deletes.append(len(deletes) + 1)
+        if len(deletes) in (1, 4):  # two of the four: at least one was handled
+            raise ClientError(
+                {"Error": {"Code": "InternalError", "Message": "try again"}}, "DeleteMessage"
+            )
+
+    clients.sqs.meta.events.register("before-call.sqs.DeleteMessage", flaky_delete)
+    handled: list[str] = []
+
+    def handle(events: Sequence[InterruptionEvent]) -> None:
+        handled.extend(event.instance_id for event in events)
+
+    with caplog.at_level("WARNING", logger="nodewright.cloud.aws.interruption_queue"):
+        first = queue.poll_once(handle)
+
+    assert (first.received, first.deleted, first.delete_failed, first.malformed) == (4, 2, 2, 1)
+    assert sorted(handled) == ["i-1", "i-2", "i-3"]
+    assert "sqs:DeleteMessage" in caplog.text and "InternalError" in caplog.text
+    assert "will be redelivered" in caplog.text
+
+    clients.sqs.meta.events.unregister("before-call.sqs.DeleteMessage", flaky_delete)
+    handled.clear()
+    second = queue.poll_once(handle)
+    assert (second.received, second.deleted, second.delete_failed) == (2, 2, 0)
+    # The handled message whose delete failed comes back and is handled again, harmlessly.
+    assert len(handled) == second.received - second.malformed >= 1
+    assert set(handled) <= {"i-1", "i-2", "i-3"}
+    assert queue.poll_once(handle).received == 0

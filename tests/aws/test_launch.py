@@ -316,3 +316,41 @@ def test_every_call_the_provider_makes_is_in_the_action_list(
         "eks:DescribeCluster",
         "ec2:TerminateInstances",
     } <= called
+
+
+def launch_template_user_data(clients: AwsClients) -> list[str]:
+    import base64
+
+    texts = []
+    for template in clients.ec2.describe_launch_templates()["LaunchTemplates"]:
+        versions = clients.ec2.describe_launch_template_versions(
+            LaunchTemplateId=template["LaunchTemplateId"]
+        )["LaunchTemplateVersions"]
+        texts += [base64.b64decode(v["LaunchTemplateData"]["UserData"]).decode() for v in versions]
+    return texts
+
+
+@pytest.mark.parametrize("max_pods", [None, 50])
+def test_al2_launch_turns_off_bootstrap_sh_max_pods_only_for_kubelet_max_pods(
+    provider: AwsCloudProvider, clients: AwsClients, max_pods: int | None
+) -> None:
+    kubelet = {"maxPods": max_pods} if max_pods is not None else {}
+    al2 = node_class(amiSelectorTerms=[{"alias": "al2@latest"}], kubelet=kubelet)
+    provider.create(nodeclaim(), al2)
+
+    texts = launch_template_user_data(clients)
+    assert texts and all("/etc/eks/bootstrap.sh" in text for text in texts)
+    for text in texts:
+        if max_pods is None:  # bootstrap.sh computes the ENI-limited count, as the catalog does
+            assert "--use-max-pods" not in text and "--max-pods" not in text
+        else:
+            assert "--use-max-pods false" in text and f"--max-pods={max_pods}" in text
+
+
+def test_al2023_user_data_that_is_not_yaml_refuses_to_launch(
+    provider: AwsCloudProvider, recorder: CallRecorder
+) -> None:
+    broken = node_class(userData="apiVersion: node.eks.aws/v1alpha1\nkind: [NodeConfig\n")
+    with pytest.raises(CloudProviderError, match=r"spec\.userData: .* is not valid YAML"):
+        provider.create(nodeclaim(), broken)
+    assert recorder.calls_of("ec2:CreateFleet") == []

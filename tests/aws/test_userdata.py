@@ -186,12 +186,70 @@ def test_bottlerocket_merges_the_users_settings() -> None:
     assert kubernetes["cluster-dns-ip"] == "172.20.0.10"
 
 
-def test_without_kubelet_max_pods_the_instance_types_count_is_used() -> None:
+@pytest.mark.parametrize(
+    ("family", "expected"),
+    [("AL2023", "maxPods: 29"), ("Bottlerocket", "max-pods = 29")],
+)
+def test_without_kubelet_max_pods_the_instance_types_count_is_used(
+    family: str, expected: str
+) -> None:
+    node = node_class(family)
+    assert node.spec.kubelet is not None
+    node.spec.kubelet.max_pods = None
+    text = render_user_data(family, bootstrap_for_nodepool(CLUSTER, node, None, max_pods=29))
+    assert expected in text
+
+
+@pytest.mark.parametrize("instance_type_pods", [29, None])
+def test_al2_without_kubelet_max_pods_lets_bootstrap_sh_compute_them(
+    instance_type_pods: int | None,
+) -> None:
+    """As Karpenter: `--use-max-pods false` only with kubelet.maxPods. Otherwise bootstrap.sh
+    computes max pods from its ENI table (what the catalog counts); never the kubelet's 110."""
     node = node_class("AL2")
     assert node.spec.kubelet is not None
     node.spec.kubelet.max_pods = None
-    text = render_user_data("AL2", bootstrap_for_nodepool(CLUSTER, node, None, max_pods=29))
-    assert "--max-pods=29" in text
+    bootstrap = bootstrap_for_nodepool(CLUSTER, node, None, max_pods=instance_type_pods)
+    text = render_user_data("AL2", bootstrap)
+    assert "--use-max-pods" not in text
+    assert "--max-pods" not in text
+
+
+def test_al2_with_kubelet_max_pods_fixes_them() -> None:
+    node = node_class("AL2")  # kubelet.maxPods: 42
+    text = render_user_data("AL2", bootstrap_for_nodepool(CLUSTER, node, None, max_pods=None))
+    assert "--use-max-pods false \\\n" in text
+    assert "--max-pods=42" in text
+
+
+@pytest.mark.parametrize(
+    ("user_data", "problem"),
+    [
+        ("apiVersion: node.eks.aws/v1alpha1\nkind: [NodeConfig\n", "is not valid YAML"),
+        (
+            "MIME-Version: 1.0\n"
+            'Content-Type: multipart/mixed; boundary="B"\n\n'
+            "--B\nContent-Type: text/x-shellscript\n\n#!/bin/bash\necho ok\n"
+            "--B\nContent-Type: application/node.eks.aws\n\nspec:\n  kubelet: {config: [\n"
+            "--B--\n",
+            "part 2 (application/node.eks.aws) is not valid YAML",
+        ),
+        ("just some words", "expected a NodeConfig object, got str"),
+    ],
+)
+def test_al2023_node_config_part_that_is_not_yaml_is_refused(user_data: str, problem: str) -> None:
+    node = node_class("AL2023")
+    node.spec.user_data = user_data
+    with pytest.raises(UserDataError, match=r"^spec\.userData: ") as raised:
+        render_user_data("AL2023", bootstrap_for_nodepool(CLUSTER, node, NODEPOOL))
+    assert problem in str(raised.value)
+
+
+def test_al2023_user_node_config_that_is_yaml_is_kept() -> None:
+    node = node_class("AL2023")
+    node.spec.user_data = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n"
+    text = render_user_data("AL2023", bootstrap_for_nodepool(CLUSTER, node, NODEPOOL))
+    assert text.count("Content-Type: application/node.eks.aws") == 2
 
 
 def test_bad_bottlerocket_user_data_is_reported_with_its_field() -> None:

@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import json
 import os
+import re
 import sys
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import load_documents
@@ -49,8 +53,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     userdata.add_argument("--nodeclass", required=True, help="file holding the EC2NodeClass")
     userdata.add_argument("--nodepool", help="file holding the NodePool (labels, taints)")
     userdata.add_argument("--cluster", required=True, help="EKS cluster name")
-    userdata.add_argument("--endpoint", required=True, help="API server endpoint URL")
-    userdata.add_argument("--ca-bundle", required=True, help="cluster CA bundle, base64")
+    userdata.add_argument(
+        "--endpoint", required=True, type=https_url, help="API server endpoint (https URL)"
+    )
+    userdata.add_argument(
+        "--ca-bundle",
+        required=True,
+        type=ca_bundle,
+        help="cluster CA bundle: base64 of the PEM certificate(s), as eks:DescribeCluster gives it",
+    )
     userdata.add_argument(
         "--service-cidr",
         default="10.100.0.0/16",
@@ -63,6 +74,58 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="region whose catalog gives --instance-type's max pods",
     )
     userdata.set_defaults(func=run_userdata)
+
+
+def https_url(value: str) -> str:
+    """argparse type: an https URL with a host (what bootstrap.sh, nodeadm and Bottlerocket
+    need to reach the API server)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a URL: {error}") from error
+    if parts.scheme != "https" or not host or any(c.isspace() for c in value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an https URL "
+            "(expected the cluster's endpoint, e.g. https://ABCDEF.gr7.us-west-2.eks.amazonaws.com)"
+        )
+    return value
+
+
+_PEM_CERTIFICATE = re.compile(
+    r"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----", re.DOTALL
+)
+
+
+def ca_bundle(value: str) -> str:
+    """argparse type: base64 of one or more PEM certificates."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    try:
+        pem = base64.b64decode(value.strip(), validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError) as error:
+        raise argparse.ArgumentTypeError(
+            f"not base64 of a PEM certificate ({error}); pass the cluster's "
+            "certificateAuthority.data from eks:DescribeCluster"
+        ) from error
+    blocks = _PEM_CERTIFICATE.findall(pem)
+    if not blocks:
+        raise argparse.ArgumentTypeError(
+            "decodes to no PEM certificate (no -----BEGIN CERTIFICATE----- block); pass the "
+            "cluster's certificateAuthority.data from eks:DescribeCluster"
+        )
+    for number, block in enumerate(blocks, start=1):
+        body = "".join(block.split())
+        try:
+            if not base64.b64decode(body, validate=True):
+                raise binascii.Error("empty")
+        except binascii.Error as error:
+            raise argparse.ArgumentTypeError(
+                f"certificate {number} of the decoded PEM is not base64 DER ({error})"
+            ) from error
+    return value.strip()
 
 
 def _load(path: str, model_type: type[ModelT]) -> ModelT:
@@ -169,7 +232,10 @@ def run_userdata(args: argparse.Namespace) -> int:
         bootstrap = bootstrap_for_nodepool(
             cluster, node_class, nodepool, _max_pods(args.instance_type, args.region, node_class)
         )
-        text = render_user_data(node_class.resolved_ami_family(), bootstrap)
+        try:
+            text = render_user_data(node_class.resolved_ami_family(), bootstrap)
+        except ValueError as error:  # the node class's spec.userData: say which file
+            raise InputError(f"{args.nodeclass}: {error}") from error
     except (InputError, ValueError) as error:
         sys.stderr.write(f"error: {error}\n")
         return 1

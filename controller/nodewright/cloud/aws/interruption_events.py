@@ -1,15 +1,20 @@
 """Typed interruption events parsed from the EventBridge messages delivered to the queue.
 
 Five message kinds reach the interruption queue (one EventBridge rule each). Each parses into
-an `InterruptionEvent` per affected instance; anything else is a `MalformedMessage`."""
+an `InterruptionEvent` per affected instance; anything else is a `MalformedMessage`. A health
+event's unusable `affectedEntities` entries are logged and skipped; the message is malformed
+only when no entry names an instance."""
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
+
+log = logging.getLogger(__name__)
 
 
 class EventKind(StrEnum):
@@ -108,18 +113,24 @@ def _events_of(kind: EventKind, detail: dict[str, Any], message_id: str) -> Pars
         if not isinstance(entities, list) or not entities:
             raise ValueError("detail.affectedEntities: expected a non-empty list")
         event_type = str(detail.get("eventTypeCode", ""))
-        return [
-            InterruptionEvent(
-                kind,
-                _text(
+        events: list[InterruptionEvent] = []
+        problems: list[str] = []
+        for index, entity in enumerate(entities):
+            try:
+                instance_id = _text(
                     entity.get("entityValue") if isinstance(entity, dict) else None,
                     f"detail.affectedEntities[{index}].entityValue",
-                ),
-                message_id,
-                event_type,
-            )
-            for index, entity in enumerate(entities)
-        ]
+                )
+            except ValueError as error:
+                problems.append(str(error))
+                continue
+            events.append(InterruptionEvent(kind, instance_id, message_id, event_type))
+        if not events:
+            raise ValueError("; ".join(problems))
+        # One bad entry must not cost the valid instances their warning.
+        for problem in problems:
+            log.warning("health event %s: skipping an affected entity: %s", message_id, problem)
+        return events
     instance_id = _text(detail.get("instance-id"), "detail.instance-id")
     if kind is EventKind.STATE_CHANGE:
         state = _text(detail.get("state"), "detail.state")

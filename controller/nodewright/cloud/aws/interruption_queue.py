@@ -2,7 +2,16 @@
 
 A message is deleted only after its handler returned, so a crash mid-handling redelivers it
 after the visibility timeout. Malformed and ignorable messages are logged and deleted: they
-can never succeed, and leaving them would block nothing but waste every poll."""
+can never succeed, and leaving them would block nothing but waste every poll.
+
+Each message is handled and deleted on its own: a handler failure or a DeleteMessage error
+for one message is logged and the rest of the batch goes on. A message whose delete failed
+comes back after the visibility timeout and is handled again, so handlers must be idempotent
+(cordoning and draining a node twice is harmless).
+
+DeleteMessageBatch would save up to nine calls per batch, but it would delay every delete
+until the whole batch is handled, and it is a separate API name that the action list
+(`actions.py`) does not carry; one DeleteMessage per message is what we call."""
 
 from __future__ import annotations
 
@@ -18,6 +27,7 @@ from nodewright.cloud.aws.interruption_events import (
     MalformedMessage,
     parse_message,
 )
+from nodewright.cloud.provider import CloudProviderError
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -38,6 +48,7 @@ class PollResult:
     ignored: int
     deleted: int
     failed: int  # handler raised; message left on the queue for redelivery
+    delete_failed: int = 0  # done, but DeleteMessage failed; it will be redelivered
 
 
 @dataclass
@@ -62,19 +73,18 @@ class InterruptionQueue:
                 WaitTimeSeconds=self.wait_seconds,
             )
         messages = response.get("Messages", [])
-        handled = malformed = ignored = deleted = failed = 0
+        handled = malformed = ignored = deleted = failed = delete_failed = 0
         for message in messages:
+            message_id = message.get("MessageId", "")
             parsed = parse_message(message.get("Body", ""))
             if isinstance(parsed, MalformedMessage):
                 malformed += 1
                 log.warning(
-                    "deleting malformed interruption message %s: %s",
-                    message.get("MessageId"),
-                    parsed.reason,
+                    "deleting malformed interruption message %s: %s", message_id, parsed.reason
                 )
             elif isinstance(parsed, IgnoredMessage):
                 ignored += 1
-                log.debug("ignoring interruption message: %s", parsed.reason)
+                log.debug("ignoring interruption message %s: %s", message_id, parsed.reason)
             else:
                 try:
                     handle(parsed)
@@ -82,14 +92,29 @@ class InterruptionQueue:
                     failed += 1
                     log.exception(
                         "interruption handler failed for message %s; it will be redelivered",
-                        message.get("MessageId"),
+                        message_id,
                     )
                     continue
                 handled += len(parsed)
-            self._delete(message["ReceiptHandle"])
-            deleted += 1
-        return PollResult(len(messages), handled, malformed, ignored, deleted, failed)
+            if self._delete(message_id, message.get("ReceiptHandle", "")):
+                deleted += 1
+            else:
+                delete_failed += 1
+        return PollResult(
+            len(messages), handled, malformed, ignored, deleted, failed, delete_failed
+        )
 
-    def _delete(self, receipt_handle: str) -> None:
-        with aws_call("sqs:DeleteMessage", f"queue {self.queue_url}"):
-            self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=receipt_handle)
+    def _delete(self, message_id: str, receipt_handle: str) -> bool:
+        """Delete one message; False (logged) when SQS refused, so the batch goes on."""
+        try:
+            with aws_call("sqs:DeleteMessage", f"queue {self.queue_url}"):
+                self.sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=receipt_handle)
+        except CloudProviderError as error:
+            log.warning(
+                "could not delete interruption message %s; it will be redelivered and "
+                "handled again: %s",
+                message_id,
+                error,
+            )
+            return False
+        return True

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from nodewright.cloud.aws.userdata import mime
-from nodewright.cloud.aws.userdata.bootstrap import NodeBootstrap
+from nodewright.cloud.aws.userdata.bootstrap import NodeBootstrap, UserDataError
 
 
 def _taint(key: str, value: str, effect: str) -> dict[str, str]:
@@ -59,7 +59,26 @@ def node_config(bootstrap: NodeBootstrap) -> dict[str, Any]:
     return {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
 
 
+def check_node_config_parts(parts: list[mime.Part]) -> None:
+    """Refuse a NodeConfig part nodeadm could not read: each must be YAML whose documents are
+    objects. (A bad part would otherwise only fail on the node, which then never joins.)"""
+    for number, part in enumerate(parts, start=1):
+        if part.content_type != mime.NODE_CONFIG:
+            continue
+        where = f"spec.userData: part {number} ({mime.NODE_CONFIG})"
+        try:
+            documents = list(yaml.safe_load_all(part.body))
+        except yaml.YAMLError as error:
+            raise UserDataError(f"{where} is not valid YAML: {error}") from error
+        for document in documents:
+            if document is not None and not isinstance(document, dict):
+                raise UserDataError(
+                    f"{where}: expected a NodeConfig object, got {type(document).__name__}"
+                )
+
+
 def render(bootstrap: NodeBootstrap) -> str:
     ours = yaml.safe_dump(node_config(bootstrap), sort_keys=False, default_flow_style=False)
     parts = mime.split_parts(bootstrap.custom_user_data)
+    check_node_config_parts(parts)
     return mime.render([*parts, mime.Part(mime.NODE_CONFIG, ours)])

@@ -16,6 +16,10 @@ _Key = TypeVar("_Key", bound=str)
 UNREGISTERED_TAINT_KEY: Final = "karpenter.sh/unregistered"
 
 
+class UserDataError(ValueError):
+    """The user's spec.userData cannot be merged with ours; the message names the field."""
+
+
 @dataclass(frozen=True)
 class NodeTaint:
     key: str

@@ -7,11 +7,9 @@ import tomllib
 from typing import Any
 
 from nodewright.cloud.aws.userdata import toml_writer
-from nodewright.cloud.aws.userdata.bootstrap import NodeBootstrap
+from nodewright.cloud.aws.userdata.bootstrap import NodeBootstrap, UserDataError
 
-
-class UserDataError(ValueError):
-    pass
+__all__ = ["MOUNT_INSTANCE_STORAGE", "UserDataError", "kubernetes_settings", "render"]
 
 
 # Bottlerocket's own way to put containerd, kubelet and pod logs on the instance store.
