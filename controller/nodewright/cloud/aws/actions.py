@@ -8,7 +8,7 @@ the policy statements from it, and tests/aws checks that every call the provider
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 ActionScope = Literal[
     "describe",
@@ -22,17 +22,7 @@ ActionScope = Literal[
     "pricing",
 ]
 
-ACTION_SCOPES: Final[tuple[ActionScope, ...]] = (
-    "describe",
-    "create-tagged",
-    "mutate-tagged",
-    "pass-role",
-    "instance-profile",
-    "cluster",
-    "queue",
-    "ssm",
-    "pricing",
-)
+ACTION_SCOPES: Final[tuple[ActionScope, ...]] = get_args(ActionScope)
 
 
 @dataclass(frozen=True)
