@@ -212,3 +212,34 @@ def test_self_referring_and_absurdly_deep_yaml_is_reported_not_crashed_on(
         "itself" in out
     assert "deep.yaml:0: (document): YAML is nested too deeply to read" in out
     assert "1 object(s) valid" in err
+
+
+def test_one_run_reports_type_errors_and_karpenters_rules_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, """
+        apiVersion: karpenter.sh/v1
+        kind: NodePool
+        metadata:
+          name: two-kinds
+        spec:
+          weight: "5"
+          template:
+            spec:
+              nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+              requirements:
+                - key: karpenter.k8s.aws/instance-cpu
+                  operator: Gt
+                  values: ["1", "2"]
+          disruption:
+            budgets:
+              - nodes: "1"
+                schedule: "@daily"
+    """)
+    code, out, _ = run_cli(capsys, "validate", str(path))
+    assert code == 1
+    assert [line.split(": ", 3)[2] for line in out.splitlines()] == [
+        "spec.weight",
+        "spec.template.spec.requirements[0].values",
+        "spec.disruption.budgets[0].duration",
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -82,13 +83,59 @@ def parse_document(document: Document) -> tuple[Model | None, list[Problem]]:
     try:
         model = model_type.model_validate(document.body)
     except ValidationError as error:
+        type_findings = list(pydantic_findings(error))
+        # Karpenter's cross-field rules too, on what is left without the bad fields, so that
+        # one run reports everything it can.
+        rest = _semantic_findings_without(model_type, document.body, error)
         return None, missing + [
-            document.problem(path, message) for path, message in pydantic_findings(error)
+            document.problem(path, message) for path, message in [*type_findings, *rest]
         ]
     assert isinstance(model, NodePool | EC2NodeClass | NodeClaim)
     findings = list(semantic_findings(model))
     problems = missing + [document.problem(path, message) for path, message in findings]
     return (model if not problems else None), problems
+
+
+def _semantic_findings_without(
+    model_type: type[KubeModel], body: dict[str, Any], error: ValidationError
+) -> list[rules.Finding]:
+    """The cross-field findings of `body` once every optional field in error is dropped.
+
+    Gives up (returns nothing) when a dropped field was required, since the rest would then
+    describe a different object.
+    """
+    pruned = copy.deepcopy(body)
+    dropped: list[FieldPath] = []
+    for detail in error.errors(include_url=False):
+        path = _location(detail)
+        if detail["type"] == "missing" or not path or not _drop(pruned, path):
+            return []
+        dropped.append(path)
+    try:
+        model = model_type.model_validate(pruned)
+    except ValidationError:
+        return []
+    assert isinstance(model, NodePool | EC2NodeClass | NodeClaim)
+    return [
+        (path, message)
+        for path, message in semantic_findings(model)
+        if not any(path[: len(gone)] == gone or gone[: len(path)] == path for gone in dropped)
+    ]
+
+
+def _drop(body: Any, path: FieldPath) -> bool:
+    """Remove the mapping entry at `path` (never a list item: that would shift the indices)."""
+    *parents, last = path
+    target = body
+    for part in parents:
+        try:
+            target = target[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    if isinstance(target, dict) and last in target:
+        del target[last]
+        return True
+    return False
 
 
 def semantic_findings(model: Model) -> Iterator[rules.Finding]:
