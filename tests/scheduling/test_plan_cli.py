@@ -84,3 +84,73 @@ def test_an_absurd_replica_count_is_refused_not_planned(
     )
     assert main(["plan", WORKSHOP, "--replicas", "inflate=999999999"]) == 2
     assert "more than the 200000 pods" in capsys.readouterr().out
+
+
+CLUSTER = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: ledger, labels: {team: payments}}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-1
+  labels: {type: karpenter, topology.kubernetes.io/zone: us-east-1a}
+status:
+  allocatable: {cpu: "2", memory: 8Gi, pods: "29"}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-2
+  labels: {type: karpenter, topology.kubernetes.io/zone: us-east-1b}
+spec: {unschedulable: true}
+status:
+  allocatable: {cpu: "2", memory: 8Gi, pods: "29"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-0, namespace: ledger, labels: {app: db}}
+spec:
+  nodeName: node-2
+  containers: [{name: c, resources: {requests: {cpu: 100m}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db-1, namespace: sandbox, labels: {app: db}}
+spec:
+  nodeName: node-1
+  containers: [{name: c, resources: {requests: {cpu: 100m}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: reporter, namespace: default}
+spec:
+  nodeSelector: {type: karpenter}
+  affinity:
+    podAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        - topologyKey: topology.kubernetes.io/zone
+          labelSelector: {matchLabels: {app: db}}
+          namespaceSelector: {matchLabels: {team: payments}}
+  containers: [{name: c, resources: {requests: {cpu: 100m}}}]
+"""
+
+
+def test_namespace_labels_and_cordoned_nodes_shape_the_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The reporter wants to be near the payments team's db, which runs on node-2 in
+    # us-east-1b. node-2 is cordoned, so its db still counts but the reporter cannot join
+    # it there, and node-1 (us-east-1a) holds only the sandbox team's db: a new node is
+    # launched in us-east-1b.
+    (tmp_path / "cluster.yaml").write_text(CLUSTER)
+
+    code = main(["plan", WORKSHOP, str(tmp_path), "--format", "json"])
+
+    plan = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert plan["existing"] == []
+    assert plan["unschedulable"] == []
+    (claim,) = plan["nodeclaims"]
+    assert (claim["zone"], claim["pods"]) == ("us-east-1b", ["default/reporter"])

@@ -577,3 +577,158 @@ def test_a_claim_grows_into_a_bigger_type_that_is_as_cost_efficient() -> None:
 
     assert [claim.instance_type for claim in result.nodeclaims] == ["large.1"] * 5
     assert result.hourly_cost == pytest.approx(2.0)
+
+
+# ---------------------------------------------------------------------------------------
+# Which namespaces a pod (anti-)affinity term looks at: namespaces and namespaceSelector
+
+NAMESPACE_LABELS = {"ledger": {"team": "payments"}, "sandbox": {"team": "playground"}}
+
+
+def pod_in(namespace: str, name: str, **spec: Any) -> Pod:
+    labels = spec.pop("labels", {"app": name.rsplit("-", 1)[0]})
+    body = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]}
+    body.update(spec)
+    return parse_pod_spec(namespace, name, labels, body, "spec")
+
+
+def roomy_node(name: str, zone: str = "zone-a", **node: Any) -> ExistingNode:
+    return ExistingNode(
+        name, {ZONE: zone, HOSTNAME: name}, (), {"cpu": 8000, "memory": 16 * GIB,
+                                                  "pods": 110_000}, **node
+    )
+
+
+def db_anti_affinity(**scope: Any) -> dict[str, Any]:
+    term = {"topologyKey": HOSTNAME, "labelSelector": {"matchLabels": {"app": "db"}}, **scope}
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+@pytest.mark.parametrize(
+    ("scope", "placement"),
+    [
+        # No namespaces and no selector: only db pods in the pod's own namespace count,
+        # and neither running db pod is in "default".
+        ({}, (("node-1", ("default/backup-0",)),)),
+        # The selector picks namespaces by their labels: ledger is the payments team's.
+        (
+            {"namespaceSelector": {"matchLabels": {"team": "payments"}}},
+            (("node-2", ("default/backup-0",)),),
+        ),
+        # A namespace with no manifest still has its kubernetes.io/metadata.name label.
+        (
+            {"namespaceSelector": {"matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["quiet"]}
+            ]}},
+            (("node-1", ("default/backup-0",)),),
+        ),
+        # Listed namespaces and selected ones add up: both nodes are off limits.
+        (
+            {"namespaces": ["sandbox"],
+             "namespaceSelector": {"matchLabels": {"team": "payments"}}},
+            (),
+        ),
+        # An empty selector means every namespace.
+        ({"namespaceSelector": {}}, ()),
+    ],
+    ids=["own-namespace", "selector-by-label", "metadata-name", "list-plus-selector", "all"],
+)
+def test_an_anti_affinity_term_sees_pods_in_the_namespaces_it_selects(
+    scope: dict[str, Any], placement: tuple[tuple[str, tuple[str, ...]], ...]
+) -> None:
+    # A db pod runs on node-1 (namespace ledger) and one on node-2 (namespace sandbox).
+    running = [
+        pod_in("ledger", "db-0", nodeName="node-1"),
+        pod_in("sandbox", "db-1", nodeName="node-2"),
+    ]
+    backup = pod_in("default", "backup-0", affinity=db_anti_affinity(**scope))
+
+    result = run(
+        [backup],
+        nodes=[roomy_node("node-1"), roomy_node("node-2")],
+        bound_pods=running,
+        namespaces=NAMESPACE_LABELS,
+    )
+
+    assert result.existing == placement
+    assert len(result.nodeclaims) == (0 if placement else 1)
+
+
+def test_zonal_affinity_follows_pods_only_in_the_selected_namespaces() -> None:
+    # Cache pods run in zone-a (namespace sandbox) and zone-b (namespace ledger) on full
+    # nodes; the new pod wants to be near the payments team's cache only.
+    nodes = [
+        ExistingNode("node-a", {ZONE: "zone-a", HOSTNAME: "node-a"}, (), {"cpu": 0}),
+        ExistingNode("node-b", {ZONE: "zone-b", HOSTNAME: "node-b"}, (), {"cpu": 0}),
+    ]
+    running = [
+        pod_in("sandbox", "cache-0", nodeName="node-a"),
+        pod_in("ledger", "cache-1", nodeName="node-b"),
+    ]
+    near = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "topologyKey": ZONE,
+        "labelSelector": {"matchLabels": {"app": "cache"}},
+        "namespaceSelector": {"matchLabels": {"team": "payments"}},
+    }]}}
+
+    result = run(
+        [pod_in("default", "worker-0", affinity=near)],
+        nodes=nodes,
+        bound_pods=running,
+        namespaces=NAMESPACE_LABELS,
+    )
+
+    assert [claim.zone for claim in result.nodeclaims] == ["zone-b"]
+
+
+# ---------------------------------------------------------------------------------------
+# Cordoned nodes: no new pods, but the pods on them still count
+
+
+def test_pods_on_a_cordoned_node_count_toward_zone_spread_but_it_takes_no_new_pods() -> None:
+    cordoned = roomy_node("node-a", unschedulable=True)
+    running = [pod(f"api-old-{n}", labels={"app": "api"}, nodeName="node-a") for n in range(2)]
+
+    result = run(
+        replicas(2, "api", topologySpreadConstraints=zone_spread()),
+        nodes=[cordoned],
+        bound_pods=running,
+    )
+
+    assert result.existing == ()
+    assert result.unschedulable == ()
+    assert planned_zones(result) == ["zone-b", "zone-c"]
+
+
+def test_a_pod_on_a_cordoned_node_keeps_its_anti_affinity() -> None:
+    cordoned = roomy_node("node-a", unschedulable=True)
+    apart = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": "web"}}}
+    ]}}
+    loner = pod("loner-0", affinity=apart, nodeName="node-a")
+
+    zone_a_only = nodepool(requirements=[Requirement.single(ZONE, "zone-a")])
+
+    result = run([pod("web-0")], [zone_a_only], nodes=[cordoned], bound_pods=[loner])
+
+    assert result.existing == ()
+    assert result.nodeclaims == ()
+    ((name, reason),) = result.unschedulable
+    assert name == "default/web-0"
+    assert "anti-affinity" in reason
+
+
+def test_a_cordoned_nodes_pods_do_not_count_when_spread_honours_taints() -> None:
+    # Kubernetes taints a cordoned node node.kubernetes.io/unschedulable:NoSchedule, so a
+    # spread constraint with nodeTaintsPolicy Honor leaves its pods out of the counts.
+    cordoned = roomy_node("node-a", unschedulable=True)
+    running = [pod(f"api-old-{n}", labels={"app": "api"}, nodeName="node-a") for n in range(3)]
+
+    result = run(
+        replicas(3, "api", topologySpreadConstraints=zone_spread(nodeTaintsPolicy="Honor")),
+        nodes=[cordoned],
+        bound_pods=running,
+    )
+
+    assert result.existing == ()
+    assert planned_zones(result) == ["zone-a", "zone-b", "zone-c"]

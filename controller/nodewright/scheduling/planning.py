@@ -1,7 +1,8 @@
 """From manifests to a scheduling problem: what `nodewright plan` solves.
 
 NodePools and EC2NodeClasses go through `nodewright.api`; Pods, workloads (expanded to
-their replicas), DaemonSets and Nodes are read by `nodewright.scheduling.pods`. Every
+their replicas), DaemonSets, Nodes and Namespaces (their labels, for affinity terms with a
+namespaceSelector) are read by `nodewright.scheduling.pods`. Every
 NodePool is solved against the offline catalog built for its EC2NodeClass (kubelet
 settings change allocatable). Anything unreadable becomes a `Problem`, never a traceback.
 """
@@ -26,6 +27,7 @@ from nodewright.scheduling.pods import (
     Pod,
     SpecError,
     daemonset_from_manifest,
+    namespace_from_manifest,
     node_from_manifest,
     pods_from_manifest,
 )
@@ -62,6 +64,7 @@ class _Collected:
     bound: list[Pod]
     daemonsets: list[DaemonSet]
     nodes: list[tuple[Document, ExistingNode]]
+    namespaces: dict[str, dict[str, str]]
 
 
 def build_problem(
@@ -114,6 +117,7 @@ def build_problem(
         nodes=nodes,
         bound_pods=[pod for pod in collected.bound if pod.node_name in node_names],
         daemonsets=collected.daemonsets,
+        namespaces=collected.namespaces,
     )
     return problem, problems
 
@@ -136,7 +140,7 @@ def _workload_names(documents: Sequence[Document]) -> set[str]:
 def _collect(
     documents: Sequence[Document], overrides: Mapping[str, int], problems: list[Problem]
 ) -> _Collected:
-    collected = _Collected([], {}, [], [], [], [])
+    collected = _Collected([], {}, [], [], [], [], {})
     for document in documents:
         kind = document.kind
         try:
@@ -154,6 +158,9 @@ def _collect(
                 collected.daemonsets.append(daemonset_from_manifest(document.body))
             elif kind == "Node":
                 collected.nodes.append((document, node_from_manifest(document.body)))
+            elif kind == "Namespace":
+                name, labels = namespace_from_manifest(document.body)
+                collected.namespaces[name] = labels
         except SpecError as error:
             problems.append(document.problem(field_path(error.path), error.message))
     return collected

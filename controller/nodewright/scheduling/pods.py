@@ -90,23 +90,58 @@ class LabelSelector:
         return True
 
 
+LABEL_NAMESPACE_NAME = "kubernetes.io/metadata.name"
+
+
+def namespace_labels(
+    name: str, given: Mapping[str, Mapping[str, str]] | None = None
+) -> Mapping[str, str]:
+    """A Namespace's labels: those given (from its manifest) plus the
+    `kubernetes.io/metadata.name` label Kubernetes always sets; a namespace not given has
+    only that label."""
+    labels = dict((given or {}).get(name, {}))
+    labels[LABEL_NAMESPACE_NAME] = name
+    return labels
+
+
 @dataclass(frozen=True, slots=True)
 class AffinityTerm:
-    """A pod (anti-)affinity term. An empty `namespaces` with `all_namespaces` False means
-    the pod's own namespace."""
+    """A pod (anti-)affinity term.
+
+    It selects pods in the namespaces listed in `namespaces` plus those whose Namespace
+    labels match `namespace_selector` (an empty selector matches every namespace). With
+    neither (`namespaces` empty and `namespace_selector` None) it selects pods in the
+    owner pod's own namespace.
+    """
 
     selector: LabelSelector
     topology_key: str
     namespaces: frozenset[str]
-    all_namespaces: bool
+    namespace_selector: LabelSelector | None
     weight: int = 0
 
-    def selects(self, owner_namespace: str, namespace: str, labels: Mapping[str, str]) -> bool:
-        if not self.all_namespaces:
-            allowed = self.namespaces or frozenset((owner_namespace,))
-            if namespace not in allowed:
-                return False
-        return self.selector.matches(labels)
+    def selects_namespace(
+        self, owner_namespace: str, namespace: str, labels: Mapping[str, str]
+    ) -> bool:
+        """Whether pods in `namespace` (whose Namespace has `labels`) are in scope."""
+        return namespace_in_scope(
+            self.namespaces, self.namespace_selector, owner_namespace, namespace, labels
+        )
+
+
+def namespace_in_scope(
+    namespaces: frozenset[str],
+    namespace_selector: LabelSelector | None,
+    owner_namespace: str,
+    namespace: str,
+    labels: Mapping[str, str],
+) -> bool:
+    """An affinity term's namespace scope (see `AffinityTerm`)."""
+    if namespace in namespaces:
+        return True
+    if namespace_selector is None:
+        return not namespaces and namespace == owner_namespace
+    return namespace_selector.matches(labels)
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,8 +346,11 @@ def _affinity_terms(value: Any, path: str, weighted: bool) -> tuple[AffinityTerm
         if not isinstance(topology_key, str) or not topology_key:
             raise SpecError(f"{where}.topologyKey", "a non-empty topology key is required")
         namespaces = frozenset(str(n) for n in _list(item.get("namespaces"), f"{where}.namespaces"))
-        all_namespaces = item.get("namespaceSelector") is not None and not _mapping(
-            item.get("namespaceSelector"), f"{where}.namespaceSelector"
+        namespace_selector_raw = item.get("namespaceSelector")
+        namespace_selector = (
+            _selector(namespace_selector_raw, f"{where}.namespaceSelector")
+            if namespace_selector_raw is not None
+            else None
         )
         selector_raw = item.get("labelSelector")
         # A missing selector selects no pods at all.
@@ -321,7 +359,9 @@ def _affinity_terms(value: Any, path: str, weighted: bool) -> tuple[AffinityTerm
             if selector_raw is not None
             else LabelSelector(match_expressions=(("", "In", frozenset()),))
         )
-        terms.append(AffinityTerm(selector, topology_key, namespaces, all_namespaces, weight))
+        terms.append(
+            AffinityTerm(selector, topology_key, namespaces, namespace_selector, weight)
+        )
     if weighted:
         terms.sort(key=lambda term: -term.weight)
     return tuple(terms)
@@ -573,3 +613,18 @@ def node_from_manifest(body: Mapping[str, Any]) -> ExistingNode:
         capacity=capacity,
         unschedulable=bool(spec.get("unschedulable", False)),
     )
+
+
+# The taint the node lifecycle controller puts on a cordoned (spec.unschedulable) node.
+UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+
+
+def namespace_from_manifest(body: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """A Namespace manifest's name and labels (with `kubernetes.io/metadata.name`)."""
+    metadata = _mapping(body.get("metadata"), "metadata")
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        raise SpecError("metadata.name", "a name is required")
+    labels = _string_map(metadata.get("labels"), "metadata.labels")
+    labels[LABEL_NAMESPACE_NAME] = name
+    return name, labels

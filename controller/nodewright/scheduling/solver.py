@@ -31,6 +31,7 @@ from nodewright.scheduling.nodepools import (
 )
 from nodewright.scheduling.pods import (
     PREFER_NO_SCHEDULE_TOLERATION,
+    UNSCHEDULABLE_TAINT,
     DaemonSet,
     ExistingNode,
     Pod,
@@ -80,7 +81,10 @@ class SchedulingProblem:
     `nodes` are existing (or in-flight) nodes; `bound_pods` are pods already running on
     them (their `node_name` says where). A node labelled `karpenter.sh/nodepool` counts
     its capacity (or allocatable) against that NodePool's limits, on top of the
-    template's own `usage`.
+    template's own `usage`. A cordoned node (`unschedulable`) takes no new pods, but the
+    pods bound to it count toward spread and (anti-)affinity, as in Kubernetes.
+    `namespaces` maps Namespace names to their labels (for affinity terms with a
+    namespaceSelector); a namespace not in it has only `kubernetes.io/metadata.name`.
     """
 
     pods: Sequence[Pod]
@@ -88,6 +92,7 @@ class SchedulingProblem:
     nodes: Sequence[ExistingNode] = ()
     bound_pods: Sequence[Pod] = ()
     daemonsets: Sequence[DaemonSet] = ()
+    namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -234,7 +239,7 @@ class _Solver:
         for pod in chain(problem.pods, problem.bound_pods, (d.pod for d in problem.daemonsets)):
             names.update(pod.requests)
         self.index = ResourceIndex(sorted(names))
-        self.topology = Topology()
+        self.topology = Topology(problem.namespaces)
         self.targets: list[Target] = []
         self.contexts: dict[tuple[object, ...], _PodContext] = {}
         self.claim_count = 0
@@ -302,14 +307,22 @@ class _Solver:
             if pod.node_name is not None:
                 bound.setdefault(pod.node_name, []).append(pod)
         for node in sorted(self.problem.nodes, key=lambda n: n.name):
-            source = DomainSource(node.taints, labels=tuple(sorted(node.labels.items())))
+            taints = node.taints
+            if node.unschedulable and UNSCHEDULABLE_TAINT not in taints:
+                # What the node lifecycle controller adds; nodeTaintsPolicy Honor sees it.
+                taints = (*taints, UNSCHEDULABLE_TAINT)
+            source = DomainSource(taints, labels=tuple(sorted(node.labels.items())))
             for key, value in node.labels.items():
                 self.topology.add_domain(key, value, source)
             if node.unschedulable:
+                # No new pods, but its pods count toward spread and (anti-)affinity.
+                cordoned = ExistingTarget(node.name, taints, (), labels=node.labels)
+                for pod in bound.get(node.name, []):
+                    self._record(cordoned, pod)
                 continue
             target = ExistingTarget(
                 hostname=node.name,
-                taints=node.taints,
+                taints=taints,
                 used=self.index.vector({}),
                 labels=node.labels,
                 allocatable=self.index.vector(node.allocatable or {}),

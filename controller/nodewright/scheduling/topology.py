@@ -1,10 +1,10 @@
 """Topology bookkeeping: pod counts per domain for spread constraints and pod (anti-)affinity.
 
-A `TopologyGroup` is one counting rule: which pods it counts (namespace and label
-selector) on which key (zone, hostname, capacity type, any label). Counts only ever
-grow while one solve runs, so they are kept incrementally. For a pod and a candidate
-node, each group the pod is subject to narrows the node's possible domains for that
-key; the solver turns that into one more requirement on the node.
+A `TopologyGroup` is one counting rule: which pods it counts (namespaces, by name or by
+Namespace labels, and a label selector) on which key (zone, hostname, capacity type, any
+label). Counts only ever grow while one solve runs, so they are kept incrementally. For
+a pod and a candidate node, each group the pod is subject to narrows the node's possible
+domains for that key; the solver turns that into one more requirement on the node.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from nodewright.scheduling.pods import (
     SpreadConstraint,
     Taint,
     Toleration,
+    namespace_in_scope,
+    namespace_labels,
     untolerated,
 )
 from nodewright.scheduling.requirements import LABEL_HOSTNAME, Requirement, Requirements
@@ -98,7 +100,7 @@ class GroupKey:
     topology_key: str
     namespace: str
     namespaces: frozenset[str]
-    all_namespaces: bool
+    namespace_selector: LabelSelector | None
     selector: LabelSelector
     max_skew: int = 0
     min_domains: int | None = None
@@ -109,18 +111,27 @@ class GroupKey:
 class TopologyGroup:
     key: GroupKey
     counts: dict[str, int] = field(default_factory=dict)
+    # Labels of the Namespaces given with the problem (shared by all groups of a solve).
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    _in_scope: dict[str, bool] = field(default_factory=dict)
 
     @property
     def topology_key(self) -> str:
         return self.key.topology_key
 
     def selects(self, pod: Pod) -> bool:
-        key = self.key
-        if not key.all_namespaces:
-            allowed = key.namespaces or frozenset((key.namespace,))
-            if pod.namespace not in allowed:
-                return False
-        return key.selector.matches(pod.labels)
+        in_scope = self._in_scope.get(pod.namespace)
+        if in_scope is None:
+            key = self.key
+            in_scope = namespace_in_scope(
+                key.namespaces,
+                key.namespace_selector,
+                key.namespace,
+                pod.namespace,
+                namespace_labels(pod.namespace, self.namespace_labels),
+            )
+            self._in_scope[pod.namespace] = in_scope
+        return in_scope and self.key.selector.matches(pod.labels)
 
     def counts_node(self, target_labels: Mapping[str, str], taints: Sequence[Taint]) -> bool:
         """Whether pods on this concrete node count (a spread constraint's node filter)."""
@@ -153,7 +164,7 @@ def spread_key(pod: Pod, constraint: SpreadConstraint) -> GroupKey:
         constraint.topology_key,
         pod.namespace,
         frozenset(),
-        False,
+        None,
         constraint.selector,
         constraint.max_skew,
         constraint.min_domains,
@@ -163,7 +174,12 @@ def spread_key(pod: Pod, constraint: SpreadConstraint) -> GroupKey:
 
 def affinity_key(kind: str, pod: Pod, term: AffinityTerm) -> GroupKey:
     return GroupKey(
-        kind, term.topology_key, pod.namespace, term.namespaces, term.all_namespaces, term.selector
+        kind,
+        term.topology_key,
+        pod.namespace,
+        term.namespaces,
+        term.namespace_selector,
+        term.selector,
     )
 
 
@@ -184,9 +200,15 @@ class DomainSource:
 
 
 class Topology:
-    """All topology groups of one solve, with the known domains per key."""
+    """All topology groups of one solve, with the known domains per key.
 
-    def __init__(self) -> None:
+    `namespace_labels` are the labels of the Namespaces given with the problem; affinity
+    terms with a namespaceSelector match against them (a namespace not given has only its
+    `kubernetes.io/metadata.name` label).
+    """
+
+    def __init__(self, namespace_labels: Mapping[str, Mapping[str, str]] | None = None) -> None:
+        self.namespace_labels: Mapping[str, Mapping[str, str]] = dict(namespace_labels or {})
         self.groups: dict[GroupKey, TopologyGroup] = {}
         self._domains: dict[str, dict[str, list[DomainSource]]] = {}
         self._selecting_cache: dict[tuple[object, ...], list[TopologyGroup]] = {}
@@ -209,7 +231,7 @@ class Topology:
     def group(self, key: GroupKey) -> TopologyGroup:
         group = self.groups.get(key)
         if group is None:
-            group = TopologyGroup(key)
+            group = TopologyGroup(key, namespace_labels=self.namespace_labels)
             self.groups[key] = group
             if key.kind == INVERSE_ANTI_AFFINITY:
                 self._inverse.append(group)
