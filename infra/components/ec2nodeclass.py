@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from infra.components.errors import validated_manifest
+from infra.components.render import custom_resource
 from nodewright.api import EC2NodeClassSpec
 
 API_VERSION = "karpenter.k8s.aws/v1"
@@ -44,14 +44,5 @@ class EC2NodeClass(pulumi.ComponentResource):
         super().__init__("nodewright:index:EC2NodeClass", name, None, opts)
         self.node_class_name = name
         self.manifest = manifest
-        self.custom_resource = k8s.apiextensions.CustomResource(
-            name,
-            api_version=API_VERSION,
-            kind=KIND,
-            metadata=manifest["metadata"],
-            spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(
-                parent=self, depends_on=opts.depends_on if opts is not None else None
-            ),
-        )
+        self.custom_resource = custom_resource(self, name, manifest, opts)
         self.register_outputs({"name": name})

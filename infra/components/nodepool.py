@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from infra.components.ec2nodeclass import GROUP as NODE_CLASS_GROUP
 from infra.components.ec2nodeclass import KIND as NODE_CLASS_KIND
 from infra.components.ec2nodeclass import EC2NodeClass
 from infra.components.errors import InvalidResourceError, validated_manifest
+from infra.components.render import custom_resource
 from nodewright.api import NodePoolSpec, Problem
 
 API_VERSION = "karpenter.sh/v1"
@@ -56,19 +56,8 @@ class NodePool(pulumi.ComponentResource):
         super().__init__("nodewright:index:NodePool", name, None, opts)
         self.node_pool_name = name
         self.manifest = manifest
-        depends_on: list[pulumi.Resource] = []
-        if opts is not None and isinstance(opts.depends_on, list):
-            depends_on.extend(opts.depends_on)
-        if args.node_class is not None:
-            depends_on.append(args.node_class)
-        self.custom_resource = k8s.apiextensions.CustomResource(
-            name,
-            api_version=API_VERSION,
-            kind=KIND,
-            metadata=manifest["metadata"],
-            spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
-        )
+        node_class = [args.node_class] if args.node_class is not None else []
+        self.custom_resource = custom_resource(self, name, manifest, opts, node_class)
         self.register_outputs({"name": name})
 
 
