@@ -45,8 +45,28 @@ def test_five_inflate_replicas_launch_one_m5_large() -> None:
     assert result.hourly_cost == 0.096
 
 
-def test_twelve_replicas_from_scratch_launch_one_r5_large() -> None:
+def test_twelve_replicas_from_scratch_launch_two_m5_large() -> None:
     result = plan_workshop(workshop(), replicas=12)
+
+    assert launched(result) == ["m5.large", "m5.large"]
+    assert sorted(len(claim.pods) for claim in result.nodeclaims) == [6, 6]
+    assert result.unschedulable == ()
+
+
+def with_r5_allowed(documents: list[Document]) -> list[Document]:
+    """The workshop NodePool with the r5 family (and category r) allowed too."""
+    for document in documents:
+        if document.kind == "NodePool":
+            for requirement in document.body["spec"]["template"]["spec"]["requirements"]:
+                if requirement["key"] == "karpenter.k8s.aws/instance-category":
+                    requirement["values"] = ["c", "m", "r"]
+                if requirement["key"] == "karpenter.k8s.aws/instance-family":
+                    requirement["values"] = ["c5", "m5", "r5"]
+    return documents
+
+
+def test_twelve_replicas_with_r5_allowed_launch_one_r5_large() -> None:
+    result = plan_workshop(with_r5_allowed(workshop()), replicas=12)
 
     assert launched(result) == ["r5.large"]
     assert result.nodeclaims[0].price == 0.126

@@ -1,0 +1,128 @@
+"""The discrete-event driver of the simulator and the tests (architecture, section 2b).
+
+It runs reconcilers on a `VirtualClock`: every reconcile is a callback in the clock's
+queue; after each callback the driver drains the cluster's watch stream, hands each
+event to the listeners (the state cache) and makes due, at the current virtual time,
+the keys each reconciler's `watches` map the event to. Keys are deduplicated (a key
+already due runs once), an exception is retried with exponential backoff (as
+controller-runtime's default rate limiter: 5 ms doubling up to 1000 s), and a
+`Result.requeue_after` schedules the key again. No threads, no sleeping: the same
+inputs always give the same order of work.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+
+from nodewright.cluster.api import KINDS, ClusterAPI, WatchStream
+from nodewright.runtime.clock import VirtualClock
+from nodewright.runtime.reconciler import Reconciler, WatchEvent
+
+Listener = Callable[[WatchEvent], None]
+
+log = logging.getLogger(__name__)
+
+_BACKOFF_BASE = 0.005
+_BACKOFF_MAX = 1000.0
+# Events are the controllers' output, not their input: nobody watches them.
+WATCHED_KINDS = tuple(kind for kind in KINDS if kind != "Event")
+
+
+class VirtualDriver:
+    def __init__(
+        self,
+        clock: VirtualClock,
+        cluster: ClusterAPI,
+        *,
+        raise_errors: bool = False,
+        kinds: Iterable[str] = WATCHED_KINDS,
+    ) -> None:
+        self.clock = clock
+        self.cluster = cluster
+        self.raise_errors = raise_errors
+        self._kinds = tuple(kinds)
+        self._reconcilers: list[Reconciler] = []
+        self._listeners: list[Listener] = []
+        self._due: dict[tuple[int, str], datetime] = {}
+        self._failures: dict[tuple[int, str], int] = {}
+        self._stream: WatchStream | None = None
+        self._stopped = False
+        self.errors: list[tuple[str, str, BaseException]] = []
+
+    def add(self, *reconcilers: Reconciler) -> None:
+        self._reconcilers.extend(reconcilers)
+
+    def listen(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def start(self) -> None:
+        """Begin watching (the current objects arrive as ADDED events) and deliver."""
+        self._stream = self.cluster.watch(self._kinds)
+        self.clock.after_each.append(self.deliver)
+        self.deliver()
+
+    def stop(self) -> None:
+        """Forget everything queued (a controller process that died): callbacks already
+        in the clock's queue become no-ops."""
+        self._stopped = True
+        if self.deliver in self.clock.after_each:
+            self.clock.after_each.remove(self.deliver)
+        if self._stream is not None:
+            self._stream.close()
+        self._due.clear()
+
+    def enqueue(self, reconciler: Reconciler, key: str, when: datetime | None = None) -> None:
+        if self._stopped:
+            return
+        when = max(when or self.clock.now(), self.clock.now())
+        slot = (id(reconciler), key)
+        current = self._due.get(slot)
+        if current is not None and current <= when:
+            return
+        self._due[slot] = when
+        self.clock.call_at(when, lambda: self._run(reconciler, key, when))
+
+    def deliver(self) -> None:
+        if self._stopped or self._stream is None:
+            return
+        events = self._stream.poll()
+        while events:
+            for event in events:
+                for listener in self._listeners:
+                    listener(event)
+                for reconciler in self._reconcilers:
+                    for watch in reconciler.watches:
+                        if watch.kind == event.kind:
+                            for key in watch.keys(event):
+                                self.enqueue(reconciler, key)
+            # Listeners may write (rarely); deliver what that caused too.
+            events = self._stream.poll()
+
+    def _run(self, reconciler: Reconciler, key: str, when: datetime) -> None:
+        slot = (id(reconciler), key)
+        if self._stopped or self._due.get(slot) != when:
+            return
+        del self._due[slot]
+        try:
+            result = reconciler.reconcile(key)
+        except Exception as error:  # a controller bug or a transient API error: retry
+            if self.raise_errors:
+                raise
+            failures = self._failures.get(slot, 0) + 1
+            self._failures[slot] = failures
+            self.errors.append((reconciler.name, key, error))
+            log.warning("%s: reconcile %r failed (%s); retrying", reconciler.name, key, error)
+            delay = min(_BACKOFF_BASE * 2 ** (failures - 1), _BACKOFF_MAX)
+            self.enqueue(reconciler, key, self.clock.now() + timedelta(seconds=delay))
+            return
+        self._failures.pop(slot, None)
+        if result.requeue_after is not None:
+            self.enqueue(
+                reconciler, key, self.clock.now() + timedelta(seconds=result.requeue_after)
+            )
+
+    def pending(self) -> int:
+        """Keys queued to run."""
+        return len(self._due)

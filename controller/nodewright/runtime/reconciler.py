@@ -1,0 +1,80 @@
+"""The reconciler contract every controller follows.
+
+A reconciler is given a key (an object's `namespace/name`, or `""` for singletons such
+as the provisioner and the disruption loop), reads the state cache, acts through
+ClusterAPI/CloudProvider, and returns a `Result` saying when it wants to run again. It
+never sleeps and never reads the wall clock itself (it is given a `Clock`).
+
+`watches` says which watch events make which keys due: the driver calls each
+`Watch.keys(event)` for events of that kind and queues the keys it returns
+(deduplicated: a key already queued runs once). An exception from `reconcile` is
+retried by the driver with exponential backoff; a `Result(requeue_after=...)` runs the
+key again after that many seconds unless an event makes it due sooner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One watch event: the object in its Kubernetes wire shape (a dict with
+    apiVersion, kind, metadata, ...). For DELETED it is the last state seen."""
+
+    type: EventType
+    object: Mapping[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.object.get("kind", ""))
+
+    @property
+    def name(self) -> str:
+        return str(self.object.get("metadata", {}).get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str(self.object.get("metadata", {}).get("namespace") or "")
+
+    @property
+    def key(self) -> str:
+        """`namespace/name` for namespaced objects, `name` otherwise."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a reconcile wants next: `requeue_after` seconds, or None (wait for events)."""
+
+    requeue_after: float | None = None
+
+
+def object_key(event: WatchEvent) -> Iterable[str]:
+    """The usual mapping: an event makes its own object's key due."""
+    return (event.key,)
+
+
+def singleton_key(event: WatchEvent) -> Iterable[str]:
+    """For singleton reconcilers: any matching event makes the tick key `""` due."""
+    return ("",)
+
+
+@dataclass(frozen=True)
+class Watch:
+    kind: str
+    keys: Callable[[WatchEvent], Iterable[str]] = object_key
+
+
+@runtime_checkable
+class Reconciler(Protocol):
+    name: str
+
+    @property
+    def watches(self) -> Sequence[Watch]: ...
+
+    def reconcile(self, key: str) -> Result: ...
