@@ -1,8 +1,6 @@
 """Small accessors for objects in their wire shape (dicts), so controllers read
 `name(pod)` instead of `pod["metadata"]["name"]` and write conditions one way."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
