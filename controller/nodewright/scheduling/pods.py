@@ -319,6 +319,11 @@ def _selector(value: Any, path: str) -> LabelSelector:
     return LabelSelector(labels, tuple(expressions))
 
 
+def parse_label_selector(value: Any, path: str) -> LabelSelector:
+    """A metav1.LabelSelector dict (matchLabels, matchExpressions); `path` names it in errors."""
+    return _selector(value, path)
+
+
 def _node_selector_terms(value: Any, path: str) -> tuple[Requirements, ...]:
     terms = []
     for i, raw in enumerate(_list(value, path)):

@@ -1,0 +1,1 @@
+"""Tests of the in-memory cluster: its API server and the actors that play a cluster."""
