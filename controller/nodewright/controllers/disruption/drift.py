@@ -1,0 +1,149 @@
+"""Drift rules: why a launched NodeClaim no longer matches what its NodePool would launch.
+
+Checked cheapest first, as Karpenter does: the NodePool template hash, the NodePool
+requirements against the NodeClaim's labels, the EC2NodeClass hash, the instance type
+still being offered (only an hour after launch), and last the cloud provider's own checks
+(AMI, subnets, security groups), which may call the cloud.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.nodepool import NodePool
+from nodewright.controllers.disruption import hashes
+from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.requirements import (
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+    LABEL_ZONE,
+    Requirement,
+    RequirementError,
+    is_well_known,
+)
+
+NODEPOOL_DRIFTED = "NodePoolDrifted"
+REQUIREMENTS_DRIFTED = "RequirementsDrifted"
+NODECLASS_DRIFTED = "NodeClassDrift"
+INSTANCE_TYPE_NOT_FOUND = "InstanceTypeNotFound"
+
+# Instance types are a cloud-generated list: give a new NodeClaim time before judging.
+INSTANCE_TYPE_CHECK_AFTER = timedelta(hours=1)
+
+CloudDrift = Callable[[], str | None]
+
+
+@dataclass(frozen=True)
+class Drift:
+    reason: str
+    message: str
+
+
+def template_drift(nodepool: NodePool, annotations: Mapping[str, str]) -> Drift | None:
+    """The NodeClaim was made from another version of the NodePool template."""
+    stamped = annotations.get(hashes.NODEPOOL_HASH)
+    version = annotations.get(hashes.NODEPOOL_HASH_VERSION)
+    if stamped is None or version != hashes.NODEPOOL_HASH_VERSION_VALUE:
+        return None
+    current = hashes.nodepool_hash(nodepool)
+    if stamped == current:
+        return None
+    return Drift(
+        NODEPOOL_DRIFTED,
+        f"NodePool {nodepool.name} template changed since launch (hash {stamped} -> {current})",
+    )
+
+
+def requirements_drift(nodepool: NodePool, labels: Mapping[str, str]) -> Drift | None:
+    """A NodePool requirement the node's labels no longer satisfy. A well-known label the
+    node does not carry is not held against it (its value is unknown, not wrong)."""
+    for item in nodepool.spec.template.spec.requirements:
+        try:
+            requirement = Requirement.build(item.key, item.operator, item.values or [])
+        except RequirementError:
+            continue
+        value = labels.get(item.key)
+        if value is None:
+            if requirement.allows_absent() or is_well_known(item.key):
+                continue
+            return Drift(
+                REQUIREMENTS_DRIFTED,
+                f"NodePool {nodepool.name} requires {requirement.describe()}, "
+                f"the node has no {item.key} label",
+            )
+        if not requirement.has(value):
+            return Drift(
+                REQUIREMENTS_DRIFTED,
+                f"NodePool {nodepool.name} requires {requirement.describe()}, "
+                f"the node has {item.key}={value}",
+            )
+    return None
+
+
+def node_class_drift(node_class: EC2NodeClass, annotations: Mapping[str, str]) -> Drift | None:
+    stamped = annotations.get(hashes.NODECLASS_HASH)
+    version = annotations.get(hashes.NODECLASS_HASH_VERSION)
+    if stamped is None or version != hashes.NODECLASS_HASH_VERSION_VALUE:
+        return None
+    current = hashes.node_class_hash(node_class)
+    if stamped == current:
+        return None
+    return Drift(
+        NODECLASS_DRIFTED,
+        f"EC2NodeClass {node_class.name} spec changed since launch (hash {stamped} -> {current})",
+    )
+
+
+def instance_type_drift(
+    labels: Mapping[str, str], instance_types: Sequence[InstanceType]
+) -> Drift | None:
+    """The node's instance type, zone and capacity type are no longer offered at all
+    (availability aside: an offering out of capacity right now is still offered)."""
+    name = labels.get(LABEL_INSTANCE_TYPE)
+    found = next((it for it in instance_types if it.name == name), None)
+    if name is None or found is None:
+        return Drift(INSTANCE_TYPE_NOT_FOUND, f"instance type {name!r} is no longer offered")
+    zone, capacity_type = labels.get(LABEL_ZONE), labels.get(LABEL_CAPACITY_TYPE)
+    if any(
+        (zone is None or offering.zone == zone)
+        and (capacity_type is None or offering.capacity_type == capacity_type)
+        for offering in found.offerings
+    ):
+        return None
+    return Drift(
+        INSTANCE_TYPE_NOT_FOUND,
+        f"{name} is no longer offered as {capacity_type} in {zone}",
+    )
+
+
+def drift_of(
+    *,
+    nodepool: NodePool,
+    annotations: Mapping[str, str],
+    labels: Mapping[str, str],
+    node_class: EC2NodeClass | None,
+    instance_types: Sequence[InstanceType] | None,
+    created: datetime | None,
+    now: datetime,
+    cloud: CloudDrift | None = None,
+) -> Drift | None:
+    """The first drift found, or None. `instance_types` None skips the offering check
+    (the catalog could not be read); `cloud` asks the cloud provider last."""
+    found = template_drift(nodepool, annotations) or requirements_drift(nodepool, labels)
+    if found is None and node_class is not None:
+        found = node_class_drift(node_class, annotations)
+    if (
+        found is None
+        and instance_types is not None
+        and created is not None
+        and now - created > INSTANCE_TYPE_CHECK_AFTER
+    ):
+        found = instance_type_drift(labels, instance_types)
+    if found is None and cloud is not None:
+        reason = cloud()
+        if reason:
+            found = Drift(reason, f"the cloud provider reports {reason}")
+    return found

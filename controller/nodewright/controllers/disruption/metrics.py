@@ -1,0 +1,67 @@
+"""Disruption metrics `nodewright.metrics` does not define, in its shared REGISTRY, with
+Karpenter's names and labels. The decision counter and the allowed-disruptions gauge are
+`nodewright.metrics.DISRUPTION_DECISIONS` and `NODEPOOLS_ALLOWED_DISRUPTIONS`."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from nodewright.metrics import DURATION_BUCKETS, NODEPOOL, REASON, REGISTRY
+
+CONSOLIDATION_TYPE = "consolidation_type"
+
+ELIGIBLE_NODES = Gauge(
+    "karpenter_voluntary_disruption_eligible_nodes",
+    "Number of nodes eligible for disruption by Karpenter. Labeled by disruption reason.",
+    [REASON],
+    registry=REGISTRY,
+)
+EVALUATION_DURATION = Histogram(
+    "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
+    "Duration of the disruption decision evaluation process in seconds. Labeled by method "
+    "and consolidation type.",
+    [REASON, CONSOLIDATION_TYPE],
+    buckets=DURATION_BUCKETS,
+    registry=REGISTRY,
+)
+DECISIONS_BY_NODEPOOL = Counter(
+    "karpenter_voluntary_disruption_decisions_by_nodepool",
+    "Number of disruption decisions performed by nodepool. Labeled by nodepool name, "
+    "disruption decision, reason, and consolidation type.",
+    [NODEPOOL, "decision", REASON, CONSOLIDATION_TYPE],
+    registry=REGISTRY,
+)
+CONSOLIDATION_TIMEOUTS = Counter(
+    "karpenter_voluntary_disruption_consolidation_timeouts",
+    "Number of times the Consolidation algorithm has reached a timeout. Labeled by "
+    "consolidation type.",
+    [CONSOLIDATION_TYPE],
+    registry=REGISTRY,
+)
+FAILED_VALIDATIONS = Counter(
+    "karpenter_voluntary_disruption_failed_validations",
+    "Number of candidates that were selected for disruption but failed validation. Labeled "
+    "by consolidation type.",
+    [CONSOLIDATION_TYPE],
+    registry=REGISTRY,
+)
+QUEUE_FAILURES = Counter(
+    "karpenter_voluntary_disruption_queue_failures",
+    "The number of times that an enqueued disruption decision failed. Labeled by "
+    "disruption method.",
+    ["decision", REASON, CONSOLIDATION_TYPE],
+    registry=REGISTRY,
+)
+NODES_CONSUMING_BUDGETS = Gauge(
+    "karpenter_nodepools_nodes_consuming_budgets",
+    "The number of nodes consuming the budget of a nodepool at a point in time. Labeled by "
+    "NodePool.",
+    [NODEPOOL, REASON],
+    registry=REGISTRY,
+)
+PODS_DISRUPTION_INITIATED = Counter(
+    "karpenter_pods_disruption_initiated",
+    "Number of pods whose node disruption was initiated, labeled by reason and nodepool.",
+    [REASON, NODEPOOL, "capacity_type"],
+    registry=REGISTRY,
+)
