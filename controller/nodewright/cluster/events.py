@@ -1,0 +1,146 @@
+"""The event recorder: events.k8s.io/v1 Events about the objects controllers act on.
+
+Like Karpenter's recorder it drops repeats: an event that names `dedupe_values` is written
+once per (reason, values) within its dedupe window (two minutes unless it says otherwise),
+and an event may carry a token bucket shared by its kind (Karpenter rate-limits the
+per-pod Nominated events to 5 a second with bursts of 10). Events are best effort: a
+failed write is logged and forgotten, never raised into a reconcile.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from nodewright.cluster.api import ApiError, ClusterAPI
+from nodewright.runtime.clock import Clock
+
+log = logging.getLogger(__name__)
+
+EventType = Literal["Normal", "Warning"]
+REPORTING_CONTROLLER = "karpenter"
+DEFAULT_DEDUPE_SECONDS = 120.0
+# Kubernetes puts events about cluster-scoped objects in this namespace.
+CLUSTER_SCOPED_EVENT_NAMESPACE = "default"
+_NOTE_LIMIT = 1024
+_SWEEP_EVERY = 1000
+
+
+class TokenBucket:
+    """`rate` tokens a second, at most `burst` saved up; time comes from the clock."""
+
+    def __init__(self, clock: Clock, rate: float, burst: int) -> None:
+        self._clock = clock
+        self._rate = rate
+        self._burst = float(burst)
+        self._tokens = float(burst)
+        self._stamp: datetime | None = None
+
+    def try_accept(self) -> bool:
+        now = self._clock.now()
+        if self._stamp is not None:
+            elapsed = (now - self._stamp).total_seconds()
+            self._tokens = min(self._burst, self._tokens + max(elapsed, 0.0) * self._rate)
+        self._stamp = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        return False
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event to record. `regarding` is the object it is about (wire shape)."""
+
+    regarding: Mapping[str, Any]
+    type: EventType
+    reason: str
+    note: str
+    action: str = ""
+    dedupe_values: Sequence[str] = ()
+    dedupe_seconds: float | None = None
+    rate_limiter: TokenBucket | None = None
+
+    def dedupe_key(self) -> tuple[str, ...]:
+        return (self.reason.lower(), *self.dedupe_values)
+
+
+def regarding_reference(obj: Mapping[str, Any]) -> dict[str, str]:
+    metadata = obj.get("metadata") or {}
+    reference = {
+        "apiVersion": str(obj.get("apiVersion", "")),
+        "kind": str(obj.get("kind", "")),
+        "name": str(metadata.get("name", "")),
+    }
+    for field in ("namespace", "uid"):
+        if metadata.get(field):
+            reference[field] = str(metadata[field])
+    return reference
+
+
+class EventRecorder:
+    """Writes Events through the ClusterAPI, deduplicated and rate-limited."""
+
+    def __init__(
+        self,
+        cluster: ClusterAPI,
+        clock: Clock,
+        *,
+        reporting_instance: str = "nodewright",
+    ) -> None:
+        self._cluster = cluster
+        self._clock = clock
+        self._instance = reporting_instance
+        self._seen: dict[tuple[str, ...], datetime] = {}
+        self._published = 0
+        self.written = 0
+        self.dropped = 0
+
+    def publish(self, *events: Event) -> None:
+        for event in events:
+            if self._should_write(event):
+                self._write(event)
+            else:
+                self.dropped += 1
+
+    def _should_write(self, event: Event) -> bool:
+        now = self._clock.now()
+        self._published += 1
+        if self._published % _SWEEP_EVERY == 0:
+            self._seen = {key: until for key, until in self._seen.items() if until > now}
+        if event.dedupe_values:
+            key = event.dedupe_key()
+            until = self._seen.get(key)
+            if until is not None and until > now:
+                return False
+            window = event.dedupe_seconds or DEFAULT_DEDUPE_SECONDS
+            self._seen[key] = now + timedelta(seconds=window)
+        return event.rate_limiter is None or event.rate_limiter.try_accept()
+
+    def _write(self, event: Event) -> None:
+        reference = regarding_reference(event.regarding)
+        namespace = reference.get("namespace") or CLUSTER_SCOPED_EVENT_NAMESPACE
+        now = self._clock.now()
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{reference['name']}.", "namespace": namespace},
+            "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "reportingController": REPORTING_CONTROLLER,
+            "reportingInstance": self._instance,
+            "action": event.action or event.reason,
+            "reason": event.reason,
+            "note": event.note[:_NOTE_LIMIT],
+            "type": event.type,
+            "regarding": reference,
+        }
+        try:
+            self._cluster.create(body)
+        except ApiError as error:
+            log.warning("event %s about %s/%s not written: %s", event.reason,
+                        reference["kind"], reference["name"], error)
+            return
+        self.written += 1

@@ -1,0 +1,352 @@
+"""The cluster state cache (Karpenter's state.Cluster), fed with every watch event.
+
+It joins NodeClaims and Nodes by provider ID into `StateNode`s, keeps the pods bound to
+each node with their requests, the pods waiting for capacity, the NodePools' resource
+usage, DaemonSets, Namespaces and PodDisruptionBudgets, and what the controllers decided
+in memory (nominations, nodes marked for deletion). Every update is O(1) in the number of
+objects: nothing is recomputed from scratch when one object changes.
+
+`synced(cluster)` is the gate the provisioner and the disruption loop wait on: every
+NodeClaim and Node in the cluster has been seen, and every NodeClaim has launched (an
+unlaunched NodeClaim's capacity is unknown, so no decision may count on it yet).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.nodepool import NodePool
+from nodewright.cluster.api import ApiError, ClusterAPI
+from nodewright.runtime.clock import Clock
+from nodewright.runtime.reconciler import WatchEvent
+from nodewright.scheduling.pods import DaemonSet, Pod
+from nodewright.state.objects import ConfigObjects, Parsed
+from nodewright.state.pods import PodStore, pod_key
+from nodewright.state.statenode import NodePods, StateNode
+from nodewright.state.wellknown import INITIALIZED_LABEL, INSTANCE_TYPE_LABEL, NODEPOOL_LABEL
+
+log = logging.getLogger(__name__)
+
+Object = Mapping[str, Any]
+# Karpenter: a node stays nominated for max(2 x batchMaxDuration, 10 s).
+DEFAULT_NOMINATION_SECONDS = 20.0
+
+
+def _name(obj: Object) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+class ClusterState:
+    def __init__(self, clock: Clock, *, nomination_seconds: float = DEFAULT_NOMINATION_SECONDS):
+        self.clock = clock
+        self.nomination_seconds = nomination_seconds
+        self._nodes: dict[str, StateNode] = {}
+        self._node_keys: dict[str, str] = {}  # node name -> state key
+        self._claim_keys: dict[str, str] = {}  # nodeclaim name -> provider id ("" unlaunched)
+        self._nodeclaims: dict[str, Object] = {}
+        self._unlaunched: set[str] = set()
+        self._seen_nodes: set[str] = set()
+        self._pool_usage: dict[str, dict[str, int]] = {}
+        self._contributions: dict[str, tuple[str, Mapping[str, int]]] = {}
+        self._pod_nominations: dict[str, tuple[str, datetime]] = {}
+        self.pods = PodStore()
+        self.config = ConfigObjects()
+        self._has_synced = False
+        self._consolidation_state = clock.now()
+        # Bumped on every change; a solve over an unchanged generation decides the same.
+        self.generation = 0
+
+    # -- feeding -------------------------------------------------------------------------
+
+    def observe(self, event: WatchEvent) -> None:
+        """The driver's listener: apply one watch event."""
+        kind = event.kind
+        obj = event.object
+        deleted = event.type == "DELETED"
+        self.generation += 1
+        if kind == "Pod":
+            self._observe_pod(obj, deleted)
+        elif kind == "Node":
+            self._seen_nodes.add(_name(obj))
+            if deleted:
+                self._delete_node(_name(obj))
+            else:
+                self._update_node(obj)
+        elif kind == "NodeClaim":
+            if deleted:
+                self._delete_nodeclaim(_name(obj))
+            else:
+                self._update_nodeclaim(obj)
+        else:
+            self.config.observe(kind, obj, deleted)
+
+    # -- sync ----------------------------------------------------------------------------
+
+    def synced(self, cluster: ClusterAPI) -> bool:
+        if self._unlaunched:
+            return False
+        if self._has_synced:
+            return True
+        try:
+            claims = {_name(obj) for obj in cluster.list("NodeClaim")}
+            nodes = {_name(obj) for obj in cluster.list("Node")}
+        except ApiError as error:
+            log.warning("checking cluster state sync: %s", error)
+            return False
+        if claims <= set(self._nodeclaims) and nodes <= self._seen_nodes:
+            self._has_synced = True
+        return self._has_synced
+
+    # -- NodeClaims and Nodes ------------------------------------------------------------
+
+    def _change(self, node: StateNode) -> None:
+        """Re-count a StateNode's NodePool usage after it changed (or was removed)."""
+        node.changed()
+        previous = self._contributions.pop(node.key, None)
+        if previous is not None:
+            self._add_usage(previous[0], previous[1], -1)
+        current = node.pool_usage() if self._nodes.get(node.key) is node else None
+        if current is not None:
+            self._add_usage(current[0], current[1], 1)
+            self._contributions[node.key] = current
+        self.mark_unconsolidated()
+
+    def _add_usage(self, pool: str, amounts: Mapping[str, int], sign: int) -> None:
+        usage = self._pool_usage.setdefault(pool, {})
+        for name, amount in amounts.items():
+            usage[name] = usage.get(name, 0) + sign * amount
+        if not any(usage.values()):
+            del self._pool_usage[pool]
+
+    def _update_nodeclaim(self, claim: Object) -> None:
+        name = _name(claim)
+        provider_id = str((claim.get("status") or {}).get("providerID") or "")
+        previous = self._claim_keys.get(name)
+        if previous and previous != provider_id:
+            self._detach_nodeclaim(name)
+        self._nodeclaims[name] = claim
+        self._claim_keys[name] = provider_id
+        if not provider_id:
+            self._unlaunched.add(name)
+            return
+        self._unlaunched.discard(name)
+        node = self._nodes.get(provider_id)
+        if node is None:
+            node = self._nodes[provider_id] = StateNode(provider_id)
+        node.nodeclaim = claim
+        self._change(node)
+
+    def _detach_nodeclaim(self, name: str) -> None:
+        provider_id = self._claim_keys.get(name)
+        node = self._nodes.get(provider_id) if provider_id else None
+        if node is None or node.nodeclaim_name != name:
+            return
+        node.nodeclaim = None
+        if node.node is None:
+            del self._nodes[node.key]
+        self._change(node)
+
+    def _delete_nodeclaim(self, name: str) -> None:
+        self._detach_nodeclaim(name)
+        self._claim_keys.pop(name, None)
+        self._nodeclaims.pop(name, None)
+        self._unlaunched.discard(name)
+
+    def _update_node(self, node_obj: Object) -> None:
+        name = _name(node_obj)
+        labels = (node_obj.get("metadata") or {}).get("labels") or {}
+        managed = bool(labels.get(NODEPOOL_LABEL))
+        provider_id = str((node_obj.get("spec") or {}).get("providerID") or "")
+        if not provider_id:
+            if managed:
+                return
+            provider_id = name
+        if managed and not labels.get(INSTANCE_TYPE_LABEL) and not labels.get(INITIALIZED_LABEL):
+            return
+        previous = self._node_keys.get(name)
+        if previous is not None and previous != provider_id:
+            self._delete_node(name)
+        node = self._nodes.get(provider_id)
+        if node is None:
+            node = self._nodes[provider_id] = StateNode(provider_id)
+        node.node = node_obj
+        node.pods = self.pods.node_pods(name)
+        self._node_keys[name] = provider_id
+        self._change(node)
+
+    def _delete_node(self, name: str) -> None:
+        key = self._node_keys.pop(name, None)
+        node = self._nodes.get(key) if key is not None else None
+        if node is None:
+            return
+        node.node = None
+        node.pods = NodePods()
+        if node.nodeclaim is None:
+            del self._nodes[node.key]
+        self._change(node)
+
+    # -- pods ----------------------------------------------------------------------------
+
+    def _observe_pod(self, pod: Object, deleted: bool) -> None:
+        if deleted:
+            left = self.pods.delete(pod)
+            self._pod_nominations.pop(pod_key(pod), None)
+            joined = None
+        else:
+            left, joined = self.pods.update(pod)
+        now = self.clock.now()
+        for node_name in (left, joined):
+            if node_name is None:
+                continue
+            node = self.node_by_name(node_name)
+            if node is not None:
+                node.last_pod_event = now
+            self.mark_unconsolidated()
+
+    # -- reading -------------------------------------------------------------------------
+
+    def nodes(self) -> list[StateNode]:
+        """Every machine: registered or not, managed or not, deleting or not."""
+        return list(self._nodes.values())
+
+    def active_nodes(self) -> list[StateNode]:
+        return [node for node in self._nodes.values() if not node.is_marked_for_deletion]
+
+    def deleting_nodes(self) -> list[StateNode]:
+        return [node for node in self._nodes.values() if node.is_marked_for_deletion]
+
+    def node(self, provider_id: str) -> StateNode | None:
+        return self._nodes.get(provider_id)
+
+    def node_by_name(self, node_name: str) -> StateNode | None:
+        key = self._node_keys.get(node_name)
+        return self._nodes.get(key) if key is not None else None
+
+    def node_for_nodeclaim(self, name: str) -> StateNode | None:
+        provider_id = self._claim_keys.get(name)
+        return self._nodes.get(provider_id) if provider_id else None
+
+    def nodeclaim(self, name: str) -> Object | None:
+        return self._nodeclaims.get(name)
+
+    def nodeclaims(self) -> list[Object]:
+        return list(self._nodeclaims.values())
+
+    def nodeclaim_names_for_provider_id(self, provider_id: str) -> list[str]:
+        node = self._nodes.get(provider_id)
+        if node is None or node.nodeclaim is None:
+            return []
+        return [node.nodeclaim_name]
+
+    def unlaunched_nodeclaims(self) -> list[str]:
+        return sorted(self._unlaunched)
+
+    def node_names_for_provider_id(self, provider_id: str) -> list[str]:
+        node = self._nodes.get(provider_id)
+        return [node.node_name] if node is not None and node.node is not None else []
+
+    def pod(self, key: str) -> Object | None:
+        return self.pods.objects.get(key)
+
+    def pods_on(self, node_name: str) -> list[Object]:
+        return list(self.pods.on_node(node_name))
+
+    def provisionable_pods(self) -> list[Object]:
+        """Pods kube-scheduler could not place and that Karpenter should make room for."""
+        objects = self.pods.objects
+        return [objects[key] for key in self.pods.pending]
+
+    def has_provisionable_pods(self) -> bool:
+        return bool(self.pods.pending)
+
+    def pod_model(self, key: str) -> Pod:
+        """The parsed pod (raises SpecError naming the bad field)."""
+        return self.pods.model(key)
+
+    def bound_pod_models(self, node_names: Iterable[str]) -> Iterator[Pod]:
+        """Parsed non-terminal pods bound to these nodes (unreadable ones are skipped)."""
+        for node_name in node_names:
+            pods = self.pods.by_node.get(node_name)
+            if pods is None:
+                continue
+            for key in pods.requests:
+                try:
+                    yield self.pods.model(key)
+                except (KeyError, ValueError):
+                    continue
+
+    def daemonsets(self) -> list[DaemonSet]:
+        return self.config.daemonsets.models()
+
+    def nodepools(self) -> list[Object]:
+        return list(self.config.nodepools.objects.values())
+
+    def nodepool(self, name: str) -> Object | None:
+        return self.config.nodepools.get(name)
+
+    def nodepool_model(self, name: str) -> Parsed[NodePool] | None:
+        return self.config.nodepools.parsed(name)
+
+    def node_class(self, name: str) -> Object | None:
+        return self.config.node_classes.get(name)
+
+    def node_class_model(self, name: str) -> Parsed[EC2NodeClass] | None:
+        return self.config.node_classes.parsed(name)
+
+    def namespaces(self) -> Mapping[str, Mapping[str, str]]:
+        return self.config.namespaces
+
+    def pdbs(self) -> list[Object]:
+        return list(self.config.pdbs.values())
+
+    def nodepool_resources(self, name: str) -> dict[str, int]:
+        """What the NodePool's machines hold (capacity, milli-units, plus `nodes`), not
+        counting machines marked for deletion."""
+        return dict(self._pool_usage.get(name, {}))
+
+    # -- decisions kept in memory --------------------------------------------------------
+
+    def nominate(self, node: StateNode) -> None:
+        """The provisioner placed pending pods on this machine: keep it for them a while."""
+        node.nominated_until = self.clock.now() + timedelta(seconds=self.nomination_seconds)
+
+    def record_pod_nominations(self, nominations: Mapping[str, str]) -> None:
+        until = self.clock.now() + timedelta(seconds=self.nomination_seconds)
+        for pod, target in nominations.items():
+            self._pod_nominations[pod] = (target, until)
+
+    def pod_nomination(self, key: str) -> str | None:
+        """The node or NodeClaim a pending pod was last placed on, while that holds."""
+        found = self._pod_nominations.get(key)
+        if found is None or found[1] <= self.clock.now():
+            return None
+        return found[0]
+
+    def mark_for_deletion(self, *provider_ids: str) -> None:
+        for provider_id in provider_ids:
+            node = self._nodes.get(provider_id)
+            if node is not None and not node.marked_for_deletion:
+                node.marked_for_deletion = True
+                self._change(node)
+
+    def unmark_for_deletion(self, *provider_ids: str) -> None:
+        for provider_id in provider_ids:
+            node = self._nodes.get(provider_id)
+            if node is not None and node.marked_for_deletion:
+                node.marked_for_deletion = False
+                self._change(node)
+
+    def mark_unconsolidated(self) -> datetime:
+        self._consolidation_state = self.clock.now()
+        return self._consolidation_state
+
+    def consolidation_state(self) -> datetime:
+        """When the cluster last changed in a way consolidation cares about (refreshed at
+        least every five minutes, as Karpenter does, so time-based decisions get retried)."""
+        if self.clock.now() - self._consolidation_state >= timedelta(minutes=5):
+            return self.mark_unconsolidated()
+        return self._consolidation_state

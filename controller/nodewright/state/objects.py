@@ -1,0 +1,157 @@
+"""The configuration objects the state cache keeps: NodePools and EC2NodeClasses (with
+their validated models), DaemonSets (parsed for the solver), Namespaces' labels and
+PodDisruptionBudgets. Each model is built once per object version; an object that does
+not validate keeps the reason, which the controllers report."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import ValidationError
+
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.nodepool import NodePool
+from nodewright.scheduling.pods import DaemonSet, SpecError, daemonset_from_manifest
+
+Object = Mapping[str, Any]
+M = TypeVar("M")
+
+
+def _name(obj: Object) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def object_key(obj: Object) -> str:
+    metadata = obj.get("metadata") or {}
+    namespace = metadata.get("namespace")
+    return f"{namespace}/{metadata.get('name', '')}" if namespace else str(metadata.get("name"))
+
+
+@dataclass
+class Parsed(Generic[M]):
+    """A model, or why the object could not become one."""
+
+    source: Object
+    model: M | None
+    problem: str | None
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    parts = []
+    for detail in error.errors()[:5]:
+        location = ".".join(str(part) for part in detail.get("loc", ()))
+        parts.append(f"{location}: {detail.get('msg', '')}" if location else detail["msg"])
+    return "; ".join(parts)
+
+
+def _without_status(obj: Object) -> dict[str, Any]:
+    return {key: value for key, value in obj.items() if key != "status"}
+
+
+class ModelCache(Generic[M]):
+    """Objects of one cluster-scoped kind by name, each validated lazily into a model."""
+
+    def __init__(self, model_type: type[M]) -> None:
+        self._type = model_type
+        self.objects: dict[str, Object] = {}
+        self._parsed: dict[str, Parsed[M]] = {}
+
+    def put(self, obj: Object) -> None:
+        name = _name(obj)
+        self.objects[name] = obj
+        self._parsed.pop(name, None)
+
+    def remove(self, obj: Object) -> None:
+        name = _name(obj)
+        self.objects.pop(name, None)
+        self._parsed.pop(name, None)
+
+    def get(self, name: str) -> Object | None:
+        return self.objects.get(name)
+
+    def parsed(self, name: str) -> Parsed[M] | None:
+        obj = self.objects.get(name)
+        if obj is None:
+            return None
+        cached = self._parsed.get(name)
+        if cached is not None and cached.source is obj:
+            return cached
+        try:
+            model = self._type.model_validate(_without_status(obj))  # type: ignore[attr-defined]
+            cached = Parsed(obj, model, None)
+        except ValidationError as error:
+            cached = Parsed(obj, None, describe_validation_error(error))
+        self._parsed[name] = cached
+        return cached
+
+    def model(self, name: str) -> M | None:
+        parsed = self.parsed(name)
+        return parsed.model if parsed is not None else None
+
+
+class DaemonSetCache:
+    """DaemonSets parsed for the solver; one that cannot be read is left out (and named)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, Object] = {}
+        self._models: list[DaemonSet] | None = None
+        self.problems: dict[str, str] = {}
+
+    def put(self, obj: Object) -> None:
+        self.objects[object_key(obj)] = obj
+        self._models = None
+
+    def remove(self, obj: Object) -> None:
+        self.objects.pop(object_key(obj), None)
+        self._models = None
+
+    def models(self) -> list[DaemonSet]:
+        if self._models is None:
+            models = []
+            self.problems = {}
+            for key, obj in sorted(self.objects.items()):
+                try:
+                    models.append(daemonset_from_manifest(obj))
+                except SpecError as error:
+                    self.problems[key] = str(error)
+            self._models = models
+        return self._models
+
+
+class ConfigObjects:
+    """Everything in the cluster that shapes scheduling but is not a pod or a machine."""
+
+    def __init__(self) -> None:
+        self.nodepools: ModelCache[NodePool] = ModelCache(NodePool)
+        self.node_classes: ModelCache[EC2NodeClass] = ModelCache(EC2NodeClass)
+        self.daemonsets = DaemonSetCache()
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self.pdbs: dict[str, Object] = {}
+
+    def observe(self, kind: str, obj: Object, deleted: bool) -> bool:
+        """Take an event of a kind this class keeps; False for any other kind."""
+        if kind == "NodePool":
+            (self.nodepools.remove if deleted else self.nodepools.put)(obj)
+        elif kind == "EC2NodeClass":
+            (self.node_classes.remove if deleted else self.node_classes.put)(obj)
+        elif kind == "DaemonSet":
+            (self.daemonsets.remove if deleted else self.daemonsets.put)(obj)
+        elif kind == "Namespace":
+            name = _name(obj)
+            if deleted:
+                self.namespaces.pop(name, None)
+            else:
+                labels = dict((obj.get("metadata") or {}).get("labels") or {})
+                labels["kubernetes.io/metadata.name"] = name
+                self.namespaces[name] = labels
+        elif kind == "PodDisruptionBudget":
+            key = object_key(obj)
+            if deleted:
+                self.pdbs.pop(key, None)
+            else:
+                self.pdbs[key] = obj
+        else:
+            return False
+        return True

@@ -1,0 +1,148 @@
+"""The pods the state cache knows: their objects, which ones wait for capacity, which node
+each is bound to with its requests, and each pod parsed once for the solver.
+
+A pod is parsed when its spec (apart from `nodeName`) or labels change, not on every
+status update, so a solve over ten thousand pods reads cached models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from nodewright.scheduling.pods import Pod, SpecError, parse_pod_spec
+from nodewright.scheduling.quantity import PODS
+from nodewright.state import podutil
+from nodewright.state.statenode import NodePods
+
+Object = Mapping[str, Any]
+_UNPARSABLE_REQUESTS: Mapping[str, int] = {PODS: 1000}
+
+
+def pod_key(pod: Object) -> str:
+    metadata = pod.get("metadata") or {}
+    return f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"
+
+
+@dataclass
+class _Parsed:
+    uid: str
+    spec: Mapping[str, Any]
+    labels: Mapping[str, Any]
+    owner: str | None
+    model: Pod | None
+    error: SpecError | None
+
+
+def _same_spec(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Equal apart from `nodeName` (binding a pod does not change how it is parsed)."""
+    keys = set(old) | set(new)
+    keys.discard("nodeName")
+    return all(old.get(key) == new.get(key) for key in keys)
+
+
+class PodStore:
+    def __init__(self) -> None:
+        self.objects: dict[str, Object] = {}
+        self.pending: dict[str, None] = {}
+        self.bindings: dict[str, str] = {}
+        self.by_node: dict[str, NodePods] = {}
+        self._parsed: dict[str, _Parsed] = {}
+
+    def node_pods(self, node_name: str) -> NodePods:
+        pods = self.by_node.get(node_name)
+        if pods is None:
+            pods = self.by_node[node_name] = NodePods()
+        return pods
+
+    def update(self, pod: Object) -> tuple[str | None, str | None]:
+        """Take a new version; returns (node it left, node it joined) when its binding
+        changed (None when it did not)."""
+        key = pod_key(pod)
+        self.objects[key] = pod
+        if podutil.is_provisionable(pod):
+            self.pending[key] = None
+        else:
+            self.pending.pop(key, None)
+        node = podutil.node_name(pod)
+        if podutil.is_terminal(pod) or not node:
+            return self._unbind(key), None
+        previous = self.bindings.get(key)
+        left = self._unbind(key) if previous is not None and previous != node else None
+        pods = self.node_pods(node)
+        joined = node if key not in pods.requests else None
+        pods.put(key, self.requests(key), podutil.is_owned_by_daemonset(pod))
+        self.bindings[key] = node
+        return left, joined
+
+    def delete(self, pod: Object) -> str | None:
+        """Forget a pod; returns the node it was bound to."""
+        key = pod_key(pod)
+        self.objects.pop(key, None)
+        self.pending.pop(key, None)
+        self._parsed.pop(key, None)
+        return self._unbind(key)
+
+    def _unbind(self, key: str) -> str | None:
+        node = self.bindings.pop(key, None)
+        if node is None:
+            return None
+        pods = self.by_node.get(node)
+        if pods is not None:
+            # The (possibly empty) entry stays: a StateNode may hold it.
+            pods.remove(key)
+        return node
+
+    # -- parsed models -------------------------------------------------------------------
+
+    def _parse(self, key: str) -> _Parsed:
+        pod = self.objects[key]
+        metadata = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        labels = metadata.get("labels") or {}
+        uid = str(metadata.get("uid") or "")
+        cached = self._parsed.get(key)
+        if (
+            cached is not None
+            and cached.uid == uid
+            and cached.labels == labels
+            and (cached.spec is spec or _same_spec(cached.spec, spec))
+        ):
+            cached.spec = spec
+            return cached
+        owner = podutil.controller_owner(pod)
+        namespace, name = key.split("/", 1)
+        try:
+            model = parse_pod_spec(namespace, name, dict(labels), spec, "spec", owner)
+            parsed = _Parsed(uid, spec, labels, owner, model, None)
+        except SpecError as error:
+            parsed = _Parsed(uid, spec, labels, owner, None, error)
+        self._parsed[key] = parsed
+        return parsed
+
+    def model(self, key: str) -> Pod:
+        """The solver's view of the pod (its `node_name` as the latest object says).
+        Raises SpecError (naming the field) when the pod cannot be read, KeyError when
+        the pod is unknown."""
+        parsed = self._parse(key)
+        if parsed.model is None:
+            assert parsed.error is not None
+            raise parsed.error
+        node = podutil.node_name(self.objects[key]) or None
+        if parsed.model.node_name != node:
+            parsed.model = replace(parsed.model, node_name=node)
+        return parsed.model
+
+    def requests(self, key: str) -> Mapping[str, int]:
+        parsed = self._parse(key)
+        return parsed.model.requests if parsed.model is not None else _UNPARSABLE_REQUESTS
+
+    def on_node(self, node_name: str) -> Iterator[Object]:
+        pods = self.by_node.get(node_name)
+        if pods is None:
+            return
+        for key in list(pods.requests):
+            pod = self.objects.get(key)
+            if pod is not None:
+                yield pod
