@@ -1,0 +1,460 @@
+"""`SimulatedEC2`: the CloudProvider of the simulator, an in-process EC2 on a Clock.
+
+Instances live through EC2's states on the clock: pending, running after `launch_delay`,
+then (with a ClusterAPI) their Node registers after `registration_delay`; terminating goes
+through shutting-down to terminated after `termination_delay`, after which a Node still
+left for the instance is deleted. `interrupt` injects what AWS does to instances (spot
+reclaims, scheduled retirements, stops, terminations, rebalance recommendations) and puts
+the matching EventBridge messages on `interruption_queue`. Everything random comes from
+the seed, nothing reads the wall clock.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.nodeclaim import NodeClaim
+from nodewright.cloud.aws import tags as tag_keys
+from nodewright.cloud.aws.node_identity import node_labels
+from nodewright.cloud.aws.offerings import Choice
+from nodewright.cloud.aws.unavailable import UnavailableOfferings
+from nodewright.cloud.provider import (
+    CloudProviderError,
+    Instance,
+    InsufficientCapacityError,
+    NodeClaimNotFoundError,
+    RepairPolicy,
+)
+from nodewright.cloud.sim import fleet
+from nodewright.cloud.sim.catalog import SimCatalog
+from nodewright.cloud.sim.identity import Identities
+from nodewright.cloud.sim.images import ImageCatalog
+from nodewright.cloud.sim.interruptions import InterruptionKind, SimulatedInterruptionQueue
+from nodewright.cloud.sim.kubelet import NodeAgent, retrying
+from nodewright.cloud.sim.ledger import Ledger, SimCounters
+from nodewright.cloud.sim.machines import (
+    PENDING,
+    RUNNING,
+    SHUTTING_DOWN,
+    STOPPED,
+    STOPPING,
+    TERMINATED,
+    UP_STATES,
+    NodeTemplate,
+    SimInstance,
+)
+from nodewright.cloud.sim.node import OS_IMAGES
+from nodewright.cloud.sim.settings import SimSettings
+from nodewright.cloud.sim.world import CapacityPool, CapacityRule, PriceOverride
+from nodewright.cluster.api import ClusterAPI
+from nodewright.runtime.clock import Clock
+from nodewright.scheduling import labels as well_known
+from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.quantity import parse_resources
+from nodewright.scheduling.requirements import RequirementError, Requirements
+
+log = logging.getLogger(__name__)
+
+ICE: Final = "InsufficientInstanceCapacity"
+DEFAULT_CLUSTER_NAME: Final = "nodewright-sim"
+
+
+@dataclass(frozen=True)
+class SimEvent:
+    """Something the simulated EC2 did, for the simulator's timeline."""
+
+    time: datetime
+    kind: str  # launched | running | registered | insufficient-capacity | shutting-down | ...
+    instance_id: str
+    message: str
+
+
+class SimulatedEC2:
+    name = "sim"
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        cluster: ClusterAPI | None = None,
+        cluster_name: str = DEFAULT_CLUSTER_NAME,
+        region: str = "us-east-1",
+        zones: Sequence[str] | None = None,
+        seed: int = 0,
+        settings: SimSettings | None = None,
+        capacity: Sequence[CapacityRule] = (),
+        prices: Sequence[PriceOverride] = (),
+    ) -> None:
+        self.clock = clock
+        self.cluster_name = cluster_name
+        self.settings = settings or SimSettings()
+        self.catalog = SimCatalog(region, zones, prices)
+        self.catalog.check(capacity, prices)
+        self.region = region
+        self.zones = self.catalog.zones
+        self.capacity = CapacityPool(capacity)
+        self.unavailable = UnavailableOfferings(lambda: clock.now().timestamp())
+        self.images = ImageCatalog()
+        self.interruption_queue = SimulatedInterruptionQueue(clock, region, seed)
+        self.counters = SimCounters()
+        self._rng = random.Random(f"{seed}/fleet")
+        self._identities = Identities(seed, region, self.zones)
+        self._agent = (
+            NodeAgent(cluster, clock, self.settings.kubernetes_version) if cluster else None
+        )
+        self._instances: dict[str, SimInstance] = {}
+        self._by_nodeclaim: dict[str, str] = {}
+        self._listeners: list[Callable[[SimEvent], None]] = []
+
+    # --- the CloudProvider protocol -----------------------------------------------------
+
+    def get_instance_types(self, node_class: EC2NodeClass) -> list[InstanceType]:
+        return self.catalog.instance_types(node_class, self.unavailable.entries())
+
+    def create(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> Instance:
+        self.counters.create_calls += 1
+        existing = self._live_for(nodeclaim.name)
+        if existing is not None:
+            return existing.view()
+        requirements, requests = _wants(nodeclaim)
+        choices = fleet.eligible(
+            self.get_instance_types(node_class), requirements, requests, self.zones
+        )
+        capacity_type = fleet.capacity_type(choices)
+        if capacity_type is None:
+            self.counters.insufficient_capacity += 1
+            raise InsufficientCapacityError(
+                f"nodeclaim {nodeclaim.name}: no available offering matches its requirements "
+                f"({requirements.describe() or 'none'}) and requests in zones "
+                f"{', '.join(self.zones)}",
+                call="ec2:CreateFleet",
+                resource=f"nodeclaim {nodeclaim.name}",
+                code="NoCompatibleOffering",
+            )
+        candidates = fleet.launch_order(
+            fleet.overrides(choices, capacity_type), self.capacity.remaining, self._rng
+        )
+        failed: list[str] = []
+        for choice in candidates:
+            it, offering = choice.instance_type, choice.offering
+            if self.capacity.take(it.name, offering.zone, capacity_type):
+                return self._launch(nodeclaim, node_class, choice).view()
+            self.counters.ice_errors += 1
+            self.unavailable.mark_unavailable(it.name, offering.zone, capacity_type, ICE)
+            failed.append(f"{it.name}/{offering.zone}")
+            self._emit("insufficient-capacity", "", f"{ICE}: {it.name} {capacity_type} in "
+                       f"{offering.zone}")
+        self.counters.insufficient_capacity += 1
+        summary = "; ".join(f"{name}: {ICE}" for name in failed[:10])
+        raise InsufficientCapacityError(
+            f"ec2:CreateFleet nodeclaim {nodeclaim.name}: InsufficientCapacity: no {capacity_type} "
+            f"capacity for {len(failed)} offering(s): {summary}",
+            call="ec2:CreateFleet",
+            resource=f"nodeclaim {nodeclaim.name}",
+            code="InsufficientCapacity",
+            cloud_message=summary,
+        )
+
+    def get(self, provider_id: str) -> Instance:
+        instance = self._instances.get(_instance_id(provider_id))
+        if instance is None or instance.state == TERMINATED:
+            raise NodeClaimNotFoundError(
+                f"ec2:DescribeInstances instance {_instance_id(provider_id)}: not found or "
+                "terminated",
+                call="ec2:DescribeInstances",
+                resource=f"instance {_instance_id(provider_id)}",
+                code="InvalidInstanceID.NotFound",
+            )
+        return instance.view()
+
+    def list(self) -> list[Instance]:
+        return [i.view() for i in self._instances.values() if i.state != TERMINATED]
+
+    def delete(self, provider_id: str) -> None:
+        instance = self._instances.get(_instance_id(provider_id))
+        if instance is not None:
+            self._terminate(instance, announce=False)
+
+    def drift_reason(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> str | None:
+        provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
+        if not provider_id:
+            return None
+        instance = self._instances.get(_instance_id(provider_id))
+        if instance is None or instance.state == TERMINATED:
+            return None
+        current = self.images.image_for(node_class, instance.architecture)
+        return "AMIDrift" if instance.image_id != current else None
+
+    def repair_policies(self) -> Sequence[RepairPolicy]:
+        from nodewright.cloud.aws.provider import REPAIR_POLICIES  # boto3: load on demand
+
+        return REPAIR_POLICIES
+
+    # --- simulation controls ------------------------------------------------------------
+
+    def set_image(self, alias_or_family: str, arch: str, ami_id: str) -> None:
+        """Publish a new AMI (see `ImageCatalog.set_image`); running instances keep theirs."""
+        self.images.set_image(alias_or_family, arch, ami_id)
+
+    def set_capacity(
+        self,
+        instance_type: str,
+        available: int,
+        zone: str | None = None,
+        capacity_type: str | None = None,
+    ) -> None:
+        """Add a capacity limit at run time (e.g. a pool that runs dry mid-scenario)."""
+        rule = CapacityRule(instance_type, available, zone, capacity_type)
+        self.catalog.check([rule], [])
+        self.capacity.add(rule)
+
+    def interrupt(self, instance_id_or_provider_id: str, kind: str) -> None:
+        """Do to the instance what AWS does for this kind of interruption, with its event."""
+        event_kind = InterruptionKind.parse(kind)
+        instance = self._instances.get(_instance_id(instance_id_or_provider_id))
+        if instance is None or instance.state in (SHUTTING_DOWN, TERMINATED):
+            raise NodeClaimNotFoundError(
+                f"interrupt: instance {instance_id_or_provider_id} does not exist or is "
+                "terminating",
+                resource=f"instance {instance_id_or_provider_id}",
+            )
+        if event_kind is InterruptionKind.SPOT and instance.capacity_type != "spot":
+            raise ValueError(
+                f"interrupt: instance {instance.instance_id} is {instance.capacity_type}; only "
+                "spot instances receive spot interruption warnings"
+            )
+        instance.interruptions.append(event_kind.value)
+        counts = self.counters.interruptions
+        counts[event_kind.value] = counts.get(event_kind.value, 0) + 1
+        queue = self.interruption_queue
+        self._emit(f"interrupt-{event_kind.value}", instance.instance_id,
+                   f"{event_kind.value} interruption of {instance.instance_id}")
+        if event_kind is InterruptionKind.SPOT:
+            queue.spot_interruption(instance.instance_id)
+            self.clock.call_later(self.settings.spot_notice, lambda: self._reclaim(instance))
+        elif event_kind is InterruptionKind.SCHEDULED:
+            queue.scheduled_change(instance.instance_id, self.clock.now())
+        elif event_kind is InterruptionKind.REBALANCE:
+            queue.rebalance_recommendation(instance.instance_id)
+        elif event_kind is InterruptionKind.STOP:
+            self._stop(instance)
+        else:
+            self._terminate(instance, announce=True)
+
+    def listen(self, listener: Callable[[SimEvent], None]) -> None:
+        """Call `listener` with every SimEvent (the simulator's timeline)."""
+        self._listeners.append(listener)
+
+    def ledger(self) -> Ledger:
+        """Every instance ever launched, with its price and times, for cost reports."""
+        return Ledger.of(self._instances.values())
+
+    def instance_ids(self) -> tuple[str, ...]:
+        """Every instance id ever launched, in launch order."""
+        return tuple(self._instances)
+
+    # --- the life of an instance --------------------------------------------------------
+
+    def _launch(
+        self, nodeclaim: NodeClaim, node_class: EC2NodeClass, choice: Choice
+    ) -> SimInstance:
+        it, offering = choice.instance_type, choice.offering
+        instance_id = self._identities.instance_id()
+        address = self._identities.private_ip(offering.zone)
+        nodepool = (nodeclaim.metadata.labels or {}).get(well_known.NODEPOOL, "")
+        labels = {
+            **it.labels,
+            well_known.ZONE: offering.zone,
+            well_known.CAPACITY_TYPE: offering.capacity_type,
+        }
+        if offering.zone_id:
+            labels[well_known.ZONE_ID] = offering.zone_id
+        instance = SimInstance(
+            instance_id=instance_id,
+            instance_type=it,
+            zone=offering.zone,
+            zone_id=offering.zone_id or "",
+            capacity_type=offering.capacity_type,
+            price=offering.price,
+            image_id=self.images.image_for(node_class, it.labels.get(well_known.ARCH, "amd64")),
+            private_ip=address,
+            subnet_id=self._identities.subnet_id(offering.zone),
+            nodeclaim=nodeclaim.name,
+            nodepool=nodepool,
+            node_class=node_class.name,
+            tags=self._tags(nodeclaim.name, nodepool, node_class),
+            labels=dict(sorted(labels.items())),
+            node=NodeTemplate(
+                labels=node_labels(
+                    nodeclaim.metadata.labels, nodeclaim.spec.requirements, nodepool or None
+                ),
+                taints=tuple(nodeclaim.spec.taints or ()),
+                startup_taints=tuple(nodeclaim.spec.startup_taints or ()),
+                os_image=OS_IMAGES.get(node_class.resolved_ami_family(), "Linux"),
+            ),
+            launched_at=self.clock.now(),
+            node_name=self._identities.hostname(address),
+        )
+        self._instances[instance_id] = instance
+        self._by_nodeclaim[nodeclaim.name] = instance_id
+        self.counters.launched += 1
+        self._emit("launched", instance_id, f"launched {it.name} {offering.capacity_type} in "
+                   f"{offering.zone} at ${offering.price:.4f}/h for nodeclaim {nodeclaim.name}")
+        self.clock.call_later(self.settings.launch_delay, lambda: self._run(instance))
+        return instance
+
+    def _run(self, instance: SimInstance) -> None:
+        if instance.state != PENDING:
+            return
+        instance.state = RUNNING
+        instance.running_at = self.clock.now()
+        self._emit("running", instance.instance_id, f"{instance.instance_id} is running")
+        self.clock.call_later(self.settings.registration_delay, lambda: self._join(instance))
+
+    def _join(self, instance: SimInstance) -> None:
+        agent = self._agent
+        if agent is None or instance.state != RUNNING:
+            return
+
+        def joined() -> bool:
+            if not agent.register(instance):
+                return False
+            instance.registered_at = self.clock.now()
+            self.counters.registered += 1
+            self._emit("registered", instance.instance_id,
+                       f"node {instance.node_name} registered for {instance.instance_id}")
+            delay = self.settings.startup_taint_delay
+            if instance.node.startup_taints and delay is not None:
+                self.clock.call_later(delay, lambda: self._agents_ready(instance))
+            return True
+
+        retrying(self.clock, joined, lambda: instance.state == RUNNING)
+
+    def _agents_ready(self, instance: SimInstance) -> None:
+        agent = self._agent
+        if agent is not None:
+            retrying(
+                self.clock,
+                lambda: agent.remove_startup_taints(instance),
+                lambda: instance.state == RUNNING,
+            )
+
+    def _reclaim(self, instance: SimInstance) -> None:
+        """The end of a spot notice: EC2 takes the instance back if it is still up."""
+        if instance.state in UP_STATES or instance.state in (STOPPING, STOPPED):
+            self._terminate(instance, announce=True)
+
+    def _stop(self, instance: SimInstance) -> None:
+        if instance.state not in UP_STATES:
+            return
+        instance.state = STOPPING
+        instance.stopping_at = self.clock.now()
+        self.interruption_queue.state_change(instance.instance_id, STOPPING)
+        self._emit(STOPPING, instance.instance_id, f"{instance.instance_id} is stopping")
+
+        def stopped() -> None:
+            if instance.state != STOPPING:
+                return
+            instance.state = STOPPED
+            self.interruption_queue.state_change(instance.instance_id, STOPPED)
+            self._emit(STOPPED, instance.instance_id, f"{instance.instance_id} stopped")
+
+        def silent() -> None:
+            agent = self._agent
+            if agent is not None and instance.state in (STOPPING, STOPPED):
+                retrying(
+                    self.clock,
+                    lambda: agent.mark_unknown(instance),
+                    lambda: instance.state in (STOPPING, STOPPED),
+                )
+
+        self.clock.call_later(self.settings.termination_delay, stopped)
+        self.clock.call_later(self.settings.node_monitor_grace, silent)
+
+    def _terminate(self, instance: SimInstance, *, announce: bool) -> None:
+        """TerminateInstances. `announce`: AWS did it, so a state-change event goes out."""
+        if instance.state in (SHUTTING_DOWN, TERMINATED):
+            return
+        instance.state = SHUTTING_DOWN
+        instance.shutting_down_at = self.clock.now()
+        if announce:
+            self.interruption_queue.state_change(instance.instance_id, SHUTTING_DOWN)
+        self._emit(SHUTTING_DOWN, instance.instance_id, f"{instance.instance_id} is shutting down")
+
+        def gone() -> None:
+            instance.state = TERMINATED
+            instance.terminated_at = self.clock.now()
+            self.counters.terminated += 1
+            self._identities.release(instance.zone, instance.private_ip)
+            if announce:
+                self.interruption_queue.state_change(instance.instance_id, TERMINATED)
+            self._emit(TERMINATED, instance.instance_id, f"{instance.instance_id} terminated")
+            if self._agent is not None:
+                self._agent.remove_node(instance)
+
+        self.clock.call_later(self.settings.termination_delay, gone)
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _live_for(self, nodeclaim: str) -> SimInstance | None:
+        instance_id = self._by_nodeclaim.get(nodeclaim)
+        instance = self._instances.get(instance_id) if instance_id else None
+        return instance if instance is not None and instance.state != TERMINATED else None
+
+    def _tags(self, nodeclaim: str, nodepool: str, node_class: EC2NodeClass) -> dict[str, str]:
+        return {
+            **(node_class.spec.tags or {}),
+            **tag_keys.ownership_tags(self.cluster_name),
+            tag_keys.NODEPOOL: nodepool,
+            tag_keys.NODECLAIM: nodeclaim,
+            tag_keys.NODECLASS: node_class.name,
+            tag_keys.NAME: f"{nodepool}/{nodeclaim}" if nodepool else nodeclaim,
+        }
+
+    def _emit(self, kind: str, instance_id: str, message: str) -> None:
+        log.debug("%s", message)
+        event = SimEvent(self.clock.now(), kind, instance_id, message)
+        for listener in self._listeners:
+            listener(event)
+
+
+def _instance_id(instance_id_or_provider_id: str) -> str:
+    """`i-...` from an id or a providerID aws:///<zone>/<id>."""
+    value = instance_id_or_provider_id
+    if value.startswith("aws:///"):
+        value = value.rsplit("/", 1)[-1]
+    if not value.startswith("i-"):
+        raise CloudProviderError(
+            f"{instance_id_or_provider_id!r} is neither an instance id (i-...) nor a providerID "
+            "of the form aws:///<zone>/<instance-id>",
+            resource=instance_id_or_provider_id,
+        )
+    return value
+
+
+def _wants(nodeclaim: NodeClaim) -> tuple[Requirements, dict[str, int]]:
+    """The NodeClaim's requirements and resource requests, or a CloudProviderError naming
+    the field that cannot be read."""
+    where = f"nodeclaim {nodeclaim.name}"
+    try:
+        requirements = Requirements.from_node_selector(
+            [r.to_manifest() for r in nodeclaim.spec.requirements]
+        )
+    except RequirementError as error:
+        raise CloudProviderError(
+            f"{where}: spec.requirements: {error}", resource=where
+        ) from error
+    raw = nodeclaim.spec.resources.requests if nodeclaim.spec.resources else None
+    try:
+        requests = parse_resources(raw or {})
+    except ValueError as error:
+        raise CloudProviderError(
+            f"{where}: spec.resources.requests.{error}", resource=where
+        ) from error
+    return requirements, requests
