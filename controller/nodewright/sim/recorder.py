@@ -1,0 +1,304 @@
+"""Turning what happens in the simulated cluster into the timeline and the fleet samples.
+
+The recorder is fed by four sources: every watch event (the driver's listeners), what
+the simulated EC2 does (its listeners), the disruption decisions (the decision log's
+subscribers) and the Events the controllers write (a watch of its own, read after each
+callback of the clock). It keeps only what the outputs need: one line per thing a user
+cares about, counters for `expect`, and a sample of the fleet whenever it changes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from nodewright.cloud.sim.ledger import Ledger
+from nodewright.cloud.sim.provider import SimEvent, SimulatedEC2
+from nodewright.cluster import objects
+from nodewright.cluster.api import ClusterAPI, WatchStream
+from nodewright.controllers.disruption.explanations import Decision
+from nodewright.runtime.reconciler import WatchEvent
+from nodewright.sim.durations import format_offset
+from nodewright.sim.timeline import DecisionRecord, Sample, TimelineEvent
+from nodewright.state.wellknown import (
+    CAPACITY_TYPE_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    ZONE_LABEL,
+)
+
+LAUNCHED = "Launched"
+INITIALIZED = "Initialized"
+REASON_BY_METHOD = {
+    "emptiness": "Empty",
+    "drift": "Drifted",
+    "multi-node consolidation": "Underutilized",
+    "single-node consolidation": "Underutilized",
+    "expiration": "Expired",
+    "interruption": "Interrupted",
+}
+# EC2 happenings worth a line of their own (launches show up as NodeClaims).
+_EC2_LINES = ("insufficient-capacity", "interrupt-spot", "interrupt-scheduled", "interrupt-stop",
+              "interrupt-terminate", "interrupt-rebalance", "stopped")
+_BILLING_EVENTS = ("running", "shutting-down", "stopping", "terminated")
+
+Line = Callable[[TimelineEvent], None]
+NominationLookup = Callable[[str], int | None]
+
+
+@dataclass
+class ClaimRecord:
+    name: str
+    nodepool: str
+    created: float
+    launched: float | None = None
+    initialized: float | None = None
+    deleting: float | None = None
+    instance_type: str = ""
+    capacity_type: str = ""
+    zone: str = ""
+    provider_id: str = ""
+
+
+class Recorder:
+    def __init__(
+        self,
+        start: datetime,
+        now: Callable[[], datetime],
+        ec2: SimulatedEC2,
+        cluster: ClusterAPI,
+        nominations: NominationLookup | None = None,
+    ) -> None:
+        self._start = start
+        self._now = now
+        self._ec2 = ec2
+        self._nominations = nominations
+        self.events: list[TimelineEvent] = []
+        self.samples: list[Sample] = []
+        self.decisions: list[DecisionRecord] = []
+        self.claims: dict[str, ClaimRecord] = {}
+        self.launched = 0
+        self.disrupted: dict[str, set[str]] = {}
+        self.evictions_by_node: Counter[str] = Counter()
+        self.last_change = start
+        self._listeners: list[Line] = []
+        self._nodes: dict[str, str] = {}  # managed, live node name -> instance type
+        self._pending: set[str] = set()
+        self._hourly_cost = 0.0
+        self._event_stream: WatchStream = cluster.watch(["Event"])
+        self._warnings: list[Mapping[str, Any]] = []
+
+    # -- output --------------------------------------------------------------------------
+
+    def listen(self, line: Line) -> None:
+        self._listeners.append(line)
+
+    def note(self, source: str, kind: str, message: str, **data: Any) -> TimelineEvent:
+        event = TimelineEvent(self.offset(), source, kind, message, data)
+        self.events.append(event)
+        for listener in self._listeners:
+            listener(event)
+        return event
+
+    def offset(self, when: datetime | None = None) -> float:
+        return ((when or self._now()) - self._start).total_seconds()
+
+    # -- counters for `expect` and the summary --------------------------------------------
+
+    def disruptions(self) -> dict[str, int]:
+        return {reason: len(nodes) for reason, nodes in sorted(self.disrupted.items())}
+
+    @property
+    def pending_pods(self) -> int:
+        return len(self._pending)
+
+    @property
+    def hourly_cost(self) -> float:
+        return self._hourly_cost
+
+    def ledger(self) -> Ledger:
+        return self._ec2.ledger()
+
+    # -- sources -------------------------------------------------------------------------
+
+    def on_watch(self, event: WatchEvent) -> None:
+        kind = event.kind
+        if kind == "NodeClaim":
+            self._on_nodeclaim(event)
+        elif kind == "Node":
+            self._on_node(event)
+        elif kind == "Pod":
+            self._on_pod(event)
+        if kind not in ("Event", "Lease"):
+            self.last_change = self._now()
+
+    def on_ec2(self, event: SimEvent) -> None:
+        if event.kind in _BILLING_EVENTS:
+            self._hourly_cost = self._ec2.ledger().hourly_cost(self._now())
+        if event.kind in _EC2_LINES or event.kind.startswith("interrupt-"):
+            self.note("ec2", f"ec2.{event.kind}", event.message, instance=event.instance_id)
+
+    def on_decision(self, decision: Decision) -> None:
+        reason = REASON_BY_METHOD.get(decision.method, "")
+        record = DecisionRecord(
+            at=self.offset(decision.time), node=decision.node, nodeclaim=decision.nodeclaim,
+            nodepool=decision.nodepool, method=decision.method, outcome=decision.outcome,
+            reason=reason, decision=decision.decision, message=decision.message,
+            cause=decision.cause, replacements=tuple(decision.replacements),
+            savings=decision.savings,
+        )
+        self.decisions.append(record)
+        if decision.outcome == "disrupted":
+            self.disrupted.setdefault(reason, set()).add(decision.node or decision.nodeclaim)
+            what = f" ({decision.decision})" if decision.decision else ""
+            self.note("disruption", "disruption.disrupted",
+                      f"{reason or decision.method}{what}: {decision.message}",
+                      node=decision.node, nodeclaim=decision.nodeclaim, reason=reason,
+                      method=decision.method, decision=decision.decision,
+                      replacements=list(decision.replacements))
+        elif decision.outcome == "rejected":
+            self.note("disruption", "disruption.rejected",
+                      f"{decision.method} rejected: {decision.message}",
+                      node=decision.node, method=decision.method)
+
+    def on_eviction(self, node_name: str) -> None:
+        self.evictions_by_node[node_name] += 1
+
+    def after_callback(self) -> None:
+        """Run after each clock callback: read new Events, sample the fleet."""
+        self._read_events()
+        self.sample()
+
+    def sample(self) -> None:
+        nodes = Counter(self._nodes.values())
+        sample = Sample(self.offset(), dict(sorted(nodes.items())), round(self._hourly_cost, 6),
+                        len(self._pending))
+        if self.samples:
+            last = self.samples[-1]
+            if (last.nodes, last.hourly_cost, last.pending_pods) == (
+                    sample.nodes, sample.hourly_cost, sample.pending_pods):
+                return
+            if last.at == sample.at:
+                self.samples[-1] = sample
+                return
+        self.samples.append(sample)
+
+    def close(self) -> None:
+        self._event_stream.close()
+
+    # -- NodeClaims ----------------------------------------------------------------------
+
+    def _on_nodeclaim(self, event: WatchEvent) -> None:
+        claim = event.object
+        name = objects.name(claim)
+        record = self.claims.get(name)
+        if record is None:
+            created = objects.creation_time(claim) or self._now()
+            record = ClaimRecord(name, objects.labels(claim).get(NODEPOOL_LABEL, ""),
+                                 self.offset(created))
+            self.claims[name] = record
+        if event.type == "DELETED":
+            self._claim_gone(record)
+            return
+        labels = objects.labels(claim)
+        record.instance_type = labels.get(INSTANCE_TYPE_LABEL, record.instance_type)
+        record.capacity_type = labels.get(CAPACITY_TYPE_LABEL, record.capacity_type)
+        record.zone = labels.get(ZONE_LABEL, record.zone)
+        record.provider_id = str((claim.get("status") or {}).get("providerID")
+                                 or record.provider_id)
+        if record.launched is None and objects.condition_is_true(claim, LAUNCHED):
+            record.launched = self.offset()
+            self.launched += 1
+            self._claim_launched(record)
+        if record.initialized is None and objects.condition_is_true(claim, INITIALIZED):
+            record.initialized = self.offset()
+            node = (claim.get("status") or {}).get("nodeName") or "?"
+            self.note("lifecycle", "nodeclaim.initialized",
+                      f"NodeClaim {name} initialized: node {node} is ready",
+                      nodeclaim=name, node=node)
+        if record.deleting is None and objects.is_deleting(claim):
+            record.deleting = self.offset()
+
+    def _claim_launched(self, record: ClaimRecord) -> None:
+        pods = self._nominations(record.name) if self._nominations else None
+        source = "provisioner" if pods is not None else "disruption"
+        purpose = f" for {pods} pod{'s' if pods != 1 else ''}" if pods is not None else \
+            " as a replacement"
+        self.note(
+            source, "nodeclaim.launched",
+            f"created NodeClaim {record.name} ({record.instance_type}, {record.capacity_type}, "
+            f"{record.zone}){purpose}",
+            nodeclaim=record.name, nodepool=record.nodepool, instanceType=record.instance_type,
+            capacityType=record.capacity_type, zone=record.zone, pods=pods,
+        )
+
+    def _claim_gone(self, record: ClaimRecord) -> None:
+        if record.launched is None:
+            self.note("lifecycle", "nodeclaim.deleted",
+                      f"NodeClaim {record.name} deleted before it launched",
+                      nodeclaim=record.name)
+            return
+        lived = self.offset() - record.launched
+        self.note(
+            "termination", "nodeclaim.terminated",
+            f"NodeClaim {record.name} terminated ({record.instance_type}, ran "
+            f"{format_offset(lived)})",
+            nodeclaim=record.name, instanceType=record.instance_type, ran=round(lived, 3),
+        )
+
+    # -- Nodes and Pods ------------------------------------------------------------------
+
+    def _on_node(self, event: WatchEvent) -> None:
+        node = event.object
+        name = objects.name(node)
+        labels = objects.labels(node)
+        counted = (event.type != "DELETED" and NODEPOOL_LABEL in labels
+                   and not objects.is_deleting(node))
+        if counted:
+            self._nodes[name] = labels.get(INSTANCE_TYPE_LABEL, "unknown")
+        else:
+            self._nodes.pop(name, None)
+
+    def _on_pod(self, event: WatchEvent) -> None:
+        pod = event.object
+        key = objects.key(pod)
+        status = pod.get("status") or {}
+        waiting = (
+            event.type != "DELETED"
+            and not (pod.get("spec") or {}).get("nodeName")
+            and not objects.is_deleting(pod)
+            and status.get("phase") not in ("Succeeded", "Failed")
+        )
+        if waiting:
+            self._pending.add(key)
+        else:
+            self._pending.discard(key)
+
+    # -- Events --------------------------------------------------------------------------
+
+    def _read_events(self) -> None:
+        warnings = [event.object for event in self._event_stream.poll()
+                    if event.type == "ADDED" and event.object.get("type") == "Warning"]
+        groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+        for body in warnings:
+            groups.setdefault((str(body.get("reason", "")), _general(body)), []).append(body)
+        for (reason, note), bodies in groups.items():
+            subject = _subject(bodies)
+            self.note("karpenter", f"event.{reason}", f"{reason} {subject}: {note}",
+                      reason=reason, count=len(bodies))
+
+
+def _general(body: Mapping[str, Any]) -> str:
+    return str(body.get("note", ""))
+
+
+def _subject(bodies: list[Mapping[str, Any]]) -> str:
+    regarding = bodies[0].get("regarding") or {}
+    kind = str(regarding.get("kind", ""))
+    if len(bodies) == 1:
+        where = f"{regarding.get('namespace')}/" if regarding.get("namespace") else ""
+        return f"{kind} {where}{regarding.get('name', '')}"
+    return f"({len(bodies)} {kind}s)"

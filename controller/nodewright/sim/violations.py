@@ -1,0 +1,235 @@
+"""The promises a run must keep, checked from outside the controllers.
+
+- no eviction breaks a PodDisruptionBudget: before each eviction the simulator counts the
+  budget's healthy pods itself (Kubernetes' arithmetic: percentages round up, expected
+  pods are the matching pods not being deleted);
+- no NodePool has more nodes disrupting than its disruption budget allows when the
+  disruption controller starts a command (Karpenter's count: initialized nodes, those
+  NotReady or marked for deletion are disrupting);
+- no instance outlives its NodeClaim by more than the garbage-collection interval;
+- no consolidation or drift drains a node before the replacements it launched are
+  initialized.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from nodewright.api.nodepool import NodePool
+from nodewright.cloud.sim.ledger import Ledger
+from nodewright.cluster import objects
+from nodewright.cluster.api import ClusterAPI, NotFoundError
+from nodewright.controllers.disruption.budgets import allowed_disruptions
+from nodewright.controllers.disruption.explanations import Decision
+from nodewright.scheduling.pods import SpecError, parse_label_selector
+from nodewright.sim.timeline import Violation
+from nodewright.state.wellknown import DISRUPTED_TAINT, NODEPOOL_LABEL, has_taint
+
+# Karpenter's instance garbage collection runs every 2 minutes and leaves instances younger
+# than 30 seconds alone (karpenter-provider-aws nodeclaim/garbagecollection).
+GC_INTERVAL = timedelta(minutes=2)
+GC_MIN_AGE = timedelta(seconds=30)
+BUDGETED_REASONS = ("Empty", "Underutilized", "Drifted")
+REPLACING_REASONS = ("Underutilized", "Drifted")
+INITIALIZED_LABEL = "karpenter.sh/initialized"
+_REASONS = {
+    "emptiness": "Empty",
+    "drift": "Drifted",
+    "multi-node consolidation": "Underutilized",
+    "single-node consolidation": "Underutilized",
+}
+
+
+@dataclass
+class _Command:
+    reason: str
+    replacements: tuple[str, ...]
+    checked: bool = False
+
+
+@dataclass
+class ViolationMonitor:
+    cluster: ClusterAPI
+    now: Callable[[], datetime]
+    start: datetime
+    found: list[Violation] = field(default_factory=list)
+    _pending_verdict: dict[str, str] = field(default_factory=dict)
+    _commands: dict[str, _Command] = field(default_factory=dict)  # candidate node -> command
+    _marked: set[str] = field(default_factory=set)
+    _leaks: set[str] = field(default_factory=set)
+
+    def _add(self, kind: str, message: str, when: datetime | None = None) -> None:
+        at = ((when or self.now()) - self.start).total_seconds()
+        self.found.append(Violation(at, kind, message))
+
+    # -- PodDisruptionBudgets ------------------------------------------------------------
+
+    def before_evict(self, name: str, namespace: str) -> None:
+        try:
+            pod = self.cluster.get("Pod", name, namespace)
+        except NotFoundError:
+            return
+        if not _healthy(pod):
+            return
+        pods = self.cluster.list("Pod", namespace)
+        for pdb in self.cluster.list("PodDisruptionBudget", namespace):
+            verdict = _budget_verdict(pdb, pod, pods)
+            if verdict is not None:
+                self._pending_verdict[f"{namespace}/{name}"] = verdict
+                return
+
+    def after_evict(self, name: str, namespace: str) -> None:
+        verdict = self._pending_verdict.pop(f"{namespace}/{name}", None)
+        if verdict is not None:
+            self._add("pdb", f"evicted pod {namespace}/{name} although {verdict}")
+
+    # -- disruption budgets and replacements ---------------------------------------------
+
+    def on_decision(self, decision: Decision) -> None:
+        reason = _REASONS.get(decision.method)
+        if reason is None:
+            return
+        if decision.outcome == "rejected":
+            self._marked.discard(decision.node)
+            self._commands.pop(decision.node, None)
+            return
+        if decision.outcome != "disrupted":
+            return
+        self._marked.add(decision.node)
+        if reason in REPLACING_REASONS and decision.replacements:
+            self._commands[decision.node] = _Command(reason, tuple(decision.replacements))
+        self._check_budget(decision.nodepool, reason, decision.node)
+
+    def _check_budget(self, pool_name: str, reason: str, node_name: str) -> None:
+        try:
+            pool = NodePool.model_validate(self.cluster.get("NodePool", pool_name))
+        except (NotFoundError, ValidationError):
+            return
+        nodes = self.cluster.list("Node", labels={NODEPOOL_LABEL: pool_name})
+        counted = [n for n in nodes if objects.labels(n).get(INITIALIZED_LABEL) == "true"]
+        disrupting = [
+            objects.name(n) for n in counted
+            if objects.name(n) in self._marked or objects.is_deleting(n)
+            or has_taint((n.get("spec") or {}).get("taints") or [], DISRUPTED_TAINT)
+            or not _ready(n)
+        ]
+        limit = allowed_disruptions(pool.spec.disruption.budgets, reason, len(counted),
+                                    self.now())
+        if len(disrupting) > limit.allowed:
+            self._add("budget", f"NodePool {pool_name}: {len(disrupting)} of {len(counted)} "
+                                f"nodes disrupting for {reason} ({', '.join(sorted(disrupting))})"
+                                f" when disrupting {node_name}, but {limit.describe()}")
+
+    def before_drain(self, node_name: str) -> None:
+        """A candidate node is about to lose a pod or its NodeClaim."""
+        command = self._commands.get(node_name)
+        if command is None or command.checked:
+            return
+        command.checked = True
+        waiting = [name for name in command.replacements if not self._initialized(name)]
+        if waiting:
+            self._add("drained-early", f"node {node_name} ({command.reason}) was drained "
+                                       f"before its replacement(s) {', '.join(waiting)} were "
+                                       "initialized")
+
+    def before_pod_eviction(self, name: str, namespace: str) -> None:
+        try:
+            pod = self.cluster.get("Pod", name, namespace)
+        except NotFoundError:
+            return
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if node_name:
+            self.before_drain(str(node_name))
+
+    def before_delete(self, kind: str, name: str, namespace: str) -> None:
+        if kind == "NodeClaim":
+            node = self._node_of_claim(name)
+            if node:
+                self.before_drain(node)
+
+    def node_gone(self, node_name: str) -> None:
+        self._marked.discard(node_name)
+        self._commands.pop(node_name, None)
+
+    def _initialized(self, nodeclaim: str) -> bool:
+        try:
+            claim = self.cluster.get("NodeClaim", nodeclaim)
+        except NotFoundError:
+            return False
+        return objects.condition_is_true(claim, "Initialized")
+
+    def _node_of_claim(self, nodeclaim: str) -> str:
+        try:
+            claim = self.cluster.get("NodeClaim", nodeclaim)
+        except NotFoundError:
+            return ""
+        return str((claim.get("status") or {}).get("nodeName") or "")
+
+    # -- leaked instances ----------------------------------------------------------------
+
+    def check_instances(self, ledger: Ledger, claims_gone: Mapping[str, datetime]) -> None:
+        """Instances whose NodeClaim is gone must stop within the GC interval."""
+        now = self.now()
+        for entry in ledger.entries:
+            gone = claims_gone.get(entry.nodeclaim)
+            if gone is None or entry.instance_id in self._leaks:
+                continue
+            since = max(gone, entry.launched_at + GC_MIN_AGE)
+            end = entry.billing_ended_at or now
+            if end - since > GC_INTERVAL:
+                self._leaks.add(entry.instance_id)
+                self._add("leaked-instance",
+                          f"instance {entry.instance_id} ({entry.instance_type}) ran "
+                          f"{int((end - since).total_seconds())}s after NodeClaim "
+                          f"{entry.nodeclaim} was gone (garbage collection runs every "
+                          f"{int(GC_INTERVAL.total_seconds())}s)", since + GC_INTERVAL)
+
+
+def _healthy(pod: Mapping[str, Any]) -> bool:
+    if objects.is_deleting(pod) or (pod.get("status") or {}).get("phase") != "Running":
+        return False
+    return objects.condition_is_true(pod, "Ready")
+
+
+def _ready(node: Mapping[str, Any]) -> bool:
+    return objects.condition_is_true(node, "Ready")
+
+
+def _budget_verdict(
+    pdb: Mapping[str, Any], pod: Mapping[str, Any], pods: list[dict[str, Any]]
+) -> str | None:
+    """Why evicting the (healthy) pod breaks this budget, or None when it may go."""
+    spec = pdb.get("spec") or {}
+    try:
+        selector = parse_label_selector(spec.get("selector") or {}, "spec.selector")
+    except SpecError:
+        return None
+    if not spec.get("selector") or not selector.matches(objects.labels(pod)):
+        return None
+    matching = [p for p in pods if selector.matches(objects.labels(p))
+                and not objects.is_deleting(p)
+                and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
+    expected = len(matching)
+    healthy = sum(1 for p in matching if _healthy(p))
+    if "minAvailable" in spec:
+        desired = _scaled(spec["minAvailable"], expected)
+    elif "maxUnavailable" in spec:
+        desired = expected - _scaled(spec["maxUnavailable"], expected)
+    else:
+        return None
+    if healthy - 1 >= desired:
+        return None
+    return (f"PodDisruptionBudget {objects.name(pdb)} needs {desired} healthy pods and had "
+            f"{healthy}")
+
+
+def _scaled(value: object, total: int) -> int:
+    if isinstance(value, str) and value.endswith("%"):
+        return math.ceil(int(value[:-1]) * total / 100)
+    return int(str(value))
