@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodewright.cloud.provider import InsufficientCapacityError
+from nodewright.cloud.provider import InsufficientCapacityError, NodeClassNotReadyError
 from nodewright.cloud.sim import CapacityRule, PriceOverride, SimulatedEC2, fleet
 from nodewright.runtime import VirtualClock
 from nodewright.scheduling.catalog import offline_catalog
@@ -253,3 +253,22 @@ def test_fleets_carry_the_sixty_cheapest_types_tried_cheapest_first(
     assert sorted(order, key=id) == sorted(overrides, key=id)
     prices = [c.offering.price for c in order]
     assert prices == sorted(prices)
+
+
+def test_a_node_class_that_is_not_ready_cannot_launch(ec2: SimulatedEC2) -> None:
+    broken = node_class()
+    broken = broken.model_validate(
+        {
+            **broken.to_manifest(),
+            "status": {
+                "conditions": [
+                    {"type": "Ready", "status": "False", "reason": "SubnetsNotFound",
+                     "message": "no subnets matched subnetSelectorTerms"}
+                ]
+            },
+        }
+    )
+
+    with pytest.raises(NodeClassNotReadyError, match="no subnets matched"):
+        ec2.create(nodeclaim(types=CHEAP_TYPES), broken)
+    assert ec2.counters.launched == 0

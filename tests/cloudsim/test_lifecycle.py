@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nodewright.cloud.provider import CloudProviderError, NodeClaimNotFoundError
+from nodewright.cloud.provider import CloudProvider, CloudProviderError, NodeClaimNotFoundError
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
 from nodewright.runtime import VirtualClock
 
@@ -116,3 +116,12 @@ def test_the_ledger_bills_running_time_with_a_one_minute_minimum(
     assert ec2.ledger().hourly_cost(now) == pytest.approx(0.096)
     assert ec2.ledger().instance_hours(now) == pytest.approx(1 + 30 / 3600)
     assert ec2.counters.launched == 2 and ec2.counters.terminated == 1
+
+
+def test_it_is_a_cloud_provider_with_the_aws_repair_policies(ec2: SimulatedEC2) -> None:
+    from nodewright.cloud.aws.provider import REPAIR_POLICIES
+
+    provider: CloudProvider = ec2
+
+    assert isinstance(provider, CloudProvider)
+    assert tuple(provider.repair_policies()) == REPAIR_POLICIES

@@ -16,10 +16,10 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-from nodewright.cloud.aws.offerings import Choice, capacity_type_for, launchable
+from nodewright.cloud.aws.offerings import Choice, capacity_type_for
 from nodewright.scheduling import allocatable, quantity
 from nodewright.scheduling import labels as well_known
-from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.catalog import InstanceType, Offering
 from nodewright.scheduling.requirements import Requirements
 
 MAX_INSTANCE_TYPES: Final = 60
@@ -45,19 +45,28 @@ def eligible(
     requirements: Requirements,
     requests: Mapping[str, int],
     zones: Sequence[str],
-    architectures: Sequence[str] = ("amd64", "arm64"),
 ) -> list[Choice]:
-    """Available offerings compatible with the requirements on types that fit the requests,
-    after Karpenter's exotic-type and dear-spot filters."""
-    choices = [
-        choice
-        for choice in launchable(catalog, requirements, zones, architectures)
-        if quantity.fits(requests, choice.instance_type.allocatable)
+    """Available offerings, in the given zones, compatible with the requirements, on types
+    that fit the requests; then Karpenter's exotic-type and dear-spot filters."""
+    types = [
+        it
+        for it in catalog
+        if _labels_compatible(requirements, it.labels)
+        and quantity.fits(requests, it.allocatable)
     ]
-    if not _has_min_values(requirements):
-        choices = _prefer_generic(choices)
-        choices = _drop_spot_dearer_than_on_demand(choices, requirements)
-    return choices
+    screen = not _has_min_values(requirements)
+    if screen:
+        types = [it for it in types if not _is_exotic(it)] or types
+    allowed_zones = set(zones)
+    choices = [
+        Choice(it, offering)
+        for it in types
+        for offering in it.offerings
+        if offering.available
+        and offering.zone in allowed_zones
+        and _labels_compatible(requirements, _offering_labels(offering))
+    ]
+    return _drop_spot_dearer_than_on_demand(choices, requirements) if screen else choices
 
 
 def capacity_type(choices: Sequence[Choice]) -> str | None:
@@ -119,9 +128,21 @@ def _is_exotic(instance_type: InstanceType) -> bool:
     return any(instance_type.capacity.get(name, 0) > 0 for name in EXOTIC_RESOURCES)
 
 
-def _prefer_generic(choices: list[Choice]) -> list[Choice]:
-    generic = [c for c in choices if not _is_exotic(c.instance_type)]
-    return generic or choices
+def _labels_compatible(requirements: Requirements, labels: Mapping[str, str]) -> bool:
+    """Requirements on keys these labels define must accept their value; other keys (the
+    NodePool's own labels) are not the instance's business."""
+    return all(
+        requirement.matches_label(labels[key])
+        for key, requirement in requirements.items()
+        if key in labels
+    )
+
+
+def _offering_labels(offering: Offering) -> dict[str, str]:
+    labels = {well_known.ZONE: offering.zone, well_known.CAPACITY_TYPE: offering.capacity_type}
+    if offering.zone_id:
+        labels[well_known.ZONE_ID] = offering.zone_id
+    return labels
 
 
 def _drop_spot_dearer_than_on_demand(

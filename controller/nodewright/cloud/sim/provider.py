@@ -29,6 +29,7 @@ from nodewright.cloud.provider import (
     Instance,
     InsufficientCapacityError,
     NodeClaimNotFoundError,
+    NodeClassNotReadyError,
     RepairPolicy,
 )
 from nodewright.cloud.sim import fleet
@@ -122,6 +123,7 @@ class SimulatedEC2:
         existing = self._live_for(nodeclaim.name)
         if existing is not None:
             return existing.view()
+        _check_ready(node_class)
         requirements, requests = _wants(nodeclaim)
         choices = fleet.eligible(
             self.get_instance_types(node_class), requirements, requests, self.zones
@@ -436,6 +438,20 @@ def _instance_id(instance_id_or_provider_id: str) -> str:
             resource=instance_id_or_provider_id,
         )
     return value
+
+
+def _check_ready(node_class: EC2NodeClass) -> None:
+    """A node class whose status says it is not Ready cannot launch (retryable). One
+    without a Ready condition is taken as ready: the simulation may run no controller
+    that resolves node classes."""
+    conditions = node_class.status.conditions if node_class.status else None
+    ready = next((c for c in conditions or [] if c.type == "Ready"), None)
+    if ready is not None and ready.status != "True":
+        raise NodeClassNotReadyError(
+            f"EC2NodeClass {node_class.name} is not ready (Ready={ready.status}): "
+            f"{ready.message or ready.reason or 'no reason given'}",
+            resource=f"ec2nodeclass {node_class.name}",
+        )
 
 
 def _wants(nodeclaim: NodeClaim) -> tuple[Requirements, dict[str, int]]:
