@@ -1,0 +1,140 @@
+"""Status conditions as Karpenter's objects carry them (operatorpkg's condition sets).
+
+A set has a root condition (Ready) that follows its dependents: True when all are True,
+False as soon as one is False, otherwise Unknown ("ReconcilingDependents"). Conditions
+a set knows start Unknown with reason AwaitingReconciliation; the list is kept sorted by
+type. `lastTransitionTime` moves only when a condition's status changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from nodewright.runtime.clock import format_time, parse_time
+
+Object = dict[str, Any]
+TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
+AWAITING = ("AwaitingReconciliation", "object is awaiting reconciliation")
+
+
+def get(obj: Mapping[str, Any], condition_type: str) -> Mapping[str, Any] | None:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == condition_type:
+            return condition  # type: ignore[no-any-return]
+    return None
+
+
+def is_true(obj: Mapping[str, Any], condition_type: str) -> bool:
+    condition = get(obj, condition_type)
+    return condition is not None and condition.get("status") == TRUE
+
+
+def status_of(obj: Mapping[str, Any], condition_type: str) -> str | None:
+    condition = get(obj, condition_type)
+    return None if condition is None else str(condition.get("status"))
+
+
+def transition_time(obj: Mapping[str, Any], condition_type: str) -> datetime | None:
+    condition = get(obj, condition_type)
+    if condition is None or not condition.get("lastTransitionTime"):
+        return None
+    return parse_time(str(condition["lastTransitionTime"]))
+
+
+class ConditionSet:
+    def __init__(self, root: str, dependents: Sequence[str]) -> None:
+        self.root = root
+        self.dependents = tuple(dependents)
+
+    def initialize(self, obj: Object, now: datetime) -> bool:
+        changed = False
+        for condition_type in (*self.dependents, self.root):
+            if get(obj, condition_type) is None:
+                changed |= self.set(obj, condition_type, UNKNOWN, now, *AWAITING)
+        return changed
+
+    def set(
+        self,
+        obj: Object,
+        condition_type: str,
+        status: str,
+        now: datetime,
+        reason: str | None = None,
+        message: str = "",
+    ) -> bool:
+        """Set one condition (recomputing the root); True when anything changed."""
+        changed = _put(obj, condition_type, status, now, reason or condition_type, message)
+        if changed and condition_type != self.root:
+            self._recompute_root(obj, now)
+        return changed
+
+    def set_true(self, obj: Object, condition_type: str, now: datetime,
+                 reason: str | None = None, message: str = "") -> bool:
+        return self.set(obj, condition_type, TRUE, now, reason, message)
+
+    def set_false(self, obj: Object, condition_type: str, now: datetime, reason: str,
+                  message: str = "") -> bool:
+        return self.set(obj, condition_type, FALSE, now, reason, message)
+
+    def set_unknown(self, obj: Object, condition_type: str, now: datetime, reason: str,
+                    message: str = "") -> bool:
+        return self.set(obj, condition_type, UNKNOWN, now, reason, message)
+
+    def _recompute_root(self, obj: Object, now: datetime) -> None:
+        unhealthy = [
+            condition
+            for condition_type in self.dependents
+            if (condition := get(obj, condition_type)) is not None
+            and condition.get("status") != TRUE
+        ]
+        if not unhealthy:
+            _put(obj, self.root, TRUE, now, self.root, "")
+            return
+        unhealthy.sort(key=lambda c: str(c.get("lastTransitionTime", "")), reverse=True)
+        status = FALSE if any(c.get("status") == FALSE for c in unhealthy) else UNKNOWN
+        reason = "UnhealthyDependents" if status == FALSE else "ReconcilingDependents"
+        message = ", ".join(f"{c.get('type')}={c.get('status')}" for c in unhealthy)
+        _put(obj, self.root, status, now, reason, message)
+
+
+def _put(obj: Object, condition_type: str, status: str, now: datetime, reason: str,
+         message: str) -> bool:
+    status_block = obj.get("status")
+    if not isinstance(status_block, dict):
+        status_block = obj["status"] = {}
+    items: list[dict[str, Any]] = list(status_block.get("conditions") or [])
+    generation = (obj.get("metadata") or {}).get("generation")
+    for index, item in enumerate(items):
+        if item.get("type") != condition_type:
+            continue
+        if (item.get("status"), item.get("reason"), item.get("message")) == (
+            status, reason, message
+        ) and (generation is None or item.get("observedGeneration") == generation):
+            return False
+        updated = dict(item, status=status, reason=reason, message=message)
+        if item.get("status") != status:
+            updated["lastTransitionTime"] = format_time(now)
+        if generation is not None:
+            updated["observedGeneration"] = generation
+        items[index] = updated
+        status_block["conditions"] = items
+        return True
+    entry: dict[str, Any] = {
+        "type": condition_type,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": format_time(now),
+    }
+    if generation is not None:
+        entry["observedGeneration"] = generation
+    items.append(entry)
+    items.sort(key=lambda c: str(c.get("type", "")))
+    status_block["conditions"] = items
+    return True
+
+
+NODECLAIM = ConditionSet("Ready", ("Launched", "Registered", "Initialized"))
+NODEPOOL = ConditionSet("Ready", ("ValidationSucceeded", "NodeClassReady"))

@@ -1,0 +1,130 @@
+"""Garbage collection between the cluster and the cloud.
+
+- `InstanceGarbageCollection` (the AWS provider's instance GC): an instance this cluster
+  owns that no NodeClaim claims by provider ID, launched more than 30 s ago, is
+  terminated, and a Node left for it is deleted. An instance launched for a NodeClaim that
+  still exists but has not recorded its provider ID yet (a controller that died between
+  the launch and the status write) is left for the lifecycle controller to adopt. Runs
+  every 10 s for its first 20 passes, then every 2 minutes.
+- `NodeClaimGarbageCollection` (Karpenter's nodeclaim.garbagecollection): a registered
+  NodeClaim whose instance the cloud no longer lists is deleted, unless its Node is still
+  Ready (then the kubelet is alive and the cloud's list is behind). Every 2 minutes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from nodewright import metrics
+from nodewright.cloud.provider import CloudProvider
+from nodewright.cluster.api import ClusterAPI, NotFoundError
+from nodewright.controllers import conditions
+from nodewright.runtime.clock import Clock
+from nodewright.runtime.reconciler import Result, Watch
+from nodewright.state import ClusterState
+
+log = logging.getLogger(__name__)
+
+INSTANCE_GRACE_SECONDS = 30.0
+FAST_PASSES = 20
+FAST_INTERVAL_SECONDS = 10.0
+SLOW_INTERVAL_SECONDS = 120.0
+NODECLAIM_INTERVAL_SECONDS = 120.0
+
+
+def _node_ready(node: Mapping[str, Any]) -> bool:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return False
+
+
+class InstanceGarbageCollection:
+    name = "instance.garbagecollection"
+    watches: Sequence[Watch] = ()
+
+    def __init__(self, cluster: ClusterAPI, cloud: CloudProvider, clock: Clock,
+                 state: ClusterState) -> None:
+        self.cluster = cluster
+        self.cloud = cloud
+        self.clock = clock
+        self.state = state
+        self.passes = 0
+        self.collected: list[str] = []
+
+    def reconcile(self, key: str) -> Result:
+        # The cloud is listed before the cluster: an instance launched in between is
+        # younger than the grace period, so it cannot be mistaken for an orphan.
+        instances = self.cloud.list()
+        claims = self.cluster.list("NodeClaim")
+        claimed = {str((c.get("status") or {}).get("providerID") or "") for c in claims}
+        unlaunched = {
+            str(c["metadata"]["name"]) for c in claims
+            if not (c.get("status") or {}).get("providerID")
+        }
+        now = self.clock.now()
+        for instance in instances:
+            if instance.provider_id in claimed or instance.state in ("shutting-down",
+                                                                     "terminated"):
+                continue
+            if instance.nodeclaim_name and instance.nodeclaim_name in unlaunched:
+                continue
+            if now - instance.launch_time <= timedelta(seconds=INSTANCE_GRACE_SECONDS):
+                continue
+            log.info("garbage collecting instance %s (no NodeClaim)", instance.provider_id)
+            self.cloud.delete(instance.provider_id)
+            self.collected.append(instance.provider_id)
+            for node_name in self.state.node_names_for_provider_id(instance.provider_id):
+                try:
+                    self.cluster.delete("Node", node_name)
+                except NotFoundError:
+                    continue
+        self.passes += 1
+        return Result(requeue_after=FAST_INTERVAL_SECONDS if self.passes <= FAST_PASSES
+                      else SLOW_INTERVAL_SECONDS)
+
+
+class NodeClaimGarbageCollection:
+    name = "nodeclaim.garbagecollection"
+    watches: Sequence[Watch] = ()
+
+    def __init__(self, cluster: ClusterAPI, cloud: CloudProvider, clock: Clock,
+                 state: ClusterState) -> None:
+        self.cluster = cluster
+        self.cloud = cloud
+        self.clock = clock
+        self.state = state
+        self.collected: list[str] = []
+
+    def reconcile(self, key: str) -> Result:
+        alive = {instance.provider_id for instance in self.cloud.list()
+                 if instance.state != "terminated"}
+        for claim in self.cluster.list("NodeClaim"):
+            metadata = claim.get("metadata") or {}
+            provider_id = str((claim.get("status") or {}).get("providerID") or "")
+            if (metadata.get("deletionTimestamp") or not provider_id or provider_id in alive
+                    or not conditions.is_true(claim, "Registered")):
+                continue
+            node_name = (claim.get("status") or {}).get("nodeName")
+            if node_name:
+                try:
+                    if _node_ready(self.cluster.get("Node", str(node_name))):
+                        continue
+                except NotFoundError:
+                    pass
+            name = str(metadata.get("name"))
+            log.info("garbage collecting nodeclaim %s: instance %s is gone", name, provider_id)
+            try:
+                self.cluster.delete("NodeClaim", name)
+            except NotFoundError:
+                continue
+            self.collected.append(name)
+            labels = metadata.get("labels") or {}
+            metrics.NODECLAIMS_DISRUPTED.labels(
+                reason="garbage_collected", nodepool=str(labels.get("karpenter.sh/nodepool", "")),
+                capacity_type=str(labels.get("karpenter.sh/capacity-type", "")),
+            ).inc()
+        return Result(requeue_after=NODECLAIM_INTERVAL_SECONDS)

@@ -1,0 +1,145 @@
+"""Launch: turn a NodeClaim into an instance through CloudProvider.create.
+
+On success the NodeClaim gets the instance's labels (instance type, zone, capacity type
+and the other well-known labels; its own labels win), providerID, imageID, capacity and
+allocatable, and Launched=True. Insufficient capacity (the cloud has already marked the
+offerings unavailable) and an unready node class delete the NodeClaim, so its pods are
+solved again against what is left; any other error leaves Launched=Unknown with the
+error as message and is retried with backoff (1 s doubling to 1 min), until the launch
+timeout deletes the NodeClaim. `create` is idempotent per NodeClaim, so a controller that
+died after launching and before writing status finds the same instance again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from nodewright import metrics
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.nodeclaim import NodeClaim
+from nodewright.cloud.provider import (
+    CloudProviderError,
+    Instance,
+    InsufficientCapacityError,
+    NodeClassNotReadyError,
+)
+from nodewright.cluster.api import NotFoundError
+from nodewright.cluster.events import Event
+from nodewright.controllers import conditions
+from nodewright.controllers.conditions import NODECLAIM
+from nodewright.controllers.nodeclaim.context import (
+    LifecycleContext,
+    Object,
+    labels_of,
+    name_of,
+    nodepool_of,
+)
+from nodewright.controllers.provisioning.problem import node_class_problem
+from nodewright.scheduling.quantity import format_resources
+from nodewright.state.objects import describe_validation_error
+
+log = logging.getLogger(__name__)
+
+LAUNCHED = "Launched"
+_MESSAGE_LIMIT = 300
+_BACKOFF_BASE = 1.0
+_BACKOFF_MAX = 60.0
+
+
+@dataclass
+class LaunchResult:
+    deleted: bool = False
+    requeue_after: float | None = None
+
+
+class Launch:
+    def __init__(self, context: LifecycleContext) -> None:
+        self.context = context
+        self._failures: dict[str, int] = {}
+
+    def reconcile(self, claim: Object) -> LaunchResult:
+        status = conditions.status_of(claim, LAUNCHED)
+        if status in (conditions.TRUE, conditions.FALSE):
+            self._failures.pop(name_of(claim), None)
+            return LaunchResult()
+        context = self.context
+        reference = ((claim.get("spec") or {}).get("nodeClassRef") or {}).get("name", "")
+        problem = node_class_problem(context.state, str(reference))
+        parsed = context.state.node_class_model(str(reference))
+        if problem is not None or parsed is None or parsed.model is None:
+            return self._give_up(claim, "NodeClassNotReady",
+                                 problem or f"EC2NodeClass {reference!r} is invalid")
+        try:
+            model = NodeClaim.model_validate(
+                {key: value for key, value in claim.items() if key != "status"}
+            )
+        except ValidationError as error:
+            return self._failed(claim, "InvalidNodeClaim", describe_validation_error(error))
+        try:
+            instance = context.cloud.create(model, parsed.model)
+        except InsufficientCapacityError as error:
+            return self._give_up(claim, "InsufficientCapacityError", str(error),
+                                 metric_reason="insufficient_capacity")
+        except NodeClassNotReadyError as error:
+            return self._give_up(claim, "NodeClassNotReady", str(error),
+                                 metric_reason="nodeclass_not_ready")
+        except CloudProviderError as error:
+            return self._failed(claim, "LaunchFailed", str(error))
+        self._failures.pop(name_of(claim), None)
+        self._populate(claim, instance, parsed.model)
+        log.info("launched nodeclaim %s: %s %s in %s (%s)", name_of(claim),
+                 instance.instance_type, instance.capacity_type, instance.zone,
+                 instance.provider_id)
+        return LaunchResult()
+
+    def _populate(self, claim: Object, instance: Instance, node_class: EC2NodeClass) -> None:
+        context = self.context
+        metadata = claim.setdefault("metadata", {})
+        metadata["labels"] = {**dict(instance.labels), **labels_of(claim)}
+        status = claim.setdefault("status", {})
+        status["providerID"] = instance.provider_id
+        if instance.image_id:
+            status["imageID"] = instance.image_id
+        found = context.instance_type(node_class, instance.instance_type)
+        if found is not None:
+            status["capacity"] = format_resources(found.capacity)
+            status["allocatable"] = format_resources(found.allocatable)
+        NODECLAIM.set_true(claim, LAUNCHED, context.clock.now())
+
+    def _failed(self, claim: Object, reason: str, message: str) -> LaunchResult:
+        name = name_of(claim)
+        attempts = self._failures.get(name, 0) + 1
+        self._failures[name] = attempts
+        log.warning("launching nodeclaim %s failed (%s): %s", name, reason, message)
+        NODECLAIM.set_unknown(claim, LAUNCHED, self.context.clock.now(), reason,
+                              _truncate(message))
+        return LaunchResult(requeue_after=min(_BACKOFF_BASE * 2 ** (attempts - 1), _BACKOFF_MAX))
+
+    def _give_up(self, claim: Object, reason: str, message: str,
+                 metric_reason: str = "nodeclass_not_ready") -> LaunchResult:
+        """Delete the NodeClaim: its pods go back to the provisioner."""
+        context = self.context
+        name = name_of(claim)
+        self._failures.pop(name, None)
+        context.recorder.publish(Event(
+            regarding=claim, type="Warning", reason=reason,
+            note=f"NodeClaim {name} event: {_truncate(message)}", action="Launch",
+            dedupe_values=(str((claim.get("metadata") or {}).get("uid") or name),),
+        ))
+        log.warning("deleting nodeclaim %s: %s", name, message)
+        with contextlib.suppress(NotFoundError):
+            context.cluster.delete("NodeClaim", name)
+        labels = labels_of(claim)
+        metrics.NODECLAIMS_DISRUPTED.labels(
+            reason=metric_reason, nodepool=nodepool_of(claim),
+            capacity_type=labels.get("karpenter.sh/capacity-type", ""),
+        ).inc()
+        return LaunchResult(deleted=True)
+
+
+def _truncate(message: str) -> str:
+    return message if len(message) < _MESSAGE_LIMIT else message[:_MESSAGE_LIMIT] + "..."

@@ -1,0 +1,117 @@
+"""The NodeClaim lifecycle controller (Karpenter's nodeclaim.lifecycle).
+
+Keyed by NodeClaim name; Node events are mapped to the NodeClaim with the Node's
+provider ID. A live NodeClaim gets the karpenter.sh/termination finalizer before anything
+is launched for it (so nothing launched can leak), then each reconcile runs launch,
+registration, initialization and liveness and writes what changed (labels, then status
+with the Launched/Registered/Initialized conditions and the Ready condition that follows
+them). A deleted NodeClaim is finalized (see `finalize`).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+
+from nodewright.cloud.provider import CloudProvider
+from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.cluster.events import EventRecorder
+from nodewright.controllers.conditions import NODECLAIM
+from nodewright.controllers.nodeclaim.context import (
+    CONFLICT_RETRY_SECONDS,
+    LifecycleContext,
+    Object,
+)
+from nodewright.controllers.nodeclaim.finalize import Finalizer
+from nodewright.controllers.nodeclaim.initialization import Initialization
+from nodewright.controllers.nodeclaim.launch import Launch
+from nodewright.controllers.nodeclaim.liveness import (
+    LAUNCH_TIMEOUT_SECONDS,
+    REGISTRATION_TIMEOUT_SECONDS,
+    Liveness,
+)
+from nodewright.controllers.nodeclaim.registration import Registration
+from nodewright.controllers.patching import patch_object, write
+from nodewright.runtime.clock import Clock
+from nodewright.runtime.reconciler import Result, Watch, WatchEvent
+from nodewright.state import ClusterState
+from nodewright.state.wellknown import TERMINATION_FINALIZER
+
+
+class NodeClaimLifecycle:
+    name = "nodeclaim.lifecycle"
+
+    def __init__(
+        self,
+        cluster: ClusterAPI,
+        cloud: CloudProvider,
+        clock: Clock,
+        state: ClusterState,
+        recorder: EventRecorder,
+        *,
+        launch_timeout: float = LAUNCH_TIMEOUT_SECONDS,
+        registration_timeout: float = REGISTRATION_TIMEOUT_SECONDS,
+    ) -> None:
+        self.context = LifecycleContext(cluster, cloud, clock, state, recorder)
+        self.launch = Launch(self.context)
+        self.registration = Registration(self.context)
+        self.initialization = Initialization(self.context)
+        self.liveness = Liveness(self.context, launch_timeout, registration_timeout)
+        self.finalizer = Finalizer(self.context)
+        self._watches = (Watch("NodeClaim"), Watch("Node", keys=self._nodeclaims_of_node))
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return self._watches
+
+    def _nodeclaims_of_node(self, event: WatchEvent) -> Iterable[str]:
+        provider_id = (event.object.get("spec") or {}).get("providerID")
+        if not provider_id:
+            return ()
+        return self.context.state.nodeclaim_names_for_provider_id(str(provider_id))
+
+    def reconcile(self, key: str) -> Result:
+        cluster = self.context.cluster
+        try:
+            claim = cluster.get("NodeClaim", key)
+        except NotFoundError:
+            return Result()
+        metadata = claim.get("metadata") or {}
+        if metadata.get("deletionTimestamp"):
+            return Result(requeue_after=self.finalizer.reconcile(claim))
+        if TERMINATION_FINALIZER not in (metadata.get("finalizers") or []):
+            with_finalizer = copy.deepcopy(claim)
+            with_finalizer["metadata"]["finalizers"] = [
+                *(metadata.get("finalizers") or []), TERMINATION_FINALIZER
+            ]
+            try:
+                written = patch_object(cluster, claim, with_finalizer)
+            except ConflictError:
+                return Result(requeue_after=CONFLICT_RETRY_SECONDS)
+            except NotFoundError:
+                return Result()
+            claim = dict(written) if written is not None else with_finalizer
+        return self._advance(claim)
+
+    def _advance(self, claim: Object) -> Result:
+        after = copy.deepcopy(claim)
+        NODECLAIM.initialize(after, self.context.clock.now())
+        launched = self.launch.reconcile(after)
+        if launched.deleted:
+            return Result()
+        waits = [
+            launched.requeue_after,
+            self.registration.reconcile(after),
+            self.initialization.reconcile(after),
+        ]
+        deleted, wait = self.liveness.reconcile(after)
+        waits.append(wait)
+        if not deleted:
+            try:
+                write(self.context.cluster, claim, after)
+            except ConflictError:
+                return Result(requeue_after=CONFLICT_RETRY_SECONDS)
+            except NotFoundError:
+                return Result()
+        due = [w for w in waits if w is not None]
+        return Result(requeue_after=min(due)) if due else Result()

@@ -1,0 +1,142 @@
+"""Registration: the Node of a launched NodeClaim joined the cluster (matched by provider
+ID). The Node gets the NodeClaim's labels, annotations and taints (startup taints too,
+unless it is labelled karpenter.sh/do-not-sync-taints), an owner reference to the
+NodeClaim and the karpenter.sh/termination finalizer; then the
+karpenter.sh/unregistered:NoExecute taint comes off and karpenter.sh/registered=true goes
+on. The NodeClaim records Registered=True and its node's name."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from nodewright import metrics
+from nodewright.cluster.api import ConflictError, NotFoundError
+from nodewright.cluster.events import Event
+from nodewright.controllers import conditions
+from nodewright.controllers.conditions import NODECLAIM
+from nodewright.controllers.nodeclaim.context import (
+    CONFLICT_RETRY_SECONDS,
+    LifecycleContext,
+    Object,
+    labels_of,
+    name_of,
+    nodepool_of,
+    provider_id_of,
+)
+from nodewright.controllers.patching import patch_object
+from nodewright.state.wellknown import (
+    DO_NOT_SYNC_TAINTS_LABEL,
+    REGISTERED_LABEL,
+    TERMINATION_FINALIZER,
+    UNREGISTERED_TAINT,
+    matches,
+    taint_of,
+)
+
+log = logging.getLogger(__name__)
+
+REGISTERED = "Registered"
+
+
+def find_node(context: LifecycleContext, claim: Mapping[str, Any]) -> Object | None:
+    """The Node with the NodeClaim's provider ID (a fresh copy), or None."""
+    provider_id = provider_id_of(claim)
+    if not provider_id:
+        return None
+    for node_name in context.state.node_names_for_provider_id(provider_id):
+        try:
+            return context.cluster.get("Node", node_name)
+        except NotFoundError:
+            continue
+    return None
+
+
+def merge_taints(current: list[Mapping[str, Any]], wanted: list[Mapping[str, Any]]
+                 ) -> list[Mapping[str, Any]]:
+    """Kubernetes' Taints.Merge: add the wanted taints the node lacks (key and effect)."""
+    merged = list(current)
+    for taint in wanted:
+        if not any(matches(taint_of(have), taint_of(taint)) for have in merged):
+            merged.append(dict(taint))
+    return merged
+
+
+def sync_node(claim: Mapping[str, Any], node: Object) -> None:
+    metadata = node.setdefault("metadata", {})
+    finalizers = list(metadata.get("finalizers") or [])
+    if TERMINATION_FINALIZER not in finalizers:
+        metadata["finalizers"] = [*finalizers, TERMINATION_FINALIZER]
+    claim_meta = claim.get("metadata") or {}
+    owner = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "name": claim_meta.get("name"),
+        "uid": claim_meta.get("uid"),
+        "blockOwnerDeletion": True,
+    }
+    references = [
+        ref for ref in metadata.get("ownerReferences") or []
+        if not (ref.get("kind") == "NodeClaim" and ref.get("apiVersion") == "karpenter.sh/v1")
+    ]
+    metadata["ownerReferences"] = [*references, owner]
+    labels = metadata.get("labels") or {}
+    if labels.get(DO_NOT_SYNC_TAINTS_LABEL) != "true":
+        spec = node.setdefault("spec", {})
+        claim_spec = claim.get("spec") or {}
+        taints = merge_taints(list(spec.get("taints") or []), list(claim_spec.get("taints") or []))
+        taints = merge_taints(taints, list(claim_spec.get("startupTaints") or []))
+        spec["taints"] = taints
+    metadata["annotations"] = {
+        **(metadata.get("annotations") or {}), **(claim_meta.get("annotations") or {})
+    }
+    metadata["labels"] = {**labels, **labels_of(claim)}
+
+
+class Registration:
+    def __init__(self, context: LifecycleContext) -> None:
+        self.context = context
+
+    def reconcile(self, claim: Object) -> float | None:
+        if conditions.status_of(claim, REGISTERED) in (conditions.TRUE, conditions.FALSE):
+            return None
+        now = self.context.clock.now()
+        node = find_node(self.context, claim)
+        if node is None:
+            NODECLAIM.set_unknown(claim, REGISTERED, now, "NodeNotFound",
+                                  "Node not registered with cluster")
+            return None
+        node_labels = labels_of(node)
+        spec_taints = (node.get("spec") or {}).get("taints") or []
+        has_unregistered = any(matches(taint_of(t), UNREGISTERED_TAINT) for t in spec_taints)
+        if REGISTERED_LABEL not in node_labels and not has_unregistered:
+            self.context.recorder.publish(Event(
+                regarding=claim, type="Warning", reason="UnregisteredTaintMissing",
+                note=f"Missing {UNREGISTERED_TAINT.key} taint which prevents registration "
+                     "related race conditions on Karpenter-managed nodes",
+                action="Register", dedupe_values=(name_of(claim),),
+            ))
+        before = node
+        after: Object = {**node, "metadata": dict(node.get("metadata") or {}),
+                         "spec": dict(node.get("spec") or {})}
+        sync_node(claim, after)
+        after["spec"]["taints"] = [
+            t for t in after["spec"].get("taints") or []
+            if not matches(taint_of(t), UNREGISTERED_TAINT)
+        ]
+        after["metadata"]["labels"] = {**after["metadata"]["labels"], REGISTERED_LABEL: "true"}
+        try:
+            patch_object(self.context.cluster, before, after)
+        except ConflictError:
+            return CONFLICT_RETRY_SECONDS
+        except NotFoundError:
+            return None
+        NODECLAIM.set_true(claim, REGISTERED, now)
+        claim.setdefault("status", {})["nodeName"] = name_of(node)
+        metrics.NODES_CREATED.labels(
+            nodepool=nodepool_of(claim),
+            zone=labels_of(claim).get("topology.kubernetes.io/zone", ""),
+        ).inc()
+        log.info("registered nodeclaim %s as node %s", name_of(claim), name_of(node))
+        return None

@@ -1,0 +1,170 @@
+"""NodeClaim objects for the NodeClaims the solver plans (Karpenter's NodeClaimTemplate
+ToNodeClaim).
+
+A NodeClaim is named `<nodepool>-<suffix>` by the API server, owned by its NodePool, and
+carries the template's labels and annotations, `karpenter.sh/nodepool`, the node class
+label, the NodePool hash annotations (drift compares them), the template's taints,
+startup taints, expireAfter, terminationGracePeriod and nodeClassRef, its requirements
+narrowed to the instance types that fit (cheapest first, at most 600) and to the
+capacity types those offer, and resource requests (its pods plus DaemonSet overhead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nodewright.api.labels import restricted_label_problem
+from nodewright.controllers.disruption.hashes import nodeclaim_hash_annotations
+from nodewright.controllers.provisioning.problem import PoolContext, without_hostname
+from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.pods import Pod
+from nodewright.scheduling.quantity import Resources, format_resources
+from nodewright.scheduling.requirements import (
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+    LABEL_ZONE,
+    Requirement,
+    Requirements,
+    is_well_known,
+)
+from nodewright.scheduling.targets import PlannedNodeClaim
+from nodewright.state.wellknown import NODECLASS_LABEL, NODEPOOL_LABEL
+
+MAX_INSTANCE_TYPES = 600
+
+
+def requirement_entries(requirement: Requirement) -> list[dict[str, Any]]:
+    """A requirement as NodeSelectorRequirementWithMinValues entries (bounds become
+    separate Gt/Lt entries, as a node selector writes them)."""
+    entries: list[dict[str, Any]] = []
+    key = requirement.key
+    if not requirement.complement:
+        if requirement.values:
+            entries.append({"key": key, "operator": "In", "values": sorted(requirement.values)})
+        else:
+            entries.append({"key": key, "operator": "DoesNotExist"})
+    else:
+        if requirement.values:
+            entries.append({"key": key, "operator": "NotIn",
+                            "values": sorted(requirement.values)})
+        if requirement.greater_than is not None:
+            entries.append({"key": key, "operator": "Gt",
+                            "values": [str(requirement.greater_than)]})
+        if requirement.less_than is not None:
+            entries.append({"key": key, "operator": "Lt", "values": [str(requirement.less_than)]})
+        if not entries:
+            entries.append({"key": key, "operator": "Exists"})
+    if requirement.min_values is not None:
+        entries[0]["minValues"] = requirement.min_values
+    return entries
+
+
+def render_requirements(requirements: Requirements) -> list[dict[str, Any]]:
+    rendered: list[dict[str, Any]] = []
+    for key in sorted(requirements):
+        rendered.extend(requirement_entries(requirements[key]))
+    return rendered
+
+
+def _capacity_types(types: Sequence[InstanceType], requirements: Requirements) -> list[str]:
+    zone = requirements.get(LABEL_ZONE)
+    capacity = requirements.get(LABEL_CAPACITY_TYPE)
+    found = {
+        offering.capacity_type
+        for instance_type in types
+        for offering in instance_type.offerings
+        if offering.available
+        and (zone is None or zone.has(offering.zone))
+        and (capacity is None or capacity.has(offering.capacity_type))
+    }
+    return sorted(found)
+
+
+def _custom_labels(requirements: Requirements) -> dict[str, str]:
+    """Labels with one possible value that are neither well-known nor restricted (a
+    requirement such as `team In [a]` becomes the label `team: a`)."""
+    labels = {}
+    for key, requirement in requirements.items():
+        if is_well_known(key) or restricted_label_problem(key) is not None:
+            continue
+        if not requirement.complement and len(requirement.values) == 1:
+            labels[key] = next(iter(requirement.values))
+    return labels
+
+
+def claim_requests(
+    planned: PlannedNodeClaim, pods: Mapping[str, Pod], overhead: Resources
+) -> Resources:
+    total = dict(overhead)
+    for key in planned.pods:
+        pod = pods.get(key)
+        if pod is None:
+            continue
+        for name, amount in pod.requests.items():
+            total[name] = total.get(name, 0) + amount
+    return total
+
+
+def claim_capacity(planned: PlannedNodeClaim, pool: PoolContext) -> Resources:
+    """The most the NodeClaim may hold once launched: per resource, the largest capacity
+    among its instance types (what its NodePool's limits must have room for)."""
+    capacity: Resources = {}
+    for name, _ in planned.instance_types[:MAX_INSTANCE_TYPES]:
+        instance_type = pool.instance_types.get(name)
+        if instance_type is None:
+            continue
+        for resource, amount in instance_type.capacity.items():
+            capacity[resource] = max(capacity.get(resource, 0), amount)
+    return capacity
+
+
+def nodeclaim_manifest(
+    planned: PlannedNodeClaim, pool: PoolContext, pods: Mapping[str, Pod]
+) -> dict[str, Any]:
+    template = pool.model.spec.template
+    node_class_ref = template.spec.node_class_ref
+    type_names = [name for name, _ in planned.instance_types[:MAX_INSTANCE_TYPES]]
+    requirements = without_hostname(planned.requirements)
+    labels: dict[str, str] = dict((template.metadata.labels if template.metadata else None) or {})
+    labels[NODEPOOL_LABEL] = pool.name
+    labels[NODECLASS_LABEL] = node_class_ref.name
+    requirements.add(Requirement.single(NODECLASS_LABEL, node_class_ref.name))
+    requirements.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(type_names)))
+    chosen = [pool.instance_types[name] for name in type_names if name in pool.instance_types]
+    capacity_types = _capacity_types(chosen, requirements)
+    if capacity_types:
+        requirements.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset(capacity_types)))
+    labels = {**_custom_labels(requirements), **labels}
+    annotations = dict((template.metadata.annotations if template.metadata else None) or {})
+    annotations.update(nodeclaim_hash_annotations(pool.model, pool.node_class))
+    spec_model = template.spec.to_manifest()
+    spec: dict[str, Any] = {
+        "nodeClassRef": spec_model["nodeClassRef"],
+        "requirements": render_requirements(requirements),
+        "resources": {
+            "requests": format_resources(claim_requests(planned, pods, pool.daemon_overhead))
+        },
+    }
+    for field in ("taints", "startupTaints", "expireAfter", "terminationGracePeriod"):
+        if spec_model.get(field) not in (None, []):
+            spec[field] = spec_model[field]
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "generateName": f"{pool.name}-",
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": "karpenter.sh/v1",
+                    "kind": "NodePool",
+                    "name": pool.name,
+                    "uid": pool.uid,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": spec,
+    }

@@ -1,0 +1,199 @@
+"""The scheduling problem the cluster state describes (what the provisioner solves, and what
+the disruption controller simulates with some machines taken away).
+
+Machines: the state's active nodes (launched NodeClaims included, before their Node
+registers) as the solver's `ExistingNode`s, with the non-terminal pods bound to them.
+NodePools: every NodePool that is not being deleted, validates, and whose EC2NodeClass
+exists and is not reported unready, with the instance types the cloud offers for that
+node class now (offerings out of capacity are marked unavailable by the cloud). Limits
+count every machine of the pool not marked for deletion: those in the problem through
+the solver, the others through the template's `usage`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.nodepool import NodePool
+from nodewright.cloud.provider import CloudProvider, CloudProviderError
+from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.nodepools import NodePoolTemplate, nodepool_template
+from nodewright.scheduling.pods import DaemonSet, ExistingNode, Pod, untolerated
+from nodewright.scheduling.quantity import Resources
+from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.solver import SchedulingProblem
+from nodewright.state import ClusterState, StateNode
+
+NODE_CLASS_GROUP = "karpenter.k8s.aws"
+NODE_CLASS_KIND = "EC2NodeClass"
+
+
+@dataclass(frozen=True)
+class PoolContext:
+    """One NodePool taking part in a solve, with what NodeClaim creation needs."""
+
+    name: str
+    uid: str
+    model: NodePool
+    node_class: EC2NodeClass
+    template: NodePoolTemplate
+    instance_types: Mapping[str, InstanceType]
+    daemon_overhead: Resources
+
+
+@dataclass(frozen=True)
+class StateProblem:
+    """A `SchedulingProblem` built from the state, and how to map its answer back."""
+
+    problem: SchedulingProblem
+    pools: Mapping[str, PoolContext]
+    # NodePools left out, with the reason (not ready, invalid, no instance types, ...).
+    skipped_pools: Mapping[str, str]
+    # The problem's node names -> the state's machines.
+    nodes: Mapping[str, StateNode] = field(default_factory=dict)
+
+
+def ready_pools(
+    state: ClusterState, cloud: CloudProvider, only: Iterable[str] | None = None
+) -> tuple[dict[str, tuple[NodePool, EC2NodeClass, list[InstanceType], str]], dict[str, str]]:
+    """NodePools that can launch now: (model, node class, instance types, uid) by name,
+    and why the others cannot."""
+    wanted = set(only) if only is not None else None
+    ready: dict[str, tuple[NodePool, EC2NodeClass, list[InstanceType], str]] = {}
+    skipped: dict[str, str] = {}
+    for raw in sorted(state.nodepools(), key=lambda obj: obj["metadata"]["name"]):
+        metadata = raw.get("metadata") or {}
+        name = str(metadata.get("name"))
+        if wanted is not None and name not in wanted:
+            continue
+        if metadata.get("deletionTimestamp"):
+            skipped[name] = "NodePool is being deleted"
+            continue
+        parsed = state.nodepool_model(name)
+        if parsed is None or parsed.model is None:
+            skipped[name] = f"NodePool is invalid: {parsed.problem if parsed else 'unknown'}"
+            continue
+        model = parsed.model
+        reference = model.spec.template.spec.node_class_ref
+        if reference.group != NODE_CLASS_GROUP or reference.kind != NODE_CLASS_KIND:
+            skipped[name] = f"nodeClassRef {reference.group}/{reference.kind} is not supported"
+            continue
+        why = node_class_problem(state, reference.name)
+        node_class = state.node_class_model(reference.name)
+        if why is not None or node_class is None or node_class.model is None:
+            skipped[name] = why or f"EC2NodeClass {reference.name!r} is invalid"
+            continue
+        try:
+            instance_types = list(cloud.get_instance_types(node_class.model))
+        except CloudProviderError as error:
+            skipped[name] = f"instance types of EC2NodeClass {reference.name!r}: {error}"
+            continue
+        if not instance_types:
+            skipped[name] = f"EC2NodeClass {reference.name!r} offers no instance types"
+            continue
+        ready[name] = (model, node_class.model, instance_types, str(metadata.get("uid") or ""))
+    return ready, skipped
+
+
+def node_class_problem(state: ClusterState, name: str) -> str | None:
+    """Why an EC2NodeClass cannot back NodeClaims now, or None."""
+    raw = state.node_class(name)
+    if raw is None:
+        return f"EC2NodeClass {name!r} not found"
+    if (raw.get("metadata") or {}).get("deletionTimestamp"):
+        return f"EC2NodeClass {name!r} is being deleted"
+    parsed = state.node_class_model(name)
+    if parsed is None or parsed.model is None:
+        return f"EC2NodeClass {name!r} is invalid: {parsed.problem if parsed else 'unknown'}"
+    for condition in (raw.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready" and condition.get("status") == "False":
+            return f"EC2NodeClass {name!r} is not ready: {condition.get('message') or ''}".strip()
+    return None
+
+
+def daemon_overhead(template: NodePoolTemplate, daemonsets: Sequence[DaemonSet]) -> Resources:
+    """Requests of the DaemonSets that would run on this pool's nodes (as the solver
+    counts them: their node requirements fit the pool and they tolerate its taints)."""
+    hard_taints = tuple(t for t in template.taints if t.effect != "PreferNoSchedule")
+    total: Resources = {}
+    for daemonset in daemonsets:
+        if untolerated(hard_taints, daemonset.pod.tolerations) is not None:
+            continue
+        if template.requirements.conflict(daemonset.pod.strict_node_requirements()) is not None:
+            continue
+        for name, amount in daemonset.pod.requests.items():
+            total[name] = total.get(name, 0) + amount
+    return total
+
+
+def scheduling_problem(
+    state: ClusterState,
+    cloud: CloudProvider,
+    pods: Sequence[Pod],
+    *,
+    nodes: Iterable[StateNode] | None = None,
+    nodepools: Iterable[str] | None = None,
+) -> StateProblem:
+    """The problem of placing `pods` on `nodes` (default: the state's active machines)
+    and on new NodeClaims of the ready NodePools (default: all of them)."""
+    machines = list(state.active_nodes() if nodes is None else nodes)
+    existing: list[ExistingNode] = []
+    by_name: dict[str, StateNode] = {}
+    renamed: dict[str, str] = {}
+    for machine in sorted(machines, key=lambda m: m.name):
+        node = machine.existing_node()
+        if node.name in by_name:
+            continue
+        by_name[node.name] = machine
+        existing.append(node)
+        if machine.node_name and machine.node_name != node.name:
+            renamed[machine.node_name] = node.name
+    bound = [
+        replace(pod, node_name=renamed[pod.node_name])
+        if pod.node_name in renamed else pod
+        for pod in state.bound_pod_models([*by_name, *renamed])
+    ]
+    daemonsets = state.daemonsets()
+    ready, skipped = ready_pools(state, cloud, nodepools)
+    pools: dict[str, PoolContext] = {}
+    templates = []
+    for name, (model, node_class, instance_types, uid) in ready.items():
+        template = nodepool_template(model, instance_types, _usage_outside(state, name, by_name))
+        pools[name] = PoolContext(
+            name=name,
+            uid=uid,
+            model=model,
+            node_class=node_class,
+            template=template,
+            instance_types={it.name: it for it in instance_types},
+            daemon_overhead=daemon_overhead(template, daemonsets),
+        )
+        templates.append(template)
+    problem = SchedulingProblem(
+        pods=pods,
+        nodepools=templates,
+        nodes=existing,
+        bound_pods=bound,
+        daemonsets=daemonsets,
+        namespaces=state.namespaces(),
+    )
+    return StateProblem(problem, pools, skipped, by_name)
+
+
+def _usage_outside(
+    state: ClusterState, pool: str, included: Mapping[str, StateNode]
+) -> dict[str, int]:
+    """The pool's usage by machines not in the problem (the solver counts those in it)."""
+    usage = state.nodepool_resources(pool)
+    for machine in included.values():
+        if machine.nodepool != pool:
+            continue
+        for resource, amount in machine.capacity().items():
+            usage[resource] = usage.get(resource, 0) - amount
+    return {resource: amount for resource, amount in usage.items() if amount > 0}
+
+
+def without_hostname(requirements: Requirements) -> Requirements:
+    return Requirements(r for key, r in requirements.items() if key != "kubernetes.io/hostname")

@@ -1,0 +1,316 @@
+"""The provisioner: pending pods -> batch -> solve -> NodeClaims (Karpenter's Provisioner).
+
+A singleton reconciler. Pod events for pods kube-scheduler marked unschedulable (and Node
+events for nodes tainted `karpenter.sh/disrupted`) trigger the batcher; when the window
+closes and the state is synced, every provisionable pod (plus the reschedulable pods of
+machines being deleted) is solved against the machines that exist or are launching and
+the ready NodePools. New NodeClaims are created within their NodePool's limits; pods get
+a Nominated event naming where they should land, or FailedScheduling with the solver's
+reason. While pods stay pending the provisioner looks again every 10 seconds (Karpenter's
+pod controller requeues each pending pod that often).
+
+Every solve starts from the whole state, so a crash between two steps loses nothing: the
+NodeClaims already created are machines of the next solve and their pods fit there.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from nodewright import metrics
+from nodewright.cloud.provider import CloudProvider
+from nodewright.cluster.api import ApiError, ClusterAPI
+from nodewright.cluster.events import Event, EventRecorder, TokenBucket
+from nodewright.controllers.provisioning.batcher import (
+    DEFAULT_IDLE_SECONDS,
+    DEFAULT_MAX_SECONDS,
+    Batcher,
+)
+from nodewright.controllers.provisioning.nodeclaims import (
+    claim_capacity,
+    nodeclaim_manifest,
+)
+from nodewright.controllers.provisioning.problem import (
+    PoolContext,
+    StateProblem,
+    scheduling_problem,
+)
+from nodewright.runtime.clock import Clock
+from nodewright.runtime.reconciler import Result, Watch, WatchEvent
+from nodewright.scheduling.pods import Pod, SpecError
+from nodewright.scheduling.quantity import format_quantity, parse_quantity
+from nodewright.scheduling.solver import SchedulingResult, solve
+from nodewright.scheduling.targets import PlannedNodeClaim
+from nodewright.state import NODES_RESOURCE, ClusterState, podutil
+from nodewright.state.pods import pod_key
+from nodewright.state.wellknown import DISRUPTED_TAINT, NODEPOOL_LABEL, has_taint
+
+log = logging.getLogger(__name__)
+
+PENDING_RECHECK_SECONDS = 10.0
+UNSYNCED_RETRY_SECONDS = 1.0
+FAILED_SCHEDULING_DEDUPE_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class ProvisionerOptions:
+    batch_idle_seconds: float = DEFAULT_IDLE_SECONDS
+    batch_max_seconds: float = DEFAULT_MAX_SECONDS
+
+
+@dataclass
+class ProvisioningOutcome:
+    """What one solve decided (for tests, the simulator's report and the benchmark)."""
+
+    pods: int = 0
+    created: list[str] = field(default_factory=list)
+    nominated: dict[str, str] = field(default_factory=dict)
+    unschedulable: dict[str, str] = field(default_factory=dict)
+    skipped_pools: Mapping[str, str] = field(default_factory=dict)
+
+
+class Provisioner:
+    name = "provisioner"
+
+    def __init__(
+        self,
+        cluster: ClusterAPI,
+        cloud: CloudProvider,
+        clock: Clock,
+        state: ClusterState,
+        recorder: EventRecorder,
+        options: ProvisionerOptions | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.cloud = cloud
+        self.clock = clock
+        self.state = state
+        self.recorder = recorder
+        options = options or ProvisionerOptions()
+        self.batcher = Batcher(clock, options.batch_idle_seconds, options.batch_max_seconds)
+        # Karpenter rate-limits Nominated events across all pods: 5 a second, bursts of 10.
+        self._nomination_limiter = TokenBucket(clock, 5.0, 10)
+        self.outcomes: list[ProvisioningOutcome] = []
+        self._watches = (
+            Watch("Pod", keys=self._on_pod),
+            Watch("Node", keys=self._on_node),
+        )
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return self._watches
+
+    # -- triggers (called by the driver for each event, after the state saw it) ----------
+
+    def _on_pod(self, event: WatchEvent) -> Iterable[str]:
+        if event.type == "DELETED" or not podutil.is_provisionable(event.object):
+            return ()
+        uid = (event.object.get("metadata") or {}).get("uid") or event.key
+        self.batcher.trigger(("pod", uid))
+        return ("",)
+
+    def _on_node(self, event: WatchEvent) -> Iterable[str]:
+        if event.type == "DELETED":
+            return ()
+        if not has_taint((event.object.get("spec") or {}).get("taints") or [], DISRUPTED_TAINT):
+            return ()
+        uid = (event.object.get("metadata") or {}).get("uid") or event.key
+        self.batcher.trigger(("node", uid))
+        return ("",)
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> Result:
+        if not self.batcher.open:
+            if not self._has_work():
+                return Result()
+            # Pods still pending: open a window as their periodic requeue would.
+            self.batcher.trigger(("recheck", self.clock.now()))
+        left = self.batcher.seconds_left()
+        if left:
+            return Result(requeue_after=left)
+        if not self.state.synced(self.cluster):
+            return Result(requeue_after=UNSYNCED_RETRY_SECONDS)
+        self.batcher.close()
+        self.provision()
+        return Result(requeue_after=PENDING_RECHECK_SECONDS) if self._has_work() else Result()
+
+    def _has_work(self) -> bool:
+        return self.state.has_provisionable_pods() or any(
+            self._reschedulable(node_name) for node_name in self._deleting_node_names()
+        )
+
+    def _deleting_node_names(self) -> list[str]:
+        return [n.node_name for n in self.state.deleting_nodes() if n.node is not None]
+
+    def _reschedulable(self, node_name: str) -> list[Mapping[str, Any]]:
+        return [pod for pod in self.state.pods_on(node_name) if podutil.is_reschedulable(pod)]
+
+    # -- one solve -----------------------------------------------------------------------
+
+    def pods_to_schedule(self) -> list[Pod]:
+        """Pending pods (unreadable ones reported and skipped) and the reschedulable pods
+        of machines being deleted (they will need a place once their node drains)."""
+        pods: list[Pod] = []
+        for obj in self.state.provisionable_pods():
+            model = self._model(obj)
+            if model is not None and not _avoids_karpenter(model):
+                pods.append(model)
+        for node_name in self._deleting_node_names():
+            for obj in self._reschedulable(node_name):
+                model = self._model(obj)
+                if model is not None:
+                    pods.append(replace(model, node_name=None))
+        return pods
+
+    def _model(self, obj: Mapping[str, Any]) -> Pod | None:
+        try:
+            return self.state.pod_model(pod_key(obj))
+        except SpecError as error:
+            self._failed(obj, f"ignoring pod, {error}")
+            return None
+        except KeyError:
+            return None
+
+    def provision(self) -> ProvisioningOutcome:
+        pods = self.pods_to_schedule()
+        outcome = ProvisioningOutcome(pods=len(pods))
+        if not pods:
+            return outcome
+        with metrics.measure(metrics.SCHEDULING_DURATION, controller=self.name):
+            built = scheduling_problem(self.state, self.cloud, pods)
+            result = solve(built.problem)
+        outcome.skipped_pools = built.skipped_pools
+        for name, why in built.skipped_pools.items():
+            log.info("NodePool %s is not used for provisioning: %s", name, why)
+        by_key = {pod.key: pod for pod in pods}
+        self._create_nodeclaims(built, result, by_key, outcome)
+        self._nominate_existing(built, result, outcome)
+        for key, reason in result.unschedulable:
+            outcome.unschedulable[key] = reason
+            pod = self.state.pod(key)
+            if pod is not None:
+                self._failed(pod, f"Failed to schedule pod, {reason}")
+        self.state.record_pod_nominations(outcome.nominated)
+        self.outcomes.append(outcome)
+        del self.outcomes[:-20]
+        return outcome
+
+    def _create_nodeclaims(
+        self,
+        built: StateProblem,
+        result: SchedulingResult,
+        pods: Mapping[str, Pod],
+        outcome: ProvisioningOutcome,
+    ) -> None:
+        usage = {name: self.state.nodepool_resources(name) for name in built.pools}
+        errors: list[ApiError] = []
+        for planned in result.nodeclaims:
+            pool = built.pools[planned.nodepool]
+            exceeded = _limits_exceeded(pool, usage[pool.name], claim_capacity(planned, pool))
+            if exceeded is not None:
+                reason = f'NodePool "{pool.name}": {exceeded}'
+                for key in planned.pods:
+                    outcome.unschedulable[key] = reason
+                    pod = self.state.pod(key)
+                    if pod is not None:
+                        self._failed(pod, f"Failed to schedule pod, {reason}")
+                continue
+            try:
+                created = self.cluster.create(nodeclaim_manifest(planned, pool, pods))
+            except ApiError as error:
+                log.error("creating a NodeClaim for NodePool %s: %s", pool.name, error)
+                errors.append(error)
+                continue
+            # Seen at once, not only when its watch event arrives (Karpenter does the same).
+            self.state.observe(WatchEvent("ADDED", created))
+            _add(usage[pool.name], claim_capacity(planned, pool))
+            usage[pool.name][NODES_RESOURCE] = usage[pool.name].get(NODES_RESOURCE, 0) + 1000
+            name = str(created["metadata"]["name"])
+            outcome.created.append(name)
+            metrics.NODECLAIMS_CREATED.labels(
+                reason="provisioned", nodepool=pool.name, min_values_relaxed="false"
+            ).inc()
+            log.info("created nodeclaim %s (NodePool %s, %d pods, instance types %s)", name,
+                     pool.name, len(planned.pods), _type_list(planned))
+            for key in planned.pods:
+                outcome.nominated[key] = f"nodeclaim/{name}"
+                self._nominated(key, f"nodeclaim/{name}")
+        if errors:
+            raise errors[0]
+
+    def _nominate_existing(
+        self, built: StateProblem, result: SchedulingResult, outcome: ProvisioningOutcome
+    ) -> None:
+        for node_name, keys in result.existing:
+            machine = built.nodes.get(node_name)
+            if machine is None:
+                continue
+            self.state.nominate(machine)
+            target = (
+                f"node/{machine.node_name}" if machine.node is not None and machine.registered
+                else f"nodeclaim/{machine.nodeclaim_name}"
+            )
+            for key in keys:
+                outcome.nominated[key] = target
+                self._nominated(key, target)
+
+    # -- events --------------------------------------------------------------------------
+
+    def _nominated(self, key: str, target: str) -> None:
+        pod = self.state.pod(key)
+        if pod is None:
+            return
+        uid = str((pod.get("metadata") or {}).get("uid") or key)
+        self.recorder.publish(Event(
+            regarding=pod, type="Normal", reason="Nominated",
+            note=f"Pod should schedule on: {target}", action="Nominate",
+            dedupe_values=(uid,), rate_limiter=self._nomination_limiter,
+        ))
+
+    def _failed(self, pod: Mapping[str, Any], message: str) -> None:
+        uid = str((pod.get("metadata") or {}).get("uid") or pod_key(pod))
+        self.recorder.publish(Event(
+            regarding=pod, type="Warning", reason="FailedScheduling", note=message,
+            action="Schedule", dedupe_values=(uid,),
+            dedupe_seconds=FAILED_SCHEDULING_DEDUPE_SECONDS,
+        ))
+
+
+def _avoids_karpenter(pod: Pod) -> bool:
+    """A pod requiring `karpenter.sh/nodepool DoesNotExist` asks not to run on our nodes."""
+    requirement = pod.strict_node_requirements().get(NODEPOOL_LABEL)
+    return requirement is not None and requirement.operator == "DoesNotExist"
+
+
+def _limits_exceeded(
+    pool: PoolContext, usage: Mapping[str, int], capacity: Mapping[str, int]
+) -> str | None:
+    limits = pool.model.spec.limits
+    if not limits:
+        return None
+    for resource, raw in sorted(limits.items()):
+        limit = parse_quantity(raw)
+        wanted = usage.get(resource, 0) + (
+            1000 if resource == NODES_RESOURCE else capacity.get(resource, 0)
+        )
+        if wanted > limit:
+            return (
+                f"limits exceeded: {resource} {format_quantity(wanted, resource)} of "
+                f"{format_quantity(limit, resource)} with another node"
+            )
+    return None
+
+
+def _add(total: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for name, amount in amounts.items():
+        total[name] = total.get(name, 0) + amount
+
+
+def _type_list(planned: PlannedNodeClaim) -> str:
+    names = [name for name, _ in planned.instance_types]
+    text = ", ".join(names[:5])
+    return f"{text} and {len(names) - 5} other(s)" if len(names) > 5 else text

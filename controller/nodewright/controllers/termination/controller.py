@@ -1,0 +1,267 @@
+"""Node termination (Karpenter's node.termination controller).
+
+A Node being deleted that carries the karpenter.sh/termination finalizer: its NodeClaim
+is deleted too; if the node is not Ready and the cloud no longer has its instance, the
+finalizer comes off at once. Otherwise the node is tainted karpenter.sh/disrupted:
+NoSchedule (and excluded from load balancers), drained through the Eviction API (see
+`terminator` and `eviction`; the NodeClaim shows Drained=Unknown, then True once nothing
+waits and at least 5 s have passed, so pods bound just before the taint are caught), its
+instance is terminated until the cloud says it is gone (InstanceTerminating=True), and
+then the finalizer is removed. The deadline for the drain is the NodeClaim's
+karpenter.sh/nodeclaim-termination-timestamp annotation.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from nodewright import metrics
+from nodewright.cloud.provider import CloudProvider, CloudProviderError, NodeClaimNotFoundError
+from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.cluster.events import Event, EventRecorder
+from nodewright.controllers import conditions
+from nodewright.controllers.conditions import NODECLAIM
+from nodewright.controllers.nodeclaim.context import LifecycleContext
+from nodewright.controllers.nodeclaim.finalize import INSTANCE_TERMINATING, instance_gone
+from nodewright.controllers.patching import patch_object, patch_status
+from nodewright.controllers.termination.eviction import Evictor
+from nodewright.controllers.termination.terminator import Terminator
+from nodewright.runtime.clock import Clock, parse_time
+from nodewright.runtime.reconciler import Result, Watch, WatchEvent
+from nodewright.state import ClusterState, podutil
+from nodewright.state.wellknown import (
+    DISRUPTED_TAINT,
+    EXCLUDE_LOAD_BALANCERS_LABEL,
+    NODEPOOL_LABEL,
+    TERMINATION_FINALIZER,
+    TERMINATION_TIMESTAMP_ANNOTATION,
+    matches,
+    taint_dict,
+    taint_of,
+)
+
+log = logging.getLogger(__name__)
+
+DRAINED = "Drained"
+VOLUMES_DETACHED = "VolumesDetached"
+MIN_DRAIN_SECONDS = 5.0
+DRAIN_RECHECK_SECONDS = 1.0
+INSTANCE_CHECK_SECONDS = 5.0
+CONFLICT_RETRY_SECONDS = 0.1
+Object = dict[str, Any]
+
+
+def _node_ready(node: Mapping[str, Any]) -> bool:
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return False
+
+
+class NodeTermination:
+    name = "node.termination"
+
+    def __init__(
+        self,
+        cluster: ClusterAPI,
+        cloud: CloudProvider,
+        clock: Clock,
+        state: ClusterState,
+        recorder: EventRecorder,
+    ) -> None:
+        self.cluster = cluster
+        self.cloud = cloud
+        self.clock = clock
+        self.state = state
+        self.recorder = recorder
+        self.context = LifecycleContext(cluster, cloud, clock, state, recorder)
+        self.terminator = Terminator(state, Evictor(cluster, clock, recorder))
+        self._watches = (
+            Watch("Node"),
+            Watch("Pod", keys=self._node_of_pod),
+            Watch("NodeClaim", keys=self._node_of_nodeclaim),
+        )
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return self._watches
+
+    def _node_of_pod(self, event: WatchEvent) -> Iterable[str]:
+        node_name = podutil.node_name(event.object)
+        if not node_name:
+            return ()
+        node = self.state.node_by_name(node_name)
+        if node is None or node.node is None:
+            return ()
+        return (node_name,) if (node.node.get("metadata") or {}).get("deletionTimestamp") else ()
+
+    def _node_of_nodeclaim(self, event: WatchEvent) -> Iterable[str]:
+        node = self.state.node_for_nodeclaim(event.name)
+        return (node.node_name,) if node is not None and node.node is not None else ()
+
+    def reconcile(self, key: str) -> Result:
+        try:
+            node = self.cluster.get("Node", key)
+        except NotFoundError:
+            return Result()
+        metadata = node.get("metadata") or {}
+        if not metadata.get("deletionTimestamp"):
+            return Result()
+        if TERMINATION_FINALIZER not in (metadata.get("finalizers") or []):
+            return Result()
+        if not (metadata.get("labels") or {}).get(NODEPOOL_LABEL):
+            return Result()
+        try:
+            return self._finalize(node)
+        except ConflictError:
+            return Result(requeue_after=CONFLICT_RETRY_SECONDS)
+        except NotFoundError:
+            return Result()
+
+    def _nodeclaim(self, node: Mapping[str, Any]) -> Object | None:
+        provider_id = str((node.get("spec") or {}).get("providerID") or "")
+        names = self.state.nodeclaim_names_for_provider_id(provider_id) if provider_id else []
+        if len(names) != 1:
+            return None
+        try:
+            return self.cluster.get("NodeClaim", names[0])
+        except NotFoundError:
+            return None
+
+    def _finalize(self, node: Object) -> Result:
+        claim = self._nodeclaim(node)
+        if claim is not None and not (claim.get("metadata") or {}).get("deletionTimestamp"):
+            self.cluster.delete("NodeClaim", str(claim["metadata"]["name"]))
+        provider_id = str((node.get("spec") or {}).get("providerID") or "")
+        if not _node_ready(node) and provider_id:
+            try:
+                self.cloud.get(provider_id)
+            except NodeClaimNotFoundError:
+                return self._remove_finalizer(node)
+            except CloudProviderError as error:
+                log.warning("looking up the instance of node %s: %s", node["metadata"]["name"],
+                            error)
+                return Result(requeue_after=INSTANCE_CHECK_SECONDS)
+        deadline = self._deadline(node, claim)
+        node = self._taint(node)
+        claim_after = copy.deepcopy(claim) if claim is not None else None
+        result = self._drain(node, claim_after, deadline)
+        if result is None and claim_after is not None:
+            NODECLAIM.set_true(claim_after, VOLUMES_DETACHED, self.clock.now())
+            result = self._terminate_instance(claim_after)
+        if claim is not None and claim_after is not None:
+            patch_status(self.cluster, claim, claim_after)
+            if (not conditions.is_true(claim, DRAINED)
+                    and conditions.is_true(claim_after, DRAINED)):
+                metrics.NODES_DRAINED.labels(
+                    nodepool=str((node["metadata"].get("labels") or {}).get(NODEPOOL_LABEL))
+                ).inc()
+        if result is not None:
+            return result
+        return self._remove_finalizer(node)
+
+    def _deadline(self, node: Mapping[str, Any], claim: Mapping[str, Any] | None
+                  ) -> datetime | None:
+        if claim is None:
+            return None
+        annotations = (claim.get("metadata") or {}).get("annotations") or {}
+        value = annotations.get(TERMINATION_TIMESTAMP_ANNOTATION)
+        if not value:
+            return None
+        self.recorder.publish(Event(
+            regarding=node, type="Warning", reason="TerminationGracePeriodExpiring",
+            note=f"All pods will be deleted by {value}", action="Terminate",
+            dedupe_values=(str(node["metadata"]["name"]),),
+        ))
+        try:
+            return parse_time(str(value))
+        except ValueError:
+            log.warning("node %s: unreadable %s %r", node["metadata"]["name"],
+                        TERMINATION_TIMESTAMP_ANNOTATION, value)
+            return None
+
+    def _taint(self, node: Object) -> Object:
+        spec = node.get("spec") or {}
+        taints = list(spec.get("taints") or [])
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        if (any(matches(taint_of(t), DISRUPTED_TAINT) for t in taints)
+                and labels.get(EXCLUDE_LOAD_BALANCERS_LABEL)):
+            return node
+        after = copy.deepcopy(node)
+        if not any(matches(taint_of(t), DISRUPTED_TAINT) for t in taints):
+            kept = [t for t in taints if t.get("key") != DISRUPTED_TAINT.key]
+            after.setdefault("spec", {})["taints"] = [*kept, taint_dict(DISRUPTED_TAINT)]
+        after["metadata"]["labels"] = {**labels, EXCLUDE_LOAD_BALANCERS_LABEL: "karpenter"}
+        written = patch_object(self.cluster, node, after)
+        log.info("tainted node %s %s:%s", node["metadata"]["name"], DISRUPTED_TAINT.key,
+                 DISRUPTED_TAINT.effect)
+        return dict(written) if written is not None else after
+
+    def _drain(self, node: Object, claim: Object | None, deadline: datetime | None
+               ) -> Result | None:
+        now = self.clock.now()
+        if claim is not None and conditions.get(claim, DRAINED) is None:
+            NODECLAIM.set_unknown(claim, DRAINED, now, "Draining", "Draining")
+        reason = self._eviction_reason(claim)
+        left = self.terminator.drain(node, deadline, reason)
+        if left:
+            self.recorder.publish(Event(
+                regarding=node, type="Warning", reason="FailedDraining",
+                note=f"Failed to drain node, {left} pods are waiting to be evicted",
+                action="Drain", dedupe_values=(str(node["metadata"]["name"]),),
+            ))
+            return Result(requeue_after=self._drain_recheck(now))
+        if claim is not None:
+            if conditions.status_of(claim, DRAINED) == conditions.UNKNOWN:
+                since = conditions.transition_time(claim, DRAINED) or now
+                left_seconds = MIN_DRAIN_SECONDS - (now - since).total_seconds()
+                if left_seconds > 0:
+                    return Result(requeue_after=min(left_seconds, DRAIN_RECHECK_SECONDS))
+            NODECLAIM.set_true(claim, DRAINED, now)
+        return None
+
+    def _drain_recheck(self, now: datetime) -> float:
+        next_attempt = self.terminator.evictor.next_attempt()
+        if next_attempt is None:
+            return DRAIN_RECHECK_SECONDS
+        return max(min((next_attempt - now).total_seconds(), DRAIN_RECHECK_SECONDS), 0.01)
+
+    @staticmethod
+    def _eviction_reason(claim: Mapping[str, Any] | None) -> str:
+        if claim is not None:
+            condition = conditions.get(claim, "DisruptionReason")
+            if condition is not None and condition.get("status") == "True":
+                return str(condition.get("reason"))
+        return "Forceful Termination"
+
+    def _terminate_instance(self, claim: Object) -> Result | None:
+        provider_id = str((claim.get("status") or {}).get("providerID") or "")
+        if not provider_id:
+            return None
+        try:
+            gone = instance_gone(self.context, provider_id)
+        except CloudProviderError as error:
+            log.warning("terminating instance %s: %s", provider_id, error)
+            return Result(requeue_after=INSTANCE_CHECK_SECONDS)
+        NODECLAIM.set_true(claim, INSTANCE_TERMINATING, self.clock.now())
+        return None if gone else Result(requeue_after=INSTANCE_CHECK_SECONDS)
+
+    def _remove_finalizer(self, node: Object) -> Result:
+        metadata = copy.deepcopy(node.get("metadata") or {})
+        metadata["finalizers"] = [
+            f for f in metadata.get("finalizers") or [] if f != TERMINATION_FINALIZER
+        ]
+        patch_object(self.cluster, node, {**node, "metadata": metadata})
+        labels = metadata.get("labels") or {}
+        metrics.NODES_TERMINATED.labels(
+            nodepool=str(labels.get(NODEPOOL_LABEL, "")),
+            zone=str(labels.get("topology.kubernetes.io/zone", "")),
+        ).inc()
+        log.info("deleted node %s", metadata.get("name"))
+        return Result()
+
+

@@ -1,0 +1,138 @@
+"""Removing one pod from a draining node (Karpenter's eviction queue, per pod).
+
+Before the node's deadline a pod only leaves through the Eviction API, which respects
+PodDisruptionBudgets: a 429 is retried with per-pod exponential backoff (100 ms doubling
+to 10 s). A pod with an active karpenter.sh/do-not-disrupt annotation is left alone and
+retried. Once the pod's own grace period would run past the node's deadline
+(karpenter.sh/nodeclaim-termination-timestamp), it is deleted directly with a grace
+period that ends at the deadline (at least 1 s): PDBs and do-not-disrupt no longer hold.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from nodewright import metrics
+from nodewright.cluster.api import (
+    ApiError,
+    ClusterAPI,
+    ConflictError,
+    NotFoundError,
+    TooManyRequestsError,
+)
+from nodewright.cluster.events import Event, EventRecorder
+from nodewright.runtime.clock import Clock, format_time, parse_time
+from nodewright.state import podutil
+from nodewright.state.pods import pod_key
+
+log = logging.getLogger(__name__)
+
+BACKOFF_BASE_SECONDS = 0.1
+BACKOFF_MAX_SECONDS = 10.0
+Pod = Mapping[str, Any]
+
+
+def needs_force_delete(pod: Pod, deadline: datetime | None, now: datetime) -> bool:
+    """Whether the pod must be deleted now to be gone by the node's deadline."""
+    if deadline is None:
+        return False
+    deleted = (pod.get("metadata") or {}).get("deletionTimestamp")
+    if deleted:
+        # Already terminating: only when it would outlive the deadline.
+        return parse_time(str(deleted)) > deadline
+    grace = podutil.termination_grace_seconds(pod)
+    if grace is None:
+        return False
+    return now > deadline - timedelta(seconds=grace)
+
+
+class Evictor:
+    def __init__(self, cluster: ClusterAPI, clock: Clock, recorder: EventRecorder) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.recorder = recorder
+        # (node, pod key, uid) -> (failed attempts, next attempt)
+        self._backoff: dict[tuple[str, str, str], tuple[int, datetime]] = {}
+
+    def next_attempt(self) -> datetime | None:
+        return min((when for _, when in self._backoff.values()), default=None)
+
+    def forget(self, node_name: str, waiting: set[tuple[str, str]]) -> None:
+        """Drop the backoff of the node's pods that no longer wait (gone or replaced)."""
+        for entry in list(self._backoff):
+            if entry[0] == node_name and entry[1:] not in waiting:
+                del self._backoff[entry]
+
+    def remove(self, pod: Pod, deadline: datetime | None, node: Pod, reason: str) -> None:
+        """One attempt at getting the pod off its node."""
+        now = self.clock.now()
+        key = pod_key(pod)
+        uid = str((pod.get("metadata") or {}).get("uid") or "")
+        entry = (str((node.get("metadata") or {}).get("name") or ""), key, uid)
+        if needs_force_delete(pod, deadline, now):
+            assert deadline is not None
+            self._force_delete(pod, deadline, reason)
+            self._backoff.pop(entry, None)
+            return
+        if not podutil.is_active(pod):
+            self._backoff.pop(entry, None)
+            return
+        waiting = self._backoff.get(entry)
+        if waiting is not None and waiting[1] > now:
+            return
+        if not podutil.is_evictable(pod, now):
+            self._back_off(entry)
+            return
+        namespace, name = key.split("/", 1)
+        try:
+            self.cluster.evict(name, namespace)
+        except (NotFoundError, ConflictError):
+            self._backoff.pop(entry, None)
+            return
+        except TooManyRequestsError as error:
+            self._back_off(entry)
+            self.recorder.publish(Event(
+                regarding=node, type="Warning", reason="FailedDraining",
+                note=f"Failed to drain node, evicting pod {key} violates a PDB ({error.message})",
+                action="Drain", dedupe_values=(str((node.get("metadata") or {}).get("name")),),
+            ))
+            return
+        except ApiError as error:
+            log.warning("evicting pod %s: %s", key, error)
+            self._back_off(entry)
+            return
+        self._backoff.pop(entry, None)
+        metrics.PODS_DRAINED.labels(reason=reason).inc()
+        self.recorder.publish(Event(
+            regarding=pod, type="Normal", reason="Evicted", note=f"Evicted pod: {reason}",
+            action="Evict", dedupe_values=(str((pod.get("metadata") or {}).get("name")),),
+        ))
+
+    def _back_off(self, entry: tuple[str, str, str]) -> None:
+        attempts = self._backoff.get(entry, (0, self.clock.now()))[0] + 1
+        delay = min(BACKOFF_BASE_SECONDS * 2 ** (attempts - 1), BACKOFF_MAX_SECONDS)
+        self._backoff[entry] = (attempts, self.clock.now() + timedelta(seconds=delay))
+
+    def _force_delete(self, pod: Pod, deadline: datetime, reason: str) -> None:
+        now = self.clock.now()
+        key = pod_key(pod)
+        grace = max(int((deadline - now).total_seconds()), 1)
+        metadata = pod.get("metadata") or {}
+        namespace, name = key.split("/", 1)
+        self.recorder.publish(Event(
+            regarding=pod, type="Normal", reason="Disrupted",
+            note=(f"Deleting the pod to accommodate the terminationTime {format_time(deadline)} "
+                  f"of the node. The pod was granted {grace} seconds of grace-period of its "
+                  f"{podutil.termination_grace_seconds(pod)} terminationGracePeriodSeconds. "
+                  "This bypasses the PDB of the pod and the do-not-disrupt annotation."),
+            action="Delete", dedupe_values=(str(metadata.get("name")),),
+        ))
+        try:
+            self.cluster.delete("Pod", name, namespace, grace_period_seconds=grace,
+                                uid=str(metadata.get("uid") or "") or None)
+        except (NotFoundError, ConflictError):
+            return
+        metrics.PODS_DRAINED.labels(reason=reason).inc()

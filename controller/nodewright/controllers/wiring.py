@@ -1,0 +1,132 @@
+"""The production wiring of the core controllers for one cluster, cloud and clock.
+
+`build_controllers(cluster, cloud, clock, options)` returns `Controllers`: one state cache,
+one event recorder and every reconciler sharing them. A driver (the `VirtualDriver` of
+the simulator and the tests, or the operator's work queues) must
+
+1. hand every watch event to `controllers.state.observe` before queueing keys
+   (`controllers.attach(driver)` does this and adds the reconcilers), and
+2. run each of `controllers.singletons` once with the key "" after it starts (periodic
+   loops that no watch event starts: garbage collection), as `attach(..., start=True)`
+   and `kick(driver)` do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from nodewright.cloud.provider import CloudProvider
+from nodewright.cluster.api import ClusterAPI
+from nodewright.cluster.events import EventRecorder
+from nodewright.controllers.garbagecollection import (
+    InstanceGarbageCollection,
+    NodeClaimGarbageCollection,
+)
+from nodewright.controllers.nodeclaim import (
+    LAUNCH_TIMEOUT_SECONDS,
+    REGISTRATION_TIMEOUT_SECONDS,
+    NodeClaimLifecycle,
+)
+from nodewright.controllers.nodepool_status import NodePoolStatus
+from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions
+from nodewright.controllers.provisioning.batcher import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_SECONDS
+from nodewright.controllers.termination import NodeTermination
+from nodewright.runtime.clock import Clock
+from nodewright.runtime.reconciler import Reconciler, WatchEvent
+from nodewright.state import ClusterState
+
+
+class Runner(Protocol):
+    """What `attach` needs of a driver."""
+
+    def add(self, *reconcilers: Reconciler) -> None: ...
+
+    def listen(self, listener: Callable[[WatchEvent], None]) -> None: ...
+
+    def enqueue(self, reconciler: Reconciler, key: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    batch_idle_seconds: float = DEFAULT_IDLE_SECONDS
+    batch_max_seconds: float = DEFAULT_MAX_SECONDS
+    launch_timeout_seconds: float = LAUNCH_TIMEOUT_SECONDS
+    registration_timeout_seconds: float = REGISTRATION_TIMEOUT_SECONDS
+    reporting_instance: str = "nodewright"
+
+    @property
+    def nomination_seconds(self) -> float:
+        """Karpenter: max(2 x batchMaxDuration, 10 s)."""
+        return max(2 * self.batch_max_seconds, 10.0)
+
+
+@dataclass
+class Controllers:
+    state: ClusterState
+    recorder: EventRecorder
+    provisioner: Provisioner
+    lifecycle: NodeClaimLifecycle
+    termination: NodeTermination
+    nodepool_status: NodePoolStatus
+    instance_gc: InstanceGarbageCollection
+    nodeclaim_gc: NodeClaimGarbageCollection
+    extra: list[Reconciler] = field(default_factory=list)
+
+    @property
+    def reconcilers(self) -> tuple[Reconciler, ...]:
+        return (
+            self.provisioner,
+            self.lifecycle,
+            self.termination,
+            self.nodepool_status,
+            self.instance_gc,
+            self.nodeclaim_gc,
+            *self.extra,
+        )
+
+    @property
+    def singletons(self) -> tuple[Reconciler, ...]:
+        """Reconcilers to run once with the key "" at start."""
+        return (self.instance_gc, self.nodeclaim_gc)
+
+    def attach(self, driver: Runner, *, start: bool = False) -> None:
+        driver.listen(self.state.observe)
+        driver.add(*self.reconcilers)
+        if start:
+            self.kick(driver)
+
+    def kick(self, driver: Runner) -> None:
+        for reconciler in self.singletons:
+            driver.enqueue(reconciler, "")
+
+
+def build_controllers(
+    cluster: ClusterAPI,
+    cloud: CloudProvider,
+    clock: Clock,
+    options: ControllerOptions | None = None,
+) -> Controllers:
+    options = options or ControllerOptions()
+    state = ClusterState(clock, nomination_seconds=options.nomination_seconds)
+    recorder = EventRecorder(cluster, clock, reporting_instance=options.reporting_instance)
+    provisioner = Provisioner(
+        cluster, cloud, clock, state, recorder,
+        ProvisionerOptions(options.batch_idle_seconds, options.batch_max_seconds),
+    )
+    lifecycle = NodeClaimLifecycle(
+        cluster, cloud, clock, state, recorder,
+        launch_timeout=options.launch_timeout_seconds,
+        registration_timeout=options.registration_timeout_seconds,
+    )
+    return Controllers(
+        state=state,
+        recorder=recorder,
+        provisioner=provisioner,
+        lifecycle=lifecycle,
+        termination=NodeTermination(cluster, cloud, clock, state, recorder),
+        nodepool_status=NodePoolStatus(cluster, clock, state),
+        instance_gc=InstanceGarbageCollection(cluster, cloud, clock, state),
+        nodeclaim_gc=NodeClaimGarbageCollection(cluster, cloud, clock, state),
+    )
