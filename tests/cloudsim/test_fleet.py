@@ -272,3 +272,17 @@ def test_a_node_class_that_is_not_ready_cannot_launch(ec2: SimulatedEC2) -> None
     with pytest.raises(NodeClassNotReadyError, match="no subnets matched"):
         ec2.create(nodeclaim(types=CHEAP_TYPES), broken)
     assert ec2.counters.launched == 0
+
+
+def test_the_scenario_models_capacity_and_prices_are_accepted(clock: VirtualClock) -> None:
+    from nodewright.sim import scenario
+
+    ec2 = SimulatedEC2(
+        clock,
+        capacity=[scenario.CapacityRule("c5.large", None, None, 0)],
+        prices=[scenario.PriceRule("m5.xlarge", "on-demand", None, 0.09)],
+    )
+
+    # c5.large (0.085) is out of capacity; m5.xlarge now undercuts m5.large (0.096)
+    assert ec2.create(nodeclaim(types=CHEAP_TYPES), node_class()).instance_type == "m5.xlarge"
+    assert ec2.counters.ice_errors == 3

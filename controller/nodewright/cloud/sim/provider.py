@@ -52,7 +52,13 @@ from nodewright.cloud.sim.machines import (
 )
 from nodewright.cloud.sim.node import OS_IMAGES
 from nodewright.cloud.sim.settings import SimSettings
-from nodewright.cloud.sim.world import CapacityPool, CapacityRule, PriceOverride
+from nodewright.cloud.sim.world import (
+    CapacityLike,
+    CapacityPool,
+    CapacityRule,
+    PriceLike,
+    PriceOverride,
+)
 from nodewright.cluster.api import ClusterAPI
 from nodewright.runtime.clock import Clock
 from nodewright.scheduling import labels as well_known
@@ -89,17 +95,22 @@ class SimulatedEC2:
         zones: Sequence[str] | None = None,
         seed: int = 0,
         settings: SimSettings | None = None,
-        capacity: Sequence[CapacityRule] = (),
-        prices: Sequence[PriceOverride] = (),
+        capacity: Sequence[CapacityLike] = (),
+        prices: Sequence[PriceLike] = (),
     ) -> None:
+        """`capacity` and `prices` take this package's CapacityRule / PriceOverride or any
+        objects with the same attributes; a type or zone the region lacks is a ValueError
+        naming the entry (`prices[0].instanceType: ...`)."""
+        rules = [CapacityRule.of(entry) for entry in capacity]
+        overrides = [PriceOverride.of(entry) for entry in prices]
         self.clock = clock
         self.cluster_name = cluster_name
         self.settings = settings or SimSettings()
-        self.catalog = SimCatalog(region, zones, prices)
-        self.catalog.check(capacity, prices)
+        self.catalog = SimCatalog(region, zones, overrides)
+        self.catalog.check(rules, overrides)
         self.region = region
         self.zones = self.catalog.zones
-        self.capacity = CapacityPool(capacity)
+        self.capacity = CapacityPool(rules)
         self.unavailable = UnavailableOfferings(lambda: clock.now().timestamp())
         self.images = ImageCatalog()
         self.interruption_queue = SimulatedInterruptionQueue(clock, region, seed)

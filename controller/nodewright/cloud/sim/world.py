@@ -12,10 +12,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 CAPACITY_TYPES: Final = ("on-demand", "spot")
 UNLIMITED: Final = float("inf")
+
+
+class CapacityLike(Protocol):
+    """Anything shaped like a capacity entry (the simulator's scenario model is)."""
+
+    @property
+    def instance_type(self) -> str: ...
+    @property
+    def available(self) -> int: ...
+    @property
+    def zone(self) -> str | None: ...
+    @property
+    def capacity_type(self) -> str | None: ...
+
+
+class PriceLike(Protocol):
+    @property
+    def instance_type(self) -> str: ...
+    @property
+    def capacity_type(self) -> str: ...
+    @property
+    def price(self) -> float: ...
+    @property
+    def zone(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -24,6 +48,10 @@ class CapacityRule:
     available: int
     zone: str | None = None
     capacity_type: str | None = None
+
+    @staticmethod
+    def of(entry: CapacityLike) -> CapacityRule:
+        return CapacityRule(entry.instance_type, entry.available, entry.zone, entry.capacity_type)
 
     def covers(self, instance_type: str, zone: str, capacity_type: str) -> bool:
         return (
@@ -39,6 +67,10 @@ class PriceOverride:
     capacity_type: str
     price: float
     zone: str | None = None
+
+    @staticmethod
+    def of(entry: PriceLike) -> PriceOverride:
+        return PriceOverride(entry.instance_type, entry.capacity_type, entry.price, entry.zone)
 
     def covers(self, instance_type: str, zone: str, capacity_type: str) -> bool:
         return (
