@@ -1,0 +1,126 @@
+"""Stories of launches that go wrong: capacity errors, nodes that never register, and
+instances that vanish."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from nodewright.cloud.sim import CapacityRule, SimSettings
+from nodewright.controllers.harness import World
+from tests.controllers.conftest import WORKSHOP
+from tests.controllers.expectations import (
+    claim_names,
+    condition,
+    expect_consistent,
+    expect_instance_types,
+    expect_no_controller_errors,
+    expect_running,
+)
+
+CHEAP_POOL = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: cheap}
+spec:
+  weight: 100
+  template:
+    metadata: {labels: {type: karpenter}}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+"""
+
+
+def test_capacity_errors_on_the_cheapest_zone_launch_the_next_offering() -> None:
+    world = World(zones=["us-east-1a", "us-east-1b"],
+                  capacity=[CapacityRule("m5.large", 0, zone="us-east-1a")])
+    world.apply(WORKSHOP)
+    world.scale("inflate", 5)
+    assert world.settle()
+    (claim,) = world.nodeclaims()
+    assert claim["metadata"]["labels"]["topology.kubernetes.io/zone"] == "us-east-1b"
+    expect_instance_types(world, "m5.large")
+    expect_running(world, 5)
+    expect_no_controller_errors(world)
+
+
+def test_a_nodeclaim_whose_every_offering_is_out_of_capacity_is_replaced() -> None:
+    # The heavier pool only offers m5.large, which has no capacity at all: its NodeClaim
+    # is deleted and the pods are solved again, landing on the workshop pool.
+    world = World(capacity=[CapacityRule("m5.large", 0)])
+    world.apply(WORKSHOP, CHEAP_POOL)
+    world.scale("inflate", 5)
+    assert world.settle()
+    ice = world.events("InsufficientCapacityError")
+    assert ice and ice[0]["regarding"]["kind"] == "NodeClaim"
+    assert ice[0]["regarding"]["name"].startswith("cheap-")
+    (claim,) = world.nodeclaims()
+    assert claim["metadata"]["labels"]["karpenter.sh/nodepool"] == "default"
+    assert world.instance_types() != ["m5.large"] and len(world.instance_types()) == 1
+    expect_running(world, 5)
+    expect_consistent(world)
+    expect_no_controller_errors(world)
+
+
+def test_a_nodeclaim_that_never_registers_is_deleted_after_fifteen_minutes() -> None:
+    world = World(sim=SimSettings(registration_delay=24 * 3600.0))
+    world.apply(WORKSHOP)
+    world.scale("inflate", 5)
+    world.advance(60)
+    (first,) = claim_names(world)
+    claim = world.cluster.get("NodeClaim", first)
+    assert condition(claim, "Launched") == "True"
+    assert condition(claim, "Registered") == "Unknown"
+    lost_instance = claim["status"]["providerID"]
+
+    # Nodes register again from now on; the stuck one stays stuck.
+    world.cloud.settings = dataclasses.replace(world.cloud.settings, registration_delay=30.0)
+    world.advance(13 * 60)
+    assert first in claim_names(world), "deleted before the registration timeout"
+    world.advance(3 * 60)
+    assert first not in claim_names(world), "still there after the registration timeout"
+    assert lost_instance not in {i.provider_id for i in world.live_instances()}
+
+    assert world.settle()
+    (replacement,) = claim_names(world)
+    assert replacement != first
+    expect_running(world, 5)
+    expect_consistent(world)
+    expect_no_controller_errors(world)
+
+
+def test_a_nodeclaim_whose_instance_vanished_is_garbage_collected() -> None:
+    world = World()
+    world.apply(WORKSHOP)
+    world.scale("inflate", 5)
+    assert world.settle()
+    (claim,) = world.nodeclaims()
+    provider_id = claim["status"]["providerID"]
+    # The instance is terminated behind Karpenter's back and its kubelet stops.
+    world.cloud.interrupt(provider_id, "terminate")
+    assert world.run_until(lambda: claim["metadata"]["name"] not in claim_names(world),
+                           timeout=600)
+    assert world.settle()
+    expect_running(world, 5)
+    expect_consistent(world)
+
+
+def test_an_instance_without_a_nodeclaim_is_terminated() -> None:
+    world = World()
+    world.apply(WORKSHOP)
+    world.scale("inflate", 5)
+    assert world.settle()
+    (claim,) = world.nodeclaims()
+    # The NodeClaim disappears without its finalizer running (as if force-removed).
+    name = claim["metadata"]["name"]
+    world.cluster.patch("NodeClaim", name, {"metadata": {"finalizers": None}})
+    world.cluster.delete("NodeClaim", name)
+    orphan = claim["status"]["providerID"]
+    assert world.run_until(
+        lambda: orphan not in {i.provider_id for i in world.live_instances()}, timeout=300)
+    assert orphan in world.controllers.instance_gc.collected
+    assert world.settle()
+    expect_running(world, 5)
+    expect_consistent(world)
