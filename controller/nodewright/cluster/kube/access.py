@@ -1,0 +1,141 @@
+"""What the Kubernetes adapter asks of the API server: the single source of the RBAC rules.
+
+The operator watches `WATCHED_KINDS` (list + watch through informers; reads are served
+from their caches) and writes through the verbs in `WRITES`. `nodewright manifests` and
+infra/ render the ClusterRole and Roles from these tables, and `request_for` says which
+Kubernetes verb and resource each ClusterAPI call becomes, so tests can check every call
+the controllers make against the rendered RBAC.
+
+The shape follows Karpenter's chart (clusterrole-core.yaml, clusterrole.yaml, role.yaml):
+read access to what the scheduler simulation needs, writes only where a controller writes,
+the leader-election Lease writable by name only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from nodewright.cluster.api import kind_of
+
+Cloud = Literal["aws", "sim"]
+Scope = Literal["cluster", "own-namespace", "node-leases"]
+
+LEADER_ELECTION_LEASE = "nodewright-leader-election"
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+
+# Informers run for these kinds; `get` and `list` of them never reach the API server.
+WATCHED_KINDS: tuple[str, ...] = (
+    "Pod",
+    "Node",
+    "Namespace",
+    "NodeClaim",
+    "NodePool",
+    "EC2NodeClass",
+    "PodDisruptionBudget",
+    "DaemonSet",
+)
+
+
+@dataclass(frozen=True)
+class Access:
+    """Verbs on one resource (or subresource, "nodeclaims/status") of one API group."""
+
+    group: str
+    resource: str
+    verbs: tuple[str, ...]
+    scope: Scope = "cluster"
+    names: tuple[str, ...] = ()
+    # Only the simulated cloud's node keeper (`--cloud sim`) needs it.
+    sim_only: bool = False
+
+
+def _reads() -> tuple[Access, ...]:
+    return tuple(
+        Access(kind_of(kind).group, kind_of(kind).plural, ("get", "list", "watch"))
+        for kind in WATCHED_KINDS
+    )
+
+
+WRITES: tuple[Access, ...] = (
+    Access("karpenter.sh", "nodeclaims", ("create", "update", "patch", "delete")),
+    Access("karpenter.sh", "nodeclaims/status", ("update", "patch")),
+    Access("karpenter.sh", "nodepools", ("update", "patch")),
+    Access("karpenter.sh", "nodepools/status", ("update", "patch")),
+    Access("karpenter.k8s.aws", "ec2nodeclasses", ("update", "patch")),
+    Access("karpenter.k8s.aws", "ec2nodeclasses/status", ("update", "patch")),
+    Access("", "nodes", ("update", "patch", "delete")),
+    Access("", "pods", ("delete",)),
+    Access("", "pods/eviction", ("create",)),
+    Access("events.k8s.io", "events", ("create", "patch")),
+    # Leader election: the Lease is read and renewed by name; create cannot be limited by
+    # name (the RBAC authorizer does not know the name of an object being created).
+    Access("coordination.k8s.io", "leases", ("get", "update"), "own-namespace",
+           (LEADER_ELECTION_LEASE,)),
+    Access("coordination.k8s.io", "leases", ("create",), "own-namespace"),
+    # --cloud sim: the controller registers the nodes of simulated instances itself, keeps
+    # their heartbeat Leases and reports the pods on them as running (what kwok does).
+    Access("", "nodes", ("create",), sim_only=True),
+    Access("", "nodes/status", ("update", "patch"), sim_only=True),
+    Access("", "pods/status", ("update", "patch"), sim_only=True),
+    Access("coordination.k8s.io", "leases", ("get", "create", "update"), "node-leases",
+           sim_only=True),
+)
+
+
+def permissions(cloud: Cloud) -> tuple[Access, ...]:
+    """Everything the operator may do with this cloud, reads first."""
+    return _reads() + tuple(a for a in WRITES if cloud == "sim" or not a.sim_only)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One API request as the RBAC authorizer sees it."""
+
+    verb: str
+    group: str
+    resource: str
+    namespace: str | None
+    name: str | None
+
+
+def request_for(
+    method: str,
+    kind: str,
+    *,
+    name: str | None = None,
+    namespace: str | None = None,
+    subresource: str | None = None,
+) -> Request:
+    """The request the adapter sends for a ClusterAPI call (`get`, `list`, `create`,
+    `update`, `patch`, `delete`, `evict`). Reads of watched kinds come from the informer
+    caches, which needed `list` and `watch` of the whole kind when they started."""
+    spec = kind_of(kind)
+    resource = spec.plural + (f"/{subresource}" if subresource else "")
+    if method in ("get", "list") and kind in WATCHED_KINDS:
+        return Request("watch", spec.group, resource, None, None)
+    if method == "evict":
+        return Request("create", "", "pods/eviction", namespace, name)
+    verbs = {"get": "get", "list": "list", "create": "create", "update": "update",
+             "patch": "patch", "delete": "delete"}
+    if method not in verbs:
+        raise ValueError(f"unknown ClusterAPI method {method!r}")
+    return Request(verbs[method], spec.group, resource, namespace, name)
+
+
+def allows(rules: Iterable[Access], request: Request, own_namespace: str) -> bool:
+    """Whether these permissions grant the request (as Kubernetes RBAC evaluates rules)."""
+    for rule in rules:
+        if rule.group != request.group or rule.resource != request.resource:
+            continue
+        if request.verb not in rule.verbs:
+            continue
+        if rule.scope == "own-namespace" and request.namespace != own_namespace:
+            continue
+        if rule.scope == "node-leases" and request.namespace != NODE_LEASE_NAMESPACE:
+            continue
+        if rule.names and request.name not in rule.names:
+            continue
+        return True
+    return False

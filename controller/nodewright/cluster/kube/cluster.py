@@ -1,0 +1,255 @@
+"""`KubeCluster`: ClusterAPI against a real API server, through lightkube.
+
+Reads of the kinds it caches (by default the operator's `WATCHED_KINDS`) come from the
+informers' caches, as controller-runtime's client reads them, so controllers can read as
+often as they like without loading the API server; they wait for the first list. Other
+kinds are read from the server. Writes go to the server: `update` is a PUT carrying the
+object's resourceVersion (409 Conflict when stale), `patch` a JSON merge patch (a
+`metadata.resourceVersion` in it is a precondition), the status subresource when asked,
+delete with a uid precondition, eviction through policy/v1 Eviction. What a write returns
+goes into the cache at once, so the writer reads its own writes.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import httpx2
+from lightkube import ApiError as LightkubeApiError
+from lightkube import Client, KubeConfig
+from lightkube.models.meta_v1 import DeleteOptions, ObjectMeta
+from lightkube.resources.core_v1 import Pod
+from lightkube.types import PatchType
+
+from nodewright.cluster import objects
+from nodewright.cluster.api import ApiError, NotFoundError, Object, kind_of
+from nodewright.cluster.kube import gaps
+from nodewright.cluster.kube.access import WATCHED_KINDS
+from nodewright.cluster.kube.errors import translate, unreachable
+from nodewright.cluster.kube.informer import Backoff, Informer, Subscription
+from nodewright.cluster.kube.resources import resource_class, status_class, to_object
+from nodewright.runtime.reconciler import WatchEvent
+
+FIELD_MANAGER = "nodewright"
+T = TypeVar("T")
+
+
+class CacheNotSyncedError(ApiError):
+    status = 503
+    reason = "CacheNotSynced"
+
+
+def connect(kubeconfig: str | None = None, *, transport: httpx2.BaseTransport | None = None,
+            ) -> Client:
+    """A lightkube client: from `kubeconfig`, else in-cluster, else ~/.kube/config."""
+    config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+    return Client(config, field_manager=FIELD_MANAGER, transport=transport)
+
+
+class KubeWatchStream:
+    """Events of some kinds, withheld until every one of their informers has listed."""
+
+    def __init__(self, informers: list[Informer]) -> None:
+        self._informers = informers
+        self._subscription = Subscription()
+        for informer in informers:
+            informer.subscribe(self._subscription)
+
+    def poll(self) -> list[WatchEvent]:
+        if not self.synced():
+            return []
+        return self._subscription.take()
+
+    def synced(self) -> bool:
+        return all(informer.synced() for informer in self._informers)
+
+    def close(self) -> None:
+        self._subscription.closed = True
+        for informer in self._informers:
+            informer.unsubscribe(self._subscription)
+
+
+class KubeCluster:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        cached_kinds: Iterable[str] = WATCHED_KINDS,
+        sync_timeout: float = 120.0,
+        informer_factory: Callable[[Client, str], Informer] | None = None,
+    ) -> None:
+        self.client = client
+        self._cached_kinds = frozenset(cached_kinds)
+        self._sync_timeout = sync_timeout
+        self._informer_factory = informer_factory or (
+            lambda client, kind: Informer(client, kind, backoff=Backoff()))
+        self._informers: dict[str, Informer] = {}
+        self._lock = threading.Lock()
+
+    # --- informers ------------------------------------------------------------------------
+
+    def informer(self, kind: str) -> Informer:
+        kind_of(kind)
+        with self._lock:
+            informer = self._informers.get(kind)
+            if informer is None:
+                informer = self._informer_factory(self.client, kind)
+                self._informers[kind] = informer
+                informer.start()
+            return informer
+
+    def start(self) -> None:
+        """Start the informers of the cached kinds (reads wait for their first list)."""
+        for kind in sorted(self._cached_kinds):
+            self.informer(kind)
+
+    def synced(self) -> bool:
+        with self._lock:
+            informers = list(self._informers.values())
+        return all(informer.synced() for informer in informers)
+
+    def alive(self) -> bool:
+        with self._lock:
+            return all(informer.alive() for informer in self._informers.values())
+
+    def close(self) -> None:
+        with self._lock:
+            for informer in self._informers.values():
+                informer.stop()
+        self.client.close()
+
+    def _cache(self, kind: str) -> Informer | None:
+        if kind not in self._cached_kinds:
+            return None
+        informer = self.informer(kind)
+        if not informer.wait_synced(self._sync_timeout):
+            raise CacheNotSyncedError(f"the {kind} cache has not synced with the API server")
+        return informer
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Object:
+        cache = self._cache(kind)
+        if cache is not None:
+            key = f"{namespace}/{name}" if namespace and kind_of(kind).namespaced else name
+            found = cache.get(key)
+            if found is None:
+                raise NotFoundError(f'{kind_of(kind).plural} "{name}" not found')
+            return found
+        with _translated():
+            item = self.client.get(resource_class(kind), name, namespace=namespace)
+        return to_object(kind, item)
+
+    def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> list[Object]:
+        cache = self._cache(kind)
+        if cache is not None:
+            return [
+                obj for obj in cache.items()
+                if (namespace is None or objects.namespace(obj) == namespace)
+                and _has_labels(obj, labels)
+            ]
+        scope = namespace if namespace else ("*" if kind_of(kind).namespaced else None)
+        with _translated():
+            items = list(self.client.list(resource_class(kind), namespace=scope,
+                                          labels=dict(labels) if labels else None))
+        return [to_object(kind, item) for item in items]
+
+    def watch(self, kinds: Iterable[str]) -> KubeWatchStream:
+        return KubeWatchStream([self.informer(kind) for kind in kinds])
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def create(self, obj: Object) -> Object:
+        kind = str(obj.get("kind") or "")
+        resource = resource_class(kind)
+        with _translated():
+            created = self.client.create(resource(copy.deepcopy(obj)),
+                                         namespace=objects.namespace(obj) or None)
+        return self._observed(kind, created)
+
+    def update(self, obj: Object, *, subresource: str | None = None) -> Object:
+        kind = str(obj.get("kind") or "")
+        body = copy.deepcopy(obj)
+        namespace = objects.namespace(obj) or None
+        with _translated():
+            if subresource == "status":
+                stored = self.client.replace(status_class(kind)(body), objects.name(obj),
+                                             namespace=namespace)
+            elif subresource is None:
+                stored = self.client.replace(resource_class(kind)(body))
+            else:
+                raise ValueError(f"unsupported subresource {subresource!r}")
+        return self._observed(kind, stored)
+
+    def patch(
+        self,
+        kind: str,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> Object:
+        if subresource not in (None, "status"):
+            raise ValueError(f"unsupported subresource {subresource!r}")
+        target = status_class(kind) if subresource == "status" else resource_class(kind)
+        with _translated():
+            stored = self.client.patch(target, name, dict(patch), namespace=namespace,
+                                       patch_type=PatchType.MERGE)
+        return self._observed(kind, stored)
+
+    def delete(
+        self,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        grace_period_seconds: int | None = None,
+        uid: str | None = None,
+    ) -> None:
+        with _translated():
+            gaps.delete_with_options(self.client, resource_class(kind), name,
+                                     namespace=namespace,
+                                     grace_period_seconds=grace_period_seconds, uid=uid)
+
+    def evict(self, name: str, namespace: str, *, grace_period_seconds: int | None = None,
+              ) -> None:
+        options = (DeleteOptions(gracePeriodSeconds=grace_period_seconds)
+                   if grace_period_seconds is not None else None)
+        eviction = Pod.Eviction(metadata=ObjectMeta(name=name, namespace=namespace),
+                                deleteOptions=options)
+        with _translated():
+            self.client.create(eviction, name=name, namespace=namespace)
+
+    def _observed(self, kind: str, stored: Any) -> Object:
+        obj = to_object(kind, stored)
+        if kind in self._cached_kinds:
+            self.informer(kind).observe_write(obj)
+        return obj
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    try:
+        yield
+    except LightkubeApiError as error:
+        raise translate(error) from error
+    except httpx2.TransportError as error:
+        raise unreachable(error) from error
+
+
+def _has_labels(obj: Mapping[str, Any], wanted: Mapping[str, str] | None) -> bool:
+    if not wanted:
+        return True
+    have = objects.labels(obj)
+    return all(have.get(key) == value for key, value in wanted.items())

@@ -1,0 +1,286 @@
+"""An informer: the list + watch loop of client-go's reflector, for one kind.
+
+It lists the kind (in pages), keeps the objects in a cache, then watches from the list's
+resourceVersion with bookmarks (which keep that version fresh while nothing changes).
+When the watch ends it resumes from the last version seen; when the server answers 410
+Gone (that version is older than it keeps) it lists again and turns the difference into
+events, so subscribers never miss a deletion; any other failure is retried with
+client-go's backoff (0.8 s doubling to 30 s, with jitter).
+
+Subscribers are `Subscription`s: each gets ADDED for every cached object when it
+subscribes, then every change, in order.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import random
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+from lightkube import ApiError as LightkubeApiError
+from lightkube import Client
+from lightkube.types import OnErrorAction, OnErrorResult
+
+from nodewright.cluster import objects
+from nodewright.cluster.api import ApiError, Object
+from nodewright.cluster.kube import gaps
+from nodewright.cluster.kube.errors import GoneError, translate, unreachable
+from nodewright.cluster.kube.resources import resource_class, to_object
+from nodewright.runtime.reconciler import EventType, WatchEvent
+
+log = logging.getLogger(__name__)
+
+LIST_PAGE_SIZE = 500
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """client-go's reflector backoff: 800 ms doubling to 30 s, with up to 100 % jitter."""
+
+    initial: float = 0.8
+    maximum: float = 30.0
+    jitter: float = 1.0
+
+    def delay(self, failures: int) -> float:
+        base = min(self.initial * 2.0 ** min(max(0, failures - 1), 64), self.maximum)
+        return base * (1 + random.random() * self.jitter)
+
+
+class Subscription:
+    """Where an informer hands its events; the stream side of `KubeCluster.watch`."""
+
+    def __init__(self) -> None:
+        self._events: list[WatchEvent] = []
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def push(self, event: WatchEvent) -> None:
+        with self._lock:
+            if not self.closed:
+                self._events.append(event)
+
+    def take(self) -> list[WatchEvent]:
+        with self._lock:
+            events, self._events = self._events, []
+            return events
+
+
+class Informer:
+    def __init__(
+        self,
+        client: Client,
+        kind: str,
+        *,
+        backoff: Backoff | None = None,
+        watch_timeout: Callable[[], int] = lambda: random.randint(300, 600),
+        sleep: Callable[[float], bool] | None = None,
+    ) -> None:
+        self.client = client
+        self.kind = kind
+        self._resource = resource_class(kind)
+        self._backoff = backoff or Backoff()
+        self._watch_timeout = watch_timeout
+        self._cache: dict[str, Object] = {}
+        self._version = ""
+        self._lock = threading.RLock()
+        self._subscribers: list[Subscription] = []
+        self._synced = threading.Event()
+        self._stop = threading.Event()
+        self._sleep = sleep or self._stop.wait
+        self._thread: threading.Thread | None = None
+        self.lists = 0
+        self.failures = 0
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"informer-{self.kind}",
+                                            daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def synced(self) -> bool:
+        return self._synced.is_set()
+
+    def wait_synced(self, timeout: float | None) -> bool:
+        return self._synced.wait(timeout)
+
+    # --- reads --------------------------------------------------------------------------
+
+    def get(self, key: str) -> Object | None:
+        with self._lock:
+            found = self._cache.get(key)
+            return copy.deepcopy(found) if found is not None else None
+
+    def items(self) -> list[Object]:
+        with self._lock:
+            return [copy.deepcopy(obj) for obj in self._cache.values()]
+
+    def subscribe(self, subscription: Subscription) -> None:
+        with self._lock:
+            for obj in self._cache.values():
+                subscription.push(WatchEvent("ADDED", copy.deepcopy(obj)))
+            self._subscribers.append(subscription)
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        with self._lock:
+            if subscription in self._subscribers:
+                self._subscribers.remove(subscription)
+
+    def observe_write(self, obj: Object) -> None:
+        """Put what a write returned into the cache at once (read-your-writes for the
+        writer); the watch event that follows still reaches the subscribers."""
+        with self._lock:
+            key = objects.key(obj)
+            current = self._cache.get(key)
+            if current is None or _newer(obj, current):
+                self._cache[key] = copy.deepcopy(obj)
+
+    # --- the loop -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                if not self._version:
+                    self._list()
+                self._watch()
+                failures = 0
+            except GoneError:
+                log.info("watch of %s expired (410 Gone); listing again", self.kind)
+                self._version = ""
+            except Exception as error:  # ApiError, or a bug: never let the informer die
+                if self._stop.is_set():
+                    return
+                failures += 1
+                self.failures += 1
+                delay = self._backoff.delay(failures)
+                log.warning("watch of %s failed (%s); retrying in %.1fs", self.kind, error,
+                            delay, exc_info=not isinstance(error, ApiError))
+                self._sleep(delay)
+
+    def _list(self) -> None:
+        try:
+            listing = self.client.list(
+                self._resource,
+                namespace="*" if self._namespaced() else None,
+                chunk_size=LIST_PAGE_SIZE,
+            )
+            found = {}
+            for item in listing:
+                obj = to_object(self.kind, item)
+                found[objects.key(obj)] = obj
+            version = listing.resourceVersion
+        except LightkubeApiError as error:
+            raise translate(error) from error
+        except httpx2.TransportError as error:
+            raise unreachable(error) from error
+        self.lists += 1
+        with self._lock:
+            previous, self._cache = self._cache, found
+            for key, gone in previous.items():
+                if key not in found:
+                    self._emit("DELETED", gone)
+            for key, obj in found.items():
+                before = previous.get(key)
+                if before is None:
+                    self._emit("ADDED", obj)
+                elif objects.meta(before).get("resourceVersion") != objects.meta(obj).get(
+                        "resourceVersion"):
+                    self._emit("MODIFIED", obj)
+            self._version = version
+        self._synced.set()
+
+    def _watch(self) -> None:
+        events = gaps.watch_with_bookmarks(
+            self.client,
+            self._resource,
+            resource_version=self._version,
+            server_timeout=self._watch_timeout(),
+            on_error=_raise,
+        )
+        try:
+            for event_type, item in _guarded(events):
+                if self._stop.is_set():
+                    return
+                self._apply(event_type, to_object(self.kind, item))
+        finally:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()
+
+    def _apply(self, event_type: str, obj: Object) -> None:
+        version = str(objects.meta(obj).get("resourceVersion") or "")
+        with self._lock:
+            if event_type == "BOOKMARK":
+                self._version = version or self._version
+                return
+            key = objects.key(obj)
+            if event_type == "DELETED":
+                self._cache.pop(key, None)
+                self._emit("DELETED", obj)
+            elif event_type == "ADDED":
+                self._cache[key] = obj
+                self._emit("ADDED", obj)
+            elif event_type == "MODIFIED":
+                self._cache[key] = obj
+                self._emit("MODIFIED", obj)
+            self._version = version or self._version
+
+    def _emit(self, event_type: EventType, obj: Object) -> None:
+        for subscription in self._subscribers:
+            subscription.push(WatchEvent(event_type, copy.deepcopy(obj)))
+
+    def _namespaced(self) -> bool:
+        from nodewright.cluster.api import kind_of
+
+        return kind_of(self.kind).namespaced
+
+
+def _raise(error: Exception, count: int) -> OnErrorResult:
+    """Let the informer decide: re-list on 410, back off on anything else."""
+    return OnErrorResult(OnErrorAction.RAISE)
+
+
+def _guarded(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    try:
+        yield from events
+    except LightkubeApiError as error:  # an ERROR event in the stream
+        raise translate(error) from error
+    except httpx2.HTTPStatusError as error:  # lightkube's watch does not decode these
+        raise _status_error(error) from error
+    except httpx2.TransportError as error:
+        raise unreachable(error) from error
+    except httpx2.HTTPError as error:
+        raise ApiError(f"watch failed: {error}") from error
+
+
+def _status_error(error: httpx2.HTTPStatusError) -> ApiError:
+    response = error.response
+    try:
+        response.read()
+        return translate(LightkubeApiError(request=error.request, response=response))
+    except Exception:  # not a Status body: keep the code
+        translated = ApiError(f"watch failed: HTTP {response.status_code}")
+        translated.status = response.status_code
+        return translated
+
+
+def _newer(candidate: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    """resourceVersions are opaque, but etcd's are integers; compare them when they are."""
+    new = str(objects.meta(candidate).get("resourceVersion") or "")
+    old = str(objects.meta(current).get("resourceVersion") or "")
+    if new.isdigit() and old.isdigit():
+        return int(new) > int(old)
+    return new != old

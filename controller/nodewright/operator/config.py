@@ -1,0 +1,287 @@
+"""The operator's settings, read as Karpenter's chart sets them: environment variables with
+matching flags, flags winning.
+
+Each `Option` knows its flag, its variable, its default and how to parse a value, so
+`--help` documents all of them from one table and a bad value, from either source, is
+reported as `VARIABLE='value': what is wrong` (exit code 2 in the CLI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import socket
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE
+
+Cloud = Literal["aws", "sim"]
+LOG_LEVELS = ("debug", "info", "warning", "error")
+# Karpenter's gates and their defaults (pkg/operator/options).
+FEATURE_GATES: Mapping[str, bool] = {
+    "NodeRepair": False,
+    "ReservedCapacity": True,
+    "SpotToSpotConsolidation": False,
+    "NodeOverlay": False,
+    "StaticCapacity": False,
+    "CapacityBuffer": False,
+}
+_SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
+                   "h": 3600.0}
+_CLUSTER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,99}$")
+
+
+class ConfigError(ValueError):
+    """A setting with a bad value; the text names the variable (or flag) and the value."""
+
+    def __init__(self, source: str, value: str, problem: str) -> None:
+        super().__init__(f"{source}={value!r}: {problem}")
+        self.source = source
+        self.value = value
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    cluster_name: str
+    cloud: Cloud = "aws"
+    kubeconfig: str | None = None
+    cluster_endpoint: str | None = None
+    interruption_queue: str | None = None
+    region: str | None = None
+    batch_idle_duration: float = 1.0
+    batch_max_duration: float = 10.0
+    feature_gates: Mapping[str, bool] = field(default_factory=lambda: dict(FEATURE_GATES))
+    log_level: str = "info"
+    leader_elect: bool = True
+    metrics_port: int = 8080
+    health_probe_port: int = 8081
+    leader_election_name: str = LEADER_ELECTION_LEASE
+    leader_election_namespace: str = "nodewright"
+    identity: str = ""
+
+
+# --- parsers: text -> value, ValueError with the reason -----------------------------------
+
+
+def parse_duration(text: str) -> float:
+    """Go's time.Duration syntax, as Karpenter's flags take it ("1s", "500ms", "1m30s")."""
+    value = text.strip()
+    if value == "0":
+        return 0.0
+    position, total = 0, 0.0
+    for match in _DURATION_PART.finditer(value):
+        if match.start() != position:
+            break
+        total += float(match[1]) * _DURATION_UNITS[match[2]]
+        position = match.end()
+    if position != len(value) or not value:
+        raise ValueError("not a duration (use Go's syntax: 1s, 500ms, 1m30s)")
+    return total
+
+
+def _positive_duration(text: str) -> float:
+    seconds = parse_duration(text)
+    if seconds <= 0:
+        raise ValueError("must be longer than 0s")
+    return seconds
+
+
+def parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValueError("must be true or false")
+
+
+def parse_port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise ValueError("not a port number") from None
+    if not 0 <= port <= 65535:
+        raise ValueError("must be between 0 and 65535 (0 picks a free port)")
+    return port
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """`Name=true,Other=false` over Karpenter's defaults; unknown names are errors."""
+    gates = dict(FEATURE_GATES)
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, separator, raw = item.partition("=")
+        if not separator:
+            raise ValueError(f"{item!r} is not Name=true|false")
+        if name.strip() not in FEATURE_GATES:
+            raise ValueError(
+                f"unknown feature gate {name.strip()!r} (known: {', '.join(FEATURE_GATES)})")
+        try:
+            gates[name.strip()] = parse_bool(raw)
+        except ValueError:
+            raise ValueError(f"{name.strip()}: {raw!r} must be true or false") from None
+    return gates
+
+
+def parse_log_level(text: str) -> str:
+    level = text.strip().lower()
+    level = "warning" if level == "warn" else level
+    if level not in LOG_LEVELS:
+        raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
+    return level
+
+
+def parse_cloud(text: str) -> str:
+    if text not in ("aws", "sim"):
+        raise ValueError("must be aws or sim")
+    return text
+
+
+def parse_cluster_name(text: str) -> str:
+    if not _CLUSTER_NAME.match(text):
+        raise ValueError("an EKS cluster name: letters, digits, - and _, at most 100")
+    return text
+
+
+def parse_endpoint(text: str) -> str:
+    if not re.match(r"^https://[^\s/]+", text):
+        raise ValueError("must be the API server's https:// URL")
+    return text
+
+
+def _text(text: str) -> str:
+    return text
+
+
+# --- the table ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Option:
+    flag: str
+    env: str
+    help: str
+    parse: Callable[[str], Any] = _text
+    default: str | None = None
+    metavar: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("--cloud", "NODEWRIGHT_CLOUD", "aws: launch EC2 instances (production); sim: the "
+           "simulated EC2, whose instances become Nodes the controller registers and keeps "
+           "alive itself", parse_cloud, "aws", "aws|sim"),
+    Option("--kubeconfig", "KUBECONFIG", "kubeconfig file; unset: the in-cluster service "
+           "account, else ~/.kube/config", metavar="PATH"),
+    Option("--cluster-name", "CLUSTER_NAME", "the EKS cluster's name (tags, discovery); "
+           "required", parse_cluster_name, metavar="NAME"),
+    Option("--cluster-endpoint", "CLUSTER_ENDPOINT", "the API server URL nodes join "
+           "(default: looked up with eks:DescribeCluster)", parse_endpoint, metavar="URL"),
+    Option("--interruption-queue", "INTERRUPTION_QUEUE", "SQS queue with EC2 interruption "
+           "events (unset: interruption handling off)", metavar="NAME"),
+    Option("--aws-region", "AWS_REGION", "AWS region (default: the SDK's, or us-west-2 with "
+           "--cloud sim)", metavar="REGION"),
+    Option("--batch-idle-duration", "BATCH_IDLE_DURATION", "end a provisioning batch after "
+           "this long without new pending pods", _positive_duration, "1s", "DURATION"),
+    Option("--batch-max-duration", "BATCH_MAX_DURATION", "the longest a provisioning batch "
+           "waits", _positive_duration, "10s", "DURATION"),
+    Option("--feature-gates", "FEATURE_GATES", "Name=true|false,... over the defaults "
+           + ",".join(f"{k}={str(v).lower()}" for k, v in FEATURE_GATES.items()),
+           parse_feature_gates, "", "GATES"),
+    Option("--log-level", "LOG_LEVEL", "debug, info, warning or error", parse_log_level,
+           "info", "LEVEL"),
+    Option("--leader-elect", "LEADER_ELECT", "hold a coordination.k8s.io Lease so one replica "
+           "writes at a time", parse_bool, "true", "BOOL"),
+    Option("--metrics-port", "METRICS_PORT", "port of the Prometheus /metrics endpoint",
+           parse_port, "8080", "PORT"),
+    Option("--health-probe-port", "HEALTH_PROBE_PORT", "port of /healthz and /readyz",
+           parse_port, "8081", "PORT"),
+    Option("--leader-election-name", "LEADER_ELECTION_NAME", "name of the leader Lease "
+           "(the RBAC rules name this one)", default=LEADER_ELECTION_LEASE, metavar="NAME"),
+    Option("--leader-election-namespace", "LEADER_ELECTION_NAMESPACE", "namespace of the "
+           "leader Lease (default: POD_NAMESPACE, else the service account's namespace)",
+           metavar="NAMESPACE"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per option; the help names the variable and the default."""
+    for option in OPTIONS:
+        default = f" (default {option.default})" if option.default else ""
+        parser.add_argument(
+            option.flag,
+            dest=option.dest,
+            default=None,
+            metavar=option.metavar,
+            help=f"{option.help}{default}. Environment: {option.env}",
+        )
+
+
+def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> OperatorConfig:
+    """Flags over environment over defaults. Raises ConfigError naming the source."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        flag_value = getattr(args, option.dest, None)
+        if flag_value is not None:
+            source, raw = option.flag, str(flag_value)
+        elif env.get(option.env, "") != "":
+            source, raw = option.env, env[option.env]
+        elif option.default is not None:
+            source, raw = option.env, option.default
+        else:
+            values[option.dest] = None
+            continue
+        try:
+            values[option.dest] = option.parse(raw)
+        except ValueError as error:
+            raise ConfigError(source, raw, str(error)) from None
+    if not values["cluster_name"]:
+        raise ConfigError("CLUSTER_NAME", "", "required (or --cluster-name)")
+    if values["batch_idle_duration"] > values["batch_max_duration"]:
+        raise ConfigError("BATCH_IDLE_DURATION", str(values["batch_idle_duration"]),
+                          "must not be longer than BATCH_MAX_DURATION")
+    return OperatorConfig(
+        cluster_name=values["cluster_name"],
+        cloud=values["cloud"],
+        kubeconfig=values["kubeconfig"],
+        cluster_endpoint=values["cluster_endpoint"],
+        interruption_queue=values["interruption_queue"],
+        region=values["aws_region"] or env.get("AWS_DEFAULT_REGION") or None,
+        batch_idle_duration=values["batch_idle_duration"],
+        batch_max_duration=values["batch_max_duration"],
+        feature_gates=values["feature_gates"],
+        log_level=values["log_level"],
+        leader_elect=values["leader_elect"],
+        metrics_port=values["metrics_port"],
+        health_probe_port=values["health_probe_port"],
+        leader_election_name=values["leader_election_name"],
+        leader_election_namespace=(
+            values["leader_election_namespace"] or env.get("POD_NAMESPACE")
+            or _service_account_namespace() or "nodewright"
+        ),
+        identity=_identity(env),
+    )
+
+
+def _service_account_namespace() -> str | None:
+    try:
+        return _SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def _identity(env: Mapping[str, str]) -> str:
+    """Who holds the Lease: the pod name (or host) plus a random suffix, as client-go does,
+    so a restarted container never mistakes its predecessor's Lease for its own."""
+    host = env.get("POD_NAME") or socket.gethostname()
+    return f"{host}_{uuid.uuid4()}"

@@ -1,0 +1,73 @@
+"""The operator's HTTP endpoints: Prometheus metrics, and the kubelet's probes.
+
+- `/metrics` on METRICS_PORT serves `nodewright.metrics.REGISTRY`.
+- `/healthz` (liveness) on HEALTH_PROBE_PORT answers 200 while the operator's threads
+  run; a wedged or dead loop makes the kubelet restart the container.
+- `/readyz` (readiness) answers 200 once the informer caches have synced. A standby
+  replica is ready too: it is healthy and waiting for the Lease, and being ready keeps the
+  PodDisruptionBudget satisfied.
+
+Port 0 binds a free port (tests); `port` tells which one was bound.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import start_http_server
+
+from nodewright.metrics import REGISTRY
+
+Check = Callable[[], str | None]  # None when fine, else the reason it is not
+
+
+class MetricsEndpoint:
+    def __init__(self, port: int, address: str = "0.0.0.0") -> None:
+        self._server, self._thread = start_http_server(port, address, registry=REGISTRY)
+        self.port = int(self._server.server_port)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class ProbeEndpoint:
+    def __init__(self, port: int, *, healthy: Check, ready: Check,
+                 address: str = "0.0.0.0") -> None:
+        checks = {"/healthz": healthy, "/readyz": ready}
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                check = checks.get(self.path.split("?", 1)[0])
+                if check is None:
+                    self._answer(404, "not found\n")
+                    return
+                problem = check()
+                if problem is None:
+                    self._answer(200, "ok\n")
+                else:
+                    self._answer(500, f"{problem}\n")
+
+            def _answer(self, status: int, body: str) -> None:
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/plain; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return  # probes every few seconds would drown the logs
+
+        self._server = ThreadingHTTPServer((address, port), Handler)
+        self._server.daemon_threads = True
+        self.port = int(self._server.server_port)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="probes",
+                                        daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
