@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "nodewright.cli.catalog",
     "nodewright.cli.plan",
     "nodewright.cli.aws",
+    "nodewright.cli.simulate",
 )
 
 

@@ -19,15 +19,18 @@ from nodewright.cloud.sim.ledger import Ledger
 from nodewright.cloud.sim.provider import SimEvent, SimulatedEC2
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, WatchStream
+from nodewright.cluster.events import REPORTING_CONTROLLER
 from nodewright.controllers.disruption.explanations import Decision
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.sim.durations import format_offset
 from nodewright.sim.timeline import DecisionRecord, Sample, TimelineEvent
 from nodewright.state.wellknown import (
     CAPACITY_TYPE_LABEL,
+    DISRUPTED_TAINT,
     INSTANCE_TYPE_LABEL,
     NODEPOOL_LABEL,
     ZONE_LABEL,
+    has_taint,
 )
 
 LAUNCHED = "Launched"
@@ -43,6 +46,17 @@ REASON_BY_METHOD = {
 # EC2 happenings worth a line of their own (launches show up as NodeClaims).
 _EC2_LINES = ("insufficient-capacity", "interrupt-spot", "interrupt-scheduled", "interrupt-stop",
               "interrupt-terminate", "interrupt-rebalance", "stopped")
+# Warning events of our controllers, by the controller that writes them.
+_EVENT_SOURCES = {
+    "FailedScheduling": "provisioner",
+    "NoCompatibleInstanceTypes": "provisioner",
+    "FailedDraining": "termination",
+    "FailedTermination": "termination",
+    "TerminationGracePeriodExpiring": "termination",
+    "InsufficientCapacityError": "lifecycle",
+    "NodeClassNotReady": "lifecycle",
+    "UnregisteredTaintMissing": "lifecycle",
+}
 _BILLING_EVENTS = ("running", "shutting-down", "stopping", "terminated")
 
 Line = Callable[[TimelineEvent], None]
@@ -57,6 +71,7 @@ class ClaimRecord:
     launched: float | None = None
     initialized: float | None = None
     deleting: float | None = None
+    gone: float | None = None
     instance_type: str = ""
     capacity_type: str = ""
     zone: str = ""
@@ -86,6 +101,10 @@ class Recorder:
         self.last_change = start
         self._listeners: list[Line] = []
         self._nodes: dict[str, str] = {}  # managed, live node name -> instance type
+        # What keeps the cluster from being quiet: NodeClaims launching, registering or
+        # terminating; nodes being deleted or tainted for disruption.
+        self.busy_claims: set[str] = set()
+        self.busy_nodes: set[str] = set()
         self._pending: set[str] = set()
         self._hourly_cost = 0.0
         self._event_stream: WatchStream = cluster.watch(["Event"])
@@ -110,6 +129,10 @@ class Recorder:
 
     def disruptions(self) -> dict[str, int]:
         return {reason: len(nodes) for reason, nodes in sorted(self.disrupted.items())}
+
+    @property
+    def node_count(self) -> int:
+        return len(self._nodes)
 
     @property
     def pending_pods(self) -> int:
@@ -201,8 +224,14 @@ class Recorder:
                                  self.offset(created))
             self.claims[name] = record
         if event.type == "DELETED":
+            record.gone = self.offset()
+            self.busy_claims.discard(name)
             self._claim_gone(record)
             return
+        if objects.is_deleting(claim) or not objects.condition_is_true(claim, INITIALIZED):
+            self.busy_claims.add(name)
+        else:
+            self.busy_claims.discard(name)
         labels = objects.labels(claim)
         record.instance_type = labels.get(INSTANCE_TYPE_LABEL, record.instance_type)
         record.capacity_type = labels.get(CAPACITY_TYPE_LABEL, record.capacity_type)
@@ -261,6 +290,11 @@ class Recorder:
             self._nodes[name] = labels.get(INSTANCE_TYPE_LABEL, "unknown")
         else:
             self._nodes.pop(name, None)
+        disrupting = has_taint((node.get("spec") or {}).get("taints") or [], DISRUPTED_TAINT)
+        if event.type != "DELETED" and (objects.is_deleting(node) or disrupting):
+            self.busy_nodes.add(name)
+        else:
+            self.busy_nodes.discard(name)
 
     def _on_pod(self, event: WatchEvent) -> None:
         pod = event.object
@@ -281,13 +315,15 @@ class Recorder:
 
     def _read_events(self) -> None:
         warnings = [event.object for event in self._event_stream.poll()
-                    if event.type == "ADDED" and event.object.get("type") == "Warning"]
+                    if event.type == "ADDED" and event.object.get("type") == "Warning"
+                    and event.object.get("reportingController") == REPORTING_CONTROLLER]
         groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
         for body in warnings:
             groups.setdefault((str(body.get("reason", "")), _general(body)), []).append(body)
         for (reason, note), bodies in groups.items():
             subject = _subject(bodies)
-            self.note("karpenter", f"event.{reason}", f"{reason} {subject}: {note}",
+            source = _EVENT_SOURCES.get(reason, "karpenter")
+            self.note(source, f"event.{reason}", f"{reason} {subject}: {note}",
                       reason=reason, count=len(bodies))
 
 
