@@ -136,7 +136,7 @@ spec:
 def test_a_pod_whose_spec_cannot_be_read_is_reported_and_never_packed(world: World) -> None:
     world.apply(WORKSHOP)
     # Another scheduler (ours would say SchedulerError) marked it unschedulable.
-    (pod,) = world.apply("""
+    world.apply("""
 apiVersion: v1
 kind: Pod
 metadata: {name: broken, namespace: default}

@@ -95,12 +95,19 @@ class World:
 
     # -- changing the cluster ------------------------------------------------------------
 
+    def deliver(self) -> None:
+        """Hand the watch events of changes made from outside (a test, a scenario) to
+        both processes now, as a real API server would, without waiting for a tick."""
+        self.cluster_driver.deliver()
+        self.driver.deliver()
+
     def apply(self, *sources: Source) -> list[Object]:
         """Create each object, or replace the spec of one that exists."""
         applied = []
         for source in sources:
             for body in documents(source):
                 applied.append(self._apply_one(body))
+        self.deliver()
         return applied
 
     def _apply_one(self, body: dict[str, Any]) -> Object:
@@ -119,18 +126,22 @@ class World:
     def scale(self, name: str, replicas: int, *, kind: str = "Deployment",
               namespace: str = "default") -> None:
         self.cluster.patch(kind, name, {"spec": {"replicas": replicas}}, namespace)
+        self.deliver()
 
     def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
         self.cluster.delete(kind, name, namespace)
+        self.deliver()
 
     # -- time ----------------------------------------------------------------------------
 
     def advance(self, seconds: float) -> None:
+        self.deliver()
         self.clock.advance(seconds)
 
     def run_until(self, done: Callable[[], bool], timeout: float = 3600.0,
                   step: float = _STEP_SECONDS) -> bool:
         """Advance in steps until `done()` holds (True) or `timeout` virtual seconds pass."""
+        self.deliver()
         waited = 0.0
         while not done():
             if waited >= timeout:
@@ -144,6 +155,7 @@ class World:
 
     def settle(self, timeout: float = 3600.0, quiet: float = QUIET_SECONDS) -> bool:
         """Run until nothing but Events changed for `quiet` virtual seconds."""
+        self.deliver()
         last = self._fingerprint()
         still = 0.0
         waited = 0.0
