@@ -92,7 +92,7 @@ def test_two_pdbs_on_one_pod_block_it_as_the_eviction_api_would() -> None:
 def test_an_unreadable_pdb_is_reported_and_left_out() -> None:
     broken = pdb("bad", {})
     broken["spec"]["selector"] = {"matchExpressions": [{"key": "a", "operator": "Near"}]}
-    limits, problems = PdbLimits.build([broken], [])
+    _, problems = PdbLimits.build([broken], [])
     assert len(problems) == 1 and "default/bad" in problems[0]
 
 

@@ -20,6 +20,8 @@ from typing import Protocol
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
+from nodewright.controllers.disruption.controller import DisruptionOptions
+from nodewright.controllers.disruption.setup import DisruptionControllers, build_disruption
 from nodewright.controllers.garbagecollection import (
     InstanceGarbageCollection,
     NodeClaimGarbageCollection,
@@ -55,6 +57,7 @@ class ControllerOptions:
     launch_timeout_seconds: float = LAUNCH_TIMEOUT_SECONDS
     registration_timeout_seconds: float = REGISTRATION_TIMEOUT_SECONDS
     reporting_instance: str = "nodewright"
+    disruption: DisruptionOptions = field(default_factory=DisruptionOptions)
 
     @property
     def nomination_seconds(self) -> float:
@@ -73,6 +76,8 @@ class Controllers:
     instance_gc: InstanceGarbageCollection
     nodeclaim_gc: NodeClaimGarbageCollection
     extra: list[Reconciler] = field(default_factory=list)
+    # Disruption, expiration, interruption, drift conditions (controllers.disruption.setup).
+    disruption: DisruptionControllers | None = None
 
     @property
     def reconcilers(self) -> tuple[Reconciler, ...]:
@@ -83,13 +88,15 @@ class Controllers:
             self.nodepool_status,
             self.instance_gc,
             self.nodeclaim_gc,
+            *(self.disruption.reconcilers if self.disruption else ()),
             *self.extra,
         )
 
     @property
     def singletons(self) -> tuple[Reconciler, ...]:
         """Reconcilers to run once with the key "" at start."""
-        return (self.instance_gc, self.nodeclaim_gc)
+        return (self.instance_gc, self.nodeclaim_gc,
+                *(self.disruption.singletons if self.disruption else ()))
 
     def attach(self, driver: Runner, *, start: bool = False) -> None:
         driver.listen(self.state.observe)
@@ -129,4 +136,6 @@ def build_controllers(
         nodepool_status=NodePoolStatus(cluster, clock, state),
         instance_gc=InstanceGarbageCollection(cluster, cloud, clock, state),
         nodeclaim_gc=NodeClaimGarbageCollection(cluster, cloud, clock, state),
+        disruption=build_disruption(cluster, cloud, clock, state, recorder,
+                                    options=options.disruption),
     )

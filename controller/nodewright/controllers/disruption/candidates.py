@@ -1,0 +1,220 @@
+"""Which machines may be disrupted at all, and what disrupting each would cost.
+
+A candidate is a managed node that registered and initialized, is not being deleted nor
+part of a command in flight, is not nominated for pending pods, carries no active
+`karpenter.sh/do-not-disrupt` annotation, belongs to a NodePool that exists, and holds no
+pod that blocks eviction (do-not-disrupt, or a PodDisruptionBudget that allows nothing).
+Drift is an *eventual* disruption: when the NodeClaim has a terminationGracePeriod, pods
+do not block it (the drain will be forced when that period ends).
+
+Everything else gets a `Blocked` with the cause and a sentence naming the pod, the PDB or
+the annotation, which the loop turns into an explanation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from nodewright.api.formats import parse_duration
+from nodewright.api.nodepool import NodePool
+from nodewright.cluster import objects
+from nodewright.controllers.disruption import explanations as ex
+from nodewright.controllers.disruption.podrules import (
+    PdbLimits,
+    do_not_disrupt_until,
+    eviction_cost,
+)
+from nodewright.scheduling.catalog import InstanceType
+from nodewright.state import podutil
+from nodewright.state.statenode import StateNode
+from nodewright.state.wellknown import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
+
+Obj = Mapping[str, Any]
+PER_NODE_DISRUPTION_COST = 1.0
+
+
+@dataclass
+class Candidate:
+    node: StateNode
+    nodepool: NodePool
+    instance_type: InstanceType | None
+    zone: str
+    capacity_type: str
+    price: float
+    pods: list[Obj]  # the pods that would need a new home
+    disruption_cost: float
+    reschedule_cost: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def provider_id(self) -> str:
+        return self.node.provider_id
+
+    @property
+    def nodeclaim(self) -> Obj:
+        assert self.node.nodeclaim is not None
+        return self.node.nodeclaim
+
+    @property
+    def nodeclaim_name(self) -> str:
+        return self.node.nodeclaim_name
+
+    @property
+    def nodepool_name(self) -> str:
+        return self.nodepool.name
+
+    @property
+    def empty(self) -> bool:
+        return not self.pods
+
+    @property
+    def savings_ratio(self) -> float:
+        """Price per unit of disruption, price / (1 + disruption cost): consolidation looks
+        at the best value first (an old node near expiry costs little to disrupt)."""
+        return self.price / (PER_NODE_DISRUPTION_COST + max(0.0, self.disruption_cost))
+
+
+@dataclass(frozen=True)
+class Blocked:
+    node: StateNode
+    cause: str
+    message: str
+
+
+@dataclass
+class CandidateContext:
+    """What deciding on candidates needs beyond the nodes themselves."""
+
+    now: datetime
+    nodepools: Mapping[str, NodePool]
+    instance_types: Mapping[str, Mapping[str, InstanceType]]
+    pdbs: PdbLimits
+    pods_on: Callable[[str], list[Obj]]  # the pods bound to a node name
+    in_flight: frozenset[str] = frozenset()
+    # NodePools that cannot launch now, with why (their nodes are not candidates).
+    skipped_pools: Mapping[str, str] = field(default_factory=dict)
+
+
+def lifetime_remaining(nodeclaim: Obj, now: datetime) -> float:
+    """The share of the NodeClaim's expireAfter still ahead (1.0 when it never expires)."""
+    spec = nodeclaim.get("spec") or {}
+    try:
+        seconds = parse_duration(str(spec.get("expireAfter") or "Never"))
+    except ValueError:
+        return 1.0
+    created = objects.creation_time(nodeclaim)
+    if seconds is None or seconds <= 0 or created is None:
+        return 1.0
+    age = (now - created).total_seconds()
+    return min(1.0, max(0.0, (seconds - age) / seconds))
+
+
+def offering_price(instance_type: InstanceType | None, zone: str, capacity_type: str) -> float:
+    if instance_type is None:
+        return 0.0
+    prices = [
+        o.price
+        for o in instance_type.offerings
+        if o.zone == zone and o.capacity_type == capacity_type
+    ]
+    return min(prices) if prices else 0.0
+
+
+def node_blocker(node: StateNode, context: CandidateContext) -> Blocked | None:
+    """Why the machine itself cannot be disrupted now (pods aside)."""
+    if node.nodeclaim is None:
+        return Blocked(node, ex.CAUSE_NODEPOOL, "node isn't managed by karpenter")
+    if node.node is None:
+        return Blocked(node, ex.CAUSE_NOT_INITIALIZED, "nodeclaim does not have a node yet")
+    if not node.initialized:
+        return Blocked(node, ex.CAUSE_NOT_INITIALIZED, "node isn't initialized")
+    if node.is_marked_for_deletion or node.provider_id in context.in_flight:
+        return Blocked(node, ex.CAUSE_DELETING, "node is deleting or marked for deletion")
+    if node.nominated(context.now):
+        return Blocked(node, ex.CAUSE_NOMINATED, "node is nominated for a pending pod")
+    for obj in (node.node, node.nodeclaim):
+        protected, how = do_not_disrupt_until(obj, context.now)
+        if protected:
+            return Blocked(node, ex.CAUSE_DO_NOT_DISRUPT,
+                           f"disruption is blocked by the node's {how} annotation")
+    if not node.nodepool:
+        return Blocked(node, ex.CAUSE_NODEPOOL, "node doesn't have the karpenter.sh/nodepool label")
+    if node.nodepool not in context.nodepools:
+        why = context.skipped_pools.get(node.nodepool, "not found")
+        return Blocked(node, ex.CAUSE_NODEPOOL, f"NodePool {node.nodepool}: {why}")
+    return None
+
+
+def pod_blocker(pods: Sequence[Obj], context: CandidateContext) -> tuple[str, str] | None:
+    """(cause, message) for the first pod that may not be evicted, or None."""
+    for pod in pods:
+        if not podutil.is_active(pod):
+            continue
+        protected, how = do_not_disrupt_until(pod, context.now)
+        if protected:
+            return ex.CAUSE_DO_NOT_DISRUPT, f"pod {objects.key(pod)} has the {how} annotation"
+    for pod in pods:
+        why = context.pdbs.blocking(pod, context.now)
+        if why is not None:
+            return ex.CAUSE_PDB, why
+    return None
+
+
+def evaluate(
+    node: StateNode, context: CandidateContext, *, eventual: bool = False
+) -> Candidate | Blocked:
+    """The node as a candidate, or why it cannot be one. `eventual` is drift's class."""
+    blocked = node_blocker(node, context)
+    if blocked is not None:
+        return blocked
+    nodepool = context.nodepools[node.nodepool]
+    pods = context.pods_on(node.node_name)
+    blocker = pod_blocker(pods, context)
+    if blocker is not None:
+        grace = (node.nodeclaim or {}).get("spec", {}).get("terminationGracePeriod")
+        if not (eventual and grace):
+            return Blocked(node, blocker[0], blocker[1])
+    labels = node.labels
+    types = context.instance_types.get(nodepool.name, {})
+    instance_type = types.get(labels.get(INSTANCE_TYPE_LABEL, ""))
+    zone = labels.get(ZONE_LABEL, "")
+    capacity_type = labels.get(CAPACITY_TYPE_LABEL, "")
+    moving = [pod for pod in pods if podutil.is_reschedulable(pod)]
+    costs = [eviction_cost(pod) for pod in moving]
+    assert node.nodeclaim is not None
+    return Candidate(
+        node=node,
+        nodepool=nodepool,
+        instance_type=instance_type,
+        zone=zone,
+        capacity_type=capacity_type,
+        price=offering_price(instance_type, zone, capacity_type),
+        pods=moving,
+        disruption_cost=sum(costs) * lifetime_remaining(node.nodeclaim, context.now),
+        reschedule_cost=PER_NODE_DISRUPTION_COST + sum(max(0.0, c) for c in costs),
+    )
+
+
+def consolidation_order(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Best value first: price over (1 + disruption), then the cheaper disruption, then the
+    name (so the same cluster always gives the same order)."""
+    return sorted(
+        candidates,
+        key=lambda c: (-c.savings_ratio, c.disruption_cost, c.name),
+    )
+
+
+def drift_order(candidates: Sequence[Candidate], drifted_at: Mapping[str, str]) -> list[Candidate]:
+    """Empty nodes first, then those drifted longest ago (pods moved off a non-empty node
+    would otherwise land on an empty drifted one and move twice)."""
+    return sorted(
+        candidates,
+        key=lambda c: (not c.empty, drifted_at.get(c.nodeclaim_name, ""), c.name),
+    )

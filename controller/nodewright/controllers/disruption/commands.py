@@ -1,0 +1,226 @@
+"""Disruption commands and how consolidation decides one.
+
+A command removes some candidates and launches zero or more replacements. Consolidation
+(`decide_consolidation`) asks the solver where the candidates' pods would go and accepts:
+
+- delete: every pod fits on the remaining machines;
+- replace: every pod fits on the remaining machines plus exactly one new NodeClaim whose
+  instance types are narrowed to those strictly cheaper than the candidates together
+  (a candidate's own instance type caps the price further in a multi-node command: keeping
+  that node would be a cheaper way to the same result). On-demand candidates replaced by a
+  NodeClaim that could be spot or on-demand are replaced by spot only (the prices were
+  compared as spot); spot candidates are replaced by spot only behind the
+  SpotToSpotConsolidation feature gate and, for one node, with at least 15 cheaper types,
+  of which the 15 cheapest are kept (so the new node is never immediately replaceable).
+
+Anything else is a `Rejection` with a cause and a sentence that names the pod that would
+not fit or the prices compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from nodewright.controllers.disruption import explanations as ex
+from nodewright.controllers.disruption.candidates import Candidate
+from nodewright.controllers.disruption.simulation import Simulation, SimulationBase
+from nodewright.scheduling.catalog import ON_DEMAND, SPOT, InstanceType
+from nodewright.scheduling.nodepools import cheapest_offering_of, min_values_problem
+from nodewright.scheduling.requirements import (
+    LABEL_CAPACITY_TYPE,
+    LABEL_HOSTNAME,
+    LABEL_INSTANCE_TYPE,
+    Requirement,
+    Requirements,
+)
+from nodewright.scheduling.targets import PlannedNodeClaim
+
+MIN_SPOT_TO_SPOT_TYPES = 15
+DELETE = "delete"
+REPLACE = "replace"
+
+
+@dataclass
+class Command:
+    """What one disruption does. `reason` is the budget reason (Empty, Underutilized,
+    Drifted); `consolidation_type` is Karpenter's label ("empty", "multi", "single", or ""
+    for drift)."""
+
+    method: str
+    reason: str
+    consolidation_type: str
+    candidates: list[Candidate]
+    replacements: list[PlannedNodeClaim] = field(default_factory=list)
+    created: datetime | None = None
+    replacement_names: list[str] = field(default_factory=list)
+    initialized: set[str] = field(default_factory=set)
+
+    @property
+    def decision(self) -> str:
+        return REPLACE if self.replacements else DELETE
+
+    @property
+    def source_price(self) -> float:
+        return sum(c.price for c in self.candidates)
+
+    @property
+    def savings(self) -> float:
+        return self.source_price - sum(r.price for r in self.replacements)
+
+    def describe(self) -> str:
+        names = ", ".join(c.name for c in self.candidates)
+        text = f"{self.decision} [{names}]"
+        if self.replacements:
+            options = ", ".join(self.replacements[0].instance_types[i][0]
+                                for i in range(min(3, len(self.replacements[0].instance_types))))
+            more = len(self.replacements[0].instance_types) - 3
+            text += f" -> {len(self.replacements)} replacement(s) ({options}"
+            text += f" and {more} more)" if more > 0 else ")"
+        return f"{text} (savings: ${self.savings:.4f}/h)"
+
+
+@dataclass(frozen=True)
+class Rejection:
+    cause: str
+    message: str
+
+
+def own_claims(simulation: Simulation, candidates: Sequence[Candidate]
+               ) -> list[PlannedNodeClaim]:
+    """New NodeClaims that hold some candidate's pod (claims only for pods of nodes that
+    are already being deleted are the provisioner's business, not this command's)."""
+    moving = {f"{pod['metadata'].get('namespace') or 'default'}/{pod['metadata']['name']}"
+              for c in candidates for pod in c.pods}
+    return [claim for claim in simulation.new_claims if any(p in moving for p in claim.pods)]
+
+
+def _types_by_name(base: SimulationBase, pool: str) -> Mapping[str, InstanceType]:
+    context = base.pools.get(pool)
+    return context.instance_types if context is not None else {}
+
+
+def narrow(
+    claim: PlannedNodeClaim,
+    types: Mapping[str, InstanceType],
+    *,
+    max_price: float,
+    capacity_type: str | None,
+) -> PlannedNodeClaim | str:
+    """The claim with only instance types strictly cheaper than `max_price` (priced under
+    its requirements, restricted to `capacity_type` when given), or why none is left."""
+    requirements = Requirements(r for k, r in claim.requirements.items() if k != LABEL_HOSTNAME)
+    if capacity_type is not None:
+        requirements.add(Requirement.single(LABEL_CAPACITY_TYPE, capacity_type))
+    priced: list[tuple[float, str, str]] = []
+    for name, _ in claim.instance_types:
+        instance_type = types.get(name)
+        offering = (
+            cheapest_offering_of(instance_type, requirements) if instance_type else None
+        )
+        if offering is not None:
+            priced.append((offering[0], name, offering[1]))
+    priced.sort()
+    cheaper = [item for item in priced if item[0] < max_price - 1e-9]
+    if not cheaper:
+        if not priced:
+            return "no instance type is offered for the replacement"
+        price, name, kind = priced[0]
+        return (f"can't replace with a cheaper node: the cheapest that fits is {name} "
+                f"({kind}) at ${price:.4f}/h, the node(s) cost ${max_price:.4f}/h")
+    kept = [types[name] for _, name, _ in cheaper]
+    problem = min_values_problem(kept, requirements)
+    if problem is not None:
+        return f"filtering by price: {problem}"
+    requirements.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(n for _, n, _ in cheaper)))
+    return replace(
+        claim,
+        instance_types=tuple((name, price) for price, name, _ in cheaper),
+        capacity_type=cheaper[0][2],
+        price=cheaper[0][0],
+        requirements=requirements,
+    )
+
+
+def decide_consolidation(
+    base: SimulationBase,
+    candidates: Sequence[Candidate],
+    *,
+    method: str,
+    consolidation_type: str,
+    spot_to_spot: bool,
+) -> Command | Rejection:
+    simulation = base.simulate(candidates)
+    if not simulation.all_scheduled:
+        return Rejection(ex.CAUSE_PODS_DO_NOT_FIT, simulation.describe_failures())
+    claims = own_claims(simulation, candidates)
+    command = Command(method, "Underutilized", consolidation_type, list(candidates))
+    if not claims:
+        return command
+    if len(claims) > 1:
+        return Rejection(ex.CAUSE_TOO_MANY_REPLACEMENTS,
+                         f"can't remove without creating {len(claims)} nodes")
+    claim = claims[0]
+    types = _types_by_name(base, claim.nodepool)
+    max_price = sum(c.price for c in candidates)
+    if len(candidates) > 1:
+        own_types = {c.instance_type.name: c.price for c in candidates if c.instance_type}
+        for name, _ in claim.instance_types:
+            if name in own_types:
+                max_price = min(max_price, own_types[name])
+    capacity = claim.requirements.get(LABEL_CAPACITY_TYPE)
+    allows_spot = capacity is None or capacity.has(SPOT)
+    all_spot = all(c.capacity_type == SPOT for c in candidates)
+    if all_spot and allows_spot:
+        return _spot_to_spot(command, claim, types, max_price, spot_to_spot)
+    allows_on_demand = capacity is None or capacity.has(ON_DEMAND)
+    narrowed = narrow(claim, types, max_price=max_price,
+                      capacity_type=SPOT if allows_spot and allows_on_demand else None)
+    if isinstance(narrowed, str):
+        return Rejection(ex.CAUSE_NO_CHEAPER, narrowed)
+    command.replacements = [narrowed]
+    return command
+
+
+def _spot_to_spot(command: Command, claim: PlannedNodeClaim, types: Mapping[str, InstanceType],
+                  max_price: float, enabled: bool) -> Command | Rejection:
+    if not enabled:
+        return Rejection(ex.CAUSE_SPOT_TO_SPOT,
+                         "SpotToSpotConsolidation is disabled, can't replace a spot node with "
+                         "a spot node")
+    narrowed = narrow(claim, types, max_price=max_price, capacity_type=SPOT)
+    if isinstance(narrowed, str):
+        return Rejection(ex.CAUSE_NO_CHEAPER, narrowed)
+    if len(command.candidates) == 1:
+        found = len(narrowed.instance_types)
+        if found < MIN_SPOT_TO_SPOT_TYPES:
+            return Rejection(
+                ex.CAUSE_SPOT_TO_SPOT,
+                f"SpotToSpotConsolidation requires {MIN_SPOT_TO_SPOT_TYPES} cheaper instance "
+                f"type options than the current candidate to consolidate, got {found}",
+            )
+        kept = narrowed.instance_types[:MIN_SPOT_TO_SPOT_TYPES]
+        requirements = narrowed.requirements.copy()
+        requirements.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(n for n, _ in kept)))
+        narrowed = replace(narrowed, instance_types=kept, requirements=requirements)
+    command.replacements = [narrowed]
+    return command
+
+
+def still_valid(command: Command, simulation: Simulation) -> str | None:
+    """Why a re-simulation no longer supports the command, or None (Karpenter's rules: the
+    same number of replacements, and the command's instance types a subset of what the
+    solver would now launch: it does no price filtering, so it may offer more)."""
+    if not simulation.all_scheduled:
+        return simulation.describe_failures()
+    claims = own_claims(simulation, command.candidates)
+    if not claims and not command.replacements:
+        return None
+    if len(claims) != 1 or not command.replacements:
+        return "scheduling simulation produced new results"
+    wanted = {name for name, _ in command.replacements[0].instance_types}
+    offered = {name for name, _ in claims[0].instance_types}
+    if not wanted <= offered:
+        return "scheduling simulation produced new results"
+    return None

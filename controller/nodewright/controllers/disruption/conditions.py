@@ -1,0 +1,225 @@
+"""The NodeClaim disruption conditions (Karpenter's nodeclaim.disruption controller):
+`Drifted` (with the drift reason) and `Consolidatable` (consolidateAfter has passed since
+the last pod event), plus `status.lastPodEventTime` so the timer survives a restart.
+
+Drift is re-checked every 5 minutes (the cloud's AMIs change without any cluster object
+changing) and whenever the NodePool or EC2NodeClass changes; consolidatability is
+re-checked when consolidateAfter runs out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from nodewright.api.formats import parse_duration
+from nodewright.api.nodeclaim import NodeClaim
+from nodewright.api.nodepool import NodePool
+from nodewright.cloud.provider import CloudProvider, CloudProviderError
+from nodewright.cluster import objects
+from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.controllers.disruption.drift import drift_of
+from nodewright.runtime.clock import Clock, format_time, parse_time
+from nodewright.runtime.reconciler import Result, Watch, WatchEvent
+from nodewright.scheduling.catalog import InstanceType
+from nodewright.state.cluster import ClusterState
+from nodewright.state.wellknown import NODEPOOL_LABEL
+
+log = logging.getLogger(__name__)
+
+DRIFTED = "Drifted"
+CONSOLIDATABLE = "Consolidatable"
+LAUNCHED = "Launched"
+INITIALIZED = "Initialized"
+DRIFT_RECHECK_SECONDS = 300.0
+_CATALOG_TTL = timedelta(minutes=5)
+
+
+def consolidate_after_seconds(nodepool: NodePool) -> float | None:
+    """consolidateAfter in seconds; None for Never (consolidation disabled)."""
+    return parse_duration(nodepool.spec.disruption.consolidate_after)
+
+
+def last_pod_event(claim: Mapping[str, Any], observed: datetime | None) -> datetime | None:
+    """The later of what the state cache saw and what the NodeClaim recorded."""
+    stored_text = (claim.get("status") or {}).get("lastPodEventTime")
+    stored = parse_time(stored_text) if stored_text else None
+    candidates = [t for t in (stored, observed) if t is not None]
+    return max(candidates) if candidates else None
+
+
+def consolidatable_at(
+    claim: Mapping[str, Any], nodepool: NodePool, observed_pod_event: datetime | None
+) -> datetime | None:
+    """When the NodeClaim becomes consolidatable (maybe in the past); None while it is not
+    initialized or consolidation is disabled."""
+    seconds = consolidate_after_seconds(nodepool)
+    initialized = objects.condition(claim, INITIALIZED)
+    if seconds is None or initialized is None or initialized.get("status") != "True":
+        return None
+    since = last_pod_event(claim, observed_pod_event)
+    if since is None:
+        since = parse_time(str(initialized.get("lastTransitionTime")))
+    return since + timedelta(seconds=seconds)
+
+
+def _without(conditions: Sequence[Mapping[str, Any]], kind: str) -> list[Mapping[str, Any]]:
+    return [c for c in conditions if c.get("type") != kind]
+
+
+class NodeClaimConditions:
+    """Keeps `Drifted`, `Consolidatable` and `lastPodEventTime` on every managed NodeClaim."""
+
+    name = "nodeclaim.disruption"
+
+    def __init__(
+        self, cluster: ClusterAPI, state: ClusterState, provider: CloudProvider, clock: Clock
+    ) -> None:
+        self.cluster = cluster
+        self.state = state
+        self.provider = provider
+        self.clock = clock
+        self._catalogs: dict[str, tuple[datetime, list[InstanceType]]] = {}
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return (
+            Watch("NodeClaim"),
+            Watch("NodePool", self._claims_of_pool),
+            Watch("EC2NodeClass", self._all_claims),
+            Watch("Pod", self._claim_of_pod),
+        )
+
+    def _claims_of_pool(self, event: WatchEvent) -> Iterable[str]:
+        return [
+            objects.name(claim)
+            for claim in self.state.nodeclaims()
+            if objects.labels(claim).get(NODEPOOL_LABEL) == event.name
+        ]
+
+    def _all_claims(self, event: WatchEvent) -> Iterable[str]:
+        return [objects.name(claim) for claim in self.state.nodeclaims()]
+
+    def _claim_of_pod(self, event: WatchEvent) -> Iterable[str]:
+        node_name = (event.object.get("spec") or {}).get("nodeName")
+        node = self.state.node_by_name(str(node_name)) if node_name else None
+        return (node.nodeclaim_name,) if node is not None and node.nodeclaim else ()
+
+    def reconcile(self, key: str) -> Result:
+        try:
+            claim = self.cluster.get("NodeClaim", key)
+        except NotFoundError:
+            return Result()
+        if objects.is_deleting(claim):
+            return Result()
+        parsed = self.state.nodepool_model(objects.labels(claim).get(NODEPOOL_LABEL, ""))
+        if parsed is None or parsed.model is None:
+            return Result()
+        nodepool = parsed.model
+        now = self.clock.now()
+        status = dict(claim.get("status") or {})
+        conditions = list(status.get("conditions") or [])
+        state_node = self.state.node_for_nodeclaim(key)
+        observed = state_node.last_pod_event if state_node is not None else None
+        requeue: list[float] = []
+
+        conditions = self._drift(claim, nodepool, conditions, now)
+        requeue.append(DRIFT_RECHECK_SECONDS)
+
+        ready_at = consolidatable_at(claim, nodepool, observed)
+        if ready_at is None or ready_at > now:
+            conditions = _without(conditions, CONSOLIDATABLE)
+            if ready_at is not None:
+                requeue.append(max((ready_at - now).total_seconds(), 0.0))
+        else:
+            conditions = self._set(conditions, CONSOLIDATABLE, CONSOLIDATABLE, "", now)
+
+        patch: dict[str, Any] = {}
+        if conditions != list(status.get("conditions") or []):
+            patch["conditions"] = conditions
+        latest = last_pod_event(claim, observed)
+        if latest is not None and status.get("lastPodEventTime") != format_time(latest):
+            patch["lastPodEventTime"] = format_time(latest)
+        if patch:
+            try:
+                self.cluster.patch(
+                    "NodeClaim",
+                    key,
+                    {"metadata": {"resourceVersion": objects.meta(claim).get("resourceVersion")},
+                     "status": patch},
+                    subresource="status",
+                )
+            except ConflictError:
+                return Result(requeue_after=0.0)
+            except NotFoundError:
+                return Result()
+        return Result(requeue_after=min(requeue))
+
+    def _set(self, conditions: list[Mapping[str, Any]], kind: str, reason: str, message: str,
+             now: datetime) -> list[Mapping[str, Any]]:
+        holder: dict[str, Any] = {"status": {"conditions": [dict(c) for c in conditions]}}
+        objects.set_condition(holder, kind, "True", now, reason=reason, message=message)
+        updated: list[Mapping[str, Any]] = holder["status"]["conditions"]
+        return updated
+
+    def _drift(self, claim: Mapping[str, Any], nodepool: NodePool,
+               conditions: list[Mapping[str, Any]], now: datetime) -> list[Mapping[str, Any]]:
+        if not objects.condition_is_true(claim, LAUNCHED):
+            return _without(conditions, DRIFTED)
+        class_name = nodepool.spec.template.spec.node_class_ref.name
+        parsed_class = self.state.node_class_model(class_name)
+        node_class = parsed_class.model if parsed_class is not None else None
+        labels = dict(objects.labels(claim))
+        state_node = self.state.node_for_nodeclaim(objects.name(claim))
+        if state_node is not None:
+            labels.update(state_node.labels)
+        found = drift_of(
+            nodepool=nodepool,
+            annotations=objects.annotations(claim),
+            labels=labels,
+            node_class=node_class,
+            instance_types=self._catalog(node_class, class_name, now),
+            created=objects.creation_time(claim),
+            now=now,
+            cloud=(lambda: self._cloud_drift(claim, node_class)) if node_class else None,
+        )
+        if found is None:
+            return _without(conditions, DRIFTED)
+        existing = next((c for c in conditions if c.get("type") == DRIFTED), None)
+        if existing is not None and existing.get("status") == "True" and existing.get(
+                "reason") == found.reason:
+            return conditions
+        return self._set(conditions, DRIFTED, found.reason, found.message, now)
+
+    def _catalog(self, node_class: Any, class_name: str, now: datetime
+                 ) -> list[InstanceType] | None:
+        if node_class is None:
+            return None
+        cached = self._catalogs.get(class_name)
+        if cached is not None and now - cached[0] < _CATALOG_TTL:
+            return cached[1]
+        try:
+            types = list(self.provider.get_instance_types(node_class))
+        except CloudProviderError as error:
+            log.warning("drift: instance types of EC2NodeClass %s: %s", class_name, error)
+            return None
+        self._catalogs[class_name] = (now, types)
+        return types
+
+    def _cloud_drift(self, claim: Mapping[str, Any], node_class: Any) -> str | None:
+        try:
+            model = NodeClaim.model_validate(
+                {k: v for k, v in claim.items() if k in ("apiVersion", "kind", "metadata",
+                                                         "spec", "status")})
+        except ValidationError as error:
+            log.warning("drift: NodeClaim %s cannot be read: %s", objects.name(claim), error)
+            return None
+        try:
+            return self.provider.drift_reason(model, node_class)
+        except CloudProviderError as error:
+            log.warning("drift: cloud check of NodeClaim %s: %s", objects.name(claim), error)
+            return None

@@ -1,0 +1,251 @@
+"""The disruption loop (Karpenter's disruption controller): a singleton reconciler that,
+once the state cache is synced, looks every 10 seconds for one thing to disrupt.
+
+One command is in flight at a time. While one is, the loop only moves it on (waiting for
+its replacements to initialize, then deleting its candidates). Otherwise it untaints
+nodes left tainted by a command that died with an earlier process, then tries the methods
+in order (emptiness, drift, multi-node, single-node consolidation) and takes the first
+command one of them proposes. Consolidation commands (emptiness included) are re-checked
+15 seconds later against the cluster as it is then (`methods.validate`) and dropped when
+something changed; drift commands start at once. Never sleeping, the loop keeps the
+command awaiting validation and asks to run again when it is due.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from nodewright import metrics
+from nodewright.cloud.provider import CloudProvider
+from nodewright.cluster.api import ClusterAPI
+from nodewright.cluster.events import Event, EventRecorder
+from nodewright.controllers.disruption import explanations as ex
+from nodewright.controllers.disruption import metrics as disruption_metrics
+from nodewright.controllers.disruption.budgets import REASONS, next_change
+from nodewright.controllers.disruption.candidates import CandidateContext
+from nodewright.controllers.disruption.commands import Command
+from nodewright.controllers.disruption.methods import (
+    METHODS,
+    VALIDATED,
+    MethodOptions,
+    Pass,
+    validate,
+)
+from nodewright.controllers.disruption.orchestration import CommandFailed, Orchestrator
+from nodewright.controllers.disruption.podrules import PdbLimits
+from nodewright.controllers.disruption.simulation import SimulationBase
+from nodewright.controllers.disruption.verdicts import PassVerdicts, VerdictPublisher
+from nodewright.runtime.clock import Clock
+from nodewright.runtime.reconciler import Result, Watch, WatchEvent
+from nodewright.state.cluster import ClusterState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DisruptionOptions:
+    poll_seconds: float = 10.0
+    validation_seconds: float = 15.0
+    in_flight_poll_seconds: float = 1.0
+    unsynced_retry_seconds: float = 1.0
+    # A command whose replacements have not initialized by then fails (Karpenter: 10 min).
+    command_timeout_seconds: float = 600.0
+    methods: MethodOptions = field(default_factory=MethodOptions)
+
+
+@dataclass
+class _Pending:
+    command: Command
+    due: datetime
+
+
+def _on_start(event: WatchEvent) -> Iterable[str]:
+    """The loop polls itself; a NodePool seen at startup is what first starts it."""
+    return ("",) if event.type == "ADDED" else ()
+
+
+class DisruptionController:
+    name = "disruption"
+
+    def __init__(
+        self,
+        cluster: ClusterAPI,
+        cloud: CloudProvider,
+        clock: Clock,
+        state: ClusterState,
+        recorder: EventRecorder,
+        decisions: ex.DecisionLog | None = None,
+        options: DisruptionOptions | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.cloud = cloud
+        self.clock = clock
+        self.state = state
+        self.recorder = recorder
+        self.decisions = decisions if decisions is not None else ex.DecisionLog()
+        self.options = options or DisruptionOptions()
+        self.publisher = VerdictPublisher(cluster, recorder, self.decisions)
+        self.orchestrator = Orchestrator(
+            cluster, state, recorder, self.decisions,
+            timedelta(seconds=self.options.command_timeout_seconds))
+        self.pending: _Pending | None = None
+        self._consolidated: dict[str, datetime] = {}
+        self.commands: list[Command] = []  # started commands, newest last (kept short)
+        self.last_pass: Pass | None = None
+        self._watches = (Watch("NodePool", _on_start),)
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return self._watches
+
+    @property
+    def in_flight(self) -> Command | None:
+        return self.orchestrator.in_flight
+
+    def reconcile(self, key: str) -> Result:
+        if not self.state.synced(self.cluster):
+            return Result(requeue_after=self.options.unsynced_retry_seconds)
+        now = self.clock.now()
+        if self.orchestrator.progress(now):
+            return Result(requeue_after=self.options.in_flight_poll_seconds)
+        self.orchestrator.release_orphans(self.state.nodes(), now)
+        if self.pending is not None:
+            if now < self.pending.due:
+                return Result(requeue_after=(self.pending.due - now).total_seconds())
+            return self._validate_and_start(self.pending.command, now)
+        return self._decide(now)
+
+    # -- one pass ----------------------------------------------------------------------------
+
+    def new_pass(self, now: datetime) -> Pass:
+        pdbs, problems = PdbLimits.build(self.state.pdbs(), list(self.state.pods.objects.values()))
+        for problem in problems:
+            log.warning("disruption: %s", problem)
+        base = SimulationBase(self.state, self.cloud, pdbs, now)
+        context = CandidateContext(
+            now=now,
+            nodepools={name: pool.model for name, pool in base.pools.items()},
+            instance_types={name: pool.instance_types for name, pool in base.pools.items()},
+            pdbs=pdbs,
+            pods_on=self.state.pods_on,
+            skipped_pools=base.skipped_pools,
+        )
+        return Pass(now, self.state, base, context, PassVerdicts(now), self.options.methods)
+
+    def _decide(self, now: datetime) -> Result:
+        current = self.last_pass = self.new_pass(now)
+        current.report_blocked()
+        self._budget_events(current)
+        command: Command | None = None
+        for method, compute in METHODS:
+            skippable = method != ex.DRIFT
+            state_mark = self.state.consolidation_state()
+            if skippable and self._consolidated.get(method) == state_mark:
+                continue
+            with metrics.measure(disruption_metrics.EVALUATION_DURATION,
+                                 reason=_reason_label(method), consolidation_type=_type(method)):
+                command = compute(current)
+            if command is not None:
+                break
+            if skippable and not _budget_constrained(current, method):
+                self._consolidated[method] = state_mark
+        self.publisher.publish(current.verdicts)
+        if command is None:
+            return Result(requeue_after=self._idle_requeue(current, now))
+        if command.method in VALIDATED:
+            self.pending = _Pending(command, now + timedelta(
+                seconds=self.options.validation_seconds))
+            self._record(command, now, started=False)
+            return Result(requeue_after=self.options.validation_seconds)
+        return self._start(current, command, now)
+
+    def _validate_and_start(self, command: Command, now: datetime) -> Result:
+        self.pending = None
+        current = self.new_pass(now)
+        outcome = validate(current, command)
+        if isinstance(outcome, str):
+            disruption_metrics.FAILED_VALIDATIONS.labels(
+                consolidation_type=command.consolidation_type).inc(len(command.candidates))
+            for candidate in command.candidates:
+                current.verdict(candidate.node, command.method, ex.REJECTED, ex.CAUSE_VALIDATION,
+                                f"consolidation rejected after validation: {outcome} "
+                                f"({command.describe()})", ex.CONSOLIDATION_REJECTED)
+            self.publisher.publish(current.verdicts)
+            self._consolidated.clear()
+            return Result(requeue_after=0.0)
+        return self._start(current, outcome, now)
+
+    def _start(self, current: Pass, command: Command, now: datetime) -> Result:
+        moving, _ = current.base.moving(pod for c in command.candidates for pod in c.pods)
+        try:
+            self.orchestrator.start(command, current.base.pools,
+                                    {pod.key: pod for pod in moving}, now)
+        except CommandFailed:
+            return Result(requeue_after=self.options.poll_seconds)
+        self.commands.append(command)
+        del self.commands[:-50]
+        self._record(command, now, started=True)
+        self._consolidated.clear()
+        return Result(requeue_after=self.options.in_flight_poll_seconds)
+
+    # -- explanations ------------------------------------------------------------------------
+
+    def _record(self, command: Command, now: datetime, *, started: bool) -> None:
+        """A started command disrupts its candidates; one awaiting validation is news too
+        (Karpenter's ConsolidationCandidate event)."""
+        verdicts = PassVerdicts(now)
+        for candidate in command.candidates:
+            if started:
+                outcome, cause, reason = ex.DISRUPTED, command.reason, ex.DISRUPTION_TERMINATING
+                message = command.describe()
+            else:
+                outcome, cause, reason = ex.KEPT, "Candidate", ex.CONSOLIDATION_CANDIDATE
+                message = (f"consolidation candidate, validating for "
+                           f"{self.options.validation_seconds:g}s: {command.describe()}")
+            verdicts.add(candidate.node, command.method, outcome, cause, message, reason,
+                         decision=command.decision,
+                         replacements=tuple(command.replacement_names),
+                         savings=command.savings)
+        self.publisher.publish(verdicts)
+
+    def _budget_events(self, current: Pass) -> None:
+        """A DisruptionBlocked event on each NodePool whose budget allows nothing now."""
+        for reason in REASONS:
+            for room in current.rooms(reason).values():
+                if room.nodes and room.limit.allowed == 0:
+                    nodepool = self.state.nodepool(room.nodepool)
+                    if nodepool is None:
+                        continue
+                    self.recorder.publish(Event(
+                        regarding=nodepool, type="Normal", reason=ex.DISRUPTION_BLOCKED,
+                        note=f"No allowed disruptions for disruption reason {reason} due to "
+                             f"blocking budget ({room.limit.describe()})",
+                        dedupe_values=(str(room.nodepool), reason), dedupe_seconds=60.0))
+
+    def _idle_requeue(self, current: Pass, now: datetime) -> float:
+        """The poll period, or sooner when a budget window opens or closes before it."""
+        wait = self.options.poll_seconds
+        for pool in current.context.nodepools.values():
+            change = next_change(pool.spec.disruption.budgets, now)
+            if change is not None:
+                wait = min(wait, max((change - now).total_seconds(), 0.0) + 0.001)
+        return wait
+
+
+def _budget_constrained(current: Pass, method: str) -> bool:
+    return any(
+        v.decision.cause == ex.CAUSE_BUDGET and v.decision.method == method
+        for v in current.verdicts.by_node.values()
+    )
+
+
+def _reason_label(method: str) -> str:
+    return {ex.EMPTINESS: "empty", ex.DRIFT: "drifted"}.get(method, "underutilized")
+
+
+def _type(method: str) -> str:
+    return {ex.EMPTINESS: "empty", ex.MULTI_NODE: "multi", ex.SINGLE_NODE: "single"}.get(
+        method, "")

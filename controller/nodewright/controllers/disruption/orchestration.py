@@ -1,0 +1,245 @@
+"""Carrying out a command (Karpenter's orchestration queue, one command at a time).
+
+Start: taint each candidate `karpenter.sh/disrupted:NoSchedule` (no new pods land there)
+and set its NodeClaim's `DisruptionReason` condition; create the replacement NodeClaims;
+only then mark the candidates for deletion in the state cache (marking first would let the
+provisioner launch capacity for their pods a second time). Progress: once every
+replacement's NodeClaim is Initialized, delete the candidates' NodeClaims (the termination
+controller drains them, PDBs respected). A replacement that disappears, or does not
+initialize within the command timeout, fails the command: the candidates are untainted,
+unmarked and left alone.
+
+After a restart nothing is in flight: nodes still tainted by a command that died with the
+process are untainted by `release_orphans` (their replacements simply stay as capacity).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from nodewright import metrics
+from nodewright.cluster import objects
+from nodewright.cluster.api import ApiError, ClusterAPI, ConflictError, NotFoundError
+from nodewright.cluster.events import Event, EventRecorder
+from nodewright.controllers.disruption import explanations as ex
+from nodewright.controllers.disruption import metrics as disruption_metrics
+from nodewright.controllers.disruption.commands import Command
+from nodewright.controllers.disruption.verdicts import (
+    DISRUPTION_REASON,
+    set_nodeclaim_condition,
+)
+from nodewright.controllers.provisioning.nodeclaims import nodeclaim_manifest
+from nodewright.controllers.provisioning.problem import PoolContext
+from nodewright.runtime.reconciler import WatchEvent
+from nodewright.scheduling.pods import Pod
+from nodewright.state.cluster import ClusterState
+from nodewright.state.statenode import StateNode
+from nodewright.state.wellknown import DISRUPTED_TAINT, has_taint, matches, taint_dict, taint_of
+
+log = logging.getLogger(__name__)
+
+INITIALIZED = "Initialized"
+
+
+class CommandFailed(Exception):
+    pass
+
+
+def _title(reason: str) -> str:
+    return reason[:1].upper() + reason[1:]
+
+
+class Orchestrator:
+    def __init__(self, cluster: ClusterAPI, state: ClusterState, recorder: EventRecorder,
+                 decisions: ex.DecisionLog, timeout: timedelta) -> None:
+        self.cluster = cluster
+        self.state = state
+        self.recorder = recorder
+        self.decisions = decisions
+        self.timeout = timeout
+        self.in_flight: Command | None = None
+
+    # -- taints ----------------------------------------------------------------------------
+
+    def _set_taint(self, node_name: str, present: bool) -> None:
+        """Add or remove the disrupted taint (re-read and retried once on a conflict)."""
+        for _ in range(3):
+            try:
+                node = self.cluster.get("Node", node_name)
+            except NotFoundError:
+                return
+            taints = list((node.get("spec") or {}).get("taints") or [])
+            has = has_taint(taints, DISRUPTED_TAINT)
+            if has == present:
+                return
+            if present:
+                taints.append(taint_dict(DISRUPTED_TAINT))
+            else:
+                taints = [t for t in taints if not matches(taint_of(t), DISRUPTED_TAINT)]
+            try:
+                self.cluster.patch("Node", node_name, {
+                    "metadata": {"resourceVersion": objects.meta(node).get("resourceVersion")},
+                    "spec": {"taints": taints or None},
+                })
+                return
+            except ConflictError:
+                continue
+        raise CommandFailed(f"could not {'taint' if present else 'untaint'} node {node_name}")
+
+    # -- start -----------------------------------------------------------------------------
+
+    def start(self, command: Command, pools: Mapping[str, PoolContext],
+              pods: Mapping[str, Pod], now: datetime) -> None:
+        marked = []
+        try:
+            for candidate in command.candidates:
+                self._set_taint(candidate.node.node_name, True)
+                set_nodeclaim_condition(self.cluster, candidate.nodeclaim_name,
+                                        DISRUPTION_REASON, "True", now, command.reason,
+                                        command.reason)
+                marked.append(candidate)
+            for planned in command.replacements:
+                created = self.cluster.create(
+                    nodeclaim_manifest(planned, pools[planned.nodepool], pods))
+                self.state.observe(WatchEvent("ADDED", created))
+                name = str(created["metadata"]["name"])
+                command.replacement_names.append(name)
+                metrics.NODECLAIMS_CREATED.labels(
+                    reason=command.reason.lower(), nodepool=planned.nodepool,
+                    min_values_relaxed="false").inc()
+                self.recorder.publish(Event(
+                    regarding=created, type="Normal", reason=ex.DISRUPTION_LAUNCHING,
+                    note=f"Launching NodeClaim: {_title(command.reason)}",
+                    dedupe_values=(objects.uid(created), command.reason)))
+        except (ApiError, CommandFailed) as error:
+            log.error("disruption command %s could not start: %s", command.describe(), error)
+            self._release(marked, now)
+            raise CommandFailed(str(error)) from error
+        command.created = now
+        self.state.mark_for_deletion(*(c.provider_id for c in command.candidates))
+        self.in_flight = command
+        labels = {"decision": command.decision, "reason": command.reason.lower(),
+                  "consolidation_type": command.consolidation_type}
+        metrics.DISRUPTION_DECISIONS.labels(**labels).inc()
+        for pool in sorted({c.nodepool_name for c in command.candidates}):
+            disruption_metrics.DECISIONS_BY_NODEPOOL.labels(nodepool=pool, **labels).inc()
+        log.info("disrupting: %s/%s: %s", command.reason, command.method, command.describe())
+
+    # -- progress --------------------------------------------------------------------------
+
+    def progress(self, now: datetime) -> bool:
+        """Move the command in flight on; True while it is still in flight."""
+        command = self.in_flight
+        if command is None:
+            return False
+        try:
+            waiting = self._waiting(command, now)
+        except CommandFailed as error:
+            self._fail(command, str(error), now)
+            return False
+        if waiting:
+            assert command.created is not None
+            if now - command.created > self.timeout:
+                self._fail(command, f"replacements {', '.join(waiting)} did not initialize "
+                                    f"within {self.timeout}", now)
+                return False
+            return True
+        self._terminate(command, now)
+        self.in_flight = None
+        return False
+
+    def _waiting(self, command: Command, now: datetime) -> list[str]:
+        waiting = []
+        for name in command.replacement_names:
+            if name in command.initialized:
+                continue
+            try:
+                claim = self.cluster.get("NodeClaim", name)
+            except NotFoundError:
+                if self.state.nodeclaim(name) is None:
+                    raise CommandFailed(f"replacement NodeClaim {name} was deleted") from None
+                waiting.append(name)
+                continue
+            if objects.is_deleting(claim):
+                raise CommandFailed(f"replacement NodeClaim {name} is being deleted")
+            if objects.condition_is_true(claim, INITIALIZED):
+                command.initialized.add(name)
+                continue
+            self.recorder.publish(Event(
+                regarding=claim, type="Normal", reason=ex.DISRUPTION_WAITING_READINESS,
+                note="Waiting on readiness to continue disruption",
+                dedupe_values=(objects.uid(claim),)))
+            waiting.append(name)
+        return waiting
+
+    def _terminate(self, command: Command, now: datetime) -> None:
+        for candidate in command.candidates:
+            try:
+                self.cluster.delete("NodeClaim", candidate.nodeclaim_name,
+                                    uid=objects.uid(candidate.nodeclaim) or None)
+            except NotFoundError:
+                continue
+            except ConflictError:
+                continue
+            for obj in (candidate.node.node, candidate.node.nodeclaim):
+                if obj is not None:
+                    self.recorder.publish(Event(
+                        regarding=obj, type="Normal", reason=ex.DISRUPTION_TERMINATING,
+                        note=f"Disrupting {obj.get('kind')}: {_title(command.reason)}",
+                        dedupe_values=(objects.uid(obj), command.reason)))
+            capacity_type = candidate.capacity_type or "unknown"
+            metrics.NODECLAIMS_DISRUPTED.labels(
+                reason=command.reason.lower(), nodepool=candidate.nodepool_name,
+                capacity_type=capacity_type).inc()
+            disruption_metrics.PODS_DISRUPTION_INITIATED.labels(
+                reason=command.reason.lower(), nodepool=candidate.nodepool_name,
+                capacity_type=capacity_type).inc(len(candidate.pods))
+        log.info("disruption command done: %s", command.describe())
+
+    def _fail(self, command: Command, why: str, now: datetime) -> None:
+        log.error("disruption command failed: %s: %s", command.describe(), why)
+        disruption_metrics.QUEUE_FAILURES.labels(
+            decision=command.decision, reason=command.reason.lower(),
+            consolidation_type=command.consolidation_type).inc()
+        self._release(command.candidates, now)
+        self.state.unmark_for_deletion(*(c.provider_id for c in command.candidates))
+        for candidate in command.candidates:
+            self.decisions.record(ex.Decision(
+                time=now, node=candidate.name, nodeclaim=candidate.nodeclaim_name,
+                nodepool=candidate.nodepool_name, method=command.method,
+                outcome=ex.REJECTED, event_reason=ex.DISRUPTION_BLOCKED,
+                message=f"the {command.decision} command failed: {why}",
+                cause=ex.CAUSE_VALIDATION))
+        self.in_flight = None
+
+    def _release(self, candidates: Sequence[Any], now: datetime) -> None:
+        for candidate in candidates:
+            try:
+                self._set_taint(candidate.node.node_name, False)
+            except CommandFailed as error:
+                log.warning("%s", error)
+            set_nodeclaim_condition(self.cluster, candidate.nodeclaim_name, DISRUPTION_REASON,
+                                    None, now)
+
+    # -- after a restart -------------------------------------------------------------------
+
+    def release_orphans(self, nodes: Sequence[StateNode], now: datetime) -> None:
+        """Untaint nodes a command no longer in flight left tainted (Karpenter does this at
+        the start of every pass)."""
+        busy = {c.provider_id for c in self.in_flight.candidates} if self.in_flight else set()
+        for node in nodes:
+            if node.node is None or node.is_marked_for_deletion or node.provider_id in busy:
+                continue
+            if not has_taint((node.node.get("spec") or {}).get("taints") or [], DISRUPTED_TAINT):
+                continue
+            log.info("releasing node %s: no disruption command holds it", node.node_name)
+            try:
+                self._set_taint(node.node_name, False)
+            except CommandFailed as error:
+                log.warning("%s", error)
+            if node.nodeclaim is not None:
+                set_nodeclaim_condition(self.cluster, node.nodeclaim_name, DISRUPTION_REASON,
+                                        None, now)

@@ -1,0 +1,128 @@
+"""Scheduling simulation for disruption: where would the pods of some nodes go if those
+nodes were gone? The provisioner's problem (`controllers.provisioning.problem`) and the
+same solver (`nodewright.scheduling.solver.solve`) answer, given every other active
+machine (in-flight ones included) with the pods bound to it, the ready NodePools with
+their instance types, DaemonSets and Namespaces.
+
+The pods to place are the candidates' pods that would really move (a pod a fully blocking
+PDB or a do-not-disrupt annotation keeps in place is not planned for) and, as Karpenter
+does, the pods of machines already being deleted, so two commands never count on the same
+free room. A plan that puts a candidate's pod on a machine that has not initialized yet is
+refused: that machine may never come up.
+
+`SimulationBase` holds what does not depend on the candidates, built once per pass; each
+simulation only takes the candidates' machines and pods out of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from nodewright.cloud.provider import CloudProvider
+from nodewright.controllers.disruption.candidates import Candidate
+from nodewright.controllers.disruption.podrules import PdbLimits, do_not_disrupt_until
+from nodewright.controllers.provisioning.problem import PoolContext, scheduling_problem
+from nodewright.scheduling.pods import Pod, SpecError
+from nodewright.scheduling.solver import SchedulingProblem, SchedulingResult, solve
+from nodewright.scheduling.targets import PlannedNodeClaim
+from nodewright.state import podutil
+from nodewright.state.cluster import ClusterState
+from nodewright.state.pods import pod_key
+
+
+@dataclass
+class Simulation:
+    """The outcome: where everything went, and why any moving pod could not go anywhere."""
+
+    result: SchedulingResult | None
+    failures: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def all_scheduled(self) -> bool:
+        return not self.failures
+
+    @property
+    def new_claims(self) -> tuple[PlannedNodeClaim, ...]:
+        return self.result.nodeclaims if self.result is not None else ()
+
+    def describe_failures(self, limit: int = 3) -> str:
+        items = sorted(self.failures.items())
+        text = "; ".join(f"pod {pod} would not fit: {why}" for pod, why in items[:limit])
+        if len(items) > limit:
+            text += f" (and {len(items) - limit} more pods)"
+        return text
+
+
+class SimulationBase:
+    """The cluster as the solver sees it, before any candidate is taken away."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        cloud: CloudProvider,
+        pdbs: PdbLimits,
+        now: datetime,
+    ) -> None:
+        self.state = state
+        self.now = now
+        self.pdbs = pdbs
+        built = scheduling_problem(state, cloud, [])
+        self.problem: SchedulingProblem = built.problem
+        self.pools: Mapping[str, PoolContext] = built.pools
+        self.skipped_pools: Mapping[str, str] = built.skipped_pools
+        self.uninitialized = {
+            name for name, node in built.nodes.items() if node.managed and not node.initialized
+        }
+        self._bound_by_node: dict[str, list[Pod]] = {}
+        for pod in self.problem.bound_pods:
+            self._bound_by_node.setdefault(pod.node_name or "", []).append(pod)
+        self.deleting_pods, self.deleting_failures = self.moving(
+            pod for node in state.deleting_nodes() if node.node is not None
+            for pod in state.pods_on(node.node_name)
+        )
+
+    def moving(self, pods: Iterable[Mapping[str, Any]]) -> tuple[list[Pod], dict[str, str]]:
+        """The solver's models of the pods that would move (unbound), and unreadable ones."""
+        found: list[Pod] = []
+        failures: dict[str, str] = {}
+        for pod in pods:
+            if not podutil.is_reschedulable(pod):
+                continue
+            if do_not_disrupt_until(pod, self.now)[0]:
+                continue
+            if self.pdbs.blocking(pod, self.now, fully_only=True) is not None:
+                continue
+            key = pod_key(pod)
+            try:
+                found.append(replace(self.state.pod_model(key), node_name=None))
+            except (SpecError, KeyError) as error:
+                failures[key] = f"the pod cannot be read ({error})"
+        return found, failures
+
+    def simulate(self, candidates: Sequence[Candidate]) -> Simulation:
+        gone = {candidate.name for candidate in candidates}
+        moving, failures = self.moving(pod for c in candidates for pod in c.pods)
+        if failures:
+            return Simulation(None, failures)
+        own = {pod.key for pod in moving}
+        problem = replace(
+            self.problem,
+            pods=moving + self.deleting_pods,
+            nodes=[node for node in self.problem.nodes if node.name not in gone],
+            bound_pods=[
+                pod for name, pods in self._bound_by_node.items() if name not in gone
+                for pod in pods
+            ],
+        )
+        result = solve(problem)
+        failures = {pod: why for pod, why in result.unschedulable if pod in own}
+        for node_name, pods in result.existing:
+            if node_name not in self.uninitialized:
+                continue
+            for pod in pods:
+                if pod in own:
+                    failures[pod] = f"it would schedule against uninitialized node {node_name}"
+        return Simulation(result, failures)

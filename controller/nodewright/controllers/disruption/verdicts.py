@@ -1,0 +1,153 @@
+"""One explanation per node per pass, published three ways: the decision log (and its
+subscribers), a Kubernetes Event on the Node and the NodeClaim (Karpenter's reasons and
+dedupe windows), and the NodeClaim's `Disruptable` condition (False with the blocking cause
+when something forbids disrupting it; True with the last verdict when it is a candidate).
+
+A pass collects verdicts first (a later method may say more about a node than an earlier
+one) and publishes them at its end, so a node polled every 10 s gets one record per
+change, not one per method.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from nodewright.cluster import objects
+from nodewright.cluster.api import ApiError, ClusterAPI, ConflictError, NotFoundError
+from nodewright.cluster.events import Event, EventRecorder
+from nodewright.controllers.disruption import explanations as ex
+from nodewright.state.statenode import StateNode
+
+log = logging.getLogger(__name__)
+
+DISRUPTABLE = "Disruptable"
+DISRUPTION_REASON = "DisruptionReason"
+UNCONSOLIDATABLE_DEDUPE_SECONDS = 15 * 60.0
+
+
+@dataclass
+class Verdict:
+    node: StateNode
+    decision: ex.Decision
+
+
+@dataclass
+class PassVerdicts:
+    """Verdicts of one pass, by node name; a disruption is never overwritten."""
+
+    now: datetime
+    by_node: dict[str, Verdict] = field(default_factory=dict)
+
+    def add(self, node: StateNode, method: str, outcome: str, cause: str, message: str,
+            event_reason: str, **extra: Any) -> None:
+        previous = self.by_node.get(node.name)
+        if previous is not None and previous.decision.outcome == ex.DISRUPTED:
+            return
+        decision = ex.Decision(
+            time=self.now,
+            node=node.name,
+            nodeclaim=node.nodeclaim_name,
+            nodepool=node.nodepool,
+            method=method,
+            outcome=outcome,
+            event_reason=event_reason,
+            message=message,
+            cause=cause,
+            **extra,
+        )
+        self.by_node[node.name] = Verdict(node, decision)
+
+
+class VerdictPublisher:
+    def __init__(self, cluster: ClusterAPI, recorder: EventRecorder, log_: ex.DecisionLog
+                 ) -> None:
+        self.cluster = cluster
+        self.recorder = recorder
+        self.decisions = log_
+
+    def publish(self, verdicts: PassVerdicts) -> None:
+        for verdict in verdicts.by_node.values():
+            self.decisions.record(verdict.decision)
+            if verdict.decision.outcome in (ex.BLOCKED, ex.KEPT, ex.REJECTED):
+                self._event(verdict)
+            self._condition(verdict)
+
+    def record(self, decision: ex.Decision) -> None:
+        """A decision outside a pass (command progress, expiration, interruption)."""
+        self.decisions.record(decision)
+
+    def _event(self, verdict: Verdict) -> None:
+        decision = verdict.decision
+        blocked = decision.outcome == ex.BLOCKED
+        dedupe = None if blocked else UNCONSOLIDATABLE_DEDUPE_SECONDS
+        for obj in (verdict.node.node, verdict.node.nodeclaim):
+            if obj is None:
+                continue
+            uid = objects.uid(obj) or objects.name(obj)
+            self.recorder.publish(Event(
+                regarding=obj,
+                type="Normal",
+                reason=decision.event_reason,
+                note=_sentence(decision.message),
+                dedupe_values=(uid, decision.event_reason),
+                dedupe_seconds=dedupe,
+            ))
+
+    def _condition(self, verdict: Verdict) -> None:
+        decision = verdict.decision
+        claim = verdict.node.nodeclaim
+        if claim is None or decision.outcome == ex.DISRUPTED:
+            return
+        status = "False" if decision.outcome == ex.BLOCKED else "True"
+        reason = decision.cause or ("Candidate" if status == "True" else "Blocked")
+        message = f"{decision.method}: {decision.message}"
+        current = objects.condition(claim, DISRUPTABLE)
+        if current is not None and (current.get("status"), current.get("reason"),
+                                    current.get("message")) == (status, reason, message):
+            return
+        set_nodeclaim_condition(self.cluster, objects.name(claim), DISRUPTABLE, status,
+                                decision.time, reason, message)
+
+
+def set_nodeclaim_condition(cluster: ClusterAPI, name: str, condition_type: str,
+                            status: str | None, now: datetime, reason: str = "",
+                            message: str = "") -> bool:
+    """Set (or with status None, remove) one condition on a NodeClaim, reading it fresh and
+    writing with its resourceVersion; False when the NodeClaim changed or is gone."""
+    try:
+        claim = cluster.get("NodeClaim", name)
+    except NotFoundError:
+        return False
+    holder: dict[str, Any] = {"status": {"conditions": [
+        dict(c) for c in objects.conditions(claim)]}}
+    if status is None:
+        kept = [c for c in holder["status"]["conditions"] if c.get("type") != condition_type]
+        if len(kept) == len(holder["status"]["conditions"]):
+            return True
+        holder["status"]["conditions"] = kept
+    elif not objects.set_condition(holder, condition_type, status, now, reason=reason,
+                                   message=message):
+        return True
+    try:
+        cluster.patch(
+            "NodeClaim", name,
+            {"metadata": {"resourceVersion": objects.meta(claim).get("resourceVersion")},
+             "status": {"conditions": holder["status"]["conditions"]}},
+            subresource="status",
+        )
+    except (ConflictError, NotFoundError):
+        return False
+    except ApiError as error:
+        log.warning("could not set condition %s on NodeClaim %s: %s", condition_type, name,
+                    error)
+        return False
+    return True
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text[:1].upper() + text[1:] if text else text
+

@@ -1,0 +1,92 @@
+"""Expiration (Karpenter's nodeclaim.expiration controller): a NodeClaim older than its
+`expireAfter` is deleted. Forceful and not budgeted: its pods are drained by the
+termination controller (bounded by `terminationGracePeriod`, when set) and the provisioner
+makes room for them by its normal path. `expireAfter: Never` never expires.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import timedelta
+
+from nodewright import metrics
+from nodewright.api.formats import parse_duration
+from nodewright.cluster import objects
+from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.cluster.events import Event, EventRecorder
+from nodewright.controllers.disruption import explanations as ex
+from nodewright.controllers.disruption import metrics as disruption_metrics
+from nodewright.runtime.clock import Clock
+from nodewright.runtime.reconciler import Result, Watch
+from nodewright.state import ClusterState, podutil
+from nodewright.state.wellknown import CAPACITY_TYPE_LABEL, NODEPOOL_LABEL
+
+log = logging.getLogger(__name__)
+
+EXPIRED = "Expired"
+
+
+class Expiration:
+    name = "nodeclaim.expiration"
+
+    def __init__(self, cluster: ClusterAPI, clock: Clock, state: ClusterState,
+                 recorder: EventRecorder, decisions: ex.DecisionLog | None = None) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.state = state
+        self.recorder = recorder
+        self.decisions = decisions if decisions is not None else ex.DecisionLog()
+        self._watches = (Watch("NodeClaim"),)
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return self._watches
+
+    def reconcile(self, key: str) -> Result:
+        claim = self.state.nodeclaim(key)
+        if claim is None or objects.is_deleting(claim):
+            return Result()
+        labels = objects.labels(claim)
+        if not labels.get(NODEPOOL_LABEL):
+            return Result()
+        raw = str((claim.get("spec") or {}).get("expireAfter") or "Never")
+        try:
+            seconds = parse_duration(raw)
+        except ValueError:
+            log.warning("NodeClaim %s: expireAfter %r cannot be read; it never expires", key,
+                        raw)
+            return Result()
+        created = objects.creation_time(claim)
+        if seconds is None or created is None:
+            return Result()
+        expires = created + timedelta(seconds=seconds)
+        now = self.clock.now()
+        if now < expires:
+            return Result(requeue_after=(expires - now).total_seconds())
+        try:
+            self.cluster.delete("NodeClaim", key, uid=objects.uid(claim) or None)
+        except (NotFoundError, ConflictError):
+            return Result()
+        node = self.state.node_for_nodeclaim(key)
+        pods = [p for p in self.state.pods_on(node.node_name) if podutil.is_reschedulable(p)] \
+            if node is not None and node.node is not None else []
+        pool, capacity_type = labels[NODEPOOL_LABEL], labels.get(CAPACITY_TYPE_LABEL, "unknown")
+        metrics.NODECLAIMS_DISRUPTED.labels(reason="expired", nodepool=pool,
+                                            capacity_type=capacity_type).inc()
+        disruption_metrics.PODS_DISRUPTION_INITIATED.labels(
+            reason="expired", nodepool=pool, capacity_type=capacity_type).inc(len(pods))
+        message = f"expireAfter {raw} has passed (created {created:%Y-%m-%dT%H:%M:%SZ})"
+        for obj in (node.node if node is not None else None, claim):
+            if obj is not None:
+                self.recorder.publish(Event(
+                    regarding=obj, type="Normal", reason=ex.DISRUPTION_TERMINATING,
+                    note=f"Disrupting {obj.get('kind')}: {EXPIRED}",
+                    dedupe_values=(objects.uid(obj), EXPIRED)))
+        self.decisions.record(ex.Decision(
+            time=now, node=node.name if node is not None else key, nodeclaim=key,
+            nodepool=pool, method=ex.EXPIRATION, outcome=ex.DISRUPTED,
+            event_reason=ex.DISRUPTION_TERMINATING, message=message, cause=EXPIRED,
+            decision="delete"))
+        log.info("deleting expired nodeclaim %s (%s)", key, message)
+        return Result()

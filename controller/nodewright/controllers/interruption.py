@@ -1,0 +1,192 @@
+"""Interruption (the AWS provider's interruption controller): act on what EC2 says is about
+to happen to an instance.
+
+A singleton that polls an interruption queue (the SQS consumer of `cloud.aws`, or the
+simulated EC2's queue; both parse EventBridge messages the same way and delete a message
+once its handler returned, unparsable ones at once with a warning). For each event naming
+an instance one of our NodeClaims runs on:
+
+| event                                   | action                                           |
+|-----------------------------------------|--------------------------------------------------|
+| spot interruption warning               | offering unavailable 3 min, NodeClaim deleted    |
+| scheduled change (AWS Health)           | NodeClaim deleted                                |
+| state change: stopping/stopped/shutting-down/terminated | NodeClaim deleted                |
+| capacity reservation interruption       | NodeClaim deleted                                |
+| rebalance recommendation                | event only                                       |
+
+Deleting the NodeClaim starts the normal termination (cordon, drain through the Eviction
+API) and the provisioner places the pods elsewhere, well within a spot notice's 2 minutes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from nodewright import metrics
+from nodewright.cloud.aws.interruption_events import EventKind, InterruptionEvent
+from nodewright.cloud.aws.interruption_queue import EventHandler, PollResult
+from nodewright.cluster import objects
+from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.cluster.events import Event, EventRecorder, EventType
+from nodewright.controllers.disruption import explanations as ex
+from nodewright.runtime.clock import Clock
+from nodewright.runtime.reconciler import Result, Watch
+from nodewright.state import ClusterState
+from nodewright.state.statenode import StateNode
+from nodewright.state.wellknown import (
+    CAPACITY_TYPE_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    ZONE_LABEL,
+)
+
+log = logging.getLogger(__name__)
+
+SPOT = "spot"
+
+
+class InterruptionSource(Protocol):
+    def poll_once(self, handle: EventHandler) -> PollResult: ...
+
+
+class OfferingMarker(Protocol):
+    def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str,
+                         reason: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Action:
+    """What an event kind does: its event (reason, type, note) and whether it deletes."""
+
+    reason: str
+    event_type: EventType
+    note: str
+    deletes: bool
+
+
+def action_for(event: InterruptionEvent) -> Action:
+    kind = event.kind
+    if kind is EventKind.SPOT_INTERRUPTION:
+        return Action("SpotInterrupted", "Warning", "Spot interruption warning was triggered",
+                      True)
+    if kind is EventKind.REBALANCE_RECOMMENDATION:
+        return Action("SpotRebalanceRecommendation", "Normal",
+                      "Spot rebalance recommendation was triggered", False)
+    if kind is EventKind.SCHEDULED_CHANGE:
+        return Action("InstanceUnhealthy", "Warning",
+                      "An unhealthy warning was triggered for the instance", True)
+    if kind is EventKind.CAPACITY_RESERVATION_INTERRUPTION:
+        return Action("CapacityReservationInstanceInterrupted", "Warning",
+                      "Capacity Reservation interruption warning was triggered", True)
+    if event.detail in ("stopping", "stopped"):
+        return Action("InstanceStopping", "Warning", "Instance is stopping", True)
+    return Action("InstanceTerminating", "Warning", "Instance is terminating", True)
+
+
+def instance_id_of(provider_id: str) -> str:
+    """aws:///us-west-2a/i-0123 -> i-0123."""
+    return provider_id.rstrip("/").rsplit("/", 1)[-1]
+
+
+class Interruption:
+    name = "interruption"
+
+    def __init__(
+        self,
+        cluster: ClusterAPI,
+        clock: Clock,
+        state: ClusterState,
+        recorder: EventRecorder,
+        queue: InterruptionSource,
+        unavailable: OfferingMarker | None = None,
+        decisions: ex.DecisionLog | None = None,
+        *,
+        idle_requeue_seconds: float = 2.0,
+    ) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.state = state
+        self.recorder = recorder
+        self.queue = queue
+        self.unavailable = unavailable
+        self.decisions = decisions if decisions is not None else ex.DecisionLog()
+        self.idle_requeue_seconds = idle_requeue_seconds
+        self.handled: list[InterruptionEvent] = []
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        # A polling singleton: the wiring starts it; a NodePool seen at startup does too.
+        return (Watch("NodePool", lambda e: ("",) if e.type == "ADDED" else ()),)
+
+    def reconcile(self, key: str) -> Result:
+        result = self.queue.poll_once(self.handle)
+        if result.malformed:
+            log.warning("deleted %d malformed interruption message(s)", result.malformed)
+        return Result(requeue_after=0.0 if result.received else self.idle_requeue_seconds)
+
+    def _machines_by_instance(self) -> Mapping[str, StateNode]:
+        return {
+            instance_id_of(node.provider_id): node
+            for node in self.state.nodes()
+            if node.nodeclaim is not None and node.provider_id
+        }
+
+    def handle(self, events: Sequence[InterruptionEvent]) -> None:
+        """Act on one message's events; raising leaves the message for redelivery."""
+        machines = self._machines_by_instance()
+        for event in events:
+            metrics.INTERRUPTION_RECEIVED_MESSAGES.labels(message_type=event.kind.value).inc()
+            node = machines.get(event.instance_id)
+            if node is None:
+                continue
+            self._act(event, node)
+            self.handled.append(event)
+
+    def _act(self, event: InterruptionEvent, node: StateNode) -> None:
+        action = action_for(event)
+        claim = node.nodeclaim
+        assert claim is not None
+        for obj in (claim, node.node):
+            if obj is not None:
+                self._publish(obj, action.reason, action.event_type, action.note)
+        labels = node.labels
+        if event.kind is EventKind.SPOT_INTERRUPTION and self.unavailable is not None:
+            instance_type, zone = labels.get(INSTANCE_TYPE_LABEL), labels.get(ZONE_LABEL)
+            if instance_type and zone:
+                self.unavailable.mark_unavailable(instance_type, zone, SPOT, event.kind.value)
+        if not action.deletes:
+            self._decide(node, event, ex.KEPT, f"{action.note} (no action)")
+            return
+        if objects.is_deleting(claim):
+            return
+        try:
+            self.cluster.delete("NodeClaim", node.nodeclaim_name, uid=objects.uid(claim) or None)
+        except (NotFoundError, ConflictError):
+            return
+        note = "Interruption triggered termination for the {}"
+        for obj in (claim, node.node):
+            if obj is not None:
+                self._publish(obj, "TerminatingOnInterruption", "Warning",
+                              note.format(obj.get("kind")))
+        metrics.NODECLAIMS_DISRUPTED.labels(
+            reason=event.kind.value, nodepool=labels.get(NODEPOOL_LABEL, ""),
+            capacity_type=labels.get(CAPACITY_TYPE_LABEL, "unknown")).inc()
+        self._decide(node, event, ex.DISRUPTED, f"{action.note}: the NodeClaim is deleted")
+        log.info("interruption %s of %s: deleting nodeclaim %s", event.kind.value,
+                 event.instance_id, node.nodeclaim_name)
+
+    def _publish(self, obj: Mapping[str, Any], reason: str, event_type: EventType,
+                 note: str) -> None:
+        self.recorder.publish(Event(regarding=obj, type=event_type, reason=reason, note=note,
+                                    dedupe_values=(objects.uid(obj), reason)))
+
+    def _decide(self, node: StateNode, event: InterruptionEvent, outcome: str,
+                message: str) -> None:
+        self.decisions.record(ex.Decision(
+            time=self.clock.now(), node=node.name, nodeclaim=node.nodeclaim_name,
+            nodepool=node.nodepool, method=ex.INTERRUPTION, outcome=outcome,
+            event_reason=action_for(event).reason, message=message, cause=event.kind.value,
+            decision="delete" if outcome == ex.DISRUPTED else ""))
