@@ -8,6 +8,10 @@ each controller has its own queue (deduplicated keys, rate-limited retries, time
 at a time, taking controllers in turn: the reconcilers and the state cache they share were
 written for a single-threaded driver, and this keeps them so.
 
+`world_lock`, when given, is held around every unit of work (a reconcile, a timer, a batch
+of events): tests run several drivers (the cluster's actors, two operators) against one
+in-memory cluster that is not thread-safe, and the lock makes them take turns.
+
 Only the leader reconciles: while `leading` is clear (a standby replica, or before the
 Lease is won) events still reach the listeners and keys still gather in the queues, so a
 replica that takes over starts with warm caches and its work already queued.
@@ -19,6 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 
 from nodewright import metrics
@@ -43,6 +48,7 @@ class OperatorDriver:
         idle_interval: float = 0.02,
         rate_limiter: Callable[[], RateLimiter] = RateLimiter,
         name: str = "nodewright",
+        world_lock: AbstractContextManager[object] | None = None,
     ) -> None:
         self.cluster = cluster
         self.clock = clock or LoopClock()
@@ -51,6 +57,7 @@ class OperatorDriver:
         self._kinds = tuple(kinds)
         self._idle_interval = idle_interval
         self._rate_limiter = rate_limiter
+        self._world_lock: AbstractContextManager[object] = world_lock or nullcontext()
         self._reconcilers: list[Reconciler] = []
         self._queues: dict[int, WorkQueue] = {}
         self._listeners: list[Listener] = []
@@ -138,10 +145,13 @@ class OperatorDriver:
     def _run(self) -> None:
         while not self._stopping.is_set():
             self._wakeup.clear()
-            worked = self._fire_timers()
-            worked |= self._deliver()
+            with self._world_lock:
+                worked = self._fire_timers()
+            with self._world_lock:
+                worked |= self._deliver()
             if self.leading.is_set() and not self._stopping.is_set():
-                worked |= self._reconcile_one()
+                with self._world_lock:
+                    worked |= self._reconcile_one()
             if not worked:
                 self._wakeup.wait(self._idle_wait())
 

@@ -1,0 +1,121 @@
+"""The EC2NodeClass status controller (Karpenter's nodeclass status controller), for the AWS
+cloud: it resolves each EC2NodeClass's selector terms (subnets, security groups, AMIs) and
+instance profile, and writes them to `status` with one condition per part and `Ready`
+(reason `NotReady` and the parts that failed), so `kubectl get ec2nodeclass` tells a user
+why nothing launches. It resolves again every minute: subnets, groups and AMIs change
+under it (a new AMI release, a deleted subnet).
+
+And the catalog refresh: every 12 hours, outside any provisioning, it asks the cloud for
+each EC2NodeClass's instance types, which is when the provider re-reads prices and
+offerings, so a provisioning loop never waits for the Pricing API.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.cloud.aws.node_class_resolution import Resolution
+from nodewright.cloud.provider import CloudProvider, CloudProviderError
+from nodewright.cluster import objects
+from nodewright.cluster.api import ClusterAPI, NotFoundError
+from nodewright.runtime.clock import Clock
+from nodewright.runtime.reconciler import Result, Watch, singleton_key
+
+log = logging.getLogger(__name__)
+
+RESOLVE_SECONDS = 60.0
+CATALOG_REFRESH_SECONDS = 12 * 3600.0
+
+
+class Resolver(Protocol):
+    def resolve(self, node_class: EC2NodeClass) -> Resolution: ...
+
+
+class NodeClassStatus:
+    name = "nodeclass.status"
+
+    def __init__(self, cluster: ClusterAPI, resolver: Resolver, clock: Clock) -> None:
+        self.cluster = cluster
+        self.resolver = resolver
+        self.clock = clock
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return (Watch("EC2NodeClass"),)
+
+    def reconcile(self, key: str) -> Result:
+        try:
+            current = self.cluster.get("EC2NodeClass", key)
+        except NotFoundError:
+            return Result()
+        if objects.is_deleting(current):
+            return Result()
+        try:
+            model = EC2NodeClass.model_validate(current)
+        except ValidationError as error:
+            log.warning("EC2NodeClass %s is not valid: %s", key, error.errors()[:1],
+                        extra={"EC2NodeClass": key})
+            return Result()
+        try:
+            resolution = self.resolver.resolve(model)
+        except CloudProviderError as error:
+            log.warning("resolving EC2NodeClass %s failed: %s", key, error,
+                        extra={"EC2NodeClass": key})
+            return Result(requeue_after=RESOLVE_SECONDS)
+        status = self._status(current, resolution)
+        if status != (current.get("status") or {}):
+            self.cluster.patch(
+                "EC2NodeClass", key,
+                {"metadata": {"resourceVersion": objects.meta(current).get("resourceVersion")},
+                 "status": _replacing(current.get("status") or {}, status)},
+                subresource="status",
+            )
+        return Result(requeue_after=RESOLVE_SECONDS)
+
+    def _status(self, current: Mapping[str, Any], resolution: Resolution) -> dict[str, Any]:
+        resolved = resolution.to_status().to_manifest()
+        resolved.pop("conditions", None)
+        working: dict[str, Any] = {"status": {**resolved, "conditions": [
+            dict(c) for c in objects.conditions(current)]}}
+        working["metadata"] = dict(objects.meta(current))
+        now = self.clock.now()
+        for condition in resolution.conditions(now):
+            objects.set_condition(working, condition.type, condition.status, now,
+                                  reason=condition.reason, message=condition.message or "")
+        status: dict[str, Any] = working["status"]
+        return status
+
+
+def _replacing(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """A merge patch that turns `old` into `new` at the top level (lists are replaced)."""
+    patch: dict[str, Any] = {key: None for key in old if key not in new}
+    patch.update(new)
+    return patch
+
+
+class CatalogRefresh:
+    """Warms the cloud's instance types and prices for every EC2NodeClass, twice a day."""
+
+    name = "catalog.refresh"
+
+    def __init__(self, cluster: ClusterAPI, cloud: CloudProvider) -> None:
+        self.cluster = cluster
+        self.cloud = cloud
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        # Started by the first EC2NodeClass the watch reports; then it keeps its own time.
+        return (Watch("EC2NodeClass", lambda e: singleton_key(e) if e.type == "ADDED" else ()),)
+
+    def reconcile(self, key: str) -> Result:
+        for body in self.cluster.list("EC2NodeClass"):
+            try:
+                self.cloud.get_instance_types(EC2NodeClass.model_validate(body))
+            except (ValidationError, CloudProviderError) as error:
+                log.info("refreshing instance types of %s: %s", objects.name(body), error)
+        return Result(requeue_after=CATALOG_REFRESH_SECONDS)

@@ -1,0 +1,32 @@
+"""The core stories again, through the operator's driver in real time: watch events feed
+work queues, reconciles run on the loop thread, timers fire for requeues."""
+
+from __future__ import annotations
+
+from nodewright import metrics
+from nodewright.cluster.api import ConflictError
+from tests.operator.conftest import WORKSHOP
+from tests.operator.world import RealTimeWorld
+
+
+def total(sample_name: str) -> float:
+    """The sum of a metric's samples over every label set (metrics are process-wide)."""
+    return sum(sample.value for family in metrics.REGISTRY.collect()
+               for sample in family.samples if sample.name == sample_name)
+
+
+def test_the_workshop_scales_from_zero_to_five_to_twelve(world: RealTimeWorld) -> None:
+    created_before = total("karpenter_nodeclaims_created_total")
+    operator = world.operator("nodewright-a", leader_elect=False)
+    world.apply(WORKSHOP)
+    world.scale("inflate", 5)
+    world.wait_until_running(pods=5, nodes=1)
+    assert world.instance_types() == ["m5.large"]
+
+    world.scale("inflate", 12)
+    world.wait_until_running(pods=12, nodes=2)
+    assert world.instance_types() == ["m5.large", "m5.large"]
+    # Conflicts are part of optimistic concurrency; anything else is a bug.
+    assert [error for _, _, error in operator.driver.errors
+            if not isinstance(error, ConflictError)] == []
+    assert total("karpenter_nodeclaims_created_total") - created_before == 2

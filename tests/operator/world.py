@@ -1,0 +1,178 @@
+"""A cluster in real time for the operator's stories.
+
+The in-memory API server with its actors (kube-scheduler, kubelet, workload controllers)
+runs on one `OperatorDriver` as "the cluster"; the simulated EC2 keeps its time on that
+driver's clock; each `Operator` (a controller process, with its own driver, clock and
+leader elector) talks to the same cluster. Delays are a fraction of a second, so a story
+that takes minutes in a real cluster takes a second or two.
+
+The in-memory cluster and the simulated EC2 are not thread-safe, so every driver holds
+`world.lock` while it works and every call from another thread (the leader electors)
+goes through `LockedCluster`: the threads take turns, as the processes of a real
+cluster take turns at the API server.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from nodewright.cloud.sim import SimSettings, SimulatedEC2
+from nodewright.cluster.api import KINDS, NotFoundError, Object, WatchStream
+from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
+from nodewright.controllers.wiring import ControllerOptions
+from nodewright.operator.clock import LoopClock
+from nodewright.operator.driver import OperatorDriver
+from nodewright.operator.leader import LeaseTiming
+from nodewright.operator.process import Operator, OperatorSettings
+from nodewright.runtime.reconciler import WatchEvent
+from tests.kube.waiting import eventually
+
+FAST_CLOUD = SimSettings(launch_delay=0.05, registration_delay=0.05, termination_delay=0.05,
+                         startup_taint_delay=0.02, spot_notice=1.0, node_monitor_grace=1.0)
+FAST_CONTROLLERS = ControllerOptions(batch_idle_seconds=0.05, batch_max_seconds=0.5)
+# Short but in Karpenter's proportions (15 s / 10 s / 2 s); a Lease counts whole seconds.
+FAST_LEASE = LeaseTiming(lease_duration=1.0, renew_deadline=0.7, retry_period=0.1)
+
+
+class LockedStream:
+    def __init__(self, stream: WatchStream, lock: threading.RLock) -> None:
+        self._stream = stream
+        self._lock = lock
+
+    def poll(self) -> list[WatchEvent]:
+        with self._lock:
+            return self._stream.poll()
+
+    def synced(self) -> bool:
+        with self._lock:
+            return self._stream.synced()
+
+    def close(self) -> None:
+        with self._lock:
+            self._stream.close()
+
+
+class LockedCluster:
+    """ClusterAPI over the in-memory cluster, one caller at a time."""
+
+    def __init__(self, cluster: InMemoryCluster, lock: threading.RLock) -> None:
+        self.memory = cluster
+        self._lock = lock
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Object:
+        with self._lock:
+            return self.memory.get(kind, name, namespace)
+
+    def list(self, kind: str, namespace: str | None = None, *,
+             labels: Mapping[str, str] | None = None) -> list[Object]:
+        with self._lock:
+            return self.memory.list(kind, namespace, labels=labels)
+
+    def create(self, obj: Object) -> Object:
+        with self._lock:
+            return self.memory.create(obj)
+
+    def update(self, obj: Object, *, subresource: str | None = None) -> Object:
+        with self._lock:
+            return self.memory.update(obj, subresource=subresource)
+
+    def patch(self, kind: str, name: str, patch: Mapping[str, Any],
+              namespace: str | None = None, *, subresource: str | None = None) -> Object:
+        with self._lock:
+            return self.memory.patch(kind, name, patch, namespace, subresource=subresource)
+
+    def delete(self, kind: str, name: str, namespace: str | None = None, *,
+               grace_period_seconds: int | None = None, uid: str | None = None) -> None:
+        with self._lock:
+            self.memory.delete(kind, name, namespace,
+                               grace_period_seconds=grace_period_seconds, uid=uid)
+
+    def evict(self, name: str, namespace: str, *,
+              grace_period_seconds: int | None = None) -> None:
+        with self._lock:
+            self.memory.evict(name, namespace, grace_period_seconds=grace_period_seconds)
+
+    def watch(self, kinds: Iterable[str]) -> LockedStream:
+        with self._lock:
+            return LockedStream(self.memory.watch(kinds), self._lock)
+
+
+class RealTimeWorld:
+    def __init__(self, *, cloud: SimSettings = FAST_CLOUD,
+                 actors: ActorSettings | None = None) -> None:
+        self.lock = threading.RLock()
+        self.clock = LoopClock()
+        memory = InMemoryCluster(self.clock)
+        self.cluster = LockedCluster(memory, self.lock)
+        self.cloud = SimulatedEC2(self.clock, cluster=self.cluster, settings=cloud)
+        self.cluster_driver = OperatorDriver(
+            self.cluster, clock=self.clock, kinds=[k for k in KINDS if k != "Event"],
+            name="cluster", world_lock=self.lock)
+        self.cluster_driver.add(*cluster_actors(
+            memory, actors or ActorSettings(pod_start_delay=0.02)))
+        self.cluster_driver.start()
+        self.operators: list[Operator] = []
+
+    def operator(self, identity: str, *, leader_elect: bool = True,
+                 timing: LeaseTiming = FAST_LEASE,
+                 options: ControllerOptions = FAST_CONTROLLERS) -> Operator:
+        settings = OperatorSettings(identity=identity, leader_elect=leader_elect,
+                                    lease_namespace="kube-system", timing=timing,
+                                    controllers=options, idle_interval=0.01)
+        started = Operator(self.cluster, self.cloud, settings, world_lock=self.lock)
+        started.start()
+        self.operators.append(started)
+        return started
+
+    def close(self) -> None:
+        for running in self.operators:
+            running.crash()
+        self.cluster_driver.stop(timeout=5)
+
+    # --- the test's kubectl ---------------------------------------------------------------
+
+    def apply(self, *sources: str | Path) -> None:
+        for source in sources:
+            path = Path(source)
+            files = sorted(path.glob("*.y*ml")) if path.is_dir() else [path]
+            for file in files:
+                for body in yaml.safe_load_all(file.read_text()):
+                    if isinstance(body, dict):
+                        self._apply_one(body)
+
+    def _apply_one(self, body: dict[str, Any]) -> None:
+        kind = str(body["kind"])
+        namespace = body["metadata"].get("namespace") or (
+            "default" if KINDS[kind].namespaced else None)
+        try:
+            self.cluster.get(kind, body["metadata"]["name"], namespace)
+        except NotFoundError:
+            self.cluster.create(body)
+
+    def scale(self, name: str, replicas: int, namespace: str = "default") -> None:
+        self.cluster.patch("Deployment", name, {"spec": {"replicas": replicas}}, namespace)
+
+    def running_pods(self, namespace: str = "default") -> list[Object]:
+        return [pod for pod in self.cluster.list("Pod", namespace)
+                if (pod.get("status") or {}).get("phase") == "Running"
+                and not pod["metadata"].get("deletionTimestamp")]
+
+    def ready_nodes(self) -> list[Object]:
+        return [node for node in self.cluster.list("Node")
+                if any(c.get("type") == "Ready" and c.get("status") == "True"
+                       for c in (node.get("status") or {}).get("conditions") or [])
+                and node["metadata"].get("labels", {}).get("karpenter.sh/initialized")]
+
+    def instance_types(self) -> list[str]:
+        return sorted(i.instance_type for i in self.cloud.list()
+                      if i.state not in ("shutting-down", "terminated"))
+
+    def wait_until_running(self, pods: int, nodes: int) -> None:
+        eventually(lambda: len(self.running_pods()) == pods and len(self.ready_nodes()) == nodes,
+                   f"{pods} running pods on {nodes} nodes (now {len(self.running_pods())} "
+                   f"pods, {len(self.ready_nodes())} nodes)")
