@@ -7,6 +7,7 @@ the simulator stores and hands out ten thousand pods.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -25,3 +26,8 @@ def _copy(value: Any) -> Any:
     if kind is list:
         return [_copy(item) for item in value]
     return value
+
+
+def copy_object(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a wire-shape object, as a dict the caller may modify."""
+    return {key: _copy(value) for key, value in obj.items()}

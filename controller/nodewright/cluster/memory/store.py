@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodewright.cluster import objects
 from nodewright.cluster.api import (
@@ -48,7 +48,10 @@ from nodewright.cluster.memory.names import NameSource
 from nodewright.cluster.memory.pod_status import set_pod_condition
 from nodewright.cluster.memory.watch import MemoryWatchStream
 from nodewright.runtime.clock import Clock, format_time
-from nodewright.runtime.reconciler import EventType, WatchEvent
+from nodewright.runtime.reconciler import EventType, Reconciler, WatchEvent
+
+if TYPE_CHECKING:
+    from nodewright.cluster.memory.actors import ActorSettings
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-node-lease")
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -72,6 +75,7 @@ _GENERATE_ATTEMPTS = 16
 Key = tuple[str, str, str]  # kind, namespace ("" when cluster-scoped), name
 # The class defines `list` (the ClusterAPI method), which hides the builtin in its body.
 Objects = list[Object]
+Reconcilers = list[Reconciler]
 
 
 class InMemoryCluster:
@@ -130,6 +134,18 @@ class InMemoryCluster:
             else:
                 result.extend(items.values())
         return result
+
+    def dependents(self, owner_uid: str, kind: str | None = None) -> Objects:
+        """Stored objects with an ownerReference to `owner_uid` (of `kind` when given), in
+        the order they became dependents. Read-only."""
+        found: Objects = []
+        for dependent_kind, scope, name in self._dependents.get(owner_uid, {}):
+            if kind is not None and dependent_kind != kind:
+                continue
+            obj = self._store[dependent_kind].get(scope, {}).get(name)
+            if obj is not None:
+                found.append(obj)
+        return found
 
     def count(self, kind: str) -> int:
         return sum(len(items) for items in self._store[kind].values())
@@ -288,8 +304,11 @@ class InMemoryCluster:
             raise ConflictError(f'pod {name} is already assigned to node "{bound}"')
         if objects.is_deleting(pod):
             raise ConflictError(f"pod {name} is being deleted, cannot be assigned to a host")
-        new = deep_copy(pod)
-        new.setdefault("spec", {})["nodeName"] = node_name
+        # Shallow copies: stored objects are never modified in place, and keeping the
+        # untouched parts lets kube-scheduler's parse cache recognise the pod.
+        new = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": node_name},
+               "status": {**(pod.get("status") or {}), "conditions": [
+                   dict(c) for c in (pod.get("status") or {}).get("conditions") or []]}}
         set_pod_condition(new, "PodScheduled", "True", self.clock.now())
         return deep_copy(self._write(KINDS["Pod"], pod, new))
 
@@ -304,6 +323,13 @@ class InMemoryCluster:
         )
         self._streams.append(stream)
         return stream
+
+    def actors(self, settings: ActorSettings | None = None) -> Reconcilers:
+        """The reconcilers that play kube-scheduler, the kubelet, the workload controllers
+        and the disruption controller on this cluster (see `actors.cluster_actors`)."""
+        from nodewright.cluster.memory.actors import cluster_actors  # they import this module
+
+        return cluster_actors(self, settings)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -594,7 +620,8 @@ def _spec_of(info: Kind, obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _owner_uids(obj: Mapping[str, Any]) -> list[str]:
-    return [str(ref.get("uid")) for ref in objects.owner_references(obj) if ref.get("uid")]
+    refs = obj["metadata"].get("ownerReferences") or ()
+    return [str(ref["uid"]) for ref in refs if isinstance(ref, dict) and ref.get("uid")]
 
 
 def _removable(obj: Mapping[str, Any]) -> bool:

@@ -1,0 +1,50 @@
+"""The actors that play a cluster around the in-memory API server, built together.
+
+`cluster_actors(cluster, settings)` returns them in a fixed order (kube-scheduler,
+kubelet, the workload controllers, the disruption controller) for a driver to `add`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nodewright.cluster.memory.disruption import DisruptionController
+from nodewright.cluster.memory.kube_scheduler import KubeScheduler
+from nodewright.cluster.memory.kubelet import Kubelet
+from nodewright.cluster.memory.store import InMemoryCluster
+from nodewright.cluster.memory.workloads import (
+    DaemonSetController,
+    DeploymentController,
+    JobController,
+    ReplicaSetController,
+    StatefulSetController,
+)
+from nodewright.runtime.reconciler import Reconciler
+
+
+@dataclass(frozen=True)
+class ActorSettings:
+    """Timings of the simulated cluster. `pod_start_delay`: seconds from binding to a pod
+    Running and Ready (image pull and start)."""
+
+    pod_start_delay: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.pod_start_delay < 0:
+            raise ValueError(f"pod_start_delay must be >= 0, got {self.pod_start_delay}")
+
+
+def cluster_actors(
+    cluster: InMemoryCluster, settings: ActorSettings | None = None
+) -> list[Reconciler]:
+    settings = settings or ActorSettings()
+    return [
+        KubeScheduler(cluster),
+        Kubelet(cluster, pod_start_delay=settings.pod_start_delay),
+        DeploymentController(cluster),
+        ReplicaSetController(cluster),
+        StatefulSetController(cluster),
+        JobController(cluster),
+        DaemonSetController(cluster),
+        DisruptionController(cluster),
+    ]

@@ -1,0 +1,104 @@
+"""kube-scheduler's default filters, in its order, each naming why a node does not fit.
+
+As in kube-scheduler a node is rejected by the first filter that fails (resources may
+give several reasons at once); the reasons, counted over the nodes, make the
+FailedScheduling message ("0/3 nodes are available: 1 Insufficient memory, 2 node(s)
+didn't match Pod's node affinity/selector.").
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from nodewright.cluster.memory.kube_scheduler.snapshot import NodeInfo
+from nodewright.cluster.memory.kube_scheduler.topology import PassTopology
+from nodewright.scheduling.pods import UNSCHEDULABLE_TAINT, Pod, Taint, untolerated
+from nodewright.scheduling.quantity import PODS
+from nodewright.scheduling.requirements import Requirements
+
+UNSCHEDULABLE = "node(s) were unschedulable"
+NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+HOST_PORTS = "node(s) didn't have free ports for the requested pod ports"
+TOO_MANY_PODS = "Too many pods"
+HARD_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+class PodFilters:
+    """The filters for one pod shape (its parsed requirements computed once).
+
+    `static_reasons` are the filters whose verdict cannot change while a pass binds pods
+    (cordon, taints, node affinity); `dynamic_reasons` the ones that can (ports,
+    resources, spread, inter-pod affinity). Together, in that order, they are
+    kube-scheduler's filter order.
+    """
+
+    def __init__(self, pod: Pod, topology: PassTopology) -> None:
+        self.pod = pod
+        self.topology = topology
+        self._selector = Requirements.from_labels(pod.node_selector)
+        self._tolerates_cordon = untolerated((UNSCHEDULABLE_TAINT,), pod.tolerations) is None
+        self._requests = sorted(
+            (resource, amount) for resource, amount in pod.requests.items() if amount > 0
+        )
+
+    def reasons(self, node: NodeInfo) -> Sequence[str]:
+        """Why `pod` cannot go to `node`; empty when it can."""
+        return self.static_reasons(node) or self.dynamic_reasons(node)
+
+    def static_reasons(self, node: NodeInfo) -> Sequence[str]:
+        if node.unschedulable and not self._tolerates_cordon:
+            return (UNSCHEDULABLE,)
+        hard = [t for t in node.taints if t.effect in HARD_EFFECTS]
+        taint = untolerated(hard, self.pod.tolerations) if hard else None
+        if taint is not None:
+            return (untolerated_taint(taint),)
+        if not self._matches_node_affinity(node):
+            return (NODE_AFFINITY,)
+        return ()
+
+    def dynamic_reasons(self, node: NodeInfo) -> Sequence[str]:
+        pod = self.pod
+        if pod.host_ports and any(
+            used.conflicts(port) for port in pod.host_ports for used in node.ports
+        ):
+            return (HOST_PORTS,)
+        requested, allocatable = node.requested, node.allocatable
+        for resource, amount in self._requests:
+            if requested.get(resource, 0) + amount > allocatable.get(resource, 0):
+                return self._insufficient(node)
+        if not pod.spread and not pod.pod_affinity and not pod.pod_anti_affinity and (
+            not self.topology.has_blocking_pods
+        ):
+            return ()
+        failure = self.topology.spread_failure(pod, node) or self.topology.affinity_failure(
+            pod, node
+        )
+        return (failure,) if failure else ()
+
+    def _matches_node_affinity(self, node: NodeInfo) -> bool:
+        if not self._selector.satisfied_by_labels(node.labels):
+            return False
+        terms = self.pod.required_terms
+        return not terms or any(term.satisfied_by_labels(node.labels) for term in terms)
+
+    def _insufficient(self, node: NodeInfo) -> list[str]:
+        reasons = [
+            TOO_MANY_PODS if resource == PODS else f"Insufficient {resource}"
+            for resource, amount in self._requests
+            if node.requested.get(resource, 0) + amount > node.allocatable.get(resource, 0)
+        ]
+        # kube-scheduler checks the pod count before the resources.
+        reasons.sort(key=lambda reason: (reason != TOO_MANY_PODS, reason))
+        return reasons
+
+
+def untolerated_taint(taint: Taint) -> str:
+    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+
+
+def unschedulable_message(total_nodes: int, reasons: Counter[str]) -> str:
+    """kube-scheduler's FitError message."""
+    parts = sorted(f"{count} {reason}" for reason, count in reasons.items())
+    detail = f" {', '.join(parts)}" if parts else ""
+    return f"0/{total_nodes} nodes are available:{detail}."

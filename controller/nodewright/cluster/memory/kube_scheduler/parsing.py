@@ -1,0 +1,96 @@
+"""Pods parsed with the scheduling package's model, cached per pod.
+
+The store never modifies a stored object in place and keeps the `labels` and the parts of
+`spec` that a write does not touch (status updates, most patches, binding), so a parse
+stays valid while the labels and every spec field but nodeName are the same objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from nodewright.cluster import objects
+from nodewright.scheduling.pods import Pod, SpecError, parse_pod_spec
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedPod:
+    pod: Pod | None
+    error: str | None
+    # Pods with the same signature are interchangeable for scheduling.
+    signature: str
+
+
+@dataclass(slots=True)
+class _Entry:
+    spec: Any
+    labels: Any
+    parsed: ParsedPod
+
+
+class PodParser:
+    def __init__(self) -> None:
+        self._cache: dict[str, _Entry] = {}
+        # Replicas share a spec: parse it once and rename.
+        self._by_signature: dict[str, ParsedPod] = {}
+
+    def parse(self, obj: Mapping[str, Any]) -> ParsedPod:
+        meta = obj["metadata"]
+        spec, labels = obj.get("spec"), meta.get("labels")
+        uid = str(meta.get("uid"))
+        entry = self._cache.get(uid)
+        if entry is not None and entry.labels is labels and _same_spec(entry.spec, spec):
+            return entry.parsed
+        signature = _signature(obj)
+        known = self._by_signature.get(signature)
+        if known is not None and known.pod is not None:
+            parsed = ParsedPod(replace(known.pod, name=str(meta["name"])), None, signature)
+        else:
+            parsed = _parse(obj, signature)
+            self._by_signature[signature] = parsed
+        self._cache[uid] = _Entry(spec, labels, parsed)
+        return parsed
+
+    def forget_missing(self, live_uids: set[str]) -> None:
+        for uid in [uid for uid in self._cache if uid not in live_uids]:
+            del self._cache[uid]
+        if len(self._by_signature) > len(self._cache):
+            live = {entry.parsed.signature for entry in self._cache.values()}
+            self._by_signature = {
+                sig: parsed for sig, parsed in self._by_signature.items() if sig in live
+            }
+
+
+def _same_spec(old: Any, new: Any) -> bool:
+    """The same spec but for nodeName, judged by identity of its fields."""
+    if old is new:
+        return True
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return False
+    keys = old.keys() | new.keys()
+    keys.discard("nodeName")
+    return all(old.get(key) is new.get(key) for key in keys)
+
+
+def _signature(obj: Mapping[str, Any]) -> str:
+    """Equal for pods that schedule alike: namespace, labels, owner and spec (but nodeName)."""
+    spec = dict(obj.get("spec") or {})
+    spec.pop("nodeName", None)
+    owner = objects.controller_owner(obj)
+    owner_key = (owner.get("kind"), owner.get("name")) if owner else None
+    return repr((objects.namespace(obj), sorted(objects.labels(obj).items()), owner_key, spec))
+
+
+def _parse(obj: Mapping[str, Any], signature: str) -> ParsedPod:
+    namespace = objects.namespace(obj)
+    labels = objects.labels(obj)
+    owner = objects.controller_owner(obj)
+    owner_key = f"{owner.get('kind')}/{owner.get('name')}" if owner else None
+    try:
+        pod = parse_pod_spec(namespace, objects.name(obj), labels, obj.get("spec"), "spec",
+                             owner_key)
+    except SpecError as error:
+        return ParsedPod(None, f"pod {namespace}/{objects.name(obj)}: {error}", signature)
+    return ParsedPod(pod, None, signature)

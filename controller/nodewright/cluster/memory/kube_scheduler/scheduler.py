@@ -1,0 +1,247 @@
+"""The kube-scheduler actor: binds pending pods, or says why they cannot be bound.
+
+One reconcile is one pass over every pending pod (no node, not deleting, not gated,
+`schedulerName` default-scheduler) in kube-scheduler's queue order (priority, then age).
+Each pod is filtered against every node and bound to the best scoring one through the
+binding subresource; a pod that fits nowhere gets PodScheduled=False, reason
+Unschedulable, with kube-scheduler's message, and a FailedScheduling event (both only
+when the message changes). Pods with identical specs share one verdict per pass, and a
+verdict is remembered until nodes, namespaces or the set of bound pods change, so ten
+thousand pending replicas cost a few evaluations, not ten thousand.
+
+Passes run on any Node or Namespace change and on pod changes that matter: a pending
+pod appears or changes, a bound pod appears, finishes or is gone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nodewright.cluster import objects
+from nodewright.cluster.api import ApiError
+from nodewright.cluster.memory.events import WARNING, EventRecorder
+from nodewright.cluster.memory.kube_scheduler.filters import PodFilters, unschedulable_message
+from nodewright.cluster.memory.kube_scheduler.parsing import PodParser
+from nodewright.cluster.memory.kube_scheduler.scoring import (
+    best_node,
+    intolerable_preferences,
+    preferred_affinity,
+)
+from nodewright.cluster.memory.kube_scheduler.snapshot import NodeInfo, build_snapshot
+from nodewright.cluster.memory.kube_scheduler.topology import PassTopology
+from nodewright.cluster.memory.pod_status import TERMINAL_PHASES, is_terminal, set_pod_condition
+from nodewright.cluster.memory.store import DEFAULT_SCHEDULER, InMemoryCluster
+from nodewright.runtime.reconciler import Result, Watch, WatchEvent, singleton_key
+from nodewright.scheduling.pods import Pod
+
+log = logging.getLogger(__name__)
+
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULER_ERROR = "SchedulerError"
+NO_NODES = "no nodes available to schedule pods"
+
+World = tuple[int, int, frozenset[str]]
+
+
+@dataclass(slots=True)
+class _Shape:
+    """What a pass knows about one pod shape: the nodes its static filters admit, why
+    the others were rejected, and the scores that do not change within the pass."""
+
+    filters: PodFilters
+    static_reasons: Counter[str]
+    candidates: list[NodeInfo]
+    affinity: dict[str, int]
+    intolerable: dict[str, int]
+
+
+class SchedulingPass:
+    """The nodes and counts of one pass; binding a pod updates them."""
+
+    def __init__(self, nodes: Mapping[str, NodeInfo], namespace_labels: Mapping[str, Any]) -> None:
+        self.nodes = nodes
+        self.topology = PassTopology(nodes, namespace_labels)
+        self._shapes: dict[str, _Shape] = {}
+
+    def choose(self, pod: Pod, signature: str) -> tuple[NodeInfo | None, str]:
+        """The node for `pod`, or None and why not (kube-scheduler's message)."""
+        if not self.nodes:
+            return None, NO_NODES
+        shape = self._shapes.get(signature)
+        if shape is None:
+            shape = self._shapes[signature] = self._shape(pod)
+        feasible: list[NodeInfo] = []
+        reasons = Counter(shape.static_reasons)
+        for node in shape.candidates:
+            failed = shape.filters.dynamic_reasons(node)
+            if failed:
+                reasons.update(failed)
+            else:
+                feasible.append(node)
+        if not feasible:
+            return None, unschedulable_message(len(self.nodes), reasons)
+        return best_node(pod, feasible, shape.affinity, shape.intolerable), ""
+
+    def _shape(self, pod: Pod) -> _Shape:
+        filters = PodFilters(pod, self.topology)
+        reasons: Counter[str] = Counter()
+        candidates = []
+        for node in self.nodes.values():
+            failed = filters.static_reasons(node)
+            if failed:
+                reasons.update(failed)
+            else:
+                candidates.append(node)
+        return _Shape(
+            filters,
+            reasons,
+            candidates,
+            {node.name: preferred_affinity(pod, node) for node in candidates},
+            {node.name: intolerable_preferences(pod, node) for node in candidates},
+        )
+
+    def placed(self, pod: Pod, node: NodeInfo) -> None:
+        node.add(pod)
+        self.topology.record(pod, node)
+
+
+class KubeScheduler:
+    name = "kube-scheduler"
+
+    def __init__(self, cluster: InMemoryCluster) -> None:
+        self.cluster = cluster
+        self._parser = PodParser()
+        self._events = EventRecorder(cluster, DEFAULT_SCHEDULER)
+        # Verdicts of the last pass that bound nothing, valid while the world is the same.
+        self._verdicts: dict[str, str] = {}
+        self._verdicts_world: World | None = None
+        self._watches = (
+            Watch("Pod", self._pod_keys),
+            Watch("Node", singleton_key),
+            Watch("Namespace", singleton_key),
+        )
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return self._watches
+
+    @staticmethod
+    def _pod_keys(event: WatchEvent) -> Iterable[str]:
+        pod = event.object
+        bound = bool((pod.get("spec") or {}).get("nodeName"))
+        if not bound or event.type != "MODIFIED" or is_terminal(pod):
+            return ("",)
+        return ()
+
+    def reconcile(self, key: str) -> Result:
+        pending: list[Mapping[str, Any]] = []
+        bound: list[Mapping[str, Any]] = []
+        live: set[str] = set()
+        for stored in self.cluster.peek_all("Pod"):
+            # Direct access: this loop runs over every pod on every pass.
+            meta, spec = stored["metadata"], stored.get("spec") or {}
+            live.add(meta["uid"])
+            finished = (stored.get("status") or {}).get("phase") in TERMINAL_PHASES
+            if spec.get("nodeName"):
+                if not finished:
+                    bound.append(stored)
+            elif not finished and _waits_for_us(meta, spec):
+                pending.append(stored)
+        self._parser.forget_missing(live)
+        if not pending:
+            self._verdicts, self._verdicts_world = {}, None
+            return Result()
+        pending.sort(key=_queue_order)
+        world: World = (
+            self.cluster.kind_version("Node"),
+            self.cluster.kind_version("Namespace"),
+            frozenset(obj["metadata"]["uid"] for obj in bound),
+        )
+        remembered = self._verdicts if world == self._verdicts_world else {}
+        scheduling: SchedulingPass | None = None
+        verdicts: dict[str, str] = {}
+        bound_any = False
+        for obj in pending:
+            parsed = self._parser.parse(obj)
+            if parsed.pod is None:
+                self._refuse(obj, SCHEDULER_ERROR, parsed.error or "invalid pod")
+                continue
+            message = verdicts.get(parsed.signature) or remembered.get(parsed.signature)
+            if message is None:
+                if scheduling is None:
+                    scheduling = self._new_pass(bound)
+                node, message = scheduling.choose(parsed.pod, parsed.signature)
+                if node is not None:
+                    if self._bind(obj, node.name):
+                        scheduling.placed(parsed.pod, node)
+                        bound_any = True
+                    continue
+                verdicts[parsed.signature] = message
+            self._refuse(obj, UNSCHEDULABLE, message)
+        if bound_any:
+            self._verdicts, self._verdicts_world = {}, None
+        else:
+            self._verdicts, self._verdicts_world = {**remembered, **verdicts}, world
+        # Pods bound in this pass may make room for those refused earlier in it (pod
+        # affinity, spread minimums): look again once, as the scheduler's queue would.
+        return Result(requeue_after=0) if bound_any and verdicts else Result()
+
+    def _new_pass(self, bound: list[Mapping[str, Any]]) -> SchedulingPass:
+        placed = []
+        for obj in bound:
+            parsed = self._parser.parse(obj)
+            if parsed.pod is not None:
+                placed.append((obj, parsed.pod))
+        nodes = build_snapshot(self.cluster.peek_all("Node"), placed)
+        namespace_labels = {
+            objects.name(ns): objects.labels(ns) for ns in self.cluster.peek_all("Namespace")
+        }
+        return SchedulingPass(nodes, namespace_labels)
+
+    def _bind(self, obj: Mapping[str, Any], node: str) -> bool:
+        try:
+            self.cluster.bind(objects.name(obj), objects.namespace(obj), node)
+        except ApiError as error:
+            log.info("kube-scheduler: binding %s to %s failed: %s", objects.key(obj), node, error)
+            return False
+        return True
+
+    def _refuse(self, obj: Mapping[str, Any], reason: str, message: str) -> None:
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        for condition in conditions:
+            if condition.get("type") == "PodScheduled" and (
+                condition.get("status"), condition.get("reason"), condition.get("message")
+            ) == ("False", reason, message):
+                return
+        holder: dict[str, Any] = {
+            "status": {"conditions": [dict(c) for c in objects.conditions(obj)]}
+        }
+        now = self.cluster.clock.now()
+        set_pod_condition(holder, "PodScheduled", "False", now, reason=reason, message=message)
+        try:
+            self.cluster.patch("Pod", objects.name(obj), holder, objects.namespace(obj),
+                               subresource="status")
+        except ApiError as error:
+            log.info("kube-scheduler: %s: %s", objects.key(obj), error)
+            return
+        self._events.record(obj, "FailedScheduling", message, event_type=WARNING,
+                            action="Scheduling")
+
+
+def _waits_for_us(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
+    return (
+        spec.get("schedulerName", DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER
+        and not meta.get("deletionTimestamp")
+        and not spec.get("schedulingGates")
+    )
+
+
+def _queue_order(pod: Mapping[str, Any]) -> tuple[int, str, str, str]:
+    meta = pod["metadata"]
+    priority = (pod.get("spec") or {}).get("priority") or 0
+    return (-int(priority), str(meta.get("creationTimestamp") or ""), str(meta.get("namespace")),
+            str(meta["name"]))
