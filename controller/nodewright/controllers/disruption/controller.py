@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 
 from nodewright import metrics
 from nodewright.cloud.provider import CloudProvider
+from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import Event, EventRecorder
 from nodewright.controllers.disruption import explanations as ex
@@ -92,7 +93,7 @@ class DisruptionController:
             cluster, state, recorder, self.decisions,
             timedelta(seconds=self.options.command_timeout_seconds))
         self.pending: _Pending | None = None
-        self._consolidated: dict[str, datetime] = {}
+        self._consolidated: dict[str, tuple[object, ...]] = {}
         self.commands: list[Command] = []  # started commands, newest last (kept short)
         self.last_pass: Pass | None = None
         self._watches = (Watch("NodePool", _on_start),)
@@ -140,9 +141,9 @@ class DisruptionController:
         current.report_blocked()
         self._budget_events(current)
         command: Command | None = None
+        state_mark = self._consolidation_mark()
         for method, compute in METHODS:
             skippable = method != ex.DRIFT
-            state_mark = self.state.consolidation_state()
             if skippable and self._consolidated.get(method) == state_mark:
                 continue
             with metrics.measure(disruption_metrics.EVALUATION_DURATION,
@@ -161,6 +162,22 @@ class DisruptionController:
             self._record(command, now, started=False)
             return Result(requeue_after=self.options.validation_seconds)
         return self._start(current, command, now)
+
+    def _consolidation_mark(self) -> tuple[object, ...]:
+        """What consolidation's answer depends on: the state's consolidation mark (nodes,
+        NodeClaims and pods) and the versions of NodePools, their node classes and PDBs."""
+        versions: list[tuple[str, str]] = []
+        for pool in self.state.nodepools():
+            versions.append((objects.name(pool), str(objects.meta(pool).get("resourceVersion"))))
+            reference = ((pool.get("spec") or {}).get("template") or {}).get("spec", {}).get(
+                "nodeClassRef") or {}
+            node_class = self.state.node_class(str(reference.get("name", "")))
+            if node_class is not None:
+                versions.append((objects.key(node_class),
+                                 str(objects.meta(node_class).get("resourceVersion"))))
+        for pdb in self.state.pdbs():
+            versions.append((objects.key(pdb), str(objects.meta(pdb).get("resourceVersion"))))
+        return (self.state.consolidation_state(), tuple(sorted(versions)))
 
     def _validate_and_start(self, command: Command, now: datetime) -> Result:
         self.pending = None

@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 DISRUPTABLE = "Disruptable"
 DISRUPTION_REASON = "DisruptionReason"
 UNCONSOLIDATABLE_DEDUPE_SECONDS = 15 * 60.0
+# Passing states worth a decision record but not an event (Karpenter is silent too).
+QUIET_CAUSES = frozenset({ex.CAUSE_CONSOLIDATE_AFTER, ex.CAUSE_DELETING})
 
 
 @dataclass
@@ -71,7 +73,8 @@ class VerdictPublisher:
     def publish(self, verdicts: PassVerdicts) -> None:
         for verdict in verdicts.by_node.values():
             self.decisions.record(verdict.decision)
-            if verdict.decision.outcome in (ex.BLOCKED, ex.KEPT, ex.REJECTED):
+            if verdict.decision.outcome in (ex.BLOCKED, ex.KEPT, ex.REJECTED) and (
+                    verdict.decision.cause not in QUIET_CAUSES):
                 self._event(verdict)
             self._condition(verdict)
 
@@ -92,7 +95,7 @@ class VerdictPublisher:
                 type="Normal",
                 reason=decision.event_reason,
                 note=_sentence(decision.message),
-                dedupe_values=(uid, decision.event_reason),
+                dedupe_values=(uid, decision.event_reason, decision.cause),
                 dedupe_seconds=dedupe,
             ))
 
