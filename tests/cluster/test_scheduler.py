@@ -216,8 +216,8 @@ def test_preferred_node_affinity_breaks_the_tie() -> None:
 def test_thousands_of_identical_pending_replicas_share_one_verdict() -> None:
     world = World()
     world.apply(node("n1", cpu="1"))
-    world.apply(workload("Deployment", "web", 2000, cpu="2"))
+    world.apply(workload("Deployment", "web", 1000, cpu="2"))
     pending = [p for p in world.pods() if not p["spec"].get("nodeName")]
-    assert len(pending) == 2000
+    assert len(pending) == 1000
     assert {world.pending_message(objects.name(p)) for p in pending} == {
         "0/1 nodes are available: 1 Insufficient cpu."}
