@@ -87,15 +87,6 @@ class Rejection:
     message: str
 
 
-def own_claims(simulation: Simulation, candidates: Sequence[Candidate]
-               ) -> list[PlannedNodeClaim]:
-    """New NodeClaims that hold some candidate's pod (claims only for pods of nodes that
-    are already being deleted are the provisioner's business, not this command's)."""
-    moving = {f"{pod['metadata'].get('namespace') or 'default'}/{pod['metadata']['name']}"
-              for c in candidates for pod in c.pods}
-    return [claim for claim in simulation.new_claims if any(p in moving for p in claim.pods)]
-
-
 def _types_by_name(base: SimulationBase, pool: str) -> Mapping[str, InstanceType]:
     context = base.pools.get(pool)
     return context.instance_types if context is not None else {}
@@ -154,7 +145,7 @@ def decide_consolidation(
     simulation = base.simulate(candidates)
     if not simulation.all_scheduled:
         return Rejection(ex.CAUSE_PODS_DO_NOT_FIT, simulation.describe_failures())
-    claims = own_claims(simulation, candidates)
+    claims = list(simulation.new_claims)
     command = Command(method, "Underutilized", consolidation_type, list(candidates))
     if not claims:
         return command
@@ -214,7 +205,7 @@ def still_valid(command: Command, simulation: Simulation) -> str | None:
     solver would now launch: it does no price filtering, so it may offer more)."""
     if not simulation.all_scheduled:
         return simulation.describe_failures()
-    claims = own_claims(simulation, command.candidates)
+    claims = list(simulation.new_claims)
     if not claims and not command.replacements:
         return None
     if len(claims) != 1 or not command.replacements:

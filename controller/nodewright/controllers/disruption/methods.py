@@ -36,7 +36,6 @@ from nodewright.controllers.disruption.commands import (
     Command,
     Rejection,
     decide_consolidation,
-    own_claims,
     still_valid,
 )
 from nodewright.controllers.disruption.conditions import DRIFTED as DRIFTED_CONDITION
@@ -208,7 +207,7 @@ def drift(p: Pass) -> Command | None:
                       simulation.describe_failures())
             continue
         return Command(ex.DRIFT, DRIFTED, "", [candidate],
-                       list(own_claims(simulation, [candidate])))
+                       list(simulation.new_claims))
     return None
 
 

@@ -7,8 +7,9 @@ their instance types, DaemonSets and Namespaces.
 The pods to place are the candidates' pods that would really move (a pod a fully blocking
 PDB or a do-not-disrupt annotation keeps in place is not planned for) and, as Karpenter
 does, the pods of machines already being deleted, so two commands never count on the same
-free room. A plan that puts a candidate's pod on a machine that has not initialized yet is
-refused: that machine may never come up.
+free room: every one of them must find a place, and every new NodeClaim the plan needs
+counts, whichever pods it is for. A plan that puts a candidate's pod on a machine that
+has not initialized yet is refused: that machine may never come up.
 
 `SimulationBase` holds what does not depend on the candidates, built once per pass; each
 simulation only takes the candidates' machines and pods out of it.
@@ -118,7 +119,11 @@ class SimulationBase:
             ],
         )
         result = solve(problem)
-        failures = {pod: why for pod, why in result.unschedulable if pod in own}
+        # As Karpenter: every pod that is not already pending must find a place, those of
+        # machines being deleted included (they count on the room a command would take).
+        failures = dict(result.unschedulable)
+        # A machine that has not initialized may never come up: only the pods of machines
+        # already going (whose replacement it may well be) may count on it.
         for node_name, pods in result.existing:
             if node_name not in self.uninitialized:
                 continue
