@@ -26,6 +26,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -34,7 +35,9 @@ import httpx2
 from nodewright.cluster.api import KINDS, Kind
 from nodewright.install import InstallSettings, render
 
-NOW = "2026-01-05T00:00:00Z"
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class FakeApiServer:
         self.authorizer = authorizer
         self.watch_window = watch_window
         self.calls: list[Call] = []
+        self.forbidden: list[Call] = []
         self.protected_pods: set[tuple[str, str]] = set()
         self._objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._history: list[tuple[int, str, str, dict[str, Any]]] = []
@@ -117,6 +121,19 @@ class FakeApiServer:
     def stored(self, kind: str, name: str, namespace: str = "") -> dict[str, Any] | None:
         found = self._objects.get((kind, namespace, name))
         return copy.deepcopy(found) if found is not None else None
+
+    def objects(self, kind: str) -> list[dict[str, Any]]:
+        with self._changed:
+            return [copy.deepcopy(obj) for (stored_kind, _, _), obj in
+                    sorted(self._objects.items()) if stored_kind == kind]
+
+    def bind(self, pod: str, node: str, namespace: str = "default") -> None:
+        """What kube-scheduler's binding does to a pending pod."""
+        with self._changed:
+            stored = self._objects[("Pod", namespace, pod)]
+            stored["spec"]["nodeName"] = node
+            self._bump(stored)
+            self._record("MODIFIED", stored)
 
     def modify(self, kind: str, name: str, namespace: str = "", **labels: str) -> None:
         """Change an object as another client would (new labels, new resourceVersion)."""
@@ -173,6 +190,7 @@ class FakeApiServer:
         resource = route.kind.plural + (f"/{route.subresource}" if route.subresource else "")
         if self.authorizer is not None and not self.authorizer.allows(
                 verb, route.kind.group, resource, route.namespace, route.name):
+            self.forbidden.append(self.calls[-1])
             return _status(403, "Forbidden",
                            f'{resource} is forbidden: cannot {verb} in "{route.namespace}"')
         body = json.loads(request.content) if request.content else None
@@ -306,7 +324,7 @@ class FakeApiServer:
         obj.setdefault("kind", kind.kind)
         meta = obj.setdefault("metadata", {})
         meta.setdefault("uid", str(uuid.uuid4()))
-        meta.setdefault("creationTimestamp", NOW)
+        meta.setdefault("creationTimestamp", now())
         self._bump(obj)
         self._objects[(kind.kind, meta.get("namespace", ""), meta["name"])] = obj
         self._record("ADDED", obj)
@@ -372,7 +390,7 @@ class FakeApiServer:
                                             f"UID in object meta: {stored['metadata']['uid']}")
         if stored["metadata"].get("finalizers"):
             updated = copy.deepcopy(stored)
-            updated["metadata"]["deletionTimestamp"] = NOW
+            updated["metadata"]["deletionTimestamp"] = now()
             return self._commit(key, stored, updated)
         del self._objects[key]
         self._bump(stored)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from nodewright import metrics
 from nodewright.cluster.api import ConflictError
+from nodewright.cluster.kube.access import allows, permissions
 from tests.operator.conftest import WORKSHOP
 from tests.operator.world import RealTimeWorld
 
@@ -30,3 +31,23 @@ def test_the_workshop_scales_from_zero_to_five_to_twelve(world: RealTimeWorld) -
     assert [error for _, _, error in operator.driver.errors
             if not isinstance(error, ConflictError)] == []
     assert total("karpenter_nodeclaims_created_total") - created_before == 2
+
+
+def test_the_installed_rbac_covers_every_call_the_controllers_make(
+        world: RealTimeWorld) -> None:
+    world.operator("nodewright-a")  # with leader election
+    world.apply(WORKSHOP)
+    world.scale("inflate", 5)
+    world.wait_until_running(pods=5, nodes=1)
+    world.scale("inflate", 0)
+    world.cluster.delete("NodePool", "default")  # the nodes are drained and terminated
+    world.wait_until_running(pods=0, nodes=0)
+    verbs = {(r.verb, r.resource) for r in world.controller_requests}
+    assert {("create", "nodeclaims"), ("delete", "nodes"), ("create", "leases")} <= verbs
+    refused = {r for r in world.controller_requests
+               if not allows(permissions("aws"), r, own_namespace="kube-system")}
+    assert refused == set()
+    # With --cloud sim the controller also registers the simulated nodes itself.
+    refused = {r for r in world.cloud_requests
+               if not allows(permissions("sim"), r, own_namespace="kube-system")}
+    assert refused == set()

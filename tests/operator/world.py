@@ -22,7 +22,8 @@ from typing import Any
 import yaml
 
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
-from nodewright.cluster.api import KINDS, NotFoundError, Object, WatchStream
+from nodewright.cluster.api import KINDS, ClusterAPI, NotFoundError, Object, WatchStream
+from nodewright.cluster.kube.access import Request, request_for
 from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.operator.clock import LoopClock
@@ -102,6 +103,58 @@ class LockedCluster:
             return LockedStream(self.memory.watch(kinds), self._lock)
 
 
+class AuditedCluster:
+    """ClusterAPI that writes down the API request each call would be on a real server
+    (`access.request_for`), so a story can check them against the installed RBAC."""
+
+    def __init__(self, inner: ClusterAPI, requests: list[Request]) -> None:
+        self.inner = inner
+        self.requests = requests
+
+    def get(self, kind: str, name: str, namespace: str | None = None) -> Object:
+        self.requests.append(request_for("get", kind, name=name, namespace=namespace))
+        return self.inner.get(kind, name, namespace)
+
+    def list(self, kind: str, namespace: str | None = None, *,
+             labels: Mapping[str, str] | None = None) -> list[Object]:
+        self.requests.append(request_for("list", kind, namespace=namespace))
+        return self.inner.list(kind, namespace, labels=labels)
+
+    def create(self, obj: Object) -> Object:
+        namespace = obj.get("metadata", {}).get("namespace")
+        self.requests.append(request_for("create", str(obj["kind"]), namespace=namespace))
+        return self.inner.create(obj)
+
+    def update(self, obj: Object, *, subresource: str | None = None) -> Object:
+        meta = obj.get("metadata", {})
+        self.requests.append(request_for("update", str(obj["kind"]), name=meta.get("name"),
+                                         namespace=meta.get("namespace"),
+                                         subresource=subresource))
+        return self.inner.update(obj, subresource=subresource)
+
+    def patch(self, kind: str, name: str, patch: Mapping[str, Any],
+              namespace: str | None = None, *, subresource: str | None = None) -> Object:
+        self.requests.append(request_for("patch", kind, name=name, namespace=namespace,
+                                         subresource=subresource))
+        return self.inner.patch(kind, name, patch, namespace, subresource=subresource)
+
+    def delete(self, kind: str, name: str, namespace: str | None = None, *,
+               grace_period_seconds: int | None = None, uid: str | None = None) -> None:
+        self.requests.append(request_for("delete", kind, name=name, namespace=namespace))
+        self.inner.delete(kind, name, namespace, grace_period_seconds=grace_period_seconds,
+                          uid=uid)
+
+    def evict(self, name: str, namespace: str, *,
+              grace_period_seconds: int | None = None) -> None:
+        self.requests.append(request_for("evict", "Pod", name=name, namespace=namespace))
+        self.inner.evict(name, namespace, grace_period_seconds=grace_period_seconds)
+
+    def watch(self, kinds: Iterable[str]) -> WatchStream:
+        for kind in kinds:
+            self.requests.append(request_for("list", kind))
+        return self.inner.watch(kinds)
+
+
 class RealTimeWorld:
     def __init__(self, *, cloud: SimSettings = FAST_CLOUD,
                  actors: ActorSettings | None = None) -> None:
@@ -109,7 +162,13 @@ class RealTimeWorld:
         self.clock = LoopClock()
         memory = InMemoryCluster(self.clock)
         self.cluster = LockedCluster(memory, self.lock)
-        self.cloud = SimulatedEC2(self.clock, cluster=self.cluster, settings=cloud)
+        # What the controllers ask of the API server, and what the simulated EC2 asks
+        # (with --cloud sim the controller's identity registers the nodes).
+        self.controller_requests: list[Request] = []
+        self.cloud_requests: list[Request] = []
+        self.cloud = SimulatedEC2(self.clock,
+                                  cluster=AuditedCluster(self.cluster, self.cloud_requests),
+                                  settings=cloud)
         self.cluster_driver = OperatorDriver(
             self.cluster, clock=self.clock, kinds=[k for k in KINDS if k != "Event"],
             name="cluster", world_lock=self.lock)
@@ -124,7 +183,8 @@ class RealTimeWorld:
         settings = OperatorSettings(identity=identity, leader_elect=leader_elect,
                                     lease_namespace="kube-system", timing=timing,
                                     controllers=options, idle_interval=0.01)
-        started = Operator(self.cluster, self.cloud, settings, world_lock=self.lock)
+        started = Operator(AuditedCluster(self.cluster, self.controller_requests), self.cloud,
+                           settings, world_lock=self.lock)
         started.start()
         self.operators.append(started)
         return started

@@ -17,6 +17,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "nodewright.cli.catalog",
     "nodewright.cli.plan",
     "nodewright.cli.aws",
+    "nodewright.cli.controller",
+    "nodewright.cli.manifests",
     "nodewright.cli.simulate",
 )
 

@@ -38,7 +38,7 @@ class RateLimiter:
     qps: float = BUCKET_QPS
     burst: int = BUCKET_BURST
     _failures: dict[str, int] = field(default_factory=dict)
-    _tokens: float = -1.0
+    _tokens: float | None = None
     _last: float = 0.0
 
     def when(self, key: str, now: float) -> float:
@@ -48,12 +48,11 @@ class RateLimiter:
         return max(backoff, self._bucket_delay(now))
 
     def _bucket_delay(self, now: float) -> float:
-        if self._tokens < 0:
-            self._tokens, self._last = float(self.burst), now
-        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
-        self._last = now
-        self._tokens -= 1.0
-        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+        """A token bucket that may go into debt: the debt is the wait for the next token."""
+        tokens = float(self.burst) if self._tokens is None else self._tokens
+        tokens = min(float(self.burst), tokens + (now - self._last) * self.qps) - 1.0
+        self._tokens, self._last = tokens, now
+        return 0.0 if tokens >= 0 else -tokens / self.qps
 
     def failures(self, key: str) -> int:
         return self._failures.get(key, 0)

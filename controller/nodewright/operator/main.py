@@ -1,0 +1,187 @@
+"""`nodewright controller`: the process a Deployment runs.
+
+`ControllerProcess(config)` connects to the API server, builds the cloud (`aws`: EC2
+through boto3, with the EC2NodeClass status controller, the catalog refresh and the
+interruption queue; `sim`: the simulated EC2 whose Nodes this process registers and keeps
+alive), starts the operator behind leader election and serves /metrics, /healthz and
+/readyz. `run(config)` adds the signal handling: SIGTERM or SIGINT stop it cleanly
+(no new work, the reconcile in flight finishes, the Lease is released) well within the
+pod's terminationGracePeriodSeconds; losing the Lease ends it with exit code 1.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from dataclasses import dataclass
+from types import FrameType
+
+import boto3
+
+from nodewright import __version__, metrics
+from nodewright.cloud.aws.clients import AwsClients
+from nodewright.cloud.aws.interruption_queue import InterruptionQueue
+from nodewright.cloud.aws.provider import AwsCloudProvider
+from nodewright.cloud.provider import CloudProvider, CloudProviderError
+from nodewright.cloud.sim import SimSettings, SimulatedEC2
+from nodewright.cluster.kube.cluster import KubeCluster, connect
+from nodewright.controllers.wiring import ControllerOptions
+from nodewright.operator import logs
+from nodewright.operator.clock import LoopClock
+from nodewright.operator.config import OperatorConfig
+from nodewright.operator.endpoints import MetricsEndpoint, ProbeEndpoint
+from nodewright.operator.leader import LeaseTiming
+from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
+from nodewright.operator.process import Operator, OperatorSettings
+from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
+from nodewright.runtime.reconciler import Reconciler
+
+log = logging.getLogger("nodewright.controller")
+
+SIM_DEFAULT_REGION = "us-west-2"
+# Leave the kubelet's 30 s grace period some room: stop within 25 s.
+STOP_TIMEOUT_SECONDS = 25.0
+
+
+class StartupError(Exception):
+    """The process cannot start (no kubeconfig, no region, a port in use); the text says
+    what to fix."""
+
+
+@dataclass
+class InterruptibleAwsCloud(AwsCloudProvider):
+    """The AWS provider with its SQS interruption queue, where the wiring looks for it.
+    Short polls: the interruption controller runs on the operator's loop and asks every
+    2 s, where a 20 s long poll would hold every other controller up."""
+
+    interruption_queue: InterruptionQueue | None = None
+
+
+def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
+                sim_settings: SimSettings | None = None,
+                ) -> tuple[CloudProvider, list[Reconciler]]:
+    """The cloud and the reconcilers that come with it."""
+    if config.cloud == "sim":
+        sim = SimulatedEC2(clock, cluster=cluster, cluster_name=config.cluster_name,
+                           region=config.region or SIM_DEFAULT_REGION, settings=sim_settings)
+        return sim, [NodeHeartbeat(cluster, sim, clock), PodRunner(cluster, sim, clock)]
+    region = config.region or boto3.session.Session().region_name
+    if not region:
+        raise StartupError("AWS_REGION is not set and the AWS SDK found no default region")
+    clients = AwsClients.create(region)
+    queue = (InterruptionQueue(clients.sqs, _queue_url(clients, config.interruption_queue),
+                               wait_seconds=0)
+             if config.interruption_queue else None)
+    aws = InterruptibleAwsCloud(clients=clients, cluster_name=config.cluster_name,
+                                interruption_queue=queue)
+    return aws, [NodeClassStatus(cluster, aws, clock), CatalogRefresh(cluster, aws)]
+
+
+def _queue_url(clients: AwsClients, name: str) -> str:
+    try:
+        return InterruptionQueue.by_name(clients.sqs, name).queue_url
+    except CloudProviderError as error:
+        raise StartupError(f"INTERRUPTION_QUEUE={name!r}: {error}") from error
+
+
+class ControllerProcess:
+    def __init__(self, config: OperatorConfig, *, cluster: KubeCluster | None = None,
+                 timing: LeaseTiming | None = None,
+                 sim_settings: SimSettings | None = None) -> None:
+        """`cluster`, `timing` and `sim_settings` replace what the configuration would
+        build (tests: a stubbed API server, short leases, fast simulated instances)."""
+        self.config = config
+        self._timing = timing or LeaseTiming()
+        self._sim_settings = sim_settings
+        self._given_cluster = cluster
+        self.cluster: KubeCluster | None = None
+        self.operator: Operator | None = None
+        self.metrics: MetricsEndpoint | None = None
+        self.probes: ProbeEndpoint | None = None
+
+    def start(self) -> None:
+        config = self.config
+        metrics.BUILD_INFO.labels(version=__version__).set(1)
+        cluster = self._given_cluster or self._connect()
+        self.cluster = cluster
+        cluster.start()
+        clock = LoopClock()
+        cloud, extra = build_cloud(config, cluster, clock, self._sim_settings)
+        options = ControllerOptions(batch_idle_seconds=config.batch_idle_duration,
+                                    batch_max_seconds=config.batch_max_duration,
+                                    reporting_instance=config.identity)
+        settings = OperatorSettings(
+            identity=config.identity, leader_elect=config.leader_elect,
+            lease_name=config.leader_election_name,
+            lease_namespace=config.leader_election_namespace,
+            timing=self._timing, controllers=options,
+        )
+        self.operator = Operator(cluster, cloud, settings, clock=clock, extra=extra)
+        try:
+            self.metrics = MetricsEndpoint(config.metrics_port)
+            self.probes = ProbeEndpoint(config.health_probe_port, healthy=self._healthy,
+                                        ready=self.operator.ready)
+        except OSError as error:
+            self.shutdown()
+            raise StartupError(f"cannot serve the metrics or probe port: {error}") from error
+        self.operator.start()
+        log.info("started", extra={"cloud": config.cloud, "cluster": config.cluster_name,
+                                   "identity": config.identity, "version": __version__})
+
+    def _connect(self) -> KubeCluster:
+        try:
+            return KubeCluster(connect(self.config.kubeconfig))
+        except Exception as error:  # lightkube's ConfigError, a missing or unreadable file
+            where = self.config.kubeconfig or "the in-cluster service account or ~/.kube/config"
+            raise StartupError(f"cannot load the Kubernetes configuration from {where}: "
+                               f"{error}") from error
+
+    def _healthy(self) -> str | None:
+        if self.operator is None:
+            return "starting"
+        problem = self.operator.healthy()
+        if problem is None and self.cluster is not None and not self.cluster.alive():
+            return "a watch of the API server stopped"
+        return problem
+
+    def lost_leadership(self) -> bool:
+        return self.operator is not None and self.operator.lost_leadership.is_set()
+
+    def shutdown(self, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
+        """Stop taking work, finish what is in flight, release the Lease, close."""
+        stopped = True
+        if self.operator is not None:
+            stopped = self.operator.stop(timeout)
+        for endpoint in (self.probes, self.metrics):
+            if endpoint is not None:
+                endpoint.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        log.info("stopped", extra={"clean": stopped})
+        return stopped
+
+
+def run(config: OperatorConfig) -> int:
+    """Run until SIGTERM/SIGINT (exit 0) or until the Lease is lost (exit 1)."""
+    logs.configure(config.log_level)
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        log.info("received %s; stopping", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    process = ControllerProcess(config)
+    try:
+        process.start()
+    except StartupError as error:
+        log.error("%s", error)
+        return 1
+    while not stop.wait(0.5):
+        if process.lost_leadership():
+            log.error("lost the leader Lease; exiting to start again as a candidate")
+            process.shutdown()
+            return 1
+    return 0 if process.shutdown() else 1

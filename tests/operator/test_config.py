@@ -1,0 +1,137 @@
+"""`nodewright controller` reads Karpenter's environment variables and the matching flags
+(flags win), documents each in --help, and exits 2 naming a bad variable or flag."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodewright.cli import main
+from nodewright.operator.config import (
+    OPTIONS,
+    ConfigError,
+    OperatorConfig,
+    add_arguments,
+    load,
+    parse_duration,
+)
+
+
+def config(argv: list[str], env: dict[str, str]) -> OperatorConfig:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return load(parser.parse_args(argv), env)
+
+
+def test_the_chart_environment_configures_the_controller() -> None:
+    loaded = config([], {
+        "CLUSTER_NAME": "prod", "CLUSTER_ENDPOINT": "https://ABC.gr7.eu-west-1.eks.amazonaws.com",
+        "INTERRUPTION_QUEUE": "prod-interruption", "AWS_REGION": "eu-west-1",
+        "BATCH_IDLE_DURATION": "500ms", "BATCH_MAX_DURATION": "1m30s",
+        "FEATURE_GATES": "SpotToSpotConsolidation=true", "LOG_LEVEL": "debug",
+        "LEADER_ELECT": "false", "METRICS_PORT": "9090", "HEALTH_PROBE_PORT": "9091",
+        "KUBECONFIG": "/etc/kube/config", "POD_NAMESPACE": "karpenter", "POD_NAME": "nw-0",
+    })
+    assert loaded.cluster_name == "prod"
+    assert loaded.cluster_endpoint == "https://ABC.gr7.eu-west-1.eks.amazonaws.com"
+    assert loaded.interruption_queue == "prod-interruption"
+    assert loaded.region == "eu-west-1"
+    assert (loaded.batch_idle_duration, loaded.batch_max_duration) == (0.5, 90.0)
+    assert loaded.feature_gates["SpotToSpotConsolidation"] is True
+    assert loaded.feature_gates["ReservedCapacity"] is True  # Karpenter's default stays
+    assert loaded.log_level == "debug"
+    assert loaded.leader_elect is False
+    assert (loaded.metrics_port, loaded.health_probe_port) == (9090, 9091)
+    assert loaded.kubeconfig == "/etc/kube/config"
+    assert loaded.leader_election_namespace == "karpenter"
+    assert loaded.identity.startswith("nw-0_")
+
+
+def test_defaults_are_karpenters() -> None:
+    loaded = config(["--cluster-name", "dev"], {})
+    assert (loaded.batch_idle_duration, loaded.batch_max_duration) == (1.0, 10.0)
+    assert (loaded.metrics_port, loaded.health_probe_port) == (8080, 8081)
+    assert loaded.leader_elect is True and loaded.cloud == "aws"
+    assert loaded.leader_election_name == "nodewright-leader-election"
+    assert loaded.feature_gates == {"NodeRepair": False, "ReservedCapacity": True,
+                                    "SpotToSpotConsolidation": False, "NodeOverlay": False,
+                                    "StaticCapacity": False, "CapacityBuffer": False}
+
+
+def test_a_flag_wins_over_its_variable() -> None:
+    loaded = config(["--cluster-name", "flagged", "--log-level", "error", "--cloud", "sim"],
+                    {"CLUSTER_NAME": "from-env", "LOG_LEVEL": "debug"})
+    assert (loaded.cluster_name, loaded.log_level, loaded.cloud) == ("flagged", "error", "sim")
+
+
+@pytest.mark.parametrize(("env", "named"), [
+    ({"BATCH_IDLE_DURATION": "soon"}, "BATCH_IDLE_DURATION='soon'"),
+    ({"BATCH_MAX_DURATION": "0s"}, "BATCH_MAX_DURATION='0s'"),
+    ({"BATCH_IDLE_DURATION": "20s"}, "BATCH_IDLE_DURATION"),  # longer than the 10 s max
+    ({"LEADER_ELECT": "maybe"}, "LEADER_ELECT='maybe'"),
+    ({"METRICS_PORT": "http"}, "METRICS_PORT='http'"),
+    ({"HEALTH_PROBE_PORT": "70000"}, "HEALTH_PROBE_PORT='70000'"),
+    ({"LOG_LEVEL": "loud"}, "LOG_LEVEL='loud'"),
+    ({"FEATURE_GATES": "NodeRepair=yes please"}, "FEATURE_GATES="),
+    ({"CLUSTER_ENDPOINT": "http://plain"}, "CLUSTER_ENDPOINT='http://plain'"),
+    ({"NODEWRIGHT_CLOUD": "gcp"}, "NODEWRIGHT_CLOUD='gcp'"),
+])
+def test_a_bad_value_is_named(env: dict[str, str], named: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        config(["--cluster-name", "dev"], env)
+    assert named in str(error.value)
+
+
+def test_the_command_exits_2_naming_the_variable(capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLUSTER_NAME", "dev")
+    monkeypatch.setenv("METRICS_PORT", "eighty")
+    assert main(["controller"]) == 2
+    assert "METRICS_PORT='eighty': not a port number" in capsys.readouterr().err
+
+
+def test_a_missing_cluster_name_exits_2(capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CLUSTER_NAME", raising=False)
+    assert main(["controller", "--cloud", "sim"]) == 2
+    assert "CLUSTER_NAME" in capsys.readouterr().err
+
+
+def test_help_documents_every_option_and_its_variable(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["controller", "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for option in OPTIONS:
+        assert option.flag in text
+        assert option.env in text
+    for variable in ("CLUSTER_NAME", "CLUSTER_ENDPOINT", "INTERRUPTION_QUEUE", "AWS_REGION",
+                     "BATCH_IDLE_DURATION", "BATCH_MAX_DURATION", "FEATURE_GATES", "LOG_LEVEL",
+                     "LEADER_ELECT", "METRICS_PORT", "HEALTH_PROBE_PORT", "KUBECONFIG"):
+        assert variable in text
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("1s", 1.0), ("500ms", 0.5), ("1m30s", 90.0), ("2h", 7200.0), ("0", 0.0), ("1.5s", 1.5),
+    ("250us", 0.00025), ("100ns", 1e-7),
+])
+def test_durations_use_gos_syntax(text: str, seconds: float) -> None:
+    assert parse_duration(text) == pytest.approx(seconds)
+
+
+@given(st.lists(st.tuples(st.integers(0, 500), st.sampled_from(["h", "m", "s", "ms"])),
+                min_size=1, max_size=4))
+def test_a_duration_is_the_sum_of_its_parts(parts: list[tuple[int, str]]) -> None:
+    scale = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    text = "".join(f"{value}{unit}" for value, unit in parts)
+    assert parse_duration(text) == pytest.approx(sum(v * scale[u] for v, u in parts))
+
+
+@pytest.mark.parametrize("text", ["", "s", "1", "1x", "1s2", "-1s", "1 s"])
+def test_what_is_not_a_duration(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(text)

@@ -1,0 +1,137 @@
+"""`nodewright manifests` prints what a cluster needs, from the code infra/ uses too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from nodewright.cli import main
+from nodewright.cluster.kube.access import (
+    WATCHED_KINDS,
+    WRITES,
+    Request,
+    allows,
+    permissions,
+    request_for,
+)
+from nodewright.install import InstallSettings, render
+
+
+def manifests(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[str, Any]]:
+    assert main(["manifests", *argv]) == 0
+    return [doc for doc in yaml.safe_load_all(capsys.readouterr().out) if doc]
+
+
+def one(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [o for o in objects if o["kind"] == kind
+             and (name is None or o["metadata"]["name"] == name)]
+    assert len(found) == 1, f"{kind} {name}: {len(found)}"
+    return found[0]
+
+
+def test_the_install_yaml_for_aws(capsys: pytest.CaptureFixture[str]) -> None:
+    objects = manifests(
+        capsys, "--cluster-name", "prod", "--queue", "prod-interruption",
+        "--role-arn", "arn:aws:iam::123456789012:role/NodewrightController-prod",
+        "--image", "registry.example/nodewright:1.2.3", "--region", "eu-west-1")
+    kinds = [o["kind"] for o in objects]
+    assert kinds[:3] == ["CustomResourceDefinition"] * 3  # kubectl applies CRDs first
+    assert kinds[3:] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+                         "Role", "RoleBinding", "Deployment", "PodDisruptionBudget", "Service"]
+    account = one(objects, "ServiceAccount")
+    assert account["metadata"]["annotations"] == {
+        "eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/NodewrightController-prod"}
+    deployment = one(objects, "Deployment")
+    assert deployment["spec"]["replicas"] == 2
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["image"] == "registry.example/nodewright:1.2.3"
+    assert container["command"] == ["nodewright", "controller"]
+    assert container["args"] == ["--cloud", "aws"]
+    env = {item["name"]: item.get("value") for item in container["env"]}
+    assert env["CLUSTER_NAME"] == "prod"
+    assert env["INTERRUPTION_QUEUE"] == "prod-interruption"
+    assert env["AWS_REGION"] == "eu-west-1"
+    assert env["LEADER_ELECT"] == "true"
+    assert (env["METRICS_PORT"], env["HEALTH_PROBE_PORT"]) == ("8080", "8081")
+    assert {"POD_NAME", "POD_NAMESPACE"} <= env.keys()
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert one(objects, "PodDisruptionBudget")["spec"]["maxUnavailable"] == 1
+    service = one(objects, "Service")
+    assert service["spec"]["ports"][0]["port"] == 8080
+    for obj in objects[3:]:
+        if obj["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+            assert obj["metadata"]["namespace"] == "nodewright"
+
+
+def test_sim_mode_runs_one_replica_with_the_kubelets_rights(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    objects = manifests(capsys, "--cluster-name", "demo", "--cloud", "sim", "--skip-crds")
+    assert "CustomResourceDefinition" not in [o["kind"] for o in objects]
+    deployment = one(objects, "Deployment")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["args"] == ["--cloud", "sim"]
+    leases = one(objects, "Role", "nodewright-node-leases")
+    assert leases["metadata"]["namespace"] == "kube-node-lease"
+    assert leases["rules"] == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                                "verbs": ["get", "create", "update"]}]
+    cluster_rules = one(objects, "ClusterRole")["rules"]
+    granted = {(group, resource, verb) for rule in cluster_rules for group in rule["apiGroups"]
+               for resource in rule["resources"] for verb in rule["verbs"]}
+    assert {("", "nodes", "create"), ("", "pods/status", "patch"),
+            ("", "nodes/status", "patch")} <= granted
+    aws_rules = render(InstallSettings(cluster_name="demo"), include_crds=False)
+    aws_granted = {(g, r, v) for o in aws_rules if o["kind"] == "ClusterRole"
+                   for rule in o["rules"] for g in rule["apiGroups"]
+                   for r in rule["resources"] for v in rule["verbs"]}
+    assert ("", "nodes", "create") not in aws_granted
+
+
+@pytest.mark.parametrize(("argv", "named"), [
+    (["--cluster-name", "bad name"], "--cluster-name"),
+    (["--cluster-name", "x", "--role-arn", "role/x"], "--role-arn"),
+    (["--cluster-name", "x", "--replicas", "0"], "--replicas"),
+    (["--cluster-name", "x", "--namespace", "Bad_NS"], "--namespace"),
+    (["--cluster-name", "x", "--cloud", "gcp"], "--cloud"),
+    (["--cluster-name", "x", "--cluster-endpoint", "ftp://x"], "--cluster-endpoint"),
+    ([], "--cluster-name"),
+])
+def test_a_bad_option_exits_2_naming_it(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                       named: str) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["manifests", *argv])
+    assert done.value.code == 2
+    assert named in capsys.readouterr().err
+
+
+def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["manifests", "--help"])
+    text = capsys.readouterr().out
+    for option in ("--cluster-name", "--queue", "--role-arn", "--image", "--cloud",
+                   "--namespace", "--region", "--cluster-endpoint", "--replicas",
+                   "--log-level", "--skip-crds"):
+        assert option in text
+
+
+def test_rbac_is_rendered_from_the_adapters_access_table() -> None:
+    for cloud in ("aws", "sim"):
+        table = permissions(cloud)
+        # Every watched kind can be listed and watched; nothing is granted twice.
+        for kind in WATCHED_KINDS:
+            assert allows(table, request_for("list", kind), "nodewright")
+        assert len(set(table)) == len(table)
+    rendered = render(InstallSettings(cluster_name="x"), include_crds=False)
+    rules = [rule for o in rendered if o["kind"] in ("ClusterRole", "Role")
+             for rule in o["rules"]]
+    for rule in rules:
+        assert "*" not in rule["verbs"] and "*" not in rule["resources"]
+        assert "secrets" not in rule["resources"] and "configmaps" not in rule["resources"]
+    # The leader Lease is the only one the controller may renew.
+    assert not allows(permissions("aws"),
+                      Request("update", "coordination.k8s.io", "leases", "nodewright", "other"),
+                      "nodewright")
+    assert not any(a.sim_only and a in permissions("aws") for a in WRITES)

@@ -1,0 +1,147 @@
+"""The reconcilers the operator adds per cloud: the EC2NodeClass status controller (aws)
+and the kubelet's part for simulated nodes (sim), each on the virtual driver."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import yaml
+
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.cloud.aws.amis import Image
+from nodewright.cloud.aws.discovery import SecurityGroup, Subnet
+from nodewright.cloud.aws.node_class_resolution import Resolution
+from nodewright.cloud.sim import SimSettings, SimulatedEC2
+from nodewright.cluster.memory import InMemoryCluster
+from nodewright.controllers.driver import VirtualDriver
+from nodewright.operator.nodeclass_status import NodeClassStatus
+from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
+from nodewright.runtime.clock import VirtualClock
+from tests.conftest import EXAMPLES
+
+NODE_CLASS = yaml.safe_load((EXAMPLES / "workshop" / "ec2nodeclass.yaml").read_text())
+
+
+class Resolver:
+    def __init__(self, resolution: Resolution) -> None:
+        self.resolution = resolution
+
+    def resolve(self, node_class: EC2NodeClass) -> Resolution:
+        return self.resolution
+
+
+RESOLVED = Resolution(
+    subnets=(Subnet("subnet-1", "us-west-2a", "usw2-az1", 200),),
+    security_groups=(SecurityGroup("sg-1", "nodes"),),
+    images=(Image("ami-1", "al2023", "amd64", "2026-01-01T00:00:00Z", False),),
+    instance_profile="workshop-profile",
+)
+
+
+def conditions(obj: dict[str, object]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"])
+            for c in obj["status"]["conditions"]}  # type: ignore[index]
+
+
+def test_a_node_class_reports_what_it_resolved_and_why_it_is_not_ready() -> None:
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    cluster.create(NODE_CLASS)
+    resolver = Resolver(Resolution(subnets=RESOLVED.subnets,
+                                   security_groups=RESOLVED.security_groups,
+                                   problems={"AMIsReady": "no AMI matches al2023@latest"}))
+    controller = NodeClassStatus(cluster, resolver, clock)
+    driver = VirtualDriver(clock, cluster, raise_errors=True)
+    driver.add(controller)
+    driver.start()
+    clock.advance(1)
+    stored = cluster.get("EC2NodeClass", "default")
+    assert stored["status"]["subnets"] == [{"id": "subnet-1", "zone": "us-west-2a",
+                                            "zoneID": "usw2-az1"}]
+    found = conditions(stored)
+    assert found["Ready"] == ("False", "NotReady")
+    assert found["AMIsReady"] == ("False", "AMINotFound")
+    assert found["SubnetsReady"] == ("True", "SubnetsReady")
+    ready = next(c for c in stored["status"]["conditions"] if c["type"] == "Ready")
+    assert "AMIsReady" in ready["message"]
+
+    resolver.resolution = RESOLVED
+    version = stored["metadata"]["resourceVersion"]
+    clock.advance(61)  # it resolves again every minute
+    stored = cluster.get("EC2NodeClass", "default")
+    assert conditions(stored)["Ready"] == ("True", "Ready")
+    assert stored["status"]["instanceProfile"] == "workshop-profile"
+    assert stored["metadata"]["resourceVersion"] != version
+    settled = stored["metadata"]["resourceVersion"]
+    clock.advance(61)  # nothing changed: no write
+    assert cluster.get("EC2NodeClass", "default")["metadata"]["resourceVersion"] == settled
+
+
+@pytest.fixture
+def sim_world() -> Iterator[tuple[VirtualClock, InMemoryCluster, SimulatedEC2]]:
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    cloud = SimulatedEC2(clock, cluster=cluster, settings=SimSettings(
+        launch_delay=1, registration_delay=1, startup_taint_delay=None))
+    yield clock, cluster, cloud
+
+
+def launch_node(clock: VirtualClock, cluster: InMemoryCluster, cloud: SimulatedEC2) -> str:
+    from nodewright.api.nodeclaim import NodeClaim
+
+    cluster.create(NODE_CLASS)
+    claim = NodeClaim.model_validate({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": "default-a", "uid": "uid-a",
+                     "labels": {"karpenter.sh/nodepool": "default"}},
+        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                  "name": "default"},
+                 "requirements": [{"key": "node.kubernetes.io/instance-type",
+                                   "operator": "In", "values": ["m5.large"]}]},
+    })
+    cloud.create(claim, EC2NodeClass.model_validate(NODE_CLASS))
+    clock.advance(5)
+    (node,) = cluster.list("Node")
+    return str(node["metadata"]["name"])
+
+
+def test_simulated_nodes_renew_their_lease_and_run_their_pods(
+        sim_world: tuple[VirtualClock, InMemoryCluster, SimulatedEC2]) -> None:
+    clock, cluster, cloud = sim_world
+    name = launch_node(clock, cluster, cloud)
+    cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "real-node"},
+                    "spec": {"providerID": "aws:///us-west-2a/i-someone-elses"}})
+    driver = VirtualDriver(clock, cluster, raise_errors=True)
+    driver.add(NodeHeartbeat(cluster, cloud, clock), PodRunner(cluster, cloud, clock))
+    driver.start()
+    clock.advance(1)
+    lease = cluster.get("Lease", name, "kube-node-lease")
+    first_renewal = lease["spec"]["renewTime"]
+    assert lease["spec"]["leaseDurationSeconds"] == 40
+    clock.advance(30)
+    assert cluster.get("Lease", name, "kube-node-lease")["spec"]["renewTime"] > first_renewal
+    assert [obj["metadata"]["name"] for obj in cluster.list("Lease", "kube-node-lease")] == [name]
+
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "web", "namespace": "default"},
+           "spec": {"containers": [{"name": "web", "image": "nginx"}]}}
+    cluster.create(pod)
+    cluster.bind("web", "default", name)
+    driver.deliver()  # the test's writes happened outside the clock's callbacks
+    clock.advance(1)
+    running = cluster.get("Pod", "web", "default")
+    assert running["status"]["phase"] == "Running"
+    assert running["status"]["containerStatuses"][0]["state"]["running"]
+
+    cluster.delete("Pod", "web", "default")  # graceful: the kubelet must confirm
+    assert cluster.get("Pod", "web", "default")["metadata"]["deletionTimestamp"]
+    driver.deliver()
+    clock.advance(1)
+    assert cluster.list("Pod", "default") == []
+
+    # The instance goes, its Node is deleted, and the Lease with it (its owner reference).
+    cloud.delete(cloud.list()[0].provider_id)
+    clock.advance(120)
+    assert [n["metadata"]["name"] for n in cluster.list("Node")] == ["real-node"]
+    assert cluster.list("Lease", "kube-node-lease") == []
