@@ -141,7 +141,9 @@ class DisruptionController:
         current.report_blocked()
         self._budget_events(current)
         command: Command | None = None
-        state_mark = self._consolidation_mark()
+        # Which machines are blocked is part of the answer too: a pod losing its
+        # do-not-disrupt annotation changes no binding, but frees its node.
+        state_mark = (*self._consolidation_mark(), current.blocked_signature())
         for method, compute in METHODS:
             skippable = method != ex.DRIFT
             if skippable and self._consolidated.get(method) == state_mark:

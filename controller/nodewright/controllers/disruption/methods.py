@@ -100,6 +100,10 @@ class Pass:
             if isinstance(item, Blocked):
                 self.verdict(item.node, "disruption", ex.BLOCKED, item.cause, item.message)
 
+    def blocked_signature(self) -> frozenset[tuple[str, str]]:
+        return frozenset((item.node.provider_id, item.cause) for item in self.evaluated()
+                         if isinstance(item, Blocked))
+
     def budget_blocked(self, candidate: Candidate, room: Room | None, method: str) -> None:
         text = room.describe() if room is not None else "its NodePool has no budget room"
         self.verdict(candidate.node, method, ex.BLOCKED, ex.CAUSE_BUDGET,
