@@ -46,17 +46,19 @@ REASON_BY_METHOD = {
 # EC2 happenings worth a line of their own (launches show up as NodeClaims).
 _EC2_LINES = ("insufficient-capacity", "interrupt-spot", "interrupt-scheduled", "interrupt-stop",
               "interrupt-terminate", "interrupt-rebalance", "stopped")
-# Warning events of our controllers, by the controller that writes them.
+# Warning events of our controllers worth a line, by the controller that writes them
+# (FailedDraining is left out: it is written on every pass while a drain waits).
 _EVENT_SOURCES = {
     "FailedScheduling": "provisioner",
     "NoCompatibleInstanceTypes": "provisioner",
-    "FailedDraining": "termination",
     "FailedTermination": "termination",
     "TerminationGracePeriodExpiring": "termination",
     "InsufficientCapacityError": "lifecycle",
     "NodeClassNotReady": "lifecycle",
     "UnregisteredTaintMissing": "lifecycle",
 }
+# Warnings already told by a line of their own (the disruption decision, the drain).
+_QUIET_REASONS = ("FailedDraining", "TerminatingOnInterruption", "InstanceTerminating")
 _BILLING_EVENTS = ("running", "shutting-down", "stopping", "terminated")
 
 Line = Callable[[TimelineEvent], None]
@@ -176,9 +178,7 @@ class Recorder:
         self.decisions.append(record)
         if decision.outcome == "disrupted":
             self.disrupted.setdefault(reason, set()).add(decision.node or decision.nodeclaim)
-            what = f" ({decision.decision})" if decision.decision else ""
-            self.note("disruption", "disruption.disrupted",
-                      f"{reason or decision.method}{what}: {decision.message}",
+            self.note("disruption", "disruption.disrupted", self._disruption_line(record),
                       node=decision.node, nodeclaim=decision.nodeclaim, reason=reason,
                       method=decision.method, decision=decision.decision,
                       replacements=list(decision.replacements))
@@ -186,6 +186,18 @@ class Recorder:
             self.note("disruption", "disruption.rejected",
                       f"{decision.method} rejected: {decision.message}",
                       node=decision.node, method=decision.method)
+
+    def _disruption_line(self, record: DecisionRecord) -> str:
+        claim = self.claims.get(record.nodeclaim)
+        what = f"NodeClaim {record.nodeclaim}" + (
+            f", {claim.instance_type}" if claim is not None and claim.instance_type else "")
+        action = record.decision or "disrupt"
+        text = f"{record.reason or record.method}: {action} node {record.node} ({what})"
+        if record.replacements:
+            text += f" with {', '.join(record.replacements)}"
+        if record.savings:
+            text += f", saving ${record.savings:.4f}/hour"
+        return text
 
     def on_eviction(self, node_name: str) -> None:
         self.evictions_by_node[node_name] += 1
@@ -316,7 +328,8 @@ class Recorder:
     def _read_events(self) -> None:
         warnings = [event.object for event in self._event_stream.poll()
                     if event.type == "ADDED" and event.object.get("type") == "Warning"
-                    and event.object.get("reportingController") == REPORTING_CONTROLLER]
+                    and event.object.get("reportingController") == REPORTING_CONTROLLER
+                    and event.object.get("reason") not in _QUIET_REASONS]
         groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
         for body in warnings:
             groups.setdefault((str(body.get("reason", "")), _general(body)), []).append(body)
@@ -332,9 +345,12 @@ def _general(body: Mapping[str, Any]) -> str:
 
 
 def _subject(bodies: list[Mapping[str, Any]]) -> str:
-    regarding = bodies[0].get("regarding") or {}
-    kind = str(regarding.get("kind", ""))
-    if len(bodies) == 1:
-        where = f"{regarding.get('namespace')}/" if regarding.get("namespace") else ""
-        return f"{kind} {where}{regarding.get('name', '')}"
-    return f"({len(bodies)} {kind}s)"
+    """'Pod default/web-1', 'NodeClaim a and Node b', or '(12 Pods)'."""
+    references = [body.get("regarding") or {} for body in bodies]
+    if len(references) <= 2:
+        return " and ".join(
+            f"{ref.get('kind', '')} "
+            f"{ref.get('namespace') + '/' if ref.get('namespace') else ''}{ref.get('name', '')}"
+            for ref in references)
+    kinds = sorted({str(ref.get("kind", "")) for ref in references})
+    return f"({len(references)} {' and '.join(kinds)} objects)"

@@ -56,8 +56,10 @@ class _Run:
     def execute(self, label: str) -> RunResult:
         world = self.world
         recorder = world.recorder
-        for document in world.scenario.manifests:
-            world.apply(document)
+        # Namespaces first, as `kubectl apply` of a directory needs them to be.
+        ordered = sorted(world.scenario.manifests, key=lambda d: d.kind != "Namespace")
+        for document in ordered:
+            self._call(0, lambda d=document: world.apply(d))  # type: ignore[misc]
         recorder.note("scenario", "start",
                       f"{world.scenario.name}: {len(world.scenario.manifests)} objects applied, "
                       f"region {world.scenario.region}, seed {world.scenario.seed}")

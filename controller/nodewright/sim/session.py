@@ -18,7 +18,6 @@ from nodewright.sim.jsonout import render_json
 from nodewright.sim.loading import load_scenario
 from nodewright.sim.progress import Progress
 from nodewright.sim.reader import format_problem
-from nodewright.sim.report import render_report
 from nodewright.sim.result import EXIT_INVALID, RunResult
 from nodewright.sim.runner import run_scenario
 from nodewright.sim.timeline import TimelineEvent
@@ -66,6 +65,9 @@ def simulate(request: SimulationRequest, out: TextIO, err: TextIO) -> int:
         _write(request.json_path, render_json(result, comparison))
         out.write(f"JSON written to {request.json_path}\n")
     if request.report is not None:
+        # matplotlib takes a while to import: only when a report is wanted.
+        from nodewright.sim.report import render_report
+
         _write(request.report, render_report(result, comparison))
         out.write(f"Report written to {request.report}\n")
     return result.exit_code

@@ -37,13 +37,16 @@ class SettleOutcome:
 def settle(world: World, timeout: float) -> SettleOutcome:
     clock = world.clock
     recorder = world.recorder
-    deadline = clock.now() + timedelta(seconds=timeout)
+    began = clock.now()
+    deadline = began + timedelta(seconds=timeout)
     quiet_gap = timedelta(seconds=world.scenario.settings.batch_max_duration
                           + 2 * DISRUPTION_POLL_SECONDS + VALIDATION_SECONDS)
     while True:
         now = clock.now()
         busy = bool(recorder.busy_claims or recorder.busy_nodes)
-        quiet_at = max(recorder.last_change, world.scenario.start) + quiet_gap
+        # Counting from the settle's start too gives the controllers a chance to react to
+        # what the step before did (an interruption message waits on a queue).
+        quiet_at = max(recorder.last_change, began) + quiet_gap
         if not busy and now >= quiet_at:
             timer = _next_consolidation(world, now)
             if timer is None or timer + quiet_gap <= now:

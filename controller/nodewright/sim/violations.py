@@ -38,6 +38,7 @@ GC_MIN_AGE = timedelta(seconds=30)
 BUDGETED_REASONS = ("Empty", "Underutilized", "Drifted")
 REPLACING_REASONS = ("Underutilized", "Drifted")
 INITIALIZED_LABEL = "karpenter.sh/initialized"
+INSTANCE_TERMINATING = "InstanceTerminating"
 _REASONS = {
     "emptiness": "Empty",
     "drift": "Drifted",
@@ -60,8 +61,8 @@ class ViolationMonitor:
     start: datetime
     found: list[Violation] = field(default_factory=list)
     _pending_verdict: dict[str, str] = field(default_factory=dict)
-    _commands: dict[str, _Command] = field(default_factory=dict)  # candidate node -> command
-    _marked: set[str] = field(default_factory=set)
+    _commands: dict[str, _Command] = field(default_factory=dict)  # candidate node uid -> ...
+    _marked: set[str] = field(default_factory=set)  # uids of nodes a command took
     _leaks: set[str] = field(default_factory=set)
 
     def _add(self, kind: str, message: str, when: datetime | None = None) -> None:
@@ -71,6 +72,7 @@ class ViolationMonitor:
     # -- PodDisruptionBudgets ------------------------------------------------------------
 
     def before_evict(self, name: str, namespace: str) -> None:
+        self._pending_verdict.pop(f"{namespace}/{name}", None)  # a refused try left one
         try:
             pod = self.cluster.get("Pod", name, namespace)
         except NotFoundError:
@@ -79,7 +81,7 @@ class ViolationMonitor:
             return
         pods = self.cluster.list("Pod", namespace)
         for pdb in self.cluster.list("PodDisruptionBudget", namespace):
-            verdict = _budget_verdict(pdb, pod, pods)
+            verdict = _budget_verdict(pdb, pod, pods, self._scale_of)
             if verdict is not None:
                 self._pending_verdict[f"{namespace}/{name}"] = verdict
                 return
@@ -89,21 +91,35 @@ class ViolationMonitor:
         if verdict is not None:
             self._add("pdb", f"evicted pod {namespace}/{name} although {verdict}")
 
+    def _scale_of(self, kind: str, namespace: str, name: str) -> int | None:
+        """The replicas a pod's controller wants (a ReplicaSet's Deployment's)."""
+        try:
+            owner = self.cluster.get(kind, name, namespace)
+        except NotFoundError:
+            return None
+        parent = objects.controller_owner(owner)
+        if kind == "ReplicaSet" and parent is not None and parent.get("kind") == "Deployment":
+            return self._scale_of("Deployment", namespace, str(parent.get("name")))
+        replicas = (owner.get("spec") or {}).get("replicas", 1)
+        return replicas if isinstance(replicas, int) else None
+
     # -- disruption budgets and replacements ---------------------------------------------
 
     def on_decision(self, decision: Decision) -> None:
         reason = _REASONS.get(decision.method)
         if reason is None:
             return
+        uid = self._uid_of(decision.node)
         if decision.outcome == "rejected":
-            self._marked.discard(decision.node)
-            self._commands.pop(decision.node, None)
+            self._marked.discard(uid)
+            self._commands.pop(uid, None)
             return
         if decision.outcome != "disrupted":
             return
-        self._marked.add(decision.node)
-        if reason in REPLACING_REASONS and decision.replacements:
-            self._commands[decision.node] = _Command(reason, tuple(decision.replacements))
+        if uid:
+            self._marked.add(uid)
+            if reason in REPLACING_REASONS and decision.replacements:
+                self._commands[uid] = _Command(reason, tuple(decision.replacements))
         self._check_budget(decision.nodepool, reason, decision.node)
 
     def _check_budget(self, pool_name: str, reason: str, node_name: str) -> None:
@@ -111,13 +127,21 @@ class ViolationMonitor:
             pool = NodePool.model_validate(self.cluster.get("NodePool", pool_name))
         except (NotFoundError, ValidationError):
             return
-        nodes = self.cluster.list("Node", labels={NODEPOOL_LABEL: pool_name})
-        counted = [n for n in nodes if objects.labels(n).get(INITIALIZED_LABEL) == "true"]
+        claims = {str((c.get("status") or {}).get("providerID") or ""): c
+                   for c in self.cluster.list("NodeClaim")}
+        counted = []
+        for node in self.cluster.list("Node", labels={NODEPOOL_LABEL: pool_name}):
+            claim = claims.get(str((node.get("spec") or {}).get("providerID") or ""))
+            if objects.labels(node).get(INITIALIZED_LABEL) != "true" or (
+                    claim is not None and objects.condition_is_true(claim, INSTANCE_TERMINATING)):
+                continue
+            counted.append((node, claim))
         disrupting = [
-            objects.name(n) for n in counted
-            if objects.name(n) in self._marked or objects.is_deleting(n)
-            or has_taint((n.get("spec") or {}).get("taints") or [], DISRUPTED_TAINT)
-            or not _ready(n)
+            objects.name(node) for node, claim in counted
+            if objects.uid(node) in self._marked or objects.is_deleting(node)
+            or (claim is not None and objects.is_deleting(claim))
+            or has_taint((node.get("spec") or {}).get("taints") or [], DISRUPTED_TAINT)
+            or not _ready(node)
         ]
         limit = allowed_disruptions(pool.spec.disruption.budgets, reason, len(counted),
                                     self.now())
@@ -128,7 +152,7 @@ class ViolationMonitor:
 
     def before_drain(self, node_name: str) -> None:
         """A candidate node is about to lose a pod or its NodeClaim."""
-        command = self._commands.get(node_name)
+        command = self._commands.get(self._uid_of(node_name) or "-")
         if command is None or command.checked:
             return
         command.checked = True
@@ -153,9 +177,11 @@ class ViolationMonitor:
             if node:
                 self.before_drain(node)
 
-    def node_gone(self, node_name: str) -> None:
-        self._marked.discard(node_name)
-        self._commands.pop(node_name, None)
+    def _uid_of(self, node_name: str) -> str:
+        try:
+            return objects.uid(self.cluster.get("Node", node_name))
+        except NotFoundError:
+            return ""
 
     def _initialized(self, nodeclaim: str) -> bool:
         try:
@@ -202,9 +228,15 @@ def _ready(node: Mapping[str, Any]) -> bool:
 
 
 def _budget_verdict(
-    pdb: Mapping[str, Any], pod: Mapping[str, Any], pods: list[dict[str, Any]]
+    pdb: Mapping[str, Any],
+    pod: Mapping[str, Any],
+    pods: list[dict[str, Any]],
+    scale_of: Callable[[str, str, str], int | None],
 ) -> str | None:
-    """Why evicting the (healthy) pod breaks this budget, or None when it may go."""
+    """Why evicting the (healthy) pod breaks this budget, or None when it may go.
+
+    As Kubernetes counts: an integer minAvailable is against the matching pods; otherwise
+    the expected pods are what the pods' controllers want (their scale)."""
     spec = pdb.get("spec") or {}
     try:
         selector = parse_label_selector(spec.get("selector") or {}, "spec.selector")
@@ -217,6 +249,8 @@ def _budget_verdict(
                 and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]
     expected = len(matching)
     healthy = sum(1 for p in matching if _healthy(p))
+    if not isinstance(spec.get("minAvailable"), int):
+        expected = _controllers_scale(matching, scale_of, objects.namespace(pdb)) or expected
     if "minAvailable" in spec:
         desired = _scaled(spec["minAvailable"], expected)
     elif "maxUnavailable" in spec:
@@ -227,6 +261,17 @@ def _budget_verdict(
         return None
     return (f"PodDisruptionBudget {objects.name(pdb)} needs {desired} healthy pods and had "
             f"{healthy}")
+
+
+def _controllers_scale(
+    pods: list[dict[str, Any]], scale_of: Callable[[str, str, str], int | None], namespace: str
+) -> int | None:
+    owners = {(str(owner.get("kind")), str(owner.get("name")))
+              for owner in (objects.controller_owner(p) for p in pods) if owner is not None}
+    scales = [scale_of(kind, namespace, name) for kind, name in sorted(owners)]
+    if not scales or any(scale is None for scale in scales):
+        return None
+    return sum(scale for scale in scales if scale is not None)
 
 
 def _scaled(value: object, total: int) -> int:

@@ -51,6 +51,10 @@ class World:
         if kind.namespaced:
             metadata.setdefault("namespace", "default")
         namespace = metadata.get("namespace") if kind.namespaced else None
+        if namespace is not None and self.cluster.peek("Namespace", str(namespace)) is None:
+            # As if the namespace had been created first (kubectl would refuse instead).
+            self.cluster.create({"apiVersion": "v1", "kind": "Namespace",
+                                 "metadata": {"name": namespace}})
         status = body.pop("status", None)
         try:
             existing = self.cluster.get(document.kind, document.name, namespace)
