@@ -348,9 +348,14 @@ def _subject(bodies: list[Mapping[str, Any]]) -> str:
     """'Pod default/web-1', 'NodeClaim a and Node b', or '(12 Pods)'."""
     references = [body.get("regarding") or {} for body in bodies]
     if len(references) <= 2:
-        return " and ".join(
-            f"{ref.get('kind', '')} "
-            f"{ref.get('namespace') + '/' if ref.get('namespace') else ''}{ref.get('name', '')}"
-            for ref in references)
+        return " and ".join(_reference(ref) for ref in references)
     kinds = sorted({str(ref.get("kind", "")) for ref in references})
-    return f"({len(references)} {' and '.join(kinds)} objects)"
+    if len(kinds) == 1:
+        return f"({len(references)} {kinds[0]}s)"
+    return f"({len(references)} objects: {', '.join(kinds)})"
+
+
+def _reference(ref: Mapping[str, Any]) -> str:
+    namespace = ref.get("namespace")
+    where = f"{namespace}/" if namespace else ""
+    return f"{ref.get('kind', '')} {where}{ref.get('name', '')}"
