@@ -1,4 +1,5 @@
-"""The offline EC2 data set: the DescribeInstanceTypes and per-zone offerings moto ships.
+"""The offline EC2 data set: the DescribeInstanceTypes and per-zone offerings shipped in the
+package (`instance_data`, generated from moto's data set by tools/generate_instance_data.py).
 
 Parsed files and built catalogs are cached for the life of the process: the CLI builds one
 catalog per call and tests build many.
@@ -6,15 +7,10 @@ catalog per call and tests build many.
 
 from __future__ import annotations
 
-import ast
-import functools
-import gzip
-import importlib.util
-import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from nodewright.scheduling import instance_data
 from nodewright.scheduling.allocatable import NodeSettings
 from nodewright.scheduling.catalog import InstanceType, UnavailableOfferings, build_catalog
 from nodewright.scheduling.pricing import OfflinePriceSource, PriceSource
@@ -45,8 +41,7 @@ def build_offline_catalog(
 
 def regions() -> list[str]:
     """Regions the bundled data has offerings for."""
-    folder = _resources().joinpath("instance_type_offerings", "availability-zone")
-    return sorted(entry.name.removesuffix(".json.gz") for entry in folder.iterdir())
+    return instance_data.regions()
 
 
 def region_zones(region: str) -> list[str]:
@@ -77,46 +72,17 @@ def resolve_zones(region: str, zones: Sequence[str] | None) -> tuple[str, ...]:
 
 def zone_ids(region: str) -> dict[str, str]:
     """Zone name -> zone id, as moto assigns them (use1-az6 for us-east-1a, ...)."""
-    return dict(_all_zone_ids().get(region, {}))
+    return instance_data.zone_ids(region)
 
 
-@functools.cache
-def _all_zone_ids() -> dict[str, dict[str, str]]:
-    # Importing moto.ec2 costs most of a second, so read moto's zone table from its source:
-    # the Zone(region_name=..., name=..., zone_id=...) literals in availability_zones_and_regions.
-    source = _moto_root().joinpath("ec2", "models", "availability_zones_and_regions.py")
-    result: dict[str, dict[str, str]] = {}
-    for node in ast.walk(ast.parse(source.read_text())):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Zone":
-            fields = {
-                keyword.arg: keyword.value.value
-                for keyword in node.keywords
-                if isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str)
-            }
-            if {"region_name", "name", "zone_id"} <= fields.keys():
-                result.setdefault(fields["region_name"], {})[fields["name"]] = fields["zone_id"]
-    return result
-
-
-@functools.cache
 def instance_types() -> list[dict[str, Any]]:
     """Every DescribeInstanceTypes entry in the data set."""
-    path = _resources().joinpath("instance_types.json.gz")
-    data: dict[str, dict[str, Any]] = _read_gzip_json(path)
-    return list(data.values())
+    return instance_data.instance_types()
 
 
-@functools.cache
 def offerings(region: str) -> list[dict[str, Any]]:
     """DescribeInstanceTypeOfferings entries (LocationType availability-zone) of a region."""
-    folder = _resources().joinpath("instance_type_offerings", "availability-zone")
-    path = folder.joinpath(f"{region}.json.gz")
-    if not path.is_file():
-        raise ValueError(
-            f"region {region!r} is not in the offline data (known: {', '.join(regions())})"
-        )
-    entries: list[dict[str, Any]] = _read_gzip_json(path)
-    return entries
+    return instance_data.offerings(region)
 
 
 def _build(
@@ -137,21 +103,3 @@ def _build(
         zones=zones,
         unavailable=unavailable,
     )
-
-
-def _resources() -> Path:
-    return _moto_root().joinpath("ec2", "resources")
-
-
-@functools.cache
-def _moto_root() -> Path:
-    # find_spec locates the installed package without importing moto.ec2 (slow to import).
-    spec = importlib.util.find_spec("moto")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the offline catalog needs the 'moto' package (pip install moto[ec2])")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def _read_gzip_json(path: Path) -> Any:
-    with path.open("rb") as raw, gzip.open(raw) as unzipped:
-        return json.load(unzipped)
