@@ -135,3 +135,49 @@ def test_rbac_is_rendered_from_the_adapters_access_table() -> None:
                       Request("update", "coordination.k8s.io", "leases", "nodewright", "other"),
                       "nodewright")
     assert not any(a.sim_only and a in permissions("aws") for a in WRITES)
+
+
+def _plain(value: Any) -> Any:
+    """Pulumi mocks report numbers as floats; the manifests have ints."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
+def test_infra_declares_the_objects_the_manifests_print() -> None:
+    from tests.infra.infra_harness import run_program
+
+    declared = {
+        (r.inputs["kind"], r.inputs["metadata"]["name"]): _plain(r.inputs)
+        for r in run_program("prod")
+        if r.type.startswith("kubernetes:") and r.inputs.get("kind") not in (
+            "CustomResourceDefinition", "NodePool", "EC2NodeClass")
+    }
+    printed = {(o["kind"], o["metadata"]["name"]): o
+               for o in render(InstallSettings(cluster_name="nodewright-prod"),
+                               include_crds=False)}
+    assert declared.keys() == printed.keys()
+    for kind in ("ClusterRole", "Role"):
+        key = (kind, "nodewright-controller")
+        assert declared[key]["rules"] == printed[key]["rules"]
+    for kind in ("PodDisruptionBudget", "Service"):
+        key = (kind, "nodewright-metrics" if kind == "Service" else "nodewright-controller")
+        assert declared[key]["spec"] == printed[key]["spec"]
+    infra_pod = declared[("Deployment", "nodewright-controller")]["spec"]["template"]["spec"]
+    cli_pod = printed[("Deployment", "nodewright-controller")]["spec"]["template"]["spec"]
+    (infra_container,) = infra_pod["containers"]
+    (cli_container,) = cli_pod["containers"]
+    for field in ("command", "args", "ports", "livenessProbe", "readinessProbe",
+                  "securityContext"):
+        assert infra_container[field] == cli_container[field], field
+    # The stack also knows its endpoint, queue and region; the rest is the same contract.
+    infra_env = {e["name"] for e in infra_container["env"]}
+    assert infra_env == {e["name"] for e in cli_container["env"]} | {
+        "CLUSTER_ENDPOINT", "INTERRUPTION_QUEUE", "AWS_REGION"}
+    for field in ("affinity", "securityContext", "topologySpreadConstraints",
+                  "terminationGracePeriodSeconds", "priorityClassName"):
+        assert infra_pod[field] == cli_pod[field], field
