@@ -135,3 +135,15 @@ def test_a_duration_is_the_sum_of_its_parts(parts: list[tuple[int, str]]) -> Non
 def test_what_is_not_a_duration(text: str) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)
+
+
+def test_the_spot_to_spot_gate_reaches_consolidation(caplog: pytest.LogCaptureFixture) -> None:
+    from nodewright.operator.main import controller_options
+
+    options = controller_options(config(
+        ["--cluster-name", "dev", "--feature-gates",
+         "SpotToSpotConsolidation=true,NodeRepair=true"], {}))
+    assert options.disruption.methods.spot_to_spot is True
+    assert "NodeRepair is enabled but has no effect" in caplog.text
+    assert controller_options(config(["--cluster-name", "dev"], {})
+                              ).disruption.methods.spot_to_spot is False

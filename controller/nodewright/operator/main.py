@@ -26,6 +26,8 @@ from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
 from nodewright.cluster.kube.cluster import KubeCluster, connect
+from nodewright.controllers.disruption.controller import DisruptionOptions
+from nodewright.controllers.disruption.methods import MethodOptions
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.operator import logs
 from nodewright.operator.clock import LoopClock
@@ -40,6 +42,9 @@ from nodewright.runtime.reconciler import Reconciler
 log = logging.getLogger("nodewright.controller")
 
 SIM_DEFAULT_REGION = "us-west-2"
+# Gates whose features Nodewright has; the others are accepted (a chart may set them) and
+# reported as having no effect.
+IMPLEMENTED_GATES = frozenset({"SpotToSpotConsolidation"})
 # Leave the kubelet's 30 s grace period some room: stop within 25 s.
 STOP_TIMEOUT_SECONDS = 25.0
 
@@ -85,6 +90,17 @@ def _queue_url(clients: AwsClients, name: str) -> str:
         raise StartupError(f"INTERRUPTION_QUEUE={name!r}: {error}") from error
 
 
+def controller_options(config: OperatorConfig) -> ControllerOptions:
+    for gate, enabled in sorted(config.feature_gates.items()):
+        if enabled and gate not in IMPLEMENTED_GATES:
+            log.warning("feature gate %s is enabled but has no effect in nodewright", gate)
+    methods = MethodOptions(spot_to_spot=config.feature_gates["SpotToSpotConsolidation"])
+    return ControllerOptions(batch_idle_seconds=config.batch_idle_duration,
+                             batch_max_seconds=config.batch_max_duration,
+                             reporting_instance=config.identity,
+                             disruption=DisruptionOptions(methods=methods))
+
+
 class ControllerProcess:
     def __init__(self, config: OperatorConfig, *, cluster: KubeCluster | None = None,
                  timing: LeaseTiming | None = None,
@@ -108,9 +124,7 @@ class ControllerProcess:
         cluster.start()
         clock = LoopClock()
         cloud, extra = build_cloud(config, cluster, clock, self._sim_settings)
-        options = ControllerOptions(batch_idle_seconds=config.batch_idle_duration,
-                                    batch_max_seconds=config.batch_max_duration,
-                                    reporting_instance=config.identity)
+        options = controller_options(config)
         settings = OperatorSettings(
             identity=config.identity, leader_elect=config.leader_elect,
             lease_name=config.leader_election_name,
