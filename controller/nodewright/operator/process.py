@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
-from nodewright import metrics
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE, WATCHED_KINDS
@@ -135,6 +134,4 @@ class Operator:
         """None when ready, else why not (for /readyz): the caches have synced."""
         if not self.driver.synced():
             return "the watch caches have not synced yet"
-        synced = self.controllers.state.synced(self.cluster)
-        metrics.CLUSTER_STATE_SYNCED.set(1 if synced else 0)
         return None
