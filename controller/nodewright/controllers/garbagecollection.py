@@ -59,7 +59,7 @@ class InstanceGarbageCollection:
         # The cloud is listed before the cluster: an instance launched in between is
         # younger than the grace period, so it cannot be mistaken for an orphan.
         instances = self.cloud.list()
-        claims = self.cluster.list("NodeClaim")
+        claims = self.state.nodeclaims()
         claimed = {str((c.get("status") or {}).get("providerID") or "") for c in claims}
         unlaunched = {
             str(c["metadata"]["name"]) for c in claims
@@ -102,7 +102,7 @@ class NodeClaimGarbageCollection:
     def reconcile(self, key: str) -> Result:
         alive = {instance.provider_id for instance in self.cloud.list()
                  if instance.state != "terminated"}
-        for claim in self.cluster.list("NodeClaim"):
+        for claim in self.state.nodeclaims():
             metadata = claim.get("metadata") or {}
             provider_id = str((claim.get("status") or {}).get("providerID") or "")
             if (metadata.get("deletionTimestamp") or not provider_id or provider_id in alive

@@ -10,12 +10,12 @@ restarted controller never writes a smaller count than the truth.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.controllers.conditions import NODEPOOL
-from nodewright.controllers.patching import patch_status
+from nodewright.controllers.patching import copy_tree, patch_status
 from nodewright.controllers.provisioning.problem import node_class_problem
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
@@ -58,13 +58,13 @@ class NodePoolStatus:
         ]
 
     def reconcile(self, key: str) -> Result:
-        try:
-            pool = self.cluster.get("NodePool", key)
-        except NotFoundError:
+        cached = self.state.nodepool(key)
+        if cached is None:
             return Result()
+        pool: dict[str, Any] = copy_tree(cached)
         if not self.state.synced(self.cluster):
             return Result(requeue_after=UNSYNCED_RETRY_SECONDS)
-        after = copy.deepcopy(pool)
+        after = copy_tree(pool)
         status = after.setdefault("status", {})
         usage = self.state.nodepool_resources(key)
         resources = {name: 0 for name in BASE_RESOURCES}

@@ -12,6 +12,17 @@ from nodewright.cluster.api import ClusterAPI, Object
 _ABSENT = object()
 
 
+def copy_tree(value: Any) -> Any:
+    """A copy of a JSON-like tree (dicts and lists; everything else is shared). Several
+    times faster than `copy.deepcopy`, which matters per reconcile at ten thousand pods."""
+    kind = type(value)
+    if kind is dict:
+        return {key: copy_tree(item) for key, item in value.items()}
+    if kind is list:
+        return [copy_tree(item) for item in value]
+    return value
+
+
 def merge_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
     """The RFC 7386 patch that turns `before` into `after` (lists are replaced whole)."""
     patch: dict[str, Any] = {}

@@ -198,6 +198,8 @@ class ClusterState:
             joined = None
         else:
             left, joined = self.pods.update(pod)
+            if joined is not None:
+                self._pod_nominations.pop(pod_key(pod), None)
         now = self.clock.now()
         for node_name in (left, joined):
             if node_name is None:
@@ -315,16 +317,36 @@ class ClusterState:
         node.nominated_until = self.clock.now() + timedelta(seconds=self.nomination_seconds)
 
     def record_pod_nominations(self, nominations: Mapping[str, str]) -> None:
-        until = self.clock.now() + timedelta(seconds=self.nomination_seconds)
+        """Remember where a solve placed pending pods: `"nodeclaim/<name>"` or
+        `"node/<name>"` (as the Nominated events say), from now."""
+        now = self.clock.now()
         for pod, target in nominations.items():
-            self._pod_nominations[pod] = (target, until)
+            self._pod_nominations[pod] = (target, now)
 
     def pod_nomination(self, key: str) -> str | None:
-        """The node or NodeClaim a pending pod was last placed on, while that holds."""
+        """Where a pending pod was last placed, while that holds (see `nominated_machine`)."""
+        machine = self.nominated_machine(key)
         found = self._pod_nominations.get(key)
-        if found is None or found[1] <= self.clock.now():
+        return found[0] if machine is not None and found is not None else None
+
+    def nominated_machine(self, key: str) -> StateNode | None:
+        """The machine an earlier solve placed this pending pod on, while the nomination
+        holds: the machine exists, is not marked for deletion, and has not initialized yet
+        (the pod cannot bind before) or was nominated less than the nomination window
+        ago (kube-scheduler had time to bind it and did not: plan it again)."""
+        found = self._pod_nominations.get(key)
+        if found is None:
             return None
-        return found[0]
+        target, since = found
+        kind, _, name = target.partition("/")
+        machine = self.node_for_nodeclaim(name) if kind == "nodeclaim" else self.node_by_name(name)
+        if machine is None or machine.is_marked_for_deletion:
+            return None
+        if machine.initialized and (self.clock.now() - since).total_seconds() >= (
+            self.nomination_seconds
+        ):
+            return None
+        return machine
 
     def mark_for_deletion(self, *provider_ids: str) -> None:
         for provider_id in provider_ids:

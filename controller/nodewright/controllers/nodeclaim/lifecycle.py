@@ -10,7 +10,6 @@ them). A deleted NodeClaim is finalized (see `finalize`).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Sequence
 
 from nodewright.cloud.provider import CloudProvider
@@ -31,7 +30,7 @@ from nodewright.controllers.nodeclaim.liveness import (
     Liveness,
 )
 from nodewright.controllers.nodeclaim.registration import Registration
-from nodewright.controllers.patching import patch_object, write
+from nodewright.controllers.patching import copy_tree, patch_object, write
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState
@@ -72,15 +71,17 @@ class NodeClaimLifecycle:
 
     def reconcile(self, key: str) -> Result:
         cluster = self.context.cluster
-        try:
-            claim = cluster.get("NodeClaim", key)
-        except NotFoundError:
+        # The state cache holds the latest version (events are delivered before any
+        # reconcile runs); a write based on an older one fails with a conflict and retries.
+        cached = self.context.state.nodeclaim(key)
+        if cached is None:
             return Result()
+        claim: Object = copy_tree(cached)
         metadata = claim.get("metadata") or {}
         if metadata.get("deletionTimestamp"):
             return Result(requeue_after=self.finalizer.reconcile(claim))
         if TERMINATION_FINALIZER not in (metadata.get("finalizers") or []):
-            with_finalizer = copy.deepcopy(claim)
+            with_finalizer = copy_tree(claim)
             with_finalizer["metadata"]["finalizers"] = [
                 *(metadata.get("finalizers") or []), TERMINATION_FINALIZER
             ]
@@ -94,7 +95,7 @@ class NodeClaimLifecycle:
         return self._advance(claim)
 
     def _advance(self, claim: Object) -> Result:
-        after = copy.deepcopy(claim)
+        after = copy_tree(claim)
         NODECLAIM.initialize(after, self.context.clock.now())
         launched = self.launch.reconcile(after)
         if launched.deleted:

@@ -68,16 +68,20 @@ def render_requirements(requirements: Requirements) -> list[dict[str, Any]]:
 
 
 def _capacity_types(types: Sequence[InstanceType], requirements: Requirements) -> list[str]:
+    """The capacity types the types offer where the requirements allow (stops as soon as
+    every allowed capacity type is found: a claim may list hundreds of types)."""
     zone = requirements.get(LABEL_ZONE)
     capacity = requirements.get(LABEL_CAPACITY_TYPE)
-    found = {
-        offering.capacity_type
-        for instance_type in types
-        for offering in instance_type.offerings
-        if offering.available
-        and (zone is None or zone.has(offering.zone))
-        and (capacity is None or capacity.has(offering.capacity_type))
-    }
+    wanted = None if capacity is None or capacity.complement else set(capacity.values)
+    found: set[str] = set()
+    for instance_type in types:
+        for offering in instance_type.offerings:
+            if (offering.available and offering.capacity_type not in found
+                    and (zone is None or zone.has(offering.zone))
+                    and (capacity is None or capacity.has(offering.capacity_type))):
+                found.add(offering.capacity_type)
+        if wanted is not None and found >= wanted:
+            break
     return sorted(found)
 
 

@@ -135,9 +135,12 @@ def scheduling_problem(
     *,
     nodes: Iterable[StateNode] | None = None,
     nodepools: Iterable[str] | None = None,
+    placed: Sequence[Pod] = (),
 ) -> StateProblem:
     """The problem of placing `pods` on `nodes` (default: the state's active machines)
-    and on new NodeClaims of the ready NodePools (default: all of them)."""
+    and on new NodeClaims of the ready NodePools (default: all of them). `placed` are
+    pods already promised to machines of the problem (their `node_name` is the machine's
+    `name`): they take room there as if bound."""
     machines = list(state.active_nodes() if nodes is None else nodes)
     existing: list[ExistingNode] = []
     by_name: dict[str, StateNode] = {}
@@ -155,6 +158,7 @@ def scheduling_problem(
         if pod.node_name in renamed else pod
         for pod in state.bound_pod_models([*by_name, *renamed])
     ]
+    bound.extend(pod for pod in placed if pod.node_name in by_name)
     daemonsets = state.daemonsets()
     ready, skipped = ready_pools(state, cloud, nodepools)
     pools: dict[str, PoolContext] = {}

@@ -66,6 +66,7 @@ class ProvisioningOutcome:
     """What one solve decided (for tests, the simulator's report and the benchmark)."""
 
     pods: int = 0
+    placed: int = 0  # pending pods kept where an earlier solve put them
     created: list[str] = field(default_factory=list)
     nominated: dict[str, str] = field(default_factory=dict)
     unschedulable: dict[str, str] = field(default_factory=dict)
@@ -151,20 +152,33 @@ class Provisioner:
 
     # -- one solve -----------------------------------------------------------------------
 
-    def pods_to_schedule(self) -> list[Pod]:
-        """Pending pods (unreadable ones reported and skipped) and the reschedulable pods
-        of machines being deleted (they will need a place once their node drains)."""
+    def pods_to_schedule(self) -> tuple[list[Pod], list[Pod]]:
+        """(pods to place, pods already placed). To place: pending pods (unreadable ones
+        reported and skipped) and the reschedulable pods of machines being deleted (they
+        will need a place once their node drains). Already placed: pending pods whose
+        nomination to a machine still holds (see `ClusterState.nominated_machine`); they
+        keep their room there, so a later solve does not launch for them again."""
         pods: list[Pod] = []
+        placed: list[Pod] = []
+        refreshed: dict[str, str] = {}
         for obj in self.state.provisionable_pods():
             model = self._model(obj)
-            if model is not None and not _avoids_karpenter(model):
+            if model is None or _avoids_karpenter(model):
+                continue
+            machine = self.state.nominated_machine(model.key)
+            if machine is None:
                 pods.append(model)
+                continue
+            placed.append(replace(model, node_name=machine.name))
+            if not machine.initialized:
+                refreshed[model.key] = str(self.state.pod_nomination(model.key))
+        self.state.record_pod_nominations(refreshed)
         for node_name in self._deleting_node_names():
             for obj in self._reschedulable(node_name):
                 model = self._model(obj)
                 if model is not None:
                     pods.append(replace(model, node_name=None))
-        return pods
+        return pods, placed
 
     def _model(self, obj: Mapping[str, Any]) -> Pod | None:
         try:
@@ -176,12 +190,12 @@ class Provisioner:
             return None
 
     def provision(self) -> ProvisioningOutcome:
-        pods = self.pods_to_schedule()
-        outcome = ProvisioningOutcome(pods=len(pods))
+        pods, placed = self.pods_to_schedule()
+        outcome = ProvisioningOutcome(pods=len(pods), placed=len(placed))
         if not pods:
             return outcome
         with metrics.measure(metrics.SCHEDULING_DURATION, controller=self.name):
-            built = scheduling_problem(self.state, self.cloud, pods)
+            built = scheduling_problem(self.state, self.cloud, pods, placed=placed)
             result = solve(built.problem)
         outcome.skipped_pools = built.skipped_pools
         for name, why in built.skipped_pools.items():
@@ -210,7 +224,9 @@ class Provisioner:
         errors: list[ApiError] = []
         for planned in result.nodeclaims:
             pool = built.pools[planned.nodepool]
-            exceeded = _limits_exceeded(pool, usage[pool.name], claim_capacity(planned, pool))
+            limited = bool(pool.model.spec.limits)
+            capacity = claim_capacity(planned, pool) if limited else {}
+            exceeded = _limits_exceeded(pool, usage[pool.name], capacity) if limited else None
             if exceeded is not None:
                 reason = f'NodePool "{pool.name}": {exceeded}'
                 for key in planned.pods:
@@ -227,7 +243,7 @@ class Provisioner:
                 continue
             # Seen at once, not only when its watch event arrives (Karpenter does the same).
             self.state.observe(WatchEvent("ADDED", created))
-            _add(usage[pool.name], claim_capacity(planned, pool))
+            _add(usage[pool.name], capacity)
             usage[pool.name][NODES_RESOURCE] = usage[pool.name].get(NODES_RESOURCE, 0) + 1000
             name = str(created["metadata"]["name"])
             outcome.created.append(name)

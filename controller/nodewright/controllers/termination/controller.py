@@ -13,7 +13,6 @@ karpenter.sh/nodeclaim-termination-timestamp annotation.
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -27,7 +26,7 @@ from nodewright.controllers import conditions
 from nodewright.controllers.conditions import NODECLAIM
 from nodewright.controllers.nodeclaim.context import LifecycleContext
 from nodewright.controllers.nodeclaim.finalize import INSTANCE_TERMINATING, instance_gone
-from nodewright.controllers.patching import patch_object, patch_status
+from nodewright.controllers.patching import copy_tree, patch_object, patch_status
 from nodewright.controllers.termination.eviction import Evictor
 from nodewright.controllers.termination.terminator import Terminator
 from nodewright.runtime.clock import Clock, parse_time
@@ -104,6 +103,10 @@ class NodeTermination:
         return (node.node_name,) if node is not None and node.node is not None else ()
 
     def reconcile(self, key: str) -> Result:
+        machine = self.state.node_by_name(key)
+        cached = machine.node if machine is not None else None
+        if cached is not None and not (cached.get("metadata") or {}).get("deletionTimestamp"):
+            return Result()  # the common case, decided without a read
         try:
             node = self.cluster.get("Node", key)
         except NotFoundError:
@@ -148,7 +151,7 @@ class NodeTermination:
                 return Result(requeue_after=INSTANCE_CHECK_SECONDS)
         deadline = self._deadline(node, claim)
         node = self._taint(node)
-        claim_after = copy.deepcopy(claim) if claim is not None else None
+        claim_after = copy_tree(claim) if claim is not None else None
         result = self._drain(node, claim_after, deadline)
         if result is None and claim_after is not None:
             NODECLAIM.set_true(claim_after, VOLUMES_DETACHED, self.clock.now())
@@ -191,7 +194,7 @@ class NodeTermination:
         if (any(matches(taint_of(t), DISRUPTED_TAINT) for t in taints)
                 and labels.get(EXCLUDE_LOAD_BALANCERS_LABEL)):
             return node
-        after = copy.deepcopy(node)
+        after = copy_tree(node)
         if not any(matches(taint_of(t), DISRUPTED_TAINT) for t in taints):
             kept = [t for t in taints if t.get("key") != DISRUPTED_TAINT.key]
             after.setdefault("spec", {})["taints"] = [*kept, taint_dict(DISRUPTED_TAINT)]
@@ -251,7 +254,7 @@ class NodeTermination:
         return None if gone else Result(requeue_after=INSTANCE_CHECK_SECONDS)
 
     def _remove_finalizer(self, node: Object) -> Result:
-        metadata = copy.deepcopy(node.get("metadata") or {})
+        metadata = copy_tree(node.get("metadata") or {})
         metadata["finalizers"] = [
             f for f in metadata.get("finalizers") or [] if f != TERMINATION_FINALIZER
         ]
