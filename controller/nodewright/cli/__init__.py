@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "nodewright.cli.controller",
     "nodewright.cli.manifests",
     "nodewright.cli.simulate",
+    "nodewright.cli.explain",
 )
 
 
