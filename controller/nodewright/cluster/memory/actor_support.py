@@ -27,6 +27,7 @@ def write_status(cluster: InMemoryCluster, obj: Mapping[str, Any], status: Mappi
     if current is None or current.get("status") == status:
         return
     try:
-        cluster.update({**current, "status": dict(status)}, subresource="status")
+        cluster.set_status(str(obj.get("kind")), objects.name(obj), objects.namespace(obj) or None,
+                           dict(status))
     except ApiError as error:
         log.info("status of %s %s: %s", obj.get("kind"), objects.key(obj), error)

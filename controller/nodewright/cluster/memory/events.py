@@ -41,7 +41,7 @@ class EventRecorder:
         now = self.cluster.clock.now()
         self._expire(now)
         namespace = objects.namespace(regarding) or "default"
-        created = self.cluster.create({
+        created = self.cluster.insert({
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {"generateName": f"{objects.name(regarding)}.", "namespace": namespace},
@@ -54,7 +54,7 @@ class EventRecorder:
             "note": note,
             "regarding": _reference(regarding),
         })
-        self._written.append((now + EVENT_TTL, namespace, objects.name(created)))
+        self._written.append((now + EVENT_TTL, namespace, created))
 
     def _expire(self, now: datetime) -> None:
         while self._written and self._written[0][0] <= now:

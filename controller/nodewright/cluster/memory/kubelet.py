@@ -21,7 +21,6 @@ from typing import Any
 
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, NotFoundError
-from nodewright.cluster.memory.copying import copy_object
 from nodewright.cluster.memory.durations import parse_duration
 from nodewright.cluster.memory.pod_status import (
     PENDING,
@@ -110,17 +109,17 @@ class Kubelet:
         start_at = _bound_at(pod, now) + timedelta(seconds=self.pod_start_delay)
         if now < start_at:
             return Result(requeue_after=(start_at - now).total_seconds())
-        started = copy_object(pod)
-        status = started.setdefault("status", {})
+        status = _status_copy(pod)
         status["phase"] = RUNNING
         status.setdefault("startTime", format_time(now))
+        holder = {"status": status}
         for condition in RUNNING_CONDITIONS:
-            set_pod_condition(started, condition, "True", now)
+            set_pod_condition(holder, condition, "True", now)
         status["containerStatuses"] = [
             _container_status(container, now) for container in _containers(pod)
         ]
-        self._write_status(started)
-        run_for = _run_duration(started)
+        self._write_status(pod, status)
+        run_for = _run_duration(pod)
         return Result() if run_for is None else Result(requeue_after=run_for)
 
     def _maybe_complete(self, pod: Mapping[str, Any], now: datetime) -> Result:
@@ -131,20 +130,27 @@ class Kubelet:
         finish_at = started + timedelta(seconds=run_for)
         if now < finish_at:
             return Result(requeue_after=(finish_at - now).total_seconds())
-        finished = copy_object(pod)
-        status = finished["status"]
+        status = _status_copy(pod)
         status["phase"] = SUCCEEDED
+        holder = {"status": status}
         for condition in ("ContainersReady", "Ready"):
-            set_pod_condition(finished, condition, "False", now, reason="PodCompleted")
+            set_pod_condition(holder, condition, "False", now, reason="PodCompleted")
         status["containerStatuses"] = [
             _container_status(container, now, finished_at=now) for container in _containers(pod)
         ]
-        self._write_status(finished)
+        self._write_status(pod, status)
         return Result()
 
-    def _write_status(self, pod: dict[str, Any]) -> None:
+    def _write_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> None:
         with contextlib.suppress(NotFoundError):
-            self.cluster.update(pod, subresource="status")
+            self.cluster.set_status("Pod", objects.name(pod), objects.namespace(pod), status)
+
+
+def _status_copy(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod's status with its own conditions list (the rest is replaced or shared)."""
+    status = dict(pod.get("status") or {})
+    status["conditions"] = [dict(c) for c in status.get("conditions") or []]
+    return status
 
 
 def _bound_at(pod: Mapping[str, Any], now: datetime) -> datetime:

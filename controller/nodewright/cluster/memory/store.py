@@ -163,7 +163,29 @@ class InMemoryCluster:
 
     def create(self, obj: Object) -> Object:
         info = kind_of_checked(obj.get("kind") if isinstance(obj, Mapping) else None)
-        new = deep_copy(dict(obj))
+        return deep_copy(self._create(info, deep_copy(dict(obj))))
+
+    def insert(self, obj: Object) -> str:
+        """`create` for in-process actors: `obj` is handed over (the caller must not touch
+        it again) and only the new name is returned, which saves `create`'s copies."""
+        info = kind_of_checked(obj.get("kind") if isinstance(obj, Mapping) else None)
+        return str(self._create(info, obj)["metadata"]["name"])
+
+    def set_status(
+        self, kind: str, name: str, namespace: str | None, status: dict[str, Any]
+    ) -> None:
+        """The status subresource for in-process actors: `status` is handed over and
+        replaces the stored one (no resourceVersion check, no copy returned)."""
+        info = kind_of_checked(kind)
+        old = self._require(info, name, namespace)
+        if not info.has_status:
+            raise NotFoundError(f"{info.plural} have no status subresource")
+        new = dict(old)
+        new["metadata"] = dict(old["metadata"])
+        new["status"] = status
+        self._write(info, old, new)
+
+    def _create(self, info: Kind, new: Object) -> Object:
         api_version = new.setdefault("apiVersion", info.api_version)
         if api_version != info.api_version:
             raise InvalidError(
@@ -198,7 +220,7 @@ class InMemoryCluster:
         meta["generation"] = 1
         _apply_defaults(info, new)
         self._commit(info, new, "ADDED")
-        return deep_copy(new)
+        return new
 
     def update(self, obj: Object, *, subresource: str | None = None) -> Object:
         info = kind_of_checked(obj.get("kind") if isinstance(obj, Mapping) else None)
@@ -296,7 +318,7 @@ class InMemoryCluster:
             self._charge_budget(matching[0], pod)
         self.delete("Pod", name, namespace, grace_period_seconds=grace_period_seconds)
 
-    def bind(self, name: str, namespace: str, node_name: str) -> Object:
+    def bind(self, name: str, namespace: str, node_name: str) -> None:
         """The binding subresource: set spec.nodeName and PodScheduled=True in one write."""
         pod = self._require(KINDS["Pod"], name, namespace)
         bound = (pod.get("spec") or {}).get("nodeName")
@@ -310,7 +332,7 @@ class InMemoryCluster:
                "status": {**(pod.get("status") or {}), "conditions": [
                    dict(c) for c in (pod.get("status") or {}).get("conditions") or []]}}
         set_pod_condition(new, "PodScheduled", "True", self.clock.now())
-        return deep_copy(self._write(KINDS["Pod"], pod, new))
+        self._write(KINDS["Pod"], pod, new)
 
     def watch(self, kinds: Iterable[str]) -> MemoryWatchStream:
         wanted = [kind_of_checked(kind).kind for kind in kinds]

@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from nodewright.cluster.memory.kube_scheduler.snapshot import NodeInfo
-from nodewright.cluster.memory.kube_scheduler.topology import PassTopology
+from nodewright.cluster.memory.kube_scheduler.topology import DomainCounts, PassTopology
 from nodewright.scheduling.pods import UNSCHEDULABLE_TAINT, Pod, Taint, untolerated
 from nodewright.scheduling.quantity import PODS
 from nodewright.scheduling.requirements import Requirements
@@ -30,7 +30,9 @@ class PodFilters:
     `static_reasons` are the filters whose verdict cannot change while a pass binds pods
     (cordon, taints, node affinity); `dynamic_reasons` the ones that can (ports,
     resources, spread, inter-pod affinity). Together, in that order, they are
-    kube-scheduler's filter order.
+    kube-scheduler's filter order. When the pod has no spread or affinity terms of its
+    own (`node_local`), a node's verdict changes only when that node gets a pod or a
+    placed pod's anti-affinity starts to select this one (`topology.blocking_version`).
     """
 
     def __init__(self, pod: Pod, topology: PassTopology) -> None:
@@ -41,6 +43,11 @@ class PodFilters:
         self._requests = sorted(
             (resource, amount) for resource, amount in pod.requests.items() if amount > 0
         )
+        self._spread = topology.spread_checks(pod)
+        self._affinity = topology.affinity_checks(pod)
+        self.node_local = not self._spread and self._affinity is None
+        self._blocking_version = -1
+        self._blocking: list[DomainCounts] = []
 
     def reasons(self, node: NodeInfo) -> Sequence[str]:
         """Why `pod` cannot go to `node`; empty when it can."""
@@ -58,6 +65,10 @@ class PodFilters:
         return ()
 
     def dynamic_reasons(self, node: NodeInfo) -> Sequence[str]:
+        return self.resource_reasons(node) or self.topology_reasons(node)
+
+    def resource_reasons(self, node: NodeInfo) -> Sequence[str]:
+        """Host ports and resources: they depend on this node's pods only."""
         pod = self.pod
         if pod.host_ports and any(
             used.conflicts(port) for port in pod.host_ports for used in node.ports
@@ -67,14 +78,33 @@ class PodFilters:
         for resource, amount in self._requests:
             if requested.get(resource, 0) + amount > allocatable.get(resource, 0):
                 return self._insufficient(node)
-        if not pod.spread and not pod.pod_affinity and not pod.pod_anti_affinity and (
-            not self.topology.has_blocking_pods
-        ):
-            return ()
-        failure = self.topology.spread_failure(pod, node) or self.topology.affinity_failure(
-            pod, node
-        )
+        return ()
+
+    def topology_reasons(self, node: NodeInfo) -> Sequence[str]:
+        """Spread and inter-pod affinity: they depend on the node's values of
+        `topology_keys()` (and on the pass's counts)."""
+        failure = None
+        if self._spread:
+            failure = self.topology.spread_failure(self._spread, node)
+        if failure is None and self._affinity is not None:
+            failure = self.topology.affinity_failure(self._affinity, node)
+        if failure is None:
+            failure = self.topology.blocked(self._blocking_groups(), node)
         return (failure,) if failure else ()
+
+    def topology_keys(self) -> tuple[str, ...]:
+        keys = {check.constraint.topology_key for check in self._spread}
+        if self._affinity is not None:
+            keys.update(key for key, _ in self._affinity.affinity)
+            keys.update(key for key, _ in self._affinity.anti_affinity)
+        keys.update(counts.group.topology_key for counts in self._blocking_groups())
+        return tuple(sorted(keys))
+
+    def _blocking_groups(self) -> list[DomainCounts]:
+        if self._blocking_version != self.topology.blocking_version:
+            self._blocking = self.topology.blocking_for(self.pod)
+            self._blocking_version = self.topology.blocking_version
+        return self._blocking
 
     def _matches_node_affinity(self, node: NodeInfo) -> bool:
         if not self._selector.satisfied_by_labels(node.labels):

@@ -15,10 +15,11 @@ pod appears or changes, a bound pod appears, finishes or is gone.
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.cluster import objects
@@ -28,6 +29,7 @@ from nodewright.cluster.memory.kube_scheduler.filters import PodFilters, unsched
 from nodewright.cluster.memory.kube_scheduler.parsing import PodParser
 from nodewright.cluster.memory.kube_scheduler.scoring import (
     best_node,
+    fit_score,
     intolerable_preferences,
     preferred_affinity,
 )
@@ -50,13 +52,29 @@ World = tuple[int, int, frozenset[str]]
 @dataclass(slots=True)
 class _Shape:
     """What a pass knows about one pod shape: the nodes its static filters admit, why
-    the others were rejected, and the scores that do not change within the pass."""
+    the others were rejected, the scores that do not change within the pass, and what
+    is cached per node (keyed by the node's version: it moves when the node gets a pod).
+    """
 
     filters: PodFilters
     static_reasons: Counter[str]
     candidates: list[NodeInfo]
     affinity: dict[str, int]
     intolerable: dict[str, int]
+    resources: dict[str, tuple[int, bool]] = field(default_factory=dict)
+    fits: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # For shapes judged by fit alone: (-fit, name, node version, blocking version).
+    heap: list[tuple[int, str, int, int]] | None = None
+    # The candidates grouped by their values of the topology keys (the keys first).
+    domains: tuple[tuple[str, ...], list[list[NodeInfo]]] | None = None
+
+    @property
+    def by_fit_alone(self) -> bool:
+        """No spread or affinity terms and no preferences: a node's score and verdict
+        change only when it gets a pod (or a placed pod's anti-affinity turns up), and
+        only for the worse, so a heap of scores finds the best node."""
+        return self.filters.node_local and not any(self.affinity.values()) and not any(
+            self.intolerable.values())
 
 
 class SchedulingPass:
@@ -74,17 +92,64 @@ class SchedulingPass:
         shape = self._shapes.get(signature)
         if shape is None:
             shape = self._shapes[signature] = self._shape(pod)
-        feasible: list[NodeInfo] = []
+        best = self._from_heap(shape, pod) if shape.by_fit_alone else self._by_scan(shape, pod)
+        if best is not None:
+            return best, ""
         reasons = Counter(shape.static_reasons)
         for node in shape.candidates:
-            failed = shape.filters.dynamic_reasons(node)
-            if failed:
-                reasons.update(failed)
-            else:
-                feasible.append(node)
-        if not feasible:
-            return None, unschedulable_message(len(self.nodes), reasons)
-        return best_node(pod, feasible, shape.affinity, shape.intolerable), ""
+            reasons.update(shape.filters.dynamic_reasons(node))
+        return None, unschedulable_message(len(self.nodes), reasons)
+
+    def _by_scan(self, shape: _Shape, pod: Pod) -> NodeInfo | None:
+        filters = shape.filters
+        feasible: list[tuple[NodeInfo, int]] = []
+        for nodes in self._allowed_domains(shape):
+            for node in nodes:
+                cached = shape.resources.get(node.name)
+                if cached is None or cached[0] != node.version:
+                    cached = (node.version, bool(filters.resource_reasons(node)))
+                    shape.resources[node.name] = cached
+                if not cached[1]:
+                    feasible.append((node, self._fit(shape, pod, node)))
+        return best_node(feasible, shape.affinity, shape.intolerable) if feasible else None
+
+    def _allowed_domains(self, shape: _Shape) -> list[list[NodeInfo]]:
+        """The candidates grouped by their values of the shape's topology keys, keeping
+        the groups whose spread and affinity verdict (one per group) admits them."""
+        keys = shape.filters.topology_keys()
+        if shape.domains is None or shape.domains[0] != keys:
+            groups: dict[tuple[str | None, ...], list[NodeInfo]] = {}
+            for node in shape.candidates:
+                groups.setdefault(tuple(node.labels.get(key) for key in keys), []).append(node)
+            shape.domains = (keys, list(groups.values()))
+        if not keys:
+            return shape.domains[1]
+        return [nodes for nodes in shape.domains[1]
+                if not shape.filters.topology_reasons(nodes[0])]
+
+    def _from_heap(self, shape: _Shape, pod: Pod) -> NodeInfo | None:
+        blocking = self.topology.blocking_version
+        if shape.heap is None:
+            shape.heap = [(-self._fit(shape, pod, node), node.name, -1, -1)
+                          for node in shape.candidates]
+            heapq.heapify(shape.heap)
+        heap = shape.heap
+        while heap:
+            _, name, version, blocked_at = heap[0]
+            node = self.nodes[name]
+            if version == node.version and blocked_at == blocking:
+                return node
+            heapq.heappop(heap)
+            if not shape.filters.dynamic_reasons(node):
+                heapq.heappush(heap, (-self._fit(shape, pod, node), name, node.version, blocking))
+        return None
+
+    @staticmethod
+    def _fit(shape: _Shape, pod: Pod, node: NodeInfo) -> int:
+        fit = shape.fits.get(node.name)
+        if fit is None or fit[0] != node.version:
+            fit = shape.fits[node.name] = (node.version, fit_score(pod, node))
+        return fit[1]
 
     def _shape(self, pod: Pod) -> _Shape:
         filters = PodFilters(pod, self.topology)
@@ -217,14 +282,12 @@ class KubeScheduler:
                 condition.get("status"), condition.get("reason"), condition.get("message")
             ) == ("False", reason, message):
                 return
-        holder: dict[str, Any] = {
-            "status": {"conditions": [dict(c) for c in objects.conditions(obj)]}
-        }
+        status = {**(obj.get("status") or {}), "conditions": [dict(c) for c in conditions]}
+        holder = {"status": status}
         now = self.cluster.clock.now()
         set_pod_condition(holder, "PodScheduled", "False", now, reason=reason, message=message)
         try:
-            self.cluster.patch("Pod", objects.name(obj), holder, objects.namespace(obj),
-                               subresource="status")
+            self.cluster.set_status("Pod", objects.name(obj), objects.namespace(obj), status)
         except ApiError as error:
             log.info("kube-scheduler: %s: %s", objects.key(obj), error)
             return

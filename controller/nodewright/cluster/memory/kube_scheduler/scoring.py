@@ -56,25 +56,29 @@ def intolerable_preferences(pod: Pod, node: NodeInfo) -> int:
     )
 
 
+def fit_score(pod: Pod, node: NodeInfo) -> int:
+    """The resource scores (least allocated + balanced), weighted."""
+    return FIT_WEIGHT * least_allocated(pod, node) + BALANCED_WEIGHT * balanced_allocation(
+        pod, node)
+
+
 def best_node(
-    pod: Pod,
-    feasible: Sequence[NodeInfo],
+    feasible: Sequence[tuple[NodeInfo, int]],
     affinity: Mapping[str, int],
     intolerable: Mapping[str, int],
 ) -> NodeInfo:
-    """The highest scoring node. `feasible` is sorted by name, so ties pick the first;
-    `affinity` and `intolerable` are the per-node raw preferred-affinity weights and
-    untolerated PreferNoSchedule taint counts (they do not change within a pass)."""
-    top_affinity = max(affinity[node.name] for node in feasible)
-    top_taints = max(intolerable[node.name] for node in feasible)
-    best, best_score = feasible[0], -1
-    for node in feasible:
-        score = FIT_WEIGHT * least_allocated(pod, node)
-        score += BALANCED_WEIGHT * balanced_allocation(pod, node)
+    """The highest scoring node, the first by name among equals. `feasible` holds
+    (node, fit score); `affinity` and `intolerable` are the per-node raw
+    preferred-affinity weights and untolerated PreferNoSchedule taint counts, normalized
+    here over the feasible nodes as kube-scheduler does."""
+    top_affinity = max(affinity[node.name] for node, _ in feasible)
+    top_taints = max(intolerable[node.name] for node, _ in feasible)
+    best, best_score = feasible[0][0], -1
+    for node, score in feasible:
         if top_affinity:
             score += NODE_AFFINITY_WEIGHT * (affinity[node.name] * MAX_SCORE // top_affinity)
         if top_taints:
             score -= TAINT_TOLERATION_WEIGHT * (intolerable[node.name] * MAX_SCORE // top_taints)
-        if score > best_score:
+        if score > best_score or (score == best_score and node.name < best.name):
             best, best_score = node, score
     return best

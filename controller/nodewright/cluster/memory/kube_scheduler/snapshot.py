@@ -54,8 +54,11 @@ class NodeInfo:
     scored_memory: int = 0
     ports: list[HostPort] = field(default_factory=list)
     pods: list[PlacedPod] = field(default_factory=list)
+    # Moves whenever a pod is added, so per-node verdicts can be cached.
+    version: int = 0
 
     def add(self, pod: Pod, *, deleting: bool = False) -> None:
+        self.version += 1
         for resource, amount in pod.requests.items():
             self.requested[resource] = self.requested.get(resource, 0) + amount
         cpu, memory = scored_requests(pod)

@@ -94,8 +94,9 @@ def pod_from_template(
 
 
 def create(cluster: InMemoryCluster, obj: dict[str, Any]) -> bool:
+    """Create `obj` (handed over to the cluster); failures are logged."""
     try:
-        cluster.create(obj)
+        cluster.insert(obj)
     except ApiError as error:
         log.warning("%s: creating %s %s failed: %s", obj.get("kind"), obj.get("kind"),
                     objects.meta(obj).get("name") or objects.meta(obj).get("generateName"), error)
