@@ -1,0 +1,79 @@
+"""Every example scenario runs green, and gives the same JSON on a second run (in another
+process, with another hash seed, so no set or dict order can sneak into the output)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nodewright.cli import main
+from tests.sim.conftest import REPO, SCENARIOS
+
+EXAMPLES = sorted(path.name for path in SCENARIOS.glob("*.yaml"))
+
+
+def test_the_examples_are_the_ones_the_docs_promise() -> None:
+    assert EXAMPLES == [
+        "budgets.yaml", "drift-ami-upgrade.yaml", "spot-interruption.yaml", "teams.yaml",
+        "topology-spread.yaml", "what-if-spot.yaml", "workshop.yaml",
+    ]
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_an_example_holds_every_expectation_and_runs_the_same_twice(
+    example: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = tmp_path / "first.json"
+
+    code = main(["simulate", str(SCENARIOS / example), "--json", str(first), "--quiet"])
+
+    output = capsys.readouterr().out
+    assert code == 0, output
+    result = json.loads(first.read_text())
+    assert result["passed"] is True
+    assert result["expectations"] and all(e["held"] for e in result["expectations"])
+    assert result["summary"]["violations"] == 0
+
+    second = tmp_path / "second.json"
+    environment = {**os.environ, "PYTHONHASHSEED": "12345"}
+    subprocess.run(
+        [sys.executable, "-m", "nodewright", "simulate", str(SCENARIOS / example), "--json",
+         str(second), "--quiet"],
+        cwd=REPO, env=environment, check=True, capture_output=True,
+    )
+    assert second.read_bytes() == first.read_bytes()
+
+
+def test_the_workshop_reproduces_the_seed_fleet_after_each_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "workshop.json"
+
+    code = main(["simulate", str(SCENARIOS / "workshop.yaml"), "--json", str(report)])
+
+    output = capsys.readouterr().out
+    result = json.loads(report.read_text())
+    assert code == 0
+    expected_fleets = [{"m5.large": 1}, {"m5.large": 2}, {"m5.large": 1}, {"c5.large": 1}]
+    checked = [e for e in result["expectations"] if e["held"]]
+    assert len(checked) == len(expected_fleets)
+    fleets_at_checks = [_fleet_at(result["series"], e["at"]) for e in checked]
+    assert fleets_at_checks == expected_fleets
+    assert result["summary"]["disruptions"] == {"Empty": 1, "Underutilized": 1}
+    assert re.search(
+        r"^\[00:00:0\d\] provisioner: created NodeClaim default-\w{5} "
+        r"\(m5\.large, on-demand, us-east-1[abc]\) for 5 pods$", output, re.MULTILINE)
+    assert re.search(r"^\[\d\d:\d\d:\d\d\] disruption: Underutilized: replace node \S+ "
+                     r"\(NodeClaim default-\w{5}, m5\.large\) with default-\w{5}, saving "
+                     r"\$0\.0110/hour$", output, re.MULTILINE)
+    assert "Summary of workshop (seed 0): every expectation held" in output
+
+
+def _fleet_at(series: list[dict[str, object]], at: float) -> object:
+    return [sample["nodes"] for sample in series if float(str(sample["at"])) <= at][-1]
