@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Developer entry point: `python3 dev.py workshop` and `python3 dev.py test`.
+"""Developer entry point: `python3 dev.py workshop` (the workshop scenario simulated, with
+an HTML report in build/) and `python3 dev.py test`.
 
 Needs only Python 3.11+. Creates ./.venv on first use and installs what the
 command needs into it (again whenever a requirements file changes).
@@ -68,25 +69,12 @@ def nodewright(*args: str) -> None:
 
 
 def workshop() -> None:
-    """The main job for now: validate the workshop manifests, print the CRDs, plan."""
+    """The main command: the seed's workshop, simulated, with an HTML report."""
     ensure_venv()
-    nodewright("validate", "examples/")
-    crds = subprocess.run(
-        [str(BIN / "nodewright"), "crds"], cwd=ROOT, capture_output=True, text=True, check=False
-    )
-    if crds.returncode != 0:
-        sys.stderr.write(crds.stderr)
-        sys.exit(crds.returncode)
-    kinds = [line.split(":", 1)[1].strip() for line in crds.stdout.splitlines()
-             if line.startswith("    kind:")]
-    target = ROOT / "build" / "crds.yaml"
-    target.parent.mkdir(exist_ok=True)
-    target.write_text(crds.stdout)
-    print("\n$ nodewright crds > build/crds.yaml", flush=True)
-    print(f"{len(kinds)} CRDs ({', '.join(kinds)}), {len(crds.stdout.splitlines())} lines "
-          f"written to {target.relative_to(ROOT)}", flush=True)
-    for replicas in (5, 12, 1):
-        nodewright("plan", "examples/workshop", "--replicas", f"inflate={replicas}")
+    report = ROOT / "build" / "workshop.html"
+    nodewright("simulate", "examples/scenarios/workshop.yaml", "--report",
+               str(report.relative_to(ROOT)))
+    print(f"\nOpen the report in a browser: {report.as_uri()}", flush=True)
 
 
 def test(extra: list[str]) -> None:
