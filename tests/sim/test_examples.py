@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,20 @@ def test_the_workshop_reproduces_the_seed_fleet_after_each_step(
                      r"\(NodeClaim default-\w{5}, m5\.large\) with default-\w{5}, saving "
                      r"\$0\.0110/hour$", output, re.MULTILINE)
     assert "Summary of workshop (seed 0): every expectation held" in output
+    assert _readme_timeline() <= _normalized(output.splitlines())
+
+
+def _readme_timeline() -> set[str]:
+    """The workshop timeline the README shows, which must stay what the command prints."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Quickstart", 1)[1].split("```\n[00:00:00]", 1)[1].split("```")[0]
+    lines = ["[00:00:00]" + block.splitlines()[0], *block.splitlines()[1:]]
+    return _normalized(line for line in lines if line.startswith(("[", "  ")))
+
+
+def _normalized(lines: Iterable[str]) -> set[str]:
+    """Generated names vary with any change to how objects are named; the story may not."""
+    return {re.sub(r"default-\w{5}|ip-[\d-]+\.ec2\.internal", "NAME", line) for line in lines}
 
 
 def _fleet_at(series: list[dict[str, object]], at: float) -> object:

@@ -261,3 +261,19 @@ def test_a_kind_the_simulator_ignores_is_a_warning_not_an_error(
     (warning,) = problems
     assert warning.severity == "warning"
     assert "kind 'ConfigMap' is not simulated and is ignored" in warning.message
+
+
+def test_the_documented_example_scenario_is_valid(tmp_path: Path) -> None:
+    from nodewright.sim.loading import load_scenario
+    from tests.sim.conftest import REPO, WORKSHOP_MANIFESTS
+
+    document = (REPO / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    example = document.split("```yaml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "example.yaml"
+    path.write_text(example.replace("../examples/workshop", str(WORKSHOP_MANIFESTS)))
+
+    scenario, problems = load_scenario(path)
+
+    assert problems == [] and scenario is not None
+    assert [type(step).__name__ for step in scenario.steps] == [
+        "ScaleStep", "SettleStep", "ExpectStep"]
