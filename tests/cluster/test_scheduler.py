@@ -221,3 +221,13 @@ def test_thousands_of_identical_pending_replicas_share_one_verdict() -> None:
     assert len(pending) == 1000
     assert {world.pending_message(objects.name(p)) for p in pending} == {
         "0/1 nodes are available: 1 Insufficient cpu."}
+
+
+def test_a_pod_the_scheduler_cannot_read_says_which_field_is_wrong() -> None:
+    world = World()
+    world.apply(node("n1"))
+    world.apply(pod("odd", tolerations=[{"key": "a", "operator": "Maybe"}]))
+    condition = objects.condition(world.pod("odd"), "PodScheduled") or {}
+    assert (condition.get("status"), condition.get("reason")) == ("False", "SchedulerError")
+    assert condition.get("message") == (
+        "pod default/odd: spec.tolerations[0].operator: expected Equal or Exists, got 'Maybe'")

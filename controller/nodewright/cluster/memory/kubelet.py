@@ -1,8 +1,9 @@
 """The kubelets of every node, and the pod garbage collector.
 
-- A pod bound to a node starts `pod_start_delay` seconds after it was bound: phase
-  Running, conditions Initialized, ContainersReady and Ready True, container statuses
-  running. (The Node's own Ready condition belongs to whoever created the Node.)
+- A pod bound to a node starts `pod_start_delay` seconds after it was bound, whatever the
+  node's conditions say: phase Running, conditions Initialized, ContainersReady and Ready
+  True, container statuses running. (The Node's own Ready condition belongs to whoever
+  created the Node.)
 - A pod that may finish (restartPolicy Never or OnFailure) and carries the
   `nodewright.io/run-duration` annotation completes that long after it started (phase
   Succeeded, not ready); without it, it runs until deleted.

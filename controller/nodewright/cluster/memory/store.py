@@ -122,7 +122,7 @@ class InMemoryCluster:
         self, kind: str, namespace: str | None = None, *, sort: bool = False
     ) -> Objects:
         """The stored objects of a kind (in one namespace when given). Read-only."""
-        by_namespace = self._store[kind]
+        by_namespace = self._store[kind_of_checked(kind).kind]
         if namespace is not None and KINDS[kind].namespaced:
             found = list(by_namespace.get(namespace, {}).values())
             return sorted(found, key=objects.name) if sort else found
