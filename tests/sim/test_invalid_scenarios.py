@@ -245,22 +245,23 @@ def test_a_missing_scenario_file_is_a_clear_error(
     assert capsys.readouterr().out.strip() == f"{tmp_path / 'nope.yaml'}:0: no such scenario file"
 
 
-def test_a_kind_the_simulator_ignores_is_a_warning_not_an_error(
-    write_scenario: ScenarioWriter, tmp_path: Path
+def test_a_kind_the_simulator_ignores_is_a_warning_and_the_run_goes_on(
+    write_scenario: ScenarioWriter, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from nodewright.sim.loading import load_scenario
-
     path = write_scenario(with_head("""
           - {apiVersion: v1, kind: ConfigMap, metadata: {name: settings}}
-        steps: []
+        steps:
+          - apply: {apiVersion: v1, kind: Secret, metadata: {name: token}}
+          - expect: {nodes: 0}
         """))
 
-    scenario, problems = load_scenario(path)
+    code = main(["simulate", str(path), "--quiet"])
 
-    assert scenario is not None
-    (warning,) = problems
-    assert warning.severity == "warning"
-    assert "kind 'ConfigMap' is not simulated and is ignored" in warning.message
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert (f"{path}:4: ConfigMap/settings: kind: warning: kind 'ConfigMap' is not simulated "
+            "and is ignored") in output
+    assert f"{path}:6: Secret/token: kind: warning: kind 'Secret' is not simulated" in output
 
 
 def test_the_documented_example_scenario_is_valid(tmp_path: Path) -> None:

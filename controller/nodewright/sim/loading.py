@@ -111,7 +111,8 @@ def _read(reader: FieldReader, base: Path) -> Scenario | None:
         return None
     return Scenario(
         path=reader.document.path, name=name, description=str(description), region=region,
-        zones=zones, seed=seed, start=start, manifests=tuple(documents), settings=settings,
+        zones=zones, seed=seed, start=start, manifests=tuple(manifests.simulated(documents)),
+        settings=settings,
         capacity=capacity, prices=prices, steps=tuple(steps),
     )
 

@@ -161,7 +161,7 @@ class StepReader:
             [d for d in documents if not _has_errors(problems, d)], self.world.node_classes()
         ))
         failed = any(p.severity == "error" for p in self.reader.problems[before:])
-        return None if failed else ApplyStep(number, line, tuple(documents))
+        return None if failed else ApplyStep(number, line, tuple(manifests.simulated(documents)))
 
     def _delete(self, value: object, path: FieldPath, number: int, line: int) -> DeleteStep | None:
         reader = self.reader
