@@ -59,6 +59,7 @@ class _Shape:
     filters: PodFilters
     static_reasons: Counter[str]
     candidates: list[NodeInfo]
+    candidate_names: frozenset[str]
     affinity: dict[str, int]
     intolerable: dict[str, int]
     resources: dict[str, tuple[int, bool]] = field(default_factory=dict)
@@ -71,8 +72,8 @@ class _Shape:
     @property
     def by_fit_alone(self) -> bool:
         """No spread or affinity terms and no preferences: a node's score and verdict
-        change only when it gets a pod (or a placed pod's anti-affinity turns up), and
-        only for the worse, so a heap of scores finds the best node."""
+        change only when it gets a pod (or a placed pod's anti-affinity turns up), so a
+        heap of scores, refreshed for each node that changes, finds the best node."""
         return self.filters.node_local and not any(self.affinity.values()) and not any(
             self.intolerable.values())
 
@@ -130,8 +131,9 @@ class SchedulingPass:
     def _from_heap(self, shape: _Shape, pod: Pod) -> NodeInfo | None:
         blocking = self.topology.blocking_version
         if shape.heap is None:
-            shape.heap = [(-self._fit(shape, pod, node), node.name, -1, -1)
-                          for node in shape.candidates]
+            shape.heap = []
+            for node in shape.candidates:
+                self._push(shape, pod, node)
             heapq.heapify(shape.heap)
         heap = shape.heap
         while heap:
@@ -140,9 +142,21 @@ class SchedulingPass:
             if version == node.version and blocked_at == blocking:
                 return node
             heapq.heappop(heap)
-            if not shape.filters.dynamic_reasons(node):
-                heapq.heappush(heap, (-self._fit(shape, pod, node), name, node.version, blocking))
+            if version == node.version:
+                # Only a placed pod's anti-affinity turned up: judge the node again.
+                self._push(shape, pod, node)
+            # Otherwise the node got a pod and `placed` pushed its new entry then.
         return None
+
+    def _push(self, shape: _Shape, pod: Pod, node: NodeInfo) -> None:
+        """Put `node` in the shape's heap, with its current score, if it can take the pod.
+        Every change of a node pushes a fresh entry (`placed`), so the first entry whose
+        versions are current is the best node."""
+        assert shape.heap is not None
+        if not shape.filters.dynamic_reasons(node):
+            entry = (-self._fit(shape, pod, node), node.name, node.version,
+                     self.topology.blocking_version)
+            heapq.heappush(shape.heap, entry)
 
     @staticmethod
     def _fit(shape: _Shape, pod: Pod, node: NodeInfo) -> int:
@@ -165,6 +179,7 @@ class SchedulingPass:
             filters,
             reasons,
             candidates,
+            frozenset(node.name for node in candidates),
             {node.name: preferred_affinity(pod, node) for node in candidates},
             {node.name: intolerable_preferences(pod, node) for node in candidates},
         )
@@ -172,6 +187,10 @@ class SchedulingPass:
     def placed(self, pod: Pod, node: NodeInfo) -> None:
         node.add(pod)
         self.topology.record(pod, node)
+        # The node's score may rise as well as fall (balanced allocation): re-enter it.
+        for shape in self._shapes.values():
+            if shape.heap is not None and node.name in shape.candidate_names:
+                self._push(shape, shape.filters.pod, node)
 
 
 class KubeScheduler:

@@ -1,0 +1,75 @@
+"""The scheduler's caches and score heap choose exactly what a plain scan would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nodewright.cluster.memory.kube_scheduler.filters import PodFilters
+from nodewright.cluster.memory.kube_scheduler.scheduler import SchedulingPass
+from nodewright.cluster.memory.kube_scheduler.scoring import (
+    best_node,
+    fit_score,
+    intolerable_preferences,
+    preferred_affinity,
+)
+from nodewright.cluster.memory.kube_scheduler.snapshot import NodeInfo, node_info
+from nodewright.scheduling.pods import Pod, parse_pod_spec
+from tests.cluster.world import node, pod_spec
+
+CPUS = ["1", "2", "4"]
+MEMORIES = ["2Gi", "4Gi", "8Gi"]
+NODES = st.lists(st.tuples(st.sampled_from(CPUS), st.sampled_from(MEMORIES), st.booleans()),
+                 min_size=1, max_size=6)
+PODS = st.lists(
+    st.tuples(st.sampled_from(["100m", "250m", "1"]), st.sampled_from(["128Mi", "1Gi"]),
+              st.booleans()),
+    min_size=1, max_size=40,
+)
+PREFER_SSD = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+    {"weight": 5, "preference": {"matchExpressions": [
+        {"key": "disk", "operator": "In", "values": ["ssd"]}]}}]}}
+
+
+def snapshot(shapes: list[tuple[str, str, bool]]) -> dict[str, NodeInfo]:
+    infos = {}
+    for i, (cpu, memory, ssd) in enumerate(shapes):
+        manifest = node(f"n{i}", cpu=cpu, memory=memory, labels={"disk": "ssd" if ssd else "hdd"})
+        info = node_info(manifest)
+        assert info is not None
+        infos[info.name] = info
+    return infos
+
+
+def parsed(i: int, cpu: str, memory: str, prefers_ssd: bool) -> tuple[Pod, str]:
+    extra: dict[str, Any] = {"affinity": PREFER_SSD} if prefers_ssd else {}
+    spec = pod_spec(cpu=cpu, memory=memory, **extra)
+    return parse_pod_spec("default", f"p{i}", {}, spec, "spec"), repr((cpu, memory, prefers_ssd))
+
+
+def plain_choice(scan: SchedulingPass, pod: Pod) -> NodeInfo | None:
+    filters = PodFilters(pod, scan.topology)
+    feasible = [(n, fit_score(pod, n)) for n in scan.nodes.values() if not filters.reasons(n)]
+    if not feasible:
+        return None
+    affinity = {n.name: preferred_affinity(pod, n) for n, _ in feasible}
+    intolerable = {n.name: intolerable_preferences(pod, n) for n, _ in feasible}
+    return best_node(feasible, affinity, intolerable)
+
+
+@settings(max_examples=150, deadline=None)
+@given(NODES, PODS)
+def test_cached_choices_match_a_plain_scan(
+    nodes: list[tuple[str, str, bool]], pods: list[tuple[str, str, bool]]
+) -> None:
+    fast, plain = SchedulingPass(snapshot(nodes), {}), SchedulingPass(snapshot(nodes), {})
+    for i, (cpu, memory, prefers_ssd) in enumerate(pods):
+        pod, signature = parsed(i, cpu, memory, prefers_ssd)
+        chosen, _ = fast.choose(pod, signature)
+        expected = plain_choice(plain, pod)
+        assert (chosen and chosen.name) == (expected and expected.name), f"pod {i}"
+        if chosen is not None and expected is not None:
+            fast.placed(pod, chosen)
+            plain.placed(pod, expected)
