@@ -1,4 +1,5 @@
-"""The scheduler's caches and score heap choose exactly what a plain scan would."""
+"""The scheduler's caches, score heap and per-domain spread verdicts choose exactly what a
+plain scan of every node would."""
 
 from __future__ import annotations
 
@@ -25,9 +26,11 @@ NODES = st.lists(st.tuples(st.sampled_from(CPUS), st.sampled_from(MEMORIES), st.
                  min_size=1, max_size=6)
 PODS = st.lists(
     st.tuples(st.sampled_from(["100m", "250m", "1"]), st.sampled_from(["128Mi", "1Gi"]),
-              st.booleans()),
+              st.booleans(), st.booleans()),
     min_size=1, max_size=40,
 )
+SPREAD = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+           "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "s"}}}]
 PREFER_SSD = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
     {"weight": 5, "preference": {"matchExpressions": [
         {"key": "disk", "operator": "In", "values": ["ssd"]}]}}]}}
@@ -36,17 +39,23 @@ PREFER_SSD = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution"
 def snapshot(shapes: list[tuple[str, str, bool]]) -> dict[str, NodeInfo]:
     infos = {}
     for i, (cpu, memory, ssd) in enumerate(shapes):
-        manifest = node(f"n{i}", cpu=cpu, memory=memory, labels={"disk": "ssd" if ssd else "hdd"})
+        manifest = node(f"n{i}", cpu=cpu, memory=memory, zone="abc"[i % 3],
+                        labels={"disk": "ssd" if ssd else "hdd"})
         info = node_info(manifest)
         assert info is not None
         infos[info.name] = info
     return infos
 
 
-def parsed(i: int, cpu: str, memory: str, prefers_ssd: bool) -> tuple[Pod, str]:
+def parsed(i: int, cpu: str, memory: str, prefers_ssd: bool, spreads: bool
+           ) -> tuple[Pod, str]:
     extra: dict[str, Any] = {"affinity": PREFER_SSD} if prefers_ssd else {}
+    if spreads:
+        extra["topologySpreadConstraints"] = SPREAD
+    labels = {"app": "s"} if spreads else {}
     spec = pod_spec(cpu=cpu, memory=memory, **extra)
-    return parse_pod_spec("default", f"p{i}", {}, spec, "spec"), repr((cpu, memory, prefers_ssd))
+    pod = parse_pod_spec("default", f"p{i}", labels, spec, "spec")
+    return pod, repr((cpu, memory, prefers_ssd, spreads))
 
 
 def plain_choice(scan: SchedulingPass, pod: Pod) -> NodeInfo | None:
@@ -62,11 +71,11 @@ def plain_choice(scan: SchedulingPass, pod: Pod) -> NodeInfo | None:
 @settings(max_examples=150, deadline=None)
 @given(NODES, PODS)
 def test_cached_choices_match_a_plain_scan(
-    nodes: list[tuple[str, str, bool]], pods: list[tuple[str, str, bool]]
+    nodes: list[tuple[str, str, bool]], pods: list[tuple[str, str, bool, bool]]
 ) -> None:
     fast, plain = SchedulingPass(snapshot(nodes), {}), SchedulingPass(snapshot(nodes), {})
-    for i, (cpu, memory, prefers_ssd) in enumerate(pods):
-        pod, signature = parsed(i, cpu, memory, prefers_ssd)
+    for i, (cpu, memory, prefers_ssd, spreads) in enumerate(pods):
+        pod, signature = parsed(i, cpu, memory, prefers_ssd, spreads)
         chosen, _ = fast.choose(pod, signature)
         expected = plain_choice(plain, pod)
         assert (chosen and chosen.name) == (expected and expected.name), f"pod {i}"
