@@ -31,7 +31,7 @@ from nodewright.controllers.disruption.methods import MethodOptions
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.operator import logs
 from nodewright.operator.clock import LoopClock
-from nodewright.operator.config import OperatorConfig
+from nodewright.operator.config import FEATURE_GATES, OperatorConfig
 from nodewright.operator.endpoints import MetricsEndpoint, ProbeEndpoint
 from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
@@ -92,7 +92,8 @@ def _queue_url(clients: AwsClients, name: str) -> str:
 
 def controller_options(config: OperatorConfig) -> ControllerOptions:
     for gate, enabled in sorted(config.feature_gates.items()):
-        if enabled and gate not in IMPLEMENTED_GATES:
+        # Karpenter turns ReservedCapacity on by default: only a user's choice is reported.
+        if enabled and gate not in IMPLEMENTED_GATES and not FEATURE_GATES[gate]:
             log.warning("feature gate %s is enabled but has no effect in nodewright", gate)
     methods = MethodOptions(spot_to_spot=config.feature_gates["SpotToSpotConsolidation"])
     return ControllerOptions(batch_idle_seconds=config.batch_idle_duration,
