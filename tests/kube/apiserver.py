@@ -107,6 +107,9 @@ class FakeApiServer:
         self._cut_generation = 0
         self._failures: list[int] = []
         self._refusing_watches = False
+        # How an expired version is reported: an HTTP 410, or (as etcd-backed servers
+        # usually do once the watch has started) a 200 stream with an ERROR event.
+        self.expiry_as_event = False
         self._changed = threading.Condition()
         self.closed = False
         self.transport = httpx2.MockTransport(self.handle)
@@ -164,6 +167,9 @@ class FakeApiServer:
     def accept_watches(self) -> None:
         with self._changed:
             self._refusing_watches = False
+        # How an expired version is reported: an HTTP 410, or (as etcd-backed servers
+        # usually do once the watch has started) a 200 stream with an ERROR event.
+        self.expiry_as_event = False
 
     def fail_next(self, count: int, status: int = 500) -> None:
         with self._changed:
@@ -274,7 +280,14 @@ class FakeApiServer:
             if self._refusing_watches:
                 return _status(503, "ServiceUnavailable", "the API server is restarting")
             if since and since < self._expired_before:
-                return _status(410, "Expired", f"too old resource version: {since}")
+                message = f"too old resource version: {since}"
+                if not self.expiry_as_event:
+                    return _status(410, "Expired", message)
+                status = {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                          "message": message, "reason": "Expired", "code": 410}
+                return httpx2.Response(
+                    200, headers={"Content-Type": "application/json"},
+                    content=json.dumps({"type": "ERROR", "object": status}).encode() + b"\n")
         bookmarks = params.get("allowWatchBookmarks") == "true"
         return httpx2.Response(200, headers={"Content-Type": "application/json"},
                                content=self._stream(route, since, bookmarks))

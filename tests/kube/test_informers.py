@@ -106,8 +106,10 @@ def test_watches_ask_for_bookmarks_and_resume_from_them(
     assert ("ADDED", "Pod", "default/p0") not in events.seen()
 
 
+@pytest.mark.parametrize("as_event", [False, True], ids=["http-410", "error-event"])
 def test_410_gone_lists_again_and_reports_what_was_missed(
-        server: FakeApiServer, cluster: KubeCluster) -> None:
+        server: FakeApiServer, cluster: KubeCluster, as_event: bool) -> None:
+    server.expiry_as_event = as_event
     server.seed(node("kept"))
     server.seed(node("changed"))
     server.seed(node("removed"))
