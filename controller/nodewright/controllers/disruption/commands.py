@@ -25,6 +25,7 @@ from datetime import datetime
 
 from nodewright.controllers.disruption import explanations as ex
 from nodewright.controllers.disruption.candidates import Candidate
+from nodewright.controllers.disruption.prefilter import hopeless
 from nodewright.controllers.disruption.simulation import Simulation, SimulationBase
 from nodewright.scheduling.catalog import ON_DEMAND, SPOT, InstanceType
 from nodewright.scheduling.nodepools import cheapest_offering_of, min_values_problem
@@ -142,6 +143,10 @@ def decide_consolidation(
     consolidation_type: str,
     spot_to_spot: bool,
 ) -> Command | Rejection:
+    moving, _ = base.moving(pod for c in candidates for pod in c.pods)
+    why = hopeless(candidates, moving, base.free, base.pools)
+    if why is not None:
+        return Rejection(ex.CAUSE_NO_CHEAPER, why)
     simulation = base.simulate(candidates)
     if not simulation.all_scheduled:
         return Rejection(ex.CAUSE_PODS_DO_NOT_FIT, simulation.describe_failures())

@@ -25,6 +25,7 @@ from typing import Any
 from nodewright.cloud.provider import CloudProvider
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.podrules import PdbLimits, do_not_disrupt_until
+from nodewright.controllers.disruption.prefilter import FreeRoom
 from nodewright.controllers.provisioning.problem import PoolContext, scheduling_problem
 from nodewright.scheduling.pods import Pod, SpecError
 from nodewright.scheduling.solver import SchedulingProblem, SchedulingResult, solve
@@ -74,6 +75,7 @@ class SimulationBase:
         self.problem: SchedulingProblem = built.problem
         self.pools: Mapping[str, PoolContext] = built.pools
         self.skipped_pools: Mapping[str, str] = built.skipped_pools
+        self.free = FreeRoom.of(built.nodes.values())
         self.uninitialized = {
             name for name, node in built.nodes.items() if node.managed and not node.initialized
         }

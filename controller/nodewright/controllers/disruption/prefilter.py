@@ -1,0 +1,113 @@
+"""A cheap necessary condition checked before simulating a consolidation.
+
+A pod that fits in the free room of no other machine (by its cpu, memory and pod-count
+requests alone, ignoring taints, labels and topology, so the test can only be too
+lenient) can only go to the one new node a consolidation may launch. So if the pods of
+the candidates that fit nowhere else, together with the DaemonSets a new node runs, fit
+in no instance type cheaper than the candidates, no simulation could find a consolidation
+and none is run. On a full cluster this spares single-node consolidation a solve per node.
+
+A pod fits some machine exactly when it fits one of the machines whose free room no
+other machine's dominates (the Pareto front of free room), which stays small however
+many machines there are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from nodewright.controllers.disruption.candidates import Candidate
+from nodewright.controllers.provisioning.problem import PoolContext
+from nodewright.scheduling.nodepools import cheapest_price, labels_compatible
+from nodewright.scheduling.pods import Pod
+from nodewright.scheduling.quantity import CPU, MEMORY, PODS, format_quantity
+from nodewright.state.statenode import StateNode
+
+RESOURCES = (CPU, MEMORY, PODS)
+Room = tuple[int, int, int]
+
+
+def _room(resources: Mapping[str, int]) -> Room:
+    return (resources.get(CPU, 0), resources.get(MEMORY, 0), resources.get(PODS, 0))
+
+
+def _dominates(a: Room, b: Room) -> bool:
+    return a[0] >= b[0] and a[1] >= b[1] and a[2] >= b[2]
+
+
+def pareto_front(rooms: Iterable[tuple[str, Room]]) -> list[tuple[str, Room]]:
+    """The machines whose free room no other machine's covers in every resource."""
+    front: list[tuple[str, Room]] = []
+    for name, room in sorted(rooms, key=lambda item: (-item[1][0], -item[1][1], -item[1][2])):
+        if any(_dominates(kept, room) for _, kept in front):
+            continue
+        front.append((name, room))
+    return front
+
+
+def _fits(need: Room, room: Room) -> bool:
+    return need[0] <= room[0] and need[1] <= room[1] and need[2] <= room[2]
+
+
+@dataclass
+class FreeRoom:
+    """The free room of every machine a pod could move to."""
+
+    rooms: dict[str, Room]
+    front: list[tuple[str, Room]]
+
+    @classmethod
+    def of(cls, machines: Iterable[StateNode]) -> FreeRoom:
+        rooms = {
+            node.name: _room(node.available())
+            for node in machines
+            if node.initialized and not (node.node or {}).get("spec", {}).get("unschedulable")
+        }
+        return cls(rooms, pareto_front(rooms.items()))
+
+    def front_without(self, names: set[str]) -> list[tuple[str, Room]]:
+        if not any(name in names for name, _ in self.front):
+            return self.front
+        return pareto_front((n, r) for n, r in self.rooms.items() if n not in names)
+
+
+def homeless(pods: Sequence[Pod], front: Sequence[tuple[str, Room]]) -> list[Pod]:
+    return [pod for pod in pods
+            if not any(_fits(_room(pod.requests), room) for _, room in front)]
+
+
+def hopeless(
+    candidates: Sequence[Candidate],
+    moving: Sequence[Pod],
+    free: FreeRoom,
+    pools: Mapping[str, PoolContext],
+) -> str | None:
+    """Why no consolidation of these candidates can exist, or None when one might."""
+    stranded = homeless(moving, free.front_without({c.name for c in candidates}))
+    if not stranded:
+        return None
+    need = [sum(_room(pod.requests)[i] for pod in stranded) for i in range(3)]
+    max_price = sum(c.price for c in candidates)
+    holding: list[tuple[float, str]] = []
+    for pool in pools.values():
+        overhead = _room(pool.daemon_overhead)
+        total = (need[0] + overhead[0], need[1] + overhead[1], need[2] + overhead[2])
+        requirements = pool.template.requirements
+        for instance_type in pool.instance_types.values():
+            if not labels_compatible(instance_type, requirements):
+                continue
+            price = cheapest_price(instance_type, requirements)
+            if price is None or not _fits(total, _room(instance_type.allocatable)):
+                continue
+            if price < max_price - 1e-9:
+                return None
+            holding.append((price, instance_type.name))
+    names = ", ".join(pod.key for pod in stranded[:3])
+    more = f" and {len(stranded) - 3} more" if len(stranded) > 3 else ""
+    wanted = f"{format_quantity(need[0], CPU)} cpu, {need[1] / 1000 / 2**20:.0f}Mi memory"
+    cheapest = (f"; the cheapest that does is {min(holding)[1]} at ${min(holding)[0]:.4f}/h"
+                if holding else "")
+    return (f"can't replace with a cheaper node: pods {names}{more} fit on no other node, and "
+            f"no instance type cheaper than the node(s) (${max_price:.4f}/h) holds them "
+            f"({wanted} with the DaemonSets){cheapest}")
