@@ -76,7 +76,8 @@ def register(subparsers: Any) -> None:
                         type=_matching(_DNS_LABEL, "a namespace name"),
                         help=f"namespace of the controller (default {DEFAULT_NAMESPACE})")
     parser.add_argument("--region", metavar="REGION",
-                        help="AWS region (AWS_REGION; default: the node's, from the SDK)")
+                        help="AWS region (the controller's AWS_REGION; needed unless the "
+                             "pod's environment has one, as the IRSA webhook injects)")
     parser.add_argument("--cluster-endpoint", metavar="URL",
                         type=_checked(parse_endpoint, "URL"),
                         help="API server URL nodes join (default: eks:DescribeCluster)")
