@@ -53,3 +53,4 @@ def test_the_installed_rbac_covers_every_call_the_controllers_make(
     refused = {r for r in world.cloud_requests
                if not allows(permissions("sim"), r, own_namespace="kube-system")}
     assert refused == set()
+

@@ -25,6 +25,7 @@ from nodewright.cloud.sim import SimSettings, SimulatedEC2
 from nodewright.cluster.api import KINDS, ClusterAPI, NotFoundError, Object, WatchStream
 from nodewright.cluster.kube.access import Request, request_for
 from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
+from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import OperatorDriver
@@ -35,7 +36,10 @@ from tests.kube.waiting import eventually
 
 FAST_CLOUD = SimSettings(launch_delay=0.05, registration_delay=0.05, termination_delay=0.05,
                          startup_taint_delay=0.02, spot_notice=1.0, node_monitor_grace=1.0)
-FAST_CONTROLLERS = ControllerOptions(batch_idle_seconds=0.05, batch_max_seconds=0.5)
+FAST_CONTROLLERS = ControllerOptions(
+    batch_idle_seconds=0.05, batch_max_seconds=0.5,
+    disruption=DisruptionOptions(poll_seconds=0.2, validation_seconds=0.2,
+                                 in_flight_poll_seconds=0.1, unsynced_retry_seconds=0.1))
 # Short but in Karpenter's proportions (15 s / 10 s / 2 s); a Lease counts whole seconds.
 FAST_LEASE = LeaseTiming(lease_duration=1.0, renew_deadline=0.7, retry_period=0.1)
 
@@ -204,6 +208,9 @@ class RealTimeWorld:
                 for body in yaml.safe_load_all(file.read_text()):
                     if isinstance(body, dict):
                         self._apply_one(body)
+
+    def create(self, body: dict[str, Any]) -> None:
+        self._apply_one(body)
 
     def _apply_one(self, body: dict[str, Any]) -> None:
         kind = str(body["kind"])
