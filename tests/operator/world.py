@@ -209,9 +209,6 @@ class RealTimeWorld:
                     if isinstance(body, dict):
                         self._apply_one(body)
 
-    def create(self, body: dict[str, Any]) -> None:
-        self._apply_one(body)
-
     def _apply_one(self, body: dict[str, Any]) -> None:
         kind = str(body["kind"])
         namespace = body["metadata"].get("namespace") or (
