@@ -5,8 +5,9 @@
   True, container statuses running. (The Node's own Ready condition belongs to whoever
   created the Node.)
 - A pod that may finish (restartPolicy Never or OnFailure) and carries the
-  `nodewright.io/run-duration` annotation completes that long after it started (phase
-  Succeeded, not ready); without it, it runs until deleted.
+  `nodewright.io/run-duration` annotation (a Go duration such as 90s or 1h30m; "Never"
+  means no end) completes that long after it started (phase Succeeded, not ready);
+  without it, it runs until deleted.
 - A pod being deleted is removed when its grace period ends (`deletionTimestamp`).
 - A pod bound to a node that does not exist is removed after the pod garbage
   collector's 40 s quarantine, as Kubernetes' PodGC does for orphaned pods.
@@ -20,9 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from nodewright.api.formats import parse_duration
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, NotFoundError
-from nodewright.cluster.memory.durations import parse_duration
 from nodewright.cluster.memory.pod_status import (
     PENDING,
     RUNNING,

@@ -9,15 +9,12 @@ from typing import Any
 
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, NotFoundError
-from nodewright.cluster.memory.actor_support import split_key, write_status
 from nodewright.cluster.memory.copying import copy_object
 from nodewright.cluster.memory.pod_status import TERMINAL_PHASES, is_ready
 from nodewright.cluster.memory.store import InMemoryCluster
 from nodewright.runtime.reconciler import WatchEvent
 
 log = logging.getLogger(__name__)
-
-__all__ = ["split_key", "write_status"]  # re-exported for the controllers
 
 # Like the ReplicaSet controller's burstReplicas: at most this many creations per sync.
 BURST = 500

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nodewright.cluster import objects
+from nodewright.cluster.memory.actor_support import split_key, write_status
 from nodewright.cluster.memory.kube_scheduler.snapshot import NodeInfo, node_info
 from nodewright.cluster.memory.pod_status import FAILED, node_name, phase, set_pod_condition
 from nodewright.cluster.memory.store import InMemoryCluster
@@ -22,8 +23,6 @@ from nodewright.cluster.memory.workloads.common import (
     owner_keys,
     pod_from_template,
     ready_count,
-    split_key,
-    write_status,
 )
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.scheduling.pods import Pod, SpecError, parse_pod_spec, untolerated

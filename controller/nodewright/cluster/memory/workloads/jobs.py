@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodewright.cluster import objects
+from nodewright.cluster.memory.actor_support import split_key, write_status
 from nodewright.cluster.memory.pod_status import FAILED, SUCCEEDED, phase, set_pod_condition
 from nodewright.cluster.memory.store import InMemoryCluster
 from nodewright.cluster.memory.workloads.common import (
@@ -21,8 +22,6 @@ from nodewright.cluster.memory.workloads.common import (
     pod_from_template,
     ready_count,
     replicas,
-    split_key,
-    write_status,
 )
 from nodewright.cluster.memory.workloads.victims import deletion_order
 from nodewright.runtime.clock import format_time

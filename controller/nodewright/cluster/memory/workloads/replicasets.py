@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nodewright.cluster import objects
+from nodewright.cluster.memory.actor_support import split_key, write_status
 from nodewright.cluster.memory.store import InMemoryCluster
 from nodewright.cluster.memory.workloads.common import (
     BURST,
@@ -18,8 +19,6 @@ from nodewright.cluster.memory.workloads.common import (
     pod_from_template,
     ready_count,
     replicas,
-    split_key,
-    write_status,
 )
 from nodewright.cluster.memory.workloads.victims import deletion_order
 from nodewright.runtime.reconciler import Result, Watch
