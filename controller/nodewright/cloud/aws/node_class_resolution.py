@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from nodewright.api.core import Condition, NodeSelectorRequirementWithMinValues
+from nodewright.api.core import Condition, NodeSelectorRequirement
 from nodewright.api.ec2nodeclass import (
     AMIStatus,
     EC2NodeClassStatus,
@@ -101,7 +101,7 @@ class Resolution:
                     name=image.name or None,
                     deprecated=image.deprecated or None,
                     requirements=[
-                        NodeSelectorRequirementWithMinValues(
+                        NodeSelectorRequirement(
                             key=ARCH_LABEL, operator="In", values=[image.architecture]
                         )
                     ],
