@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from nodewright.api.ec2nodeclass import EC2NodeClass, KubeletConfiguration
+from nodewright.api.quantity import format_resources, parse_quantity
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.allocatable import NodeSettings, node_settings
 from nodewright.scheduling.catalog import InstanceType, build_catalog, offline_catalog
-from nodewright.scheduling.quantity import format_resources, parse_quantity
 
 # moto's data for these types lists fewer interfaces on the default network card (8 and 12)
 # than the data Karpenter's table was generated from (15 and 24 on one card). We follow

@@ -17,7 +17,7 @@ from nodewright.api.labels import label_value_problem, restricted_label_problem
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.api.problems import FieldPath
-from nodewright.scheduling.quantity import parse_quantity
+from nodewright.api.quantity import parse_quantity
 
 Finding = tuple[FieldPath, str]
 

@@ -12,9 +12,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from nodewright.api.formats import DURATION_PATTERN, QUANTITY_PATTERN, parse_duration
+from nodewright.api.quantity import format_quantity, parse_quantity
 from nodewright.policy.fields import dig, is_list, items_of, mapping_of, strings_of
 from nodewright.policy.rule import Enforcement, FieldPath, Rule, RuleContext, Violation
-from nodewright.scheduling.quantity import format_quantity, parse_quantity
 
 KIND = "NodePool"
 PULUMI_TYPE = "kubernetes:karpenter.sh/v1:NodePool"

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.api.nodepool import NodePool
+from nodewright.api.quantity import parse_quantity
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.pods import Taint
-from nodewright.scheduling.quantity import parse_quantity
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
     LABEL_HOSTNAME,

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nodewright.scheduling.quantity import PODS, Resources, add, maximum, parse_resources
+from nodewright.api.quantity import PODS, Resources, add, maximum, parse_resources
 from nodewright.scheduling.requirements import RequirementError, Requirements
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")

@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from nodewright.api.quantity import parse_quantity
 from nodewright.cloud.aws import tags
 from nodewright.cloud.aws.errors import aws_call
 from nodewright.cloud.provider import CloudProviderError
-from nodewright.scheduling.quantity import parse_quantity
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client

@@ -11,6 +11,7 @@ from typing import Final
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
+from nodewright.api.quantity import PODS
 from nodewright.cloud.aws import fleet, garbage, instance_profiles, instances, launch_templates
 from nodewright.cloud.aws import tags as tag_keys
 from nodewright.cloud.aws.catalog import LiveCatalog
@@ -34,7 +35,6 @@ from nodewright.cloud.provider import (
 )
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.pricing import PriceSource
-from nodewright.scheduling.quantity import PODS
 from nodewright.scheduling.requirements import Requirements
 
 RESOLUTION_CACHE_SECONDS: Final = 60.0
