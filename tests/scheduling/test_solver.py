@@ -158,11 +158,16 @@ def test_a_taint_keeps_pods_without_a_toleration_off_the_pool() -> None:
 
 
 def test_prefer_no_schedule_taints_are_tolerated_only_as_a_last_resort() -> None:
-    soft = nodepool("soft", taints=[Taint("spare", "", "PreferNoSchedule")])
+    # The tainted pool weighs more, so it would be tried first if its taint were ignored.
+    soft = nodepool("soft", taints=[Taint("spare", "", "PreferNoSchedule")], weight=50)
+    plain = nodepool("plain", weight=1)
 
-    result = run([pod("web-0")], [soft])
+    first = run([pod("web-0")], [soft, plain])
+    # With nowhere else to go, the pod still gets a node from the tainted pool.
+    last = run([pod("web-0")], [soft])
 
-    assert [claim.nodepool for claim in result.nodeclaims] == ["soft"]
+    assert [claim.nodepool for claim in first.nodeclaims] == ["plain"]
+    assert [claim.nodepool for claim in last.nodeclaims] == ["soft"]
 
 
 def test_the_heaviest_nodepool_that_fits_wins() -> None:
