@@ -339,6 +339,7 @@ BUDGETS = Rule(
         "and duration for windows when no node may be disrupted."
     ),
     enforcement=Enforcement.ADVISORY,
+    concern="convention",
     check=check_budgets,
     resource_types=(PULUMI_TYPE,),
     kinds=(KIND,),
@@ -372,6 +373,7 @@ CONSOLIDATION = Rule(
         "budgets a schedule and duration instead of blocking consolidation permanently."
     ),
     enforcement=Enforcement.ADVISORY,
+    concern="convention",
     check=check_consolidation,
     resource_types=(PULUMI_TYPE,),
     kinds=(KIND,),
@@ -436,7 +438,8 @@ TEAM_TAINT = Rule(
         "add a taint under spec.template.spec.taints, e.g. {key: team, value: <team>, "
         "effect: NoSchedule}, and the matching toleration to the team's pods."
     ),
-    enforcement=Enforcement.MANDATORY,
+    enforcement=Enforcement.ADVISORY,
+    concern="convention",
     check=check_team_taint,
     resource_types=(PULUMI_TYPE,),
     kinds=(KIND,),
