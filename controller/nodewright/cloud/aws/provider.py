@@ -19,7 +19,7 @@ from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
 from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
 from nodewright.cloud.aws.discovery import subnet_per_zone
-from nodewright.cloud.aws.drift import drift_of
+from nodewright.cloud.aws.drift import drift_of, static_drift
 from nodewright.cloud.aws.node_class_resolution import Resolution, resolve_node_class
 from nodewright.cloud.aws.node_identity import node_labels
 from nodewright.cloud.aws.offerings import Choice, capacity_type_for, launchable
@@ -183,6 +183,10 @@ class AwsCloudProvider:
         provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
         if not provider_id:
             return None
+        static = static_drift(nodeclaim.metadata.annotations or {}, node_class)
+        if static is not None:
+            log.info("nodeclaim %s drifted: %s", nodeclaim.name, static.message)
+            return static.reason
         instance = self.get(provider_id)
         resolution = self.resolve(node_class)
         drift = drift_of(
