@@ -389,6 +389,53 @@ def test_daemonset_overhead_is_added_to_new_nodes_it_would_run_on() -> None:
     assert [claim.instance_type for claim in result.nodeclaims] == ["medium.1"]
 
 
+def _agent_with_terms(*terms: list[dict[str, Any]]) -> Any:
+    return daemonset_from_manifest({
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "kube-system"},
+        "spec": {"template": {"spec": {
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": term} for term in terms]}}},
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}}},
+    })
+
+
+def test_daemonset_overhead_counts_when_any_ored_node_selector_term_matches() -> None:
+    # The first term names another pool; the second matches this one. Kubernetes ORs them,
+    # so the agent runs on this pool's nodes and its 1 cpu must be planned for.
+    agent = _agent_with_terms(
+        [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["gpu"]}],
+        [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["default"]}],
+    )
+    unrelated = _agent_with_terms(
+        [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["gpu"]}],
+        [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["batch"]}],
+    )
+
+    # 1.5 cpu of pod + 1 cpu of agent do not fit the small type (2 cpu).
+    assert [c.instance_type for c in run([pod("web-0", cpu="1500m")], daemonsets=[agent])
+            .nodeclaims] == ["medium.1"]
+    assert [c.instance_type for c in run([pod("web-0", cpu="1500m")], daemonsets=[unrelated])
+            .nodeclaims] == ["small.1"]
+
+
+def test_an_existing_node_reserves_room_for_a_daemonset_matching_its_second_term() -> None:
+    agent = _agent_with_terms(
+        [{"key": "node-role", "operator": "In", "values": ["gpu"]}],
+        [{"key": "node-role", "operator": "In", "values": ["web"]}],
+    )
+    node = ExistingNode(
+        "node-1", {ZONE: "zone-a", HOSTNAME: "node-1", "node-role": "web"}, (),
+        {"cpu": 2000, "memory": 8 * GIB, "pods": 110_000},
+    )
+
+    # The agent's pod is not running yet: its 1 cpu is kept free, so 1.5 cpu go elsewhere.
+    result = run([pod("web-0", cpu="1500m")], nodes=[node], daemonsets=[agent])
+
+    assert result.existing == ()
+    assert [claim.instance_type for claim in result.nodeclaims] == ["small.1"]
+
+
 def test_the_init_container_rule_and_overhead_decide_the_requests() -> None:
     spec = {
         "initContainers": [

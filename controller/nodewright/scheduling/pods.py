@@ -214,6 +214,14 @@ class Pod:
             requirements = requirements.merged(self.required_terms[0])
         return requirements
 
+    def strict_node_alternatives(self) -> tuple[Requirements, ...]:
+        """What Kubernetes enforces, one entry per ORed required term: the pod fits a node
+        that satisfies the nodeSelector and any one of them."""
+        selector = Requirements.from_labels(self.node_selector)
+        if not self.required_terms:
+            return (selector,)
+        return tuple(selector.merged(term) for term in self.required_terms)
+
 
 @dataclass(frozen=True, slots=True)
 class DaemonSet:

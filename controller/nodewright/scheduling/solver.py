@@ -298,7 +298,11 @@ class _Solver:
             daemonset
             for daemonset in self.problem.daemonsets
             if untolerated(hard_taints, daemonset.pod.tolerations) is None
-            and requirements.conflict(daemonset.pod.strict_node_requirements()) is None
+            # As Karpenter does, each ORed nodeSelectorTerm is tried in turn.
+            and any(
+                requirements.conflict(alternative) is None
+                for alternative in daemonset.pod.strict_node_alternatives()
+            )
         ]
 
     def _add_existing_nodes(self) -> None:
@@ -334,7 +338,10 @@ class _Solver:
                 if (
                     f"DaemonSet/{daemonset.name}" not in owners
                     and untolerated(hard_taints, daemonset.pod.tolerations) is None
-                    and daemonset.pod.strict_node_requirements().satisfied_by_labels(node.labels)
+                    and any(
+                        alternative.satisfied_by_labels(node.labels)
+                        for alternative in daemonset.pod.strict_node_alternatives()
+                    )
                 ):
                     daemon = self.index.vector(daemonset.pod.requests)
                     target.used = self.index.add(target.used, daemon)
