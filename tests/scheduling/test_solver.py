@@ -178,6 +178,17 @@ def test_the_heaviest_nodepool_that_fits_wins() -> None:
     assert [claim.nodepool for claim in result.nodeclaims] == ["heavy"]
 
 
+def test_among_equal_weights_the_name_that_sorts_last_is_tried_first() -> None:
+    # Karpenter orders NodePools by weight, then by name descending.
+    pools = [nodepool("alpha"), nodepool("charlie"), nodepool("bravo")]
+
+    result = run([pod("web-0")], pools)
+
+    assert [claim.nodepool for claim in result.nodeclaims] == ["charlie"]
+    weighted = run([pod("web-0")], [*pools, nodepool("aardvark", weight=5)])
+    assert [claim.nodepool for claim in weighted.nodeclaims] == ["aardvark"]
+
+
 def test_limits_drop_types_that_would_exceed_them_and_stop_new_nodes() -> None:
     limited = nodepool("capped", limits={"cpu": 6000})
 

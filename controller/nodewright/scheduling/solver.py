@@ -245,7 +245,9 @@ class _Solver:
         self.claim_count = 0
         self.standalone: dict[tuple[str, tuple[object, ...]], float] = {}
         self._efficiency = GrowthJudge()
-        self.pools = [self._pool(t) for t in sorted(problem.nodepools, key=_pool_order)]
+        self.pools = [
+            self._pool(t) for t in sorted(problem.nodepools, key=_pool_order, reverse=True)
+        ]
         for pod in chain(problem.pods, problem.bound_pods):
             self.topology.register(pod)
         self._add_existing_nodes()
@@ -731,7 +733,9 @@ class _Solver:
 
 
 def _pool_order(template: NodePoolTemplate) -> tuple[int, str]:
-    return (-template.weight, template.name)
+    """Sorted in reverse: heaviest first, and among equal weights the name that sorts last
+    first (Karpenter's OrderByWeight)."""
+    return (template.weight, template.name)
 
 
 def _fill(claim: ClaimTarget) -> float:
