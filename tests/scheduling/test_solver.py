@@ -200,6 +200,30 @@ def test_limits_drop_types_that_would_exceed_them_and_stop_new_nodes() -> None:
     assert all("limits leave no room" in reason for _, reason in result.unschedulable)
 
 
+def test_a_node_count_limit_stops_new_nodes() -> None:
+    capped = nodepool("capped", limits={"nodes": 2000})  # limits: {nodes: "2"}
+
+    # Each pod needs a large node of its own: only two may be launched.
+    result = run(replicas(3, "big", cpu="7", memory="1Gi"), [capped])
+
+    assert [claim.instance_type for claim in result.nodeclaims] == ["large.1", "large.1"]
+    ((_, reason),) = result.unschedulable
+    assert "limits leave no room for another node (remaining: nodes 0)" in reason
+
+
+def test_existing_nodes_of_the_pool_count_toward_its_node_limit() -> None:
+    node = ExistingNode(
+        "node-1", {ZONE: "zone-a", HOSTNAME: "node-1", "karpenter.sh/nodepool": "capped"}, (),
+        {"cpu": 1000, "memory": 1 * GIB, "pods": 110_000},
+    )
+    capped = nodepool("capped", limits={"nodes": 1000})
+
+    result = run([pod("web-0", cpu="1500m")], [capped], nodes=[node])
+
+    assert result.nodeclaims == ()
+    assert len(result.unschedulable) == 1
+
+
 def test_spot_is_chosen_when_the_pool_allows_it_and_it_is_cheaper() -> None:
     catalog = [instance_type("medium.1", 4, 8, 0.20, capacity_types=("on-demand", "spot"))]
 

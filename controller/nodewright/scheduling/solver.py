@@ -49,6 +49,7 @@ from nodewright.scheduling.requirements import (
     Requirements,
 )
 from nodewright.scheduling.targets import (
+    LIMIT_NODES,
     Candidate,
     ClaimTarget,
     ExistingTarget,
@@ -285,6 +286,7 @@ class _Solver:
             if node.labels.get(LABEL_NODEPOOL) == template.name:
                 for name, amount in (node.capacity or node.allocatable or {}).items():
                     usage[name] = usage.get(name, 0) + amount
+                usage[LIMIT_NODES] = usage.get(LIMIT_NODES, 0) + 1000
         remaining = (
             {name: limit - usage.get(name, 0) for name, limit in sorted(template.limits.items())}
             if template.limits is not None

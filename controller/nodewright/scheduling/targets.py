@@ -163,14 +163,27 @@ class PoolState:
     def within_limits(self, instance_type: InstanceType) -> bool:
         if self.remaining is None:
             return True
-        capacity = instance_type.capacity
-        return all(capacity.get(name, 0) <= left for name, left in self.remaining.items())
+        return all(
+            limited_amount(instance_type, name) <= left for name, left in self.remaining.items()
+        )
 
     def reserve(self, previous: Mapping[str, int], current: Mapping[str, int]) -> None:
         if self.remaining is None:
             return
         for name in self.remaining:
             self.remaining[name] += previous.get(name, 0) - current.get(name, 0)
+
+
+LIMIT_NODES = "nodes"
+"""`spec.limits.nodes`: a NodePool's limit on its number of nodes (Karpenter enforces it
+beside the resource limits); each node counts as one."""
+
+
+def limited_amount(instance_type: InstanceType, name: str) -> int:
+    """What one node of this type counts against the limit `name` (milli-units)."""
+    if name == LIMIT_NODES:
+        return 1000
+    return instance_type.capacity.get(name, 0)
 
 
 def _without_hostname(requirements: Requirements) -> Requirements:
@@ -227,7 +240,7 @@ class ClaimTarget(Target):
         if self.committed and pool is not None and pool.remaining is not None:
             fitting = Narrowed(self.candidates, start).fitting(self.used)
             reserved = {
-                name: max(c.instance_type.capacity.get(name, 0) for c in fitting)
+                name: max(limited_amount(c.instance_type, name) for c in fitting)
                 for name in pool.remaining
             }
             pool.reserve(self.reserved, reserved)
