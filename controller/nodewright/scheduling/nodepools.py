@@ -122,12 +122,14 @@ def cheapest_offering_of(
     """(price, capacity type, zone) of the cheapest allowed offering, ties broken by name."""
     zone = requirements.get(LABEL_ZONE)
     capacity_type = requirements.get(LABEL_CAPACITY_TYPE)
+    zone_id = requirements.get(LABEL_ZONE_ID)
     options = [
         (offering.price, offering.capacity_type, offering.zone)
         for offering in instance_type.offerings
         if offering.available
         and (zone is None or zone.has(offering.zone))
         and (capacity_type is None or capacity_type.has(offering.capacity_type))
+        and (zone_id is None or zone_id.matches_label(offering.zone_id))
     ]
     return min(options) if options else None
 

@@ -45,6 +45,7 @@ from nodewright.scheduling.requirements import (
     LABEL_HOSTNAME,
     LABEL_NODEPOOL,
     LABEL_ZONE,
+    LABEL_ZONE_ID,
     Requirement,
     Requirements,
 )
@@ -263,13 +264,16 @@ class _Solver:
             if labels_compatible(it, requirements)
             and (price := cheapest_price(it, requirements)) is not None
         ]
-        # Make zone and capacity type finite so that topology can pick among them.
-        for key in (LABEL_ZONE, LABEL_CAPACITY_TYPE):
+        # Make zone, zone id and capacity type finite so that topology can pick among them
+        # (the domains come from the offerings; zone ids only where the catalog knows them).
+        for key in (LABEL_ZONE, LABEL_CAPACITY_TYPE, LABEL_ZONE_ID):
             offered = {
                 value
                 for value in offering_values([c.instance_type for c in base], key)
                 if key not in requirements or requirements[key].has(value)
             }
+            if key == LABEL_ZONE_ID and not offered and key not in requirements:
+                continue
             requirements.add(Requirement(key, False, frozenset(offered)))
         base.sort(key=lambda c: (c.price, c.instance_type.name))
         source = DomainSource(template.taints, requirements=requirements)

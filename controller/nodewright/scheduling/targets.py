@@ -19,7 +19,13 @@ from nodewright.scheduling.nodepools import (
     min_values_problem,
 )
 from nodewright.scheduling.pods import HostPort, Pod, Taint
-from nodewright.scheduling.requirements import LABEL_HOSTNAME, LABEL_ZONE, Requirements
+from nodewright.scheduling.requirements import (
+    LABEL_HOSTNAME,
+    LABEL_ZONE,
+    LABEL_ZONE_ID,
+    Requirement,
+    Requirements,
+)
 from nodewright.scheduling.topology import TopologyGroup
 
 Vector = tuple[int, ...]
@@ -314,6 +320,12 @@ class PlannedNodeClaim:
         return self.instance_types[0][0]
 
 
+def _single_value(requirement: Requirement | None) -> bool:
+    return (
+        requirement is not None and not requirement.complement and len(requirement.values) == 1
+    )
+
+
 def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
     """Describe the claim: its fitting types cheapest first (each priced by its cheapest
     offering the claim's requirements allow) and the offering the cheapest one launches."""
@@ -322,15 +334,13 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
     fitting.sort(key=lambda c: (c.price, c.instance_type.name))
     offering = cheapest_offering_of(fitting[0].instance_type, claim.requirements)
     assert offering is not None
-    price, capacity_type, _ = offering
-    zone_requirement = claim.requirements.get(LABEL_ZONE)
+    price, capacity_type, offered_zone = offering
     zone = None
-    if (
-        zone_requirement is not None
-        and not zone_requirement.complement
-        and len(zone_requirement.values) == 1
-    ):
-        zone = next(iter(zone_requirement.values))
+    if _single_value(claim.requirements.get(LABEL_ZONE)):
+        zone = offered_zone
+    elif _single_value(claim.requirements.get(LABEL_ZONE_ID)):
+        # One zone id is one zone: the one its offerings are in.
+        zone = offered_zone
     return PlannedNodeClaim(
         name=claim.hostname,
         nodepool=claim.pool.name,
