@@ -162,6 +162,8 @@ NODECLASS_CASES: list[tuple[str, str, Any, str | None, str]] = [
      "spec", "exactly one of ['role', 'instanceProfile']"),
     ("alias alone", "spec|amiSelectorTerms", [{"alias": "al2023@latest"}], None, ""),
     ("alias pinned", "spec|amiSelectorTerms", [{"alias": "al2023@v20240807"}], None, ""),
+    ("al2023 alias without v", "spec|amiSelectorTerms", [{"alias": "al2023@20240807"}],
+     "spec.amiSelectorTerms[0].alias", "must be 'latest' or a pinned version such as v2024"),
     ("boolean as a string", "spec|kubelet|cpuCFSQuota", "true",
      "spec.kubelet.cpuCFSQuota", "valid boolean"),
     ("maxPods as a string", "spec|kubelet|maxPods", "10",
@@ -265,6 +267,16 @@ def test_an_old_api_version_is_refused_with_the_served_one_named() -> None:
         ("apiVersion",
          "apiVersion 'karpenter.sh/v1beta1' is not served; NodePool is karpenter.sh/v1"),
     ]
+
+
+@pytest.mark.parametrize("version", ["1.20.4", "v1.20.4", "latest"])
+def test_a_bottlerocket_version_is_taken_with_or_without_its_v(version: str) -> None:
+    # Bottlerocket releases are written with a v on GitHub and without one in SSM.
+    body = _set(_base("EC2NodeClass"), "spec|amiSelectorTerms",
+                [{"alias": f"bottlerocket@{version}"}])
+    body = _set(body, "spec|amiFamily", DELETE)
+
+    assert _problems(body) == []
 
 
 @pytest.mark.parametrize(

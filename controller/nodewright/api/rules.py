@@ -188,10 +188,12 @@ def _check_ami_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
                 )
             elif family.startswith("windows") and version != "latest":
                 yield (*here, "alias"), "windows families may only specify version 'latest'"
-            elif version != "latest" and not version.startswith("v"):
+            elif version != "latest" and family != "bottlerocket" and not version.startswith("v"):
+                # Bottlerocket versions are taken with or without the v (its SSM parameters
+                # have none, its GitHub releases have one), as Karpenter does.
                 yield (*here, "alias"), (
                     f"alias version {version!r} must be 'latest' or a pinned version such as "
-                    "v20240807 (al2, al2023) or v1.26.0 (bottlerocket)"
+                    "v20240807 (al2, al2023) or 1.26.0 / v1.26.0 (bottlerocket)"
                 )
         if term.id is not None and len(fields) > 1:
             yield (*here, "id"), (
