@@ -118,6 +118,7 @@ class SchedulingResult:
                     "capacityType": claim.capacity_type,
                     "zone": claim.zone,
                     "price": claim.price,
+                    "priceEstimated": claim.price_estimated,
                     "pods": list(claim.pods),
                 }
                 for claim in self.nodeclaims

@@ -314,6 +314,8 @@ class PlannedNodeClaim:
     price: float
     pods: tuple[str, ...]
     requirements: Requirements
+    # The price is an estimate (no listed price for this type, zone and capacity type).
+    price_estimated: bool = False
 
     @property
     def instance_type(self) -> str:
@@ -335,6 +337,11 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
     offering = cheapest_offering_of(fitting[0].instance_type, claim.requirements)
     assert offering is not None
     price, capacity_type, offered_zone = offering
+    estimated = any(
+        o.price_estimated
+        for o in fitting[0].instance_type.offerings
+        if (o.zone, o.capacity_type, o.price) == (offered_zone, capacity_type, price)
+    )
     zone = None
     if _single_value(claim.requirements.get(LABEL_ZONE)):
         zone = offered_zone
@@ -350,4 +357,5 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
         price=price,
         pods=tuple(pod.key for pod in claim.pods),
         requirements=claim.requirements,
+        price_estimated=estimated,
     )
