@@ -243,7 +243,9 @@ NODECLASS_CASES: list[tuple[str, str, Any, str | None, str]] = [
      "spec.metadataOptions.httpTokens", "'sometimes' is not allowed"),
     ("instanceStorePolicy unknown", "spec|instanceStorePolicy", "RAID5",
      "spec.instanceStorePolicy", "'RAID5' is not allowed"),
-    ("unknown amiFamily", "spec|amiFamily", "Ubuntu", "spec.amiFamily", "'Ubuntu' is not allowed"),
+    ("removed amiFamily", "spec|amiFamily", "Ubuntu", "spec.amiFamily",
+     "amiFamily Ubuntu was removed in Karpenter v1: use amiFamily: AL2023"),
+    ("unknown amiFamily", "spec|amiFamily", "Gentoo", "spec.amiFamily", "'Gentoo' is not allowed"),
     ("unknown field", "spec|launchTemplate", "lt-1", "spec.launchTemplate", "unknown field"),
 ]
 

@@ -74,7 +74,10 @@ def parse_quantity(value: str | int | float) -> int:
     elif match["exponent"] is not None:
         exponent = int(match["exponent"])
         if abs(exponent) > 30:
-            raise ValueError(f"{value!r} is not a quantity: exponent {exponent} is out of range")
+            raise ValueError(
+                f"{value!r} is out of range: exponents from -30 to 30 are taken "
+                "(1e30 is already more than any cluster holds)"
+            )
         amount *= Fraction(10) ** exponent
     else:
         amount *= _DECIMAL_SUFFIXES[match["decimal"] or ""]

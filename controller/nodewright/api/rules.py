@@ -83,6 +83,8 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
     yield from check_requirements(
         template.spec.requirements, ("spec", "template", "spec", "requirements")
     )
+    for name, quantity in (nodepool.spec.limits or {}).items():
+        yield from _check_quantity(quantity, ("spec", "limits", name))
     for index, budget in enumerate(nodepool.spec.disruption.budgets):
         here = ("spec", "disruption", "budgets", index)
         if (budget.schedule is None) != (budget.duration is None):
@@ -93,6 +95,15 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
                 f"schedule {budget.schedule!r} is not a cron expression "
                 "(five fields such as '0 9 * * mon-fri', or @daily, @hourly, ...)"
             )
+
+
+def _check_quantity(quantity: str, where: FieldPath) -> Iterator[Finding]:
+    """A quantity the pattern accepts but Nodewright cannot compute with (1e31, say) is
+    reported here, so that `plan` and the controller never meet it."""
+    try:
+        parse_quantity(quantity)
+    except ValueError as error:
+        yield where, str(error)
 
 
 def _valid_cron(expression: str) -> bool:
@@ -245,6 +256,7 @@ def _check_kubelet(spec: EC2NodeClassSpec) -> Iterator[Finding]:
     for field, reserved in (("kubeReserved", kubelet.kube_reserved),
                             ("systemReserved", kubelet.system_reserved)):
         for resource, quantity in (reserved or {}).items():
+            yield from _check_quantity(quantity, (*here, field, resource))
             if quantity.startswith("-"):
                 yield (*here, field, resource), (
                     f"{field} value cannot be a negative resource quantity"
