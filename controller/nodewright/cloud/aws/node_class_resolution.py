@@ -14,7 +14,7 @@ from nodewright.api.ec2nodeclass import (
     SecurityGroupStatus,
     SubnetStatus,
 )
-from nodewright.cloud.aws.amis import AliasError, Image, resolve_amis
+from nodewright.cloud.aws.amis import AliasError, Image, resolve_amis, variant_requirements
 from nodewright.cloud.aws.discovery import (
     SecurityGroup,
     Subnet,
@@ -95,6 +95,8 @@ class Resolution:
             security_groups=[
                 SecurityGroupStatus(id=g.id, name=g.name or None) for g in self.security_groups
             ],
+            # One entry per image and variant, as Karpenter writes them: the requirements
+            # say which instance types boot the image (GPU types the nvidia one, ...).
             amis=[
                 AMIStatus(
                     id=image.id,
@@ -103,10 +105,15 @@ class Resolution:
                     requirements=[
                         NodeSelectorRequirement(
                             key=ARCH_LABEL, operator="In", values=[image.architecture]
-                        )
+                        ),
+                        *(
+                            NodeSelectorRequirement(key=key, operator=operator)
+                            for key, operator in variant_requirements(variant)
+                        ),
                     ],
                 )
                 for image in self.images
+                for variant in image.variants or ("",)
             ],
             instance_profile=self.instance_profile,
             conditions=self.conditions(now),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
@@ -14,6 +14,7 @@ from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.quantity import PODS
 from nodewright.cloud.aws import fleet, garbage, instance_profiles, instances, launch_templates
 from nodewright.cloud.aws import tags as tag_keys
+from nodewright.cloud.aws.amis import Image, image_for
 from nodewright.cloud.aws.catalog import LiveCatalog
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
@@ -129,13 +130,18 @@ class AwsCloudProvider:
                 resource=f"ec2nodeclass {node_class.name}",
             )
         subnets = subnet_per_zone(resolution.subnets)
-        images = {image.architecture: image for image in resolution.images}
         requirements = Requirements.from_node_selector(
             [r.to_manifest() for r in nodeclaim.spec.requirements]
         )
-        choices = launchable(
-            self.get_instance_types(node_class), requirements, sorted(subnets), sorted(images)
-        )
+        # Only instance types some image supports (a GPU type needs a GPU image).
+        choices = [
+            choice
+            for choice in launchable(
+                self.get_instance_types(node_class), requirements, sorted(subnets),
+                sorted({image.architecture for image in resolution.images}),
+            )
+            if image_for(choice.instance_type.labels, resolution.images) is not None
+        ]
         capacity_type = capacity_type_for(choices)
         if capacity_type is None:
             raise InsufficientCapacityError(
@@ -154,7 +160,7 @@ class AwsCloudProvider:
                     subnet_id=subnets[choice.offering.zone].id,
                     price=choice.offering.price,
                     template_name=templates[choice.instance_type.name],
-                    image_id=images[choice.instance_type.labels["kubernetes.io/arch"]].id,
+                    image_id=_image_of(choice.instance_type.labels, resolution).id,
                 )
                 for choice in picked
             ]
@@ -246,7 +252,6 @@ class AwsCloudProvider:
     ) -> dict[str, str]:
         """instance type -> launch template name; one template per (image, max pods)."""
         family = node_class.resolved_ami_family()
-        images = {image.architecture: image for image in resolution.images}
         nodepool = (nodeclaim.metadata.labels or {}).get(NODEPOOL_LABEL)
         labels = node_labels(nodeclaim.metadata.labels, nodeclaim.spec.requirements, nodepool)
         spec = node_class.spec
@@ -256,7 +261,7 @@ class AwsCloudProvider:
             instance_type = choice.instance_type
             if instance_type.name in result:
                 continue
-            image = images[instance_type.labels["kubernetes.io/arch"]]
+            image = _image_of(instance_type.labels, resolution)
             pods = instance_type.capacity.get(PODS)
             max_pods = pods // 1000 if pods is not None else None
             key = (image.id, max_pods)
@@ -339,3 +344,9 @@ class AwsCloudProvider:
                 "karpenter.sh/capacity-type": launched.capacity_type,
             },
         )
+
+
+def _image_of(labels: Mapping[str, str], resolution: Resolution) -> Image:
+    image = image_for(labels, resolution.images)
+    assert image is not None, "choices are limited to instance types an image supports"
+    return image
