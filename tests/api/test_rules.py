@@ -162,6 +162,8 @@ NODECLASS_CASES: list[tuple[str, str, Any, str | None, str]] = [
      "spec", "exactly one of ['role', 'instanceProfile']"),
     ("alias alone", "spec|amiSelectorTerms", [{"alias": "al2023@latest"}], None, ""),
     ("alias pinned", "spec|amiSelectorTerms", [{"alias": "al2023@v20240807"}], None, ""),
+    ("al2023 alias without v", "spec|amiSelectorTerms", [{"alias": "al2023@20240807"}],
+     "spec.amiSelectorTerms[0].alias", "must be 'latest' or a pinned version such as v2024"),
     ("boolean as a string", "spec|kubelet|cpuCFSQuota", "true",
      "spec.kubelet.cpuCFSQuota", "valid boolean"),
     ("maxPods as a string", "spec|kubelet|maxPods", "10",
@@ -193,8 +195,7 @@ NODECLASS_CASES: list[tuple[str, str, Any, str | None, str]] = [
     ("subnet id with tags", "spec|subnetSelectorTerms|1|tags", {"a": "b"},
      "spec.subnetSelectorTerms[1].id", "'id' is mutually exclusive"),
     ("empty tag value in selector", "spec|subnetSelectorTerms|0|tags", {"a": ""},
-     "spec.subnetSelectorTerms[0].tags[a]" if False else "spec.subnetSelectorTerms[0].tags.a",
-     "empty tag keys or values"),
+     "spec.subnetSelectorTerms[0].tags.a", "empty tag keys or values"),
     ("security group name with tags", "spec|securityGroupSelectorTerms|2|tags", {"a": "b"},
      "spec.securityGroupSelectorTerms[2].name", "'name' is mutually exclusive"),
     ("bad subnet id", "spec|subnetSelectorTerms|1|id", "sn-123",
@@ -242,7 +243,9 @@ NODECLASS_CASES: list[tuple[str, str, Any, str | None, str]] = [
      "spec.metadataOptions.httpTokens", "'sometimes' is not allowed"),
     ("instanceStorePolicy unknown", "spec|instanceStorePolicy", "RAID5",
      "spec.instanceStorePolicy", "'RAID5' is not allowed"),
-    ("unknown amiFamily", "spec|amiFamily", "Ubuntu", "spec.amiFamily", "'Ubuntu' is not allowed"),
+    ("removed amiFamily", "spec|amiFamily", "Ubuntu", "spec.amiFamily",
+     "amiFamily Ubuntu was removed in Karpenter v1: use amiFamily: AL2023"),
+    ("unknown amiFamily", "spec|amiFamily", "Gentoo", "spec.amiFamily", "'Gentoo' is not allowed"),
     ("unknown field", "spec|launchTemplate", "lt-1", "spec.launchTemplate", "unknown field"),
 ]
 
@@ -266,6 +269,16 @@ def test_an_old_api_version_is_refused_with_the_served_one_named() -> None:
         ("apiVersion",
          "apiVersion 'karpenter.sh/v1beta1' is not served; NodePool is karpenter.sh/v1"),
     ]
+
+
+@pytest.mark.parametrize("version", ["1.20.4", "v1.20.4", "latest"])
+def test_a_bottlerocket_version_is_taken_with_or_without_its_v(version: str) -> None:
+    # Bottlerocket releases are written with a v on GitHub and without one in SSM.
+    body = _set(_base("EC2NodeClass"), "spec|amiSelectorTerms",
+                [{"alias": f"bottlerocket@{version}"}])
+    body = _set(body, "spec|amiFamily", DELETE)
+
+    assert _problems(body) == []
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from nodewright.api.manifests import parse_documents
 from tests.api.helpers import run_cli, write
-from tests.conftest import EXAMPLES, SHARED
+from tests.conftest import EXAMPLES, shared_path
 
-SEED_WITH_MISTAKES = SHARED / "seeds" / "001_6cb0740443c2222b.txt"
+SEED_WITH_MISTAKES = ("seeds", "001_6cb0740443c2222b.txt")
 LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+)(:\d+)?: ")
 
 
@@ -42,7 +42,8 @@ def _seed_yaml_blocks(text: str) -> list[tuple[int, str]]:
 def test_every_mistake_in_the_seed_examples_is_reported_on_its_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for start, block in _seed_yaml_blocks(SEED_WITH_MISTAKES.read_text()):
+    seed = shared_path(*SEED_WITH_MISTAKES)
+    for start, block in _seed_yaml_blocks(seed.read_text()):
         (tmp_path / f"seed-block-{start:03d}.yaml").write_text(block)
     code, out, _ = run_cli(capsys, "validate", str(tmp_path))
     assert code == 1
@@ -52,7 +53,7 @@ def test_every_mistake_in_the_seed_examples_is_reported_on_its_line(
         for line in out.splitlines()
         if (m := LINE.match(line))
     }
-    seed_lines = SEED_WITH_MISTAKES.read_text().split("\n")
+    seed_lines = seed.read_text().split("\n")
     expectations = {
         # the NodeClass example: securityGroupSelectorTerms indented 3 spaces
         71: "indented 3 spaces",

@@ -6,10 +6,21 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from nodewright.api.hashes import (
+    NODECLASS_HASH,
+    NODECLASS_HASH_VERSION,
+    node_class_hash_annotations,
+)
 from nodewright.api.nodeclaim import NodeClaimStatus
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.clock import FakeClock
-from nodewright.cloud.aws.drift import AMI_DRIFT, SECURITY_GROUP_DRIFT, SUBNET_DRIFT
+from nodewright.cloud.aws.drift import (
+    AMI_DRIFT,
+    NODECLASS_DRIFT,
+    SECURITY_GROUP_DRIFT,
+    SUBNET_DRIFT,
+    static_drift,
+)
 from nodewright.cloud.aws.garbage import orphaned_instances
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import NodeClaimNotFoundError
@@ -120,3 +131,52 @@ def test_drift_names_what_changed(
 
     regrouped = node_class(securityGroupSelectorTerms=[{"id": world.other_security_group}])
     assert provider.drift_reason(claim, regrouped) == SECURITY_GROUP_DRIFT
+
+
+def test_a_changed_ec2nodeclass_spec_is_node_class_drift_by_its_hash(
+    provider: AwsCloudProvider, world: World, clients: AwsClients
+) -> None:
+    launched_from = node_class()
+    instance = provider.create(nodeclaim(), launched_from)
+    clients.ec2.modify_instance_attribute(
+        InstanceId=instance.instance_id, Groups=[world.security_group]
+    )
+    claim = with_provider_id("default-abcde", instance.provider_id)
+    # The provisioner stamps the hash of the spec it launched from.
+    claim.metadata.annotations = node_class_hash_annotations(launched_from)
+    assert provider.drift_reason(claim, node_class()) is None
+
+    for changed in (
+        node_class(tags={"team": "search"}),
+        node_class(userData="#!/bin/bash\necho hello"),
+        node_class(metadataOptions={"httpPutResponseHopLimit": 2}),
+        node_class(blockDeviceMappings=[
+            {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "100Gi"}, "rootVolume": True}
+        ]),
+        node_class(kubelet={"maxPods": 20}),
+        node_class(detailedMonitoring=True),
+    ):
+        assert provider.drift_reason(claim, changed) == NODECLASS_DRIFT
+
+
+def test_only_a_hash_of_the_same_version_drifts(
+    provider: AwsCloudProvider, world: World, clients: AwsClients
+) -> None:
+    instance = provider.create(nodeclaim(), node_class())
+    clients.ec2.modify_instance_attribute(
+        InstanceId=instance.instance_id, Groups=[world.security_group]
+    )
+    claim = with_provider_id("default-abcde", instance.provider_id)
+    claim.metadata.annotations = {
+        NODECLASS_HASH: "12345", NODECLASS_HASH_VERSION: "v3",  # stamped by Karpenter
+    }
+    assert provider.drift_reason(claim, node_class(tags={"team": "search"})) is None
+    claim.metadata.annotations = {}
+    assert provider.drift_reason(claim, node_class(tags={"team": "search"})) is None
+
+
+def test_selector_terms_are_not_hashed_their_resolved_values_are_checked() -> None:
+    stamped = node_class_hash_annotations(node_class())
+    moved = node_class(subnetSelectorTerms=[{"id": "subnet-0abc"}])
+    assert static_drift(stamped, moved) is None
+    assert static_drift(stamped, node_class(tags={"team": "search"})) is not None

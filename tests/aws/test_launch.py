@@ -354,3 +354,53 @@ def test_al2023_user_data_that_is_not_yaml_refuses_to_launch(
     with pytest.raises(CloudProviderError, match=r"spec\.userData: .* is not valid YAML"):
         provider.create(nodeclaim(), broken)
     assert recorder.calls_of("ec2:CreateFleet") == []
+
+
+def launch_template_data(clients: AwsClients) -> list[dict[str, Any]]:
+    names = [t["LaunchTemplateName"]
+             for t in clients.ec2.describe_launch_templates()["LaunchTemplates"]]
+    return [
+        clients.ec2.describe_launch_template_versions(LaunchTemplateName=name)[
+            "LaunchTemplateVersions"][0]["LaunchTemplateData"]
+        for name in names
+    ]
+
+
+def test_the_custom_family_leaves_block_devices_to_the_ami(
+    provider: AwsCloudProvider, clients: AwsClients
+) -> None:
+    custom = node_class(
+        amiFamily="Custom", amiSelectorTerms=[{"id": X86_IMAGE}],
+        userData="#!/bin/bash\n/etc/eks/bootstrap.sh demo\n",
+    )
+    provider.create(nodeclaim(), custom)
+
+    (data,) = launch_template_data(clients)
+    assert "BlockDeviceMappings" not in data
+
+
+def test_the_custom_family_uses_the_block_devices_the_node_class_lists(
+    provider: AwsCloudProvider, clients: AwsClients
+) -> None:
+    custom = node_class(
+        amiFamily="Custom", amiSelectorTerms=[{"id": X86_IMAGE}],
+        userData="#!/bin/bash\n/etc/eks/bootstrap.sh demo\n",
+        blockDeviceMappings=[{"deviceName": "/dev/sda1", "rootVolume": True,
+                              "ebs": {"volumeSize": "50Gi", "volumeType": "gp3"}}],
+    )
+    provider.create(nodeclaim(), custom)
+
+    (data,) = launch_template_data(clients)
+    assert [(m["DeviceName"], m["Ebs"]["VolumeSize"]) for m in data["BlockDeviceMappings"]] == [
+        ("/dev/sda1", 50)
+    ]
+
+
+def test_other_families_still_get_a_20gib_root_volume(
+    provider: AwsCloudProvider, clients: AwsClients
+) -> None:
+    provider.create(nodeclaim(), node_class())
+
+    for data in launch_template_data(clients):
+        assert [(m["DeviceName"], m["Ebs"]["VolumeSize"])
+                for m in data["BlockDeviceMappings"]] == [("/dev/xvda", 20)]

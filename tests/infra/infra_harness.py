@@ -100,12 +100,30 @@ def run_program(stack: str, overrides: Mapping[str, Any] | None = None) -> list[
     return run_program_with_outputs(stack, overrides).resources
 
 
-def run_program_with_outputs(
+def run_failing_program(
     stack: str, overrides: Mapping[str, Any] | None = None
+) -> tuple[Exception, list[RecordedResource]]:
+    """Run a program that is expected to fail: the exception it raised, and every resource
+    it had declared by then. AssertionError when it does not fail."""
+    declared: list[RecordedResource] = []
+    try:
+        run_program_with_outputs(stack, overrides, record=declared)
+    except Exception as error:  # the program's own error, whatever its type
+        return error, list(declared)
+    raise AssertionError(f"the {stack} program was expected to fail and did not")
+
+
+def run_program_with_outputs(
+    stack: str,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    record: list[RecordedResource] | None = None,
 ) -> ProgramRun:
+    """As run_program, with the stack outputs; `record` (a list) receives each resource as it
+    is declared, so a caller sees what a run that raised had declared."""
     config = stack_config(stack, overrides)
     region = config.get("aws:region", "us-west-2")
-    mocks = RecordingMocks(region)
+    mocks = RecordingMocks(region, record if record is not None else [])
     pulumi_settings.reset_options(project=PROJECT, stack=stack)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False)
     pulumi.runtime.set_all_config(config)
@@ -128,9 +146,9 @@ def run_program_with_outputs(
 class RecordingMocks(pulumi.runtime.Mocks):
     """Records every resource and answers with plausible AWS/EKS values."""
 
-    def __init__(self, region: str) -> None:
+    def __init__(self, region: str, resources: list[RecordedResource]) -> None:
         self.region = region
-        self.resources: list[RecordedResource] = []
+        self.resources = resources
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         self.resources.append(RecordedResource(

@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from infra_harness import ProgramRun, run_program, run_program_with_outputs
+from infra_harness import (
+    ProgramRun,
+    run_failing_program,
+    run_program,
+    run_program_with_outputs,
+)
 
 from infra.components import InvalidResourceError, NodePool, NodePoolArgs
 from infra.config import StackConfigError
@@ -74,10 +79,28 @@ def test_an_invalid_team_limit_names_the_team_and_the_field() -> None:
 
 def test_nothing_is_declared_before_the_nodepools_are_checked() -> None:
     broken = {"general": {"limits": {"cpu": "lots"}}}
-    with pytest.raises(StackConfigError):
-        run_program_with_outputs("prod", {"nodePools": broken})
-    # The failed run raised before declaring anything: a fresh run still works.
-    assert run_program("prod")
+    error, declared = run_failing_program("prod", {"nodePools": broken})
+    assert isinstance(error, StackConfigError)
+    assert "nodewright:nodePools.general" in str(error)
+    assert [(r.type, r.name) for r in declared] == []
+
+
+def test_a_failure_after_the_checks_leaves_what_was_declared_visible(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The harness sees what a failed run declared, so the test above can fail: here the
+    program breaks at its last step, after the network, the cluster and the rest."""
+    from infra import program
+
+    def broken(*_args: object, **_kwargs: object) -> object:
+        raise StackConfigError("nodePools", "broken at the last step")
+
+    monkeypatch.setattr(program, "build_node_resources", broken)
+    error, declared = run_failing_program("prod")
+    assert isinstance(error, StackConfigError)
+    types = {resource.type for resource in declared}
+    assert "aws:iam/role:Role" in types
+    assert any(t.startswith("kubernetes:apiextensions.k8s.io") for t in types)
 
 
 def test_a_missing_required_key_names_the_key() -> None:

@@ -433,6 +433,60 @@ def test_configuration_changes_enforcement_like_the_engine() -> None:
                     only="sqs-queue-encrypted") == []
 
 
+# -- Convention versus safety ----------------------------------------------------------------
+
+PROD_PACK_CONFIG = REPO_ROOT / "policies" / "config.prod.json"
+
+
+def test_rules_that_judge_convention_are_advisory_by_default() -> None:
+    rules = [*RESOURCE_RULES, *ALL_STACK_RULES]
+    convention = {rule.name for rule in rules if rule.concern == "convention"}
+
+    assert {"nodepool-team-taint", "ec2nodeclass-required-tags"} <= convention
+    assert {rule.name: rule.enforcement.value for rule in rules if rule.name in convention} == {
+        name: "advisory" for name in convention
+    }
+
+
+def test_a_convention_rule_cannot_be_declared_mandatory() -> None:
+    team_taint = next(rule for rule in RESOURCE_RULES if rule.name == "nodepool-team-taint")
+    with pytest.raises(ValueError, match="judges convention is advisory by default"):
+        replace(team_taint, enforcement=team_taint.enforcement.MANDATORY)
+
+
+def _untainted_team_pool(stack: str) -> PackResource:
+    pool = infra(stack, "kubernetes:karpenter.sh/v1:NodePool", "general")
+    template = pool.props["spec"]["template"]
+    labelled = {**pool.props["spec"], "template": {
+        **template, "metadata": {"labels": {"team": "data"}},
+        "spec": {key: value for key, value in template["spec"].items() if key != "taints"}}}
+    return changed(pool, spec=labelled)
+
+
+def test_a_team_label_for_cost_allocation_warns_but_does_not_fail_the_preview() -> None:
+    [finding] = evaluate([_untainted_team_pool("dev")], "dev", only="nodepool-team-taint")
+
+    assert finding.level.value == "advisory"
+    assert "belongs to team 'data'" in finding.message
+
+
+def test_the_prod_pack_config_makes_the_convention_rules_mandatory() -> None:
+    config = json.loads(PROD_PACK_CONFIG.read_text())
+    [finding] = evaluate(
+        [_untainted_team_pool("prod")], "prod", config, only="nodepool-team-taint"
+    )
+
+    assert finding.level.value == "mandatory"
+    assert config["ec2nodeclass-required-tags"] == {"enforcementLevel": "mandatory"}
+
+
+def test_the_prod_stack_passes_its_own_pack_config() -> None:
+    config = json.loads(PROD_PACK_CONFIG.read_text())
+    findings = evaluate(infra_resources("prod"), "prod", config)
+
+    assert [(f.policy, f.message) for f in findings if f.level.value == "mandatory"] == []
+
+
 # -- Stack rules -----------------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, REPO_ROOT
 from tests.policies.manifests import NODECLASS, NODEPOOL, line_of, policy_check, write
 
 Capsys = pytest.CaptureFixture[str]
@@ -135,16 +135,27 @@ def test_a_public_ip_address(tmp_path: Path, capsys: Capsys) -> None:
 
 def test_missing_required_tags(tmp_path: Path, capsys: Capsys) -> None:
     manifest = write(tmp_path, NODECLASS.replace('    cost-center: "1234"\n', ""))
-    config = write(
+    advised = write(
         tmp_path,
         '{"ec2nodeclass-required-tags": {"requiredTags": ["team", "cost-center", "owner"]}}',
         "policy.json",
     )
+    enforced = write(
+        tmp_path,
+        '{"ec2nodeclass-required-tags": {"enforcementLevel": "mandatory", '
+        '"requiredTags": ["team", "cost-center", "owner"]}}',
+        "enforced.json",
+    )
+    where = f"{manifest}:{line_of(manifest, '  tags:')}: EC2NodeClass/general: "
 
-    code, lines, _ = policy_check(capsys, str(manifest), "--config", str(config))
-
+    # Tagging is a convention: advisory unless the configuration makes it mandatory.
+    code, lines, _ = policy_check(capsys, str(manifest), "--config", str(advised))
+    assert code == 0
+    assert lines[0].startswith(where)
+    assert "warning: [ec2nodeclass-required-tags, advisory]" in lines[0]
+    code, lines, _ = policy_check(capsys, str(manifest), "--config", str(enforced))
     assert code == 1
-    assert lines[0].startswith(f"{manifest}:{line_of(manifest, '  tags:')}: EC2NodeClass/general: ")
+    assert "[ec2nodeclass-required-tags, mandatory]" in lines[0]
     assert "spec.tags lacks the required tag(s) cost-center, owner;" in lines[0]
 
 
@@ -325,19 +336,29 @@ def test_instance_families_count_as_their_category(tmp_path: Path, capsys: Capsy
     assert policy_check(capsys, str(manifest))[:2] == (0, [])
 
 
-def test_a_team_nodepool_needs_a_taint(tmp_path: Path, capsys: Capsys) -> None:
+def test_a_team_nodepool_without_a_taint_is_advised_and_refused_where_configured(
+    tmp_path: Path, capsys: Capsys
+) -> None:
     team_pool = NODEPOOL.replace(
         "  template:\n    spec:\n", "  template:\n    metadata:\n      labels:\n        team: "
         "payments\n    spec:\n"
     )
     manifest = write(tmp_path, team_pool)
+    where = f"{manifest}:{line_of(manifest, '    spec:')}: NodePool/general: spec.template.spec: "
 
+    # A team label may be there for cost allocation only: a convention, so a warning.
     code, lines, _ = policy_check(capsys, str(manifest))
-
+    assert code == 0
+    assert lines[0].startswith(
+        f"{where}warning: [nodepool-team-taint, advisory] this NodePool belongs to team "
+        "'payments'"
+    )
+    # The prod stack's pack config makes it mandatory.
+    prod = str(REPO_ROOT / "policies" / "config.prod.json")
+    code, lines, _ = policy_check(capsys, str(manifest), "--config", prod)
     assert code == 1
     assert lines[0].startswith(
-        f"{manifest}:{line_of(manifest, '    spec:')}: NodePool/general: spec.template.spec: "
-        "[nodepool-team-taint, mandatory] this NodePool belongs to team 'payments'"
+        f"{where}[nodepool-team-taint, mandatory] this NodePool belongs to team 'payments'"
     )
     tainted = team_pool.replace(
         "      expireAfter: 720h\n",
@@ -345,7 +366,7 @@ def test_a_team_nodepool_needs_a_taint(tmp_path: Path, capsys: Capsys) -> None:
         "effect: NoSchedule}\n",
     )
     write(tmp_path, tainted)
-    assert policy_check(capsys, str(manifest))[:2] == (0, [])
+    assert policy_check(capsys, str(manifest), "--config", prod)[:2] == (0, [])
 
 
 def test_json_output_lists_every_violation(tmp_path: Path, capsys: Capsys) -> None:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nodewright.api.ec2nodeclass import EC2NodeClass, KubeletConfiguration
+from nodewright.api.quantity import format_resources, parse_quantity
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.allocatable import NodeSettings, node_settings
 from nodewright.scheduling.catalog import InstanceType, build_catalog, offline_catalog
-from nodewright.scheduling.quantity import format_resources, parse_quantity
+from tests.conftest import shared_path
 
 # moto's data for these types lists fewer interfaces on the default network card (8 and 12)
 # than the data Karpenter's table was generated from (15 and 24 on one card). We follow
@@ -29,10 +29,8 @@ def every_moto_type(settings: NodeSettings | None = None) -> dict[str, InstanceT
     return {instance_type.name: instance_type for instance_type in catalog}
 
 
-def reference_types(shared_dir: Path) -> dict[str, Any]:
-    path = shared_dir / "data" / "reference" / "karpenter-instance-types.json"
-    if not path.is_file():
-        pytest.fail(f"reference table missing: {path}")
+def reference_types() -> dict[str, Any]:
+    path = shared_path("data", "reference", "karpenter-instance-types.json")
     types: dict[str, Any] = json.loads(path.read_text())["instanceTypes"]
     return types
 
@@ -43,9 +41,9 @@ def allocatable_of(name: str, **kubelet: Any) -> dict[str, str]:
     return format_resources(next(it for it in catalog if it.name == name).allocatable)
 
 
-def test_allocatable_matches_karpenters_table_for_every_shared_type(shared_dir: Path) -> None:
+def test_allocatable_matches_karpenters_table_for_every_shared_type() -> None:
+    reference = reference_types()
     ours = every_moto_type()
-    reference = reference_types(shared_dir)
     shared = sorted(set(ours) & set(reference))
     mismatched = sorted(
         name

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.catalog import InstanceType, build_catalog, offline_catalog
+from tests.conftest import shared_path
 
 
 def by_name(catalog: list[InstanceType]) -> dict[str, InstanceType]:
@@ -74,11 +74,9 @@ def test_accelerator_and_graviton_labels() -> None:
     assert m6g["karpenter.k8s.aws/instance-cpu-manufacturer"] == "aws"
 
 
-def test_labels_match_karpenters_table_for_the_labels_derived_from_ec2_data(
-    shared_dir: Path,
-) -> None:
+def test_labels_match_karpenters_table_for_the_labels_derived_from_ec2_data() -> None:
     reference = json.loads(
-        (shared_dir / "data" / "reference" / "karpenter-instance-types.json").read_text()
+        shared_path("data", "reference", "karpenter-instance-types.json").read_text()
     )["instanceTypes"]
     catalog = by_name(offline_catalog("us-east-1"))
     exact = ("kubernetes.io/arch", "karpenter.k8s.aws/instance-family",

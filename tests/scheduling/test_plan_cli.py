@@ -32,7 +32,8 @@ def test_json_output_has_the_documented_shape(capsys: pytest.CaptureFixture[str]
     assert set(plan) == {"nodeclaims", "existing", "unschedulable", "cost"}
     (claim,) = plan["nodeclaims"]
     assert set(claim) == {
-        "nodepool", "instanceType", "instanceTypes", "capacityType", "zone", "price", "pods"
+        "nodepool", "instanceType", "instanceTypes", "capacityType", "zone", "price",
+        "priceEstimated", "pods",
     }
     assert (claim["instanceType"], claim["instanceTypes"][0]) == ("r5.large", "r5.large")
     assert claim["pods"][0].startswith("default/inflate-")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -16,6 +15,7 @@ from nodewright.scheduling.pricing import (
     estimate_on_demand,
     estimate_spot,
 )
+from tests.conftest import shared_path
 
 TOLERANCE = 0.005  # half a percent
 REQUIRED_FAMILIES = (
@@ -35,10 +35,8 @@ def facts(name: str) -> InstanceTypeFacts:
     )
 
 
-def reference_prices(shared_dir: Path) -> dict[str, float]:
-    path = shared_dir / "data" / "reference" / "ondemand-prices.json"
-    if not path.is_file():
-        pytest.fail(f"reference price table missing: {path}")
+def reference_prices() -> dict[str, float]:
+    path = shared_path("data", "reference", "ondemand-prices.json")
     prices: dict[str, float] = json.loads(path.read_text())["regions"]["us-east-1"]
     return prices
 
@@ -70,8 +68,8 @@ def test_the_table_covers_the_required_families_in_both_regions() -> None:
             assert prices.on_demand(f"{family}.{size}", region), (family, region)
 
 
-def test_the_table_matches_aws_list_prices(shared_dir: Path) -> None:
-    reference = reference_prices(shared_dir)
+def test_the_table_matches_aws_list_prices() -> None:
+    reference = reference_prices()
     prices = OfflinePriceSource()
     compared = {
         name: (ours, listed)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodewright.scheduling.quantity import (
+from nodewright.api.quantity import (
     add,
     exceeded,
     fits,

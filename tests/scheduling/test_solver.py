@@ -158,11 +158,16 @@ def test_a_taint_keeps_pods_without_a_toleration_off_the_pool() -> None:
 
 
 def test_prefer_no_schedule_taints_are_tolerated_only_as_a_last_resort() -> None:
-    soft = nodepool("soft", taints=[Taint("spare", "", "PreferNoSchedule")])
+    # The tainted pool weighs more, so it would be tried first if its taint were ignored.
+    soft = nodepool("soft", taints=[Taint("spare", "", "PreferNoSchedule")], weight=50)
+    plain = nodepool("plain", weight=1)
 
-    result = run([pod("web-0")], [soft])
+    first = run([pod("web-0")], [soft, plain])
+    # With nowhere else to go, the pod still gets a node from the tainted pool.
+    last = run([pod("web-0")], [soft])
 
-    assert [claim.nodepool for claim in result.nodeclaims] == ["soft"]
+    assert [claim.nodepool for claim in first.nodeclaims] == ["plain"]
+    assert [claim.nodepool for claim in last.nodeclaims] == ["soft"]
 
 
 def test_the_heaviest_nodepool_that_fits_wins() -> None:
@@ -171,6 +176,17 @@ def test_the_heaviest_nodepool_that_fits_wins() -> None:
     result = run([pod("web-0")], pools)
 
     assert [claim.nodepool for claim in result.nodeclaims] == ["heavy"]
+
+
+def test_among_equal_weights_the_name_that_sorts_last_is_tried_first() -> None:
+    # Karpenter orders NodePools by weight, then by name descending.
+    pools = [nodepool("alpha"), nodepool("charlie"), nodepool("bravo")]
+
+    result = run([pod("web-0")], pools)
+
+    assert [claim.nodepool for claim in result.nodeclaims] == ["charlie"]
+    weighted = run([pod("web-0")], [*pools, nodepool("aardvark", weight=5)])
+    assert [claim.nodepool for claim in weighted.nodeclaims] == ["aardvark"]
 
 
 def test_limits_drop_types_that_would_exceed_them_and_stop_new_nodes() -> None:
@@ -182,6 +198,30 @@ def test_limits_drop_types_that_would_exceed_them_and_stop_new_nodes() -> None:
     assert [claim.instance_type for claim in result.nodeclaims] == ["medium.1", "small.1"]
     assert len(result.unschedulable) == 2
     assert all("limits leave no room" in reason for _, reason in result.unschedulable)
+
+
+def test_a_node_count_limit_stops_new_nodes() -> None:
+    capped = nodepool("capped", limits={"nodes": 2000})  # limits: {nodes: "2"}
+
+    # Each pod needs a large node of its own: only two may be launched.
+    result = run(replicas(3, "big", cpu="7", memory="1Gi"), [capped])
+
+    assert [claim.instance_type for claim in result.nodeclaims] == ["large.1", "large.1"]
+    ((_, reason),) = result.unschedulable
+    assert "limits leave no room for another node (remaining: nodes 0)" in reason
+
+
+def test_existing_nodes_of_the_pool_count_toward_its_node_limit() -> None:
+    node = ExistingNode(
+        "node-1", {ZONE: "zone-a", HOSTNAME: "node-1", "karpenter.sh/nodepool": "capped"}, (),
+        {"cpu": 1000, "memory": 1 * GIB, "pods": 110_000},
+    )
+    capped = nodepool("capped", limits={"nodes": 1000})
+
+    result = run([pod("web-0", cpu="1500m")], [capped], nodes=[node])
+
+    assert result.nodeclaims == ()
+    assert len(result.unschedulable) == 1
 
 
 def test_spot_is_chosen_when_the_pool_allows_it_and_it_is_cheaper() -> None:
@@ -382,6 +422,53 @@ def test_daemonset_overhead_is_added_to_new_nodes_it_would_run_on() -> None:
     result = run([pod("web-0", cpu="1500m")], daemonsets=[agent, elsewhere])
 
     assert [claim.instance_type for claim in result.nodeclaims] == ["medium.1"]
+
+
+def _agent_with_terms(*terms: list[dict[str, Any]]) -> Any:
+    return daemonset_from_manifest({
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "kube-system"},
+        "spec": {"template": {"spec": {
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": term} for term in terms]}}},
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}]}}},
+    })
+
+
+def test_daemonset_overhead_counts_when_any_ored_node_selector_term_matches() -> None:
+    # The first term names another pool; the second matches this one. Kubernetes ORs them,
+    # so the agent runs on this pool's nodes and its 1 cpu must be planned for.
+    agent = _agent_with_terms(
+        [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["gpu"]}],
+        [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["default"]}],
+    )
+    unrelated = _agent_with_terms(
+        [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["gpu"]}],
+        [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["batch"]}],
+    )
+
+    # 1.5 cpu of pod + 1 cpu of agent do not fit the small type (2 cpu).
+    assert [c.instance_type for c in run([pod("web-0", cpu="1500m")], daemonsets=[agent])
+            .nodeclaims] == ["medium.1"]
+    assert [c.instance_type for c in run([pod("web-0", cpu="1500m")], daemonsets=[unrelated])
+            .nodeclaims] == ["small.1"]
+
+
+def test_an_existing_node_reserves_room_for_a_daemonset_matching_its_second_term() -> None:
+    agent = _agent_with_terms(
+        [{"key": "node-role", "operator": "In", "values": ["gpu"]}],
+        [{"key": "node-role", "operator": "In", "values": ["web"]}],
+    )
+    node = ExistingNode(
+        "node-1", {ZONE: "zone-a", HOSTNAME: "node-1", "node-role": "web"}, (),
+        {"cpu": 2000, "memory": 8 * GIB, "pods": 110_000},
+    )
+
+    # The agent's pod is not running yet: its 1 cpu is kept free, so 1.5 cpu go elsewhere.
+    result = run([pod("web-0", cpu="1500m")], nodes=[node], daemonsets=[agent])
+
+    assert result.existing == ()
+    assert [claim.instance_type for claim in result.nodeclaims] == ["small.1"]
 
 
 def test_the_init_container_rule_and_overhead_decide_the_requests() -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from nodewright.api.base import CelRule, KubeModel
 from nodewright.api.formats import LabelKey
@@ -50,12 +50,30 @@ class Taint(KubeModel):
     time_added: str | None = None
 
 
+# A requirement's values are label values: at most 63 characters (the bound also keeps
+# the CEL rules that read them within the API server's cost budget).
+RequirementValue = Annotated[str, StringConstraints(max_length=63)]
+
+
+class NodeSelectorRequirement(KubeModel):
+    """A plain node selector requirement, as EC2NodeClass status reports an AMI's.
+
+    Status is written by the controller, so it carries no CEL rules (as in Karpenter's
+    CRDs): a rule there runs once per element of unbounded lists and would exceed the API
+    server's cost budget.
+    """
+
+    key: str
+    operator: str
+    values: list[str] | None = None
+
+
 class NodeSelectorRequirementWithMinValues(KubeModel):
     """A node selector requirement with Karpenter's minValues flexibility floor."""
 
     key: LabelKey
     operator: Operator
-    values: list[str] | None = None
+    values: list[RequirementValue] | None = None
     min_values: int | None = Field(default=None, ge=1, le=50)
 
     cel_rules = (

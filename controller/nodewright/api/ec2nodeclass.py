@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, StringConstraints
 
 from nodewright.api.base import CelRule, KubeModel
-from nodewright.api.core import Condition, NodeSelectorRequirementWithMinValues, ObjectMeta
+from nodewright.api.core import Condition, NodeSelectorRequirement, ObjectMeta
 from nodewright.api.formats import GoDuration, PercentOrQuantity, Quantity
 
 GROUP = "karpenter.k8s.aws"
@@ -37,6 +37,9 @@ ReservedResource = Literal["cpu", "memory", "ephemeral-storage", "pid"]
 VolumeType = Literal["standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"]
 
 TagMap = Annotated[dict[str, str], Field(max_length=20)]
+# EC2 takes at most 50 tags on a resource; the bound also keeps the CEL rule over the keys
+# within the API server's cost budget.
+MAX_TAGS = 50
 _NOT_EMPTY_TAGS = CelRule(
     "has(self.tags) ? self.tags.all(k, k != '' && self.tags[k] != '') : true",
     "empty tag keys or values aren't supported",
@@ -139,11 +142,22 @@ class KubeletConfiguration(KubeModel):
     cluster_dns: list[str] | None = Field(default=None, alias="clusterDNS")
     max_pods: int | None = Field(default=None, ge=0)
     pods_per_core: int | None = Field(default=None, ge=0)
-    system_reserved: dict[ReservedResource, Quantity] | None = None
-    kube_reserved: dict[ReservedResource, Quantity] | None = None
-    eviction_hard: dict[EvictionSignal, PercentOrQuantity] | None = None
-    eviction_soft: dict[EvictionSignal, PercentOrQuantity] | None = None
-    eviction_soft_grace_period: dict[EvictionSignal, GoDuration] | None = None
+    # Each map has at most one entry per key it allows (bounded for the CEL cost budget).
+    system_reserved: dict[ReservedResource, Quantity] | None = Field(
+        default=None, max_length=len(get_args(ReservedResource))
+    )
+    kube_reserved: dict[ReservedResource, Quantity] | None = Field(
+        default=None, max_length=len(get_args(ReservedResource))
+    )
+    eviction_hard: dict[EvictionSignal, PercentOrQuantity] | None = Field(
+        default=None, max_length=len(get_args(EvictionSignal))
+    )
+    eviction_soft: dict[EvictionSignal, PercentOrQuantity] | None = Field(
+        default=None, max_length=len(get_args(EvictionSignal))
+    )
+    eviction_soft_grace_period: dict[EvictionSignal, GoDuration] | None = Field(
+        default=None, max_length=len(get_args(EvictionSignal))
+    )
     eviction_max_pod_grace_period: int | None = None
     image_gc_high_threshold_percent: int | None = Field(
         default=None, ge=0, le=100, alias="imageGCHighThresholdPercent"
@@ -220,7 +234,7 @@ class EC2NodeClassSpec(KubeModel):
     user_data: str | None = None
     role: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
     instance_profile: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
-    tags: dict[str, str] | None = None
+    tags: dict[str, str] | None = Field(default=None, max_length=MAX_TAGS)
     kubelet: KubeletConfiguration | None = None
     block_device_mappings: list[BlockDeviceMapping] | None = Field(default=None, max_length=50)
     instance_store_policy: Literal["RAID0"] | None = None
@@ -293,7 +307,7 @@ class AMIStatus(KubeModel):
     id: str
     name: str | None = None
     deprecated: bool | None = None
-    requirements: list[NodeSelectorRequirementWithMinValues] = Field(default_factory=list)
+    requirements: list[NodeSelectorRequirement] = Field(default_factory=list)
 
 
 class EC2NodeClassStatus(KubeModel):

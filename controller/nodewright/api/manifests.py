@@ -82,9 +82,15 @@ def expand_paths(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files.extend(
-                sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES)
+            found = sorted(
+                p for p in path.rglob("*") if p.is_file() and p.suffix in MANIFEST_SUFFIXES
             )
+            if not found:
+                problems.append(Problem(
+                    str(path), 0, "", "", "",
+                    f"no manifests in this directory (no {', '.join(MANIFEST_SUFFIXES)} files)",
+                ))
+            files.extend(found)
         elif path.is_file():
             files.append(path)
         else:
@@ -192,9 +198,43 @@ def _parse_clean(text: str, filename: str) -> tuple[list[Document], list[Problem
                 ))
                 continue
             problems.extend(found)
-            documents.append(Document(filename, start, body, lines, node.end_mark.line + 1))
+            document = Document(filename, start, body, lines, node.end_mark.line + 1)
+            if _is_list(body):
+                listed, list_problems = _list_items(document)
+                documents.extend(listed)
+                problems.extend(list_problems)
+            else:
+                documents.append(document)
     finally:
         loader.dispose()
+    return documents, problems
+
+
+def _is_list(body: dict[str, Any]) -> bool:
+    """A `kind: List` (what `kubectl get -o yaml` writes): its items are the documents."""
+    kind = body.get("kind")
+    return isinstance(kind, str) and kind.endswith("List") and "items" in body and (
+        body.get("apiVersion") == "v1" or kind == "List"
+    )
+
+
+def _list_items(document: Document) -> tuple[list[Document], list[Problem]]:
+    items = document.body.get("items")
+    if not isinstance(items, list):
+        return [], [document.problem(("items",), "items of a List must be a list")]
+    documents: list[Document] = []
+    problems: list[Problem] = []
+    for index, item in enumerate(items):
+        prefix: FieldPath = ("items", index)
+        if not isinstance(item, dict):
+            problems.append(document.problem(prefix, "each item of a List must be a mapping"))
+            continue
+        lines = {
+            path[len(prefix):]: line
+            for path, line in document.lines.items()
+            if path[: len(prefix)] == prefix
+        }
+        documents.append(Document(document.path, lines.get((), document.line), item, lines))
     return documents, problems
 
 

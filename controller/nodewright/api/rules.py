@@ -17,7 +17,7 @@ from nodewright.api.labels import label_value_problem, restricted_label_problem
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.api.problems import FieldPath
-from nodewright.scheduling.quantity import parse_quantity
+from nodewright.api.quantity import parse_quantity
 
 Finding = tuple[FieldPath, str]
 
@@ -83,6 +83,8 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
     yield from check_requirements(
         template.spec.requirements, ("spec", "template", "spec", "requirements")
     )
+    for name, quantity in (nodepool.spec.limits or {}).items():
+        yield from _check_quantity(quantity, ("spec", "limits", name))
     for index, budget in enumerate(nodepool.spec.disruption.budgets):
         here = ("spec", "disruption", "budgets", index)
         if (budget.schedule is None) != (budget.duration is None):
@@ -93,6 +95,15 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
                 f"schedule {budget.schedule!r} is not a cron expression "
                 "(five fields such as '0 9 * * mon-fri', or @daily, @hourly, ...)"
             )
+
+
+def _check_quantity(quantity: str, where: FieldPath) -> Iterator[Finding]:
+    """A quantity the pattern accepts but Nodewright cannot compute with (1e31, say) is
+    reported here, so that `plan` and the controller never meet it."""
+    try:
+        parse_quantity(quantity)
+    except ValueError as error:
+        yield where, str(error)
 
 
 def _valid_cron(expression: str) -> bool:
@@ -188,10 +199,12 @@ def _check_ami_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
                 )
             elif family.startswith("windows") and version != "latest":
                 yield (*here, "alias"), "windows families may only specify version 'latest'"
-            elif version != "latest" and not version.startswith("v"):
+            elif version != "latest" and family != "bottlerocket" and not version.startswith("v"):
+                # Bottlerocket versions are taken with or without the v (its SSM parameters
+                # have none, its GitHub releases have one), as Karpenter does.
                 yield (*here, "alias"), (
                     f"alias version {version!r} must be 'latest' or a pinned version such as "
-                    "v20240807 (al2, al2023) or v1.26.0 (bottlerocket)"
+                    "v20240807 (al2, al2023) or 1.26.0 / v1.26.0 (bottlerocket)"
                 )
         if term.id is not None and len(fields) > 1:
             yield (*here, "id"), (
@@ -243,6 +256,7 @@ def _check_kubelet(spec: EC2NodeClassSpec) -> Iterator[Finding]:
     for field, reserved in (("kubeReserved", kubelet.kube_reserved),
                             ("systemReserved", kubelet.system_reserved)):
         for resource, quantity in (reserved or {}).items():
+            yield from _check_quantity(quantity, (*here, field, resource))
             if quantity.startswith("-"):
                 yield (*here, field, resource), (
                     f"{field} value cannot be a negative resource quantity"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -76,14 +77,18 @@ def parse_document(document: Document) -> tuple[Model | None, list[Problem]]:
                 f"apiVersion {document.api_version!r} is not served; {document.kind} is {expected}",
             )
         ]
-    if not document.name:
-        missing = [document.problem(("metadata", "name"), "metadata.name is required")]
-    else:
-        missing = []
+    missing = [
+        document.problem(("metadata", "name"), message)
+        for message in name_problems(document.kind, document.name)
+    ]
+    removed = _removed_value(document.body)
     try:
         model = model_type.model_validate(document.body)
     except ValidationError as error:
-        type_findings = list(pydantic_findings(error))
+        type_findings = [
+            (path, removed[1] if removed is not None and path == removed[0] else message)
+            for path, message in pydantic_findings(error)
+        ]
         # Karpenter's cross-field rules too, on what is left without the bad fields, so that
         # one run reports everything it can.
         rest = _semantic_findings_without(model_type, document.body, error)
@@ -96,42 +101,156 @@ def parse_document(document: Document) -> tuple[Model | None, list[Problem]]:
     return (model if not problems else None), problems
 
 
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(formats.LABEL_VALUE_PATTERN)
+MAX_NAME = 253
+MAX_LABEL_VALUE = 63
+
+
+def name_problems(kind: str, name: str) -> list[str]:
+    """What is wrong with an object's metadata.name, as the API server (and, for NodePools,
+    the karpenter.sh/nodepool label that carries the name) would say."""
+    if not name:
+        return ["metadata.name is required"]
+    problems: list[str] = []
+    if len(name) > MAX_NAME or not _DNS_SUBDOMAIN.match(name):
+        problems.append(
+            f"{name!r} is not a valid name: a DNS subdomain of lowercase letters, digits, "
+            f"'-' and '.', starting and ending with a letter or digit, at most {MAX_NAME} "
+            "characters"
+        )
+    if kind == "NodePool" and (len(name) > MAX_LABEL_VALUE or not _LABEL_VALUE.match(name)):
+        problems.append(
+            f"{name!r} cannot be a NodePool name: nodes carry it as the karpenter.sh/nodepool "
+            f"label, whose values have at most {MAX_LABEL_VALUE} characters"
+        )
+    return problems
+
+
+# Values Karpenter's v1 API no longer has, with what to use instead.
+_REMOVED_VALUES: dict[FieldPath, dict[object, str]] = {
+    ("spec", "amiFamily"): {
+        "Ubuntu": (
+            "amiFamily Ubuntu was removed in Karpenter v1: use amiFamily: AL2023 (or the alias "
+            "al2023@latest) for an EKS-optimized AMI, or amiFamily: Custom with "
+            "amiSelectorTerms naming your Ubuntu AMI and userData that joins the cluster"
+        ),
+    },
+}
+
+
+def _removed_value(body: dict[str, Any]) -> tuple[FieldPath, str] | None:
+    for path, removed in _REMOVED_VALUES.items():
+        value: Any = body
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, str) and value in removed:
+            return path, removed[value]
+    return None
+
+
 def _semantic_findings_without(
     model_type: type[KubeModel], body: dict[str, Any], error: ValidationError
 ) -> list[rules.Finding]:
-    """The cross-field findings of `body` once every optional field in error is dropped.
+    """The cross-field findings of `body` once everything in error is set aside.
 
-    Gives up (returns nothing) when a dropped field was required, since the rest would then
-    describe a different object.
+    A bad optional field is dropped; a bad or missing required field inside a list item
+    (a requirement's `operator`, say) takes its item out of the list, so that one bad
+    operator does not hide every other problem of the document. Findings are reported at
+    the original indices. Gives up (returns nothing) when a required field outside any list
+    is in error, since the rest would then describe a different object.
     """
     pruned = copy.deepcopy(body)
-    dropped: list[FieldPath] = []
-    for detail in error.errors(include_url=False):
-        path = _location(detail)
-        if detail["type"] == "missing" or not path or not _drop(pruned, path):
-            return []
-        dropped.append(path)
-    try:
-        model = model_type.model_validate(pruned)
-    except ValidationError:
+    aside = _SetAside()
+    details = error.errors(include_url=False)
+    model: KubeModel | None = None
+    for _ in range(_MAX_PRUNING_ROUNDS):
+        for detail in details:
+            path = _location(detail)
+            if not path or not aside.remove(pruned, path, detail["type"] == "missing"):
+                return []
+        try:
+            model = model_type.model_validate(pruned)
+            break
+        except ValidationError as again:
+            details = again.errors(include_url=False)
+    if model is None:
         return []
     assert isinstance(model, NodePool | EC2NodeClass | NodeClaim)
-    return [
-        (path, message)
-        for path, message in semantic_findings(model)
-        if not any(path[: len(gone)] == gone or gone[: len(path)] == path for gone in dropped)
-    ]
+    findings = []
+    for path, message in semantic_findings(model):
+        original = aside.original(path)
+        if not any(
+            original[: len(gone)] == gone or gone[: len(original)] == original
+            for gone in aside.gone
+        ):
+            findings.append((original, message))
+    return findings
 
 
-def _drop(body: Any, path: FieldPath) -> bool:
-    """Remove the mapping entry at `path` (never a list item: that would shift the indices)."""
-    *parents, last = path
+_MAX_PRUNING_ROUNDS = 5
+
+
+class _SetAside:
+    """Fields and list items taken out of a copy of a document, and how the copy's paths
+    map back to the original's (list items removed shift the indices after them)."""
+
+    def __init__(self) -> None:
+        self.gone: list[FieldPath] = []
+        # list path in original indices -> original indices of the items removed from it
+        self.items: dict[FieldPath, list[int]] = {}
+
+    def original(self, path: FieldPath) -> FieldPath:
+        result: list[str | int] = []
+        for part in path:
+            if isinstance(part, int):
+                removed = sorted(self.items.get(tuple(result), []))
+                index = part
+                for taken in removed:
+                    if taken <= index:
+                        index += 1
+                result.append(index)
+            else:
+                result.append(part)
+        return tuple(result)
+
+    def remove(self, body: Any, path: FieldPath, missing: bool) -> bool:
+        """Drop the field at `path` (a path in `body`), or its innermost list item when the
+        field is missing or cannot be dropped. False when neither is possible."""
+        if not missing and _drop(body, path):
+            self.gone.append(self.original(path))
+            return True
+        for end in range(len(path), 0, -1):
+            if isinstance(path[end - 1], int):
+                item = path[:end]
+                original = self.original(item)
+                container = _resolve(body, item[:-1])
+                index = item[-1]
+                if not isinstance(container, list) or not isinstance(index, int):
+                    return False
+                if index >= len(container):
+                    return False
+                del container[index]
+                self.items.setdefault(original[:-1], []).append(int(original[-1]))
+                self.gone.append(original)
+                return True
+        return False
+
+
+def _resolve(body: Any, path: FieldPath) -> Any:
     target = body
-    for part in parents:
+    for part in path:
         try:
             target = target[part]
         except (KeyError, IndexError, TypeError):
-            return False
+            return None
+    return target
+
+
+def _drop(body: Any, path: FieldPath) -> bool:
+    """Remove the mapping entry at `path` (list items are removed by _SetAside)."""
+    *parents, last = path
+    target = _resolve(body, tuple(parents))
     if isinstance(target, dict) and last in target:
         del target[last]
         return True

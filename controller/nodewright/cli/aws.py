@@ -214,8 +214,8 @@ def run_discover(args: argparse.Namespace) -> int:
 def _max_pods(instance_type: str | None, region: str, node_class: EC2NodeClass) -> int | None:
     if instance_type is None:
         return None
+    from nodewright.api.quantity import PODS
     from nodewright.scheduling.catalog import offline_catalog
-    from nodewright.scheduling.quantity import PODS
 
     for candidate in offline_catalog(region, node_class=node_class):
         if candidate.name == instance_type:

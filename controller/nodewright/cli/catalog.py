@@ -11,11 +11,11 @@ from typing import Any
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import load_documents
 from nodewright.api.problems import Problem
+from nodewright.api.quantity import format_quantity, format_resources
 from nodewright.api.validation import parse_document
 from nodewright.cli.output import add_format_option, print_problems
 from nodewright.scheduling.allocatable import SettingsError, node_settings
 from nodewright.scheduling.catalog import ON_DEMAND, SPOT, InstanceType, Offering, offline_catalog
-from nodewright.scheduling.quantity import format_quantity, format_resources
 
 _TABLE_COLUMNS = (
     "NAME", "ARCH", "CPU", "MEMORY", "ALLOC CPU", "ALLOC MEMORY", "PODS", "GPU",

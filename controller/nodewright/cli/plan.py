@@ -104,7 +104,8 @@ def render_text(result: SchedulingResult) -> str:
             also = ", ".join(others[:3]) + (f" (+{len(others) - 3})" if len(others) > 3 else "")
             rows.append((
                 claim.nodepool, claim.instance_type, claim.capacity_type, claim.zone or "any",
-                f"{claim.price:.4f}", str(len(claim.pods)), also or "-",
+                f"{claim.price:.4f}" + ("*" if claim.price_estimated else ""),
+                str(len(claim.pods)), also or "-",
             ))
         lines.append(f"New nodes ({len(result.nodeclaims)}):")
         lines.extend(_table(rows))
@@ -121,7 +122,11 @@ def render_text(result: SchedulingResult) -> str:
         lines.append(f"Unschedulable pods ({len(result.unschedulable)}):")
         lines.extend(f"  {pod}: {reason}" for pod, reason in result.unschedulable)
     lines.append("")
-    lines.append(f"Hourly cost of new nodes: ${result.hourly_cost:.4f}")
+    estimated = any(claim.price_estimated for claim in result.nodeclaims)
+    lines.append(
+        f"Hourly cost of new nodes: ${result.hourly_cost:.4f}"
+        + ("; * estimated price (docs/pricing.md)" if estimated else "")
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -7,7 +7,8 @@ import sys
 from typing import Any
 
 from nodewright.api.manifests import load_documents
-from nodewright.api.validation import validate_documents
+from nodewright.api.problems import Problem
+from nodewright.api.validation import KINDS, is_karpenter_kind, validate_documents
 from nodewright.cli.output import add_format_option, print_problems
 
 
@@ -30,6 +31,13 @@ def run(args: argparse.Namespace) -> int:
     documents, problems = load_documents(args.paths)
     models, found = validate_documents(documents)
     problems.extend(found)
+    if not problems and not any(is_karpenter_kind(d) or d.kind in KINDS for d in documents):
+        where = ", ".join(str(path) for path in args.paths)
+        problems.append(Problem(
+            where, 0, "", "", "",
+            f"nothing to validate: no NodePool, EC2NodeClass or NodeClaim found "
+            f"({len(documents)} other document(s) read)",
+        ))
     print_problems(problems, args.format)
     errors = [p for p in problems if p.severity == "error"]
     if args.format == "text":

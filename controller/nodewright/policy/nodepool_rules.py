@@ -12,9 +12,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from nodewright.api.formats import DURATION_PATTERN, QUANTITY_PATTERN, parse_duration
+from nodewright.api.quantity import format_quantity, parse_quantity
 from nodewright.policy.fields import dig, is_list, items_of, mapping_of, strings_of
 from nodewright.policy.rule import Enforcement, FieldPath, Rule, RuleContext, Violation
-from nodewright.scheduling.quantity import format_quantity, parse_quantity
 
 KIND = "NodePool"
 PULUMI_TYPE = "kubernetes:karpenter.sh/v1:NodePool"
@@ -339,6 +339,7 @@ BUDGETS = Rule(
         "and duration for windows when no node may be disrupted."
     ),
     enforcement=Enforcement.ADVISORY,
+    concern="convention",
     check=check_budgets,
     resource_types=(PULUMI_TYPE,),
     kinds=(KIND,),
@@ -372,6 +373,7 @@ CONSOLIDATION = Rule(
         "budgets a schedule and duration instead of blocking consolidation permanently."
     ),
     enforcement=Enforcement.ADVISORY,
+    concern="convention",
     check=check_consolidation,
     resource_types=(PULUMI_TYPE,),
     kinds=(KIND,),
@@ -436,7 +438,8 @@ TEAM_TAINT = Rule(
         "add a taint under spec.template.spec.taints, e.g. {key: team, value: <team>, "
         "effect: NoSchedule}, and the matching toleration to the team's pods."
     ),
-    enforcement=Enforcement.MANDATORY,
+    enforcement=Enforcement.ADVISORY,
+    concern="convention",
     check=check_team_taint,
     resource_types=(PULUMI_TYPE,),
     kinds=(KIND,),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 FieldPath = tuple[str | int, ...]
 
@@ -72,6 +72,12 @@ ENVIRONMENT_SCHEMA: Mapping[str, Any] = {
 }
 
 
+Concern = Literal["safety", "convention"]
+"""What a rule judges: safety (security, cost runaway, availability) or an organisation's
+convention (how teams label, taint and tag). Convention rules are advisory by default; a
+stack that wants them enforced says so in its policy-pack config."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class RuleInfo:
     """What every rule has: its name, documentation, default enforcement and options.
@@ -85,6 +91,14 @@ class RuleInfo:
     remediation: str
     enforcement: Enforcement
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    concern: Concern = "safety"
+
+    def __post_init__(self) -> None:
+        if self.concern == "convention" and self.enforcement is Enforcement.MANDATORY:
+            raise ValueError(
+                f"{self.name}: a rule that judges convention is advisory by default "
+                "(a stack makes it mandatory through its policy-pack config)"
+            )
 
     def config_schema(self) -> dict[str, dict[str, Any]]:
         """JSON schema properties for this rule's configuration (without enforcementLevel)."""

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.api.ec2nodeclass import EC2NodeClass, KubeletConfiguration
-from nodewright.scheduling.ec2_info import InstanceTypeFacts
-from nodewright.scheduling.quantity import (
+from nodewright.api.quantity import (
     CPU,
     EPHEMERAL_STORAGE,
     MEMORY,
@@ -24,6 +23,7 @@ from nodewright.scheduling.quantity import (
     parse_quantity,
     subtract,
 )
+from nodewright.scheduling.ec2_info import InstanceTypeFacts
 
 MIB = 2**20
 GIB = 2**30

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodewright.api.ec2nodeclass import EC2NodeClass, KubeletConfiguration
+from nodewright.api.quantity import Resources
 from nodewright.scheduling import allocatable as alloc
 from nodewright.scheduling import labels as well_known
+from nodewright.scheduling import offline_data
 from nodewright.scheduling.allocatable import NodeSettings, Overhead
 from nodewright.scheduling.ec2_info import InstanceTypeFacts, read_instance_type
 from nodewright.scheduling.pricing import (
@@ -22,7 +24,6 @@ from nodewright.scheduling.pricing import (
     estimate_on_demand,
     estimate_spot,
 )
-from nodewright.scheduling.quantity import Resources
 
 ON_DEMAND = "on-demand"
 SPOT = "spot"
@@ -150,10 +151,41 @@ def offline_catalog(
     zones: zone names ("us-east-1a") or bare letters ("a"); default: the region's first three.
     Built catalogs are cached per region, zones and node settings.
     """
-    from nodewright.scheduling import offline_data
+    settings = alloc.node_settings(kubelet, node_class)
+    chosen = offline_data.resolve_zones(region, zones)
+    if prices is not None or unavailable is not None:
+        return _offline_build(region, chosen, settings, prices, unavailable)
+    key = (region, chosen, settings.cache_key())
+    if key not in _OFFLINE_CATALOGS:
+        if len(_OFFLINE_CATALOGS) >= _CACHED_OFFLINE_CATALOGS:
+            _OFFLINE_CATALOGS.pop(next(iter(_OFFLINE_CATALOGS)))
+        _OFFLINE_CATALOGS[key] = tuple(_offline_build(region, chosen, settings, None, None))
+    return list(_OFFLINE_CATALOGS[key])
 
-    return offline_data.build_offline_catalog(
-        region, zones, alloc.node_settings(kubelet, node_class), prices, unavailable
+
+_CACHED_OFFLINE_CATALOGS = 16
+# Built catalogs by (region, zones, node settings); instance types are shared, so read-only.
+_OFFLINE_CATALOGS: dict[tuple[object, ...], tuple[InstanceType, ...]] = {}
+
+
+def _offline_build(
+    region: str,
+    zones: tuple[str, ...],
+    settings: NodeSettings,
+    prices: PriceSource | None,
+    unavailable: UnavailableOfferings | None,
+) -> list[InstanceType]:
+    offerings = offline_data.offerings(region)
+    wanted = {entry["InstanceType"] for entry in offerings}
+    return build_catalog(
+        [info for info in offline_data.instance_types() if info["InstanceType"] in wanted],
+        offerings,
+        region,
+        prices if prices is not None else OfflinePriceSource(),
+        settings=settings,
+        zone_ids=offline_data.zone_ids(region),
+        zones=zones,
+        unavailable=unavailable,
     )
 
 

@@ -14,6 +14,21 @@ HOSTNAME = "kubernetes.io/hostname"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 NODEPOOL = "karpenter.sh/nodepool"
 
+# Deprecated keys and their current names: a requirement on the old key is read as one on
+# the new key, as Karpenter's NormalizedLabels does (nodes carry both).
+NORMALIZED = {
+    "failure-domain.beta.kubernetes.io/zone": ZONE,
+    "failure-domain.beta.kubernetes.io/region": REGION,
+    "beta.kubernetes.io/arch": ARCH,
+    "beta.kubernetes.io/os": OS,
+    "beta.kubernetes.io/instance-type": INSTANCE_TYPE,
+}
+
+
+def normalized(key: str) -> str:
+    """The current name of a label key (deprecated beta keys are mapped)."""
+    return NORMALIZED.get(key, key)
+
 _AWS = "karpenter.k8s.aws/instance-"
 INSTANCE_CATEGORY = _AWS + "category"
 INSTANCE_FAMILY = _AWS + "family"

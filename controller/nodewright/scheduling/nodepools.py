@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodewright.api.nodepool import NodePool
+from nodewright.api.quantity import parse_quantity
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.pods import Taint
-from nodewright.scheduling.quantity import parse_quantity
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
     LABEL_HOSTNAME,
@@ -122,12 +122,14 @@ def cheapest_offering_of(
     """(price, capacity type, zone) of the cheapest allowed offering, ties broken by name."""
     zone = requirements.get(LABEL_ZONE)
     capacity_type = requirements.get(LABEL_CAPACITY_TYPE)
+    zone_id = requirements.get(LABEL_ZONE_ID)
     options = [
         (offering.price, offering.capacity_type, offering.zone)
         for offering in instance_type.offerings
         if offering.available
         and (zone is None or zone.has(offering.zone))
         and (capacity_type is None or capacity_type.has(offering.capacity_type))
+        and (zone_id is None or zone_id.matches_label(offering.zone_id))
     ]
     return min(options) if options else None
 

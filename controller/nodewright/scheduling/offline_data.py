@@ -1,8 +1,8 @@
 """The offline EC2 data set: the DescribeInstanceTypes and per-zone offerings shipped in the
 package (`instance_data`, generated from moto's data set by tools/generate_instance_data.py).
 
-Parsed files and built catalogs are cached for the life of the process: the CLI builds one
-catalog per call and tests build many.
+Only the data: `catalog.offline_catalog` builds (and caches) instance types from it. This
+module imports nothing else of the scheduling package, so the two do not import each other.
 """
 
 from __future__ import annotations
@@ -11,32 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from nodewright.scheduling import instance_data
-from nodewright.scheduling.allocatable import NodeSettings
-from nodewright.scheduling.catalog import InstanceType, UnavailableOfferings, build_catalog
-from nodewright.scheduling.pricing import OfflinePriceSource, PriceSource
 
 DEFAULT_ZONE_COUNT = 3
-_CACHED_CATALOGS = 16
-# Built catalogs by (region, zones, node settings); instance types are shared, so read-only.
-_CATALOGS: dict[tuple[object, ...], tuple[InstanceType, ...]] = {}
-
-
-def build_offline_catalog(
-    region: str,
-    zones: Sequence[str] | None,
-    settings: NodeSettings,
-    prices: PriceSource | None,
-    unavailable: UnavailableOfferings | None,
-) -> list[InstanceType]:
-    chosen = resolve_zones(region, zones)
-    if prices is not None or unavailable is not None:
-        return _build(region, chosen, settings, prices, unavailable)
-    key = (region, chosen, settings.cache_key())
-    if key not in _CATALOGS:
-        if len(_CATALOGS) >= _CACHED_CATALOGS:
-            _CATALOGS.pop(next(iter(_CATALOGS)))
-        _CATALOGS[key] = tuple(_build(region, chosen, settings, None, None))
-    return list(_CATALOGS[key])
 
 
 def regions() -> list[str]:
@@ -83,23 +59,3 @@ def instance_types() -> list[dict[str, Any]]:
 def offerings(region: str) -> list[dict[str, Any]]:
     """DescribeInstanceTypeOfferings entries (LocationType availability-zone) of a region."""
     return instance_data.offerings(region)
-
-
-def _build(
-    region: str,
-    zones: tuple[str, ...],
-    settings: NodeSettings,
-    prices: PriceSource | None,
-    unavailable: UnavailableOfferings | None,
-) -> list[InstanceType]:
-    wanted = {entry["InstanceType"] for entry in offerings(region)}
-    return build_catalog(
-        [info for info in instance_types() if info["InstanceType"] in wanted],
-        offerings(region),
-        region,
-        prices if prices is not None else OfflinePriceSource(),
-        settings=settings,
-        zone_ids=zone_ids(region),
-        zones=zones,
-        unavailable=unavailable,
-    )

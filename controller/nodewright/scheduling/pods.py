@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nodewright.scheduling.quantity import PODS, Resources, add, maximum, parse_resources
+from nodewright.api.quantity import PODS, Resources, add, maximum, parse_resources
 from nodewright.scheduling.requirements import RequirementError, Requirements
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
@@ -214,6 +214,14 @@ class Pod:
             requirements = requirements.merged(self.required_terms[0])
         return requirements
 
+    def strict_node_alternatives(self) -> tuple[Requirements, ...]:
+        """What Kubernetes enforces, one entry per ORed required term: the pod fits a node
+        that satisfies the nodeSelector and any one of them."""
+        selector = Requirements.from_labels(self.node_selector)
+        if not self.required_terms:
+            return (selector,)
+        return tuple(selector.merged(term) for term in self.required_terms)
+
 
 @dataclass(frozen=True, slots=True)
 class DaemonSet:
@@ -262,11 +270,31 @@ def _string_map(value: Any, path: str) -> dict[str, str]:
 
 
 def _resources(value: Any, path: str) -> Resources:
+    """A resource list; as the API server does, a negative amount is refused (it would
+    otherwise make room on a node for other pods)."""
     raw = _mapping(value, path)
     try:
-        return parse_resources(raw)
+        parsed = parse_resources(raw)
     except ValueError as error:
         raise SpecError(path, str(error)) from None
+    for name, amount in parsed.items():
+        if amount < 0:
+            raise SpecError(
+                f"{path}.{name}", f"must be greater than or equal to 0, got {raw[name]!r}"
+            )
+    return parsed
+
+
+def _weight(item: Mapping[str, Any], path: str) -> int:
+    """A preference's weight: an integer from 1 to 100, as the API server requires."""
+    weight = item.get("weight")
+    if weight is None:
+        raise SpecError(f"{path}.weight", "required: an integer from 1 to 100")
+    if isinstance(weight, bool) or not isinstance(weight, int):
+        raise SpecError(f"{path}.weight", f"must be an integer from 1 to 100, got {weight!r}")
+    if not 1 <= weight <= 100:
+        raise SpecError(f"{path}.weight", f"must be in the range 1-100, got {weight}")
+    return weight
 
 
 def _container_requests(container: Mapping[str, Any], path: str) -> Resources:
@@ -344,7 +372,7 @@ def _affinity_terms(value: Any, path: str, weighted: bool) -> tuple[AffinityTerm
         item = _mapping(raw, where)
         weight = 0
         if weighted:
-            weight = int(item.get("weight", 1))
+            weight = _weight(item, where)
             item = _mapping(item.get("podAffinityTerm"), f"{where}.podAffinityTerm")
             where = f"{where}.podAffinityTerm"
         topology_key = item.get("topologyKey")
@@ -485,8 +513,9 @@ def parse_pod_spec(
         _list(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"), preferred_path)
     ):
         item = _mapping(raw, f"{preferred_path}[{i}]")
+        weight = _weight(item, f"{preferred_path}[{i}]")
         (term,) = _node_selector_terms([item.get("preference") or {}], f"{preferred_path}[{i}]")
-        preferred.append((int(item.get("weight", 1)), term))
+        preferred.append((weight, term))
     preferred.sort(key=lambda wt: -wt[0])
 
     def affinity_block(kind: str) -> tuple[tuple[AffinityTerm, ...], tuple[AffinityTerm, ...]]:

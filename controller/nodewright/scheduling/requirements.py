@@ -82,7 +82,9 @@ class Requirement:
     def build(
         key: str, operator: str, values: Sequence[str] = (), min_values: int | None = None
     ) -> Requirement:
-        """A requirement from a Kubernetes node selector requirement."""
+        """A requirement from a Kubernetes node selector requirement (a deprecated key is
+        read as its current name)."""
+        key = labels.normalized(key)
         values = [str(v) for v in values]
         if operator == "In":
             return Requirement(key, False, frozenset(values), min_values=min_values)
@@ -107,7 +109,7 @@ class Requirement:
 
     @staticmethod
     def single(key: str, value: str) -> Requirement:
-        return Requirement(key, False, frozenset((value,)))
+        return Requirement(labels.normalized(key), False, frozenset((value,)))
 
     @property
     def operator(self) -> str:

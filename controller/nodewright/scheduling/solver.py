@@ -45,10 +45,12 @@ from nodewright.scheduling.requirements import (
     LABEL_HOSTNAME,
     LABEL_NODEPOOL,
     LABEL_ZONE,
+    LABEL_ZONE_ID,
     Requirement,
     Requirements,
 )
 from nodewright.scheduling.targets import (
+    LIMIT_NODES,
     Candidate,
     ClaimTarget,
     ExistingTarget,
@@ -116,6 +118,7 @@ class SchedulingResult:
                     "capacityType": claim.capacity_type,
                     "zone": claim.zone,
                     "price": claim.price,
+                    "priceEstimated": claim.price_estimated,
                     "pods": list(claim.pods),
                 }
                 for claim in self.nodeclaims
@@ -245,7 +248,9 @@ class _Solver:
         self.claim_count = 0
         self.standalone: dict[tuple[str, tuple[object, ...]], float] = {}
         self._efficiency = GrowthJudge()
-        self.pools = [self._pool(t) for t in sorted(problem.nodepools, key=_pool_order)]
+        self.pools = [
+            self._pool(t) for t in sorted(problem.nodepools, key=_pool_order, reverse=True)
+        ]
         for pod in chain(problem.pods, problem.bound_pods):
             self.topology.register(pod)
         self._add_existing_nodes()
@@ -260,13 +265,16 @@ class _Solver:
             if labels_compatible(it, requirements)
             and (price := cheapest_price(it, requirements)) is not None
         ]
-        # Make zone and capacity type finite so that topology can pick among them.
-        for key in (LABEL_ZONE, LABEL_CAPACITY_TYPE):
+        # Make zone, zone id and capacity type finite so that topology can pick among them
+        # (the domains come from the offerings; zone ids only where the catalog knows them).
+        for key in (LABEL_ZONE, LABEL_CAPACITY_TYPE, LABEL_ZONE_ID):
             offered = {
                 value
                 for value in offering_values([c.instance_type for c in base], key)
                 if key not in requirements or requirements[key].has(value)
             }
+            if key == LABEL_ZONE_ID and not offered and key not in requirements:
+                continue
             requirements.add(Requirement(key, False, frozenset(offered)))
         base.sort(key=lambda c: (c.price, c.instance_type.name))
         source = DomainSource(template.taints, requirements=requirements)
@@ -283,6 +291,7 @@ class _Solver:
             if node.labels.get(LABEL_NODEPOOL) == template.name:
                 for name, amount in (node.capacity or node.allocatable or {}).items():
                     usage[name] = usage.get(name, 0) + amount
+                usage[LIMIT_NODES] = usage.get(LIMIT_NODES, 0) + 1000
         remaining = (
             {name: limit - usage.get(name, 0) for name, limit in sorted(template.limits.items())}
             if template.limits is not None
@@ -298,7 +307,11 @@ class _Solver:
             daemonset
             for daemonset in self.problem.daemonsets
             if untolerated(hard_taints, daemonset.pod.tolerations) is None
-            and requirements.conflict(daemonset.pod.strict_node_requirements()) is None
+            # As Karpenter does, each ORed nodeSelectorTerm is tried in turn.
+            and any(
+                requirements.conflict(alternative) is None
+                for alternative in daemonset.pod.strict_node_alternatives()
+            )
         ]
 
     def _add_existing_nodes(self) -> None:
@@ -334,7 +347,10 @@ class _Solver:
                 if (
                     f"DaemonSet/{daemonset.name}" not in owners
                     and untolerated(hard_taints, daemonset.pod.tolerations) is None
-                    and daemonset.pod.strict_node_requirements().satisfied_by_labels(node.labels)
+                    and any(
+                        alternative.satisfied_by_labels(node.labels)
+                        for alternative in daemonset.pod.strict_node_alternatives()
+                    )
                 ):
                     daemon = self.index.vector(daemonset.pod.requests)
                     target.used = self.index.add(target.used, daemon)
@@ -724,7 +740,9 @@ class _Solver:
 
 
 def _pool_order(template: NodePoolTemplate) -> tuple[int, str]:
-    return (-template.weight, template.name)
+    """Sorted in reverse: heaviest first, and among equal weights the name that sorts last
+    first (Karpenter's OrderByWeight)."""
+    return (template.weight, template.name)
 
 
 def _fill(claim: ClaimTarget) -> float:

@@ -19,7 +19,13 @@ from nodewright.scheduling.nodepools import (
     min_values_problem,
 )
 from nodewright.scheduling.pods import HostPort, Pod, Taint
-from nodewright.scheduling.requirements import LABEL_HOSTNAME, LABEL_ZONE, Requirements
+from nodewright.scheduling.requirements import (
+    LABEL_HOSTNAME,
+    LABEL_ZONE,
+    LABEL_ZONE_ID,
+    Requirement,
+    Requirements,
+)
 from nodewright.scheduling.topology import TopologyGroup
 
 Vector = tuple[int, ...]
@@ -163,14 +169,27 @@ class PoolState:
     def within_limits(self, instance_type: InstanceType) -> bool:
         if self.remaining is None:
             return True
-        capacity = instance_type.capacity
-        return all(capacity.get(name, 0) <= left for name, left in self.remaining.items())
+        return all(
+            limited_amount(instance_type, name) <= left for name, left in self.remaining.items()
+        )
 
     def reserve(self, previous: Mapping[str, int], current: Mapping[str, int]) -> None:
         if self.remaining is None:
             return
         for name in self.remaining:
             self.remaining[name] += previous.get(name, 0) - current.get(name, 0)
+
+
+LIMIT_NODES = "nodes"
+"""`spec.limits.nodes`: a NodePool's limit on its number of nodes (Karpenter enforces it
+beside the resource limits); each node counts as one."""
+
+
+def limited_amount(instance_type: InstanceType, name: str) -> int:
+    """What one node of this type counts against the limit `name` (milli-units)."""
+    if name == LIMIT_NODES:
+        return 1000
+    return instance_type.capacity.get(name, 0)
 
 
 def _without_hostname(requirements: Requirements) -> Requirements:
@@ -227,7 +246,7 @@ class ClaimTarget(Target):
         if self.committed and pool is not None and pool.remaining is not None:
             fitting = Narrowed(self.candidates, start).fitting(self.used)
             reserved = {
-                name: max(c.instance_type.capacity.get(name, 0) for c in fitting)
+                name: max(limited_amount(c.instance_type, name) for c in fitting)
                 for name in pool.remaining
             }
             pool.reserve(self.reserved, reserved)
@@ -295,10 +314,18 @@ class PlannedNodeClaim:
     price: float
     pods: tuple[str, ...]
     requirements: Requirements
+    # The price is an estimate (no listed price for this type, zone and capacity type).
+    price_estimated: bool = False
 
     @property
     def instance_type(self) -> str:
         return self.instance_types[0][0]
+
+
+def _single_value(requirement: Requirement | None) -> bool:
+    return (
+        requirement is not None and not requirement.complement and len(requirement.values) == 1
+    )
 
 
 def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
@@ -309,15 +336,18 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
     fitting.sort(key=lambda c: (c.price, c.instance_type.name))
     offering = cheapest_offering_of(fitting[0].instance_type, claim.requirements)
     assert offering is not None
-    price, capacity_type, _ = offering
-    zone_requirement = claim.requirements.get(LABEL_ZONE)
+    price, capacity_type, offered_zone = offering
+    estimated = any(
+        o.price_estimated
+        for o in fitting[0].instance_type.offerings
+        if (o.zone, o.capacity_type, o.price) == (offered_zone, capacity_type, price)
+    )
     zone = None
-    if (
-        zone_requirement is not None
-        and not zone_requirement.complement
-        and len(zone_requirement.values) == 1
-    ):
-        zone = next(iter(zone_requirement.values))
+    if _single_value(claim.requirements.get(LABEL_ZONE)):
+        zone = offered_zone
+    elif _single_value(claim.requirements.get(LABEL_ZONE_ID)):
+        # One zone id is one zone: the one its offerings are in.
+        zone = offered_zone
     return PlannedNodeClaim(
         name=claim.hostname,
         nodepool=claim.pool.name,
@@ -327,4 +357,5 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
         price=price,
         pods=tuple(pod.key for pod in claim.pods),
         requirements=claim.requirements,
+        price_estimated=estimated,
     )

@@ -1,14 +1,18 @@
-"""Resolving amiSelectorTerms to one image per architecture.
+"""Resolving amiSelectorTerms to the images nodes boot.
 
 Aliases (al2023@latest, al2@v20240807, bottlerocket@1.20.1) go through the public SSM
-parameters that EKS and Bottlerocket publish for each Kubernetes version and architecture;
-the other terms (id, name, owner, tags, ssmParameter) go through DescribeImages. Of all the
-images found, the newest non-deprecated one per architecture wins."""
+parameters that EKS and Bottlerocket publish for each Kubernetes version, architecture and
+variant: the standard image, and the accelerated ones (AL2023 nvidia and neuron, Bottlerocket
+nvidia, the AL2 GPU image) that carry the drivers GPU and Inferentia/Trainium instance types
+need. Each alias image is tied to the instance types its variants support (`image_for`), as
+Karpenter does. The other terms (id, name, owner, tags, ssmParameter) go through
+DescribeImages and serve every instance type of their architecture. Of all the images found,
+the newest non-deprecated one per architecture and variant wins."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -22,10 +26,18 @@ if TYPE_CHECKING:
 
     from nodewright.api.ec2nodeclass import AMISelectorTerm
 
+ARCH_LABEL: Final = "kubernetes.io/arch"
 # EC2's architecture names -> kubernetes.io/arch
 ARCHITECTURES: Final[dict[str, str]] = {"x86_64": "amd64", "arm64": "arm64"}
 # Owners searched when a term names an image but no owner (as Karpenter does).
 DEFAULT_OWNERS: Final[tuple[str, ...]] = ("self", "amazon")
+
+
+STANDARD: Final = "standard"
+NVIDIA: Final = "nvidia"
+NEURON: Final = "neuron"
+GPU_COUNT_LABEL: Final = "karpenter.k8s.aws/instance-gpu-count"
+ACCELERATOR_COUNT_LABEL: Final = "karpenter.k8s.aws/instance-accelerator-count"
 
 
 @dataclass(frozen=True)
@@ -35,6 +47,60 @@ class Image:
     architecture: str  # kubernetes.io/arch value: amd64 | arm64
     creation_date: str
     deprecated: bool
+    # The instance types an alias image is for: standard (no GPU, no accelerator), nvidia
+    # (GPUs), neuron (AWS accelerators). Empty for images selected by id, name or tags, which
+    # serve every instance type of their architecture.
+    variants: tuple[str, ...] = ()
+
+    def supports(self, labels: Mapping[str, str]) -> bool:
+        """Whether an instance type with these labels may boot this image."""
+        if labels.get(ARCH_LABEL) != self.architecture:
+            return False
+        if not self.variants:
+            return True
+        gpus = bool(labels.get(GPU_COUNT_LABEL))
+        accelerators = bool(labels.get(ACCELERATOR_COUNT_LABEL))
+        return any(
+            (variant == STANDARD and not gpus and not accelerators)
+            or (variant == NVIDIA and gpus)
+            or (variant == NEURON and accelerators)
+            for variant in self.variants
+        )
+
+
+
+def variant_requirements(variant: str) -> list[tuple[str, str]]:
+    """(label key, operator) pairs that say which instance types a variant is for, as
+    Karpenter writes them in the EC2NodeClass status."""
+    if variant == STANDARD:
+        return [(ACCELERATOR_COUNT_LABEL, "DoesNotExist"), (GPU_COUNT_LABEL, "DoesNotExist")]
+    if variant == NVIDIA:
+        return [(GPU_COUNT_LABEL, "Exists")]
+    if variant == NEURON:
+        return [(ACCELERATOR_COUNT_LABEL, "Exists")]
+    return []
+
+
+def image_for(labels: Mapping[str, str], images: Sequence[Image]) -> Image | None:
+    """The image an instance type boots: the newest of those that support it, an image made
+    for its accelerators before a general one. None when no image supports it."""
+    fitting = [image for image in images if image.supports(labels)]
+    if not fitting:
+        return None
+    return max(
+        fitting,
+        key=lambda i: (bool(i.variants) and STANDARD not in i.variants, not i.deprecated,
+                       i.creation_date, i.id),
+    )
+
+
+@dataclass(frozen=True)
+class AliasParameter:
+    """One public SSM parameter of an alias: the image for an architecture and variants."""
+
+    name: str
+    architecture: str
+    variants: tuple[str, ...]
 
 
 class AliasError(ValueError):
@@ -42,38 +108,60 @@ class AliasError(ValueError):
 
 
 def alias_parameters(alias: str, kubernetes_version: str) -> dict[str, str]:
-    """kubernetes.io/arch -> the SSM parameter holding the image id for this alias."""
+    """kubernetes.io/arch -> the SSM parameter holding the standard image for this alias."""
+    return {
+        parameter.architecture: parameter.name
+        for parameter in alias_parameter_list(alias, kubernetes_version)
+        if STANDARD in parameter.variants
+    }
+
+
+def alias_parameter_list(alias: str, kubernetes_version: str) -> list[AliasParameter]:
+    """Every SSM parameter of the alias, standard and accelerated (Karpenter's list)."""
     family, _, version = alias.partition("@")
     k8s = kubernetes_version
+    latest = version == "latest"
     if family == "al2023":
 
-        def al2023(arch: str) -> str:
+        def al2023(arch: str, variant: str) -> str:
             leaf = (
                 "recommended"
-                if version == "latest"
-                else f"amazon-eks-node-al2023-{arch}-standard-{k8s}-{version}"
+                if latest
+                else f"amazon-eks-node-al2023-{arch}-{variant}-{k8s}-{version}"
             )
             base = f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023"
-            return f"{base}/{arch}/standard/{leaf}/image_id"
+            return f"{base}/{arch}/{variant}/{leaf}/image_id"
 
-        return {"amd64": al2023("x86_64"), "arm64": al2023("arm64")}
+        return [
+            AliasParameter(al2023(arch, variant), ARCHITECTURES[arch], (variant,))
+            for arch, variants in (("x86_64", (STANDARD, NVIDIA, NEURON)),
+                                   ("arm64", (STANDARD, NVIDIA)))
+            for variant in variants
+        ]
     if family == "al2":
 
         def al2(variant: str, node_prefix: str) -> str:
-            leaf = (
-                "recommended"
-                if version == "latest"
-                else f"amazon-eks-{node_prefix}node-{k8s}-{version}"
-            )
+            leaf = "recommended" if latest else f"amazon-eks-{node_prefix}node-{k8s}-{version}"
             return f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2{variant}/{leaf}/image_id"
 
-        return {"amd64": al2("", ""), "arm64": al2("-arm64", "arm64-")}
+        return [
+            AliasParameter(al2("", ""), "amd64", (STANDARD,)),
+            AliasParameter(al2("-arm64", "arm64-"), "arm64", (STANDARD,)),
+            AliasParameter(al2("-gpu", "gpu-"), "amd64", (NEURON, NVIDIA)),
+        ]
     if family == "bottlerocket":
-        release = "latest" if version == "latest" else version.removeprefix("v")
-        return {
-            "amd64": f"/aws/service/bottlerocket/aws-k8s-{k8s}/x86_64/{release}/image_id",
-            "arm64": f"/aws/service/bottlerocket/aws-k8s-{k8s}/arm64/{release}/image_id",
-        }
+        # Bottlerocket versions are written with a v on GitHub and without one in SSM.
+        release = "latest" if latest else version.removeprefix("v")
+
+        def bottlerocket(flavour: str, arch: str) -> str:
+            return f"/aws/service/bottlerocket/aws-k8s-{k8s}{flavour}/{arch}/{release}/image_id"
+
+        return [
+            AliasParameter(bottlerocket("", "x86_64"), "amd64", (STANDARD, NEURON)),
+            AliasParameter(bottlerocket("", "arm64"), "arm64", (STANDARD,)),
+            AliasParameter(bottlerocket("-nvidia", "x86_64"), "amd64", (NVIDIA,)),
+            AliasParameter(bottlerocket("-nvidia", "arm64"), "arm64", (NVIDIA,)),
+        ]
     raise AliasError(
         f"alias {alias!r}: family {family!r} has no Linux SSM parameters here "
         "(supported: al2023, al2, bottlerocket)"
@@ -120,14 +208,16 @@ def _describe(ec2: EC2Client, resource: str, now: datetime, **request: Any) -> l
 
 
 def newest_per_architecture(images: Sequence[Image]) -> list[Image]:
-    """Non-deprecated beats deprecated; then the newest creation date; then the id."""
-    best: dict[str, Image] = {}
+    """One image per architecture and variants: non-deprecated beats deprecated; then the
+    newest creation date; then the id."""
+    best: dict[tuple[str, tuple[str, ...]], Image] = {}
     for image in images:
-        current = best.get(image.architecture)
+        key = (image.architecture, image.variants)
+        current = best.get(key)
         rank = (not image.deprecated, image.creation_date, image.id)
         if current is None or rank > (not current.deprecated, current.creation_date, current.id):
-            best[image.architecture] = image
-    return [best[arch] for arch in sorted(best)]
+            best[key] = image
+    return [best[key] for key in sorted(best)]
 
 
 def resolve_amis(
@@ -144,13 +234,19 @@ def resolve_amis(
         where = f"amiSelectorTerms[{index}]"
         images: list[Image] = []
         if term.alias:
-            ids = [
-                image_id
-                for parameter in alias_parameters(term.alias, kubernetes_version).values()
-                if (image_id := _parameter(ssm, parameter, f"{where} alias {term.alias}"))
-            ]
-            if ids:
-                images = _describe(ec2, f"{where} alias {term.alias}", now, ImageIds=ids)
+            variants: dict[str, tuple[str, ...]] = {}
+            for parameter in alias_parameter_list(term.alias, kubernetes_version):
+                image_id = _parameter(ssm, parameter.name, f"{where} alias {term.alias}")
+                if image_id:
+                    variants[image_id] = (*variants.get(image_id, ()), *parameter.variants)
+            if variants:
+                described = _describe(
+                    ec2, f"{where} alias {term.alias}", now, ImageIds=sorted(variants)
+                )
+                images = [
+                    replace(image, variants=tuple(sorted(set(variants[image.id]))))
+                    for image in described
+                ]
         elif term.ssm_parameter:
             image_id = _parameter(ssm, term.ssm_parameter, f"{where} {term.ssm_parameter}")
             if image_id:

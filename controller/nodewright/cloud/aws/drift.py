@@ -1,13 +1,21 @@
-"""AWS drift: an instance whose AMI, subnet or security groups are no longer among its
-EC2NodeClass's resolved values."""
+"""AWS drift: a NodeClaim launched from an EC2NodeClass spec that has changed since
+(NodeClassDrift, by the hash annotation), or an instance whose AMI, subnet or security groups
+are no longer among its EC2NodeClass's resolved values."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.hashes import (
+    NODECLASS_HASH,
+    NODECLASS_HASH_VERSION,
+    node_class_hash_annotations,
+)
 from nodewright.cloud.provider import Instance
 
+NODECLASS_DRIFT = "NodeClassDrift"
 AMI_DRIFT = "AMIDrift"
 SUBNET_DRIFT = "SubnetDrift"
 SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
@@ -15,8 +23,30 @@ SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
 
 @dataclass(frozen=True)
 class Drift:
-    reason: str  # AMIDrift | SubnetDrift | SecurityGroupDrift
+    reason: str  # NodeClassDrift | AMIDrift | SubnetDrift | SecurityGroupDrift
     message: str
+
+
+def static_drift(annotations: Mapping[str, str], node_class: EC2NodeClass) -> Drift | None:
+    """NodeClassDrift when the NodeClaim's EC2NodeClass hash differs from the current spec's.
+
+    Only hashes of the same version are compared: a NodeClaim stamped by another hash
+    version (or not at all) is not drifted by it (it gets re-stamped instead), as in
+    Karpenter. Costs no AWS call, so it is checked first.
+    """
+    current = node_class_hash_annotations(node_class)
+    stamped = annotations.get(NODECLASS_HASH)
+    if stamped is None or annotations.get(NODECLASS_HASH_VERSION) != current[
+        NODECLASS_HASH_VERSION
+    ]:
+        return None
+    if stamped == current[NODECLASS_HASH]:
+        return None
+    return Drift(
+        NODECLASS_DRIFT,
+        f"EC2NodeClass {node_class.name} spec changed since launch "
+        f"(hash {stamped} -> {current[NODECLASS_HASH]})",
+    )
 
 
 def drift_of(

@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from nodewright.api.quantity import parse_quantity
 from nodewright.cloud.aws import tags
 from nodewright.cloud.aws.errors import aws_call
 from nodewright.cloud.provider import CloudProviderError
-from nodewright.scheduling.quantity import parse_quantity
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
@@ -62,9 +62,11 @@ class LaunchConfig:
             "ImageId": self.image_id,
             "IamInstanceProfile": {"Name": self.instance_profile},
             "MetadataOptions": dict(self.metadata_options),
-            "BlockDeviceMappings": [dict(mapping) for mapping in self.block_device_mappings],
             "Monitoring": {"Enabled": self.detailed_monitoring},
         }
+        if self.block_device_mappings:
+            # None (the Custom family without mappings): the AMI's own block devices apply.
+            data["BlockDeviceMappings"] = [dict(m) for m in self.block_device_mappings]
         if self.user_data:
             data["UserData"] = base64.b64encode(self.user_data.encode()).decode()
         if self.associate_public_ip_address is None:
@@ -96,7 +98,9 @@ def _gib(quantity: str) -> int:
 
 
 def default_block_devices(ami_family: str) -> list[dict[str, Any]]:
-    """A 20Gi gp3 root volume; Bottlerocket also has a small OS volume before its data one."""
+    """A 20Gi gp3 root volume; Bottlerocket also has a small OS volume before its data one.
+    The Custom family has none: as Karpenter does, the AMI's own mappings apply unless the
+    EC2NodeClass lists some."""
 
     def volume(device: str, size_gib: int) -> dict[str, Any]:
         return {
@@ -109,6 +113,8 @@ def default_block_devices(ami_family: str) -> list[dict[str, Any]]:
             },
         }
 
+    if ami_family == "Custom":
+        return []
     if ami_family == "Bottlerocket":
         return [volume("/dev/xvda", 4), volume("/dev/xvdb", DEFAULT_ROOT_VOLUME_GIB)]
     return [volume("/dev/xvda", DEFAULT_ROOT_VOLUME_GIB)]

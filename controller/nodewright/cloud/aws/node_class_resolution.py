@@ -7,14 +7,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from nodewright.api.core import Condition, NodeSelectorRequirementWithMinValues
+from nodewright.api.core import Condition, NodeSelectorRequirement
 from nodewright.api.ec2nodeclass import (
     AMIStatus,
     EC2NodeClassStatus,
     SecurityGroupStatus,
     SubnetStatus,
 )
-from nodewright.cloud.aws.amis import AliasError, Image, resolve_amis
+from nodewright.cloud.aws.amis import AliasError, Image, resolve_amis, variant_requirements
 from nodewright.cloud.aws.discovery import (
     SecurityGroup,
     Subnet,
@@ -95,18 +95,25 @@ class Resolution:
             security_groups=[
                 SecurityGroupStatus(id=g.id, name=g.name or None) for g in self.security_groups
             ],
+            # One entry per image and variant, as Karpenter writes them: the requirements
+            # say which instance types boot the image (GPU types the nvidia one, ...).
             amis=[
                 AMIStatus(
                     id=image.id,
                     name=image.name or None,
                     deprecated=image.deprecated or None,
                     requirements=[
-                        NodeSelectorRequirementWithMinValues(
+                        NodeSelectorRequirement(
                             key=ARCH_LABEL, operator="In", values=[image.architecture]
-                        )
+                        ),
+                        *(
+                            NodeSelectorRequirement(key=key, operator=operator)
+                            for key, operator in variant_requirements(variant)
+                        ),
                     ],
                 )
                 for image in self.images
+                for variant in image.variants or ("",)
             ],
             instance_profile=self.instance_profile,
             conditions=self.conditions(now),

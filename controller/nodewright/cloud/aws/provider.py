@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
+from nodewright.api.quantity import PODS
 from nodewright.cloud.aws import fleet, garbage, instance_profiles, instances, launch_templates
 from nodewright.cloud.aws import tags as tag_keys
+from nodewright.cloud.aws.amis import Image, image_for
 from nodewright.cloud.aws.catalog import LiveCatalog
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
 from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
 from nodewright.cloud.aws.discovery import subnet_per_zone
-from nodewright.cloud.aws.drift import drift_of
+from nodewright.cloud.aws.drift import drift_of, static_drift
 from nodewright.cloud.aws.node_class_resolution import Resolution, resolve_node_class
 from nodewright.cloud.aws.node_identity import node_labels
 from nodewright.cloud.aws.offerings import Choice, capacity_type_for, launchable
@@ -34,7 +36,6 @@ from nodewright.cloud.provider import (
 )
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.pricing import PriceSource
-from nodewright.scheduling.quantity import PODS
 from nodewright.scheduling.requirements import Requirements
 
 RESOLUTION_CACHE_SECONDS: Final = 60.0
@@ -129,13 +130,18 @@ class AwsCloudProvider:
                 resource=f"ec2nodeclass {node_class.name}",
             )
         subnets = subnet_per_zone(resolution.subnets)
-        images = {image.architecture: image for image in resolution.images}
         requirements = Requirements.from_node_selector(
             [r.to_manifest() for r in nodeclaim.spec.requirements]
         )
-        choices = launchable(
-            self.get_instance_types(node_class), requirements, sorted(subnets), sorted(images)
-        )
+        # Only instance types some image supports (a GPU type needs a GPU image).
+        choices = [
+            choice
+            for choice in launchable(
+                self.get_instance_types(node_class), requirements, sorted(subnets),
+                sorted({image.architecture for image in resolution.images}),
+            )
+            if image_for(choice.instance_type.labels, resolution.images) is not None
+        ]
         capacity_type = capacity_type_for(choices)
         if capacity_type is None:
             raise InsufficientCapacityError(
@@ -154,7 +160,7 @@ class AwsCloudProvider:
                     subnet_id=subnets[choice.offering.zone].id,
                     price=choice.offering.price,
                     template_name=templates[choice.instance_type.name],
-                    image_id=images[choice.instance_type.labels["kubernetes.io/arch"]].id,
+                    image_id=_image_of(choice.instance_type.labels, resolution).id,
                 )
                 for choice in picked
             ]
@@ -183,6 +189,10 @@ class AwsCloudProvider:
         provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
         if not provider_id:
             return None
+        static = static_drift(nodeclaim.metadata.annotations or {}, node_class)
+        if static is not None:
+            log.info("nodeclaim %s drifted: %s", nodeclaim.name, static.message)
+            return static.reason
         instance = self.get(provider_id)
         resolution = self.resolve(node_class)
         drift = drift_of(
@@ -242,7 +252,6 @@ class AwsCloudProvider:
     ) -> dict[str, str]:
         """instance type -> launch template name; one template per (image, max pods)."""
         family = node_class.resolved_ami_family()
-        images = {image.architecture: image for image in resolution.images}
         nodepool = (nodeclaim.metadata.labels or {}).get(NODEPOOL_LABEL)
         labels = node_labels(nodeclaim.metadata.labels, nodeclaim.spec.requirements, nodepool)
         spec = node_class.spec
@@ -252,7 +261,7 @@ class AwsCloudProvider:
             instance_type = choice.instance_type
             if instance_type.name in result:
                 continue
-            image = images[instance_type.labels["kubernetes.io/arch"]]
+            image = _image_of(instance_type.labels, resolution)
             pods = instance_type.capacity.get(PODS)
             max_pods = pods // 1000 if pods is not None else None
             key = (image.id, max_pods)
@@ -335,3 +344,9 @@ class AwsCloudProvider:
                 "karpenter.sh/capacity-type": launched.capacity_type,
             },
         )
+
+
+def _image_of(labels: Mapping[str, str], resolution: Resolution) -> Image:
+    image = image_for(labels, resolution.images)
+    assert image is not None, "choices are limited to instance types an image supports"
+    return image

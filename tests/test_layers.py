@@ -1,0 +1,156 @@
+"""The package's layers, read from the source: the API at the bottom, no import circles.
+
+`nodewright.api` is imported by infra/ and policies/ as well as by the rest of the
+controller, so it imports nothing above it. Within the foundation (api, scheduling, cloud)
+no module may import one that imports it back (directly or through others), whether at the
+top of the file or inside a function: a circle works only as long as the import order
+happens to suit it.
+Imports under `if TYPE_CHECKING:` are for type checkers only and are left out.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+PACKAGE = REPO_ROOT / "controller" / "nodewright"
+LAYERS_ABOVE_API = ("nodewright.scheduling", "nodewright.cloud", "nodewright.cli",
+                    "nodewright.policy", "nodewright.cluster", "nodewright.controllers",
+                    "nodewright.sim", "nodewright.runtime", "nodewright.operator")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """Every nodewright module `path` imports when it runs (top level or in a function)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("nodewright"))
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module or "").startswith("nodewright")
+        ):
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if _exists(submodule) else str(node.module))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def _exists(module: str) -> bool:
+    relative = Path(*module.split("."))
+    return (PACKAGE.parent / relative).with_suffix(".py").is_file() or (
+        PACKAGE.parent / relative / "__init__.py"
+    ).is_file()
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {
+        _module_name(path): runtime_imports(path)
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+
+
+def find_circle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle as a list of modules (first == last), or None."""
+    state: dict[str, str] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = "open"
+        stack.append(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in graph or target == module:
+                continue
+            if state.get(target) == "open":
+                return [*stack[stack.index(target):], target]
+            if target not in state and (circle := visit(target)):
+                return circle
+        stack.pop()
+        state[module] = "done"
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (circle := visit(module)):
+            return circle
+    return None
+
+
+def test_the_api_imports_nothing_above_it() -> None:
+    offenders = {
+        module: sorted(t for t in targets if t.startswith(LAYERS_ABOVE_API))
+        for module, targets in import_graph().items()
+        if module.startswith("nodewright.api")
+    }
+    assert {module: targets for module, targets in offenders.items() if targets} == {}
+
+
+def test_quantities_live_in_the_api_and_the_old_name_still_works() -> None:
+    from nodewright.api import quantity
+    from nodewright.scheduling import quantity as old
+
+    assert old.parse_quantity is quantity.parse_quantity
+    assert all(getattr(old, name) is getattr(quantity, name) for name in old.__all__)
+
+
+FOUNDATION = ("nodewright.api", "nodewright.scheduling", "nodewright.cloud")
+
+
+def test_no_module_of_the_foundation_imports_itself_back() -> None:
+    """The pure layers and the cloud providers, which everything else builds on."""
+    graph = {
+        module: {target for target in targets if target.startswith(FOUNDATION)}
+        for module, targets in import_graph().items()
+        if module.startswith(FOUNDATION)
+    }
+    assert find_circle(graph) is None
+
+
+def test_the_circle_finder_finds_a_circle_through_a_function_level_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check itself can fail: catalog -> offline_data at function level, back at the top."""
+    (tmp_path / "catalog.py").write_text(
+        "def offline():\n    from nodewright.scheduling import offline_data\n"
+    )
+    (tmp_path / "offline_data.py").write_text(
+        "from nodewright.scheduling.catalog import build_catalog\n"
+    )
+    graph = {
+        "nodewright.scheduling.catalog": {"nodewright.scheduling.offline_data"},
+        "nodewright.scheduling.offline_data": {"nodewright.scheduling.catalog"},
+    }
+    monkeypatch.setattr(
+        "tests.test_layers._exists", lambda module: module.endswith("offline_data")
+    )
+    assert runtime_imports(tmp_path / "catalog.py") == {"nodewright.scheduling.offline_data"}
+    assert runtime_imports(tmp_path / "offline_data.py") == {"nodewright.scheduling.catalog"}
+    assert find_circle(graph) == [
+        "nodewright.scheduling.catalog",
+        "nodewright.scheduling.offline_data",
+        "nodewright.scheduling.catalog",
+    ]
