@@ -4,7 +4,9 @@ instances that vanish."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
+from nodewright.cloud.provider import CloudProviderError
 from nodewright.cloud.sim import CapacityRule, SimSettings
 from nodewright.controllers.harness import World
 from tests.controllers.conftest import WORKSHOP
@@ -124,3 +126,26 @@ def test_an_instance_without_a_nodeclaim_is_terminated() -> None:
     assert world.settle()
     expect_running(world, 5)
     expect_consistent(world)
+
+
+def test_a_launch_that_keeps_failing_is_retried_then_given_up_after_five_minutes() -> None:
+    world = World()
+
+    def refuses(nodeclaim: Any, node_class: Any) -> Any:
+        raise CloudProviderError("ec2:CreateFleet: UnauthorizedOperation: not allowed",
+                                 call="ec2:CreateFleet", code="UnauthorizedOperation")
+
+    world.cloud.create = refuses  # type: ignore[method-assign]
+    world.apply(WORKSHOP)
+    world.scale("inflate", 5)
+    world.advance(30)
+    (first,) = claim_names(world)
+    launched = next(c for c in world.cluster.get("NodeClaim", first)["status"]["conditions"]
+                if c["type"] == "Launched")
+    assert (launched["status"], launched["reason"]) == ("Unknown", "LaunchFailed")
+    assert "UnauthorizedOperation" in launched["message"]
+    world.advance(4 * 60)
+    assert first in claim_names(world), "given up before the launch timeout"
+    world.advance(60)
+    assert first not in claim_names(world), "still there after the launch timeout"
+    assert world.live_instances() == []

@@ -152,3 +152,18 @@ def test_pods_drain_non_critical_first_and_critical_daemons_last() -> None:
     groups = drain_groups(pods)
     assert [[p["metadata"]["name"] for p in group] for group in groups] == [
         ["app"], ["d"], ["c"], ["cd"]]
+
+
+def test_deleting_a_node_deletes_its_nodeclaim_and_drains_it_first() -> None:
+    world = World()
+    workshop_with(world, 5)
+    (claim,) = world.nodeclaims()
+    name, node_name = claim["metadata"]["name"], claim["status"]["nodeName"]
+    world.delete("Node", node_name)
+    world.advance(1)
+    assert world.cluster.get("NodeClaim", name)["metadata"].get("deletionTimestamp")
+    assert world.run_until(lambda: name not in claim_names(world), timeout=600)
+    assert world.settle()
+    expect_running(world, 5)
+    expect_consistent(world)
+    expect_no_controller_errors(world)
