@@ -10,7 +10,7 @@ from datetime import datetime
 
 from nodewright.cloud.sim.ledger import Ledger
 from nodewright.cluster import objects
-from nodewright.cluster.api import ClusterAPI
+from nodewright.cluster.memory import InMemoryCluster
 from nodewright.sim.timeline import FleetNode
 from nodewright.state.wellknown import (
     CAPACITY_TYPE_LABEL,
@@ -33,15 +33,18 @@ class Fleet:
         return sum(node.price for node in self.nodes)
 
 
-def current_fleet(cluster: ClusterAPI, ledger: Ledger, start: datetime, now: datetime) -> Fleet:
+def current_fleet(
+    cluster: InMemoryCluster, ledger: Ledger, start: datetime, now: datetime
+) -> Fleet:
+    """Read without copies (the cluster's own objects, never modified here)."""
     prices = {entry.instance_id: entry.price for entry in ledger.entries}
     claims = {
         str((claim.get("status") or {}).get("providerID") or ""): claim
-        for claim in cluster.list("NodeClaim")
+        for claim in cluster.peek_all("NodeClaim")
     }
     pods_on: Counter[str] = Counter()
     pending = 0
-    for pod in cluster.list("Pod"):
+    for pod in cluster.peek_all("Pod"):
         node_name = (pod.get("spec") or {}).get("nodeName")
         if node_name:
             pods_on[str(node_name)] += 1
@@ -49,7 +52,7 @@ def current_fleet(cluster: ClusterAPI, ledger: Ledger, start: datetime, now: dat
                 "Succeeded", "Failed"):
             pending += 1
     nodes: list[FleetNode] = []
-    for node in cluster.list("Node"):
+    for node in cluster.peek_all("Node"):
         labels = objects.labels(node)
         if NODEPOOL_LABEL not in labels or objects.is_deleting(node):
             continue

@@ -25,7 +25,7 @@ def matching_nodes(world: World, select: NodeSelection) -> list[tuple[str, str]]
         ZONE_LABEL: select.zone,
     }
     found = []
-    for node in world.cluster.list("Node"):
+    for node in world.cluster.peek_all("Node"):
         labels = objects.labels(node)
         if NODEPOOL_LABEL not in labels or objects.is_deleting(node):
             continue

@@ -123,7 +123,7 @@ class _Run:
             return None
 
     def _fail(self, number: int, message: str) -> None:
-        text = f"step {number}: {message}"
+        text = f"step {number}: {message}" if number else f"manifests: {message}"
         self.errors.append(text)
         self.world.recorder.note("scenario", "error", text, step=number)
 

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.sim.ledger import Ledger
 from nodewright.cluster import objects
-from nodewright.cluster.api import ClusterAPI, NotFoundError
+from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.disruption.budgets import allowed_disruptions
 from nodewright.controllers.disruption.explanations import Decision
 from nodewright.scheduling.pods import SpecError, parse_label_selector
@@ -56,7 +56,7 @@ class _Command:
 
 @dataclass
 class ViolationMonitor:
-    cluster: ClusterAPI
+    cluster: InMemoryCluster  # read without copies (peek): the monitor never writes
     now: Callable[[], datetime]
     start: datetime
     found: list[Violation] = field(default_factory=list)
@@ -73,14 +73,11 @@ class ViolationMonitor:
 
     def before_evict(self, name: str, namespace: str) -> None:
         self._pending_verdict.pop(f"{namespace}/{name}", None)  # a refused try left one
-        try:
-            pod = self.cluster.get("Pod", name, namespace)
-        except NotFoundError:
+        pod = self.cluster.peek("Pod", name, namespace)
+        if pod is None or not _healthy(pod):
             return
-        if not _healthy(pod):
-            return
-        pods = self.cluster.list("Pod", namespace)
-        for pdb in self.cluster.list("PodDisruptionBudget", namespace):
+        pods = self.cluster.peek_all("Pod", namespace)
+        for pdb in self.cluster.peek_all("PodDisruptionBudget", namespace, sort=True):
             verdict = _budget_verdict(pdb, pod, pods, self._scale_of)
             if verdict is not None:
                 self._pending_verdict[f"{namespace}/{name}"] = verdict
@@ -93,9 +90,8 @@ class ViolationMonitor:
 
     def _scale_of(self, kind: str, namespace: str, name: str) -> int | None:
         """The replicas a pod's controller wants (a ReplicaSet's Deployment's)."""
-        try:
-            owner = self.cluster.get(kind, name, namespace)
-        except NotFoundError:
+        owner = self.cluster.peek(kind, name, namespace)
+        if owner is None:
             return None
         parent = objects.controller_owner(owner)
         if kind == "ReplicaSet" and parent is not None and parent.get("kind") == "Deployment":
@@ -123,14 +119,17 @@ class ViolationMonitor:
         self._check_budget(decision.nodepool, reason, decision.node)
 
     def _check_budget(self, pool_name: str, reason: str, node_name: str) -> None:
+        stored = self.cluster.peek("NodePool", pool_name)
         try:
-            pool = NodePool.model_validate(self.cluster.get("NodePool", pool_name))
-        except (NotFoundError, ValidationError):
+            pool = NodePool.model_validate(stored)
+        except ValidationError:  # gone (None) or unreadable
             return
         claims = {str((c.get("status") or {}).get("providerID") or ""): c
-                   for c in self.cluster.list("NodeClaim")}
+                   for c in self.cluster.peek_all("NodeClaim")}
         counted = []
-        for node in self.cluster.list("Node", labels={NODEPOOL_LABEL: pool_name}):
+        for node in self.cluster.peek_all("Node", sort=True):
+            if objects.labels(node).get(NODEPOOL_LABEL) != pool_name:
+                continue
             claim = claims.get(str((node.get("spec") or {}).get("providerID") or ""))
             if objects.labels(node).get(INITIALIZED_LABEL) != "true" or (
                     claim is not None and objects.condition_is_true(claim, INSTANCE_TERMINATING)):
@@ -163,9 +162,8 @@ class ViolationMonitor:
                                        "initialized")
 
     def before_pod_eviction(self, name: str, namespace: str) -> None:
-        try:
-            pod = self.cluster.get("Pod", name, namespace)
-        except NotFoundError:
+        pod = self.cluster.peek("Pod", name, namespace)
+        if pod is None:
             return
         node_name = (pod.get("spec") or {}).get("nodeName")
         if node_name:
@@ -178,24 +176,16 @@ class ViolationMonitor:
                 self.before_drain(node)
 
     def _uid_of(self, node_name: str) -> str:
-        try:
-            return objects.uid(self.cluster.get("Node", node_name))
-        except NotFoundError:
-            return ""
+        node = self.cluster.peek("Node", node_name)
+        return objects.uid(node) if node is not None else ""
 
     def _initialized(self, nodeclaim: str) -> bool:
-        try:
-            claim = self.cluster.get("NodeClaim", nodeclaim)
-        except NotFoundError:
-            return False
-        return objects.condition_is_true(claim, "Initialized")
+        claim = self.cluster.peek("NodeClaim", nodeclaim)
+        return claim is not None and objects.condition_is_true(claim, "Initialized")
 
     def _node_of_claim(self, nodeclaim: str) -> str:
-        try:
-            claim = self.cluster.get("NodeClaim", nodeclaim)
-        except NotFoundError:
-            return ""
-        return str((claim.get("status") or {}).get("nodeName") or "")
+        claim = self.cluster.peek("NodeClaim", nodeclaim)
+        return str((claim.get("status") or {}).get("nodeName") or "") if claim else ""
 
     # -- leaked instances ----------------------------------------------------------------
 
@@ -230,7 +220,7 @@ def _ready(node: Mapping[str, Any]) -> bool:
 def _budget_verdict(
     pdb: Mapping[str, Any],
     pod: Mapping[str, Any],
-    pods: list[dict[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
     scale_of: Callable[[str, str, str], int | None],
 ) -> str | None:
     """Why evicting the (healthy) pod breaks this budget, or None when it may go.
@@ -264,7 +254,9 @@ def _budget_verdict(
 
 
 def _controllers_scale(
-    pods: list[dict[str, Any]], scale_of: Callable[[str, str, str], int | None], namespace: str
+    pods: Sequence[Mapping[str, Any]],
+    scale_of: Callable[[str, str, str], int | None],
+    namespace: str,
 ) -> int | None:
     owners = {(str(owner.get("kind")), str(owner.get("name")))
               for owner in (objects.controller_owner(p) for p in pods) if owner is not None}
