@@ -231,7 +231,8 @@ class Orchestrator:
         the start of every pass)."""
         busy = {c.provider_id for c in self.in_flight.candidates} if self.in_flight else set()
         for node in nodes:
-            if node.node is None or node.is_marked_for_deletion or node.provider_id in busy:
+            if (node.node is None or node.is_marked_for_deletion or node.provider_id in busy
+                    or objects.is_deleting(node.node)):
                 continue
             if not has_taint((node.node.get("spec") or {}).get("taints") or [], DISRUPTED_TAINT):
                 continue

@@ -1,0 +1,35 @@
+"""The interruption action table: which EC2 events delete the NodeClaim, with which event."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodewright.cloud.aws.interruption_events import EventKind, InterruptionEvent
+from nodewright.controllers.interruption import action_for, instance_id_of
+
+
+@pytest.mark.parametrize(
+    ("kind", "detail", "reason", "deletes"),
+    [
+        (EventKind.SPOT_INTERRUPTION, "terminate", "SpotInterrupted", True),
+        (EventKind.SCHEDULED_CHANGE, "AWS_EC2_PERSISTENT_INSTANCE_RETIREMENT_SCHEDULED",
+         "InstanceUnhealthy", True),
+        (EventKind.STATE_CHANGE, "stopping", "InstanceStopping", True),
+        (EventKind.STATE_CHANGE, "stopped", "InstanceStopping", True),
+        (EventKind.STATE_CHANGE, "shutting-down", "InstanceTerminating", True),
+        (EventKind.STATE_CHANGE, "terminated", "InstanceTerminating", True),
+        (EventKind.CAPACITY_RESERVATION_INTERRUPTION, "", "CapacityReservationInstanceInterrupted",
+         True),
+        (EventKind.REBALANCE_RECOMMENDATION, "", "SpotRebalanceRecommendation", False),
+    ],
+)
+def test_each_event_kind_has_its_action(kind: EventKind, detail: str, reason: str,
+                                        deletes: bool) -> None:
+    action = action_for(InterruptionEvent(kind, "i-0123", "m-1", detail))
+    assert (action.reason, action.deletes) == (reason, deletes)
+    assert action.event_type == ("Normal" if kind is EventKind.REBALANCE_RECOMMENDATION
+                                 else "Warning")
+
+
+def test_the_instance_id_is_the_last_part_of_the_provider_id() -> None:
+    assert instance_id_of("aws:///us-east-1a/i-0123456789abcdef0") == "i-0123456789abcdef0"
