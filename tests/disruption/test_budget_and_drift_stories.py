@@ -169,3 +169,17 @@ def test_expire_after_an_hour_replaces_every_node_within_the_hour_after(world: W
     expect_no_controller_errors(world)
 
 
+
+
+def test_a_schedule_that_cannot_be_read_fails_closed_with_an_event(world: World) -> None:
+    unreadable = {"budgets": [{"nodes": "100%", "schedule": "every day at nine am",
+                               "duration": "1h"}]}
+    world.apply(WORKSHOP, nodepool_with(disruption=unreadable))
+    world.scale("inflate", 5)
+    assert world.settle()
+    world.scale("inflate", 1)
+    assert world.settle()
+
+    expect_instance_types(world, "m5.large")
+    notes = [e["note"] for e in world.events(ex.DISRUPTION_BLOCKED, kind="NodePool")]
+    assert any('fails closed: schedule "every day at nine am"' in note for note in notes), notes
