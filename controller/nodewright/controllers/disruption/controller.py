@@ -122,7 +122,12 @@ class DisruptionController:
     # -- one pass ----------------------------------------------------------------------------
 
     def new_pass(self, now: datetime) -> Pass:
-        pdbs, problems = PdbLimits.build(self.state.pdbs(), list(self.state.pods.objects.values()))
+        pdb_objects = self.state.pdbs()
+        # A PDB without status (no disruption controller wrote one yet) is worked out from
+        # the pods it selects; only then are all pods needed.
+        unwritten = any("disruptionsAllowed" not in (p.get("status") or {}) for p in pdb_objects)
+        pods = list(self.state.pods.objects.values()) if unwritten else []
+        pdbs, problems = PdbLimits.build(pdb_objects, pods)
         for problem in problems:
             log.warning("disruption: %s", problem)
         base = SimulationBase(self.state, self.cloud, pdbs, now)
