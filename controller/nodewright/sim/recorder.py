@@ -72,12 +72,10 @@ class ClaimRecord:
     created: float
     launched: float | None = None
     initialized: float | None = None
-    deleting: float | None = None
     gone: float | None = None
     instance_type: str = ""
     capacity_type: str = ""
     zone: str = ""
-    provider_id: str = ""
 
 
 class Recorder:
@@ -99,7 +97,6 @@ class Recorder:
         self.claims: dict[str, ClaimRecord] = {}
         self.launched = 0
         self.disrupted: dict[str, set[str]] = {}
-        self.evictions_by_node: Counter[str] = Counter()
         self.last_change = start
         self._listeners: list[Line] = []
         self._nodes: dict[str, str] = {}  # managed, live node name -> instance type
@@ -110,7 +107,6 @@ class Recorder:
         self._pending: set[str] = set()
         self._hourly_cost = 0.0
         self._event_stream: WatchStream = cluster.watch(["Event"])
-        self._warnings: list[Mapping[str, Any]] = []
 
     # -- output --------------------------------------------------------------------------
 
@@ -199,9 +195,6 @@ class Recorder:
             text += f", saving ${record.savings:.4f}/hour"
         return text
 
-    def on_eviction(self, node_name: str) -> None:
-        self.evictions_by_node[node_name] += 1
-
     def after_callback(self) -> None:
         """Run after each clock callback: read new Events, sample the fleet."""
         self._read_events()
@@ -248,8 +241,6 @@ class Recorder:
         record.instance_type = labels.get(INSTANCE_TYPE_LABEL, record.instance_type)
         record.capacity_type = labels.get(CAPACITY_TYPE_LABEL, record.capacity_type)
         record.zone = labels.get(ZONE_LABEL, record.zone)
-        record.provider_id = str((claim.get("status") or {}).get("providerID")
-                                 or record.provider_id)
         if record.launched is None and objects.condition_is_true(claim, LAUNCHED):
             record.launched = self.offset()
             self.launched += 1
@@ -260,8 +251,6 @@ class Recorder:
             self.note("lifecycle", "nodeclaim.initialized",
                       f"NodeClaim {name} initialized: node {node} is ready",
                       nodeclaim=name, node=node)
-        if record.deleting is None and objects.is_deleting(claim):
-            record.deleting = self.offset()
 
     def _claim_launched(self, record: ClaimRecord) -> None:
         pods = self._nominations(record.name) if self._nominations else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 
 from nodewright.cluster.api import ApiError
 from nodewright.runtime.clock import format_time
@@ -59,7 +60,7 @@ class _Run:
         # Namespaces first, as `kubectl apply` of a directory needs them to be.
         ordered = sorted(world.scenario.manifests, key=lambda d: d.kind != "Namespace")
         for document in ordered:
-            self._call(0, lambda d=document: world.apply(d))  # type: ignore[misc]
+            self._call(0, partial(world.apply, document))
         recorder.note("scenario", "start",
                       f"{world.scenario.name}: {len(world.scenario.manifests)} objects applied, "
                       f"region {world.scenario.region}, seed {world.scenario.seed}")
@@ -88,7 +89,7 @@ class _Run:
                 target.namespace))
         elif isinstance(step, ApplyStep):
             for document in step.documents:
-                verb = self._call(step.number, lambda d=document: world.apply(d))  # type: ignore[misc]
+                verb = self._call(step.number, partial(world.apply, document))
                 if verb is not None:
                     note("scenario", "step", f"{prefix}: apply: {document.kind}/{document.name} "
                                              f"{verb}", step=step.number, action="apply")
