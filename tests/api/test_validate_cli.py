@@ -18,10 +18,16 @@ SEED_WITH_MISTAKES = ("seeds", "001_6cb0740443c2222b.txt")
 LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+)(:\d+)?: ")
 
 
-def test_the_examples_are_valid(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(capsys, "validate", str(EXAMPLES))
+def test_the_workshop_manifests_are_valid(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "validate", str(EXAMPLES / "workshop"))
     assert (code, out) == (0, "")
     assert "2 object(s) valid, 0 error(s), 0 warning(s)" in err
+
+
+def test_every_example_is_valid(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_cli(capsys, "validate", str(EXAMPLES))
+    assert (code, out) == (0, "")
+    assert " valid, 0 error(s), 0 warning(s)" in err
 
 
 def _seed_yaml_blocks(text: str) -> list[tuple[int, str]]:
