@@ -206,3 +206,17 @@ def test_quiet_prints_only_expectations_and_the_summary(
     timeline = [line for line in output.splitlines() if line.startswith("[")]
     assert timeline == [next(line for line in timeline if "expect:" in line)]
     assert "Summary of story (seed 0): every expectation held" in output
+
+
+def test_an_output_path_that_is_a_folder_is_refused_before_running(
+    write_scenario: ScenarioWriter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_scenario(story("""
+          - expect: {nodes: 0}
+        """))
+
+    code, output = run(path, capsys, "--report", str(tmp_path))
+
+    assert code == 2
+    assert f"{tmp_path}:0: --report: is a directory, not a file" in output
+    assert "[00:00:00]" not in output
