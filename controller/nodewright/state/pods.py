@@ -63,6 +63,9 @@ class PodStore:
         self.objects[key] = pod
         if podutil.is_provisionable(pod):
             self.pending[key] = None
+            # Parsed as it arrives (an informer decodes objects as they come, too), so a
+            # solve over ten thousand pending pods starts from ready models.
+            self._parse(key)
         else:
             self.pending.pop(key, None)
         node = podutil.node_name(pod)

@@ -1,0 +1,164 @@
+"""The state cache: NodeClaims and Nodes joined by provider ID, pods per node, NodePool
+usage kept incrementally (checked against a recount over random event sequences),
+nominations and the synced gate."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nodewright.cluster.memory import InMemoryCluster
+from nodewright.runtime import VirtualClock, WatchEvent
+from nodewright.state import ClusterState
+
+START = datetime(2026, 1, 5, tzinfo=UTC)
+
+
+def nodeclaim(name: str, provider_id: str = "", pool: str = "default", cpu: str = "2",
+              deleting: bool = False) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "labels": {"karpenter.sh/nodepool": pool}}
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-01-05T00:00:00Z"
+    status: dict[str, Any] = {}
+    if provider_id:
+        status = {"providerID": provider_id, "capacity": {"cpu": cpu, "memory": "8Gi"},
+                  "allocatable": {"cpu": "1930m", "memory": "6903Mi", "pods": "29"}}
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": metadata,
+            "spec": {}, "status": status}
+
+
+def node(name: str, provider_id: str, pool: str = "default", initialized: bool = True
+         ) -> dict[str, Any]:
+    labels = {"karpenter.sh/nodepool": pool, "node.kubernetes.io/instance-type": "m5.large",
+              "karpenter.sh/registered": "true"}
+    if initialized:
+        labels["karpenter.sh/initialized"] = "true"
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "spec": {"providerID": provider_id},
+            "status": {"capacity": {"cpu": "2", "memory": "8Gi", "pods": "29"},
+                       "allocatable": {"cpu": "1930m", "memory": "6903Mi", "pods": "29"}}}
+
+
+def pod(name: str, node_name: str = "", cpu: str = "500m") -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "uid": name}, "spec": spec,
+            "status": {"phase": "Running" if node_name else "Pending", "conditions": [] if
+                       node_name else [{"type": "PodScheduled", "status": "False",
+                                        "reason": "Unschedulable"}]}}
+
+
+def feed(state: ClusterState, *events: tuple[str, dict[str, Any]]) -> None:
+    for kind, obj in events:
+        state.observe(WatchEvent(kind, obj))  # type: ignore[arg-type]
+
+
+def test_a_nodeclaim_and_its_node_are_one_machine() -> None:
+    state = ClusterState(VirtualClock(START))
+    feed(state, ("ADDED", nodeclaim("c1")))
+    assert state.unlaunched_nodeclaims() == ["c1"] and state.nodes() == []
+    feed(state, ("MODIFIED", nodeclaim("c1", "aws:///a/i-1")))
+    (machine,) = state.nodes()
+    assert (machine.name, machine.registered, machine.nodeclaim_name) == ("c1", False, "c1")
+    feed(state, ("ADDED", node("n1", "aws:///a/i-1")))
+    (machine,) = state.nodes()
+    assert (machine.name, machine.registered, machine.initialized) == ("n1", True, True)
+    assert state.node_by_name("n1") is state.node_for_nodeclaim("c1") is machine
+    feed(state, ("ADDED", pod("p1", "n1")), ("ADDED", pod("p2", "n1", "250m")))
+    assert machine.pod_requests() == {"cpu": 750, "pods": 2000}
+    assert machine.available()["cpu"] == 1930 - 750
+    feed(state, ("DELETED", pod("p1", "n1")))
+    assert machine.pod_requests() == {"cpu": 250, "pods": 1000}
+    feed(state, ("DELETED", node("n1", "aws:///a/i-1")))
+    assert state.nodes()[0].node is None
+    feed(state, ("DELETED", nodeclaim("c1", "aws:///a/i-1")))
+    assert state.nodes() == []
+
+
+def test_pending_pods_are_known_until_bound() -> None:
+    state = ClusterState(VirtualClock(START))
+    feed(state, ("ADDED", pod("p1")))
+    assert [p["metadata"]["name"] for p in state.provisionable_pods()] == ["p1"]
+    feed(state, ("MODIFIED", pod("p1", "n1")))
+    assert state.provisionable_pods() == []
+
+
+def test_nominations_hold_until_the_machine_initialized_and_had_its_window() -> None:
+    clock = VirtualClock(START)
+    state = ClusterState(clock, nomination_seconds=20)
+    feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1")), ("ADDED", pod("p1")))
+    state.record_pod_nominations({"default/p1": "nodeclaim/c1"})
+    clock.advance(600)
+    assert state.nominated_machine("default/p1") is state.node_for_nodeclaim("c1")
+    feed(state, ("ADDED", node("n1", "aws:///a/i-1")))  # initialized now
+    assert state.nominated_machine("default/p1") is None  # nominated 600 s ago
+    state.record_pod_nominations({"default/p1": "node/n1"})
+    clock.advance(10)
+    assert state.nominated_machine("default/p1") is not None
+    clock.advance(11)
+    assert state.nominated_machine("default/p1") is None
+
+
+def test_the_state_is_synced_once_it_saw_everything_and_everything_launched() -> None:
+    clock = VirtualClock(START)
+    cluster = InMemoryCluster(clock)
+    cluster.create(nodeclaim("c1"))
+    state = ClusterState(clock)
+    assert not state.synced(cluster)
+    stream = cluster.watch(["NodeClaim", "Node"])
+    for event in stream.poll():
+        state.observe(event)
+    assert not state.synced(cluster), "an unlaunched NodeClaim's capacity is unknown"
+    cluster.patch("NodeClaim", "c1", {"status": {"providerID": "aws:///a/i-1"}},
+                  subresource="status")
+    for event in stream.poll():
+        state.observe(event)
+    assert state.synced(cluster)
+
+
+def recount(state: ClusterState, pool: str) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for machine in state.nodes():
+        usage = machine.pool_usage()
+        if usage is None or usage[0] != pool:
+            continue
+        for name, amount in usage[1].items():
+            total[name] = total.get(name, 0) + amount
+    return {k: v for k, v in total.items() if v}
+
+
+operations = st.lists(st.tuples(
+    st.sampled_from(["claim", "launch", "node", "delete-node", "delete-claim", "deleting",
+                     "mark", "unmark"]),
+    st.integers(0, 3), st.sampled_from(["a", "b"])), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(operations)
+def test_nodepool_usage_always_equals_a_recount(steps: list[tuple[str, int, str]]) -> None:
+    state = ClusterState(VirtualClock(START))
+    for action, index, pool in steps:
+        name, provider_id = f"c{index}", f"aws:///a/i-{index}"
+        if action == "claim":
+            feed(state, ("ADDED", nodeclaim(name, pool=pool)))
+        elif action == "launch":
+            feed(state, ("MODIFIED", nodeclaim(name, provider_id, pool=pool)))
+        elif action == "node":
+            feed(state, ("ADDED", node(f"n{index}", provider_id, pool=pool)))
+        elif action == "delete-node":
+            feed(state, ("DELETED", node(f"n{index}", provider_id, pool=pool)))
+        elif action == "delete-claim":
+            feed(state, ("DELETED", nodeclaim(name, provider_id, pool=pool)))
+        elif action == "deleting":
+            feed(state, ("MODIFIED", nodeclaim(name, provider_id, pool=pool, deleting=True)))
+        elif action == "mark":
+            state.mark_for_deletion(provider_id)
+        else:
+            state.unmark_for_deletion(provider_id)
+        for checked in ("a", "b"):
+            assert state.nodepool_resources(checked) == recount(state, checked)
