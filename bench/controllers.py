@@ -15,7 +15,10 @@ Reported per size, each measured in a fresh process:
   event handling from the first pod to the last one bound (the actors, the API server's
   own work outside our calls, and the simulated EC2's answers excluded: the latter is
   reported as cloud seconds), and pods/s over that;
-- NodeClaims created, virtual minutes to all bound, total wall seconds, peak RSS (MB).
+- NodeClaims created, virtual minutes to all bound, total wall seconds, peak RSS (MB)
+  (taken before the yardstick below runs);
+- the bare solver's CPU seconds on the same pods (the scheduling benchmark's problem), a
+  yardstick for how much the controllers add to a decision on a machine of any load.
 
     python bench/controllers.py [--sizes 1000,10000] [--json]
 """
@@ -37,10 +40,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "controller"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from scheduling import CPU_CHOICES, GROUPS, MEMORY_CHOICES, group_spec  # noqa: E402
+from scheduling import (  # noqa: E402
+    CPU_CHOICES,
+    GROUPS,
+    MEMORY_CHOICES,
+    group_spec,
+    pool,
+    real_catalog,
+    workload,
+)
 
 from nodewright.controllers.harness import World  # noqa: E402
 from nodewright.runtime.reconciler import Reconciler, Result, WatchEvent  # noqa: E402
+from nodewright.scheduling.solver import SchedulingProblem, solve  # noqa: E402
 
 NODEPOOL = """
 apiVersion: karpenter.sh/v1
@@ -175,6 +187,7 @@ def measure(size: int) -> dict[str, Any]:
         decisions[0] if decisions else (0.0, 0.0, 0, 0))
     net_cpu = work.cpu - cloud.cpu
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    reference = reference_solve_cpu(size)
     return {
         "pods": pods,
         "allBound": bound,
@@ -197,7 +210,18 @@ def measure(size: int) -> dict[str, Any]:
         "virtualMinutes": round((world.clock.now() - virtual_start).total_seconds() / 60, 1),
         "wallSeconds": round(time.perf_counter() - started, 1),
         "peakRssMb": round(peak_mb),
+        "referenceSolveCpuSeconds": round(reference, 3),
     }
+
+
+def reference_solve_cpu(size: int) -> float:
+    """CPU seconds of the bare solver on the same pods (bench/scheduling.py's problem on
+    the offline catalog): a yardstick measured in the same process, so the ratio of the
+    decision to it does not depend on how busy the machine is."""
+    problem = SchedulingProblem(pods=workload(size, GROUPS), nodepools=[pool(real_catalog())])
+    started = time.process_time()
+    solve(problem)
+    return time.process_time() - started
 
 
 def _line(row: dict[str, Any]) -> str:
@@ -209,7 +233,7 @@ def _line(row: dict[str, Any]) -> str:
         f"pods/cpu-s, {row['solves']} solves)  cloud {row['cloudCpuSeconds']:.2f}s cpu  "
         f"{row['nodeClaims']} NodeClaims  {row['virtualMinutes']} virtual min  "
         f"{row['wallSeconds']}s wall ({row['cpuSeconds']}s cpu)  {row['peakRssMb']} MB peak  "
-        f"all bound: {row['allBound']}"
+        f"all bound: {row['allBound']}  bare solve {row['referenceSolveCpuSeconds']:.2f}s cpu"
     )
 
 

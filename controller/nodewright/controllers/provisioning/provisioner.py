@@ -44,7 +44,7 @@ from nodewright.scheduling.pods import Pod, SpecError
 from nodewright.scheduling.quantity import format_quantity, parse_quantity
 from nodewright.scheduling.solver import SchedulingResult, solve
 from nodewright.scheduling.targets import PlannedNodeClaim
-from nodewright.state import NODES_RESOURCE, ClusterState, podutil
+from nodewright.state import NODES_RESOURCE, ClusterState, StateNode, podutil
 from nodewright.state.pods import pod_key
 from nodewright.state.wellknown import DISRUPTED_TAINT, NODEPOOL_LABEL, has_taint
 
@@ -152,14 +152,14 @@ class Provisioner:
 
     # -- one solve -----------------------------------------------------------------------
 
-    def pods_to_schedule(self) -> tuple[list[Pod], list[Pod]]:
-        """(pods to place, pods already placed). To place: pending pods (unreadable ones
-        reported and skipped) and the reschedulable pods of machines being deleted (they
-        will need a place once their node drains). Already placed: pending pods whose
-        nomination to a machine still holds (see `ClusterState.nominated_machine`); they
-        keep their room there, so a later solve does not launch for them again."""
+    def pods_to_schedule(self) -> tuple[list[Pod], list[tuple[Pod, StateNode]]]:
+        """(pods to place, pods already placed with their machine). To place: pending pods
+        (unreadable ones reported and skipped) and the reschedulable pods of machines being
+        deleted (they will need a place once their node drains). Already placed: pending
+        pods whose nomination to a machine still holds (`ClusterState.nominated_machine`);
+        they keep their room there, so a later solve does not launch for them again."""
         pods: list[Pod] = []
-        placed: list[Pod] = []
+        placed: list[tuple[Pod, StateNode]] = []
         refreshed: dict[str, str] = {}
         for obj in self.state.provisionable_pods():
             model = self._model(obj)
@@ -169,7 +169,7 @@ class Provisioner:
             if machine is None:
                 pods.append(model)
                 continue
-            placed.append(replace(model, node_name=machine.name))
+            placed.append((model, machine))
             if not machine.initialized:
                 refreshed[model.key] = str(self.state.pod_nomination(model.key))
         self.state.record_pod_nominations(refreshed)
@@ -194,8 +194,9 @@ class Provisioner:
         outcome = ProvisioningOutcome(pods=len(pods), placed=len(placed))
         if not pods:
             return outcome
+        kept = [replace(pod, node_name=machine.name) for pod, machine in placed]
         with metrics.measure(metrics.SCHEDULING_DURATION, controller=self.name):
-            built = scheduling_problem(self.state, self.cloud, pods, placed=placed)
+            built = scheduling_problem(self.state, self.cloud, pods, placed=kept)
             result = solve(built.problem)
         outcome.skipped_pools = built.skipped_pools
         for name, why in built.skipped_pools.items():
