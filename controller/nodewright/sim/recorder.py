@@ -105,6 +105,8 @@ class Recorder:
         self.busy_claims: set[str] = set()
         self.busy_nodes: set[str] = set()
         self._pending: set[str] = set()
+        self._nodes_changed = 0  # bumped whenever `_nodes` changes
+        self._last_counts: tuple[int, float, int] | None = None
         self._hourly_cost = 0.0
         self._event_stream: WatchStream = cluster.watch(["Event"])
 
@@ -201,6 +203,10 @@ class Recorder:
         self.sample()
 
     def sample(self) -> None:
+        counts = (self._nodes_changed, round(self._hourly_cost, 6), len(self._pending))
+        if counts == self._last_counts:
+            return  # nothing that a sample shows has changed
+        self._last_counts = counts
         nodes = Counter(self._nodes.values())
         sample = Sample(self.offset(), dict(sorted(nodes.items())), round(self._hourly_cost, 6),
                         len(self._pending))
@@ -287,10 +293,13 @@ class Recorder:
         labels = objects.labels(node)
         counted = (event.type != "DELETED" and NODEPOOL_LABEL in labels
                    and not objects.is_deleting(node))
+        before = self._nodes.get(name)
         if counted:
             self._nodes[name] = labels.get(INSTANCE_TYPE_LABEL, "unknown")
         else:
             self._nodes.pop(name, None)
+        if self._nodes.get(name) != before:
+            self._nodes_changed += 1
         disrupting = has_taint((node.get("spec") or {}).get("taints") or [], DISRUPTED_TAINT)
         if event.type != "DELETED" and (objects.is_deleting(node) or disrupting):
             self.busy_nodes.add(name)

@@ -73,11 +73,12 @@ class ViolationMonitor:
 
     def before_evict(self, name: str, namespace: str) -> None:
         self._pending_verdict.pop(f"{namespace}/{name}", None)  # a refused try left one
+        budgets = self.cluster.peek_all("PodDisruptionBudget", namespace, sort=True)
         pod = self.cluster.peek("Pod", name, namespace)
-        if pod is None or not _healthy(pod):
+        if not budgets or pod is None or not _healthy(pod):
             return
         pods = self.cluster.peek_all("Pod", namespace)
-        for pdb in self.cluster.peek_all("PodDisruptionBudget", namespace, sort=True):
+        for pdb in budgets:
             verdict = _budget_verdict(pdb, pod, pods, self._scale_of)
             if verdict is not None:
                 self._pending_verdict[f"{namespace}/{name}"] = verdict
