@@ -93,3 +93,14 @@ def test_without_a_kubeconfig_the_message_says_where_it_looked(
                               region=None, format="text")
     assert run(args) == 2
     assert "cannot read the cluster's address from" in capsys.readouterr().err
+
+
+def test_a_region_without_offline_data_is_refused_plainly(
+    world: World, capsys: pytest.CaptureFixture[str],
+) -> None:
+    world.apply(WORKSHOP, HUGE)
+    world.advance(30)
+    assert explain(world, "pod", "default/huge", "--region", "nowhere-1")[0] == 1
+    error = capsys.readouterr().err
+    assert "region 'nowhere-1' is not in the offline instance-type data" in error
+    assert "pass --region" in error and "us-west-2" in error

@@ -33,6 +33,7 @@ from nodewright.controllers.disruption.room import count_nodes
 from nodewright.controllers.provisioning.problem import scheduling_problem
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.scheduling.catalog import InstanceType, offline_catalog
+from nodewright.scheduling.offline_data import regions as offline_regions
 from nodewright.scheduling.pods import SpecError
 from nodewright.scheduling.solver import solve
 from nodewright.state import ClusterState
@@ -51,7 +52,8 @@ REGION_LABEL = "topology.kubernetes.io/region"
 
 
 class ExplainError(Exception):
-    """The thing to explain does not exist (the message says what was looked for)."""
+    """The thing to explain does not exist, or cannot be explained (the message says what
+    was looked for)."""
 
 
 class _FixedClock:
@@ -74,6 +76,10 @@ class OfflineCatalog:
     name = "offline"
 
     def __init__(self, region: str) -> None:
+        known = offline_regions()
+        if region not in known:
+            raise ExplainError(f"region {region!r} is not in the offline instance-type data; "
+                               f"pass --region (known: {', '.join(known)})")
         self.region = region
 
     def get_instance_types(self, node_class: EC2NodeClass) -> list[InstanceType]:
