@@ -70,7 +70,8 @@ def test_a_flag_wins_over_its_variable() -> None:
 @pytest.mark.parametrize(("env", "named"), [
     ({"BATCH_IDLE_DURATION": "soon"}, "BATCH_IDLE_DURATION='soon'"),
     ({"BATCH_MAX_DURATION": "0s"}, "BATCH_MAX_DURATION='0s'"),
-    ({"BATCH_IDLE_DURATION": "20s"}, "BATCH_IDLE_DURATION"),  # longer than the 10 s max
+    ({"BATCH_IDLE_DURATION": "20s"}, "BATCH_IDLE_DURATION='20s'"),  # longer than the 10 s max
+    ({"METRICS_PORT": "9000", "HEALTH_PROBE_PORT": "9000"}, "HEALTH_PROBE_PORT='9000'"),
     ({"LEADER_ELECT": "maybe"}, "LEADER_ELECT='maybe'"),
     ({"METRICS_PORT": "http"}, "METRICS_PORT='http'"),
     ({"HEALTH_PROBE_PORT": "70000"}, "HEALTH_PROBE_PORT='70000'"),
@@ -147,3 +148,19 @@ def test_the_spot_to_spot_gate_reaches_consolidation(caplog: pytest.LogCaptureFi
     assert "NodeRepair is enabled but has no effect" in caplog.text
     assert controller_options(config(["--cluster-name", "dev"], {})
                               ).disruption.methods.spot_to_spot is False
+
+
+def test_a_conflict_between_flags_names_the_flag() -> None:
+    with pytest.raises(ConfigError) as error:
+        config(["--cluster-name", "dev", "--batch-idle-duration", "2m"], {})
+    assert "--batch-idle-duration='2m': must not be longer than the batch max duration (10s)" \
+        in str(error.value)
+    with pytest.raises(ConfigError) as error:
+        config(["--cluster-name", "dev", "--health-probe-port", "8080"], {})
+    assert "--health-probe-port='8080': must differ from the metrics port" in str(error.value)
+
+
+def test_two_free_ports_may_both_be_picked_by_the_system() -> None:
+    loaded = config(["--cluster-name", "dev", "--metrics-port", "0",
+                     "--health-probe-port", "0"], {})
+    assert (loaded.metrics_port, loaded.health_probe_port) == (0, 0)

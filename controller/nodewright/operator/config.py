@@ -230,6 +230,7 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
     """Flags over environment over defaults. Raises ConfigError naming the source."""
     env = os.environ if environ is None else environ
     values: dict[str, Any] = {}
+    sources: dict[str, tuple[str, str]] = {}
     for option in OPTIONS:
         flag_value = getattr(args, option.dest, None)
         if flag_value is not None:
@@ -245,11 +246,16 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
             values[option.dest] = option.parse(raw)
         except ValueError as error:
             raise ConfigError(source, raw, str(error)) from None
+        sources[option.dest] = (source, raw)
     if not values["cluster_name"]:
         raise ConfigError("CLUSTER_NAME", "", "required (or --cluster-name)")
     if values["batch_idle_duration"] > values["batch_max_duration"]:
-        raise ConfigError("BATCH_IDLE_DURATION", str(values["batch_idle_duration"]),
-                          "must not be longer than BATCH_MAX_DURATION")
+        raise ConfigError(*sources["batch_idle_duration"],
+                          f"must not be longer than the batch max duration "
+                          f"({sources['batch_max_duration'][1]})")
+    if values["metrics_port"] == values["health_probe_port"] != 0:
+        raise ConfigError(*sources["health_probe_port"],
+                          "must differ from the metrics port (both would listen on it)")
     return OperatorConfig(
         cluster_name=values["cluster_name"],
         cloud=values["cloud"],
