@@ -97,6 +97,10 @@ def test_sim_mode_runs_one_replica_with_the_kubelets_rights(
     (["--cluster-name", "x", "--namespace", "Bad_NS"], "--namespace"),
     (["--cluster-name", "x", "--cloud", "gcp"], "--cloud"),
     (["--cluster-name", "x", "--cluster-endpoint", "ftp://x"], "--cluster-endpoint"),
+    (["--cluster-name", "x", "--image", ""], "--image"),
+    (["--cluster-name", "x", "--image", "my image"], "--image"),
+    (["--cluster-name", "x", "--region", ""], "--region"),
+    (["--cluster-name", "x", "--region", "us west 2"], "--region"),
     ([], "--cluster-name"),
 ])
 def test_a_bad_option_exits_2_naming_it(capsys: pytest.CaptureFixture[str], argv: list[str],
@@ -181,3 +185,22 @@ def test_infra_declares_the_objects_the_manifests_print() -> None:
     for field in ("affinity", "securityContext", "topologySpreadConstraints",
                   "terminationGracePeriodSeconds", "priorityClassName"):
         assert infra_pod[field] == cli_pod[field], field
+
+
+def test_sim_yaml_says_why_it_runs_one_replica(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["manifests", "--cluster-name", "demo", "--cloud", "sim", "--skip-crds"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("# nodewright --cloud sim: 1 replica(s). The simulated EC2")
+    assert "leader's memory" in text
+    assert main(["manifests", "--cluster-name", "demo", "--skip-crds"]) == 0
+    assert not capsys.readouterr().out.startswith("#")
+
+
+def test_a_private_registry_image_and_a_region_reach_the_deployment(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    image = "123456789012.dkr.ecr.us-gov-west-1.amazonaws.com/nodewright:v1.2"
+    objects = manifests(capsys, "--cluster-name", "demo", "--skip-crds", "--image", image,
+                        "--region", "us-gov-west-1")
+    [container] = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == image
+    assert {"name": "AWS_REGION", "value": "us-gov-west-1"} in container["env"]

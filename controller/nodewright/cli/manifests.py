@@ -14,6 +14,16 @@ from nodewright.operator.config import LOG_LEVELS, parse_cluster_name, parse_end
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _QUEUE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d+$")
+# An image reference: no blanks, no scheme (registry/name[:tag][@digest]).
+_IMAGE = re.compile(r"^[\w.-]+(:\d+)?(/[\w.-]+)*(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$")
+
+# Why --cloud sim runs one replica, said where a GitOps reviewer reads it: the YAML itself.
+SIM_HEADER = (
+    "# nodewright --cloud sim: {replicas} replica(s). The simulated EC2 instances live in the\n"
+    "# leader's memory, so a second replica taking over would start with none of them (their\n"
+    "# Nodes would be left behind as unknown instances); one replica is the honest setup.\n"
+)
 
 
 def _checked(parse: Any, what: str) -> Any:
@@ -71,11 +81,13 @@ def register(subparsers: Any) -> None:
                         type=_matching(_ROLE_ARN, "an IAM role ARN"),
                         help="IAM role for the controller (IRSA: annotates the ServiceAccount)")
     parser.add_argument("--image", default=DEFAULT_IMAGE, metavar="IMAGE",
+                        type=_matching(_IMAGE, "an image reference (registry/name:tag)"),
                         help=f"controller image (default {DEFAULT_IMAGE})")
     parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NAMESPACE",
                         type=_matching(_DNS_LABEL, "a namespace name"),
                         help=f"namespace of the controller (default {DEFAULT_NAMESPACE})")
     parser.add_argument("--region", metavar="REGION",
+                        type=_matching(_REGION, "an AWS region name (us-west-2)"),
                         help="AWS region (the controller's AWS_REGION; needed unless the "
                              "pod's environment has one, as the IRSA webhook injects)")
     parser.add_argument("--cluster-endpoint", metavar="URL",
@@ -106,5 +118,7 @@ def run(args: argparse.Namespace) -> int:
         service_account_annotations=(
             InstallSettings.role_annotation(args.role_arn) if args.role_arn else {}),
     )
+    if args.cloud == "sim":
+        sys.stdout.write(SIM_HEADER.format(replicas=replicas))
     sys.stdout.write(render_yaml(settings, include_crds=not args.skip_crds))
     return 0
