@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
@@ -32,6 +33,9 @@ from nodewright.cluster.kube.access import WATCHED_KINDS
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.workqueue import RateLimiter, WorkQueue
 from nodewright.runtime.reconciler import Reconciler, WatchEvent
+
+# Reconcile failures kept in `OperatorDriver.errors`.
+ERRORS_KEPT = 200
 
 Listener = Callable[[WatchEvent], None]
 
@@ -68,7 +72,9 @@ class OperatorDriver:
         self._stream: WatchStream | None = None
         self._thread: threading.Thread | None = None
         self._turn = 0
-        self.errors: list[tuple[str, str, BaseException]] = []
+        # The latest failures (for tests and debugging); bounded: a long-running process
+        # sees conflicts all the time, and each error holds its traceback's frames.
+        self.errors: deque[tuple[str, str, BaseException]] = deque(maxlen=ERRORS_KEPT)
         self.reconciles = 0
 
     # --- set-up -------------------------------------------------------------------------
