@@ -21,6 +21,7 @@ API) and the provisioner places the pods elsewhere, well within a spot notice's 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -46,6 +47,7 @@ from nodewright.state.wellknown import (
 log = logging.getLogger(__name__)
 
 SPOT = "spot"
+HANDLED_KEPT = 1000
 
 
 class InterruptionSource(Protocol):
@@ -114,7 +116,8 @@ class Interruption:
         self.unavailable = unavailable
         self.decisions = decisions if decisions is not None else ex.DecisionLog()
         self.idle_requeue_seconds = idle_requeue_seconds
-        self.handled: list[InterruptionEvent] = []
+        # The latest events acted on (bounded: the process runs for months).
+        self.handled: deque[InterruptionEvent] = deque(maxlen=HANDLED_KEPT)
 
     @property
     def watches(self) -> Sequence[Watch]:

@@ -91,6 +91,7 @@ class DecisionLog:
     """The decisions made in this process, newest last."""
 
     def __init__(self, history: int = 10_000) -> None:
+        self._kept = history
         self._history: deque[Decision] = deque(maxlen=history)
         self._latest: dict[str, Decision] = {}
         self._subscribers: list[Subscriber] = []
@@ -105,8 +106,11 @@ class DecisionLog:
     def record(self, decision: Decision) -> bool:
         """Keep the decision; False (and no subscriber called) when it only repeats the
         node's previous one, so a blocked node polled every 10 s does not flood anyone."""
-        previous = self._latest.get(decision.node)
-        self._latest[decision.node] = decision
+        previous = self._latest.pop(decision.node, None)
+        self._latest[decision.node] = decision  # re-inserted: newest last
+        if len(self._latest) > self._kept:
+            # Nodes come and go under fresh names: forget the one decided longest ago.
+            del self._latest[next(iter(self._latest))]
         if previous is not None and _same(previous, decision):
             return False
         self._history.append(decision)
