@@ -104,3 +104,18 @@ def test_a_region_without_offline_data_is_refused_plainly(
     error = capsys.readouterr().err
     assert "region 'nowhere-1' is not in the offline instance-type data" in error
     assert "pass --region" in error and "us-west-2" in error
+
+
+def test_a_node_nodewright_does_not_manage_is_said_to_be_so(
+    world: World, capsys: pytest.CaptureFixture[str],
+) -> None:
+    world.apply(WORKSHOP)
+    world.cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "system-1"},
+                          "status": {"allocatable": {"cpu": "2", "pods": "10"}}})
+    world.advance(5)
+    assert explain(world, "node", "system-1", "--format", "json")[0] == 0
+    shown: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert shown["summary"] == "cannot be disrupted now: node isn't managed by karpenter"
+    facts = {fact["label"]: fact["text"] for fact in shown["facts"]}
+    assert facts["nodeclaim"] == "(none: not managed by Nodewright)"
+    assert "instance" not in facts  # no "? ? in ?" for labels it never had

@@ -247,8 +247,9 @@ def explain_node(cluster: ClusterAPI, name: str, now: datetime) -> Explanation:
     facts = [
         Line("nodeclaim", node.nodeclaim_name or "(none: not managed by Nodewright)"),
         Line("nodepool", node.nodepool or "(none)"),
-        Line("instance", offering),
     ]
+    if any(labels.get(key) for key in (INSTANCE_TYPE_LABEL, CAPACITY_TYPE_LABEL, ZONE_LABEL)):
+        facts.append(Line("instance", offering))
     pods = state.pods_on(node.node_name) if node.node is not None else []
     facts.append(Line("pods", f"{len(pods)} bound"))
     pdbs, problems = PdbLimits.build(state.pdbs(), list(state.pods.objects.values()))
