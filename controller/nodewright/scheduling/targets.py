@@ -56,6 +56,12 @@ class Candidate:
     instance_type: InstanceType
     allocatable: Vector
     price: float
+    # (name, price) as a planned NodeClaim lists it, built once and shared by every claim
+    # (thousands of claims list hundreds of types each).
+    entry: tuple[str, float] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.entry = (self.instance_type.name, self.price)
 
 
 @dataclass(eq=False)
@@ -351,7 +357,7 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
     return PlannedNodeClaim(
         name=claim.hostname,
         nodepool=claim.pool.name,
-        instance_types=tuple((c.instance_type.name, c.price) for c in fitting),
+        instance_types=tuple(c.entry for c in fitting),
         capacity_type=capacity_type,
         zone=zone,
         price=price,
