@@ -14,13 +14,14 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import FrameType
 
 import boto3
 
 from nodewright import __version__, metrics
 from nodewright.cloud.aws.clients import AwsClients
+from nodewright.cloud.aws.cluster_info import EksCluster
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
@@ -58,9 +59,19 @@ class StartupError(Exception):
 class InterruptibleAwsCloud(AwsCloudProvider):
     """The AWS provider with its SQS interruption queue, where the wiring looks for it.
     Short polls: the interruption controller runs on the operator's loop and asks every
-    2 s, where a 20 s long poll would hold every other controller up."""
+    2 s, where a 20 s long poll would hold every other controller up.
+
+    `cluster_endpoint` (CLUSTER_ENDPOINT) replaces the API server URL that
+    eks:DescribeCluster reports in what nodes boot with, as Karpenter's setting does."""
 
     interruption_queue: InterruptionQueue | None = None
+    cluster_endpoint: str | None = None
+
+    def cluster(self) -> EksCluster:
+        described = super().cluster()
+        if not self.cluster_endpoint:
+            return described
+        return replace(described, info=replace(described.info, endpoint=self.cluster_endpoint))
 
 
 def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
@@ -79,7 +90,8 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                                wait_seconds=0)
              if config.interruption_queue else None)
     aws = InterruptibleAwsCloud(clients=clients, cluster_name=config.cluster_name,
-                                interruption_queue=queue)
+                                interruption_queue=queue,
+                                cluster_endpoint=config.cluster_endpoint)
     return aws, [NodeClassStatus(cluster, aws, clock), CatalogRefresh(cluster, aws)]
 
 
