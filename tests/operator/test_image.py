@@ -66,3 +66,15 @@ def test_the_image_runs_the_controller_as_non_root() -> None:
     for tool in ("apt-get", "gcc", "build-essential", "pip install"):
         assert tool not in final
     assert "requirements-dev" not in dockerfile
+
+
+def test_the_build_context_holds_only_what_the_image_copies() -> None:
+    dockerfile = (REPO_ROOT / "controller" / "Dockerfile").read_text()
+    ignore = (REPO_ROOT / "controller" / "Dockerfile.dockerignore").read_text().splitlines()
+    patterns = [line for line in ignore if line and not line.startswith("#")]
+    assert patterns[0] == "*"  # everything out (the 1 GB virtualenv, .git) ...
+    kept = {line.removeprefix("!") for line in patterns if line.startswith("!")}
+    copied = {source for line in dockerfile.splitlines() if line.startswith("COPY controller/")
+              for source in line.split()[1:-1]}
+    assert kept == copied  # ... but what COPY reads
+    assert "**/__pycache__" in patterns
