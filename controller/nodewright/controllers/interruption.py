@@ -178,8 +178,12 @@ class Interruption:
             reason=event.kind.value, nodepool=labels.get(NODEPOOL_LABEL, ""),
             capacity_type=labels.get(CAPACITY_TYPE_LABEL, "unknown")).inc()
         self._decide(node, event, ex.DISRUPTED, f"{action.note}: the NodeClaim is deleted")
+        fields = {"controller": self.name, "NodeClaim": node.nodeclaim_name,
+                  "NodePool": node.nodepool, "provider-id": node.provider_id}
+        if node.node is not None:
+            fields["Node"] = node.node_name
         log.info("interruption %s of %s: deleting nodeclaim %s", event.kind.value,
-                 event.instance_id, node.nodeclaim_name)
+                 event.instance_id, node.nodeclaim_name, extra=fields)
 
     def _publish(self, obj: Mapping[str, Any], reason: str, event_type: EventType,
                  note: str) -> None:
