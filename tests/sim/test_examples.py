@@ -92,3 +92,25 @@ def _normalized(lines: Iterable[str]) -> set[str]:
 
 def _fleet_at(series: list[dict[str, object]], at: float) -> object:
     return [sample["nodes"] for sample in series if float(str(sample["at"])) <= at][-1]
+
+
+def test_the_team_nodepools_are_what_infras_teams_config_makes() -> None:
+    import yaml
+
+    from infra.config import TeamSettings
+    from infra.teams import team_node_pool_spec
+
+    teams = {
+        "data": TeamSettings("data", {"cpu": "16", "memory": "128Gi"}, ("r6i", "r7i"),
+                             ("spot", "on-demand"), None, None, None),
+        "payments": TeamSettings("payments", {"cpu": "8", "memory": "32Gi"}, ("m7i", "c7i"),
+                                 ("on-demand",), None, None, 50),
+    }
+    documents = yaml.safe_load_all((SCENARIOS / "teams" / "nodepools.yaml").read_text())
+
+    for document in documents:
+        team = teams[document["metadata"]["name"].removeprefix("team-")]
+        expected = team_node_pool_spec(team)
+        expected["template"]["spec"]["nodeClassRef"] = {
+            "group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+        assert document["spec"] == expected
