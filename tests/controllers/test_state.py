@@ -138,7 +138,7 @@ operations = st.lists(st.tuples(
     st.integers(0, 3), st.sampled_from(["a", "b"])), max_size=40)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(operations)
 def test_nodepool_usage_always_equals_a_recount(steps: list[tuple[str, int, str]]) -> None:
     state = ClusterState(VirtualClock(START))

@@ -118,8 +118,12 @@ class ClusterState:
     def _add_usage(self, pool: str, amounts: Mapping[str, int], sign: int) -> None:
         usage = self._pool_usage.setdefault(pool, {})
         for name, amount in amounts.items():
-            usage[name] = usage.get(name, 0) + sign * amount
-        if not any(usage.values()):
+            value = usage.get(name, 0) + sign * amount
+            if value:
+                usage[name] = value
+            else:
+                usage.pop(name, None)
+        if not usage:
             del self._pool_usage[pool]
 
     def _update_nodeclaim(self, claim: Object) -> None:
