@@ -212,6 +212,8 @@ class ClaimTarget(Target):
     # Whether the claim ever grew past the price of a separate node (the efficiency rule).
     grew_by_efficiency: bool = False
     merge_cache: dict[object, tuple[Requirements, bool]] = field(default_factory=dict)
+    # Why its pods are together (shown by `plan`).
+    why: str = ""
 
     @property
     def cheapest(self) -> Candidate:
@@ -295,6 +297,8 @@ class PlannedNodeClaim:
     price: float
     pods: tuple[str, ...]
     requirements: Requirements
+    # Why this NodeClaim holds these pods (how the solver chose it).
+    why: str = ""
 
     @property
     def instance_type(self) -> str:
@@ -327,4 +331,5 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
         price=price,
         pods=tuple(pod.key for pod in claim.pods),
         requirements=claim.requirements,
+        why=claim.why or "greedy: the first pod's NodeClaim, grown while that was cheapest",
     )
