@@ -177,7 +177,9 @@ def _initial_patterns(shapes: np.ndarray, counts: np.ndarray, types: Sequence[No
     return patterns
 
 
-def _master(patterns: Sequence[Pattern], counts: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+def _master(
+    patterns: Sequence[Pattern], counts: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray]:
     a = np.array([p.counts for p in patterns], dtype=float).T  # shapes x patterns
     c = np.array([p.node.price for p in patterns])
     res = linprog(c, A_ub=-a, b_ub=-counts.astype(float), bounds=(0, None), method="highs")
@@ -267,7 +269,9 @@ def configuration_bound(
     )
 
 
-def brute_force_optimum(counts_by_shape: Mapping[Shape, int], node_types: Sequence[NodeType]) -> float:
+def brute_force_optimum(
+    counts_by_shape: Mapping[Shape, int], node_types: Sequence[NodeType]
+) -> float:
     """The integer optimum by trying every assignment of pods to nodes (tiny instances only:
     a plan never needs more nodes than pods, so each pod picks one of len(pods) node slots,
     each slot becomes the cheapest type that holds what it got)."""

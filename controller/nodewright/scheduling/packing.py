@@ -31,8 +31,11 @@ from dataclasses import dataclass, field
 Vector = tuple[int, ...]
 
 _EPS = 1e-9
-# A per-node charge, relative to the average price, that breaks ties toward fewer nodes.
-_NODE_CHARGE = 1e-7
+# Ties between plans of equal price: less capacity bought (room summed over resources,
+# each relative to the largest bin), then fewer nodes. Both are tiny charges relative to
+# the average bin price.
+_ROOM_CHARGE = 1e-6
+_NODE_CHARGE = 1e-11
 _REINVERT_EVERY = 40
 # A knapsack whose greedy fill is this close to its fractional bound is not searched.
 _GOOD_ENOUGH = 0.005
@@ -128,10 +131,10 @@ class _Master:
             entering = None
             best = -_EPS
             bland = degenerate > 50
-            for j, column in enumerate(self.columns):
+            for j, entries in enumerate(self.columns):
                 if j in in_basis:
                     continue
-                d = self.costs[j] - sum(y[s] * k for s, k in column)
+                d = self.costs[j] - sum(y[s] * k for s, k in entries)
                 if d < best * (1 + 1e-12) - _EPS * self.costs[j]:
                     entering, best = j, d
                     if bland:
@@ -252,11 +255,10 @@ def best_pattern(
     # Per dimension, item positions by value density in that dimension (for the bound).
     by_dim = []
     for d in range(nd):
-        ranked = sorted(
-            range(n),
-            key=lambda i, d=d: -(vals[i] / sizes[i][d]) if sizes[i][d] else -math.inf,
-        )
-        by_dim.append(ranked)
+        def denser_first(i: int, d: int = d) -> float:
+            return -(vals[i] / sizes[i][d]) if sizes[i][d] else -math.inf
+
+        by_dim.append(sorted(range(n), key=denser_first))
 
     left = [room[r] for r in dims]
     current = [0] * n
@@ -273,8 +275,8 @@ def best_pattern(
         suffix_value[i] = suffix_value[i + 1] + vals[i] * limits[i]
         for d in range(nd):
             size = sizes[i][d]
-            density = vals[i] / size if size else 0.0
-            suffix_density[d][i] = max(suffix_density[d][i + 1], density)
+            ratio = vals[i] / size if size else 0.0
+            suffix_density[d][i] = max(suffix_density[d][i + 1], ratio)
 
     # Dimensions in which every item from position i on takes room.
     all_sized = [[True] * (n + 1) for _ in range(nd)]
@@ -295,7 +297,7 @@ def best_pattern(
         """Per dimension, the fractional knapsack of that dimension alone; the least."""
         result = math.inf
         for d in range(nd):
-            free = left[d]
+            free = float(left[d])
             total = 0.0
             for i in by_dim[d]:
                 if i < start:
@@ -421,7 +423,7 @@ def _price(
     shapes: Sequence[Vector],
     duals: Sequence[float],
     caps: Sequence[int],
-    charge: float,
+    charge: Mapping[int, float],
     budget: Budget,
     columns: Mapping[tuple[int, Vector], int],
 ) -> list[tuple[float, BinType, Vector]]:
@@ -430,22 +432,56 @@ def _price(
     stops at the first round that found something."""
     promising = []
     for b in bins:
-        cost = b.price + charge
+        cost = b.price + charge[b.key]
         upper = _cheap_bound(b.room, shapes, duals, caps)
         if upper > cost * (1 + 1e-9):
             promising.append((upper / cost, b))
     promising.sort(key=lambda item: (-item[0], item[1].price, item[1].key))
-    found = []
+    found: list[tuple[float, BinType, Vector]] = []
     for position, (_, b) in enumerate(promising):
         if found and position >= budget.bins_per_round:
             break
-        cost = b.price + charge
+        cost = b.price + charge[b.key]
         value, counts = best_pattern(b.room, shapes, duals, caps, budget.knapsack_nodes)
         pattern = tuple(counts)
         if value > cost * (1 + 1e-9) and (b.key, pattern) not in columns:
             found.append((value / cost, b, pattern))
     found.sort(key=lambda item: (-item[0], item[1].price, item[1].key))
     return found
+
+
+def _split(
+    counts: Sequence[int],
+    shapes: Sequence[Vector],
+    bins: Sequence[BinType],
+    charge: Mapping[int, float],
+) -> list[list[int]] | None:
+    """The pods of one node as two nodes, when that costs no more (charges included):
+    pods largest first, each to the half with less load so far."""
+    if sum(counts) < 2:
+        return None
+    whole = cheapest_bin(_load(counts, shapes), bins)
+    if whole is None:
+        return None
+    largest = [max(max(b.room[r] for b in bins), 1) for r in range(len(shapes[0]))]
+
+    def size(s: int) -> float:
+        return max(x / m for x, m in zip(shapes[s], largest, strict=True))
+
+    pods = sorted((s for s, k in enumerate(counts) for _ in range(k)), key=lambda s: -size(s))
+    halves = [[0] * len(counts), [0] * len(counts)]
+    weight = [0.0, 0.0]
+    for s in pods:
+        side = 0 if weight[0] <= weight[1] else 1
+        halves[side][s] += 1
+        weight[side] += size(s)
+    chosen = [cheapest_bin(_load(half, shapes), bins) for half in halves]
+    if any(c is None for c in chosen):
+        return None
+    cost = sum(c.price + charge[c.key] for c in chosen if c is not None)
+    if cost < whole.price + charge[whole.key] - 1e-15:
+        return halves
+    return None
 
 
 def pack(
@@ -462,7 +498,13 @@ def pack(
     bins = prune_dominated(bins)
     if not bins or not shapes:
         return [], remaining
-    charge = _NODE_CHARGE * sum(b.price for b in bins) / len(bins)
+    scale = sum(b.price for b in bins) / len(bins)
+    largest = [max(max(b.room[r] for b in bins), 1) for r in range(len(bins[0].room))]
+    charge = {
+        b.key: scale * (_ROOM_CHARGE * sum(x / m for x, m in zip(b.room, largest, strict=True))
+                        + _NODE_CHARGE)
+        for b in bins
+    }
     # Shapes no bin holds stay with the caller.
     placeable = [any(_fits(shape, b.room) for b in bins) for shape in shapes]
     rows = [s for s in range(len(shapes)) if placeable[s] and remaining[s] > 0]
@@ -478,7 +520,7 @@ def pack(
         key = (bin_type.key, counts)
         index = columns.get(key)
         if index is None:
-            index = master.add(bin_type.price + charge, counts)
+            index = master.add(bin_type.price + charge[bin_type.key], counts)
             columns[key] = index
             column_bins.append(bin_type)
         return index
@@ -523,7 +565,7 @@ def pack(
         # Dive: fix whole uses, else the most used pattern once.
         whole = [(j, x) for j, x in solution.items() if x >= 1 - 1e-6]
         if whole:
-            picks = [(j, int(math.floor(x + 1e-6))) for j, x in whole]
+            picks = [(j, math.floor(x + 1e-6)) for j, x in whole]
         elif solution:
             j = max(solution, key=lambda c: (solution[c], -c))
             picks = [(j, 1)]
@@ -531,24 +573,28 @@ def pack(
             break
         picks.sort(key=lambda item: -item[1])
         for j, times in picks:
-            counts = [0] * len(rows)
+            pattern = [0] * len(rows)
             for s, k in master.columns[j]:
-                counts[s] = k
+                pattern[s] = k
             for _ in range(times):
-                taken = [min(k, caps[i]) for i, k in enumerate(counts)]
+                taken = [min(k, caps[i]) for i, k in enumerate(pattern)]
                 if not any(taken):
                     break
                 for i, k in enumerate(taken):
                     caps[i] -= k
-                load = _load(taken, sub_shapes)
-                chosen = cheapest_bin(load, bins) or column_bins[j]
-                worth = sum(duals[i] * k for i, k in enumerate(taken)) / max(
-                    chosen.price, 1e-12
-                )
-                full = [0] * len(shapes)
-                for i, k in enumerate(taken):
-                    full[rows[i]] = k
-                plan.append(Packed(chosen, tuple(full), worth))
+                parts = [taken]
+                if times == 1 and not whole:
+                    # A rounded-up pattern: two smaller nodes may do as well or better.
+                    parts = _split(taken, sub_shapes, bins, charge) or parts
+                for part in parts:
+                    chosen = cheapest_bin(_load(part, sub_shapes), bins) or column_bins[j]
+                    worth = sum(duals[i] * k for i, k in enumerate(part)) / max(
+                        chosen.price, 1e-12
+                    )
+                    full = [0] * len(shapes)
+                    for i, k in enumerate(part):
+                        full[rows[i]] = k
+                    plan.append(Packed(chosen, tuple(full), worth))
         for i, s in enumerate(rows):
             remaining[s] = caps[i]
     return plan, remaining

@@ -23,13 +23,13 @@ from itertools import chain
 from typing import Any
 
 from nodewright.scheduling.growth import GrowthJudge
-from nodewright.scheduling.packing import BinType, Budget, Packed, pack
 from nodewright.scheduling.nodepools import (
     NodePoolTemplate,
     cheapest_price,
     labels_compatible,
     offering_values,
 )
+from nodewright.scheduling.packing import BinType, Budget, Packed, pack
 from nodewright.scheduling.pods import (
     PREFER_NO_SCHEDULE_TOLERATION,
     UNSCHEDULABLE_TAINT,
@@ -120,6 +120,7 @@ class SchedulingResult:
                     "zone": claim.zone,
                     "price": claim.price,
                     "pods": list(claim.pods),
+                    "why": claim.why,
                 }
                 for claim in self.nodeclaims
             ],
@@ -488,7 +489,8 @@ class _Solver:
 
     def _pool_for(self, pod: Pod) -> int | None:
         """The NodePool the greedy loop would open a NodeClaim in for this pod, when the
-        packer may plan it (no limits, no minValues); None leaves the pod to the loop."""
+        packer may plan it (no minValues); None leaves the pod to the loop. Limits are
+        checked as the planned NodeClaims open (`_open_claim`)."""
         context = self._context(pod)
         for index, pool in enumerate(self.pools):
             if untolerated(pool.template.taints, pod.tolerations) is not None:
@@ -497,14 +499,14 @@ class _Solver:
                 continue
             if self._standalone_price(pool, context) == float("inf"):
                 continue
-            if pool.remaining is not None or any(
-                r.min_values is not None for r in pool.requirements.values()
-            ):
+            if any(r.min_values is not None for r in pool.requirements.values()):
                 return None
             return index
         return None
 
-    def _pack_group(self, pool: PoolState, requirements: Requirements, pods: list[Pod]) -> list[Pod]:
+    def _pack_group(
+        self, pool: PoolState, requirements: Requirements, pods: list[Pod]
+    ) -> list[Pod]:
         candidates = pool.candidates_for(pool.requirements.merged(requirements))
         overhead = pool.daemon_overhead
         bins = []
