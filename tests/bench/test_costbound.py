@@ -15,9 +15,9 @@ pytest.importorskip("scipy")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-import costbound  # noqa: E402
+import costbound
 
-from nodewright.scheduling.packing import BinType, pack  # noqa: E402
+from nodewright.scheduling.packing import BinType, pack
 
 
 def test_the_bound_never_exceeds_the_optimum_and_the_packing_never_beats_it() -> None:

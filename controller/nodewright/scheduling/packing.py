@@ -41,6 +41,8 @@ _REINVERT_EVERY = 40
 _GOOD_ENOUGH = 0.005
 # The per-dimension fractional bound is used near the root only (it costs items x dims).
 _STRONG_BOUND_DEPTH = 4
+# Plans up to this many nodes may grow a node's type while repairing.
+_REPAIR_GROWTH_UP_TO = 150
 # How many bins the shortlist keeps per pod mix and per shape.
 _SHORTLIST_PER_MIX = 16
 _SHORTLIST_PER_SHAPE = 3
@@ -457,7 +459,11 @@ def shortlist(bins: Sequence[BinType], shapes: Sequence[Vector], demand: Sequenc
                 mixes.append(mix)
     chosen: dict[int, BinType] = {}
     for mix in mixes:
-        ranked = sorted(bins, key=lambda b, mix=mix: (_mix_rate(b.room, mix, b.price), b.price))
+
+        def rate(b: BinType, mix: list[float] = mix) -> tuple[float, float]:
+            return _mix_rate(b.room, mix, b.price), b.price
+
+        ranked = sorted(bins, key=rate)
         for b in ranked[:_SHORTLIST_PER_MIX]:
             chosen.setdefault(b.key, b)
     for s, shape in enumerate(shapes):
@@ -543,6 +549,87 @@ def _split(
     return None
 
 
+@dataclass
+class _Node:
+    counts: list[int]
+    bin: BinType
+    worth: float
+    load: list[int]
+    alive: bool = True
+
+
+def repair(
+    plan: list[Packed],
+    shapes: Sequence[Vector],
+    bins: Sequence[BinType],
+    charge: Mapping[int, float],
+) -> list[Packed]:
+    """Empty the least useful nodes (by `worth`) into the others when that saves money:
+    each of its pods goes where it raises the price least (a node's type may grow into
+    the cheapest that holds its new load). On plans of more than `_REPAIR_GROWTH_UP_TO`
+    nodes only room already paid for is used (no type changes)."""
+    if len(plan) < 2:
+        return plan
+    width = len(shapes[0])
+    nodes = [_Node(list(p.counts), p.bin, p.worth, list(_load(p.counts, shapes))) for p in plan]
+    grow = len(plan) <= _REPAIR_GROWTH_UP_TO
+
+    def price(b: BinType) -> float:
+        return b.price + charge[b.key]
+
+    for victim in sorted(nodes, key=lambda n: n.worth):
+        if not victim.alive or victim.worth >= 1 - 1e-6:
+            continue
+        saving = price(victim.bin)
+        # other node -> (its new load, its new bin, pods added per shape)
+        moves: dict[int, tuple[list[int], BinType, list[int]]] = {}
+        pods = sorted(
+            (s for s, k in enumerate(victim.counts) for _ in range(k)),
+            key=lambda s: tuple(-x for x in shapes[s]),
+        )
+        extra = 0.0
+        for s in pods:
+            best: tuple[float, int, BinType] | None = None
+            for index, other in enumerate(nodes):
+                if other is victim or not other.alive:
+                    continue
+                load, current, _ = moves.get(index, (other.load, other.bin, []))
+                need = tuple(load[r] + shapes[s][r] for r in range(width))
+                if _fits(need, current.room):
+                    cost, target = 0.0, current
+                elif grow:
+                    found = cheapest_bin(need, bins)
+                    if found is None:
+                        continue
+                    cost, target = price(found) - price(current), found
+                else:
+                    continue
+                if best is None or cost < best[0] - 1e-15:
+                    best = (cost, index, target)
+                    if cost <= 0.0:
+                        break
+            if best is None:
+                extra = math.inf
+                break
+            cost, index, target = best
+            extra += cost
+            if extra >= saving - 1e-15:
+                break
+            load, _, added = moves.get(index, (nodes[index].load, nodes[index].bin, []))
+            added = added or [0] * len(shapes)
+            added[s] += 1
+            moves[index] = ([load[r] + shapes[s][r] for r in range(width)], target, added)
+        if extra >= saving - 1e-15:
+            continue
+        for index, (load, target, added) in moves.items():
+            other = nodes[index]
+            other.load = load
+            other.bin = target
+            other.counts = [a + b for a, b in zip(other.counts, added, strict=True)]
+        victim.alive = False
+    return [Packed(n.bin, tuple(n.counts), n.worth) for n in nodes if n.alive]
+
+
 def pack(
     shapes: Sequence[Vector],
     demand: Sequence[int],
@@ -569,7 +656,7 @@ def pack(
     rows = [s for s in range(len(shapes)) if placeable[s] and remaining[s] > 0]
     plan: list[Packed] = []
     if not rows:
-        return plan, remaining
+        return repair(plan, shapes, bins, charge), remaining
     sub_shapes = [shapes[s] for s in rows]
     columns: dict[tuple[int, Vector], int] = {}
     master = _Master([remaining[s] for s in rows])
@@ -656,4 +743,4 @@ def pack(
                     plan.append(Packed(chosen, tuple(full), worth))
         for i, s in enumerate(rows):
             remaining[s] = caps[i]
-    return plan, remaining
+    return repair(plan, shapes, bins, charge), remaining
