@@ -244,8 +244,8 @@ def configuration_bound(
     counts_by_shape: Mapping[Shape, int],
     node_types: Sequence[NodeType],
     *,
-    time_limit: float = 900.0,
-    knapsack_time_limit: float = 2.0,
+    time_limit: float = 300.0,
+    knapsack_time_limit: float = 0.5,
     mip_time_limit: float = 60.0,
     max_columns_per_round: int = 25,
 ) -> Bound:

@@ -37,6 +37,7 @@ _EPS = 1e-9
 _ROOM_CHARGE = 1e-6
 _NODE_CHARGE = 1e-11
 _REINVERT_EVERY = 40
+_PRICING_WINDOW = 400
 # A knapsack whose greedy fill is this close to its fractional bound is not searched.
 _GOOD_ENOUGH = 0.005
 # The per-dimension fractional bound is used near the root only (it costs items x dims).
@@ -129,21 +130,36 @@ class _Master:
         x = [self.demand[i] * binv[i][i] for i in range(m)]
         pivots = 0
         degenerate = 0
+        offset = 0
         in_basis = set(basis)
+        y = self._duals(basis, binv)
         while True:
-            cb = [self._cost(b) for b in basis]
-            y = [sum(cb[k] * binv[k][i] for k in range(m)) for i in range(m)]
             entering = None
             best = -_EPS
             bland = degenerate > 50
-            for j, entries in enumerate(self.columns):
+            # Partial pricing: from where the last scan stopped, the best of the first
+            # `_PRICING_WINDOW` columns once one improves (all columns when none does;
+            # Bland's rule, the first improving column from the start, after a stall).
+            count = len(self.columns)
+            start = 0 if bland else offset % max(count, 1)
+            costs = self.costs
+            columns = self.columns
+            for step in range(count):
+                j = start + step
+                if j >= count:
+                    j -= count
                 if j in in_basis:
                     continue
-                d = self.costs[j] - sum(y[s] * k for s, k in entries)
-                if d < best * (1 + 1e-12) - _EPS * self.costs[j]:
+                d = costs[j]
+                for s, k in columns[j]:
+                    d -= y[s] * k
+                if d < best * (1 + 1e-12) - _EPS * costs[j]:
                     entering, best = j, d
                     if bland:
                         break
+                if entering is not None and step >= _PRICING_WINDOW:
+                    offset = j + 1
+                    break
             if entering is None or bland:
                 for s in range(m):
                     # A surplus column (-e_s, cost 0) has reduced cost y_s.
@@ -152,7 +168,8 @@ class _Master:
                         if bland:
                             break
             if entering is None or pivots >= max_pivots:
-                value = sum(cb[i] * x[i] for i in range(m))
+                y = self._duals(basis, binv)
+                value = sum(self._cost(b) * x[i] for i, b in enumerate(basis))
                 solution = {b: x[i] for i, b in enumerate(basis) if b >= 0 and x[i] > _EPS}
                 return value, y, solution
             # u = B^-1 a_entering
@@ -190,9 +207,17 @@ class _Master:
             in_basis.discard(basis[leave])
             basis[leave] = entering
             in_basis.add(entering)
+            # y' = y + d_entering * (new row `leave` of the inverse)
+            y = [a + best * b for a, b in zip(y, row_l, strict=True)]
             pivots += 1
             if pivots % _REINVERT_EVERY == 0:
                 binv, x = self._reinvert(basis)
+                y = self._duals(basis, binv)
+
+    def _duals(self, basis: list[int], binv: list[list[float]]) -> list[float]:
+        m = self.rows
+        cb = [self._cost(b) for b in basis]
+        return [sum(cb[k] * binv[k][i] for k in range(m)) for i in range(m)]
 
     def _cost(self, column: int) -> float:
         return self.costs[column] if column >= 0 else 0.0
