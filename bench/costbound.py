@@ -247,7 +247,7 @@ def configuration_bound(
     time_limit: float = 300.0,
     knapsack_time_limit: float = 0.5,
     mip_time_limit: float = 60.0,
-    max_columns_per_round: int = 25,
+    max_columns_per_round: int = 60,
 ) -> Bound:
     """Column generation for the configuration LP; see the module docstring."""
     started = time.perf_counter()
@@ -281,7 +281,8 @@ def configuration_bound(
         exact_theta = 1.0
         solved_all = True
         for position, (_, node) in enumerate(ranked):
-            if out_of_time or (found and position >= max_columns_per_round):
+            # Out of time: one last pass over every type, for an exact theta.
+            if found and position >= max_columns_per_round and not out_of_time:
                 solved_all = False
                 break
             vector, value, upper = _knapsack(node.room, shapes, counts, duals, knapsack_time_limit)
@@ -293,7 +294,7 @@ def configuration_bound(
         if solved_all:
             theta = exact_theta
         lower = max(lower, dual_value / theta)
-        if not found:
+        if not found or out_of_time:
             converged = not out_of_time and theta <= 1 + 1e-7
             break
         found.sort(key=lambda item: -item[0])
