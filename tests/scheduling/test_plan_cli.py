@@ -30,14 +30,19 @@ def test_json_output_has_the_documented_shape(capsys: pytest.CaptureFixture[str]
     plan = json.loads(capsys.readouterr().out)
     assert code == 0
     assert set(plan) == {"nodeclaims", "existing", "unschedulable", "cost"}
-    (claim,) = plan["nodeclaims"]
-    assert set(claim) == {
-        "nodepool", "instanceType", "instanceTypes", "capacityType", "zone", "price",
-        "priceEstimated", "pods",
-    }
-    assert (claim["instanceType"], claim["instanceTypes"][0]) == ("r5.large", "r5.large")
-    assert claim["pods"][0].startswith("default/inflate-")
-    assert plan["cost"] == {"hourly": 0.126}
+    claims = plan["nodeclaims"]
+    for claim in claims:
+        assert set(claim) == {
+            "nodepool", "instanceType", "instanceTypes", "capacityType", "zone", "price", "pods",
+            "priceEstimated", "why",
+        }
+    # The workshop NodePool allows c5 and m5 only: two m5.large, six replicas each.
+    assert [(c["instanceType"], c["instanceTypes"][0]) for c in claims] == [
+        ("m5.large", "m5.large"), ("m5.large", "m5.large")
+    ]
+    assert claims[0]["pods"][0].startswith("default/inflate-")
+    assert claims[0]["why"]
+    assert plan["cost"] == {"hourly": 0.192}
 
 
 def test_a_malformed_replicas_option_is_refused(capsys: pytest.CaptureFixture[str]) -> None:

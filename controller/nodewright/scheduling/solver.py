@@ -29,6 +29,7 @@ from nodewright.scheduling.nodepools import (
     labels_compatible,
     offering_values,
 )
+from nodewright.scheduling.packing import BinType, Budget, Packed, pack
 from nodewright.scheduling.pods import (
     PREFER_NO_SCHEDULE_TOLERATION,
     UNSCHEDULABLE_TAINT,
@@ -74,6 +75,8 @@ from nodewright.scheduling.topology import (
 _MAX_RETRY_PASSES = 3
 # Claims filled less than this (in their fullest resource) are re-planned on their own.
 _REPLAN_BELOW_FILL = 0.8
+# Small problems of untied pods are also planned greedily (both orders), the cheapest kept.
+_CROSS_CHECK_UP_TO = 200
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,7 @@ class SchedulingResult:
                     "price": claim.price,
                     "priceEstimated": claim.price_estimated,
                     "pods": list(claim.pods),
+                    "why": claim.why,
                 }
                 for claim in self.nodeclaims
             ],
@@ -136,10 +140,11 @@ def solve(problem: SchedulingProblem) -> SchedulingResult:
     can win on catalogs where small types of different shapes are cheapest."""
     solver = _Solver(problem)
     result = solver.run(balanced=True)
-    if solver.all_free and len(problem.pods) > 1:
-        plain = _Solver(problem).run(balanced=False)
-        if plain.hourly_cost < result.hourly_cost - 1e-9:
-            result = plain
+    if solver.all_free and 1 < len(problem.pods) <= _CROSS_CHECK_UP_TO:
+        for balanced in (True, False):
+            greedy = _Solver(problem, pack_free=False).run(balanced=balanced)
+            if greedy.hourly_cost < result.hourly_cost - 1e-9:
+                result = greedy
     return result
 
 
@@ -234,9 +239,12 @@ class _Change:
 
 
 class _Solver:
-    def __init__(self, problem: SchedulingProblem, efficient_growth: bool = True) -> None:
+    def __init__(
+        self, problem: SchedulingProblem, efficient_growth: bool = True, pack_free: bool = True
+    ) -> None:
         self.problem = problem
         self.efficient_growth = efficient_growth
+        self.pack_free = pack_free
         self.all_free = False
         names = {CPU, MEMORY, PODS}
         for pod in chain(problem.pods, problem.bound_pods, (d.pod for d in problem.daemonsets)):
@@ -371,10 +379,17 @@ class _Solver:
         for pod in sorted(self.problem.pods, key=_pod_order):
             (free if self._is_free(pod) else constrained).append(pod)
         self.all_free = not constrained
-        queue = constrained + (balanced_order(free) if balanced else free)
         failures: dict[str, str] = {}
         pending = []
-        for pod in queue:
+        for pod in constrained:
+            reason = self._schedule(pod)
+            if reason is not None:
+                failures[pod.key] = reason
+                pending.append(pod)
+        free = balanced_order(free) if balanced else free
+        if self.pack_free and free:
+            free = self._pack(free)
+        for pod in free:
             reason = self._schedule(pod)
             if reason is not None:
                 failures[pod.key] = reason
@@ -433,6 +448,20 @@ class _Solver:
         return context
 
     def _place(self, pod: Pod) -> str | None:
+        if self._place_on_targets(pod):
+            return None
+        context = self._context(pod)
+        reasons: list[tuple[str, str, bool]] = []
+        for pool in self.pools:
+            claim_or_reason = self._open_claim(pool, pod, context)
+            if isinstance(claim_or_reason, ClaimTarget):
+                return None
+            reason, is_requirement = claim_or_reason
+            reasons.append((pool.name, reason, is_requirement))
+        return _explain(pod, reasons)
+
+    def _place_on_targets(self, pod: Pod) -> bool:
+        """Place the pod on an existing node or a NodeClaim opened so far, if one takes it."""
         context = self._context(pod)
         # Targets this pod shape has not found permanently closed, in the order they opened.
         open_targets = context.open_targets
@@ -452,20 +481,98 @@ class _Solver:
                 closed.append(position)
         for position in closed:
             del open_targets[position]
-        if placed:
-            return None
-        reasons: list[tuple[str, str, bool]] = []
-        for pool in self.pools:
-            claim_or_reason = self._open_claim(pool, pod, context)
-            if isinstance(claim_or_reason, ClaimTarget):
+        return placed
+
+    # -- packing the pods nothing ties -----------------------------------------------------
+
+    def _pack(self, free: list[Pod]) -> list[Pod]:
+        """Place free pods: on existing nodes and the NodeClaims opened so far first (as the
+        greedy loop would), then the rest, per NodePool and node requirements, as one
+        cutting-stock problem (`packing`). Returns the pods left for the greedy loop."""
+        left: list[Pod] = []
+        groups: dict[tuple[int, Requirements], list[Pod]] = {}
+        for pod in free:
+            if self._place_on_targets(pod):
+                continue
+            index = self._pool_for(pod)
+            if index is None:
+                left.append(pod)
+                continue
+            groups.setdefault((index, self._context(pod).requirements), []).append(pod)
+        for (index, requirements), pods in groups.items():
+            left.extend(self._pack_group(self.pools[index], requirements, pods))
+        return left
+
+    def _pool_for(self, pod: Pod) -> int | None:
+        """The NodePool the greedy loop would open a NodeClaim in for this pod, when the
+        packer may plan it (no minValues); None leaves the pod to the loop. Limits are
+        checked as the planned NodeClaims open (`_open_claim`)."""
+        context = self._context(pod)
+        for index, pool in enumerate(self.pools):
+            if untolerated(pool.template.taints, pod.tolerations) is not None:
+                continue
+            if pool.requirements.conflict(context.requirements) is not None:
+                continue
+            if self._standalone_price(pool, context) == float("inf"):
+                continue
+            if any(r.min_values is not None for r in pool.requirements.values()):
                 return None
-            reason, is_requirement = claim_or_reason
-            reasons.append((pool.name, reason, is_requirement))
-        return _explain(pod, reasons)
+            return index
+        return None
+
+    def _pack_group(
+        self, pool: PoolState, requirements: Requirements, pods: list[Pod]
+    ) -> list[Pod]:
+        candidates = pool.candidates_for(pool.requirements.merged(requirements))
+        overhead = pool.daemon_overhead
+        bins = []
+        for key, candidate in enumerate(candidates):
+            room = tuple(a - o for a, o in zip(candidate.allocatable, overhead, strict=True))
+            if min(room, default=0) >= 0:
+                bins.append(BinType(key, candidate.price, room))
+        by_shape: dict[Vector, list[Pod]] = {}
+        for pod in pods:
+            by_shape.setdefault(self._context(pod).vector, []).append(pod)
+        shapes = list(by_shape)
+        plan, _ = pack(shapes, [len(by_shape[shape]) for shape in shapes], bins, Budget())
+        taken = dict.fromkeys(shapes, 0)
+        left: list[Pod] = []
+        for node in plan:
+            members = []
+            for shape, count in zip(shapes, node.counts, strict=True):
+                members.extend(by_shape[shape][taken[shape] : taken[shape] + count])
+                taken[shape] += count
+            left.extend(self._open_packed(pool, members, node, len(pods)))
+        for shape in shapes:
+            left.extend(by_shape[shape][taken[shape] :])
+        return left
+
+    def _open_packed(self, pool: PoolState, members: list[Pod], node: Packed, total: int
+                     ) -> list[Pod]:
+        """Open one NodeClaim for a packed node's pods; returns those it could not hold."""
+        first = members[0]
+        claim = self._open_claim(pool, first, self._context(first))
+        if not isinstance(claim, ClaimTarget):
+            return members
+        left = []
+        for pod in members[1:]:
+            context = self._context(pod)
+            outcome = self._try(claim, pod, context, planned=True)
+            if isinstance(outcome, _Rejection):
+                left.append(pod)
+                continue
+            self._apply(claim, pod, context, outcome)
+        claim.why = (
+            f"packed: {len(members) - len(left)} of {total} untied pods planned together; "
+            f"the LP values them at {node.worth:.0%} of the type's price"
+        )
+        return left
 
     # -- checks --------------------------------------------------------------------------
 
-    def _try(self, target: Target, pod: Pod, context: _PodContext) -> _Change | _Rejection:
+    def _try(
+        self, target: Target, pod: Pod, context: _PodContext, planned: bool = False
+    ) -> _Change | _Rejection:
         taint = untolerated(target.taints, pod.tolerations)
         if taint is not None:
             return _Rejection(f"taint {taint.describe()} is not tolerated", True)
@@ -496,7 +603,7 @@ class _Solver:
         if kept is None:
             return _Rejection(why or "does not fit", not extra)
         by_efficiency = False
-        if target.pods and not context.needs_company and target.pool is not None:
+        if target.pods and not context.needs_company and target.pool is not None and not planned:
             growth = kept.cheapest.price - target.cheapest.price
             if growth > self._standalone_price(target.pool, context) + 1e-9:
                 by_efficiency = self.efficient_growth and self._efficiency.worth_growing(

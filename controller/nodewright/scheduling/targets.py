@@ -237,6 +237,8 @@ class ClaimTarget(Target):
     # Whether the claim ever grew past the price of a separate node (the efficiency rule).
     grew_by_efficiency: bool = False
     merge_cache: dict[object, tuple[Requirements, bool]] = field(default_factory=dict)
+    # Why its pods are together (shown by `plan`).
+    why: str = ""
 
     @property
     def cheapest(self) -> Candidate:
@@ -322,6 +324,8 @@ class PlannedNodeClaim:
     requirements: Requirements
     # The price is an estimate (no listed price for this type, zone and capacity type).
     price_estimated: bool = False
+    # Why this NodeClaim holds these pods (how the solver chose it).
+    why: str = ""
 
     @property
     def instance_type(self) -> str:
@@ -364,4 +368,5 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
         pods=tuple(pod.key for pod in claim.pods),
         requirements=claim.requirements,
         price_estimated=estimated,
+        why=claim.why or "greedy: the first pod's NodeClaim, grown while that was cheapest",
     )

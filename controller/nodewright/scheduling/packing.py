@@ -1,0 +1,771 @@
+"""Packing pods that nothing ties together: a small cutting-stock problem over pod shapes.
+
+Pods with no topology rule between them only need *some* node with room. Such pods come
+in few shapes (distinct request vectors), so the cheapest set of nodes for them is a
+cutting-stock problem: a *pattern* is an instance type and how many pods of each shape one
+node of it holds, and the plan is the cheapest multiset of patterns covering every pod.
+
+`pack` solves it the classic way, in pure Python:
+- the LP relaxation over patterns by column generation: a revised simplex on the
+  restricted master (one row per shape) gives the value y_s of one pod of shape s; for
+  each instance type a knapsack (branch and bound, capped) looks for the pattern worth
+  more than the type's price; patterns that are are added until none is;
+- rounding by diving: patterns the LP uses a whole number of times are fixed, then the
+  one used most is fixed once, the LP is re-solved for the pods left, and so on.
+Each fixed pattern's pods become one NodeClaim; the caller keeps every type that holds
+them (the NodeClaim's flexibility), the cheapest of which is at most the pattern's price.
+
+Instance types another type dominates (no cheaper... no more room) never help and are
+dropped first. Ties between plans of equal price go to fewer nodes (a tiny per-node
+charge). Work is bounded (`Budget`); pods the packer did not place are returned to the
+caller, which places them greedily.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+Vector = tuple[int, ...]
+
+_EPS = 1e-9
+# Ties between plans of equal price: less capacity bought (room summed over resources,
+# each relative to the largest bin), then fewer nodes. Both are tiny charges relative to
+# the average bin price.
+_ROOM_CHARGE = 1e-6
+_NODE_CHARGE = 1e-11
+_REINVERT_EVERY = 40
+_PRICING_WINDOW = 400
+# A knapsack whose greedy fill is this close to its fractional bound is not searched.
+_GOOD_ENOUGH = 0.005
+# The per-dimension fractional bound is used near the root only (it costs items x dims).
+_STRONG_BOUND_DEPTH = 4
+# Plans up to this many nodes may grow a node's type while repairing.
+_REPAIR_GROWTH_UP_TO = 150
+# How many bins the shortlist keeps per pod mix and per shape.
+_SHORTLIST_PER_MIX = 16
+_SHORTLIST_PER_SHAPE = 3
+
+
+@dataclass(frozen=True, slots=True)
+class BinType:
+    """An instance type as the packer sees it: `room` is what it holds for pods (after
+    DaemonSet overhead); `key` is the caller's handle."""
+
+    key: int
+    price: float
+    room: Vector
+
+
+@dataclass(frozen=True, slots=True)
+class Packed:
+    """One node: a bin type and how many pods of each shape it holds."""
+
+    bin: BinType
+    counts: Vector
+    # The LP's price of the pods it holds (sum of their shape values) over the node's
+    # price: how well the node is used, 1.0 for a node the optimum would also buy.
+    worth: float
+
+
+@dataclass
+class Budget:
+    """Work limits: simplex pivots, knapsack nodes and wall time."""
+
+    seconds: float = 20.0
+    knapsack_nodes: int = 400
+    max_rounds: int = 60
+    bins_per_round: int = 12
+    rounds_per_dive: int = 3
+    started: float = field(default_factory=time.perf_counter)
+
+    def exhausted(self) -> bool:
+        return time.perf_counter() - self.started > self.seconds
+
+
+def prune_dominated(bins: Sequence[BinType]) -> list[BinType]:
+    """Types no other type beats on price while having at least as much room in everything."""
+    ordered = sorted(bins, key=lambda b: (b.price, tuple(-x for x in b.room), b.key))
+    kept: list[BinType] = []
+    for candidate in ordered:
+        room = candidate.room
+        if any(all(k >= r for k, r in zip(other.room, room, strict=True)) for other in kept):
+            continue
+        kept.append(candidate)
+    return kept
+
+
+# ---------------------------------------------------------------------------------------
+# The restricted master LP: minimise c.x subject to A x >= demand, x >= 0.
+
+
+class _Master:
+    """Revised simplex with an explicit basis inverse (one row per shape; few rows)."""
+
+    def __init__(self, demand: Sequence[int]) -> None:
+        self.rows = len(demand)
+        self.demand = [float(d) for d in demand]
+        self.costs: list[float] = []
+        self.columns: list[list[tuple[int, int]]] = []  # sparse (row, count)
+
+    def add(self, cost: float, counts: Vector) -> int:
+        self.costs.append(cost)
+        self.columns.append([(s, k) for s, k in enumerate(counts) if k])
+        return len(self.costs) - 1
+
+    def solve(
+        self, initial: Sequence[int], max_pivots: int = 5000
+    ) -> tuple[float, list[float], dict[int, float]]:
+        """(value, duals, {column: x}) starting from a basis of one column per row whose
+        column has only that row (a diagonal, feasible basis)."""
+        m = self.rows
+        basis = list(initial)
+        binv = [[0.0] * m for _ in range(m)]
+        for row, column in enumerate(basis):
+            (entry,) = self.columns[column]
+            assert entry[0] == row
+            binv[row][row] = 1.0 / entry[1]
+        x = [self.demand[i] * binv[i][i] for i in range(m)]
+        pivots = 0
+        degenerate = 0
+        offset = 0
+        in_basis = set(basis)
+        y = self._duals(basis, binv)
+        while True:
+            entering = None
+            best = -_EPS
+            bland = degenerate > 50
+            # Partial pricing: from where the last scan stopped, the best of the first
+            # `_PRICING_WINDOW` columns once one improves (all columns when none does;
+            # Bland's rule, the first improving column from the start, after a stall).
+            count = len(self.columns)
+            start = 0 if bland else offset % max(count, 1)
+            costs = self.costs
+            columns = self.columns
+            for step in range(count):
+                j = start + step
+                if j >= count:
+                    j -= count
+                if j in in_basis:
+                    continue
+                d = costs[j]
+                for s, k in columns[j]:
+                    d -= y[s] * k
+                if d < best * (1 + 1e-12) - _EPS * costs[j]:
+                    entering, best = j, d
+                    if bland:
+                        break
+                if entering is not None and step >= _PRICING_WINDOW:
+                    offset = j + 1
+                    break
+            if entering is None or bland:
+                for s in range(m):
+                    # A surplus column (-e_s, cost 0) has reduced cost y_s.
+                    if y[s] < best - _EPS and -(s + 1) not in in_basis:
+                        entering, best = -(s + 1), y[s]
+                        if bland:
+                            break
+            if entering is None or pivots >= max_pivots:
+                y = self._duals(basis, binv)
+                value = sum(self._cost(b) * x[i] for i, b in enumerate(basis))
+                solution = {b: x[i] for i, b in enumerate(basis) if b >= 0 and x[i] > _EPS}
+                return value, y, solution
+            # u = B^-1 a_entering
+            if entering >= 0:
+                col = self.columns[entering]
+                u = [sum(binv[i][s] * k for s, k in col) for i in range(m)]
+            else:
+                s = -entering - 1
+                u = [-binv[i][s] for i in range(m)]
+            leave = -1
+            ratio = math.inf
+            for i in range(m):
+                if u[i] > 1e-11:
+                    r = x[i] / u[i]
+                    if r < ratio - 1e-12 or (r <= ratio + 1e-12 and leave >= 0 and bland
+                                             and basis[i] < basis[leave]):
+                        ratio, leave = r, i
+            if leave < 0:  # unbounded cannot happen with non-negative costs
+                raise ArithmeticError("master LP unbounded")
+            degenerate = degenerate + 1 if ratio < 1e-12 else 0
+            pivot = u[leave]
+            row_l = [v / pivot for v in binv[leave]]
+            x_l = x[leave] / pivot
+            for i in range(m):
+                if i != leave and u[i] != 0.0:
+                    f = u[i]
+                    row_i = binv[i]
+                    for k in range(m):
+                        row_i[k] -= f * row_l[k]
+                    x[i] -= f * x_l
+                    if x[i] < 0.0 and x[i] > -1e-9:
+                        x[i] = 0.0
+            binv[leave] = row_l
+            x[leave] = x_l
+            in_basis.discard(basis[leave])
+            basis[leave] = entering
+            in_basis.add(entering)
+            # y' = y + d_entering * (new row `leave` of the inverse)
+            y = [a + best * b for a, b in zip(y, row_l, strict=True)]
+            pivots += 1
+            if pivots % _REINVERT_EVERY == 0:
+                binv, x = self._reinvert(basis)
+                y = self._duals(basis, binv)
+
+    def _duals(self, basis: list[int], binv: list[list[float]]) -> list[float]:
+        m = self.rows
+        cb = [self._cost(b) for b in basis]
+        return [sum(cb[k] * binv[k][i] for k in range(m)) for i in range(m)]
+
+    def _cost(self, column: int) -> float:
+        return self.costs[column] if column >= 0 else 0.0
+
+    def _reinvert(self, basis: list[int]) -> tuple[list[list[float]], list[float]]:
+        m = self.rows
+        b = [[0.0] * m for _ in range(m)]
+        for j, column in enumerate(basis):
+            if column >= 0:
+                for s, k in self.columns[column]:
+                    b[s][j] = float(k)
+            else:
+                b[-column - 1][j] = -1.0
+        inv = [[1.0 if i == k else 0.0 for k in range(m)] for i in range(m)]
+        for c in range(m):
+            p = max(range(c, m), key=lambda r: abs(b[r][c]))
+            b[c], b[p] = b[p], b[c]
+            inv[c], inv[p] = inv[p], inv[c]
+            pv = b[c][c]
+            b[c] = [v / pv for v in b[c]]
+            inv[c] = [v / pv for v in inv[c]]
+            for r in range(m):
+                if r != c and b[r][c] != 0.0:
+                    f = b[r][c]
+                    b[r] = [v - f * w for v, w in zip(b[r], b[c], strict=True)]
+                    inv[r] = [v - f * w for v, w in zip(inv[r], inv[c], strict=True)]
+        x = [sum(inv[i][k] * self.demand[k] for k in range(m)) for i in range(m)]
+        return inv, [max(v, 0.0) if v > -1e-9 else v for v in x]
+
+
+# ---------------------------------------------------------------------------------------
+# Pricing: the most valuable pattern for one bin type.
+
+
+def best_pattern(
+    room: Vector,
+    shapes: Sequence[Vector],
+    values: Sequence[float],
+    caps: Sequence[int],
+    node_limit: int,
+) -> tuple[float, list[int]]:
+    """A pattern of largest value sum(values[s] * k[s]) with k[s] <= caps[s] that fits in
+    room (exact unless the branch-and-bound runs out of nodes; then the best found)."""
+    dims = [r for r in range(len(room)) if any(shapes[s][r] for s in range(len(shapes)))]
+    items = []
+    for s, shape in enumerate(shapes):
+        if values[s] <= _EPS or caps[s] <= 0:
+            continue
+        most = caps[s]
+        for r in dims:
+            if shape[r]:
+                most = min(most, room[r] // shape[r])
+        if most > 0:
+            weight = sum(shape[r] / room[r] for r in dims if room[r])
+            items.append((values[s] / weight if weight else math.inf, s, most))
+    if not items:
+        return 0.0, [0] * len(shapes)
+    items.sort(reverse=True)
+    order = [s for _, s, _ in items]
+    limits = [most for _, _, most in items]
+    sizes = [[shapes[s][r] for r in dims] for s in order]
+    vals = [values[s] for s in order]
+    n = len(order)
+    nd = len(dims)
+    # Per dimension, item positions by value density in that dimension (for the bound).
+    by_dim = []
+    for d in range(nd):
+        def denser_first(i: int, d: int = d) -> float:
+            return -(vals[i] / sizes[i][d]) if sizes[i][d] else -math.inf
+
+        by_dim.append(sorted(range(n), key=denser_first))
+
+    left = [room[r] for r in dims]
+    current = [0] * n
+    best_value = 0.0
+    best_counts: list[int] = [0] * n
+    nodes = 0
+
+    # Suffix sums of the capped values and suffix maxima of each dimension's value density
+    # (items from position i on): value + min(suffix value, left[d] * density[d]) bounds
+    # every completion.
+    suffix_value = [0.0] * (n + 1)
+    suffix_density = [[0.0] * (n + 1) for _ in range(nd)]
+    for i in range(n - 1, -1, -1):
+        suffix_value[i] = suffix_value[i + 1] + vals[i] * limits[i]
+        for d in range(nd):
+            size = sizes[i][d]
+            ratio = vals[i] / size if size else 0.0
+            suffix_density[d][i] = max(suffix_density[d][i + 1], ratio)
+
+    # Dimensions in which every item from position i on takes room.
+    all_sized = [[True] * (n + 1) for _ in range(nd)]
+    for d in range(nd):
+        for i in range(n - 1, -1, -1):
+            all_sized[d][i] = all_sized[d][i + 1] and sizes[i][d] > 0
+
+    def quick_bound(start: int) -> float:
+        result = suffix_value[start]
+        for d in range(nd):
+            if all_sized[d][start]:
+                cap = left[d] * suffix_density[d][start]
+                if cap < result:
+                    result = cap
+        return result
+
+    def bound(start: int) -> float:
+        """Per dimension, the fractional knapsack of that dimension alone; the least."""
+        result = math.inf
+        for d in range(nd):
+            free = float(left[d])
+            total = 0.0
+            for i in by_dim[d]:
+                if i < start:
+                    continue
+                size = sizes[i][d]
+                if size == 0:
+                    total += vals[i] * limits[i]
+                    continue
+                if free <= 0:
+                    continue
+                take = min(limits[i], free / size)
+                total += take * vals[i]
+                free -= take * size
+            if total < result:
+                result = total
+        return result
+
+    # Greedy start: fill by order.
+    value = 0.0
+    for i in range(n):
+        k = limits[i]
+        for d in range(nd):
+            if sizes[i][d]:
+                k = min(k, left[d] // sizes[i][d])
+        if k > 0:
+            for d in range(nd):
+                left[d] -= k * sizes[i][d]
+            current[i] = k
+            value += k * vals[i]
+    best_value, best_counts = value, list(current)
+    left = [room[r] for r in dims]
+    current = [0] * n
+
+    def search(i: int, value: float) -> None:
+        nonlocal best_value, best_counts, nodes
+        if i == n:
+            if value > best_value + 1e-12:
+                best_value, best_counts = value, list(current)
+            return
+        nodes += 1
+        if nodes > node_limit:
+            return
+        if value + quick_bound(i) <= best_value + 1e-12:
+            return
+        if i < _STRONG_BOUND_DEPTH and value + bound(i) <= best_value + 1e-12:
+            return
+        size = sizes[i]
+        k = limits[i]
+        for d in range(nd):
+            if size[d]:
+                k = min(k, left[d] // size[d])
+        while k >= 0:
+            for d in range(nd):
+                left[d] -= k * size[d]
+            current[i] = k
+            search(i + 1, value + k * vals[i])
+            for d in range(nd):
+                left[d] += k * size[d]
+            current[i] = 0
+            if nodes > node_limit:
+                return
+            k -= 1
+
+    # Large rooms: the greedy fill is within a pod of the fractional optimum.
+    if best_value < bound(0) * (1 - _GOOD_ENOUGH):
+        search(0, 0.0)
+    counts = [0] * len(shapes)
+    for position, s in enumerate(order):
+        counts[s] = best_counts[position]
+    return best_value, counts
+
+
+def _cheap_bound(room: Vector, shapes: Sequence[Vector], values: Sequence[float],
+                 caps: Sequence[int]) -> float:
+    """An upper bound on any pattern's value in this room: per resource, the fractional
+    knapsack of that resource alone; the smallest of these."""
+    result = math.inf
+    for r, capacity in enumerate(room):
+        ranked = sorted(
+            (values[s] / shape[r], shape[r], caps[s], values[s])
+            for s, shape in enumerate(shapes)
+            if shape[r] and values[s] > _EPS and caps[s] > 0
+        )
+        free_total = sum(
+            values[s] * caps[s]
+            for s, shape in enumerate(shapes)
+            if not shape[r] and values[s] > _EPS
+        )
+        free = float(capacity)
+        total = free_total
+        for _, size, cap, value in reversed(ranked):
+            if free <= 0:
+                break
+            take = min(cap, free / size)
+            total += take * value
+            free -= take * size
+        result = min(result, total)
+    return result
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def _fits(need: Vector, room: Vector) -> bool:
+    return all(n <= r for n, r in zip(need, room, strict=True))
+
+
+def _load(counts: Sequence[int], shapes: Sequence[Vector]) -> Vector:
+    width = len(shapes[0])
+    return tuple(sum(k * shapes[s][r] for s, k in enumerate(counts) if k) for r in range(width))
+
+
+def cheapest_bin(load: Vector, bins: Sequence[BinType]) -> BinType | None:
+    """The cheapest bin that holds the load (bins sorted cheapest first)."""
+    for candidate in bins:
+        if _fits(load, candidate.room):
+            return candidate
+    return None
+
+
+def _mix_rate(room: Vector, mix: Sequence[float], price: float) -> float:
+    """Price per unit of `mix` (a resource vector) in this room: price / how many times
+    the mix fits."""
+    units = math.inf
+    for have, wanted in zip(room, mix, strict=True):
+        if wanted > 0:
+            units = min(units, have / wanted)
+    return price / units if 0 < units < math.inf else math.inf
+
+
+def shortlist(bins: Sequence[BinType], shapes: Sequence[Vector], demand: Sequence[int]
+              ) -> list[BinType]:
+    """The bins worth pricing (cheapest first): the most cost-efficient for the whole mix
+    of pods, for its cpu-heavier and its memory-heavier halves (relative to the mix), and
+    for each shape alone. On a large catalog this is a few dozen of hundreds."""
+    width = len(shapes[0]) if shapes else 0
+    total = [sum(k * shape[r] for shape, k in zip(shapes, demand, strict=True))
+             for r in range(width)]
+    share = [
+        [shape[r] / total[r] if total[r] else 0.0 for r in range(width)] for shape in shapes
+    ]
+    # Sub-mixes: everything, and the shapes above / below the median skew of the first two
+    # resources (cpu and memory in a solve).
+    mixes: list[list[float]] = [[float(t) for t in total]]
+    if width >= 2:
+        skew = [sh[0] - sh[1] for sh in share]
+        for heavy in (True, False):
+            mix = [0.0] * width
+            for s, shape in enumerate(shapes):
+                if demand[s] and (skew[s] >= 0) == heavy:
+                    for r in range(width):
+                        mix[r] += demand[s] * shape[r]
+            if any(mix):
+                mixes.append(mix)
+    chosen: dict[int, BinType] = {}
+    for mix in mixes:
+
+        def rate(b: BinType, mix: list[float] = mix) -> tuple[float, float]:
+            return _mix_rate(b.room, mix, b.price), b.price
+
+        ranked = sorted(bins, key=rate)
+        for b in ranked[:_SHORTLIST_PER_MIX]:
+            chosen.setdefault(b.key, b)
+    for s, shape in enumerate(shapes):
+        if not demand[s]:
+            continue
+        per_pod = []
+        for b in bins:
+            k = demand[s]
+            for r, size in enumerate(shape):
+                if size:
+                    k = min(k, b.room[r] // size)
+            if k >= 1:
+                per_pod.append((b.price / k, b.price, b.key, b))
+        per_pod.sort(key=lambda item: item[:3])
+        for item in per_pod[:_SHORTLIST_PER_SHAPE]:
+            chosen.setdefault(item[3].key, item[3])
+    return sorted(chosen.values(), key=lambda b: (b.price, tuple(-x for x in b.room), b.key))
+
+
+def _price(
+    bins: Sequence[BinType],
+    shapes: Sequence[Vector],
+    duals: Sequence[float],
+    caps: Sequence[int],
+    charge: Mapping[int, float],
+    budget: Budget,
+    columns: Mapping[tuple[int, Vector], int],
+) -> list[tuple[float, BinType, Vector]]:
+    """New patterns worth more than their bin's price, best ratio first. Bins are priced
+    most promising first (by an optimistic bound); after `bins_per_round` of them, pricing
+    stops at the first round that found something."""
+    promising = []
+    for b in bins:
+        cost = b.price + charge[b.key]
+        upper = _cheap_bound(b.room, shapes, duals, caps)
+        if upper > cost * (1 + 1e-9):
+            promising.append((upper / cost, b))
+    promising.sort(key=lambda item: (-item[0], item[1].price, item[1].key))
+    found: list[tuple[float, BinType, Vector]] = []
+    for position, (_, b) in enumerate(promising):
+        if found and position >= budget.bins_per_round:
+            break
+        cost = b.price + charge[b.key]
+        value, counts = best_pattern(b.room, shapes, duals, caps, budget.knapsack_nodes)
+        pattern = tuple(counts)
+        if value > cost * (1 + 1e-9) and (b.key, pattern) not in columns:
+            found.append((value / cost, b, pattern))
+    found.sort(key=lambda item: (-item[0], item[1].price, item[1].key))
+    return found
+
+
+def _split(
+    counts: Sequence[int],
+    shapes: Sequence[Vector],
+    bins: Sequence[BinType],
+    charge: Mapping[int, float],
+) -> list[list[int]] | None:
+    """The pods of one node as two nodes, when that costs no more (charges included):
+    pods largest first, each to the half with less load so far."""
+    if sum(counts) < 2:
+        return None
+    whole = cheapest_bin(_load(counts, shapes), bins)
+    if whole is None:
+        return None
+    largest = [max(max(b.room[r] for b in bins), 1) for r in range(len(shapes[0]))]
+
+    def size(s: int) -> float:
+        return max(x / m for x, m in zip(shapes[s], largest, strict=True))
+
+    pods = sorted((s for s, k in enumerate(counts) for _ in range(k)), key=lambda s: -size(s))
+    halves = [[0] * len(counts), [0] * len(counts)]
+    weight = [0.0, 0.0]
+    for s in pods:
+        side = 0 if weight[0] <= weight[1] else 1
+        halves[side][s] += 1
+        weight[side] += size(s)
+    chosen = [cheapest_bin(_load(half, shapes), bins) for half in halves]
+    if any(c is None for c in chosen):
+        return None
+    cost = sum(c.price + charge[c.key] for c in chosen if c is not None)
+    if cost < whole.price + charge[whole.key] - 1e-15:
+        return halves
+    return None
+
+
+@dataclass
+class _Node:
+    counts: list[int]
+    bin: BinType
+    worth: float
+    load: list[int]
+    alive: bool = True
+
+
+def repair(
+    plan: list[Packed],
+    shapes: Sequence[Vector],
+    bins: Sequence[BinType],
+    charge: Mapping[int, float],
+) -> list[Packed]:
+    """Empty the least useful nodes (by `worth`) into the others when that saves money:
+    each of its pods goes where it raises the price least (a node's type may grow into
+    the cheapest that holds its new load). On plans of more than `_REPAIR_GROWTH_UP_TO`
+    nodes only room already paid for is used (no type changes)."""
+    if len(plan) < 2:
+        return plan
+    width = len(shapes[0])
+    nodes = [_Node(list(p.counts), p.bin, p.worth, list(_load(p.counts, shapes))) for p in plan]
+    grow = len(plan) <= _REPAIR_GROWTH_UP_TO
+
+    def price(b: BinType) -> float:
+        return b.price + charge[b.key]
+
+    for victim in sorted(nodes, key=lambda n: n.worth):
+        if not victim.alive or victim.worth >= 1 - 1e-6:
+            continue
+        saving = price(victim.bin)
+        # other node -> (its new load, its new bin, pods added per shape)
+        moves: dict[int, tuple[list[int], BinType, list[int]]] = {}
+        pods = sorted(
+            (s for s, k in enumerate(victim.counts) for _ in range(k)),
+            key=lambda s: tuple(-x for x in shapes[s]),
+        )
+        extra = 0.0
+        for s in pods:
+            best: tuple[float, int, BinType] | None = None
+            for index, other in enumerate(nodes):
+                if other is victim or not other.alive:
+                    continue
+                load, current, _ = moves.get(index, (other.load, other.bin, []))
+                need = tuple(load[r] + shapes[s][r] for r in range(width))
+                if _fits(need, current.room):
+                    cost, target = 0.0, current
+                elif grow:
+                    found = cheapest_bin(need, bins)
+                    if found is None:
+                        continue
+                    cost, target = price(found) - price(current), found
+                else:
+                    continue
+                if best is None or cost < best[0] - 1e-15:
+                    best = (cost, index, target)
+                    if cost <= 0.0:
+                        break
+            if best is None:
+                extra = math.inf
+                break
+            cost, index, target = best
+            extra += cost
+            if extra >= saving - 1e-15:
+                break
+            load, _, added = moves.get(index, (nodes[index].load, nodes[index].bin, []))
+            added = added or [0] * len(shapes)
+            added[s] += 1
+            moves[index] = ([load[r] + shapes[s][r] for r in range(width)], target, added)
+        if extra >= saving - 1e-15:
+            continue
+        for index, (load, target, added) in moves.items():
+            other = nodes[index]
+            other.load = load
+            other.bin = target
+            other.counts = [a + b for a, b in zip(other.counts, added, strict=True)]
+        victim.alive = False
+    return [Packed(n.bin, tuple(n.counts), n.worth) for n in nodes if n.alive]
+
+
+def pack(
+    shapes: Sequence[Vector],
+    demand: Sequence[int],
+    bins: Sequence[BinType],
+    budget: Budget | None = None,
+) -> tuple[list[Packed], list[int]]:
+    """Nodes for `demand[s]` pods of each shape, and how many of each shape were left
+    unpacked (the caller places those greedily: shapes no bin holds, or the budget ran out).
+    """
+    budget = budget or Budget()
+    remaining = list(demand)
+    bins = shortlist(prune_dominated(bins), shapes, remaining)
+    if not bins or not shapes:
+        return [], remaining
+    scale = sum(b.price for b in bins) / len(bins)
+    largest = [max(max(b.room[r] for b in bins), 1) for r in range(len(bins[0].room))]
+    charge = {
+        b.key: scale * (_ROOM_CHARGE * sum(x / m for x, m in zip(b.room, largest, strict=True))
+                        + _NODE_CHARGE)
+        for b in bins
+    }
+    # Shapes no bin holds stay with the caller.
+    placeable = [any(_fits(shape, b.room) for b in bins) for shape in shapes]
+    rows = [s for s in range(len(shapes)) if placeable[s] and remaining[s] > 0]
+    plan: list[Packed] = []
+    if not rows:
+        return repair(plan, shapes, bins, charge), remaining
+    sub_shapes = [shapes[s] for s in rows]
+    columns: dict[tuple[int, Vector], int] = {}
+    master = _Master([remaining[s] for s in rows])
+    column_bins: list[BinType] = []
+
+    def add_column(bin_type: BinType, counts: Vector) -> int:
+        key = (bin_type.key, counts)
+        index = columns.get(key)
+        if index is None:
+            index = master.add(bin_type.price + charge[bin_type.key], counts)
+            columns[key] = index
+            column_bins.append(bin_type)
+        return index
+
+    # Bins that produced a pattern for the whole problem: the dives price only these.
+    useful: dict[int, BinType] = {}
+    first = True
+    while any(remaining[s] for s in rows) and not budget.exhausted():
+        caps = [remaining[s] for s in rows]
+        master.demand = [float(c) for c in caps]
+        # A diagonal starting basis: for each row, its best single-shape pattern.
+        initial = []
+        for i in range(len(rows)):
+            shape = sub_shapes[i]
+            fit_best: tuple[float, BinType, int] | None = None
+            for b in bins:
+                k = max(caps[i], 1)
+                for r, size in enumerate(shape):
+                    if size:
+                        k = min(k, b.room[r] // size)
+                if k >= 1 and (fit_best is None or b.price / k < fit_best[0] - 1e-15):
+                    fit_best = (b.price / k, b, k)
+            assert fit_best is not None
+            vector = [0] * len(rows)
+            vector[i] = fit_best[2]
+            initial.append(add_column(fit_best[1], tuple(vector)))
+            useful.setdefault(fit_best[1].key, fit_best[1])
+        pricing = bins if first else sorted(useful.values(), key=lambda b: (b.price, b.key))
+        rounds = 0
+        while True:
+            rounds += 1
+            _, duals, solution = master.solve(initial)
+            if rounds > budget.max_rounds or budget.exhausted():
+                break
+            found = _price(pricing, sub_shapes, duals, caps, charge, budget, columns)
+            for _, b, counts in found[:30]:
+                add_column(b, counts)
+                useful.setdefault(b.key, b)
+            if not found:
+                break
+        first = False
+        # Dive: fix whole uses, else the most used pattern once.
+        whole = [(j, x) for j, x in solution.items() if x >= 1 - 1e-6]
+        if whole:
+            picks = [(j, math.floor(x + 1e-6)) for j, x in whole]
+        elif solution:
+            j = max(solution, key=lambda c: (solution[c], -c))
+            picks = [(j, 1)]
+        else:
+            break
+        picks.sort(key=lambda item: -item[1])
+        for j, times in picks:
+            pattern = [0] * len(rows)
+            for s, k in master.columns[j]:
+                pattern[s] = k
+            for _ in range(times):
+                taken = [min(k, caps[i]) for i, k in enumerate(pattern)]
+                if not any(taken):
+                    break
+                for i, k in enumerate(taken):
+                    caps[i] -= k
+                parts = [taken]
+                if times == 1 and not whole:
+                    # A rounded-up pattern: two smaller nodes may do as well or better.
+                    parts = _split(taken, sub_shapes, bins, charge) or parts
+                for part in parts:
+                    chosen = cheapest_bin(_load(part, sub_shapes), bins) or column_bins[j]
+                    worth = sum(duals[i] * k for i, k in enumerate(part)) / max(
+                        chosen.price, 1e-12
+                    )
+                    full = [0] * len(shapes)
+                    for i, k in enumerate(part):
+                        full[rows[i]] = k
+                    plan.append(Packed(chosen, tuple(full), worth))
+        for i, s in enumerate(rows):
+            remaining[s] = caps[i]
+    return repair(plan, shapes, bins, charge), remaining
