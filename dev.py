@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -77,9 +78,31 @@ def workshop() -> None:
     print(f"\nOpen the report in a browser: {report.as_uri()}", flush=True)
 
 
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+
+
+def ensure_browser() -> None:
+    """In CI, install Debian's chromium for the report's browser test when it is missing.
+    Best effort: without it that one test skips and says why."""
+    if not os.environ.get("CI") or any(shutil.which(name) for name in BROWSERS):
+        return
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        return
+    print("dev.py: installing chromium (Debian) for the report's browser test", flush=True)
+    for command in (["apt-get", "update", "-qq"],
+                    ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"]):
+        try:
+            subprocess.run(command, check=True, capture_output=True, timeout=600,
+                           env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        except (subprocess.SubprocessError, OSError) as error:
+            print(f"dev.py: could not install chromium ({error}); its test will skip", flush=True)
+            return
+
+
 def test(extra: list[str]) -> None:
     """The whole suite: ruff, mypy, pytest (in parallel on the machine's cores)."""
     ensure_venv()
+    ensure_browser()
     print("$ ruff check .", flush=True)
     run([str(BIN / "ruff"), "check", "."])
     print("$ mypy", flush=True)
