@@ -45,7 +45,7 @@ _STRONG_BOUND_DEPTH = 4
 # Plans up to this many nodes may grow a node's type while repairing.
 _REPAIR_GROWTH_UP_TO = 150
 # How many bins the shortlist keeps per pod mix and per shape.
-_SHORTLIST_PER_MIX = 16
+_SHORTLIST_PER_MIX = 48
 _SHORTLIST_PER_SHAPE = 3
 
 
