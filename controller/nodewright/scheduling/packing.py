@@ -45,7 +45,7 @@ _STRONG_BOUND_DEPTH = 4
 # Plans up to this many nodes may grow a node's type while repairing.
 _REPAIR_GROWTH_UP_TO = 150
 # How many bins the shortlist keeps per pod mix and per shape.
-_SHORTLIST_PER_MIX = 16
+_SHORTLIST_PER_MIX = 48
 _SHORTLIST_PER_SHAPE = 3
 
 
@@ -182,7 +182,7 @@ class _Master:
             leave = -1
             ratio = math.inf
             for i in range(m):
-                if u[i] > 1e-11:
+                if u[i] > 1e-9:
                     r = x[i] / u[i]
                     if r < ratio - 1e-12 or (r <= ratio + 1e-12 and leave >= 0 and bland
                                              and basis[i] < basis[leave]):
@@ -237,6 +237,8 @@ class _Master:
             b[c], b[p] = b[p], b[c]
             inv[c], inv[p] = inv[p], inv[c]
             pv = b[c][c]
+            if abs(pv) < 1e-12:
+                raise ArithmeticError("singular basis")
             b[c] = [v / pv for v in b[c]]
             inv[c] = [v / pv for v in inv[c]]
             for r in range(m):
@@ -485,12 +487,18 @@ def shortlist(bins: Sequence[BinType], shapes: Sequence[Vector], demand: Sequenc
     chosen: dict[int, BinType] = {}
     for mix in mixes:
 
-        def rate(b: BinType, mix: list[float] = mix) -> tuple[float, float]:
-            return _mix_rate(b.room, mix, b.price), b.price
+        rates = {b.key: _mix_rate(b.room, mix, b.price) for b in bins}
+        # Equally efficient bins: the smallest and the largest (few big nodes pack best
+        # when nothing is cheaper per unit, small ones hold the remainder).
+        for sign in (1.0, -1.0):
 
-        ranked = sorted(bins, key=rate)
-        for b in ranked[:_SHORTLIST_PER_MIX]:
-            chosen.setdefault(b.key, b)
+            def rate(
+                b: BinType, sign: float = sign, rates: dict[int, float] = rates
+            ) -> tuple[float, float]:
+                return rates[b.key], sign * b.price
+
+            for b in sorted(bins, key=rate)[: _SHORTLIST_PER_MIX // 2]:
+                chosen.setdefault(b.key, b)
     for s, shape in enumerate(shapes):
         if not demand[s]:
             continue
@@ -723,7 +731,12 @@ def pack(
         rounds = 0
         while True:
             rounds += 1
-            _, duals, solution = master.solve(initial)
+            try:
+                _, duals, solution = master.solve(initial)
+            except ArithmeticError:
+                # Numerical trouble (never seen outside contrived inputs): what is planned
+                # stands, the rest goes back to the caller's greedy placement.
+                return repair(plan, shapes, bins, charge), remaining
             if rounds > budget.max_rounds or budget.exhausted():
                 break
             found = _price(pricing, sub_shapes, duals, caps, charge, budget, columns)

@@ -75,8 +75,6 @@ from nodewright.scheduling.topology import (
 _MAX_RETRY_PASSES = 3
 # Claims filled less than this (in their fullest resource) are re-planned on their own.
 _REPLAN_BELOW_FILL = 0.8
-# Small problems of untied pods are also planned greedily (both orders), the cheapest kept.
-_CROSS_CHECK_UP_TO = 200
 
 
 @dataclass(frozen=True)
@@ -134,13 +132,15 @@ class SchedulingResult:
 
 
 def solve(problem: SchedulingProblem) -> SchedulingResult:
-    """Plan the problem. When no pod is tied to another (no topology, no host ports), the
-    pods are also planned in Karpenter's plain order and the cheaper plan is kept: the
-    balanced order wins when instance types share one cpu:memory ratio, the plain order
-    can win on catalogs where small types of different shapes are cheapest."""
+    """Plan the problem. Untied pods that fit nowhere yet are packed together (`packing`).
+    When no pod is tied to another (no topology, no host ports), the pods are also
+    planned greedily, in the balanced and in Karpenter's plain order, and the cheapest of
+    the three plans is kept: the packer wins on catalogs with many small types of
+    different shapes; the greedy balanced order can win when every type has the same
+    price per unit (the packer's LP is degenerate there and its rounding wastes)."""
     solver = _Solver(problem)
     result = solver.run(balanced=True)
-    if solver.all_free and 1 < len(problem.pods) <= _CROSS_CHECK_UP_TO:
+    if solver.all_free and len(problem.pods) > 1:
         for balanced in (True, False):
             greedy = _Solver(problem, pack_free=False).run(balanced=balanced)
             if greedy.hourly_cost < result.hourly_cost - 1e-9:
