@@ -107,6 +107,14 @@ SCHEDULING_DURATION = Histogram(
     buckets=DURATION_BUCKETS,
     registry=REGISTRY,
 )
+# The pre-v1 name, which the issue and many dashboards still use: the provisioner's own
+# scheduling simulations only.
+PROVISIONER_SCHEDULING_DURATION = Histogram(
+    "karpenter_provisioner_scheduling_duration_seconds",
+    "Duration of the provisioner's scheduling simulations in seconds.",
+    buckets=DURATION_BUCKETS,
+    registry=REGISTRY,
+)
 SCHEDULER_QUEUE_DEPTH = Gauge(
     "karpenter_scheduler_queue_depth",
     "The number of pods currently waiting to be scheduled.",

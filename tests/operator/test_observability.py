@@ -47,6 +47,7 @@ def test_metrics_are_served_with_karpenters_names() -> None:
         in text
     for name in ("karpenter_nodeclaims_created_total", "karpenter_nodeclaims_terminated_total",
                  "karpenter_pods_state", "karpenter_scheduler_scheduling_duration_seconds",
+                 "karpenter_provisioner_scheduling_duration_seconds",
                  "karpenter_cloudprovider_duration_seconds", "karpenter_nodepools_usage",
                  "workqueue_depth", "controller_runtime_reconcile_total"):
         assert f"# HELP {name.removesuffix('_total')}" in text or f"# HELP {name}" in text

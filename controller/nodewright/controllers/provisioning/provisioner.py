@@ -195,7 +195,8 @@ class Provisioner:
         if not pods:
             return outcome
         kept = [replace(pod, node_name=machine.name) for pod, machine in placed]
-        with metrics.measure(metrics.SCHEDULING_DURATION, controller=self.name):
+        with metrics.measure(metrics.SCHEDULING_DURATION, controller=self.name), \
+                metrics.measure(metrics.PROVISIONER_SCHEDULING_DURATION):
             built = scheduling_problem(self.state, self.cloud, pods, placed=kept)
             result = solve(built.problem)
         outcome.skipped_pools = built.skipped_pools
