@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from nodewright.api.problems import Problem
 from nodewright.sim.compare import Comparison
@@ -22,6 +22,12 @@ from nodewright.sim.result import EXIT_INVALID, RunResult
 from nodewright.sim.runner import run_scenario
 from nodewright.sim.timeline import TimelineEvent
 from nodewright.sim.whatif import load_replacements, reference_problems, with_replacements
+
+REPORT_EXTRA_MISSING = "--report needs the report extra: pip install 'nodewright[report]'"
+
+
+class ReportRenderer(Protocol):
+    def __call__(self, result: RunResult, comparison: Comparison | None = None) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,11 @@ def simulate(request: SimulationRequest, out: TextIO, err: TextIO) -> int:
         problems.extend(reference_problems(scenario, replacements))
     problems.extend(_output_problems(request))
     if _print_problems(problems, out, err) or scenario is None:
+        return EXIT_INVALID
+    render_report = _report_renderer() if request.report is not None else None
+    if request.report is not None and render_report is None:
+        err.write(f"nodewright simulate: {REPORT_EXTRA_MISSING} (matplotlib is not "
+                  "installed); nothing was run\n")
         return EXIT_INVALID
 
     progress = Progress.for_terminal(err, request.quiet)
@@ -64,13 +75,23 @@ def simulate(request: SimulationRequest, out: TextIO, err: TextIO) -> int:
     if request.json_path is not None:
         _write(request.json_path, render_json(result, comparison))
         out.write(f"JSON written to {request.json_path}\n")
-    if request.report is not None:
-        # matplotlib takes a while to import: only when a report is wanted.
-        from nodewright.sim.report import render_report
-
+    if request.report is not None and render_report is not None:
         _write(request.report, render_report(result, comparison))
         out.write(f"Report written to {request.report}\n")
     return result.exit_code
+
+
+def _report_renderer() -> ReportRenderer | None:
+    """The report's renderer, or None without the `report` extra (matplotlib). Imported
+    only when a report is wanted: the controller image does not install matplotlib, and it
+    takes a while to import."""
+    try:
+        from nodewright.sim.report import render_report
+    except ModuleNotFoundError as error:
+        if (error.name or "").split(".")[0] != "matplotlib":
+            raise
+        return None
+    return render_report
 
 
 def _print_problems(problems: Sequence[Problem], out: TextIO, err: TextIO) -> bool:
