@@ -101,7 +101,8 @@ def test_the_nodepool_status_counts_its_nodes(world: World) -> None:
     assert status["resources"]["cpu"] == str(
         sum(int(c["status"]["capacity"]["cpu"]) for c in world.nodeclaims()))
     assert {c["type"]: c["status"] for c in status["conditions"]} == {
-        "NodeClassReady": "True", "ValidationSucceeded": "True", "Ready": "True"}
+        "NodeClassReady": "True", "ValidationSucceeded": "True", "Ready": "True",
+        "NodeRegistrationHealthy": "True"}
 
 
 def test_pods_are_nominated_to_their_nodeclaim_and_unschedulable_ones_told_why(

@@ -106,6 +106,7 @@ class NodePoolSpec(KubeModel):
 class NodePoolStatus(KubeModel):
     resources: dict[str, Quantity] | None = None
     nodes: int | None = None
+    node_class_observed_generation: int | None = None
     conditions: list[Condition] | None = None
 
 

@@ -1,22 +1,34 @@
-"""NodePool status (Karpenter's nodepool.counter and readiness controllers).
+"""NodePool status (Karpenter's nodepool.counter, validation, readiness and
+registrationhealth controllers).
 
 `status.resources` is what the pool's machines hold (capacity, with cpu, memory, pods,
 ephemeral-storage and nodes always present), `status.nodes` their number; machines marked
 for deletion do not count. Conditions: ValidationSucceeded (the NodePool validates),
-NodeClassReady (its EC2NodeClass exists, is not being deleted and is not reported
-unready), and Ready following both. Written only once the state is synced, so a
-restarted controller never writes a smaller count than the truth.
+NodeClassReady (its EC2NodeClass exists, is not being deleted and reports Ready, with
+Karpenter's reasons: NodeClassNotFound, NodeClassTerminating, NodeClassReadinessUnknown or
+the node class's own reason), and Ready following both. NodeRegistrationHealthy goes
+Unknown, and the pool's registration outcomes are forgotten, when the NodePool is new or
+its spec (generation) or its EC2NodeClass's generation changed since the condition was
+written; `status.nodeClassObservedGeneration` remembers the latter. The NodeClaim
+lifecycle sets it True or False (see `registration_health`). Written only once the state
+is synced, so a restarted controller never writes a smaller count than the truth.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.controllers import conditions
 from nodewright.controllers.conditions import NODEPOOL
 from nodewright.controllers.patching import copy_tree, patch_status
-from nodewright.controllers.provisioning.problem import node_class_problem
+from nodewright.controllers.registration_health import (
+    NODE_REGISTRATION_HEALTHY,
+    Health,
+    RegistrationHealth,
+)
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.scheduling.quantity import format_quantity
@@ -30,10 +42,12 @@ UNSYNCED_RETRY_SECONDS = 1.0
 class NodePoolStatus:
     name = "nodepool.status"
 
-    def __init__(self, cluster: ClusterAPI, clock: Clock, state: ClusterState) -> None:
+    def __init__(self, cluster: ClusterAPI, clock: Clock, state: ClusterState,
+                 registration_health: RegistrationHealth | None = None) -> None:
         self.cluster = cluster
         self.clock = clock
         self.state = state
+        self.registration_health = registration_health
         self._watches = (
             Watch("NodePool"),
             Watch("EC2NodeClass", keys=self._pools_of_node_class),
@@ -84,11 +98,10 @@ class NodePoolStatus:
             NODEPOOL.set_true(after, "ValidationSucceeded", now)
         reference = (((pool.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
             "nodeClassRef") or {}
-        problem = node_class_problem(self.state, str(reference.get("name", "")))
-        if problem is None:
-            NODEPOOL.set_true(after, "NodeClassReady", now)
-        else:
-            NODEPOOL.set_false(after, "NodeClassReady", now, "NodeClassNotReady", problem)
+        node_class = self.state.node_class(str(reference.get("name", "")))
+        self._node_class_ready(after, str(reference.get("name", "")), node_class, now)
+        if node_class is not None and self.registration_health is not None:
+            self._registration_health(after, node_class, now)
         try:
             patch_status(self.cluster, pool, after)
         except ConflictError:
@@ -96,3 +109,55 @@ class NodePoolStatus:
         except NotFoundError:
             return Result()
         return Result()
+
+    def _node_class_ready(self, pool: dict[str, Any], name: str,
+                          node_class: Mapping[str, Any] | None, now: datetime) -> None:
+        if node_class is None:
+            NODEPOOL.set_false(pool, "NodeClassReady", now, "NodeClassNotFound",
+                               "NodeClass not found on cluster")
+            return
+        if (node_class.get("metadata") or {}).get("deletionTimestamp"):
+            NODEPOOL.set_false(pool, "NodeClassReady", now, "NodeClassTerminating",
+                               "NodeClass is Terminating")
+            return
+        parsed = self.state.node_class_model(name)
+        if parsed is not None and parsed.model is None:
+            NODEPOOL.set_false(pool, "NodeClassReady", now, "NodeClassInvalid",
+                               f"EC2NodeClass {name!r} is invalid: {parsed.problem}")
+            return
+        # A node class nobody has reported on yet (the simulator's) counts as ready.
+        ready = conditions.get(node_class, "Ready")
+        if ready is None or ready.get("status") == conditions.TRUE:
+            NODEPOOL.set_true(pool, "NodeClassReady", now)
+        elif ready.get("status") == conditions.FALSE:
+            NODEPOOL.set_false(pool, "NodeClassReady", now, str(ready.get("reason") or
+                                                               "NodeClassNotReady"),
+                               str(ready.get("message") or ""))
+        else:
+            NODEPOOL.set_false(pool, "NodeClassReady", now, "NodeClassReadinessUnknown",
+                               "Node Class Readiness Unknown")
+
+    def _registration_health(self, pool: dict[str, Any], node_class: Mapping[str, Any],
+                             now: datetime) -> None:
+        assert self.registration_health is not None
+        health = self.registration_health
+        metadata = pool.get("metadata") or {}
+        uid = str(metadata.get("uid") or "")
+        current = conditions.get(pool, NODE_REGISTRATION_HEALTHY)
+        if health.status(uid) is Health.UNKNOWN and current is not None:
+            # A restarted controller starts from what the condition says.
+            if current.get("status") == conditions.TRUE:
+                health.reset(uid, Health.HEALTHY)
+            elif current.get("status") == conditions.FALSE:
+                health.reset(uid, Health.UNHEALTHY)
+        status = pool.setdefault("status", {})
+        class_generation = (node_class.get("metadata") or {}).get("generation")
+        if (
+            current is None
+            or status.get("nodeClassObservedGeneration") != class_generation
+            or metadata.get("generation") != current.get("observedGeneration")
+        ):
+            NODEPOOL.set_unknown(pool, NODE_REGISTRATION_HEALTHY, now, *conditions.AWAITING)
+            health.reset(uid)
+        if class_generation is not None:
+            status["nodeClassObservedGeneration"] = class_generation

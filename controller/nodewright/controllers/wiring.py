@@ -31,9 +31,11 @@ from nodewright.controllers.nodeclaim import (
     REGISTRATION_TIMEOUT_SECONDS,
     NodeClaimLifecycle,
 )
+from nodewright.controllers.nodeclaim.podevents import PodEvents
 from nodewright.controllers.nodepool_status import NodePoolStatus
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions
 from nodewright.controllers.provisioning.batcher import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_SECONDS
+from nodewright.controllers.registration_health import RegistrationHealth
 from nodewright.controllers.termination import NodeTermination
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Reconciler, WatchEvent
@@ -78,6 +80,11 @@ class Controllers:
     extra: list[Reconciler] = field(default_factory=list)
     # Disruption, expiration, interruption, drift conditions (controllers.disruption.setup).
     disruption: DisruptionControllers | None = None
+    # NodeClaim status.lastPodEventTime (nodeclaim.podevents).
+    pod_events: PodEvents | None = None
+    # NodePools' registration outcomes (NodeRegistrationHealthy), shared by the lifecycle
+    # and the NodePool status controller.
+    registration_health: RegistrationHealth | None = None
 
     @property
     def reconcilers(self) -> tuple[Reconciler, ...]:
@@ -88,6 +95,7 @@ class Controllers:
             self.nodepool_status,
             self.instance_gc,
             self.nodeclaim_gc,
+            *((self.pod_events,) if self.pod_events else ()),
             *(self.disruption.reconcilers if self.disruption else ()),
             *self.extra,
         )
@@ -118,6 +126,7 @@ def build_controllers(
     options = options or ControllerOptions()
     state = ClusterState(clock, nomination_seconds=options.nomination_seconds)
     recorder = EventRecorder(cluster, clock, reporting_instance=options.reporting_instance)
+    registration_health = RegistrationHealth()
     provisioner = Provisioner(
         cluster, cloud, clock, state, recorder,
         ProvisionerOptions(options.batch_idle_seconds, options.batch_max_seconds),
@@ -126,6 +135,7 @@ def build_controllers(
         cluster, cloud, clock, state, recorder,
         launch_timeout=options.launch_timeout_seconds,
         registration_timeout=options.registration_timeout_seconds,
+        registration_health=registration_health,
     )
     return Controllers(
         state=state,
@@ -133,9 +143,11 @@ def build_controllers(
         provisioner=provisioner,
         lifecycle=lifecycle,
         termination=NodeTermination(cluster, cloud, clock, state, recorder),
-        nodepool_status=NodePoolStatus(cluster, clock, state),
+        nodepool_status=NodePoolStatus(cluster, clock, state, registration_health),
         instance_gc=InstanceGarbageCollection(cluster, cloud, clock, state),
         nodeclaim_gc=NodeClaimGarbageCollection(cluster, cloud, clock, state),
         disruption=build_disruption(cluster, cloud, clock, state, recorder,
                                     options=options.disruption),
+        pod_events=PodEvents(cluster, clock, state),
+        registration_health=registration_health,
     )

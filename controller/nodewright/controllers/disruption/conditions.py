@@ -1,6 +1,7 @@
 """The NodeClaim disruption conditions (Karpenter's nodeclaim.disruption controller):
 `Drifted` (with the drift reason) and `Consolidatable` (consolidateAfter has passed since
-the last pod event), plus `status.lastPodEventTime` so the timer survives a restart.
+`status.lastPodEventTime`, which `nodeclaim.podevents` writes, or since the NodeClaim
+initialized when no pod event was recorded).
 
 Drift is re-checked every 5 minutes (the cloud's AMIs change without any cluster object
 changing) and whenever the NodePool or EC2NodeClass changes; consolidatability is
@@ -23,7 +24,7 @@ from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.controllers.disruption.drift import drift_of
-from nodewright.runtime.clock import Clock, format_time, parse_time
+from nodewright.runtime.clock import Clock, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.state.cluster import ClusterState
@@ -44,8 +45,9 @@ def consolidate_after_seconds(nodepool: NodePool) -> float | None:
     return parse_duration(nodepool.spec.disruption.consolidate_after)
 
 
-def last_pod_event(claim: Mapping[str, Any], observed: datetime | None) -> datetime | None:
-    """The later of what the state cache saw and what the NodeClaim recorded."""
+def last_pod_event(claim: Mapping[str, Any], observed: datetime | None = None
+                   ) -> datetime | None:
+    """The later of what the NodeClaim recorded and what the caller saw (if anything)."""
     stored_text = (claim.get("status") or {}).get("lastPodEventTime")
     stored = parse_time(stored_text) if stored_text else None
     candidates = [t for t in (stored, observed) if t is not None]
@@ -53,10 +55,12 @@ def last_pod_event(claim: Mapping[str, Any], observed: datetime | None) -> datet
 
 
 def consolidatable_at(
-    claim: Mapping[str, Any], nodepool: NodePool, observed_pod_event: datetime | None
+    claim: Mapping[str, Any], nodepool: NodePool, observed_pod_event: datetime | None = None
 ) -> datetime | None:
-    """When the NodeClaim becomes consolidatable (maybe in the past); None while it is not
-    initialized or consolidation is disabled."""
+    """When the NodeClaim becomes consolidatable (maybe in the past): consolidateAfter
+    after its last pod event, or after it initialized when none was recorded (Karpenter
+    takes the recorded time as it is, even when it is older than the initialization).
+    None while it is not initialized or consolidation is disabled."""
     seconds = consolidate_after_seconds(nodepool)
     initialized = objects.condition(claim, INITIALIZED)
     if seconds is None or initialized is None or initialized.get("status") != "True":
@@ -72,7 +76,7 @@ def _without(conditions: Sequence[Mapping[str, Any]], kind: str) -> list[Mapping
 
 
 class NodeClaimConditions:
-    """Keeps `Drifted`, `Consolidatable` and `lastPodEventTime` on every managed NodeClaim."""
+    """Keeps `Drifted` and `Consolidatable` on every managed NodeClaim."""
 
     name = "nodeclaim.disruption"
 
@@ -91,7 +95,6 @@ class NodeClaimConditions:
             Watch("NodeClaim"),
             Watch("NodePool", self._claims_of_pool),
             Watch("EC2NodeClass", self._all_claims),
-            Watch("Pod", self._claim_of_pod),
         )
 
     def _claims_of_pool(self, event: WatchEvent) -> Iterable[str]:
@@ -103,11 +106,6 @@ class NodeClaimConditions:
 
     def _all_claims(self, event: WatchEvent) -> Iterable[str]:
         return [objects.name(claim) for claim in self.state.nodeclaims()]
-
-    def _claim_of_pod(self, event: WatchEvent) -> Iterable[str]:
-        node_name = (event.object.get("spec") or {}).get("nodeName")
-        node = self.state.node_by_name(str(node_name)) if node_name else None
-        return (node.nodeclaim_name,) if node is not None and node.nodeclaim else ()
 
     def reconcile(self, key: str) -> Result:
         try:
@@ -123,27 +121,24 @@ class NodeClaimConditions:
         now = self.clock.now()
         status = dict(claim.get("status") or {})
         conditions = list(status.get("conditions") or [])
-        state_node = self.state.node_for_nodeclaim(key)
-        observed = state_node.last_pod_event if state_node is not None else None
+        generation = objects.meta(claim).get("generation")
         requeue: list[float] = []
 
-        conditions = self._drift(claim, nodepool, conditions, now)
+        conditions = self._drift(claim, nodepool, conditions, now, generation)
         requeue.append(DRIFT_RECHECK_SECONDS)
 
-        ready_at = consolidatable_at(claim, nodepool, observed)
+        ready_at = consolidatable_at(claim, nodepool)
         if ready_at is None or ready_at > now:
             conditions = _without(conditions, CONSOLIDATABLE)
             if ready_at is not None:
                 requeue.append(max((ready_at - now).total_seconds(), 0.0))
         else:
-            conditions = self._set(conditions, CONSOLIDATABLE, CONSOLIDATABLE, "", now)
+            conditions = self._set(conditions, CONSOLIDATABLE, CONSOLIDATABLE, "", now,
+                                   generation)
 
         patch: dict[str, Any] = {}
         if conditions != list(status.get("conditions") or []):
             patch["conditions"] = conditions
-        latest = last_pod_event(claim, observed)
-        if latest is not None and status.get("lastPodEventTime") != format_time(latest):
-            patch["lastPodEventTime"] = format_time(latest)
         if patch:
             try:
                 self.cluster.patch(
@@ -160,14 +155,16 @@ class NodeClaimConditions:
         return Result(requeue_after=min(requeue))
 
     def _set(self, conditions: list[Mapping[str, Any]], kind: str, reason: str, message: str,
-             now: datetime) -> list[Mapping[str, Any]]:
-        holder: dict[str, Any] = {"status": {"conditions": [dict(c) for c in conditions]}}
+             now: datetime, generation: Any) -> list[Mapping[str, Any]]:
+        holder: dict[str, Any] = {"metadata": {"generation": generation},
+                                  "status": {"conditions": [dict(c) for c in conditions]}}
         objects.set_condition(holder, kind, "True", now, reason=reason, message=message)
         updated: list[Mapping[str, Any]] = holder["status"]["conditions"]
         return updated
 
     def _drift(self, claim: Mapping[str, Any], nodepool: NodePool,
-               conditions: list[Mapping[str, Any]], now: datetime) -> list[Mapping[str, Any]]:
+               conditions: list[Mapping[str, Any]], now: datetime,
+               generation: Any) -> list[Mapping[str, Any]]:
         if not objects.condition_is_true(claim, LAUNCHED):
             return _without(conditions, DRIFTED)
         class_name = nodepool.spec.template.spec.node_class_ref.name
@@ -193,7 +190,7 @@ class NodeClaimConditions:
         if existing is not None and existing.get("status") == "True" and existing.get(
                 "reason") == found.reason:
             return conditions
-        return self._set(conditions, DRIFTED, found.reason, found.message, now)
+        return self._set(conditions, DRIFTED, found.reason, found.message, now, generation)
 
     def _catalog(self, node_class: Any, class_name: str, now: datetime
                  ) -> list[InstanceType] | None:

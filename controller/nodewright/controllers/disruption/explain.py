@@ -213,7 +213,7 @@ def _timing_lines(node: StateNode, state: ClusterState, now: datetime) -> list[L
     lines = []
     parsed = state.nodepool_model(node.nodepool)
     if parsed is not None and parsed.model is not None:
-        ready_at = consolidatable_at(claim, parsed.model, node.last_pod_event)
+        ready_at = consolidatable_at(claim, parsed.model)
         after = parsed.model.spec.disruption.consolidate_after
         policy = parsed.model.spec.disruption.consolidation_policy
         if ready_at is None:

@@ -115,9 +115,9 @@ class Pass:
 
 
 def _consolidatable(p: Pass, candidate: Candidate, method: str) -> bool:
-    """consolidateAfter has passed since the node's last pod event (else a verdict)."""
-    ready_at = consolidatable_at(candidate.nodeclaim, candidate.nodepool,
-                                 candidate.node.last_pod_event)
+    """consolidateAfter has passed since the node's recorded last pod event (else a
+    verdict): what Karpenter's Consolidatable condition says."""
+    ready_at = consolidatable_at(candidate.nodeclaim, candidate.nodepool)
     if ready_at is None:
         p.verdict(candidate.node, method, ex.KEPT, ex.CAUSE_CONSOLIDATION_DISABLED,
                   f"NodePool {candidate.nodepool_name} has consolidation disabled",

@@ -12,6 +12,7 @@ from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
+from nodewright.controllers.registration_health import RegistrationHealthWriter
 from nodewright.runtime.clock import Clock
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.state import ClusterState
@@ -27,6 +28,8 @@ class LifecycleContext:
     clock: Clock
     state: ClusterState
     recorder: EventRecorder
+    # Where registration outcomes go (the NodePool's NodeRegistrationHealthy); None: nowhere.
+    health: RegistrationHealthWriter | None = None
     _types: dict[tuple[str, str], Mapping[str, InstanceType]] = field(default_factory=dict)
 
     def instance_type(self, node_class: EC2NodeClass, name: str) -> InstanceType | None:

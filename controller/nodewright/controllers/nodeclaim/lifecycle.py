@@ -5,7 +5,8 @@ provider ID. A live NodeClaim gets the karpenter.sh/termination finalizer before
 is launched for it (so nothing launched can leak), then each reconcile runs launch,
 registration, initialization and liveness and writes what changed (labels, then status
 with the Launched/Registered/Initialized conditions and the Ready condition that follows
-them). A deleted NodeClaim is finalized (see `finalize`).
+them). Registrations and liveness timeouts are counted in the NodePool's registration
+health when one is given. A deleted NodeClaim is finalized (see `finalize`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from nodewright.controllers.nodeclaim.liveness import (
 )
 from nodewright.controllers.nodeclaim.registration import Registration
 from nodewright.controllers.patching import copy_tree, patch_object, write
+from nodewright.controllers.registration_health import (
+    RegistrationHealth,
+    RegistrationHealthWriter,
+)
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState
@@ -50,8 +55,11 @@ class NodeClaimLifecycle:
         *,
         launch_timeout: float = LAUNCH_TIMEOUT_SECONDS,
         registration_timeout: float = REGISTRATION_TIMEOUT_SECONDS,
+        registration_health: RegistrationHealth | None = None,
     ) -> None:
-        self.context = LifecycleContext(cluster, cloud, clock, state, recorder)
+        writer = (RegistrationHealthWriter(cluster, clock, registration_health)
+                  if registration_health is not None else None)
+        self.context = LifecycleContext(cluster, cloud, clock, state, recorder, writer)
         self.launch = Launch(self.context)
         self.registration = Registration(self.context)
         self.initialization = Initialization(self.context)

@@ -1,5 +1,6 @@
 """Liveness: a NodeClaim that has not launched within 5 minutes, or whose node has not
-registered within 15 minutes of the launch, is deleted (its pods are provisioned again)."""
+registered within 15 minutes of the launch, is deleted (its pods are provisioned again).
+Either failure counts against its NodePool's registration health first."""
 
 from __future__ import annotations
 
@@ -61,6 +62,8 @@ class Liveness:
 
     def _delete(self, claim: Object, reason: str, timeout: float) -> bool:
         name = name_of(claim)
+        if self.context.health is not None:
+            self.context.health.failed(claim)
         log.info("deleting nodeclaim %s: %s after %.0fs", name, reason, timeout)
         try:
             self.context.cluster.delete("NodeClaim", name)

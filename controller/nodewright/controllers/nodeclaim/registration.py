@@ -139,4 +139,6 @@ class Registration:
             zone=labels_of(claim).get("topology.kubernetes.io/zone", ""),
         ).inc()
         log.info("registered nodeclaim %s as node %s", name_of(claim), name_of(node))
+        if self.context.health is not None:
+            self.context.health.registered(claim)
         return None
