@@ -30,6 +30,7 @@ from datetime import datetime
 from nodewright import metrics
 from nodewright.cluster.api import ClusterAPI, ConflictError, WatchStream
 from nodewright.cluster.kube.access import WATCHED_KINDS
+from nodewright.operator import logs
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.workqueue import RateLimiter, WorkQueue
 from nodewright.runtime.reconciler import Reconciler, WatchEvent
@@ -155,9 +156,8 @@ class OperatorDriver:
                 worked = self._fire_timers()
             with self._world_lock:
                 worked |= self._deliver()
-            if self.leading.is_set() and not self._stopping.is_set():
-                with self._world_lock:
-                    worked |= self._reconcile_one()
+            with self._world_lock:
+                worked |= self._reconcile_one()
             if not worked:
                 self._wakeup.wait(self._idle_wait())
 
@@ -226,13 +226,18 @@ class OperatorDriver:
         return None
 
     def _reconcile_one(self) -> bool:
+        # Checked here, under the world lock, not before taking it: a replica that stepped
+        # down (or a test that froze it) while this thread waited must not write once more.
+        if not self.leading.is_set() or self._stopping.is_set():
+            return False
         work = self._next_work()
         if work is None:
             return False
         reconciler, queue, key = work
         self.reconciles += 1
         try:
-            with metrics.measure(metrics.RECONCILE_TIME, controller=reconciler.name):
+            with metrics.measure(metrics.RECONCILE_TIME, controller=reconciler.name), \
+                    logs.reconciling(reconciler.name, key):
                 result = reconciler.reconcile(key)
         except Exception as error:
             with self._lock:

@@ -1,9 +1,15 @@
 """JSON logs shaped like Karpenter's: one object per line with level, time, logger and
-message, plus the fields a record carries in `extra` (controller, NodeClaim, NodePool,
-Node, provider-id, ...). Object references are written as Karpenter writes them,
+message, plus the fields a record carries in `extra` (NodeClaim, NodePool, Node,
+provider-id, instance-type, ...). Object references are written as Karpenter writes them,
 `"NodeClaim": {"name": "default-x7k2p"}`, so log queries written for Karpenter work.
 
     log.info("launched nodeclaim", extra={"NodeClaim": name, "provider-id": pid})
+
+As controller-runtime does for Karpenter, the driver gives every record logged during a
+reconcile the reconciler's name (`controller`) and the object reconciled (`NodeClaim`,
+`Node`, `NodePool` or `EC2NodeClass`, by the controller's name): `reconciling(controller,
+key)` sets them for the current thread and `ReconcileFields`, a filter on the handler that
+`configure` installs, adds them to records that do not carry those fields themselves.
 """
 
 from __future__ import annotations
@@ -11,12 +17,53 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 # Fields written as {"name": value} (Karpenter logs Kubernetes objects that way).
 OBJECT_FIELDS = ("NodeClaim", "NodePool", "Node", "Pod", "EC2NodeClass", "Lease")
+# The kind a controller reconciles, by the first part of its name ("nodeclaim.lifecycle").
+RECONCILED_KINDS: Mapping[str, str] = {
+    "nodeclaim": "NodeClaim",
+    "node": "Node",
+    "nodepool": "NodePool",
+    "nodeclass": "EC2NodeClass",
+}
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
+_RECONCILING: ContextVar[Mapping[str, str] | None] = ContextVar("reconciling", default=None)
+
+
+def reconcile_fields(controller: str, key: str) -> dict[str, str]:
+    """What controller-runtime logs about a reconcile: the controller, and for controllers
+    of one (cluster-scoped) kind the object reconciled."""
+    fields = {"controller": controller}
+    kind = RECONCILED_KINDS.get(controller.split(".", 1)[0])
+    if kind is not None and key:
+        fields[kind] = key
+    return fields
+
+
+@contextmanager
+def reconciling(controller: str, key: str) -> Iterator[None]:
+    """Records logged by this thread inside the block carry `reconcile_fields`."""
+    token = _RECONCILING.set(reconcile_fields(controller, key))
+    try:
+        yield
+    finally:
+        _RECONCILING.reset(token)
+
+
+class ReconcileFields(logging.Filter):
+    """Adds the current reconcile's fields to a record (a record's own fields win)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        for key, value in (_RECONCILING.get() or {}).items():
+            if key not in record.__dict__:
+                setattr(record, key, value)
+        return True
 
 
 class JsonFormatter(logging.Formatter):
@@ -39,14 +86,20 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
-def configure(level: str, stream: TextIO | None = None) -> None:
-    """Send every log record to `stream` (stdout) as JSON at `level` (debug, info, ...)."""
+def json_handler(stream: TextIO | None = None) -> logging.Handler:
+    """A handler writing JSON lines to `stream` (stdout), with the reconcile fields."""
     handler = logging.StreamHandler(stream or sys.stdout)
     handler.setFormatter(JsonFormatter())
+    handler.addFilter(ReconcileFields())
+    return handler
+
+
+def configure(level: str, stream: TextIO | None = None) -> None:
+    """Send every log record to `stream` (stdout) as JSON at `level` (debug, info, ...)."""
     root = logging.getLogger()
     for existing in list(root.handlers):
         root.removeHandler(existing)
-    root.addHandler(handler)
+    root.addHandler(json_handler(stream))
     root.setLevel(level.upper())
     # The HTTP client logs every request at INFO; keep that for debug runs only.
     for noisy in ("httpx", "httpx2", "httpcore", "httpcore2", "botocore", "urllib3"):

@@ -31,6 +31,7 @@ from nodewright.controllers.disruption.verdicts import (
     DISRUPTION_REASON,
     set_nodeclaim_condition,
 )
+from nodewright.controllers.logfields import listed
 from nodewright.controllers.provisioning.nodeclaims import nodeclaim_manifest
 from nodewright.controllers.provisioning.problem import PoolContext
 from nodewright.runtime.reconciler import WatchEvent
@@ -126,7 +127,20 @@ class Orchestrator:
         metrics.DISRUPTION_DECISIONS.labels(**labels).inc()
         for pool in sorted({c.nodepool_name for c in command.candidates}):
             disruption_metrics.DECISIONS_BY_NODEPOOL.labels(nodepool=pool, **labels).inc()
-        log.info("disrupting: %s/%s: %s", command.reason, command.method, command.describe())
+        log.info("disrupting node(s)", extra={
+            "command": command.describe(), "reason": command.reason, "method": command.method,
+            "decision": command.decision, "disrupted-node-count": len(command.candidates),
+            "replacement-node-count": len(command.replacements),
+            "pod-count": sum(len(c.pods) for c in command.candidates),
+            "disrupted-nodes": [{
+                "Node": {"name": c.node.node_name}, "NodeClaim": {"name": c.nodeclaim_name},
+                "instance-type": c.instance_type.name if c.instance_type else "",
+                "capacity-type": c.capacity_type} for c in command.candidates],
+            "replacement-nodes": [{
+                "NodeClaim": {"name": name},
+                "instance-types": listed([option[0] for option in planned.instance_types])}
+                for name, planned in zip(command.replacement_names, command.replacements,
+                                         strict=False)]})
 
     # -- progress --------------------------------------------------------------------------
 

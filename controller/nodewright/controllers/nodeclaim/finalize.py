@@ -20,6 +20,7 @@ from nodewright.cluster.api import ConflictError, NotFoundError
 from nodewright.cluster.events import Event
 from nodewright.controllers import conditions
 from nodewright.controllers.conditions import NODECLAIM
+from nodewright.controllers.logfields import nodeclaim_fields
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,
     LifecycleContext,
@@ -140,5 +141,5 @@ class Finalizer:
             capacity_type=labels.get("karpenter.sh/capacity-type", ""),
             zone=labels.get("topology.kubernetes.io/zone", ""),
         ).inc()
-        log.info("deleted nodeclaim %s", name_of(claim))
+        log.info("deleted nodeclaim", extra=nodeclaim_fields(claim))
         return None

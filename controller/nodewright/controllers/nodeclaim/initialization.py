@@ -5,12 +5,14 @@ the NodeClaim Initialized=True."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from nodewright.cluster.api import ConflictError, NotFoundError
 from nodewright.controllers import conditions
 from nodewright.controllers.conditions import NODECLAIM
+from nodewright.controllers.logfields import nodeclaim_fields
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,
     LifecycleContext,
@@ -26,6 +28,8 @@ from nodewright.state.wellknown import (
     matches,
     taint_of,
 )
+
+log = logging.getLogger(__name__)
 
 INITIALIZED = "Initialized"
 
@@ -104,4 +108,7 @@ class Initialization:
             except NotFoundError:
                 return None
         NODECLAIM.set_true(claim, INITIALIZED, now)
+        log.info("initialized nodeclaim", extra={
+            **nodeclaim_fields(claim),
+            "allocatable": (node.get("status") or {}).get("allocatable") or {}})
         return None

@@ -31,6 +31,7 @@ from nodewright.cluster.api import NotFoundError
 from nodewright.cluster.events import Event
 from nodewright.controllers import conditions
 from nodewright.controllers.conditions import NODECLAIM
+from nodewright.controllers.logfields import nodeclaim_fields
 from nodewright.controllers.nodeclaim.context import (
     LifecycleContext,
     Object,
@@ -91,9 +92,10 @@ class Launch:
             return self._failed(claim, "LaunchFailed", str(error))
         self._failures.pop(name_of(claim), None)
         self._populate(claim, instance, parsed.model)
-        log.info("launched nodeclaim %s: %s %s in %s (%s)", name_of(claim),
-                 instance.instance_type, instance.capacity_type, instance.zone,
-                 instance.provider_id)
+        log.info("launched nodeclaim", extra={
+            **nodeclaim_fields(claim), "instance-type": instance.instance_type,
+            "zone": instance.zone, "capacity-type": instance.capacity_type,
+            "allocatable": (claim.get("status") or {}).get("allocatable") or {}})
         return LaunchResult()
 
     def _populate(self, claim: Object, instance: Instance, node_class: EC2NodeClass) -> None:

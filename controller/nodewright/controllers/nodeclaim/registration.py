@@ -16,6 +16,7 @@ from nodewright.cluster.api import ConflictError, NotFoundError
 from nodewright.cluster.events import Event
 from nodewright.controllers import conditions
 from nodewright.controllers.conditions import NODECLAIM
+from nodewright.controllers.logfields import nodeclaim_fields
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,
     LifecycleContext,
@@ -138,7 +139,7 @@ class Registration:
             nodepool=nodepool_of(claim),
             zone=labels_of(claim).get("topology.kubernetes.io/zone", ""),
         ).inc()
-        log.info("registered nodeclaim %s as node %s", name_of(claim), name_of(node))
+        log.info("registered nodeclaim", extra=nodeclaim_fields(claim))
         if self.context.health is not None:
             self.context.health.registered(claim)
         return None

@@ -24,6 +24,7 @@ from nodewright import metrics
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ApiError, ClusterAPI
 from nodewright.cluster.events import Event, EventRecorder, TokenBucket
+from nodewright.controllers.logfields import duration, listed, nodeclaim_fields
 from nodewright.controllers.provisioning.batcher import (
     DEFAULT_IDLE_SECONDS,
     DEFAULT_MAX_SECONDS,
@@ -195,11 +196,19 @@ class Provisioner:
         if not pods:
             return outcome
         kept = [replace(pod, node_name=machine.name) for pod, machine in placed]
+        started = self.clock.now()
         with metrics.measure(metrics.SCHEDULING_DURATION, controller=self.name), \
                 metrics.measure(metrics.PROVISIONER_SCHEDULING_DURATION):
             built = scheduling_problem(self.state, self.cloud, pods, placed=kept)
             result = solve(built.problem)
         outcome.skipped_pools = built.skipped_pools
+        if result.nodeclaims:
+            log.info("found provisionable pod(s)", extra={
+                "Pods": listed([pod.key for pod in pods]),
+                "duration": duration((self.clock.now() - started).total_seconds())})
+            log.info("computed new nodeclaim(s) to fit pod(s)", extra={
+                "nodeclaims": len(result.nodeclaims),
+                "pods": sum(len(planned.pods) for planned in result.nodeclaims)})
         for name, why in built.skipped_pools.items():
             log.info("NodePool %s is not used for provisioning: %s", name, why)
         by_key = {pod.key: pod for pod in pods}
@@ -252,8 +261,10 @@ class Provisioner:
             metrics.NODECLAIMS_CREATED.labels(
                 reason="provisioned", nodepool=pool.name, min_values_relaxed="false"
             ).inc()
-            log.info("created nodeclaim %s (NodePool %s, %d pods, instance types %s)", name,
-                     pool.name, len(planned.pods), _type_list(planned))
+            log.info("created nodeclaim", extra={
+                **nodeclaim_fields(created),
+                "requests": ((created.get("spec") or {}).get("resources") or {}).get("requests"),
+                "instance-types": _type_list(planned)})
             for key in planned.pods:
                 outcome.nominated[key] = f"nodeclaim/{name}"
                 self._nominated(key, f"nodeclaim/{name}")

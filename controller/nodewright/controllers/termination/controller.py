@@ -24,6 +24,7 @@ from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder
 from nodewright.controllers import conditions
 from nodewright.controllers.conditions import NODECLAIM
+from nodewright.controllers.logfields import node_fields
 from nodewright.controllers.nodeclaim.context import LifecycleContext
 from nodewright.controllers.nodeclaim.finalize import INSTANCE_TERMINATING, instance_gone
 from nodewright.controllers.patching import copy_tree, patch_object, patch_status
@@ -200,8 +201,9 @@ class NodeTermination:
             after.setdefault("spec", {})["taints"] = [*kept, taint_dict(DISRUPTED_TAINT)]
         after["metadata"]["labels"] = {**labels, EXCLUDE_LOAD_BALANCERS_LABEL: "karpenter"}
         written = patch_object(self.cluster, node, after)
-        log.info("tainted node %s %s:%s", node["metadata"]["name"], DISRUPTED_TAINT.key,
-                 DISRUPTED_TAINT.effect)
+        log.info("tainted node", extra={
+            **node_fields(node), "taint.Key": DISRUPTED_TAINT.key,
+            "taint.Value": DISRUPTED_TAINT.value or "", "taint.Effect": DISRUPTED_TAINT.effect})
         return dict(written) if written is not None else after
 
     def _drain(self, node: Object, claim: Object | None, deadline: datetime | None
@@ -264,7 +266,7 @@ class NodeTermination:
             nodepool=str(labels.get(NODEPOOL_LABEL, "")),
             zone=str(labels.get("topology.kubernetes.io/zone", "")),
         ).inc()
-        log.info("deleted node %s", metadata.get("name"))
+        log.info("deleted node", extra=node_fields(node))
         return Result()
 
 
