@@ -190,6 +190,115 @@ MISTAKES = [
         steps: []
         """, 14, "Deployment/web: spec.template.spec.containers[0].resources.requests: cpu: "
                  "'fast' is not a quantity"),
+    ("no manifests", """
+        name: broken
+        steps: []
+        """, 1, "the scenario needs 'manifests'"),
+    ("no steps", """
+        name: broken
+        manifests: [WORKSHOP]
+        """, 1, "the scenario needs 'steps'"),
+    ("a key given twice", """
+        name: broken
+        manifests: [WORKSHOP]
+        name: again
+        steps: []
+        """, 3, "name: duplicate key 'name' (first at line 1)"),
+    ("two documents in the scenario file", with_head("""
+        steps: []
+        ---
+        name: other
+        """), 6, "a scenario file holds one YAML mapping; it has 2 documents"),
+    ("an empty step", with_head("""
+        steps:
+          - {}
+        """), 5, "steps[0]: an empty step; give one of: scale, apply, delete, wait, settle"),
+    ("a settle timeout of zero", with_head("""
+        steps:
+          - settle: {timeout: 0s}
+        """), 5, "steps[0].settle.timeout: timeout must be longer than 0s"),
+    ("a negative settle timeout", with_head("""
+        steps:
+          - settle: {timeout: -5m}
+        """), 5, "steps[0].settle.timeout: timeout: '-5m' is negative"),
+    ("interrupting no node at all", with_head("""
+        steps:
+          - interrupt: {kind: stop, count: 0}
+        """), 5, "steps[0].interrupt.count: count must not be less than 1, got 0"),
+    ("podsEvicted without its max", with_head("""
+        steps:
+          - expect: {podsEvicted: {}}
+        """), 5, "steps[0].expect.podsEvicted: podsEvicted needs 'max'"),
+    ("zones counted both ways", with_head("""
+        steps:
+          - expect: {zones: {distinct: 2, us-east-1a: 1}}
+        """), 5, "zones is either {distinct: N} or a map of zone to count, not both"),
+    ("a count that is not a number", with_head("""
+        steps:
+          - expect: {instanceTypes: {m5.large: two}}
+        """), 5, "the count for 'm5.large' must be a whole number, got the string 'two'"),
+    ("a fractional node count", with_head("""
+        steps:
+          - expect: {nodes: 1.5}
+        """), 5, "steps[0].expect.nodes: nodes must be a whole number, got the number 1.5"),
+    ("a capacity type EC2 does not sell", with_head("""
+        capacity:
+          - {instanceType: m5.large, capacityType: reserved, available: 1}
+        steps: []
+        """), 5, "capacity[0].capacityType: capacityType 'reserved' is not one of: on-demand, "
+                "spot"),
+    ("a negative price", with_head("""
+        prices:
+          - {instanceType: m5.large, capacityType: spot, price: -1}
+        steps: []
+        """), 5, "prices[0].price: price must not be negative, got -1"),
+    ("a feature gate that is not a boolean", with_head("""
+        settings:
+          featureGates: {NodeRepair: yes please}
+        steps: []
+        """), 5, "feature gate 'NodeRepair' is true or false, got the string 'yes please'"),
+    ("a misspelt setting", with_head("""
+        settings:
+          launchdelay: 1m
+        steps: []
+        """), 5, "settings.launchdelay: unknown key 'launchdelay' in settings (did you mean "
+                "'launchDelay'?"),
+    ("a batch idle window longer than the maximum", with_head("""
+        settings: {batchIdleDuration: 20s}
+        steps: []
+        """), 4, "batchIdleDuration is longer than batchMaxDuration"),
+    ("a seed that is not a number", with_head("""
+        seed: lucky
+        steps: []
+        """), 4, "seed: seed must be a whole number, got the string 'lucky'"),
+    ("scaling a kind that has no replicas", with_head("""
+        steps:
+          - scale: {kind: DaemonSet, name: x, replicas: 1}
+        """), 5, "kind 'DaemonSet' is not one of: Deployment, ReplicaSet, StatefulSet"),
+    ("a namespace for a cluster-scoped kind", with_head("""
+        steps:
+          - delete: {kind: NodePool, name: default, namespace: default}
+        """), 5, "steps[0].delete.namespace: NodePool is cluster-scoped: leave out namespace"),
+    ("applying a file that is not there", with_head("""
+        steps:
+          - apply: missing.yaml
+        """), 5, "steps[0].apply: no such file or directory:"),
+    ("an inline object without a kind", """
+        name: broken
+        manifests:
+          - WORKSHOP
+          - {apiVersion: v1, metadata: {name: x}}
+        steps: []
+        """, 4, "manifests[1]: an inline object in manifests needs apiVersion and kind"),
+    ("scaling what an earlier step deleted", with_head("""
+        steps:
+          - delete: {kind: Deployment, name: inflate}
+          - scale: {name: inflate, replicas: 1}
+        """), 6, "steps[1].scale.name: no Deployment/default/inflate at this step"),
+    ("an hourly cost bound in words", with_head("""
+        steps:
+          - expect: {hourlyCost: {max: cheap}}
+        """), 5, "steps[0].expect.hourlyCost.max: max must be a number, got the string 'cheap'"),
 ]
 
 
