@@ -10,7 +10,9 @@ counts consolidateAfter from this time (see `disruption.conditions`).
 Watch events carry only the new object, so the controller remembers, per pod, where it
 was bound and whether it was terminal or terminating, and compares. A pod seen for the
 first time counts only if it was created already bound within the window: a restarted
-controller replays every pod as new, and those are not events.
+controller replays every pod as new, and those are not events. A bound pod deleted at once
+(a grace period of 0: no terminating phase) counts as removed from its node, which is
+what the field means; Karpenter, reading the pod after the event, misses that case.
 """
 
 from __future__ import annotations
@@ -70,19 +72,20 @@ class PodEvents:
         pod = event.object
         key = pod_key(pod)
         if event.type == "DELETED":
-            # A bound pod was terminating before it went; an unbound one never counted.
-            self._phases.pop(key, None)
+            last = self._phases.pop(key, None) or phase_of(pod)
+            # Gone at once from a node (no terminating phase first): a removal.
+            removed = bool(last.node_name) and not (last.terminal or last.terminating)
+            node_name = last.node_name if removed else ""
+        else:
+            after = phase_of(pod)
+            before = self._phases.get(key)
+            self._phases[key] = after
+            if before is None and self._created_recently(pod):
+                before = PodPhase("", False, False)
+            node_name = after.node_name if before and is_pod_event(before, after) else ""
+        if not node_name or podutil.is_owned_by_daemonset(pod):
             return ()
-        after = phase_of(pod)
-        before = self._phases.get(key)
-        self._phases[key] = after
-        if before is None:
-            if not after.node_name or not self._created_recently(pod):
-                return ()
-            before = PodPhase("", False, False)
-        if not is_pod_event(before, after) or podutil.is_owned_by_daemonset(pod):
-            return ()
-        node = self.state.node_by_name(after.node_name)
+        node = self.state.node_by_name(node_name)
         if node is None or not node.managed:
             return ()
         return (node.nodeclaim_name,)
