@@ -1,13 +1,43 @@
 """Expectations the controller stories share (Karpenter's `expectations` in spirit):
-each reads the cluster and the simulated cloud and fails with what it found."""
+each reads the cluster and the simulated cloud and fails with what it found. They read
+any `World`: the harness on a virtual clock, or the operator stories' real-time world."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
-from nodewright.controllers.harness import World
+from nodewright.cloud.sim import SimulatedEC2
+from nodewright.cluster.api import ClusterAPI
+
+
+class World(Protocol):
+    """What the expectations read (`nodewright.controllers.harness.World` has it)."""
+
+    @property
+    def cluster(self) -> ClusterAPI: ...
+
+    @property
+    def cloud(self) -> SimulatedEC2: ...
+
+    @property
+    def errors(self) -> list[tuple[str, str, BaseException]]: ...
+
+    def nodes(self) -> list[dict[str, Any]]: ...
+
+    def nodeclaims(self) -> list[dict[str, Any]]: ...
+
+    def pods(self, namespace: str | None = "default",
+             labels: Mapping[str, str] | None = None) -> list[dict[str, Any]]: ...
+
+    def pending_pods(self, namespace: str | None = "default") -> list[dict[str, Any]]: ...
+
+    def running_pods(self, namespace: str | None = "default") -> list[dict[str, Any]]: ...
+
+    def live_instances(self) -> list[Any]: ...
+
+    def instance_types(self) -> list[str]: ...
 
 
 def claim_names(world: World) -> list[str]:

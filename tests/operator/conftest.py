@@ -1,4 +1,13 @@
-"""Fixtures of the operator's stories: a real-time world, torn down after each test."""
+"""Fixtures of the operator's stories: a real-time world, torn down after each test.
+
+The controllers' own fixed waits (a drain lasts at least 5 s, a terminating instance is
+looked at every 5 s, an eviction answered 429 is retried after 0.1 s doubling up to 10 s,
+a failed launch is retried after 1 s doubling), like the pod garbage
+collector's 40 s quarantine of the pods of a deleted node, are module constants, not
+settings; the stories run them at the same scale as the shortened settings of
+`tests.operator.world` (a tenth of a second or so), or a scale-down would take ten seconds
+of wall time for two polls.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +15,36 @@ from collections.abc import Iterator
 
 import pytest
 
+from nodewright.cluster.memory import kubelet
+from nodewright.controllers.nodeclaim import finalize, launch
+from nodewright.controllers.termination import controller as termination
+from nodewright.controllers.termination import eviction
 from tests.conftest import EXAMPLES
 from tests.operator.world import RealTimeWorld
 
 WORKSHOP = EXAMPLES / "workshop"
 
+FAST_WAITS = (
+    (termination, "MIN_DRAIN_SECONDS", 0.2),
+    (termination, "DRAIN_RECHECK_SECONDS", 0.1),
+    (termination, "INSTANCE_CHECK_SECONDS", 0.1),
+    (eviction, "BACKOFF_BASE_SECONDS", 0.02),
+    (eviction, "BACKOFF_MAX_SECONDS", 0.2),
+    (finalize, "INSTANCE_CHECK_SECONDS", 0.1),
+    (launch, "_BACKOFF_BASE", 0.1),
+    (kubelet, "ORPHAN_QUARANTINE", 0.2),
+)
+
 
 @pytest.fixture
-def world() -> Iterator[RealTimeWorld]:
+def fast_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    for module, name, seconds in FAST_WAITS:
+        assert hasattr(module, name), f"{module.__name__}.{name} is gone: update FAST_WAITS"
+        monkeypatch.setattr(module, name, seconds)
+
+
+@pytest.fixture
+def world(fast_waits: None) -> Iterator[RealTimeWorld]:
     created = RealTimeWorld()
     yield created
     created.close()

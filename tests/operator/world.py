@@ -9,20 +9,36 @@ that takes minutes in a real cluster takes a second or two.
 The in-memory cluster and the simulated EC2 are not thread-safe, so every driver holds
 `world.lock` while it works and every call from another thread (the leader electors)
 goes through `LockedCluster`: the threads take turns, as the processes of a real
-cluster take turns at the API server.
+cluster take turns at the API server. A test that reads several things at once (the
+expectations of tests/controllers) holds `world.lock` too, to see one moment.
+
+The query helpers have the names of `nodewright.controllers.harness.World`, so the core
+stories' expectations read both worlds. `freeze_when` stops a controller process at an
+exact point of its work (the first watch event a predicate accepts: nothing is written
+after it) and `crash` then tears it down, for the crash-safety stories.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from nodewright.cloud.sim import SimSettings, SimulatedEC2
-from nodewright.cluster.api import KINDS, ClusterAPI, NotFoundError, Object, WatchStream
+from nodewright.cloud.provider import Instance
+from nodewright.cloud.sim import CapacityRule, SimEvent, SimSettings, SimulatedEC2
+from nodewright.cluster.api import (
+    KINDS,
+    ClusterAPI,
+    ConflictError,
+    NotFoundError,
+    Object,
+    WatchStream,
+)
 from nodewright.cluster.kube.access import Request, request_for
 from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
 from nodewright.controllers.disruption.controller import DisruptionOptions
@@ -32,11 +48,22 @@ from nodewright.operator.driver import OperatorDriver
 from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.process import Operator, OperatorSettings
 from nodewright.runtime.reconciler import WatchEvent
-from tests.kube.waiting import eventually
+from tests.kube.waiting import PATIENCE, eventually
+
+
+@dataclass(frozen=True)
+class FastControllerOptions(ControllerOptions):
+    """Karpenter nominates a pod's machine for max(2 x batchMaxDuration, 10 s); the stories
+    keep the first term only, so a nominated node is free for disruption a second later."""
+
+    @property
+    def nomination_seconds(self) -> float:
+        return 2 * self.batch_max_seconds
+
 
 FAST_CLOUD = SimSettings(launch_delay=0.05, registration_delay=0.05, termination_delay=0.05,
                          startup_taint_delay=0.02, spot_notice=1.0, node_monitor_grace=1.0)
-FAST_CONTROLLERS = ControllerOptions(
+FAST_CONTROLLERS = FastControllerOptions(
     batch_idle_seconds=0.05, batch_max_seconds=0.5,
     disruption=DisruptionOptions(poll_seconds=0.2, validation_seconds=0.2,
                                  in_flight_poll_seconds=0.1, unsynced_retry_seconds=0.1))
@@ -161,10 +188,13 @@ class AuditedCluster:
 
 class RealTimeWorld:
     def __init__(self, *, cloud: SimSettings = FAST_CLOUD,
-                 actors: ActorSettings | None = None) -> None:
+                 actors: ActorSettings | None = None,
+                 capacity: Sequence[CapacityRule] = (),
+                 zones: Sequence[str] | None = None) -> None:
         self.lock = threading.RLock()
         self.clock = LoopClock()
         memory = InMemoryCluster(self.clock)
+        self.memory = memory
         self.cluster = LockedCluster(memory, self.lock)
         # What the controllers ask of the API server, and what the simulated EC2 asks
         # (with --cloud sim the controller's identity registers the nodes).
@@ -172,7 +202,7 @@ class RealTimeWorld:
         self.cloud_requests: list[Request] = []
         self.cloud = SimulatedEC2(self.clock,
                                   cluster=AuditedCluster(self.cluster, self.cloud_requests),
-                                  settings=cloud)
+                                  settings=cloud, capacity=capacity, zones=zones)
         self.cluster_driver = OperatorDriver(
             self.cluster, clock=self.clock, kinds=[k for k in KINDS if k != "Event"],
             name="cluster", world_lock=self.lock)
@@ -198,6 +228,90 @@ class RealTimeWorld:
             running.crash()
         self.cluster_driver.stop(timeout=5)
 
+    # --- controller processes dying -------------------------------------------------------
+
+    def freeze_when(self, operator: Operator,
+                    moment: Callable[[WatchEvent], bool]) -> threading.Event:
+        """Stop `operator` from writing at the first watch event `moment` accepts (checked
+        as the event reaches it, before any reconcile the event causes). The returned
+        Event is set once it has frozen."""
+        frozen = threading.Event()
+
+        def listener(event: WatchEvent) -> None:
+            if not frozen.is_set() and moment(event):
+                operator.driver.leading.clear()
+                frozen.set()
+
+        with self.lock:
+            operator.driver.listen(listener)
+        return frozen
+
+    def crash(self, operator: Operator) -> None:
+        """The process dies (kill -9): its queued work and its state are gone."""
+        operator.crash()
+        self.operators.remove(operator)
+
+    def pods_at_termination(self) -> dict[str, list[str]]:
+        """From now on: for each instance that starts shutting down, the workload's pods
+        (namespace default) still bound to its node at that moment. DaemonSet pods that
+        tolerate every taint stay to the end, as on a real node."""
+        found: dict[str, list[str]] = {}
+
+        def on_cloud_event(event: SimEvent) -> None:
+            if event.kind != "shutting-down":
+                return
+            nodes = {node["metadata"]["name"] for node in self.memory.peek_all("Node")
+                     if str(node["spec"].get("providerID", "")).endswith(event.instance_id)}
+            found[event.instance_id] = sorted(
+                pod["metadata"]["name"] for pod in self.memory.peek_all("Pod", "default")
+                if pod["spec"].get("nodeName") in nodes)
+
+        with self.lock:
+            self.cloud.listen(on_cloud_event)
+        return found
+
+    def fewest_running(self) -> list[int]:
+        """From now on: the fewest running pods (namespace default) seen after any change
+        to a pod, as a one-item list the test reads when it likes."""
+        fewest = [len(self.running_pods())]
+
+        def on_event(event: WatchEvent) -> None:
+            if event.kind == "Pod":
+                running = sum(1 for pod in self.memory.peek_all("Pod", "default")
+                              if (pod.get("status") or {}).get("phase") == "Running"
+                              and not pod["metadata"].get("deletionTimestamp"))
+                fewest[0] = min(fewest[0], running)
+
+        with self.lock:
+            self.cluster_driver.listen(on_event)
+        return fewest
+
+    @property
+    def errors(self) -> list[tuple[str, str, BaseException]]:
+        """Reconcile failures of the running controller processes, conflicts left out
+        (optimistic concurrency makes them part of normal work)."""
+        return [failure for running in self.operators for failure in running.driver.errors
+                if not isinstance(failure[2], ConflictError)]
+
+    def settle(self, quiet: float = 0.3, patience: float = PATIENCE) -> None:
+        """Wait until nothing but Events and Leases changed for `quiet` seconds."""
+        kinds = [kind for kind in KINDS if kind not in ("Event", "Lease")]
+
+        def fingerprint() -> tuple[int, ...]:
+            with self.lock:
+                return tuple(self.memory.kind_version(kind) for kind in kinds)
+
+        last, since = fingerprint(), time.monotonic()
+
+        def still() -> bool:
+            nonlocal last, since
+            current = fingerprint()
+            if current != last:
+                last, since = current, time.monotonic()
+            return time.monotonic() - since >= quiet
+
+        eventually(still, f"the cluster to stay unchanged for {quiet}s", patience)
+
     # --- the test's kubectl ---------------------------------------------------------------
 
     def apply(self, *sources: str | Path) -> None:
@@ -208,6 +322,13 @@ class RealTimeWorld:
                 for body in yaml.safe_load_all(file.read_text()):
                     if isinstance(body, dict):
                         self._apply_one(body)
+
+    def apply_text(self, *texts: str) -> None:
+        """Objects from YAML text (the manifests the core stories write inline)."""
+        for text in texts:
+            for body in yaml.safe_load_all(text):
+                if isinstance(body, dict):
+                    self._apply_one(body)
 
     def _apply_one(self, body: dict[str, Any]) -> None:
         kind = str(body["kind"])
@@ -221,10 +342,33 @@ class RealTimeWorld:
     def scale(self, name: str, replicas: int, namespace: str = "default") -> None:
         self.cluster.patch("Deployment", name, {"spec": {"replicas": replicas}}, namespace)
 
-    def running_pods(self, namespace: str = "default") -> list[Object]:
-        return [pod for pod in self.cluster.list("Pod", namespace)
+    def nodes(self) -> list[Object]:
+        return self.cluster.list("Node")
+
+    def nodeclaims(self) -> list[Object]:
+        return self.cluster.list("NodeClaim")
+
+    def pods(self, namespace: str | None = "default",
+             labels: Mapping[str, str] | None = None) -> list[Object]:
+        return self.cluster.list("Pod", namespace, labels=labels)
+
+    def pending_pods(self, namespace: str | None = "default") -> list[Object]:
+        return [pod for pod in self.pods(namespace) if not pod["spec"].get("nodeName")]
+
+    def running_pods(self, namespace: str | None = "default") -> list[Object]:
+        return [pod for pod in self.pods(namespace)
                 if (pod.get("status") or {}).get("phase") == "Running"
                 and not pod["metadata"].get("deletionTimestamp")]
+
+    def events(self, reason: str | None = None, kind: str | None = None) -> list[Object]:
+        return [event for event in self.cluster.list("Event")
+                if (reason is None or event.get("reason") == reason)
+                and (kind is None or (event.get("regarding") or {}).get("kind") == kind)]
+
+    def live_instances(self) -> list[Instance]:
+        with self.lock:
+            return [i for i in self.cloud.list()
+                    if i.state not in ("shutting-down", "terminated")]
 
     def ready_nodes(self) -> list[Object]:
         return [node for node in self.cluster.list("Node")
@@ -233,8 +377,7 @@ class RealTimeWorld:
                 and node["metadata"].get("labels", {}).get("karpenter.sh/initialized")]
 
     def instance_types(self) -> list[str]:
-        return sorted(i.instance_type for i in self.cloud.list()
-                      if i.state not in ("shutting-down", "terminated"))
+        return sorted(i.instance_type for i in self.live_instances())
 
     def wait_until_running(self, pods: int, nodes: int) -> None:
         eventually(lambda: len(self.running_pods()) == pods and len(self.ready_nodes()) == nodes,
