@@ -1,11 +1,15 @@
-"""The pure parts of the status controllers: the registration-health buffer and the pod
-event filter."""
+"""The pure parts of the status controllers: the registration-health buffer, the pod
+event filter and how condition sets follow generations."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodewright.controllers.conditions import NODEPOOL, get
 from nodewright.controllers.nodeclaim.podevents import PodPhase, is_pod_event
 from nodewright.controllers.registration_health import (
     BUFFER_SIZE,
@@ -77,3 +81,26 @@ def test_status_updates_of_a_bound_pod_and_unbound_changes_are_not() -> None:
     assert not is_pod_event(UNBOUND, UNBOUND)
     assert not is_pod_event(UNBOUND, PodPhase("", True, False))
     assert not is_pod_event(PodPhase("node-a", True, True), PodPhase("node-a", True, True))
+
+
+def test_conditions_start_at_creation_and_ready_waits_for_the_current_generation() -> None:
+    created = datetime(2026, 1, 5, tzinfo=UTC)
+    pool: dict[str, Any] = {"metadata": {"generation": 1,
+                                         "creationTimestamp": "2026-01-05T00:00:00Z"}}
+    later = created + timedelta(minutes=1)
+    NODEPOOL.initialize(pool, later)
+    awaiting = get(pool, "NodeClassReady")
+    assert awaiting is not None and awaiting["lastTransitionTime"] == "2026-01-05T00:00:00Z"
+    NODEPOOL.set_true(pool, "ValidationSucceeded", later)
+    NODEPOOL.set_false(pool, "NodeClassReady", later, "NodeClassNotFound", "gone")
+    assert (get(pool, "Ready") or {}).get("status") == "False"
+
+    # The spec changes: a False written for generation 1 no longer decides Ready.
+    pool["metadata"]["generation"] = 2
+    NODEPOOL.set_true(pool, "ValidationSucceeded", later)
+    ready = get(pool, "Ready")
+    assert ready is not None and (ready["status"], ready["reason"]) == (
+        "Unknown", "ReconcilingDependents")
+    NODEPOOL.set_true(pool, "NodeClassReady", later)
+    assert (get(pool, "Ready") or {}).get("status") == "True"
+    assert all(c["observedGeneration"] == 2 for c in pool["status"]["conditions"])

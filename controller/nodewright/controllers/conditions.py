@@ -1,9 +1,13 @@
 """Status conditions as Karpenter's objects carry them (operatorpkg's condition sets).
 
-A set has a root condition (Ready) that follows its dependents: True when all are True,
-False as soon as one is False, otherwise Unknown ("ReconcilingDependents"). Conditions
-a set knows start Unknown with reason AwaitingReconciliation; the list is kept sorted by
-type. `lastTransitionTime` moves only when a condition's status changes.
+A set has a root condition (Ready) that follows its dependents: True when all are True
+for the object's current generation, False as soon as one is False for it, otherwise
+Unknown ("ReconcilingDependents"; a dependent written for an older generation counts as
+not yet reconciled). Conditions a set knows start Unknown with reason
+AwaitingReconciliation and the object's creation time as their last transition, as
+operatorpkg's do; the list is kept sorted by type (operatorpkg orders by transition time,
+which only kubectl's display notices). `lastTransitionTime` moves only when a condition's
+status changes.
 """
 
 from __future__ import annotations
@@ -49,10 +53,23 @@ class ConditionSet:
         self.dependents = tuple(dependents)
 
     def initialize(self, obj: Object, now: datetime) -> bool:
+        created = (obj.get("metadata") or {}).get("creationTimestamp")
+        since = parse_time(str(created)) if created else now
         changed = False
-        for condition_type in (*self.dependents, self.root):
+        for condition_type in (self.root, *self.dependents):
             if get(obj, condition_type) is None:
-                changed |= self.set(obj, condition_type, UNKNOWN, now, *AWAITING)
+                changed |= self.set(obj, condition_type, UNKNOWN, since, *AWAITING)
+        return changed
+
+    def restamp(self, obj: Object, now: datetime) -> bool:
+        """Write the decided (True/False) dependents again for the object's generation, as
+        Karpenter's lifecycle steps do each reconcile, so Ready keeps following them."""
+        changed = False
+        for condition_type in self.dependents:
+            condition = get(obj, condition_type)
+            if condition is not None and condition.get("status") in (TRUE, FALSE):
+                changed |= self.set(obj, condition_type, str(condition["status"]), now,
+                                    condition.get("reason"), str(condition.get("message") or ""))
         return changed
 
     def set(
@@ -83,17 +100,23 @@ class ConditionSet:
         return self.set(obj, condition_type, UNKNOWN, now, reason, message)
 
     def _recompute_root(self, obj: Object, now: datetime) -> None:
+        generation = (obj.get("metadata") or {}).get("generation")
+
+        def current(condition: Mapping[str, Any]) -> bool:
+            return generation is None or condition.get("observedGeneration") == generation
+
         unhealthy = [
             condition
             for condition_type in self.dependents
             if (condition := get(obj, condition_type)) is not None
-            and condition.get("status") != TRUE
+            and (condition.get("status") != TRUE or not current(condition))
         ]
         if not unhealthy:
             _put(obj, self.root, TRUE, now, self.root, "")
             return
         unhealthy.sort(key=lambda c: str(c.get("lastTransitionTime", "")), reverse=True)
-        status = FALSE if any(c.get("status") == FALSE for c in unhealthy) else UNKNOWN
+        status = FALSE if any(
+            c.get("status") == FALSE and current(c) for c in unhealthy) else UNKNOWN
         reason = "UnhealthyDependents" if status == FALSE else "ReconcilingDependents"
         message = ", ".join(f"{c.get('type')}={c.get('status')}" for c in unhealthy)
         _put(obj, self.root, status, now, reason, message)

@@ -105,6 +105,7 @@ class NodeClaimLifecycle:
     def _advance(self, claim: Object) -> Result:
         after = copy_tree(claim)
         NODECLAIM.initialize(after, self.context.clock.now())
+        NODECLAIM.restamp(after, self.context.clock.now())
         launched = self.launch.reconcile(after)
         if launched.deleted:
             return Result()
