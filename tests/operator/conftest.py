@@ -2,7 +2,8 @@
 
 The controllers' own fixed waits (a drain lasts at least 5 s, a terminating instance is
 looked at every 5 s, an eviction answered 429 is retried after 0.1 s doubling up to 10 s,
-a failed launch is retried after 1 s doubling), like the pod garbage
+a failed launch is retried after 1 s doubling, pods still pending are solved again every
+10 s), like the pod garbage
 collector's 40 s quarantine of the pods of a deleted node, are module constants, not
 settings; the stories run them at the same scale as the shortened settings of
 `tests.operator.world` (a tenth of a second or so), or a scale-down would take ten seconds
@@ -11,12 +12,14 @@ of wall time for two polls.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from nodewright.cluster.memory import kubelet
 from nodewright.controllers.nodeclaim import finalize, launch
+from nodewright.controllers.provisioning import provisioner
 from nodewright.controllers.termination import controller as termination
 from nodewright.controllers.termination import eviction
 from tests.conftest import EXAMPLES
@@ -32,6 +35,7 @@ FAST_WAITS = (
     (eviction, "BACKOFF_MAX_SECONDS", 0.2),
     (finalize, "INSTANCE_CHECK_SECONDS", 0.1),
     (launch, "_BACKOFF_BASE", 0.1),
+    (provisioner, "PENDING_RECHECK_SECONDS", 0.3),
     (kubelet, "ORPHAN_QUARANTINE", 0.2),
 )
 
@@ -48,3 +52,17 @@ def world(fast_waits: None) -> Iterator[RealTimeWorld]:
     created = RealTimeWorld()
     yield created
     created.close()
+
+
+@pytest.fixture
+def make_world(fast_waits: None) -> Iterator[Callable[..., RealTimeWorld]]:
+    """A world with other cloud settings, capacity or zones (RealTimeWorld's arguments)."""
+    made: list[RealTimeWorld] = []
+
+    def make(**options: Any) -> RealTimeWorld:
+        made.append(RealTimeWorld(**options))
+        return made[-1]
+
+    yield make
+    for created in made:
+        created.close()

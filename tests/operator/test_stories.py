@@ -28,7 +28,7 @@ def test_the_workshop_scales_from_zero_to_five_to_twelve_and_back_to_five(
     created_before = total("karpenter_nodeclaims_created_total")
     world.operator("nodewright-a", leader_elect=False)
     world.apply(WORKSHOP)
-    world.apply_text(PDB)
+    world.apply(PDB)
     world.cluster.patch("NodePool", "default",
                         {"spec": {"disruption": {"consolidateAfter": "1s"}}})
     left_on_terminated = world.pods_at_termination()

@@ -24,10 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from nodewright.cloud.provider import Instance
 from nodewright.cloud.sim import CapacityRule, SimEvent, SimSettings, SimulatedEC2
@@ -42,6 +39,7 @@ from nodewright.cluster.api import (
 from nodewright.cluster.kube.access import Request, request_for
 from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
 from nodewright.controllers.disruption.controller import DisruptionOptions
+from nodewright.controllers.harness import Source, documents
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import OperatorDriver
@@ -314,30 +312,27 @@ class RealTimeWorld:
 
     # --- the test's kubectl ---------------------------------------------------------------
 
-    def apply(self, *sources: str | Path) -> None:
+    def apply(self, *sources: Source) -> None:
+        """Create each object (YAML text, files, directories or dicts, as the harness's
+        `World.apply` takes them), or replace the spec of one that exists."""
         for source in sources:
-            path = Path(source)
-            files = sorted(path.glob("*.y*ml")) if path.is_dir() else [path]
-            for file in files:
-                for body in yaml.safe_load_all(file.read_text()):
-                    if isinstance(body, dict):
-                        self._apply_one(body)
-
-    def apply_text(self, *texts: str) -> None:
-        """Objects from YAML text (the manifests the core stories write inline)."""
-        for text in texts:
-            for body in yaml.safe_load_all(text):
-                if isinstance(body, dict):
-                    self._apply_one(body)
+            for body in documents(source):
+                self._apply_one(body)
 
     def _apply_one(self, body: dict[str, Any]) -> None:
         kind = str(body["kind"])
-        namespace = body["metadata"].get("namespace") or (
-            "default" if KINDS[kind].namespaced else None)
-        try:
-            self.cluster.get(kind, body["metadata"]["name"], namespace)
-        except NotFoundError:
-            self.cluster.create(body)
+        metadata = body.get("metadata") or {}
+        namespace = metadata.get("namespace") or ("default" if KINDS[kind].namespaced else None)
+        with self.lock:
+            try:
+                current = self.cluster.get(kind, str(metadata.get("name")), namespace)
+            except NotFoundError:
+                self.cluster.create(body)
+                return
+            merged = {**current, **{k: v for k, v in body.items() if k != "status"}}
+            merged["metadata"] = {**current["metadata"], **metadata,
+                                  "resourceVersion": current["metadata"]["resourceVersion"]}
+            self.cluster.update(merged)
 
     def scale(self, name: str, replicas: int, namespace: str = "default") -> None:
         self.cluster.patch("Deployment", name, {"spec": {"replicas": replicas}}, namespace)
