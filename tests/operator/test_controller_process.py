@@ -77,8 +77,9 @@ def pending_pod() -> dict[str, object]:
 def test_a_sim_controller_provisions_and_keeps_its_nodes_alive(
         server: FakeApiServer, process: ControllerProcess) -> None:
     assert process.probes is not None and process.metrics is not None
-    eventually(lambda: http_get(process.probes.port, "/readyz")[0] == 200, "/readyz")
-    assert http_get(process.probes.port, "/healthz") == (200, "ok\n")
+    probes = process.probes
+    eventually(lambda: http_get(probes.port, "/readyz")[0] == 200, "/readyz")
+    assert http_get(probes.port, "/healthz") == (200, "ok\n")
     status, text = http_get(process.metrics.port, "/metrics")
     assert status == 200 and "karpenter_build_info" in text
     eventually(lambda: (process.operator is not None and process.operator.is_leader()),
