@@ -1,5 +1,5 @@
 """Liveness: a NodeClaim that has not launched within 5 minutes, or whose node has not
-registered within 15 minutes of the launch, is deleted (its pods are provisioned again).
+registered within 15 minutes of its creation, is deleted (its pods are provisioned again).
 Either failure counts against its NodePool's registration health first."""
 
 from __future__ import annotations
@@ -49,12 +49,11 @@ class Liveness:
             if left > 0:
                 return False, left
             return self._delete(claim, "launch_timeout", self.launch_timeout), None
-        # Counted from the launch (Registered may have been waiting since creation).
-        registered = conditions.transition_time(claim, REGISTERED)
-        launched = conditions.transition_time(claim, LAUNCHED)
-        if registered is None or launched is None:
+        # As Karpenter: from Registered's last transition, which is the NodeClaim's creation
+        # unless the condition went False in between (launch time included).
+        since = conditions.transition_time(claim, REGISTERED)
+        if since is None:
             return False, 1.0
-        since = max(registered, launched)
         left = self.registration_timeout - (now - since).total_seconds()
         if left > 0:
             return False, left
