@@ -12,6 +12,9 @@ of wall time for two polls.
 
 from __future__ import annotations
 
+import io
+import json
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,6 +25,7 @@ from nodewright.controllers.nodeclaim import finalize, launch
 from nodewright.controllers.provisioning import provisioner
 from nodewright.controllers.termination import controller as termination
 from nodewright.controllers.termination import eviction
+from nodewright.operator import logs
 from tests.conftest import EXAMPLES
 from tests.operator.world import RealTimeWorld
 
@@ -66,3 +70,27 @@ def make_world(fast_waits: None) -> Iterator[Callable[..., RealTimeWorld]]:
     yield make
     for created in made:
         created.close()
+
+
+JsonLogs = Callable[[str], list[dict[str, Any]]]
+
+
+@pytest.fixture
+def json_logs() -> Iterator[JsonLogs]:
+    """The operator's JSON log lines at INFO from now on (as `nodewright controller` writes
+    them); call with a message to get the records that carry it, parsed."""
+    stream = io.StringIO()
+    handler = logs.json_handler(stream)
+    handler.setLevel(logging.INFO)
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+    def records(message: str) -> list[dict[str, Any]]:
+        entries = [json.loads(line) for line in stream.getvalue().splitlines()]
+        return [entry for entry in entries if entry["message"] == message]
+
+    yield records
+    root.removeHandler(handler)
+    root.setLevel(level)

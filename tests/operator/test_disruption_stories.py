@@ -20,7 +20,7 @@ from tests.controllers.expectations import (
 )
 from tests.disruption.helpers import nodepool_with
 from tests.kube.waiting import eventually
-from tests.operator.conftest import WORKSHOP
+from tests.operator.conftest import WORKSHOP, JsonLogs
 from tests.operator.world import FAST_CLOUD, RealTimeWorld
 
 World = Callable[..., RealTimeWorld]
@@ -57,8 +57,9 @@ def expect_converged(world: RealTimeWorld, pods: int) -> None:
 
 
 def test_the_workshop_replaces_an_underused_m5_large_by_a_c5_large(
-        world: RealTimeWorld) -> None:
-    workshop_with_five_pods(world, nodepool_with(disruption={"consolidateAfter": "1s"}))
+        world: RealTimeWorld, json_logs: JsonLogs) -> None:
+    _, first = workshop_with_five_pods(
+        world, nodepool_with(disruption={"consolidateAfter": "1s"}))
     assert world.instance_types() == ["m5.large"]
 
     world.scale("inflate", 1)  # a cheaper c5.large holds the one pod left
@@ -67,6 +68,15 @@ def test_the_workshop_replaces_an_underused_m5_large_by_a_c5_large(
                f"one c5.large running 1 pod (now {world.instance_types()})")
     reasons = {str(event.get("reason")) for event in world.cluster.list("Event")}
     assert {"DisruptionLaunching", "DisruptionTerminating"} <= reasons
+    (logged,) = json_logs("disrupting node(s)")
+    assert logged["controller"] == "disruption" and logged["decision"] == "replace"
+    assert (logged["disrupted-node-count"], logged["replacement-node-count"]) == (1, 1)
+    assert logged["pod-count"] == 1
+    (disrupted,) = logged["disrupted-nodes"]
+    assert disrupted["NodeClaim"] == {"name": first}
+    assert disrupted["instance-type"] == "m5.large"
+    assert disrupted["capacity-type"] == "on-demand"
+    assert "c5.large" in logged["replacement-nodes"][0]["instance-types"]
     world.settle()
     expect_converged(world, 1)
 
