@@ -5,6 +5,7 @@ running, and a clean stop that releases the leader Lease."""
 
 from __future__ import annotations
 
+import logging
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -13,11 +14,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from nodewright.cloud.sim import SimulatedEC2
 from nodewright.cluster.kube.cluster import KubeCluster
 from nodewright.cluster.kube.informer import Informer
+from nodewright.cluster.memory import InMemoryCluster
+from nodewright.controllers.wiring import build_controllers
 from nodewright.install import InstallSettings
+from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import OperatorConfig
-from nodewright.operator.main import ControllerProcess
+from nodewright.operator.main import ControllerProcess, build_cloud
 from tests.conftest import EXAMPLES
 from tests.kube.apiserver import Authorizer, FakeApiServer
 from tests.kube.conftest import NO_WAIT, make_client
@@ -118,3 +123,28 @@ def test_a_missing_kubeconfig_is_reported_not_raised(tmp_path: Path) -> None:
     with pytest.raises(StartupError) as error:
         ControllerProcess(config).start()
     assert "missing" in str(error.value)
+
+
+def test_a_sim_controller_says_it_does_not_read_the_interruption_queue(
+        caplog: pytest.LogCaptureFixture) -> None:
+    config = OperatorConfig(cluster_name="demo", cloud="sim",
+                            interruption_queue="demo-interruptions")
+    clock = LoopClock()
+    cloud, _ = build_cloud(config, InMemoryCluster(clock), clock)  # type: ignore[arg-type]
+    (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert "INTERRUPTION_QUEUE='demo-interruptions' is not read with --cloud sim" in (
+        warning.getMessage())
+    # The simulated EC2's own queue is what the interruption controller reads.
+    assert isinstance(cloud, SimulatedEC2)
+    controllers = build_controllers(InMemoryCluster(clock), cloud, clock)
+    assert controllers.disruption is not None
+    assert controllers.disruption.interruption is not None
+    assert controllers.disruption.interruption.queue is cloud.interruption_queue
+
+
+def test_without_the_variable_a_sim_controller_says_nothing_about_it(
+        caplog: pytest.LogCaptureFixture) -> None:
+    clock = LoopClock()
+    build_cloud(OperatorConfig(cluster_name="demo", cloud="sim"),
+                InMemoryCluster(clock), clock)  # type: ignore[arg-type]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -187,7 +187,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--cluster-endpoint", "CLUSTER_ENDPOINT", "the API server URL nodes join "
            "(default: looked up with eks:DescribeCluster)", parse_endpoint, metavar="URL"),
     Option("--interruption-queue", "INTERRUPTION_QUEUE", "SQS queue with EC2 interruption "
-           "events (unset: interruption handling off)", metavar="NAME"),
+           "events (unset: interruption handling off; not read with --cloud sim, whose "
+           "simulated EC2 has a queue of its own)", metavar="NAME"),
     Option("--aws-region", "AWS_REGION", "AWS region (default: the SDK's, or us-west-2 with "
            "--cloud sim)", metavar="REGION"),
     Option("--batch-idle-duration", "BATCH_IDLE_DURATION", "end a provisioning batch after "

@@ -79,6 +79,13 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                 ) -> tuple[CloudProvider, list[Reconciler]]:
     """The cloud and the reconcilers that come with it."""
     if config.cloud == "sim":
+        if config.interruption_queue:
+            # A real queue carries EC2's events about real instances: none of them is one
+            # of ours, and reading it would need AWS credentials the sim runs without.
+            log.warning("INTERRUPTION_QUEUE=%r is not read with --cloud sim: simulated "
+                        "instances get no EC2 events; the interruption controller reads "
+                        "the simulated EC2's own queue instead", config.interruption_queue,
+                        extra={"cloud": "sim"})
         sim = SimulatedEC2(clock, cluster=cluster, cluster_name=config.cluster_name,
                            region=config.region or SIM_DEFAULT_REGION, settings=sim_settings)
         return sim, [NodeHeartbeat(cluster, sim, clock), PodRunner(cluster, sim, clock)]
