@@ -475,6 +475,39 @@ def test_zones_distinct_and_pods_evicted(
     assert "step 5 (line 8): ok" in output
 
 
+def test_an_expired_node_is_counted_as_expired(
+    write_scenario: ScenarioWriter, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_scenario("""
+        name: expiry
+        manifests: [WORKSHOP]
+        steps:
+          - apply:
+              apiVersion: karpenter.sh/v1
+              kind: NodePool
+              metadata: {name: default}
+              spec:
+                template:
+                  metadata: {labels: {type: karpenter}}
+                  spec:
+                    nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+                    expireAfter: 10m
+                    requirements:
+                      - {key: karpenter.k8s.aws/instance-family, operator: In, values: [c5, m5]}
+                      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+          - scale: {name: inflate, replicas: 5}
+          - settle: {}
+          - wait: 10m
+          - settle: {}
+          - expect: {nodes: 1, pendingPods: 0, launched: 2, disruptions: {Expired: 1}}
+        """)
+
+    code, output, _ = simulate(path, capsys)
+
+    assert code == 0, output
+    assert re.search(r"^\[00:10:0\d\] disruption: Expired: delete node ", output, re.MULTILINE)
+
+
 def test_every_failed_key_is_named_with_what_was_found(
     write_scenario: ScenarioWriter, capsys: pytest.CaptureFixture[str]
 ) -> None:
