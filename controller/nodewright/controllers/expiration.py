@@ -15,12 +15,12 @@ from nodewright.api.formats import parse_duration
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder
+from nodewright.controllers import logfields
 from nodewright.controllers.disruption import explanations as ex
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState, podutil
-from nodewright.state.statenode import StateNode
 from nodewright.state.wellknown import CAPACITY_TYPE_LABEL, NODEPOOL_LABEL
 
 log = logging.getLogger(__name__)
@@ -89,16 +89,7 @@ class Expiration:
             nodepool=pool, method=ex.EXPIRATION, outcome=ex.DISRUPTED,
             event_reason=ex.DISRUPTION_TERMINATING, message=message, cause=EXPIRED,
             decision="delete"))
-        log.info("deleting expired nodeclaim %s (%s)", key, message, extra=_log_fields(
-            key, pool, node))
+        log.info("deleting expired nodeclaim", extra={
+            "controller": Expiration.name, **logfields.nodeclaim_fields(claim),
+            "expireAfter": raw})
         return Result()
-
-
-def _log_fields(nodeclaim: str, nodepool: str, node: StateNode | None) -> dict[str, str]:
-    """The fields Karpenter's logs carry (the operator's JSON logs nest them as names)."""
-    fields = {"controller": Expiration.name, "NodeClaim": nodeclaim, "NodePool": nodepool}
-    if node is not None and node.node is not None:
-        fields["Node"] = node.node_name
-    if node is not None and node.provider_id:
-        fields["provider-id"] = node.provider_id
-    return fields
