@@ -127,7 +127,7 @@ def write_day_10000(folder: Path) -> Path:
     return scenario
 
 
-def run(name: str, scenario: Path, folder: Path) -> Measurement:
+def run(name: str, scenario: Path, folder: Path) -> Measurement | None:
     timeline = folder / f"{name}.json"
     command = [*NODEWRIGHT, "simulate", str(scenario), "--quiet", "--json", str(timeline)]
     if name == "workshop":
@@ -138,11 +138,17 @@ def run(name: str, scenario: Path, folder: Path) -> Measurement:
     _, status, usage = os.wait4(child.pid, 0)
     seconds = time.perf_counter() - began
     child.returncode = os.waitstatus_to_exitcode(status)
+    cpu_seconds = usage.ru_utime + usage.ru_stime
+    if not timeline.exists():  # stopped (a signal) or refused the scenario: no JSON
+        print(f"{name}: no result (exit status {child.returncode}) after {seconds:.1f} s "
+              f"wall, {cpu_seconds:.1f} s CPU, peak RSS {usage.ru_maxrss / 1024:.0f} MiB",
+              file=sys.stderr, flush=True)
+        return None
     result = json.loads(timeline.read_text())
     summary = result["summary"]
     return Measurement(
         name=name, seconds=round(seconds, 2),
-        cpu_seconds=round(usage.ru_utime + usage.ru_stime, 2), goal=GOALS[name],
+        cpu_seconds=round(cpu_seconds, 2), goal=GOALS[name],
         peak_rss_mib=round(usage.ru_maxrss / 1024, 1),
         virtual_time=result["timeline"][-1]["time"] if result["timeline"] else "00:00:00",
         events=len(result["timeline"]), launched=summary["launched"],
@@ -167,6 +173,8 @@ def main() -> None:
         }
         for name in wanted:
             measurement = run(name, scenarios[name](), folder)
+            if measurement is None:
+                continue
             rows.append(measurement)
             if not args.json:
                 verdict = "met" if measurement.seconds <= measurement.goal else "NOT met"
