@@ -28,12 +28,10 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controller"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import costbound
 
 from nodewright.scheduling.allocatable import Overhead
 from nodewright.scheduling.catalog import InstanceType, Offering, offline_catalog
@@ -41,6 +39,9 @@ from nodewright.scheduling.nodepools import NodePoolTemplate, cheapest_price, la
 from nodewright.scheduling.pods import Pod, parse_pod_spec
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.solver import SchedulingProblem, SchedulingResult, solve
+
+if TYPE_CHECKING:
+    import costbound  # numpy and scipy: loaded only when a bound is asked for (below)
 
 CPU_CHOICES = ("100m", "250m", "500m", "1000m", "1500m")
 MEMORY_CHOICES = ("100Mi", "256Mi", "512Mi", "1024Mi", "2048Mi", "4096Mi")
@@ -137,6 +138,8 @@ RESOURCES = ("cpu", "memory", "pods")
 def node_types(template: NodePoolTemplate) -> list[costbound.NodeType]:
     """Every type the NodePool can launch, at its cheapest allowed offering (no DaemonSets
     in this benchmark, so the room is the allocatable)."""
+    import costbound
+
     types = []
     for it in template.instance_types:
         if not labels_compatible(it, template.requirements):
@@ -173,6 +176,8 @@ def measure(name: str, catalog: Sequence[InstanceType], size: int, groups: Seque
         "bestOverBound": None,
     }
     if bound:
+        import costbound
+
         counts = costbound.shape_counts([p.requests for p in pods], RESOURCES)
         found = costbound.configuration_bound(counts, node_types(template))
         row.update({

@@ -26,6 +26,10 @@ class SimCatalog:
         self.zones: tuple[str, ...] = resolve_zones(region, zones)
         self._prices = tuple(prices)
         self._priced: dict[tuple[object, ...], tuple[InstanceType, ...]] = {}
+        # Per node-class settings: the unavailable offerings last asked for and the catalog.
+        self._offered: dict[
+            tuple[object, ...], tuple[frozenset[OfferingKey], tuple[InstanceType, ...]]
+        ] = {}
         self._by_name: dict[str, InstanceType] = {
             it.name: it for it in offline_catalog(region, self.zones)
         }
@@ -59,25 +63,46 @@ class SimCatalog:
     ) -> list[InstanceType]:
         """Every instance type for this node class; offerings in `unavailable` are marked
         available=False."""
-        priced = self._priced_catalog(node_class)
-        if not unavailable:
-            return list(priced)
-        blocked: dict[str, set[tuple[str, str]]] = {}
-        for name, zone, capacity_type in unavailable:
-            blocked.setdefault(name, set()).add((zone, capacity_type))
-        return [
-            _with_unavailable(it, blocked[it.name]) if it.name in blocked else it
-            for it in priced
-        ]
+        return list(self.offered(node_class, unavailable))
 
-    def _priced_catalog(self, node_class: EC2NodeClass | None) -> tuple[InstanceType, ...]:
+    def offered(
+        self,
+        node_class: EC2NodeClass | None,
+        unavailable: Collection[OfferingKey] = (),
+    ) -> tuple[InstanceType, ...]:
+        """`instance_types` as one shared tuple: the same object for as long as the node
+        class's settings and the unavailable offerings stay the same, a new one when they
+        change (what is derived from it may be cached by its identity)."""
+        key = self._settings_key(node_class)
+        blocked_now = frozenset(unavailable)
+        cached = self._offered.get(key)
+        if cached is not None and cached[0] == blocked_now:
+            return cached[1]
+        priced = self._priced_catalog(key, node_class)
+        if blocked_now:
+            blocked: dict[str, set[tuple[str, str]]] = {}
+            for name, zone, capacity_type in blocked_now:
+                blocked.setdefault(name, set()).add((zone, capacity_type))
+            priced = tuple(
+                _with_unavailable(it, blocked[it.name]) if it.name in blocked else it
+                for it in priced
+            )
+        self._offered[key] = (blocked_now, priced)
+        return priced
+
+    @staticmethod
+    def _settings_key(node_class: EC2NodeClass | None) -> tuple[object, ...]:
         try:
-            key = allocatable.node_settings(None, node_class).cache_key()
+            return allocatable.node_settings(None, node_class).cache_key()
         except ValueError as error:
             name = node_class.name if node_class is not None else ""
             raise CloudProviderError(
                 f"EC2NodeClass {name}: {error}", resource=f"ec2nodeclass {name}"
             ) from error
+
+    def _priced_catalog(
+        self, key: tuple[object, ...], node_class: EC2NodeClass | None
+    ) -> tuple[InstanceType, ...]:
         cached = self._priced.get(key)
         if cached is None:
             base = offline_catalog(self.region, self.zones, node_class=node_class)

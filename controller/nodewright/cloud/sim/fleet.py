@@ -13,14 +13,16 @@ capacity left. Exact ties are broken by the simulation's seeded random generator
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from nodewright.cloud.aws.offerings import Choice, capacity_type_for
 from nodewright.scheduling import allocatable, quantity
 from nodewright.scheduling import labels as well_known
 from nodewright.scheduling.catalog import InstanceType, Offering
-from nodewright.scheduling.requirements import Requirements
+from nodewright.scheduling.requirements import Requirement, Requirements
 
 MAX_INSTANCE_TYPES: Final = 60
 SPOT: Final = "spot"
@@ -48,24 +50,89 @@ def eligible(
 ) -> list[Choice]:
     """Available offerings, in the given zones, compatible with the requirements, on types
     that fit the requests; then Karpenter's exotic-type and dear-spot filters."""
-    types = [
-        it
+    return _choose(_candidates(catalog, requirements, zones), requirements, requests)
+
+
+class EligibleOfferings:
+    """`eligible`, remembering per (catalog, requirements, zones) which types and offerings
+    the requirements admit, so that a launch only checks which of them fit its requests.
+
+    NodeClaims of one provisioning batch share a handful of requirement sets, and matching
+    the catalog's types and offerings against them is most of a CreateFleet's work. The
+    catalog is part of the key by identity: the simulated EC2 hands out a new catalog
+    object whenever prices or unavailable offerings change, which retires the entries
+    built on the old one. The least recently used entries go beyond `size`.
+    """
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self._entries: OrderedDict[
+            tuple[int, frozenset[Requirement], tuple[str, ...]],
+            tuple[Sequence[InstanceType], list[_Candidate]],
+        ] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def __call__(
+        self,
+        catalog: Sequence[InstanceType],
+        requirements: Requirements,
+        requests: Mapping[str, int],
+        zones: Sequence[str],
+    ) -> list[Choice]:
+        key = (id(catalog), frozenset(requirements.values()), tuple(zones))
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is catalog:
+            self.hits += 1
+            self._entries.move_to_end(key)
+            candidates = entry[1]
+        else:
+            self.misses += 1
+            candidates = _candidates(catalog, requirements, zones)
+            # The catalog is kept with its entry, so its id cannot be reused meanwhile.
+            self._entries[key] = (catalog, candidates)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        return _choose(candidates, requirements, requests)
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """A type whose labels satisfy the requirements, with its admitted offerings."""
+
+    instance_type: InstanceType
+    exotic: bool
+    choices: tuple[Choice, ...]
+
+
+def _candidates(
+    catalog: Sequence[InstanceType], requirements: Requirements, zones: Sequence[str]
+) -> list[_Candidate]:
+    checks = tuple(requirements.items())  # read once: Requirements is a Mapping
+    allowed = _OfferingFilter(checks, zones)
+    return [
+        _Candidate(
+            it,
+            _is_exotic(it),
+            tuple(
+                Choice(it, offering)
+                for offering in it.offerings
+                if offering.available and allowed(offering)
+            ),
+        )
         for it in catalog
-        if _labels_compatible(requirements, it.labels)
-        and quantity.fits(requests, it.allocatable)
+        if _satisfies(checks, it.labels)
     ]
+
+
+def _choose(
+    candidates: Sequence[_Candidate], requirements: Requirements, requests: Mapping[str, int]
+) -> list[Choice]:
+    fitting = [c for c in candidates if quantity.fits(requests, c.instance_type.allocatable)]
     screen = not _has_min_values(requirements)
     if screen:
-        types = [it for it in types if not _is_exotic(it)] or types
-    allowed_zones = set(zones)
-    choices = [
-        Choice(it, offering)
-        for it in types
-        for offering in it.offerings
-        if offering.available
-        and offering.zone in allowed_zones
-        and _labels_compatible(requirements, _offering_labels(offering))
-    ]
+        fitting = [c for c in fitting if not c.exotic] or fitting
+    choices = [choice for candidate in fitting for choice in candidate.choices]
     return _drop_spot_dearer_than_on_demand(choices, requirements) if screen else choices
 
 
@@ -90,18 +157,27 @@ def launch_order(
     candidates: Sequence[Choice], remaining: Remaining, rng: random.Random
 ) -> list[Choice]:
     """The order a fleet tries its overrides; the first with capacity launches."""
+    return list(launch_sequence(candidates, remaining, rng))
+
+
+def launch_sequence(
+    candidates: Sequence[Choice], remaining: Remaining, rng: random.Random
+) -> Iterator[Choice]:
+    """`launch_order`, produced as it is consumed: a fleet stops at the first offering
+    with capacity, so usually only the first pick is worked out. The seeded tie breaks
+    are drawn up front for every candidate, so the order does not depend on how far it
+    is read."""
     ordered = sorted(candidates, key=lambda c: (c.instance_type.name, c.offering.zone))
     tie_break = {id(c): rng.random() for c in ordered}
     if not ordered or ordered[0].offering.capacity_type != SPOT:
-        return sorted(ordered, key=lambda c: (c.offering.price, tie_break[id(c)]))
+        return iter(sorted(ordered, key=lambda c: (c.offering.price, tie_break[id(c)])))
     return _price_capacity_optimized(ordered, remaining, tie_break)
 
 
 def _price_capacity_optimized(
     candidates: list[Choice], remaining: Remaining, tie_break: Mapping[int, float]
-) -> list[Choice]:
+) -> Iterator[Choice]:
     left = list(candidates)
-    order: list[Choice] = []
     while left:
         floor = min(c.offering.price for c in left)
         band = [c for c in left if c.offering.price <= floor * (1 + PRICE_BAND)]
@@ -113,9 +189,8 @@ def _price_capacity_optimized(
                 tie_break[id(c)],
             ),
         )
-        order.append(pick)
+        yield pick
         left.remove(pick)
-    return order
 
 
 def _has_min_values(requirements: Requirements) -> bool:
@@ -128,14 +203,37 @@ def _is_exotic(instance_type: InstanceType) -> bool:
     return any(instance_type.capacity.get(name, 0) > 0 for name in EXOTIC_RESOURCES)
 
 
-def _labels_compatible(requirements: Requirements, labels: Mapping[str, str]) -> bool:
+def _satisfies(
+    checks: Sequence[tuple[str, Requirement]], labels: Mapping[str, str]
+) -> bool:
     """Requirements on keys these labels define must accept their value; other keys (the
     NodePool's own labels) are not the instance's business."""
-    return all(
-        requirement.matches_label(labels[key])
-        for key, requirement in requirements.items()
-        if key in labels
-    )
+    for key, requirement in checks:
+        value = labels.get(key)
+        if value is not None and not requirement.matches_label(value):
+            return False
+    return True
+
+
+class _OfferingFilter:
+    """Whether an offering is in the allowed zones and its zone, zone ID and capacity
+    type labels satisfy the requirements; judged once per distinct (zone, zone ID,
+    capacity type), of which a region has a handful."""
+
+    def __init__(self, checks: Sequence[tuple[str, Requirement]], zones: Sequence[str]) -> None:
+        keys = (well_known.ZONE, well_known.CAPACITY_TYPE, well_known.ZONE_ID)
+        self._checks = [(key, requirement) for key, requirement in checks if key in keys]
+        self._zones = frozenset(zones)
+        self._verdicts: dict[tuple[str, str | None, str], bool] = {}
+
+    def __call__(self, offering: Offering) -> bool:
+        key = (offering.zone, offering.zone_id, offering.capacity_type)
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self._verdicts[key] = offering.zone in self._zones and _satisfies(
+                self._checks, _offering_labels(offering)
+            )
+        return verdict
 
 
 def _offering_labels(offering: Offering) -> dict[str, str]:

@@ -116,6 +116,7 @@ class SimulatedEC2:
         self.interruption_queue = SimulatedInterruptionQueue(clock, region, seed)
         self.counters = SimCounters()
         self._rng = random.Random(f"{seed}/fleet")
+        self._eligible = fleet.EligibleOfferings()
         self._identities = Identities(seed, region, self.zones)
         self._agent = (
             NodeAgent(cluster, clock, self.settings.kubernetes_version) if cluster else None
@@ -136,8 +137,9 @@ class SimulatedEC2:
             return existing.view()
         _check_ready(node_class)
         requirements, requests = _wants(nodeclaim)
-        choices = fleet.eligible(
-            self.get_instance_types(node_class), requirements, requests, self.zones
+        choices = self._eligible(
+            self.catalog.offered(node_class, self.unavailable.entries()), requirements,
+            requests, self.zones,
         )
         capacity_type = fleet.capacity_type(choices)
         if capacity_type is None:
@@ -150,7 +152,7 @@ class SimulatedEC2:
                 resource=f"nodeclaim {nodeclaim.name}",
                 code="NoCompatibleOffering",
             )
-        candidates = fleet.launch_order(
+        candidates = fleet.launch_sequence(
             fleet.overrides(choices, capacity_type), self.capacity.remaining, self._rng
         )
         failed: list[str] = []

@@ -16,9 +16,12 @@ controllers depend on.
   deleted (background propagation); deleting a Namespace deletes what is in it.
 - The eviction subresource checks PodDisruptionBudgets (see `budgets`).
 
-Stored objects are never modified in place: every write stores a new dict. Reads hand
-out copies; `peek`/`peek_all` give the stored objects themselves to the in-process
-actors, which must treat them as read-only.
+Stored objects are never modified in place: every write stores a new dict (sharing the
+parts it did not change with the previous version). Reads hand out copies;
+`peek`/`peek_all` give the stored objects themselves to the in-process actors, and watch
+events carry them too (a watcher keeping the objects it was sent, as the state cache
+does, holds the very versions the server stores instead of copies of them): both must be
+treated as read-only.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from nodewright.cluster.memory.copying import deep_copy
 from nodewright.cluster.memory.merge_patch import merge_patch
 from nodewright.cluster.memory.names import NameSource
 from nodewright.cluster.memory.pod_status import set_pod_condition
+from nodewright.cluster.memory.read_only import ReadOnlyGuard
 from nodewright.cluster.memory.watch import MemoryWatchStream
 from nodewright.runtime.clock import Clock, format_time
 from nodewright.runtime.reconciler import EventType, Reconciler, WatchEvent
@@ -91,6 +95,8 @@ class InMemoryCluster:
         self._version = 0
         self._kind_versions: dict[str, int] = {kind: 0 for kind in KINDS}
         self._streams: list[MemoryWatchStream] = []
+        # Tests turn this on to catch anyone modifying a stored (shared) object in place.
+        self.read_only_guard: ReadOnlyGuard | None = None
         for namespace in INITIAL_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
 
@@ -146,6 +152,12 @@ class InMemoryCluster:
             if obj is not None:
                 found.append(obj)
         return found
+
+    def verify_read_only(self) -> None:
+        """With a `read_only_guard` installed: check that no stored object was modified in
+        place (raises `SharedObjectModifiedError` naming it)."""
+        if self.read_only_guard is not None:
+            self.read_only_guard.verify_all(self._store)
 
     def count(self, kind: str) -> int:
         return sum(len(items) for items in self._store[kind].values())
@@ -341,7 +353,7 @@ class InMemoryCluster:
             key=lambda obj: int(obj["metadata"]["resourceVersion"]),
         )
         stream = MemoryWatchStream(
-            wanted, [WatchEvent("ADDED", deep_copy(obj)) for obj in existing], self._close
+            wanted, [WatchEvent("ADDED", obj) for obj in existing], self._close
         )
         self._streams.append(stream)
         return stream
@@ -430,6 +442,9 @@ class InMemoryCluster:
         self._kind_versions[info.kind] = self._version
         obj["metadata"]["resourceVersion"] = str(self._version)
         scope = obj["metadata"].get("namespace") or ""
+        if self.read_only_guard is not None:
+            self.read_only_guard.replace(info.kind, scope, self._store[info.kind].get(scope, {})
+                                         .get(obj["metadata"]["name"]), obj)
         self._store[info.kind].setdefault(scope, {})[obj["metadata"]["name"]] = obj
         key: Key = (info.kind, scope, obj["metadata"]["name"])
         self._uids[obj["metadata"]["uid"]] = key
@@ -449,6 +464,9 @@ class InMemoryCluster:
         final["metadata"] = {**obj["metadata"], "resourceVersion": str(self._version)}
         meta = final["metadata"]
         scope = meta.get("namespace") or ""
+        if self.read_only_guard is not None:
+            self.read_only_guard.replace(
+                info.kind, scope, self._store[info.kind].get(scope, {}).get(meta["name"]), None)
         items = self._store[info.kind].get(scope, {})
         items.pop(meta["name"], None)
         if not items:
@@ -489,7 +507,7 @@ class InMemoryCluster:
         listeners = [stream for stream in self._streams if kind in stream.kinds]
         if not listeners:
             return
-        event = WatchEvent(event_type, deep_copy(obj))
+        event = WatchEvent(event_type, obj)  # the stored version itself (read-only)
         for stream in listeners:
             stream.push(event)
 
