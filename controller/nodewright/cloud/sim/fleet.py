@@ -50,26 +50,38 @@ def eligible(
 ) -> list[Choice]:
     """Available offerings, in the given zones, compatible with the requirements, on types
     that fit the requests; then Karpenter's exotic-type and dear-spot filters."""
-    return _choose(_candidates(catalog, requirements, zones), requirements, requests)
+    return EligibleOfferings(size=0)(catalog, requirements, requests, zones)
+
+
+@dataclass(frozen=True, slots=True)
+class _Admitted:
+    """A type whose labels satisfy the requirements, with its admitted offerings."""
+
+    instance_type: InstanceType
+    exotic: bool
+    choices: tuple[Choice, ...]
 
 
 class EligibleOfferings:
     """`eligible`, remembering per (catalog, requirements, zones) which types and offerings
-    the requirements admit, so that a launch only checks which of them fit its requests.
+    the requirements admit, so that a launch only checks which of those fit its requests.
 
     NodeClaims of one provisioning batch share a handful of requirement sets, and matching
     the catalog's types and offerings against them is most of a CreateFleet's work. The
     catalog is part of the key by identity: the simulated EC2 hands out a new catalog
     object whenever prices or unavailable offerings change, which retires the entries
-    built on the old one. The least recently used entries go beyond `size`.
+    built on the old one. Entries share one `Choice` per available offering of the
+    catalog; the least recently used go beyond `size`.
     """
 
-    def __init__(self, size: int = 256) -> None:
+    def __init__(self, size: int = 32) -> None:
         self.size = size
         self._entries: OrderedDict[
             tuple[int, frozenset[Requirement], tuple[str, ...]],
-            tuple[Sequence[InstanceType], list[_Candidate]],
+            tuple[Sequence[InstanceType], list[_Admitted]],
         ] = OrderedDict()
+        self._catalog: Sequence[InstanceType] = ()
+        self._offered: dict[str, tuple[Choice, ...]] = {}  # type name -> available offerings
         self.hits = 0
         self.misses = 0
 
@@ -80,60 +92,51 @@ class EligibleOfferings:
         requests: Mapping[str, int],
         zones: Sequence[str],
     ) -> list[Choice]:
-        key = (id(catalog), frozenset(requirements.values()), tuple(zones))
+        checks = tuple(requirements.items())  # read once: Requirements is a Mapping
+        key = (id(catalog), frozenset(requirement for _, requirement in checks), tuple(zones))
         entry = self._entries.get(key)
         if entry is not None and entry[0] is catalog:
             self.hits += 1
             self._entries.move_to_end(key)
-            candidates = entry[1]
+            admitted = entry[1]
         else:
             self.misses += 1
-            candidates = _candidates(catalog, requirements, zones)
-            # The catalog is kept with its entry, so its id cannot be reused meanwhile.
-            self._entries[key] = (catalog, candidates)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-        return _choose(candidates, requirements, requests)
+            admitted = self._admit(catalog, checks, zones)
+            if self.size > 0:
+                # The catalog is kept with its entry, so its id cannot be reused meanwhile.
+                self._entries[key] = (catalog, admitted)
+                while len(self._entries) > self.size:
+                    self._entries.popitem(last=False)
+        fitting = [a for a in admitted if quantity.fits(requests, a.instance_type.allocatable)]
+        screen = not _has_min_values(requirements)
+        if screen:
+            fitting = [a for a in fitting if not a.exotic] or fitting
+        choices = [choice for a in fitting for choice in a.choices]
+        return _drop_spot_dearer_than_on_demand(choices, requirements) if screen else choices
 
-
-@dataclass(frozen=True, slots=True)
-class _Candidate:
-    """A type whose labels satisfy the requirements, with its admitted offerings."""
-
-    instance_type: InstanceType
-    exotic: bool
-    choices: tuple[Choice, ...]
-
-
-def _candidates(
-    catalog: Sequence[InstanceType], requirements: Requirements, zones: Sequence[str]
-) -> list[_Candidate]:
-    checks = tuple(requirements.items())  # read once: Requirements is a Mapping
-    allowed = _OfferingFilter(checks, zones)
-    return [
-        _Candidate(
-            it,
-            _is_exotic(it),
-            tuple(
-                Choice(it, offering)
-                for offering in it.offerings
-                if offering.available and allowed(offering)
-            ),
-        )
-        for it in catalog
-        if _satisfies(checks, it.labels)
-    ]
-
-
-def _choose(
-    candidates: Sequence[_Candidate], requirements: Requirements, requests: Mapping[str, int]
-) -> list[Choice]:
-    fitting = [c for c in candidates if quantity.fits(requests, c.instance_type.allocatable)]
-    screen = not _has_min_values(requirements)
-    if screen:
-        fitting = [c for c in fitting if not c.exotic] or fitting
-    choices = [choice for candidate in fitting for choice in candidate.choices]
-    return _drop_spot_dearer_than_on_demand(choices, requirements) if screen else choices
+    def _admit(
+        self,
+        catalog: Sequence[InstanceType],
+        checks: Sequence[tuple[str, Requirement]],
+        zones: Sequence[str],
+    ) -> list[_Admitted]:
+        if self._catalog is not catalog:
+            self._catalog, self._offered = catalog, {}
+        allowed = _OfferingFilter(checks, zones)
+        admitted = []
+        for it in catalog:
+            if not _satisfies(checks, it.labels):
+                continue
+            offered = self._offered.get(it.name)
+            if offered is None:
+                offered = self._offered[it.name] = tuple(
+                    Choice(it, offering) for offering in it.offerings if offering.available
+                )
+            kept = tuple(choice for choice in offered if allowed(choice.offering))
+            admitted.append(_Admitted(
+                it, _is_exotic(it), offered if len(kept) == len(offered) else kept
+            ))
+        return admitted
 
 
 def capacity_type(choices: Sequence[Choice]) -> str | None:
