@@ -12,6 +12,7 @@ from typing import Any
 from nodewright.cluster import objects
 from nodewright.cluster.api import NotFoundError
 from nodewright.cluster.memory.store import InMemoryCluster
+from nodewright.cluster.memory.timestamps import micro_time_text
 
 EVENT_TTL = timedelta(hours=1)
 NORMAL = "Normal"
@@ -20,7 +21,7 @@ WARNING = "Warning"
 
 def micro_time(value: datetime) -> str:
     """MicroTime as Kubernetes writes eventTime."""
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return micro_time_text(value)
 
 
 class EventRecorder:

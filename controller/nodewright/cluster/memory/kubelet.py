@@ -34,6 +34,7 @@ from nodewright.cluster.memory.pod_status import (
     set_pod_condition,
 )
 from nodewright.cluster.memory.store import InMemoryCluster
+from nodewright.cluster.memory.timestamps import time_text
 from nodewright.runtime.clock import format_time, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 
@@ -113,7 +114,7 @@ class Kubelet:
             return Result(requeue_after=(start_at - now).total_seconds())
         status = _status_copy(pod)
         status["phase"] = RUNNING
-        status.setdefault("startTime", format_time(now))
+        status.setdefault("startTime", time_text(now))
         holder = {"status": status}
         for condition in RUNNING_CONDITIONS:
             set_pod_condition(holder, condition, "True", now)
@@ -174,7 +175,7 @@ def _container_status(container: Mapping[str, Any], now: datetime,
                       finished_at: datetime | None = None) -> dict[str, Any]:
     state: dict[str, Any]
     if finished_at is None:
-        state = {"running": {"startedAt": format_time(now)}}
+        state = {"running": {"startedAt": time_text(now)}}
     else:
         state = {"terminated": {"exitCode": 0, "reason": "Completed",
                                 "finishedAt": format_time(finished_at)}}

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from nodewright.cluster import objects
-from nodewright.runtime.clock import format_time
+from nodewright.cluster.memory.timestamps import time_text
 
 RUNNING = "Running"
 PENDING = "Pending"
@@ -32,7 +32,7 @@ def set_pod_condition(
     if not entry:
         items.append(entry)
     if entry.get("status") != status or "lastTransitionTime" not in entry:
-        entry["lastTransitionTime"] = format_time(now)
+        entry["lastTransitionTime"] = time_text(now)
     entry.update(type=condition_type, status=status)
     for field, value in (("reason", reason), ("message", message)):
         if value is None:

@@ -50,6 +50,7 @@ from nodewright.cluster.memory.merge_patch import merge_patch
 from nodewright.cluster.memory.names import NameSource
 from nodewright.cluster.memory.pod_status import set_pod_condition
 from nodewright.cluster.memory.read_only import ReadOnlyGuard
+from nodewright.cluster.memory.timestamps import time_text
 from nodewright.cluster.memory.watch import MemoryWatchStream
 from nodewright.runtime.clock import Clock, format_time
 from nodewright.runtime.reconciler import EventType, Reconciler, WatchEvent
@@ -228,7 +229,7 @@ class InMemoryCluster:
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(field, None)
         meta["uid"] = self._names.uid()
-        meta["creationTimestamp"] = format_time(self.clock.now())
+        meta["creationTimestamp"] = time_text(self.clock.now())
         meta["generation"] = 1
         _apply_defaults(info, new)
         self._commit(info, new, "ADDED")

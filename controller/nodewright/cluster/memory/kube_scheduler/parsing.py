@@ -46,7 +46,9 @@ class PodParser:
         signature = _signature(obj)
         known = self._by_signature.get(signature)
         if known is not None and known.pod is not None:
-            parsed = ParsedPod(replace(known.pod, name=str(meta["name"])), None, signature)
+            # The replica's ParsedPod keeps the first one's signature string, not its own
+            # equal copy: ten thousand replicas hold a few signatures, not ten thousand.
+            parsed = ParsedPod(replace(known.pod, name=str(meta["name"])), None, known.signature)
         else:
             parsed = _parse(obj, signature)
             self._by_signature[signature] = parsed
