@@ -25,7 +25,7 @@ def pod_key(pod: Object) -> str:
     return f"{metadata.get('namespace') or 'default'}/{metadata.get('name', '')}"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Parsed:
     uid: str
     spec: Mapping[str, Any]
