@@ -7,11 +7,14 @@ node of it holds, and the plan is the cheapest multiset of patterns covering eve
 
 `pack` solves it the classic way, in pure Python:
 - the LP relaxation over patterns by column generation: a revised simplex on the
-  restricted master (one row per shape) gives the value y_s of one pod of shape s; for
-  each instance type a knapsack (branch and bound, capped) looks for the pattern worth
-  more than the type's price; patterns that are are added until none is;
+  restricted master (one row per shape, warm-started from the last basis) gives the value
+  y_s of one pod of shape s; for each instance type a knapsack (`knapsack.py`) looks for
+  the pattern worth more than the type's price; patterns that are are added until none is;
 - rounding by diving: patterns the LP uses a whole number of times are fixed, then the
-  one used most is fixed once, the LP is re-solved for the pods left, and so on.
+  one used most is fixed once, the LP is re-solved for the pods left, and so on; plans of
+  few nodes then get a small depth-first search over the same decisions (`_Rounding`);
+- improvement: nodes split when two cost less, the least useful emptied into the others,
+  pairs re-packed (`improve`).
 Each fixed pattern's pods become one NodeClaim; the caller keeps every type that holds
 them (the NodeClaim's flexibility), the cheapest of which is at most the pattern's price.
 
