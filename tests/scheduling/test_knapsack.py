@@ -33,7 +33,9 @@ def brute_force(room, shapes, values, caps) -> float:
 def test_the_pattern_fits_and_the_upper_bound_holds_whatever_the_node_budget(
     room, shapes, data, node_limit
 ) -> None:
-    values = data.draw(st.lists(st.floats(0.0, 5.0), min_size=len(shapes), max_size=len(shapes)))
+    # Values of at most 1e-9 count as zero for the knapsack (the LP's noise), so none here.
+    value = st.one_of(st.just(0.0), st.floats(0.01, 5.0))
+    values = data.draw(st.lists(value, min_size=len(shapes), max_size=len(shapes)))
     caps = data.draw(st.lists(st.integers(0, 4), min_size=len(shapes), max_size=len(shapes)))
     result = solve_knapsack(room, shapes, values, caps, node_limit)
     load = [sum(k * s[r] for k, s in zip(result.counts, shapes, strict=True)) for r in range(3)]
