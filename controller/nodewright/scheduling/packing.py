@@ -333,6 +333,41 @@ def cheapest_bin(load: Vector, bins: Sequence[BinType]) -> BinType | None:
     return None
 
 
+class _Bins:
+    """The shortlisted bins (cheapest first) with the answers the repair passes ask again
+    and again memoised: the cheapest bin per load and the split of a node's pods."""
+
+    def __init__(self, bins: Sequence[BinType], shapes: Sequence[Vector],
+                 charge: Mapping[int, float]) -> None:
+        self.bins = list(bins)
+        self.shapes = shapes
+        self.charge = charge
+        self._cheapest: dict[Vector, BinType | None] = {}
+        self._splits: dict[Vector, list[list[int]] | None] = {}
+        self.largest = [max(max(b.room[r] for b in bins), 1) for r in range(len(shapes[0]))]
+
+    def price(self, b: BinType) -> float:
+        return b.price + self.charge[b.key]
+
+    def cheapest(self, load: Vector) -> BinType | None:
+        try:
+            return self._cheapest[load]
+        except KeyError:
+            found = cheapest_bin(load, self.bins)
+            self._cheapest[load] = found
+            return found
+
+    def for_counts(self, counts: Sequence[int]) -> BinType | None:
+        return self.cheapest(_load(counts, self.shapes))
+
+    def split(self, counts: Sequence[int]) -> list[list[int]] | None:
+        key = tuple(counts)
+        if key not in self._splits:
+            self._splits[key] = _split(key, self)
+        found = self._splits[key]
+        return None if found is None else [list(half) for half in found]
+
+
 def _mix_rate(room: Vector, mix: Sequence[float], price: float) -> float:
     """Price per unit of `mix` (a resource vector) in this room: price / how many times
     the mix fits."""
@@ -440,20 +475,16 @@ def _price(
     return found
 
 
-def _split(
-    counts: Sequence[int],
-    shapes: Sequence[Vector],
-    bins: Sequence[BinType],
-    charge: Mapping[int, float],
-) -> list[list[int]] | None:
+def _split(counts: Sequence[int], bins: _Bins) -> list[list[int]] | None:
     """The pods of one node as two nodes, when that costs no more (charges included):
     pods largest first, each to the half with less load so far."""
     if sum(counts) < 2:
         return None
-    whole = cheapest_bin(_load(counts, shapes), bins)
+    whole = bins.for_counts(counts)
     if whole is None:
         return None
-    largest = [max(max(b.room[r] for b in bins), 1) for r in range(len(shapes[0]))]
+    shapes = bins.shapes
+    largest = bins.largest
 
     def size(s: int) -> float:
         return max(x / m for x, m in zip(shapes[s], largest, strict=True))
@@ -465,11 +496,11 @@ def _split(
         side = 0 if weight[0] <= weight[1] else 1
         halves[side][s] += 1
         weight[side] += size(s)
-    chosen = [cheapest_bin(_load(half, shapes), bins) for half in halves]
+    chosen = [bins.for_counts(half) for half in halves]
     if any(c is None for c in chosen):
         return None
-    cost = sum(c.price + charge[c.key] for c in chosen if c is not None)
-    if cost < whole.price + charge[whole.key] - 1e-15:
+    cost = sum(bins.price(c) for c in chosen if c is not None)
+    if cost < bins.price(whole) - 1e-15:
         return halves
     return None
 
@@ -483,24 +514,18 @@ class _Node:
     alive: bool = True
 
 
-def repair(
-    plan: list[Packed],
-    shapes: Sequence[Vector],
-    bins: Sequence[BinType],
-    charge: Mapping[int, float],
-) -> list[Packed]:
+def repair(plan: list[Packed], bins: _Bins) -> list[Packed]:
     """Empty the least useful nodes (by `worth`) into the others when that saves money:
     each of its pods goes where it raises the price least (a node's type may grow into
     the cheapest that holds its new load). On plans of more than `_REPAIR_GROWTH_UP_TO`
     nodes only room already paid for is used (no type changes)."""
     if len(plan) < 2:
         return plan
+    shapes = bins.shapes
     width = len(shapes[0])
     nodes = [_Node(list(p.counts), p.bin, p.worth, list(_load(p.counts, shapes))) for p in plan]
     grow = len(plan) <= _REPAIR_GROWTH_UP_TO
-
-    def price(b: BinType) -> float:
-        return b.price + charge[b.key]
+    price = bins.price
 
     for victim in sorted(nodes, key=lambda n: n.worth):
         if not victim.alive or victim.worth >= 1 - 1e-6:
@@ -523,7 +548,7 @@ def repair(
                 if _fits(need, current.room):
                     cost, target = 0.0, current
                 elif grow:
-                    found = cheapest_bin(need, bins)
+                    found = bins.cheapest(need)
                     if found is None:
                         continue
                     cost, target = price(found) - price(current), found
@@ -800,38 +825,35 @@ def pack(
     for node in nodes:
         left = [c - k for c, k in zip(left, node.counts, strict=True)]
     plan = []
+    sub_bins = _Bins(bins, sub_shapes, charge)
     for node in nodes:
-        parts = _split(node.counts, sub_shapes, bins, charge) or [node.counts]
+        parts = sub_bins.split(node.counts) or [node.counts]
         for part in parts:
-            chosen = cheapest_bin(_load(part, sub_shapes), bins) or node.bin
+            chosen = sub_bins.for_counts(part) or node.bin
             full = [0] * len(shapes)
             for i, k in enumerate(part):
                 full[rows[i]] = k
             plan.append(Packed(chosen, tuple(full), node.worth))
     for i, s in enumerate(rows):
         remaining[s] = left[i]
-    return improve(plan, shapes, bins, charge), remaining
+    return improve(plan, _Bins(bins, shapes, charge)), remaining
 
 
 
 
-def improve(
-    plan: list[Packed],
-    shapes: Sequence[Vector],
-    bins: Sequence[BinType],
-    charge: Mapping[int, float],
-) -> list[Packed]:
+def improve(plan: list[Packed], bins: _Bins) -> list[Packed]:
     """`repair`, then pairs of nodes re-packed: two nodes' pods on one cheaper node, or
-    split anew over two nodes that cost less than the pair did."""
-    plan = repair(plan, shapes, bins, charge)
-
-    def price(b: BinType) -> float:
-        return b.price + charge[b.key]
+    split anew over two nodes that cost less than the pair did. Whether a pair improves
+    depends only on its two nodes' pods and types, so a pair that did not is not tried
+    again while both stay as they are."""
+    plan = repair(plan, bins)
+    price = bins.price
 
     def value(node: Packed) -> float:
         return node.worth * node.bin.price
 
     nodes = list(plan)
+    tried: set[tuple[Vector, int, Vector, int]] = set()
     improved = True
     while improved and len(nodes) >= 2:
         improved = False
@@ -839,19 +861,23 @@ def improve(
         for position, a in enumerate(order):
             for b in order[position + 1 :]:
                 first, second = nodes[a], nodes[b]
+                key = (first.counts, first.bin.key, second.counts, second.bin.key)
+                if key in tried:
+                    continue
+                tried.add(key)
                 counts = [x + y for x, y in zip(first.counts, second.counts, strict=True)]
                 current = price(first.bin) + price(second.bin)
                 worth = value(first) + value(second)
-                one = cheapest_bin(_load(counts, shapes), bins)
+                one = bins.for_counts(counts)
                 if one is not None and price(one) < current - 1e-12:
                     nodes[a] = Packed(one, tuple(counts), worth / max(one.price, 1e-12))
                     del nodes[b]
                     improved = True
                     break
-                halves = _split(counts, shapes, bins, charge)
+                halves = bins.split(counts)
                 if halves is None:
                     continue
-                chosen = [cheapest_bin(_load(half, shapes), bins) for half in halves]
+                chosen = [bins.for_counts(half) for half in halves]
                 if any(c is None for c in chosen):
                     continue
                 cost = sum(price(c) for c in chosen if c is not None)
