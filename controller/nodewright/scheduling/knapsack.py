@@ -35,6 +35,8 @@ class KnapsackResult:
     # A valid upper bound on the best value (== value when `exact`).
     upper: float
     exact: bool
+    # Branch-and-bound nodes the search visited (the caller's measure of work).
+    nodes: int = 0
 
 
 def best_pattern(
@@ -43,10 +45,10 @@ def best_pattern(
     values: Sequence[float],
     caps: Sequence[int],
     node_limit: int,
-) -> tuple[float, list[int]]:
-    """(value, counts) of the best pattern found (see `solve_knapsack`)."""
+) -> tuple[float, list[int], int]:
+    """(value, counts, nodes visited) of the best pattern found (see `solve_knapsack`)."""
     result = solve_knapsack(room, shapes, values, caps, node_limit)
-    return result.value, result.counts
+    return result.value, result.counts, result.nodes
 
 
 def _fractional(order: Sequence[int], weights: Sequence[float], vals: Sequence[float],
@@ -259,4 +261,4 @@ def solve_knapsack(
         counts[items[i][0]] = best_counts[position]
     exact = nodes <= node_limit
     upper = best_value if exact else max(best_value, min(open_bound, root_bound))
-    return KnapsackResult(best_value, counts, upper, exact)
+    return KnapsackResult(best_value, counts, upper, exact, nodes)

@@ -27,9 +27,8 @@ caller, which places them greedily.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from nodewright.scheduling.knapsack import best_pattern
 
@@ -42,6 +41,8 @@ _EPS = 1e-9
 _ROOM_CHARGE = 1e-6
 _NODE_CHARGE = 1e-11
 _REINVERT_EVERY = 40
+# A simplex pivot's work in knapsack nodes (it prices a window of columns).
+_PIVOT_EFFORT = 20
 _PRICING_WINDOW = 400
 # Plans up to this many nodes may grow a node's type while repairing.
 _REPAIR_GROWTH_UP_TO = 150
@@ -77,21 +78,32 @@ class Packed:
 
 @dataclass
 class Budget:
-    """Work limits: simplex pivots, knapsack nodes and wall time."""
+    """Work limits, counted in work done and never in time, so that a plan does not depend
+    on the machine or its load: `effort` is knapsack branch-and-bound nodes plus simplex
+    pivots (each weighted by `_PIVOT_EFFORT`) over the whole `pack`."""
 
-    seconds: float = 20.0
+    effort: int = 2_500_000
     knapsack_nodes: int = 500
     max_rounds: int = 60
     bins_per_round: int = 12
     rounds_per_dive: int = 3
+    # Pricing rounds of each re-solve in the dive.
+    dive_rounds: int = 60
+    # Column generation stops once no pattern found is worth more than (1 + lp_gap) times
+    # its bin's price. 0 prices until nothing is; a cheaper, rougher LP otherwise (0.005
+    # halves the time of the first LP but costs 0.5-2 % on the plans measured).
+    lp_gap: float = 0.0
     # The rounding search: LP solves in all, and patterns tried per decision near the root.
     rounding_lps: int = 60
     rounding_branches: int = 3
-    started: float = field(default_factory=time.perf_counter)
+    spent: int = 0
+
+    def spend(self, units: int) -> None:
+        self.spent += units
 
     def exhausted(self, share: float = 1.0) -> bool:
-        """Whether `share` of the time is used up."""
-        return time.perf_counter() - self.started > self.seconds * share
+        """Whether `share` of the effort is used up."""
+        return self.spent > self.effort * share
 
 
 def prune_dominated(bins: Sequence[BinType]) -> list[BinType]:
@@ -119,6 +131,7 @@ class _Master:
         self.costs: list[float] = []
         self.columns: list[list[tuple[int, int]]] = []  # sparse (row, count)
         self.basis: list[int] | None = None
+        self.pivots = 0  # of the last solve
 
     def add(self, cost: float, counts: Vector) -> int:
         self.costs.append(cost)
@@ -185,6 +198,7 @@ class _Master:
                             break
             if entering is None or pivots >= max_pivots:
                 self.basis = list(basis)
+                self.pivots = pivots
                 y = self._duals(basis, binv)
                 value = sum(self._cost(b) * x[i] for i, b in enumerate(basis))
                 solution = {b: x[i] for i, b in enumerate(basis) if b >= 0 and x[i] > _EPS}
@@ -465,7 +479,8 @@ def _price(
             if found and position >= budget.bins_per_round:
                 break
             cost = b.price + charge[b.key]
-            value, counts = best_pattern(b.room, shapes, duals, caps, nodes)
+            value, counts, visited = best_pattern(b.room, shapes, duals, caps, nodes)
+            budget.spend(visited + 1)
             pattern = tuple(counts)
             if value > cost * (1 + 1e-9) and (b.key, pattern) not in columns:
                 found.append((value / cost, b, pattern))
@@ -595,6 +610,7 @@ class _Relaxation:
         self.column_bins: list[BinType] = []
         # Bins that produced a pattern: residual problems price only these.
         self.useful: dict[int, BinType] = {}
+        self.singles: dict[tuple[int, int], tuple[BinType, Vector]] = {}
         self.solves = 0
 
     def add_column(self, bin_type: BinType, counts: Vector) -> int:
@@ -628,7 +644,8 @@ class _Relaxation:
                 value, duals, solution = master.solve(initial, warm=master.basis)
             except ArithmeticError:
                 return None
-            # The first LP may use half the time; the rounding needs the rest.
+            self.budget.spend(_PIVOT_EFFORT * master.pivots)
+            # The first LP may use half the effort; the rounding needs the rest.
             if rounds > max_rounds or self.budget.exhausted(0.5 if everything else 1.0):
                 return value, duals, solution
             found = _price(pricing, self.shapes, duals, caps, self.charge, self.budget,
@@ -636,11 +653,17 @@ class _Relaxation:
             for _, b, counts in found[:30]:
                 self.add_column(b, counts)
                 self.useful.setdefault(b.key, b)
-            if not found:
+            # No pattern found is worth more than (1 + gap) times its bin's price: by
+            # Farley's bound (value / the largest such ratio) the LP is within `gap` of its
+            # optimum, over the bins priced.
+            if not found or found[0][0] <= 1 + self.budget.lp_gap:
                 return value, duals, solution
 
     def _single_shape(self, row: int, cap: int) -> tuple[BinType, Vector]:
         """The cheapest pattern of one shape alone (a diagonal basis column)."""
+        known = self.singles.get((row, cap))
+        if known is not None:
+            return known
         shape = self.shapes[row]
         fit_best: tuple[float, BinType, int] | None = None
         for b in self.bins:
@@ -654,6 +677,7 @@ class _Relaxation:
         vector = [0] * len(self.shapes)
         vector[row] = fit_best[2]
         self.useful.setdefault(fit_best[1].key, fit_best[1])
+        self.singles[(row, cap)] = (fit_best[1], tuple(vector))
         return fit_best[1], tuple(vector)
 
 
@@ -671,7 +695,7 @@ class _Rounding:
     search fixes one pattern at a time among those the LP uses most (the first path is the
     classic dive), re-solving the LP for the pods left and pruning a branch once its fixed
     nodes plus its LP cost as much as the best plan found. Bounded by `Budget.rounding_lps`
-    LP solves and the time budget."""
+    LP solves and the effort budget."""
 
     def __init__(self, relaxation: _Relaxation, budget: Budget) -> None:
         self.relaxation = relaxation
@@ -697,10 +721,10 @@ class _Rounding:
                 node = self._take(column, caps, duals)
                 if node is not None:
                     fixed.append(node)
-            # Out of time the LP is still re-solved (no pricing): the dive always finishes.
+            # Out of effort the LP is still re-solved (no pricing): the dive always finishes.
             if not any(caps) or not solution:
                 break
-            solved = self.relaxation.solve(caps, False, self.budget.max_rounds)
+            solved = self.relaxation.solve(caps, False, self.budget.dive_rounds)
             if solved is None:
                 break
             _, duals, solution = solved
