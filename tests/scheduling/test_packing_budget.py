@@ -25,7 +25,7 @@ def _catalog() -> list[BinType]:
 
 def _pods() -> tuple[list[Vector], list[int]]:
     rng = random.Random(11)
-    shapes = sorted({(rng.choice([100, 250, 500, 1000, 1500]),
+    shapes: list[Vector] = sorted({(rng.choice([100, 250, 500, 1000, 1500]),
                       rng.choice([128, 256, 512, 1024, 2048, 4096]), 1) for _ in range(40)})
     demand = [rng.randint(1, 12) for _ in shapes]
     return shapes, demand
