@@ -28,6 +28,23 @@ simply not placed there).
 Instance types that another type dominates (no more expensive, at least as much of every
 resource) are dropped first: they never make a pattern cheaper.
 
+A tighter bound when there are few nodes (the LP buys fractions of nodes): the node-count
+relaxation. For any pod values y >= 0 and every type t, let U_t(y) be an upper bound on
+the value of one node of t (its knapsack); a plan with z_t nodes of type t holds every pod,
+so sum_t U_t(y) z_t >= sum_s n_s y_s. Over a set of such cuts, the integer program
+"minimise price.z subject to the cuts, z integer" is a relaxation of the packing problem:
+its optimum (or HiGHS's dual bound on it) is a lower bound too, and it counts whole nodes.
+Cuts come from column generation's exact rounds and from a separation loop (Benders): for
+the MIP's z*, a phase-1 LP asks whether the pods fit fractionally into z*'s nodes; when
+they do not, its duals give a cut that z* violates. The reported bound is the larger of
+the two; `Bound.method` says which.
+
+Pricing runs the controller's own knapsack (`nodewright.scheduling.knapsack`, branch and
+bound with a surrogate bound that stays valid when its node budget runs out) with a small
+budget first: its patterns are real, so any that prices out is a valid column. Exact
+rounds (a large budget, HiGHS for the knapsacks it does not finish) run when it finds
+none, and at the end; only those rounds move the bound.
+
 Needs numpy and scipy (HiGHS); a benchmark dependency only (requirements-dev.txt).
 """
 
@@ -48,7 +65,13 @@ from typing import Any
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "controller"))
+
+from nodewright.scheduling.knapsack import solve_knapsack
+
 Shape = tuple[int, ...]
+# Column generation stops when its bound is this close (relative) to the master LP value.
+_CLOSE = 5e-4
 
 
 @contextlib.contextmanager
@@ -84,17 +107,25 @@ class Pattern:
 
 @dataclass
 class Bound:
-    lower: float
+    lower: float  # the best valid lower bound: max(lp_lower, node_lower)
     upper: float
-    lp: float  # the last restricted master LP value (>= lower)
+    lp: float  # the last restricted master LP value (>= lp_lower)
     converged: bool
     iterations: int
     seconds: float
     patterns: list[tuple[Pattern, int]] = field(default_factory=list)  # the upper-bound plan
+    lp_lower: float = 0.0  # the configuration LP's (Farley) bound
+    node_lower: float = 0.0  # the node-count relaxation's bound (0 when not run)
+    node_proven: bool = False  # the node-count MIP was solved to optimality every time
 
     @property
     def gap(self) -> float:
         return self.upper / self.lower if self.lower > 0 else math.inf
+
+    @property
+    def method(self) -> str:
+        """Which bound `lower` is: the configuration LP or the node-count MIP."""
+        return "node-count MIP" if self.node_lower > self.lp_lower else "configuration LP"
 
 
 def shape_counts(requests: Sequence[Mapping[str, int]], resources: Sequence[str]) -> Counter[Shape]:
@@ -165,7 +196,7 @@ def _knapsack_milp(idx: np.ndarray, sub: np.ndarray, room: Shape, values: np.nda
         constraints=LinearConstraint(sub.T.astype(float), -np.inf, np.array(room, dtype=float)),
         integrality=np.ones(len(idx)),
         bounds=Bounds(0, counts[idx].astype(float)),
-        options={"time_limit": time_limit, "mip_rel_gap": 1e-9, "disp": False},
+        options={"time_limit": time_limit, "mip_rel_gap": 1e-3, "disp": False},
     )
 
 
@@ -179,8 +210,6 @@ def _knapsack_result(res: Any, idx: np.ndarray, room: Shape, shapes: np.ndarray,
     value = float(values @ pattern)
     dual = getattr(res, "mip_dual_bound", None)
     upper = -float(dual) if dual is not None and np.isfinite(dual) else math.inf
-    if res.status == 0:
-        upper = min(upper, value * (1 + 1e-9) + 1e-12)
     upper = max(upper, value)
     upper = min(upper, _single_resource_bound(room, shapes, counts, values))
     return pattern, value, upper
@@ -240,6 +269,74 @@ def _integer_master(
     return float(sum(p.node.price * n for p, n in used)), used
 
 
+# A cut of the node-count relaxation: sum_t coefficients[t] * z_t >= rhs.
+Cut = tuple[np.ndarray, float]
+
+
+@dataclass
+class _Pricing:
+    """One instance-type pricing pass against pod values `duals`."""
+
+    columns: list[tuple[float, Pattern]]  # patterns worth more than their threshold
+    uppers: np.ndarray  # per type, a valid upper bound on one node's value (the cut)
+    exact: bool  # every type's upper bound is from an exact (or fractional) knapsack
+
+
+def _price_types(
+    types: Sequence[NodeType],
+    shapes: np.ndarray,
+    counts: np.ndarray,
+    duals: np.ndarray,
+    thresholds: np.ndarray,
+    seen: set[tuple[str, Shape]],
+    *,
+    exact: bool,
+    knapsack_time_limit: float,
+    max_columns: int,
+    eligible: np.ndarray | None = None,
+) -> _Pricing:
+    """Patterns worth more than each type's threshold (its price, or its cap's dual).
+
+    Heuristic passes run the controller's knapsack with a small node budget on the types
+    whose optimistic bound beats the threshold and stop at `max_columns`; exact passes
+    give it a large budget (HiGHS when that does not suffice) on every such type and
+    record valid upper bounds for all (the cut)."""
+    shape_list = [tuple(int(x) for x in row) for row in shapes]
+    value_list = [float(v) for v in duals]
+    cap_list = [int(c) for c in counts]
+    uppers = np.array(
+        [_single_resource_bound(t.room, shapes, counts, duals) for t in types], dtype=float
+    )
+    ranked = [
+        i for i in range(len(types))
+        if uppers[i] > thresholds[i] * (1 + 1e-9) + 1e-12
+        and (eligible is None or eligible[i])
+    ]
+    ranked.sort(key=lambda i: -uppers[i] / max(thresholds[i], 1e-12))
+    columns: list[tuple[float, Pattern]] = []
+    for i in ranked:
+        node = types[i]
+        own = solve_knapsack(node.room, shape_list, value_list, cap_list,
+                             20000 if exact else 300)
+        value, pattern = own.value, tuple(own.counts)
+        if exact:
+            uppers[i] = min(uppers[i], own.upper)
+            if not own.exact:
+                vector, highs_value, upper = _knapsack(node.room, shapes, counts, duals,
+                                                       knapsack_time_limit)
+                uppers[i] = min(uppers[i], upper)
+                if vector is not None and highs_value > value:
+                    value, pattern = highs_value, tuple(int(v) for v in vector)
+        if pattern is not None and value > thresholds[i] * (1 + 1e-9) + 1e-12:
+            key = (node.name, pattern)
+            if key not in seen:
+                columns.append((value / max(thresholds[i], 1e-12), Pattern(node, pattern)))
+        if not exact and len(columns) >= max_columns:
+            break
+    columns.sort(key=lambda item: -item[0])
+    return _Pricing(columns[:max_columns], uppers, exact)
+
+
 def configuration_bound(
     counts_by_shape: Mapping[Shape, int],
     node_types: Sequence[NodeType],
@@ -248,15 +345,19 @@ def configuration_bound(
     knapsack_time_limit: float = 0.5,
     mip_time_limit: float = 60.0,
     max_columns_per_round: int = 60,
+    node_count_time_limit: float = 120.0,
 ) -> Bound:
-    """Column generation for the configuration LP; see the module docstring."""
+    """Column generation for the configuration LP, then the node-count relaxation (see
+    the module docstring); `lower` is the larger of the two bounds."""
     started = time.perf_counter()
     shape_list = sorted(counts_by_shape)
     shapes = np.array(shape_list, dtype=np.int64)
     counts = np.array([counts_by_shape[s] for s in shape_list], dtype=np.int64)
     types = prune_dominated(node_types)
+    prices = np.array([t.price for t in types], dtype=float)
     patterns = _initial_patterns(shapes, counts, types)
     seen = {(p.node.name, p.counts) for p in patterns}
+    cuts: list[Cut] = []
     lower = 0.0
     converged = False
     iterations = 0
@@ -264,55 +365,169 @@ def configuration_bound(
     while True:
         iterations += 1
         lp_value, duals, _ = _master(patterns, counts)
-        dual_value = float(duals @ counts)
-        theta = 1.0
-        found: list[tuple[float, Pattern]] = []
         out_of_time = time.perf_counter() - started > time_limit
-        # Types by their optimistic value / price; exact knapsacks for the most promising
-        # first. Once a round has columns, the rest keep their cheap bound in theta (still
-        # valid); a round that finds nothing has solved every type that could price out.
-        ranked = []
-        for node in types:
-            cheap_upper = _single_resource_bound(node.room, shapes, counts, duals)
-            if cheap_upper > node.price * (1 + 1e-9):
-                ranked.append((cheap_upper / node.price, node))
-        ranked.sort(key=lambda item: -item[0])
-        theta = max([theta] + [ratio for ratio, _ in ranked])
-        exact_theta = 1.0
-        solved_all = True
-        for position, (_, node) in enumerate(ranked):
-            # Out of time: one last pass over every type, for an exact theta.
-            if found and position >= max_columns_per_round and not out_of_time:
-                solved_all = False
+        # Cheap rounds first; an exact round when they find nothing (or time is up): only
+        # exact rounds bound theta = max_t U_t / price_t, hence the Farley bound.
+        pricing = _price_types(types, shapes, counts, duals, prices, seen, exact=False,
+                               knapsack_time_limit=knapsack_time_limit,
+                               max_columns=max_columns_per_round)
+        if not pricing.columns or out_of_time:
+            pricing = _price_types(types, shapes, counts, duals, prices, seen, exact=True,
+                                   knapsack_time_limit=knapsack_time_limit,
+                                   max_columns=max_columns_per_round)
+            theta = max(1.0, float(np.max(pricing.uppers / prices)))
+            dual_value = float(duals @ counts)
+            lower = max(lower, dual_value / theta)
+            cuts.append((pricing.uppers, dual_value))
+            # Stop when the bound is within _CLOSE of the master LP: the rest is tailing off.
+            if not pricing.columns or out_of_time or lower >= lp_value * (1 - _CLOSE):
+                converged = lower >= lp_value * (1 - _CLOSE)
                 break
-            vector, value, upper = _knapsack(node.room, shapes, counts, duals, knapsack_time_limit)
-            exact_theta = max(exact_theta, upper / node.price)
-            if vector is not None and value > node.price * (1 + 1e-9):
-                key = (node.name, tuple(int(v) for v in vector))
-                if key not in seen:
-                    found.append((value / node.price, Pattern(node, key[1])))
-        if solved_all:
-            theta = exact_theta
-        lower = max(lower, dual_value / theta)
-        if not found or out_of_time:
-            converged = not out_of_time and theta <= 1 + 1e-7
-            break
-        found.sort(key=lambda item: -item[0])
-        for _, pattern in found[:max_columns_per_round]:
+        for _, pattern in pricing.columns:
             seen.add((pattern.node.name, pattern.counts))
             patterns.append(pattern)
-    if converged:
-        lower = max(lower, lp_value * (1 - 1e-9))
     upper, plan = _integer_master(patterns, counts, mip_time_limit)
+    node_lower, proven = 0.0, False
+    if node_count_time_limit > 0 and upper > lower * (1 + 1e-6):
+        node_lower, proven = node_count_bound(
+            shapes, counts, types, patterns, seen, cuts, upper,
+            time_limit=node_count_time_limit, knapsack_time_limit=knapsack_time_limit)
     return Bound(
-        lower=lower,
+        lower=max(lower, node_lower),
         upper=upper,
         lp=lp_value,
         converged=converged,
         iterations=iterations,
         seconds=time.perf_counter() - started,
         patterns=plan,
+        lp_lower=lower,
+        node_lower=node_lower,
+        node_proven=proven,
     )
+
+
+def _node_count_mip(prices: np.ndarray, cuts: Sequence[Cut], upper: float, time_limit: float
+                    ) -> tuple[np.ndarray | None, float, bool]:
+    """min price.z subject to the cuts, z integer: (z*, a valid lower bound, solved)."""
+    matrix = np.array([c for c, _ in cuts], dtype=float)
+    rhs = np.array([r for _, r in cuts], dtype=float)
+    # No optimal plan buys more nodes of a type than the best known plan costs.
+    most = np.floor(upper / prices) + 1
+    with _quiet():
+        res = milp(
+            c=prices,
+            constraints=LinearConstraint(matrix, rhs, np.inf),
+            integrality=np.ones(len(prices)),
+            bounds=Bounds(0, most),
+            options={"time_limit": time_limit, "mip_rel_gap": 1e-7, "disp": False},
+        )
+    dual = getattr(res, "mip_dual_bound", None)
+    bound = float(dual) if dual is not None and np.isfinite(dual) else 0.0
+    if res.x is None:
+        return None, bound, False
+    if res.status == 0:
+        bound = max(bound, float(res.fun) * (1 - 1e-7))
+    return np.round(res.x).astype(np.int64), bound, res.status == 0
+
+
+def _separate(
+    z: np.ndarray,
+    shapes: np.ndarray,
+    counts: np.ndarray,
+    types: Sequence[NodeType],
+    patterns: list[Pattern],
+    seen: set[tuple[str, Shape]],
+    knapsack_time_limit: float,
+    deadline: float,
+) -> Cut | None:
+    """A cut z violates, or None when the pods fit fractionally into z's nodes (phase 1:
+    minimise the pods left uncovered with at most z_t nodes of each type t)."""
+    index = {t.name: i for i, t in enumerate(types)}
+    used = z > 0
+    rows = len(shapes)
+    while time.perf_counter() < deadline:
+        mine = [p for p in patterns if used[index[p.node.name]]]
+        typed = sorted({index[p.node.name] for p in mine})
+        a_cover = np.array([p.counts for p in mine], dtype=float).T.reshape(rows, len(mine))
+        cap = np.zeros((len(typed), len(mine)))
+        position = {t: k for k, t in enumerate(typed)}
+        for j, p in enumerate(mine):
+            cap[position[index[p.node.name]], j] = 1.0
+        # Variables: the patterns' x, then one slack per shape (cost 1).
+        cost = np.concatenate([np.zeros(len(mine)), np.ones(rows)])
+        a_ub = np.block([[-a_cover, -np.eye(rows)], [cap, np.zeros((len(typed), rows))]])
+        b_ub = np.concatenate([-counts.astype(float), z[typed].astype(float)])
+        res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs")
+        if res.status != 0:
+            return None
+        if res.fun <= 1e-7:
+            return None
+        marginals = -np.asarray(res.ineqlin.marginals)
+        duals = np.maximum(marginals[:rows], 0.0)
+        caps = np.zeros(len(types))
+        for t, k in position.items():
+            caps[t] = max(marginals[rows + k], 0.0)
+        pricing = _price_types(types, shapes, counts, duals, caps, seen, exact=False,
+                               knapsack_time_limit=knapsack_time_limit, max_columns=40,
+                               eligible=used)
+        if not pricing.columns:
+            pricing = _price_types(types, shapes, counts, duals, np.zeros(len(types)), seen,
+                                   exact=True, knapsack_time_limit=knapsack_time_limit,
+                                   max_columns=40)
+            rhs = float(duals @ counts)
+            if float(pricing.uppers @ z) < rhs * (1 - 1e-7):
+                return pricing.uppers, rhs
+            # Not violated yet: keep only the columns that beat their cap's dual.
+            pricing.columns = [
+                (value, p) for value, p in pricing.columns
+                if used[index[p.node.name]]
+                and float(duals @ np.array(p.counts)) > caps[index[p.node.name]] * (1 + 1e-9)
+            ]
+            if not pricing.columns:
+                return None
+        for _, pattern in pricing.columns:
+            seen.add((pattern.node.name, pattern.counts))
+            patterns.append(pattern)
+    return None
+
+
+def node_count_bound(
+    shapes: np.ndarray,
+    counts: np.ndarray,
+    types: Sequence[NodeType],
+    patterns: list[Pattern],
+    seen: set[tuple[str, Shape]],
+    cuts: list[Cut],
+    upper: float,
+    *,
+    time_limit: float,
+    knapsack_time_limit: float,
+) -> tuple[float, bool]:
+    """The node-count relaxation's bound by cutting planes (see the module docstring):
+    (bound, whether every MIP on the way was solved to optimality)."""
+    started = time.perf_counter()
+    deadline = started + time_limit
+    prices = np.array([t.price for t in types], dtype=float)
+    # Whole resources are cuts too (y = one resource's size): each node holds at most its room.
+    for r in range(shapes.shape[1]):
+        sizes = shapes[:, r].astype(float)
+        if sizes.any():
+            room = np.array([float(t.room[r]) for t in types])
+            cuts.append((room, float(sizes @ counts)))
+    best = 0.0
+    proven = True
+    while time.perf_counter() < deadline:
+        left = max(deadline - time.perf_counter(), 1.0)
+        z, bound, solved = _node_count_mip(prices, cuts, upper, left)
+        proven = proven and solved
+        best = max(best, bound)
+        if z is None or not solved:
+            break
+        cut = _separate(z, shapes, counts, types, patterns, seen, knapsack_time_limit, deadline)
+        if cut is None:
+            break
+        cuts.append(cut)
+    return best, proven
 
 
 def brute_force_optimum(

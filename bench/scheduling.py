@@ -11,8 +11,9 @@ overhead) and the offline us-east-1 catalog (Karpenter's allocatable, list price
 NodePools: "default" allows every Linux type, spot and on-demand; "realistic" only
 categories c, m and r of generation 5 and later, at most 16 vCPU, amd64 and arm64.
 
-Lower bound: the configuration (cutting-stock) LP by column generation (`costbound.py`),
-with the restricted master solved as a MIP for the best known packing. It ignores
+Lower bound: the larger of the configuration (cutting-stock) LP by column generation and
+the node-count MIP relaxation (`costbound.py`), with the restricted master solved as a MIP
+for the best known packing. It ignores
 topology, so for diverse rows it is loose (reported only with --bound-all).
 
     python bench/scheduling.py [--sizes 100,1000,5000,10000] [--catalog synthetic,real]
@@ -184,6 +185,9 @@ def measure(name: str, catalog: Sequence[InstanceType], size: int, groups: Seque
             "lowerBound": round(found.lower, 5),
             "bestKnown": round(found.upper, 5),
             "boundConverged": found.converged,
+            "boundMethod": found.method,
+            "lpBound": round(found.lp_lower, 5),
+            "nodeCountBound": round(found.node_lower, 5),
             "planOverBound": round(result.hourly_cost / found.lower, 4),
             "bestOverBound": round(found.upper / found.lower, 4),
         })
@@ -228,7 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _line(row: dict[str, Any]) -> str:
     bound = (
-        f"bound ${row['lowerBound']:.5f} best ${row['bestKnown']:.5f} "
+        f"bound ${row['lowerBound']:.5f} ({row['boundMethod']}) best ${row['bestKnown']:.5f} "
         f"plan/bound {row['planOverBound']:.4f} best/bound {row['bestOverBound']:.4f}"
         if row["lowerBound"] is not None
         else "bound -"

@@ -7,11 +7,14 @@ node of it holds, and the plan is the cheapest multiset of patterns covering eve
 
 `pack` solves it the classic way, in pure Python:
 - the LP relaxation over patterns by column generation: a revised simplex on the
-  restricted master (one row per shape) gives the value y_s of one pod of shape s; for
-  each instance type a knapsack (branch and bound, capped) looks for the pattern worth
-  more than the type's price; patterns that are are added until none is;
+  restricted master (one row per shape, warm-started from the last basis) gives the value
+  y_s of one pod of shape s; for each instance type a knapsack (`knapsack.py`) looks for
+  the pattern worth more than the type's price; patterns that are are added until none is;
 - rounding by diving: patterns the LP uses a whole number of times are fixed, then the
-  one used most is fixed once, the LP is re-solved for the pods left, and so on.
+  one used most is fixed once, the LP is re-solved for the pods left, and so on; plans of
+  few nodes then get a small depth-first search over the same decisions (`_Rounding`);
+- improvement: nodes split when two cost less, the least useful emptied into the others,
+  pairs re-packed (`improve`).
 Each fixed pattern's pods become one NodeClaim; the caller keeps every type that holds
 them (the NodeClaim's flexibility), the cheapest of which is at most the pattern's price.
 
@@ -24,9 +27,10 @@ caller, which places them greedily.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
+
+from nodewright.scheduling.knapsack import best_pattern
 
 Vector = tuple[int, ...]
 
@@ -37,16 +41,18 @@ _EPS = 1e-9
 _ROOM_CHARGE = 1e-6
 _NODE_CHARGE = 1e-11
 _REINVERT_EVERY = 40
+# A simplex pivot's work in knapsack nodes (it prices a window of columns).
+_PIVOT_EFFORT = 20
 _PRICING_WINDOW = 400
-# A knapsack whose greedy fill is this close to its fractional bound is not searched.
-_GOOD_ENOUGH = 0.005
-# The per-dimension fractional bound is used near the root only (it costs items x dims).
-_STRONG_BOUND_DEPTH = 4
 # Plans up to this many nodes may grow a node's type while repairing.
 _REPAIR_GROWTH_UP_TO = 150
 # How many bins the shortlist keeps per pod mix and per shape.
 _SHORTLIST_PER_MIX = 48
 _SHORTLIST_PER_SHAPE = 3
+# Plans of up to this many nodes get the rounding search after the dive.
+_SEARCH_UP_TO_NODES = 40
+# Pairs among at most this many of the least useful nodes are re-packed.
+_REPACK_NODES = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,17 +78,32 @@ class Packed:
 
 @dataclass
 class Budget:
-    """Work limits: simplex pivots, knapsack nodes and wall time."""
+    """Work limits, counted in work done and never in time, so that a plan does not depend
+    on the machine or its load: `effort` is knapsack branch-and-bound nodes plus simplex
+    pivots (each weighted by `_PIVOT_EFFORT`) over the whole `pack`."""
 
-    seconds: float = 20.0
-    knapsack_nodes: int = 400
+    effort: int = 2_500_000
+    knapsack_nodes: int = 500
     max_rounds: int = 60
     bins_per_round: int = 12
     rounds_per_dive: int = 3
-    started: float = field(default_factory=time.perf_counter)
+    # Pricing rounds of each re-solve in the dive.
+    dive_rounds: int = 60
+    # Column generation stops once no pattern found is worth more than (1 + lp_gap) times
+    # its bin's price. 0 prices until nothing is; a cheaper, rougher LP otherwise (0.005
+    # halves the time of the first LP but costs 0.5-2 % on the plans measured).
+    lp_gap: float = 0.0
+    # The rounding search: LP solves in all, and patterns tried per decision near the root.
+    rounding_lps: int = 60
+    rounding_branches: int = 3
+    spent: int = 0
 
-    def exhausted(self) -> bool:
-        return time.perf_counter() - self.started > self.seconds
+    def spend(self, units: int) -> None:
+        self.spent += units
+
+    def exhausted(self, share: float = 1.0) -> bool:
+        """Whether `share` of the effort is used up."""
+        return self.spent > self.effort * share
 
 
 def prune_dominated(bins: Sequence[BinType]) -> list[BinType]:
@@ -109,6 +130,8 @@ class _Master:
         self.demand = [float(d) for d in demand]
         self.costs: list[float] = []
         self.columns: list[list[tuple[int, int]]] = []  # sparse (row, count)
+        self.basis: list[int] | None = None
+        self.pivots = 0  # of the last solve
 
     def add(self, cost: float, counts: Vector) -> int:
         self.costs.append(cost)
@@ -116,18 +139,24 @@ class _Master:
         return len(self.costs) - 1
 
     def solve(
-        self, initial: Sequence[int], max_pivots: int = 5000
+        self, initial: Sequence[int], max_pivots: int = 5000, warm: Sequence[int] | None = None
     ) -> tuple[float, list[float], dict[int, float]]:
-        """(value, duals, {column: x}) starting from a basis of one column per row whose
-        column has only that row (a diagonal, feasible basis)."""
+        """(value, duals, {column: x}) starting from `warm` (the basis the last solve ended
+        with) when it is still feasible for the current demand, else from `initial`, a basis
+        of one column per row whose column has only that row (diagonal, always feasible).
+        The final basis is kept in `self.basis`."""
         m = self.rows
-        basis = list(initial)
-        binv = [[0.0] * m for _ in range(m)]
-        for row, column in enumerate(basis):
-            (entry,) = self.columns[column]
-            assert entry[0] == row
-            binv[row][row] = 1.0 / entry[1]
-        x = [self.demand[i] * binv[i][i] for i in range(m)]
+        started = self._warm_start(warm) if warm is not None else None
+        if started is None:
+            basis = list(initial)
+            binv = [[0.0] * m for _ in range(m)]
+            for row, column in enumerate(basis):
+                (entry,) = self.columns[column]
+                assert entry[0] == row
+                binv[row][row] = 1.0 / entry[1]
+            x = [self.demand[i] * binv[i][i] for i in range(m)]
+        else:
+            basis, binv, x = started
         pivots = 0
         degenerate = 0
         offset = 0
@@ -168,6 +197,8 @@ class _Master:
                         if bland:
                             break
             if entering is None or pivots >= max_pivots:
+                self.basis = list(basis)
+                self.pivots = pivots
                 y = self._duals(basis, binv)
                 value = sum(self._cost(b) * x[i] for i, b in enumerate(basis))
                 solution = {b: x[i] for i, b in enumerate(basis) if b >= 0 and x[i] > _EPS}
@@ -214,6 +245,20 @@ class _Master:
                 binv, x = self._reinvert(basis)
                 y = self._duals(basis, binv)
 
+    def _warm_start(
+        self, warm: Sequence[int]
+    ) -> tuple[list[int], list[list[float]], list[float]] | None:
+        basis = list(warm)
+        if len(basis) != self.rows:
+            return None
+        try:
+            binv, x = self._reinvert(basis)
+        except ArithmeticError:
+            return None
+        if min(x) < 0.0:
+            return None
+        return basis, binv, x
+
     def _duals(self, basis: list[int], binv: list[list[float]]) -> list[float]:
         m = self.rows
         cb = [self._cost(b) for b in basis]
@@ -252,154 +297,6 @@ class _Master:
 
 # ---------------------------------------------------------------------------------------
 # Pricing: the most valuable pattern for one bin type.
-
-
-def best_pattern(
-    room: Vector,
-    shapes: Sequence[Vector],
-    values: Sequence[float],
-    caps: Sequence[int],
-    node_limit: int,
-) -> tuple[float, list[int]]:
-    """A pattern of largest value sum(values[s] * k[s]) with k[s] <= caps[s] that fits in
-    room (exact unless the branch-and-bound runs out of nodes; then the best found)."""
-    dims = [r for r in range(len(room)) if any(shapes[s][r] for s in range(len(shapes)))]
-    items = []
-    for s, shape in enumerate(shapes):
-        if values[s] <= _EPS or caps[s] <= 0:
-            continue
-        most = caps[s]
-        for r in dims:
-            if shape[r]:
-                most = min(most, room[r] // shape[r])
-        if most > 0:
-            weight = sum(shape[r] / room[r] for r in dims if room[r])
-            items.append((values[s] / weight if weight else math.inf, s, most))
-    if not items:
-        return 0.0, [0] * len(shapes)
-    items.sort(reverse=True)
-    order = [s for _, s, _ in items]
-    limits = [most for _, _, most in items]
-    sizes = [[shapes[s][r] for r in dims] for s in order]
-    vals = [values[s] for s in order]
-    n = len(order)
-    nd = len(dims)
-    # Per dimension, item positions by value density in that dimension (for the bound).
-    by_dim = []
-    for d in range(nd):
-        def denser_first(i: int, d: int = d) -> float:
-            return -(vals[i] / sizes[i][d]) if sizes[i][d] else -math.inf
-
-        by_dim.append(sorted(range(n), key=denser_first))
-
-    left = [room[r] for r in dims]
-    current = [0] * n
-    best_value = 0.0
-    best_counts: list[int] = [0] * n
-    nodes = 0
-
-    # Suffix sums of the capped values and suffix maxima of each dimension's value density
-    # (items from position i on): value + min(suffix value, left[d] * density[d]) bounds
-    # every completion.
-    suffix_value = [0.0] * (n + 1)
-    suffix_density = [[0.0] * (n + 1) for _ in range(nd)]
-    for i in range(n - 1, -1, -1):
-        suffix_value[i] = suffix_value[i + 1] + vals[i] * limits[i]
-        for d in range(nd):
-            size = sizes[i][d]
-            ratio = vals[i] / size if size else 0.0
-            suffix_density[d][i] = max(suffix_density[d][i + 1], ratio)
-
-    # Dimensions in which every item from position i on takes room.
-    all_sized = [[True] * (n + 1) for _ in range(nd)]
-    for d in range(nd):
-        for i in range(n - 1, -1, -1):
-            all_sized[d][i] = all_sized[d][i + 1] and sizes[i][d] > 0
-
-    def quick_bound(start: int) -> float:
-        result = suffix_value[start]
-        for d in range(nd):
-            if all_sized[d][start]:
-                cap = left[d] * suffix_density[d][start]
-                if cap < result:
-                    result = cap
-        return result
-
-    def bound(start: int) -> float:
-        """Per dimension, the fractional knapsack of that dimension alone; the least."""
-        result = math.inf
-        for d in range(nd):
-            free = float(left[d])
-            total = 0.0
-            for i in by_dim[d]:
-                if i < start:
-                    continue
-                size = sizes[i][d]
-                if size == 0:
-                    total += vals[i] * limits[i]
-                    continue
-                if free <= 0:
-                    continue
-                take = min(limits[i], free / size)
-                total += take * vals[i]
-                free -= take * size
-            if total < result:
-                result = total
-        return result
-
-    # Greedy start: fill by order.
-    value = 0.0
-    for i in range(n):
-        k = limits[i]
-        for d in range(nd):
-            if sizes[i][d]:
-                k = min(k, left[d] // sizes[i][d])
-        if k > 0:
-            for d in range(nd):
-                left[d] -= k * sizes[i][d]
-            current[i] = k
-            value += k * vals[i]
-    best_value, best_counts = value, list(current)
-    left = [room[r] for r in dims]
-    current = [0] * n
-
-    def search(i: int, value: float) -> None:
-        nonlocal best_value, best_counts, nodes
-        if i == n:
-            if value > best_value + 1e-12:
-                best_value, best_counts = value, list(current)
-            return
-        nodes += 1
-        if nodes > node_limit:
-            return
-        if value + quick_bound(i) <= best_value + 1e-12:
-            return
-        if i < _STRONG_BOUND_DEPTH and value + bound(i) <= best_value + 1e-12:
-            return
-        size = sizes[i]
-        k = limits[i]
-        for d in range(nd):
-            if size[d]:
-                k = min(k, left[d] // size[d])
-        while k >= 0:
-            for d in range(nd):
-                left[d] -= k * size[d]
-            current[i] = k
-            search(i + 1, value + k * vals[i])
-            for d in range(nd):
-                left[d] += k * size[d]
-            current[i] = 0
-            if nodes > node_limit:
-                return
-            k -= 1
-
-    # Large rooms: the greedy fill is within a pod of the fractional optimum.
-    if best_value < bound(0) * (1 - _GOOD_ENOUGH):
-        search(0, 0.0)
-    counts = [0] * len(shapes)
-    for position, s in enumerate(order):
-        counts[s] = best_counts[position]
-    return best_value, counts
 
 
 def _cheap_bound(room: Vector, shapes: Sequence[Vector], values: Sequence[float],
@@ -448,6 +345,41 @@ def cheapest_bin(load: Vector, bins: Sequence[BinType]) -> BinType | None:
         if _fits(load, candidate.room):
             return candidate
     return None
+
+
+class _Bins:
+    """The shortlisted bins (cheapest first) with the answers the repair passes ask again
+    and again memoised: the cheapest bin per load and the split of a node's pods."""
+
+    def __init__(self, bins: Sequence[BinType], shapes: Sequence[Vector],
+                 charge: Mapping[int, float]) -> None:
+        self.bins = list(bins)
+        self.shapes = shapes
+        self.charge = charge
+        self._cheapest: dict[Vector, BinType | None] = {}
+        self._splits: dict[Vector, list[list[int]] | None] = {}
+        self.largest = [max(max(b.room[r] for b in bins), 1) for r in range(len(shapes[0]))]
+
+    def price(self, b: BinType) -> float:
+        return b.price + self.charge[b.key]
+
+    def cheapest(self, load: Vector) -> BinType | None:
+        try:
+            return self._cheapest[load]
+        except KeyError:
+            found = cheapest_bin(load, self.bins)
+            self._cheapest[load] = found
+            return found
+
+    def for_counts(self, counts: Sequence[int]) -> BinType | None:
+        return self.cheapest(_load(counts, self.shapes))
+
+    def split(self, counts: Sequence[int]) -> list[list[int]] | None:
+        key = tuple(counts)
+        if key not in self._splits:
+            self._splits[key] = _split(key, self)
+        found = self._splits[key]
+        return None if found is None else [list(half) for half in found]
 
 
 def _mix_rate(room: Vector, mix: Sequence[float], price: float) -> float:
@@ -524,6 +456,7 @@ def _price(
     charge: Mapping[int, float],
     budget: Budget,
     columns: Mapping[tuple[int, Vector], int],
+    thorough: bool,
 ) -> list[tuple[float, BinType, Vector]]:
     """New patterns worth more than their bin's price, best ratio first. Bins are priced
     most promising first (by an optimistic bound); after `bins_per_round` of them, pricing
@@ -536,32 +469,37 @@ def _price(
             promising.append((upper / cost, b))
     promising.sort(key=lambda item: (-item[0], item[1].price, item[1].key))
     found: list[tuple[float, BinType, Vector]] = []
-    for position, (_, b) in enumerate(promising):
-        if found and position >= budget.bins_per_round:
+    # A pass with the usual knapsack budget; when it finds nothing and `thorough`, one with
+    # ten times it over the most promising bins (a capped knapsack can miss a column).
+    passes = [(budget.knapsack_nodes, len(promising))]
+    if thorough:
+        passes.append((10 * budget.knapsack_nodes, budget.bins_per_round))
+    for nodes, limit in passes:
+        for position, (_, b) in enumerate(promising[:limit]):
+            if found and position >= budget.bins_per_round:
+                break
+            cost = b.price + charge[b.key]
+            value, counts, visited = best_pattern(b.room, shapes, duals, caps, nodes)
+            budget.spend(visited + 1)
+            pattern = tuple(counts)
+            if value > cost * (1 + 1e-9) and (b.key, pattern) not in columns:
+                found.append((value / cost, b, pattern))
+        if found:
             break
-        cost = b.price + charge[b.key]
-        value, counts = best_pattern(b.room, shapes, duals, caps, budget.knapsack_nodes)
-        pattern = tuple(counts)
-        if value > cost * (1 + 1e-9) and (b.key, pattern) not in columns:
-            found.append((value / cost, b, pattern))
     found.sort(key=lambda item: (-item[0], item[1].price, item[1].key))
     return found
 
 
-def _split(
-    counts: Sequence[int],
-    shapes: Sequence[Vector],
-    bins: Sequence[BinType],
-    charge: Mapping[int, float],
-) -> list[list[int]] | None:
+def _split(counts: Sequence[int], bins: _Bins) -> list[list[int]] | None:
     """The pods of one node as two nodes, when that costs no more (charges included):
     pods largest first, each to the half with less load so far."""
     if sum(counts) < 2:
         return None
-    whole = cheapest_bin(_load(counts, shapes), bins)
+    whole = bins.for_counts(counts)
     if whole is None:
         return None
-    largest = [max(max(b.room[r] for b in bins), 1) for r in range(len(shapes[0]))]
+    shapes = bins.shapes
+    largest = bins.largest
 
     def size(s: int) -> float:
         return max(x / m for x, m in zip(shapes[s], largest, strict=True))
@@ -573,11 +511,11 @@ def _split(
         side = 0 if weight[0] <= weight[1] else 1
         halves[side][s] += 1
         weight[side] += size(s)
-    chosen = [cheapest_bin(_load(half, shapes), bins) for half in halves]
+    chosen = [bins.for_counts(half) for half in halves]
     if any(c is None for c in chosen):
         return None
-    cost = sum(c.price + charge[c.key] for c in chosen if c is not None)
-    if cost < whole.price + charge[whole.key] - 1e-15:
+    cost = sum(bins.price(c) for c in chosen if c is not None)
+    if cost < bins.price(whole) - 1e-15:
         return halves
     return None
 
@@ -591,24 +529,18 @@ class _Node:
     alive: bool = True
 
 
-def repair(
-    plan: list[Packed],
-    shapes: Sequence[Vector],
-    bins: Sequence[BinType],
-    charge: Mapping[int, float],
-) -> list[Packed]:
+def repair(plan: list[Packed], bins: _Bins) -> list[Packed]:
     """Empty the least useful nodes (by `worth`) into the others when that saves money:
     each of its pods goes where it raises the price least (a node's type may grow into
     the cheapest that holds its new load). On plans of more than `_REPAIR_GROWTH_UP_TO`
     nodes only room already paid for is used (no type changes)."""
     if len(plan) < 2:
         return plan
+    shapes = bins.shapes
     width = len(shapes[0])
     nodes = [_Node(list(p.counts), p.bin, p.worth, list(_load(p.counts, shapes))) for p in plan]
     grow = len(plan) <= _REPAIR_GROWTH_UP_TO
-
-    def price(b: BinType) -> float:
-        return b.price + charge[b.key]
+    price = bins.price
 
     for victim in sorted(nodes, key=lambda n: n.worth):
         if not victim.alive or victim.worth >= 1 - 1e-6:
@@ -631,7 +563,7 @@ def repair(
                 if _fits(need, current.room):
                     cost, target = 0.0, current
                 elif grow:
-                    found = cheapest_bin(need, bins)
+                    found = bins.cheapest(need)
                     if found is None:
                         continue
                     cost, target = price(found) - price(current), found
@@ -663,6 +595,216 @@ def repair(
     return [Packed(n.bin, tuple(n.counts), n.worth) for n in nodes if n.alive]
 
 
+class _Relaxation:
+    """The configuration LP over the pods of `rows` (one row per shape), solved by column
+    generation; columns found for one residual stay for the next."""
+
+    def __init__(self, shapes: Sequence[Vector], bins: Sequence[BinType],
+                 charge: Mapping[int, float], budget: Budget) -> None:
+        self.shapes = shapes
+        self.bins = bins
+        self.charge = charge
+        self.budget = budget
+        self.master = _Master([0] * len(shapes))
+        self.columns: dict[tuple[int, Vector], int] = {}
+        self.column_bins: list[BinType] = []
+        # Bins that produced a pattern: residual problems price only these.
+        self.useful: dict[int, BinType] = {}
+        self.singles: dict[tuple[int, int], tuple[BinType, Vector]] = {}
+        self.solves = 0
+
+    def add_column(self, bin_type: BinType, counts: Vector) -> int:
+        key = (bin_type.key, counts)
+        index = self.columns.get(key)
+        if index is None:
+            index = self.master.add(bin_type.price + self.charge[bin_type.key], counts)
+            self.columns[key] = index
+            self.column_bins.append(bin_type)
+        return index
+
+    def pattern(self, column: int) -> list[int]:
+        counts = [0] * len(self.shapes)
+        for s, k in self.master.columns[column]:
+            counts[s] = k
+        return counts
+
+    def solve(self, caps: Sequence[int], everything: bool, max_rounds: int
+              ) -> tuple[float, list[float], dict[int, float]] | None:
+        """(value, duals, {column: x}) for the pods `caps`; None on numerical trouble."""
+        self.solves += 1
+        master = self.master
+        master.demand = [float(c) for c in caps]
+        initial = [self.add_column(*self._single_shape(i, caps[i])) for i in range(len(caps))]
+        pricing = self.bins if everything else sorted(
+            self.useful.values(), key=lambda b: (b.price, b.key))
+        rounds = 0
+        while True:
+            rounds += 1
+            try:
+                value, duals, solution = master.solve(initial, warm=master.basis)
+            except ArithmeticError:
+                return None
+            self.budget.spend(_PIVOT_EFFORT * master.pivots)
+            # The first LP may use half the effort; the rounding needs the rest.
+            if rounds > max_rounds or self.budget.exhausted(0.5 if everything else 1.0):
+                return value, duals, solution
+            found = _price(pricing, self.shapes, duals, caps, self.charge, self.budget,
+                           self.columns, everything)
+            for _, b, counts in found[:30]:
+                self.add_column(b, counts)
+                self.useful.setdefault(b.key, b)
+            # No pattern found is worth more than (1 + gap) times its bin's price: by
+            # Farley's bound (value / the largest such ratio) the LP is within `gap` of its
+            # optimum, over the bins priced.
+            if not found or found[0][0] <= 1 + self.budget.lp_gap:
+                return value, duals, solution
+
+    def _single_shape(self, row: int, cap: int) -> tuple[BinType, Vector]:
+        """The cheapest pattern of one shape alone (a diagonal basis column)."""
+        known = self.singles.get((row, cap))
+        if known is not None:
+            return known
+        shape = self.shapes[row]
+        fit_best: tuple[float, BinType, int] | None = None
+        for b in self.bins:
+            k = max(cap, 1)
+            for r, size in enumerate(shape):
+                if size:
+                    k = min(k, b.room[r] // size)
+            if k >= 1 and (fit_best is None or b.price / k < fit_best[0] - 1e-15):
+                fit_best = (b.price / k, b, k)
+        assert fit_best is not None
+        vector = [0] * len(self.shapes)
+        vector[row] = fit_best[2]
+        self.useful.setdefault(fit_best[1].key, fit_best[1])
+        self.singles[(row, cap)] = (fit_best[1], tuple(vector))
+        return fit_best[1], tuple(vector)
+
+
+@dataclass
+class _Fixed:
+    """A node the rounding decided on: the pods it holds (per row) and its cheapest bin."""
+
+    bin: BinType
+    counts: list[int]
+    worth: float
+
+
+class _Rounding:
+    """Turns the LP into nodes: patterns the LP uses whole are fixed; then a depth-first
+    search fixes one pattern at a time among those the LP uses most (the first path is the
+    classic dive), re-solving the LP for the pods left and pruning a branch once its fixed
+    nodes plus its LP cost as much as the best plan found. Bounded by `Budget.rounding_lps`
+    LP solves and the effort budget."""
+
+    def __init__(self, relaxation: _Relaxation, budget: Budget) -> None:
+        self.relaxation = relaxation
+        self.budget = budget
+        self.best: list[_Fixed] | None = None
+        self.best_cost = math.inf
+        self.lps = 0
+        self.seen: set[tuple[tuple[int, ...], ...]] = set()
+
+    def price(self, node: _Fixed) -> float:
+        return node.bin.price + self.relaxation.charge[node.bin.key]
+
+    def dive(self, caps: list[int], duals: list[float], solution: dict[int, float]
+             ) -> list[_Fixed]:
+        """The classic dive: fix the patterns used whole, else the most used one once;
+        re-solve (pricing every round up to `max_rounds`) for the pods left; repeat."""
+        fixed: list[_Fixed] = []
+        while True:
+            if any(x >= 1 - 1e-6 for x in solution.values()):
+                self._fix_whole(fixed, caps, duals, solution)
+            elif solution:
+                column = max(solution, key=lambda c: (solution[c], -c))
+                node = self._take(column, caps, duals)
+                if node is not None:
+                    fixed.append(node)
+            # Out of effort the LP is still re-solved (no pricing): the dive always finishes.
+            if not any(caps) or not solution:
+                break
+            solved = self.relaxation.solve(caps, False, self.budget.dive_rounds)
+            if solved is None:
+                break
+            _, duals, solution = solved
+        if not any(caps):
+            self.best, self.best_cost = fixed, sum(self.price(node) for node in fixed)
+        return fixed
+
+    def search(self, caps: list[int], duals: list[float], solution: dict[int, float]
+               ) -> list[_Fixed] | None:
+        """A plan cheaper than the dive's, or None."""
+        fixed: list[_Fixed] = []
+        self._fix_whole(fixed, caps, duals, solution)
+        before = self.best_cost
+        self._search(fixed, caps, 0)
+        return self.best if self.best_cost < before - 1e-12 else None
+
+    def _take(self, column: int, caps: list[int], duals: Sequence[float]) -> _Fixed | None:
+        taken = [min(k, c) for k, c in zip(self.relaxation.pattern(column), caps, strict=True)]
+        if not any(taken):
+            return None
+        for i, k in enumerate(taken):
+            caps[i] -= k
+        chosen = cheapest_bin(_load(taken, self.relaxation.shapes), self.relaxation.bins)
+        chosen = chosen or self.relaxation.column_bins[column]
+        worth = sum(d * k for d, k in zip(duals, taken, strict=True)) / max(chosen.price, 1e-12)
+        return _Fixed(chosen, taken, worth)
+
+    def _fix_whole(self, fixed: list[_Fixed], caps: list[int], duals: Sequence[float],
+                   solution: Mapping[int, float]) -> None:
+        whole = sorted(((j, math.floor(x + 1e-6)) for j, x in solution.items() if x >= 1 - 1e-6),
+                       key=lambda item: (-item[1], item[0]))
+        for j, times in whole:
+            for _ in range(times):
+                node = self._take(j, caps, duals)
+                if node is None:
+                    break
+                fixed.append(node)
+
+    def _search(self, fixed: list[_Fixed], caps: list[int], depth: int) -> None:
+        cost = sum(self.price(node) for node in fixed)
+        if not any(caps):
+            if cost < self.best_cost - 1e-12:
+                self.best_cost, self.best = cost, [replace(n, counts=list(n.counts))
+                                                   for n in fixed]
+            return
+        if self.best is not None and (self.lps >= self.budget.rounding_lps
+                                      or self.budget.exhausted()):
+            return
+        if cost >= self.best_cost - 1e-12:
+            return
+        self.lps += 1
+        solved = self.relaxation.solve(caps, False, self.budget.rounds_per_dive)
+        if solved is None:
+            return
+        value, duals, solution = solved
+        if cost + value >= self.best_cost - 1e-12 or not solution:
+            return
+        children: list[int | None]
+        if any(x >= 1 - 1e-6 for x in solution.values()):
+            children = [None]
+        else:
+            ranked = sorted(solution, key=lambda j: (-solution[j], j))
+            children = list(ranked[: self.budget.rounding_branches if depth < 8 else 1])
+        for column in children:
+            child_caps = list(caps)
+            child = list(fixed)
+            if column is None:
+                self._fix_whole(child, child_caps, duals, solution)
+            else:
+                node = self._take(column, child_caps, duals)
+                if node is None:
+                    continue
+                child.append(node)
+            key = tuple(sorted((*n.counts, n.bin.key) for n in child))
+            if key in self.seen:
+                continue
+            self.seen.add(key)
+            self._search(child, child_caps, depth + 1)
+
+
 def pack(
     shapes: Sequence[Vector],
     demand: Sequence[int],
@@ -687,98 +829,90 @@ def pack(
     # Shapes no bin holds stay with the caller.
     placeable = [any(_fits(shape, b.room) for b in bins) for shape in shapes]
     rows = [s for s in range(len(shapes)) if placeable[s] and remaining[s] > 0]
-    plan: list[Packed] = []
     if not rows:
-        return repair(plan, shapes, bins, charge), remaining
+        return [], remaining
     sub_shapes = [shapes[s] for s in rows]
-    columns: dict[tuple[int, Vector], int] = {}
-    master = _Master([remaining[s] for s in rows])
-    column_bins: list[BinType] = []
+    relaxation = _Relaxation(sub_shapes, bins, charge, budget)
+    caps = [remaining[s] for s in rows]
+    solved = relaxation.solve(caps, True, budget.max_rounds)
+    if solved is None:
+        # Numerical trouble (never seen outside contrived inputs): the caller's greedy
+        # placement takes every pod.
+        return [], remaining
+    _, duals, solution = solved
+    rounding = _Rounding(relaxation, budget)
+    nodes = rounding.dive(list(caps), duals, solution)
+    if len(nodes) <= _SEARCH_UP_TO_NODES and rounding.best is not None:
+        # Few nodes: each rounding mistake costs a large share; search for better ones.
+        nodes = rounding.search(list(caps), duals, solution) or nodes
+    left = list(caps)
+    for node in nodes:
+        left = [c - k for c, k in zip(left, node.counts, strict=True)]
+    plan = []
+    sub_bins = _Bins(bins, sub_shapes, charge)
+    for node in nodes:
+        parts = sub_bins.split(node.counts) or [node.counts]
+        for part in parts:
+            chosen = sub_bins.for_counts(part) or node.bin
+            full = [0] * len(shapes)
+            for i, k in enumerate(part):
+                full[rows[i]] = k
+            plan.append(Packed(chosen, tuple(full), node.worth))
+    for i, s in enumerate(rows):
+        remaining[s] = left[i]
+    return improve(plan, _Bins(bins, shapes, charge)), remaining
 
-    def add_column(bin_type: BinType, counts: Vector) -> int:
-        key = (bin_type.key, counts)
-        index = columns.get(key)
-        if index is None:
-            index = master.add(bin_type.price + charge[bin_type.key], counts)
-            columns[key] = index
-            column_bins.append(bin_type)
-        return index
 
-    # Bins that produced a pattern for the whole problem: the dives price only these.
-    useful: dict[int, BinType] = {}
-    first = True
-    while any(remaining[s] for s in rows) and not budget.exhausted():
-        caps = [remaining[s] for s in rows]
-        master.demand = [float(c) for c in caps]
-        # A diagonal starting basis: for each row, its best single-shape pattern.
-        initial = []
-        for i in range(len(rows)):
-            shape = sub_shapes[i]
-            fit_best: tuple[float, BinType, int] | None = None
-            for b in bins:
-                k = max(caps[i], 1)
-                for r, size in enumerate(shape):
-                    if size:
-                        k = min(k, b.room[r] // size)
-                if k >= 1 and (fit_best is None or b.price / k < fit_best[0] - 1e-15):
-                    fit_best = (b.price / k, b, k)
-            assert fit_best is not None
-            vector = [0] * len(rows)
-            vector[i] = fit_best[2]
-            initial.append(add_column(fit_best[1], tuple(vector)))
-            useful.setdefault(fit_best[1].key, fit_best[1])
-        pricing = bins if first else sorted(useful.values(), key=lambda b: (b.price, b.key))
-        rounds = 0
-        while True:
-            rounds += 1
-            try:
-                _, duals, solution = master.solve(initial)
-            except ArithmeticError:
-                # Numerical trouble (never seen outside contrived inputs): what is planned
-                # stands, the rest goes back to the caller's greedy placement.
-                return repair(plan, shapes, bins, charge), remaining
-            if rounds > budget.max_rounds or budget.exhausted():
-                break
-            found = _price(pricing, sub_shapes, duals, caps, charge, budget, columns)
-            for _, b, counts in found[:30]:
-                add_column(b, counts)
-                useful.setdefault(b.key, b)
-            if not found:
-                break
-        first = False
-        # Dive: fix whole uses, else the most used pattern once.
-        whole = [(j, x) for j, x in solution.items() if x >= 1 - 1e-6]
-        if whole:
-            picks = [(j, math.floor(x + 1e-6)) for j, x in whole]
-        elif solution:
-            j = max(solution, key=lambda c: (solution[c], -c))
-            picks = [(j, 1)]
-        else:
-            break
-        picks.sort(key=lambda item: -item[1])
-        for j, times in picks:
-            pattern = [0] * len(rows)
-            for s, k in master.columns[j]:
-                pattern[s] = k
-            for _ in range(times):
-                taken = [min(k, caps[i]) for i, k in enumerate(pattern)]
-                if not any(taken):
+
+
+def improve(plan: list[Packed], bins: _Bins) -> list[Packed]:
+    """`repair`, then pairs of nodes re-packed: two nodes' pods on one cheaper node, or
+    split anew over two nodes that cost less than the pair did. Whether a pair improves
+    depends only on its two nodes' pods and types, so a pair that did not is not tried
+    again while both stay as they are."""
+    plan = repair(plan, bins)
+    price = bins.price
+
+    def value(node: Packed) -> float:
+        return node.worth * node.bin.price
+
+    nodes = list(plan)
+    tried: set[tuple[Vector, int, Vector, int]] = set()
+    improved = True
+    while improved and len(nodes) >= 2:
+        improved = False
+        order = sorted(range(len(nodes)), key=lambda i: (nodes[i].worth, i))[:_REPACK_NODES]
+        for position, a in enumerate(order):
+            for b in order[position + 1 :]:
+                first, second = nodes[a], nodes[b]
+                key = (first.counts, first.bin.key, second.counts, second.bin.key)
+                if key in tried:
+                    continue
+                tried.add(key)
+                counts = [x + y for x, y in zip(first.counts, second.counts, strict=True)]
+                current = price(first.bin) + price(second.bin)
+                worth = value(first) + value(second)
+                one = bins.for_counts(counts)
+                if one is not None and price(one) < current - 1e-12:
+                    nodes[a] = Packed(one, tuple(counts), worth / max(one.price, 1e-12))
+                    del nodes[b]
+                    improved = True
                     break
-                for i, k in enumerate(taken):
-                    caps[i] -= k
-                parts = [taken]
-                if times == 1 and not whole:
-                    # A rounded-up pattern: two smaller nodes may do as well or better.
-                    parts = _split(taken, sub_shapes, bins, charge) or parts
-                for part in parts:
-                    chosen = cheapest_bin(_load(part, sub_shapes), bins) or column_bins[j]
-                    worth = sum(duals[i] * k for i, k in enumerate(part)) / max(
-                        chosen.price, 1e-12
+                halves = bins.split(counts)
+                if halves is None:
+                    continue
+                chosen = [bins.for_counts(half) for half in halves]
+                if any(c is None for c in chosen):
+                    continue
+                cost = sum(price(c) for c in chosen if c is not None)
+                if cost < current - 1e-12:
+                    share = worth / max(cost, 1e-12)
+                    nodes[a], nodes[b] = (
+                        Packed(c, tuple(h), share) for c, h in zip(chosen, halves, strict=True)
+                        if c is not None
                     )
-                    full = [0] * len(shapes)
-                    for i, k in enumerate(part):
-                        full[rows[i]] = k
-                    plan.append(Packed(chosen, tuple(full), worth))
-        for i, s in enumerate(rows):
-            remaining[s] = caps[i]
-    return repair(plan, shapes, bins, charge), remaining
+                    improved = True
+                    break
+            if improved:
+                break
+    return nodes

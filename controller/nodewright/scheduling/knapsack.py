@@ -1,0 +1,264 @@
+"""Pricing for the packer: the most valuable set of pods one node can hold.
+
+Given a value per pod shape (the LP's duals), a node's room and how many pods of each shape
+are left, find the counts of largest total value that fit: a bounded integer knapsack with
+one constraint per resource (cpu, memory, pod slots, ...).
+
+Branch and bound over the shapes, with a *surrogate* constraint for the bound: the
+resources are folded into one by multipliers lambda (each share of the room weighted),
+chosen once per call so that the fractional knapsack of the folded constraint, an upper
+bound on every pattern, is as small as possible. Shapes are branched in order of value per
+folded size, the most each, then one fewer; a subtree whose fractional bound cannot beat
+the best pattern so far is skipped. When the node budget runs out the search stops and the
+largest bound of the subtrees it skipped is reported, so `upper` is always a valid bound on
+the optimum (equal to `value` when the search finished).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+Vector = tuple[int, ...]
+
+_EPS = 1e-9
+# Multipliers are searched on a grid of this step, then refined by halving it this often.
+_GRID = 2
+_REFINEMENTS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class KnapsackResult:
+    value: float
+    counts: list[int]
+    # A valid upper bound on the best value (== value when `exact`).
+    upper: float
+    exact: bool
+    # Branch-and-bound nodes the search visited (the caller's measure of work).
+    nodes: int = 0
+
+
+def best_pattern(
+    room: Vector,
+    shapes: Sequence[Vector],
+    values: Sequence[float],
+    caps: Sequence[int],
+    node_limit: int,
+) -> tuple[float, list[int], int]:
+    """(value, counts, nodes visited) of the best pattern found (see `solve_knapsack`)."""
+    result = solve_knapsack(room, shapes, values, caps, node_limit)
+    return result.value, result.counts, result.nodes
+
+
+def _fractional(order: Sequence[int], weights: Sequence[float], vals: Sequence[float],
+                limits: Sequence[int], capacity: float) -> float:
+    free = capacity
+    total = 0.0
+    for i in order:
+        weight = weights[i]
+        if weight <= 0.0:
+            total += vals[i] * limits[i]
+            continue
+        if free <= 0.0:
+            break
+        if limits[i] * weight <= free:
+            total += limits[i] * vals[i]
+            free -= limits[i] * weight
+        else:
+            total += free / weight * vals[i]
+            free = 0.0
+    return total
+
+
+def _folded(shares: Sequence[Sequence[float]], lam: Sequence[float]) -> list[float]:
+    return [sum(m * x for m, x in zip(lam, row, strict=True)) for row in shares]
+
+
+def _surrogate(
+    shares: Sequence[Sequence[float]], vals: Sequence[float], limits: Sequence[int]
+) -> tuple[list[float], float]:
+    """Multipliers (summing to 1) whose folded fractional knapsack is smallest: a grid
+    over the simplex, then a local search on finer steps. Returns them and that bound."""
+    nd = len(shares[0])
+    n = len(vals)
+
+    def evaluate(lam: list[float]) -> float:
+        weights = _folded(shares, lam)
+        order = sorted(range(n), key=lambda i: -vals[i] / weights[i] if weights[i] > 0
+                       else -math.inf)
+        return _fractional(order, weights, vals, limits, 1.0)
+
+    best_lam: list[float] = [1.0 / nd] * nd
+    best = evaluate(best_lam)
+    for point in _simplex_grid(nd, _GRID):
+        lam = [p / _GRID for p in point]
+        value = evaluate(lam)
+        if value < best:
+            best, best_lam = value, lam
+    step = 1.0 / _GRID
+    for _ in range(_REFINEMENTS):
+        step /= 2
+        improved = True
+        while improved:
+            improved = False
+            for a in range(nd):
+                for b in range(nd):
+                    if a == b or best_lam[b] < step - 1e-12:
+                        continue
+                    lam = list(best_lam)
+                    lam[a] += step
+                    lam[b] -= step
+                    value = evaluate(lam)
+                    if value < best - 1e-12:
+                        best, best_lam, improved = value, lam, True
+    return best_lam, best
+
+
+def _simplex_grid(dims: int, steps: int) -> list[tuple[int, ...]]:
+    """Every way to split `steps` into `dims` non-negative parts."""
+    if dims == 1:
+        return [(steps,)]
+    return [(k, *rest) for k in range(steps + 1) for rest in _simplex_grid(dims - 1, steps - k)]
+
+
+def solve_knapsack(
+    room: Vector,
+    shapes: Sequence[Vector],
+    values: Sequence[float],
+    caps: Sequence[int],
+    node_limit: int,
+) -> KnapsackResult:
+    """The pattern of largest value sum(values[s] * counts[s]) with counts[s] <= caps[s]
+    that fits in `room` (exact unless `node_limit` branch-and-bound nodes do not suffice;
+    `upper` bounds the optimum either way)."""
+    width = len(room)
+    items: list[tuple[int, int]] = []  # (shape, most that fit)
+    for s, shape in enumerate(shapes):
+        if values[s] <= _EPS or caps[s] <= 0:
+            continue
+        most = caps[s]
+        for r in range(width):
+            if shape[r]:
+                most = min(most, room[r] // shape[r]) if room[r] > 0 else 0
+        if most > 0:
+            items.append((s, most))
+    if not items:
+        return KnapsackResult(0.0, [0] * len(shapes), 0.0, True)
+    dims = [r for r in range(width) if room[r] > 0 and any(shapes[s][r] for s, _ in items)]
+    if not dims:  # nothing takes room: every pod fits
+        counts = [0] * len(shapes)
+        for s, most in items:
+            counts[s] = most
+        value = sum(values[s] * k for s, k in enumerate(counts))
+        return KnapsackResult(value, counts, value, True)
+    vals = [values[s] for s, _ in items]
+    limits = [most for _, most in items]
+    shares = [[shapes[s][r] / room[r] for r in dims] for s, _ in items]
+    lam, root_bound = _surrogate(shares, vals, limits)
+    folded = _folded(shares, lam)
+    n = len(items)
+    order = sorted(range(n), key=lambda i: -vals[i] / folded[i] if folded[i] > 0 else -math.inf)
+    weight = [folded[i] for i in order]
+    value_of = [vals[i] for i in order]
+    limit = [limits[i] for i in order]
+    size = [[shapes[items[i][0]][r] for r in dims] for i in order]
+    nd = len(dims)
+    left = [room[r] for r in dims]
+
+    def most_that_fit(i: int) -> int:
+        k = limit[i]
+        for d in range(nd):
+            if size[i][d]:
+                k = min(k, left[d] // size[i][d])
+        return k
+
+    # Greedy starts: the branching order, then by value per summed share of the room and
+    # per share of each resource alone; the best is the pattern to beat.
+    best_value = -1.0
+    best_counts = [0] * n
+    share_of = [shares[i] for i in order]
+    greedy_orders = [
+        list(range(n)),
+        sorted(range(n), key=lambda i: -value_of[i] / sum(share_of[i])),
+    ]
+    for d in range(nd):
+
+        def denser(i: int, d: int = d) -> float:
+            return -value_of[i] / share_of[i][d] if share_of[i][d] else -math.inf
+
+        greedy_orders.append(sorted(range(n), key=denser))
+    for greedy in greedy_orders:
+        left = [room[r] for r in dims]
+        current = [0] * n
+        value = 0.0
+        for i in greedy:
+            k = most_that_fit(i)
+            if k > 0:
+                current[i] = k
+                value += k * value_of[i]
+                for d in range(nd):
+                    left[d] -= k * size[i][d]
+        if value > best_value:
+            best_value, best_counts = value, current
+    open_bound = 0.0
+    nodes = 0
+    if best_value < root_bound * (1 - 1e-9) - 1e-12:
+        left = [room[r] for r in dims]
+        current = [0] * n
+
+        def bound(i: int, capacity: float) -> float:
+            total = 0.0
+            for j in range(i, n):
+                if capacity <= 0.0:
+                    break
+                if limit[j] * weight[j] <= capacity:
+                    total += limit[j] * value_of[j]
+                    capacity -= limit[j] * weight[j]
+                else:
+                    total += capacity / weight[j] * value_of[j]
+                    break
+            return total
+
+        def search(i: int, value: float, capacity: float, optimistic: float) -> None:
+            """Branch on shape i; `optimistic` is this subtree's bound (already above the
+            best pattern)."""
+            nonlocal best_value, best_counts, nodes, open_bound
+            if i == n:
+                if value > best_value + 1e-12:
+                    best_value, best_counts = value, list(current)
+                return
+            nodes += 1
+            if nodes > node_limit:
+                open_bound = max(open_bound, optimistic)
+                return
+            sz = size[i]
+            k = most_that_fit(i)
+            while k >= 0:
+                child_value = value + k * value_of[i]
+                child_capacity = capacity - k * weight[i]
+                child_bound = child_value + bound(i + 1, child_capacity)
+                # Fewer of shape i frees room only for less valuable shapes (they come
+                # later in the order): the bound only falls as k does.
+                if child_bound <= best_value + 1e-12:
+                    break
+                for d in range(nd):
+                    left[d] -= k * sz[d]
+                current[i] = k
+                search(i + 1, child_value, child_capacity, child_bound)
+                for d in range(nd):
+                    left[d] += k * sz[d]
+                current[i] = 0
+                if nodes > node_limit:
+                    # The siblings not tried are bounded by this subtree's bound.
+                    open_bound = max(open_bound, optimistic)
+                    return
+                k -= 1
+
+        search(0, 0.0, 1.0, root_bound)
+    counts = [0] * len(shapes)
+    for position, i in enumerate(order):
+        counts[items[i][0]] = best_counts[position]
+    exact = nodes <= node_limit
+    upper = best_value if exact else max(best_value, min(open_bound, root_bound))
+    return KnapsackResult(best_value, counts, upper, exact, nodes)
