@@ -46,6 +46,9 @@ def test_a_pending_pod_is_bound_when_a_node_arrives() -> None:
     world.apply(pod("web", cpu="1"))
     assert world.pending_message("web") == "no nodes available to schedule pods"
     world.apply(node("n1"))
+    # No plugin rejected it (there were no nodes): it is retried when its backoff
+    # (1 s after the first attempt) runs out, not on the Node event.
+    world.run(1)
     assert world.placements() == {"web": "n1"}
 
 
@@ -92,7 +95,9 @@ def test_nodes_not_ready_unregistered_or_cordoned_take_no_pods() -> None:
     )
     world.cluster.patch("Node", "booting", {"status": {"conditions": [
         {"type": "Ready", "status": "True"}]}}, subresource="status")
-    world.run()
+    # The not-ready taint going is what TaintToleration's hint waits for; the pod is
+    # tried again once its 1 s backoff has run out.
+    world.run(1)
     assert world.placements() == {"web": "booting"}
 
 
@@ -162,6 +167,7 @@ def test_spread_with_min_domains_holds_pods_back_until_enough_zones() -> None:
     assert world.pending_message(pending) == (
         "0/2 nodes are available: 2 node(s) didn't match pod topology spread constraints.")
     world.apply(node("c1", zone="c"))
+    world.run(1)  # the spread plugin's hint admits the new zone; then the backoff
     assert Counter(world.placements().values()) == {"a1": 1, "b1": 1, "c1": 1}
 
 

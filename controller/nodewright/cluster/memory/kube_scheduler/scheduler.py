@@ -10,7 +10,11 @@ verdict is remembered until nodes, namespaces or the set of bound pods change, s
 thousand pending replicas cost a few evaluations, not ten thousand.
 
 Passes run on any Node or Namespace change and on pod changes that matter: a pending
-pod appears or changes, a bound pod appears, finishes or is gone.
+pod appears or changes, a bound pod appears, finishes or is gone. A pass tries only the
+pods the scheduling queue (`queue`) says are due: new or changed pods, pods whose
+rejecting plugins' queueing hints admit a change seen since their last attempt (diffed
+against the nodes, bound pods and namespaces of the previous pass), pods whose backoff
+ran out and pods flushed after five minutes in the unschedulable pool.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from nodewright.cluster import objects
@@ -27,13 +32,23 @@ from nodewright.cluster.api import ApiError
 from nodewright.cluster.memory.events import WARNING, EventRecorder
 from nodewright.cluster.memory.kube_scheduler.filters import PodFilters, unschedulable_message
 from nodewright.cluster.memory.kube_scheduler.parsing import PodParser
+from nodewright.cluster.memory.kube_scheduler.queue import (
+    ON_ASSIGNED_POD_ADDED,
+    ON_ASSIGNED_POD_GONE,
+    ON_NAMESPACE_CHANGE,
+    POD_TOPOLOGY_SPREAD,
+    NodeChange,
+    QueuedPod,
+    SchedulingQueue,
+    rejectors,
+)
 from nodewright.cluster.memory.kube_scheduler.scoring import (
     best_node,
     fit_score,
     intolerable_preferences,
     preferred_affinity,
 )
-from nodewright.cluster.memory.kube_scheduler.snapshot import NodeInfo, build_snapshot
+from nodewright.cluster.memory.kube_scheduler.snapshot import NodeInfo, build_snapshot, node_info
 from nodewright.cluster.memory.kube_scheduler.topology import PassTopology
 from nodewright.cluster.memory.pod_status import TERMINAL_PHASES, is_terminal, set_pod_condition
 from nodewright.cluster.memory.store import DEFAULT_SCHEDULER, InMemoryCluster
@@ -47,6 +62,9 @@ SCHEDULER_ERROR = "SchedulerError"
 NO_NODES = "no nodes available to schedule pods"
 
 World = tuple[int, int, frozenset[str]]
+# kube-scheduler's message and the plugins that rejected the pod.
+Verdict = tuple[str, frozenset[str]]
+NO_PLUGINS: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -86,20 +104,21 @@ class SchedulingPass:
         self.topology = PassTopology(nodes, namespace_labels)
         self._shapes: dict[str, _Shape] = {}
 
-    def choose(self, pod: Pod, signature: str) -> tuple[NodeInfo | None, str]:
-        """The node for `pod`, or None and why not (kube-scheduler's message)."""
+    def choose(self, pod: Pod, signature: str) -> tuple[NodeInfo | None, Verdict]:
+        """The node for `pod`, or None and why not (kube-scheduler's message and the
+        plugins that said no)."""
         if not self.nodes:
-            return None, NO_NODES
+            return None, (NO_NODES, NO_PLUGINS)
         shape = self._shapes.get(signature)
         if shape is None:
             shape = self._shapes[signature] = self._shape(pod)
         best = self._from_heap(shape, pod) if shape.by_fit_alone else self._by_scan(shape, pod)
         if best is not None:
-            return best, ""
+            return best, ("", NO_PLUGINS)
         reasons = Counter(shape.static_reasons)
         for node in shape.candidates:
             reasons.update(shape.filters.dynamic_reasons(node))
-        return None, unschedulable_message(len(self.nodes), reasons)
+        return None, (unschedulable_message(len(self.nodes), reasons), rejectors(reasons))
 
     def _by_scan(self, shape: _Shape, pod: Pod) -> NodeInfo | None:
         filters = shape.filters
@@ -200,8 +219,14 @@ class KubeScheduler:
         self.cluster = cluster
         self._parser = PodParser()
         self._events = EventRecorder(cluster, DEFAULT_SCHEDULER)
+        self._queue = SchedulingQueue()
+        # What the previous pass saw, to tell the queue what changed since.
+        self._nodes_seen: dict[str, tuple[Mapping[str, Any], NodeInfo | None]] = {}
+        self._nodes_version = -1
+        self._namespaces_version = -1
+        self._bound_uids: frozenset[str] = frozenset()
         # Verdicts of the last pass that bound nothing, valid while the world is the same.
-        self._verdicts: dict[str, str] = {}
+        self._verdicts: dict[str, Verdict] = {}
         self._verdicts_world: World | None = None
         self._watches = (
             Watch("Pod", self._pod_keys),
@@ -222,6 +247,7 @@ class KubeScheduler:
         return ()
 
     def reconcile(self, key: str) -> Result:
+        now = self.cluster.clock.now()
         pending: list[Mapping[str, Any]] = []
         bound: list[Mapping[str, Any]] = []
         live: set[str] = set()
@@ -236,43 +262,106 @@ class KubeScheduler:
             elif not finished and _waits_for_us(meta, spec):
                 pending.append(stored)
         self._parser.forget_missing(live)
+        self._observe(bound, now)
+        due = self._due(pending, now)
         if not pending:
             self._verdicts, self._verdicts_world = {}, None
-            return Result()
-        pending.sort(key=_queue_order)
+        if not due:
+            return self._wake_up(now)
+        due.sort(key=lambda item: _queue_order(item[0]))
         world: World = (
             self.cluster.kind_version("Node"),
             self.cluster.kind_version("Namespace"),
-            frozenset(obj["metadata"]["uid"] for obj in bound),
+            self._bound_uids,
         )
         remembered = self._verdicts if world == self._verdicts_world else {}
         scheduling: SchedulingPass | None = None
-        verdicts: dict[str, str] = {}
+        verdicts: dict[str, Verdict] = {}
         bound_any = False
-        for obj in pending:
-            parsed = self._parser.parse(obj)
+        for obj, entry in due:
+            parsed = entry.parsed = self._parser.parse(obj)
             if parsed.pod is None:
+                self._queue.attempted(entry, now, NO_PLUGINS)
                 self._refuse(obj, SCHEDULER_ERROR, parsed.error or "invalid pod")
                 continue
-            message = verdicts.get(parsed.signature) or remembered.get(parsed.signature)
-            if message is None:
+            verdict = verdicts.get(parsed.signature) or remembered.get(parsed.signature)
+            if verdict is None:
                 if scheduling is None:
                     scheduling = self._new_pass(bound)
-                node, message = scheduling.choose(parsed.pod, parsed.signature)
+                node, verdict = scheduling.choose(parsed.pod, parsed.signature)
                 if node is not None:
                     if self._bind(obj, node.name):
                         scheduling.placed(parsed.pod, node)
                         bound_any = True
+                    else:
+                        self._queue.attempted(entry, now, NO_PLUGINS)
                     continue
-                verdicts[parsed.signature] = message
-            self._refuse(obj, UNSCHEDULABLE, message)
+                verdicts[parsed.signature] = verdict
+            self._queue.attempted(entry, now, verdict[1])
+            self._refuse(obj, UNSCHEDULABLE, verdict[0])
         if bound_any:
             self._verdicts, self._verdicts_world = {}, None
         else:
             self._verdicts, self._verdicts_world = {**remembered, **verdicts}, world
         # Pods bound in this pass may make room for those refused earlier in it (pod
-        # affinity, spread minimums): look again once, as the scheduler's queue would.
-        return Result(requeue_after=0) if bound_any and verdicts else Result()
+        # affinity, spread minimums): the next pass tells the queue about them.
+        return Result(requeue_after=0) if bound_any and verdicts else self._wake_up(now)
+
+    def _due(self, pending: list[Mapping[str, Any]],
+             now: datetime) -> list[tuple[Mapping[str, Any], QueuedPod]]:
+        """The pending pods the queue says to try now (tracking new and changed ones)."""
+        uids = set()
+        for obj in pending:
+            uids.add(obj["metadata"]["uid"])
+        self._queue.keep_only(uids)
+        entries = [
+            (obj, self._queue.track(obj["metadata"]["uid"], obj.get("spec"),
+                                    obj["metadata"].get("labels"), now))
+            for obj in pending
+        ]
+        self._queue.flush_leftovers(now)
+        return [(obj, entry) for obj, entry in entries
+                if entry.due is not None and entry.due <= now]
+
+    def _observe(self, bound: list[Mapping[str, Any]], now: datetime) -> None:
+        """Tell the queue what changed since the previous pass: Nodes added or updated,
+        assigned pods added or gone, namespaces."""
+        bound_uids = frozenset(obj["metadata"]["uid"] for obj in bound)
+        if bound_uids - self._bound_uids:
+            self._queue.move_rejected_by(ON_ASSIGNED_POD_ADDED, now)
+        if self._bound_uids - bound_uids:
+            self._queue.move_rejected_by(ON_ASSIGNED_POD_GONE, now)
+        self._bound_uids = bound_uids
+        namespaces = self.cluster.kind_version("Namespace")
+        if namespaces != self._namespaces_version:
+            self._namespaces_version = namespaces
+            self._queue.move_rejected_by(ON_NAMESPACE_CHANGE, now)
+        nodes_version = self.cluster.kind_version("Node")
+        if nodes_version == self._nodes_version:
+            return
+        self._nodes_version = nodes_version
+        changes: list[NodeChange] = []
+        seen: dict[str, tuple[Mapping[str, Any], NodeInfo | None]] = {}
+        for node in self.cluster.peek_all("Node"):
+            name = objects.name(node)
+            before = self._nodes_seen.get(name)
+            if before is not None and before[0] is node:
+                seen[name] = before
+                continue
+            info = node_info(node)
+            seen[name] = (node, info)
+            if info is not None:
+                changes.append((before[1] if before is not None else None, info))
+        if len(seen) < len(self._nodes_seen) or any(name not in seen for name in self._nodes_seen):
+            self._queue.move_rejected_by((POD_TOPOLOGY_SPREAD,), now)
+        self._nodes_seen = seen
+        self._queue.move_on_node_changes(changes, now)
+
+    def _wake_up(self, now: datetime) -> Result:
+        wakeup = self._queue.next_wakeup(now)
+        if wakeup is None:
+            return Result()
+        return Result(requeue_after=(wakeup - now).total_seconds())
 
     def _new_pass(self, bound: list[Mapping[str, Any]]) -> SchedulingPass:
         placed = []
