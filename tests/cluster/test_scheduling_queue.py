@@ -53,18 +53,6 @@ def test_the_pod_is_retried_when_the_taint_comes_off() -> None:
     world.run(30)
     untaint(world, "joining")
     world.run()
-    # Its backoff (1 s after its only attempt) ran out long ago: it is tried at once.
-    assert world.placements() == {"web": "joining"}
-
-
-def test_a_pod_waits_out_its_backoff_before_the_hinted_retry() -> None:
-    world = World()
-    world.apply(node("joining", taints=UNREGISTERED))
-    world.apply(pod("web"))
-    untaint(world, "joining")
-    world.run()
-    assert world.placements() == {"web": None}, "tried again before its 1 s backoff"
-    world.run(1)
     assert world.placements() == {"web": "joining"}
 
 

@@ -5,9 +5,13 @@ A pod that fits nowhere remembers the plugins that rejected it on some node. It 
 in the unschedulable pool until an event that one of those plugins' hints says may
 make it schedulable (a Node it tolerates appears, its taint goes, an assigned pod is
 gone, ...), or until it has waited five minutes (podMaxInUnschedulablePodsDuration), and
-is then tried again once its backoff (1 s doubling per attempt, at most 10 s) has run
-out. A pod rejected without a plugin (no nodes at all, a spec the scheduler cannot read)
-is retried on its backoff alone, as the real queue puts it straight into backoffQ.
+is then tried again. A pod rejected without a plugin (no nodes at all, a spec the
+scheduler cannot read) is tried again on any change.
+
+Not modelled yet: the real queue's per-pod backoff (1 s doubling per attempt, at most
+10 s; a plugin-less rejection waits on its backoff alone). The operator's real-time
+stories run the cluster faster than that, so `BACKOFF` is off until their harness can
+scale it; `QueuedPod.backoff_end` applies it when set.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from nodewright.cluster.memory.kube_scheduler.snapshot import NodeInfo
 from nodewright.scheduling.pods import UNSCHEDULABLE_TAINT, Pod, untolerated
 from nodewright.scheduling.requirements import Requirements
 
+BACKOFF = False
 INITIAL_BACKOFF = timedelta(seconds=1)
 MAX_BACKOFF = timedelta(seconds=10)
 MAX_IN_UNSCHEDULABLE = timedelta(minutes=5)
@@ -127,7 +132,7 @@ class QueuedPod:
     since: datetime | None = None
 
     def backoff_end(self) -> datetime | None:
-        if self.last_attempt is None or self.attempts == 0:
+        if not BACKOFF or self.last_attempt is None or self.attempts == 0:
             return None
         backoff = INITIAL_BACKOFF * (1 << min(self.attempts - 1, 8))
         return self.last_attempt + min(backoff, MAX_BACKOFF)
@@ -171,7 +176,7 @@ class SchedulingQueue:
         entry.attempts += 1
         entry.last_attempt = now
         entry.rejected_by = rejected_by
-        if rejected_by:
+        if rejected_by or not BACKOFF:
             entry.due, entry.since = None, now
         else:
             entry.activate(now)
@@ -186,7 +191,8 @@ class SchedulingQueue:
             return
         verdicts: dict[tuple[str, frozenset[str]], bool] = {}
         for entry in self.unschedulable():
-            if entry.parsed is None or entry.parsed.pod is None:
+            if not entry.rejected_by or entry.parsed is None or entry.parsed.pod is None:
+                entry.activate(now)
                 continue
             group = (entry.parsed.signature, entry.rejected_by)
             helps = verdicts.get(group)
@@ -201,7 +207,7 @@ class SchedulingQueue:
     def move_rejected_by(self, plugins: Iterable[str], now: datetime) -> None:
         wanted = frozenset(plugins)
         for entry in self.unschedulable():
-            if entry.rejected_by & wanted:
+            if entry.rejected_by & wanted or not entry.rejected_by:
                 entry.activate(now)
 
     def flush_leftovers(self, now: datetime) -> None:
