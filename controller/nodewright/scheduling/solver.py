@@ -327,6 +327,8 @@ class _Solver:
         for pod in self.problem.bound_pods:
             if pod.node_name is not None:
                 bound.setdefault(pod.node_name, []).append(pod)
+        # Without any topology group a bound pod counts toward nothing.
+        counted = bool(self.topology.groups)
         for node in sorted(self.problem.nodes, key=lambda n: n.name):
             taints = node.taints
             if node.unschedulable and UNSCHEDULABLE_TAINT not in taints:
@@ -338,7 +340,7 @@ class _Solver:
             if node.unschedulable:
                 # No new pods, but its pods count toward spread and (anti-)affinity.
                 cordoned = ExistingTarget(node.name, taints, (), labels=node.labels)
-                for pod in bound.get(node.name, []):
+                for pod in bound.get(node.name, []) if counted else ():
                     self._record(cordoned, pod)
                 continue
             target = ExistingTarget(
@@ -362,10 +364,14 @@ class _Solver:
                 ):
                     daemon = self.index.vector(daemonset.pod.requests)
                     target.used = self.index.add(target.used, daemon)
+            requested: dict[str, int] = {}
             for pod in running:
-                target.used = self.index.add(target.used, self.index.vector(pod.requests))
+                for name, amount in pod.requests.items():
+                    requested[name] = requested.get(name, 0) + amount
                 target.host_ports.extend(pod.host_ports)
-                self._record(target, pod)
+                if counted:
+                    self._record(target, pod)
+            target.used = self.index.add(target.used, self.index.vector(requested))
             self.targets.append(target)
 
     # -- main loop -----------------------------------------------------------------------

@@ -17,7 +17,7 @@ from nodewright.cluster.api import KINDS, NotFoundError
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.cluster.memory.actors import ActorSettings
 from nodewright.controllers.disruption.controller import DisruptionOptions
-from nodewright.controllers.disruption.methods import MethodOptions
+from nodewright.controllers.disruption.methods import SINGLE_NODE_SIMULATIONS, MethodOptions
 from nodewright.controllers.driver import VirtualDriver
 from nodewright.controllers.wiring import ControllerOptions, Controllers, build_controllers
 from nodewright.runtime.clock import VirtualClock
@@ -93,9 +93,11 @@ def build_world(scenario: Scenario) -> World:
         disruption=DisruptionOptions(methods=MethodOptions(
             spot_to_spot=settings.feature_gates.get("SpotToSpotConsolidation", False),
             # Consolidation's compute budgets are wall-clock seconds; a simulation must not
-            # depend on how fast the machine is, so they never run out here.
+            # depend on how fast the machine is, so they never run out here; single-node
+            # consolidation counts its simulations instead.
             multi_node_timeout=math.inf,
             single_node_timeout=math.inf,
+            single_node_max_simulations=SINGLE_NODE_SIMULATIONS,
         )),
     ))
     driver = VirtualDriver(clock, cluster)

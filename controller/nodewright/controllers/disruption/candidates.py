@@ -23,6 +23,7 @@ from nodewright.api.nodepool import NodePool
 from nodewright.cluster import objects
 from nodewright.controllers.disruption import explanations as ex
 from nodewright.controllers.disruption.podrules import (
+    DO_NOT_DISRUPT,
     PdbLimits,
     do_not_disrupt_until,
     eviction_cost,
@@ -88,6 +89,42 @@ class Blocked:
     message: str
 
 
+@dataclass(frozen=True)
+class _Facts:
+    active: bool
+    reschedulable: bool
+    annotated_do_not_disrupt: bool  # whether it protects depends on the time
+    eviction_cost: float
+
+
+class PodFacts:
+    """What evaluating candidates asks of a pod that does not depend on the time,
+    remembered per stored pod object: the state replaces a pod's object on each update,
+    so one object always gives the same answers. A pass keeps what it or the pass before
+    looked at, so memory follows the cluster's size."""
+
+    def __init__(self) -> None:
+        self._current: dict[int, tuple[Obj, _Facts]] = {}
+        self._previous: dict[int, tuple[Obj, _Facts]] = {}
+
+    def begin_pass(self) -> None:
+        self._previous, self._current = self._current, {}
+
+    def of(self, pod: Obj) -> _Facts:
+        key = id(pod)
+        known = self._current.get(key) or self._previous.get(key)
+        # The object itself is kept with its facts, so its id cannot be reused meanwhile.
+        if known is None or known[0] is not pod:
+            known = (pod, _Facts(
+                active=podutil.is_active(pod),
+                reschedulable=podutil.is_reschedulable(pod),
+                annotated_do_not_disrupt=DO_NOT_DISRUPT in objects.annotations(pod),
+                eviction_cost=eviction_cost(pod),
+            ))
+        self._current[key] = known
+        return known[1]
+
+
 @dataclass
 class CandidateContext:
     """What deciding on candidates needs beyond the nodes themselves."""
@@ -100,6 +137,7 @@ class CandidateContext:
     in_flight: frozenset[str] = frozenset()
     # NodePools that cannot launch now, with why (their nodes are not candidates).
     skipped_pools: Mapping[str, str] = field(default_factory=dict)
+    pod_facts: PodFacts = field(default_factory=PodFacts)
 
 
 def lifetime_remaining(nodeclaim: Obj, now: datetime) -> float:
@@ -155,7 +193,8 @@ def node_blocker(node: StateNode, context: CandidateContext) -> Blocked | None:
 def pod_blocker(pods: Sequence[Obj], context: CandidateContext) -> tuple[str, str] | None:
     """(cause, message) for the first pod that may not be evicted, or None."""
     for pod in pods:
-        if not podutil.is_active(pod):
+        facts = context.pod_facts.of(pod)
+        if not facts.active or not facts.annotated_do_not_disrupt:
             continue
         protected, how = do_not_disrupt_until(pod, context.now)
         if protected:
@@ -186,8 +225,9 @@ def evaluate(
     instance_type = types.get(labels.get(INSTANCE_TYPE_LABEL, ""))
     zone = labels.get(ZONE_LABEL, "")
     capacity_type = labels.get(CAPACITY_TYPE_LABEL, "")
-    moving = [pod for pod in pods if podutil.is_reschedulable(pod)]
-    costs = [eviction_cost(pod) for pod in moving]
+    facts = context.pod_facts.of
+    moving = [pod for pod in pods if facts(pod).reschedulable]
+    costs = [facts(pod).eviction_cost for pod in moving]
     assert node.nodeclaim is not None
     return Candidate(
         node=node,

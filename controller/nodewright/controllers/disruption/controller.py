@@ -26,13 +26,14 @@ from nodewright.cluster.events import Event, EventRecorder
 from nodewright.controllers.disruption import explanations as ex
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.budgets import REASONS, next_change
-from nodewright.controllers.disruption.candidates import CandidateContext
+from nodewright.controllers.disruption.candidates import CandidateContext, PodFacts
 from nodewright.controllers.disruption.commands import Command
 from nodewright.controllers.disruption.methods import (
     METHODS,
     VALIDATED,
     MethodOptions,
     Pass,
+    Resume,
     validate,
 )
 from nodewright.controllers.disruption.orchestration import CommandFailed, Orchestrator
@@ -94,6 +95,8 @@ class DisruptionController:
             timedelta(seconds=self.options.command_timeout_seconds))
         self.pending: _Pending | None = None
         self._consolidated: dict[str, tuple[object, ...]] = {}
+        self._resume = Resume()
+        self._pod_facts = PodFacts()
         self.commands: list[Command] = []  # started commands, newest last (kept short)
         self.last_pass: Pass | None = None
         self._watches = (Watch("NodePool", _on_start),)
@@ -122,6 +125,7 @@ class DisruptionController:
     # -- one pass ----------------------------------------------------------------------------
 
     def new_pass(self, now: datetime) -> Pass:
+        self._pod_facts.begin_pass()
         pdb_objects = self.state.pdbs()
         # A PDB without status (no disruption controller wrote one yet) is worked out from
         # the pods it selects; only then are all pods needed.
@@ -138,8 +142,10 @@ class DisruptionController:
             pdbs=pdbs,
             pods_on=self.state.pods_on,
             skipped_pools=base.skipped_pools,
+            pod_facts=self._pod_facts,
         )
-        return Pass(now, self.state, base, context, PassVerdicts(now), self.options.methods)
+        return Pass(now, self.state, base, context, PassVerdicts(now), self.options.methods,
+                    self._resume)
 
     def _decide(self, now: datetime) -> Result:
         current = self.last_pass = self.new_pass(now)
@@ -158,7 +164,10 @@ class DisruptionController:
                 command = compute(current)
             if command is not None:
                 break
-            if skippable and not _budget_constrained(current, method):
+            # As Karpenter: a method stopped by its budget, or by a disruption budget, may
+            # find something next time although nothing changed.
+            if (skippable and method not in current.stopped_early
+                    and not _budget_constrained(current, method)):
                 self._consolidated[method] = state_mark
         self.publisher.publish(current.verdicts)
         if command is None:

@@ -8,13 +8,17 @@ re-checks a consolidation command 15 seconds after it was decided.
 - multi-node consolidation: the largest prefix (binary search, at most 100 candidates, a
   1-minute compute budget) of the best-value candidates that can go at once;
 - single-node consolidation: the candidates one at a time (3-minute compute budget),
-  NodePools interleaved so one large pool does not starve the others.
+  NodePools interleaved so one large pool does not starve the others. Where results must
+  not depend on the machine (the simulator), a count of simulations per pass stands in for
+  the compute budget; a pass that stops there starts the next one with the candidates it
+  did not reach, as Karpenter puts the NodePools its timed-out pass did not reach first.
 
 Every candidate a method looks at gets a verdict; see `verdicts`.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -51,14 +55,32 @@ EMPTY_TYPE = "empty"
 MULTI_TYPE = "multi"
 SINGLE_TYPE = "single"
 
+MULTI_NODE_MAX_CANDIDATES = 100
+MULTI_NODE_TIMEOUT = 60.0
+SINGLE_NODE_TIMEOUT = 180.0
+# Karpenter's compute budgets as a count of simulations: multi-node consolidation's minute
+# pays for a binary search over at most 100 candidates (7 simulations), so at that rate
+# single-node consolidation's three minutes pay for 21.
+SINGLE_NODE_SIMULATIONS = round(
+    SINGLE_NODE_TIMEOUT / (MULTI_NODE_TIMEOUT / math.ceil(math.log2(MULTI_NODE_MAX_CANDIDATES))))
+
 
 @dataclass(frozen=True)
 class MethodOptions:
     spot_to_spot: bool = False
-    multi_node_max_candidates: int = 100
+    multi_node_max_candidates: int = MULTI_NODE_MAX_CANDIDATES
     # Compute budgets, in seconds of this process's own work (not simulated time).
-    multi_node_timeout: float = 60.0
-    single_node_timeout: float = 180.0
+    multi_node_timeout: float = MULTI_NODE_TIMEOUT
+    single_node_timeout: float = SINGLE_NODE_TIMEOUT
+    # The deterministic budget (None: none), for runs that must not depend on the machine.
+    single_node_max_simulations: int | None = None
+
+
+@dataclass
+class Resume:
+    """The candidates (provider IDs) the last single-node pass stopped before reaching."""
+
+    unseen: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -71,6 +93,9 @@ class Pass:
     context: CandidateContext
     verdicts: PassVerdicts
     options: MethodOptions
+    resume: Resume = field(default_factory=Resume)
+    # Methods that ran out of their budget before looking at every candidate.
+    stopped_early: set[str] = field(default_factory=set)
     _graceful: dict[str, Candidate | Blocked] = field(default_factory=dict)
     _eventual: dict[str, Candidate | Blocked] = field(default_factory=dict)
 
@@ -165,6 +190,11 @@ def consolidation_candidates(p: Pass, method: str) -> list[Candidate]:
 
 
 def drifted_candidates(p: Pass) -> list[Candidate]:
+    # Most passes see no drifted NodeClaim: then no machine needs evaluating for drift.
+    if not any(node.nodeclaim is not None
+               and objects.condition_is_true(node.nodeclaim, DRIFTED_CONDITION)
+               for node in p.nodes()):
+        return []
     return [
         c for c in p.candidates(eventual=True)
         if objects.condition_is_true(c.nodeclaim, DRIFTED_CONDITION)
@@ -264,12 +294,20 @@ def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 def single_node(p: Pass) -> Command | None:
     candidates = _interleaved(consolidation_order(consolidation_candidates(p, ex.SINGLE_NODE)))
+    if p.resume.unseen:
+        candidates.sort(key=lambda c: c.provider_id not in p.resume.unseen)
     rooms = p.rooms(UNDERUTILIZED)
     deadline = time.perf_counter() + p.options.single_node_timeout
-    for candidate in candidates:
-        if time.perf_counter() > deadline:
+    limit = p.options.single_node_max_simulations
+    simulations_before = p.base.simulations
+    p.resume.unseen = frozenset()
+    for index, candidate in enumerate(candidates):
+        spent = p.base.simulations - simulations_before
+        if time.perf_counter() > deadline or (limit is not None and spent >= limit):
             disruption_metrics.CONSOLIDATION_TIMEOUTS.labels(
                 consolidation_type=SINGLE_TYPE).inc()
+            p.resume.unseen = frozenset(c.provider_id for c in candidates[index:])
+            p.stopped_early.add(ex.SINGLE_NODE)
             return None
         room = rooms.get(candidate.nodepool_name)
         if room is None or room.left <= 0:

@@ -2,10 +2,12 @@
 
 A pod that fits in the free room of no other machine (by its cpu, memory and pod-count
 requests alone, ignoring taints, labels and topology, so the test can only be too
-lenient) can only go to the one new node a consolidation may launch. So if the pods of
-the candidates that fit nowhere else, together with the DaemonSets a new node runs, fit
-in no instance type cheaper than the candidates, no simulation could find a consolidation
-and none is run. On a full cluster this spares single-node consolidation a solve per node.
+lenient) can only go to the one new node a consolidation may launch. Likewise whatever
+part of the pods' total requests exceeds the other machines' free room added up (each
+resource on its own) can only go there. So if the larger of the two, together with the
+DaemonSets a new node runs, fits in no instance type cheaper than the candidates, no
+simulation could find a consolidation and none is run. On a full cluster, or one whose
+holes add up to less than a node's pods, this spares consolidation a solve per node.
 
 A pod fits some machine exactly when it fits one of the machines whose free room no
 other machine's dominates (the Pareto front of free room), which stays small however
@@ -50,12 +52,26 @@ def _fits(need: Room, room: Room) -> bool:
     return need[0] <= room[0] and need[1] <= room[1] and need[2] <= room[2]
 
 
+def _sum(rooms: Iterable[Room]) -> Room:
+    total = [0, 0, 0]
+    for room in rooms:
+        for i in range(3):
+            total[i] += room[i]
+    return (total[0], total[1], total[2])
+
+
+def _spare(room: Room) -> Room:
+    """An overcommitted machine has no room, not negative room."""
+    return (max(0, room[0]), max(0, room[1]), max(0, room[2]))
+
+
 @dataclass
 class FreeRoom:
     """The free room of every machine a pod could move to."""
 
     rooms: dict[str, Room]
     front: list[tuple[str, Room]]
+    total: Room = (0, 0, 0)  # every machine's spare room added up
 
     @classmethod
     def of(cls, machines: Iterable[StateNode]) -> FreeRoom:
@@ -64,7 +80,11 @@ class FreeRoom:
             for node in machines
             if node.initialized and not (node.node or {}).get("spec", {}).get("unschedulable")
         }
-        return cls(rooms, pareto_front(rooms.items()))
+        return cls(rooms, pareto_front(rooms.items()), _sum(map(_spare, rooms.values())))
+
+    def total_without(self, names: set[str]) -> Room:
+        gone = _sum(_spare(self.rooms[name]) for name in names if name in self.rooms)
+        return (self.total[0] - gone[0], self.total[1] - gone[1], self.total[2] - gone[2])
 
     def front_without(self, names: set[str]) -> list[tuple[str, Room]]:
         if not any(name in names for name, _ in self.front):
@@ -84,10 +104,15 @@ def hopeless(
     pools: Mapping[str, PoolContext],
 ) -> str | None:
     """Why no consolidation of these candidates can exist, or None when one might."""
-    stranded = homeless(moving, free.front_without({c.name for c in candidates}))
-    if not stranded:
+    gone = {c.name for c in candidates}
+    stranded = homeless(moving, free.front_without(gone))
+    stranded_need = _sum(_room(pod.requests) for pod in stranded)
+    moved = _sum(_room(pod.requests) for pod in moving)
+    spare = free.total_without(gone)
+    # Whatever the others' room added up cannot take must go to the new node too.
+    need = [max(stranded_need[i], moved[i] - spare[i], 0) for i in range(3)]
+    if not any(need):
         return None
-    need = [sum(_room(pod.requests)[i] for pod in stranded) for i in range(3)]
     max_price = sum(c.price for c in candidates)
     holding: list[tuple[float, str]] = []
     for pool in pools.values():
@@ -103,11 +128,15 @@ def hopeless(
             if price < max_price - 1e-9:
                 return None
             holding.append((price, instance_type.name))
-    names = ", ".join(pod.key for pod in stranded[:3])
-    more = f" and {len(stranded) - 3} more" if len(stranded) > 3 else ""
     wanted = f"{format_quantity(need[0], CPU)} cpu, {need[1] / 1000 / 2**20:.0f}Mi memory"
     cheapest = (f"; the cheapest that does is {min(holding)[1]} at ${min(holding)[0]:.4f}/h"
                 if holding else "")
-    return (f"can't replace with a cheaper node: pods {names}{more} fit on no other node, and "
-            f"no instance type cheaper than the node(s) (${max_price:.4f}/h) holds them "
+    if stranded and tuple(need) == stranded_need:
+        names = ", ".join(pod.key for pod in stranded[:3])
+        more = f" and {len(stranded) - 3} more" if len(stranded) > 3 else ""
+        homeless_pods = f"pods {names}{more} fit on no other node"
+    else:
+        homeless_pods = "the other nodes' free room added up is too small for the pods"
+    return (f"can't replace with a cheaper node: {homeless_pods}, and no instance type "
+            f"cheaper than the node(s) (${max_price:.4f}/h) holds them "
             f"({wanted} with the DaemonSets){cheapest}")

@@ -76,6 +76,7 @@ class SimulationBase:
         self.pools: Mapping[str, PoolContext] = built.pools
         self.skipped_pools: Mapping[str, str] = built.skipped_pools
         self.free = FreeRoom.of(built.nodes.values())
+        self.simulations = 0  # how many times `simulate` solved
         self.uninitialized = {
             name for name, node in built.nodes.items() if node.managed and not node.initialized
         }
@@ -111,6 +112,7 @@ class SimulationBase:
         if failures:
             return Simulation(None, failures)
         own = {pod.key for pod in moving}
+        self.simulations += 1
         problem = replace(
             self.problem,
             pods=moving + self.deleting_pods,
