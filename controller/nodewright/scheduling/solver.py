@@ -35,6 +35,7 @@ from nodewright.scheduling.pods import (
     UNSCHEDULABLE_TAINT,
     DaemonSet,
     ExistingNode,
+    HostPort,
     Pod,
     SpreadConstraint,
     Taint,
@@ -138,11 +139,12 @@ def solve(problem: SchedulingProblem) -> SchedulingResult:
     the three plans is kept: the packer wins on catalogs with many small types of
     different shapes; the greedy balanced order can win when every type has the same
     price per unit (the packer's LP is degenerate there and its rounding wastes)."""
-    solver = _Solver(problem)
+    setup = _Setup(problem)
+    solver = _Solver(problem, setup=setup)
     result = solver.run(balanced=True)
     if solver.all_free and len(problem.pods) > 1:
         for balanced in (True, False):
-            greedy = _Solver(problem, pack_free=False).run(balanced=balanced)
+            greedy = _Solver(problem, pack_free=False, setup=setup).run(balanced=balanced)
             if greedy.hourly_cost < result.hourly_cost - 1e-9:
                 result = greedy
     return result
@@ -238,34 +240,58 @@ class _Change:
     grew_by_efficiency: bool = False
 
 
-class _Solver:
-    def __init__(
-        self, problem: SchedulingProblem, efficient_growth: bool = True, pack_free: bool = True
-    ) -> None:
+@dataclass
+class _PoolSetup:
+    template: NodePoolTemplate
+    requirements: Requirements
+    candidates: list[Candidate]
+    daemon_overhead: Vector
+    remaining: dict[str, int] | None
+    source: DomainSource
+    domains: list[tuple[str, str]]
+
+
+@dataclass
+class _NodeSetup:
+    node: ExistingNode
+    taints: tuple[Taint, ...]
+    source: DomainSource
+    running: list[Pod]
+    used: Vector  # bound pods and the DaemonSets that will run there
+    allocatable: Vector
+    host_ports: list[HostPort]
+
+
+class _Setup:
+    """What every solver of one problem builds alike (resource slots, each NodePool's
+    compatible types and limits, each existing node's usage), built once and shared by
+    the plans `solve` compares. Solvers only read it."""
+
+    def __init__(self, problem: SchedulingProblem) -> None:
         self.problem = problem
-        self.efficient_growth = efficient_growth
-        self.pack_free = pack_free
-        self.all_free = False
         names = {CPU, MEMORY, PODS}
         for pod in chain(problem.pods, problem.bound_pods, (d.pod for d in problem.daemonsets)):
             names.update(pod.requests)
         self.index = ResourceIndex(sorted(names))
-        self.topology = Topology(problem.namespaces)
-        self.targets: list[Target] = []
-        self.contexts: dict[tuple[object, ...], _PodContext] = {}
-        self.claim_count = 0
-        self.standalone: dict[tuple[str, tuple[object, ...]], float] = {}
-        self._efficiency = GrowthJudge()
-        self.pools = [
-            self._pool(t) for t in sorted(problem.nodepools, key=_pool_order, reverse=True)
-        ]
-        for pod in chain(problem.pods, problem.bound_pods):
-            self.topology.register(pod)
-        self._add_existing_nodes()
+        self._pools: list[_PoolSetup] | None = None
+        self._nodes: list[_NodeSetup] | None = None
 
-    # -- setup ---------------------------------------------------------------------------
+    @property
+    def pools(self) -> list[_PoolSetup]:
+        if self._pools is None:
+            self._pools = [
+                self._pool(t)
+                for t in sorted(self.problem.nodepools, key=_pool_order, reverse=True)
+            ]
+        return self._pools
 
-    def _pool(self, template: NodePoolTemplate) -> PoolState:
+    @property
+    def nodes(self) -> list[_NodeSetup]:
+        if self._nodes is None:
+            self._nodes = self._existing_nodes()
+        return self._nodes
+
+    def _pool(self, template: NodePoolTemplate) -> _PoolSetup:
         requirements = template.requirements.copy()
         base = [
             Candidate(it, self.index.vector(it.allocatable), price)
@@ -285,11 +311,11 @@ class _Solver:
                 continue
             requirements.add(Requirement(key, False, frozenset(offered)))
         base.sort(key=lambda c: (c.price, c.instance_type.name))
-        source = DomainSource(template.taints, requirements=requirements)
-        for key, requirement in requirements.items():
-            if not requirement.complement:
-                for value in requirement.values:
-                    self.topology.add_domain(key, value, source)
+        domains = [
+            (key, value)
+            for key, requirement in requirements.items() if not requirement.complement
+            for value in requirement.values
+        ]
         overhead: dict[str, int] = {}
         for daemonset in self._daemonsets_for_pool(template, requirements):
             for name, amount in daemonset.pod.requests.items():
@@ -305,7 +331,8 @@ class _Solver:
             if template.limits is not None
             else None
         )
-        return PoolState(template, requirements, base, self.index.vector(overhead), remaining)
+        return _PoolSetup(template, requirements, base, self.index.vector(overhead), remaining,
+                          DomainSource(template.taints, requirements=requirements), domains)
 
     def _daemonsets_for_pool(
         self, template: NodePoolTemplate, requirements: Requirements
@@ -322,56 +349,106 @@ class _Solver:
             )
         ]
 
-    def _add_existing_nodes(self) -> None:
+    def _existing_nodes(self) -> list[_NodeSetup]:
         bound: dict[str, list[Pod]] = {}
         for pod in self.problem.bound_pods:
             if pod.node_name is not None:
                 bound.setdefault(pod.node_name, []).append(pod)
-        # Without any topology group a bound pod counts toward nothing.
-        counted = bool(self.topology.groups)
+        found = []
         for node in sorted(self.problem.nodes, key=lambda n: n.name):
             taints = node.taints
             if node.unschedulable and UNSCHEDULABLE_TAINT not in taints:
                 # What the node lifecycle controller adds; nodeTaintsPolicy Honor sees it.
                 taints = (*taints, UNSCHEDULABLE_TAINT)
             source = DomainSource(taints, labels=tuple(sorted(node.labels.items())))
+            running = bound.get(node.name, [])
+            requested: dict[str, int] = {}
+            if not node.unschedulable:
+                owners = {pod.owner for pod in running}
+                hard_taints = tuple(t for t in node.taints if t.effect != "PreferNoSchedule")
+                for daemonset in self.problem.daemonsets:
+                    if (
+                        f"DaemonSet/{daemonset.name}" not in owners
+                        and untolerated(hard_taints, daemonset.pod.tolerations) is None
+                        and any(
+                            alternative.satisfied_by_labels(node.labels)
+                            for alternative in daemonset.pod.strict_node_alternatives()
+                        )
+                    ):
+                        for name, amount in daemonset.pod.requests.items():
+                            requested[name] = requested.get(name, 0) + amount
+                for pod in running:
+                    for name, amount in pod.requests.items():
+                        requested[name] = requested.get(name, 0) + amount
+            found.append(_NodeSetup(
+                node=node,
+                taints=taints,
+                source=source,
+                running=running,
+                used=self.index.vector(requested),
+                allocatable=self.index.vector(node.allocatable or {}),
+                host_ports=[port for pod in running for port in pod.host_ports],
+            ))
+        return found
+
+
+class _Solver:
+    def __init__(
+        self,
+        problem: SchedulingProblem,
+        efficient_growth: bool = True,
+        pack_free: bool = True,
+        setup: _Setup | None = None,
+    ) -> None:
+        self.problem = problem
+        self.efficient_growth = efficient_growth
+        self.pack_free = pack_free
+        self.all_free = False
+        setup = setup if setup is not None else _Setup(problem)
+        self.index = setup.index
+        self.topology = Topology(problem.namespaces)
+        self.targets: list[Target] = []
+        self.contexts: dict[tuple[object, ...], _PodContext] = {}
+        self.claim_count = 0
+        self.standalone: dict[tuple[str, tuple[object, ...]], float] = {}
+        self._efficiency = GrowthJudge()
+        self.pools = [self._pool(pool) for pool in setup.pools]
+        for pod in chain(problem.pods, problem.bound_pods):
+            self.topology.register(pod)
+        self._add_existing_nodes(setup.nodes)
+
+    # -- setup ---------------------------------------------------------------------------
+
+    def _pool(self, setup: _PoolSetup) -> PoolState:
+        for key, value in setup.domains:
+            self.topology.add_domain(key, value, setup.source)
+        remaining = dict(setup.remaining) if setup.remaining is not None else None
+        return PoolState(setup.template, setup.requirements, setup.candidates,
+                         setup.daemon_overhead, remaining)
+
+    def _add_existing_nodes(self, nodes: Sequence[_NodeSetup]) -> None:
+        # Without any topology group a bound pod counts toward nothing.
+        counted = bool(self.topology.groups)
+        for setup in nodes:
+            node = setup.node
             for key, value in node.labels.items():
-                self.topology.add_domain(key, value, source)
+                self.topology.add_domain(key, value, setup.source)
             if node.unschedulable:
                 # No new pods, but its pods count toward spread and (anti-)affinity.
-                cordoned = ExistingTarget(node.name, taints, (), labels=node.labels)
-                for pod in bound.get(node.name, []) if counted else ():
+                cordoned = ExistingTarget(node.name, setup.taints, (), labels=node.labels)
+                for pod in setup.running if counted else ():
                     self._record(cordoned, pod)
                 continue
             target = ExistingTarget(
                 hostname=node.name,
-                taints=taints,
-                used=self.index.vector({}),
+                taints=setup.taints,
+                used=setup.used,
                 labels=node.labels,
-                allocatable=self.index.vector(node.allocatable or {}),
+                allocatable=setup.allocatable,
             )
-            running = bound.get(node.name, [])
-            owners = {pod.owner for pod in running}
-            hard_taints = tuple(t for t in node.taints if t.effect != "PreferNoSchedule")
-            for daemonset in self.problem.daemonsets:
-                if (
-                    f"DaemonSet/{daemonset.name}" not in owners
-                    and untolerated(hard_taints, daemonset.pod.tolerations) is None
-                    and any(
-                        alternative.satisfied_by_labels(node.labels)
-                        for alternative in daemonset.pod.strict_node_alternatives()
-                    )
-                ):
-                    daemon = self.index.vector(daemonset.pod.requests)
-                    target.used = self.index.add(target.used, daemon)
-            requested: dict[str, int] = {}
-            for pod in running:
-                for name, amount in pod.requests.items():
-                    requested[name] = requested.get(name, 0) + amount
-                target.host_ports.extend(pod.host_ports)
-                if counted:
-                    self._record(target, pod)
-            target.used = self.index.add(target.used, self.index.vector(requested))
+            target.host_ports.extend(setup.host_ports)
+            for pod in setup.running if counted else ():
+                self._record(target, pod)
             self.targets.append(target)
 
     # -- main loop -----------------------------------------------------------------------

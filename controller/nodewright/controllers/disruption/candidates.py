@@ -199,7 +199,7 @@ def pod_blocker(pods: Sequence[Obj], context: CandidateContext) -> tuple[str, st
         protected, how = do_not_disrupt_until(pod, context.now)
         if protected:
             return ex.CAUSE_DO_NOT_DISRUPT, f"pod {objects.key(pod)} has the {how} annotation"
-    for pod in pods:
+    for pod in pods if context.pdbs else ():
         why = context.pdbs.blocking(pod, context.now)
         if why is not None:
             return ex.CAUSE_PDB, why

@@ -137,8 +137,8 @@ class DisruptionController:
         base = SimulationBase(self.state, self.cloud, pdbs, now)
         context = CandidateContext(
             now=now,
-            nodepools={name: pool.model for name, pool in base.pools.items()},
-            instance_types={name: pool.instance_types for name, pool in base.pools.items()},
+            nodepools=base.nodepools,
+            instance_types=base.instance_types,
             pdbs=pdbs,
             pods_on=self.state.pods_on,
             skipped_pools=base.skipped_pools,

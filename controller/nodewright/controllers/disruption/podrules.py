@@ -159,6 +159,9 @@ class PdbLimits:
                 problems.append(f"PodDisruptionBudget {objects.key(pdb)}: {error}")
         return cls(limits), problems
 
+    def __bool__(self) -> bool:
+        return bool(self._by_namespace)
+
     def matching(self, pod: Obj) -> list[PdbLimit]:
         return [limit for limit in self._by_namespace.get(objects.namespace(pod), ()) if
                 limit.selects(pod)]

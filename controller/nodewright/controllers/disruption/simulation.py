@@ -20,13 +20,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
+from nodewright.api.nodepool import NodePool
 from nodewright.cloud.provider import CloudProvider
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.podrules import PdbLimits, do_not_disrupt_until
 from nodewright.controllers.disruption.prefilter import FreeRoom
-from nodewright.controllers.provisioning.problem import PoolContext, scheduling_problem
+from nodewright.controllers.provisioning.problem import (
+    PoolContext,
+    ready_pools,
+    scheduling_problem,
+)
+from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.pods import Pod, SpecError
 from nodewright.scheduling.solver import SchedulingProblem, SchedulingResult, solve
 from nodewright.scheduling.targets import PlannedNodeClaim
@@ -58,8 +65,21 @@ class Simulation:
         return text
 
 
+@dataclass
+class _View:
+    problem: SchedulingProblem
+    pools: Mapping[str, PoolContext]
+    free: FreeRoom
+    uninitialized: set[str]
+    bound_by_node: dict[str, list[Pod]]
+    deleting_pods: list[Pod]
+    deleting_failures: dict[str, str]
+
+
 class SimulationBase:
-    """The cluster as the solver sees it, before any candidate is taken away."""
+    """The cluster as the solver sees it, before any candidate is taken away. Most passes
+    simulate nothing (consolidation is skipped while nothing changed), so the solver's
+    view is built the first time a simulation needs it."""
 
     def __init__(
         self,
@@ -69,24 +89,60 @@ class SimulationBase:
         now: datetime,
     ) -> None:
         self.state = state
+        self.cloud = cloud
         self.now = now
         self.pdbs = pdbs
-        built = scheduling_problem(state, cloud, [])
-        self.problem: SchedulingProblem = built.problem
-        self.pools: Mapping[str, PoolContext] = built.pools
-        self.skipped_pools: Mapping[str, str] = built.skipped_pools
-        self.free = FreeRoom.of(built.nodes.values())
-        self.simulations = 0  # how many times `simulate` solved
-        self.uninitialized = {
-            name for name, node in built.nodes.items() if node.managed and not node.initialized
+        ready, self.skipped_pools = ready_pools(state, cloud)
+        self.nodepools: Mapping[str, NodePool] = {name: entry[0] for name, entry in ready.items()}
+        self.instance_types: Mapping[str, Mapping[str, InstanceType]] = {
+            name: {it.name: it for it in entry[2]} for name, entry in ready.items()
         }
-        self._bound_by_node: dict[str, list[Pod]] = {}
-        for pod in self.problem.bound_pods:
-            self._bound_by_node.setdefault(pod.node_name or "", []).append(pod)
-        self.deleting_pods, self.deleting_failures = self.moving(
-            pod for node in state.deleting_nodes() if node.node is not None
-            for pod in state.pods_on(node.node_name)
+        self.simulations = 0  # how many times `simulate` solved
+
+    @cached_property
+    def _view(self) -> _View:
+        built = scheduling_problem(self.state, self.cloud, [])
+        bound_by_node: dict[str, list[Pod]] = {}
+        for pod in built.problem.bound_pods:
+            bound_by_node.setdefault(pod.node_name or "", []).append(pod)
+        deleting_pods, deleting_failures = self.moving(
+            pod for node in self.state.deleting_nodes() if node.node is not None
+            for pod in self.state.pods_on(node.node_name)
         )
+        return _View(
+            problem=built.problem,
+            pools=built.pools,
+            free=FreeRoom.of(built.nodes.values()),
+            uninitialized={name for name, node in built.nodes.items()
+                           if node.managed and not node.initialized},
+            bound_by_node=bound_by_node,
+            deleting_pods=deleting_pods,
+            deleting_failures=deleting_failures,
+        )
+
+    @property
+    def problem(self) -> SchedulingProblem:
+        return self._view.problem
+
+    @property
+    def pools(self) -> Mapping[str, PoolContext]:
+        return self._view.pools
+
+    @property
+    def free(self) -> FreeRoom:
+        return self._view.free
+
+    @property
+    def uninitialized(self) -> set[str]:
+        return self._view.uninitialized
+
+    @property
+    def deleting_pods(self) -> list[Pod]:
+        return self._view.deleting_pods
+
+    @property
+    def deleting_failures(self) -> dict[str, str]:
+        return self._view.deleting_failures
 
     def moving(self, pods: Iterable[Mapping[str, Any]]) -> tuple[list[Pod], dict[str, str]]:
         """The solver's models of the pods that would move (unbound), and unreadable ones."""
@@ -118,7 +174,7 @@ class SimulationBase:
             pods=moving + self.deleting_pods,
             nodes=[node for node in self.problem.nodes if node.name not in gone],
             bound_pods=[
-                pod for name, pods in self._bound_by_node.items() if name not in gone
+                pod for name, pods in self._view.bound_by_node.items() if name not in gone
                 for pod in pods
             ],
         )
