@@ -90,37 +90,49 @@ class Blocked:
 
 
 @dataclass(frozen=True)
-class _Facts:
-    active: bool
-    reschedulable: bool
-    annotated_do_not_disrupt: bool  # whether it protects depends on the time
-    eviction_cost: float
+class PodsSummary:
+    """What evaluating a machine asks of its pods that does not depend on the time."""
+
+    # Active pods with a do-not-disrupt annotation (whether it protects depends on the time).
+    annotated: tuple[Obj, ...]
+    moving: tuple[Obj, ...]  # the reschedulable ones
+    eviction_cost: float  # of the moving pods, added up
+    positive_eviction_cost: float  # the same, negative costs counted as 0
+
+
+def summarize(pods: Sequence[Obj]) -> PodsSummary:
+    moving = tuple(pod for pod in pods if podutil.is_reschedulable(pod))
+    costs = [eviction_cost(pod) for pod in moving]
+    return PodsSummary(
+        annotated=tuple(pod for pod in pods
+                        if podutil.is_active(pod) and DO_NOT_DISRUPT in objects.annotations(pod)),
+        moving=moving,
+        eviction_cost=sum(costs),
+        positive_eviction_cost=sum(max(0.0, c) for c in costs),
+    )
+
+
+_Summarized = tuple[Sequence[Obj], PodsSummary]
 
 
 class PodFacts:
-    """What evaluating candidates asks of a pod that does not depend on the time,
-    remembered per stored pod object: the state replaces a pod's object on each update,
-    so one object always gives the same answers. A pass keeps what it or the pass before
-    looked at, so memory follows the cluster's size."""
+    """`summarize` remembered per set of stored pod objects: the state replaces a pod's
+    object on each update, so the same objects always give the same summary. A pass
+    keeps what it or the pass before looked at, so memory follows the cluster's size."""
 
     def __init__(self) -> None:
-        self._current: dict[int, tuple[Obj, _Facts]] = {}
-        self._previous: dict[int, tuple[Obj, _Facts]] = {}
+        self._current: dict[tuple[int, ...], _Summarized] = {}
+        self._previous: dict[tuple[int, ...], _Summarized] = {}
 
     def begin_pass(self) -> None:
         self._previous, self._current = self._current, {}
 
-    def of(self, pod: Obj) -> _Facts:
-        key = id(pod)
+    def of(self, pods: Sequence[Obj]) -> PodsSummary:
+        # The objects are kept with their summary, so their ids cannot be reused meanwhile.
+        key = tuple(map(id, pods))
         known = self._current.get(key) or self._previous.get(key)
-        # The object itself is kept with its facts, so its id cannot be reused meanwhile.
-        if known is None or known[0] is not pod:
-            known = (pod, _Facts(
-                active=podutil.is_active(pod),
-                reschedulable=podutil.is_reschedulable(pod),
-                annotated_do_not_disrupt=DO_NOT_DISRUPT in objects.annotations(pod),
-                eviction_cost=eviction_cost(pod),
-            ))
+        if known is None:
+            known = (list(pods), summarize(pods))
         self._current[key] = known
         return known[1]
 
@@ -192,10 +204,7 @@ def node_blocker(node: StateNode, context: CandidateContext) -> Blocked | None:
 
 def pod_blocker(pods: Sequence[Obj], context: CandidateContext) -> tuple[str, str] | None:
     """(cause, message) for the first pod that may not be evicted, or None."""
-    for pod in pods:
-        facts = context.pod_facts.of(pod)
-        if not facts.active or not facts.annotated_do_not_disrupt:
-            continue
+    for pod in context.pod_facts.of(pods).annotated:
         protected, how = do_not_disrupt_until(pod, context.now)
         if protected:
             return ex.CAUSE_DO_NOT_DISRUPT, f"pod {objects.key(pod)} has the {how} annotation"
@@ -225,9 +234,7 @@ def evaluate(
     instance_type = types.get(labels.get(INSTANCE_TYPE_LABEL, ""))
     zone = labels.get(ZONE_LABEL, "")
     capacity_type = labels.get(CAPACITY_TYPE_LABEL, "")
-    facts = context.pod_facts.of
-    moving = [pod for pod in pods if facts(pod).reschedulable]
-    costs = [facts(pod).eviction_cost for pod in moving]
+    summary = context.pod_facts.of(pods)
     assert node.nodeclaim is not None
     return Candidate(
         node=node,
@@ -236,9 +243,9 @@ def evaluate(
         zone=zone,
         capacity_type=capacity_type,
         price=offering_price(instance_type, zone, capacity_type),
-        pods=moving,
-        disruption_cost=sum(costs) * lifetime_remaining(node.nodeclaim, context.now),
-        reschedule_cost=PER_NODE_DISRUPTION_COST + sum(max(0.0, c) for c in costs),
+        pods=list(summary.moving),
+        disruption_cost=summary.eviction_cost * lifetime_remaining(node.nodeclaim, context.now),
+        reschedule_cost=PER_NODE_DISRUPTION_COST + summary.positive_eviction_cost,
     )
 
 

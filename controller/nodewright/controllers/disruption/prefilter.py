@@ -97,6 +97,15 @@ def homeless(pods: Sequence[Pod], front: Sequence[tuple[str, Room]]) -> list[Pod
             if not any(_fits(_room(pod.requests), room) for _, room in front)]
 
 
+def new_node_need(moving: Sequence[Room], stranded: Room, spare: Room) -> Room:
+    """What the one new node must hold in any placement of the moving pods: the pods that
+    fit no other machine (`stranded`), and whatever the others' spare room added up
+    cannot take, whichever is more in each resource."""
+    moved = _sum(moving)
+    return (max(stranded[0], moved[0] - spare[0], 0), max(stranded[1], moved[1] - spare[1], 0),
+            max(stranded[2], moved[2] - spare[2], 0))
+
+
 def hopeless(
     candidates: Sequence[Candidate],
     moving: Sequence[Pod],
@@ -107,10 +116,8 @@ def hopeless(
     gone = {c.name for c in candidates}
     stranded = homeless(moving, free.front_without(gone))
     stranded_need = _sum(_room(pod.requests) for pod in stranded)
-    moved = _sum(_room(pod.requests) for pod in moving)
-    spare = free.total_without(gone)
-    # Whatever the others' room added up cannot take must go to the new node too.
-    need = [max(stranded_need[i], moved[i] - spare[i], 0) for i in range(3)]
+    need = new_node_need([_room(pod.requests) for pod in moving], stranded_need,
+                         free.total_without(gone))
     if not any(need):
         return None
     max_price = sum(c.price for c in candidates)
@@ -131,7 +138,7 @@ def hopeless(
     wanted = f"{format_quantity(need[0], CPU)} cpu, {need[1] / 1000 / 2**20:.0f}Mi memory"
     cheapest = (f"; the cheapest that does is {min(holding)[1]} at ${min(holding)[0]:.4f}/h"
                 if holding else "")
-    if stranded and tuple(need) == stranded_need:
+    if stranded and need == stranded_need:
         names = ", ".join(pod.key for pod in stranded[:3])
         more = f" and {len(stranded) - 3} more" if len(stranded) > 3 else ""
         homeless_pods = f"pods {names}{more} fit on no other node"

@@ -98,6 +98,7 @@ class SimulationBase:
             name: {it.name: it for it in entry[2]} for name, entry in ready.items()
         }
         self.simulations = 0  # how many times `simulate` solved
+        self._moving: dict[int, tuple[Mapping[str, Any], Pod | tuple[str, str] | None]] = {}
 
     @cached_property
     def _view(self) -> _View:
@@ -149,18 +150,31 @@ class SimulationBase:
         found: list[Pod] = []
         failures: dict[str, str] = {}
         for pod in pods:
-            if not podutil.is_reschedulable(pod):
-                continue
-            if do_not_disrupt_until(pod, self.now)[0]:
-                continue
-            if self.pdbs.blocking(pod, self.now, fully_only=True) is not None:
-                continue
-            key = pod_key(pod)
-            try:
-                found.append(replace(self.state.pod_model(key), node_name=None))
-            except (SpecError, KeyError) as error:
-                failures[key] = f"the pod cannot be read ({error})"
+            # A pass looks at the same pods again (each simulation, multi-node's search).
+            known = self._moving.get(id(pod))
+            if known is None or known[0] is not pod:
+                known = (pod, self._model_if_moving(pod))
+                self._moving[id(pod)] = known
+            outcome = known[1]
+            if isinstance(outcome, tuple):
+                failures[outcome[0]] = outcome[1]
+            elif outcome is not None:
+                found.append(outcome)
         return found, failures
+
+    def _model_if_moving(self, pod: Mapping[str, Any]) -> Pod | tuple[str, str] | None:
+        """The unbound model, None when the pod stays, or (key, why it cannot be read)."""
+        if not podutil.is_reschedulable(pod):
+            return None
+        if do_not_disrupt_until(pod, self.now)[0]:
+            return None
+        if self.pdbs.blocking(pod, self.now, fully_only=True) is not None:
+            return None
+        key = pod_key(pod)
+        try:
+            return replace(self.state.pod_model(key), node_name=None)
+        except (SpecError, KeyError) as error:
+            return key, f"the pod cannot be read ({error})"
 
     def simulate(self, candidates: Sequence[Candidate]) -> Simulation:
         gone = {candidate.name for candidate in candidates}
