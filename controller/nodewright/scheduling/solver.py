@@ -132,14 +132,18 @@ class SchedulingResult:
         }
 
 
-def solve(problem: SchedulingProblem) -> SchedulingResult:
+def solve(problem: SchedulingProblem, prepared: PreparedNodes | None = None) -> SchedulingResult:
     """Plan the problem. Untied pods that fit nowhere yet are packed together (`packing`).
     When no pod is tied to another (no topology, no host ports), the pods are also
     planned greedily, in the balanced and in Karpenter's plain order, and the cheapest of
     the three plans is kept: the packer wins on catalogs with many small types of
     different shapes; the greedy balanced order can win when every type has the same
-    price per unit (the packer's LP is degenerate there and its rounding wastes)."""
-    setup = _Setup(problem)
+    price per unit (the packer's LP is degenerate there and its rounding wastes).
+
+    `prepared` (optional) holds the existing nodes of a larger problem this one was cut
+    from by taking nodes away with their bound pods; nodes found there are not worked out
+    again. The plan is the same with or without it."""
+    setup = _Setup(problem, prepared)
     solver = _Solver(problem, setup=setup)
     result = solver.run(balanced=True)
     if solver.all_free and len(problem.pods) > 1:
@@ -252,14 +256,86 @@ class _PoolSetup:
 
 
 @dataclass
-class _NodeSetup:
+class _NodeUsage:
+    """An existing node with what its bound pods and DaemonSets take, in any resources."""
+
     node: ExistingNode
     taints: tuple[Taint, ...]
     source: DomainSource
     running: list[Pod]
-    used: Vector  # bound pods and the DaemonSets that will run there
-    allocatable: Vector
+    requested: dict[str, int]  # bound pods and the DaemonSets that will run there
     host_ports: list[HostPort]
+    names: frozenset[str]  # the resources its bound pods request
+
+
+def _node_usage(node: ExistingNode, running: list[Pod],
+                daemonsets: Sequence[DaemonSet]) -> _NodeUsage:
+    taints = node.taints
+    if node.unschedulable and UNSCHEDULABLE_TAINT not in taints:
+        # What the node lifecycle controller adds; nodeTaintsPolicy Honor sees it.
+        taints = (*taints, UNSCHEDULABLE_TAINT)
+    requested: dict[str, int] = {}
+    if not node.unschedulable:
+        owners = {pod.owner for pod in running}
+        hard_taints = tuple(t for t in node.taints if t.effect != "PreferNoSchedule")
+        for daemonset in daemonsets:
+            if (
+                f"DaemonSet/{daemonset.name}" not in owners
+                and untolerated(hard_taints, daemonset.pod.tolerations) is None
+                and any(
+                    alternative.satisfied_by_labels(node.labels)
+                    for alternative in daemonset.pod.strict_node_alternatives()
+                )
+            ):
+                for name, amount in daemonset.pod.requests.items():
+                    requested[name] = requested.get(name, 0) + amount
+        for pod in running:
+            for name, amount in pod.requests.items():
+                requested[name] = requested.get(name, 0) + amount
+    return _NodeUsage(
+        node=node,
+        taints=taints,
+        source=DomainSource(taints, labels=tuple(sorted(node.labels.items()))),
+        running=running,
+        requested=requested,
+        host_ports=[port for pod in running for port in pod.host_ports],
+        names=frozenset(name for pod in running for name in pod.requests),
+    )
+
+
+def _bound_by_node(problem: SchedulingProblem) -> dict[str, list[Pod]]:
+    bound: dict[str, list[Pod]] = {}
+    for pod in problem.bound_pods:
+        if pod.node_name is not None:
+            bound.setdefault(pod.node_name, []).append(pod)
+    return bound
+
+
+class PreparedNodes:
+    """The existing nodes of a problem with their usage, worked out once for solving
+    problems cut from it by taking some nodes away with their bound pods (a disruption
+    pass simulates each candidate's removal that way)."""
+
+    def __init__(self, problem: SchedulingProblem) -> None:
+        self.daemonsets = problem.daemonsets
+        bound = _bound_by_node(problem)
+        self.by_name = {
+            node.name: _node_usage(node, bound.get(node.name, []), problem.daemonsets)
+            for node in problem.nodes
+        }
+
+    def usable_for(self, problem: SchedulingProblem) -> bool:
+        """Whether the problem keeps the same DaemonSets, nodes among these, and every
+        kept node's bound pods (counted) as they were."""
+        if problem.daemonsets is not self.daemonsets:
+            return False
+        kept = 0
+        for node in problem.nodes:
+            usage = self.by_name.get(node.name)
+            if usage is None or usage.node is not node:
+                return False
+            kept += len(usage.running)
+        return kept == len(problem.bound_pods)
 
 
 class _Setup:
@@ -267,12 +343,26 @@ class _Setup:
     compatible types and limits, each existing node's usage), built once and shared by
     the plans `solve` compares. Solvers only read it."""
 
-    def __init__(self, problem: SchedulingProblem) -> None:
+    def __init__(self, problem: SchedulingProblem, prepared: PreparedNodes | None = None) -> None:
         self.problem = problem
+        self.prepared = prepared if prepared is not None and prepared.usable_for(problem) else None
         names = {CPU, MEMORY, PODS}
-        for pod in chain(problem.pods, problem.bound_pods, (d.pod for d in problem.daemonsets)):
-            names.update(pod.requests)
+        if self.prepared is not None:
+            for pod in chain(problem.pods, (d.pod for d in problem.daemonsets)):
+                names.update(pod.requests)
+            for node in problem.nodes:
+                names.update(self.prepared.by_name[node.name].names)
+        else:
+            for pod in chain(problem.pods, problem.bound_pods,
+                             (d.pod for d in problem.daemonsets)):
+                names.update(pod.requests)
         self.index = ResourceIndex(sorted(names))
+        # Registering a pod without spread or (anti-)affinity terms creates no group.
+        self.tied = [
+            pod for pod in chain(problem.pods, problem.bound_pods)
+            if pod.spread or pod.pod_affinity or pod.preferred_pod_affinity
+            or pod.pod_anti_affinity or pod.preferred_pod_anti_affinity
+        ]
         self._pools: list[_PoolSetup] | None = None
         self._nodes: list[_NodeSetup] | None = None
 
@@ -350,46 +440,24 @@ class _Setup:
         ]
 
     def _existing_nodes(self) -> list[_NodeSetup]:
-        bound: dict[str, list[Pod]] = {}
-        for pod in self.problem.bound_pods:
-            if pod.node_name is not None:
-                bound.setdefault(pod.node_name, []).append(pod)
-        found = []
-        for node in sorted(self.problem.nodes, key=lambda n: n.name):
-            taints = node.taints
-            if node.unschedulable and UNSCHEDULABLE_TAINT not in taints:
-                # What the node lifecycle controller adds; nodeTaintsPolicy Honor sees it.
-                taints = (*taints, UNSCHEDULABLE_TAINT)
-            source = DomainSource(taints, labels=tuple(sorted(node.labels.items())))
-            running = bound.get(node.name, [])
-            requested: dict[str, int] = {}
-            if not node.unschedulable:
-                owners = {pod.owner for pod in running}
-                hard_taints = tuple(t for t in node.taints if t.effect != "PreferNoSchedule")
-                for daemonset in self.problem.daemonsets:
-                    if (
-                        f"DaemonSet/{daemonset.name}" not in owners
-                        and untolerated(hard_taints, daemonset.pod.tolerations) is None
-                        and any(
-                            alternative.satisfied_by_labels(node.labels)
-                            for alternative in daemonset.pod.strict_node_alternatives()
-                        )
-                    ):
-                        for name, amount in daemonset.pod.requests.items():
-                            requested[name] = requested.get(name, 0) + amount
-                for pod in running:
-                    for name, amount in pod.requests.items():
-                        requested[name] = requested.get(name, 0) + amount
-            found.append(_NodeSetup(
-                node=node,
-                taints=taints,
-                source=source,
-                running=running,
-                used=self.index.vector(requested),
-                allocatable=self.index.vector(node.allocatable or {}),
-                host_ports=[port for pod in running for port in pod.host_ports],
-            ))
-        return found
+        if self.prepared is not None:
+            usages = [self.prepared.by_name[node.name] for node in self.problem.nodes]
+        else:
+            bound = _bound_by_node(self.problem)
+            usages = [_node_usage(node, bound.get(node.name, []), self.problem.daemonsets)
+                      for node in self.problem.nodes]
+        return [
+            _NodeSetup(usage, self.index.vector(usage.requested),
+                       self.index.vector(usage.node.allocatable or {}))
+            for usage in sorted(usages, key=lambda u: u.node.name)
+        ]
+
+
+@dataclass
+class _NodeSetup:
+    usage: _NodeUsage
+    used: Vector
+    allocatable: Vector
 
 
 class _Solver:
@@ -413,7 +481,7 @@ class _Solver:
         self.standalone: dict[tuple[str, tuple[object, ...]], float] = {}
         self._efficiency = GrowthJudge()
         self.pools = [self._pool(pool) for pool in setup.pools]
-        for pod in chain(problem.pods, problem.bound_pods):
+        for pod in setup.tied:
             self.topology.register(pod)
         self._add_existing_nodes(setup.nodes)
 
@@ -430,24 +498,25 @@ class _Solver:
         # Without any topology group a bound pod counts toward nothing.
         counted = bool(self.topology.groups)
         for setup in nodes:
-            node = setup.node
+            usage = setup.usage
+            node = usage.node
             for key, value in node.labels.items():
-                self.topology.add_domain(key, value, setup.source)
+                self.topology.add_domain(key, value, usage.source)
             if node.unschedulable:
                 # No new pods, but its pods count toward spread and (anti-)affinity.
-                cordoned = ExistingTarget(node.name, setup.taints, (), labels=node.labels)
-                for pod in setup.running if counted else ():
+                cordoned = ExistingTarget(node.name, usage.taints, (), labels=node.labels)
+                for pod in usage.running if counted else ():
                     self._record(cordoned, pod)
                 continue
             target = ExistingTarget(
                 hostname=node.name,
-                taints=setup.taints,
+                taints=usage.taints,
                 used=setup.used,
                 labels=node.labels,
                 allocatable=setup.allocatable,
             )
-            target.host_ports.extend(setup.host_ports)
-            for pod in setup.running if counted else ():
+            target.host_ports.extend(usage.host_ports)
+            for pod in usage.running if counted else ():
                 self._record(target, pod)
             self.targets.append(target)
 

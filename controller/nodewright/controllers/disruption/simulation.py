@@ -35,7 +35,12 @@ from nodewright.controllers.provisioning.problem import (
 )
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.pods import Pod, SpecError
-from nodewright.scheduling.solver import SchedulingProblem, SchedulingResult, solve
+from nodewright.scheduling.solver import (
+    PreparedNodes,
+    SchedulingProblem,
+    SchedulingResult,
+    solve,
+)
 from nodewright.scheduling.targets import PlannedNodeClaim
 from nodewright.state import podutil
 from nodewright.state.cluster import ClusterState
@@ -68,6 +73,7 @@ class Simulation:
 @dataclass
 class _View:
     problem: SchedulingProblem
+    prepared: PreparedNodes  # each machine's usage, shared by every simulation
     pools: Mapping[str, PoolContext]
     free: FreeRoom
     uninitialized: set[str]
@@ -112,6 +118,7 @@ class SimulationBase:
         )
         return _View(
             problem=built.problem,
+            prepared=PreparedNodes(built.problem),
             pools=built.pools,
             free=FreeRoom.of(built.nodes.values()),
             uninitialized={name for name, node in built.nodes.items()
@@ -192,7 +199,7 @@ class SimulationBase:
                 for pod in pods
             ],
         )
-        result = solve(problem)
+        result = solve(problem, self._view.prepared)
         # As Karpenter: every pod that is not already pending must find a place, those of
         # machines being deleted included (they count on the room a command would take).
         failures = dict(result.unschedulable)
