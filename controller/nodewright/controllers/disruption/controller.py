@@ -155,6 +155,7 @@ class DisruptionController:
         # Which machines are blocked is part of the answer too: a pod losing its
         # do-not-disrupt annotation changes no binding, but frees its node.
         state_mark = (*self._consolidation_mark(), current.blocked_signature())
+        current.state_mark = state_mark
         for method, compute in METHODS:
             skippable = method != ex.DRIFT
             if skippable and self._consolidated.get(method) == state_mark:

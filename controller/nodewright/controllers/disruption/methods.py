@@ -78,9 +78,13 @@ class MethodOptions:
 
 @dataclass
 class Resume:
-    """The candidates (provider IDs) the last single-node pass stopped before reaching."""
+    """Where the last single-node pass stopped: the candidates (provider IDs) it did not
+    reach, and those judged since the cluster last changed (`mark`, the controller's
+    consolidation mark), which the same cluster would judge the same way again."""
 
     unseen: frozenset[str] = frozenset()
+    seen: frozenset[str] = frozenset()
+    mark: object = None
 
 
 @dataclass
@@ -94,6 +98,8 @@ class Pass:
     verdicts: PassVerdicts
     options: MethodOptions
     resume: Resume = field(default_factory=Resume)
+    # What consolidation's answer depends on (set by the controller), see `Resume`.
+    state_mark: object = None
     # Methods that ran out of their budget before looking at every candidate.
     stopped_early: set[str] = field(default_factory=set)
     _graceful: dict[str, Candidate | Blocked] = field(default_factory=dict)
@@ -294,19 +300,26 @@ def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 def single_node(p: Pass) -> Command | None:
     candidates = _interleaved(consolidation_order(consolidation_candidates(p, ex.SINGLE_NODE)))
-    if p.resume.unseen:
-        candidates.sort(key=lambda c: c.provider_id not in p.resume.unseen)
+    resume = p.resume
+    if resume.mark is not None and resume.mark == p.state_mark:
+        # The same cluster as when the last pass stopped: go on where it stopped.
+        candidates = [c for c in candidates if c.provider_id not in resume.seen]
+    else:
+        resume.seen = frozenset()
+        candidates.sort(key=lambda c: c.provider_id not in resume.unseen)
     rooms = p.rooms(UNDERUTILIZED)
     deadline = time.perf_counter() + p.options.single_node_timeout
     limit = p.options.single_node_max_simulations
     simulations_before = p.base.simulations
-    p.resume.unseen = frozenset()
+    resume.unseen, resume.mark = frozenset(), None
     for index, candidate in enumerate(candidates):
         spent = p.base.simulations - simulations_before
         if time.perf_counter() > deadline or (limit is not None and spent >= limit):
             disruption_metrics.CONSOLIDATION_TIMEOUTS.labels(
                 consolidation_type=SINGLE_TYPE).inc()
-            p.resume.unseen = frozenset(c.provider_id for c in candidates[index:])
+            resume.unseen = frozenset(c.provider_id for c in candidates[index:])
+            resume.seen |= {c.provider_id for c in candidates[:index]}
+            resume.mark = p.state_mark
             p.stopped_early.add(ex.SINGLE_NODE)
             return None
         room = rooms.get(candidate.nodepool_name)
@@ -319,6 +332,7 @@ def single_node(p: Pass) -> Command | None:
         if isinstance(outcome, Command):
             return outcome
         _rejected(p, candidate, ex.SINGLE_NODE, outcome)
+    resume.seen = frozenset()
     return None
 
 
