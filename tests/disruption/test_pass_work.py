@@ -22,7 +22,7 @@ from nodewright.controllers.disruption.methods import (
     MethodOptions,
     Pass,
 )
-from nodewright.controllers.disruption.prefilter import Room, new_node_need
+from nodewright.controllers.disruption.prefilter import Room, identical_spill, new_node_need
 from nodewright.controllers.disruption.simulation import SimulationBase
 from nodewright.controllers.harness import World
 from nodewright.controllers.wiring import ControllerOptions
@@ -61,6 +61,28 @@ def test_every_placement_puts_at_least_the_bound_on_the_new_node(
             loads[where] = _add(loads[where], pod)
         if all(_fits(loads[i], room) for i, room in enumerate(machines)):
             assert _fits(need, loads[new_node])
+
+
+@given(shape=rooms, count=st.integers(0, 5), machines=st.lists(rooms, max_size=3))
+def test_identical_pods_put_at_least_the_whole_pods_bound_on_the_new_node(
+    shape: Room, count: int, machines: list[Room],
+) -> None:
+    pods = [shape] * count
+    need = identical_spill(pods, machines)
+    new_node = len(machines)
+    for placement in itertools.product(range(len(machines) + 1), repeat=count):
+        loads = [(0, 0, 0)] * (len(machines) + 1)
+        for pod, where in zip(pods, placement, strict=True):
+            loads[where] = _add(loads[where], pod)
+        if all(_fits(loads[i], room) for i, room in enumerate(machines)):
+            assert _fits(need, loads[new_node])
+
+
+def test_holes_too_small_for_a_whole_pod_take_none() -> None:
+    # Four holes of 1.5 pods each take four pods, not six: two go to the new node.
+    pod = (2, 1, 1)
+    assert identical_spill([pod] * 6, [(3, 10, 10)] * 4) == (4, 2, 2)
+    assert identical_spill([pod, (1, 1, 1)], [(3, 10, 10)]) == (0, 0, 0)  # not identical
 
 
 def test_pods_that_fit_each_hole_but_not_all_holes_together_need_a_new_node() -> None:

@@ -8,6 +8,8 @@ resource on its own) can only go there. So if the larger of the two, together wi
 DaemonSets a new node runs, fits in no instance type cheaper than the candidates, no
 simulation could find a consolidation and none is run. On a full cluster, or one whose
 holes add up to less than a node's pods, this spares consolidation a solve per node.
+When every moving pod has the same requests (one Deployment), a machine takes only whole
+pods, which tightens the second bound.
 
 A pod fits some machine exactly when it fits one of the machines whose free room no
 other machine's dominates (the Pareto front of free room), which stays small however
@@ -106,6 +108,29 @@ def new_node_need(moving: Sequence[Room], stranded: Room, spare: Room) -> Room:
             max(stranded[2], moved[2] - spare[2], 0))
 
 
+def copies_that_fit(shape: Room, room: Room) -> int | None:
+    """How many pods of one shape a machine's free room takes (None: any number)."""
+    counts = [max(0, have) // need for need, have in zip(shape, room, strict=True) if need > 0]
+    return min(counts) if counts else None
+
+
+def identical_spill(moving: Sequence[Room], rooms: Iterable[Room]) -> Room:
+    """When every moving pod has the same requests, what the new node must hold: the pods
+    the other machines cannot take whole (room for 1.5 pods takes one)."""
+    shapes = set(moving)
+    if len(shapes) != 1:
+        return (0, 0, 0)
+    (shape,) = shapes
+    taken = 0
+    for room in rooms:
+        fit = copies_that_fit(shape, room)
+        if fit is None:
+            return (0, 0, 0)
+        taken += fit
+    left = max(0, len(moving) - taken)
+    return (shape[0] * left, shape[1] * left, shape[2] * left)
+
+
 def hopeless(
     candidates: Sequence[Candidate],
     moving: Sequence[Pod],
@@ -116,8 +141,10 @@ def hopeless(
     gone = {c.name for c in candidates}
     stranded = homeless(moving, free.front_without(gone))
     stranded_need = _sum(_room(pod.requests) for pod in stranded)
-    need = new_node_need([_room(pod.requests) for pod in moving], stranded_need,
-                         free.total_without(gone))
+    shapes = [_room(pod.requests) for pod in moving]
+    need = new_node_need(shapes, stranded_need, free.total_without(gone))
+    whole = identical_spill(shapes, (r for n, r in free.rooms.items() if n not in gone))
+    need = (max(need[0], whole[0]), max(need[1], whole[1]), max(need[2], whole[2]))
     if not any(need):
         return None
     max_price = sum(c.price for c in candidates)
