@@ -144,7 +144,7 @@ def decide_consolidation(
     spot_to_spot: bool,
 ) -> Command | Rejection:
     moving, _ = base.moving(pod for c in candidates for pod in c.pods)
-    why = hopeless(candidates, moving, base.free, base.pools)
+    why = hopeless(candidates, moving, base.free, base.offers)
     if why is not None:
         return Rejection(ex.CAUSE_NO_CHEAPER, why)
     simulation = base.simulate(candidates)

@@ -38,7 +38,7 @@ from nodewright.controllers.disruption.methods import (
 )
 from nodewright.controllers.disruption.orchestration import CommandFailed, Orchestrator
 from nodewright.controllers.disruption.podrules import PdbLimits
-from nodewright.controllers.disruption.simulation import SimulationBase
+from nodewright.controllers.disruption.simulation import PodModels, SimulationBase
 from nodewright.controllers.disruption.verdicts import PassVerdicts, VerdictPublisher
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
@@ -97,6 +97,7 @@ class DisruptionController:
         self._consolidated: dict[str, tuple[object, ...]] = {}
         self._resume = Resume()
         self._pod_facts = PodFacts()
+        self._pod_models = PodModels()
         self.commands: list[Command] = []  # started commands, newest last (kept short)
         self.last_pass: Pass | None = None
         self._watches = (Watch("NodePool", _on_start),)
@@ -126,6 +127,7 @@ class DisruptionController:
 
     def new_pass(self, now: datetime) -> Pass:
         self._pod_facts.begin_pass()
+        self._pod_models.begin_pass()
         pdb_objects = self.state.pdbs()
         # A PDB without status (no disruption controller wrote one yet) is worked out from
         # the pods it selects; only then are all pods needed.
@@ -134,7 +136,7 @@ class DisruptionController:
         pdbs, problems = PdbLimits.build(pdb_objects, pods)
         for problem in problems:
             log.warning("disruption: %s", problem)
-        base = SimulationBase(self.state, self.cloud, pdbs, now)
+        base = SimulationBase(self.state, self.cloud, pdbs, now, self._pod_models)
         context = CandidateContext(
             now=now,
             nodepools=base.nodepools,

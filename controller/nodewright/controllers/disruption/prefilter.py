@@ -131,11 +131,37 @@ def identical_spill(moving: Sequence[Room], rooms: Iterable[Room]) -> Room:
     return (shape[0] * left, shape[1] * left, shape[2] * left)
 
 
+@dataclass(frozen=True)
+class Offer:
+    """An instance type a NodePool may launch, with what a new node of it holds."""
+
+    name: str
+    price: float
+    allocatable: Room
+    overhead: Room  # the NodePool's DaemonSets
+
+
+def offers(pools: Mapping[str, PoolContext]) -> list[Offer]:
+    """Every NodePool's launchable types, in the NodePools' and their catalogs' order."""
+    found = []
+    for pool in pools.values():
+        overhead = _room(pool.daemon_overhead)
+        requirements = pool.template.requirements
+        for instance_type in pool.instance_types.values():
+            if not labels_compatible(instance_type, requirements):
+                continue
+            price = cheapest_price(instance_type, requirements)
+            if price is not None:
+                found.append(Offer(instance_type.name, price,
+                                   _room(instance_type.allocatable), overhead))
+    return found
+
+
 def hopeless(
     candidates: Sequence[Candidate],
     moving: Sequence[Pod],
     free: FreeRoom,
-    pools: Mapping[str, PoolContext],
+    launchable: Sequence[Offer],
 ) -> str | None:
     """Why no consolidation of these candidates can exist, or None when one might."""
     gone = {c.name for c in candidates}
@@ -149,19 +175,14 @@ def hopeless(
         return None
     max_price = sum(c.price for c in candidates)
     holding: list[tuple[float, str]] = []
-    for pool in pools.values():
-        overhead = _room(pool.daemon_overhead)
+    for offer in launchable:
+        overhead = offer.overhead
         total = (need[0] + overhead[0], need[1] + overhead[1], need[2] + overhead[2])
-        requirements = pool.template.requirements
-        for instance_type in pool.instance_types.values():
-            if not labels_compatible(instance_type, requirements):
-                continue
-            price = cheapest_price(instance_type, requirements)
-            if price is None or not _fits(total, _room(instance_type.allocatable)):
-                continue
-            if price < max_price - 1e-9:
-                return None
-            holding.append((price, instance_type.name))
+        if not _fits(total, offer.allocatable):
+            continue
+        if offer.price < max_price - 1e-9:
+            return None
+        holding.append((offer.price, offer.name))
     wanted = f"{format_quantity(need[0], CPU)} cpu, {need[1] / 1000 / 2**20:.0f}Mi memory"
     cheapest = (f"; the cheapest that does is {min(holding)[1]} at ${min(holding)[0]:.4f}/h"
                 if holding else "")

@@ -25,9 +25,14 @@ from typing import Any
 
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.provider import CloudProvider
+from nodewright.cluster import objects
 from nodewright.controllers.disruption.candidates import Candidate
-from nodewright.controllers.disruption.podrules import PdbLimits, do_not_disrupt_until
-from nodewright.controllers.disruption.prefilter import FreeRoom
+from nodewright.controllers.disruption.podrules import (
+    DO_NOT_DISRUPT,
+    PdbLimits,
+    do_not_disrupt_until,
+)
+from nodewright.controllers.disruption.prefilter import FreeRoom, Offer, offers
 from nodewright.controllers.provisioning.problem import (
     PoolContext,
     ready_pools,
@@ -82,6 +87,46 @@ class _View:
     deleting_failures: dict[str, str]
 
 
+@dataclass(frozen=True)
+class _PodModel:
+    reschedulable: bool
+    annotated: bool  # do-not-disrupt, whose meaning depends on the time
+    model: Pod | tuple[str, str]  # unbound, or (key, why it cannot be read)
+
+
+class PodModels:
+    """The solver's unbound model of each pod, remembered per stored pod object across
+    passes (the state replaces a pod's object on each update). A pass keeps what it or
+    the pass before used."""
+
+    def __init__(self) -> None:
+        self._current: dict[int, tuple[Mapping[str, Any], _PodModel]] = {}
+        self._previous: dict[int, tuple[Mapping[str, Any], _PodModel]] = {}
+
+    def begin_pass(self) -> None:
+        self._previous, self._current = self._current, {}
+
+    def of(self, pod: Mapping[str, Any], state: ClusterState) -> _PodModel:
+        key = id(pod)
+        known = self._current.get(key) or self._previous.get(key)
+        # The object is kept with its model, so its id cannot be reused meanwhile.
+        if known is None or known[0] is not pod:
+            known = (pod, _read(pod, state))
+        self._current[key] = known
+        return known[1]
+
+
+def _read(pod: Mapping[str, Any], state: ClusterState) -> _PodModel:
+    key = pod_key(pod)
+    model: Pod | tuple[str, str]
+    try:
+        model = replace(state.pod_model(key), node_name=None)
+    except (SpecError, KeyError) as error:
+        model = (key, f"the pod cannot be read ({error})")
+    return _PodModel(podutil.is_reschedulable(pod),
+                     DO_NOT_DISRUPT in objects.annotations(pod), model)
+
+
 class SimulationBase:
     """The cluster as the solver sees it, before any candidate is taken away. Most passes
     simulate nothing (consolidation is skipped while nothing changed), so the solver's
@@ -93,8 +138,10 @@ class SimulationBase:
         cloud: CloudProvider,
         pdbs: PdbLimits,
         now: datetime,
+        models: PodModels | None = None,
     ) -> None:
         self.state = state
+        self.models = models if models is not None else PodModels()
         self.cloud = cloud
         self.now = now
         self.pdbs = pdbs
@@ -127,6 +174,11 @@ class SimulationBase:
             deleting_pods=deleting_pods,
             deleting_failures=deleting_failures,
         )
+
+    @cached_property
+    def offers(self) -> list[Offer]:
+        """What a consolidation's one new node could be (for the prefilter)."""
+        return offers(self.pools)
 
     @property
     def problem(self) -> SchedulingProblem:
@@ -171,17 +223,14 @@ class SimulationBase:
 
     def _model_if_moving(self, pod: Mapping[str, Any]) -> Pod | tuple[str, str] | None:
         """The unbound model, None when the pod stays, or (key, why it cannot be read)."""
-        if not podutil.is_reschedulable(pod):
+        known = self.models.of(pod, self.state)
+        if not known.reschedulable:
             return None
-        if do_not_disrupt_until(pod, self.now)[0]:
+        if known.annotated and do_not_disrupt_until(pod, self.now)[0]:
             return None
         if self.pdbs.blocking(pod, self.now, fully_only=True) is not None:
             return None
-        key = pod_key(pod)
-        try:
-            return replace(self.state.pod_model(key), node_name=None)
-        except (SpecError, KeyError) as error:
-            return key, f"the pod cannot be read ({error})"
+        return known.model
 
     def simulate(self, candidates: Sequence[Candidate]) -> Simulation:
         gone = {candidate.name for candidate in candidates}
