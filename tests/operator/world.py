@@ -39,7 +39,7 @@ from nodewright.cluster.api import (
 from nodewright.cluster.kube.access import Request, request_for
 from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
 from nodewright.controllers.disruption.controller import DisruptionOptions
-from nodewright.controllers.harness import Source, documents
+from nodewright.controllers.harness import ClusterReads, Source, documents
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import OperatorDriver
@@ -184,7 +184,7 @@ class AuditedCluster:
         return self.inner.watch(kinds)
 
 
-class RealTimeWorld:
+class RealTimeWorld(ClusterReads):
     def __init__(self, *, cloud: SimSettings = FAST_CLOUD,
                  actors: ActorSettings | None = None,
                  capacity: Sequence[CapacityRule] = (),
@@ -337,29 +337,6 @@ class RealTimeWorld:
     def scale(self, name: str, replicas: int, namespace: str = "default") -> None:
         self.cluster.patch("Deployment", name, {"spec": {"replicas": replicas}}, namespace)
 
-    def nodes(self) -> list[Object]:
-        return self.cluster.list("Node")
-
-    def nodeclaims(self) -> list[Object]:
-        return self.cluster.list("NodeClaim")
-
-    def pods(self, namespace: str | None = "default",
-             labels: Mapping[str, str] | None = None) -> list[Object]:
-        return self.cluster.list("Pod", namespace, labels=labels)
-
-    def pending_pods(self, namespace: str | None = "default") -> list[Object]:
-        return [pod for pod in self.pods(namespace) if not pod["spec"].get("nodeName")]
-
-    def running_pods(self, namespace: str | None = "default") -> list[Object]:
-        return [pod for pod in self.pods(namespace)
-                if (pod.get("status") or {}).get("phase") == "Running"
-                and not pod["metadata"].get("deletionTimestamp")]
-
-    def events(self, reason: str | None = None, kind: str | None = None) -> list[Object]:
-        return [event for event in self.cluster.list("Event")
-                if (reason is None or event.get("reason") == reason)
-                and (kind is None or (event.get("regarding") or {}).get("kind") == kind)]
-
     def live_instances(self) -> list[Instance]:
         with self.lock:
             return [i for i in self.cloud.list()
@@ -370,9 +347,6 @@ class RealTimeWorld:
                 if any(c.get("type") == "Ready" and c.get("status") == "True"
                        for c in (node.get("status") or {}).get("conditions") or [])
                 and node["metadata"].get("labels", {}).get("karpenter.sh/initialized")]
-
-    def instance_types(self) -> list[str]:
-        return sorted(i.instance_type for i in self.live_instances())
 
     def wait_until_running(self, pods: int, nodes: int) -> None:
         eventually(lambda: len(self.running_pods()) == pods and len(self.ready_nodes()) == nodes,

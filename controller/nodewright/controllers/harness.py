@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from nodewright.cloud.sim import CapacityRule, PriceOverride, SimSettings, SimulatedEC2
-from nodewright.cluster.api import KINDS, NotFoundError, Object
+from nodewright.cluster.api import KINDS, ClusterAPI, NotFoundError, Object
 from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
 from nodewright.controllers.driver import VirtualDriver
 from nodewright.controllers.wiring import ControllerOptions, Controllers, build_controllers
@@ -47,7 +47,50 @@ def documents(source: Source) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(str(source)) if isinstance(doc, dict)]
 
 
-class World:
+class ClusterReads:
+    """What a story reads back from a world: the cluster's objects and the live instances.
+    Shared by the virtual-time `World` and the operator tests' real-time world."""
+
+    cluster: ClusterAPI
+    cloud: SimulatedEC2
+
+    def nodes(self) -> list[Object]:
+        return self.cluster.list("Node")
+
+    def nodeclaims(self) -> list[Object]:
+        return self.cluster.list("NodeClaim")
+
+    def pods(self, namespace: str | None = "default",
+             labels: Mapping[str, str] | None = None) -> list[Object]:
+        return self.cluster.list("Pod", namespace, labels=labels)
+
+    def pending_pods(self, namespace: str | None = "default") -> list[Object]:
+        return [pod for pod in self.pods(namespace) if not (pod.get("spec") or {}).get("nodeName")]
+
+    def running_pods(self, namespace: str | None = "default") -> list[Object]:
+        return [pod for pod in self.pods(namespace)
+                if (pod.get("spec") or {}).get("nodeName")
+                and (pod.get("status") or {}).get("phase") == "Running"
+                and not (pod.get("metadata") or {}).get("deletionTimestamp")]
+
+    def events(self, reason: str | None = None, kind: str | None = None) -> list[Object]:
+        return [
+            event for event in self.cluster.list("Event")
+            if (reason is None or event.get("reason") == reason)
+            and (kind is None or (event.get("regarding") or {}).get("kind") == kind)
+        ]
+
+    def live_instances(self) -> list[Any]:
+        return [i for i in self.cloud.list() if i.state not in ("shutting-down", "terminated")]
+
+    def instance_types(self) -> list[str]:
+        """The instance type of every live instance, sorted."""
+        return sorted(i.instance_type for i in self.live_instances())
+
+
+class World(ClusterReads):
+    cluster: InMemoryCluster
+
     def __init__(
         self,
         *,
@@ -168,41 +211,6 @@ class World:
             still = still + _STEP_SECONDS if current == last else 0.0
             last = current
         return True
-
-    # -- reading -------------------------------------------------------------------------
-
-    def nodes(self) -> list[Object]:
-        return self.cluster.list("Node")
-
-    def nodeclaims(self) -> list[Object]:
-        return self.cluster.list("NodeClaim")
-
-    def pods(self, namespace: str | None = "default",
-             labels: Mapping[str, str] | None = None) -> list[Object]:
-        return self.cluster.list("Pod", namespace, labels=labels)
-
-    def pending_pods(self, namespace: str | None = "default") -> list[Object]:
-        return [pod for pod in self.pods(namespace) if not (pod.get("spec") or {}).get("nodeName")]
-
-    def running_pods(self, namespace: str | None = "default") -> list[Object]:
-        return [pod for pod in self.pods(namespace)
-                if (pod.get("spec") or {}).get("nodeName")
-                and (pod.get("status") or {}).get("phase") == "Running"
-                and not (pod.get("metadata") or {}).get("deletionTimestamp")]
-
-    def events(self, reason: str | None = None, kind: str | None = None) -> list[Object]:
-        return [
-            event for event in self.cluster.list("Event")
-            if (reason is None or event.get("reason") == reason)
-            and (kind is None or (event.get("regarding") or {}).get("kind") == kind)
-        ]
-
-    def live_instances(self) -> list[Any]:
-        return [i for i in self.cloud.list() if i.state not in ("shutting-down", "terminated")]
-
-    def instance_types(self) -> list[str]:
-        """The instance type of every live instance, sorted."""
-        return sorted(i.instance_type for i in self.live_instances())
 
 
 def node_labels(nodes: Iterable[Object], key: str) -> list[str]:
