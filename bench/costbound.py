@@ -36,8 +36,12 @@ so sum_t U_t(y) z_t >= sum_s n_s y_s. Over a set of such cuts, the integer progr
 its optimum (or HiGHS's dual bound on it) is a lower bound too, and it counts whole nodes.
 Cuts come from column generation's exact rounds and from a separation loop (Benders): for
 the MIP's z*, a phase-1 LP asks whether the pods fit fractionally into z*'s nodes; when
-they do not, its duals give a cut that z* violates. The reported bound is the larger of
-the two; `Bound.method` says which.
+they do not, its duals give a cut that z* violates. When they do fit fractionally, an
+assignment MIP asks whether whole pods fit into z*'s nodes; when HiGHS proves they do not,
+no plan with at most z*_t nodes of every type t holds them either, and binaries exclude
+all of those (a combinatorial Benders cut: some type must get more nodes); when they fit,
+z* is a packing and the bound is the optimum. The reported bound is the larger of the
+two; `Bound.method` says which.
 
 Pricing runs the controller's own knapsack (`nodewright.scheduling.knapsack`, branch and
 bound with a surrogate bound that stays valid when its node budget runs out) with a small
@@ -117,6 +121,7 @@ class Bound:
     lp_lower: float = 0.0  # the configuration LP's (Farley) bound
     node_lower: float = 0.0  # the node-count relaxation's bound (0 when not run)
     node_proven: bool = False  # the node-count MIP was solved to optimality every time
+    optimal: bool = False  # a packing costs `lower`: the bound is the optimum
 
     @property
     def gap(self) -> float:
@@ -387,14 +392,14 @@ def configuration_bound(
             seen.add((pattern.node.name, pattern.counts))
             patterns.append(pattern)
     upper, plan = _integer_master(patterns, counts, mip_time_limit)
-    node_lower, proven = 0.0, False
+    node_lower, proven, attained = 0.0, False, False
     if node_count_time_limit > 0 and upper > lower * (1 + 1e-6):
-        node_lower, proven = node_count_bound(
+        node_lower, proven, attained = node_count_bound(
             shapes, counts, types, patterns, seen, cuts, upper,
             time_limit=node_count_time_limit, knapsack_time_limit=knapsack_time_limit)
     return Bound(
         lower=max(lower, node_lower),
-        upper=upper,
+        upper=min(upper, node_lower / (1 - 1e-7)) if attained else upper,
         lp=lp_value,
         converged=converged,
         iterations=iterations,
@@ -403,22 +408,45 @@ def configuration_bound(
         lp_lower=lower,
         node_lower=node_lower,
         node_proven=proven,
+        optimal=attained,
     )
 
 
-def _node_count_mip(prices: np.ndarray, cuts: Sequence[Cut], upper: float, time_limit: float
+def _node_count_mip(prices: np.ndarray, cuts: Sequence[Cut], upper: float, time_limit: float,
+                    excluded: Sequence[np.ndarray] = ()
                     ) -> tuple[np.ndarray | None, float, bool]:
-    """min price.z subject to the cuts, z integer: (z*, a valid lower bound, solved)."""
-    matrix = np.array([c for c, _ in cuts], dtype=float)
-    rhs = np.array([r for _, r in cuts], dtype=float)
+    """min price.z subject to the cuts, z integer, and z above none of the `excluded` node
+    counts (each proven not to hold the pods, so neither does anything below it):
+    (z*, a valid lower bound, solved)."""
+    n = len(prices)
     # No optimal plan buys more nodes of a type than the best known plan costs.
     most = np.floor(upper / prices) + 1
+    matrix = np.array([c for c, _ in cuts], dtype=float)
+    rows = [np.hstack([matrix, np.zeros((len(cuts), n * len(excluded)))])]
+    lows = [np.array([r for _, r in cuts], dtype=float)]
+    highs = [np.full(len(cuts), np.inf)]
+    for k, below in enumerate(excluded):
+        # Some type gets more nodes than `below` has: binaries w with z_t >= (below_t + 1) w_t
+        # and sum_t w_t >= 1.
+        offset = n * (k + 1)
+        link = np.zeros((n, n * (len(excluded) + 1)))
+        link[:, :n] = np.eye(n)
+        link[:, offset:offset + n] = -np.diag(below + 1.0)
+        some = np.zeros((1, n * (len(excluded) + 1)))
+        some[0, offset:offset + n] = 1.0
+        rows += [link, some]
+        lows += [np.zeros(n), np.ones(1)]
+        highs += [np.full(n, np.inf), np.full(1, np.inf)]
+    cost = np.concatenate([prices, np.zeros(n * len(excluded))])
+    upper_bounds = np.concatenate([most] + [(below + 1 <= most).astype(float)
+                                            for below in excluded])
     with _quiet():
         res = milp(
-            c=prices,
-            constraints=LinearConstraint(matrix, rhs, np.inf),
-            integrality=np.ones(len(prices)),
-            bounds=Bounds(0, most),
+            c=cost,
+            constraints=LinearConstraint(np.vstack(rows), np.concatenate(lows),
+                                         np.concatenate(highs)),
+            integrality=np.ones(len(cost)),
+            bounds=Bounds(0, upper_bounds),
             options={"time_limit": time_limit, "mip_rel_gap": 1e-7, "disp": False},
         )
     dual = getattr(res, "mip_dual_bound", None)
@@ -427,7 +455,63 @@ def _node_count_mip(prices: np.ndarray, cuts: Sequence[Cut], upper: float, time_
         return None, bound, False
     if res.status == 0:
         bound = max(bound, float(res.fun) * (1 - 1e-7))
-    return np.round(res.x).astype(np.int64), bound, res.status == 0
+    return np.round(res.x[:n]).astype(np.int64), bound, res.status == 0
+
+
+def integer_fit(z: np.ndarray, shapes: np.ndarray, counts: np.ndarray,
+                types: Sequence[NodeType], time_limit: float) -> bool | None:
+    """Whether the pods fit into z_t nodes of each type t, each pod whole on one node: True,
+    False (proven by HiGHS), or None when the time limit came first. An assignment MIP:
+    x[b, s] pods of shape s on node b."""
+    rooms = [types[t].room for t in range(len(types)) for _ in range(int(z[t]))]
+    kinds = [t for t in range(len(types)) for _ in range(int(z[t]))]
+    nodes, rows = len(rooms), len(shapes)
+    if nodes == 0:
+        return not counts.any()
+    variables = nodes * rows
+    constraints: list[np.ndarray] = []
+    lows: list[float] = []
+    highs: list[float] = []
+    for s in range(rows):  # every pod of every shape placed
+        row = np.zeros(variables)
+        row[s::rows] = 1.0
+        constraints.append(row)
+        lows.append(float(counts[s]))
+        highs.append(float(counts[s]))
+    for b, room in enumerate(rooms):  # each node's room
+        for r, capacity in enumerate(room):
+            row = np.zeros(variables)
+            row[b * rows:(b + 1) * rows] = shapes[:, r]
+            constraints.append(row)
+            lows.append(-np.inf)
+            highs.append(float(capacity))
+    for b in range(nodes - 1):  # nodes of one type are interchangeable: order them by cpu
+        if kinds[b] == kinds[b + 1]:
+            row = np.zeros(variables)
+            row[b * rows:(b + 1) * rows] = shapes[:, 0]
+            row[(b + 1) * rows:(b + 2) * rows] = -shapes[:, 0]
+            constraints.append(row)
+            lows.append(0.0)
+            highs.append(np.inf)
+    most = np.tile(counts.astype(float), nodes)
+    with _quiet():
+        res = milp(
+            c=np.zeros(variables),
+            constraints=LinearConstraint(np.array(constraints), np.array(lows),
+                                         np.array(highs)),
+            integrality=np.ones(variables),
+            bounds=Bounds(0, most),
+            options={"time_limit": max(time_limit, 1.0), "disp": False},
+        )
+    if res.status == 0:
+        # Trust HiGHS's "fits" only once the rounded assignment checks out in integers.
+        x = np.round(res.x).astype(np.int64).reshape(nodes, rows)
+        placed = (x.sum(axis=0) == counts).all()
+        loads = x @ shapes
+        return bool(placed and (loads <= np.array(rooms)).all()) or None
+    if res.status == 2:  # HiGHS proved it infeasible
+        return False
+    return None
 
 
 def _separate(
@@ -502,9 +586,10 @@ def node_count_bound(
     *,
     time_limit: float,
     knapsack_time_limit: float,
-) -> tuple[float, bool]:
+) -> tuple[float, bool, bool]:
     """The node-count relaxation's bound by cutting planes (see the module docstring):
-    (bound, whether every MIP on the way was solved to optimality)."""
+    (bound, whether every MIP on the way was solved to optimality, whether whole pods were
+    shown to fit the bound's nodes: then the bound is the optimum)."""
     started = time.perf_counter()
     deadline = started + time_limit
     prices = np.array([t.price for t in types], dtype=float)
@@ -516,18 +601,25 @@ def node_count_bound(
             cuts.append((room, float(sizes @ counts)))
     best = 0.0
     proven = True
+    excluded: list[np.ndarray] = []
     while time.perf_counter() < deadline:
         left = max(deadline - time.perf_counter(), 1.0)
-        z, bound, solved = _node_count_mip(prices, cuts, upper, left)
+        z, bound, solved = _node_count_mip(prices, cuts, upper, left, excluded)
         proven = proven and solved
         best = max(best, bound)
         if z is None or not solved:
             break
         cut = _separate(z, shapes, counts, types, patterns, seen, knapsack_time_limit, deadline)
-        if cut is None:
-            break
-        cuts.append(cut)
-    return best, proven
+        if cut is not None:
+            cuts.append(cut)
+            continue
+        # The pods fit z* fractionally; whole pods may not. If they do, z* is a packing
+        # and its price the optimum; if HiGHS proves they do not, no z below z* fits either.
+        fits = integer_fit(z, shapes, counts, types, deadline - time.perf_counter())
+        if fits is not False:
+            return best, proven, bool(fits)
+        excluded.append(z.astype(float))
+    return best, proven, False
 
 
 def brute_force_optimum(

@@ -186,6 +186,7 @@ def measure(name: str, catalog: Sequence[InstanceType], size: int, groups: Seque
             "bestKnown": round(found.upper, 5),
             "boundConverged": found.converged,
             "boundMethod": found.method,
+            "boundIsOptimum": found.optimal,
             "lpBound": round(found.lp_lower, 5),
             "nodeCountBound": round(found.node_lower, 5),
             "planOverBound": round(result.hourly_cost / found.lower, 4),
