@@ -422,8 +422,13 @@ def _node_count_mip(prices: np.ndarray, cuts: Sequence[Cut], upper: float, time_
     # No optimal plan buys more nodes of a type than the best known plan costs.
     most = np.floor(upper / prices) + 1
     matrix = np.array([c for c, _ in cuts], dtype=float)
+    rhs = np.array([r for _, r in cuts], dtype=float)
+    # Each cut scaled to coefficients of at most 1: memory in milli-bytes reaches 1e16,
+    # beyond what HiGHS accepts in a matrix.
+    scale = np.maximum(np.abs(matrix).max(axis=1), 1e-12)
+    matrix, rhs = matrix / scale[:, None], rhs / scale
     rows = [np.hstack([matrix, np.zeros((len(cuts), n * len(excluded)))])]
-    lows = [np.array([r for _, r in cuts], dtype=float)]
+    lows = [rhs]
     highs = [np.full(len(cuts), np.inf)]
     for k, below in enumerate(excluded):
         # Some type gets more nodes than `below` has: binaries w with z_t >= (below_t + 1) w_t
@@ -478,18 +483,19 @@ def integer_fit(z: np.ndarray, shapes: np.ndarray, counts: np.ndarray,
         constraints.append(row)
         lows.append(float(counts[s]))
         highs.append(float(counts[s]))
-    for b, room in enumerate(rooms):  # each node's room
+    largest = np.maximum(shapes.max(axis=0), 1).astype(float)
+    for b, room in enumerate(rooms):  # each node's room, in units of the largest pod
         for r, capacity in enumerate(room):
             row = np.zeros(variables)
-            row[b * rows:(b + 1) * rows] = shapes[:, r]
+            row[b * rows:(b + 1) * rows] = shapes[:, r] / largest[r]
             constraints.append(row)
             lows.append(-np.inf)
-            highs.append(float(capacity))
+            highs.append(float(capacity) / largest[r])
     for b in range(nodes - 1):  # nodes of one type are interchangeable: order them by cpu
         if kinds[b] == kinds[b + 1]:
             row = np.zeros(variables)
-            row[b * rows:(b + 1) * rows] = shapes[:, 0]
-            row[(b + 1) * rows:(b + 2) * rows] = -shapes[:, 0]
+            row[b * rows:(b + 1) * rows] = shapes[:, 0] / largest[0]
+            row[(b + 1) * rows:(b + 2) * rows] = -shapes[:, 0] / largest[0]
             constraints.append(row)
             lows.append(0.0)
             highs.append(np.inf)
