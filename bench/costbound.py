@@ -350,7 +350,7 @@ def configuration_bound(
     knapsack_time_limit: float = 0.5,
     mip_time_limit: float = 60.0,
     max_columns_per_round: int = 60,
-    node_count_time_limit: float = 120.0,
+    node_count_time_limit: float = 900.0,
 ) -> Bound:
     """Column generation for the configuration LP, then the node-count relaxation (see
     the module docstring); `lower` is the larger of the two bounds."""
