@@ -17,7 +17,8 @@ controllers depend on.
 - The eviction subresource checks PodDisruptionBudgets (see `budgets`).
 
 Stored objects are never modified in place: every write stores a new dict (sharing the
-parts it did not change with the previous version). Reads hand out copies;
+parts it did not change with the previous version, and its nested parts equal to another
+stored object's with that object: see `sharing`). Reads hand out copies;
 `peek`/`peek_all` give the stored objects themselves to the in-process actors, and watch
 events carry them too (a watcher keeping the objects it was sent, as the state cache
 does, holds the very versions the server stores instead of copies of them): both must be
