@@ -37,7 +37,6 @@ class SubtreeSharing:
         self._by_key: dict[Key, Any] = {}
         self._keys: dict[int, tuple[Any, Key]] = {}
         self._next_sweep = _MIN_SWEEP
-        self.hits = 0
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -105,13 +104,11 @@ class SubtreeSharing:
     def _canonical(self, value: Any) -> Any:
         entry = self._keys.get(id(value))
         if entry is not None and entry[0] is value:
-            self.hits += 1
             return value
         value = self._share_children(value)
         key = _key(value)
         found = self._by_key.get(key)
         if found is not None:
-            self.hits += 1
             return found
         self._by_key[key] = value
         self._keys[id(value)] = (value, key)
