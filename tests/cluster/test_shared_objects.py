@@ -18,7 +18,7 @@ from tests.conftest import EXAMPLES
 def pod(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
-            "spec": {"containers": [{"name": "app", "image": "app"}]}}
+            "spec": {"containers": [{"name": "app", "image": name}]}}
 
 
 def guarded_cluster() -> InMemoryCluster:

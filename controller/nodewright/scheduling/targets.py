@@ -111,6 +111,9 @@ class PoolState:
     restricted_cache: dict[
         tuple[int, int, Requirements], tuple[list[Candidate], list[Candidate]]
     ] = field(default_factory=dict)
+    restricted_shared: dict[
+        tuple[int, int, int], tuple[list[Candidate], list[Candidate], list[Candidate]]
+    ] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -152,8 +155,17 @@ class PoolState:
         cached = self.restricted_cache.get(key)
         if cached is not None and cached[0] is candidates:
             return cached[1]
-        allowed = {id(c.instance_type) for c in candidates[start:]}
-        result = [c for c in self.candidates_for(requirements) if id(c.instance_type) in allowed]
+        compatible = self.candidates_for(requirements)
+        # Requirements that differ only in the hostname give the same list: one object
+        # for all of them (thousands of open NodeClaims would otherwise each hold a copy).
+        shared_key = (id(compatible), id(candidates), start)
+        shared = self.restricted_shared.get(shared_key)
+        if shared is not None and shared[0] is compatible and shared[1] is candidates:
+            result = shared[2]
+        else:
+            allowed = {id(c.instance_type) for c in candidates[start:]}
+            result = [c for c in compatible if id(c.instance_type) in allowed]
+            self.restricted_shared[shared_key] = (compatible, candidates, result)
         self.restricted_cache[key] = (candidates, result)
         return result
 

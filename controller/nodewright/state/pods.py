@@ -2,7 +2,9 @@
 each is bound to with its requests, and each pod parsed once for the solver.
 
 A pod is parsed when its spec (apart from `nodeName`) or labels change, not on every
-status update, so a solve over ten thousand pods reads cached models.
+status update, so a solve over ten thousand pods reads cached models. Replicas share one
+model (renamed): the API server stores their equal labels and spec fields as the same
+objects, so the parse of one is found for the next by those objects' identity.
 """
 
 from __future__ import annotations
@@ -18,6 +20,26 @@ from nodewright.state.statenode import NodePods
 
 Object = Mapping[str, Any]
 _UNPARSABLE_REQUESTS: Mapping[str, int] = {PODS: 1000}
+# Namespace, owner, labels and spec fields but nodeName, by identity.
+_ReplicaKey = tuple[str, str | None, int, tuple[tuple[str, int], ...]]
+# Beyond this many more replica entries than parsed pods, the replica cache starts over.
+_REPLICA_SLACK = 64
+
+
+@dataclass(slots=True)
+class _Replica:
+    """A parsed model and the objects its key names by identity (kept alive with it, so
+    their ids are not reused while the entry exists)."""
+
+    labels: Mapping[str, Any]
+    spec: Mapping[str, Any]
+    model: Pod
+
+
+def _replica_key(namespace: str, owner: str | None, labels: Mapping[str, Any],
+                 spec: Mapping[str, Any]) -> _ReplicaKey:
+    fields = tuple((field, id(value)) for field, value in spec.items() if field != "nodeName")
+    return (namespace, owner, id(labels), fields)
 
 
 def pod_key(pod: Object) -> str:
@@ -49,6 +71,7 @@ class PodStore:
         self.bindings: dict[str, str] = {}
         self.by_node: dict[str, NodePods] = {}
         self._parsed: dict[str, _Parsed] = {}
+        self._replicas: dict[_ReplicaKey, _Replica] = {}
 
     def node_pods(self, node_name: str) -> NodePods:
         pods = self.by_node.get(node_name)
@@ -116,11 +139,23 @@ class PodStore:
             return cached
         owner = podutil.controller_owner(pod)
         namespace, name = key.split("/", 1)
+        replica_key = _replica_key(namespace, owner, labels, spec)
+        replica = self._replicas.get(replica_key)
+        if replica is not None:
+            node = spec.get("nodeName")
+            parsed = _Parsed(uid, spec, labels, owner, replace(
+                replica.model, name=name, node_name=str(node) if node else None), None)
+            self._parsed[key] = parsed
+            return parsed
         try:
             model = parse_pod_spec(namespace, name, dict(labels), spec, "spec", owner)
             parsed = _Parsed(uid, spec, labels, owner, model, None)
         except SpecError as error:
             parsed = _Parsed(uid, spec, labels, owner, None, error)
+        else:
+            if len(self._replicas) > len(self._parsed) + _REPLICA_SLACK:
+                self._replicas.clear()
+            self._replicas[replica_key] = _Replica(labels, spec, model)
         self._parsed[key] = parsed
         return parsed
 

@@ -17,7 +17,8 @@ controllers depend on.
 - The eviction subresource checks PodDisruptionBudgets (see `budgets`).
 
 Stored objects are never modified in place: every write stores a new dict (sharing the
-parts it did not change with the previous version). Reads hand out copies;
+parts it did not change with the previous version, and its nested parts equal to another
+stored object's with that object: see `sharing`). Reads hand out copies;
 `peek`/`peek_all` give the stored objects themselves to the in-process actors, and watch
 events carry them too (a watcher keeping the objects it was sent, as the state cache
 does, holds the very versions the server stores instead of copies of them): both must be
@@ -50,6 +51,7 @@ from nodewright.cluster.memory.merge_patch import merge_patch
 from nodewright.cluster.memory.names import NameSource
 from nodewright.cluster.memory.pod_status import set_pod_condition
 from nodewright.cluster.memory.read_only import ReadOnlyGuard
+from nodewright.cluster.memory.sharing import SubtreeSharing
 from nodewright.cluster.memory.timestamps import time_text
 from nodewright.cluster.memory.watch import MemoryWatchStream
 from nodewright.runtime.clock import Clock, format_time
@@ -98,6 +100,8 @@ class InMemoryCluster:
         self._streams: list[MemoryWatchStream] = []
         # Tests turn this on to catch anyone modifying a stored (shared) object in place.
         self.read_only_guard: ReadOnlyGuard | None = None
+        # Equal parts of stored versions are one object (replicas' specs, conditions).
+        self.sharing = SubtreeSharing()
         for namespace in INITIAL_NAMESPACES:
             self.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
 
@@ -443,6 +447,7 @@ class InMemoryCluster:
         self._kind_versions[info.kind] = self._version
         obj["metadata"]["resourceVersion"] = str(self._version)
         scope = obj["metadata"].get("namespace") or ""
+        self.sharing.share(obj)
         if self.read_only_guard is not None:
             self.read_only_guard.replace(info.kind, scope, self._store[info.kind].get(scope, {})
                                          .get(obj["metadata"]["name"]), obj)

@@ -53,6 +53,10 @@ class PodFilters:
         """Why `pod` cannot go to `node`; empty when it can."""
         return self.static_reasons(node) or self.dynamic_reasons(node)
 
+    def resource_key(self) -> tuple[tuple[str, int], ...]:
+        """What `resource_reasons` depends on besides the node and the pod's host ports."""
+        return tuple(self._requests)
+
     def static_reasons(self, node: NodeInfo) -> Sequence[str]:
         if node.unschedulable and not self._tolerates_cordon:
             return (UNSCHEDULABLE,)

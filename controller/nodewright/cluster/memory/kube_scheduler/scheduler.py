@@ -48,7 +48,12 @@ from nodewright.cluster.memory.kube_scheduler.scoring import (
     intolerable_preferences,
     preferred_affinity,
 )
-from nodewright.cluster.memory.kube_scheduler.snapshot import NodeInfo, build_snapshot, node_info
+from nodewright.cluster.memory.kube_scheduler.snapshot import (
+    NodeInfo,
+    build_snapshot,
+    node_info,
+    scored_requests,
+)
 from nodewright.cluster.memory.kube_scheduler.topology import PassTopology
 from nodewright.cluster.memory.pod_status import TERMINAL_PHASES, is_terminal, set_pod_condition
 from nodewright.cluster.memory.store import DEFAULT_SCHEDULER, InMemoryCluster
@@ -68,32 +73,64 @@ NO_PLUGINS: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
+class _Candidates:
+    """What the static filters and the scores that stay the same within a pass say about
+    the nodes, for every pod shape with the same node selector, node affinity and
+    tolerations (pods that differ only in requests share it: at 10,000 pods and 2,000
+    nodes a copy per shape was most of a pass's memory). `affinity` and `intolerable`
+    hold the non-zero raw scores only."""
+
+    static_reasons: Counter[str]
+    nodes: list[NodeInfo]
+    names: frozenset[str]
+    affinity: dict[str, int]
+    intolerable: dict[str, int]
+    # The nodes grouped by their values of some topology keys, per tuple of keys.
+    domains: dict[tuple[str, ...], list[list[NodeInfo]]] = field(default_factory=dict)
+
+
+# Pushes a score heap may hold beyond two per candidate before its stale entries go.
+_HEAP_SLACK = 64
+
+# nodeSelector, required and preferred node affinity terms, tolerations.
+_CandidatesKey = tuple[frozenset[tuple[str, str]], tuple[Any, ...], tuple[Any, ...],
+                       tuple[Any, ...]]
+
+
+def _candidates_key(pod: Pod) -> _CandidatesKey:
+    return (frozenset(pod.node_selector.items()), pod.required_terms, pod.preferred_terms,
+            pod.tolerations)
+
+
+@dataclass(slots=True)
 class _Shape:
     """What a pass knows about one pod shape: the nodes its static filters admit, why
-    the others were rejected, the scores that do not change within the pass, and what
-    is cached per node (keyed by the node's version: it moves when the node gets a pod).
+    the others were rejected, the scores that do not change within the pass (those three
+    shared, see `_Candidates`), and what is cached per node (keyed by the node's version:
+    it moves when the node gets a pod; shared by the shapes it does not depend on).
     """
 
     filters: PodFilters
-    static_reasons: Counter[str]
-    candidates: list[NodeInfo]
-    candidate_names: frozenset[str]
-    affinity: dict[str, int]
-    intolerable: dict[str, int]
-    resources: dict[str, tuple[int, bool]] = field(default_factory=dict)
-    fits: dict[str, tuple[int, int]] = field(default_factory=dict)
+    static: _Candidates
+    # Per node: 2 x its version, plus 1 when its ports or resources refuse the pod
+    # (shared by the shapes with the same requests and host ports).
+    resources: dict[str, int]
+    # Per node: its version and the fit score (shared by the shapes scored alike).
+    fits: dict[str, tuple[int, int]]
     # For shapes judged by fit alone: (-fit, name, node version, blocking version).
     heap: list[tuple[int, str, int, int]] | None = None
-    # The candidates grouped by their values of the topology keys (the keys first).
-    domains: tuple[tuple[str, ...], list[list[NodeInfo]]] | None = None
+
+    @property
+    def candidates(self) -> list[NodeInfo]:
+        return self.static.nodes
 
     @property
     def by_fit_alone(self) -> bool:
         """No spread or affinity terms and no preferences: a node's score and verdict
         change only when it gets a pod (or a placed pod's anti-affinity turns up), so a
         heap of scores, refreshed for each node that changes, finds the best node."""
-        return self.filters.node_local and not any(self.affinity.values()) and not any(
-            self.intolerable.values())
+        return self.filters.node_local and not self.static.affinity and not (
+            self.static.intolerable)
 
 
 class SchedulingPass:
@@ -103,6 +140,9 @@ class SchedulingPass:
         self.nodes = nodes
         self.topology = PassTopology(nodes, namespace_labels)
         self._shapes: dict[str, _Shape] = {}
+        self._candidates: dict[_CandidatesKey, _Candidates] = {}
+        self._resources: dict[tuple[object, ...], dict[str, int]] = {}
+        self._fits: dict[tuple[int, int], dict[str, tuple[int, int]]] = {}
 
     def choose(self, pod: Pod, signature: str) -> tuple[NodeInfo | None, Verdict]:
         """The node for `pod`, or None and why not (kube-scheduler's message and the
@@ -115,7 +155,7 @@ class SchedulingPass:
         best = self._from_heap(shape, pod) if shape.by_fit_alone else self._by_scan(shape, pod)
         if best is not None:
             return best, ("", NO_PLUGINS)
-        reasons = Counter(shape.static_reasons)
+        reasons = Counter(shape.static.static_reasons)
         for node in shape.candidates:
             reasons.update(shape.filters.dynamic_reasons(node))
         return None, (unschedulable_message(len(self.nodes), reasons), rejectors(reasons))
@@ -126,26 +166,28 @@ class SchedulingPass:
         for nodes in self._allowed_domains(shape):
             for node in nodes:
                 cached = shape.resources.get(node.name)
-                if cached is None or cached[0] != node.version:
-                    cached = (node.version, bool(filters.resource_reasons(node)))
-                    shape.resources[node.name] = cached
-                if not cached[1]:
+                if cached is None or cached >> 1 != node.version:
+                    refused = 1 if filters.resource_reasons(node) else 0
+                    cached = shape.resources[node.name] = 2 * node.version + refused
+                if not cached & 1:
                     feasible.append((node, self._fit(shape, pod, node)))
-        return best_node(feasible, shape.affinity, shape.intolerable) if feasible else None
+        if not feasible:
+            return None
+        return best_node(feasible, shape.static.affinity, shape.static.intolerable)
 
     def _allowed_domains(self, shape: _Shape) -> list[list[NodeInfo]]:
         """The candidates grouped by their values of the shape's topology keys, keeping
         the groups whose spread and affinity verdict (one per group) admits them."""
         keys = shape.filters.topology_keys()
-        if shape.domains is None or shape.domains[0] != keys:
+        domains = shape.static.domains.get(keys)
+        if domains is None:
             groups: dict[tuple[str | None, ...], list[NodeInfo]] = {}
             for node in shape.candidates:
                 groups.setdefault(tuple(node.labels.get(key) for key in keys), []).append(node)
-            shape.domains = (keys, list(groups.values()))
+            domains = shape.static.domains[keys] = list(groups.values())
         if not keys:
-            return shape.domains[1]
-        return [nodes for nodes in shape.domains[1]
-                if not shape.filters.topology_reasons(nodes[0])]
+            return domains
+        return [nodes for nodes in domains if not shape.filters.topology_reasons(nodes[0])]
 
     def _from_heap(self, shape: _Shape, pod: Pod) -> NodeInfo | None:
         blocking = self.topology.blocking_version
@@ -171,11 +213,18 @@ class SchedulingPass:
         """Put `node` in the shape's heap, with its current score, if it can take the pod.
         Every change of a node pushes a fresh entry (`placed`), so the first entry whose
         versions are current is the best node."""
-        assert shape.heap is not None
+        heap = shape.heap
+        assert heap is not None
         if not shape.filters.dynamic_reasons(node):
             entry = (-self._fit(shape, pod, node), node.name, node.version,
                      self.topology.blocking_version)
-            heapq.heappush(shape.heap, entry)
+            heapq.heappush(heap, entry)
+            if len(heap) > 2 * len(shape.candidates) + _HEAP_SLACK:
+                # Entries of nodes that got a pod since are never returned: drop them
+                # (in place: `_from_heap` may be walking this very list).
+                nodes = self.nodes
+                heap[:] = [item for item in heap if nodes[item[1]].version == item[2]]
+                heapq.heapify(heap)
 
     @staticmethod
     def _fit(shape: _Shape, pod: Pod, node: NodeInfo) -> int:
@@ -186,6 +235,15 @@ class SchedulingPass:
 
     def _shape(self, pod: Pod) -> _Shape:
         filters = PodFilters(pod, self.topology)
+        key = _candidates_key(pod)
+        static = self._candidates.get(key)
+        if static is None:
+            static = self._candidates[key] = self._static_candidates(pod, filters)
+        resources = self._resources.setdefault((*filters.resource_key(), pod.host_ports), {})
+        fits = self._fits.setdefault(scored_requests(pod), {})
+        return _Shape(filters, static, resources, fits)
+
+    def _static_candidates(self, pod: Pod, filters: PodFilters) -> _Candidates:
         reasons: Counter[str] = Counter()
         candidates = []
         for node in self.nodes.values():
@@ -194,21 +252,21 @@ class SchedulingPass:
                 reasons.update(failed)
             else:
                 candidates.append(node)
-        return _Shape(
-            filters,
-            reasons,
-            candidates,
-            frozenset(node.name for node in candidates),
-            {node.name: preferred_affinity(pod, node) for node in candidates},
-            {node.name: intolerable_preferences(pod, node) for node in candidates},
-        )
+        affinity, intolerable = {}, {}
+        for node in candidates:
+            if score := preferred_affinity(pod, node):
+                affinity[node.name] = score
+            if count := intolerable_preferences(pod, node):
+                intolerable[node.name] = count
+        return _Candidates(reasons, candidates, frozenset(node.name for node in candidates),
+                           affinity, intolerable)
 
     def placed(self, pod: Pod, node: NodeInfo) -> None:
         node.add(pod)
         self.topology.record(pod, node)
         # The node's score may rise as well as fall (balanced allocation): re-enter it.
         for shape in self._shapes.values():
-            if shape.heap is not None and node.name in shape.candidate_names:
+            if shape.heap is not None and node.name in shape.static.names:
                 self._push(shape, shape.filters.pod, node)
 
 

@@ -69,16 +69,19 @@ def best_node(
 ) -> NodeInfo:
     """The highest scoring node, the first by name among equals. `feasible` holds
     (node, fit score); `affinity` and `intolerable` are the per-node raw
-    preferred-affinity weights and untolerated PreferNoSchedule taint counts, normalized
-    here over the feasible nodes as kube-scheduler does."""
-    top_affinity = max(affinity[node.name] for node, _ in feasible)
-    top_taints = max(intolerable[node.name] for node, _ in feasible)
+    preferred-affinity weights and untolerated PreferNoSchedule taint counts (a node
+    missing from them has 0), normalized here over the feasible nodes as kube-scheduler
+    does."""
+    top_affinity = max(affinity.get(node.name, 0) for node, _ in feasible)
+    top_taints = max(intolerable.get(node.name, 0) for node, _ in feasible)
     best, best_score = feasible[0][0], -1
     for node, score in feasible:
         if top_affinity:
-            score += NODE_AFFINITY_WEIGHT * (affinity[node.name] * MAX_SCORE // top_affinity)
+            score += NODE_AFFINITY_WEIGHT * (affinity.get(node.name, 0) * MAX_SCORE
+                                             // top_affinity)
         if top_taints:
-            score -= TAINT_TOLERATION_WEIGHT * (intolerable[node.name] * MAX_SCORE // top_taints)
+            score -= TAINT_TOLERATION_WEIGHT * (intolerable.get(node.name, 0) * MAX_SCORE
+                                               // top_taints)
         if score > best_score or (score == best_score and node.name < best.name):
             best, best_score = node, score
     return best
