@@ -12,7 +12,7 @@ from nodewright.cluster.memory.kube_scheduler import scheduler
 from nodewright.cluster.memory.kube_scheduler.scheduler import SchedulingPass
 from nodewright.cluster.memory.kube_scheduler.snapshot import NodeInfo, node_info
 from nodewright.scheduling.pods import Pod, parse_pod_spec
-from tests.cluster.test_scheduler_choice import NODES, PODS, parsed, plain_choice, snapshot
+from tests.cluster.test_scheduler_choice import NODES, PODS, choose_alike, snapshot
 from tests.cluster.world import node, pod_spec
 
 ON_SSD = {"nodeSelector": {"disk": "ssd"}}
@@ -54,13 +54,6 @@ def test_score_heaps_drop_stale_entries_and_still_choose_as_a_plain_scan(
 ) -> None:
     with patch.object(scheduler, "_HEAP_SLACK", 0):
         fast, plain = SchedulingPass(snapshot(nodes), {}), SchedulingPass(snapshot(nodes), {})
-        for i, (cpu, memory, prefers_ssd, spreads) in enumerate(pods):
-            pod, signature = parsed(i, cpu, memory, prefers_ssd, spreads)
-            chosen, _ = fast.choose(pod, signature)
-            expected = plain_choice(plain, pod)
-            assert (chosen and chosen.name) == (expected and expected.name), f"pod {i}"
-            if chosen is not None and expected is not None:
-                fast.placed(pod, chosen)
-                plain.placed(pod, expected)
+        choose_alike(fast, plain, pods)
     for shape in fast._shapes.values():
         assert shape.heap is None or len(shape.heap) <= 2 * len(shape.candidates)
