@@ -367,6 +367,9 @@ class _Bins:
         self._cheapest: dict[Vector, BinType | None] = {}
         self._splits: dict[Vector, list[list[int]] | None] = {}
         self.largest = [max(max(b.room[r] for b in bins), 1) for r in range(len(shapes[0]))]
+        # A pod's size: its largest share of any resource of the largest bin.
+        self.sizes = [max(x / m for x, m in zip(shape, self.largest, strict=True))
+                      for shape in shapes]
 
     def price(self, b: BinType) -> float:
         return b.price + self.charge[b.key]
@@ -389,21 +392,23 @@ class _Bins:
         found = self._splits[key]
         return None if found is None else [list(half) for half in found]
 
+    def largest_first(self, counts: Sequence[int]) -> list[int]:
+        """One shape index per pod, the largest pods first (`sizes`)."""
+        sizes = self.sizes
+        return sorted((s for s, k in enumerate(counts) for _ in range(k)),
+                      key=lambda s: -sizes[s])
+
     def fill(self, counts: Sequence[int], below: float) -> list[list[int]] | None:
         """The pods as one or two nodes costing less than `below`: one bin filled largest
         pod first as far as it goes, the rest (if any) on the cheapest bin that holds it."""
         shapes = self.shapes
-        largest = self.largest
-        order = sorted(
-            (s for s, k in enumerate(counts) for _ in range(k)),
-            key=lambda s: (-max(x / m for x, m in zip(shapes[s], largest, strict=True)), s),
-        )
+        order = self.largest_first(counts)
         best: tuple[float, list[list[int]]] | None = None
         for first in self.bins:  # cheapest first
             first_price = self.price(first)
             if first_price >= below - 1e-15:
                 break
-            load = [0] * len(largest)
+            load = [0] * len(self.largest)
             taken = [0] * len(counts)
             for s in order:
                 need = [a + b for a, b in zip(load, shapes[s], strict=True)]
@@ -541,19 +546,12 @@ def _split(counts: Sequence[int], bins: _Bins) -> list[list[int]] | None:
     whole = bins.for_counts(counts)
     if whole is None:
         return None
-    shapes = bins.shapes
-    largest = bins.largest
-
-    def size(s: int) -> float:
-        return max(x / m for x, m in zip(shapes[s], largest, strict=True))
-
-    pods = sorted((s for s, k in enumerate(counts) for _ in range(k)), key=lambda s: -size(s))
     halves = [[0] * len(counts), [0] * len(counts)]
     weight = [0.0, 0.0]
-    for s in pods:
+    for s in bins.largest_first(counts):
         side = 0 if weight[0] <= weight[1] else 1
         halves[side][s] += 1
-        weight[side] += size(s)
+        weight[side] += bins.sizes[s]
     chosen = [bins.for_counts(half) for half in halves]
     if any(c is None for c in chosen):
         return None
