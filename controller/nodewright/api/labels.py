@@ -47,6 +47,13 @@ WELL_KNOWN_AWS_LABELS = frozenset(
         "instance-capability-flex",
         "capacity-reservation-id",
         "capacity-reservation-type",
+        "capacity-reservation-interruptible",
+        "instance-tenancy",
+        "nitro-sandbox",
+        "placement-group-id",
+        "placement-group-partition",
+        # Set by the controller on every NodeClaim (its requirements name the node class).
+        "ec2nodeclass",
     )
 )
 # Keys that Karpenter sets itself and that may never be written by a user.

@@ -96,6 +96,7 @@ class EventRecorder:
         self._instance = reporting_instance
         self._seen: dict[tuple[str, ...], datetime] = {}
         self._published = 0
+        self._last_stamp = 0
         self.written = 0
         self.dropped = 0
 
@@ -120,6 +121,14 @@ class EventRecorder:
             self._seen[key] = now + timedelta(seconds=window)
         return event.rate_limiter is None or event.rate_limiter.try_accept()
 
+    def _event_name(self, regarding: str, now: datetime) -> str:
+        """client-go's name for an event: the object's name, a dot and the time in hex
+        nanoseconds (a generateName may not end in a dot). Stamps only move forward, so two
+        events in the same instant (a virtual clock's) still get different names."""
+        stamp = max(round(now.timestamp() * 1e9), self._last_stamp + 1)
+        self._last_stamp = stamp
+        return f"{regarding}.{stamp:x}"
+
     def _write(self, event: Event) -> None:
         reference = regarding_reference(event.regarding)
         namespace = reference.get("namespace") or CLUSTER_SCOPED_EVENT_NAMESPACE
@@ -127,7 +136,8 @@ class EventRecorder:
         body = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{reference['name']}.", "namespace": namespace},
+            "metadata": {"name": self._event_name(reference["name"], now),
+                         "namespace": namespace},
             "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "reportingController": REPORTING_CONTROLLER,
             "reportingInstance": self._instance,

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from nodewright.cloud.sim.settings import SCENARIO_KEYS as SIM_TIMING_KEYS
+from nodewright.cloud.sim.settings import SimSettings
 from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE
 
 Cloud = Literal["aws", "sim"]
@@ -65,6 +67,7 @@ class OperatorConfig:
     leader_election_name: str = LEADER_ELECTION_LEASE
     leader_election_namespace: str = "nodewright"
     identity: str = ""
+    sim_timing: SimSettings | None = None
 
 
 # --- parsers: text -> value, ValueError with the reason -----------------------------------
@@ -155,6 +158,23 @@ def parse_endpoint(text: str) -> str:
     return text
 
 
+def parse_sim_timing(text: str) -> SimSettings:
+    """`launchDelay=2s,registrationDelay=1s,...`: the simulated EC2's timing knobs, named as
+    a scenario's settings name them."""
+    values: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, separator, raw = item.partition("=")
+        if not separator:
+            raise ValueError(f"{item!r} is not key=duration")
+        if key.strip() not in SIM_TIMING_KEYS:
+            raise ValueError(f"unknown key {key.strip()!r} (known: {', '.join(SIM_TIMING_KEYS)})")
+        values[key.strip()] = raw.strip()
+    try:
+        return SimSettings.from_scenario(values, where="")
+    except ValueError as error:
+        raise ValueError(str(error).lstrip(".")) from None
+
+
 def _text(text: str) -> str:
     return text
 
@@ -211,6 +231,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("--leader-election-namespace", "LEADER_ELECTION_NAMESPACE", "namespace of the "
            "leader Lease (default: POD_NAMESPACE, else the service account's namespace)",
            metavar="NAMESPACE"),
+    Option("--sim-timing", "NODEWRIGHT_SIM_TIMING", "with --cloud sim: how long simulated "
+           "instances take, as key=duration pairs (" + ", ".join(
+               f"{key}" for key in SIM_TIMING_KEYS) + "; defaults 20s launch, 30s "
+           "registration, 30s termination)", parse_sim_timing, metavar="KEY=DURATION,..."),
 )
 
 
@@ -277,6 +301,7 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
             or _service_account_namespace() or "nodewright"
         ),
         identity=_identity(env),
+        sim_timing=values["sim_timing"],
     )
 
 

@@ -87,7 +87,8 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                         "the simulated EC2's own queue instead", config.interruption_queue,
                         extra={"cloud": "sim"})
         sim = SimulatedEC2(clock, cluster=cluster, cluster_name=config.cluster_name,
-                           region=config.region or SIM_DEFAULT_REGION, settings=sim_settings)
+                           region=config.region or SIM_DEFAULT_REGION,
+                           settings=sim_settings or config.sim_timing)
         return sim, [NodeHeartbeat(cluster, sim, clock), PodRunner(cluster, sim, clock)]
     region = config.region or boto3.session.Session().region_name
     if not region:
