@@ -100,15 +100,25 @@ def ensure_browser() -> None:
 
 
 def test(extra: list[str]) -> None:
-    """The whole suite: ruff, mypy, pytest (in parallel on the machine's cores)."""
+    """The whole suite: ruff, mypy, pytest (with extra arguments: just pytest with them)."""
     ensure_venv()
     ensure_browser()
     print("$ ruff check .", flush=True)
     run([str(BIN / "ruff"), "check", "."])
     print("$ mypy", flush=True)
     run([str(BIN / "mypy")])
-    print("$ pytest", flush=True)
-    run([str(PYTHON), "-m", "pytest", "-n", "auto", "--dist", "loadfile", *extra])
+    if extra:
+        print(f"$ pytest {' '.join(extra)}", flush=True)
+        run([str(PYTHON), "-m", "pytest", *extra])
+        return
+    # The unit, in-memory and simulator tests in parallel on the machine's cores; then the
+    # end-to-end stories, one at a time, on one real control plane (../shared/k8s) that
+    # they share (its cluster-scoped objects cannot be split between parallel stories).
+    print("$ pytest -n auto --dist loadfile --ignore tests/e2e", flush=True)
+    run([str(PYTHON), "-m", "pytest", "-n", "auto", "--dist", "loadfile",
+         "--ignore", "tests/e2e"])
+    print("$ pytest -p no:xdist tests/e2e", flush=True)
+    run([str(PYTHON), "-m", "pytest", "-p", "no:xdist", "tests/e2e"])
 
 
 def main() -> None:
