@@ -19,8 +19,8 @@ import pytest
 
 from tests.conftest import SHARED
 from tests.e2e.harness import (
-    ControlPlane,
     Controller,
+    ControlPlane,
     Installation,
     clean_cluster,
     start_control_plane,
