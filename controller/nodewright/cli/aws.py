@@ -33,7 +33,7 @@ class InputError(Exception):
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("aws", help="debug selectors and user data against AWS")
+    parser = subparsers.add_parser("aws")
     commands = parser.add_subparsers(dest="aws_command", metavar="COMMAND", required=True)
 
     discover = commands.add_parser(

@@ -26,7 +26,6 @@ _TABLE_COLUMNS = (
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "catalog",
-        help="list instance types with capacity, allocatable and prices (offline data)",
         description=(
             "Show the instance catalog built from the EC2 data bundled with moto: labels, "
             "capacity, allocatable (Karpenter's math, for an EC2NodeClass's kubelet settings "

@@ -12,7 +12,6 @@ from nodewright.operator.config import ConfigError, add_arguments, load
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "controller",
-        help="run the controllers against a cluster (what the Deployment runs)",
         description=(
             "Run Nodewright's controllers against the cluster of the kubeconfig (in a pod: "
             "its service account). Every option also reads the environment variable named "

@@ -12,7 +12,6 @@ from nodewright.api.crds import render_crds_yaml
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "crds",
-        help="print the NodePool, NodeClaim and EC2NodeClass CRDs",
         description="Print the CRDs generated from the API models (apply with kubectl apply -f -).",
     )
     parser.set_defaults(func=run)

@@ -18,7 +18,6 @@ ClusterFactory = Callable[[argparse.Namespace], ClusterAPI]
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "explain",
-        help="why a node is (not) disrupted, or why a pod is pending",
         description=(
             "Read a cluster (the kubeconfig's, or in a pod its service account) and explain "
             "one object. For a node: what blocks its disruption now (a do-not-disrupt pod or "

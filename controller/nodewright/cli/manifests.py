@@ -57,7 +57,6 @@ def _replicas(text: str) -> int:
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "manifests",
-        help="print the install YAML: CRDs, namespace, RBAC, Deployment, PDB, metrics Service",
         description=(
             "Print everything a cluster needs to run Nodewright, as multi-document YAML for "
             "kubectl apply -f - or a GitOps repository: the CRDs, the namespace, the "

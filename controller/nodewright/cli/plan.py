@@ -19,7 +19,6 @@ from nodewright.scheduling.solver import SchedulingResult
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "plan",
-        help="show the nodes the solver would launch for the given manifests",
         description=(
             "Read NodePools, EC2NodeClasses, Pods, Deployments/ReplicaSets/StatefulSets/Jobs "
             "(one pod per replica), DaemonSets and existing Nodes (with pods bound through "

@@ -21,7 +21,6 @@ from nodewright.policy import (
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "policy",
-        help="check manifests against the policy pack's NodePool/EC2NodeClass rules",
         description="Policy-as-code checks shared with the CrossGuard pack in policies/.",
     )
     actions = parser.add_subparsers(dest="policy_command", metavar="ACTION")

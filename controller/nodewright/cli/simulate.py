@@ -14,7 +14,6 @@ from nodewright.sim.session import SimulationRequest, simulate
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "simulate",
-        help="run a scenario against simulated EC2 on a virtual clock",
         description=(
             "Run the real controllers against an in-memory cluster and a simulated EC2 on a "
             "virtual clock, following the steps of SCENARIO (see docs/scenarios.md). Prints "

@@ -15,7 +15,6 @@ from nodewright.cli.output import add_format_option, print_problems
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "validate",
-        help="validate Karpenter manifests (files or directories)",
         description=(
             "Validate every NodePool, EC2NodeClass and NodeClaim in the given YAML files "
             "or directories (other kinds are ignored). One line per problem: "
