@@ -160,3 +160,29 @@ def test_namespace_labels_and_cordoned_nodes_shape_the_plan(
     assert plan["unschedulable"] == []
     (claim,) = plan["nodeclaims"]
     assert (claim["zone"], claim["pods"]) == ("us-east-1b", ["default/reporter"])
+
+
+def test_a_workload_at_zero_replicas_is_named_with_how_to_plan_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["plan", WORKSHOP])
+
+    output = capsys.readouterr().out
+    assert code == 0
+    assert output.splitlines() == [
+        "No pending pods: nothing to place.",
+        "Deployment/inflate has 0 replicas; plan with --replicas inflate=N to see their nodes.",
+    ]
+
+
+def test_a_folder_without_kubernetes_objects_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "values.yaml").write_text("replicaCount: 3\nimage: {tag: latest}\n")
+
+    code = main(["plan", str(tmp_path)])
+
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.out == ""
+    assert "no Kubernetes objects" in captured.err and str(tmp_path) in captured.err

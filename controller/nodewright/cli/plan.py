@@ -8,11 +8,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from nodewright.api.manifests import load_documents
+from nodewright.api.manifests import Document, load_documents
 from nodewright.api.problems import Problem
 from nodewright.cli.output import add_format_option, print_problems
 from nodewright.scheduling.planning import offline_catalogs, plan
-from nodewright.scheduling.pods import MAX_REPLICAS
+from nodewright.scheduling.pods import MAX_REPLICAS, WORKLOAD_KINDS, replicas_of
 from nodewright.scheduling.solver import SchedulingResult
 
 
@@ -74,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
     if any(p.severity == "error" for p in problems):
         print_problems(problems, args.format)
         return 1
+    if not any(document.kind for document in documents):
+        print(f"nodewright plan: no Kubernetes objects (documents with apiVersion and kind) "
+              f"in {', '.join(args.paths)}", file=sys.stderr)
+        return 1
     try:
         result, found = plan(documents, offline_catalogs(args.region, zones), replicas)
     except ValueError as error:
@@ -90,12 +94,36 @@ def run(args: argparse.Namespace) -> int:
         json.dump(result.to_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_text(result))
+        sys.stdout.write(render_text(result, idle_workloads(documents, replicas)))
     return 0
 
 
-def render_text(result: SchedulingResult) -> str:
+def idle_workloads(documents: Sequence[Document], overrides: dict[str, int]) -> list[str]:
+    """`Kind/name` of the workloads that stand for no pod (0 replicas)."""
+    idle = []
+    for document in documents:
+        if document.kind not in WORKLOAD_KINDS:
+            continue
+        count = overrides.get(document.name)
+        if count is None:
+            try:
+                count = replicas_of(document.body)
+            except ValueError:
+                continue
+        if count == 0:
+            idle.append(f"{document.kind}/{document.name}")
+    return idle
+
+
+def render_text(result: SchedulingResult, idle: Sequence[str] = ()) -> str:
     lines: list[str] = []
+    if not (result.nodeclaims or result.existing or result.unschedulable):
+        lines.append("No pending pods: nothing to place.")
+        if idle:
+            lines.append(f"{', '.join(idle)} ha{'ve' if len(idle) > 1 else 's'} 0 replicas; "
+                         f"plan with --replicas {idle[0].split('/', 1)[1]}=N to see their "
+                         "nodes.")
+        return "\n".join(lines) + "\n"
     if result.nodeclaims:
         rows = [("NODEPOOL", "INSTANCE TYPE", "CAPACITY", "ZONE", "$/HOUR", "PODS", "ALSO FITS")]
         for claim in result.nodeclaims:
