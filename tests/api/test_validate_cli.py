@@ -250,3 +250,31 @@ def test_one_run_reports_type_errors_and_karpenters_rules_together(
         "spec.template.spec.requirements[0].values",
         "spec.disruption.budgets[0].duration",
     ]
+
+
+def test_a_misspelled_field_is_named_with_the_field_it_looks_like(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, """
+        apiVersion: karpenter.sh/v1
+        kind: NodePool
+        metadata: {name: a}
+        spec:
+          template:
+            spec:
+              nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+              requirments: []
+          limitz: {cpu: 10}
+          weigth: 3
+          zzz: 1
+        """)
+    code, out, _ = run_cli(capsys, "validate", str(path))
+    assert code == 1
+    assert out.splitlines() == [
+        f"{path}:8: NodePool/a: spec.template.spec.requirments: unknown field (not part of "
+        "the v1 API); did you mean 'requirements'?",
+        f"{path}:9: NodePool/a: spec.limitz: unknown field (not part of the v1 API); did you "
+        "mean 'limits'?",
+        f"{path}:10: NodePool/a: spec.weigth: unknown field (not part of the v1 API); did you "
+        "mean 'weight'?",
+        f"{path}:11: NodePool/a: spec.zzz: unknown field (not part of the v1 API)",
+    ]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import difflib
+import functools
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from nodewright.api import formats, rules
@@ -17,6 +19,7 @@ from nodewright.api.manifests import Document
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.api.problems import FieldPath, Problem, format_path
+from nodewright.api.schema import JSONSchema, object_schema
 
 Model = NodePool | EC2NodeClass | NodeClaim
 KINDS: dict[str, tuple[str, type[KubeModel]]] = {
@@ -86,7 +89,8 @@ def parse_document(document: Document) -> tuple[Model | None, list[Problem]]:
         model = model_type.model_validate(document.body)
     except ValidationError as error:
         type_findings = [
-            (path, removed[1] if removed is not None and path == removed[0] else message)
+            (path, removed[1] if removed is not None and path == removed[0]
+             else _with_suggestion(model_type, path, message))
             for path, message in pydantic_findings(error)
         ]
         # Karpenter's cross-field rules too, on what is left without the bad fields, so that
@@ -271,6 +275,32 @@ def pydantic_findings(error: ValidationError) -> Iterator[rules.Finding]:
         yield _location(detail), _message(detail)
 
 
+UNKNOWN_FIELD = "unknown field (not part of the v1 API)"
+
+
+def _with_suggestion(model_type: type[BaseModel], path: FieldPath, message: str) -> str:
+    """An unknown field's message, naming the known field it most looks like."""
+    if message != UNKNOWN_FIELD or not path or not isinstance(path[-1], str):
+        return message
+    close = difflib.get_close_matches(path[-1], _known_fields(model_type, path[:-1]), n=1,
+                                      cutoff=0.6)
+    return f"{message}; did you mean {close[0]!r}?" if close else message
+
+
+def _known_fields(model_type: type[BaseModel], parent: FieldPath) -> list[str]:
+    """The wire names of the fields the object at `parent` may have."""
+    schema = _wire_schema(model_type)
+    for part in parent:
+        schema = (schema.get("items") if isinstance(part, int)
+                  else (schema.get("properties") or {}).get(part)) or {}
+    return list(schema.get("properties") or {})
+
+
+@functools.cache
+def _wire_schema(model_type: type[BaseModel]) -> JSONSchema:
+    return object_schema(model_type)
+
+
 def _location(detail: ErrorDetails) -> FieldPath:
     return tuple(part for part in detail["loc"] if part != "[key]")
 
@@ -281,7 +311,7 @@ def _message(detail: ErrorDetails) -> str:
     if kind == "missing":
         return "required field is missing"
     if kind == "extra_forbidden":
-        return "unknown field (not part of the v1 API)"
+        return UNKNOWN_FIELD
     if "[key]" in detail["loc"]:
         return f"key {value!r} is not allowed: {_rephrase(detail['msg'])}"
     if kind == "string_pattern_mismatch":
