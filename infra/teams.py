@@ -93,6 +93,9 @@ def team_node_pool_spec(team: TeamSettings) -> dict[str, Any]:
             "spec": {
                 "taints": [{"key": TEAM_LABEL, "value": team.name, "effect": "NoSchedule"}],
                 "requirements": requirements,
+                # Karpenter's default, written out: the policy pack wants every NodePool to
+                # say how long its nodes may live.
+                "expireAfter": "720h",
             },
         },
     }

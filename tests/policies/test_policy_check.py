@@ -35,6 +35,14 @@ def test_the_workshop_passes_with_an_advisory_about_budgets(capsys: Capsys) -> N
     assert "NodePool/default: spec.disruption: warning: [nodepool-disruption-budgets" in lines[0]
 
 
+def test_every_example_meets_the_mandatory_policies(capsys: Capsys) -> None:
+    code, lines, err = policy_check(capsys, str(EXAMPLES))
+
+    assert code == 0, "\n".join(lines)
+    assert " 0 mandatory violation(s) or error(s)" in err
+    assert all("warning:" in line for line in lines)
+
+
 def test_a_nodepool_without_limits_is_reported_at_its_spec(tmp_path: Path, capsys: Capsys) -> None:
     without_limits = NODEPOOL.replace('  limits:\n    cpu: "100"\n    memory: 400Gi\n', "")
     manifest = write(tmp_path, without_limits)
