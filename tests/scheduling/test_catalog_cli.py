@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from nodewright.cli import main
+from nodewright.cli.catalog import ESTIMATED
 
 NODE_CLASS = """\
 apiVersion: karpenter.k8s.aws/v1
@@ -51,7 +52,8 @@ def test_the_table_lists_every_type_with_allocatable_and_prices(
     m5 = next(row for row in rows if row.startswith("m5.large "))
     assert m5.split() == ["m5.large", "amd64", "2", "7577Mi", "1930m", "6903Mi", "29", "-",
                           "0.0960", "0.0384*"]
-    assert rows[-1].endswith("* estimated price (docs/pricing.md)")
+    assert rows[-1].endswith(ESTIMATED)
+    assert ESTIMATED.startswith("* estimated price: ")
 
 
 def test_named_types_are_shown_in_full(capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,3 +120,11 @@ def test_unknown_names_zones_and_regions_are_clear_errors(
     code, _, err = run(capsys, "--region", "mars-1")
     assert code == 1
     assert "region 'mars-1' is not in the offline data" in err
+
+
+def test_a_type_in_full_explains_its_estimated_prices(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "m5.large")
+    assert code == 0
+    assert "0.0384*" in out
+    assert out.rstrip("\n").splitlines()[-1].strip() == ESTIMATED

@@ -159,6 +159,8 @@ def describe(instance_type: InstanceType) -> str:
             f"  {o.zone:<16} {o.zone_id or '-':<10} {o.capacity_type:<14} "
             f"{_price(o):>10}  {'yes' if o.available else 'no'}"
         )
+    if any(o.price_estimated for o in instance_type.offerings):
+        lines.append(f"  {ESTIMATED}")
     return "\n".join(lines)
 
 
@@ -172,7 +174,7 @@ def table(catalog: list[InstanceType]) -> str:
             for index, (cell, width) in enumerate(zip(row, widths, strict=True))
         ]
         lines.append("  ".join(cells).rstrip())
-    footer = f"{len(catalog)} instance type(s); * estimated price (docs/pricing.md)"
+    footer = f"{len(catalog)} instance type(s); {ESTIMATED}"
     return "\n".join(lines) + "\n" + footer + "\n"
 
 
@@ -197,6 +199,10 @@ def _row(it: InstanceType) -> tuple[str, ...]:
 def _cheapest(instance_type: InstanceType, capacity_type: str) -> str:
     offering = instance_type.cheapest_offering(capacity_types={capacity_type})
     return _price(offering) if offering is not None else "-"
+
+
+ESTIMATED = ("* estimated price: no published price is known offline, so it is estimated "
+             "(docs/pricing.md)")
 
 
 def _price(offering: Offering) -> str:

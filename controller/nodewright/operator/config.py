@@ -209,7 +209,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--interruption-queue", "INTERRUPTION_QUEUE", "SQS queue with EC2 interruption "
            "events (unset: interruption handling off; not read with --cloud sim, whose "
            "simulated EC2 has a queue of its own)", metavar="NAME"),
-    Option("--aws-region", "AWS_REGION", "AWS region (default: the SDK's, or us-west-2 with "
+    Option("--aws-region", "AWS_REGION", "AWS region (default: the SDK's, or us-east-1 with "
            "--cloud sim)", metavar="REGION"),
     Option("--batch-idle-duration", "BATCH_IDLE_DURATION", "end a provisioning batch after "
            "this long without new pending pods", _positive_duration, "1s", "DURATION"),

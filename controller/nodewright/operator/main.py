@@ -42,7 +42,7 @@ from nodewright.runtime.reconciler import Reconciler
 
 log = logging.getLogger("nodewright.controller")
 
-SIM_DEFAULT_REGION = "us-west-2"
+SIM_DEFAULT_REGION = "us-east-1"  # as `simulate`, `plan` and `catalog` default
 # Gates whose features Nodewright has; the others are accepted (a chart may set them) and
 # reported as having no effect.
 IMPLEMENTED_GATES = frozenset({"SpotToSpotConsolidation"})
