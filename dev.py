@@ -20,31 +20,43 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / "python"
-REQUIREMENTS = ROOT / "requirements-dev.txt"
-STAMP = VENV / ".requirements-digest"
+# What each command installs: the workshop needs the package and its report extra only;
+# the tests need the whole toolchain (requirements-dev.txt, which includes the workshop's).
+PROFILES: dict[str, list[str]] = {
+    "workshop": ["-e", "./controller[report]"],
+    "test": ["-r", "requirements-dev.txt"],
+}
+# A profile whose install also satisfies another.
+COVERS = {"test": {"workshop"}}
 
 
 def requirements_digest() -> str:
     digest = hashlib.sha256()
-    for path in (ROOT / "requirements.txt", REQUIREMENTS, ROOT / "controller" / "pyproject.toml"):
+    for path in (ROOT / "requirements.txt", ROOT / "requirements-dev.txt",
+                 ROOT / "controller" / "pyproject.toml"):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
-def ensure_venv() -> None:
+def stamp(profile: str) -> Path:
+    return VENV / f".installed-{profile}"
+
+
+def ensure_venv(profile: str) -> None:
     if sys.version_info < (3, 11):  # noqa: UP036 - dev.py must run on any python3
         sys.exit(f"dev.py: Python 3.11 or newer is required, this is {sys.version.split()[0]}")
     if not PYTHON.exists():
         print(f"dev.py: creating {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
     wanted = requirements_digest()
-    if STAMP.exists() and STAMP.read_text() == wanted:
-        return
-    print("dev.py: installing requirements-dev.txt into .venv (a few minutes the first time)",
-          flush=True)
+    for installed in (profile, *(p for p, covered in COVERS.items() if profile in covered)):
+        if stamp(installed).exists() and stamp(installed).read_text() == wanted:
+            return
+    print(f"dev.py: installing what `dev.py {profile}` needs into .venv "
+          "(a few minutes the first time)", flush=True)
     quiet_pip("install", "--upgrade", "pip")
-    quiet_pip("install", "-r", str(REQUIREMENTS))
-    STAMP.write_text(wanted)
+    quiet_pip("install", *PROFILES[profile])
+    stamp(profile).write_text(wanted)
 
 
 def quiet_pip(*args: str) -> None:
@@ -71,7 +83,7 @@ def nodewright(*args: str) -> None:
 
 def workshop() -> None:
     """The main command: the seed's workshop, simulated, with an HTML report."""
-    ensure_venv()
+    ensure_venv("workshop")
     report = ROOT / "build" / "workshop.html"
     nodewright("simulate", "examples/scenarios/workshop.yaml", "--report",
                str(report.relative_to(ROOT)))
@@ -101,7 +113,7 @@ def ensure_browser() -> None:
 
 def test(extra: list[str]) -> None:
     """The whole suite: ruff, mypy, pytest (with extra arguments: just pytest with them)."""
-    ensure_venv()
+    ensure_venv("test")
     ensure_browser()
     print("$ ruff check .", flush=True)
     run([str(BIN / "ruff"), "check", "."])
