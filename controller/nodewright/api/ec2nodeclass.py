@@ -133,10 +133,6 @@ class AMISelectorTerm(KubeModel):
     def alias_family(self) -> str | None:
         return self.alias.split("@", 1)[0] if self.alias else None
 
-    @property
-    def alias_version(self) -> str | None:
-        return self.alias.split("@", 1)[1] if self.alias else None
-
 
 class KubeletConfiguration(KubeModel):
     cluster_dns: list[str] | None = Field(default=None, alias="clusterDNS")

@@ -120,14 +120,6 @@ class AffinityTerm:
     namespace_selector: LabelSelector | None
     weight: int = 0
 
-    def selects_namespace(
-        self, owner_namespace: str, namespace: str, labels: Mapping[str, str]
-    ) -> bool:
-        """Whether pods in `namespace` (whose Namespace has `labels`) are in scope."""
-        return namespace_in_scope(
-            self.namespaces, self.namespace_selector, owner_namespace, namespace, labels
-        )
-
 
 def namespace_in_scope(
     namespaces: frozenset[str],

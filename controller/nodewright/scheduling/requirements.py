@@ -187,10 +187,6 @@ class Requirement:
             return True
         return not self.intersection(other).is_empty()
 
-    def finite_values(self) -> list[str]:
-        """The allowed values, sorted; only meaningful for a finite set."""
-        return sorted(self.values) if not self.complement else []
-
     def describe(self) -> str:
         operator = self.operator
         if operator in ("In", "NotIn"):

@@ -386,7 +386,3 @@ def _neg(text: str) -> tuple[int, ...]:
     """Sort key that orders strings descending (so max() prefers the first name)."""
     return tuple(-ord(ch) for ch in text)
 
-
-def label_domains(labels: Mapping[str, str], topology_key: str) -> list[str]:
-    value = labels.get(topology_key)
-    return [value] if value is not None else []

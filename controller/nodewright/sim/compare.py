@@ -16,7 +16,6 @@ class Metric:
     key: str
     value: Callable[[Summary], float]
     text: Callable[[float], str]
-    lower_is_better: bool = True
 
 
 def _disruption_total(summary: Summary) -> float:

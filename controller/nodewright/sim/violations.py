@@ -35,7 +35,6 @@ from nodewright.state.wellknown import DISRUPTED_TAINT, NODEPOOL_LABEL, has_tain
 # than 30 seconds alone (karpenter-provider-aws nodeclaim/garbagecollection).
 GC_INTERVAL = timedelta(minutes=2)
 GC_MIN_AGE = timedelta(seconds=30)
-BUDGETED_REASONS = ("Empty", "Underutilized", "Drifted")
 REPLACING_REASONS = ("Underutilized", "Drifted")
 INITIALIZED_LABEL = "karpenter.sh/initialized"
 INSTANCE_TERMINATING = "InstanceTerminating"

@@ -107,15 +107,6 @@ class AliasError(ValueError):
     pass
 
 
-def alias_parameters(alias: str, kubernetes_version: str) -> dict[str, str]:
-    """kubernetes.io/arch -> the SSM parameter holding the standard image for this alias."""
-    return {
-        parameter.architecture: parameter.name
-        for parameter in alias_parameter_list(alias, kubernetes_version)
-        if STANDARD in parameter.variants
-    }
-
-
 def alias_parameter_list(alias: str, kubernetes_version: str) -> list[AliasParameter]:
     """Every SSM parameter of the alias, standard and accelerated (Karpenter's list)."""
     family, _, version = alias.partition("@")

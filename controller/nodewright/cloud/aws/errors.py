@@ -48,10 +48,6 @@ def error_message(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Message", ""))
 
 
-def is_not_found(error: ClientError) -> bool:
-    return error_code(error) in NOT_FOUND_CODES
-
-
 def describe_failure(call: str, resource: str, code: str, message: str) -> str:
     where = f"{call} {resource}".strip()
     return f"{where}: {code}: {message}" if code else f"{where}: {message}"

@@ -26,7 +26,6 @@ from nodewright.scheduling.pods import LabelSelector, SpecError, parse_label_sel
 DISRUPTED_POD_TIMEOUT = timedelta(minutes=2)
 
 ALWAYS_ALLOW = "AlwaysAllow"
-IF_HEALTHY_BUDGET = "IfHealthyBudget"
 
 # (kind, namespace, name) of a controller -> its desired replicas, or None if unknown.
 ScaleLookup = Callable[[str, str, str], "int | None"]

@@ -47,7 +47,6 @@ class Candidate:
     price: float
     pods: list[Obj]  # the pods that would need a new home
     disruption_cost: float
-    reschedule_cost: float
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -97,7 +96,6 @@ class PodsSummary:
     annotated: tuple[Obj, ...]
     moving: tuple[Obj, ...]  # the reschedulable ones
     eviction_cost: float  # of the moving pods, added up
-    positive_eviction_cost: float  # the same, negative costs counted as 0
 
 
 def summarize(pods: Sequence[Obj]) -> PodsSummary:
@@ -108,7 +106,6 @@ def summarize(pods: Sequence[Obj]) -> PodsSummary:
                         if podutil.is_active(pod) and DO_NOT_DISRUPT in objects.annotations(pod)),
         moving=moving,
         eviction_cost=sum(costs),
-        positive_eviction_cost=sum(max(0.0, c) for c in costs),
     )
 
 
@@ -245,7 +242,6 @@ def evaluate(
         price=offering_price(instance_type, zone, capacity_type),
         pods=list(summary.moving),
         disruption_cost=summary.eviction_cost * lifetime_remaining(node.nodeclaim, context.now),
-        reschedule_cost=PER_NODE_DISRUPTION_COST + summary.positive_eviction_cost,
     )
 
 

@@ -56,7 +56,6 @@ CAUSE_NODEPOOL = "NodePoolNotFound"
 CAUSE_INSTANCE_TYPE = "InstanceTypeUnknown"
 CAUSE_NOMINATED = "Nominated"
 CAUSE_VALIDATION = "ValidationFailed"
-CAUSE_IN_FLIGHT = "CommandInFlight"
 
 
 @dataclass(frozen=True)
