@@ -11,6 +11,7 @@ Imports under `if TYPE_CHECKING:` are for type checkers only and are left out.
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -109,12 +110,9 @@ def test_the_api_imports_nothing_above_it() -> None:
     assert {module: targets for module, targets in offenders.items() if targets} == {}
 
 
-def test_quantities_live_in_the_api_and_the_old_name_still_works() -> None:
-    from nodewright.api import quantity
-    from nodewright.scheduling import quantity as old
-
-    assert old.parse_quantity is quantity.parse_quantity
-    assert all(getattr(old, name) is getattr(quantity, name) for name in old.__all__)
+def test_quantities_have_one_home_in_the_api() -> None:
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("nodewright.scheduling.quantity")
 
 
 FOUNDATION = ("nodewright.api", "nodewright.scheduling", "nodewright.cloud")

@@ -9,11 +9,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nodewright.api.quantity import parse_quantity
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.runtime.clock import VirtualClock
-from nodewright.scheduling.quantity import parse_quantity
 from tests.cluster.world import HOSTNAME, ZONE, World, node, pod
 
 NAMES = st.sampled_from(["a", "b", "c"])

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from nodewright.api.quantity import parse_quantity
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.controllers.harness import World
-from nodewright.scheduling.quantity import parse_quantity
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_consistent, expect_no_controller_errors
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from nodewright.api.quantity import format_quantity
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.controllers import conditions
 from nodewright.controllers.conditions import NODEPOOL
@@ -31,7 +32,6 @@ from nodewright.controllers.registration_health import (
 )
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
-from nodewright.scheduling.quantity import format_quantity
 from nodewright.state import NODES_RESOURCE, ClusterState
 from nodewright.state.wellknown import NODEPOOL_LABEL
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import Any
 
+from nodewright.api.quantity import CPU, MEMORY, PODS, format_quantity
 from nodewright.scheduling.growth import GrowthJudge
 from nodewright.scheduling.nodepools import (
     NodePoolTemplate,
@@ -41,7 +42,6 @@ from nodewright.scheduling.pods import (
     Taint,
     untolerated,
 )
-from nodewright.scheduling.quantity import CPU, MEMORY, PODS, format_quantity
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
     LABEL_HOSTNAME,

@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from nodewright.api.quantity import PODS
 from nodewright.scheduling.pods import Pod, SpecError, parse_pod_spec
-from nodewright.scheduling.quantity import PODS
 from nodewright.state import podutil
 from nodewright.state.statenode import NodePods
 

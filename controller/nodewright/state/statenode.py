@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from nodewright.api.quantity import Resources, parse_resources
 from nodewright.scheduling.pods import ExistingNode, SpecError, Taint, parse_taints
-from nodewright.scheduling.quantity import Resources, parse_resources
 from nodewright.state.wellknown import (
     HOSTNAME_LABEL,
     INITIALIZED_LABEL,

@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from nodewright.api import quantity
 from nodewright.cloud.aws.offerings import Choice, capacity_type_for
-from nodewright.scheduling import allocatable, quantity
+from nodewright.scheduling import allocatable
 from nodewright.scheduling import labels as well_known
 from nodewright.scheduling.catalog import InstanceType, Offering
 from nodewright.scheduling.requirements import Requirement, Requirements

@@ -10,10 +10,10 @@ from datetime import datetime
 from typing import Any, Final
 
 from nodewright.api.core import Taint
+from nodewright.api.quantity import format_quantity
 from nodewright.cloud.sim.machines import SimInstance
 from nodewright.runtime.clock import format_time
 from nodewright.scheduling import labels as well_known
-from nodewright.scheduling.quantity import format_quantity
 
 UNREGISTERED_TAINT: Final[Mapping[str, str]] = {
     "key": "karpenter.sh/unregistered",

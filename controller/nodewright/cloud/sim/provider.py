@@ -20,6 +20,7 @@ from typing import Final
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
+from nodewright.api.quantity import parse_resources
 from nodewright.cloud.aws import tags as tag_keys
 from nodewright.cloud.aws.node_identity import node_labels
 from nodewright.cloud.aws.offerings import Choice
@@ -63,7 +64,6 @@ from nodewright.cluster.api import ClusterAPI
 from nodewright.runtime.clock import Clock
 from nodewright.scheduling import labels as well_known
 from nodewright.scheduling.catalog import InstanceType
-from nodewright.scheduling.quantity import parse_resources
 from nodewright.scheduling.requirements import RequirementError, Requirements
 
 log = logging.getLogger(__name__)

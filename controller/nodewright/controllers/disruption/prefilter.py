@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from nodewright.api.quantity import CPU, MEMORY, PODS, format_quantity
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.provisioning.problem import PoolContext
 from nodewright.scheduling.nodepools import cheapest_price, labels_compatible
 from nodewright.scheduling.pods import Pod
-from nodewright.scheduling.quantity import CPU, MEMORY, PODS, format_quantity
 from nodewright.state.statenode import StateNode
 
 RESOURCES = (CPU, MEMORY, PODS)

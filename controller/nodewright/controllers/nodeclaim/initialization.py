@@ -9,6 +9,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from nodewright.api.quantity import parse_quantity
 from nodewright.cluster.api import ConflictError, NotFoundError
 from nodewright.controllers import conditions
 from nodewright.controllers.conditions import NODECLAIM
@@ -21,7 +22,6 @@ from nodewright.controllers.nodeclaim.context import (
 )
 from nodewright.controllers.nodeclaim.registration import REGISTERED, find_node
 from nodewright.controllers.patching import patch_object
-from nodewright.scheduling.quantity import parse_quantity
 from nodewright.state.wellknown import (
     INITIALIZED_LABEL,
     KNOWN_EPHEMERAL_TAINTS,

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from nodewright import metrics
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
+from nodewright.api.quantity import format_resources
 from nodewright.cloud.provider import (
     CloudProviderError,
     Instance,
@@ -40,7 +41,6 @@ from nodewright.controllers.nodeclaim.context import (
     nodepool_of,
 )
 from nodewright.controllers.provisioning.problem import node_class_problem
-from nodewright.scheduling.quantity import format_resources
 from nodewright.state.objects import describe_validation_error
 
 log = logging.getLogger(__name__)

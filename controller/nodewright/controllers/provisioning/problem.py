@@ -17,11 +17,11 @@ from dataclasses import dataclass, field, replace
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodepool import NodePool
+from nodewright.api.quantity import Resources
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.nodepools import NodePoolTemplate, nodepool_template
 from nodewright.scheduling.pods import DaemonSet, ExistingNode, Pod, untolerated
-from nodewright.scheduling.quantity import Resources
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.solver import SchedulingProblem
 from nodewright.state import ClusterState, StateNode

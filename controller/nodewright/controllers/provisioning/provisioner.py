@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nodewright import metrics
+from nodewright.api.quantity import format_quantity, parse_quantity
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ApiError, ClusterAPI
 from nodewright.cluster.events import Event, EventRecorder, TokenBucket
@@ -42,7 +43,6 @@ from nodewright.controllers.provisioning.problem import (
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.scheduling.pods import Pod, SpecError
-from nodewright.scheduling.quantity import format_quantity, parse_quantity
 from nodewright.scheduling.solver import SchedulingResult, solve
 from nodewright.scheduling.targets import PlannedNodeClaim
 from nodewright.state import NODES_RESOURCE, ClusterState, StateNode, podutil

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from nodewright.api.quantity import PODS
 from nodewright.cluster.memory.kube_scheduler.snapshot import NodeInfo
 from nodewright.cluster.memory.kube_scheduler.topology import DomainCounts, PassTopology
 from nodewright.scheduling.pods import UNSCHEDULABLE_TAINT, Pod, Taint, untolerated
-from nodewright.scheduling.quantity import PODS
 from nodewright.scheduling.requirements import Requirements
 
 UNSCHEDULABLE = "node(s) were unschedulable"

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodewright.api.quantity import CPU, MEMORY, parse_quantity
 from nodewright.cluster import objects
 from nodewright.cluster.memory.pod_status import is_terminal, node_name
 from nodewright.scheduling.pods import (
@@ -24,7 +25,6 @@ from nodewright.scheduling.pods import (
     Taint,
     node_from_manifest,
 )
-from nodewright.scheduling.quantity import CPU, MEMORY, parse_quantity
 
 log = logging.getLogger(__name__)
 
