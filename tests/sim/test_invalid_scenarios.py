@@ -327,6 +327,21 @@ def test_a_mistake_is_reported_at_its_line_and_nothing_runs(
     assert "[00:00:00]" not in captured.out
 
 
+def test_a_mistake_in_a_step_names_the_step_as_the_timeline_counts_it(
+    write_scenario: ScenarioWriter, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_scenario(with_head("""
+        steps:
+          - scale: {name: inflate, replicas: 2}
+          - scale: {name: inflate, replicas: -3}
+        """))
+
+    assert main(["simulate", str(path)]) == 2
+
+    assert (f"{path}:6: steps[1].scale.replicas: replicas must not be negative, got -3 "
+            "(step 2)") in capsys.readouterr().out.splitlines()
+
+
 def test_every_mistake_of_a_file_is_reported_in_one_run(
     write_scenario: ScenarioWriter, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -8,6 +8,7 @@ caller keeps going and the user sees all mistakes of a file in one run.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from typing import Any
@@ -52,7 +53,17 @@ def format_problem(problem: Problem) -> str:
         location += f":{problem.column}"
     prefix = "warning: " if problem.severity == "warning" else ""
     where = f" {problem.path}:" if problem.path else ""
-    return f"{location}:{where} {prefix}{problem.message}"
+    return f"{location}:{where} {prefix}{problem.message}{step_number(problem.path)}"
+
+
+def step_number(path: str) -> str:
+    """` (step N)` for a problem inside `steps[N-1]`: the timeline counts steps from 1,
+    field paths index them from 0."""
+    match = _STEP_INDEX.match(path)
+    return f" (step {int(match[1]) + 1})" if match else ""
+
+
+_STEP_INDEX = re.compile(r"^steps\[(\d+)\]")
 
 
 class FieldReader:
