@@ -39,6 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "controller"))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))  # tests.harness
 
 from scheduling import (  # noqa: E402
     CPU_CHOICES,
@@ -50,9 +51,9 @@ from scheduling import (  # noqa: E402
     workload,
 )
 
-from nodewright.controllers.harness import World  # noqa: E402
 from nodewright.runtime.reconciler import Reconciler, Result, WatchEvent  # noqa: E402
 from nodewright.scheduling.solver import SchedulingProblem, solve  # noqa: E402
+from tests.harness import World  # noqa: E402
 
 NODEPOOL = """
 apiVersion: karpenter.sh/v1

@@ -152,3 +152,13 @@ def test_the_circle_finder_finds_a_circle_through_a_function_level_import(
         "nodewright.scheduling.offline_data",
         "nodewright.scheduling.catalog",
     ]
+
+
+def test_test_doubles_and_harnesses_live_under_tests() -> None:
+    """The package ships what the controller runs; worlds, fakes and stubs are tests'."""
+    package = REPO_ROOT / "controller" / "nodewright"
+    shipped = [path.relative_to(package).as_posix() for path in package.rglob("*.py")
+               if path.stem in ("harness", "fakes", "stubs")
+               or any(line.startswith(("class Fake", "class Stub"))
+                      for line in path.read_text().splitlines())]
+    assert shipped == []

@@ -13,7 +13,7 @@ import pytest
 from moto import mock_aws
 
 from nodewright.cloud.aws.clients import AwsClients
-from nodewright.cloud.aws.clock import FakeClock
+from tests.aws.world import FakeClock
 
 REGION = "us-west-2"
 

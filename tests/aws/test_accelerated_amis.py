@@ -8,10 +8,10 @@ import pytest
 
 from nodewright.cloud.aws.amis import Image, alias_parameter_list, image_for
 from nodewright.cloud.aws.clients import AwsClients
-from nodewright.cloud.aws.clock import FakeClock
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import InsufficientCapacityError
 from nodewright.scheduling.pricing import OfflinePriceSource
+from tests.aws.world import FakeClock
 
 from .world import (
     CLUSTER,

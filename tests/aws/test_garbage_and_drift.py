@@ -13,7 +13,6 @@ from nodewright.api.hashes import (
 )
 from nodewright.api.nodeclaim import NodeClaimStatus
 from nodewright.cloud.aws.clients import AwsClients
-from nodewright.cloud.aws.clock import FakeClock
 from nodewright.cloud.aws.drift import (
     AMI_DRIFT,
     NODECLASS_DRIFT,
@@ -25,6 +24,7 @@ from nodewright.cloud.aws.garbage import orphaned_instances
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import NodeClaimNotFoundError
 from nodewright.scheduling.pricing import OfflinePriceSource
+from tests.aws.world import FakeClock
 
 from .world import CLUSTER, World, build_world, node_class, nodeclaim
 

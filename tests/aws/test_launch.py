@@ -10,7 +10,6 @@ from botocore.awsrequest import AWSResponse
 
 from nodewright.cloud.aws.actions import AWS_ACTIONS
 from nodewright.cloud.aws.clients import AwsClients
-from nodewright.cloud.aws.clock import FakeClock
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import (
     CloudProviderError,
@@ -19,6 +18,7 @@ from nodewright.cloud.provider import (
     NodeClassNotReadyError,
 )
 from nodewright.scheduling.pricing import OfflinePriceSource
+from tests.aws.world import FakeClock
 
 from .conftest import CallRecorder
 from .world import CLUSTER, X86_IMAGE, World, build_world, node_class, nodeclaim

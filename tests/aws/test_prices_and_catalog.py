@@ -10,10 +10,10 @@ from botocore.stub import Stubber
 
 from nodewright.cloud.aws.catalog import LiveCatalog
 from nodewright.cloud.aws.clients import AwsClients, pricing_region
-from nodewright.cloud.aws.clock import FakeClock
 from nodewright.cloud.aws.pricing import LivePriceSource
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.scheduling.pricing import OfflinePriceSource
+from tests.aws.world import FakeClock
 
 from .conftest import CallRecorder
 

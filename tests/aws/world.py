@@ -19,6 +19,19 @@ K8S_VERSION = "1.30"
 X86_IMAGE = "ami-ekslinux"  # moto ships this x86_64 image
 
 
+@dataclass
+class FakeClock:
+    """A `nodewright.cloud.aws.clock.Clock` that tests move by hand."""
+
+    now: float = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 def seed_public_parameter(region: str, name: str, value: str) -> None:
     """moto refuses put_parameter under /aws/, as AWS does; write into its backend."""
     backend = ssm_backends[ACCOUNT][region]

@@ -10,9 +10,9 @@ import pytest
 
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.cluster.memory.read_only import ReadOnlyGuard, SharedObjectModifiedError
-from nodewright.controllers.harness import World
 from nodewright.runtime.clock import VirtualClock
 from tests.conftest import EXAMPLES
+from tests.harness import World
 
 
 def pod(name: str) -> dict[str, Any]:

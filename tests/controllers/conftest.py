@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from nodewright.controllers.harness import World
 from tests.conftest import EXAMPLES
+from tests.harness import World
 
 WORKSHOP = EXAMPLES / "workshop"
 

@@ -13,7 +13,7 @@ from nodewright.cluster.api import ClusterAPI
 
 
 class World(Protocol):
-    """What the expectations read (`nodewright.controllers.harness.World` has it)."""
+    """What the expectations read (`tests.harness.World` has it)."""
 
     @property
     def cluster(self) -> ClusterAPI: ...

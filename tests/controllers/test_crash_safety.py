@@ -11,7 +11,6 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nodewright.controllers.harness import World
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import (
     claim_names,
@@ -19,6 +18,7 @@ from tests.controllers.expectations import (
     expect_no_controller_errors,
     expect_running,
 )
+from tests.harness import World
 
 PDB = """
 apiVersion: policy/v1

@@ -8,7 +8,6 @@ from typing import Any
 
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cloud.sim import CapacityRule, SimSettings
-from nodewright.controllers.harness import World
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import (
     claim_names,
@@ -18,6 +17,7 @@ from tests.controllers.expectations import (
     expect_no_controller_errors,
     expect_running,
 )
+from tests.harness import World
 
 CHEAP_POOL = """
 apiVersion: karpenter.sh/v1

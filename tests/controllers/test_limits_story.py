@@ -8,9 +8,9 @@ from typing import Any
 
 from nodewright.api.quantity import parse_quantity
 from nodewright.cloud.provider import CloudProviderError
-from nodewright.controllers.harness import World
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_consistent, expect_no_controller_errors
+from tests.harness import World
 
 LIMITED_POOL = """
 apiVersion: karpenter.sh/v1

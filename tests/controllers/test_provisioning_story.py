@@ -3,7 +3,6 @@ become NodeClaims, instances, registered and initialized nodes, and bound pods."
 
 from __future__ import annotations
 
-from nodewright.controllers.harness import World
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import (
     condition,
@@ -12,6 +11,7 @@ from tests.controllers.expectations import (
     expect_no_controller_errors,
     expect_running,
 )
+from tests.harness import World
 
 
 def test_the_workshop_scales_from_zero_to_five_to_twelve(world: World) -> None:

@@ -10,12 +10,12 @@ from typing import Any
 
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cloud.sim import SimSettings
-from nodewright.controllers.harness import World
 from nodewright.controllers.registration_health import Health
 from nodewright.runtime.clock import format_time, parse_time
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
 from tests.disruption.helpers import nodepool_with
+from tests.harness import World
 
 HEALTHY = "NodeRegistrationHealthy"
 NEVER_REGISTERS = SimSettings(registration_delay=24 * 3600.0)

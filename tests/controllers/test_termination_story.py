@@ -8,7 +8,6 @@ from datetime import timedelta
 from typing import Any
 
 from nodewright.cloud.sim import SimEvent
-from nodewright.controllers.harness import World
 from nodewright.controllers.termination import drain_groups
 from nodewright.runtime.clock import parse_time
 from tests.controllers.conftest import WORKSHOP
@@ -19,6 +18,7 @@ from tests.controllers.expectations import (
     expect_no_controller_errors,
     expect_running,
 )
+from tests.harness import World
 
 PDB = """
 apiVersion: policy/v1

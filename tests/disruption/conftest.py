@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nodewright.controllers.harness import World
+from tests.harness import World
 
 
 @pytest.fixture

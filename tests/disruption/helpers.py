@@ -9,8 +9,8 @@ from typing import Any
 import yaml
 
 from nodewright.controllers.disruption import explanations as ex
-from nodewright.controllers.harness import World
 from tests.controllers.conftest import WORKSHOP
+from tests.harness import World
 
 
 def nodepool_with(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from nodewright.cluster import objects
 from nodewright.controllers.disruption import explanations as ex
-from nodewright.controllers.harness import World
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import (
     expect_instance_types,
@@ -14,6 +13,7 @@ from tests.controllers.expectations import (
     expect_running,
 )
 from tests.disruption.helpers import decisions, nodepool_with
+from tests.harness import World
 
 GUARD = """
 apiVersion: v1

@@ -9,7 +9,6 @@ from datetime import timedelta
 
 from nodewright.cluster import objects
 from nodewright.controllers.disruption import explanations as ex
-from nodewright.controllers.harness import World
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import (
     expect_consistent,
@@ -18,6 +17,7 @@ from tests.controllers.expectations import (
     expect_running,
 )
 from tests.disruption.helpers import decisions, nodepool_with, started
+from tests.harness import World
 
 BIG = """
 apiVersion: apps/v1

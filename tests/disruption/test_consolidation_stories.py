@@ -5,7 +5,6 @@ several nodes merge into one cheaper node, and every decision is explained."""
 from __future__ import annotations
 
 from nodewright.controllers.disruption import explanations as ex
-from nodewright.controllers.harness import World
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import (
     expect_consistent,
@@ -14,6 +13,7 @@ from tests.controllers.expectations import (
     expect_running,
 )
 from tests.disruption.helpers import decisions, nodepool_with, started
+from tests.harness import World
 
 R5_ALLOWED = {"karpenter.k8s.aws/instance-category": ["c", "m", "r"],
               "karpenter.k8s.aws/instance-family": ["c5", "m5", "r5"]}

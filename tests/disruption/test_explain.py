@@ -12,9 +12,9 @@ import pytest
 from nodewright.cli import build_parser
 from nodewright.cli.explain import run
 from nodewright.cluster import objects
-from nodewright.controllers.harness import World
 from tests.controllers.conftest import WORKSHOP
 from tests.disruption.test_blocker_and_interruption_stories import GUARD
+from tests.harness import World
 
 HUGE = """
 apiVersion: v1

@@ -8,9 +8,9 @@ import logging
 import pytest
 
 from nodewright.cluster import objects
-from nodewright.controllers.harness import World
 from tests.controllers.conftest import WORKSHOP
 from tests.disruption.helpers import nodepool_with
+from tests.harness import World
 
 
 def fields_of(caplog: pytest.LogCaptureFixture, logger: str) -> list[dict[str, str]]:

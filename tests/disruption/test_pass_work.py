@@ -24,10 +24,10 @@ from nodewright.controllers.disruption.methods import (
 )
 from nodewright.controllers.disruption.prefilter import Room, identical_spill, new_node_need
 from nodewright.controllers.disruption.simulation import SimulationBase
-from nodewright.controllers.harness import World
 from nodewright.controllers.wiring import ControllerOptions
 from tests.controllers.conftest import WORKSHOP
 from tests.disruption.helpers import nodepool_with
+from tests.harness import World
 
 rooms = st.tuples(st.integers(0, 6), st.integers(0, 6), st.integers(0, 2))
 

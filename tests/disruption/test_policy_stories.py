@@ -11,11 +11,11 @@ from nodewright.controllers.disruption import explanations as ex
 from nodewright.controllers.disruption import hashes
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods import MethodOptions
-from nodewright.controllers.harness import World
 from nodewright.controllers.wiring import ControllerOptions
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_instance_types, expect_no_controller_errors
 from tests.disruption.helpers import decisions, nodepool_with, started
+from tests.harness import World
 
 SPOT_M5 = {"karpenter.sh/capacity-type": ["spot"],
            "karpenter.k8s.aws/instance-category": ["c", "m", "r", "t"],

@@ -23,11 +23,11 @@ from nodewright.controllers.disruption import explanations as ex
 from nodewright.controllers.disruption.budgets import allowed_disruptions
 from nodewright.controllers.disruption.commands import Command
 from nodewright.controllers.disruption.room import count_nodes
-from nodewright.controllers.harness import World
 from nodewright.runtime.clock import parse_time
 from nodewright.runtime.reconciler import WatchEvent
 from tests.controllers.conftest import WORKSHOP
 from tests.disruption.helpers import nodepool_with
+from tests.harness import World
 
 WEB = """
 apiVersion: apps/v1

@@ -11,7 +11,6 @@ import dataclasses
 from collections.abc import Callable
 
 from nodewright.controllers.disruption import explanations as ex
-from nodewright.controllers.harness import Source
 from nodewright.operator.process import Operator
 from tests.controllers.expectations import (
     expect_consistent,
@@ -19,6 +18,7 @@ from tests.controllers.expectations import (
     expect_running,
 )
 from tests.disruption.helpers import nodepool_with
+from tests.harness import Source
 from tests.kube.waiting import eventually
 from tests.operator.conftest import WORKSHOP, JsonLogs
 from tests.operator.world import FAST_CLOUD, RealTimeWorld

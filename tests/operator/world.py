@@ -12,7 +12,7 @@ goes through `LockedCluster`: the threads take turns, as the processes of a real
 cluster take turns at the API server. A test that reads several things at once (the
 expectations of tests/controllers) holds `world.lock` too, to see one moment.
 
-The query helpers have the names of `nodewright.controllers.harness.World`, so the core
+The query helpers have the names of `tests.harness.World`, so the core
 stories' expectations read both worlds. `freeze_when` stops a controller process at an
 exact point of its work (the first watch event a predicate accepts: nothing is written
 after it) and `crash` then tears it down, for the crash-safety stories.
@@ -39,13 +39,13 @@ from nodewright.cluster.api import (
 from nodewright.cluster.kube.access import Request, request_for
 from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
 from nodewright.controllers.disruption.controller import DisruptionOptions
-from nodewright.controllers.harness import ClusterReads, Source, documents
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import OperatorDriver
 from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.process import Operator, OperatorSettings
 from nodewright.runtime.reconciler import WatchEvent
+from tests.harness import ClusterReads, Source, documents
 from tests.kube.waiting import PATIENCE, eventually
 
 

@@ -1,4 +1,4 @@
-"""Injectable time and a small TTL cache, so expiry is testable without sleeping."""
+"""Injectable time (`Clock`) and a small TTL cache, so expiry is testable without sleeping."""
 
 from __future__ import annotations
 
@@ -14,19 +14,6 @@ V = TypeVar("V")
 
 def system_clock() -> float:
     return time.monotonic()
-
-
-@dataclass
-class FakeClock:
-    """A clock tests move by hand."""
-
-    now: float = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @dataclass
