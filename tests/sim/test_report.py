@@ -52,6 +52,27 @@ def test_the_report_tells_the_story_of_the_run(workshop_run: RunResult) -> None:
     assert "disruption: Underutilized" in html  # the marker on the time axis
 
 
+def test_the_charts_plot_areas_line_up(workshop_run: RunResult) -> None:
+    """A moment is at the same x on every chart: the axes' frames are the same."""
+    from nodewright.sim.report import charts
+
+    frames = set()
+    for svg in (charts.nodes_chart(workshop_run), charts.cost_chart(workshop_run),
+                charts.pending_chart(workshop_run)):
+        frame = re.search(r'<g id="patch_2">\s*<path d="([^"]+)"', svg)
+        assert frame is not None
+        frames.add(frame.group(1))
+    assert len(frames) == 1, frames
+
+
+def test_each_explanation_states_the_saving_once(workshop_run: RunResult) -> None:
+    html = render_report(workshop_run)
+
+    rows = [row for row in html.split("<tr>") if "savings" in row or "saves" in row]
+    assert rows
+    assert all(row.count("$0.0") == 1 for row in rows), rows
+
+
 def test_the_same_run_draws_the_same_report(workshop_run: RunResult) -> None:
     assert render_report(workshop_run) == render_report(workshop_run)
 

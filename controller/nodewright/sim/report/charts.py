@@ -34,6 +34,7 @@ REASON_COLORS = {
 }
 VARIANT_COLORS = ("#4e79a7", "#e15759")
 _WIDTH, _HEIGHT = 9.0, 3.0
+_LEFT = 0.085  # of the width: room for the widest y tick labels ("0.0850")
 # Tick spacings on the time axis, in seconds: whole minutes and hours.
 _TICK_STEPS = (60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
 _XML_PROLOGUE = re.compile(r"^.*?(?=<svg)", re.DOTALL)
@@ -174,7 +175,9 @@ def _figure(title: str) -> Iterator[tuple[Figure, Axes]]:
 
 
 def _svg(figure: Figure) -> str:
-    figure.tight_layout()
+    # The same margins for every chart (not tight_layout, which fits each chart's own tick
+    # labels), so the plot areas line up and a moment is at the same x on each chart.
+    figure.subplots_adjust(left=_LEFT, right=0.985, top=0.88, bottom=0.2)
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     return _XML_PROLOGUE.sub("", buffer.getvalue(), count=1)

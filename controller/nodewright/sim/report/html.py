@@ -95,7 +95,9 @@ def _summary(result: RunResult) -> str:
 def _charts(result: RunResult) -> str:
     svgs = [charts.nodes_chart(result), charts.cost_chart(result), charts.pending_chart(result)]
     figures = "\n".join(f'<div class="chart">{svg}</div>' for svg in svgs)
-    return f"<h2>Over virtual time</h2>\n{figures}"
+    note = ("<p>A node leaves the nodes chart when its drain starts; the cost chart pays "
+            "for its instance until the instance has terminated, as EC2 bills it.</p>")
+    return f"<h2>Over virtual time</h2>\n{note}\n{figures}"
 
 
 def _expectations(result: RunResult) -> str:
@@ -146,7 +148,7 @@ def _decision_table(decisions: Iterable[DecisionRecord]) -> str:
         why = decision.message
         if decision.replacements:
             why += f" (replacements: {', '.join(decision.replacements)})"
-        if decision.savings:
+        if decision.savings and "savings" not in why:  # the controller's message says it
             why += f"; saves ${decision.savings:.4f}/hour"
         rows.append((format_offset(decision.at), decision.node, decision.nodepool,
                      decision.method, decision.outcome, decision.reason or decision.cause, why))
