@@ -171,6 +171,15 @@ class AwsWorld:
             InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]
         return found
 
+    def fleet_of(self, instance_id: str) -> dict[str, Any]:
+        """The EC2 Fleet that launched the instance."""
+        for fleet in self.ec2.describe_fleets()["Fleets"]:
+            if any(instance_id in launched.get("InstanceIds", [])
+                   for launched in fleet.get("Instances", [])):
+                found: dict[str, Any] = fleet
+                return found
+        raise AssertionError(f"no fleet launched {instance_id}")
+
     def state_of(self, instance_id: str) -> str:
         return str(self.instance(instance_id)["State"]["Name"])
 
@@ -188,11 +197,11 @@ class AwsWorld:
             SubnetId=self.subnets[f"{REGION}a"],
             TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
         )["Instances"][0]["InstanceId"]
-        self._backdate(instance_id, age)
+        self.backdate(instance_id, age)
         return instance_id
 
     @staticmethod
-    def _backdate(instance_id: str, age: datetime.timedelta) -> None:
+    def backdate(instance_id: str, age: datetime.timedelta) -> None:
         """EC2 has no call to change a launch time: moto's backend (this process) does."""
         from moto.ec2.models import ec2_backends
 

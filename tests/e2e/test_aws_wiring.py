@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from tests.e2e.aws_world import NODE_ROLE, AwsWorld, Kubelets, tags_of
+from tests.e2e.aws_world import NODE_ROLE, REGION, AwsWorld, Kubelets, tags_of
 from tests.e2e.conftest import StartController
 from tests.e2e.harness import CLUSTER_NAME, ControlPlane, eventually
 
@@ -102,6 +102,21 @@ def launched_claim(plane: ControlPlane) -> dict[str, Any]:
     return claims[0]
 
 
+def events(plane: ControlPlane) -> list[dict[str, Any]]:
+    return plane.items("events.events.k8s.io", "-A")
+
+
+def reasons_for(plane: ControlPlane, *uids: str) -> set[str]:
+    """The reasons of the events about the objects with these uids."""
+    return {str(event.get("reason")) for event in events(plane)
+            if event.get("regarding", {}).get("uid") in uids}
+
+
+def uids_of(plane: ControlPlane, name: str) -> set[str]:
+    return {str(event["regarding"].get("uid")) for event in events(plane)
+            if event.get("regarding", {}).get("name") == name}
+
+
 def instance_id(claim: dict[str, Any]) -> str:
     return str(claim["status"]["providerID"]).rsplit("/", 1)[-1]
 
@@ -132,16 +147,19 @@ def test_a_deployment_launches_through_create_fleet_and_moves_on_a_spot_interrup
                        what="a NodeClaim launched, registered and initialized")
     eventually(lambda: checkout_running(plane, 3), timeout=30, what="3 pods running")
     first = instance_id(claim)
+    assert world.fleet_of(first)["Type"] == "instant"
     instance = world.instance(first)
     assert instance["InstanceLifecycle"] == "spot"
-    assert tags_of(instance) | {
+    karpenters = {
         "karpenter.sh/nodepool": "default",
         "karpenter.sh/nodeclaim": claim["metadata"]["name"],
         f"kubernetes.io/cluster/{CLUSTER_NAME}": "owned",
         "eks:eks-cluster-name": CLUSTER_NAME,
         "karpenter.k8s.aws/ec2nodeclass": "default",
-        "team": "checkout",
-    } == tags_of(instance)
+        "Name": f"default/{claim['metadata']['name']}",
+        "team": "checkout",  # the EC2NodeClass's
+    }
+    assert karpenters.items() <= tags_of(instance).items(), tags_of(instance)
     node = plane.get("node", claim["status"]["nodeName"])
     assert node["spec"]["providerID"] == claim["status"]["providerID"]
     assert not any(t["key"] == "karpenter.sh/unregistered" for t in node["spec"].get("taints", []))
@@ -149,6 +167,7 @@ def test_a_deployment_launches_through_create_fleet_and_moves_on_a_spot_interrup
 
     # A spot interruption warning: the node is cordoned and drained, its instance
     # terminated, and the pods run again on a replacement.
+    evicted = {pod["metadata"]["name"] for pod in checkout_running(plane, 3)}
     world.send_spot_interruption_warning(first)
     eventually(lambda: world.state_of(first) in ("shutting-down", "terminated"), timeout=60,
                what=f"{first} terminated")
@@ -157,32 +176,46 @@ def test_a_deployment_launches_through_create_fleet_and_moves_on_a_spot_interrup
     assert instance_id(replacement) != first
     eventually(lambda: checkout_running(plane, 3), timeout=30,
                what="3 pods running on the replacement")
-    assert {pod["spec"]["nodeName"] for pod in checkout_running(plane, 3)} == {
-        replacement["status"]["nodeName"]}
+    moved = checkout_running(plane, 3)
+    assert {pod["spec"]["nodeName"] for pod in moved} == {replacement["status"]["nodeName"]}
+    assert not evicted & {pod["metadata"]["name"] for pod in moved}
+    assert controller.logged("tainted node")
     eventually(lambda: not any(n["metadata"]["name"] == node["metadata"]["name"]
                                for n in plane.items("nodes")), timeout=30,
                what="the interrupted node deleted")
     assert world.queue_depth() == 0, "the warning is deleted from the queue once handled"
-    reasons = {event.get("reason") for event in plane.items("events", "-A")}
-    assert {"SpotInterrupted", "TerminatingOnInterruption"} <= reasons, reasons
+    assert {"SpotInterrupted", "TerminatingOnInterruption"} <= reasons_for(
+        plane, claim["metadata"]["uid"], node["metadata"]["uid"])
+    for pod in sorted(evicted):
+        assert "Evicted" in reasons_for(plane, *uids_of(plane, pod)), pod
     assert controller.running()
 
 
-def test_an_instance_no_nodeclaim_claims_is_terminated(
+def test_a_restarted_controller_terminates_the_instance_no_nodeclaim_claims(
         control_plane: ControlPlane, aws_world: AwsWorld, kubelets: Kubelets,
         start_aws: StartController) -> None:
     plane, world = control_plane, aws_world
     plane.apply(NODE_CLASS)
     plane.apply(NODE_POOL)
-    # Left behind by a NodeClaim deleted while no controller ran, launched long ago; and
-    # one of another cluster in the same account.
+    plane.apply(CHECKOUT)
+    first = start_aws("replica-a")
+    plane.kubectl("scale", "deployment", "checkout", "--replicas", "1")
+    claimed = instance_id(eventually(lambda: launched_claim(plane), timeout=60,
+                                     what="a NodeClaim launched"))
+    first.stop()
+
+    # While no controller runs: a NodeClaim's instance left behind long ago (its NodeClaim
+    # deleted by hand), one of another cluster in the same account, and the claimed
+    # instance grown old enough to be collected if its NodeClaim went unseen.
     orphan = world.launch_unclaimed_instance(datetime.timedelta(minutes=10))
     foreign = world.launch_unclaimed_instance(datetime.timedelta(minutes=10),
                                               cluster="another")
-    controller = start_aws()
+    world.backdate(claimed, datetime.timedelta(minutes=10))
+    second = start_aws("replica-b")
 
     eventually(lambda: world.state_of(orphan) in ("shutting-down", "terminated"),
                timeout=45, what=f"{orphan} terminated by the garbage collection")
+    assert second.logged(f"garbage collecting instance aws:///{REGION}a/{orphan}")
     assert world.state_of(foreign) == "running"
-    assert controller.logged("garbage collecting instance")
-    assert live_claims(plane) == []
+    assert world.state_of(claimed) == "running"
+    eventually(lambda: checkout_running(plane, 1), timeout=10, what="the pod still running")
