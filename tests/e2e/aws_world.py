@@ -6,6 +6,7 @@ launches.
 - `MotoServer`: moto's threaded server on 127.0.0.1 (in this process, so the world can be
   seeded where the API has no call for it: the public SSM parameters under /aws/, an
   instance's launch time).
+- `PricingApi`: the Price List API's GetProducts, which moto does not serve.
 - `AwsWorld`: the account's resources, boto3 clients on the server, and what the stories
   do to it (an instance no NodeClaim claims, a spot interruption warning on the queue).
 - `Kubelets`: a thread playing the kubelet of every instance that boots with user data for
@@ -24,6 +25,7 @@ from __future__ import annotations
 import base64
 import datetime
 import email
+import http.server
 import json
 import logging
 import re
@@ -82,6 +84,65 @@ class MotoServer:
         self._server.stop()
 
 
+# USD per hour, as the Price List API answers for us-west-2 (moto has no Pricing API).
+ON_DEMAND_PRICES = {"m5.large": 0.096, "c5.large": 0.085, "m5.xlarge": 0.192,
+                    "c5.xlarge": 0.17}
+
+
+class PricingApi:
+    """AWS Price List's GetProducts on 127.0.0.1 (JSON 1.1, as botocore speaks it),
+    answering the on-demand prices of `ON_DEMAND_PRICES` whatever the filters; each
+    request's filters are kept in `requests`."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        api = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                api.requests.append(body)
+                if self.headers.get("X-Amz-Target") != "AWSPriceListService.GetProducts":
+                    self._answer(400, {"__type": "InvalidParameterException",
+                                       "message": "only GetProducts is served here"})
+                    return
+                self._answer(200, {"FormatVersion": "aws_v1", "PriceList": [
+                    json.dumps(_product(name, price))
+                    for name, price in ON_DEMAND_PRICES.items()]})
+
+            def _answer(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-amz-json-1.1")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._thread.join(10)
+
+
+def _product(instance_type: str, usd: float) -> dict[str, Any]:
+    sku = f"SKU{instance_type.replace('.', '').upper()}"
+    return {
+        "product": {"productFamily": "Compute Instance", "sku": sku, "attributes": {
+            "instanceType": instance_type, "regionCode": REGION, "operatingSystem": "Linux",
+            "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used"}},
+        "terms": {"OnDemand": {f"{sku}.JRTCKXETXF": {"priceDimensions": {
+            f"{sku}.JRTCKXETXF.6YS6EN2CT7": {"unit": "Hrs",
+                                            "pricePerUnit": {"USD": f"{usd:.7f}"}}}}}},
+    }
+
+
 def seed_public_parameter(name: str, value: str) -> None:
     """moto refuses PutParameter under /aws/, as AWS does: write into its backend."""
     from moto.ssm.models import Parameter, ssm_backends
@@ -101,6 +162,7 @@ class AwsWorld:
     endpoint: str
     cluster: str
     api_url: str
+    pricing_endpoint: str = ""
     vpc_id: str = ""
     subnets: dict[str, str] = field(default_factory=dict)  # zone -> subnet id
     security_group: str = ""
@@ -119,11 +181,12 @@ class AwsWorld:
         return self.client("ec2")
 
     @classmethod
-    def build(cls, endpoint: str, cluster: str, api_url: str) -> AwsWorld:
+    def build(cls, endpoint: str, cluster: str, api_url: str,
+              pricing_endpoint: str = "") -> AwsWorld:
         """What the Karpenter getting-started guide sets up: subnets and a security group
         tagged `karpenter.sh/discovery`, the node role, the EKS cluster, the interruption
         queue; and what AWS publishes: the EKS-optimized AMI parameters."""
-        world = cls(endpoint, cluster, api_url)
+        world = cls(endpoint, cluster, api_url, pricing_endpoint)
         ec2 = world.ec2
         discovery = [{"Key": "karpenter.sh/discovery", "Value": cluster}]
         # The account's default VPC, its subnet in each zone and its default security group.
@@ -152,9 +215,12 @@ class AwsWorld:
 
     def controller_env(self) -> dict[str, str]:
         """What a pod with IRSA has, pointed at the server."""
-        return {**FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint, "AWS_REGION": REGION,
-                "AWS_SHARED_CREDENTIALS_FILE": "/dev/null", "AWS_CONFIG_FILE": "/dev/null",
-                "AWS_EC2_METADATA_DISABLED": "true"}
+        env = {**FAKE_CREDENTIALS, "AWS_ENDPOINT_URL": self.endpoint, "AWS_REGION": REGION,
+               "AWS_SHARED_CREDENTIALS_FILE": "/dev/null", "AWS_CONFIG_FILE": "/dev/null",
+               "AWS_EC2_METADATA_DISABLED": "true"}
+        if self.pricing_endpoint:
+            env["AWS_ENDPOINT_URL_PRICING"] = self.pricing_endpoint
+        return env
 
     # --- instances --------------------------------------------------------------------
 

@@ -120,14 +120,25 @@ def moto_server() -> Iterator[Any]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def pricing_api() -> Iterator[Any]:
+    from tests.e2e.aws_world import PricingApi
+
+    api = PricingApi()
+    yield api
+    api.stop()
+
+
 @pytest.fixture
-def aws_world(moto_server: Any, control_plane: ControlPlane) -> Any:
+def aws_world(moto_server: Any, pricing_api: Any, control_plane: ControlPlane) -> Any:
     """A fresh account on the moto server, set up as Karpenter's getting-started guide
     sets one up for the cluster (see tests/e2e/aws_world.py)."""
     from tests.e2e.aws_world import AwsWorld
 
     moto_server.reset()
-    return AwsWorld.build(moto_server.endpoint, CLUSTER_NAME, control_plane.api_url)
+    pricing_api.requests.clear()
+    return AwsWorld.build(moto_server.endpoint, CLUSTER_NAME, control_plane.api_url,
+                          pricing_api.endpoint)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from tests.e2e.aws_world import NODE_ROLE, REGION, AwsWorld, Kubelets, tags_of
+from tests.e2e.aws_world import NODE_ROLE, REGION, AwsWorld, Kubelets, PricingApi, tags_of
 from tests.e2e.conftest import StartController
 from tests.e2e.harness import CLUSTER_NAME, ControlPlane, eventually
 
@@ -122,8 +122,8 @@ def instance_id(claim: dict[str, Any]) -> str:
 
 
 def test_a_deployment_launches_through_create_fleet_and_moves_on_a_spot_interruption(
-        control_plane: ControlPlane, aws_world: AwsWorld, kubelets: Kubelets,
-        start_aws: StartController) -> None:
+        control_plane: ControlPlane, aws_world: AwsWorld, pricing_api: PricingApi,
+        kubelets: Kubelets, start_aws: StartController) -> None:
     plane, world = control_plane, aws_world
     plane.apply(NODE_CLASS)
     plane.apply(NODE_POOL)
@@ -147,6 +147,10 @@ def test_a_deployment_launches_through_create_fleet_and_moves_on_a_spot_interrup
                        what="a NodeClaim launched, registered and initialized")
     eventually(lambda: checkout_running(plane, 3), timeout=30, what="3 pods running")
     first = instance_id(claim)
+    asked = [(f["Field"], f["Value"]) for request in pricing_api.requests
+             for f in request.get("Filters", [])]
+    assert ("regionCode", REGION) in asked, "on-demand prices come from the Price List API"
+    assert not controller.logged("using offline prices")
     assert world.fleet_of(first)["Type"] == "instant"
     instance = world.instance(first)
     assert instance["InstanceLifecycle"] == "spot"
