@@ -423,8 +423,11 @@ class Kubelets:
         raw = self.world.ec2.describe_instance_attribute(
             InstanceId=instance_id, Attribute="userData").get("UserData", {}).get("Value")
         config = NodeConfig.from_user_data(base64.b64decode(raw).decode()) if raw else None
-        if config is not None and config.cluster != self.world.cluster:
-            config = None  # it boots, and its kubelet joins another cluster
+        if config is not None and (config.cluster, config.api_server) != (
+                self.world.cluster, self.world.api_url):
+            # It boots, and its kubelet joins another cluster (or no API server at all).
+            self.errors.append(f"{instance_id} joins {config.cluster} at {config.api_server}")
+            config = None
         zone = instance["Placement"]["AvailabilityZone"]
         self.booted[instance_id] = Booted(instance_id, instance["PrivateDnsName"],
                                           f"aws:///{zone}/{instance_id}", config)

@@ -7,6 +7,11 @@ it; NODEWRIGHT_SHARED_DIR points elsewhere). Where it is absent every story skip
 says so. The stories run one at a time (`dev.py test` runs this folder after the rest,
 without xdist): they share one cluster, and its cluster-scoped objects (Nodes,
 NodeClaims, NodePools) cannot be split between parallel stories.
+
+`--cloud aws` stories use `aws_world` (an account on a moto server on loopback, fresh for
+each story), `aws_installation` (`nodewright manifests --cloud aws`), `kubelets` (the
+kubelets of the instances launched there) and `start_aws` (controllers with the
+Deployment's environment, reaching moto through AWS_ENDPOINT_URL).
 """
 
 from __future__ import annotations

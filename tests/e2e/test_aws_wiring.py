@@ -177,7 +177,10 @@ def test_a_deployment_launches_through_create_fleet_and_moves_on_a_spot_interrup
                what=f"{first} terminated")
     replacement = eventually(lambda: launched_claim(plane), timeout=60,
                              what="a replacement NodeClaim")
-    assert instance_id(replacement) != first
+    second = world.instance(instance_id(replacement))
+    # The interrupted offering is unavailable for a while: another type or zone replaces it.
+    assert (second["InstanceType"], second["Placement"]["AvailabilityZone"]) != (
+        instance["InstanceType"], instance["Placement"]["AvailabilityZone"])
     eventually(lambda: checkout_running(plane, 3), timeout=30,
                what="3 pods running on the replacement")
     moved = checkout_running(plane, 3)
