@@ -115,12 +115,13 @@ def start(installation: Installation, tmp_path: Path,
 
 @pytest.fixture(scope="session")
 def moto_server() -> Iterator[Any]:
+    from tests.e2e.aws_world import MotoServer
+
     try:
-        from tests.e2e.aws_world import MotoServer
-    except ImportError as error:
+        server = MotoServer()
+    except ImportError as error:  # moto without its `server` extra (flask)
         pytest.skip(f"moto's server is not installed ({error}); "
                     "pip install -r requirements-dev.txt")
-    server = MotoServer()
     yield server
     server.stop()
 

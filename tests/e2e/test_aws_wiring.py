@@ -167,7 +167,13 @@ def test_a_deployment_launches_through_create_fleet_and_moves_on_a_spot_interrup
     node = plane.get("node", claim["status"]["nodeName"])
     assert node["spec"]["providerID"] == claim["status"]["providerID"]
     assert not any(t["key"] == "karpenter.sh/unregistered" for t in node["spec"].get("taints", []))
-    assert node["metadata"]["labels"]["karpenter.sh/nodepool"] == "default"
+    # Registered as Karpenter registers a node: owned by its NodeClaim, its finalizer on.
+    labels = node["metadata"]["labels"]
+    assert {"karpenter.sh/nodepool": "default", "karpenter.sh/registered": "true",
+            "karpenter.sh/initialized": "true", "team": "checkout"}.items() <= labels.items()
+    assert [(o["kind"], o["name"]) for o in node["metadata"]["ownerReferences"]] == [
+        ("NodeClaim", claim["metadata"]["name"])]
+    assert "karpenter.sh/termination" in node["metadata"]["finalizers"]
 
     # A spot interruption warning: the node is cordoned and drained, its instance
     # terminated, and the pods run again on a replacement.
