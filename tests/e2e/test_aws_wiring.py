@@ -6,7 +6,8 @@ kubelets joining from the instances' user data (tests/e2e/aws_world.py).
 The stories: an EC2NodeClass resolved and its status accepted by the API server; a
 Deployment scaled up, launched through CreateFleet with Karpenter's tags; a spot
 interruption warning on the SQS queue draining the node, terminating its instance and
-running the pods on a replacement; an instance no NodeClaim claims terminated.
+running the pods on a replacement; a restarted controller terminating the instance no
+NodeClaim claims, and only that one.
 """
 
 from __future__ import annotations
