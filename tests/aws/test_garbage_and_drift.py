@@ -23,7 +23,11 @@ from nodewright.cloud.aws.drift import (
 from nodewright.cloud.aws.garbage import orphaned_instances
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import NodeClaimNotFoundError
+from nodewright.cluster.memory import InMemoryCluster
+from nodewright.controllers.garbagecollection import InstanceGarbageCollection
+from nodewright.runtime import VirtualClock
 from nodewright.scheduling.pricing import OfflinePriceSource
+from nodewright.state import ClusterState
 from tests.aws.world import FakeClock
 
 from .world import CLUSTER, World, build_world, node_class, nodeclaim
@@ -59,6 +63,29 @@ def test_instances_without_a_nodeclaim_are_terminated_once_older_than_30s(
         provider.get(orphan.provider_id)
     assert provider.get(kept.provider_id).instance_id == kept.instance_id
     assert report.deleted_templates == () and report.deleted_profiles == ()
+
+
+def test_a_controller_that_just_took_over_terminates_only_what_no_nodeclaim_claims(
+    provider: AwsCloudProvider,
+) -> None:
+    """Its state has seen nothing yet (the watch is still listing); the NodeClaims the API
+    server lists protect their instances all the same."""
+    kept = provider.create(nodeclaim("kept-1", uid="uid-kept"), node_class())
+    orphan = provider.create(nodeclaim("gone-1", uid="uid-gone"), node_class())
+    clock = VirtualClock(provider.get(orphan.provider_id).launch_time + timedelta(minutes=10))
+    cluster = InMemoryCluster(clock)
+    cluster.create({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                    "metadata": {"name": "kept-1"}, "spec": {}})
+    cluster.patch("NodeClaim", "kept-1", {"status": {"providerID": kept.provider_id}},
+                  subresource="status")
+    collector = InstanceGarbageCollection(cluster, provider, clock, ClusterState(clock))
+
+    collector.reconcile("")
+
+    assert collector.collected == [orphan.provider_id]
+    assert provider.get(kept.provider_id).state in ("pending", "running")
+    with pytest.raises(NodeClaimNotFoundError):
+        provider.get(orphan.provider_id)
 
 
 def test_a_nodeclaim_still_launching_protects_its_instance() -> None:

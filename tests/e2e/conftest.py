@@ -7,6 +7,11 @@ it; NODEWRIGHT_SHARED_DIR points elsewhere). Where it is absent every story skip
 says so. The stories run one at a time (`dev.py test` runs this folder after the rest,
 without xdist): they share one cluster, and its cluster-scoped objects (Nodes,
 NodeClaims, NodePools) cannot be split between parallel stories.
+
+`--cloud aws` stories use `aws_world` (an account on a moto server on loopback, fresh for
+each story), `aws_installation` (`nodewright manifests --cloud aws`), `kubelets` (the
+kubelets of the instances launched there) and `start_aws` (controllers with the
+Deployment's environment, reaching moto through AWS_ENDPOINT_URL).
 """
 
 from __future__ import annotations
@@ -15,11 +20,13 @@ import os
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import SHARED
 from tests.e2e.harness import (
+    CLUSTER_NAME,
     Controller,
     ControlPlane,
     Installation,
@@ -77,18 +84,18 @@ def installation(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Instal
 StartController = Callable[..., Controller]
 
 
-@pytest.fixture
-def start(installation: Installation, tmp_path: Path,
-          request: pytest.FixtureRequest) -> Iterator[StartController]:
-    """Start `nodewright controller --cloud sim` processes as the ServiceAccount of the
-    manifests; each is stopped after the story, and none may have been refused by RBAC."""
+def _controllers(installation: Installation, tmp_path: Path, request: pytest.FixtureRequest,
+                 *, cloud: str, env: dict[str, str]) -> Iterator[StartController]:
+    """Start `nodewright controller` processes as the ServiceAccount of the manifests; each
+    is stopped after the story, and none may have been refused by RBAC."""
     started: list[Controller] = []
+    base_env, default_cloud = env, cloud
 
     def start_one(name: str = "replica-a", *, args: Sequence[str] = (),
                   env: dict[str, str] | None = None, kubeconfig: Path | None = None,
-                  cloud: str = "sim") -> Controller:
+                  cloud: str = default_cloud) -> Controller:
         controller = start_controller(name, kubeconfig or installation.kubeconfig, tmp_path,
-                                      args=args, env=env, cloud=cloud)
+                                      args=args, env={**base_env, **(env or {})}, cloud=cloud)
         started.append(controller)
         return controller
 
@@ -101,3 +108,82 @@ def start(installation: Installation, tmp_path: Path,
                        if "forbidden" in line.lower()]
             assert not refused, (f"{controller.name} was refused by RBAC:\n"
                                  + "\n".join(refused[:5]))
+
+
+@pytest.fixture
+def start(installation: Installation, tmp_path: Path,
+          request: pytest.FixtureRequest) -> Iterator[StartController]:
+    """Start `nodewright controller --cloud sim` processes (see `_controllers`)."""
+    yield from _controllers(installation, tmp_path, request, cloud="sim", env={})
+
+
+# --- --cloud aws: a moto server for an AWS account -------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[Any]:
+    from tests.e2e.aws_world import MotoServer
+
+    try:
+        server = MotoServer()
+    except ImportError as error:  # moto without its `server` extra (flask)
+        pytest.skip(f"moto's server is not installed ({error}); "
+                    "pip install -r requirements-dev.txt")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def pricing_api() -> Iterator[Any]:
+    from tests.e2e.aws_world import PricingApi
+
+    api = PricingApi()
+    yield api
+    api.stop()
+
+
+@pytest.fixture
+def aws_world(moto_server: Any, pricing_api: Any, control_plane: ControlPlane) -> Any:
+    """A fresh account on the moto server, set up as Karpenter's getting-started guide
+    sets one up for the cluster (see tests/e2e/aws_world.py)."""
+    from tests.e2e.aws_world import AwsWorld
+
+    moto_server.reset()
+    pricing_api.requests.clear()
+    return AwsWorld.build(moto_server.endpoint, CLUSTER_NAME, control_plane.api_url,
+                          pricing_api.endpoint)
+
+
+@pytest.fixture
+def aws_installation(control_plane: ControlPlane, aws_world: Any,
+                     tmp_path: Path) -> Iterator[Installation]:
+    """`nodewright manifests --cloud aws` applied (region, interruption queue, cluster
+    endpoint as a user passes them) and a clean cluster around the story."""
+    from tests.e2e.aws_world import QUEUE, REGION
+
+    clean_cluster(control_plane, STORY_NAMESPACES)
+    installed = Installation.install(
+        control_plane, tmp_path, cloud="aws",
+        options=("--region", REGION, "--queue", QUEUE,
+                 "--cluster-endpoint", control_plane.api_url))
+    yield installed
+    clean_cluster(control_plane, STORY_NAMESPACES)
+
+
+@pytest.fixture
+def kubelets(aws_world: Any, aws_installation: Installation,
+             control_plane: ControlPlane) -> Iterator[Any]:
+    """The kubelets of the instances launched in `aws_world`."""
+    from tests.e2e.aws_world import kubelets_for
+
+    yield from kubelets_for(aws_world, control_plane.kubeconfig)
+
+
+@pytest.fixture
+def start_aws(aws_installation: Installation, aws_world: Any, tmp_path: Path,
+              request: pytest.FixtureRequest) -> Iterator[StartController]:
+    """Start `nodewright controller --cloud aws` processes with the Deployment's
+    environment from the manifests, reaching the moto server through AWS_ENDPOINT_URL."""
+    yield from _controllers(aws_installation, tmp_path, request, cloud="aws",
+                            env={**aws_installation.deployment_env,
+                                 **aws_world.controller_env()})

@@ -192,11 +192,15 @@ def nodewright_output(*args: str) -> str:
 class Installation:
     plane: ControlPlane
     kubeconfig: Path  # the controller's ServiceAccount
+    # The environment the manifests' Deployment gives its container (the literal values).
+    deployment_env: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def install(cls, plane: ControlPlane, workdir: Path) -> Installation:
+    def install(cls, plane: ControlPlane, workdir: Path, *, cloud: str = "sim",
+                options: Sequence[str] = ()) -> Installation:
+        """`nodewright manifests --cloud CLOUD OPTIONS...` applied as a user applies it."""
         manifests = nodewright_output("manifests", "--cluster-name", CLUSTER_NAME,
-                                      "--cloud", "sim")
+                                      "--cloud", cloud, *options)
         plane.apply(manifests)
         plane.kubectl("-n", CONTROLLER_NAMESPACE, "scale", "deployment",
                       "nodewright-controller", "--replicas", "0")
@@ -209,7 +213,17 @@ class Installation:
         path = workdir / "nodewright-sa.kubeconfig"
         path.write_text(service_account_kubeconfig(plane, token))
         path.chmod(0o600)
-        return cls(plane, path)
+        return cls(plane, path, deployment_env(manifests))
+
+
+def deployment_env(manifests: str) -> dict[str, str]:
+    """The controller container's environment in the manifests (values, not references)."""
+    for document in yaml.safe_load_all(manifests):
+        if isinstance(document, dict) and document.get("kind") == "Deployment":
+            container = document["spec"]["template"]["spec"]["containers"][0]
+            return {str(item["name"]): str(item["value"]) for item in container.get("env", [])
+                    if "value" in item}
+    return {}
 
 
 def service_account_kubeconfig(plane: ControlPlane, token: str) -> str:

@@ -1,7 +1,8 @@
 """Garbage collection between the cluster and the cloud.
 
 - `InstanceGarbageCollection` (the AWS provider's instance GC): an instance this cluster
-  owns that no NodeClaim claims by provider ID, launched more than 30 s ago, is
+  owns that no NodeClaim claims by provider ID (the NodeClaims the API server lists, as
+  Karpenter lists them, never a cache still filling), launched more than 30 s ago, is
   terminated, and a Node left for it is deleted. An instance launched for a NodeClaim that
   still exists but has not recorded its provider ID yet (a controller that died between
   the launch and the status write) is left for the lifecycle controller to adopt. Runs
@@ -57,9 +58,12 @@ class InstanceGarbageCollection:
 
     def reconcile(self, key: str) -> Result:
         # The cloud is listed before the cluster: an instance launched in between is
-        # younger than the grace period, so it cannot be mistaken for an orphan.
+        # younger than the grace period, so it cannot be mistaken for an orphan. The
+        # NodeClaims come from the API server's list (a synced cache), not from the state,
+        # which a controller that has just taken the Lease may not have filled yet: every
+        # instance would look unclaimed to it.
         instances = self.cloud.list()
-        claims = self.state.nodeclaims()
+        claims = self.cluster.list("NodeClaim")
         claimed = {str((c.get("status") or {}).get("providerID") or "") for c in claims}
         unlaunched = {
             str(c["metadata"]["name"]) for c in claims
