@@ -116,10 +116,11 @@ class EventRecorder:
                 series: dict[str, Any] | None) -> str:
         action, reason, event_type, note, reference = what
         namespace = _namespace(reference)
-        event = {
+        meta: dict[str, str] = {"namespace": namespace}
+        event: dict[str, Any] = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"namespace": namespace},
+            "metadata": meta,
             "eventTime": micro_time(now),
             "reportingController": self.controller,
             "reportingInstance": self.controller,
@@ -136,7 +137,7 @@ class EventRecorder:
             # generateName may not end in a dot); another recorder may have taken it.
             stamp = max(round(now.timestamp() * 1e9), self._last_stamp + 1)
             self._last_stamp = stamp
-            event["metadata"]["name"] = f"{reference['name']}.{stamp:x}"
+            meta["name"] = f"{reference['name']}.{stamp:x}"
             try:
                 name = self.cluster.insert(event)
             except AlreadyExistsError:

@@ -5,20 +5,32 @@ skipped.
 
 cel-python interprets its parse tree, which costs about a millisecond a rule; the same
 values come back again and again (every NodeClaim carries the same requirements), so each
-`RuleSet` remembers its verdicts by value.
+`RuleSet` remembers its verdicts by value. Building cel-python's parser and parsing the
+rules cost a quarter of a second per process, so the parse trees are kept on disk
+(`cache_folder`) and the parser is built only when a rule is not there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import importlib.metadata
 import itertools
+import os
+import pickle
 import re
-from collections.abc import Callable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
 import celpy
+import lark
 from celpy import celtypes
+from celpy.adapter import json_to_cel
+from celpy.celparser import CELParser
 from celpy.evaluation import CELEvalError
 
 MEMO_LIMIT = 8192
@@ -66,9 +78,9 @@ class RuleSet:
         return self._evaluate(value, old, has_old=has_old)
 
     def _evaluate(self, value: Any, old: Any, *, has_old: bool) -> list[Verdict]:
-        activation = {"self": celpy.json_to_cel(value)}
+        activation = {"self": json_to_cel(value)}
         if has_old:
-            activation["oldSelf"] = celpy.json_to_cel(old)
+            activation["oldSelf"] = json_to_cel(old)
         failures = []
         for rule, program in zip(self.rules, self._programs, strict=True):
             if rule.transition and not has_old:
@@ -82,8 +94,7 @@ class RuleSet:
             if isinstance(result, CELEvalError):
                 failures.append(Verdict(f"{_error_text(result)} evaluating rule: "
                                         f"{rule.message or rule.text}"))
-            elif result is not True and not (isinstance(result, celtypes.BoolType)
-                                             and bool(result)):
+            elif not (isinstance(result, celtypes.BoolType) and bool(result)):
                 failures.append(Verdict(rule.failure))
         return failures
 
@@ -112,8 +123,62 @@ def _error_text(error: CELEvalError) -> str:
 
 @cache
 def _program(text: str) -> celpy.Runner:
-    environment = celpy.Environment()
-    return environment.program(environment.compile(text), functions=dict(FUNCTIONS))
+    environment = _environment()
+    tree = _trees.get(text)
+    if tree is None:
+        tree = _trees[text] = environment.compile(text)
+    return environment.program(tree, functions=dict(FUNCTIONS))
+
+
+_trees: dict[str, lark.Tree[Any]] = {}
+
+
+def cache_folder() -> Path:
+    configured = os.environ.get("NODEWRIGHT_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "nodewright"
+
+
+def preload(texts: Iterable[str]) -> None:
+    """Parse trees for these rules, from the disk cache when it has them all; otherwise
+    parsed now and the cache rewritten (best effort: a cache that cannot be read or
+    written only costs the parse)."""
+    wanted = sorted(set(texts))
+    versions = [importlib.metadata.version(name) for name in ("cel-python", "lark")]
+    digest = hashlib.sha256("\n".join([*versions, *wanted]).encode()).hexdigest()[:16]
+    path = cache_folder() / f"cel-rules-{digest}.pickle"
+    with contextlib.suppress(Exception):
+        loaded = pickle.loads(path.read_bytes())
+        if isinstance(loaded, dict) and all(text in loaded for text in wanted):
+            _trees.update(loaded)
+            return
+    environment = _environment()
+    parsed = {text: _trees.get(text) or environment.compile(text) for text in wanted}
+    _trees.update(parsed)
+    with contextlib.suppress(OSError, pickle.PicklingError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as out:
+            out.write(pickle.dumps(parsed))
+        os.replace(out.name, path)
+
+
+class _LazyParser:
+    """Stands in for cel-python's parser until a rule must be parsed."""
+
+    def parse(self, text: str) -> Any:
+        CELParser.CEL_PARSER = None
+        CELParser()  # builds the real one
+        assert CELParser.CEL_PARSER is not None
+        return CELParser.CEL_PARSER.parse(text)
+
+
+@cache
+def _environment() -> celpy.Environment:
+    if CELParser.CEL_PARSER is None:
+        CELParser.CEL_PARSER = _LazyParser()  # type: ignore[assignment]
+    return celpy.Environment()
 
 
 # -- the Kubernetes CEL libraries cel-python lacks --------------------------------------

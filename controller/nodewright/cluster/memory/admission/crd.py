@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from nodewright.cluster.memory.admission.cel import preload
 from nodewright.cluster.memory.admission.field_errors import FieldError, required
 from nodewright.cluster.memory.admission.structural import (
     MISSING,
@@ -24,12 +25,26 @@ _OBJECT_FIELDS = ("apiVersion", "kind", "metadata")
 def schemas() -> Mapping[str, Node]:
     from nodewright.api.crds import generate_crds  # the API layer, loaded on first use
 
+    crds = generate_crds()
+    preload(_rules(crds))
     compiled: dict[str, Node] = {}
-    for crd in generate_crds():
+    for crd in crds:
         version = crd["spec"]["versions"][0]
         compiled[crd["spec"]["names"]["kind"]] = compile_schema(
             version["schema"]["openAPIV3Schema"])
     return compiled
+
+
+def _rules(value: Any) -> list[str]:
+    found: list[str] = []
+    if isinstance(value, Mapping):
+        found.extend(str(rule["rule"]) for rule in value.get("x-kubernetes-validations") or ())
+        for item in value.values():
+            found.extend(_rules(item))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(_rules(item))
+    return found
 
 
 def is_custom(kind: str) -> bool:
