@@ -137,10 +137,10 @@ def _lease(lease: Mapping[str, Any]) -> list[FieldError]:
     spec = lease.get("spec") or {}
     errors = []
     duration = spec.get("leaseDurationSeconds")
-    if duration is not None and duration <= 0:
+    if isinstance(duration, int) and duration <= 0:
         errors.append(invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
     transitions = spec.get("leaseTransitions")
-    if transitions is not None and transitions < 0:
+    if isinstance(transitions, int) and transitions < 0:
         errors.append(invalid("spec.leaseTransitions", transitions,
                               "must be greater than or equal to 0"))
     return errors
@@ -205,7 +205,7 @@ def _pod_status(pod: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldErr
     status = pod.get("status") or {}
     errors: list[FieldError] = []
     for index, condition in enumerate(status.get("conditions") or []):
-        kind = str((condition or {}).get("type") or "")
+        kind = str(condition.get("type") or "") if isinstance(condition, Mapping) else ""
         if kind in _SYSTEM_POD_CONDITIONS:
             continue
         for problem in names.qualified_name(kind):

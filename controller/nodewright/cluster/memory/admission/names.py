@@ -4,6 +4,7 @@ k8s.io/apimachinery/pkg/util/validation): each returns the problems, empty when 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 DNS1123_SUBDOMAIN_MAX = 253
 DNS1123_LABEL_MAX = 63
@@ -60,12 +61,22 @@ def dns1123_label(value: str) -> list[str]:
 
 def qualified_name(value: str) -> list[str]:
     """A label key, annotation key or finalizer: [DNS subdomain prefix '/'] name."""
+    return list(_qualified_name(value))
+
+
+def label_value(value: str) -> list[str]:
+    return list(_label_value(value))
+
+
+# Label keys and values repeat from object to object: each is checked once.
+@lru_cache(maxsize=8192)
+def _qualified_name(value: str) -> tuple[str, ...]:
     problems: list[str] = []
     parts = value.split("/")
     if len(parts) > 2:
         shape = regex_error(_QUALIFIED_MSG, _QUALIFIED_FMT, "MyName", "my.name", "123-abc")
-        return [f"a qualified name {shape} with an optional DNS subdomain prefix and '/' "
-                "(e.g. 'example.com/MyName')"]
+        return (f"a qualified name {shape} with an optional DNS subdomain prefix and '/' "
+                "(e.g. 'example.com/MyName')",)
     name = parts[-1]
     if len(parts) == 2:
         prefix = parts[0]
@@ -80,16 +91,17 @@ def qualified_name(value: str) -> list[str]:
     if not _QUALIFIED.fullmatch(name):
         problems.append("name part " + regex_error(_QUALIFIED_MSG, _QUALIFIED_FMT, "MyName",
                                                    "my.name", "123-abc"))
-    return problems
+    return tuple(problems)
 
 
-def label_value(value: str) -> list[str]:
+@lru_cache(maxsize=8192)
+def _label_value(value: str) -> tuple[str, ...]:
     problems = []
     if len(value) > LABEL_VALUE_MAX:
         problems.append(max_len_error(LABEL_VALUE_MAX))
     if not _VALUE.fullmatch(value):
         problems.append(regex_error(_VALUE_MSG, _VALUE_FMT, "MyValue", "my_value", "12345"))
-    return problems
+    return tuple(problems)
 
 
 def mask_trailing_dash(prefix: str) -> str:
