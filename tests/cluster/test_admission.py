@@ -4,6 +4,7 @@ CRDs' schemas and CEL rules, ObjectMeta, and the built-in kinds controllers writ
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -381,3 +382,31 @@ def test_a_copy_of_a_refused_object_is_not_modified(cluster: InMemoryCluster) ->
     before = copy.deepcopy(obj)
     refused(cluster, obj)
     assert obj == before
+
+
+# -- the CEL verdicts' memory ----------------------------------------------------------------
+
+
+def test_a_rule_is_remembered_by_the_fields_of_self_it_reads() -> None:
+    from nodewright.cluster.memory.admission.cel import fields_read
+
+    assert fields_read("self.key != 'x'") == ("key",)
+    assert fields_read("has(self.id) ? !(has(self.tags) || has(self.name)) : true") == (
+        "id", "name", "tags")
+    assert fields_read("self.tags.all(k, self.tags[k] != '')") == ("tags",)
+    assert fields_read("self.all(x, x != 'a')") is None, "a method of self reads all of it"
+    assert fields_read("self >= oldSelf") is None
+
+
+def test_verdicts_kept_on_disk_are_used_by_the_next_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from nodewright.cluster.memory.admission import cel
+
+    monkeypatch.setenv("NODEWRIGHT_CACHE_DIR", str(tmp_path))
+    first = cel._VerdictCache()
+    memo = first.memo("self.size() > 1")
+    first.remember(memo, cel.freeze("a"), "too short")
+    first.save()
+    second = cel._VerdictCache()
+    assert second.memo("self.size() > 1") == {cel.freeze("a"): "too short"}
+    assert second.memo("another rule") == {}
