@@ -410,3 +410,10 @@ def test_verdicts_kept_on_disk_are_used_by_the_next_process(
     second = cel._VerdictCache()
     assert second.memo("self.size() > 1") == {cel.freeze("a"): "too short"}
     assert second.memo("another rule") == {}
+
+
+def test_a_long_generate_name_is_cut_as_the_server_cuts_it(cluster: InMemoryCluster) -> None:
+    prefix = "a" * 70 + "-"
+    created = cluster.create({**claim(), "metadata": {"generateName": prefix}})
+    assert created["metadata"]["name"].startswith("a" * 58)
+    assert len(created["metadata"]["name"]) == 63

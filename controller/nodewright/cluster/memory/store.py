@@ -76,6 +76,7 @@ SERVER_METADATA = (
     "resourceVersion",
 )
 _GENERATE_ATTEMPTS = 16
+_MAX_GENERATED_PREFIX = 58
 
 Key = tuple[str, str, str]  # kind, namespace ("" when cluster-scoped), name
 # The class defines `list` (the ClusterAPI method), which hides the builtin in its body.
@@ -390,7 +391,8 @@ class InMemoryCluster:
         if not isinstance(prefix, str) or not prefix:
             return ""  # admission says what is missing
         for _ in range(_GENERATE_ATTEMPTS):
-            candidate = prefix + self._names.suffix()
+            # The server keeps 58 characters of a prefix, so a generated name fits 63.
+            candidate = prefix[:_MAX_GENERATED_PREFIX] + self._names.suffix()
             if self.peek(info.kind, candidate, meta.get("namespace")) is None:
                 return candidate
         raise AlreadyExistsError(f"{info.plural}: no free name with prefix {prefix!r}")
