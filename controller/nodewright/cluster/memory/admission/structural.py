@@ -154,7 +154,7 @@ class Admission:
                     has_old = item.old is not MISSING
                     for verdict in item.rules.check(item.value, item.old if has_old else None,
                                                     has_old=has_old):
-                        self.errors.append(invalid(item.path, _type_name(item.value),
+                        self.errors.append(invalid(item.path, json_type(item.value),
                                                    verdict.detail))
         return self.errors
 
@@ -271,7 +271,3 @@ class Admission:
 
 def _child(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
-
-
-def _type_name(value: Any) -> str:
-    return json_type(value)
