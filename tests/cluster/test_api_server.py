@@ -17,10 +17,21 @@ from nodewright.cluster.api import (
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.runtime.clock import VirtualClock
 
+NODE_CLASS_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
+
 
 def nodepool(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
-            "metadata": {"name": name}, "spec": {"weight": 1, **spec}}
+    """A NodePool the CRD accepts; `template` spec fields are merged into the minimal one."""
+    template = spec.pop("template", {})
+    template_spec = {"nodeClassRef": NODE_CLASS_REF, "requirements": [],
+                     **template.get("spec", {})}
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
+            "spec": {"weight": 1, "template": {**template, "spec": template_spec}, **spec}}
+
+
+def nodeclaim(**metadata: Any) -> dict[str, Any]:
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": metadata,
+            "spec": {"nodeClassRef": NODE_CLASS_REF, "requirements": []}}
 
 
 def pod(name: str, node: str | None = None, **metadata: Any) -> dict[str, Any]:
@@ -131,8 +142,7 @@ def test_create_keeps_the_status_it_is_given(cluster: InMemoryCluster) -> None:
 def test_generate_name_is_unique_and_the_same_every_run(clock: VirtualClock) -> None:
     def names() -> list[str]:
         cluster = InMemoryCluster(VirtualClock())
-        claims = [cluster.create({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-                                  "metadata": {"generateName": "default-"}}) for _ in range(50)]
+        claims = [cluster.create(nodeclaim(generateName="default-")) for _ in range(50)]
         return [objects.name(claim) for claim in claims]
 
     first = names()
@@ -162,8 +172,7 @@ def test_a_patch_with_a_resource_version_is_conditional(cluster: InMemoryCluster
 
 
 def test_finalizers_hold_a_deleted_object_until_removed(cluster: InMemoryCluster) -> None:
-    cluster.create({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-                    "metadata": {"name": "claim", "finalizers": ["karpenter.sh/termination"]}})
+    cluster.create(nodeclaim(name="claim", finalizers=["karpenter.sh/termination"]))
     cluster.delete("NodeClaim", "claim")
     deleting = cluster.get("NodeClaim", "claim")
     assert objects.is_deleting(deleting)
@@ -264,7 +273,7 @@ def test_bad_input_is_named(cluster: InMemoryCluster) -> None:
         cluster.create({"apiVersion": "v1", "kind": "Widget", "metadata": {"name": "w"}})
     with pytest.raises(InvalidError, match=r"metadata\.name: Invalid value"):
         cluster.create(nodepool("Not_A_Name"))
-    with pytest.raises(InvalidError, match=r"metadata\.labels\.team: must be a string"):
+    with pytest.raises(InvalidError, match=r"metadata\.labels: Invalid value: 3: must be a str"):
         cluster.create({**nodepool("a"), "metadata": {"name": "a", "labels": {"team": 3}}})
     with pytest.raises(InvalidError, match="generateName is required"):
         cluster.create({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {}})

@@ -26,8 +26,10 @@ def nodeclaim(name: str, provider_id: str = "", pool: str = "default", cpu: str 
     if provider_id:
         status = {"providerID": provider_id, "capacity": {"cpu": cpu, "memory": "8Gi"},
                   "allocatable": {"cpu": "1930m", "memory": "6903Mi", "pods": "29"}}
+    spec = {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                             "name": "default"}, "requirements": []}
     return {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": metadata,
-            "spec": {}, "status": status}
+            "spec": spec, "status": status}
 
 
 def node(name: str, provider_id: str, pool: str = "default", initialized: bool = True

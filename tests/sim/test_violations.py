@@ -129,9 +129,10 @@ def replacement_story(cluster: InMemoryCluster, initialized: bool) -> ViolationM
                              "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws",
                                                        "kind": "EC2NodeClass", "name": "d"},
                                       "requirements": []}}
-    cluster.create({**claim, "metadata": {"name": "old"}, "status": {"nodeName": "old-node"}})
     conditions = [{"type": "Initialized", "status": "True" if initialized else "False"}]
-    cluster.create({**claim, "metadata": {"name": "new"}, "status": {"conditions": conditions}})
+    for name, status in (("old", {"nodeName": "old-node"}), ("new", {"conditions": conditions})):
+        cluster.create({**claim, "metadata": {"name": name}})  # created without status
+        cluster.patch("NodeClaim", name, {"status": status}, subresource="status")
     monitor = ViolationMonitor(cluster, cluster.clock.now, START)
     monitor.on_decision(decision("old-node", "single-node consolidation", decision="replace",
                                  replacements=("new",)))

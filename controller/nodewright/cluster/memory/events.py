@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nodewright.cluster import objects
-from nodewright.cluster.api import NotFoundError
+from nodewright.cluster.api import AlreadyExistsError, NotFoundError
 from nodewright.cluster.memory.store import InMemoryCluster
 from nodewright.cluster.memory.timestamps import micro_time_text
 
@@ -66,6 +66,7 @@ class EventRecorder:
         self._next_finish: datetime | None = None
         self._next_refresh: datetime | None = None
         self._armed = False
+        self._last_stamp = 0
 
     def record(
         self,
@@ -115,10 +116,11 @@ class EventRecorder:
                 series: dict[str, Any] | None) -> str:
         action, reason, event_type, note, reference = what
         namespace = _namespace(reference)
-        event = {
+        meta: dict[str, str] = {"namespace": namespace}
+        event: dict[str, Any] = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{reference['name']}.", "namespace": namespace},
+            "metadata": meta,
             "eventTime": micro_time(now),
             "reportingController": self.controller,
             "reportingInstance": self.controller,
@@ -130,7 +132,17 @@ class EventRecorder:
         }
         if series is not None:
             event["series"] = series
-        name = self.cluster.insert(event)
+        while True:
+            # client-go's name: the object's, a dot, the time in hex nanoseconds (a
+            # generateName may not end in a dot); another recorder may have taken it.
+            stamp = max(round(now.timestamp() * 1e9), self._last_stamp + 1)
+            self._last_stamp = stamp
+            meta["name"] = f"{reference['name']}.{stamp:x}"
+            try:
+                name = self.cluster.insert(event)
+            except AlreadyExistsError:
+                continue
+            break
         self._renew(namespace, name, now)
         return name
 

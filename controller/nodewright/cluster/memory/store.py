@@ -27,7 +27,6 @@ treated as read-only.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -46,6 +45,7 @@ from nodewright.cluster.api import (
     kind_of,
 )
 from nodewright.cluster.memory import budgets
+from nodewright.cluster.memory.admission import admit, crd
 from nodewright.cluster.memory.copying import deep_copy
 from nodewright.cluster.memory.merge_patch import merge_patch
 from nodewright.cluster.memory.names import NameSource
@@ -75,9 +75,8 @@ SERVER_METADATA = (
     "generation",
     "resourceVersion",
 )
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_MAX_NAME = 253
 _GENERATE_ATTEMPTS = 16
+_MAX_GENERATED_PREFIX = 58
 
 Key = tuple[str, str, str]  # kind, namespace ("" when cluster-scoped), name
 # The class defines `list` (the ClusterAPI method), which hides the builtin in its body.
@@ -200,7 +199,7 @@ class InMemoryCluster:
         new = dict(old)
         new["metadata"] = dict(old["metadata"])
         new["status"] = status
-        self._write(info, old, new)
+        self._write(info, old, new, "status")
 
     def _create(self, info: Kind, new: Object) -> Object:
         api_version = new.setdefault("apiVersion", info.api_version)
@@ -227,15 +226,18 @@ class InMemoryCluster:
         else:
             meta.pop("namespace", None)
         meta["name"] = self._new_name(info, meta)
-        _validate_metadata(info, meta)
-        if self.peek(info.kind, meta["name"], meta.get("namespace")) is not None:
-            raise AlreadyExistsError(f'{info.plural} "{meta["name"]}" already exists')
+        if info.has_status and crd.is_custom(info.kind):
+            new.pop("status", None)  # the status subresource's alone to write
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(field, None)
+        _apply_defaults(info, new)
+        new = admit(info, new)
+        meta = new["metadata"]
+        if self.peek(info.kind, meta["name"], meta.get("namespace")) is not None:
+            raise AlreadyExistsError(f'{info.plural} "{meta["name"]}" already exists')
         meta["uid"] = self._names.uid()
         meta["creationTimestamp"] = time_text(self.clock.now())
         meta["generation"] = 1
-        _apply_defaults(info, new)
         self._commit(info, new, "ADDED")
         return new
 
@@ -249,7 +251,7 @@ class InMemoryCluster:
             _keep_status(info, old, candidate)
         else:
             candidate = _with_status_of(info, old, obj, subresource)
-        return deep_copy(self._write(info, old, candidate))
+        return deep_copy(self._write(info, old, candidate, subresource))
 
     def patch(
         self,
@@ -277,7 +279,7 @@ class InMemoryCluster:
             candidate = merged
         else:
             candidate = _with_status_of(info, old, merged, subresource)
-        return deep_copy(self._write(info, old, candidate))
+        return deep_copy(self._write(info, old, candidate, subresource))
 
     def delete(
         self,
@@ -387,9 +389,10 @@ class InMemoryCluster:
             return str(name)
         prefix = meta.get("generateName")
         if not isinstance(prefix, str) or not prefix:
-            raise InvalidError(f"{info.kind}: metadata.name or metadata.generateName is required")
+            return ""  # admission says what is missing
         for _ in range(_GENERATE_ATTEMPTS):
-            candidate = prefix + self._names.suffix()
+            # The server keeps 58 characters of a prefix, so a generated name fits 63.
+            candidate = prefix[:_MAX_GENERATED_PREFIX] + self._names.suffix()
             if self.peek(info.kind, candidate, meta.get("namespace")) is None:
                 return candidate
         raise AlreadyExistsError(f"{info.plural}: no free name with prefix {prefix!r}")
@@ -410,8 +413,10 @@ class InMemoryCluster:
                 f"{objects.uid(old)}"
             )
 
-    def _write(self, info: Kind, old: Object, new: Object) -> Object:
-        """Store `new` in place of `old` (server metadata kept), or nothing if unchanged."""
+    def _write(self, info: Kind, old: Object, new: Object, subresource: str | None = None
+               ) -> Object:
+        """Store `new` in place of `old` (server metadata kept, admitted as the server
+        admits it), or nothing if unchanged."""
         old_meta = old["metadata"]
         meta = dict(new.get("metadata") or {})
         for field in SERVER_METADATA:
@@ -421,7 +426,8 @@ class InMemoryCluster:
                 meta.pop(field, None)
         new["metadata"] = meta
         new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
-        _validate_metadata(info, meta)
+        new = admit(info, new, old, subresource)
+        meta = new["metadata"]
         if objects.is_deleting(old):
             added = [f for f in objects.finalizers(new) if f not in objects.finalizers(old)]
             if added:
@@ -548,7 +554,7 @@ class InMemoryCluster:
         new["status"] = charged.to_status(
             pdb.get("status") or {}, int(pdb["metadata"].get("generation") or 1), now
         )
-        self._write(KINDS["PodDisruptionBudget"], pdb, new)
+        self._write(KINDS["PodDisruptionBudget"], pdb, new, "status")
 
     def scale_of(self, kind: str, namespace: str, name: str) -> int | None:
         """Desired replicas of a pod's controller, as the disruption controller finds it
@@ -578,45 +584,6 @@ def kind_of_checked(kind: Any) -> Kind:
 def _has_labels(obj: Mapping[str, Any], wanted: Mapping[str, str]) -> bool:
     labels = objects.meta(obj).get("labels") or {}
     return all(labels.get(key) == value for key, value in wanted.items())
-
-
-def _validate_metadata(info: Kind, meta: Mapping[str, Any]) -> None:
-    name = str(meta.get("name") or "")
-    where = f'{info.kind} "{name}"'
-    if len(name) > _MAX_NAME or not _SUBDOMAIN.match(name):
-        raise InvalidError(
-            f"{where}: metadata.name: Invalid value: a lowercase RFC 1123 subdomain must "
-            "consist of lower case alphanumeric characters, '-' or '.', and must start and "
-            "end with an alphanumeric character"
-        )
-    for field in ("labels", "annotations"):
-        value = meta.get(field)
-        if value is None:
-            continue
-        if not isinstance(value, Mapping):
-            raise InvalidError(f"{where}: metadata.{field}: must be a mapping of strings")
-        for key, item in value.items():
-            if not isinstance(key, str) or not isinstance(item, str):
-                raise InvalidError(
-                    f"{where}: metadata.{field}.{key}: must be a string, got {item!r}"
-                )
-    finalizers = meta.get("finalizers")
-    if finalizers is not None and (
-        not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
-    ):
-        raise InvalidError(f"{where}: metadata.finalizers: must be a list of strings")
-    refs = meta.get("ownerReferences")
-    if refs is None:
-        return
-    if not isinstance(refs, list):
-        raise InvalidError(f"{where}: metadata.ownerReferences: must be a list")
-    for i, ref in enumerate(refs):
-        missing = [f for f in ("apiVersion", "kind", "name", "uid")
-                   if not isinstance(ref, Mapping) or not ref.get(f)]
-        if missing:
-            raise InvalidError(
-                f"{where}: metadata.ownerReferences[{i}]: {', '.join(missing)} required"
-            )
 
 
 def _apply_defaults(info: Kind, obj: Object) -> None:

@@ -1,0 +1,192 @@
+"""`x-kubernetes-validations` rules: each evaluated as the API server evaluates it (with
+cel-python, see `celpy_runtime`), never skipped, and its verdicts remembered.
+
+cel-python interprets its parse tree, about a millisecond a rule, and loading it costs a
+tenth of a second; the same values come back again and again (every NodeClaim carries
+the same requirements, every run of a scenario writes the same NodePools). So verdicts
+are remembered by value: per schema node, and per rule by the fields of `self` it reads,
+and they are kept on disk (`cache_folder`) between runs; cel-python is loaded on the
+first verdict that is not known. A verdict depends only on the rule's text, the value
+and the evaluator, whose versions name the cache file.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import importlib.metadata
+import os
+import pickle
+import re
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+MEMO_LIMIT = 8192
+Frozen = Any
+Verdicts = dict[Frozen, "str | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    text: str
+    message: str
+    transition: bool  # refers to oldSelf: evaluated on updates only
+    # The fields of `self` the rule reads, when it reads nothing else of it (its verdict
+    # depends on those alone); None when it uses `self` as a whole.
+    fields: tuple[str, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One rule that did not pass: its message, or what went wrong evaluating it."""
+
+    detail: str
+
+
+_SELF = re.compile(r"\bself\b(\.([A-Za-z_][A-Za-z0-9_]*))?(\s*\()?")
+
+
+def fields_read(text: str) -> tuple[str, ...] | None:
+    fields: set[str] = set()
+    for found in _SELF.finditer(text):
+        if found.group(2) is None or found.group(3):  # bare `self`, or a method of it
+            return None
+        fields.add(found.group(2))
+    return tuple(sorted(fields))
+
+
+class RuleSet:
+    """The rules of one schema node; `check` gives the failures."""
+
+    def __init__(self, rules: Sequence[Mapping[str, Any]]) -> None:
+        self.rules = [Rule(str(r["rule"]), str(r.get("message") or ""),
+                           "oldSelf" in str(r["rule"]), fields_read(str(r["rule"])))
+                      for r in rules]
+        self._memo: dict[Frozen, list[Verdict]] = {}
+        self._rule_memos = [_VERDICTS.memo(rule.text) for rule in self.rules]
+        self.has_transition = any(rule.transition for rule in self.rules)
+
+    def check(self, value: Any, old: Any = None, *, has_old: bool = False) -> list[Verdict]:
+        if self.has_transition:
+            runtime = _runtime()
+            failures = []
+            for rule in self.rules:
+                if rule.transition and not has_old:
+                    continue
+                detail = runtime.evaluate(rule.text, rule.message, value, old, has_old=has_old)
+                if detail is not None:
+                    failures.append(Verdict(detail))
+            return failures
+        key = freeze(value)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._check_rules(value)
+            if len(self._memo) >= MEMO_LIMIT:
+                self._memo.clear()
+            self._memo[key] = found
+        return found
+
+    def _check_rules(self, value: Any) -> list[Verdict]:
+        failures = []
+        for rule, memo in zip(self.rules, self._rule_memos, strict=True):
+            subject = value
+            if rule.fields is not None and isinstance(value, dict):
+                subject = {name: value[name] for name in rule.fields if name in value}
+            key = freeze(subject)
+            if key in memo:
+                detail = memo[key]
+            else:
+                detail = _runtime().evaluate(rule.text, rule.message, subject)
+                _VERDICTS.remember(memo, key, detail)
+            if detail is not None:
+                failures.append(Verdict(detail))
+        return failures
+
+
+def freeze(value: Any) -> Frozen:
+    """A hashable stand-in for a JSON value (type-tagged so 1 and True differ)."""
+    kind = type(value)
+    if kind is dict:
+        return (dict, tuple(sorted((key, freeze(item)) for key, item in value.items())))
+    if kind is list:
+        return (list, tuple(freeze(item) for item in value))
+    return (kind, value)
+
+
+def cache_folder() -> Path:
+    configured = os.environ.get("NODEWRIGHT_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "nodewright"
+
+
+_rule_texts: set[str] = set()
+
+
+def preload(texts: Iterable[str]) -> None:
+    """The rules about to be checked (their parse trees are loaded with cel-python)."""
+    _rule_texts.update(texts)
+
+
+def _runtime() -> ModuleType:
+    from nodewright.cluster.memory.admission import celpy_runtime
+
+    if _rule_texts:
+        celpy_runtime.preload(_rule_texts, cache_folder())
+        _rule_texts.clear()
+    return celpy_runtime
+
+
+class _VerdictCache:
+    """Verdicts by rule text, read from disk on first use and written back at exit when
+    new ones were found (best effort: an unreadable or unwritable cache costs only the
+    evaluations)."""
+
+    def __init__(self) -> None:
+        self._by_rule: dict[str, Verdicts] | None = None
+        self._dirty = False
+
+    def _path(self) -> Path:
+        source = Path(__file__).with_name("celpy_runtime.py")
+        versions = [importlib.metadata.version(name) for name in ("cel-python", "lark")]
+        with contextlib.suppress(OSError):
+            versions.append(hashlib.sha256(source.read_bytes()).hexdigest())
+        digest = hashlib.sha256("\n".join(versions).encode()).hexdigest()[:16]
+        return cache_folder() / f"cel-verdicts-{digest}.pickle"
+
+    def memo(self, text: str) -> Verdicts:
+        if self._by_rule is None:
+            self._by_rule = {}
+            with contextlib.suppress(Exception):
+                loaded = pickle.loads(self._path().read_bytes())
+                if isinstance(loaded, dict):
+                    self._by_rule = loaded
+        return self._by_rule.setdefault(text, {})
+
+    def remember(self, memo: Verdicts, key: Frozen, detail: str | None) -> None:
+        if len(memo) >= MEMO_LIMIT:
+            memo.clear()
+        memo[key] = detail
+        if not self._dirty:
+            self._dirty = True
+            atexit.register(self.save)
+
+    def save(self) -> None:
+        if not self._dirty or self._by_rule is None:
+            return
+        self._dirty = False
+        path = self._path()
+        with contextlib.suppress(OSError, pickle.PicklingError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as out:
+                out.write(pickle.dumps(self._by_rule))
+            os.replace(out.name, path)
+
+
+_VERDICTS = _VerdictCache()
