@@ -122,9 +122,6 @@ class NodeClaimGarbageCollection:
             except NotFoundError:
                 continue
             self.collected.append(name)
-            labels = metadata.get("labels") or {}
             metrics.NODECLAIMS_DISRUPTED.labels(
-                reason="garbage_collected", nodepool=str(labels.get("karpenter.sh/nodepool", "")),
-                capacity_type=str(labels.get("karpenter.sh/capacity-type", "")),
-            ).inc()
+                **metrics.disrupted_labels(claim, "garbage_collected")).inc()
         return Result(requeue_after=NODECLAIM_INTERVAL_SECONDS)

@@ -40,7 +40,6 @@ from nodewright.state.statenode import StateNode
 from nodewright.state.wellknown import (
     CAPACITY_TYPE_LABEL,
     INSTANCE_TYPE_LABEL,
-    NODEPOOL_LABEL,
     ZONE_LABEL,
 )
 
@@ -174,9 +173,9 @@ class Interruption:
             if obj is not None:
                 self._publish(obj, "TerminatingOnInterruption", "Warning",
                               note.format(obj.get("kind")))
-        metrics.NODECLAIMS_DISRUPTED.labels(
-            reason=event.kind.value, nodepool=labels.get(NODEPOOL_LABEL, ""),
-            capacity_type=labels.get(CAPACITY_TYPE_LABEL, "unknown")).inc()
+        disrupted = metrics.disrupted_labels(claim, event.kind.value)
+        disrupted[metrics.CAPACITY_TYPE] = labels.get(CAPACITY_TYPE_LABEL, "unknown")
+        metrics.NODECLAIMS_DISRUPTED.labels(**disrupted).inc()
         self._decide(node, event, ex.DISRUPTED, f"{action.note}: the NodeClaim is deleted")
         fields = {"controller": self.name, "NodeClaim": node.nodeclaim_name,
                   "NodePool": node.nodepool, "provider-id": node.provider_id}
