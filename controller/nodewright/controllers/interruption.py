@@ -20,6 +20,7 @@ API) and the provisioner places the pods elsewhere, well within a spot notice's 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -33,7 +34,7 @@ from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder, EventType
 from nodewright.controllers.disruption import explanations as ex
-from nodewright.runtime.clock import Clock
+from nodewright.runtime.clock import Clock, parse_time
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState
 from nodewright.state.statenode import StateNode
@@ -125,6 +126,8 @@ class Interruption:
 
     def reconcile(self, key: str) -> Result:
         result = self.queue.poll_once(self.handle)
+        if result.deleted:
+            metrics.INTERRUPTION_DELETED_MESSAGES.inc(result.deleted)
         if result.malformed:
             log.warning("deleted %d malformed interruption message(s)", result.malformed)
         return Result(requeue_after=0.0 if result.received else self.idle_requeue_seconds)
@@ -139,6 +142,11 @@ class Interruption:
     def handle(self, events: Sequence[InterruptionEvent]) -> None:
         """Act on one message's events; raising leaves the message for redelivery."""
         machines = self._machines_by_instance()
+        sent = next((event.time for event in events if event.time), "")
+        if sent:
+            with contextlib.suppress(ValueError):
+                metrics.INTERRUPTION_MESSAGE_QUEUE_DURATION.observe(
+                    max((self.clock.now() - parse_time(sent)).total_seconds(), 0.0))
         for event in events:
             metrics.INTERRUPTION_RECEIVED_MESSAGES.labels(message_type=event.kind.value).inc()
             node = machines.get(event.instance_id)

@@ -39,6 +39,9 @@ CONSOLIDATION_TIMEOUTS = Counter(
     [CONSOLIDATION_TYPE],
     registry=REGISTRY,
 )
+# Exported at 0 from the start, as Karpenter's init() does, so rate() sees the first one.
+for _kind in ("multi", "single"):
+    CONSOLIDATION_TIMEOUTS.labels(consolidation_type=_kind)
 FAILED_VALIDATIONS = Counter(
     "karpenter_voluntary_disruption_failed_validations",
     "Number of candidates that were selected for disruption but failed validation. Labeled "
