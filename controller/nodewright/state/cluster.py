@@ -129,6 +129,7 @@ class ClusterState:
     def _change(self, node: StateNode) -> None:
         """Re-count a StateNode's NodePool usage after it changed (or was removed)."""
         node.changed()
+        metrics.CLUSTER_STATE_NODE_COUNT.set(len(self._nodes))
         previous = self._contributions.pop(node.key, None)
         if previous is not None:
             self._add_usage(previous[0], previous[1], -1)
@@ -204,7 +205,6 @@ class ClusterState:
         node.pods = self.pods.node_pods(name)
         self._node_keys[name] = provider_id
         self._change(node)
-        metrics.CLUSTER_STATE_NODE_COUNT.set(len(self._nodes))
 
     def _delete_node(self, name: str) -> None:
         key = self._node_keys.pop(name, None)
@@ -216,7 +216,6 @@ class ClusterState:
         if node.nodeclaim is None:
             del self._nodes[node.key]
         self._change(node)
-        metrics.CLUSTER_STATE_NODE_COUNT.set(len(self._nodes))
 
     # -- pods ----------------------------------------------------------------------------
 
