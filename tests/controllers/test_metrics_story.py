@@ -127,7 +127,8 @@ def test_the_workshop_at_five_replicas_in_karpenters_metrics(world: World) -> No
                   instance_type="m5.large", nodepool="default",
                   managed="true") == cores(allocatable["cpu"])
     assert sample("karpenter_nodes_system_overhead", node_name=node_name,
-                  resource_type="cpu") == pytest.approx(cores(capacity["cpu"]) - cores(allocatable["cpu"]))
+                  resource_type="cpu") == pytest.approx(
+                      cores(capacity["cpu"]) - cores(allocatable["cpu"]))
     # inflate requests memory only, the workshop's two DaemonSets cpu only (25m + 100m).
     requested = sample("karpenter_nodes_total_pod_requests", node_name=node_name,
                        resource_type="memory")
