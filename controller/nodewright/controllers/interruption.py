@@ -69,6 +69,22 @@ class Action:
     deletes: bool
 
 
+_MESSAGE_KINDS = {
+    EventKind.SPOT_INTERRUPTION: "spot_interrupted",
+    EventKind.SCHEDULED_CHANGE: "scheduled_change",
+    EventKind.REBALANCE_RECOMMENDATION: "rebalance_recommendation",
+    EventKind.CAPACITY_RESERVATION_INTERRUPTION: "capacity_reservation_interrupted",
+}
+
+
+def message_kind(event: InterruptionEvent) -> str:
+    """Karpenter's name for the message kind, the metrics' message_type and reason."""
+    if event.kind is EventKind.STATE_CHANGE:
+        return "instance_stopped" if event.detail in ("stopping", "stopped") \
+            else "instance_terminated"
+    return _MESSAGE_KINDS[event.kind]
+
+
 def action_for(event: InterruptionEvent) -> Action:
     kind = event.kind
     if kind is EventKind.SPOT_INTERRUPTION:
@@ -148,7 +164,7 @@ class Interruption:
                 metrics.INTERRUPTION_MESSAGE_QUEUE_DURATION.observe(
                     max((self.clock.now() - parse_time(sent)).total_seconds(), 0.0))
         for event in events:
-            metrics.INTERRUPTION_RECEIVED_MESSAGES.labels(message_type=event.kind.value).inc()
+            metrics.INTERRUPTION_RECEIVED_MESSAGES.labels(message_type=message_kind(event)).inc()
             node = machines.get(event.instance_id)
             if node is None:
                 continue
@@ -181,7 +197,7 @@ class Interruption:
             if obj is not None:
                 self._publish(obj, "TerminatingOnInterruption", "Warning",
                               note.format(obj.get("kind")))
-        disrupted = metrics.disrupted_labels(claim, event.kind.value)
+        disrupted = metrics.disrupted_labels(claim, message_kind(event))
         disrupted[metrics.CAPACITY_TYPE] = labels.get(CAPACITY_TYPE_LABEL, "unknown")
         metrics.NODECLAIMS_DISRUPTED.labels(**disrupted).inc()
         self._decide(node, event, ex.DISRUPTED, f"{action.note}: the NodeClaim is deleted")

@@ -208,11 +208,13 @@ class Provisioner:
         queue = {"controller": self.name, "scheduling_id": f"{self.name}-{self._solves}"}
         metrics.SCHEDULER_QUEUE_DEPTH.clear()
         metrics.SCHEDULER_QUEUE_DEPTH.labels(**queue).set(len(pods))
+        metrics.SCHEDULER_UNFINISHED_WORK.labels(**queue).set(0)
         with metrics.measure(metrics.SCHEDULING_DURATION, controller=self.name), \
                 metrics.measure(metrics.PROVISIONER_SCHEDULING_DURATION):
             built = scheduling_problem(self.state, self.cloud, pods, placed=kept)
             result = solve(built.problem)
         metrics.SCHEDULER_QUEUE_DEPTH.labels(**queue).set(0)
+        metrics.SCHEDULER_UNFINISHED_WORK.remove(*queue.values())
         outcome.skipped_pools = built.skipped_pools
         if result.nodeclaims:
             log.info("found provisionable pod(s)", extra={
