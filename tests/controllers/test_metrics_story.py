@@ -18,6 +18,7 @@ from nodewright import metrics
 from nodewright.api.quantity import parse_quantity
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors
+from tests.disruption.helpers import nodepool_with
 from tests.harness import World
 
 STATE_GAUGES = [
@@ -259,3 +260,29 @@ spec:
     world.advance(5)
     assert series("karpenter_pods_state", name="too-big") == []
     assert series("karpenter_pods_unbound_time_seconds", name="too-big") == []
+
+
+def test_a_spot_interruption_is_counted_as_karpenter_counts_the_message(world: World) -> None:
+    world.apply(WORKSHOP, nodepool_with(requirements={"karpenter.sh/capacity-type": ["spot"]}))
+    world.scale("inflate", 5)
+    assert world.settle()
+    [instance] = world.live_instances()
+    disrupted = {"reason": "spot_interrupted", "nodepool": "default", "capacity_type": "spot",
+                 "consolidation_policy": "", "termination_mode": "graceful"}
+    counters = {
+        "received": ("karpenter_interruption_received_messages_total",
+                     {"message_type": "spot_interrupted"}),
+        "deleted": ("karpenter_interruption_deleted_messages_total", {}),
+        "waited": ("karpenter_interruption_message_queue_duration_seconds_count", {}),
+        "disrupted": ("karpenter_nodeclaims_disrupted_total", disrupted),
+        "initiated": ("karpenter_pods_disruption_initiated_total", disrupted),
+    }
+    before = {key: value(name, **labels) for key, (name, labels) in counters.items()}
+
+    world.cloud.interrupt(instance.instance_id, "spot")
+    world.advance(30)
+
+    assert {key: value(name, **labels) - before[key]
+            for key, (name, labels) in counters.items()} == {
+        "received": 1, "deleted": 1, "waited": 1, "disrupted": 1, "initiated": 0}
+    expect_no_controller_errors(world)
