@@ -14,10 +14,11 @@ controller-runtime and client-go give them, as they do in a Karpenter process.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -28,6 +29,8 @@ CAPACITY_TYPE = "capacity_type"
 ZONE = "zone"
 RESOURCE_TYPE = "resource_type"
 CONTROLLER = "controller"
+CONSOLIDATION_POLICY = "consolidation_policy"
+TERMINATION_MODE = "termination_mode"
 
 # Karpenter's duration buckets (controller-runtime's, extended for singleton controllers).
 DURATION_BUCKETS = (
@@ -52,11 +55,35 @@ NODECLAIMS_TERMINATED = Counter(
     [NODEPOOL, CAPACITY_TYPE, ZONE],
     registry=REGISTRY,
 )
+DISRUPTED_LABELS = (REASON, NODEPOOL, CAPACITY_TYPE, CONSOLIDATION_POLICY, TERMINATION_MODE)
 NODECLAIMS_DISRUPTED = Counter(
     "karpenter_nodeclaims_disrupted",
     "Number of nodeclaims disrupted in total. Labeled by reason the nodeclaim was disrupted, "
-    "the owning nodepool and its capacity type.",
-    [REASON, NODEPOOL, CAPACITY_TYPE],
+    "the owning nodepool, the capacity type, the consolidation policy, and the termination "
+    "mode.",
+    list(DISRUPTED_LABELS),
+    registry=REGISTRY,
+)
+PODS_DISRUPTION_INITIATED = Counter(
+    "karpenter_pods_disruption_initiated",
+    "Number of pod disruptions initiated in total, incremented by the reschedulable pod count "
+    "whenever the underlying nodeclaim is disrupted. Labeled like "
+    "karpenter_nodeclaims_disrupted_total.",
+    list(DISRUPTED_LABELS),
+    registry=REGISTRY,
+)
+NODECLAIMS_INSTANCE_TERMINATION_DURATION = Histogram(
+    "karpenter_nodeclaims_instance_termination_duration_seconds",
+    "Duration of CloudProvider Instance termination in seconds.",
+    [NODEPOOL],
+    buckets=tuple(float(2 ** i) for i in range(11)),
+    registry=REGISTRY,
+)
+NODECLAIMS_TERMINATION_DURATION = Histogram(
+    "karpenter_nodeclaims_termination_duration_seconds",
+    "Duration of NodeClaim termination in seconds.",
+    [NODEPOOL],
+    buckets=tuple(float(2 ** i) for i in range(12)),
     registry=REGISTRY,
 )
 NODES_CREATED = Counter(
@@ -77,10 +104,107 @@ NODES_DRAINED = Counter(
     [NODEPOOL],
     registry=REGISTRY,
 )
+# A Summary in Karpenter with quantile objectives; prometheus-client summaries export only
+# _count and _sum, which is what rate()/avg dashboards use.
+NODES_TERMINATION_DURATION = Summary(
+    "karpenter_nodes_termination_duration_seconds",
+    "The time taken between a node's deletion request and the removal of its finalizer",
+    [NODEPOOL],
+    registry=REGISTRY,
+)
+_MINUTE, _HOUR, _DAY = 60.0, 3600.0, 86400.0
+NODES_LIFETIME_DURATION = Histogram(
+    "karpenter_nodes_lifetime_duration_seconds",
+    "The lifetime duration of the nodes since creation.",
+    [NODEPOOL],
+    buckets=(
+        15 * _MINUTE, 30 * _MINUTE, 45 * _MINUTE, _HOUR, 2 * _HOUR, 4 * _HOUR, 6 * _HOUR,
+        8 * _HOUR, 10 * _HOUR, 12 * _HOUR, 16 * _HOUR, 20 * _HOUR, _DAY, 2 * _DAY, 3 * _DAY,
+        5 * _DAY, 10 * _DAY, 15 * _DAY, 20 * _DAY, 25 * _DAY, 30 * _DAY,
+    ),
+    registry=REGISTRY,
+)
 PODS_DRAINED = Counter(
     "karpenter_pods_drained",
     "The total number of pods drained during node termination, labeled by reason.",
     [REASON],
+    registry=REGISTRY,
+)
+PODS_EVICTION_REQUESTS = Counter(
+    "karpenter_pods_eviction_requests",
+    "The total number of pod eviction requests made, labeled by response code",
+    ["code"],
+    registry=REGISTRY,
+)
+
+# Node gauges carry every well-known label of the AWS build as its last path segment in
+# snake case (karpenter.k8s.aws/instance-cpu -> instance_cpu), as Karpenter's node metrics
+# controller does.
+WELL_KNOWN_NODE_LABELS: dict[str, str] = {
+    key: key.rsplit("/", 1)[1].lower().replace("-", "_")
+    for key in (
+        "karpenter.sh/nodepool", "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+        "node.kubernetes.io/instance-type", "kubernetes.io/arch", "kubernetes.io/os",
+        "karpenter.sh/capacity-type", "node.kubernetes.io/windows-build",
+        "karpenter.k8s.aws/capacity-reservation-id",
+        "karpenter.k8s.aws/capacity-reservation-type",
+        "karpenter.k8s.aws/capacity-reservation-interruptible",
+        "karpenter.k8s.aws/instance-hypervisor",
+        "karpenter.k8s.aws/instance-encryption-in-transit-supported",
+        "karpenter.k8s.aws/nitro-sandbox", "karpenter.k8s.aws/instance-category",
+        "karpenter.k8s.aws/instance-capability-flex", "karpenter.k8s.aws/instance-family",
+        "karpenter.k8s.aws/instance-generation", "karpenter.k8s.aws/instance-size",
+        "karpenter.k8s.aws/instance-local-nvme", "karpenter.k8s.aws/instance-cpu",
+        "karpenter.k8s.aws/instance-cpu-manufacturer",
+        "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+        "karpenter.k8s.aws/instance-memory", "karpenter.k8s.aws/instance-ebs-bandwidth",
+        "karpenter.k8s.aws/instance-network-bandwidth", "karpenter.k8s.aws/instance-gpu-name",
+        "karpenter.k8s.aws/instance-gpu-manufacturer", "karpenter.k8s.aws/instance-gpu-count",
+        "karpenter.k8s.aws/instance-gpu-memory", "karpenter.k8s.aws/instance-accelerator-name",
+        "karpenter.k8s.aws/instance-accelerator-manufacturer",
+        "karpenter.k8s.aws/instance-accelerator-count", "topology.k8s.aws/zone-id",
+        "karpenter.k8s.aws/instance-tenancy", "karpenter.k8s.aws/placement-group-id",
+        "karpenter.k8s.aws/placement-group-partition",
+    )
+}
+NODE_LABELS = (*WELL_KNOWN_NODE_LABELS.values(), "node_name", "phase", "managed")
+NODE_RESOURCE_LABELS = (*NODE_LABELS, RESOURCE_TYPE)
+
+
+def _node_gauge(name: str, documentation: str, labels: tuple[str, ...]) -> Gauge:
+    return Gauge(name, documentation, list(labels), registry=REGISTRY)
+
+
+NODES_ALLOCATABLE = _node_gauge(
+    "karpenter_nodes_allocatable",
+    "Node allocatable are the resources allocatable by nodes.", NODE_RESOURCE_LABELS)
+NODES_TOTAL_POD_REQUESTS = _node_gauge(
+    "karpenter_nodes_total_pod_requests",
+    "Node total pod requests are the resources requested by pods bound to nodes, including "
+    "the DaemonSet pods.", NODE_RESOURCE_LABELS)
+NODES_TOTAL_POD_LIMITS = _node_gauge(
+    "karpenter_nodes_total_pod_limits",
+    "Node total pod limits are the resources specified by pod limits, including the "
+    "DaemonSet pods.", NODE_RESOURCE_LABELS)
+NODES_TOTAL_DAEMON_REQUESTS = _node_gauge(
+    "karpenter_nodes_total_daemon_requests",
+    "Node total daemon requests are the resource requested by DaemonSet pods bound to nodes.",
+    NODE_RESOURCE_LABELS)
+NODES_TOTAL_DAEMON_LIMITS = _node_gauge(
+    "karpenter_nodes_total_daemon_limits",
+    "Node total daemon limits are the resources specified by DaemonSet pod limits.",
+    NODE_RESOURCE_LABELS)
+NODES_SYSTEM_OVERHEAD = _node_gauge(
+    "karpenter_nodes_system_overhead",
+    "Node system daemon overhead are the resources reserved for system overhead, the "
+    "difference between the node's capacity and allocatable values are reported by the "
+    "status.", NODE_RESOURCE_LABELS)
+NODES_CURRENT_LIFETIME = _node_gauge(
+    "karpenter_nodes_current_lifetime_seconds", "Node age in seconds", NODE_LABELS)
+CLUSTER_UTILIZATION = Gauge(
+    "karpenter_cluster_utilization_percent",
+    "Utilization of allocatable resources by pod requests",
+    [RESOURCE_TYPE],
     registry=REGISTRY,
 )
 
@@ -95,6 +219,67 @@ PODS_STATE = Gauge(
     "Pod state is the current state of pods, labeled by the pod name, namespace, owner, node, "
     "nodepool name, zone, architecture, capacity type, instance type, pod phase and readiness.",
     list(POD_STATE_LABELS),
+    registry=REGISTRY,
+)
+POD_KEY_LABELS = ("name", "namespace")
+PODS_STARTUP_DURATION = Summary(
+    "karpenter_pods_startup_duration_seconds",
+    "The time from pod creation until the pod is running.",
+    registry=REGISTRY,
+)
+PODS_UNSTARTED_TIME = Gauge(
+    "karpenter_pods_unstarted_time_seconds",
+    "The time from pod creation until the pod is running.",
+    list(POD_KEY_LABELS),
+    registry=REGISTRY,
+)
+PODS_BOUND_DURATION = Histogram(
+    "karpenter_pods_bound_duration_seconds",
+    "The time from pod creation until the pod is bound.",
+    buckets=DURATION_BUCKETS,
+    registry=REGISTRY,
+)
+PODS_UNBOUND_TIME = Gauge(
+    "karpenter_pods_unbound_time_seconds",
+    "The time from pod creation until the pod is bound.",
+    list(POD_KEY_LABELS),
+    registry=REGISTRY,
+)
+PODS_PROVISIONING_BOUND_DURATION = Histogram(
+    "karpenter_pods_provisioning_bound_duration_seconds",
+    "The time from when Karpenter first thinks the pod can schedule until it binds.",
+    buckets=DURATION_BUCKETS,
+    registry=REGISTRY,
+)
+PODS_PROVISIONING_UNBOUND_TIME = Gauge(
+    "karpenter_pods_provisioning_unbound_time_seconds",
+    "The time from when Karpenter first thinks the pod can schedule until it binds.",
+    list(POD_KEY_LABELS),
+    registry=REGISTRY,
+)
+PODS_PROVISIONING_STARTUP_DURATION = Histogram(
+    "karpenter_pods_provisioning_startup_duration_seconds",
+    "The time from when Karpenter first thinks the pod can schedule until the pod is running.",
+    buckets=DURATION_BUCKETS,
+    registry=REGISTRY,
+)
+PODS_PROVISIONING_UNSTARTED_TIME = Gauge(
+    "karpenter_pods_provisioning_unstarted_time_seconds",
+    "The time from when Karpenter first thinks the pod can schedule until the pod is running.",
+    list(POD_KEY_LABELS),
+    registry=REGISTRY,
+)
+PODS_SCHEDULING_UNDECIDED_TIME = Gauge(
+    "karpenter_pods_provisioning_scheduling_undecided_time_seconds",
+    "The time from when Karpenter has seen a pod without making a scheduling decision for "
+    "the pod.",
+    list(POD_KEY_LABELS),
+    registry=REGISTRY,
+)
+PODS_SCHEDULING_DECISION_DURATION = Histogram(
+    "karpenter_pods_scheduling_decision_duration_seconds",
+    "The time it takes for Karpenter to first try to schedule a pod after it's been seen.",
+    buckets=DURATION_BUCKETS,
     registry=REGISTRY,
 )
 
@@ -118,6 +303,24 @@ PROVISIONER_SCHEDULING_DURATION = Histogram(
 SCHEDULER_QUEUE_DEPTH = Gauge(
     "karpenter_scheduler_queue_depth",
     "The number of pods currently waiting to be scheduled.",
+    [CONTROLLER, "scheduling_id"],
+    registry=REGISTRY,
+)
+SCHEDULER_UNFINISHED_WORK = Gauge(
+    "karpenter_scheduler_unfinished_work_seconds",
+    "How many seconds of work has been done that is in progress and hasn't been observed by "
+    "scheduling_duration_seconds.",
+    [CONTROLLER, "scheduling_id"],
+    registry=REGISTRY,
+)
+SCHEDULER_IGNORED_PODS = Gauge(
+    "karpenter_scheduler_ignored_pods_count",
+    "Number of pods ignored during scheduling by Karpenter",
+    registry=REGISTRY,
+)
+SCHEDULER_UNSCHEDULABLE_PODS = Gauge(
+    "karpenter_scheduler_unschedulable_pods_count",
+    "The number of unschedulable Pods.",
     [CONTROLLER],
     registry=REGISTRY,
 )
@@ -126,13 +329,38 @@ CLOUDPROVIDER_DURATION = Histogram(
     "Duration of cloud provider method calls. Labeled by the controller, method name and "
     "provider.",
     [CONTROLLER, "method", "provider"],
-    buckets=DURATION_BUCKETS,
     registry=REGISTRY,
 )
 CLOUDPROVIDER_ERRORS = Counter(
     "karpenter_cloudprovider_errors",
     "Total number of errors returned from CloudProvider calls.",
     [CONTROLLER, "method", "provider", "error"],
+    registry=REGISTRY,
+)
+OFFERING_LABELS = ("instance_type", CAPACITY_TYPE, ZONE)
+OFFERING_AVAILABLE = Gauge(
+    "karpenter_cloudprovider_instance_type_offering_available",
+    "Instance type offering availability, based on instance type, capacity type, and zone",
+    list(OFFERING_LABELS),
+    registry=REGISTRY,
+)
+OFFERING_PRICE_ESTIMATE = Gauge(
+    "karpenter_cloudprovider_instance_type_offering_price_estimate",
+    "Instance type offering estimated hourly price used when making informed decisions on "
+    "node cost calculation, based on instance type, capacity type, and zone.",
+    list(OFFERING_LABELS),
+    registry=REGISTRY,
+)
+INSTANCE_TYPE_CPU_CORES = Gauge(
+    "karpenter_cloudprovider_instance_type_cpu_cores",
+    "VCPUs cores for a given instance type.",
+    ["instance_type"],
+    registry=REGISTRY,
+)
+INSTANCE_TYPE_MEMORY_BYTES = Gauge(
+    "karpenter_cloudprovider_instance_type_memory_bytes",
+    "Memory, in bytes, for a given instance type.",
+    ["instance_type"],
     registry=REGISTRY,
 )
 
@@ -150,6 +378,13 @@ NODEPOOLS_LIMIT = Gauge(
     "Limits specified on the nodepool that restrict the quantity of resources provisioned. "
     "Labeled by nodepool name and resource type.",
     [RESOURCE_TYPE, NODEPOOL],
+    registry=REGISTRY,
+)
+NODEPOOLS_COST = Gauge(
+    "karpenter_nodepools_cost_total",
+    "Total cost of the nodepool from Karpenter's perspective (the hourly price of its "
+    "machines' offerings). Not an authoritative source for billing.",
+    [NODEPOOL],
     registry=REGISTRY,
 )
 NODEPOOLS_ALLOWED_DISRUPTIONS = Gauge(
@@ -176,6 +411,11 @@ INTERRUPTION_RECEIVED_MESSAGES = Counter(
     ["message_type"],
     registry=REGISTRY,
 )
+INTERRUPTION_DELETED_MESSAGES = Counter(
+    "karpenter_interruption_deleted_messages",
+    "Count of messages deleted from the SQS queue.",
+    registry=REGISTRY,
+)
 INTERRUPTION_MESSAGE_QUEUE_DURATION = Histogram(
     "karpenter_interruption_message_queue_duration_seconds",
     "Amount of time an interruption message is on the queue before it is processed.",
@@ -187,7 +427,9 @@ INTERRUPTION_MESSAGE_QUEUE_DURATION = Histogram(
 
 CLUSTER_STATE_SYNCED = Gauge(
     "karpenter_cluster_state_synced",
-    "Returns 1 if cluster state is synced and 0 otherwise.",
+    "Returns 1 if cluster state is synced and 0 otherwise. Synced checks that nodeclaims and "
+    "nodes that are stored in the APIServer have the same representation as the cluster "
+    "state.",
     registry=REGISTRY,
 )
 CLUSTER_STATE_NODE_COUNT = Gauge(
@@ -195,10 +437,58 @@ CLUSTER_STATE_NODE_COUNT = Gauge(
     "Current count of nodes in cluster state.",
     registry=REGISTRY,
 )
+CLUSTER_STATE_UNSYNCED_TIME = Gauge(
+    "karpenter_cluster_state_unsynced_time_seconds",
+    "The time for which cluster state is not synced",
+    registry=REGISTRY,
+)
 BUILD_INFO = Gauge(
     "karpenter_build_info",
     "A metric with a constant '1' value labeled by the version it was built from.",
     ["version"],
+    registry=REGISTRY,
+)
+
+# --- Status conditions (operatorpkg's status controller) ----------------------------------
+
+STATUS_OBJECT_LABELS = ("namespace", "name", "group", "kind", "type", "status", "reason")
+STATUS_CONDITION_COUNT = Gauge(
+    "operator_status_condition_count",
+    "The number of an condition for a given object, type and status. e.g. Alarm := "
+    "Available=False > 0",
+    list(STATUS_OBJECT_LABELS),
+    registry=REGISTRY,
+)
+STATUS_CONDITION_CURRENT_STATUS_SECONDS = Gauge(
+    "operator_status_condition_current_status_seconds",
+    "The current amount of time in seconds that a status condition has been in a specific "
+    "state. Alarm := P99(Updated=Unknown) > 5 minutes",
+    list(STATUS_OBJECT_LABELS),
+    registry=REGISTRY,
+)
+STATUS_CONDITION_TRANSITIONS = Counter(
+    "operator_status_condition_transitions",
+    "The count of transitions of a given object, type and status.",
+    ["group", "kind", "type", "status", "reason"],
+    registry=REGISTRY,
+)
+STATUS_CONDITION_TRANSITION_SECONDS = Histogram(
+    "operator_status_condition_transition_seconds",
+    "The amount of time a condition was in a given state before transitioning. e.g. Alarm := "
+    "P99(Updated=False) > 5 minutes",
+    ["group", "kind", "type", "status"],
+    registry=REGISTRY,
+)
+TERMINATION_CURRENT_TIME = Gauge(
+    "operator_termination_current_time_seconds",
+    "The current amount of time in seconds that an object has been in terminating state.",
+    ["namespace", "name", "group", "kind"],
+    registry=REGISTRY,
+)
+TERMINATION_DURATION = Histogram(
+    "operator_termination_duration_seconds",
+    "The amount of time taken by an object to terminate completely.",
+    ["group", "kind", "namespace", "name"],
     registry=REGISTRY,
 )
 
@@ -259,3 +549,70 @@ def measure(histogram: Histogram, **labels: str) -> Iterator[None]:
     finally:
         observed = histogram.labels(**labels) if labels else histogram
         observed.observe(time.perf_counter() - start)
+
+
+def termination_mode(nodeclaim: Mapping[str, Any]) -> str:
+    """Karpenter's termination_mode label: graceful without a terminationGracePeriod,
+    forceful when it is zero, eventual otherwise."""
+    raw = (nodeclaim.get("spec") or {}).get("terminationGracePeriod")
+    if raw in (None, ""):
+        return "graceful"
+    return "forceful" if str(raw).strip("0hms.") == "" else "eventual"
+
+
+def disrupted_labels(nodeclaim: Mapping[str, Any], reason: str,
+                     consolidation_policy: str = "") -> dict[str, str]:
+    """The label set of karpenter_nodeclaims_disrupted_total and
+    karpenter_pods_disruption_initiated_total for this NodeClaim."""
+    labels = (nodeclaim.get("metadata") or {}).get("labels") or {}
+    return {
+        REASON: reason,
+        NODEPOOL: str(labels.get("karpenter.sh/nodepool", "")),
+        CAPACITY_TYPE: str(labels.get("karpenter.sh/capacity-type", "")),
+        CONSOLIDATION_POLICY: consolidation_policy,
+        TERMINATION_MODE: termination_mode(nodeclaim),
+    }
+
+
+Series = tuple[Gauge, tuple[str, ...]]
+# One gauge value to publish: the gauge, its labels by name, the value.
+Sample = tuple[Gauge, Mapping[str, str], float]
+
+
+class Store:
+    """Gauge series owned by keys (an object, or one whole reconcile), as Karpenter's
+    metrics.Store: `update` replaces one key's series and removes those it no longer has,
+    `delete` removes them all, `replace_all` does both for every key at once."""
+
+    def __init__(self) -> None:
+        self._series: dict[str, set[Series]] = {}
+
+    def update(self, key: str, values: Iterable[Sample]) -> None:
+        fresh: set[Series] = set()
+        for gauge, labels, value in values:
+            label_values = tuple(labels[name] for name in gauge._labelnames)
+            gauge.labels(*label_values).set(value)
+            fresh.add((gauge, label_values))
+        for gauge, label_values in self._series.get(key, set()) - fresh:
+            _remove(gauge, label_values)
+        self._series[key] = fresh
+
+    def delete(self, key: str) -> None:
+        for gauge, label_values in self._series.pop(key, set()):
+            _remove(gauge, label_values)
+
+    def replace_all(
+        self, values: Mapping[str, Iterable[Sample]],
+    ) -> None:
+        for key in set(self._series) - set(values):
+            self.delete(key)
+        for key, series in values.items():
+            self.update(key, series)
+
+    def keys(self) -> set[str]:
+        return set(self._series)
+
+
+def _remove(gauge: Gauge, label_values: tuple[str, ...]) -> None:
+    with suppress(KeyError):
+        gauge.remove(*label_values)

@@ -17,7 +17,6 @@ from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder
 from nodewright.controllers import logfields
 from nodewright.controllers.disruption import explanations as ex
-from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState, podutil
@@ -72,11 +71,11 @@ class Expiration:
         node = self.state.node_for_nodeclaim(key)
         pods = [p for p in self.state.pods_on(node.node_name) if podutil.is_reschedulable(p)] \
             if node is not None and node.node is not None else []
-        pool, capacity_type = labels[NODEPOOL_LABEL], labels.get(CAPACITY_TYPE_LABEL, "unknown")
-        metrics.NODECLAIMS_DISRUPTED.labels(reason="expired", nodepool=pool,
-                                            capacity_type=capacity_type).inc()
-        disruption_metrics.PODS_DISRUPTION_INITIATED.labels(
-            reason="expired", nodepool=pool, capacity_type=capacity_type).inc(len(pods))
+        pool = labels[NODEPOOL_LABEL]
+        disrupted = metrics.disrupted_labels(claim, "expired")
+        disrupted[metrics.CAPACITY_TYPE] = labels.get(CAPACITY_TYPE_LABEL, "unknown")
+        metrics.NODECLAIMS_DISRUPTED.labels(**disrupted).inc()
+        metrics.PODS_DISRUPTION_INITIATED.labels(**disrupted).inc(len(pods))
         message = f"expireAfter {raw} has passed (created {created:%Y-%m-%dT%H:%M:%SZ})"
         for obj in (node.node if node is not None else None, claim):
             if obj is not None:

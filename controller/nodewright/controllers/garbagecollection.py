@@ -25,7 +25,7 @@ from nodewright.cluster.api import ClusterAPI, NotFoundError
 from nodewright.controllers import conditions
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch
-from nodewright.state import ClusterState
+from nodewright.state import ClusterState, podutil
 
 log = logging.getLogger(__name__)
 
@@ -126,9 +126,9 @@ class NodeClaimGarbageCollection:
             except NotFoundError:
                 continue
             self.collected.append(name)
-            labels = metadata.get("labels") or {}
-            metrics.NODECLAIMS_DISRUPTED.labels(
-                reason="garbage_collected", nodepool=str(labels.get("karpenter.sh/nodepool", "")),
-                capacity_type=str(labels.get("karpenter.sh/capacity-type", "")),
-            ).inc()
+            disrupted = metrics.disrupted_labels(claim, "garbage_collected")
+            metrics.NODECLAIMS_DISRUPTED.labels(**disrupted).inc()
+            pods = self.state.pods_on(str(node_name)) if node_name else []
+            metrics.PODS_DISRUPTION_INITIATED.labels(**disrupted).inc(
+                sum(1 for pod in pods if podutil.is_reschedulable(pod)))
         return Result(requeue_after=NODECLAIM_INTERVAL_SECONDS)

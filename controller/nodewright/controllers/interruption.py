@@ -20,6 +20,7 @@ API) and the provisioner places the pods elsewhere, well within a spot notice's 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -33,14 +34,13 @@ from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder, EventType
 from nodewright.controllers.disruption import explanations as ex
-from nodewright.runtime.clock import Clock
+from nodewright.runtime.clock import Clock, parse_time
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState
 from nodewright.state.statenode import StateNode
 from nodewright.state.wellknown import (
     CAPACITY_TYPE_LABEL,
     INSTANCE_TYPE_LABEL,
-    NODEPOOL_LABEL,
     ZONE_LABEL,
 )
 
@@ -67,6 +67,22 @@ class Action:
     event_type: EventType
     note: str
     deletes: bool
+
+
+_MESSAGE_KINDS = {
+    EventKind.SPOT_INTERRUPTION: "spot_interrupted",
+    EventKind.SCHEDULED_CHANGE: "scheduled_change",
+    EventKind.REBALANCE_RECOMMENDATION: "rebalance_recommendation",
+    EventKind.CAPACITY_RESERVATION_INTERRUPTION: "capacity_reservation_interrupted",
+}
+
+
+def message_kind(event: InterruptionEvent) -> str:
+    """Karpenter's name for the message kind, the metrics' message_type and reason."""
+    if event.kind is EventKind.STATE_CHANGE:
+        return "instance_stopped" if event.detail in ("stopping", "stopped") \
+            else "instance_terminated"
+    return _MESSAGE_KINDS[event.kind]
 
 
 def action_for(event: InterruptionEvent) -> Action:
@@ -126,6 +142,8 @@ class Interruption:
 
     def reconcile(self, key: str) -> Result:
         result = self.queue.poll_once(self.handle)
+        if result.deleted:
+            metrics.INTERRUPTION_DELETED_MESSAGES.inc(result.deleted)
         if result.malformed:
             log.warning("deleted %d malformed interruption message(s)", result.malformed)
         return Result(requeue_after=0.0 if result.received else self.idle_requeue_seconds)
@@ -140,8 +158,13 @@ class Interruption:
     def handle(self, events: Sequence[InterruptionEvent]) -> None:
         """Act on one message's events; raising leaves the message for redelivery."""
         machines = self._machines_by_instance()
+        sent = next((event.time for event in events if event.time), "")
+        if sent:
+            with contextlib.suppress(ValueError):
+                metrics.INTERRUPTION_MESSAGE_QUEUE_DURATION.observe(
+                    max((self.clock.now() - parse_time(sent)).total_seconds(), 0.0))
         for event in events:
-            metrics.INTERRUPTION_RECEIVED_MESSAGES.labels(message_type=event.kind.value).inc()
+            metrics.INTERRUPTION_RECEIVED_MESSAGES.labels(message_type=message_kind(event)).inc()
             node = machines.get(event.instance_id)
             if node is None:
                 continue
@@ -174,9 +197,9 @@ class Interruption:
             if obj is not None:
                 self._publish(obj, "TerminatingOnInterruption", "Warning",
                               note.format(obj.get("kind")))
-        metrics.NODECLAIMS_DISRUPTED.labels(
-            reason=event.kind.value, nodepool=labels.get(NODEPOOL_LABEL, ""),
-            capacity_type=labels.get(CAPACITY_TYPE_LABEL, "unknown")).inc()
+        disrupted = metrics.disrupted_labels(claim, message_kind(event))
+        disrupted[metrics.CAPACITY_TYPE] = labels.get(CAPACITY_TYPE_LABEL, "unknown")
+        metrics.NODECLAIMS_DISRUPTED.labels(**disrupted).inc()
         self._decide(node, event, ex.DISRUPTED, f"{action.note}: the NodeClaim is deleted")
         fields = {"controller": self.name, "NodeClaim": node.nodeclaim_name,
                   "NodePool": node.nodepool, "provider-id": node.provider_id}

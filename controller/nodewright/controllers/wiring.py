@@ -7,8 +7,13 @@ the simulator and the tests, or the operator's work queues) must
 1. hand every watch event to `controllers.state.observe` before queueing keys
    (`controllers.attach(driver)` does this and adds the reconcilers), and
 2. run each of `controllers.singletons` once with the key "" after it starts (periodic
-   loops that no watch event starts: garbage collection), as `attach(..., start=True)`
-   and `kick(driver)` do.
+   loops that no watch event starts: garbage collection, the node and offering metrics),
+   as `attach(..., start=True)` and `kick(driver)` do.
+
+Each controller talks to the cloud through its own `MeteredCloud`, which records
+karpenter_cloudprovider_* under that controller's name. The metrics reconcilers
+(`controllers.metrics`) only read the state cache and write `nodewright.metrics`: the
+simulator runs them too, and nothing they compute reaches a decision.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from nodewright.cloud.metered import MeteredCloud
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
@@ -26,6 +32,14 @@ from nodewright.controllers.garbagecollection import (
     InstanceGarbageCollection,
     NodeClaimGarbageCollection,
 )
+from nodewright.controllers.metrics import (
+    NodeMetrics,
+    NodePoolMetrics,
+    OfferingMetrics,
+    PodMetrics,
+    StatusConditionMetrics,
+)
+from nodewright.controllers.metrics.status import REQUEUE_SECONDS as STATUS_REQUEUE_SECONDS
 from nodewright.controllers.nodeclaim import (
     LAUNCH_TIMEOUT_SECONDS,
     REGISTRATION_TIMEOUT_SECONDS,
@@ -60,11 +74,44 @@ class ControllerOptions:
     registration_timeout_seconds: float = REGISTRATION_TIMEOUT_SECONDS
     reporting_instance: str = "nodewright"
     disruption: DisruptionOptions = field(default_factory=DisruptionOptions)
+    # How often operatorpkg's status metrics refresh each object's
+    # current_status_seconds without an event (None: on events only).
+    status_metrics_requeue_seconds: float | None = STATUS_REQUEUE_SECONDS
 
     @property
     def nomination_seconds(self) -> float:
         """Karpenter: max(2 x batchMaxDuration, 10 s)."""
         return max(2 * self.batch_max_seconds, 10.0)
+
+
+@dataclass
+class MetricsControllers:
+    nodes: NodeMetrics
+    nodepools: NodePoolMetrics
+    pods: PodMetrics
+    status: StatusConditionMetrics
+    offerings: OfferingMetrics
+
+    @property
+    def reconcilers(self) -> tuple[Reconciler, ...]:
+        return (self.nodes, self.nodepools, self.pods, self.status, self.offerings)
+
+    @property
+    def singletons(self) -> tuple[Reconciler, ...]:
+        return (self.nodes, self.offerings)
+
+
+def build_metrics(cloud: CloudProvider, clock: Clock, state: ClusterState,
+                  options: ControllerOptions | None = None) -> MetricsControllers:
+    options = options or ControllerOptions()
+    offerings = OfferingMetrics(MeteredCloud(cloud, OfferingMetrics.name), state)
+    return MetricsControllers(
+        nodes=NodeMetrics(clock, state),
+        nodepools=NodePoolMetrics(state, offerings),
+        pods=PodMetrics(clock, state),
+        status=StatusConditionMetrics(clock, state, options.status_metrics_requeue_seconds),
+        offerings=offerings,
+    )
 
 
 @dataclass
@@ -85,6 +132,8 @@ class Controllers:
     # NodePools' registration outcomes (NodeRegistrationHealthy), shared by the lifecycle
     # and the NodePool status controller.
     registration_health: RegistrationHealth | None = None
+    # Karpenter's metrics controllers (controllers.metrics).
+    metrics: MetricsControllers | None = None
 
     @property
     def reconcilers(self) -> tuple[Reconciler, ...]:
@@ -97,6 +146,7 @@ class Controllers:
             self.nodeclaim_gc,
             *((self.pod_events,) if self.pod_events else ()),
             *(self.disruption.reconcilers if self.disruption else ()),
+            *(self.metrics.reconcilers if self.metrics else ()),
             *self.extra,
         )
 
@@ -104,7 +154,8 @@ class Controllers:
     def singletons(self) -> tuple[Reconciler, ...]:
         """Reconcilers to run once with the key "" at start."""
         return (self.instance_gc, self.nodeclaim_gc,
-                *(self.disruption.singletons if self.disruption else ()))
+                *(self.disruption.singletons if self.disruption else ()),
+                *(self.metrics.singletons if self.metrics else ()))
 
     def attach(self, driver: Runner, *, start: bool = False) -> None:
         driver.listen(self.state.observe)
@@ -127,12 +178,15 @@ def build_controllers(
     state = ClusterState(clock, nomination_seconds=options.nomination_seconds)
     recorder = EventRecorder(cluster, clock, reporting_instance=options.reporting_instance)
     registration_health = RegistrationHealth()
+    def metered(controller: str) -> CloudProvider:
+        return MeteredCloud(cloud, controller)
+
     provisioner = Provisioner(
-        cluster, cloud, clock, state, recorder,
+        cluster, metered(Provisioner.name), clock, state, recorder,
         ProvisionerOptions(options.batch_idle_seconds, options.batch_max_seconds),
     )
     lifecycle = NodeClaimLifecycle(
-        cluster, cloud, clock, state, recorder,
+        cluster, metered(NodeClaimLifecycle.name), clock, state, recorder,
         launch_timeout=options.launch_timeout_seconds,
         registration_timeout=options.registration_timeout_seconds,
         registration_health=registration_health,
@@ -142,12 +196,16 @@ def build_controllers(
         recorder=recorder,
         provisioner=provisioner,
         lifecycle=lifecycle,
-        termination=NodeTermination(cluster, cloud, clock, state, recorder),
+        termination=NodeTermination(cluster, metered(NodeTermination.name), clock, state,
+                                    recorder),
         nodepool_status=NodePoolStatus(cluster, clock, state, registration_health),
-        instance_gc=InstanceGarbageCollection(cluster, cloud, clock, state),
-        nodeclaim_gc=NodeClaimGarbageCollection(cluster, cloud, clock, state),
+        instance_gc=InstanceGarbageCollection(
+            cluster, metered(InstanceGarbageCollection.name), clock, state),
+        nodeclaim_gc=NodeClaimGarbageCollection(
+            cluster, metered(NodeClaimGarbageCollection.name), clock, state),
         disruption=build_disruption(cluster, cloud, clock, state, recorder,
                                     options=options.disruption),
         pod_events=PodEvents(cluster, clock, state),
         registration_health=registration_health,
+        metrics=build_metrics(cloud, clock, state, options),
     )

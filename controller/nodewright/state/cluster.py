@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from nodewright import metrics
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodepool import NodePool
 from nodewright.cluster.api import ApiError, ClusterAPI
@@ -53,6 +54,13 @@ class ClusterState:
         self._pool_usage: dict[str, dict[str, int]] = {}
         self._contributions: dict[str, tuple[str, Mapping[str, int]]] = {}
         self._pod_nominations: dict[str, tuple[str, datetime]] = {}
+        # For the pod metrics only (Karpenter's PodAckTime, PodSchedulingDecisionTime,
+        # PodSchedulingSuccessTime): when a pending pod was first seen, first tried and
+        # first placed. Nothing decides on them.
+        self._pod_ack: dict[str, datetime] = {}
+        self._pod_decided: dict[str, datetime] = {}
+        self._pod_schedulable: dict[str, datetime] = {}
+        self._unsynced_since: datetime | None = None
         self.pods = PodStore()
         self.config = ConfigObjects()
         self._has_synced = False
@@ -87,6 +95,21 @@ class ClusterState:
     # -- sync ----------------------------------------------------------------------------
 
     def synced(self, cluster: ClusterAPI) -> bool:
+        synced = self._synced(cluster)
+        # Karpenter sets its cluster-state gauges on every Synced() call.
+        metrics.CLUSTER_STATE_SYNCED.set(1 if synced else 0)
+        if synced:
+            self._unsynced_since = None
+            metrics.CLUSTER_STATE_UNSYNCED_TIME.set(0)
+        else:
+            now = self.clock.now()
+            if self._unsynced_since is None:
+                self._unsynced_since = now
+            metrics.CLUSTER_STATE_UNSYNCED_TIME.set(
+                (now - self._unsynced_since).total_seconds())
+        return synced
+
+    def _synced(self, cluster: ClusterAPI) -> bool:
         if self._unlaunched:
             return False
         if self._has_synced:
@@ -106,6 +129,7 @@ class ClusterState:
     def _change(self, node: StateNode) -> None:
         """Re-count a StateNode's NodePool usage after it changed (or was removed)."""
         node.changed()
+        metrics.CLUSTER_STATE_NODE_COUNT.set(len(self._nodes))
         previous = self._contributions.pop(node.key, None)
         if previous is not None:
             self._add_usage(previous[0], previous[1], -1)
@@ -196,15 +220,19 @@ class ClusterState:
     # -- pods ----------------------------------------------------------------------------
 
     def _observe_pod(self, pod: Object, deleted: bool) -> None:
+        key = pod_key(pod)
+        now = self.clock.now()
         if deleted:
             left = self.pods.delete(pod)
-            self._pod_nominations.pop(pod_key(pod), None)
+            self._pod_nominations.pop(key, None)
+            self.clear_pod_scheduling(key)
             joined = None
         else:
             left, joined = self.pods.update(pod)
             if joined is not None:
-                self._pod_nominations.pop(pod_key(pod), None)
-        now = self.clock.now()
+                self._pod_nominations.pop(key, None)
+            if key in self.pods.pending and key not in self._pod_ack:
+                self._pod_ack[key] = now
         for node_name in (left, joined):
             if node_name is None:
                 continue
@@ -313,6 +341,37 @@ class ClusterState:
         """What the NodePool's machines hold (capacity, milli-units, plus `nodes`), not
         counting machines marked for deletion."""
         return dict(self._pool_usage.get(name, {}))
+
+    # -- pod scheduling times, for the pod metrics -------------------------------------
+
+    def record_scheduling_decisions(self, tried: Iterable[str], placed: Iterable[str]) -> None:
+        """A scheduling simulation tried these pods and placed some: observe how long each
+        waited for its first try (karpenter_pods_scheduling_decision_duration_seconds)."""
+        now = self.clock.now()
+        for key in tried:
+            if key in self._pod_decided:
+                continue
+            self._pod_decided[key] = now
+            acked = self._pod_ack.get(key)
+            if acked is not None:
+                metrics.PODS_SCHEDULING_DECISION_DURATION.observe(
+                    (now - acked).total_seconds())
+        for key in placed:
+            self._pod_schedulable.setdefault(key, now)
+
+    def pod_ack_time(self, key: str) -> datetime | None:
+        return self._pod_ack.get(key)
+
+    def pod_decision_time(self, key: str) -> datetime | None:
+        return self._pod_decided.get(key)
+
+    def pod_schedulable_time(self, key: str) -> datetime | None:
+        return self._pod_schedulable.get(key)
+
+    def clear_pod_scheduling(self, key: str) -> None:
+        self._pod_ack.pop(key, None)
+        self._pod_decided.pop(key, None)
+        self._pod_schedulable.pop(key, None)
 
     # -- decisions kept in memory --------------------------------------------------------
 

@@ -7,6 +7,7 @@ only when no entry names an instance."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Mapping
@@ -49,6 +50,7 @@ class InterruptionEvent:
     instance_id: str
     message_id: str  # the EventBridge event id
     detail: str = ""  # state for state changes, action for warnings, event type for health
+    time: str = ""  # the EventBridge event's time (RFC 3339), for the queue-duration metric
 
     @property
     def drains_node(self) -> bool:
@@ -97,9 +99,13 @@ def parse_message(body: str) -> ParsedMessage:
         return MalformedMessage("detail: expected an object", body)
     message_id = str(envelope.get("id", ""))
     try:
-        return _events_of(kind, detail, message_id)
+        parsed = _events_of(kind, detail, message_id)
     except ValueError as error:
         return MalformedMessage(str(error), body)
+    sent = envelope.get("time")
+    if isinstance(parsed, list) and isinstance(sent, str):
+        return [dataclasses.replace(event, time=sent) for event in parsed]
+    return parsed
 
 
 def _events_of(kind: EventKind, detail: dict[str, Any], message_id: str) -> ParsedMessage:

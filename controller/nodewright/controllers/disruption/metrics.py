@@ -1,6 +1,7 @@
 """Disruption metrics `nodewright.metrics` does not define, in its shared REGISTRY, with
 Karpenter's names and labels. The decision counter and the allowed-disruptions gauge are
-`nodewright.metrics.DISRUPTION_DECISIONS` and `NODEPOOLS_ALLOWED_DISRUPTIONS`."""
+`nodewright.metrics.DISRUPTION_DECISIONS` and `NODEPOOLS_ALLOWED_DISRUPTIONS`; the
+pods-disruption counter is `nodewright.metrics.PODS_DISRUPTION_INITIATED`."""
 
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ CONSOLIDATION_TIMEOUTS = Counter(
     [CONSOLIDATION_TYPE],
     registry=REGISTRY,
 )
+# Exported at 0 from the start, as Karpenter's init() does, so rate() sees the first one.
+for _kind in ("multi", "single"):
+    CONSOLIDATION_TIMEOUTS.labels(consolidation_type=_kind)
 FAILED_VALIDATIONS = Counter(
     "karpenter_voluntary_disruption_failed_validations",
     "Number of candidates that were selected for disruption but failed validation. Labeled "
@@ -57,11 +61,5 @@ NODES_CONSUMING_BUDGETS = Gauge(
     "The number of nodes consuming the budget of a nodepool at a point in time. Labeled by "
     "NodePool.",
     [NODEPOOL, REASON],
-    registry=REGISTRY,
-)
-PODS_DISRUPTION_INITIATED = Counter(
-    "karpenter_pods_disruption_initiated",
-    "Number of pods whose node disruption was initiated, labeled by reason and nodepool.",
-    [REASON, NODEPOOL, "capacity_type"],
     registry=REGISTRY,
 )

@@ -49,6 +49,12 @@ class CommandFailed(Exception):
     pass
 
 
+def _snake(name: str) -> str:
+    """WhenEmptyOrUnderutilized -> when_empty_or_underutilized (Karpenter's pretty.ToSnakeCase)."""
+    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower()
+                   for i, c in enumerate(name))
+
+
 def _title(reason: str) -> str:
     return reason[:1].upper() + reason[1:]
 
@@ -204,13 +210,14 @@ class Orchestrator:
                         regarding=obj, type="Normal", reason=ex.DISRUPTION_TERMINATING,
                         note=f"Disrupting {obj.get('kind')}: {_title(command.reason)}",
                         dedupe_values=(objects.uid(obj), command.reason)))
-            capacity_type = candidate.capacity_type or "unknown"
-            metrics.NODECLAIMS_DISRUPTED.labels(
-                reason=command.reason.lower(), nodepool=candidate.nodepool_name,
-                capacity_type=capacity_type).inc()
-            disruption_metrics.PODS_DISRUPTION_INITIATED.labels(
-                reason=command.reason.lower(), nodepool=candidate.nodepool_name,
-                capacity_type=capacity_type).inc(len(candidate.pods))
+            # Drift also goes through here: only consolidation reports a policy.
+            policy = _snake(candidate.nodepool.spec.disruption.consolidation_policy) \
+                if command.consolidation_type else ""
+            labels = metrics.disrupted_labels(candidate.nodeclaim, command.reason.lower(),
+                                              policy)
+            labels[metrics.CAPACITY_TYPE] = candidate.capacity_type or "unknown"
+            metrics.NODECLAIMS_DISRUPTED.labels(**labels).inc()
+            metrics.PODS_DISRUPTION_INITIATED.labels(**labels).inc(len(candidate.pods))
         log.info("disruption command done: %s", command.describe())
 
     def _fail(self, command: Command, why: str, now: datetime) -> None:

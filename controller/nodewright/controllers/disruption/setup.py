@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
+from nodewright.cloud.metered import MeteredCloud
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
@@ -70,9 +71,10 @@ def build_disruption(
     unavailable = cast("OfferingMarker | None", getattr(cloud, "unavailable", None))
     return DisruptionControllers(
         decisions=decisions,
-        disruption=DisruptionController(cluster, cloud, clock, state, recorder, decisions,
-                                        options),
-        conditions=NodeClaimConditions(cluster, state, cloud, clock),
+        disruption=DisruptionController(cluster, MeteredCloud(cloud, DisruptionController.name),
+                                        clock, state, recorder, decisions, options),
+        conditions=NodeClaimConditions(
+            cluster, state, MeteredCloud(cloud, NodeClaimConditions.name), clock),
         hashes=HashController(cluster, state),
         expiration=Expiration(cluster, clock, state, recorder, decisions),
         interruption=(

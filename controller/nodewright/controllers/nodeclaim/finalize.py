@@ -102,6 +102,11 @@ class Finalizer:
                     return None
             if not gone:
                 return INSTANCE_CHECK_SECONDS
+            since = conditions.transition_time(claim, INSTANCE_TERMINATING)
+            if since is not None:
+                metrics.NODECLAIMS_INSTANCE_TERMINATION_DURATION.labels(
+                    nodepool=nodepool_of(claim),
+                ).observe((context.clock.now() - since).total_seconds())
         return self._remove_finalizer(claim)
 
     def _ensure_deadline(self, claim: Object) -> Object:
@@ -136,6 +141,10 @@ class Finalizer:
         except NotFoundError:
             return None
         labels = labels_of(claim)
+        deleted = metadata.get("deletionTimestamp")
+        if deleted:
+            metrics.NODECLAIMS_TERMINATION_DURATION.labels(nodepool=nodepool_of(claim)).observe(
+                (self.context.clock.now() - parse_time(str(deleted))).total_seconds())
         metrics.NODECLAIMS_TERMINATED.labels(
             nodepool=nodepool_of(claim),
             capacity_type=labels.get("karpenter.sh/capacity-type", ""),

@@ -38,7 +38,6 @@ from nodewright.controllers.nodeclaim.context import (
     Object,
     labels_of,
     name_of,
-    nodepool_of,
 )
 from nodewright.controllers.provisioning.problem import node_class_problem
 from nodewright.state.objects import describe_validation_error
@@ -135,11 +134,7 @@ class Launch:
         log.warning("deleting nodeclaim %s: %s", name, message)
         with contextlib.suppress(NotFoundError):
             context.cluster.delete("NodeClaim", name)
-        labels = labels_of(claim)
-        metrics.NODECLAIMS_DISRUPTED.labels(
-            reason=metric_reason, nodepool=nodepool_of(claim),
-            capacity_type=labels.get("karpenter.sh/capacity-type", ""),
-        ).inc()
+        metrics.NODECLAIMS_DISRUPTED.labels(**metrics.disrupted_labels(claim, metric_reason)).inc()
         return LaunchResult(deleted=True)
 
 

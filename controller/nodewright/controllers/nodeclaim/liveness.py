@@ -12,9 +12,7 @@ from nodewright.controllers import conditions
 from nodewright.controllers.nodeclaim.context import (
     LifecycleContext,
     Object,
-    labels_of,
     name_of,
-    nodepool_of,
 )
 from nodewright.controllers.nodeclaim.launch import LAUNCHED
 from nodewright.controllers.nodeclaim.registration import REGISTERED
@@ -68,8 +66,5 @@ class Liveness:
             self.context.cluster.delete("NodeClaim", name)
         except NotFoundError:
             return True
-        metrics.NODECLAIMS_DISRUPTED.labels(
-            reason=reason, nodepool=nodepool_of(claim),
-            capacity_type=labels_of(claim).get("karpenter.sh/capacity-type", ""),
-        ).inc()
+        metrics.NODECLAIMS_DISRUPTED.labels(**metrics.disrupted_labels(claim, reason)).inc()
         return True

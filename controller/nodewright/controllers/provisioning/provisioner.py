@@ -96,6 +96,8 @@ class Provisioner:
         # Karpenter rate-limits Nominated events across all pods: 5 a second, bursts of 10.
         self._nomination_limiter = TokenBucket(clock, 5.0, 10)
         self.outcomes: list[ProvisioningOutcome] = []
+        self._solves = 0
+        self._ignored = 0
         self._watches = (
             Watch("Pod", keys=self._on_pod),
             Watch("Node", keys=self._on_node),
@@ -165,6 +167,7 @@ class Provisioner:
         for obj in self.state.provisionable_pods():
             model = self._model(obj)
             if model is None or _avoids_karpenter(model):
+                self._ignored += 1
                 continue
             machine = self.state.nominated_machine(model.key)
             if machine is None:
@@ -191,16 +194,27 @@ class Provisioner:
             return None
 
     def provision(self) -> ProvisioningOutcome:
+        self._ignored = 0
         pods, placed = self.pods_to_schedule()
+        metrics.SCHEDULER_IGNORED_PODS.set(self._ignored)
         outcome = ProvisioningOutcome(pods=len(pods), placed=len(placed))
         if not pods:
             return outcome
         kept = [replace(pod, node_name=machine.name) for pod, machine in placed]
         started = self.clock.now()
+        # Karpenter's scheduler reports the pods still in its queue while it solves, under
+        # one id per simulation; ours solves in one call: the whole batch, then none.
+        self._solves += 1
+        queue = {"controller": self.name, "scheduling_id": f"{self.name}-{self._solves}"}
+        metrics.SCHEDULER_QUEUE_DEPTH.clear()
+        metrics.SCHEDULER_QUEUE_DEPTH.labels(**queue).set(len(pods))
+        metrics.SCHEDULER_UNFINISHED_WORK.labels(**queue).set(0)
         with metrics.measure(metrics.SCHEDULING_DURATION, controller=self.name), \
                 metrics.measure(metrics.PROVISIONER_SCHEDULING_DURATION):
             built = scheduling_problem(self.state, self.cloud, pods, placed=kept)
             result = solve(built.problem)
+        metrics.SCHEDULER_QUEUE_DEPTH.labels(**queue).set(0)
+        metrics.SCHEDULER_UNFINISHED_WORK.remove(*queue.values())
         outcome.skipped_pools = built.skipped_pools
         if result.nodeclaims:
             log.info("found provisionable pod(s)", extra={
@@ -220,6 +234,9 @@ class Provisioner:
             if pod is not None:
                 self._failed(pod, f"Failed to schedule pod, {reason}")
         self.state.record_pod_nominations(outcome.nominated)
+        self.state.record_scheduling_decisions([pod.key for pod in pods], outcome.nominated)
+        metrics.SCHEDULER_UNSCHEDULABLE_PODS.labels(controller=self.name).set(
+            len(outcome.unschedulable))
         self.outcomes.append(outcome)
         del self.outcomes[:-20]
         return outcome

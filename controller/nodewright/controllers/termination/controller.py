@@ -20,6 +20,7 @@ from typing import Any
 
 from nodewright import metrics
 from nodewright.cloud.provider import CloudProvider, CloudProviderError, NodeClaimNotFoundError
+from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder
 from nodewright.controllers import conditions
@@ -262,10 +263,18 @@ class NodeTermination:
         ]
         patch_object(self.cluster, node, {**node, "metadata": metadata})
         labels = metadata.get("labels") or {}
+        pool = str(labels.get(NODEPOOL_LABEL, ""))
         metrics.NODES_TERMINATED.labels(
-            nodepool=str(labels.get(NODEPOOL_LABEL, "")),
-            zone=str(labels.get("topology.kubernetes.io/zone", "")),
+            nodepool=pool, zone=str(labels.get("topology.kubernetes.io/zone", "")),
         ).inc()
+        now = self.clock.now()
+        deleted, created = objects.deletion_time(node), objects.creation_time(node)
+        if deleted is not None:
+            metrics.NODES_TERMINATION_DURATION.labels(nodepool=pool).observe(
+                (now - deleted).total_seconds())
+        if created is not None:
+            metrics.NODES_LIFETIME_DURATION.labels(nodepool=pool).observe(
+                (now - created).total_seconds())
         log.info("deleted node", extra=node_fields(node))
         return Result()
 

@@ -89,27 +89,32 @@ class Evictor:
         namespace, name = key.split("/", 1)
         try:
             self.cluster.evict(name, namespace)
-        except (NotFoundError, ConflictError):
-            self._backoff.pop(entry, None)
-            return
-        except TooManyRequestsError as error:
-            self._back_off(entry)
-            self.recorder.publish(Event(
-                regarding=node, type="Warning", reason="FailedDraining",
-                note=f"Failed to drain node, evicting pod {key} violates a PDB ({error.message})",
-                action="Drain", dedupe_values=(str((node.get("metadata") or {}).get("name")),),
-            ))
-            return
         except ApiError as error:
-            log.warning("evicting pod %s: %s", key, error)
-            self._back_off(entry)
+            metrics.PODS_EVICTION_REQUESTS.labels(code=str(error.status)).inc()
+            self._eviction_failed(entry, key, node, error)
             return
+        metrics.PODS_EVICTION_REQUESTS.labels(code="200").inc()
         self._backoff.pop(entry, None)
         metrics.PODS_DRAINED.labels(reason=reason).inc()
         self.recorder.publish(Event(
             regarding=pod, type="Normal", reason="Evicted", note=f"Evicted pod: {reason}",
             action="Evict", dedupe_values=(str((pod.get("metadata") or {}).get("name")),),
         ))
+
+    def _eviction_failed(self, entry: tuple[str, str, str], key: str, node: Mapping[str, Any],
+                         error: ApiError) -> None:
+        if isinstance(error, NotFoundError | ConflictError):
+            self._backoff.pop(entry, None)
+            return
+        self._back_off(entry)
+        if isinstance(error, TooManyRequestsError):
+            self.recorder.publish(Event(
+                regarding=node, type="Warning", reason="FailedDraining",
+                note=f"Failed to drain node, evicting pod {key} violates a PDB ({error.message})",
+                action="Drain", dedupe_values=(str((node.get("metadata") or {}).get("name")),),
+            ))
+            return
+        log.warning("evicting pod %s: %s", key, error)
 
     def _back_off(self, entry: tuple[str, str, str]) -> None:
         attempts = self._backoff.get(entry, (0, self.clock.now()))[0] + 1

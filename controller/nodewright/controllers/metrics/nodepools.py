@@ -1,0 +1,71 @@
+"""Karpenter's metrics.nodepool controller: per NodePool its usage (status.resources, what
+its machines hold), its limits, and its cost (the hourly price of its machines'
+offerings, when the offerings reconciler has priced them), every 10 seconds and whenever
+the NodePool changes; a deleted NodePool's series go away."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nodewright import metrics
+from nodewright.api.quantity import parse_quantity
+from nodewright.controllers.metrics.nodes import resource_label, value
+from nodewright.controllers.metrics.offerings import OfferingMetrics
+from nodewright.runtime.reconciler import Result, Watch
+from nodewright.state import ClusterState
+from nodewright.state.wellknown import (
+    CAPACITY_TYPE_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    ZONE_LABEL,
+)
+
+INTERVAL_SECONDS = 10.0
+
+
+class NodePoolMetrics:
+    name = "metrics.nodepool"
+
+    def __init__(self, state: ClusterState, offerings: OfferingMetrics | None = None) -> None:
+        self.state = state
+        self.offerings = offerings
+        self.store = metrics.Store()
+        self._watches = (Watch("NodePool"),)
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return self._watches
+
+    def reconcile(self, key: str) -> Result:
+        pool = self.state.nodepool(key)
+        if pool is None:
+            self.store.delete(key)
+            return Result()
+        series: list[metrics.Sample] = []
+        for gauge, resources in (
+            (metrics.NODEPOOLS_USAGE, (pool.get("status") or {}).get("resources") or {}),
+            (metrics.NODEPOOLS_LIMIT, (pool.get("spec") or {}).get("limits") or {}),
+        ):
+            for name, raw in resources.items():
+                try:
+                    amount = parse_quantity(raw)
+                except ValueError:
+                    continue
+                series.append((gauge, {metrics.RESOURCE_TYPE: resource_label(str(name)),
+                                       metrics.NODEPOOL: key}, value(amount)))
+        if self.offerings is not None:
+            series.append((metrics.NODEPOOLS_COST, {metrics.NODEPOOL: key}, self._cost(key)))
+        self.store.update(key, series)
+        return Result(requeue_after=INTERVAL_SECONDS)
+
+    def _cost(self, pool: str) -> float:
+        assert self.offerings is not None
+        total = 0.0
+        for node in self.state.nodes():
+            labels = node.labels
+            if labels.get(NODEPOOL_LABEL) != pool or node.is_marked_for_deletion:
+                continue
+            total += self.offerings.price(labels.get(INSTANCE_TYPE_LABEL, ""),
+                                          labels.get(CAPACITY_TYPE_LABEL, ""),
+                                          labels.get(ZONE_LABEL, ""))
+        return total

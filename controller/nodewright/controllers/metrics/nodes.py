@@ -1,0 +1,136 @@
+"""Karpenter's metrics.node controller: per node allocatable, pod and DaemonSet requests
+and limits, system overhead and age, and the cluster's utilization, every 5 seconds.
+
+A node's resource series are rebuilt only when the node object or the pods bound to it
+changed since the last run (the simulator runs this at every tick of thousands of nodes);
+its age is set every run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from nodewright import metrics
+from nodewright.api.quantity import parse_resources
+from nodewright.cluster.objects import creation_time
+from nodewright.runtime.clock import Clock
+from nodewright.runtime.reconciler import Result, Watch
+from nodewright.state import ClusterState
+from nodewright.state.podutil import is_owned_by_daemonset
+from nodewright.state.statenode import StateNode
+
+INTERVAL_SECONDS = 5.0
+
+
+def resource_label(name: str) -> str:
+    """cpu, memory, ephemeral_storage, nvidia_com_gpu (Karpenter's resourceNameToString)."""
+    return name.lower().replace("-", "_").replace("/", "_").replace(".", "_")
+
+
+def value(millis: int) -> float:
+    """Our quantities are milli-units: cores for cpu, bytes (or counts) for the rest."""
+    return millis / 1000
+
+
+def _container_limits(pod: Mapping[str, Any]) -> dict[str, int]:
+    spec = pod.get("spec") or {}
+    total: dict[str, int] = {}
+    for container in spec.get("containers") or ():
+        raw = (container.get("resources") or {}).get("limits") or {}
+        try:
+            limits = parse_resources(raw)
+        except ValueError:
+            continue
+        for name, amount in limits.items():
+            total[name] = total.get(name, 0) + amount
+    return total
+
+
+class NodeMetrics:
+    name = "metrics.node"
+
+    def __init__(self, clock: Clock, state: ClusterState) -> None:
+        self.clock = clock
+        self.state = state
+        self.store = metrics.Store()
+        self._fingerprints: dict[str, tuple[Any, ...]] = {}
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return ()
+
+    def reconcile(self, key: str) -> Result:
+        now = self.clock.now()
+        nodes = [node for node in self.state.nodes() if node.node is not None]
+        seen: set[str] = set()
+        allocatable_total: dict[str, int] = {}
+        requested_total: dict[str, int] = {}
+        for node in nodes:
+            name = node.node_name
+            seen.add(name)
+            labels = node_labels(node)
+            created = creation_time(node.node or {})
+            lifetime = (now - created).total_seconds() if created is not None else 0.0
+            metrics.NODES_CURRENT_LIFETIME.labels(**labels).set(lifetime)
+            fingerprint = (id(node.node), len(node.pods), tuple(node.pods.total.items()))
+            if self._fingerprints.get(name) != fingerprint:
+                self._fingerprints[name] = fingerprint
+                self.store.update(name, [
+                    *self._resource_series(node, labels),
+                    (metrics.NODES_CURRENT_LIFETIME, labels, lifetime),
+                ])
+            _add(allocatable_total, node.allocatable())
+            _add(requested_total, node.pod_requests())
+        for name in set(self._fingerprints) - seen:
+            del self._fingerprints[name]
+            self.store.delete(name)
+        self.store.update("cluster", [
+            (metrics.CLUSTER_UTILIZATION, {metrics.RESOURCE_TYPE: resource_label(name)},
+             100 * requested_total.get(name, 0) / amount)
+            for name, amount in sorted(allocatable_total.items()) if amount > 0
+        ])
+        return Result(requeue_after=INTERVAL_SECONDS)
+
+    def _resource_series(self, node: StateNode,
+                         labels: Mapping[str, str]) -> Iterable[metrics.Sample]:
+        status = (node.node or {}).get("status") or {}
+        try:
+            capacity = parse_resources(status.get("capacity") or {})
+            allocatable = parse_resources(status.get("allocatable") or {})
+        except ValueError:
+            capacity, allocatable = {}, {}
+        overhead = {name: amount - allocatable.get(name, 0) for name, amount in capacity.items()}
+        pod_limits: dict[str, int] = {}
+        daemon_limits: dict[str, int] = {}
+        for pod in self.state.pods_on(node.node_name):
+            limits = _container_limits(pod)
+            _add(pod_limits, limits)
+            if is_owned_by_daemonset(pod):
+                _add(daemon_limits, limits)
+        for gauge, resources in (
+            (metrics.NODES_SYSTEM_OVERHEAD, overhead),
+            (metrics.NODES_TOTAL_POD_REQUESTS, node.pod_requests()),
+            (metrics.NODES_TOTAL_POD_LIMITS, pod_limits),
+            (metrics.NODES_TOTAL_DAEMON_REQUESTS, node.daemonset_requests()),
+            (metrics.NODES_TOTAL_DAEMON_LIMITS, daemon_limits),
+            (metrics.NODES_ALLOCATABLE, allocatable),
+        ):
+            for name, amount in resources.items():
+                yield gauge, {**labels, metrics.RESOURCE_TYPE: resource_label(name)}, value(amount)
+
+
+def node_labels(node: StateNode) -> dict[str, str]:
+    obj = node.node or {}
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    result = {label: str(labels.get(key, "")) for key, label in
+              metrics.WELL_KNOWN_NODE_LABELS.items()}
+    result["node_name"] = node.node_name
+    result["phase"] = str((obj.get("status") or {}).get("phase") or "")
+    result["managed"] = "true" if node.managed else "false"
+    return result
+
+
+def _add(total: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for name, amount in amounts.items():
+        total[name] = total.get(name, 0) + amount

@@ -1,0 +1,86 @@
+"""The AWS provider's metrics controller: for every instance type the NodePools' node
+classes can launch, whether each offering (instance type x capacity type x zone) is
+available and its estimated hourly price, plus each type's vCPUs and memory, every minute.
+
+The series are only rewritten when the cloud answers with different instance types (the
+catalogs hand back the same objects while nothing changed), so a long simulation pays
+for a catalog walk only when an offering's availability or price moved.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from nodewright import metrics
+from nodewright.cloud.provider import CloudProvider, CloudProviderError
+from nodewright.controllers.metrics.nodes import value
+from nodewright.runtime.reconciler import Result, Watch
+from nodewright.scheduling.catalog import InstanceType
+from nodewright.state import ClusterState
+
+log = logging.getLogger(__name__)
+
+INTERVAL_SECONDS = 60.0
+Dimensions = tuple[str, str, str]
+
+
+class OfferingMetrics:
+    name = "metrics.offerings"
+
+    def __init__(self, cloud: CloudProvider, state: ClusterState) -> None:
+        self.cloud = cloud
+        self.state = state
+        self.store = metrics.Store()
+        self._last: tuple[int, ...] | None = None
+        self._prices: dict[Dimensions, float] = {}
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return ()
+
+    def price(self, instance_type: str, capacity_type: str, zone: str) -> float:
+        """The last price estimate seen for this offering, 0 when unknown."""
+        return self._prices.get((instance_type, capacity_type, zone), 0.0)
+
+    def reconcile(self, key: str) -> Result:
+        types: list[InstanceType] = []
+        for pool in self.state.nodepools():
+            name = str((pool.get("metadata") or {}).get("name") or "")
+            parsed = self.state.nodepool_model(name)
+            if parsed is None or parsed.model is None:
+                continue
+            node_class = self.state.node_class_model(parsed.model.spec.template.spec
+                                                     .node_class_ref.name)
+            if node_class is None or node_class.model is None:
+                continue
+            try:
+                types.extend(self.cloud.get_instance_types(node_class.model))
+            except CloudProviderError as error:
+                # One NodePool that cannot be resolved costs only its own series.
+                log.warning("instance types of NodePool %s: %s", name, error)
+        identity = tuple(id(it) for it in types)
+        if identity != self._last:
+            self._last = identity
+            self._publish(types)
+        return Result(requeue_after=INTERVAL_SECONDS)
+
+    def _publish(self, types: Sequence[InstanceType]) -> None:
+        available: dict[Dimensions, bool] = {}
+        prices: dict[Dimensions, float] = {}
+        series: list[metrics.Sample] = []
+        for it in types:
+            for offering in it.offerings:
+                dims = (it.name, offering.capacity_type, offering.zone)
+                available[dims] = available.get(dims, False) or offering.available
+                prices[dims] = offering.price
+            series.append((metrics.INSTANCE_TYPE_CPU_CORES, {"instance_type": it.name},
+                           value(it.capacity.get("cpu", 0))))
+            series.append((metrics.INSTANCE_TYPE_MEMORY_BYTES, {"instance_type": it.name},
+                           value(it.capacity.get("memory", 0))))
+        for dims, is_available in available.items():
+            labels = dict(zip(metrics.OFFERING_LABELS, dims, strict=True))
+            series.append((metrics.OFFERING_AVAILABLE, labels, 1.0 if is_available else 0.0))
+            series.append((metrics.OFFERING_PRICE_ESTIMATE, labels, prices[dims]))
+        self._prices = prices
+        self.store.update("", series)
