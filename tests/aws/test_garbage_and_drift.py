@@ -75,7 +75,10 @@ def test_a_controller_that_just_took_over_terminates_only_what_no_nodeclaim_clai
     clock = VirtualClock(provider.get(orphan.provider_id).launch_time + timedelta(minutes=10))
     cluster = InMemoryCluster(clock)
     cluster.create({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-                    "metadata": {"name": "kept-1"}, "spec": {}})
+                    "metadata": {"name": "kept-1"},
+                    "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws",
+                                              "kind": "EC2NodeClass", "name": "default"},
+                             "requirements": []}})
     cluster.patch("NodeClaim", "kept-1", {"status": {"providerID": kept.provider_id}},
                   subresource="status")
     collector = InstanceGarbageCollection(cluster, provider, clock, ClusterState(clock))
