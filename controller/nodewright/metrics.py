@@ -7,7 +7,7 @@ prometheus-client's global default registry, so the simulator and many operators
 test process never collide.
 
 Names follow Karpenter where the meaning matches: dashboards built for Karpenter read
-ours unchanged. The queue, reconcile and leader-election metrics carry the names
+ours unchanged. The queue, reconcile, leader-election and API client metrics carry the names
 controller-runtime and client-go give them, as they do in a Karpenter process.
 """
 
@@ -259,3 +259,12 @@ def measure(histogram: Histogram, **labels: str) -> Iterator[None]:
     finally:
         observed = histogram.labels(**labels) if labels else histogram
         observed.observe(time.perf_counter() - start)
+
+# --- the API server client --------------------------------------------------------------
+
+REST_CLIENT_REQUESTS = Counter(
+    "rest_client_requests",
+    "Number of HTTP requests, partitioned by status code, method, and host.",
+    ["code", "host", "method"],
+    registry=REGISTRY,
+)

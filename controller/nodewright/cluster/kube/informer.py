@@ -29,7 +29,7 @@ from lightkube.types import OnErrorAction, OnErrorResult
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, Object
 from nodewright.cluster.kube import gaps
-from nodewright.cluster.kube.errors import GoneError, translate, unreachable
+from nodewright.cluster.kube.errors import GoneError, translate, translate_http, unreachable
 from nodewright.cluster.kube.resources import resource_class, to_object
 from nodewright.runtime.reconciler import EventType, WatchEvent
 
@@ -184,6 +184,8 @@ class Informer:
             version = listing.resourceVersion
         except LightkubeApiError as error:
             raise translate(error) from error
+        except httpx2.HTTPStatusError as error:
+            raise translate_http(error) from error
         except httpx2.TransportError as error:
             raise unreachable(error) from error
         self.lists += 1
