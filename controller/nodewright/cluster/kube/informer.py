@@ -144,6 +144,13 @@ class Informer:
         with self._lock:
             key = objects.key(obj)
             current = self._cache.get(key)
+            if _deletion_finished(obj):  # the write removed the last finalizer: it is gone
+                self._cache.pop(key, None)
+                return
+            if current is None and _passed(self._version, obj):
+                # The watch went past this version and no longer has the object: deleted
+                # since (its DELETED event came before the write's answer). Never revive it.
+                return
             if current is None or _newer(obj, current):
                 self._cache[key] = copy.deepcopy(obj)
 
@@ -277,6 +284,17 @@ def _status_error(error: httpx2.HTTPStatusError) -> ApiError:
         translated = ApiError(f"watch failed: HTTP {response.status_code}")
         translated.status = response.status_code
         return translated
+
+
+def _deletion_finished(obj: Mapping[str, Any]) -> bool:
+    meta = objects.meta(obj)
+    return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers")
+
+
+def _passed(version: str, obj: Mapping[str, Any]) -> bool:
+    """Whether the watch's `version` is at or past the object's (etcd's integers)."""
+    written = str(objects.meta(obj).get("resourceVersion") or "")
+    return version.isdigit() and written.isdigit() and int(version) >= int(written)
 
 
 def _newer(candidate: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
