@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Scale on a real API server: a Deployment of 1,000 small pods, from zero to all bound.
+
+The control plane of ../shared/k8s (etcd, kube-apiserver, kube-scheduler,
+kube-controller-manager v1.26; started unless one runs at NW_K8S_HOME), Nodewright installed
+from its manifests and run as their ServiceAccount (`nodewright controller --cloud sim`, a
+process, simulated instances that launch in 1 s and register 2 s later), the workshop's
+NodePool and EC2NodeClass, and a Deployment `scale` of pause pods requesting 50m cpu and
+64Mi each. After `kubectl scale --replicas N` it reports:
+
+- seconds until every pod is bound (spec.nodeName set by kube-scheduler) and until every
+  pod is Running (reported by the controller, which plays kubelet for its simulated nodes);
+- NodeClaims and nodes made, and their instance types;
+- the API requests the controller made, from its own /metrics (client-go's
+  `rest_client_requests_total{code,host,method}`), by method, from start to all Running,
+  and per pod;
+- the controller's peak RSS (VmHWM of /proc/PID/status) and CPU seconds.
+
+Goal (issue): all pods bound within 60 s, RSS under 250 MB. A benchmark, never a test: it
+is CPU-heavy (run it alone on a shared machine).
+
+    NW_K8S_HOME=/tmp/nw-k8s-bench NW_K8S_PORT_BASE=31000 python bench/e2e_scale.py \\
+        [--pods 1000] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "controller"))
+# The controller process runs this checkout's package, whatever the interpreter has installed.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    filter(None, [str(ROOT / "controller"), os.environ.get("PYTHONPATH")]))
+
+from tests.conftest import EXAMPLES, SHARED  # noqa: E402
+from tests.e2e.harness import (  # noqa: E402
+    ControlPlane,
+    Installation,
+    clean_cluster,
+    eventually,
+    start_control_plane,
+    start_controller,
+)
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: scale, namespace: default}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: scale}}
+  template:
+    metadata: {labels: {app: scale}}
+    spec:
+      nodeSelector: {type: karpenter}
+      terminationGracePeriodSeconds: 0
+      containers:
+        - name: pause
+          image: registry.k8s.io/pause:3.9
+          resources: {requests: {cpu: 50m, memory: 64Mi}}
+"""
+SAMPLE = re.compile(r'^rest_client_requests_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$', re.M)
+
+
+def pod_states(plane: ControlPlane) -> tuple[int, int, int]:
+    """(pods, bound, running) of the Deployment."""
+    listed = plane.kubectl("get", "pods", "-n", "default", "-l", "app=scale", "--no-headers",
+                           "-o", "custom-columns=NODE:.spec.nodeName,PHASE:.status.phase",
+                           timeout=120).stdout.splitlines()
+    bound = sum(1 for line in listed if line.split()[0] != "<none>")
+    running = sum(1 for line in listed if line.split()[-1] == "Running")
+    return len(listed), bound, running
+
+
+def requests_by_method(metrics: str) -> Counter[str]:
+    counted: Counter[str] = Counter()
+    for sample in SAMPLE.finditer(metrics):
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', sample["labels"]))
+        counted[labels["method"]] += int(float(sample["value"]))
+    return counted
+
+
+def process_stats(pid: int) -> tuple[float, float]:
+    """(peak RSS in MB, CPU seconds) of a live process."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    peak_kb = int(re.search(r"VmHWM:\s+(\d+)", status)[1])  # type: ignore[index]
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / ticks
+    return peak_kb / 1024, cpu
+
+
+def machine() -> str:
+    model = next((line.split(":", 1)[1].strip() for line in
+                  Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), "unknown CPU")
+    return f"{os.cpu_count()} CPUs, {model}"
+
+
+def run(pods: int) -> dict[str, Any]:
+    home = Path(os.environ.get("NW_K8S_HOME") or "/tmp/nw-k8s-bench")
+    plane, why_not, was_running = start_control_plane(SHARED / "k8s" / "control-plane", home)
+    if plane is None:
+        raise SystemExit(why_not)
+    workdir = Path(tempfile.mkdtemp(prefix="nodewright-e2e-scale-"))
+    clean_cluster(plane, ("default",))
+    installation = Installation.install(plane, workdir)
+    plane.apply([EXAMPLES / "workshop" / "nodepool.yaml",
+                 EXAMPLES / "workshop" / "ec2nodeclass.yaml"])
+    plane.apply(DEPLOYMENT)
+    controller = start_controller("bench", installation.kubeconfig, workdir)
+    try:
+        eventually(lambda: controller.readyz()[0] == 200, timeout=60, what="controller ready")
+        before = requests_by_method(controller.metrics())
+        started = time.monotonic()
+        plane.kubectl("scale", "deployment", "scale", "--replicas", str(pods))
+        bound_at = running_at = None
+        while running_at is None:
+            total, bound, running = pod_states(plane)
+            now = time.monotonic() - started
+            if bound_at is None and total == pods and bound == pods:
+                bound_at = now
+            if total == pods and running == pods:
+                running_at = now
+            if now > 600:
+                raise SystemExit(f"not all running after 600 s: {total} pods, {bound} bound, "
+                                 f"{running} running")
+            time.sleep(0.5)
+        rss, cpu = process_stats(controller.process.pid)
+        after = requests_by_method(controller.metrics())
+        claims = plane.items("nodeclaims.karpenter.sh")
+        types = Counter(c["metadata"]["labels"].get("node.kubernetes.io/instance-type", "?")
+                        for c in claims)
+    finally:
+        controller.stop()
+        clean_cluster(plane, ("default",))
+        if not was_running:
+            subprocess.run([str(plane.script), "stop"], capture_output=True, check=False,
+                           env={**os.environ, "NW_K8S_HOME": str(home)})
+    made = after - before
+    return {
+        "pods": pods,
+        "machine": machine(),
+        "seconds_to_all_bound": round(bound_at or 0.0, 1),
+        "seconds_to_all_running": round(running_at, 1),
+        "nodeclaims": len(claims),
+        "instance_types": dict(types),
+        "api_requests": sum(made.values()),
+        "api_requests_by_method": dict(made),
+        "api_requests_per_pod": round(sum(made.values()) / pods, 2),
+        "controller_peak_rss_mb": round(rss, 1),
+        "controller_cpu_seconds": round(cpu, 1),
+        "log": str(controller.log_path),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    result = run(args.pods)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    for key, value in result.items():
+        print(f"{key:28} {value}")
+
+
+if __name__ == "__main__":
+    main()
