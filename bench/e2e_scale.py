@@ -20,7 +20,10 @@ Goal (issue): all pods bound within 60 s, RSS under 250 MB. A benchmark, never a
 is CPU-heavy (run it alone on a shared machine).
 
     NW_K8S_HOME=/tmp/nw-k8s-bench NW_K8S_PORT_BASE=31000 python bench/e2e_scale.py \\
-        [--pods 1000] [--json]
+        [--pods 1000] [--timeout 600] [--json] [--profile FILE]
+
+`--profile FILE` runs the controller under bench/sampler.py (every thread's stack, every
+5 ms) and writes where its time went to FILE.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +49,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     filter(None, [str(ROOT / "controller"), os.environ.get("PYTHONPATH")]))
 
 from tests.conftest import EXAMPLES, SHARED  # noqa: E402
+from tests.e2e import harness  # noqa: E402
 from tests.e2e.harness import (  # noqa: E402
     ControlPlane,
     Installation,
@@ -92,6 +97,26 @@ def requests_by_method(metrics: str) -> Counter[str]:
     return counted
 
 
+def timeline(plane: ControlPlane, claims: list[dict[str, Any]], start: float,
+             ) -> dict[str, float]:
+    """Seconds from the scale command to when objects were created (the API server's
+    creationTimestamps, whole seconds)."""
+    def created(obj: dict[str, Any]) -> float:
+        stamp = datetime.strptime(obj["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ")
+        return round(stamp.replace(tzinfo=UTC).timestamp() - start, 1)
+
+    pods = plane.items("pods", "-n", "default", "-l", "app=scale")
+    nodes = [n for n in plane.items("nodes")
+             if n["metadata"].get("labels", {}).get("karpenter.sh/nodepool")]
+    marks: dict[str, float] = {}
+    for name, found in (("pods", pods), ("nodeclaims", claims), ("nodes", nodes)):
+        if found:
+            times = sorted(created(obj) for obj in found)
+            marks[f"first {name} created"] = times[0]
+            marks[f"last {name} created"] = times[-1]
+    return marks
+
+
 def process_stats(pid: int) -> tuple[float, float]:
     """(peak RSS in MB, CPU seconds) of a live process."""
     status = Path(f"/proc/{pid}/status").read_text()
@@ -109,7 +134,7 @@ def machine() -> str:
     return f"{os.cpu_count()} CPUs, {model}"
 
 
-def run(pods: int) -> dict[str, Any]:
+def run(pods: int, timeout: float, profile: str | None) -> dict[str, Any]:
     home = Path(os.environ.get("NW_K8S_HOME") or "/tmp/nw-k8s-bench")
     plane, why_not, was_running = start_control_plane(SHARED / "k8s" / "control-plane", home)
     if plane is None:
@@ -120,27 +145,30 @@ def run(pods: int) -> dict[str, Any]:
     plane.apply([EXAMPLES / "workshop" / "nodepool.yaml",
                  EXAMPLES / "workshop" / "ec2nodeclass.yaml"])
     plane.apply(DEPLOYMENT)
+    if profile:
+        sampler, out = str(ROOT / "bench" / "sampler.py"), str(Path(profile).resolve())
+        harness.nodewright_command = lambda *args: [sys.executable, sampler, out, "nodewright",
+                                                    *args]
     controller = start_controller("bench", installation.kubeconfig, workdir)
     try:
         eventually(lambda: controller.readyz()[0] == 200, timeout=60, what="controller ready")
         before = requests_by_method(controller.metrics())
-        started = time.monotonic()
+        started, wall_start = time.monotonic(), time.time()
         plane.kubectl("scale", "deployment", "scale", "--replicas", str(pods))
         bound_at = running_at = None
-        while running_at is None:
+        total = bound = running = 0
+        while running_at is None and time.monotonic() - started < timeout:
             total, bound, running = pod_states(plane)
             now = time.monotonic() - started
             if bound_at is None and total == pods and bound == pods:
                 bound_at = now
             if total == pods and running == pods:
                 running_at = now
-            if now > 600:
-                raise SystemExit(f"not all running after 600 s: {total} pods, {bound} bound, "
-                                 f"{running} running")
             time.sleep(0.5)
         rss, cpu = process_stats(controller.process.pid)
         after = requests_by_method(controller.metrics())
         claims = plane.items("nodeclaims.karpenter.sh")
+        milestones = timeline(plane, claims, wall_start)
         types = Counter(c["metadata"]["labels"].get("node.kubernetes.io/instance-type", "?")
                         for c in claims)
     finally:
@@ -153,8 +181,10 @@ def run(pods: int) -> dict[str, Any]:
     return {
         "pods": pods,
         "machine": machine(),
-        "seconds_to_all_bound": round(bound_at or 0.0, 1),
-        "seconds_to_all_running": round(running_at, 1),
+        "seconds_to_all_bound": round(bound_at, 1) if bound_at is not None else
+        f"not within {timeout:.0f} s ({bound} bound)",
+        "seconds_to_all_running": round(running_at, 1) if running_at is not None else
+        f"not within {timeout:.0f} s ({running} running of {total})",
         "nodeclaims": len(claims),
         "instance_types": dict(types),
         "api_requests": sum(made.values()),
@@ -162,6 +192,7 @@ def run(pods: int) -> dict[str, Any]:
         "api_requests_per_pod": round(sum(made.values()) / pods, 2),
         "controller_peak_rss_mb": round(rss, 1),
         "controller_cpu_seconds": round(cpu, 1),
+        "timeline_seconds": milestones,
         "log": str(controller.log_path),
     }
 
@@ -169,9 +200,13 @@ def run(pods: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--timeout", type=float, default=600.0,
+                        help="give up waiting after this many seconds (default 600)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--profile", metavar="FILE",
+                        help="sample the controller's stacks into FILE")
     args = parser.parse_args()
-    result = run(args.pods)
+    result = run(args.pods, args.timeout, args.profile)
     if args.json:
         print(json.dumps(result, indent=2))
         return
