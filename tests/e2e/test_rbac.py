@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from nodewright.cluster.kube.access import NODE_LEASE_NAMESPACE, permissions
 from tests.e2e.harness import CONTROLLER_NAMESPACE, SERVICE_ACCOUNT, ControlPlane, Installation
 
@@ -45,11 +43,11 @@ def declared(namespace: str) -> set[Grant]:
             for verb in access.verbs}
 
 
-@pytest.mark.parametrize("namespace", [CONTROLLER_NAMESPACE, NODE_LEASE_NAMESPACE, "default"])
 def test_the_service_account_may_do_exactly_what_the_access_table_declares(
-        control_plane: ControlPlane, installation: Installation, namespace: str) -> None:
-    everyone = can_i(control_plane, "someone-else", namespace)
-    effective = can_i(control_plane, SERVICE_ACCOUNT, namespace) - everyone
-    wanted = declared(namespace)
-    assert effective - wanted == set(), "granted beyond the access table"
-    assert wanted - effective == set(), "declared but not granted"
+        control_plane: ControlPlane, installation: Installation) -> None:
+    for namespace in (CONTROLLER_NAMESPACE, NODE_LEASE_NAMESPACE, "default"):
+        everyone = can_i(control_plane, "someone-else", namespace)
+        effective = can_i(control_plane, SERVICE_ACCOUNT, namespace) - everyone
+        wanted = declared(namespace)
+        assert effective - wanted == set(), f"{namespace}: granted beyond the access table"
+        assert wanted - effective == set(), f"{namespace}: declared but not granted"
