@@ -117,6 +117,53 @@ def timeline(plane: ControlPlane, claims: list[dict[str, Any]], start: float,
     return marks
 
 
+def _stamp(text: str) -> float:
+    text = text.rstrip("Z")
+    pattern = "%Y-%m-%dT%H:%M:%S.%f" if "." in text else "%Y-%m-%dT%H:%M:%S"
+    return datetime.strptime(text, pattern).replace(tzinfo=UTC).timestamp()
+
+
+def stages(plane: ControlPlane) -> dict[str, list[float]]:
+    """Where each pod's wait went: created -> first refused by kube-scheduler
+    (FailedScheduling) -> nominated by Nodewright (Nominated) -> bound (PodScheduled True),
+    as p50, p90 and max over the pods."""
+    first: dict[str, dict[str, float]] = {}
+    for event in plane.items("events", "-n", "default"):
+        reason = event.get("reason")
+        if reason not in ("FailedScheduling", "Nominated"):
+            continue
+        name = event.get("involvedObject", {}).get("name", "")
+        when = event.get("eventTime") or event.get("firstTimestamp")
+        if when:
+            seen = first.setdefault(name, {})
+            seen[reason] = min(seen.get(reason, float("inf")), _stamp(when))
+    spans: dict[str, list[float]] = {"created to refused": [], "refused to nominated": [],
+                                     "nominated to bound": [], "created to bound": []}
+    for pod in plane.items("pods", "-n", "default", "-l", "app=scale"):
+        name = pod["metadata"]["name"]
+        created = _stamp(pod["metadata"]["creationTimestamp"])
+        bound = next((_stamp(c["lastTransitionTime"]) for c in pod["status"].get(
+            "conditions", []) if c["type"] == "PodScheduled" and c["status"] == "True"), None)
+        seen = first.get(name, {})
+        refused, nominated = seen.get("FailedScheduling"), seen.get("Nominated")
+        if refused is not None:
+            spans["created to refused"].append(refused - created)
+        if refused is not None and nominated is not None:
+            spans["refused to nominated"].append(nominated - refused)
+        if nominated is not None and bound is not None:
+            spans["nominated to bound"].append(bound - nominated)
+        if bound is not None:
+            spans["created to bound"].append(bound - created)
+    return {name: _quantiles(values) for name, values in spans.items() if values}
+
+
+def _quantiles(values: list[float]) -> list[float]:
+    ordered = sorted(values)
+    pick = [ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, len(ordered) * 9 // 10)],
+            ordered[-1]]
+    return [round(value, 1) for value in pick]
+
+
 def process_stats(pid: int) -> tuple[float, float]:
     """(peak RSS in MB, CPU seconds) of a live process."""
     status = Path(f"/proc/{pid}/status").read_text()
@@ -134,7 +181,8 @@ def machine() -> str:
     return f"{os.cpu_count()} CPUs, {model}"
 
 
-def run(pods: int, timeout: float, profile: str | None) -> dict[str, Any]:
+def run(pods: int, timeout: float, profile: str | None, keep: bool = False,
+        ) -> dict[str, Any]:
     home = Path(os.environ.get("NW_K8S_HOME") or "/tmp/nw-k8s-bench")
     plane, why_not, was_running = start_control_plane(SHARED / "k8s" / "control-plane", home)
     if plane is None:
@@ -169,12 +217,14 @@ def run(pods: int, timeout: float, profile: str | None) -> dict[str, Any]:
         after = requests_by_method(controller.metrics())
         claims = plane.items("nodeclaims.karpenter.sh")
         milestones = timeline(plane, claims, wall_start)
+        waits = stages(plane)
         types = Counter(c["metadata"]["labels"].get("node.kubernetes.io/instance-type", "?")
                         for c in claims)
     finally:
         controller.stop()
-        clean_cluster(plane, ("default",))
-        if not was_running:
+        if not keep:
+            clean_cluster(plane, ("default",))
+        if not was_running and not keep:
             subprocess.run([str(plane.script), "stop"], capture_output=True, check=False,
                            env={**os.environ, "NW_K8S_HOME": str(home)})
     made = after - before
@@ -193,6 +243,7 @@ def run(pods: int, timeout: float, profile: str | None) -> dict[str, Any]:
         "controller_peak_rss_mb": round(rss, 1),
         "controller_cpu_seconds": round(cpu, 1),
         "timeline_seconds": milestones,
+        "pod_stages_seconds_p50_p90_max": waits,
         "log": str(controller.log_path),
     }
 
@@ -202,11 +253,13 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="give up waiting after this many seconds (default 600)")
+    parser.add_argument("--keep", action="store_true",
+                        help="leave the cluster as it ends, to look at it")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--profile", metavar="FILE",
                         help="sample the controller's stacks into FILE")
     args = parser.parse_args()
-    result = run(args.pods, args.timeout, args.profile)
+    result = run(args.pods, args.timeout, args.profile, args.keep)
     if args.json:
         print(json.dumps(result, indent=2))
         return
