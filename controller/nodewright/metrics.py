@@ -7,7 +7,7 @@ prometheus-client's global default registry, so the simulator and many operators
 test process never collide.
 
 Names follow Karpenter where the meaning matches: dashboards built for Karpenter read
-ours unchanged. The queue, reconcile and leader-election metrics carry the names
+ours unchanged. The queue, reconcile, leader-election and API client metrics carry the names
 controller-runtime and client-go give them, as they do in a Karpenter process.
 """
 
@@ -616,3 +616,13 @@ class Store:
 def _remove(gauge: Gauge, label_values: tuple[str, ...]) -> None:
     with suppress(KeyError):
         gauge.remove(*label_values)
+
+
+# --- the API server client --------------------------------------------------------------
+
+REST_CLIENT_REQUESTS = Counter(
+    "rest_client_requests",
+    "Number of HTTP requests, partitioned by status code, method, and host.",
+    ["code", "host", "method"],
+    registry=REGISTRY,
+)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 from typing import Any
 
 import pytest
@@ -93,6 +94,27 @@ def test_without_a_kubeconfig_the_message_says_where_it_looked(
                               region=None, format="text")
     assert run(args) == 2
     assert "cannot read the cluster's address from" in capsys.readouterr().err
+
+
+def test_a_server_that_does_not_answer_is_named_not_reported_as_a_503(
+    capsys: pytest.CaptureFixture[str], tmp_path: Any,
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }))
+    args = argparse.Namespace(kind="node", name="x", kubeconfig=str(kubeconfig),
+                              region=None, format="text")
+    assert run(args) == 2
+    err = capsys.readouterr().err
+    assert f"cannot reach the API server at http://127.0.0.1:{port}" in err
+    assert "answered" not in err
 
 
 def test_a_region_without_offline_data_is_refused_plainly(

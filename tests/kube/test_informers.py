@@ -161,3 +161,27 @@ def test_a_failed_list_is_retried_before_anything_is_reported(
     events = Collector(cluster, ["Node"])
     events.wait_for(("ADDED", "Node", "a"))
     assert cluster.informer("Node").failures == 1
+
+
+def test_a_write_answered_after_the_objects_deletion_does_not_bring_it_back(
+        server: FakeApiServer, cluster: KubeCluster) -> None:
+    written = cluster.create(node("short-lived"))
+    events = Collector(cluster, ["Node"])
+    server.remove("Node", "short-lived")
+    events.wait_for(("DELETED", "Node", "short-lived"))
+    # The answer to a write made before the deletion arrives only now.
+    cluster.informer("Node").observe_write(written)
+    with pytest.raises(NotFoundError):
+        cluster.get("Node", "short-lived")
+
+
+def test_a_write_that_removes_the_last_finalizer_of_a_deleted_object_drops_it(
+        server: FakeApiServer, cluster: KubeCluster) -> None:
+    server.seed(node("draining"))
+    assert cluster.get("Node", "draining")
+    gone = node("draining")
+    gone["metadata"].update(deletionTimestamp="2026-01-01T00:00:00Z", finalizers=[],
+                            resourceVersion="999999")
+    cluster.informer("Node").observe_write(gone)
+    with pytest.raises(NotFoundError):
+        cluster.get("Node", "draining")

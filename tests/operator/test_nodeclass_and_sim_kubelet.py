@@ -18,6 +18,7 @@ from nodewright.controllers.driver import VirtualDriver
 from nodewright.operator.nodeclass_status import NodeClassStatus
 from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
 from nodewright.runtime.clock import VirtualClock
+from nodewright.runtime.reconciler import WatchEvent
 from tests.conftest import EXAMPLES
 
 NODE_CLASS = yaml.safe_load((EXAMPLES / "workshop" / "ec2nodeclass.yaml").read_text())
@@ -145,3 +146,24 @@ def test_simulated_nodes_renew_their_lease_and_run_their_pods(
     clock.advance(120)
     assert [n["metadata"]["name"] for n in cluster.list("Node")] == ["real-node"]
     assert cluster.list("Lease", "kube-node-lease") == []
+
+
+def test_a_node_event_makes_due_the_pods_bound_to_it_and_only_those() -> None:
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    runner = PodRunner(cluster, SimulatedEC2(clock), clock)
+    pods, nodes = (next(w for w in runner.watches if w.kind == kind) for kind in ("Pod", "Node"))
+
+    def pod(name: str, node: str | None) -> dict[str, object]:
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"nodeName": node} if node else {}}
+
+    node_a = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}}
+    for event in (WatchEvent("ADDED", pod("p1", "a")), WatchEvent("ADDED", pod("p2", None)),
+                  WatchEvent("MODIFIED", pod("p2", "a")), WatchEvent("ADDED", pod("p3", "b"))):
+        assert list(pods.keys(event)) == [event.key]
+    assert list(nodes.keys(WatchEvent("MODIFIED", node_a))) == ["default/p1", "default/p2"]
+    pods.keys(WatchEvent("DELETED", pod("p1", "a")))
+    assert list(nodes.keys(WatchEvent("MODIFIED", node_a))) == ["default/p2"]
+    assert list(nodes.keys(WatchEvent("DELETED", node_a))) == []

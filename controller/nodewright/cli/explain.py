@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from nodewright.cluster.api import ApiError, ClusterAPI
+from nodewright.cluster.api import ApiError, ClusterAPI, UnreachableError
 
 ClusterFactory = Callable[[argparse.Namespace], ClusterAPI]
 
@@ -82,6 +82,9 @@ def run(args: argparse.Namespace, cluster_factory: ClusterFactory = kube_cluster
         return 1
     except CannotConnect as error:
         print(f"nodewright explain: {error}", file=sys.stderr)
+        return 2
+    except UnreachableError as error:
+        print(f"nodewright explain: {error.message}", file=sys.stderr)
         return 2
     except ApiError as error:
         print(f"nodewright explain: the cluster answered {error.status} {error.reason}: "

@@ -109,6 +109,14 @@ class TooManyRequestsError(ApiError):
     reason = "TooManyRequests"
 
 
+class UnreachableError(ApiError):
+    """Nothing answered: the connection failed or timed out. Controllers treat it as the
+    503 of an unavailable server and retry; a command line says what it could not reach."""
+
+    status = 503
+    reason = "ServiceUnavailable"
+
+
 @runtime_checkable
 class WatchStream(Protocol):
     """Events of the watched kinds in the order the server produced them. The first

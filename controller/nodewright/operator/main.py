@@ -89,7 +89,8 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
         sim = SimulatedEC2(clock, cluster=cluster, cluster_name=config.cluster_name,
                            region=config.region or SIM_DEFAULT_REGION,
                            settings=sim_settings or config.sim_timing)
-        return sim, [NodeHeartbeat(cluster, sim, clock), PodRunner(cluster, sim, clock)]
+        return sim, [NodeHeartbeat(cluster, sim, clock), PodRunner(cluster, sim, clock),
+                     NodeClassStatus(cluster, sim, clock)]
     region = config.region or boto3.session.Session().region_name
     if not region:
         raise StartupError("AWS_REGION is not set and the AWS SDK found no default region")

@@ -135,17 +135,35 @@ class PodRunner:
         self.cluster = cluster
         self.cloud = cloud
         self.clock = clock
+        # Pod keys by the node they are bound to, kept from the Pod events: a Node event
+        # (one every heartbeat) must not copy every pod of the cluster to find its own.
+        self._bound: dict[str, set[str]] = {}
+        self._node_of: dict[str, str] = {}
 
     @property
     def watches(self) -> Sequence[Watch]:
-        return (Watch("Pod"), Watch("Node", self._pods_of_node))
+        return (Watch("Pod", self._track), Watch("Node", self._pods_of_node))
+
+    def _track(self, event: WatchEvent) -> list[str]:
+        key = event.key
+        node = "" if event.type == "DELETED" else str(
+            (event.object.get("spec") or {}).get("nodeName") or "")
+        previous = self._node_of.pop(key, "")
+        if previous:
+            keys = self._bound.get(previous, set())
+            keys.discard(key)
+            if not keys:
+                self._bound.pop(previous, None)
+        if node:
+            self._node_of[key] = node
+            self._bound.setdefault(node, set()).add(key)
+        return [key]
 
     def _pods_of_node(self, event: WatchEvent) -> list[str]:
         """A node becoming ours (its instance running) makes the pods bound to it due."""
         if event.type == "DELETED":
             return []
-        return [objects.key(pod) for pod in self.cluster.list("Pod")
-                if (pod.get("spec") or {}).get("nodeName") == event.name]
+        return sorted(self._bound.get(event.name, ()))
 
     def reconcile(self, key: str) -> Result:
         namespace, _, name = key.partition("/")

@@ -22,6 +22,7 @@ from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.quantity import parse_resources
 from nodewright.cloud.aws import tags as tag_keys
+from nodewright.cloud.aws.node_class_resolution import Resolution
 from nodewright.cloud.aws.node_identity import node_labels
 from nodewright.cloud.aws.offerings import Choice
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
@@ -34,6 +35,7 @@ from nodewright.cloud.provider import (
     RepairPolicy,
 )
 from nodewright.cloud.sim import fleet
+from nodewright.cloud.sim import node_class as node_class_resolution
 from nodewright.cloud.sim.catalog import SimCatalog
 from nodewright.cloud.sim.identity import Identities
 from nodewright.cloud.sim.images import ImageCatalog
@@ -129,6 +131,12 @@ class SimulatedEC2:
 
     def get_instance_types(self, node_class: EC2NodeClass) -> list[InstanceType]:
         return self.catalog.instance_types(node_class, self.unavailable.entries())
+
+    def resolve(self, node_class: EC2NodeClass) -> Resolution:
+        """The subnets, security group, AMIs and instance profile of `node_class` in the
+        simulated VPC (what the EC2NodeClass status controller writes)."""
+        return node_class_resolution.resolve(node_class, cluster_name=self.cluster_name,
+                                             zones=tuple(self.zones), images=self.images)
 
     def create(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> Instance:
         self.counters.create_calls += 1

@@ -29,9 +29,10 @@ from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, NotFoundError, Object, kind_of
 from nodewright.cluster.kube import gaps
 from nodewright.cluster.kube.access import WATCHED_KINDS
-from nodewright.cluster.kube.errors import translate, unreachable
+from nodewright.cluster.kube.errors import translate, translate_http, unreachable
 from nodewright.cluster.kube.informer import Backoff, Informer, Subscription
 from nodewright.cluster.kube.resources import resource_class, status_class, to_object
+from nodewright.cluster.kube.transport import instrument
 from nodewright.runtime.reconciler import WatchEvent
 
 FIELD_MANAGER = "nodewright"
@@ -83,6 +84,7 @@ class KubeCluster:
         informer_factory: Callable[[Client, str], Informer] | None = None,
     ) -> None:
         self.client = client
+        instrument(client)
         self._cached_kinds = frozenset(cached_kinds)
         self._sync_timeout = sync_timeout
         self._informer_factory = informer_factory or (
@@ -244,6 +246,8 @@ def _translated() -> Iterator[None]:
         yield
     except LightkubeApiError as error:
         raise translate(error) from error
+    except httpx2.HTTPStatusError as error:
+        raise translate_http(error) from error
     except httpx2.TransportError as error:
         raise unreachable(error) from error
 

@@ -3,6 +3,8 @@ against a real cluster as against the in-memory one."""
 
 from __future__ import annotations
 
+import contextlib
+
 import httpx2
 from lightkube import ApiError as LightkubeApiError
 
@@ -13,6 +15,7 @@ from nodewright.cluster.api import (
     InvalidError,
     NotFoundError,
     TooManyRequestsError,
+    UnreachableError,
 )
 
 
@@ -45,8 +48,26 @@ def translate(error: LightkubeApiError) -> ApiError:
     return translated
 
 
-def unreachable(error: httpx2.TransportError) -> ApiError:
-    translated = ApiError(f"cannot reach the API server: {type(error).__name__}: {error}")
-    translated.status = 503
-    translated.reason = "ServiceUnavailable"
+def unreachable(error: httpx2.TransportError) -> UnreachableError:
+    where = ""
+    with contextlib.suppress(RuntimeError):  # an error raised before a request was built
+        where = f" at {error.request.url.scheme}://{error.request.url.netloc.decode()}"
+    detail = str(error) or "no answer"
+    return UnreachableError(f"cannot reach the API server{where}: {type(error).__name__}: "
+                            f"{detail}")
+
+
+def translate_http(error: httpx2.HTTPStatusError) -> ApiError:
+    """An error answer that is not a Kubernetes Status (no JSON body): its HTTP code and the
+    start of its body."""
+    response = error.response
+    try:
+        body = " ".join(response.text.split())[:200]
+    except httpx2.ResponseNotRead:
+        body = ""
+    reason = response.reason_phrase or "Unknown"
+    translated = ApiError(f"HTTP {response.status_code} {reason} from "
+                          f"{response.request.url}" + (f": {body}" if body else ""))
+    translated.status = response.status_code
+    translated.reason = reason.replace(" ", "")
     return translated

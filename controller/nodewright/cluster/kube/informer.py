@@ -29,7 +29,7 @@ from lightkube.types import OnErrorAction, OnErrorResult
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, Object
 from nodewright.cluster.kube import gaps
-from nodewright.cluster.kube.errors import GoneError, translate, unreachable
+from nodewright.cluster.kube.errors import GoneError, translate, translate_http, unreachable
 from nodewright.cluster.kube.resources import resource_class, to_object
 from nodewright.runtime.reconciler import EventType, WatchEvent
 
@@ -144,6 +144,13 @@ class Informer:
         with self._lock:
             key = objects.key(obj)
             current = self._cache.get(key)
+            if _deletion_finished(obj):  # the write removed the last finalizer: it is gone
+                self._cache.pop(key, None)
+                return
+            if current is None and _passed(self._version, obj):
+                # The watch went past this version and no longer has the object: deleted
+                # since (its DELETED event came before the write's answer). Never revive it.
+                return
             if current is None or _newer(obj, current):
                 self._cache[key] = copy.deepcopy(obj)
 
@@ -184,6 +191,8 @@ class Informer:
             version = listing.resourceVersion
         except LightkubeApiError as error:
             raise translate(error) from error
+        except httpx2.HTTPStatusError as error:
+            raise translate_http(error) from error
         except httpx2.TransportError as error:
             raise unreachable(error) from error
         self.lists += 1
@@ -275,6 +284,17 @@ def _status_error(error: httpx2.HTTPStatusError) -> ApiError:
         translated = ApiError(f"watch failed: HTTP {response.status_code}")
         translated.status = response.status_code
         return translated
+
+
+def _deletion_finished(obj: Mapping[str, Any]) -> bool:
+    meta = objects.meta(obj)
+    return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers")
+
+
+def _passed(version: str, obj: Mapping[str, Any]) -> bool:
+    """Whether the watch's `version` is at or past the object's (etcd's integers)."""
+    written = str(objects.meta(obj).get("resourceVersion") or "")
+    return version.isdigit() and written.isdigit() and int(version) >= int(written)
 
 
 def _newer(candidate: Mapping[str, Any], current: Mapping[str, Any]) -> bool:

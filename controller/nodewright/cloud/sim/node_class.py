@@ -1,0 +1,38 @@
+"""What an EC2NodeClass resolves to in the simulated EC2, so the EC2NodeClass status
+controller writes the same status with `--cloud sim` as with AWS: one subnet per zone of
+the simulated VPC, one security group, the AMI per architecture that launches would use,
+and the instance profile named after the role. The simulated VPC matches every selector
+term: there are no tags to disagree with."""
+
+from __future__ import annotations
+
+import hashlib
+
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.cloud.aws.amis import Image
+from nodewright.cloud.aws.discovery import SecurityGroup, Subnet
+from nodewright.cloud.aws.node_class_resolution import Resolution
+from nodewright.cloud.sim.images import ARCHITECTURES, ImageCatalog
+
+# Subnets have a /20 each (identity.py): 4096 addresses less AWS's five.
+FREE_IPS = 4091
+CREATED = "2024-01-01T00:00:00.000Z"
+
+
+def resolve(node_class: EC2NodeClass, *, cluster_name: str, zones: tuple[str, ...],
+            images: ImageCatalog) -> Resolution:
+    subnets = tuple(Subnet(id="subnet-" + _digest(f"{cluster_name}/{zone}"), zone=zone,
+                           zone_id="", free_ips=FREE_IPS) for zone in zones)
+    group = SecurityGroup(id="sg-" + _digest(f"{cluster_name}/nodes"),
+                          name=f"{cluster_name}-node")
+    resolved = tuple(Image(id=images.image_for(node_class, arch), name="", architecture=arch,
+                           creation_date=CREATED, deprecated=False)
+                     for arch in ARCHITECTURES)
+    profile = node_class.spec.instance_profile or (
+        f"{cluster_name}_{_digest(node_class.spec.role or node_class.name)}")
+    return Resolution(subnets=subnets, security_groups=(group,), images=resolved,
+                      instance_profile=profile)
+
+
+def _digest(text: str) -> str:
+    return "0" + hashlib.sha256(text.encode()).hexdigest()[:16]
