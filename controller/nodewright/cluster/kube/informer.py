@@ -27,8 +27,9 @@ from lightkube import Client
 from lightkube.types import OnErrorAction, OnErrorResult
 
 from nodewright.cluster import objects
-from nodewright.cluster.api import ApiError, Object
+from nodewright.cluster.api import ApiError, NotFoundError, Object, kind_of
 from nodewright.cluster.kube import gaps
+from nodewright.cluster.kube.discovery import INSTALL_CRDS
 from nodewright.cluster.kube.errors import GoneError, translate, unreachable
 from nodewright.cluster.kube.resources import resource_class, to_object
 from nodewright.runtime.reconciler import EventType, WatchEvent
@@ -95,6 +96,9 @@ class Informer:
         self._thread: threading.Thread | None = None
         self.lists = 0
         self.failures = 0
+        # A failure a user must fix, until a list or a watch event shows it fixed (/readyz).
+        self.problem: str | None = None
+        self._verb = "list"
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -154,7 +158,9 @@ class Informer:
         while not self._stop.is_set():
             try:
                 if not self._version:
+                    self._verb = "list"
                     self._list()
+                self._verb = "watch"
                 self._watch()
                 failures = 0
             except GoneError:
@@ -166,9 +172,29 @@ class Informer:
                 failures += 1
                 self.failures += 1
                 delay = self._backoff.delay(failures)
-                log.warning("watch of %s failed (%s); retrying in %.1fs", self.kind, error,
-                            delay, exc_info=not isinstance(error, ApiError))
+                self._report(error, delay)
                 self._sleep(delay)
+
+    def _report(self, error: Exception, delay: float) -> None:
+        """A failure a user must fix (RBAC, a missing CRD) at ERROR with what to do; the
+        API server being away at WARNING: waiting is the fix."""
+        retry = f"retrying in {delay:.1f}s"
+        resource = resource_name(self.kind)
+        if isinstance(error, ApiError) and error.status == 403:
+            self.problem = f"{self._verb} {resource}: 403 Forbidden"
+            log.error("the API server refused to %s %s (403 Forbidden: %s). The ClusterRole "
+                      "that `nodewright manifests` renders grants it: apply the manifests "
+                      "again and check that their ClusterRoleBinding binds it to the "
+                      "controller's ServiceAccount; %s", self._verb, resource, error, retry,
+                      extra={"kind": self.kind})
+        elif isinstance(error, NotFoundError) and self._verb == "list":
+            self.problem = f"{resource} is not served (CRD missing)"
+            log.error("the API server does not serve %s (404 Not Found): its "
+                      "CustomResourceDefinition is missing; install it with `%s`; %s",
+                      resource, INSTALL_CRDS, retry, extra={"kind": self.kind})
+        else:
+            log.warning("watch of %s failed (%s); %s", self.kind, error, retry,
+                        exc_info=not isinstance(error, ApiError))
 
     def _list(self) -> None:
         try:
@@ -187,6 +213,7 @@ class Informer:
         except httpx2.TransportError as error:
             raise unreachable(error) from error
         self.lists += 1
+        self.problem = None
         with self._lock:
             previous, self._cache = self._cache, found
             for key, gone in previous.items():
@@ -212,6 +239,7 @@ class Informer:
         )
         try:
             for event_type, item in _guarded(events):
+                self.problem = None
                 if self._stop.is_set():
                     return
                 self._apply(event_type, to_object(self.kind, item))
@@ -243,9 +271,13 @@ class Informer:
             subscription.push(WatchEvent(event_type, copy.deepcopy(obj)))
 
     def _namespaced(self) -> bool:
-        from nodewright.cluster.api import kind_of
-
         return kind_of(self.kind).namespaced
+
+
+def resource_name(kind: str) -> str:
+    """`pods`, `nodeclaims.karpenter.sh`: as RBAC and kubectl name a resource."""
+    spec = kind_of(kind)
+    return f"{spec.plural}.{spec.group}" if spec.group else spec.plural
 
 
 def _raise(error: Exception, count: int) -> OnErrorResult:
