@@ -16,7 +16,8 @@ Discovery (/version, /api/v1, /apis/<group>/<version>) lists every kind but thos
 
 Faults a test can inject: `expire_history()` (the next watch from an older version gets
 410), `cut_watches()` (open watch streams end with a read error and new ones are refused
-with 503 until `accept_watches()`), `fail_next(n, status)`.
+with 503 until `accept_watches()`), `fail_next(n, status)`, `pause()` (requests wait
+unanswered until `resume()`).
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ class FakeApiServer:
         self._cut_generation = 0
         self._failures: list[int] = []
         self._refusing_watches = False
+        self._paused = False
         # How an expired version is reported: an HTTP 410, or (as etcd-backed servers
         # usually do once the watch has started) a 200 stream with an ERROR event.
         self.expiry_as_event = False
@@ -179,6 +181,17 @@ class FakeApiServer:
         # usually do once the watch has started) a 200 stream with an ERROR event.
         self.expiry_as_event = False
 
+    def pause(self) -> None:
+        """Stop answering (as a frozen API server: requests wait, none fails) until
+        `resume()`."""
+        with self._changed:
+            self._paused = True
+
+    def resume(self) -> None:
+        with self._changed:
+            self._paused = False
+            self._changed.notify_all()
+
     def fail_next(self, count: int, status: int = 500) -> None:
         with self._changed:
             self._failures += [status] * count
@@ -202,6 +215,8 @@ class FakeApiServer:
         verb = _verb(request.method, params, route)
         self.calls.append(Call(request.method, request.url.path, params, verb))
         with self._changed:
+            while self._paused and not self.closed:
+                self._changed.wait()
             if self._failures:
                 return _status(self._failures.pop(0), "InternalError", "injected failure")
         resource = route.kind.plural + (f"/{route.subresource}" if route.subresource else "")

@@ -181,17 +181,17 @@ class Informer:
         retry = f"retrying in {delay:.1f}s"
         resource = resource_name(self.kind)
         if isinstance(error, ApiError) and error.status == 403:
-            self.problem = f"{self._verb} {resource}: 403 Forbidden"
             log.error("the API server refused to %s %s (403 Forbidden: %s). The ClusterRole "
                       "that `nodewright manifests` renders grants it: apply the manifests "
                       "again and check that their ClusterRoleBinding binds it to the "
                       "controller's ServiceAccount; %s", self._verb, resource, error, retry,
                       extra={"kind": self.kind})
+            self.problem = f"{self._verb} {resource}: 403 Forbidden"
         elif isinstance(error, NotFoundError) and self._verb == "list":
-            self.problem = f"{resource} is not served (CRD missing)"
             log.error("the API server does not serve %s (404 Not Found): its "
                       "CustomResourceDefinition is missing; install it with `%s`; %s",
                       resource, INSTALL_CRDS, retry, extra={"kind": self.kind})
+            self.problem = f"{resource} is not served (CRD missing)"
         else:
             log.warning("watch of %s failed (%s); %s", self.kind, error, retry,
                         exc_info=not isinstance(error, ApiError))
