@@ -139,7 +139,7 @@ class ControlPlane:
         if started.returncode != 0:
             raise AssertionError(f"control-plane start failed:\n{started.stderr[-3000:]}")
 
-    def restart_apiserver(self, down_for: float, grace: float = 5.0) -> None:
+    def restart_apiserver(self, down_for: float, grace: float = 2.0) -> None:
         """Stop the API server, wait, start it again (`control-plane start` brings back what
         is not running) and wait until it answers. It gets SIGTERM, then SIGKILL after
         `grace` seconds as the kubelet does after its grace period (its graceful

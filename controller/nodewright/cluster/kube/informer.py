@@ -87,6 +87,8 @@ class Informer:
         self._backoff = backoff or Backoff()
         self._watch_timeout = watch_timeout
         self._cache: dict[str, Object] = {}
+        # The resourceVersion of each object as last reported to subscribers.
+        self._told: dict[str, str] = {}
         self._version = ""
         self._lock = threading.RLock()
         self._subscribers: list[Subscription] = []
@@ -215,16 +217,21 @@ class Informer:
         self.lists += 1
         self.problem = None
         with self._lock:
+            # The difference is taken from what subscribers were told, not from the cache:
+            # the cache also holds this process's own writes (`observe_write`), whose
+            # events a watch that ended before they arrived never delivered.
             previous, self._cache = self._cache, found
-            for key, gone in previous.items():
-                if key not in found:
+            for key in [key for key in self._told if key not in found]:
+                gone = previous.get(key)
+                if gone is not None:
                     self._emit("DELETED", gone)
+                else:
+                    del self._told[key]
             for key, obj in found.items():
-                before = previous.get(key)
-                if before is None:
+                told = self._told.get(key)
+                if told is None:
                     self._emit("ADDED", obj)
-                elif objects.meta(before).get("resourceVersion") != objects.meta(obj).get(
-                        "resourceVersion"):
+                elif told != objects.meta(obj).get("resourceVersion"):
                     self._emit("MODIFIED", obj)
             self._version = version
         self._synced.set()
@@ -267,6 +274,11 @@ class Informer:
             self._version = version or self._version
 
     def _emit(self, event_type: EventType, obj: Object) -> None:
+        key = objects.key(obj)
+        if event_type == "DELETED":
+            self._told.pop(key, None)
+        else:
+            self._told[key] = str(objects.meta(obj).get("resourceVersion") or "")
         for subscription in self._subscribers:
             subscription.push(WatchEvent(event_type, copy.deepcopy(obj)))
 
