@@ -75,6 +75,9 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
 def installation(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Installation]:
     """Nodewright's manifests applied (as a user applies them) and a clean cluster around
     the story."""
+    # An API server outage in an earlier story may have ended kube-scheduler and
+    # kube-controller-manager (they exit when they cannot renew their leases).
+    control_plane.ensure_running()
     clean_cluster(control_plane, STORY_NAMESPACES)
     installed = Installation.install(control_plane, tmp_path)
     yield installed

@@ -130,17 +130,30 @@ class ControlPlane:
         finally:
             os.kill(pid, signal.SIGCONT)
 
-    def restart_apiserver(self, down_for: float) -> None:
-        """Stop the API server, wait, start it again (`control-plane start` brings back what
-        is not running) and wait until it answers."""
-        pid = self.pid("kube-apiserver")
-        os.kill(pid, signal.SIGTERM)
-        eventually(lambda: not _alive(pid), timeout=30, what="the API server to stop")
-        time.sleep(down_for)
+    def ensure_running(self) -> None:
+        """`control-plane start`: bring back what is not running (kube-scheduler and
+        kube-controller-manager exit when they cannot renew their leases for 10 s, as
+        during a long API server outage)."""
         started = subprocess.run([str(self.script), "start"], capture_output=True, text=True,
                                  check=False, env=_control_plane_env(self.home))
         if started.returncode != 0:
             raise AssertionError(f"control-plane start failed:\n{started.stderr[-3000:]}")
+
+    def restart_apiserver(self, down_for: float, grace: float = 2.0) -> None:
+        """Stop the API server, wait, start it again (`control-plane start` brings back what
+        is not running) and wait until it answers. It gets SIGTERM, then SIGKILL after
+        `grace` seconds as the kubelet does after its grace period (its graceful
+        termination waits for open watches, up to a minute)."""
+        pid = self.pid("kube-apiserver")
+        os.kill(pid, signal.SIGTERM)
+        try:
+            eventually(lambda: not _alive(pid), timeout=grace, what="the API server to stop")
+        except Timeout:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            eventually(lambda: not _alive(pid), timeout=30, what="the API server to die")
+        time.sleep(down_for)
+        self.ensure_running()
 
 
 def _alive(pid: int) -> bool:
@@ -304,6 +317,16 @@ class Controller:
         except subprocess.TimeoutExpired:
             self.process.kill()
             return self.process.wait(10)
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """The process stopped with SIGSTOP (it neither reads nor writes; its connections
+        stay open), resumed on leaving."""
+        self.process.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self.process.send_signal(signal.SIGCONT)
 
     def kill(self) -> None:
         if self.running():

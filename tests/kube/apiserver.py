@@ -11,9 +11,13 @@ Every request is checked against the RBAC rules `nodewright manifests` renders f
 controller's service account, so a test that makes the adapter call something the
 installed RBAC does not grant fails with 403 Forbidden.
 
+Discovery (/version, /api/v1, /apis/<group>/<version>) lists every kind but those in
+`unserved` (a CRD not installed, whose requests are answered 404).
+
 Faults a test can inject: `expire_history()` (the next watch from an older version gets
 410), `cut_watches()` (open watch streams end with a read error and new ones are refused
-with 503 until `accept_watches()`), `fail_next(n, status)`.
+with 503 until `accept_watches()`), `fail_next(n, status)`, `pause()` (requests wait
+unanswered until `resume()`).
 """
 
 from __future__ import annotations
@@ -107,11 +111,17 @@ class FakeApiServer:
         self._cut_generation = 0
         self._failures: list[int] = []
         self._refusing_watches = False
+        self._paused = False
         # How an expired version is reported: an HTTP 410, or (as etcd-backed servers
         # usually do once the watch has started) a 200 stream with an ERROR event.
         self.expiry_as_event = False
         self._changed = threading.Condition()
         self.closed = False
+        # Kinds the server does not serve (a CRD not installed): left out of discovery,
+        # their lists answered 404.
+        self.unserved: set[str] = set()
+        # Namespaces that do not exist: creating in them is answered 404.
+        self.missing_namespaces: set[str] = set()
         self.transport = httpx2.MockTransport(self.handle)
 
     # --- test controls --------------------------------------------------------------------
@@ -171,6 +181,17 @@ class FakeApiServer:
         # usually do once the watch has started) a 200 stream with an ERROR event.
         self.expiry_as_event = False
 
+    def pause(self) -> None:
+        """Stop answering (as a frozen API server: requests wait, none fails) until
+        `resume()`."""
+        with self._changed:
+            self._paused = True
+
+    def resume(self) -> None:
+        with self._changed:
+            self._paused = False
+            self._changed.notify_all()
+
     def fail_next(self, count: int, status: int = 500) -> None:
         with self._changed:
             self._failures += [status] * count
@@ -186,11 +207,16 @@ class FakeApiServer:
     # --- HTTP -----------------------------------------------------------------------------
 
     def handle(self, request: httpx2.Request) -> httpx2.Response:
+        discovery = self._discovery(request.url.path)
+        if discovery is not None:
+            return discovery
         params = {key: values[-1] for key, values in parse_qs(request.url.query.decode()).items()}
         route = self._route(request.url.path)
         verb = _verb(request.method, params, route)
         self.calls.append(Call(request.method, request.url.path, params, verb))
         with self._changed:
+            while self._paused and not self.closed:
+                self._changed.wait()
             if self._failures:
                 return _status(self._failures.pop(0), "InternalError", "injected failure")
         resource = route.kind.plural + (f"/{route.subresource}" if route.subresource else "")
@@ -200,10 +226,34 @@ class FakeApiServer:
             return _status(403, "Forbidden",
                            f'{resource} is forbidden: cannot {verb} in "{route.namespace}"')
         body = json.loads(request.content) if request.content else None
+        if route.kind.kind in self.unserved:
+            return _status(404, "NotFound", "the server could not find the requested resource")
+        if verb == "create" and route.namespace in self.missing_namespaces:
+            return _status(404, "NotFound", f'namespaces "{route.namespace}" not found')
         if verb == "watch":
             return self._watch(route, params)
         with self._changed:
             return self._dispatch(request.method, verb, route, params, body, request)
+
+    def _discovery(self, path: str) -> httpx2.Response | None:
+        """/version and the resource lists of /api/v1 and /apis/<group>/<version>, without
+        the kinds in `unserved` (their CRDs not installed); None for any other path."""
+        parts = path.strip("/").split("/")
+        if parts == ["version"]:
+            return _json(200, {"major": "1", "minor": "32", "gitVersion": "v1.32.0"})
+        if parts[0] == "api" and len(parts) == 2:
+            api_version = parts[1]
+        elif parts[0] == "apis" and len(parts) == 3:
+            api_version = f"{parts[1]}/{parts[2]}"
+        else:
+            return None
+        resources = [{"name": kind.plural, "kind": kind.kind, "namespaced": kind.namespaced}
+                     for kind in KINDS.values()
+                     if kind.api_version == api_version and kind.kind not in self.unserved]
+        if not resources:
+            return _status(404, "NotFound", "the server could not find the requested resource")
+        return _json(200, {"kind": "APIResourceList", "groupVersion": api_version,
+                           "resources": resources})
 
     def _dispatch(self, method: str, verb: str, route: _Route, params: dict[str, str],
                   body: Any, request: httpx2.Request) -> httpx2.Response:

@@ -185,3 +185,21 @@ def test_a_write_that_removes_the_last_finalizer_of_a_deleted_object_drops_it(
     cluster.informer("Node").observe_write(gone)
     with pytest.raises(NotFoundError):
         cluster.get("Node", "draining")
+
+
+def test_a_relist_reports_this_process_own_writes_that_no_watch_delivered(
+        server: FakeApiServer, cluster: KubeCluster) -> None:
+    server.seed(node("old"))
+    events = Collector(cluster, ["Node"])
+    events.wait_for(("ADDED", "Node", "old"))
+
+    server.cut_watches()
+    # Written while the watch was down: the cache holds it at once (read-your-writes),
+    # but its watch event never came...
+    cluster.create(node("mine"))
+    assert cluster.get("Node", "mine")["metadata"]["name"] == "mine"
+    server.expire_history()  # ...and the server no longer has it to send
+    server.accept_watches()
+
+    events.wait_for(("ADDED", "Node", "mine"))
+    assert cluster.informer("Node").lists == 2

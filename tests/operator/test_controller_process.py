@@ -51,8 +51,7 @@ def server() -> Iterator[FakeApiServer]:
     fake.close()
 
 
-@pytest.fixture
-def process(server: FakeApiServer) -> Iterator[ControllerProcess]:
+def controller_process(server: FakeApiServer) -> ControllerProcess:
     config = OperatorConfig(cluster_name="demo", cloud="sim", metrics_port=0,
                             health_probe_port=0, batch_idle_duration=0.05,
                             batch_max_duration=0.5, leader_election_namespace=NAMESPACE,
@@ -60,8 +59,13 @@ def process(server: FakeApiServer) -> Iterator[ControllerProcess]:
     cluster = KubeCluster(make_client(server), sync_timeout=10.0,
                           informer_factory=lambda client, kind: Informer(
                               client, kind, backoff=NO_WAIT, watch_timeout=lambda: 1))
-    started = ControllerProcess(config, cluster=cluster, timing=FAST_LEASE,
-                                sim_settings=FAST_CLOUD)
+    return ControllerProcess(config, cluster=cluster, timing=FAST_LEASE,
+                             sim_settings=FAST_CLOUD)
+
+
+@pytest.fixture
+def process(server: FakeApiServer) -> Iterator[ControllerProcess]:
+    started = controller_process(server)
     started.start()
     yield started
     started.shutdown(timeout=5)
@@ -148,3 +152,39 @@ def test_without_the_variable_a_sim_controller_says_nothing_about_it(
     build_cloud(OperatorConfig(cluster_name="demo", cloud="sim"),
                 InMemoryCluster(clock), clock)  # type: ignore[arg-type]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def unready_because(port: int, reason: str) -> str | None:
+    status, body = http_get(port, "/readyz")
+    return body if status == 500 and reason in body else None
+
+
+def test_a_missing_lease_namespace_makes_the_process_unready_until_it_exists(
+        server: FakeApiServer) -> None:
+    server.missing_namespaces.add(NAMESPACE)
+    process = controller_process(server)
+    process.start()
+    try:
+        assert process.probes is not None
+        port = process.probes.port
+        body = eventually(lambda: unready_because(port, "does not exist"),
+                          "/readyz to say why")
+        assert f"namespace {NAMESPACE!r}" in body
+        assert http_get(port, "/healthz")[0] == 200  # alive: it keeps trying
+
+        server.missing_namespaces.clear()
+        eventually(lambda: http_get(port, "/readyz")[0] == 200, "ready once it exists")
+        eventually(lambda: process.operator is not None and process.operator.is_leader(),
+                   "the process to lead")
+    finally:
+        process.shutdown(timeout=5)
+
+
+def test_a_missing_crd_stops_the_process_at_start(server: FakeApiServer) -> None:
+    from nodewright.operator.main import StartupError
+
+    server.unserved = {"NodePool"}
+    with pytest.raises(StartupError) as error:
+        controller_process(server).start()
+    assert "nodepools.karpenter.sh" in str(error.value)
+    assert "nodewright crds | kubectl apply -f -" in str(error.value)

@@ -17,6 +17,7 @@ from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.driver import VirtualDriver
 from nodewright.operator.nodeclass_status import NodeClassStatus
 from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
+from nodewright.operator.sim_lost import LostInstances
 from nodewright.runtime.clock import VirtualClock
 from nodewright.runtime.reconciler import WatchEvent
 from tests.conftest import EXAMPLES
@@ -167,3 +168,64 @@ def test_a_node_event_makes_due_the_pods_bound_to_it_and_only_those() -> None:
     pods.keys(WatchEvent("DELETED", pod("p1", "a")))
     assert list(nodes.keys(WatchEvent("MODIFIED", node_a))) == ["default/p2"]
     assert list(nodes.keys(WatchEvent("DELETED", node_a))) == []
+
+
+def claim_with_instance(cluster: InMemoryCluster, name: str, provider_id: str,
+                        node: str | None = None) -> None:
+    cluster.create({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
+        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                  "name": "default"}, "requirements": []},
+    })
+    claim = cluster.get("NodeClaim", name)
+    conditions = [{"type": "Launched", "status": "True", "reason": "Launched", "message": "",
+                   "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+    if node is not None:
+        conditions.append({"type": "Registered", "status": "True", "reason": "Registered",
+                           "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"})
+    claim["status"] = {"providerID": provider_id, "conditions": conditions,
+                       **({"nodeName": node} if node else {})}
+    cluster.update(claim, subresource="status")
+
+
+def set_ready(cluster: InMemoryCluster, node: str, ready: str) -> None:
+    cluster.patch("Node", node, {"status": {"conditions": [
+        {"type": "Ready", "status": ready, "reason": "KubeletReady", "message": "",
+         "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}, subresource="status")
+
+
+def test_nodeclaims_of_instances_another_process_launched_are_replaced(
+        sim_world: tuple[VirtualClock, InMemoryCluster, SimulatedEC2]) -> None:
+    clock, cluster, cloud = sim_world
+    launch_node(clock, cluster, cloud)
+    claim_with_instance(cluster, "default-a", cloud.list()[0].provider_id)  # this process's
+    # A previous controller process launched these; its simulated instances died with it.
+    claim_with_instance(cluster, "never-registered", "aws:///us-west-2a/i-0aaaaaaaaaaaaaaaa")
+    cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "orphan"},
+                    "spec": {"providerID": "aws:///us-west-2a/i-0bbbbbbbbbbbbbbbb"}})
+    set_ready(cluster, "orphan", "True")
+    claim_with_instance(cluster, "registered", "aws:///us-west-2a/i-0bbbbbbbbbbbbbbbb",
+                        node="orphan")
+    # Not a simulated instance at all: none of this reconciler's business.
+    claim_with_instance(cluster, "elsewhere", "kwok://elsewhere")
+
+    lost = LostInstances(cluster, cloud)
+    driver = VirtualDriver(clock, cluster, raise_errors=True)
+    driver.add(lost)
+    driver.start()
+    clock.advance(1)
+    names = {claim["metadata"]["name"] for claim in cluster.list("NodeClaim")}
+    # The one whose node never came is replaced at once; the registered one waits while its
+    # Node still says Ready (a kubelet may be alive), as Karpenter's garbage collection does.
+    assert "never-registered" not in names
+    assert {"default-a", "registered", "elsewhere"} <= names
+    assert lost.collected == ["never-registered"]
+
+    set_ready(cluster, "orphan", "Unknown")  # the node lifecycle controller's verdict
+    driver.deliver()
+    clock.advance(1)
+    names = {claim["metadata"]["name"] for claim in cluster.list("NodeClaim")}
+    assert names == {"default-a", "elsewhere"}
+    assert lost.collected == ["never-registered", "registered"]

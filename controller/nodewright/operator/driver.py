@@ -28,7 +28,7 @@ from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 
 from nodewright import metrics
-from nodewright.cluster.api import ClusterAPI, ConflictError, WatchStream
+from nodewright.cluster.api import ApiError, ClusterAPI, ConflictError, WatchStream
 from nodewright.cluster.kube.access import WATCHED_KINDS
 from nodewright.operator import logs
 from nodewright.operator.clock import LoopClock
@@ -37,6 +37,8 @@ from nodewright.runtime.reconciler import Reconciler, WatchEvent
 
 # Reconcile failures kept in `OperatorDriver.errors`.
 ERRORS_KEPT = 200
+FORBIDDEN_HINT = (" (the RBAC that `nodewright manifests` renders grants every request the "
+                  "controller makes: apply the manifests again and check their bindings)")
 
 Listener = Callable[[WatchEvent], None]
 
@@ -247,8 +249,9 @@ class OperatorDriver:
             metrics.RECONCILE_TOTAL.labels(controller=reconciler.name, result="error").inc()
             metrics.RECONCILE_ERRORS.labels(controller=reconciler.name).inc()
             level = logging.DEBUG if isinstance(error, ConflictError) else logging.ERROR
-            log.log(level, "reconcile failed; retrying in %.3fs: %s", delay, error,
-                    extra={"controller": reconciler.name, "key": key})
+            log.log(level, "reconcile failed; retrying in %.3fs: %s%s", delay, error,
+                    FORBIDDEN_HINT if isinstance(error, ApiError) and error.status == 403
+                    else "", extra={"controller": reconciler.name, "key": key})
             return True
         with self._lock:
             queue.done(key)

@@ -12,6 +12,7 @@ pod's terminationGracePeriodSeconds; losing the Lease ends it with exit code 1.
 from __future__ import annotations
 
 import logging
+import random
 import signal
 import threading
 from dataclasses import dataclass, replace
@@ -27,6 +28,7 @@ from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
 from nodewright.cluster.kube.cluster import KubeCluster, connect
+from nodewright.cluster.kube.discovery import ServerCheckError
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods import MethodOptions
 from nodewright.controllers.wiring import ControllerOptions
@@ -38,6 +40,7 @@ from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
 from nodewright.operator.process import Operator, OperatorSettings
 from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
+from nodewright.operator.sim_lost import LostInstances
 from nodewright.runtime.reconciler import Reconciler
 
 log = logging.getLogger("nodewright.controller")
@@ -86,11 +89,14 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                         "instances get no EC2 events; the interruption controller reads "
                         "the simulated EC2's own queue instead", config.interruption_queue,
                         extra={"cloud": "sim"})
+        # A seed of its own: instance ids and node names must not repeat those of the
+        # process before it (a restarted or replaced leader), whose NodeClaims remain.
         sim = SimulatedEC2(clock, cluster=cluster, cluster_name=config.cluster_name,
                            region=config.region or SIM_DEFAULT_REGION,
+                           seed=random.SystemRandom().randrange(2**63),
                            settings=sim_settings or config.sim_timing)
         return sim, [NodeHeartbeat(cluster, sim, clock), PodRunner(cluster, sim, clock),
-                     NodeClassStatus(cluster, sim, clock)]
+                     NodeClassStatus(cluster, sim, clock), LostInstances(cluster, sim)]
     region = config.region or boto3.session.Session().region_name
     if not region:
         raise StartupError("AWS_REGION is not set and the AWS SDK found no default region")
@@ -143,6 +149,12 @@ class ControllerProcess:
         metrics.BUILD_INFO.labels(version=__version__).set(1)
         cluster = self._given_cluster or self._connect()
         self.cluster = cluster
+        try:
+            server_version = cluster.check_server(configured_by=self._configured_by())
+        except ServerCheckError as error:
+            cluster.close()
+            raise StartupError(str(error)) from error
+        log.info("connected to the API server", extra={"version": server_version})
         cluster.start()
         clock = LoopClock()
         cloud, extra = build_cloud(config, cluster, clock, self._sim_settings)
@@ -157,7 +169,7 @@ class ControllerProcess:
         try:
             self.metrics = MetricsEndpoint(config.metrics_port)
             self.probes = ProbeEndpoint(config.health_probe_port, healthy=self._healthy,
-                                        ready=self.operator.ready)
+                                        ready=self._ready)
         except OSError as error:
             self.shutdown()
             raise StartupError(f"cannot serve the metrics or probe port: {error}") from error
@@ -172,6 +184,22 @@ class ControllerProcess:
             where = self.config.kubeconfig or "the in-cluster service account or ~/.kube/config"
             raise StartupError(f"cannot load the Kubernetes configuration from {where}: "
                                f"{error}") from error
+
+    def _configured_by(self) -> str:
+        if self.config.kubeconfig:
+            return f"the kubeconfig {self.config.kubeconfig} (--kubeconfig or KUBECONFIG)"
+        return ("the in-cluster service account, else ~/.kube/config (neither --kubeconfig "
+                "nor KUBECONFIG is set)")
+
+    def _ready(self) -> str | None:
+        if self.operator is None:
+            return "starting"
+        problem = self.operator.ready()
+        if problem is not None and self.cluster is not None and not self.cluster.synced():
+            problems = self.cluster.problems()
+            if problems:
+                problem += ": " + "; ".join(problems)
+        return problem
 
     def _healthy(self) -> str | None:
         if self.operator is None:
@@ -215,9 +243,10 @@ def run(config: OperatorConfig) -> int:
     except StartupError as error:
         log.error("%s", error)
         return 1
-    while not stop.wait(0.5):
+    while not stop.wait(0.2):
         if process.lost_leadership():
+            # As controller-runtime: exit at once, abandoning the work in flight (another
+            # replica may lead by now); the kubelet starts the container again.
             log.error("lost the leader Lease; exiting to start again as a candidate")
-            process.shutdown()
             return 1
     return 0 if process.shutdown() else 1

@@ -131,7 +131,10 @@ class Operator:
         return None
 
     def ready(self) -> str | None:
-        """None when ready, else why not (for /readyz): the caches have synced."""
+        """None when ready, else why not (for /readyz): the caches have synced and the
+        leader Lease can be read and written (a standby waiting for it is ready)."""
         if not self.driver.synced():
             return "the watch caches have not synced yet"
+        if self.elector is not None:
+            return self.elector.problem()
         return None

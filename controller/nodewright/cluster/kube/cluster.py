@@ -29,6 +29,7 @@ from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, NotFoundError, Object, kind_of
 from nodewright.cluster.kube import gaps
 from nodewright.cluster.kube.access import WATCHED_KINDS
+from nodewright.cluster.kube.discovery import check_server
 from nodewright.cluster.kube.errors import translate, translate_http, unreachable
 from nodewright.cluster.kube.informer import Backoff, Informer, Subscription
 from nodewright.cluster.kube.resources import resource_class, status_class, to_object
@@ -113,6 +114,18 @@ class KubeCluster:
         with self._lock:
             informers = list(self._informers.values())
         return all(informer.synced() for informer in informers)
+
+    def problems(self) -> list[str]:
+        """What keeps caches from syncing that a user must fix (RBAC, a missing CRD)."""
+        with self._lock:
+            informers = list(self._informers.values())
+        return [informer.problem for informer in informers if informer.problem]
+
+    def check_server(self, *, configured_by: str) -> str:
+        """The API server's version once it answers and serves every kind this cluster
+        caches; `ServerCheckError` says what to fix otherwise."""
+        return check_server(self.client, sorted(self._cached_kinds | {"Lease", "Event"}),
+                            configured_by=configured_by)
 
     def alive(self) -> bool:
         with self._lock:

@@ -27,8 +27,9 @@ from lightkube import Client
 from lightkube.types import OnErrorAction, OnErrorResult
 
 from nodewright.cluster import objects
-from nodewright.cluster.api import ApiError, Object
+from nodewright.cluster.api import ApiError, NotFoundError, Object, kind_of
 from nodewright.cluster.kube import gaps
+from nodewright.cluster.kube.discovery import INSTALL_CRDS
 from nodewright.cluster.kube.errors import GoneError, translate, translate_http, unreachable
 from nodewright.cluster.kube.resources import resource_class, to_object
 from nodewright.runtime.reconciler import EventType, WatchEvent
@@ -86,6 +87,8 @@ class Informer:
         self._backoff = backoff or Backoff()
         self._watch_timeout = watch_timeout
         self._cache: dict[str, Object] = {}
+        # The resourceVersion of each object as last reported to subscribers.
+        self._told: dict[str, str] = {}
         self._version = ""
         self._lock = threading.RLock()
         self._subscribers: list[Subscription] = []
@@ -95,6 +98,9 @@ class Informer:
         self._thread: threading.Thread | None = None
         self.lists = 0
         self.failures = 0
+        # A failure a user must fix, until a list or a watch event shows it fixed (/readyz).
+        self.problem: str | None = None
+        self._verb = "list"
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -161,7 +167,9 @@ class Informer:
         while not self._stop.is_set():
             try:
                 if not self._version:
+                    self._verb = "list"
                     self._list()
+                self._verb = "watch"
                 self._watch()
                 failures = 0
             except GoneError:
@@ -173,9 +181,29 @@ class Informer:
                 failures += 1
                 self.failures += 1
                 delay = self._backoff.delay(failures)
-                log.warning("watch of %s failed (%s); retrying in %.1fs", self.kind, error,
-                            delay, exc_info=not isinstance(error, ApiError))
+                self._report(error, delay)
                 self._sleep(delay)
+
+    def _report(self, error: Exception, delay: float) -> None:
+        """A failure a user must fix (RBAC, a missing CRD) at ERROR with what to do; the
+        API server being away at WARNING: waiting is the fix."""
+        retry = f"retrying in {delay:.1f}s"
+        resource = resource_name(self.kind)
+        if isinstance(error, ApiError) and error.status == 403:
+            log.error("the API server refused to %s %s (403 Forbidden: %s). The ClusterRole "
+                      "that `nodewright manifests` renders grants it: apply the manifests "
+                      "again and check that their ClusterRoleBinding binds it to the "
+                      "controller's ServiceAccount; %s", self._verb, resource, error, retry,
+                      extra={"kind": self.kind})
+            self.problem = f"{self._verb} {resource}: 403 Forbidden"
+        elif isinstance(error, NotFoundError) and self._verb == "list":
+            log.error("the API server does not serve %s (404 Not Found): its "
+                      "CustomResourceDefinition is missing; install it with `%s`; %s",
+                      resource, INSTALL_CRDS, retry, extra={"kind": self.kind})
+            self.problem = f"{resource} is not served (CRD missing)"
+        else:
+            log.warning("watch of %s failed (%s); %s", self.kind, error, retry,
+                        exc_info=not isinstance(error, ApiError))
 
     def _list(self) -> None:
         try:
@@ -196,17 +224,21 @@ class Informer:
         except httpx2.TransportError as error:
             raise unreachable(error) from error
         self.lists += 1
+        self.problem = None
         with self._lock:
+            # The difference is taken from what subscribers were told, not from the cache:
+            # the cache also holds this process's own writes (`observe_write`), whose
+            # events a watch that ended before they arrived never delivered.
             previous, self._cache = self._cache, found
-            for key, gone in previous.items():
-                if key not in found:
-                    self._emit("DELETED", gone)
+            for key in [key for key in self._told if key not in found]:
+                # Told about but gone: from the cache when it still holds it, else (a write
+                # that finished its deletion took it out) as a reference to the object.
+                self._emit("DELETED", previous.get(key) or self._reference(key))
             for key, obj in found.items():
-                before = previous.get(key)
-                if before is None:
+                told = self._told.get(key)
+                if told is None:
                     self._emit("ADDED", obj)
-                elif objects.meta(before).get("resourceVersion") != objects.meta(obj).get(
-                        "resourceVersion"):
+                elif told != objects.meta(obj).get("resourceVersion"):
                     self._emit("MODIFIED", obj)
             self._version = version
         self._synced.set()
@@ -221,6 +253,7 @@ class Informer:
         )
         try:
             for event_type, item in _guarded(events):
+                self.problem = None
                 if self._stop.is_set():
                     return
                 self._apply(event_type, to_object(self.kind, item))
@@ -248,13 +281,28 @@ class Informer:
             self._version = version or self._version
 
     def _emit(self, event_type: EventType, obj: Object) -> None:
+        key = objects.key(obj)
+        if event_type == "DELETED":
+            self._told.pop(key, None)
+        else:
+            self._told[key] = str(objects.meta(obj).get("resourceVersion") or "")
         for subscription in self._subscribers:
             subscription.push(WatchEvent(event_type, copy.deepcopy(obj)))
 
     def _namespaced(self) -> bool:
-        from nodewright.cluster.api import kind_of
-
         return kind_of(self.kind).namespaced
+
+    def _reference(self, key: str) -> Object:
+        namespace, _, name = key.rpartition("/")
+        metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
+        spec = kind_of(self.kind)
+        return {"apiVersion": spec.api_version, "kind": spec.kind, "metadata": metadata}
+
+
+def resource_name(kind: str) -> str:
+    """`pods`, `nodeclaims.karpenter.sh`: as RBAC and kubectl name a resource."""
+    spec = kind_of(kind)
+    return f"{spec.plural}.{spec.group}" if spec.group else spec.plural
 
 
 def _raise(error: Exception, count: int) -> OnErrorResult:
