@@ -41,8 +41,9 @@ from typing import Any
 import boto3
 import yaml
 from lightkube import ApiError, Client, KubeConfig
-from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.types import PatchType
+
+from nodewright.cluster.kube.resources import resource_class
 
 log = logging.getLogger("tests.e2e.kubelet")
 
@@ -54,9 +55,10 @@ QUEUE = "e2e-interruptions"
 X86_IMAGE = "ami-ekslinux"  # an x86_64 image moto ships
 FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 
-Node = create_global_resource("", "v1", "Node", "nodes")
-Pod = create_namespaced_resource("", "v1", "Pod", "pods")
-Lease = create_namespaced_resource("coordination.k8s.io", "v1", "Lease", "leases")
+# The adapter's own classes: lightkube allows one class per kind in a process.
+Node = resource_class("Node")
+Pod = resource_class("Pod")
+Lease = resource_class("Lease")
 
 
 # --- the server -----------------------------------------------------------------------------

@@ -369,9 +369,14 @@ CLUSTER_SCOPED = ("nodepools.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws")
 
 
 def clean_cluster(plane: ControlPlane, namespaces: Sequence[str]) -> None:
-    """Remove what stories leave: workloads and their pods in `namespaces`, every
-    NodePool, NodeClaim (finalizers dropped: no controller runs now), Node and
-    EC2NodeClass, and the leader Lease."""
+    """Remove what stories leave: workloads, their pods and the Events in `namespaces`,
+    the DaemonSets stories add to kube-system (the workshop's; a bare control plane has
+    none), every NodePool, NodeClaim (finalizers dropped: no controller runs now), Node
+    and EC2NodeClass, and the leader Lease."""
+    plane.kubectl("-n", "kube-system", "delete", "daemonsets", "--all", "--wait=false",
+                  check=False)
+    plane.kubectl("-n", "kube-system", "delete", "pods", "--all", "--grace-period=0",
+                  "--force", "--wait=false", check=False)
     for namespace in namespaces:
         plane.kubectl("-n", namespace, "delete", "deployments,statefulsets,daemonsets,"
                       "replicasets,jobs,poddisruptionbudgets", "--all", "--wait=false",
@@ -389,3 +394,4 @@ def clean_cluster(plane: ControlPlane, namespaces: Sequence[str]) -> None:
     for namespace in namespaces:
         plane.kubectl("-n", namespace, "delete", "pods", "--all", "--grace-period=0",
                       "--force", check=False)
+        plane.kubectl("-n", namespace, "delete", "events", "--all", check=False)

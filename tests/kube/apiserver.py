@@ -110,6 +110,7 @@ class FakeApiServer:
         self._expired_before = 0
         self._cut_generation = 0
         self._failures: list[int] = []
+        self._lost_answers = 0
         self._refusing_watches = False
         self._paused = False
         # How an expired version is reported: an HTTP 410, or (as etcd-backed servers
@@ -192,6 +193,12 @@ class FakeApiServer:
             self._paused = False
             self._changed.notify_all()
 
+    def lose_next_answers(self, count: int) -> None:
+        """Carry out the next `count` requests, then break their connections before the
+        answer (a server that died after storing the object)."""
+        with self._changed:
+            self._lost_answers += count
+
     def fail_next(self, count: int, status: int = 500) -> None:
         with self._changed:
             self._failures += [status] * count
@@ -233,7 +240,11 @@ class FakeApiServer:
         if verb == "watch":
             return self._watch(route, params)
         with self._changed:
-            return self._dispatch(request.method, verb, route, params, body, request)
+            answer = self._dispatch(request.method, verb, route, params, body, request)
+            if self._lost_answers:
+                self._lost_answers -= 1
+                raise httpx2.ReadError("connection reset by peer", request=request)
+            return answer
 
     def _discovery(self, path: str) -> httpx2.Response | None:
         """/version and the resource lists of /api/v1 and /apis/<group>/<version>, without

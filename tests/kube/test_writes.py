@@ -58,6 +58,38 @@ def test_generate_name_gives_a_unique_name(cluster: KubeCluster) -> None:
     assert first["metadata"]["name"] != second["metadata"]["name"]
 
 
+def test_a_create_whose_answer_was_lost_is_not_stored_twice(
+        server: FakeApiServer, cluster: KubeCluster,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("nodewright.cluster.kube.cluster.UNKNOWN_OUTCOME_RETRY_INTERVAL", 0.0)
+    claim = nodeclaim("")
+    claim["metadata"]["generateName"] = "default-"
+    server.lose_next_answers(2)  # stored, then the connection broke; and again on the retry
+
+    created = cluster.create(claim)
+
+    stored = server.objects("NodeClaim")
+    assert [c["metadata"]["name"] for c in stored] == [created["metadata"]["name"]]
+    assert created["metadata"]["uid"] == stored[0]["metadata"]["uid"]
+    creates = [call for call in server.calls if call.verb == "create"]
+    assert len(creates) == 3
+    assert len({call.path for call in creates}) == 1
+
+
+def test_only_a_refused_connection_is_known_to_have_stored_nothing() -> None:
+    import httpx2
+
+    from nodewright.cluster.api import UnreachableError
+    from nodewright.cluster.kube.cluster import _maybe_delivered
+
+    refused = UnreachableError("cannot reach the API server")
+    refused.__cause__ = httpx2.ConnectError("connection refused")
+    reset = UnreachableError("cannot reach the API server")
+    reset.__cause__ = httpx2.ReadError("connection reset by peer")
+    assert not _maybe_delivered(refused)
+    assert _maybe_delivered(reset)
+
+
 def test_a_stale_update_is_a_conflict_and_a_fresh_one_wins(
         server: FakeApiServer, cluster: KubeCluster) -> None:
     stored = cluster.create(nodeclaim("c1"))

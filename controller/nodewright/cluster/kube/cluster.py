@@ -13,7 +13,9 @@ goes into the cache at once, so the writer reads its own writes.
 from __future__ import annotations
 
 import copy
+import secrets
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -26,7 +28,14 @@ from lightkube.resources.core_v1 import Pod
 from lightkube.types import PatchType
 
 from nodewright.cluster import objects
-from nodewright.cluster.api import ApiError, NotFoundError, Object, kind_of
+from nodewright.cluster.api import (
+    AlreadyExistsError,
+    ApiError,
+    NotFoundError,
+    Object,
+    UnreachableError,
+    kind_of,
+)
 from nodewright.cluster.kube import gaps
 from nodewright.cluster.kube.access import WATCHED_KINDS
 from nodewright.cluster.kube.discovery import check_server
@@ -37,6 +46,12 @@ from nodewright.cluster.kube.transport import instrument
 from nodewright.runtime.reconciler import WatchEvent
 
 FIELD_MANAGER = "nodewright"
+# A create whose answer was lost is sent again, under the same name, for this long.
+UNKNOWN_OUTCOME_RETRY_SECONDS = 30.0
+UNKNOWN_OUTCOME_RETRY_INTERVAL = 1.0
+NAME_ATTEMPTS = 3
+# What the API server draws a generateName's five characters from (no vowels, no 0/1/3).
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 T = TypeVar("T")
 
 
@@ -185,12 +200,45 @@ class KubeCluster:
     # --- writes ---------------------------------------------------------------------------
 
     def create(self, obj: Object) -> Object:
+        """Create `obj`. A `generateName` is turned into a name here, as the API server
+        would: when the connection breaks after the request went out (the server may have
+        stored the object and its answer been lost), the create is sent again under the same
+        name, and AlreadyExists then means that the first one went through; with the
+        server naming it, a retry would store a second object (a second NodeClaim: a
+        second instance)."""
         kind = str(obj.get("kind") or "")
         resource = resource_class(kind)
-        with _translated():
-            created = self.client.create(resource(copy.deepcopy(obj)),
-                                         namespace=objects.namespace(obj) or None)
-        return self._observed(kind, created)
+        namespace = objects.namespace(obj) or None
+        body = copy.deepcopy(obj)
+        metadata = body.setdefault("metadata", {})
+        prefix = metadata.pop("generateName", None) if not metadata.get("name") else None
+        for naming in range(NAME_ATTEMPTS if prefix else 1):
+            if prefix:
+                metadata["name"] = generated_name(str(prefix))
+            deadline = time.monotonic() + UNKNOWN_OUTCOME_RETRY_SECONDS
+            sent_before = False
+            while True:
+                try:
+                    with _translated():
+                        created = self.client.create(resource(copy.deepcopy(body)),
+                                                     namespace=namespace)
+                    return self._observed(kind, created)
+                except AlreadyExistsError:
+                    if sent_before:  # the request whose answer was lost stored it
+                        with _translated():
+                            stored = self.client.get(resource, metadata["name"],
+                                                     namespace=namespace)
+                        return self._observed(kind, stored)
+                    if not prefix or naming + 1 == NAME_ATTEMPTS:
+                        raise
+                    break  # the generated name is taken: draw another
+                except UnreachableError as error:
+                    if not prefix or not _maybe_delivered(error) or (
+                            time.monotonic() >= deadline):
+                        raise
+                    sent_before = True
+                    time.sleep(UNKNOWN_OUTCOME_RETRY_INTERVAL)
+        raise AssertionError("unreachable")  # the loops return or raise
 
     def update(self, obj: Object, *, subresource: str | None = None) -> Object:
         kind = str(obj.get("kind") or "")
@@ -251,6 +299,18 @@ class KubeCluster:
         if kind in self._cached_kinds:
             self.informer(kind).observe_write(obj)
         return obj
+
+
+def generated_name(prefix: str) -> str:
+    """The API server's generateName: the prefix cut to 58 characters, then five random
+    characters of its alphabet."""
+    return prefix[:58] + "".join(secrets.choice(NAME_ALPHABET) for _ in range(5))
+
+
+def _maybe_delivered(error: UnreachableError) -> bool:
+    """Whether the request may have reached the server: anything but a refused connection
+    (the server may have stored the object and its answer been lost)."""
+    return not isinstance(error.__cause__, httpx2.ConnectError)
 
 
 @contextmanager
