@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from lightkube import ApiError as LightkubeApiError
 
 from nodewright.cluster.api import ApiError, ClusterAPI, NotFoundError
 from nodewright.cluster.kube.cluster import KubeCluster, connect
+from nodewright.cluster.kube.errors import translate
+from nodewright.cluster.kube.resources import resource_class, to_object
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.runtime.clock import VirtualClock
 from tests.e2e.harness import ControlPlane, Installation
@@ -113,10 +116,25 @@ class Outcome:
 
 def send(cluster: ClusterAPI, obj: dict[str, Any]) -> Outcome:
     try:
-        created = cluster.create(copy.deepcopy(obj))
+        if isinstance(cluster, KubeCluster):
+            created = create_as_sent(cluster, copy.deepcopy(obj))
+        else:
+            created = cluster.create(copy.deepcopy(obj))
     except ApiError as error:
         return Outcome(False, f"{error.status} {error.message}", {})
     return Outcome(True, "", created)
+
+
+def create_as_sent(cluster: KubeCluster, obj: dict[str, Any]) -> dict[str, Any]:
+    """A create with the object exactly as given (`KubeCluster.create` names a
+    generateName itself, so the server would never see the prefix)."""
+    kind = str(obj["kind"])
+    try:
+        created = cluster.client.create(resource_class(kind)(obj),
+                                        namespace=obj["metadata"].get("namespace"))
+    except LightkubeApiError as error:
+        raise translate(error) from error
+    return to_object(kind, created)
 
 
 @pytest.fixture
