@@ -1,10 +1,9 @@
 """The package's layers, read from the source: the API at the bottom, no import circles.
 
 `nodewright.api` is imported by infra/ and policies/ as well as by the rest of the
-controller, so it imports nothing above it. Within the foundation (api, scheduling, cloud)
-no module may import one that imports it back (directly or through others), whether at the
-top of the file or inside a function: a circle works only as long as the import order
-happens to suit it.
+controller, so it imports nothing above it. No module of the package may import one that
+imports it back (directly or through others), whether at the top of the file or inside a
+function: a circle works only as long as the import order happens to suit it.
 Imports under `if TYPE_CHECKING:` are for type checkers only and are left out.
 """
 
@@ -126,6 +125,28 @@ def test_no_module_of_the_foundation_imports_itself_back() -> None:
         if module.startswith(FOUNDATION)
     }
     assert find_circle(graph) is None
+
+
+def test_no_module_of_the_package_imports_itself_back() -> None:
+    """Everywhere, not only in the foundation: the in-memory API server knows nothing of the
+    actors that play a cluster on it, the controllers nothing of the operator that runs them."""
+    assert find_circle(import_graph()) is None
+
+
+def test_the_in_memory_api_server_knows_nothing_of_its_actors() -> None:
+    graph = import_graph()
+    store = "nodewright.cluster.memory.store"
+    reachable: set[str] = set()
+    todo = [store]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target in graph and target not in reachable:
+                reachable.add(target)
+                todo.append(target)
+    actors = ("nodewright.cluster.memory.actors", "nodewright.cluster.memory.kubelet",
+              "nodewright.cluster.memory.kube_scheduler", "nodewright.cluster.memory.workloads",
+              "nodewright.cluster.memory.disruption")
+    assert sorted(module for module in reachable if module.startswith(actors)) == []
 
 
 def test_the_circle_finder_finds_a_circle_through_a_function_level_import(

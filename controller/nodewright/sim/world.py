@@ -15,7 +15,7 @@ from nodewright.cloud.sim.settings import SimSettings
 from nodewright.cloud.sim.world import CapacityRule, PriceOverride
 from nodewright.cluster.api import KINDS, NotFoundError
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.cluster.memory.actors import ActorSettings
+from nodewright.cluster.memory.actors import ActorSettings, cluster_actors
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods import SINGLE_NODE_SIMULATIONS, MethodOptions
 from nodewright.controllers.driver import VirtualDriver
@@ -101,7 +101,7 @@ def build_world(scenario: Scenario) -> World:
         )),
     ))
     driver = VirtualDriver(clock, cluster)
-    driver.add(*cluster.actors(ActorSettings(pod_start_delay=settings.pod_start_delay)))
+    driver.add(*cluster_actors(cluster, ActorSettings(pod_start_delay=settings.pod_start_delay)))
     controllers.attach(driver)
     recorder = Recorder(scenario.start, clock.now, ec2, cluster,
                         nominations=_nomination_counter(controllers))

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nodewright.cluster import objects
 from nodewright.cluster.api import (
@@ -55,10 +55,7 @@ from nodewright.cluster.memory.sharing import SubtreeSharing
 from nodewright.cluster.memory.timestamps import time_text
 from nodewright.cluster.memory.watch import MemoryWatchStream
 from nodewright.runtime.clock import Clock, format_time
-from nodewright.runtime.reconciler import EventType, Reconciler, WatchEvent
-
-if TYPE_CHECKING:
-    from nodewright.cluster.memory.actors import ActorSettings
+from nodewright.runtime.reconciler import EventType, WatchEvent
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-node-lease")
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -81,12 +78,11 @@ _MAX_GENERATED_PREFIX = 58
 Key = tuple[str, str, str]  # kind, namespace ("" when cluster-scoped), name
 # The class defines `list` (the ClusterAPI method), which hides the builtin in its body.
 Objects = list[Object]
-Reconcilers = list[Reconciler]
 
 
 class InMemoryCluster:
-    """An API server in memory (see the module docstring), plus, through `actors`, the
-    parts of a cluster that act on it: kube-scheduler, workload controllers, kubelet."""
+    """An API server in memory (see the module docstring). It knows nothing of its clients:
+    the actors that play the rest of a cluster on it are built by `actors.cluster_actors`."""
 
     def __init__(self, clock: Clock, *, seed: int = 0) -> None:
         self.clock = clock
@@ -364,13 +360,6 @@ class InMemoryCluster:
         )
         self._streams.append(stream)
         return stream
-
-    def actors(self, settings: ActorSettings | None = None) -> Reconcilers:
-        """The reconcilers that play kube-scheduler, the kubelet, the workload controllers
-        and the disruption controller on this cluster (see `actors.cluster_actors`)."""
-        from nodewright.cluster.memory.actors import cluster_actors  # they import this module
-
-        return cluster_actors(self, settings)
 
     # -- internals -------------------------------------------------------------------------
 
