@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodewright.controllers.conditions import NODEPOOL, get
+from nodewright.cluster.conditions import NODEPOOL, get
 from nodewright.controllers.nodeclaim.podevents import PodPhase, is_pod_event
 from nodewright.controllers.registration_health import (
     BUFFER_SIZE,

@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodewright.cluster.conditions import NODECLAIM, get, is_true
 from nodewright.cluster.events import Event, EventRecorder, TokenBucket
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.controllers.conditions import NODECLAIM, get, is_true
 from nodewright.controllers.patching import merge_patch
 from nodewright.controllers.provisioning.batcher import Batcher
 from nodewright.controllers.provisioning.nodeclaims import render_requirements

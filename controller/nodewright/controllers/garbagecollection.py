@@ -21,8 +21,8 @@ from typing import Any
 
 from nodewright import metrics
 from nodewright.cloud.provider import CloudProvider
+from nodewright.cluster import conditions
 from nodewright.cluster.api import ClusterAPI, NotFoundError
-from nodewright.controllers import conditions
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState, podutil

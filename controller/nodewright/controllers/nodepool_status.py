@@ -21,9 +21,9 @@ from datetime import datetime
 from typing import Any
 
 from nodewright.api.quantity import format_quantity
+from nodewright.cluster import conditions
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
-from nodewright.controllers import conditions
-from nodewright.controllers.conditions import NODEPOOL
+from nodewright.cluster.conditions import NODEPOOL
 from nodewright.controllers.patching import copy_tree, patch_status
 from nodewright.controllers.registration_health import (
     NODE_REGISTRATION_HEALTHY,

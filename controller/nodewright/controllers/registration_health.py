@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import Any
 
+from nodewright.cluster import conditions
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
-from nodewright.controllers import conditions
-from nodewright.controllers.conditions import NODEPOOL
+from nodewright.cluster.conditions import NODEPOOL
 from nodewright.controllers.patching import copy_tree, patch_status
 from nodewright.runtime.clock import Clock
 from nodewright.state.wellknown import NODEPOOL_LABEL

@@ -23,6 +23,7 @@ from nodewright.cloud.aws.node_class_resolution import Resolution
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, NotFoundError
+from nodewright.cluster.conditions import set_condition
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, singleton_key
 
@@ -85,8 +86,8 @@ class NodeClassStatus:
         working["metadata"] = dict(objects.meta(current))
         now = self.clock.now()
         for condition in resolution.conditions(now):
-            objects.set_condition(working, condition.type, condition.status, now,
-                                  reason=condition.reason, message=condition.message or "")
+            set_condition(working, condition.type, condition.status, now,
+                          reason=condition.reason, message=condition.message or "")
         status: dict[str, Any] = working["status"]
         return status
 

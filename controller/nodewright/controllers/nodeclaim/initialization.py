@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodewright.api.quantity import parse_quantity
+from nodewright.cluster import conditions
 from nodewright.cluster.api import ConflictError, NotFoundError
-from nodewright.controllers import conditions
-from nodewright.controllers.conditions import NODECLAIM
+from nodewright.cluster.conditions import NODECLAIM
 from nodewright.controllers.logfields import nodeclaim_fields
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,

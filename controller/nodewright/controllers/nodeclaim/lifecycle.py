@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import EventRecorder
-from nodewright.controllers.conditions import NODECLAIM
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,
     LifecycleContext,

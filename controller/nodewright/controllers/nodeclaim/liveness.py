@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 
 from nodewright import metrics
+from nodewright.cluster import conditions
 from nodewright.cluster.api import NotFoundError
-from nodewright.controllers import conditions
 from nodewright.controllers.nodeclaim.context import (
     LifecycleContext,
     Object,

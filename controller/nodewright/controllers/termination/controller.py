@@ -20,11 +20,10 @@ from typing import Any
 
 from nodewright import metrics
 from nodewright.cloud.provider import CloudProvider, CloudProviderError, NodeClaimNotFoundError
-from nodewright.cluster import objects
+from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import Event, EventRecorder
-from nodewright.controllers import conditions
-from nodewright.controllers.conditions import NODECLAIM
 from nodewright.controllers.logfields import node_fields
 from nodewright.controllers.nodeclaim.context import LifecycleContext
 from nodewright.controllers.nodeclaim.finalize import INSTANCE_TERMINATING, instance_gone

@@ -8,6 +8,11 @@ AwaitingReconciliation and the object's creation time as their last transition, 
 operatorpkg's do; the list is kept sorted by type (operatorpkg orders by transition time,
 which only kubectl's display notices). `lastTransitionTime` moves only when a condition's
 status changes.
+
+`set_condition` is the one way anything writes a condition (NodeClaims, NodePools,
+EC2NodeClasses, the in-memory cluster's PodDisruptionBudgets): it never changes a condition
+in place (the objects may be shared with a cache), stamps the object's generation as
+observedGeneration, and reports whether anything changed.
 """
 
 from __future__ import annotations
@@ -82,7 +87,7 @@ class ConditionSet:
         message: str = "",
     ) -> bool:
         """Set one condition (recomputing the root); True when anything changed."""
-        changed = _put(obj, condition_type, status, now, reason or condition_type, message)
+        changed = set_condition(obj, condition_type, status, now, reason, message)
         if changed and condition_type != self.root:
             self._recompute_root(obj, now)
         return changed
@@ -112,18 +117,21 @@ class ConditionSet:
             and (condition.get("status") != TRUE or not current(condition))
         ]
         if not unhealthy:
-            _put(obj, self.root, TRUE, now, self.root, "")
+            set_condition(obj, self.root, TRUE, now, self.root, "")
             return
         unhealthy.sort(key=lambda c: str(c.get("lastTransitionTime", "")), reverse=True)
         status = FALSE if any(
             c.get("status") == FALSE and current(c) for c in unhealthy) else UNKNOWN
         reason = "UnhealthyDependents" if status == FALSE else "ReconcilingDependents"
         message = ", ".join(f"{c.get('type')}={c.get('status')}" for c in unhealthy)
-        _put(obj, self.root, status, now, reason, message)
+        set_condition(obj, self.root, status, now, reason, message)
 
 
-def _put(obj: Object, condition_type: str, status: str, now: datetime, reason: str,
-         message: str) -> bool:
+def set_condition(obj: Object, condition_type: str, status: str, now: datetime,
+                  reason: str | None = None, message: str = "") -> bool:
+    """Set one condition (no root recomputed: `ConditionSet.set` does that); True when
+    anything changed, observedGeneration included."""
+    reason = reason or condition_type
     status_block = obj.get("status")
     if not isinstance(status_block, dict):
         status_block = obj["status"] = {}
