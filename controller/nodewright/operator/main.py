@@ -30,7 +30,7 @@ from nodewright.cloud.sim import SimSettings, SimulatedEC2
 from nodewright.cluster.kube.cluster import KubeCluster, connect
 from nodewright.cluster.kube.discovery import ServerCheckError
 from nodewright.controllers.disruption.controller import DisruptionOptions
-from nodewright.controllers.disruption.methods import MethodOptions
+from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.operator import logs
 from nodewright.operator.clock import LoopClock

@@ -17,7 +17,10 @@ from nodewright.cluster.api import KINDS, NotFoundError
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.cluster.memory.actors import ActorSettings, cluster_actors
 from nodewright.controllers.disruption.controller import DisruptionOptions
-from nodewright.controllers.disruption.methods import SINGLE_NODE_SIMULATIONS, MethodOptions
+from nodewright.controllers.disruption.methods.disruption_pass import (
+    SINGLE_NODE_SIMULATIONS,
+    MethodOptions,
+)
 from nodewright.controllers.driver import VirtualDriver
 from nodewright.controllers.wiring import ControllerOptions, Controllers, build_controllers
 from nodewright.runtime.clock import VirtualClock

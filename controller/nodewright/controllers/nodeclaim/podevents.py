@@ -5,7 +5,7 @@ or Failed) or terminating (deletionTimestamp set); DaemonSet pods do not count. 
 NodeClaim then records the time, unless it recorded one less than 10 seconds ago: pods
 come and go often, and Karpenter drops those writes (the window is shorter than
 consolidation's 15 s validation, which catches what the window hides). Consolidation
-counts consolidateAfter from this time (see `disruption.conditions`).
+counts consolidateAfter from this time (see `nodeclaim.disruption_conditions`).
 
 Watch events carry only the new object, so the controller remembers, per pod, where it
 was bound and whether it was terminal or terminating, and compares. A pod seen for the

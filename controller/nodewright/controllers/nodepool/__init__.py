@@ -1,0 +1,1 @@
+"""NodePool-level controllers: the drift hashes on NodePools and EC2NodeClasses."""
