@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from nodewright.cluster.conditions import NODECLAIM, get, is_true
 from nodewright.cluster.events import Event, EventRecorder, TokenBucket
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.controllers.patching import merge_patch
+from nodewright.cluster.merge_patch import apply_merge_patch, merge_patch_between
 from nodewright.controllers.provisioning.batcher import Batcher
 from nodewright.controllers.provisioning.nodeclaims import render_requirements
 from nodewright.runtime import VirtualClock
@@ -83,18 +83,6 @@ json_values = st.recursive(
 )
 
 
-def apply_merge_patch(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = apply_merge_patch(result.get(key), value)
-    return result
-
-
 @given(st.dictionaries(st.text(max_size=2), json_values, max_size=4),
        st.dictionaries(st.text(max_size=2), json_values, max_size=4))
 def test_the_merge_patch_turns_before_into_after(before: dict[str, Any],
@@ -106,7 +94,7 @@ def test_the_merge_patch_turns_before_into_after(before: dict[str, Any],
 
     if has_null(after):  # RFC 7386 cannot set a member to null
         return
-    assert apply_merge_patch(before, merge_patch(before, after)) == after
+    assert apply_merge_patch(before, merge_patch_between(before, after)) == after
 
 
 def test_requirements_render_as_node_selector_entries() -> None:

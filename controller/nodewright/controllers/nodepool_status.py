@@ -24,7 +24,8 @@ from nodewright.api.quantity import format_quantity
 from nodewright.cluster import conditions
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODEPOOL
-from nodewright.controllers.patching import copy_tree, patch_status
+from nodewright.cluster.copying import copy_object, deep_copy
+from nodewright.controllers.patching import patch_status
 from nodewright.controllers.registration_health import (
     NODE_REGISTRATION_HEALTHY,
     Health,
@@ -75,10 +76,10 @@ class NodePoolStatus:
         cached = self.state.nodepool(key)
         if cached is None:
             return Result()
-        pool: dict[str, Any] = copy_tree(cached)
+        pool: dict[str, Any] = copy_object(cached)
         if not self.state.synced(self.cluster):
             return Result(requeue_after=UNSYNCED_RETRY_SECONDS)
-        after = copy_tree(pool)
+        after = deep_copy(pool)
         status = after.setdefault("status", {})
         usage = self.state.nodepool_resources(key)
         resources = {name: 0 for name in BASE_RESOURCES}

@@ -25,7 +25,8 @@ from typing import Any
 from nodewright.cluster import conditions
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODEPOOL
-from nodewright.controllers.patching import copy_tree, patch_status
+from nodewright.cluster.copying import deep_copy
+from nodewright.controllers.patching import patch_status
 from nodewright.runtime.clock import Clock
 from nodewright.state.wellknown import NODEPOOL_LABEL
 
@@ -130,7 +131,7 @@ class RegistrationHealthWriter:
 
     def _write(self, pool: dict[str, Any], uid: str, claim: Mapping[str, Any],
                registered: bool) -> None:
-        after = copy_tree(pool)
+        after = deep_copy(pool)
         now = self.clock.now()
         outcome = self.health.status_with(uid, registered)
         if registered:

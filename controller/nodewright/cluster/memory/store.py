@@ -44,16 +44,16 @@ from nodewright.cluster.api import (
     TooManyRequestsError,
     kind_of,
 )
+from nodewright.cluster.copying import deep_copy
 from nodewright.cluster.memory import budgets
 from nodewright.cluster.memory.admission import admit, crd
-from nodewright.cluster.memory.copying import deep_copy
-from nodewright.cluster.memory.merge_patch import merge_patch
 from nodewright.cluster.memory.names import NameSource
 from nodewright.cluster.memory.pod_status import set_pod_condition
 from nodewright.cluster.memory.read_only import ReadOnlyGuard
 from nodewright.cluster.memory.sharing import SubtreeSharing
 from nodewright.cluster.memory.timestamps import time_text
 from nodewright.cluster.memory.watch import MemoryWatchStream
+from nodewright.cluster.merge_patch import apply_merge_patch
 from nodewright.runtime.clock import Clock, format_time
 from nodewright.runtime.reconciler import EventType, WatchEvent
 
@@ -267,7 +267,7 @@ class InMemoryCluster:
             self._check_preconditions(
                 info, old, patch_meta.get("resourceVersion"), patch_meta.get("uid")
             )
-        merged = merge_patch(old, patch)
+        merged = apply_merge_patch(old, patch)
         if not isinstance(merged.get("metadata"), dict):
             raise InvalidError(f'{info.plural} "{name}": metadata must be a mapping')
         if subresource is None:

@@ -22,7 +22,8 @@ from datetime import timedelta
 from typing import Any, NamedTuple
 
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
-from nodewright.controllers.patching import copy_tree, patch_status
+from nodewright.cluster.copying import copy_object
+from nodewright.controllers.patching import patch_status
 from nodewright.runtime.clock import Clock, format_time, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState, podutil
@@ -105,7 +106,7 @@ class PodEvents:
         recorded = (cached.get("status") or {}).get("lastPodEventTime")
         if recorded and now - parse_time(str(recorded)) < timedelta(seconds=DEDUPE_SECONDS):
             return Result()
-        after = copy_tree(cached)
+        after = copy_object(cached)
         after.setdefault("status", {})["lastPodEventTime"] = format_time(now)
         try:
             patch_status(self.cluster, cached, after)
