@@ -133,6 +133,40 @@ def test_no_module_of_the_package_imports_itself_back() -> None:
     assert find_circle(import_graph()) is None
 
 
+# The package's layers, bottom first (docs/design/layout.md): a package imports only
+# itself and packages of lower layers.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("nodewright", "api", "runtime", "metrics"),
+    ("scheduling", "policy"),
+    ("cluster",),
+    ("cloud", "state", "install"),
+    ("controllers",),
+    ("operator", "sim"),
+    ("cli",),
+    ("__main__",),
+)
+
+
+def _layer(module: str) -> tuple[str, int]:
+    parts = module.split(".")
+    package = parts[1] if len(parts) > 1 else parts[0]
+    for rank, layer in enumerate(LAYERS):
+        if package in layer:
+            return package, rank
+    raise AssertionError(f"{module}: package {package!r} is in no layer of LAYERS")
+
+
+def test_packages_import_only_downward() -> None:
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if (source := _layer(module))[0] != (dest := _layer(target))[0]
+        and dest[1] >= source[1]
+    )
+    assert upward == []
+
+
 def test_the_in_memory_api_server_knows_nothing_of_its_actors() -> None:
     graph = import_graph()
     store = "nodewright.cluster.memory.store"
