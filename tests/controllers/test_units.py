@@ -9,7 +9,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodewright.cluster.conditions import NODECLAIM, get, is_true
+from nodewright.cluster import objects
+from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import Event, EventRecorder, TokenBucket
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.cluster.merge_patch import apply_merge_patch, merge_patch_between
@@ -49,18 +50,18 @@ def test_a_batch_never_stays_open_longer_than_ten_seconds() -> None:
 def test_nodeclaim_ready_follows_its_dependents() -> None:
     claim: dict[str, Any] = {"metadata": {"name": "c", "generation": 1}}
     NODECLAIM.initialize(claim, START)
-    ready = get(claim, "Ready")
+    ready = objects.condition(claim, "Ready")
     assert ready is not None and ready["status"] == "Unknown"
     assert ready["reason"] == "ReconcilingDependents"
     for condition in ("Launched", "Registered"):
         NODECLAIM.set_true(claim, condition, START)
-    assert not is_true(claim, "Ready")
+    assert not objects.condition_is_true(claim, "Ready")
     NODECLAIM.set_true(claim, "Initialized", START + timedelta(seconds=5))
-    assert is_true(claim, "Ready")
+    assert objects.condition_is_true(claim, "Ready")
     assert [c["type"] for c in claim["status"]["conditions"]] == sorted(
         ["Initialized", "Launched", "Ready", "Registered"])
     NODECLAIM.set_false(claim, "Registered", START, "Broken", "it broke")
-    ready = get(claim, "Ready")
+    ready = objects.condition(claim, "Ready")
     assert ready is not None and ready["status"] == "False"
     assert ready["reason"] == "UnhealthyDependents"
 
@@ -69,7 +70,7 @@ def test_a_condition_keeps_its_transition_time_while_its_status_holds() -> None:
     claim: dict[str, Any] = {"metadata": {"name": "c"}}
     NODECLAIM.set_unknown(claim, "Registered", START, "NodeNotFound")
     NODECLAIM.set_unknown(claim, "Registered", START + timedelta(minutes=3), "Other")
-    registered = get(claim, "Registered")
+    registered = objects.condition(claim, "Registered")
     assert registered is not None
     assert registered["lastTransitionTime"] == "2026-01-05T00:00:00Z"
     assert registered["reason"] == "Other"

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from nodewright.cluster import objects
 from nodewright.runtime.clock import format_time, parse_time
 
 Object = dict[str, Any]
@@ -28,25 +29,13 @@ TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
 AWAITING = ("AwaitingReconciliation", "object is awaiting reconciliation")
 
 
-def get(obj: Mapping[str, Any], condition_type: str) -> Mapping[str, Any] | None:
-    for condition in (obj.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == condition_type:
-            return condition  # type: ignore[no-any-return]
-    return None
-
-
-def is_true(obj: Mapping[str, Any], condition_type: str) -> bool:
-    condition = get(obj, condition_type)
-    return condition is not None and condition.get("status") == TRUE
-
-
 def status_of(obj: Mapping[str, Any], condition_type: str) -> str | None:
-    condition = get(obj, condition_type)
+    condition = objects.condition(obj, condition_type)
     return None if condition is None else str(condition.get("status"))
 
 
 def transition_time(obj: Mapping[str, Any], condition_type: str) -> datetime | None:
-    condition = get(obj, condition_type)
+    condition = objects.condition(obj, condition_type)
     if condition is None or not condition.get("lastTransitionTime"):
         return None
     return parse_time(str(condition["lastTransitionTime"]))
@@ -62,7 +51,7 @@ class ConditionSet:
         since = parse_time(str(created)) if created else now
         changed = False
         for condition_type in (self.root, *self.dependents):
-            if get(obj, condition_type) is None:
+            if objects.condition(obj, condition_type) is None:
                 changed |= self.set(obj, condition_type, UNKNOWN, since, *AWAITING)
         return changed
 
@@ -71,7 +60,7 @@ class ConditionSet:
         Karpenter's lifecycle steps do each reconcile, so Ready keeps following them."""
         changed = False
         for condition_type in self.dependents:
-            condition = get(obj, condition_type)
+            condition = objects.condition(obj, condition_type)
             if condition is not None and condition.get("status") in (TRUE, FALSE):
                 changed |= self.set(obj, condition_type, str(condition["status"]), now,
                                     condition.get("reason"), str(condition.get("message") or ""))
@@ -113,7 +102,7 @@ class ConditionSet:
         unhealthy = [
             condition
             for condition_type in self.dependents
-            if (condition := get(obj, condition_type)) is not None
+            if (condition := objects.condition(obj, condition_type)) is not None
             and (condition.get("status") != TRUE or not current(condition))
         ]
         if not unhealthy:

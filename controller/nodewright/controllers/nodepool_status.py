@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from nodewright.api.quantity import format_quantity
-from nodewright.cluster import conditions
+from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODEPOOL
 from nodewright.cluster.copying import copy_object, deep_copy
@@ -127,7 +127,7 @@ class NodePoolStatus:
                                f"EC2NodeClass {name!r} is invalid: {parsed.problem}")
             return
         # A node class nobody has reported on yet (the simulator's) counts as ready.
-        ready = conditions.get(node_class, "Ready")
+        ready = objects.condition(node_class, "Ready")
         if ready is None or ready.get("status") == conditions.TRUE:
             NODEPOOL.set_true(pool, "NodeClassReady", now)
         elif ready.get("status") == conditions.FALSE:
@@ -144,7 +144,7 @@ class NodePoolStatus:
         health = self.registration_health
         metadata = pool.get("metadata") or {}
         uid = str(metadata.get("uid") or "")
-        current = conditions.get(pool, NODE_REGISTRATION_HEALTHY)
+        current = objects.condition(pool, NODE_REGISTRATION_HEALTHY)
         if health.status(uid) is Health.UNKNOWN and current is not None:
             # A restarted controller starts from what the condition says.
             if current.get("status") == conditions.TRUE:

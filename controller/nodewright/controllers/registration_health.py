@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import Any
 
-from nodewright.cluster import conditions
+from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODEPOOL
 from nodewright.cluster.copying import deep_copy
@@ -157,7 +157,7 @@ def _is_false(pool: Mapping[str, Any]) -> bool:
 def _failure(claim: Mapping[str, Any]) -> tuple[str, str]:
     """A NodeClaim that launched failed to register; one that did not failed to launch,
     and the NodePool carries the launch's reason and message."""
-    launched = conditions.get(claim, "Launched")
+    launched = objects.condition(claim, "Launched")
     if launched is None or launched.get("status") == conditions.TRUE:
         return REGISTRATION_FAILED
     return str(launched.get("reason") or "LaunchFailed"), str(launched.get("message") or "")

@@ -16,7 +16,7 @@ from datetime import timedelta
 from nodewright import metrics
 from nodewright.api.formats import parse_duration
 from nodewright.cloud.provider import CloudProviderError, NodeClaimNotFoundError
-from nodewright.cluster import conditions
+from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import Event
@@ -66,7 +66,7 @@ class Finalizer:
             return CONFLICT_RETRY_SECONDS
         except NotFoundError:
             return None
-        if conditions.is_true(claim, REGISTERED):
+        if objects.condition_is_true(claim, REGISTERED):
             waiting = False
             provider_id = provider_id_of(claim)
             names = set(context.state.node_names_for_provider_id(provider_id))

@@ -160,8 +160,8 @@ class NodeTermination:
             result = self._terminate_instance(claim_after)
         if claim is not None and claim_after is not None:
             patch_status(self.cluster, claim, claim_after)
-            if (not conditions.is_true(claim, DRAINED)
-                    and conditions.is_true(claim_after, DRAINED)):
+            if (not objects.condition_is_true(claim, DRAINED)
+                    and objects.condition_is_true(claim_after, DRAINED)):
                 metrics.NODES_DRAINED.labels(
                     nodepool=str((node["metadata"].get("labels") or {}).get(NODEPOOL_LABEL))
                 ).inc()
@@ -210,7 +210,7 @@ class NodeTermination:
     def _drain(self, node: Object, claim: Object | None, deadline: datetime | None
                ) -> Result | None:
         now = self.clock.now()
-        if claim is not None and conditions.get(claim, DRAINED) is None:
+        if claim is not None and objects.condition(claim, DRAINED) is None:
             NODECLAIM.set_unknown(claim, DRAINED, now, "Draining", "Draining")
         reason = self._eviction_reason(claim)
         left = self.terminator.drain(node, deadline, reason)
@@ -239,7 +239,7 @@ class NodeTermination:
     @staticmethod
     def _eviction_reason(claim: Mapping[str, Any] | None) -> str:
         if claim is not None:
-            condition = conditions.get(claim, "DisruptionReason")
+            condition = objects.condition(claim, "DisruptionReason")
             if condition is not None and condition.get("status") == "True":
                 return str(condition.get("reason"))
         return "Forceful Termination"
