@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from nodewright.api import hashes
 from nodewright.cluster import objects
 from nodewright.controllers.disruption import decision_log as ex
-from nodewright.controllers.disruption import hashes
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
 from nodewright.controllers.wiring import ControllerOptions

@@ -46,10 +46,10 @@ from nodewright.controllers.nodeclaim import (
     NodeClaimLifecycle,
 )
 from nodewright.controllers.nodeclaim.podevents import PodEvents
-from nodewright.controllers.nodepool_status import NodePoolStatus
+from nodewright.controllers.nodepool.registration_health import RegistrationHealth
+from nodewright.controllers.nodepool.status import NodePoolStatus
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions
 from nodewright.controllers.provisioning.batcher import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_SECONDS
-from nodewright.controllers.registration_health import RegistrationHealth
 from nodewright.controllers.termination import NodeTermination
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Reconciler, WatchEvent

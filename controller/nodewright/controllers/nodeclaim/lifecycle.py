@@ -32,11 +32,11 @@ from nodewright.controllers.nodeclaim.liveness import (
     Liveness,
 )
 from nodewright.controllers.nodeclaim.registration import Registration
-from nodewright.controllers.patching import patch_object, write
-from nodewright.controllers.registration_health import (
+from nodewright.controllers.nodepool.registration_health import (
     RegistrationHealth,
     RegistrationHealthWriter,
 )
+from nodewright.controllers.patching import patch_object, write
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState

@@ -1,1 +1,2 @@
-"""NodePool-level controllers: the drift hashes on NodePools and EC2NodeClasses."""
+"""NodePool-level controllers: status (counts, validation, readiness), registration
+health, and the drift hashes on NodePools and EC2NodeClasses."""
