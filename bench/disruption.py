@@ -37,14 +37,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "controller"))
 
+from nodewright.api.hashes import nodeclaim_hash_annotations  # noqa: E402
 from nodewright.cluster.events import EventRecorder  # noqa: E402
 from nodewright.cluster.memory import InMemoryCluster  # noqa: E402
 from nodewright.controllers.disruption.controller import (  # noqa: E402
     DisruptionController,
     DisruptionOptions,
 )
-from nodewright.controllers.disruption.explain import OfflineCatalog  # noqa: E402
-from nodewright.controllers.disruption.hashes import nodeclaim_hash_annotations  # noqa: E402
+from nodewright.controllers.disruption.why_from_cluster import OfflineCatalog  # noqa: E402
 from nodewright.runtime.clock import VirtualClock, format_time  # noqa: E402
 from nodewright.scheduling.catalog import offline_catalog  # noqa: E402
 from nodewright.state import ClusterState  # noqa: E402

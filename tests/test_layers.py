@@ -1,10 +1,9 @@
 """The package's layers, read from the source: the API at the bottom, no import circles.
 
 `nodewright.api` is imported by infra/ and policies/ as well as by the rest of the
-controller, so it imports nothing above it. Within the foundation (api, scheduling, cloud)
-no module may import one that imports it back (directly or through others), whether at the
-top of the file or inside a function: a circle works only as long as the import order
-happens to suit it.
+controller, so it imports nothing above it. No module of the package may import one that
+imports it back (directly or through others), whether at the top of the file or inside a
+function: a circle works only as long as the import order happens to suit it.
 Imports under `if TYPE_CHECKING:` are for type checkers only and are left out.
 """
 
@@ -126,6 +125,62 @@ def test_no_module_of_the_foundation_imports_itself_back() -> None:
         if module.startswith(FOUNDATION)
     }
     assert find_circle(graph) is None
+
+
+def test_no_module_of_the_package_imports_itself_back() -> None:
+    """Everywhere, not only in the foundation: the in-memory API server knows nothing of the
+    actors that play a cluster on it, the controllers nothing of the operator that runs them."""
+    assert find_circle(import_graph()) is None
+
+
+# The package's layers, bottom first (docs/design/layout.md): a package imports only
+# itself and packages of lower layers.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("nodewright", "api", "runtime", "metrics"),
+    ("scheduling", "policy"),
+    ("cluster",),
+    ("cloud", "state", "install"),
+    ("controllers",),
+    ("operator", "sim"),
+    ("cli",),
+    ("__main__",),
+)
+
+
+def _layer(module: str) -> tuple[str, int]:
+    parts = module.split(".")
+    package = parts[1] if len(parts) > 1 else parts[0]
+    for rank, layer in enumerate(LAYERS):
+        if package in layer:
+            return package, rank
+    raise AssertionError(f"{module}: package {package!r} is in no layer of LAYERS")
+
+
+def test_packages_import_only_downward() -> None:
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if (source := _layer(module))[0] != (dest := _layer(target))[0]
+        and dest[1] >= source[1]
+    )
+    assert upward == []
+
+
+def test_the_in_memory_api_server_knows_nothing_of_its_actors() -> None:
+    graph = import_graph()
+    store = "nodewright.cluster.memory.store"
+    reachable: set[str] = set()
+    todo = [store]
+    while todo:
+        for target in graph.get(todo.pop(), ()):
+            if target in graph and target not in reachable:
+                reachable.add(target)
+                todo.append(target)
+    actors = ("nodewright.cluster.memory.actors", "nodewright.cluster.memory.kubelet",
+              "nodewright.cluster.memory.kube_scheduler", "nodewright.cluster.memory.workloads",
+              "nodewright.cluster.memory.disruption")
+    assert sorted(module for module in reachable if module.startswith(actors)) == []
 
 
 def test_the_circle_finder_finds_a_circle_through_a_function_level_import(

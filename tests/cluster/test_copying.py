@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodewright.cluster.memory.copying import copy_object, deep_copy
+from nodewright.cluster.copying import copy_object, deep_copy
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
 trees = st.recursive(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodewright.cluster import objects
-from nodewright.cluster.memory import ActorSettings, InMemoryCluster
+from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
 from nodewright.controllers.driver import VirtualDriver
 from nodewright.runtime.clock import VirtualClock
 
@@ -19,7 +19,9 @@ class World:
         self.clock = VirtualClock()
         self.cluster = InMemoryCluster(self.clock)
         self.driver = VirtualDriver(self.clock, self.cluster, raise_errors=True)
-        self.driver.add(*self.cluster.actors(ActorSettings(pod_start_delay=pod_start_delay)))
+        self.driver.add(
+            *cluster_actors(self.cluster, ActorSettings(pod_start_delay=pod_start_delay))
+        )
         self.driver.start()
 
     def apply(self, *manifests: dict[str, Any]) -> None:

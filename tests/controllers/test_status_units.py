@@ -9,9 +9,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodewright.controllers.conditions import NODEPOOL, get
+from nodewright.cluster import objects
+from nodewright.cluster.conditions import NODEPOOL
 from nodewright.controllers.nodeclaim.podevents import PodPhase, is_pod_event
-from nodewright.controllers.registration_health import (
+from nodewright.controllers.nodepool.registration_health import (
     BUFFER_SIZE,
     Health,
     RegistrationHealth,
@@ -89,18 +90,18 @@ def test_conditions_start_at_creation_and_ready_waits_for_the_current_generation
                                          "creationTimestamp": "2026-01-05T00:00:00Z"}}
     later = created + timedelta(minutes=1)
     NODEPOOL.initialize(pool, later)
-    awaiting = get(pool, "NodeClassReady")
+    awaiting = objects.condition(pool, "NodeClassReady")
     assert awaiting is not None and awaiting["lastTransitionTime"] == "2026-01-05T00:00:00Z"
     NODEPOOL.set_true(pool, "ValidationSucceeded", later)
     NODEPOOL.set_false(pool, "NodeClassReady", later, "NodeClassNotFound", "gone")
-    assert (get(pool, "Ready") or {}).get("status") == "False"
+    assert (objects.condition(pool, "Ready") or {}).get("status") == "False"
 
     # The spec changes: a False written for generation 1 no longer decides Ready.
     pool["metadata"]["generation"] = 2
     NODEPOOL.set_true(pool, "ValidationSucceeded", later)
-    ready = get(pool, "Ready")
+    ready = objects.condition(pool, "Ready")
     assert ready is not None and (ready["status"], ready["reason"]) == (
         "Unknown", "ReconcilingDependents")
     NODEPOOL.set_true(pool, "NodeClassReady", later)
-    assert (get(pool, "Ready") or {}).get("status") == "True"
+    assert (objects.condition(pool, "Ready") or {}).get("status") == "True"
     assert all(c["observedGeneration"] == 2 for c in pool["status"]["conditions"])

@@ -9,10 +9,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodewright.cluster import objects
+from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import Event, EventRecorder, TokenBucket
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.controllers.conditions import NODECLAIM, get, is_true
-from nodewright.controllers.patching import merge_patch
+from nodewright.cluster.merge_patch import apply_merge_patch, merge_patch_between
 from nodewright.controllers.provisioning.batcher import Batcher
 from nodewright.controllers.provisioning.nodeclaims import render_requirements
 from nodewright.runtime import VirtualClock
@@ -49,18 +50,18 @@ def test_a_batch_never_stays_open_longer_than_ten_seconds() -> None:
 def test_nodeclaim_ready_follows_its_dependents() -> None:
     claim: dict[str, Any] = {"metadata": {"name": "c", "generation": 1}}
     NODECLAIM.initialize(claim, START)
-    ready = get(claim, "Ready")
+    ready = objects.condition(claim, "Ready")
     assert ready is not None and ready["status"] == "Unknown"
     assert ready["reason"] == "ReconcilingDependents"
     for condition in ("Launched", "Registered"):
         NODECLAIM.set_true(claim, condition, START)
-    assert not is_true(claim, "Ready")
+    assert not objects.condition_is_true(claim, "Ready")
     NODECLAIM.set_true(claim, "Initialized", START + timedelta(seconds=5))
-    assert is_true(claim, "Ready")
+    assert objects.condition_is_true(claim, "Ready")
     assert [c["type"] for c in claim["status"]["conditions"]] == sorted(
         ["Initialized", "Launched", "Ready", "Registered"])
     NODECLAIM.set_false(claim, "Registered", START, "Broken", "it broke")
-    ready = get(claim, "Ready")
+    ready = objects.condition(claim, "Ready")
     assert ready is not None and ready["status"] == "False"
     assert ready["reason"] == "UnhealthyDependents"
 
@@ -69,7 +70,7 @@ def test_a_condition_keeps_its_transition_time_while_its_status_holds() -> None:
     claim: dict[str, Any] = {"metadata": {"name": "c"}}
     NODECLAIM.set_unknown(claim, "Registered", START, "NodeNotFound")
     NODECLAIM.set_unknown(claim, "Registered", START + timedelta(minutes=3), "Other")
-    registered = get(claim, "Registered")
+    registered = objects.condition(claim, "Registered")
     assert registered is not None
     assert registered["lastTransitionTime"] == "2026-01-05T00:00:00Z"
     assert registered["reason"] == "Other"
@@ -83,18 +84,6 @@ json_values = st.recursive(
 )
 
 
-def apply_merge_patch(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = apply_merge_patch(result.get(key), value)
-    return result
-
-
 @given(st.dictionaries(st.text(max_size=2), json_values, max_size=4),
        st.dictionaries(st.text(max_size=2), json_values, max_size=4))
 def test_the_merge_patch_turns_before_into_after(before: dict[str, Any],
@@ -106,7 +95,7 @@ def test_the_merge_patch_turns_before_into_after(before: dict[str, Any],
 
     if has_null(after):  # RFC 7386 cannot set a member to null
         return
-    assert apply_merge_patch(before, merge_patch(before, after)) == after
+    assert apply_merge_patch(before, merge_patch_between(before, after)) == after
 
 
 def test_requirements_render_as_node_selector_entries() -> None:

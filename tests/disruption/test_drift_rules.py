@@ -9,9 +9,9 @@ from typing import Any
 
 import yaml
 
+from nodewright.api import hashes
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodepool import NodePool
-from nodewright.controllers.disruption import hashes
 from nodewright.controllers.disruption.drift import (
     INSTANCE_TYPE_NOT_FOUND,
     NODECLASS_DRIFTED,

@@ -12,16 +12,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodewright.controllers.disruption import explanations as ex
-from nodewright.controllers.disruption import methods
+from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.commands import Rejection
 from nodewright.controllers.disruption.controller import DisruptionController, DisruptionOptions
 from nodewright.controllers.disruption.methods import (
+    disruption_pass,
+    multi_node_consolidation,
+    single_node_consolidation,
+)
+from nodewright.controllers.disruption.methods.disruption_pass import (
     SINGLE_NODE_SIMULATIONS,
     MethodOptions,
     Pass,
 )
+from nodewright.controllers.disruption.methods.drift import drift
+from nodewright.controllers.disruption.methods.single_node_consolidation import single_node
 from nodewright.controllers.disruption.prefilter import Room, identical_spill, new_node_need
 from nodewright.controllers.disruption.simulation import SimulationBase
 from nodewright.controllers.wiring import ControllerOptions
@@ -125,14 +131,15 @@ def looked_at(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         seen.extend(c.name for c in candidates)
         return Rejection(ex.CAUSE_PODS_DO_NOT_FIT, "the test keeps every node")
 
-    monkeypatch.setattr(methods, "decide_consolidation", never)
+    monkeypatch.setattr(multi_node_consolidation, "decide_consolidation", never)
+    monkeypatch.setattr(single_node_consolidation, "decide_consolidation", never)
     return seen
 
 
 def _single_node_pass(world: World, mark: object = None) -> Pass:
     current = _controller(world).new_pass(world.clock.now())
     current.state_mark = mark
-    assert methods.single_node(current) is None
+    assert single_node(current) is None
     return current
 
 
@@ -209,5 +216,5 @@ def test_drift_evaluates_no_machine_while_nothing_is_drifted(
     def forbidden(*_: object, **__: object) -> object:
         raise AssertionError("drift evaluated a machine")
 
-    monkeypatch.setattr(methods, "evaluate", forbidden)
-    assert methods.drift(current) is None
+    monkeypatch.setattr(disruption_pass, "evaluate", forbidden)
+    assert drift(current) is None

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from nodewright.api import hashes
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import explanations as ex
-from nodewright.controllers.disruption import hashes
+from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption.controller import DisruptionOptions
-from nodewright.controllers.disruption.methods import MethodOptions
+from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
 from nodewright.controllers.wiring import ControllerOptions
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_instance_types, expect_no_controller_errors

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import explanations as ex
+from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.disruption.budget_room import count_nodes
 from nodewright.controllers.disruption.budgets import allowed_disruptions
 from nodewright.controllers.disruption.commands import Command
-from nodewright.controllers.disruption.room import count_nodes
 from nodewright.runtime.clock import parse_time
 from nodewright.runtime.reconciler import WatchEvent
 from tests.controllers.conftest import WORKSHOP

@@ -37,6 +37,7 @@ from urllib.parse import parse_qs
 import httpx2
 
 from nodewright.cluster.api import KINDS, Kind
+from nodewright.cluster.merge_patch import apply_merge_patch
 from nodewright.install import InstallSettings, render
 
 
@@ -436,7 +437,7 @@ class FakeApiServer:
             patch = {"status": patch.get("status")}
         elif route.kind.has_status:
             patch = {k: v for k, v in patch.items() if k != "status"}
-        updated = _merge(copy.deepcopy(stored), patch)
+        updated = apply_merge_patch(copy.deepcopy(stored), patch)
         return self._commit(key, stored, updated)
 
     def _commit(self, key: tuple[str, str, str], stored: dict[str, Any],
@@ -502,18 +503,6 @@ def _resource_of(path: str) -> str:
     if rest and rest[0] == "namespaces" and len(rest) >= 3:
         rest = rest[2:]
     return rest[0] + (f"/{rest[2]}" if len(rest) > 2 else "")
-
-
-def _merge(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = _merge(result.get(key), value)
-    return result
 
 
 def _without_version(obj: dict[str, Any]) -> dict[str, Any]:

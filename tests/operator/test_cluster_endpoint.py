@@ -8,10 +8,11 @@ import pytest
 
 from nodewright.cloud.aws import provider
 from nodewright.cloud.aws.cluster_info import EksCluster
+from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.userdata.bootstrap import ClusterInfo
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import OperatorConfig
-from nodewright.operator.main import InterruptibleAwsCloud, build_cloud
+from nodewright.operator.main import build_cloud
 
 DESCRIBED = EksCluster(ClusterInfo(name="prod", endpoint="https://described.eks.amazonaws.com",
                                    ca_bundle="Q0E="), kubernetes_version="1.31")

@@ -56,7 +56,7 @@ def kube_cluster(args: argparse.Namespace) -> ClusterAPI:
 
 def run(args: argparse.Namespace, cluster_factory: ClusterFactory = kube_cluster,
         now: datetime | None = None) -> int:
-    from nodewright.controllers.disruption.explain import (
+    from nodewright.controllers.disruption.why_from_cluster import (
         ExplainError,
         OfflineCatalog,
         explain_node,

@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from nodewright.runtime.clock import format_time, parse_time
+from nodewright.runtime.clock import parse_time
 
 Object = dict[str, Any]
 
@@ -97,42 +97,3 @@ def condition(obj: Mapping[str, Any], condition_type: str) -> Mapping[str, Any] 
 def condition_is_true(obj: Mapping[str, Any], condition_type: str) -> bool:
     found = condition(obj, condition_type)
     return found is not None and found.get("status") == "True"
-
-
-def set_condition(
-    obj: Object,
-    condition_type: str,
-    status: str,
-    now: datetime,
-    *,
-    reason: str | None = None,
-    message: str = "",
-) -> bool:
-    """Set a condition in place; lastTransitionTime moves only when the status changes.
-    Returns True when anything changed."""
-    status_block = obj.setdefault("status", {})
-    items: list[dict[str, Any]] = status_block.setdefault("conditions", [])
-    reason = reason or condition_type
-    generation = meta(obj).get("generation")
-    for item in items:
-        if item.get("type") != condition_type:
-            continue
-        changed = (item.get("status"), item.get("reason"), item.get("message")) != (
-            status, reason, message)
-        if item.get("status") != status:
-            item["lastTransitionTime"] = format_time(now)
-        item.update(status=status, reason=reason, message=message)
-        if generation is not None:
-            item["observedGeneration"] = generation
-        return changed
-    entry: dict[str, Any] = {
-        "type": condition_type,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": format_time(now),
-    }
-    if generation is not None:
-        entry["observedGeneration"] = generation
-    items.append(entry)
-    return True

@@ -16,7 +16,7 @@ from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder
 from nodewright.controllers import logfields
-from nodewright.controllers.disruption import explanations as ex
+from nodewright.controllers.disruption import decision_log as ex
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState, podutil

@@ -21,8 +21,8 @@ from typing import Any
 
 from nodewright import metrics
 from nodewright.cloud.provider import CloudProvider
+from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, NotFoundError
-from nodewright.controllers import conditions
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState, podutil
@@ -110,7 +110,7 @@ class NodeClaimGarbageCollection:
             metadata = claim.get("metadata") or {}
             provider_id = str((claim.get("status") or {}).get("providerID") or "")
             if (metadata.get("deletionTimestamp") or not provider_id or provider_id in alive
-                    or not conditions.is_true(claim, "Registered")):
+                    or not objects.condition_is_true(claim, "Registered")):
                 continue
             node_name = (claim.get("status") or {}).get("nodeName")
             if node_name:

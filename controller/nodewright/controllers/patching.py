@@ -8,35 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodewright.cluster.api import ClusterAPI, Object
-
-_ABSENT = object()
-
-
-def copy_tree(value: Any) -> Any:
-    """A copy of a JSON-like tree (dicts and lists; everything else is shared). Several
-    times faster than `copy.deepcopy`, which matters per reconcile at ten thousand pods."""
-    kind = type(value)
-    if kind is dict:
-        return {key: copy_tree(item) for key, item in value.items()}
-    if kind is list:
-        return [copy_tree(item) for item in value]
-    return value
-
-
-def merge_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
-    """The RFC 7386 patch that turns `before` into `after` (lists are replaced whole)."""
-    patch: dict[str, Any] = {}
-    for key in before.keys() - after.keys():
-        patch[key] = None
-    for key, value in after.items():
-        old = before.get(key, _ABSENT)
-        if old == value:
-            continue
-        if isinstance(old, Mapping) and isinstance(value, Mapping):
-            patch[key] = merge_patch(old, value)
-        else:
-            patch[key] = value
-    return patch
+from nodewright.cluster.merge_patch import merge_patch_between
 
 
 def _resource_version(obj: Mapping[str, Any]) -> str | None:
@@ -53,7 +25,7 @@ def patch_object(cluster: ClusterAPI, before: Mapping[str, Any],
     """Write metadata and spec changes (not status). None when nothing changed."""
     old = {key: value for key, value in before.items() if key != "status"}
     new = {key: value for key, value in after.items() if key != "status"}
-    patch = merge_patch(old, new)
+    patch = merge_patch_between(old, new)
     if not patch:
         return None
     return _send(cluster, before, patch, None)
@@ -62,7 +34,7 @@ def patch_object(cluster: ClusterAPI, before: Mapping[str, Any],
 def patch_status(cluster: ClusterAPI, before: Mapping[str, Any],
                  after: Mapping[str, Any]) -> Object | None:
     """Write status changes through the status subresource. None when nothing changed."""
-    diff = merge_patch(before.get("status") or {}, after.get("status") or {})
+    diff = merge_patch_between(before.get("status") or {}, after.get("status") or {})
     if not diff:
         return None
     return _send(cluster, before, {"status": diff}, "status")

@@ -27,7 +27,7 @@ from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
 from nodewright.controllers.disruption.controller import DisruptionOptions
-from nodewright.controllers.disruption.setup import DisruptionControllers, build_disruption
+from nodewright.controllers.disruption.wiring import DisruptionControllers, build_disruption
 from nodewright.controllers.garbagecollection import (
     InstanceGarbageCollection,
     NodeClaimGarbageCollection,
@@ -46,10 +46,10 @@ from nodewright.controllers.nodeclaim import (
     NodeClaimLifecycle,
 )
 from nodewright.controllers.nodeclaim.podevents import PodEvents
-from nodewright.controllers.nodepool_status import NodePoolStatus
+from nodewright.controllers.nodepool.registration_health import RegistrationHealth
+from nodewright.controllers.nodepool.status import NodePoolStatus
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions
 from nodewright.controllers.provisioning.batcher import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_SECONDS
-from nodewright.controllers.registration_health import RegistrationHealth
 from nodewright.controllers.termination import NodeTermination
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Reconciler, WatchEvent
@@ -125,7 +125,7 @@ class Controllers:
     instance_gc: InstanceGarbageCollection
     nodeclaim_gc: NodeClaimGarbageCollection
     extra: list[Reconciler] = field(default_factory=list)
-    # Disruption, expiration, interruption, drift conditions (controllers.disruption.setup).
+    # Disruption, expiration, interruption, drift conditions (controllers.disruption.wiring).
     disruption: DisruptionControllers | None = None
     # NodeClaim status.lastPodEventTime (nodeclaim.podevents).
     pod_events: PodEvents | None = None

@@ -15,22 +15,20 @@ import logging
 import random
 import signal
 import threading
-from dataclasses import dataclass, replace
 from types import FrameType
 
 import boto3
 
 from nodewright import __version__, metrics
 from nodewright.cloud.aws.clients import AwsClients
-from nodewright.cloud.aws.cluster_info import EksCluster
+from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
-from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
 from nodewright.cluster.kube.cluster import KubeCluster, connect
 from nodewright.cluster.kube.discovery import ServerCheckError
 from nodewright.controllers.disruption.controller import DisruptionOptions
-from nodewright.controllers.disruption.methods import MethodOptions
+from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.operator import logs
 from nodewright.operator.clock import LoopClock
@@ -56,25 +54,6 @@ STOP_TIMEOUT_SECONDS = 25.0
 class StartupError(Exception):
     """The process cannot start (no kubeconfig, no region, a port in use); the text says
     what to fix."""
-
-
-@dataclass
-class InterruptibleAwsCloud(AwsCloudProvider):
-    """The AWS provider with its SQS interruption queue, where the wiring looks for it.
-    Short polls: the interruption controller runs on the operator's loop and asks every
-    2 s, where a 20 s long poll would hold every other controller up.
-
-    `cluster_endpoint` (CLUSTER_ENDPOINT) replaces the API server URL that
-    eks:DescribeCluster reports in what nodes boot with, as Karpenter's setting does."""
-
-    interruption_queue: InterruptionQueue | None = None
-    cluster_endpoint: str | None = None
-
-    def cluster(self) -> EksCluster:
-        described = super().cluster()
-        if not self.cluster_endpoint:
-            return described
-        return replace(described, info=replace(described.info, endpoint=self.cluster_endpoint))
 
 
 def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,

@@ -23,6 +23,8 @@ from nodewright.cloud.aws.node_class_resolution import Resolution
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, NotFoundError
+from nodewright.cluster.conditions import set_condition
+from nodewright.cluster.merge_patch import merge_patch_between
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, singleton_key
 
@@ -72,7 +74,7 @@ class NodeClassStatus:
             self.cluster.patch(
                 "EC2NodeClass", key,
                 {"metadata": {"resourceVersion": objects.meta(current).get("resourceVersion")},
-                 "status": _replacing(current.get("status") or {}, status)},
+                 "status": merge_patch_between(current.get("status") or {}, status)},
                 subresource="status",
             )
         return Result(requeue_after=RESOLVE_SECONDS)
@@ -85,17 +87,10 @@ class NodeClassStatus:
         working["metadata"] = dict(objects.meta(current))
         now = self.clock.now()
         for condition in resolution.conditions(now):
-            objects.set_condition(working, condition.type, condition.status, now,
-                                  reason=condition.reason, message=condition.message or "")
+            set_condition(working, condition.type, condition.status, now,
+                          reason=condition.reason, message=condition.message or "")
         status: dict[str, Any] = working["status"]
         return status
-
-
-def _replacing(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """A merge patch that turns `old` into `new` at the top level (lists are replaced)."""
-    patch: dict[str, Any] = {key: None for key in old if key not in new}
-    patch.update(new)
-    return patch
 
 
 class CatalogRefresh:

@@ -15,9 +15,12 @@ from nodewright.cloud.sim.settings import SimSettings
 from nodewright.cloud.sim.world import CapacityRule, PriceOverride
 from nodewright.cluster.api import KINDS, NotFoundError
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.cluster.memory.actors import ActorSettings
+from nodewright.cluster.memory.actors import ActorSettings, cluster_actors
 from nodewright.controllers.disruption.controller import DisruptionOptions
-from nodewright.controllers.disruption.methods import SINGLE_NODE_SIMULATIONS, MethodOptions
+from nodewright.controllers.disruption.methods.disruption_pass import (
+    SINGLE_NODE_SIMULATIONS,
+    MethodOptions,
+)
 from nodewright.controllers.driver import VirtualDriver
 from nodewright.controllers.wiring import ControllerOptions, Controllers, build_controllers
 from nodewright.runtime.clock import VirtualClock
@@ -101,7 +104,7 @@ def build_world(scenario: Scenario) -> World:
         )),
     ))
     driver = VirtualDriver(clock, cluster)
-    driver.add(*cluster.actors(ActorSettings(pod_start_delay=settings.pod_start_delay)))
+    driver.add(*cluster_actors(cluster, ActorSettings(pod_start_delay=settings.pod_start_delay)))
     controllers.attach(driver)
     recorder = Recorder(scenario.start, clock.now, ec2, cluster,
                         nominations=_nomination_counter(controllers))

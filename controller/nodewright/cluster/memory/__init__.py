@@ -3,7 +3,7 @@ rest of a Kubernetes cluster around it (kube-scheduler, the kubelet, the workloa
 disruption controllers), each a reconciler the virtual driver runs:
 
     cluster = InMemoryCluster(clock)
-    driver.add(*cluster.actors(ActorSettings(pod_start_delay=2.0)))
+    driver.add(*cluster_actors(cluster, ActorSettings(pod_start_delay=2.0)))
 """
 
 from nodewright.cluster.memory.actors import ActorSettings, cluster_actors

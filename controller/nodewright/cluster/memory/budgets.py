@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nodewright.cluster import objects
+from nodewright.cluster.conditions import set_condition
 from nodewright.runtime.clock import format_time, parse_time
 from nodewright.scheduling.pods import LabelSelector, SpecError, parse_label_selector
 
@@ -67,8 +68,8 @@ class BudgetStatus:
         else:
             reason, message = "InsufficientPods", ""
         allowed = "True" if self.error is None and self.disruptions_allowed > 0 else "False"
-        objects.set_condition(holder, "DisruptionAllowed", allowed, now, reason=reason,
-                              message=message)
+        set_condition(holder, "DisruptionAllowed", allowed, now, reason=reason,
+                      message=message)
         status["conditions"] = holder["status"]["conditions"]
         return status
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nodewright.cluster import objects
 from nodewright.cluster.api import (
@@ -44,21 +44,18 @@ from nodewright.cluster.api import (
     TooManyRequestsError,
     kind_of,
 )
+from nodewright.cluster.copying import deep_copy
 from nodewright.cluster.memory import budgets
 from nodewright.cluster.memory.admission import admit, crd
-from nodewright.cluster.memory.copying import deep_copy
-from nodewright.cluster.memory.merge_patch import merge_patch
 from nodewright.cluster.memory.names import NameSource
 from nodewright.cluster.memory.pod_status import set_pod_condition
 from nodewright.cluster.memory.read_only import ReadOnlyGuard
 from nodewright.cluster.memory.sharing import SubtreeSharing
 from nodewright.cluster.memory.timestamps import time_text
 from nodewright.cluster.memory.watch import MemoryWatchStream
+from nodewright.cluster.merge_patch import apply_merge_patch
 from nodewright.runtime.clock import Clock, format_time
-from nodewright.runtime.reconciler import EventType, Reconciler, WatchEvent
-
-if TYPE_CHECKING:
-    from nodewright.cluster.memory.actors import ActorSettings
+from nodewright.runtime.reconciler import EventType, WatchEvent
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-node-lease")
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -81,12 +78,11 @@ _MAX_GENERATED_PREFIX = 58
 Key = tuple[str, str, str]  # kind, namespace ("" when cluster-scoped), name
 # The class defines `list` (the ClusterAPI method), which hides the builtin in its body.
 Objects = list[Object]
-Reconcilers = list[Reconciler]
 
 
 class InMemoryCluster:
-    """An API server in memory (see the module docstring), plus, through `actors`, the
-    parts of a cluster that act on it: kube-scheduler, workload controllers, kubelet."""
+    """An API server in memory (see the module docstring). It knows nothing of its clients:
+    the actors that play the rest of a cluster on it are built by `actors.cluster_actors`."""
 
     def __init__(self, clock: Clock, *, seed: int = 0) -> None:
         self.clock = clock
@@ -271,7 +267,7 @@ class InMemoryCluster:
             self._check_preconditions(
                 info, old, patch_meta.get("resourceVersion"), patch_meta.get("uid")
             )
-        merged = merge_patch(old, patch)
+        merged = apply_merge_patch(old, patch)
         if not isinstance(merged.get("metadata"), dict):
             raise InvalidError(f'{info.plural} "{name}": metadata must be a mapping')
         if subresource is None:
@@ -364,13 +360,6 @@ class InMemoryCluster:
         )
         self._streams.append(stream)
         return stream
-
-    def actors(self, settings: ActorSettings | None = None) -> Reconcilers:
-        """The reconcilers that play kube-scheduler, the kubelet, the workload controllers
-        and the disruption controller on this cluster (see `actors.cluster_actors`)."""
-        from nodewright.cluster.memory.actors import cluster_actors  # they import this module
-
-        return cluster_actors(self, settings)
 
     # -- internals -------------------------------------------------------------------------
 

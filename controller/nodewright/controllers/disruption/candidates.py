@@ -21,7 +21,7 @@ from typing import Any
 from nodewright.api.formats import parse_duration
 from nodewright.api.nodepool import NodePool
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import explanations as ex
+from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption.podrules import (
     DO_NOT_DISRUPT,
     PdbLimits,

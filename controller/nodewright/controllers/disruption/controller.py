@@ -6,7 +6,7 @@ its replacements to initialize, then deleting its candidates). Otherwise it unta
 nodes left tainted by a command that died with an earlier process, then tries the methods
 in order (emptiness, drift, multi-node, single-node consolidation) and takes the first
 command one of them proposes. Consolidation commands (emptiness included) are re-checked
-15 seconds later against the cluster as it is then (`methods.validate`) and dropped when
+15 seconds later against the cluster as it is then (`methods.validation`) and dropped when
 something changed; drift commands start at once. Never sleeping, the loop keeps the
 command awaiting validation and asks to run again when it is due.
 """
@@ -23,23 +23,18 @@ from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import Event, EventRecorder
-from nodewright.controllers.disruption import explanations as ex
+from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.budgets import REASONS, next_change
 from nodewright.controllers.disruption.candidates import CandidateContext, PodFacts
 from nodewright.controllers.disruption.commands import Command
-from nodewright.controllers.disruption.methods import (
-    METHODS,
-    VALIDATED,
-    MethodOptions,
-    Pass,
-    Resume,
-    validate,
-)
+from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions, Pass, Resume
+from nodewright.controllers.disruption.methods.order import METHODS, VALIDATED
+from nodewright.controllers.disruption.methods.validation import validate
 from nodewright.controllers.disruption.orchestration import CommandFailed, Orchestrator
 from nodewright.controllers.disruption.podrules import PdbLimits
 from nodewright.controllers.disruption.simulation import PodModels, SimulationBase
-from nodewright.controllers.disruption.verdicts import PassVerdicts, VerdictPublisher
+from nodewright.controllers.disruption.verdict_publishing import PassVerdicts, VerdictPublisher
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state.cluster import ClusterState

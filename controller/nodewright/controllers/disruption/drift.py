@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from nodewright.api import hashes
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodepool import NodePool
-from nodewright.controllers.disruption import hashes
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,

@@ -24,10 +24,10 @@ from nodewright import metrics
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder
-from nodewright.controllers.disruption import explanations as ex
+from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.commands import Command
-from nodewright.controllers.disruption.verdicts import (
+from nodewright.controllers.disruption.verdict_publishing import (
     DISRUPTION_REASON,
     set_nodeclaim_condition,
 )

@@ -16,10 +16,10 @@ from datetime import timedelta
 from nodewright import metrics
 from nodewright.api.formats import parse_duration
 from nodewright.cloud.provider import CloudProviderError, NodeClaimNotFoundError
+from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ConflictError, NotFoundError
+from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import Event
-from nodewright.controllers import conditions
-from nodewright.controllers.conditions import NODECLAIM
 from nodewright.controllers.logfields import nodeclaim_fields
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,
@@ -66,7 +66,7 @@ class Finalizer:
             return CONFLICT_RETRY_SECONDS
         except NotFoundError:
             return None
-        if conditions.is_true(claim, REGISTERED):
+        if objects.condition_is_true(claim, REGISTERED):
             waiting = False
             provider_id = provider_id_of(claim)
             names = set(context.state.node_names_for_provider_id(provider_id))

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodewright.api.quantity import parse_quantity
+from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ConflictError, NotFoundError
-from nodewright.controllers import conditions
-from nodewright.controllers.conditions import NODECLAIM
+from nodewright.cluster.conditions import NODECLAIM
 from nodewright.controllers.logfields import nodeclaim_fields
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,
@@ -68,7 +68,7 @@ class Initialization:
     def reconcile(self, claim: Object) -> float | None:
         if conditions.status_of(claim, INITIALIZED) in (conditions.TRUE, conditions.FALSE):
             return None
-        if not conditions.is_true(claim, REGISTERED):
+        if not objects.condition_is_true(claim, REGISTERED):
             return None
         now = self.context.clock.now()
         node = find_node(self.context, claim)

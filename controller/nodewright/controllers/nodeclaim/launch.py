@@ -28,10 +28,10 @@ from nodewright.cloud.provider import (
     InsufficientCapacityError,
     NodeClassNotReadyError,
 )
+from nodewright.cluster import conditions
 from nodewright.cluster.api import NotFoundError
+from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import Event
-from nodewright.controllers import conditions
-from nodewright.controllers.conditions import NODECLAIM
 from nodewright.controllers.logfields import nodeclaim_fields
 from nodewright.controllers.nodeclaim.context import (
     LifecycleContext,

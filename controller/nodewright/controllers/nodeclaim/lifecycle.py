@@ -15,8 +15,9 @@ from collections.abc import Iterable, Sequence
 
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.cluster.conditions import NODECLAIM
+from nodewright.cluster.copying import copy_object, deep_copy
 from nodewright.cluster.events import EventRecorder
-from nodewright.controllers.conditions import NODECLAIM
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,
     LifecycleContext,
@@ -31,11 +32,11 @@ from nodewright.controllers.nodeclaim.liveness import (
     Liveness,
 )
 from nodewright.controllers.nodeclaim.registration import Registration
-from nodewright.controllers.patching import copy_tree, patch_object, write
-from nodewright.controllers.registration_health import (
+from nodewright.controllers.nodepool.registration_health import (
     RegistrationHealth,
     RegistrationHealthWriter,
 )
+from nodewright.controllers.patching import patch_object, write
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState
@@ -84,12 +85,12 @@ class NodeClaimLifecycle:
         cached = self.context.state.nodeclaim(key)
         if cached is None:
             return Result()
-        claim: Object = copy_tree(cached)
+        claim: Object = copy_object(cached)
         metadata = claim.get("metadata") or {}
         if metadata.get("deletionTimestamp"):
             return Result(requeue_after=self.finalizer.reconcile(claim))
         if TERMINATION_FINALIZER not in (metadata.get("finalizers") or []):
-            with_finalizer = copy_tree(claim)
+            with_finalizer = deep_copy(claim)
             with_finalizer["metadata"]["finalizers"] = [
                 *(metadata.get("finalizers") or []), TERMINATION_FINALIZER
             ]
@@ -103,7 +104,7 @@ class NodeClaimLifecycle:
         return self._advance(claim)
 
     def _advance(self, claim: Object) -> Result:
-        after = copy_tree(claim)
+        after = deep_copy(claim)
         NODECLAIM.initialize(after, self.context.clock.now())
         NODECLAIM.restamp(after, self.context.clock.now())
         launched = self.launch.reconcile(after)

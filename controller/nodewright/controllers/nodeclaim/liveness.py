@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 
 from nodewright import metrics
+from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import NotFoundError
-from nodewright.controllers import conditions
 from nodewright.controllers.nodeclaim.context import (
     LifecycleContext,
     Object,
@@ -36,10 +36,10 @@ class Liveness:
 
     def reconcile(self, claim: Object) -> tuple[bool, float | None]:
         """(deleted, requeue_after)."""
-        if conditions.is_true(claim, REGISTERED):
+        if objects.condition_is_true(claim, REGISTERED):
             return False, None
         now = self.context.clock.now()
-        if not conditions.is_true(claim, LAUNCHED):
+        if not objects.condition_is_true(claim, LAUNCHED):
             since = conditions.transition_time(claim, LAUNCHED)
             if since is None:
                 return False, 1.0

@@ -5,7 +5,7 @@ or Failed) or terminating (deletionTimestamp set); DaemonSet pods do not count. 
 NodeClaim then records the time, unless it recorded one less than 10 seconds ago: pods
 come and go often, and Karpenter drops those writes (the window is shorter than
 consolidation's 15 s validation, which catches what the window hides). Consolidation
-counts consolidateAfter from this time (see `disruption.conditions`).
+counts consolidateAfter from this time (see `nodeclaim.disruption_conditions`).
 
 Watch events carry only the new object, so the controller remembers, per pod, where it
 was bound and whether it was terminal or terminating, and compares. A pod seen for the
@@ -22,7 +22,8 @@ from datetime import timedelta
 from typing import Any, NamedTuple
 
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
-from nodewright.controllers.patching import copy_tree, patch_status
+from nodewright.cluster.copying import copy_object
+from nodewright.controllers.patching import patch_status
 from nodewright.runtime.clock import Clock, format_time, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState, podutil
@@ -105,7 +106,7 @@ class PodEvents:
         recorded = (cached.get("status") or {}).get("lastPodEventTime")
         if recorded and now - parse_time(str(recorded)) < timedelta(seconds=DEDUPE_SECONDS):
             return Result()
-        after = copy_tree(cached)
+        after = copy_object(cached)
         after.setdefault("status", {})["lastPodEventTime"] = format_time(now)
         try:
             patch_status(self.cluster, cached, after)

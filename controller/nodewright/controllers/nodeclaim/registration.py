@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodewright import metrics
+from nodewright.cluster import conditions
 from nodewright.cluster.api import ConflictError, NotFoundError
+from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import Event
-from nodewright.controllers import conditions
-from nodewright.controllers.conditions import NODECLAIM
 from nodewright.controllers.logfields import nodeclaim_fields
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nodewright.api.hashes import nodeclaim_hash_annotations
 from nodewright.api.labels import restricted_label_problem
 from nodewright.api.quantity import Resources, format_resources
-from nodewright.controllers.disruption.hashes import nodeclaim_hash_annotations
 from nodewright.controllers.provisioning.problem import PoolContext, without_hostname
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.pods import Pod

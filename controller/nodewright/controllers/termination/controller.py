@@ -20,15 +20,15 @@ from typing import Any
 
 from nodewright import metrics
 from nodewright.cloud.provider import CloudProvider, CloudProviderError, NodeClaimNotFoundError
-from nodewright.cluster import objects
+from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.cluster.conditions import NODECLAIM
+from nodewright.cluster.copying import deep_copy
 from nodewright.cluster.events import Event, EventRecorder
-from nodewright.controllers import conditions
-from nodewright.controllers.conditions import NODECLAIM
 from nodewright.controllers.logfields import node_fields
 from nodewright.controllers.nodeclaim.context import LifecycleContext
 from nodewright.controllers.nodeclaim.finalize import INSTANCE_TERMINATING, instance_gone
-from nodewright.controllers.patching import copy_tree, patch_object, patch_status
+from nodewright.controllers.patching import patch_object, patch_status
 from nodewright.controllers.termination.eviction import Evictor
 from nodewright.controllers.termination.terminator import Terminator
 from nodewright.runtime.clock import Clock, parse_time
@@ -153,15 +153,15 @@ class NodeTermination:
                 return Result(requeue_after=INSTANCE_CHECK_SECONDS)
         deadline = self._deadline(node, claim)
         node = self._taint(node)
-        claim_after = copy_tree(claim) if claim is not None else None
+        claim_after = deep_copy(claim) if claim is not None else None
         result = self._drain(node, claim_after, deadline)
         if result is None and claim_after is not None:
             NODECLAIM.set_true(claim_after, VOLUMES_DETACHED, self.clock.now())
             result = self._terminate_instance(claim_after)
         if claim is not None and claim_after is not None:
             patch_status(self.cluster, claim, claim_after)
-            if (not conditions.is_true(claim, DRAINED)
-                    and conditions.is_true(claim_after, DRAINED)):
+            if (not objects.condition_is_true(claim, DRAINED)
+                    and objects.condition_is_true(claim_after, DRAINED)):
                 metrics.NODES_DRAINED.labels(
                     nodepool=str((node["metadata"].get("labels") or {}).get(NODEPOOL_LABEL))
                 ).inc()
@@ -196,7 +196,7 @@ class NodeTermination:
         if (any(matches(taint_of(t), DISRUPTED_TAINT) for t in taints)
                 and labels.get(EXCLUDE_LOAD_BALANCERS_LABEL)):
             return node
-        after = copy_tree(node)
+        after = deep_copy(node)
         if not any(matches(taint_of(t), DISRUPTED_TAINT) for t in taints):
             kept = [t for t in taints if t.get("key") != DISRUPTED_TAINT.key]
             after.setdefault("spec", {})["taints"] = [*kept, taint_dict(DISRUPTED_TAINT)]
@@ -210,7 +210,7 @@ class NodeTermination:
     def _drain(self, node: Object, claim: Object | None, deadline: datetime | None
                ) -> Result | None:
         now = self.clock.now()
-        if claim is not None and conditions.get(claim, DRAINED) is None:
+        if claim is not None and objects.condition(claim, DRAINED) is None:
             NODECLAIM.set_unknown(claim, DRAINED, now, "Draining", "Draining")
         reason = self._eviction_reason(claim)
         left = self.terminator.drain(node, deadline, reason)
@@ -239,7 +239,7 @@ class NodeTermination:
     @staticmethod
     def _eviction_reason(claim: Mapping[str, Any] | None) -> str:
         if claim is not None:
-            condition = conditions.get(claim, "DisruptionReason")
+            condition = objects.condition(claim, "DisruptionReason")
             if condition is not None and condition.get("status") == "True":
                 return str(condition.get("reason"))
         return "Forceful Termination"
@@ -257,7 +257,7 @@ class NodeTermination:
         return None if gone else Result(requeue_after=INSTANCE_CHECK_SECONDS)
 
     def _remove_finalizer(self, node: Object) -> Result:
-        metadata = copy_tree(node.get("metadata") or {})
+        metadata = deep_copy(node.get("metadata") or {})
         metadata["finalizers"] = [
             f for f in metadata.get("finalizers") or [] if f != TERMINATION_FINALIZER
         ]

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodewright.cluster.copying import deep_copy
 from nodewright.cluster.memory.admission.cel import RuleSet
 from nodewright.cluster.memory.admission.field_errors import (
     BLOCKING,
@@ -26,7 +27,6 @@ from nodewright.cluster.memory.admission.field_errors import (
     not_supported,
     required,
 )
-from nodewright.cluster.memory.copying import deep_copy
 
 MISSING: Any = object()
 _NOT_CHECKED = ("some validation rules were not checked because the object was invalid; "

@@ -9,7 +9,7 @@ from typing import Any
 
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, NotFoundError
-from nodewright.cluster.memory.copying import copy_object
+from nodewright.cluster.copying import copy_object
 from nodewright.cluster.memory.pod_status import TERMINAL_PHASES, is_ready
 from nodewright.cluster.memory.store import InMemoryCluster
 from nodewright.runtime.reconciler import WatchEvent

@@ -13,8 +13,8 @@ from typing import Any
 
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError
+from nodewright.cluster.copying import copy_object
 from nodewright.cluster.memory.actor_support import split_key, write_status
-from nodewright.cluster.memory.copying import copy_object
 from nodewright.cluster.memory.names import SUFFIX_ALPHABET
 from nodewright.cluster.memory.store import InMemoryCluster
 from nodewright.cluster.memory.workloads.common import (

@@ -21,15 +21,16 @@ from datetime import datetime
 from typing import Any
 
 from nodewright.api.quantity import format_quantity
+from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
-from nodewright.controllers import conditions
-from nodewright.controllers.conditions import NODEPOOL
-from nodewright.controllers.patching import copy_tree, patch_status
-from nodewright.controllers.registration_health import (
+from nodewright.cluster.conditions import NODEPOOL
+from nodewright.cluster.copying import copy_object, deep_copy
+from nodewright.controllers.nodepool.registration_health import (
     NODE_REGISTRATION_HEALTHY,
     Health,
     RegistrationHealth,
 )
+from nodewright.controllers.patching import patch_status
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import NODES_RESOURCE, ClusterState
@@ -75,10 +76,10 @@ class NodePoolStatus:
         cached = self.state.nodepool(key)
         if cached is None:
             return Result()
-        pool: dict[str, Any] = copy_tree(cached)
+        pool: dict[str, Any] = copy_object(cached)
         if not self.state.synced(self.cluster):
             return Result(requeue_after=UNSYNCED_RETRY_SECONDS)
-        after = copy_tree(pool)
+        after = deep_copy(pool)
         status = after.setdefault("status", {})
         usage = self.state.nodepool_resources(key)
         resources = {name: 0 for name in BASE_RESOURCES}
@@ -126,7 +127,7 @@ class NodePoolStatus:
                                f"EC2NodeClass {name!r} is invalid: {parsed.problem}")
             return
         # A node class nobody has reported on yet (the simulator's) counts as ready.
-        ready = conditions.get(node_class, "Ready")
+        ready = objects.condition(node_class, "Ready")
         if ready is None or ready.get("status") == conditions.TRUE:
             NODEPOOL.set_true(pool, "NodeClassReady", now)
         elif ready.get("status") == conditions.FALSE:
@@ -143,7 +144,7 @@ class NodePoolStatus:
         health = self.registration_health
         metadata = pool.get("metadata") or {}
         uid = str(metadata.get("uid") or "")
-        current = conditions.get(pool, NODE_REGISTRATION_HEALTHY)
+        current = objects.condition(pool, NODE_REGISTRATION_HEALTHY)
         if health.status(uid) is Health.UNKNOWN and current is not None:
             # A restarted controller starts from what the condition says.
             if current.get("status") == conditions.TRUE:

@@ -14,10 +14,10 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nodewright.api import hashes
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
-from nodewright.controllers.disruption import hashes
-from nodewright.controllers.disruption.conditions import DRIFTED
+from nodewright.controllers.nodeclaim.disruption_conditions import DRIFTED
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state.cluster import ClusterState
 from nodewright.state.wellknown import NODECLASS_LABEL, NODEPOOL_LABEL

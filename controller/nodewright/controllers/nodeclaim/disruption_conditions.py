@@ -23,6 +23,7 @@ from nodewright.api.nodepool import NodePool
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.cluster.conditions import set_condition
 from nodewright.controllers.disruption.drift import drift_of
 from nodewright.runtime.clock import Clock, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
@@ -158,7 +159,7 @@ class NodeClaimConditions:
              now: datetime, generation: Any) -> list[Mapping[str, Any]]:
         holder: dict[str, Any] = {"metadata": {"generation": generation},
                                   "status": {"conditions": [dict(c) for c in conditions]}}
-        objects.set_condition(holder, kind, "True", now, reason=reason, message=message)
+        set_condition(holder, kind, "True", now, reason=reason, message=message)
         updated: list[Mapping[str, Any]] = holder["status"]["conditions"]
         return updated
 

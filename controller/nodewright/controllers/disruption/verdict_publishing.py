@@ -17,8 +17,9 @@ from typing import Any
 
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, ClusterAPI, ConflictError, NotFoundError
+from nodewright.cluster.conditions import set_condition
 from nodewright.cluster.events import Event, EventRecorder
-from nodewright.controllers.disruption import explanations as ex
+from nodewright.controllers.disruption import decision_log as ex
 from nodewright.state.statenode import StateNode
 
 log = logging.getLogger(__name__)
@@ -131,8 +132,8 @@ def set_nodeclaim_condition(cluster: ClusterAPI, name: str, condition_type: str,
         if len(kept) == len(holder["status"]["conditions"]):
             return True
         holder["status"]["conditions"] = kept
-    elif not objects.set_condition(holder, condition_type, status, now, reason=reason,
-                                   message=message):
+    elif not set_condition(holder, condition_type, status, now, reason=reason,
+                           message=message):
         return True
     try:
         cluster.patch(

@@ -22,10 +22,11 @@ from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import Any
 
+from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
-from nodewright.controllers import conditions
-from nodewright.controllers.conditions import NODEPOOL
-from nodewright.controllers.patching import copy_tree, patch_status
+from nodewright.cluster.conditions import NODEPOOL
+from nodewright.cluster.copying import deep_copy
+from nodewright.controllers.patching import patch_status
 from nodewright.runtime.clock import Clock
 from nodewright.state.wellknown import NODEPOOL_LABEL
 
@@ -130,7 +131,7 @@ class RegistrationHealthWriter:
 
     def _write(self, pool: dict[str, Any], uid: str, claim: Mapping[str, Any],
                registered: bool) -> None:
-        after = copy_tree(pool)
+        after = deep_copy(pool)
         now = self.clock.now()
         outcome = self.health.status_with(uid, registered)
         if registered:
@@ -156,7 +157,7 @@ def _is_false(pool: Mapping[str, Any]) -> bool:
 def _failure(claim: Mapping[str, Any]) -> tuple[str, str]:
     """A NodeClaim that launched failed to register; one that did not failed to launch,
     and the NodePool carries the launch's reason and message."""
-    launched = conditions.get(claim, "Launched")
+    launched = objects.condition(claim, "Launched")
     if launched is None or launched.get("status") == conditions.TRUE:
         return REGISTRATION_FAILED
     return str(launched.get("reason") or "LaunchFailed"), str(launched.get("message") or "")

@@ -8,6 +8,11 @@ AwaitingReconciliation and the object's creation time as their last transition, 
 operatorpkg's do; the list is kept sorted by type (operatorpkg orders by transition time,
 which only kubectl's display notices). `lastTransitionTime` moves only when a condition's
 status changes.
+
+`set_condition` is the one way anything writes a condition (NodeClaims, NodePools,
+EC2NodeClasses, the in-memory cluster's PodDisruptionBudgets): it never changes a condition
+in place (the objects may be shared with a cache), stamps the object's generation as
+observedGeneration, and reports whether anything changed.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from nodewright.cluster import objects
 from nodewright.runtime.clock import format_time, parse_time
 
 Object = dict[str, Any]
@@ -23,25 +29,13 @@ TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
 AWAITING = ("AwaitingReconciliation", "object is awaiting reconciliation")
 
 
-def get(obj: Mapping[str, Any], condition_type: str) -> Mapping[str, Any] | None:
-    for condition in (obj.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == condition_type:
-            return condition  # type: ignore[no-any-return]
-    return None
-
-
-def is_true(obj: Mapping[str, Any], condition_type: str) -> bool:
-    condition = get(obj, condition_type)
-    return condition is not None and condition.get("status") == TRUE
-
-
 def status_of(obj: Mapping[str, Any], condition_type: str) -> str | None:
-    condition = get(obj, condition_type)
+    condition = objects.condition(obj, condition_type)
     return None if condition is None else str(condition.get("status"))
 
 
 def transition_time(obj: Mapping[str, Any], condition_type: str) -> datetime | None:
-    condition = get(obj, condition_type)
+    condition = objects.condition(obj, condition_type)
     if condition is None or not condition.get("lastTransitionTime"):
         return None
     return parse_time(str(condition["lastTransitionTime"]))
@@ -57,7 +51,7 @@ class ConditionSet:
         since = parse_time(str(created)) if created else now
         changed = False
         for condition_type in (self.root, *self.dependents):
-            if get(obj, condition_type) is None:
+            if objects.condition(obj, condition_type) is None:
                 changed |= self.set(obj, condition_type, UNKNOWN, since, *AWAITING)
         return changed
 
@@ -66,7 +60,7 @@ class ConditionSet:
         Karpenter's lifecycle steps do each reconcile, so Ready keeps following them."""
         changed = False
         for condition_type in self.dependents:
-            condition = get(obj, condition_type)
+            condition = objects.condition(obj, condition_type)
             if condition is not None and condition.get("status") in (TRUE, FALSE):
                 changed |= self.set(obj, condition_type, str(condition["status"]), now,
                                     condition.get("reason"), str(condition.get("message") or ""))
@@ -82,7 +76,7 @@ class ConditionSet:
         message: str = "",
     ) -> bool:
         """Set one condition (recomputing the root); True when anything changed."""
-        changed = _put(obj, condition_type, status, now, reason or condition_type, message)
+        changed = set_condition(obj, condition_type, status, now, reason, message)
         if changed and condition_type != self.root:
             self._recompute_root(obj, now)
         return changed
@@ -108,22 +102,25 @@ class ConditionSet:
         unhealthy = [
             condition
             for condition_type in self.dependents
-            if (condition := get(obj, condition_type)) is not None
+            if (condition := objects.condition(obj, condition_type)) is not None
             and (condition.get("status") != TRUE or not current(condition))
         ]
         if not unhealthy:
-            _put(obj, self.root, TRUE, now, self.root, "")
+            set_condition(obj, self.root, TRUE, now, self.root, "")
             return
         unhealthy.sort(key=lambda c: str(c.get("lastTransitionTime", "")), reverse=True)
         status = FALSE if any(
             c.get("status") == FALSE and current(c) for c in unhealthy) else UNKNOWN
         reason = "UnhealthyDependents" if status == FALSE else "ReconcilingDependents"
         message = ", ".join(f"{c.get('type')}={c.get('status')}" for c in unhealthy)
-        _put(obj, self.root, status, now, reason, message)
+        set_condition(obj, self.root, status, now, reason, message)
 
 
-def _put(obj: Object, condition_type: str, status: str, now: datetime, reason: str,
-         message: str) -> bool:
+def set_condition(obj: Object, condition_type: str, status: str, now: datetime,
+                  reason: str | None = None, message: str = "") -> bool:
+    """Set one condition (no root recomputed: `ConditionSet.set` does that); True when
+    anything changed, observedGeneration included."""
+    reason = reason or condition_type
     status_block = obj.get("status")
     if not isinstance(status_block, dict):
         status_block = obj["status"] = {}

@@ -1,0 +1,37 @@
+"""Emptiness: every empty candidate past consolidateAfter, as many as the Empty budget
+allows, in one delete command."""
+
+from __future__ import annotations
+
+from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.disruption import metrics as disruption_metrics
+from nodewright.controllers.disruption.budgets import EMPTY
+from nodewright.controllers.disruption.candidates import Candidate, consolidation_order
+from nodewright.controllers.disruption.commands import Command
+from nodewright.controllers.disruption.methods.consolidation import consolidatable
+from nodewright.controllers.disruption.methods.disruption_pass import Pass
+
+EMPTY_TYPE = "empty"
+
+
+def empty_candidates(p: Pass) -> list[Candidate]:
+    return [
+        c for c in p.candidates()
+        if c.empty and consolidatable(p, c, ex.EMPTINESS)
+    ]
+
+
+def emptiness(p: Pass) -> Command | None:
+    candidates = consolidation_order(empty_candidates(p))
+    disruption_metrics.ELIGIBLE_NODES.labels(reason=EMPTY.lower()).set(len(candidates))
+    rooms = p.rooms(EMPTY)
+    chosen = []
+    for candidate in candidates:
+        room = rooms.get(candidate.nodepool_name)
+        if room is None or not room.take():
+            p.budget_blocked(candidate, room, ex.EMPTINESS)
+            continue
+        chosen.append(candidate)
+    if not chosen:
+        return None
+    return Command(ex.EMPTINESS, EMPTY, EMPTY_TYPE, chosen)
