@@ -8,7 +8,8 @@ import pytest
 from lightkube import Client, KubeConfig
 
 from nodewright.cluster.kube.cluster import FIELD_MANAGER, KubeCluster
-from nodewright.cluster.kube.informer import Backoff, Informer
+from nodewright.cluster.kube.informer import Informer
+from nodewright.runtime.ratelimit import Backoff
 from nodewright.install import InstallSettings
 from tests.kube.apiserver import Authorizer, FakeApiServer
 

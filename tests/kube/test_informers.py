@@ -9,7 +9,7 @@ import pytest
 
 from nodewright.cluster.api import NotFoundError
 from nodewright.cluster.kube.cluster import KubeCluster
-from nodewright.cluster.kube.informer import Backoff
+from nodewright.runtime.ratelimit import REFLECTOR_BACKOFF, Backoff
 from nodewright.runtime.reconciler import WatchEvent
 from tests.kube.apiserver import FakeApiServer
 from tests.kube.waiting import eventually
@@ -150,7 +150,7 @@ def test_the_informer_backoff_doubles_to_its_ceiling() -> None:
     backoff = Backoff(initial=0.8, maximum=30.0, jitter=0.0)
     assert [backoff.delay(n) for n in (1, 2, 3, 4, 5, 6, 7)] == [
         0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0]
-    jittered = Backoff()
+    jittered = REFLECTOR_BACKOFF
     assert all(0.8 <= jittered.delay(1) <= 1.6 for _ in range(50))
 
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from nodewright.cluster.api import ApiError, ClusterAPI
 from nodewright.runtime.clock import Clock
+from nodewright.runtime.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
 
@@ -27,28 +28,6 @@ DEFAULT_DEDUPE_SECONDS = 120.0
 CLUSTER_SCOPED_EVENT_NAMESPACE = "default"
 _NOTE_LIMIT = 1024
 _SWEEP_EVERY = 1000
-
-
-class TokenBucket:
-    """`rate` tokens a second, at most `burst` saved up; time comes from the clock."""
-
-    def __init__(self, clock: Clock, rate: float, burst: int) -> None:
-        self._clock = clock
-        self._rate = rate
-        self._burst = float(burst)
-        self._tokens = float(burst)
-        self._stamp: datetime | None = None
-
-    def try_accept(self) -> bool:
-        now = self._clock.now()
-        if self._stamp is not None:
-            elapsed = (now - self._stamp).total_seconds()
-            self._tokens = min(self._burst, self._tokens + max(elapsed, 0.0) * self._rate)
-        self._stamp = now
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
-            return True
-        return False
 
 
 @dataclass(frozen=True)
