@@ -3,15 +3,18 @@ bookmarks, 410 Gone, lost connections, and reads served from the caches."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from nodewright.cluster.api import NotFoundError
 from nodewright.cluster.kube.cluster import KubeCluster
+from nodewright.cluster.kube.informer import Informer
 from nodewright.runtime.ratelimit import REFLECTOR_BACKOFF, Backoff
 from nodewright.runtime.reconciler import WatchEvent
 from tests.kube.apiserver import FakeApiServer
+from tests.kube.conftest import NO_WAIT, make_client
 from tests.kube.waiting import eventually
 
 
@@ -203,3 +206,48 @@ def test_a_relist_reports_this_process_own_writes_that_no_watch_delivered(
 
     events.wait_for(("ADDED", "Node", "mine"))
     assert cluster.informer("Node").lists == 2
+
+
+@pytest.fixture
+def quiet_server() -> Iterator[FakeApiServer]:
+    """A server whose watch streams stay open (a minute) unless something happens."""
+    fake = FakeApiServer(watch_window=60.0)
+    yield fake
+    fake.close()
+
+
+def test_a_watch_that_goes_silent_is_restarted_from_its_last_version(
+        quiet_server: FakeApiServer) -> None:
+    server = quiet_server
+    cluster = KubeCluster(make_client(server), informer_factory=lambda client, kind: Informer(
+        client, kind, backoff=NO_WAIT, read_timeout=0.3))
+    try:
+        server.seed(node("a"))
+        events = Collector(cluster, ["Node"])
+        events.wait_for(("ADDED", "Node", "a"))
+        informer = cluster.informer("Node")
+        eventually(informer.watching, "the watch of nodes to open")
+
+        # The connection dies without a word: the open stream sends nothing, ever.
+        server.silence_watches()
+        server.modify("Node", "a", during="silence")
+        events.wait_for(("MODIFIED", "Node", "a"))
+
+        assert informer.silent_restarts >= 1
+        assert informer.lists == 1  # resumed from its version, not listed again
+        watches = [call for call in server.calls
+                   if call.verb == "watch" and call.path.endswith("/nodes")]
+        assert watches[1].params["resourceVersion"] == watches[0].params["resourceVersion"]
+    finally:
+        cluster.close()
+
+
+def test_an_informer_without_a_watch_counts_how_long_it_has_been_down(
+        server: FakeApiServer, cluster: KubeCluster) -> None:
+    server.seed(node("a"))
+    Collector(cluster, ["Node"]).wait_for(("ADDED", "Node", "a"))
+    assert cluster.disconnected(limit=0.0) == []
+    server.cut_watches()
+    eventually(lambda: cluster.disconnected(limit=0.05), "the informer to count its outage")
+    server.accept_watches()
+    eventually(lambda: cluster.disconnected(limit=0.05) == [], "the watch to open again")
