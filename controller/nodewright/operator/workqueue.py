@@ -133,3 +133,7 @@ class WorkQueue:
 
     def ready(self) -> int:
         return len(self._queue)
+
+    def busy(self) -> bool:
+        """Keys ready now or being reconciled (waiting keys are not work yet)."""
+        return bool(self._queue) or bool(self._processing)
