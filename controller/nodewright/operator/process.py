@@ -26,6 +26,7 @@ from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE, WATCHED_KINDS
 from nodewright.controllers.wiring import ControllerOptions, Controllers, build_controllers
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import HealthLimits, OperatorDriver
+from nodewright.operator.events import EventWriter
 from nodewright.operator.leader import LeaderElector, LeaseTiming
 from nodewright.runtime.reconciler import Reconciler
 
@@ -66,6 +67,8 @@ class Operator:
         self.controllers: Controllers = build_controllers(cluster, cloud, self.clock,
                                                           settings.controllers)
         self.controllers.attach(self.driver)
+        self.events = EventWriter(cluster, world_lock=world_lock)
+        self.controllers.recorder.send_to(self.events.submit)
         self.driver.add(*extra)
         self.lost_leadership = threading.Event()
         self.elector: LeaderElector | None = None
@@ -84,6 +87,7 @@ class Operator:
 
     def start(self) -> None:
         """Watch at once (a standby keeps warm caches); reconcile once leading."""
+        self.events.start()
         self.driver.start(leading=False)
         if self.elector is None:
             self._lead()
@@ -109,6 +113,7 @@ class Operator:
         ended within `timeout`."""
         self.driver.leading.clear()
         stopped = self.driver.stop(timeout)
+        self.events.stop(timeout)
         if self.elector is not None:
             self.elector.stop(release=stopped, timeout=timeout)
         return stopped
