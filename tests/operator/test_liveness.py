@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Sequence
 
+from nodewright.cluster.kube.access import WATCHED_KINDS
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import HealthLimits, OperatorDriver
@@ -156,7 +157,7 @@ def test_healthz_fails_when_an_informer_has_had_no_watch_past_the_limit(
         server.cut_watches()  # every watch ends and new ones are refused (503)
         body = eventually(lambda: unhealthy_because(port, "no watch of the API server"),
                           "/healthz to report the informers without a watch")
-        assert "Pod for" in body
+        assert any(f"{kind} for " in body for kind in WATCHED_KINDS)
 
         server.accept_watches()
         eventually(lambda: http_get(port, "/healthz")[0] == 200, "/healthz to recover")
