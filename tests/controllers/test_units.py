@@ -11,12 +11,13 @@ from hypothesis import strategies as st
 
 from nodewright.cluster import objects
 from nodewright.cluster.conditions import NODECLAIM
-from nodewright.cluster.events import Event, EventRecorder, TokenBucket
+from nodewright.cluster.events import Event, EventRecorder
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.cluster.merge_patch import apply_merge_patch, merge_patch_between
 from nodewright.controllers.provisioning.batcher import Batcher
 from nodewright.controllers.provisioning.nodeclaims import render_requirements
 from nodewright.runtime import VirtualClock
+from nodewright.runtime.ratelimit import TokenBucket, clock_seconds
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.state import podutil
 
@@ -183,7 +184,7 @@ def test_repeated_events_are_written_once_per_window() -> None:
 
 def test_the_token_bucket_allows_bursts_then_its_rate() -> None:
     clock = VirtualClock(START)
-    bucket = TokenBucket(clock, rate=5.0, burst=10)
+    bucket = TokenBucket(5.0, 10, now=clock_seconds(clock))
     assert sum(bucket.try_accept() for _ in range(20)) == 10
     clock.advance(1)
     assert sum(bucket.try_accept() for _ in range(20)) == 5

@@ -16,8 +16,11 @@ Discovery (/version, /api/v1, /apis/<group>/<version>) lists every kind but thos
 
 Faults a test can inject: `expire_history()` (the next watch from an older version gets
 410), `cut_watches()` (open watch streams end with a read error and new ones are refused
-with 503 until `accept_watches()`), `fail_next(n, status)`, `pause()` (requests wait
-unanswered until `resume()`).
+with 503 until `accept_watches()`), `silence_watches()` (open watch streams send nothing
+more and never end, as over a connection that died without a FIN; like a real transport,
+the stream raises ReadTimeout once the client's read timeout has passed),
+`fail_next(n, status, retry_after=)`, `pause()` (requests wait unanswered until
+`resume()`).
 """
 
 from __future__ import annotations
@@ -110,7 +113,8 @@ class FakeApiServer:
         self._current = 99
         self._expired_before = 0
         self._cut_generation = 0
-        self._failures: list[int] = []
+        self._silence_generation = 0
+        self._failures: list[tuple[int, int | None]] = []
         self._lost_answers = 0
         self._refusing_watches = False
         self._paused = False
@@ -176,6 +180,11 @@ class FakeApiServer:
             self._refusing_watches = True
             self._changed.notify_all()
 
+    def silence_watches(self) -> None:
+        with self._changed:
+            self._silence_generation += 1
+            self._changed.notify_all()
+
     def accept_watches(self) -> None:
         with self._changed:
             self._refusing_watches = False
@@ -200,9 +209,10 @@ class FakeApiServer:
         with self._changed:
             self._lost_answers += count
 
-    def fail_next(self, count: int, status: int = 500) -> None:
+    def fail_next(self, count: int, status: int = 500, *,
+                  retry_after: int | None = None) -> None:
         with self._changed:
-            self._failures += [status] * count
+            self._failures += [(status, retry_after)] * count
 
     def close(self) -> None:
         with self._changed:
@@ -226,7 +236,11 @@ class FakeApiServer:
             while self._paused and not self.closed:
                 self._changed.wait()
             if self._failures:
-                return _status(self._failures.pop(0), "InternalError", "injected failure")
+                status, retry_after = self._failures.pop(0)
+                failed = _status(status, "InternalError", "injected failure")
+                if retry_after is not None:
+                    failed.headers["Retry-After"] = str(retry_after)
+                return failed
         resource = route.kind.plural + (f"/{route.subresource}" if route.subresource else "")
         if self.authorizer is not None and not self.authorizer.allows(
                 verb, route.kind.group, resource, route.namespace, route.name):
@@ -239,7 +253,8 @@ class FakeApiServer:
         if verb == "create" and route.namespace in self.missing_namespaces:
             return _status(404, "NotFound", f'namespaces "{route.namespace}" not found')
         if verb == "watch":
-            return self._watch(route, params)
+            read_timeout = (request.extensions.get("timeout") or {}).get("read")
+            return self._watch(route, params, read_timeout, self._silence_generation)
         with self._changed:
             answer = self._dispatch(request.method, verb, route, params, body, request)
             if self._lost_answers:
@@ -336,7 +351,8 @@ class FakeApiServer:
                            "kind": f"{route.kind.kind}List",
                            "metadata": metadata, "items": stripped})
 
-    def _watch(self, route: _Route, params: dict[str, str]) -> httpx2.Response:
+    def _watch(self, route: _Route, params: dict[str, str], read_timeout: float | None,
+               silence: int) -> httpx2.Response:
         since = int(params.get("resourceVersion") or 0)
         with self._changed:
             if self._refusing_watches:
@@ -352,9 +368,11 @@ class FakeApiServer:
                     content=json.dumps({"type": "ERROR", "object": status}).encode() + b"\n")
         bookmarks = params.get("allowWatchBookmarks") == "true"
         return httpx2.Response(200, headers={"Content-Type": "application/json"},
-                               content=self._stream(route, since, bookmarks))
+                               content=self._stream(route, since, bookmarks, read_timeout,
+                                                    silence))
 
-    def _stream(self, route: _Route, since: int, bookmarks: bool) -> Iterator[bytes]:
+    def _stream(self, route: _Route, since: int, bookmarks: bool,
+                read_timeout: float | None, silence: int) -> Iterator[bytes]:
         deadline = time.monotonic() + self.watch_window
         generation = self._cut_generation
         sent = since
@@ -362,6 +380,8 @@ class FakeApiServer:
             with self._changed:
                 if self._cut_generation != generation:
                     raise httpx2.ReadError("connection reset by peer")
+                if self._silence_generation != silence:
+                    self._silent(read_timeout)
                 pending = [(rv, event, obj) for rv, kind, event, obj in self._history
                            if rv > sent and kind == route.kind.kind
                            and (route.namespace is None
@@ -381,6 +401,14 @@ class FakeApiServer:
             bookmark = {"apiVersion": route.kind.api_version, "kind": route.kind.kind,
                         "metadata": {"resourceVersion": str(current)}}
             yield json.dumps({"type": "BOOKMARK", "object": bookmark}).encode() + b"\n"
+
+    def _silent(self, read_timeout: float | None) -> None:
+        """Nothing more on this stream: wait out the client's read timeout (held
+        `_changed`), then fail as the client's transport would."""
+        until = time.monotonic() + (read_timeout if read_timeout is not None else 1e9)
+        while not self.closed and time.monotonic() < until:
+            self._changed.wait(until - time.monotonic())
+        raise httpx2.ReadTimeout("timed out")
 
     def _create(self, route: _Route, body: dict[str, Any]) -> httpx2.Response:
         meta = body.setdefault("metadata", {})

@@ -8,8 +8,9 @@ import pytest
 from lightkube import Client, KubeConfig
 
 from nodewright.cluster.kube.cluster import FIELD_MANAGER, KubeCluster
-from nodewright.cluster.kube.informer import Backoff, Informer
+from nodewright.cluster.kube.informer import Informer
 from nodewright.install import InstallSettings
+from nodewright.runtime.ratelimit import Backoff
 from tests.kube.apiserver import Authorizer, FakeApiServer
 
 NAMESPACE = "nodewright"

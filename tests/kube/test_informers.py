@@ -3,15 +3,18 @@ bookmarks, 410 Gone, lost connections, and reads served from the caches."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from nodewright.cluster.api import NotFoundError
 from nodewright.cluster.kube.cluster import KubeCluster
-from nodewright.cluster.kube.informer import Backoff
+from nodewright.cluster.kube.informer import Informer
+from nodewright.runtime.ratelimit import REFLECTOR_BACKOFF, Backoff
 from nodewright.runtime.reconciler import WatchEvent
 from tests.kube.apiserver import FakeApiServer
+from tests.kube.conftest import NO_WAIT, make_client
 from tests.kube.waiting import eventually
 
 
@@ -69,6 +72,7 @@ def test_reads_of_watched_kinds_come_from_the_cache(
     # The objects come with their kind, although list items on the wire have none.
     assert cluster.list("Node")[0]["kind"] == "Node"
     # Reads never reached the server one object at a time: one list, then watches.
+    eventually(lambda: "watch" in server.verbs("nodes"), "the watch to open after the list")
     assert set(server.verbs("nodes")) == {"list", "watch"}
     assert server.verbs("nodes").count("list") == 1
 
@@ -150,7 +154,7 @@ def test_the_informer_backoff_doubles_to_its_ceiling() -> None:
     backoff = Backoff(initial=0.8, maximum=30.0, jitter=0.0)
     assert [backoff.delay(n) for n in (1, 2, 3, 4, 5, 6, 7)] == [
         0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0]
-    jittered = Backoff()
+    jittered = REFLECTOR_BACKOFF
     assert all(0.8 <= jittered.delay(1) <= 1.6 for _ in range(50))
 
 
@@ -203,3 +207,51 @@ def test_a_relist_reports_this_process_own_writes_that_no_watch_delivered(
 
     events.wait_for(("ADDED", "Node", "mine"))
     assert cluster.informer("Node").lists == 2
+
+
+@pytest.fixture
+def quiet_server() -> Iterator[FakeApiServer]:
+    """A server whose watch streams stay open (a minute) unless something happens."""
+    fake = FakeApiServer(watch_window=60.0)
+    yield fake
+    fake.close()
+
+
+def test_a_watch_that_goes_silent_is_restarted_from_its_last_version(
+        quiet_server: FakeApiServer) -> None:
+    server = quiet_server
+    cluster = KubeCluster(make_client(server), informer_factory=lambda client, kind: Informer(
+        client, kind, backoff=NO_WAIT, read_timeout=0.3))
+    try:
+        server.seed(node("a"))
+        events = Collector(cluster, ["Node"])
+        events.wait_for(("ADDED", "Node", "a"))
+        informer = cluster.informer("Node")
+        eventually(informer.watching, "the watch of nodes to open")
+
+        # The connection dies without a word: the open stream sends nothing, ever.
+        server.silence_watches()
+        server.modify("Node", "a", during="silence")
+        events.wait_for(("MODIFIED", "Node", "a"))
+
+        assert informer.silent_restarts >= 1
+        assert informer.lists == 1  # resumed from its version, not listed again
+        watches = [call for call in server.calls
+                   if call.verb == "watch" and call.path.endswith("/nodes")]
+        assert watches[1].params["resourceVersion"] == watches[0].params["resourceVersion"]
+    finally:
+        cluster.close()
+
+
+def test_an_informer_without_a_watch_counts_how_long_it_has_been_down(
+        server: FakeApiServer, cluster: KubeCluster) -> None:
+    server.seed(node("a"))
+    Collector(cluster, ["Node"]).wait_for(("ADDED", "Node", "a"))
+    # (Streams end and open again all the time: the gap between them is not an outage.)
+    assert cluster.disconnected(limit=5.0) == []
+    server.cut_watches()
+    (down,) = eventually(lambda: cluster.disconnected(limit=0.3),
+                         "the informer to count its outage")
+    assert down.startswith("Node for ")
+    server.accept_watches()
+    eventually(lambda: cluster.disconnected(limit=0.3) == [], "the watch to open again")

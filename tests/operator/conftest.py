@@ -26,6 +26,7 @@ from nodewright.controllers.provisioning import provisioner
 from nodewright.controllers.termination import controller as termination
 from nodewright.controllers.termination import eviction
 from nodewright.operator import logs
+from nodewright.runtime.ratelimit import Backoff
 from tests.conftest import EXAMPLES
 from tests.operator.world import RealTimeWorld
 
@@ -35,10 +36,9 @@ FAST_WAITS = (
     (termination, "MIN_DRAIN_SECONDS", 0.2),
     (termination, "DRAIN_RECHECK_SECONDS", 0.1),
     (termination, "INSTANCE_CHECK_SECONDS", 0.1),
-    (eviction, "BACKOFF_BASE_SECONDS", 0.02),
-    (eviction, "BACKOFF_MAX_SECONDS", 0.2),
+    (eviction, "BACKOFF", Backoff(initial=0.02, maximum=0.2)),
     (finalize, "INSTANCE_CHECK_SECONDS", 0.1),
-    (launch, "_BACKOFF_BASE", 0.1),
+    (launch, "BACKOFF", Backoff(initial=0.1, maximum=60.0)),
     (provisioner, "PENDING_RECHECK_SECONDS", 0.3),
     (kubelet, "ORPHAN_QUARANTINE", 0.2),
 )

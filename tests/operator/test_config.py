@@ -164,3 +164,20 @@ def test_two_free_ports_may_both_be_picked_by_the_system() -> None:
     loaded = config(["--cluster-name", "dev", "--metrics-port", "0",
                      "--health-probe-port", "0"], {})
     assert (loaded.metrics_port, loaded.health_probe_port) == (0, 0)
+
+
+def test_client_limits_and_the_watch_read_timeout() -> None:
+    defaults = config(["--cluster-name", "dev"], {})
+    assert (defaults.kube_client_qps, defaults.kube_client_burst) == (200, 300)  # Karpenter's
+    assert defaults.watch_read_timeout == 90.0
+    loaded = config(["--cluster-name", "dev", "--kube-client-burst", "50"],
+                    {"KUBE_CLIENT_QPS": "20", "KUBE_CLIENT_BURST": "40",
+                     "NODEWRIGHT_WATCH_READ_TIMEOUT": "2m"})
+    assert (loaded.kube_client_qps, loaded.kube_client_burst) == (20, 50)
+    assert loaded.watch_read_timeout == 120.0
+    with pytest.raises(ConfigError) as bad:
+        config(["--cluster-name", "dev"], {"KUBE_CLIENT_QPS": "0"})
+    assert str(bad.value) == "KUBE_CLIENT_QPS='0': must be at least 1"
+    with pytest.raises(ConfigError) as bad:
+        config(["--cluster-name", "dev"], {"NODEWRIGHT_WATCH_READ_TIMEOUT": "soon"})
+    assert "NODEWRIGHT_WATCH_READ_TIMEOUT='soon'" in str(bad.value)

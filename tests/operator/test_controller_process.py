@@ -22,6 +22,7 @@ from nodewright.controllers.wiring import build_controllers
 from nodewright.install import InstallSettings
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import OperatorConfig
+from nodewright.operator.driver import HealthLimits
 from nodewright.operator.main import ControllerProcess, build_cloud
 from tests.conftest import EXAMPLES
 from tests.kube.apiserver import Authorizer, FakeApiServer
@@ -51,16 +52,17 @@ def server() -> Iterator[FakeApiServer]:
     fake.close()
 
 
-def controller_process(server: FakeApiServer) -> ControllerProcess:
+def controller_process(server: FakeApiServer, *, health: HealthLimits | None = None,
+                       leader_elect: bool = True) -> ControllerProcess:
     config = OperatorConfig(cluster_name="demo", cloud="sim", metrics_port=0,
                             health_probe_port=0, batch_idle_duration=0.05,
                             batch_max_duration=0.5, leader_election_namespace=NAMESPACE,
-                            identity="nodewright-0_test")
+                            identity="nodewright-0_test", leader_elect=leader_elect)
     cluster = KubeCluster(make_client(server), sync_timeout=10.0,
                           informer_factory=lambda client, kind: Informer(
                               client, kind, backoff=NO_WAIT, watch_timeout=lambda: 1))
     return ControllerProcess(config, cluster=cluster, timing=FAST_LEASE,
-                             sim_settings=FAST_CLOUD)
+                             sim_settings=FAST_CLOUD, health=health)
 
 
 @pytest.fixture

@@ -129,3 +129,17 @@ def test_the_leader_renews_with_one_update_and_keeps_its_record(
         assert taken["spec"]["holderIdentity"] == "second"
         assert taken["spec"]["leaseTransitions"] == 1
         assert taken["spec"]["acquireTime"] != released["spec"]["acquireTime"]
+
+
+def test_a_leader_whose_renewals_fail_is_not_ready_until_one_goes_through(
+        server: FakeApiServer, cluster: KubeCluster) -> None:
+    with Candidate(cluster, "first") as elector:
+        eventually(elector.is_leader, "the candidate to lead")
+        assert elector.renewal_problem() is None
+        # Two attempts answered 500 (each an update, then the read that follows it):
+        # still within the renew deadline, but not ready meanwhile.
+        server.fail_next(4, status=500)
+        problem = eventually(elector.renewal_problem, "/readyz to say the Lease is stale")
+        assert "the leader Lease has not been renewed" in problem
+        eventually(lambda: elector.renewal_problem() is None, "the next renewal")
+        assert elector.is_leader()

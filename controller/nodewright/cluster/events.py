@@ -5,18 +5,26 @@ once per (reason, values) within its dedupe window (two minutes unless it says o
 and an event may carry a token bucket shared by its kind (Karpenter rate-limits the
 per-pod Nominated events to 5 a second with bursts of 10). Events are best effort: a
 failed write is logged and forgotten, never raised into a reconcile.
+
+What to write is decided where the event is published (dedupe, rate limit, name and time,
+all from the controller's clock); writing it is the sink's job. By default the recorder
+writes at once (the simulator's virtual-time driver: synchronous and deterministic); the
+operator gives it `EventWriter.submit`, which queues the Event and writes it from a
+background thread, so a slow or throttled API server never holds a reconcile up for an
+Event (as client-go's broadcaster does).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from nodewright.cluster.api import ApiError, ClusterAPI
 from nodewright.runtime.clock import Clock
+from nodewright.runtime.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
 
@@ -27,28 +35,6 @@ DEFAULT_DEDUPE_SECONDS = 120.0
 CLUSTER_SCOPED_EVENT_NAMESPACE = "default"
 _NOTE_LIMIT = 1024
 _SWEEP_EVERY = 1000
-
-
-class TokenBucket:
-    """`rate` tokens a second, at most `burst` saved up; time comes from the clock."""
-
-    def __init__(self, clock: Clock, rate: float, burst: int) -> None:
-        self._clock = clock
-        self._rate = rate
-        self._burst = float(burst)
-        self._tokens = float(burst)
-        self._stamp: datetime | None = None
-
-    def try_accept(self) -> bool:
-        now = self._clock.now()
-        if self._stamp is not None:
-            elapsed = (now - self._stamp).total_seconds()
-            self._tokens = min(self._burst, self._tokens + max(elapsed, 0.0) * self._rate)
-        self._stamp = now
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
-            return True
-        return False
 
 
 @dataclass(frozen=True)
@@ -81,6 +67,21 @@ def regarding_reference(obj: Mapping[str, Any]) -> dict[str, str]:
     return reference
 
 
+Sink = Callable[[dict[str, Any]], None]
+
+
+def write_event(cluster: ClusterAPI, body: dict[str, Any]) -> bool:
+    """Create one Event; a failure is logged, never raised. True when written."""
+    try:
+        cluster.create(body)
+    except ApiError as error:
+        regarding = body.get("regarding") or {}
+        log.warning("event %s about %s/%s not written: %s", body.get("reason"),
+                    regarding.get("kind"), regarding.get("name"), error)
+        return False
+    return True
+
+
 class EventRecorder:
     """Writes Events through the ClusterAPI, deduplicated and rate-limited."""
 
@@ -92,6 +93,7 @@ class EventRecorder:
         reporting_instance: str = "nodewright",
     ) -> None:
         self._cluster = cluster
+        self._sink: Sink | None = None
         self._clock = clock
         self._instance = reporting_instance
         self._seen: dict[tuple[str, ...], datetime] = {}
@@ -99,6 +101,10 @@ class EventRecorder:
         self._last_stamp = 0
         self.written = 0
         self.dropped = 0
+
+    def send_to(self, sink: Sink | None) -> None:
+        """Hand the Events to `sink` instead of writing them (None: write at once)."""
+        self._sink = sink
 
     def publish(self, *events: Event) -> None:
         for event in events:
@@ -147,10 +153,7 @@ class EventRecorder:
             "type": event.type,
             "regarding": reference,
         }
-        try:
-            self._cluster.create(body)
-        except ApiError as error:
-            log.warning("event %s about %s/%s not written: %s", event.reason,
-                        reference["kind"], reference["name"], error)
-            return
-        self.written += 1
+        if self._sink is not None:
+            self._sink(body)
+        elif write_event(self._cluster, body):
+            self.written += 1

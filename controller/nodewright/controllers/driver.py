@@ -19,14 +19,13 @@ from functools import partial
 
 from nodewright.cluster.api import KINDS, ClusterAPI, WatchStream
 from nodewright.runtime.clock import VirtualClock
+from nodewright.runtime.ratelimit import RECONCILE_BACKOFF
 from nodewright.runtime.reconciler import Reconciler, WatchEvent
 
 Listener = Callable[[WatchEvent], None]
 
 log = logging.getLogger(__name__)
 
-_BACKOFF_BASE = 0.005
-_BACKOFF_MAX = 1000.0
 # Events are the controllers' output, not their input: nobody watches them.
 WATCHED_KINDS = tuple(kind for kind in KINDS if kind != "Event")
 
@@ -117,7 +116,7 @@ class VirtualDriver:
             self._failures[slot] = failures
             self.errors.append((reconciler.name, key, error))
             log.warning("%s: reconcile %r failed (%s); retrying", reconciler.name, key, error)
-            delay = min(_BACKOFF_BASE * 2 ** (failures - 1), _BACKOFF_MAX)
+            delay = RECONCILE_BACKOFF.delay(failures)
             self.enqueue(reconciler, key, self.clock.now() + timedelta(seconds=delay))
             return
         self._failures.pop(slot, None)

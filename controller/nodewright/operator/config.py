@@ -21,6 +21,8 @@ from typing import Any, Literal
 from nodewright.cloud.sim.settings import SCENARIO_KEYS as SIM_TIMING_KEYS
 from nodewright.cloud.sim.settings import SimSettings
 from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE
+from nodewright.cluster.kube.informer import DEFAULT_WATCH_READ_TIMEOUT
+from nodewright.cluster.kube.transport import DEFAULT_BURST, DEFAULT_QPS
 
 Cloud = Literal["aws", "sim"]
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -37,6 +39,8 @@ _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
                    "h": 3600.0}
+DEFAULT_KUBE_CLIENT_QPS = int(DEFAULT_QPS)
+DEFAULT_KUBE_CLIENT_BURST = DEFAULT_BURST
 _CLUSTER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,99}$")
 
 
@@ -68,6 +72,9 @@ class OperatorConfig:
     leader_election_namespace: str = "nodewright"
     identity: str = ""
     sim_timing: SimSettings | None = None
+    kube_client_qps: int = DEFAULT_KUBE_CLIENT_QPS
+    kube_client_burst: int = DEFAULT_KUBE_CLIENT_BURST
+    watch_read_timeout: float = DEFAULT_WATCH_READ_TIMEOUT
 
 
 # --- parsers: text -> value, ValueError with the reason -----------------------------------
@@ -94,6 +101,16 @@ def _positive_duration(text: str) -> float:
     if seconds <= 0:
         raise ValueError("must be longer than 0s")
     return seconds
+
+
+def parse_positive_int(text: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError("not a whole number") from None
+    if value < 1:
+        raise ValueError("must be at least 1")
+    return value
 
 
 def parse_bool(text: str) -> bool:
@@ -231,6 +248,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("--leader-election-namespace", "LEADER_ELECTION_NAMESPACE", "namespace of the "
            "leader Lease (default: POD_NAMESPACE, else the service account's namespace)",
            metavar="NAMESPACE"),
+    Option("--kube-client-qps", "KUBE_CLIENT_QPS", "requests a second to the API server, "
+           "on average (client-side limit; watch streams count once, when they open)",
+           parse_positive_int, str(DEFAULT_KUBE_CLIENT_QPS), "QPS"),
+    Option("--kube-client-burst", "KUBE_CLIENT_BURST", "requests to the API server allowed "
+           "at once above the QPS", parse_positive_int, str(DEFAULT_KUBE_CLIENT_BURST),
+           "COUNT"),
+    Option("--watch-read-timeout", "NODEWRIGHT_WATCH_READ_TIMEOUT", "abandon and reopen a "
+           "watch that sends nothing (no event, no bookmark) for this long; the API server "
+           "sends a bookmark about every minute", _positive_duration,
+           f"{DEFAULT_WATCH_READ_TIMEOUT:g}s", "DURATION"),
     Option("--sim-timing", "NODEWRIGHT_SIM_TIMING", "with --cloud sim: how long simulated "
            "instances take, as key=duration pairs (" + ", ".join(
                f"{key}" for key in SIM_TIMING_KEYS) + "; defaults 20s launch, 30s "
@@ -302,6 +329,9 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
         ),
         identity=_identity(env),
         sim_timing=values["sim_timing"],
+        kube_client_qps=values["kube_client_qps"],
+        kube_client_burst=values["kube_client_burst"],
+        watch_read_timeout=values["watch_read_timeout"],
     )
 
 

@@ -12,6 +12,12 @@ written for a single-threaded driver, and this keeps them so.
 of events): tests run several drivers (the cluster's actors, two operators) against one
 in-memory cluster that is not thread-safe, and the lock makes them take turns.
 
+`stalled()` is the liveness of the loop (/healthz): a controller that has had work for
+longer than its budget without finishing a reconcile (time spent reconciling other
+controllers is not charged to it, so one long disruption pass does not make the others
+look stuck), or one reconcile running past its controller's budget, means the loop is
+wedged and the kubelet should restart the process.
+
 Only the leader reconciles: while `leading` is clear (a standby replica, or before the
 Lease is won) events still reach the listeners and keys still gather in the queues, so a
 replica that takes over starts with warm caches and its work already queued.
@@ -23,8 +29,9 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from nodewright import metrics
@@ -42,6 +49,22 @@ FORBIDDEN_HINT = (" (the RBAC that `nodewright manifests` renders grants every r
 
 Listener = Callable[[WatchEvent], None]
 
+
+@dataclass(frozen=True)
+class HealthLimits:
+    """When /healthz fails. Generous: a restart costs a re-list of the whole cluster."""
+
+    # How long a controller may have work without finishing one reconcile.
+    stall_budget: float = 120.0
+    # Controllers whose one reconcile may simulate the whole cluster.
+    stall_budgets: Mapping[str, float] = field(
+        default_factory=lambda: {"disruption": 600.0, "provisioner": 600.0})
+    # How long an informer may go without an open watch.
+    disconnected: float = 300.0
+
+    def budget(self, controller: str) -> float:
+        return self.stall_budgets.get(controller, self.stall_budget)
+
 log = logging.getLogger(__name__)
 
 
@@ -56,6 +79,7 @@ class OperatorDriver:
         rate_limiter: Callable[[], RateLimiter] = RateLimiter,
         name: str = "nodewright",
         world_lock: AbstractContextManager[object] | None = None,
+        health: HealthLimits | None = None,
     ) -> None:
         self.cluster = cluster
         self.clock = clock or LoopClock()
@@ -79,6 +103,11 @@ class OperatorDriver:
         # sees conflicts all the time, and each error holds its traceback's frames.
         self.errors: deque[tuple[str, str, BaseException]] = deque(maxlen=ERRORS_KEPT)
         self.reconciles = 0
+        self.health = health or HealthLimits()
+        # Per controller: when it last finished a reconcile or had no work (monotonic),
+        # moved forward by the time the loop spent on other controllers.
+        self._progress: dict[int, float] = {}
+        self._in_flight: tuple[Reconciler, float] | None = None
 
     # --- set-up -------------------------------------------------------------------------
 
@@ -94,6 +123,7 @@ class OperatorDriver:
             with self._lock:
                 self._reconcilers.append(reconciler)
                 self._queues[id(reconciler)] = WorkQueue(reconciler.name, self._rate_limiter())
+                self._progress[id(reconciler)] = time.monotonic()
 
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -131,6 +161,33 @@ class OperatorDriver:
     def pending(self) -> int:
         with self._lock:
             return sum(len(queue) for queue in self._queues.values())
+
+    def stalled(self) -> str | None:
+        """Why the loop looks wedged, or None (see the module's docstring)."""
+        if not self.leading.is_set():
+            return None
+        with self._lock:
+            now = time.monotonic()
+            busy_elsewhere = 0.0
+            if self._in_flight is not None:
+                current, started = self._in_flight
+                running = now - started
+                budget = self.health.budget(current.name)
+                if running > budget:
+                    return (f"controller {current.name} has been in one reconcile for "
+                            f"{running:.0f}s (budget {budget:.0f}s)")
+                busy_elsewhere = running
+            for reconciler in self._reconcilers:
+                if not self._queues[id(reconciler)].busy():
+                    continue
+                waited = now - self._progress[id(reconciler)]
+                if self._in_flight is not None and self._in_flight[0] is not reconciler:
+                    waited -= busy_elsewhere
+                budget = self.health.budget(reconciler.name)
+                if waited > budget:
+                    return (f"controller {reconciler.name} has had work for {waited:.0f}s "
+                            f"without finishing a reconcile (budget {budget:.0f}s)")
+        return None
 
     @property
     def reconcilers(self) -> Sequence[Reconciler]:
@@ -214,8 +271,10 @@ class OperatorDriver:
         """The next ready key, taking controllers in turn so none starves the others."""
         with self._lock:
             now = time.monotonic()
-            for queue in self._queues.values():
+            for reconciler_id, queue in self._queues.items():
                 queue.promote_due(now)
+                if not queue.busy():
+                    self._progress[reconciler_id] = now
             count = len(self._reconcilers)
             for offset in range(count):
                 index = (self._turn + offset) % count
@@ -231,17 +290,23 @@ class OperatorDriver:
         # Checked here, under the world lock, not before taking it: a replica that stepped
         # down (or a test that froze it) while this thread waited must not write once more.
         if not self.leading.is_set() or self._stopping.is_set():
+            with self._lock:  # a standby's queues fill up without anyone stalling
+                now = time.monotonic()
+                self._progress = dict.fromkeys(self._progress, now)
             return False
         work = self._next_work()
         if work is None:
             return False
         reconciler, queue, key = work
         self.reconciles += 1
+        with self._lock:
+            self._in_flight = (reconciler, time.monotonic())
         try:
             with metrics.measure(metrics.RECONCILE_TIME, controller=reconciler.name), \
                     logs.reconciling(reconciler.name, key):
                 result = reconciler.reconcile(key)
         except Exception as error:
+            self._finished(reconciler)
             with self._lock:
                 queue.done(key)
                 delay = queue.add_rate_limited(key, time.monotonic())
@@ -253,6 +318,7 @@ class OperatorDriver:
                     FORBIDDEN_HINT if isinstance(error, ApiError) and error.status == 403
                     else "", extra={"controller": reconciler.name, "key": key})
             return True
+        self._finished(reconciler)
         with self._lock:
             queue.done(key)
             queue.forget(key)
@@ -261,3 +327,14 @@ class OperatorDriver:
         outcome = "success" if result.requeue_after is None else "requeue_after"
         metrics.RECONCILE_TOTAL.labels(controller=reconciler.name, result=outcome).inc()
         return True
+
+    def _finished(self, reconciler: Reconciler) -> None:
+        """A reconcile ended: progress for its controller; the others are not charged for
+        the time it took."""
+        with self._lock:
+            now = time.monotonic()
+            started = self._in_flight[1] if self._in_flight is not None else now
+            self._in_flight = None
+            for reconciler_id, progress in self._progress.items():
+                self._progress[reconciler_id] = min(now, progress + (now - started))
+            self._progress[id(reconciler)] = now

@@ -1,11 +1,15 @@
 """The operator's HTTP endpoints: Prometheus metrics, and the kubelet's probes.
 
 - `/metrics` on METRICS_PORT serves `nodewright.metrics.REGISTRY`.
-- `/healthz` (liveness) on HEALTH_PROBE_PORT answers 200 while the operator's threads
-  run; a wedged or dead loop makes the kubelet restart the container.
-- `/readyz` (readiness) answers 200 once the informer caches have synced. A standby
-  replica is ready too: it is healthy and waiting for the Lease, and being ready keeps the
-  PodDisruptionBudget satisfied.
+- `/healthz` (liveness) on HEALTH_PROBE_PORT answers 200 while the operator's loop makes
+  progress: it fails when the loop thread died, a controller has had work past its budget
+  without finishing a reconcile (`HealthLimits`: 10 min for disruption and provisioning,
+  2 min for the others), an informer has had no open watch for 5 min, or the Lease was
+  lost, so the kubelet restarts the container.
+- `/readyz` (readiness) answers 200 once the informer caches have synced, and for the
+  leader while its Lease renewals go through. A standby replica is ready too: it is
+  healthy and waiting for the Lease, and being ready keeps the PodDisruptionBudget
+  satisfied.
 
 Port 0 binds a free port (tests); `port` tells which one was bound.
 """

@@ -102,6 +102,8 @@ class LeaderElector:
         self._lease: dict[str, Any] | None = None
         self._problem: str | None = None
         self._problem_logged_at = 0.0
+        # Since when a leader's renewals have failed (monotonic; None while they succeed).
+        self._renewal_failing_since: float | None = None
         self._status = metrics.LEADER_ELECTION_STATUS.labels(name=name)
         self._status.set(0)
 
@@ -128,6 +130,14 @@ class LeaderElector:
         """What keeps this candidate from taking part in the election, that a user must fix
         (None when it can read and write the Lease)."""
         return self._problem
+
+    def renewal_problem(self) -> str | None:
+        """Why a leader is not ready: its Lease is not being renewed (None otherwise)."""
+        since = self._renewal_failing_since
+        if since is None or not self._leading.is_set():
+            return None
+        return (f"the leader Lease has not been renewed for {time.monotonic() - since:.0f}s "
+                f"(it is given up after {self.timing.renew_deadline:g}s)")
 
     def holder(self) -> str:
         """The identity the Lease names now ('' when free or unreadable)."""
@@ -159,7 +169,10 @@ class LeaderElector:
                 if self._stop.is_set():
                     return
                 if renewed:
+                    self._renewal_failing_since = None
                     break
+                if self._renewal_failing_since is None:
+                    self._renewal_failing_since = time.monotonic()
                 left = deadline - time.monotonic()
                 if left <= 0:
                     log.error("lost the leader Lease %s/%s: not renewed within %.1fs",

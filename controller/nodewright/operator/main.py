@@ -27,12 +27,14 @@ from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
 from nodewright.cluster.kube.cluster import KubeCluster, connect
 from nodewright.cluster.kube.discovery import ServerCheckError
+from nodewright.cluster.kube.transport import ClientLimits
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.operator import logs
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import FEATURE_GATES, OperatorConfig
+from nodewright.operator.driver import HealthLimits
 from nodewright.operator.endpoints import MetricsEndpoint, ProbeEndpoint
 from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
@@ -111,11 +113,14 @@ def controller_options(config: OperatorConfig) -> ControllerOptions:
 class ControllerProcess:
     def __init__(self, config: OperatorConfig, *, cluster: KubeCluster | None = None,
                  timing: LeaseTiming | None = None,
-                 sim_settings: SimSettings | None = None) -> None:
-        """`cluster`, `timing` and `sim_settings` replace what the configuration would
-        build (tests: a stubbed API server, short leases, fast simulated instances)."""
+                 sim_settings: SimSettings | None = None,
+                 health: HealthLimits | None = None) -> None:
+        """`cluster`, `timing`, `sim_settings` and `health` replace what the configuration
+        would build (tests: a stubbed API server, short leases, fast simulated instances,
+        short liveness budgets)."""
         self.config = config
         self._timing = timing or LeaseTiming()
+        self._health = health or HealthLimits()
         self._sim_settings = sim_settings
         self._given_cluster = cluster
         self.cluster: KubeCluster | None = None
@@ -142,7 +147,7 @@ class ControllerProcess:
             identity=config.identity, leader_elect=config.leader_elect,
             lease_name=config.leader_election_name,
             lease_namespace=config.leader_election_namespace,
-            timing=self._timing, controllers=options,
+            timing=self._timing, controllers=options, health=self._health,
         )
         self.operator = Operator(cluster, cloud, settings, clock=clock, extra=extra)
         try:
@@ -158,11 +163,15 @@ class ControllerProcess:
 
     def _connect(self) -> KubeCluster:
         try:
-            return KubeCluster(connect(self.config.kubeconfig))
+            client = connect(self.config.kubeconfig)
         except Exception as error:  # lightkube's ConfigError, a missing or unreadable file
             where = self.config.kubeconfig or "the in-cluster service account or ~/.kube/config"
             raise StartupError(f"cannot load the Kubernetes configuration from {where}: "
                                f"{error}") from error
+        limits = ClientLimits(qps=float(self.config.kube_client_qps),
+                              burst=self.config.kube_client_burst)
+        return KubeCluster(client, limits=limits,
+                           watch_read_timeout=self.config.watch_read_timeout)
 
     def _configured_by(self) -> str:
         if self.config.kubeconfig:
@@ -184,8 +193,12 @@ class ControllerProcess:
         if self.operator is None:
             return "starting"
         problem = self.operator.healthy()
-        if problem is None and self.cluster is not None and not self.cluster.alive():
-            return "a watch of the API server stopped"
+        if problem is None and self.cluster is not None:
+            if not self.cluster.alive():
+                return "a watch of the API server stopped"
+            down = self.cluster.disconnected(self._health.disconnected)
+            if down:
+                return f"no watch of the API server open for: {', '.join(down)}"
         return problem
 
     def lost_leadership(self) -> bool:

@@ -25,7 +25,8 @@ from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE, WATCHED_KINDS
 from nodewright.controllers.wiring import ControllerOptions, Controllers, build_controllers
 from nodewright.operator.clock import LoopClock
-from nodewright.operator.driver import OperatorDriver
+from nodewright.operator.driver import HealthLimits, OperatorDriver
+from nodewright.operator.events import EventWriter
 from nodewright.operator.leader import LeaderElector, LeaseTiming
 from nodewright.runtime.reconciler import Reconciler
 
@@ -42,6 +43,7 @@ class OperatorSettings:
     controllers: ControllerOptions = field(default_factory=ControllerOptions)
     # How long the driver may idle between looks at the watch stream.
     idle_interval: float = 0.02
+    health: HealthLimits = field(default_factory=HealthLimits)
 
 
 class Operator:
@@ -60,10 +62,13 @@ class Operator:
         self.clock = clock or LoopClock()
         self.driver = OperatorDriver(cluster, clock=self.clock, kinds=WATCHED_KINDS,
                                      idle_interval=settings.idle_interval,
-                                     name=settings.identity, world_lock=world_lock)
+                                     name=settings.identity, world_lock=world_lock,
+                                     health=settings.health)
         self.controllers: Controllers = build_controllers(cluster, cloud, self.clock,
                                                           settings.controllers)
         self.controllers.attach(self.driver)
+        self.events = EventWriter(cluster, world_lock=world_lock)
+        self.controllers.recorder.send_to(self.events.submit)
         self.driver.add(*extra)
         self.lost_leadership = threading.Event()
         self.elector: LeaderElector | None = None
@@ -82,6 +87,7 @@ class Operator:
 
     def start(self) -> None:
         """Watch at once (a standby keeps warm caches); reconcile once leading."""
+        self.events.start()
         self.driver.start(leading=False)
         if self.elector is None:
             self._lead()
@@ -107,6 +113,7 @@ class Operator:
         ended within `timeout`."""
         self.driver.leading.clear()
         stopped = self.driver.stop(timeout)
+        self.events.stop(timeout)
         if self.elector is not None:
             self.elector.stop(release=stopped, timeout=timeout)
         return stopped
@@ -128,13 +135,14 @@ class Operator:
             return "the controller loop is not running"
         if self.lost_leadership.is_set():
             return "lost the leader Lease"
-        return None
+        return self.driver.stalled()
 
     def ready(self) -> str | None:
-        """None when ready, else why not (for /readyz): the caches have synced and the
-        leader Lease can be read and written (a standby waiting for it is ready)."""
+        """None when ready, else why not (for /readyz): the caches have synced, the
+        leader Lease can be read and written (a standby waiting for it is ready), and a
+        leader's last renewal went through."""
         if not self.driver.synced():
             return "the watch caches have not synced yet"
         if self.elector is not None:
-            return self.elector.problem()
+            return self.elector.problem() or self.elector.renewal_problem()
         return None

@@ -18,41 +18,33 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from dataclasses import dataclass, field
 
 from nodewright import metrics
+from nodewright.runtime.ratelimit import RECONCILE_BACKOFF, Backoff, TokenBucket
 
-BACKOFF_BASE = 0.005
-BACKOFF_MAX = 1000.0
+BACKOFF_BASE = RECONCILE_BACKOFF.initial
+BACKOFF_MAX = RECONCILE_BACKOFF.maximum
 BUCKET_QPS = 10.0
 BUCKET_BURST = 100
 
 
-@dataclass
 class RateLimiter:
     """controller-runtime's DefaultControllerRateLimiter: per-item exponential backoff,
     overall token bucket; `when` gives the delay before a retry of `key` at time `now`."""
 
-    base: float = BACKOFF_BASE
-    maximum: float = BACKOFF_MAX
-    qps: float = BUCKET_QPS
-    burst: int = BUCKET_BURST
-    _failures: dict[str, int] = field(default_factory=dict)
-    _tokens: float | None = None
-    _last: float = 0.0
+    def __init__(self, base: float = BACKOFF_BASE, maximum: float = BACKOFF_MAX,
+                 qps: float = BUCKET_QPS, burst: int = BUCKET_BURST) -> None:
+        self.backoff = Backoff(initial=base, maximum=maximum)
+        self._now = 0.0
+        # The bucket reads the time `when` was given.
+        self._bucket = TokenBucket(qps, burst, now=lambda: self._now)
+        self._failures: dict[str, int] = {}
 
     def when(self, key: str, now: float) -> float:
-        failures = self._failures.get(key, 0)
-        self._failures[key] = failures + 1
-        backoff = min(self.base * 2.0 ** min(failures, 64), self.maximum)
-        return max(backoff, self._bucket_delay(now))
-
-    def _bucket_delay(self, now: float) -> float:
-        """A token bucket that may go into debt: the debt is the wait for the next token."""
-        tokens = float(self.burst) if self._tokens is None else self._tokens
-        tokens = min(float(self.burst), tokens + (now - self._last) * self.qps) - 1.0
-        self._tokens, self._last = tokens, now
-        return 0.0 if tokens >= 0 else -tokens / self.qps
+        failures = self._failures.get(key, 0) + 1
+        self._failures[key] = failures
+        self._now = now
+        return max(self.backoff.delay(failures), self._bucket.reserve())
 
     def failures(self, key: str) -> int:
         return self._failures.get(key, 0)
@@ -141,3 +133,7 @@ class WorkQueue:
 
     def ready(self) -> int:
         return len(self._queue)
+
+    def busy(self) -> bool:
+        """Keys ready now or being reconciled (waiting keys are not work yet)."""
+        return bool(self._queue) or bool(self._processing)

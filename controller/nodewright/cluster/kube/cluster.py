@@ -2,7 +2,8 @@
 
 Reads of the kinds it caches (by default the operator's `WATCHED_KINDS`) come from the
 informers' caches, as controller-runtime's client reads them, so controllers can read as
-often as they like without loading the API server; they wait for the first list. Other
+often as they like without loading the API server; they wait a few seconds for the first
+list, then fail with CacheNotSyncedError (the reconcile is retried). Other
 kinds are read from the server. Writes go to the server: `update` is a PUT carrying the
 object's resourceVersion (409 Conflict when stale), `patch` a JSON merge patch (a
 `metadata.resourceVersion` in it is a precondition), the status subresource when asked,
@@ -40,9 +41,13 @@ from nodewright.cluster.kube import gaps
 from nodewright.cluster.kube.access import WATCHED_KINDS
 from nodewright.cluster.kube.discovery import check_server
 from nodewright.cluster.kube.errors import translate, translate_http, unreachable
-from nodewright.cluster.kube.informer import Backoff, Informer, Subscription
+from nodewright.cluster.kube.informer import (
+    DEFAULT_WATCH_READ_TIMEOUT,
+    Informer,
+    Subscription,
+)
 from nodewright.cluster.kube.resources import resource_class, status_class, to_object
-from nodewright.cluster.kube.transport import instrument
+from nodewright.cluster.kube.transport import ClientLimits, LimitedTransport, instrument, limit
 from nodewright.runtime.reconciler import WatchEvent
 
 FIELD_MANAGER = "nodewright"
@@ -53,6 +58,11 @@ NAME_ATTEMPTS = 3
 # What the API server draws a generateName's five characters from (no vowels, no 0/1/3).
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 T = TypeVar("T")
+
+
+# The longest a read waits for its kind's first list: a reconcile that finds the cache
+# not synced fails with CacheNotSyncedError and is retried, rather than holding the loop.
+SYNC_WAIT_SECONDS = 5.0
 
 
 class CacheNotSyncedError(ApiError):
@@ -96,15 +106,18 @@ class KubeCluster:
         client: Client,
         *,
         cached_kinds: Iterable[str] = WATCHED_KINDS,
-        sync_timeout: float = 120.0,
+        sync_timeout: float = SYNC_WAIT_SECONDS,
         informer_factory: Callable[[Client, str], Informer] | None = None,
+        limits: ClientLimits | None = None,
+        watch_read_timeout: float = DEFAULT_WATCH_READ_TIMEOUT,
     ) -> None:
         self.client = client
         instrument(client)
+        self.transport: LimitedTransport = limit(client, limits or ClientLimits())
         self._cached_kinds = frozenset(cached_kinds)
         self._sync_timeout = sync_timeout
         self._informer_factory = informer_factory or (
-            lambda client, kind: Informer(client, kind, backoff=Backoff()))
+            lambda client, kind: Informer(client, kind, read_timeout=watch_read_timeout))
         self._informers: dict[str, Informer] = {}
         self._lock = threading.Lock()
 
@@ -135,6 +148,14 @@ class KubeCluster:
         with self._lock:
             informers = list(self._informers.values())
         return [informer.problem for informer in informers if informer.problem]
+
+    def disconnected(self, limit: float) -> list[str]:
+        """The kinds whose informers have had no open watch for longer than `limit`
+        seconds (after their first sync), with for how long (for /healthz)."""
+        with self._lock:
+            informers = list(self._informers.values())
+        return [f"{informer.kind} for {informer.disconnected_for():.0f}s"
+                for informer in informers if informer.disconnected_for() > limit]
 
     def check_server(self, *, configured_by: str) -> str:
         """The API server's version once it answers and serves every kind this cluster

@@ -1,22 +1,24 @@
 """Two requests lightkube's public API cannot express, made through its own request path.
 
-- A watch with `allowWatchBookmarks=true`: `Client.watch` has no parameter for it.
+- A watch with `allowWatchBookmarks=true` and a read timeout: `Client.watch` has no
+  parameter for either (and reconnects by itself, where the informer must decide).
 - A delete with `preconditions.uid`: `Client.delete` sends no DeleteOptions body.
 
 Both build lightkube's `BasicRequest` with `prepare_request` (URL, namespace, fieldManager
 rules), add the one missing piece, and go through lightkube's sending, error decoding and
-watch loop, so no HTTP is written by hand. They touch lightkube's generic client
+watch-event decoding, so no HTTP is written by hand. They touch lightkube's generic client
 (`Client._client`); docs/decisions.md records it, and tests/kube covers both against
 stubbed HTTP, so an upgrade that moves these internals fails there first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx2
 from lightkube import Client
-from lightkube.types import OnErrorHandler
+from lightkube.core.generic_client import WatchDriver
 
 
 def watch_with_bookmarks(
@@ -25,8 +27,15 @@ def watch_with_bookmarks(
     *,
     resource_version: str,
     server_timeout: int,
-    on_error: OnErrorHandler,
+    read_timeout: float,
+    on_open: Callable[[], None] = lambda: None,
 ) -> Iterator[tuple[str, Any]]:
+    """One watch stream, until the server ends it (the informer opens the next one).
+
+    `read_timeout` bounds the wait for the next line: the server sends a BOOKMARK about
+    every minute, so a longer silence means a connection that died without a word, which
+    would otherwise freeze the cache for good (lightkube's watch reads without a timeout).
+    `on_open` is called once the server has answered 200."""
     generic = client._client
     request = generic.prepare_request(
         "list",
@@ -39,8 +48,18 @@ def watch_with_bookmarks(
             "allowWatchBookmarks": "true",
         },
     )
-    events: Iterator[tuple[str, Any]] = generic.watch(request, on_error=on_error)
-    return events
+    driver = WatchDriver(request, generic._client.build_request)
+    timeout = httpx2.Timeout(generic._watch_timeout)
+    timeout.read = read_timeout
+    built = driver.get_request(timeout=timeout)  # type: ignore[no-untyped-call]
+    response = generic.send(built, stream=True)
+    try:
+        response.raise_for_status()
+        on_open()
+        for line in response.iter_lines():
+            yield driver.process_one_line(line)  # type: ignore[no-untyped-call]
+    finally:
+        response.close()
 
 
 def delete_with_options(

@@ -5,7 +5,10 @@ resourceVersion with bookmarks (which keep that version fresh while nothing chan
 When the watch ends it resumes from the last version seen; when the server answers 410
 Gone (that version is older than it keeps) it lists again and turns the difference into
 events, so subscribers never miss a deletion; any other failure is retried with
-client-go's backoff (0.8 s doubling to 30 s, with jitter).
+client-go's backoff (0.8 s doubling to 30 s, with jitter). A stream that stays silent past
+the read timeout (no event and no bookmark, which the server sends about every minute: a
+connection that died without closing) is abandoned and a new one opened from the last
+resourceVersion, at once.
 
 Subscribers are `Subscription`s: each gets ADDED for every cached object when it
 subscribes, then every change, in order.
@@ -17,14 +20,13 @@ import copy
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 from lightkube import ApiError as LightkubeApiError
 from lightkube import Client
-from lightkube.types import OnErrorAction, OnErrorResult
 
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, NotFoundError, Object, kind_of
@@ -32,6 +34,7 @@ from nodewright.cluster.kube import gaps
 from nodewright.cluster.kube.discovery import INSTALL_CRDS
 from nodewright.cluster.kube.errors import GoneError, translate, translate_http, unreachable
 from nodewright.cluster.kube.resources import resource_class, to_object
+from nodewright.runtime.ratelimit import REFLECTOR_BACKOFF, Backoff
 from nodewright.runtime.reconciler import EventType, WatchEvent
 
 log = logging.getLogger(__name__)
@@ -39,17 +42,13 @@ log = logging.getLogger(__name__)
 LIST_PAGE_SIZE = 500
 
 
-@dataclass(frozen=True)
-class Backoff:
-    """client-go's reflector backoff: 800 ms doubling to 30 s, with up to 100 % jitter."""
+# The API server sends a BOOKMARK about every minute to a watch that asked for them
+# (Kubernetes 1.26: every 60 s or so): a stream silent for longer than this is dead.
+DEFAULT_WATCH_READ_TIMEOUT = 90.0
 
-    initial: float = 0.8
-    maximum: float = 30.0
-    jitter: float = 1.0
 
-    def delay(self, failures: int) -> float:
-        base = min(self.initial * 2.0 ** min(max(0, failures - 1), 64), self.maximum)
-        return base * (1 + random.random() * self.jitter)
+class SilentWatchError(ApiError):
+    """A watch stream sent nothing (no event, no bookmark) within the read timeout."""
 
 
 class Subscription:
@@ -79,13 +78,21 @@ class Informer:
         *,
         backoff: Backoff | None = None,
         watch_timeout: Callable[[], int] = lambda: random.randint(300, 600),
+        read_timeout: float = DEFAULT_WATCH_READ_TIMEOUT,
         sleep: Callable[[float], bool] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
         self.kind = kind
         self._resource = resource_class(kind)
-        self._backoff = backoff or Backoff()
+        self._backoff = backoff or REFLECTOR_BACKOFF
         self._watch_timeout = watch_timeout
+        self._read_timeout = read_timeout
+        self._monotonic = monotonic
+        # Since when the informer has had no open watch (None while one is open); counted
+        # from the first sync on, for /healthz.
+        self._down_since: float | None = None
+        self.silent_restarts = 0
         self._cache: dict[str, Object] = {}
         # The resourceVersion of each object as last reported to subscribers.
         self._told: dict[str, str] = {}
@@ -121,6 +128,18 @@ class Informer:
 
     def wait_synced(self, timeout: float | None) -> bool:
         return self._synced.wait(timeout)
+
+    def watching(self) -> bool:
+        """Whether a watch stream is open now."""
+        return self.synced() and self._down_since is None
+
+    def disconnected_for(self) -> float:
+        """Seconds since the informer last had an open watch (0 while it has one, and
+        before its first sync: /readyz covers that)."""
+        down_since = self._down_since
+        if down_since is None or not self.synced():
+            return 0.0
+        return max(0.0, self._monotonic() - down_since)
 
     # --- reads --------------------------------------------------------------------------
 
@@ -175,6 +194,12 @@ class Informer:
             except GoneError:
                 log.info("watch of %s expired (410 Gone); listing again", self.kind)
                 self._version = ""
+            except SilentWatchError:
+                self.silent_restarts += 1
+                log.warning("watch of %s silent for %.0fs (no event, no bookmark): the "
+                            "connection is taken for dead; watching again from "
+                            "resourceVersion %s", self.kind, self._read_timeout,
+                            self._version, extra={"kind": self.kind})
             except Exception as error:  # ApiError, or a bug: never let the informer die
                 if self._stop.is_set():
                     return
@@ -241,6 +266,8 @@ class Informer:
                 elif told != objects.meta(obj).get("resourceVersion"):
                     self._emit("MODIFIED", obj)
             self._version = version
+        if self._down_since is None:
+            self._down_since = self._monotonic()
         self._synced.set()
 
     def _watch(self) -> None:
@@ -249,7 +276,8 @@ class Informer:
             self._resource,
             resource_version=self._version,
             server_timeout=self._watch_timeout(),
-            on_error=_raise,
+            read_timeout=self._read_timeout,
+            on_open=self._opened,
         )
         try:
             for event_type, item in _guarded(events):
@@ -258,9 +286,14 @@ class Informer:
                     return
                 self._apply(event_type, to_object(self.kind, item))
         finally:
+            if self._down_since is None:
+                self._down_since = self._monotonic()
             close = getattr(events, "close", None)
             if close is not None:
                 close()
+
+    def _opened(self) -> None:
+        self._down_since = None
 
     def _apply(self, event_type: str, obj: Object) -> None:
         version = str(objects.meta(obj).get("resourceVersion") or "")
@@ -305,11 +338,6 @@ def resource_name(kind: str) -> str:
     return f"{spec.plural}.{spec.group}" if spec.group else spec.plural
 
 
-def _raise(error: Exception, count: int) -> OnErrorResult:
-    """Let the informer decide: re-list on 410, back off on anything else."""
-    return OnErrorResult(OnErrorAction.RAISE)
-
-
 def _guarded(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
     try:
         yield from events
@@ -317,6 +345,8 @@ def _guarded(events: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
         raise translate(error) from error
     except httpx2.HTTPStatusError as error:  # lightkube's watch does not decode these
         raise _status_error(error) from error
+    except httpx2.ReadTimeout as error:
+        raise SilentWatchError(f"no data within the read timeout: {error}") from error
     except httpx2.TransportError as error:
         raise unreachable(error) from error
     except httpx2.HTTPError as error:

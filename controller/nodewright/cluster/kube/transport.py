@@ -7,18 +7,120 @@
   Kubernetes) gets `text/plain`: lightkube looks that header up unguarded and would raise a
   KeyError; with it, lightkube raises its HTTP status error, which the adapter translates.
 
+Every request also passes `LimitedTransport` (installed by `limit`), which does what client-go's
+REST client does with KUBE_CLIENT_QPS and KUBE_CLIENT_BURST: a token bucket spaces the
+requests (a watch takes a token when it opens, none while it streams), and an answer 429
+Too Many Requests, or a 5xx, that carries Retry-After is waited out (bounded) and the request
+sent again a few times, for reads and writes alike (API Priority and Fairness answers so
+when the server sheds load).
+
 The hook is an httpx event hook on lightkube's HTTP client (`Client._client._client`; the
 same internals gaps.py relies on), so the TLS and auth lightkube configured stay as they are.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 from lightkube import Client
 
 from nodewright.metrics import REST_CLIENT_REQUESTS
+from nodewright.runtime.ratelimit import TokenBucket
+
+log = logging.getLogger(__name__)
+
+# Karpenter's defaults (pkg/operator/options: KUBE_CLIENT_QPS, KUBE_CLIENT_BURST).
+DEFAULT_QPS = 200.0
+DEFAULT_BURST = 300
+
+
+@dataclass(frozen=True)
+class ClientLimits:
+    qps: float = DEFAULT_QPS
+    burst: int = DEFAULT_BURST
+    # Retries of an answer with Retry-After, and the longest wait honoured per retry.
+    retries: int = 3
+    max_retry_after: float = 10.0
+
+
+class LimitedTransport(httpx2.BaseTransport):
+    """QPS/burst and Retry-After around the transport lightkube built (TLS, auth kept).
+    `monotonic` and `sleep` are injectable: tests count the waits instead of taking them."""
+
+    def __init__(self, inner: httpx2.BaseTransport, limits: ClientLimits, *,
+                 monotonic: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.inner = inner
+        self.limits = limits
+        self._bucket = TokenBucket(limits.qps, limits.burst, now=monotonic)
+        self._lock = threading.Lock()
+        self._sleep = sleep
+        # What was waited, for tests and debugging: (why, seconds).
+        self.waits: list[tuple[str, float]] = []
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        retried = 0
+        while True:
+            with self._lock:
+                delay = self._bucket.reserve()
+            if delay > 0:
+                self._wait("qps", delay)
+            response = self.inner.handle_request(request)
+            retry_after = _retry_after(response)
+            if retry_after is None or retried >= self.limits.retries:
+                return response
+            response.close()
+            retried += 1
+            wait = min(retry_after, self.limits.max_retry_after)
+            log.info("the API server answered %s %s with %d and Retry-After %s; retrying "
+                     "in %.1fs (%d of %d)", request.method, request.url.path,
+                     response.status_code, response.headers.get("retry-after"), wait,
+                     retried, self.limits.retries)
+            self._wait("retry-after", wait)
+
+    def _wait(self, why: str, seconds: float) -> None:
+        self.waits.append((why, seconds))
+        self._sleep(seconds)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _retry_after(response: httpx2.Response) -> float | None:
+    """Seconds to wait before sending again, when the answer asks for it (client-go:
+    429, or any 5xx, with a Retry-After in whole seconds)."""
+    if response.status_code != 429 and not 500 <= response.status_code < 600:
+        return None
+    raw = response.headers.get("retry-after", "").strip()
+    if not raw.isdigit():
+        return None
+    return float(raw)
+
+
+def limit(client: Client, limits: ClientLimits, *,
+          monotonic: Callable[[], float] = time.monotonic,
+          sleep: Callable[[float], None] = time.sleep) -> LimitedTransport:
+    """Route every request of `client` through one `LimitedTransport` (once)."""
+    http: httpx2.Client = client._client._client
+    if isinstance(http._transport, LimitedTransport):
+        return http._transport
+    limited = LimitedTransport(http._transport, limits, monotonic=monotonic, sleep=sleep)
+    http._transport = limited
+    # A proxy (HTTPS_PROXY) mounts transports of its own: the same limiter goes around
+    # them by sharing its bucket.
+    for pattern, mounted in list(http._mounts.items()):
+        if mounted is not None and not isinstance(mounted, LimitedTransport):
+            wrapped = LimitedTransport(mounted, limits, sleep=sleep)
+            wrapped._bucket, wrapped._lock, wrapped.waits = (limited._bucket, limited._lock,
+                                                             limited.waits)
+            http._mounts[pattern] = wrapped
+    return limited
 
 
 def instrument(client: Client) -> None:

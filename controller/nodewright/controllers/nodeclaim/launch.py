@@ -40,14 +40,15 @@ from nodewright.controllers.nodeclaim.context import (
     name_of,
 )
 from nodewright.controllers.provisioning.problem import node_class_problem
+from nodewright.runtime.ratelimit import Backoff
 from nodewright.state.objects import describe_validation_error
 
 log = logging.getLogger(__name__)
 
 LAUNCHED = "Launched"
 _MESSAGE_LIMIT = 300
-_BACKOFF_BASE = 1.0
-_BACKOFF_MAX = 60.0
+# Launch retries: 1 s doubling to 1 min.
+BACKOFF = Backoff(initial=1.0, maximum=60.0)
 
 
 @dataclass
@@ -118,7 +119,7 @@ class Launch:
         log.warning("launching nodeclaim %s failed (%s): %s", name, reason, message)
         NODECLAIM.set_unknown(claim, LAUNCHED, self.context.clock.now(), reason,
                               _truncate(message))
-        return LaunchResult(requeue_after=min(_BACKOFF_BASE * 2 ** (attempts - 1), _BACKOFF_MAX))
+        return LaunchResult(requeue_after=BACKOFF.delay(attempts))
 
     def _give_up(self, claim: Object, reason: str, message: str,
                  metric_reason: str = "nodeclass_not_ready") -> LaunchResult:

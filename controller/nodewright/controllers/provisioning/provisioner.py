@@ -24,7 +24,7 @@ from nodewright import metrics
 from nodewright.api.quantity import format_quantity, parse_quantity
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ApiError, ClusterAPI
-from nodewright.cluster.events import Event, EventRecorder, TokenBucket
+from nodewright.cluster.events import Event, EventRecorder
 from nodewright.controllers.logfields import duration, listed, nodeclaim_fields
 from nodewright.controllers.provisioning.batcher import (
     DEFAULT_IDLE_SECONDS,
@@ -41,6 +41,7 @@ from nodewright.controllers.provisioning.problem import (
     scheduling_problem,
 )
 from nodewright.runtime.clock import Clock
+from nodewright.runtime.ratelimit import TokenBucket, clock_seconds
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.scheduling.pods import Pod, SpecError
 from nodewright.scheduling.solver import SchedulingResult, solve
@@ -94,7 +95,7 @@ class Provisioner:
         options = options or ProvisionerOptions()
         self.batcher = Batcher(clock, options.batch_idle_seconds, options.batch_max_seconds)
         # Karpenter rate-limits Nominated events across all pods: 5 a second, bursts of 10.
-        self._nomination_limiter = TokenBucket(clock, 5.0, 10)
+        self._nomination_limiter = TokenBucket(5.0, 10, now=clock_seconds(clock))
         self.outcomes: list[ProvisioningOutcome] = []
         self._solves = 0
         self._ignored = 0

@@ -25,13 +25,13 @@ from nodewright.cluster.api import (
 )
 from nodewright.cluster.events import Event, EventRecorder
 from nodewright.runtime.clock import Clock, format_time, parse_time
+from nodewright.runtime.ratelimit import Backoff
 from nodewright.state import podutil
 from nodewright.state.pods import pod_key
 
 log = logging.getLogger(__name__)
 
-BACKOFF_BASE_SECONDS = 0.1
-BACKOFF_MAX_SECONDS = 10.0
+BACKOFF = Backoff(initial=0.1, maximum=10.0)
 Pod = Mapping[str, Any]
 
 
@@ -118,7 +118,7 @@ class Evictor:
 
     def _back_off(self, entry: tuple[str, str, str]) -> None:
         attempts = self._backoff.get(entry, (0, self.clock.now()))[0] + 1
-        delay = min(BACKOFF_BASE_SECONDS * 2 ** (attempts - 1), BACKOFF_MAX_SECONDS)
+        delay = BACKOFF.delay(attempts)
         self._backoff[entry] = (attempts, self.clock.now() + timedelta(seconds=delay))
 
     def _force_delete(self, pod: Pod, deadline: datetime, reason: str) -> None:

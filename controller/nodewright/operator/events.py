@@ -1,0 +1,75 @@
+"""Events written off the reconcile path: a bounded queue and one writer thread.
+
+The recorder (`cluster.events`) decides what to write while a reconcile runs; this writes
+it afterwards, so an API server that is slow, throttling (429 with Retry-After) or away
+costs a reconcile nothing for its Events. As client-go's broadcaster, the queue holds at
+most 1000 Events and drops what does not fit (Events are best effort); a clean stop writes
+what is queued, within the stop's time.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+from nodewright.cluster.api import ClusterAPI
+from nodewright.cluster.events import write_event
+
+log = logging.getLogger(__name__)
+
+QUEUE_LENGTH = 1000
+
+
+class EventWriter:
+    def __init__(self, cluster: ClusterAPI, *, capacity: int = QUEUE_LENGTH,
+                 world_lock: AbstractContextManager[object] | None = None) -> None:
+        self._cluster = cluster
+        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(capacity)
+        # Held around each write when the cluster is shared with other threads (tests).
+        self._world_lock: AbstractContextManager[object] = world_lock or nullcontext()
+        self._thread: threading.Thread | None = None
+        self.written = 0
+        self.dropped = 0
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="event-writer",
+                                            daemon=True)
+            self._thread.start()
+
+    def submit(self, body: dict[str, Any]) -> None:
+        """Queue one Event (from a reconcile: never blocks)."""
+        try:
+            self._queue.put_nowait(body)
+        except queue.Full:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning("event queue full (%d); %d events dropped so far",
+                            self._queue.maxsize, self.dropped)
+
+    def pending(self) -> int:
+        return self._queue.qsize()
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Write what is queued, then end; True when that finished within `timeout`."""
+        if self._thread is None:
+            return True
+        try:
+            self._queue.put(None, timeout=timeout)
+        except queue.Full:
+            return False
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _run(self) -> None:
+        while True:
+            body = self._queue.get()
+            if body is None:
+                return
+            with self._world_lock:
+                written = write_event(self._cluster, body)
+            if written:
+                self.written += 1
