@@ -9,7 +9,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 # Generous: a loaded CI machine is slow, and only a broken implementation waits this long.
-PATIENCE = 15.0
+PATIENCE = 30.0
 
 
 def eventually(probe: Callable[[], T | None], what: str, patience: float = PATIENCE) -> T:
