@@ -8,6 +8,7 @@ from typing import Any
 
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cloud.sim import CapacityRule, SimSettings
+from nodewright.cluster.api import ConflictError
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import (
     claim_names,
@@ -150,3 +151,40 @@ def test_a_launch_that_keeps_failing_is_retried_then_given_up_after_five_minutes
     world.advance(60)
     assert first not in claim_names(world), "still there after the launch timeout"
     assert world.live_instances() == []
+
+
+def test_a_launch_whose_status_write_failed_reuses_its_instance() -> None:
+    """The instance was created but the Launched status did not reach the API server (a
+    conflict): the next reconcile reads the NodeClaim without it and must not ask the cloud
+    for a second instance."""
+    world = World()
+    creates: list[str] = []
+    create = world.cloud.create
+
+    def counting(nodeclaim: Any, node_class: Any) -> Any:
+        creates.append(nodeclaim.metadata.name)
+        return create(nodeclaim, node_class)
+
+    world.cloud.create = counting  # type: ignore[method-assign]
+    patch = world.cluster.patch
+    refused: list[str] = []
+
+    def refuse_first_launched_status(kind: str, name: str, body: Any, *args: Any,
+                                     **options: Any) -> Any:
+        launched = any(c.get("type") == "Launched" and c.get("status") == "True"
+                       for c in ((body.get("status") or {}).get("conditions") or []))
+        if kind == "NodeClaim" and options.get("subresource") == "status" and launched and (
+                not refused):
+            refused.append(name)
+            raise ConflictError("the object has been modified")
+        return patch(kind, name, body, *args, **options)
+
+    world.cluster.patch = refuse_first_launched_status  # type: ignore[method-assign]
+    world.apply(WORKSHOP)
+    world.scale("inflate", 5)
+    assert world.settle()
+
+    expect_running(world, 5)
+    assert refused, "the story needs the Launched status write to have been refused once"
+    assert creates == refused
+    assert len(world.live_instances()) == 1

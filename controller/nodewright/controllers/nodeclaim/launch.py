@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from pydantic import ValidationError
 
@@ -49,6 +50,7 @@ LAUNCHED = "Launched"
 _MESSAGE_LIMIT = 300
 # Launch retries: 1 s doubling to 1 min.
 BACKOFF = Backoff(initial=1.0, maximum=60.0)
+LAUNCH_CACHE_TTL = timedelta(minutes=1)
 
 
 @dataclass
@@ -61,6 +63,10 @@ class Launch:
     def __init__(self, context: LifecycleContext) -> None:
         self.context = context
         self._failures: dict[str, int] = {}
+        # NodeClaim uid -> (when, the instance created for it): a reconcile that reads the
+        # NodeClaim before its Launched status is back from the API server reuses the
+        # instance instead of asking the cloud again (Karpenter's launch cache, 1 minute).
+        self._launched: dict[str, tuple[datetime, Instance]] = {}
 
     def reconcile(self, claim: Object) -> LaunchResult:
         status = conditions.status_of(claim, LAUNCHED)
@@ -81,7 +87,7 @@ class Launch:
         except ValidationError as error:
             return self._failed(claim, "InvalidNodeClaim", describe_validation_error(error))
         try:
-            instance = context.cloud.create(model, parsed.model)
+            instance = self._create(claim, model, parsed.model)
         except InsufficientCapacityError as error:
             return self._give_up(claim, "InsufficientCapacityError", str(error),
                                  metric_reason="insufficient_capacity")
@@ -97,6 +103,18 @@ class Launch:
             "zone": instance.zone, "capacity-type": instance.capacity_type,
             "allocatable": (claim.get("status") or {}).get("allocatable") or {}})
         return LaunchResult()
+
+    def _create(self, claim: Object, model: NodeClaim, node_class: EC2NodeClass) -> Instance:
+        now = self.context.clock.now()
+        self._launched = {uid: entry for uid, entry in self._launched.items()
+                          if now - entry[0] < LAUNCH_CACHE_TTL}
+        uid = str((claim.get("metadata") or {}).get("uid") or name_of(claim))
+        cached = self._launched.get(uid)
+        if cached is not None:
+            return cached[1]
+        instance = self.context.cloud.create(model, node_class)
+        self._launched[uid] = (now, instance)
+        return instance
 
     def _populate(self, claim: Object, instance: Instance, node_class: EC2NodeClass) -> None:
         context = self.context
