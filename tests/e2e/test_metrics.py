@@ -10,8 +10,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import EXAMPLES
 from tests.e2e.conftest import StartController
+from tests.e2e.fleet import scale
 from tests.e2e.harness import Controller, ControlPlane, Installation, eventually
-from tests.e2e.test_workshop import inflate_pods, scale, settled
+from tests.e2e.test_workshop import inflate_pods, settled
 
 WORKSHOP = sorted((EXAMPLES / "workshop").glob("*.yaml"))
 

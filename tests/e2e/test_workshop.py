@@ -8,17 +8,15 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from tests.conftest import EXAMPLES
 from tests.e2e.conftest import StartController
+from tests.e2e.fleet import WORKSHOP, live, scale
 from tests.e2e.harness import ControlPlane, Installation, eventually
 
-WORKSHOP = sorted((EXAMPLES / "workshop").glob("*.yaml"))
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 
 
 def inflate_pods(plane: ControlPlane) -> list[dict[str, Any]]:
-    return [pod for pod in plane.items("pods", "-n", "default", "-l", "app=inflate")
-            if not pod["metadata"].get("deletionTimestamp")]
+    return live(plane.items("pods", "-n", "default", "-l", "app=inflate"))
 
 
 def fleet(plane: ControlPlane) -> Counter[str]:
@@ -44,10 +42,6 @@ def settled(plane: ControlPlane, replicas: int, expected: dict[str, int]) -> boo
     assert fleet(plane) == Counter(expected), f"fleet {dict(fleet(plane))}"
     assert len(claims) == sum(expected.values()), f"{len(claims)} NodeClaims"
     return True
-
-
-def scale(plane: ControlPlane, replicas: int) -> None:
-    plane.kubectl("scale", "deployment", "inflate", "--replicas", str(replicas))
 
 
 def test_the_workshop_scales_out_and_consolidates_on_a_real_cluster(

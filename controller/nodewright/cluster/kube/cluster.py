@@ -48,6 +48,7 @@ from nodewright.cluster.kube.informer import (
 )
 from nodewright.cluster.kube.resources import resource_class, status_class, to_object
 from nodewright.cluster.kube.transport import ClientLimits, LimitedTransport, instrument, limit
+from nodewright.cluster.names import generated_name
 from nodewright.runtime.reconciler import WatchEvent
 
 FIELD_MANAGER = "nodewright"
@@ -55,8 +56,6 @@ FIELD_MANAGER = "nodewright"
 UNKNOWN_OUTCOME_RETRY_SECONDS = 30.0
 UNKNOWN_OUTCOME_RETRY_INTERVAL = 1.0
 NAME_ATTEMPTS = 3
-# What the API server draws a generateName's five characters from (no vowels, no 0/1/3).
-NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 T = TypeVar("T")
 
 
@@ -235,7 +234,7 @@ class KubeCluster:
         prefix = metadata.pop("generateName", None) if not metadata.get("name") else None
         for naming in range(NAME_ATTEMPTS if prefix else 1):
             if prefix:
-                metadata["name"] = generated_name(str(prefix))
+                metadata["name"] = generated_name(str(prefix), secrets.choice)
             deadline = time.monotonic() + UNKNOWN_OUTCOME_RETRY_SECONDS
             sent_before = False
             while True:
@@ -320,12 +319,6 @@ class KubeCluster:
         if kind in self._cached_kinds:
             self.informer(kind).observe_write(obj)
         return obj
-
-
-def generated_name(prefix: str) -> str:
-    """The API server's generateName: the prefix cut to 58 characters, then five random
-    characters of its alphabet."""
-    return prefix[:58] + "".join(secrets.choice(NAME_ALPHABET) for _ in range(5))
 
 
 def _maybe_delivered(error: UnreachableError) -> bool:

@@ -6,18 +6,16 @@ from __future__ import annotations
 import random
 import uuid
 
-# Kubernetes' suffix alphabet: lower-case letters and digits without vowels and the
-# characters easily confused with them (0, 1, 3), so no words appear by accident.
-SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-SUFFIX_LENGTH = 5
+from nodewright.cluster.names import generated_name
 
 
 class NameSource:
     def __init__(self, seed: int = 0) -> None:
         self._random = random.Random(seed)
 
-    def suffix(self, length: int = SUFFIX_LENGTH) -> str:
-        return "".join(self._random.choice(SUFFIX_ALPHABET) for _ in range(length))
+    def name(self, prefix: str) -> str:
+        """A name for `generateName: prefix`, drawn as the API server draws it."""
+        return generated_name(prefix, self._random.choice)
 
     def uid(self) -> str:
         return str(uuid.UUID(int=self._random.getrandbits(128), version=4))

@@ -73,7 +73,6 @@ SERVER_METADATA = (
     "resourceVersion",
 )
 _GENERATE_ATTEMPTS = 16
-_MAX_GENERATED_PREFIX = 58
 
 Key = tuple[str, str, str]  # kind, namespace ("" when cluster-scoped), name
 # The class defines `list` (the ClusterAPI method), which hides the builtin in its body.
@@ -380,8 +379,7 @@ class InMemoryCluster:
         if not isinstance(prefix, str) or not prefix:
             return ""  # admission says what is missing
         for _ in range(_GENERATE_ATTEMPTS):
-            # The server keeps 58 characters of a prefix, so a generated name fits 63.
-            candidate = prefix[:_MAX_GENERATED_PREFIX] + self._names.suffix()
+            candidate = self._names.name(prefix)
             if self.peek(info.kind, candidate, meta.get("namespace")) is None:
                 return candidate
         raise AlreadyExistsError(f"{info.plural}: no free name with prefix {prefix!r}")

@@ -15,7 +15,6 @@ from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError
 from nodewright.cluster.copying import copy_object
 from nodewright.cluster.memory.actor_support import split_key, write_status
-from nodewright.cluster.memory.names import SUFFIX_ALPHABET
 from nodewright.cluster.memory.store import InMemoryCluster
 from nodewright.cluster.memory.workloads.common import (
     controlled,
@@ -24,6 +23,7 @@ from nodewright.cluster.memory.workloads.common import (
     owner_keys,
     replicas,
 )
+from nodewright.cluster.names import SUFFIX_ALPHABET
 from nodewright.runtime.reconciler import Result, Watch
 
 TEMPLATE_HASH_LABEL = "pod-template-hash"
