@@ -129,7 +129,8 @@ def test_healthz_fails_while_a_reconcile_waits_on_an_api_server_that_does_not_an
         assert process.probes is not None
         port = process.probes.port
         eventually(lambda: http_get(port, "/readyz")[0] == 200, "/readyz")
-        assert http_get(port, "/healthz") == (200, "ok\n")
+        # a loaded machine may take longer than the 0.5 s budget for a start-up reconcile
+        eventually(lambda: http_get(port, "/healthz") == (200, "ok\n"), "/healthz ok")
 
         server.pause()  # requests wait unanswered: the provisioner's create hangs
         server.seed(pending_pod())
