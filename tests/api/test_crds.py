@@ -74,7 +74,10 @@ def test_three_crds_each_served_and_stored_at_v1_with_a_status_subresource(
         assert crd["metadata"]["name"] == f"{crd['spec']['names']['plural']}.{crd['spec']['group']}"
         (version,) = crd["spec"]["versions"]
         assert (version["name"], version["served"], version["storage"]) == ("v1", True, True)
-        assert version["subresources"] == {"status": {}}
+        scale = {"scale": {"specReplicasPath": ".spec.replicas",
+                           "statusReplicasPath": ".status.nodes"}}
+        expected = {"status": {}, **(scale if crd["spec"]["names"]["kind"] == "NodePool" else {})}
+        assert version["subresources"] == expected
         assert crd["spec"]["names"]["shortNames"]
 
 

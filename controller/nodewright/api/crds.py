@@ -76,6 +76,12 @@ _CRDS: tuple[_Entry, ...] = (
 )
 
 
+# The scale subresource (kubectl scale, HorizontalPodAutoscalers) of static NodePools.
+_SCALE: dict[str, dict[str, str]] = {
+    "nodepools": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.nodes"},
+}
+
+
 def generate_crds() -> list[dict[str, Any]]:
     """The three CRDs as dicts, in the order NodePool, NodeClaim, EC2NodeClass."""
     return [
@@ -129,13 +135,20 @@ def _crd(
                     "name": "v1",
                     "served": True,
                     "storage": True,
-                    "subresources": {"status": {}},
+                    "subresources": _subresources(plural),
                     "additionalPrinterColumns": columns,
                     "schema": {"openAPIV3Schema": schema},
                 }
             ],
         },
     }
+
+
+def _subresources(plural: str) -> dict[str, Any]:
+    subresources: dict[str, Any] = {"status": {}}
+    if plural in _SCALE:
+        subresources["scale"] = dict(_SCALE[plural])
+    return subresources
 
 
 def render_crds_yaml() -> str:

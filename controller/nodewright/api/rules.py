@@ -85,6 +85,7 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
     )
     for name, quantity in (nodepool.spec.limits or {}).items():
         yield from _check_quantity(quantity, ("spec", "limits", name))
+    yield from _check_static(nodepool)
     for index, budget in enumerate(nodepool.spec.disruption.budgets):
         here = ("spec", "disruption", "budgets", index)
         if (budget.schedule is None) != (budget.duration is None):
@@ -95,6 +96,18 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
                 f"schedule {budget.schedule!r} is not a cron expression "
                 "(five fields such as '0 9 * * mon-fri', or @daily, @hourly, ...)"
             )
+
+
+def _check_static(nodepool: NodePool) -> Iterator[Finding]:
+    """Karpenter's rules for static NodePools (replicas set): no weight, no limit but nodes."""
+    if not nodepool.is_static:
+        return
+    for name in sorted(nodepool.spec.limits or {}):
+        if name != "nodes":
+            yield ("spec", "limits", name), (
+                "only 'limits.nodes' is supported on static NodePools")
+    if nodepool.spec.weight is not None:
+        yield ("spec", "weight"), "'weight' is not supported on static NodePools"
 
 
 def _check_quantity(quantity: str, where: FieldPath) -> Iterator[Finding]:

@@ -50,6 +50,8 @@ from nodewright.controllers.nodepool.registration_health import RegistrationHeal
 from nodewright.controllers.nodepool.status import NodePoolStatus
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions
 from nodewright.controllers.provisioning.batcher import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_SECONDS
+from nodewright.controllers.static.deprovisioning import StaticDeprovisioning
+from nodewright.controllers.static.provisioning import StaticProvisioning
 from nodewright.controllers.termination import NodeTermination
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Reconciler, WatchEvent
@@ -134,6 +136,8 @@ class Controllers:
     registration_health: RegistrationHealth | None = None
     # Karpenter's metrics controllers (controllers.metrics).
     metrics: MetricsControllers | None = None
+    # Static NodePools' replicas (controllers.static).
+    static: tuple[StaticProvisioning, StaticDeprovisioning] | None = None
 
     @property
     def reconcilers(self) -> tuple[Reconciler, ...]:
@@ -147,6 +151,7 @@ class Controllers:
             *((self.pod_events,) if self.pod_events else ()),
             *(self.disruption.reconcilers if self.disruption else ()),
             *(self.metrics.reconcilers if self.metrics else ()),
+            *(self.static or ()),
             *self.extra,
         )
 
@@ -208,4 +213,5 @@ def build_controllers(
         pod_events=PodEvents(cluster, clock, state),
         registration_health=registration_health,
         metrics=build_metrics(cloud, clock, state, options),
+        static=(StaticProvisioning(cluster, state), StaticDeprovisioning(cluster, clock, state)),
     )

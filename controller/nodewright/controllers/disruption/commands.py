@@ -54,13 +54,15 @@ class Command:
     consolidation_type: str
     candidates: list[Candidate]
     replacements: list[PlannedNodeClaim] = field(default_factory=list)
+    # Static drift: one NodeClaim from each of these static NodePools' templates.
+    static_replacements: list[str] = field(default_factory=list)
     created: datetime | None = None
     replacement_names: list[str] = field(default_factory=list)
     initialized: set[str] = field(default_factory=set)
 
     @property
     def decision(self) -> str:
-        return REPLACE if self.replacements else DELETE
+        return REPLACE if self.replacements or self.static_replacements else DELETE
 
     @property
     def source_price(self) -> float:
@@ -79,6 +81,9 @@ class Command:
             more = len(self.replacements[0].instance_types) - 3
             text += f" -> {len(self.replacements)} replacement(s) ({options}"
             text += f" and {more} more)" if more > 0 else ")"
+        if self.static_replacements:
+            text += (f" -> {len(self.static_replacements)} replacement(s) from static "
+                     f"NodePool(s) {', '.join(sorted(set(self.static_replacements)))}")
         return f"{text} (savings: ${self.savings:.4f}/h)"
 
 

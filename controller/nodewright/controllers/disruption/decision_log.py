@@ -56,6 +56,8 @@ CAUSE_NODEPOOL = "NodePoolNotFound"
 CAUSE_INSTANCE_TYPE = "InstanceTypeUnknown"
 CAUSE_NOMINATED = "Nominated"
 CAUSE_VALIDATION = "ValidationFailed"
+CAUSE_STATIC_SCALING = "StaticNodePoolScaling"
+CAUSE_NODE_LIMIT = "NodeLimit"
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,9 @@ class SimulationBase:
         self.cloud = cloud
         self.now = now
         self.pdbs = pdbs
-        ready, self.skipped_pools = ready_pools(state, cloud)
+        # Static NodePools' nodes are candidates too (static drift), though no simulation
+        # launches from those pools.
+        ready, self.skipped_pools = ready_pools(state, cloud, static=True)
         self.nodepools: Mapping[str, NodePool] = {name: entry[0] for name, entry in ready.items()}
         self.instance_types: Mapping[str, Mapping[str, InstanceType]] = {
             name: {it.name: it for it in entry[2]} for name, entry in ready.items()

@@ -85,7 +85,7 @@ def _capacity_types(types: Sequence[InstanceType], requirements: Requirements) -
     return sorted(found)
 
 
-def _custom_labels(requirements: Requirements) -> dict[str, str]:
+def custom_labels(requirements: Requirements) -> dict[str, str]:
     """Labels with one possible value that are neither well-known nor restricted (a
     requirement such as `team In [a]` becomes the label `team: a`)."""
     labels = {}
@@ -139,7 +139,7 @@ def nodeclaim_manifest(
     capacity_types = _capacity_types(chosen, requirements)
     if capacity_types:
         requirements.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset(capacity_types)))
-    labels = {**_custom_labels(requirements), **labels}
+    labels = {**custom_labels(requirements), **labels}
     annotations = dict((template.metadata.annotations if template.metadata else None) or {})
     annotations.update(nodeclaim_hash_annotations(pool.model, pool.node_class))
     spec_model = template.spec.to_manifest()

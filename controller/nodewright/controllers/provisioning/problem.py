@@ -55,11 +55,17 @@ class StateProblem:
     nodes: Mapping[str, StateNode] = field(default_factory=dict)
 
 
+STATIC_POOL = ("static NodePool (spec.replicas): it keeps its replica count, pods do not "
+               "launch its nodes")
+
+
 def ready_pools(
-    state: ClusterState, cloud: CloudProvider, only: Iterable[str] | None = None
+    state: ClusterState, cloud: CloudProvider, only: Iterable[str] | None = None,
+    *, static: bool = False,
 ) -> tuple[dict[str, tuple[NodePool, EC2NodeClass, list[InstanceType], str]], dict[str, str]]:
     """NodePools that can launch now: (model, node class, instance types, uid) by name,
-    and why the others cannot."""
+    and why the others cannot. Static NodePools only with `static` (the disruption loop
+    looks at their nodes; nothing launches for pods from them)."""
     wanted = set(only) if only is not None else None
     ready: dict[str, tuple[NodePool, EC2NodeClass, list[InstanceType], str]] = {}
     skipped: dict[str, str] = {}
@@ -76,6 +82,9 @@ def ready_pools(
             skipped[name] = f"NodePool is invalid: {parsed.problem if parsed else 'unknown'}"
             continue
         model = parsed.model
+        if model.is_static and not static:
+            skipped[name] = STATIC_POOL
+            continue
         reference = model.spec.template.spec.node_class_ref
         if reference.group != NODE_CLASS_GROUP or reference.kind != NODE_CLASS_KIND:
             skipped[name] = f"nodeClassRef {reference.group}/{reference.kind} is not supported"

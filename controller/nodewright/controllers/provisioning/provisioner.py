@@ -36,6 +36,7 @@ from nodewright.controllers.provisioning.nodeclaims import (
     nodeclaim_manifest,
 )
 from nodewright.controllers.provisioning.problem import (
+    STATIC_POOL,
     PoolContext,
     StateProblem,
     scheduling_problem,
@@ -225,6 +226,8 @@ class Provisioner:
                 "nodeclaims": len(result.nodeclaims),
                 "pods": sum(len(planned.pods) for planned in result.nodeclaims)})
         for name, why in built.skipped_pools.items():
+            if why == STATIC_POOL:
+                continue
             log.info("NodePool %s is not used for provisioning: %s", name, why)
         by_key = {pod.key: pod for pod in pods}
         self._create_nodeclaims(built, result, by_key, outcome)

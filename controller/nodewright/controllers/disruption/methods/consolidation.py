@@ -32,7 +32,7 @@ def consolidatable(p: Pass, candidate: Candidate, method: str) -> bool:
 def consolidation_candidates(p: Pass, method: str) -> list[Candidate]:
     found = []
     for candidate in p.candidates():
-        if candidate.empty:
+        if candidate.empty or candidate.nodepool.is_static:
             continue
         policy = candidate.nodepool.spec.disruption.consolidation_policy
         if policy == "WhenEmpty":

@@ -17,7 +17,7 @@ EMPTY_TYPE = "empty"
 def empty_candidates(p: Pass) -> list[Candidate]:
     return [
         c for c in p.candidates()
-        if c.empty and consolidatable(p, c, ex.EMPTINESS)
+        if c.empty and not c.nodepool.is_static and consolidatable(p, c, ex.EMPTINESS)
     ]
 
 
