@@ -170,6 +170,7 @@ class DisruptionController:
         self.publisher.publish(current.verdicts)
         if command is None:
             return Result(requeue_after=self._idle_requeue(current, now))
+        self._approved_events(command)
         if command.method in VALIDATED:
             self.pending = _Pending(command, now + timedelta(
                 seconds=self.options.validation_seconds))
@@ -241,6 +242,22 @@ class DisruptionController:
                          replacements=tuple(command.replacement_names),
                          savings=command.savings)
         self.publisher.publish(verdicts)
+
+    def _approved_events(self, command: Command) -> None:
+        """ConsolidationApproved with the Balanced score: on the node and NodeClaim of a
+        single-node move, on each Balanced NodePool of a multi-node one."""
+        for pool, score in sorted(command.scores.items()):
+            if len(command.candidates) == 1:
+                candidate = command.candidates[0]
+                regarding = [obj for obj in (candidate.node.node, candidate.node.nodeclaim)
+                             if obj is not None]
+            else:
+                nodepool = self.state.nodepool(pool)
+                regarding = [nodepool] if nodepool is not None else []
+            for obj in regarding:
+                self.recorder.publish(Event(
+                    regarding=obj, type="Normal", reason=ex.CONSOLIDATION_APPROVED,
+                    note=score.describe(), dedupe_values=(objects.uid(obj),)))
 
     def _budget_events(self, current: Pass) -> None:
         """A DisruptionBlocked event on each NodePool whose budget allows nothing now."""

@@ -58,6 +58,8 @@ CAUSE_NOMINATED = "Nominated"
 CAUSE_VALIDATION = "ValidationFailed"
 CAUSE_STATIC_SCALING = "StaticNodePoolScaling"
 CAUSE_NODE_LIMIT = "NodeLimit"
+CAUSE_BALANCED = "BalancedScore"
+CONSOLIDATION_APPROVED = "ConsolidationApproved"
 
 
 @dataclass(frozen=True)

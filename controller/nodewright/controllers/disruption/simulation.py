@@ -26,6 +26,7 @@ from typing import Any
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster import objects
+from nodewright.controllers.disruption.balanced import PoolTotals, pool_totals
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.podrules import (
     DO_NOT_DISRUPT,
@@ -176,6 +177,12 @@ class SimulationBase:
             deleting_pods=deleting_pods,
             deleting_failures=deleting_failures,
         )
+
+    @cached_property
+    def pool_totals(self) -> Mapping[str, PoolTotals]:
+        """Balanced NodePools' totals (price, disruption cost) over all their nodes."""
+        return pool_totals(self.state.nodes(), self.nodepools, self.instance_types,
+                           self.state.pods_on)
 
     @cached_property
     def offers(self) -> list[Offer]:
