@@ -6,9 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from nodewright.controllers.wiring import ControllerOptions
 from tests.harness import World
 
 
 @pytest.fixture
 def world() -> Iterator[World]:
-    yield World()
+    """With the StaticCapacity feature gate on (Karpenter's default is off)."""
+    yield World(options=ControllerOptions(static_capacity=True))

@@ -42,6 +42,17 @@ def test_a_static_nodepool_launches_its_replicas_without_any_pod(world: World) -
     expect_no_controller_errors(world)
 
 
+def test_without_the_static_capacity_gate_a_static_nodepool_launches_nothing() -> None:
+    world = World()  # StaticCapacity off, as in Karpenter
+    world.apply(NODE_CLASS, static_pool(replicas=3), DYNAMIC_POOL)
+    assert world.settle()
+    assert claims_of(world, "static") == []
+    # Nor is it used for pods: they get the dynamic NodePool's capacity.
+    world.apply(workload("grow", 2, "1"))
+    assert world.settle()
+    assert claims_of(world, "static") == [] and world.pending_pods() == []
+
+
 def test_a_static_nodepool_with_zero_replicas_launches_nothing(world: World) -> None:
     world.apply(NODE_CLASS, static_pool(replicas=0))
     assert world.settle()

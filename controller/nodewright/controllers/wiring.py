@@ -19,7 +19,7 @@ simulator runs them too, and nothing they compute reaches a decision.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from nodewright.cloud.metered import MeteredCloud
@@ -79,6 +79,11 @@ class ControllerOptions:
     # How often operatorpkg's status metrics refresh each object's
     # current_status_seconds without an event (None: on events only).
     status_metrics_requeue_seconds: float | None = STATUS_REQUEUE_SECONDS
+    # The StaticCapacity feature gate: static NodePools' replicas are kept (Karpenter's
+    # static provisioning and deprovisioning controllers run only behind it).
+    static_capacity: bool = False
+    # MIN_VALUES_POLICY=BestEffort (Karpenter's default is Strict).
+    relax_min_values: bool = False
 
     @property
     def nomination_seconds(self) -> float:
@@ -173,6 +178,13 @@ class Controllers:
             driver.enqueue(reconciler, "")
 
 
+def _disruption_options(options: ControllerOptions) -> DisruptionOptions:
+    if not options.relax_min_values:
+        return options.disruption
+    methods = replace(options.disruption.methods, relax_min_values=True)
+    return replace(options.disruption, methods=methods)
+
+
 def build_controllers(
     cluster: ClusterAPI,
     cloud: CloudProvider,
@@ -188,7 +200,8 @@ def build_controllers(
 
     provisioner = Provisioner(
         cluster, metered(Provisioner.name), clock, state, recorder,
-        ProvisionerOptions(options.batch_idle_seconds, options.batch_max_seconds),
+        ProvisionerOptions(options.batch_idle_seconds, options.batch_max_seconds,
+                           relax_min_values=options.relax_min_values),
     )
     lifecycle = NodeClaimLifecycle(
         cluster, metered(NodeClaimLifecycle.name), clock, state, recorder,
@@ -209,9 +222,10 @@ def build_controllers(
         nodeclaim_gc=NodeClaimGarbageCollection(
             cluster, metered(NodeClaimGarbageCollection.name), clock, state),
         disruption=build_disruption(cluster, cloud, clock, state, recorder,
-                                    options=options.disruption),
+                                    options=_disruption_options(options)),
         pod_events=PodEvents(cluster, clock, state),
         registration_health=registration_health,
         metrics=build_metrics(cloud, clock, state, options),
-        static=(StaticProvisioning(cluster, state), StaticDeprovisioning(cluster, clock, state)),
+        static=(StaticProvisioning(cluster, state), StaticDeprovisioning(cluster, clock, state))
+        if options.static_capacity else None,
     )

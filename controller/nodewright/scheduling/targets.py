@@ -17,6 +17,7 @@ from nodewright.scheduling.nodepools import (
     cheapest_price,
     labels_compatible,
     min_values_problem,
+    relaxed_min_values,
 )
 from nodewright.scheduling.pods import HostPort, Pod, Taint
 from nodewright.scheduling.requirements import (
@@ -317,7 +318,7 @@ class ClaimTarget(Target):
             return Narrowed(base, index), None
         kept = Narrowed(base, index).fitting(need)
         problem = min_values_problem([c.instance_type for c in kept], requirements)
-        if problem is not None:
+        if problem is not None and not (kept and self.pool.template.relax_min_values):
             return None, problem
         return Narrowed(kept, 0), None
 
@@ -338,6 +339,8 @@ class PlannedNodeClaim:
     price_estimated: bool = False
     # Why this NodeClaim holds these pods (how the solver chose it).
     why: str = ""
+    # MIN_VALUES_POLICY=BestEffort lowered a minValues of its requirements.
+    min_values_relaxed: bool = False
 
     @property
     def instance_type(self) -> str:
@@ -370,6 +373,10 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
     elif _single_value(claim.requirements.get(LABEL_ZONE_ID)):
         # One zone id is one zone: the one its offerings are in.
         zone = offered_zone
+    requirements = claim.requirements
+    relaxed = None
+    if claim.pool.template.relax_min_values:
+        relaxed = relaxed_min_values([c.instance_type for c in fitting], requirements)
     return PlannedNodeClaim(
         name=claim.hostname,
         nodepool=claim.pool.name,
@@ -378,7 +385,8 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
         zone=zone,
         price=price,
         pods=tuple(pod.key for pod in claim.pods),
-        requirements=claim.requirements,
+        requirements=relaxed if relaxed is not None else requirements,
         price_estimated=estimated,
+        min_values_relaxed=relaxed is not None,
         why=claim.why or "greedy: the first pod's NodeClaim, grown while that was cheapest",
     )

@@ -39,6 +39,8 @@ class Settings:
     pod_start_delay: float = 2.0
     termination_delay: float = 30.0
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    # MIN_VALUES_POLICY: Strict or BestEffort.
+    min_values_policy: str = "Strict"
     # The raw `settings` mapping, for the keys other parts read themselves (the simulated
     # EC2's optional knobs such as startupTaintDelay).
     raw: Mapping[str, object] = field(default_factory=dict)

@@ -102,6 +102,8 @@ def build_world(scenario: Scenario) -> World:
             single_node_timeout=math.inf,
             single_node_max_simulations=SINGLE_NODE_SIMULATIONS,
         )),
+        static_capacity=settings.feature_gates.get("StaticCapacity", False),
+        relax_min_values=settings.min_values_policy == "BestEffort",
     ))
     driver = VirtualDriver(clock, cluster)
     driver.add(*cluster_actors(cluster, ActorSettings(pod_start_delay=settings.pod_start_delay)))

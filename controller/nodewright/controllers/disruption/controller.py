@@ -131,7 +131,8 @@ class DisruptionController:
         pdbs, problems = PdbLimits.build(pdb_objects, pods)
         for problem in problems:
             log.warning("disruption: %s", problem)
-        base = SimulationBase(self.state, self.cloud, pdbs, now, self._pod_models)
+        base = SimulationBase(self.state, self.cloud, pdbs, now, self._pod_models,
+                              relax_min_values=self.options.methods.relax_min_values)
         context = CandidateContext(
             now=now,
             nodepools=base.nodepools,

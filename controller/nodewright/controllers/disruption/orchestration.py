@@ -32,7 +32,7 @@ from nodewright.controllers.disruption.verdict_publishing import (
     set_nodeclaim_condition,
 )
 from nodewright.controllers.logfields import listed
-from nodewright.controllers.provisioning.nodeclaims import nodeclaim_manifest
+from nodewright.controllers.provisioning.nodeclaims import MIN_VALUES_RELAXED, nodeclaim_manifest
 from nodewright.controllers.provisioning.problem import PoolContext
 from nodewright.controllers.static.nodeclaims import static_nodeclaim_manifest
 from nodewright.runtime.reconciler import WatchEvent
@@ -127,7 +127,8 @@ class Orchestrator:
                 command.replacement_names.append(name)
                 metrics.NODECLAIMS_CREATED.labels(
                     reason=command.reason.lower(), nodepool=nodepool,
-                    min_values_relaxed="false").inc()
+                    min_values_relaxed=objects.annotations(created).get(
+                        MIN_VALUES_RELAXED, "false")).inc()
                 self.recorder.publish(Event(
                     regarding=created, type="Normal", reason=ex.DISRUPTION_LAUNCHING,
                     note=f"Launching NodeClaim: {_title(command.reason)}",

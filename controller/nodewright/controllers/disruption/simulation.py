@@ -140,8 +140,11 @@ class SimulationBase:
         pdbs: PdbLimits,
         now: datetime,
         models: PodModels | None = None,
+        *,
+        relax_min_values: bool = False,
     ) -> None:
         self.state = state
+        self.relax_min_values = relax_min_values
         self.models = models if models is not None else PodModels()
         self.cloud = cloud
         self.now = now
@@ -158,7 +161,8 @@ class SimulationBase:
 
     @cached_property
     def _view(self) -> _View:
-        built = scheduling_problem(self.state, self.cloud, [])
+        built = scheduling_problem(self.state, self.cloud, [],
+                                   relax_min_values=self.relax_min_values)
         bound_by_node: dict[str, list[Pod]] = {}
         for pod in built.problem.bound_pods:
             bound_by_node.setdefault(pod.node_name or "", []).append(pod)

@@ -32,6 +32,9 @@ from nodewright.scheduling.targets import PlannedNodeClaim
 from nodewright.state.wellknown import NODECLASS_LABEL, NODEPOOL_LABEL
 
 MAX_INSTANCE_TYPES = 600
+# Whether MIN_VALUES_POLICY=BestEffort lowered a minValues of the NodeClaim (Karpenter
+# writes it on every NodeClaim the scheduler creates).
+MIN_VALUES_RELAXED = "karpenter.sh/nodeclaim-min-values-relaxed"
 
 
 def requirement_entries(requirement: Requirement) -> list[dict[str, Any]]:
@@ -142,6 +145,7 @@ def nodeclaim_manifest(
     labels = {**custom_labels(requirements), **labels}
     annotations = dict((template.metadata.annotations if template.metadata else None) or {})
     annotations.update(nodeclaim_hash_annotations(pool.model, pool.node_class))
+    annotations[MIN_VALUES_RELAXED] = "true" if planned.min_values_relaxed else "false"
     spec_model = template.spec.to_manifest()
     spec: dict[str, Any] = {
         "nodeClassRef": spec_model["nodeClassRef"],

@@ -145,11 +145,13 @@ def scheduling_problem(
     nodes: Iterable[StateNode] | None = None,
     nodepools: Iterable[str] | None = None,
     placed: Sequence[Pod] = (),
+    relax_min_values: bool = False,
 ) -> StateProblem:
     """The problem of placing `pods` on `nodes` (default: the state's active machines)
     and on new NodeClaims of the ready NodePools (default: all of them). `placed` are
     pods already promised to machines of the problem (their `node_name` is the machine's
-    `name`): they take room there as if bound."""
+    `name`): they take room there as if bound. `relax_min_values`: MIN_VALUES_POLICY is
+    BestEffort."""
     machines = list(state.active_nodes() if nodes is None else nodes)
     existing: list[ExistingNode] = []
     by_name: dict[str, StateNode] = {}
@@ -173,7 +175,8 @@ def scheduling_problem(
     pools: dict[str, PoolContext] = {}
     templates = []
     for name, (model, node_class, instance_types, uid) in ready.items():
-        template = nodepool_template(model, instance_types, _usage_outside(state, name, by_name))
+        template = nodepool_template(model, instance_types, _usage_outside(state, name, by_name),
+                                     relax_min_values=relax_min_values)
         pools[name] = PoolContext(
             name=name,
             uid=uid,

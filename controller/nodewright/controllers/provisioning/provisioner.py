@@ -62,6 +62,8 @@ FAILED_SCHEDULING_DEDUPE_SECONDS = 300.0
 class ProvisionerOptions:
     batch_idle_seconds: float = DEFAULT_IDLE_SECONDS
     batch_max_seconds: float = DEFAULT_MAX_SECONDS
+    # MIN_VALUES_POLICY=BestEffort.
+    relax_min_values: bool = False
 
 
 @dataclass
@@ -95,6 +97,7 @@ class Provisioner:
         self.recorder = recorder
         options = options or ProvisionerOptions()
         self.batcher = Batcher(clock, options.batch_idle_seconds, options.batch_max_seconds)
+        self.relax_min_values = options.relax_min_values
         # Karpenter rate-limits Nominated events across all pods: 5 a second, bursts of 10.
         self._nomination_limiter = TokenBucket(5.0, 10, now=clock_seconds(clock))
         self.outcomes: list[ProvisioningOutcome] = []
@@ -213,7 +216,8 @@ class Provisioner:
         metrics.SCHEDULER_UNFINISHED_WORK.labels(**queue).set(0)
         with metrics.measure(metrics.SCHEDULING_DURATION, controller=self.name), \
                 metrics.measure(metrics.PROVISIONER_SCHEDULING_DURATION):
-            built = scheduling_problem(self.state, self.cloud, pods, placed=kept)
+            built = scheduling_problem(self.state, self.cloud, pods, placed=kept,
+                                       relax_min_values=self.relax_min_values)
             result = solve(built.problem)
         metrics.SCHEDULER_QUEUE_DEPTH.labels(**queue).set(0)
         metrics.SCHEDULER_UNFINISHED_WORK.remove(*queue.values())
@@ -280,8 +284,8 @@ class Provisioner:
             name = str(created["metadata"]["name"])
             outcome.created.append(name)
             metrics.NODECLAIMS_CREATED.labels(
-                reason="provisioned", nodepool=pool.name, min_values_relaxed="false"
-            ).inc()
+                reason="provisioned", nodepool=pool.name,
+                min_values_relaxed=str(planned.min_values_relaxed).lower()).inc()
             log.info("created nodeclaim", extra={
                 **nodeclaim_fields(created),
                 "requests": ((created.get("spec") or {}).get("resources") or {}).get("requests"),
