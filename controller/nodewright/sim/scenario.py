@@ -20,7 +20,7 @@ DEFAULT_SETTLE_TIMEOUT = 30 * 60.0
 DISRUPTION_REASONS = ("Empty", "Underutilized", "Drifted", "Expired", "Interrupted")
 INTERRUPTION_KINDS = ("spot", "scheduled", "stop", "terminate", "rebalance")
 CAPACITY_TYPES = ("on-demand", "spot")
-SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet")
+SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "NodePool")
 MANIFEST_KINDS = (
     "NodePool", "EC2NodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job", "Pod",
     "DaemonSet", "PodDisruptionBudget", "Namespace", "Node",
