@@ -40,6 +40,7 @@ from nodewright.controllers.metrics import (
     StatusConditionMetrics,
 )
 from nodewright.controllers.metrics.status import REQUEUE_SECONDS as STATUS_REQUEUE_SECONDS
+from nodewright.controllers.node_health import NodeHealth
 from nodewright.controllers.nodeclaim import (
     LAUNCH_TIMEOUT_SECONDS,
     REGISTRATION_TIMEOUT_SECONDS,
@@ -84,6 +85,8 @@ class ControllerOptions:
     static_capacity: bool = False
     # MIN_VALUES_POLICY=BestEffort (Karpenter's default is Strict).
     relax_min_values: bool = False
+    # The NodeRepair feature gate: unhealthy nodes are replaced (controllers.node_health).
+    node_repair: bool = False
 
     @property
     def nomination_seconds(self) -> float:
@@ -143,6 +146,8 @@ class Controllers:
     metrics: MetricsControllers | None = None
     # Static NodePools' replicas (controllers.static).
     static: tuple[StaticProvisioning, StaticDeprovisioning] | None = None
+    # Node auto-repair (controllers.node_health).
+    node_health: NodeHealth | None = None
 
     @property
     def reconcilers(self) -> tuple[Reconciler, ...]:
@@ -157,6 +162,7 @@ class Controllers:
             *(self.disruption.reconcilers if self.disruption else ()),
             *(self.metrics.reconcilers if self.metrics else ()),
             *(self.static or ()),
+            *((self.node_health,) if self.node_health else ()),
             *self.extra,
         )
 
@@ -228,4 +234,6 @@ def build_controllers(
         metrics=build_metrics(cloud, clock, state, options),
         static=(StaticProvisioning(cluster, state), StaticDeprovisioning(cluster, clock, state))
         if options.static_capacity else None,
+        node_health=NodeHealth(cluster, metered(NodeHealth.name), clock, state, recorder)
+        if options.node_repair and cloud.repair_policies() else None,
     )
