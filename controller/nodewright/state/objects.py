@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.nodepool import NodePool
 from nodewright.scheduling.pods import DaemonSet, SpecError, daemonset_from_manifest
 
@@ -126,6 +127,7 @@ class ConfigObjects:
     def __init__(self) -> None:
         self.nodepools: ModelCache[NodePool] = ModelCache(NodePool)
         self.node_classes: ModelCache[EC2NodeClass] = ModelCache(EC2NodeClass)
+        self.overlays: ModelCache[NodeOverlay] = ModelCache(NodeOverlay)
         self.daemonsets = DaemonSetCache()
         self.namespaces: dict[str, dict[str, str]] = {}
         self.pdbs: dict[str, Object] = {}
@@ -136,6 +138,8 @@ class ConfigObjects:
             (self.nodepools.remove if deleted else self.nodepools.put)(obj)
         elif kind == "EC2NodeClass":
             (self.node_classes.remove if deleted else self.node_classes.put)(obj)
+        elif kind == "NodeOverlay":
+            (self.overlays.remove if deleted else self.overlays.put)(obj)
         elif kind == "DaemonSet":
             (self.daemonsets.remove if deleted else self.daemonsets.put)(obj)
         elif kind == "Namespace":

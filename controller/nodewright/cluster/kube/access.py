@@ -33,6 +33,7 @@ WATCHED_KINDS: tuple[str, ...] = (
     "NodeClaim",
     "NodePool",
     "EC2NodeClass",
+    "NodeOverlay",
     "PodDisruptionBudget",
     "DaemonSet",
 )
@@ -63,6 +64,7 @@ WRITES: tuple[Access, ...] = (
     Access("karpenter.sh", "nodeclaims/status", ("update", "patch")),
     Access("karpenter.sh", "nodepools", ("update", "patch")),
     Access("karpenter.sh", "nodepools/status", ("update", "patch")),
+    Access("karpenter.sh", "nodeoverlays/status", ("update", "patch")),
     Access("karpenter.k8s.aws", "ec2nodeclasses", ("update", "patch")),
     Access("karpenter.k8s.aws", "ec2nodeclasses/status", ("update", "patch")),
     Access("", "nodes", ("update", "patch", "delete")),
