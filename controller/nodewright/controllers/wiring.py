@@ -47,6 +47,7 @@ from nodewright.controllers.nodeclaim import (
     NodeClaimLifecycle,
 )
 from nodewright.controllers.nodeclaim.podevents import PodEvents
+from nodewright.controllers.nodeoverlay import NodeOverlayController
 from nodewright.controllers.nodepool.registration_health import RegistrationHealth
 from nodewright.controllers.nodepool.status import NodePoolStatus
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions
@@ -56,6 +57,7 @@ from nodewright.controllers.static.provisioning import StaticProvisioning
 from nodewright.controllers.termination import NodeTermination
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Reconciler, WatchEvent
+from nodewright.scheduling.overlays import OverlayStore
 from nodewright.state import ClusterState
 
 
@@ -87,6 +89,8 @@ class ControllerOptions:
     relax_min_values: bool = False
     # The NodeRepair feature gate: unhealthy nodes are replaced (controllers.node_health).
     node_repair: bool = False
+    # The NodeOverlay feature gate: NodeOverlays change instance types' prices and capacity.
+    node_overlay: bool = False
 
     @property
     def nomination_seconds(self) -> float:
@@ -148,6 +152,8 @@ class Controllers:
     static: tuple[StaticProvisioning, StaticDeprovisioning] | None = None
     # Node auto-repair (controllers.node_health).
     node_health: NodeHealth | None = None
+    # NodeOverlays (controllers.nodeoverlay).
+    node_overlay: NodeOverlayController | None = None
 
     @property
     def reconcilers(self) -> tuple[Reconciler, ...]:
@@ -163,6 +169,7 @@ class Controllers:
             *(self.metrics.reconcilers if self.metrics else ()),
             *(self.static or ()),
             *((self.node_health,) if self.node_health else ()),
+            *((self.node_overlay,) if self.node_overlay else ()),
             *self.extra,
         )
 
@@ -170,6 +177,7 @@ class Controllers:
     def singletons(self) -> tuple[Reconciler, ...]:
         """Reconcilers to run once with the key "" at start."""
         return (self.instance_gc, self.nodeclaim_gc,
+                *((self.node_overlay,) if self.node_overlay else ()),
                 *(self.disruption.singletons if self.disruption else ()),
                 *(self.metrics.singletons if self.metrics else ()))
 
@@ -199,6 +207,9 @@ def build_controllers(
 ) -> Controllers:
     options = options or ControllerOptions()
     state = ClusterState(clock, nomination_seconds=options.nomination_seconds)
+    if options.node_overlay:
+        # No NodePool launches before the overlay controller has evaluated it.
+        state.overlay_store = OverlayStore()
     recorder = EventRecorder(cluster, clock, reporting_instance=options.reporting_instance)
     registration_health = RegistrationHealth()
     def metered(controller: str) -> CloudProvider:
@@ -236,4 +247,6 @@ def build_controllers(
         if options.static_capacity else None,
         node_health=NodeHealth(cluster, metered(NodeHealth.name), clock, state, recorder)
         if options.node_repair and cloud.repair_policies() else None,
+        node_overlay=NodeOverlayController(cluster, metered(NodeOverlayController.name), clock,
+                                           state) if options.node_overlay else None,
     )

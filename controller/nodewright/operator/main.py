@@ -48,7 +48,8 @@ log = logging.getLogger("nodewright.controller")
 SIM_DEFAULT_REGION = "us-east-1"  # as `simulate`, `plan` and `catalog` default
 # Gates whose features Nodewright has; the others are accepted (a chart may set them) and
 # reported as having no effect.
-IMPLEMENTED_GATES = frozenset({"SpotToSpotConsolidation", "StaticCapacity", "NodeRepair"})
+IMPLEMENTED_GATES = frozenset({"SpotToSpotConsolidation", "StaticCapacity", "NodeRepair",
+                               "NodeOverlay"})
 # Leave the kubelet's 30 s grace period some room: stop within 25 s.
 STOP_TIMEOUT_SECONDS = 25.0
 
@@ -110,7 +111,8 @@ def controller_options(config: OperatorConfig) -> ControllerOptions:
                              disruption=DisruptionOptions(methods=methods),
                              static_capacity=config.feature_gates["StaticCapacity"],
                              relax_min_values=config.min_values_policy == "BestEffort",
-                             node_repair=config.feature_gates["NodeRepair"])
+                             node_repair=config.feature_gates["NodeRepair"],
+                             node_overlay=config.feature_gates["NodeOverlay"])
 
 
 class ControllerProcess:

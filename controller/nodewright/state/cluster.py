@@ -20,10 +20,12 @@ from typing import Any
 
 from nodewright import metrics
 from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.nodepool import NodePool
 from nodewright.cluster.api import ApiError, ClusterAPI
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import WatchEvent
+from nodewright.scheduling.overlays import OverlayStore
 from nodewright.scheduling.pods import DaemonSet, Pod
 from nodewright.state.objects import ConfigObjects, Parsed
 from nodewright.state.pods import PodStore, pod_key
@@ -67,6 +69,9 @@ class ClusterState:
         self._consolidation_state = clock.now()
         # Bumped on every change; a solve over an unchanged generation decides the same.
         self.generation = 0
+        # The NodeOverlay gate: what the overlays do to each NodePool's instance types,
+        # written by the nodeoverlay controller (None: the gate is off).
+        self.overlay_store: OverlayStore | None = None
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -333,6 +338,12 @@ class ClusterState:
 
     def namespaces(self) -> Mapping[str, Mapping[str, str]]:
         return self.config.namespaces
+
+    def overlays(self) -> list[Object]:
+        return list(self.config.overlays.objects.values())
+
+    def overlay_model(self, name: str) -> Parsed[NodeOverlay] | None:
+        return self.config.overlays.parsed(name)
 
     def pdbs(self) -> list[Object]:
         return list(self.config.pdbs.values())

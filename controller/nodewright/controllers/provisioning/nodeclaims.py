@@ -16,6 +16,7 @@ from typing import Any
 
 from nodewright.api.hashes import nodeclaim_hash_annotations
 from nodewright.api.labels import restricted_label_problem
+from nodewright.api.nodeoverlay import CAPACITY_OVERLAY_APPLIED, PRICE_OVERLAY_APPLIED
 from nodewright.api.quantity import Resources, format_resources
 from nodewright.controllers.provisioning.problem import PoolContext, without_hostname
 from nodewright.scheduling.catalog import InstanceType
@@ -146,6 +147,10 @@ def nodeclaim_manifest(
     annotations = dict((template.metadata.annotations if template.metadata else None) or {})
     annotations.update(nodeclaim_hash_annotations(pool.model, pool.node_class))
     annotations[MIN_VALUES_RELAXED] = "true" if planned.min_values_relaxed else "false"
+    if any(o.price_overlaid for it in chosen for o in it.offerings):
+        annotations[PRICE_OVERLAY_APPLIED] = "true"
+    if any(it.capacity_overlaid for it in chosen):
+        annotations[CAPACITY_OVERLAY_APPLIED] = "true"
     spec_model = template.spec.to_manifest()
     spec: dict[str, Any] = {
         "nodeClassRef": spec_model["nodeClassRef"],

@@ -102,6 +102,13 @@ def ready_pools(
         if not instance_types:
             skipped[name] = f"EC2NodeClass {reference.name!r} offers no instance types"
             continue
+        store = state.overlay_store
+        if store is not None:
+            overlaid = store.apply(name, instance_types)
+            if overlaid is None:
+                skipped[name] = "awaiting NodeOverlay evaluation"
+                continue
+            instance_types = overlaid
         ready[name] = (model, node_class.model, instance_types, str(metadata.get("uid") or ""))
     return ready, skipped
 
