@@ -1,6 +1,7 @@
-"""Karpenter v1.14 NodePools on a real API server: a static NodePool (spec.replicas) and a
-Balanced one are accepted as written, `kubectl scale nodepool` drives the static one
-through the CRD's scale subresource, and what Karpenter's CEL rules refuse is refused."""
+"""Karpenter v1.14 NodePools on a real API server: a static NodePool (spec.replicas), a
+Balanced one and a NodeOverlay are accepted as written, `kubectl scale nodepool` drives the
+static one through the CRD's scale subresource, the overlay's status is reported, and
+what Karpenter's CEL rules refuse is refused."""
 
 from __future__ import annotations
 
@@ -41,6 +42,16 @@ spec:
   disruption:
     consolidationPolicy: Balanced
     consolidateAfter: 30s
+---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: discount-m5}
+spec:
+  weight: 10
+  requirements:
+    - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}
+  priceAdjustment: "-10%"
+  capacity: {example.com/slices: "4"}
 """
 
 
@@ -53,6 +64,12 @@ def ready_count(plane: ControlPlane) -> int:
     return sum(1 for claim in fleet_claims(plane)
                if any(c["type"] == "Ready" and c["status"] == "True"
                       for c in claim.get("status", {}).get("conditions", [])))
+
+
+def overlay_ready(plane: ControlPlane) -> str:
+    overlay = plane.get("nodeoverlays.karpenter.sh", "discount-m5")
+    return next((c["status"] for c in overlay.get("status", {}).get("conditions", [])
+                 if c["type"] == "Ready"), "")
 
 
 def refused(plane: ControlPlane, patch: str) -> str:
@@ -70,9 +87,11 @@ def test_static_and_balanced_nodepools_run_and_kubectl_scale_works(
     plane.apply(POOLS)
     balanced = plane.get("nodepool", "balanced")
     assert balanced["spec"]["disruption"]["consolidationPolicy"] == "Balanced"
-    start(env={"FEATURE_GATES": "StaticCapacity=true"})
+    start(env={"FEATURE_GATES": "StaticCapacity=true,NodeOverlay=true"})
     eventually(lambda: ready_count(plane) == 2, timeout=120,
                what="the static NodePool's two NodeClaims Ready")
+    eventually(lambda: overlay_ready(plane) == "True", timeout=60,
+               what="the NodeOverlay's Ready condition True")
 
     plane.kubectl("scale", "nodepool", "fleet", "--replicas=3")
     eventually(lambda: ready_count(plane) == 3, timeout=120,
@@ -97,3 +116,7 @@ def test_static_and_balanced_nodepools_run_and_kubectl_scale_works(
                             '{"spec": {"replicas": 2}}', check=False)
     assert dynamic.returncode != 0
     assert "Cannot transition NodePool between static" in dynamic.stderr
+    both = plane.kubectl("patch", "nodeoverlays.karpenter.sh", "discount-m5", "--type=merge",
+                         "-p", '{"spec": {"price": "0.5"}}', check=False)
+    assert both.returncode != 0
+    assert "cannot set both 'price' and 'priceAdjustment'" in both.stderr

@@ -133,6 +133,13 @@ def test_static_nodes_are_not_consolidated_even_when_empty(world: World) -> None
     world.advance(600)
     assert world.settle()
     assert sorted(c["metadata"]["name"] for c in claims_of(world, "static")) == before
+    # The explanation says why; Karpenter publishes no event for it, nor do we.
+    controller = world.controllers.disruption
+    assert controller is not None
+    causes = {d.cause for d in controller.decisions}
+    assert "StaticNodePool" in causes
+    assert not [e for e in world.events(reason="Unconsolidatable")
+                if "static" in e.get("note", "")]
 
 
 def test_drifted_static_nodes_are_replaced_within_the_drift_budget(world: World) -> None:

@@ -23,9 +23,10 @@ CAPACITY_TYPES = ("on-demand", "spot")
 SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "NodePool")
 MANIFEST_KINDS = (
     "NodePool", "EC2NodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job", "Pod",
-    "DaemonSet", "PodDisruptionBudget", "Namespace", "Node",
+    "DaemonSet", "PodDisruptionBudget", "Namespace", "Node", "NodeOverlay",
 )
-CLUSTER_SCOPED_KINDS = ("NodePool", "EC2NodeClass", "Namespace", "Node", "NodeClaim")
+CLUSTER_SCOPED_KINDS = ("NodePool", "EC2NodeClass", "Namespace", "Node", "NodeClaim",
+                        "NodeOverlay")
 
 
 @dataclass(frozen=True)

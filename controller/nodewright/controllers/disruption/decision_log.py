@@ -59,6 +59,7 @@ CAUSE_VALIDATION = "ValidationFailed"
 CAUSE_STATIC_SCALING = "StaticNodePoolScaling"
 CAUSE_NODE_LIMIT = "NodeLimit"
 CAUSE_BALANCED = "BalancedScore"
+CAUSE_STATIC_NODEPOOL = "StaticNodePool"
 CONSOLIDATION_APPROVED = "ConsolidationApproved"
 
 

@@ -32,7 +32,10 @@ def consolidatable(p: Pass, candidate: Candidate, method: str) -> bool:
 def consolidation_candidates(p: Pass, method: str) -> list[Candidate]:
     found = []
     for candidate in p.candidates():
-        if candidate.empty or candidate.nodepool.is_static:
+        if candidate.nodepool.is_static:
+            static_kept(p, candidate, method)
+            continue
+        if candidate.empty:
             continue
         policy = candidate.nodepool.spec.disruption.consolidation_policy
         if policy == "WhenEmpty":
@@ -52,6 +55,13 @@ def consolidation_candidates(p: Pass, method: str) -> list[Candidate]:
         if consolidatable(p, candidate, method):
             found.append(candidate)
     return found
+
+
+def static_kept(p: Pass, candidate: Candidate, method: str) -> None:
+    p.verdict(candidate.node, method, ex.KEPT, ex.CAUSE_STATIC_NODEPOOL,
+              f"NodePool {candidate.nodepool_name} is static (spec.replicas "
+              f"{candidate.nodepool.spec.replicas}): its nodes are never consolidated; change "
+              "its replicas to remove nodes", ex.UNCONSOLIDATABLE)
 
 
 def rejected(p: Pass, candidate: Candidate, method: str, rejection: Rejection) -> None:
