@@ -197,3 +197,25 @@ def test_a_dynamic_nodepool_cannot_become_static(world: World) -> None:
     world.apply(NODE_CLASS, DYNAMIC_POOL)
     with pytest.raises(ApiError, match="Cannot transition NodePool between static"):
         world.cluster.patch("NodePool", "dynamic", {"spec": {"replicas": 2}})
+
+
+def test_plan_launches_nothing_from_a_static_nodepool(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    import yaml
+
+    from nodewright.cli import main
+    from tests.static.helpers import DYNAMIC_POOL
+
+    files = tmp_path / "manifests.yaml"
+    files.write_text(yaml.safe_dump_all([
+        yaml.safe_load(NODE_CLASS), static_pool(replicas=3), yaml.safe_load(DYNAMIC_POOL),
+        workload("app", 2, "1")]))
+    code = main(["plan", str(files), "--format", "json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    plan = json.loads(captured.out)
+    assert {claim["nodepool"] for claim in plan["nodeclaims"]} == {"dynamic"}
+    assert "static NodePool" in captured.err
