@@ -4,6 +4,7 @@ and the worked examples of its design (designs/balanced-consolidation.md)."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -78,3 +79,53 @@ def test_a_node_costs_one_plus_its_pods_eviction_costs_clamped_at_zero() -> None
     assert disruption_cost([plain, plain]) == 3.0
     assert disruption_cost([cheap]) == 1.0  # clamped, not negative
     assert disruption_cost([important]) == pytest.approx(3.0)
+
+
+def _pool(name: str, policy: str) -> Any:
+    from nodewright.api.nodepool import NodePool
+
+    return NodePool.model_validate({
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
+        "spec": {"template": {"spec": {"nodeClassRef": {
+            "group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}},
+            "disruption": {"consolidationPolicy": policy}}})
+
+
+def _candidate(name: str, pool: Any, price: float, pods: int) -> Any:
+    from nodewright.controllers.disruption.candidates import Candidate
+    from nodewright.state.statenode import StateNode
+
+    node = StateNode(f"aws:///us-east-1a/i-{name}")
+    return Candidate(node=node, nodepool=pool, instance_type=None, zone="us-east-1a",
+                     capacity_type="on-demand", price=price,
+                     pods=[{"metadata": {"name": f"{name}-{i}"}, "spec": {}}
+                           for i in range(pods)],
+                     disruption_cost=float(pods))
+
+
+def test_only_balanced_pools_are_scored() -> None:
+    from nodewright.controllers.disruption.balanced import evaluate
+
+    greedy = _candidate("a", _pool("greedy", "WhenEmptyOrUnderutilized"), 1.0, 9)
+    assert evaluate([greedy], 0.01, {}) == {}
+
+
+def test_a_pool_missing_from_the_totals_rejects() -> None:
+    from nodewright.controllers.disruption.balanced import evaluate
+
+    scores = evaluate([_candidate("a", _pool("b", "Balanced"), 1.0, 0)], 1.0, {})
+    assert not scores["b"].approved
+
+
+def test_cross_pool_savings_are_split_by_each_pools_share_of_the_price() -> None:
+    from nodewright.controllers.disruption.balanced import evaluate
+
+    one, two = _pool("one", "Balanced"), _pool("two", "Balanced")
+    candidates = [_candidate("a", one, 3.0, 1), _candidate("b", two, 1.0, 1)]
+    totals = {"one": PoolTotals(10.0, 10.0), "two": PoolTotals(10.0, 10.0)}
+    scores = evaluate(candidates, 2.0, totals)
+    # Pool one gets 3/4 of the $2 saved, pool two 1/4; each disrupts 2 of its 10.
+    assert scores["one"].savings_fraction == pytest.approx(0.15)
+    assert scores["two"].savings_fraction == pytest.approx(0.05)
+    assert scores["one"].disruption_fraction == pytest.approx(0.2)
+    assert scores["one"].approved and not scores["two"].approved
