@@ -161,3 +161,22 @@ def test_the_api_server_refuses_what_karpenters_crd_refuses(
 ])
 def test_adjusted_price(price: float, change: str, expected: float) -> None:
     assert adjusted_price(price, change) == pytest.approx(expected)
+
+
+def test_validate_reports_karpenters_runtime_rules() -> None:
+    from nodewright.api.manifests import Document
+    from nodewright.api.validation import parse_document
+
+    body = overlay("bad", types=["m5.large"], price="1", priceAdjustment="+1",
+                   capacity={"memory": "1Gi"})
+    body["spec"]["requirements"].append({"key": "karpenter.k8s.aws/nonsense",
+                                         "operator": "Exists"})
+    model, problems = parse_document(Document("o.yaml", 1, body))
+    found = {(p.path, p.message) for p in problems}
+    assert model is None
+    assert ("spec.priceAdjustment", "cannot set both 'price' and 'priceAdjustment'") in found
+    assert ("spec.capacity.memory", "invalid capacity: memory in resource, restricted") in found
+    assert any(p == "spec.requirements[1].key" and "restricted" in m for p, m in found)
+    wrong = {**overlay("x", types=["m5.large"]), "apiVersion": "karpenter.sh/v1"}
+    _, refused = parse_document(Document("o.yaml", 1, wrong))
+    assert "NodeOverlay is karpenter.sh/v1alpha1" in refused[0].message
