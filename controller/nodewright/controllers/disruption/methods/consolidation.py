@@ -3,11 +3,12 @@ has passed, the NodePool's policy allows it, its instance type is known."""
 
 from __future__ import annotations
 
+from nodewright.cluster import objects
 from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.commands import Rejection
 from nodewright.controllers.disruption.methods.disruption_pass import Pass
-from nodewright.controllers.nodeclaim.disruption_conditions import consolidatable_at
+from nodewright.controllers.nodeclaim.disruption_conditions import DRIFTED, consolidatable_at
 from nodewright.state.wellknown import INSTANCE_TYPE_LABEL
 
 
@@ -58,6 +59,11 @@ def consolidation_candidates(p: Pass, method: str) -> list[Candidate]:
 
 
 def static_kept(p: Pass, candidate: Candidate, method: str) -> None:
+    """Why consolidation leaves a static NodePool's node alone. A drifted one is static
+    drift's to explain (two verdicts alternating between passes would rewrite its
+    Disruptable condition every time)."""
+    if objects.condition_is_true(candidate.nodeclaim, DRIFTED):
+        return
     p.verdict(candidate.node, method, ex.KEPT, ex.CAUSE_STATIC_NODEPOOL,
               f"NodePool {candidate.nodepool_name} is static (spec.replicas "
               f"{candidate.nodepool.spec.replicas}): its nodes are never consolidated; change "
