@@ -51,6 +51,52 @@ def best_pattern(
     return result.value, result.counts, result.nodes
 
 
+def greedy_pattern(
+    room: Vector,
+    shapes: Sequence[Vector],
+    values: Sequence[float],
+    caps: Sequence[int],
+) -> tuple[float, list[int]]:
+    """(value, counts) of the best of a few greedy fills: shapes taken, as many as fit, by
+    value per summed share of the room, then by value per share of each resource alone.
+    No search and no bound: column generation prices with this first (a pattern worth more
+    than its type's price is a valid column however it was found) and calls
+    `solve_knapsack` only once greedy fills find none."""
+    width = len(room)
+    items = [s for s in range(len(shapes)) if values[s] > _EPS and caps[s] > 0]
+    best_value = 0.0
+    best_counts = [0] * len(shapes)
+    if not items:
+        return best_value, best_counts
+    dims = [r for r in range(width) if room[r] > 0]
+    share = {s: [shapes[s][r] / room[r] for r in dims] for s in items}
+    orders = [sorted(items, key=lambda s: -values[s] / max(sum(share[s]), 1e-12))]
+    for d in range(len(dims)):
+
+        def denser(s: int, d: int = d) -> float:
+            return -values[s] / max(share[s][d], 1e-12)
+
+        orders.append(sorted(items, key=denser))
+    for order in orders:
+        left = list(room)
+        counts = [0] * len(shapes)
+        value = 0.0
+        for s in order:
+            shape = shapes[s]
+            k = caps[s]
+            for r in range(width):
+                if shape[r]:
+                    k = min(k, left[r] // shape[r]) if left[r] > 0 else 0
+            if k > 0:
+                counts[s] = k
+                value += k * values[s]
+                for r in range(width):
+                    left[r] -= k * shape[r]
+        if value > best_value + 1e-12:
+            best_value, best_counts = value, counts
+    return best_value, best_counts
+
+
 def _fractional(order: Sequence[int], weights: Sequence[float], vals: Sequence[float],
                 limits: Sequence[int], capacity: float) -> float:
     free = capacity

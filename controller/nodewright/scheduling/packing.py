@@ -31,7 +31,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from nodewright.scheduling.knapsack import best_pattern
+from nodewright.scheduling.knapsack import best_pattern, greedy_pattern
+from nodewright.scheduling.master_lp import MasterLP
 
 Vector = tuple[int, ...]
 
@@ -41,10 +42,10 @@ _EPS = 1e-9
 # the average bin price.
 _ROOM_CHARGE = 1e-6
 _NODE_CHARGE = 1e-11
-_REINVERT_EVERY = 40
 # A simplex pivot's work in knapsack nodes (it prices a window of columns).
 _PIVOT_EFFORT = 20
-_PRICING_WINDOW = 400
+# New columns a pricing round adds at most (the best first).
+_COLUMNS_PER_ROUND = 100
 # Plans up to this many nodes may grow a node's type while repairing.
 _REPAIR_GROWTH_UP_TO = 150
 # How many bins the shortlist keeps per pod mix and per shape.
@@ -104,6 +105,10 @@ class Budget:
     # The rounding search: LP solves in all, and patterns tried per decision near the root.
     rounding_lps: int = 60
     rounding_branches: int = 3
+    # Price with greedy fills first, the knapsack search only when they find nothing.
+    greedy_pricing: bool = True
+    # ... and then searches only this many of the most promising bins.
+    search_bins: int = 12
     spent: int = 0
 
     def spend(self, units: int) -> None:
@@ -124,183 +129,6 @@ def prune_dominated(bins: Sequence[BinType]) -> list[BinType]:
             continue
         kept.append(candidate)
     return kept
-
-
-# ---------------------------------------------------------------------------------------
-# The restricted master LP: minimise c.x subject to A x >= demand, x >= 0.
-
-
-class _Master:
-    """Revised simplex with an explicit basis inverse (one row per shape; few rows)."""
-
-    def __init__(self, demand: Sequence[int]) -> None:
-        self.rows = len(demand)
-        self.demand = [float(d) for d in demand]
-        self.costs: list[float] = []
-        self.columns: list[list[tuple[int, int]]] = []  # sparse (row, count)
-        self.basis: list[int] | None = None
-        self.pivots = 0  # of the last solve
-
-    def add(self, cost: float, counts: Vector) -> int:
-        self.costs.append(cost)
-        self.columns.append([(s, k) for s, k in enumerate(counts) if k])
-        return len(self.costs) - 1
-
-    def solve(
-        self, initial: Sequence[int], max_pivots: int = 5000, warm: Sequence[int] | None = None
-    ) -> tuple[float, list[float], dict[int, float]]:
-        """(value, duals, {column: x}) starting from `warm` (the basis the last solve ended
-        with) when it is still feasible for the current demand, else from `initial`, a basis
-        of one column per row whose column has only that row (diagonal, always feasible).
-        The final basis is kept in `self.basis`."""
-        m = self.rows
-        started = self._warm_start(warm) if warm is not None else None
-        if started is None:
-            basis = list(initial)
-            binv = [[0.0] * m for _ in range(m)]
-            for row, column in enumerate(basis):
-                (entry,) = self.columns[column]
-                assert entry[0] == row
-                binv[row][row] = 1.0 / entry[1]
-            x = [self.demand[i] * binv[i][i] for i in range(m)]
-        else:
-            basis, binv, x = started
-        pivots = 0
-        degenerate = 0
-        offset = 0
-        in_basis = set(basis)
-        y = self._duals(basis, binv)
-        while True:
-            entering = None
-            best = -_EPS
-            bland = degenerate > 50
-            # Partial pricing: from where the last scan stopped, the best of the first
-            # `_PRICING_WINDOW` columns once one improves (all columns when none does;
-            # Bland's rule, the first improving column from the start, after a stall).
-            count = len(self.columns)
-            start = 0 if bland else offset % max(count, 1)
-            costs = self.costs
-            columns = self.columns
-            for step in range(count):
-                j = start + step
-                if j >= count:
-                    j -= count
-                if j in in_basis:
-                    continue
-                d = costs[j]
-                for s, k in columns[j]:
-                    d -= y[s] * k
-                if d < best * (1 + 1e-12) - _EPS * costs[j]:
-                    entering, best = j, d
-                    if bland:
-                        break
-                if entering is not None and step >= _PRICING_WINDOW:
-                    offset = j + 1
-                    break
-            if entering is None or bland:
-                for s in range(m):
-                    # A surplus column (-e_s, cost 0) has reduced cost y_s.
-                    if y[s] < best - _EPS and -(s + 1) not in in_basis:
-                        entering, best = -(s + 1), y[s]
-                        if bland:
-                            break
-            if entering is None or pivots >= max_pivots:
-                self.basis = list(basis)
-                self.pivots = pivots
-                y = self._duals(basis, binv)
-                value = sum(self._cost(b) * x[i] for i, b in enumerate(basis))
-                solution = {b: x[i] for i, b in enumerate(basis) if b >= 0 and x[i] > _EPS}
-                return value, y, solution
-            # u = B^-1 a_entering
-            if entering >= 0:
-                col = self.columns[entering]
-                u = [sum(binv[i][s] * k for s, k in col) for i in range(m)]
-            else:
-                s = -entering - 1
-                u = [-binv[i][s] for i in range(m)]
-            leave = -1
-            ratio = math.inf
-            for i in range(m):
-                if u[i] > 1e-9:
-                    r = x[i] / u[i]
-                    if r < ratio - 1e-12 or (r <= ratio + 1e-12 and leave >= 0 and bland
-                                             and basis[i] < basis[leave]):
-                        ratio, leave = r, i
-            if leave < 0:  # unbounded cannot happen with non-negative costs
-                raise ArithmeticError("master LP unbounded")
-            degenerate = degenerate + 1 if ratio < 1e-12 else 0
-            pivot = u[leave]
-            row_l = [v / pivot for v in binv[leave]]
-            x_l = x[leave] / pivot
-            for i in range(m):
-                if i != leave and u[i] != 0.0:
-                    f = u[i]
-                    row_i = binv[i]
-                    for k in range(m):
-                        row_i[k] -= f * row_l[k]
-                    x[i] -= f * x_l
-                    if x[i] < 0.0 and x[i] > -1e-9:
-                        x[i] = 0.0
-            binv[leave] = row_l
-            x[leave] = x_l
-            in_basis.discard(basis[leave])
-            basis[leave] = entering
-            in_basis.add(entering)
-            # y' = y + d_entering * (new row `leave` of the inverse)
-            y = [a + best * b for a, b in zip(y, row_l, strict=True)]
-            pivots += 1
-            if pivots % _REINVERT_EVERY == 0:
-                binv, x = self._reinvert(basis)
-                y = self._duals(basis, binv)
-
-    def _warm_start(
-        self, warm: Sequence[int]
-    ) -> tuple[list[int], list[list[float]], list[float]] | None:
-        basis = list(warm)
-        if len(basis) != self.rows:
-            return None
-        try:
-            binv, x = self._reinvert(basis)
-        except ArithmeticError:
-            return None
-        if min(x) < 0.0:
-            return None
-        return basis, binv, x
-
-    def _duals(self, basis: list[int], binv: list[list[float]]) -> list[float]:
-        m = self.rows
-        cb = [self._cost(b) for b in basis]
-        return [sum(cb[k] * binv[k][i] for k in range(m)) for i in range(m)]
-
-    def _cost(self, column: int) -> float:
-        return self.costs[column] if column >= 0 else 0.0
-
-    def _reinvert(self, basis: list[int]) -> tuple[list[list[float]], list[float]]:
-        m = self.rows
-        b = [[0.0] * m for _ in range(m)]
-        for j, column in enumerate(basis):
-            if column >= 0:
-                for s, k in self.columns[column]:
-                    b[s][j] = float(k)
-            else:
-                b[-column - 1][j] = -1.0
-        inv = [[1.0 if i == k else 0.0 for k in range(m)] for i in range(m)]
-        for c in range(m):
-            p = max(range(c, m), key=lambda r: abs(b[r][c]))
-            b[c], b[p] = b[p], b[c]
-            inv[c], inv[p] = inv[p], inv[c]
-            pv = b[c][c]
-            if abs(pv) < 1e-12:
-                raise ArithmeticError("singular basis")
-            b[c] = [v / pv for v in b[c]]
-            inv[c] = [v / pv for v in inv[c]]
-            for r in range(m):
-                if r != c and b[r][c] != 0.0:
-                    f = b[r][c]
-                    b[r] = [v - f * w for v, w in zip(b[r], b[c], strict=True)]
-                    inv[r] = [v - f * w for v, w in zip(inv[r], inv[c], strict=True)]
-        x = [sum(inv[i][k] * self.demand[k] for k in range(m)) for i in range(m)]
-        return inv, [max(v, 0.0) if v > -1e-9 else v for v in x]
 
 
 # ---------------------------------------------------------------------------------------
@@ -517,17 +345,23 @@ def _price(
             promising.append((upper / cost, b))
     promising.sort(key=lambda item: (-item[0], item[1].price, item[1].key))
     found: list[tuple[float, BinType, Vector]] = []
-    # A pass with the usual knapsack budget; when it finds nothing and `thorough`, one with
-    # ten times it over the most promising bins (a capped knapsack can miss a column).
-    passes = [(budget.knapsack_nodes, len(promising))]
+    # Greedy fills of every promising bin first (cheap); when they find nothing, a knapsack
+    # search with the usual budget over the most promising bins; when that finds nothing
+    # and `thorough`, one with ten times it (a capped knapsack can miss a column).
+    passes = [(0, len(promising))] if budget.greedy_pricing else []
+    searched = budget.search_bins if budget.greedy_pricing else len(promising)
+    passes.append((budget.knapsack_nodes, searched))
     if thorough:
         passes.append((10 * budget.knapsack_nodes, budget.bins_per_round))
     for nodes, limit in passes:
         for position, (_, b) in enumerate(promising[:limit]):
-            if found and position >= budget.bins_per_round:
+            if found and nodes and position >= budget.bins_per_round:
                 break
             cost = b.price + charge[b.key]
-            value, counts, visited = best_pattern(b.room, shapes, duals, caps, nodes)
+            if nodes:
+                value, counts, visited = best_pattern(b.room, shapes, duals, caps, nodes)
+            else:
+                (value, counts), visited = greedy_pattern(b.room, shapes, duals, caps), 0
             budget.spend(visited + 1)
             pattern = tuple(counts)
             if value > cost * (1 + 1e-9) and (b.key, pattern) not in columns:
@@ -646,7 +480,7 @@ class _Relaxation:
         self.bins = bins
         self.charge = charge
         self.budget = budget
-        self.master = _Master([0] * len(shapes))
+        self.master = MasterLP(len(shapes))
         self.columns: dict[tuple[int, Vector], int] = {}
         self.column_bins: list[BinType] = []
         # Bins that produced a pattern: residual problems price only these.
@@ -674,15 +508,17 @@ class _Relaxation:
         """(value, duals, {column: x}) for the pods `caps`; None on numerical trouble."""
         self.solves += 1
         master = self.master
-        master.demand = [float(c) for c in caps]
-        initial = [self.add_column(*self._single_shape(i, caps[i])) for i in range(len(caps))]
+        master.set_demand(caps)
+        # One single-shape column per row keeps the master feasible for any demand.
+        for i in range(len(caps)):
+            self.add_column(*self._single_shape(i, caps[i]))
         pricing = self.bins if everything else sorted(
             self.useful.values(), key=lambda b: (b.price, b.key))
         rounds = 0
         while True:
             rounds += 1
             try:
-                value, duals, solution = master.solve(initial, warm=master.basis)
+                value, duals, solution = master.solve()
             except ArithmeticError:
                 return None
             self.budget.spend(_PIVOT_EFFORT * master.pivots)
@@ -691,7 +527,7 @@ class _Relaxation:
                 return value, duals, solution
             found = _price(pricing, self.shapes, duals, caps, self.charge, self.budget,
                            self.columns, everything)
-            for _, b, counts in found[:30]:
+            for _, b, counts in found[:_COLUMNS_PER_ROUND]:
                 self.add_column(b, counts)
                 self.useful.setdefault(b.key, b)
             # No pattern found is worth more than (1 + gap) times its bin's price: by
