@@ -17,6 +17,7 @@ the optimum (equal to `value` when the search finished).
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -253,17 +254,25 @@ def solve_knapsack(
         left = [room[r] for r in dims]
         current = [0] * n
 
+        # The fractional bound of shapes i.. in `capacity`: those that fit whole in order
+        # (prefix sums and a bisection), then a fraction of the next.
+        full_weight = [0.0] * (n + 1)
+        full_value = [0.0] * (n + 1)
+        for j in range(n):
+            full_weight[j + 1] = full_weight[j] + limit[j] * weight[j]
+            full_value[j + 1] = full_value[j] + limit[j] * value_of[j]
+        sized = [[(d, sz) for d, sz in enumerate(size[i]) if sz] for i in range(n)]
+
         def bound(i: int, capacity: float) -> float:
-            total = 0.0
-            for j in range(i, n):
-                if capacity <= 0.0:
-                    break
-                if limit[j] * weight[j] <= capacity:
-                    total += limit[j] * value_of[j]
-                    capacity -= limit[j] * weight[j]
-                else:
-                    total += capacity / weight[j] * value_of[j]
-                    break
+            if capacity <= 0.0:
+                return 0.0
+            target = full_weight[i] + capacity
+            j = bisect_right(full_weight, target, i) - 1
+            total = full_value[j] - full_value[i]
+            if j < n:
+                rest = target - full_weight[j]
+                if rest > 0.0:
+                    total += rest / weight[j] * value_of[j]
             return total
 
         def search(i: int, value: float, capacity: float, optimistic: float) -> None:
@@ -278,22 +287,26 @@ def solve_knapsack(
             if nodes > node_limit:
                 open_bound = max(open_bound, optimistic)
                 return
-            sz = size[i]
-            k = most_that_fit(i)
+            k = limit[i]
+            for d, sz in sized[i]:
+                fit = left[d] // sz
+                if fit < k:
+                    k = fit
+            worth, wt = value_of[i], weight[i]
             while k >= 0:
-                child_value = value + k * value_of[i]
-                child_capacity = capacity - k * weight[i]
+                child_value = value + k * worth
+                child_capacity = capacity - k * wt
                 child_bound = child_value + bound(i + 1, child_capacity)
                 # Fewer of shape i frees room only for less valuable shapes (they come
                 # later in the order): the bound only falls as k does.
                 if child_bound <= best_value + 1e-12:
                     break
-                for d in range(nd):
-                    left[d] -= k * sz[d]
+                for d, sz in sized[i]:
+                    left[d] -= k * sz
                 current[i] = k
                 search(i + 1, child_value, child_capacity, child_bound)
-                for d in range(nd):
-                    left[d] += k * sz[d]
+                for d, sz in sized[i]:
+                    left[d] += k * sz
                 current[i] = 0
                 if nodes > node_limit:
                     # The siblings not tried are bounded by this subtree's bound.
