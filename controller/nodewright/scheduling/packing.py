@@ -119,8 +119,19 @@ class Budget:
         return self.spent > self.effort * share
 
 
+# prune_dominated's answers for the last few catalogs: a solve packs the same NodePool's
+# types several times (the greedy tails, consolidation's simulations), and the pruning is
+# quadratic in the catalog (0.1-0.3 s on the real one).
+_PRUNED: dict[tuple[BinType, ...], list[BinType]] = {}
+_PRUNED_KEPT = 8
+
+
 def prune_dominated(bins: Sequence[BinType]) -> list[BinType]:
     """Types no other type beats on price while having at least as much room in everything."""
+    key = tuple(bins)
+    known = _PRUNED.get(key)
+    if known is not None:
+        return list(known)
     ordered = sorted(bins, key=lambda b: (b.price, tuple(-x for x in b.room), b.key))
     kept: list[BinType] = []
     for candidate in ordered:
@@ -128,7 +139,10 @@ def prune_dominated(bins: Sequence[BinType]) -> list[BinType]:
         if any(all(k >= r for k, r in zip(other.room, room, strict=True)) for other in kept):
             continue
         kept.append(candidate)
-    return kept
+    if len(_PRUNED) >= _PRUNED_KEPT:
+        del _PRUNED[next(iter(_PRUNED))]
+    _PRUNED[key] = kept
+    return list(kept)
 
 
 # ---------------------------------------------------------------------------------------

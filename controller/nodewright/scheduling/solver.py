@@ -365,6 +365,9 @@ class _Setup:
         ]
         self._pools: list[_PoolSetup] | None = None
         self._nodes: list[_NodeSetup] | None = None
+        # The growth rule's memo (best price per unit of a mix, per NodePool): the same
+        # for every solver of this setup (its pools are this setup's).
+        self.growth = GrowthJudge()
 
     @property
     def pools(self) -> list[_PoolSetup]:
@@ -479,7 +482,7 @@ class _Solver:
         self.contexts: dict[tuple[object, ...], _PodContext] = {}
         self.claim_count = 0
         self.standalone: dict[tuple[str, tuple[object, ...]], float] = {}
-        self._efficiency = GrowthJudge()
+        self._efficiency = setup.growth
         self.pools = [self._pool(pool) for pool in setup.pools]
         for pod in setup.tied:
             self.topology.register(pod)
