@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -89,7 +90,13 @@ class Packed:
 class Budget:
     """Work limits, counted in work done and never in time, so that a plan does not depend
     on the machine or its load: `effort` is knapsack branch-and-bound nodes plus simplex
-    pivots (each weighted by `_PIVOT_EFFORT`) over the whole `pack`."""
+    pivots (each weighted by `_PIVOT_EFFORT`) over the whole `pack`.
+
+    `deadline` (seconds of wall time from the start of `pack`, None for none) is for an
+    operator who prefers a fast plan to a reproducible one: past it the packer stops
+    pricing and searching and finishes the plan it has (every placeable pod still gets a
+    node: the dive always ends, and first fit is the floor). Plans then depend on the
+    machine's speed, so the simulator never sets one."""
 
     effort: int = 2_500_000
     knapsack_nodes: int = 500
@@ -109,14 +116,24 @@ class Budget:
     greedy_pricing: bool = True
     # ... and then searches only this many of the most promising bins.
     search_bins: int = 12
+    deadline: float | None = None
     spent: int = 0
+    _started: float | None = None
+
+    def start(self) -> None:
+        if self._started is None:
+            self._started = time.monotonic()
 
     def spend(self, units: int) -> None:
         self.spent += units
 
     def exhausted(self, share: float = 1.0) -> bool:
-        """Whether `share` of the effort is used up."""
-        return self.spent > self.effort * share
+        """Whether `share` of the effort (or of the time to the deadline) is used up."""
+        if self.spent > self.effort * share:
+            return True
+        if self.deadline is None or self._started is None:
+            return False
+        return time.monotonic() - self._started >= self.deadline * share
 
 
 # prune_dominated's answers for the last few catalogs: a solve packs the same NodePool's
@@ -706,6 +723,7 @@ def pack(
     unpacked (the caller places those greedily: shapes no bin holds, or the budget ran out).
     """
     budget = budget or Budget()
+    budget.start()
     remaining = list(demand)
     bins = shortlist(prune_dominated(bins), shapes, remaining)
     if not bins or not shapes:
@@ -751,7 +769,58 @@ def pack(
             plan.append(Packed(chosen, tuple(full), node.worth))
     for i, s in enumerate(rows):
         remaining[s] = left[i]
-    return improve(plan, _Bins(bins, shapes, charge)), remaining
+    full_bins = _Bins(bins, shapes, charge)
+    plan = improve(plan, full_bins)
+    # Never worse than first fit: its plan replaces one that costs more or leaves pods.
+    fallback = first_fit(shapes, [demand[s] if placeable[s] else 0 for s in range(len(shapes))],
+                         full_bins)
+    if any(remaining[s] for s in rows) or _cost(fallback) < _cost(plan) - 1e-12:
+        for s in rows:
+            remaining[s] = 0
+        return fallback, remaining
+    return plan, remaining
+
+
+def _cost(plan: Sequence[Packed]) -> float:
+    return sum(node.bin.price for node in plan)
+
+
+def first_fit(shapes: Sequence[Vector], demand: Sequence[int], bins: _Bins) -> list[Packed]:
+    """First-fit decreasing as Karpenter plans: pods largest first, each onto the first
+    node that some bin still holds it on, else onto a new node; each node then gets the
+    cheapest bin that holds its pods. Pods no bin holds are left out. The packer's floor:
+    its plan is never more expensive than this one."""
+    rooms = [b.room for b in prune_dominated(
+        [BinType(i, 0.0, b.room) for i, b in enumerate(bins.bins)])]
+    loads: list[list[int]] = []
+    counts: list[list[int]] = []
+    # Loads only grow: a node that once refused a shape refuses it for good, so each shape
+    # starts looking where the last pod of its shape went.
+    start = [0] * len(shapes)
+    for s in bins.largest_first(demand):
+        shape = shapes[s]
+        if not any(_fits(shape, room) for room in rooms):
+            continue
+        placed = False
+        for n in range(start[s], len(loads)):
+            need = [a + b for a, b in zip(loads[n], shape, strict=True)]
+            if any(all(x <= r for x, r in zip(need, room, strict=True)) for room in rooms):
+                loads[n] = need
+                counts[n][s] += 1
+                start[s] = n
+                placed = True
+                break
+        if not placed:
+            loads.append(list(shape))
+            counts.append([0] * len(shapes))
+            counts[-1][s] = 1
+            start[s] = len(loads) - 1
+    plan = []
+    for load, node_counts in zip(loads, counts, strict=True):
+        chosen = bins.cheapest(tuple(load))
+        assert chosen is not None  # the load fits one of the rooms
+        plan.append(Packed(chosen, tuple(node_counts), 0.0))
+    return plan
 
 
 
