@@ -52,11 +52,29 @@ def best_pattern(
     return result.value, result.counts, result.nodes
 
 
+def resource_orders(
+    shapes: Sequence[Vector], values: Sequence[float], caps: Sequence[int]
+) -> list[list[int]]:
+    """Per resource, the shapes worth taking by value per unit of it (shapes that need
+    none first): the same for every room, so a pricing round ranks them once for all the
+    bins it fills (`greedy_pattern`'s `per_resource`)."""
+    items = [s for s in range(len(shapes)) if values[s] > _EPS and caps[s] > 0]
+    orders = []
+    for r in range(len(shapes[0]) if shapes else 0):
+
+        def denser(s: int, r: int = r) -> float:
+            return -values[s] / shapes[s][r] if shapes[s][r] else -math.inf
+
+        orders.append(sorted(items, key=denser))
+    return orders
+
+
 def greedy_pattern(
     room: Vector,
     shapes: Sequence[Vector],
     values: Sequence[float],
     caps: Sequence[int],
+    per_resource: Sequence[Sequence[int]] | None = None,
 ) -> tuple[float, list[int]]:
     """(value, counts) of the best of a few greedy fills: shapes taken, as many as fit, by
     value per summed share of the room, then by value per share of each resource alone.
@@ -71,13 +89,17 @@ def greedy_pattern(
         return best_value, best_counts
     dims = [r for r in range(width) if room[r] > 0]
     share = {s: [shapes[s][r] / room[r] for r in dims] for s in items}
-    orders = [sorted(items, key=lambda s: -values[s] / max(sum(share[s]), 1e-12))]
-    for d in range(len(dims)):
+    orders: list[Sequence[int]] = [
+        sorted(items, key=lambda s: -values[s] / max(sum(share[s]), 1e-12))]
+    if per_resource is not None:
+        orders.extend(per_resource[r] for r in dims)
+    else:
+        for d in range(len(dims)):
 
-        def denser(s: int, d: int = d) -> float:
-            return -values[s] / max(share[s][d], 1e-12)
+            def denser(s: int, d: int = d) -> float:
+                return -values[s] / max(share[s][d], 1e-12)
 
-        orders.append(sorted(items, key=denser))
+            orders.append(sorted(items, key=denser))
     for order in orders:
         left = list(room)
         counts = [0] * len(shapes)

@@ -29,10 +29,11 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from nodewright.scheduling.knapsack import best_pattern, greedy_pattern
+from nodewright.scheduling.knapsack import best_pattern, greedy_pattern, resource_orders
 from nodewright.scheduling.master_lp import MasterLP
 
 Vector = tuple[int, ...]
@@ -166,32 +167,49 @@ def prune_dominated(bins: Sequence[BinType]) -> list[BinType]:
 # Pricing: the most valuable pattern for one bin type.
 
 
-def _cheap_bound(room: Vector, shapes: Sequence[Vector], values: Sequence[float],
-                 caps: Sequence[int]) -> float:
-    """An upper bound on any pattern's value in this room: per resource, the fractional
-    knapsack of that resource alone; the smallest of these."""
-    result = math.inf
-    for r, capacity in enumerate(room):
-        ranked = sorted(
-            (values[s] / shape[r], shape[r], caps[s], values[s])
-            for s, shape in enumerate(shapes)
-            if shape[r] and values[s] > _EPS and caps[s] > 0
-        )
-        free_total = sum(
-            values[s] * caps[s]
-            for s, shape in enumerate(shapes)
-            if not shape[r] and values[s] > _EPS
-        )
-        free = float(capacity)
-        total = free_total
-        for _, size, cap, value in reversed(ranked):
-            if free <= 0:
-                break
-            take = min(cap, free / size)
-            total += take * value
-            free -= take * size
-        result = min(result, total)
-    return result
+class _CheapBounds:
+    """Upper bounds on any pattern's value in a room, for one set of pod values: per
+    resource, the fractional knapsack of that resource alone; the smallest of these. The
+    shapes' order by value per unit of a resource does not depend on the room, so it is
+    ranked once per pricing round (with prefix sums) and each bin costs a bisection per
+    resource."""
+
+    def __init__(self, shapes: Sequence[Vector], values: Sequence[float],
+                 caps: Sequence[int]) -> None:
+        self.resources: list[tuple[float, list[float], list[float], list[tuple[int, float]]]] = []
+        for r in range(len(shapes[0]) if shapes else 0):
+            ranked = sorted(
+                ((values[s] / shape[r], shape[r], caps[s], values[s])
+                 for s, shape in enumerate(shapes)
+                 if shape[r] and values[s] > _EPS and caps[s] > 0),
+                reverse=True,
+            )
+            free_total = sum(
+                values[s] * caps[s]
+                for s, shape in enumerate(shapes)
+                if not shape[r] and values[s] > _EPS
+            )
+            sizes = [0.0]
+            worth = [0.0]
+            for _, size, cap, value in ranked:
+                sizes.append(sizes[-1] + cap * size)
+                worth.append(worth[-1] + cap * value)
+            self.resources.append(
+                (free_total, sizes, worth, [(size, value) for _, size, _, value in ranked]))
+
+    def bound(self, room: Vector) -> float:
+        result = math.inf
+        for capacity, (free_total, sizes, worth, items) in zip(room, self.resources,
+                                                               strict=True):
+            total = free_total
+            if capacity > 0:
+                whole = bisect_right(sizes, capacity) - 1
+                total += worth[whole]
+                if whole < len(items):
+                    size, value = items[whole]
+                    total += (capacity - sizes[whole]) / size * value
+            result = min(result, total)
+        return result
 
 
 # ---------------------------------------------------------------------------------------
@@ -369,9 +387,11 @@ def _price(
     most promising first (by an optimistic bound); after `bins_per_round` of them, pricing
     stops at the first round that found something."""
     promising = []
+    cheap = _CheapBounds(shapes, duals, caps)
+    orders = resource_orders(shapes, duals, caps)
     for b in bins:
         cost = b.price + charge[b.key]
-        upper = _cheap_bound(b.room, shapes, duals, caps)
+        upper = cheap.bound(b.room)
         if upper > cost * (1 + 1e-9):
             promising.append((upper / cost, b))
     promising.sort(key=lambda item: (-item[0], item[1].price, item[1].key))
@@ -392,7 +412,8 @@ def _price(
             if nodes:
                 value, counts, visited = best_pattern(b.room, shapes, duals, caps, nodes)
             else:
-                (value, counts), visited = greedy_pattern(b.room, shapes, duals, caps), 0
+                (value, counts), visited = greedy_pattern(
+                    b.room, shapes, duals, caps, orders), 0
             budget.spend(visited + 1)
             pattern = tuple(counts)
             if value > cost * (1 + 1e-9) and (b.key, pattern) not in columns:
