@@ -101,17 +101,17 @@ class Budget:
 
     effort: int = 2_500_000
     knapsack_nodes: int = 500
-    max_rounds: int = 60
+    max_rounds: int = 30
     bins_per_round: int = 12
     rounds_per_dive: int = 3
     # Pricing rounds of each re-solve in the dive.
-    dive_rounds: int = 60
+    dive_rounds: int = 10
     # Column generation stops once no pattern found is worth more than (1 + lp_gap) times
     # its bin's price. 0 prices until nothing is; a cheaper, rougher LP otherwise (0.005
     # halves the time of the first LP but costs 0.5-2 % on the plans measured).
     lp_gap: float = 0.0
     # The rounding search: LP solves in all, and patterns tried per decision near the root.
-    rounding_lps: int = 60
+    rounding_lps: int = 30
     rounding_branches: int = 3
     # Price with greedy fills first, the knapsack search only when they find nothing.
     greedy_pricing: bool = True
