@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 import time
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
@@ -142,12 +143,14 @@ class Budget:
 # quadratic in the catalog (0.1-0.3 s on the real one).
 _PRUNED: dict[tuple[BinType, ...], list[BinType]] = {}
 _PRUNED_KEPT = 8
+_PRUNED_LOCK = threading.Lock()  # controllers may solve on several threads
 
 
 def prune_dominated(bins: Sequence[BinType]) -> list[BinType]:
     """Types no other type beats on price while having at least as much room in everything."""
     key = tuple(bins)
-    known = _PRUNED.get(key)
+    with _PRUNED_LOCK:
+        known = _PRUNED.get(key)
     if known is not None:
         return list(known)
     ordered = sorted(bins, key=lambda b: (b.price, tuple(-x for x in b.room), b.key))
@@ -157,9 +160,10 @@ def prune_dominated(bins: Sequence[BinType]) -> list[BinType]:
         if any(all(k >= r for k, r in zip(other.room, room, strict=True)) for other in kept):
             continue
         kept.append(candidate)
-    if len(_PRUNED) >= _PRUNED_KEPT:
-        del _PRUNED[next(iter(_PRUNED))]
-    _PRUNED[key] = kept
+    with _PRUNED_LOCK:
+        while len(_PRUNED) >= _PRUNED_KEPT:
+            del _PRUNED[next(iter(_PRUNED))]
+        _PRUNED[key] = kept
     return list(kept)
 
 
