@@ -115,6 +115,11 @@ class PoolState:
     restricted_shared: dict[
         tuple[int, int, int], tuple[list[Candidate], list[Candidate], list[Candidate]]
     ] = field(default_factory=dict)
+    # finish_claim's fitting types per (candidate list, start, used): packed NodeClaims
+    # repeat a few patterns hundreds of times.
+    fitting_cache: dict[tuple[int, int, Vector], tuple[list[Candidate], list[Candidate]]] = (
+        field(default_factory=dict)
+    )
 
     @property
     def name(self) -> str:
@@ -357,8 +362,15 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
     """Describe the claim: its fitting types cheapest first (each priced by its cheapest
     offering the claim's requirements allow) and the offering the cheapest one launches."""
     assert claim.pool is not None
-    fitting = Narrowed(claim.candidates, claim.start).fitting(claim.used)
-    fitting.sort(key=lambda c: (c.price, c.instance_type.name))
+    key = (id(claim.candidates), claim.start, claim.used)
+    cached = claim.pool.fitting_cache.get(key)
+    if cached is not None and cached[0] is claim.candidates:
+        fitting = cached[1]
+    else:
+        fitting = Narrowed(claim.candidates, claim.start).fitting(claim.used)
+        fitting.sort(key=lambda c: (c.price, c.instance_type.name))
+        # The list is kept in the value so that its id cannot be reused while cached.
+        claim.pool.fitting_cache[key] = (claim.candidates, fitting)
     offering = cheapest_offering_of(fitting[0].instance_type, claim.requirements)
     assert offering is not None
     price, capacity_type, offered_zone = offering
