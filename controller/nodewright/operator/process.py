@@ -60,12 +60,13 @@ class Operator:
         self.settings = settings
         self.cluster = cluster
         self.clock = clock or LoopClock()
+        self.controllers: Controllers = build_controllers(cluster, cloud, self.clock,
+                                                          settings.controllers)
         self.driver = OperatorDriver(cluster, clock=self.clock, kinds=WATCHED_KINDS,
                                      idle_interval=settings.idle_interval,
                                      name=settings.identity, world_lock=world_lock,
+                                     state_lock=self.controllers.state.lock,
                                      health=settings.health)
-        self.controllers: Controllers = build_controllers(cluster, cloud, self.clock,
-                                                          settings.controllers)
         self.controllers.attach(self.driver)
         self.events = EventWriter(cluster, world_lock=world_lock)
         self.controllers.recorder.send_to(self.events.submit)

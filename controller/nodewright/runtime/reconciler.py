@@ -78,3 +78,10 @@ class Reconciler(Protocol):
     def watches(self) -> Sequence[Watch]: ...
 
     def reconcile(self, key: str) -> Result: ...
+
+
+def manages_state_lock(reconciler: Reconciler) -> bool:
+    """Whether the reconciler takes the state cache's lock itself (`manages_state_lock =
+    True`: the CPU-heavy ones, which compute outside it); the operator's driver holds the
+    lock around every other reconcile (nodewright.runtime.statelock)."""
+    return bool(getattr(reconciler, "manages_state_lock", False))

@@ -77,6 +77,8 @@ class ProvisioningOutcome:
 
 class Provisioner:
     name = "provisioner"
+    # The solve runs outside the state lock (see `reconcile`).
+    manages_state_lock = True
 
     def __init__(
         self,
@@ -129,6 +131,14 @@ class Provisioner:
     # -- the loop ------------------------------------------------------------------------
 
     def reconcile(self, key: str) -> Result:
+        """Under the state lock, but for the solve itself: the problem is built from the
+        state under it and the result acted on under it again, so other controllers run
+        (and events arrive) while the solver works. What the solve did not see (a pod bound
+        meanwhile, a node gone) the next solve corrects, as in Karpenter."""
+        with self.state.lock:
+            return self._reconcile()
+
+    def _reconcile(self) -> Result:
         if not self.batcher.open:
             if not self._has_work():
                 return Result()
@@ -213,7 +223,8 @@ class Provisioner:
         with metrics.measure(metrics.SCHEDULING_DURATION, controller=self.name), \
                 metrics.measure(metrics.PROVISIONER_SCHEDULING_DURATION):
             built = scheduling_problem(self.state, self.cloud, pods, placed=kept)
-            result = solve(built.problem)
+            with self.state.lock.released():
+                result = solve(built.problem)
         metrics.SCHEDULER_QUEUE_DEPTH.labels(**queue).set(0)
         metrics.SCHEDULER_UNFINISHED_WORK.remove(*queue.values())
         outcome.skipped_pools = built.skipped_pools
