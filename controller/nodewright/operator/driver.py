@@ -57,6 +57,9 @@ FORBIDDEN_HINT = (" (the RBAC that `nodewright manifests` renders grants every r
 # once when a key is added, leadership changes or the driver stops).
 WORKER_IDLE_SECONDS = 1.0
 
+# Watch events delivered under one hold of the state lock.
+DELIVERY_BATCH = 100
+
 Listener = Callable[[WatchEvent], None]
 
 
@@ -276,8 +279,7 @@ class OperatorDriver:
             self._wakeup.clear()
             with self._world_lock, self._state_lock:
                 worked = self._fire_timers()
-            with self._world_lock, self._state_lock:
-                worked |= self._deliver()
+            worked |= self._deliver()
             if not worked:
                 self._wakeup.wait(self._idle_wait())
 
@@ -298,15 +300,22 @@ class OperatorDriver:
         return bool(callbacks)
 
     def _deliver(self) -> bool:
+        """Hand what the watch has to the listeners and queues, taking the state lock for
+        at most DELIVERY_BATCH events at a time (the initial list of a large cluster is
+        tens of thousands: the workers get their turns in between)."""
         if self._stream is None:
             return False
         delivered = False
-        events = self._stream.poll()
-        while events:
+        while not self._stopping.is_set():
+            with self._world_lock:
+                events = self._stream.poll()
+            if not events:
+                break
             delivered = True
-            for event in events:
-                self._dispatch(event)
-            events = self._stream.poll()
+            for start in range(0, len(events), DELIVERY_BATCH):
+                with self._world_lock, self._state_lock:
+                    for event in events[start:start + DELIVERY_BATCH]:
+                        self._dispatch(event)
         return delivered
 
     def _dispatch(self, event: WatchEvent) -> None:

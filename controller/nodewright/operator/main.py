@@ -51,6 +51,10 @@ SIM_DEFAULT_REGION = "us-east-1"  # as `simulate`, `plan` and `catalog` default
 IMPLEMENTED_GATES = frozenset({"SpotToSpotConsolidation"})
 # Leave the kubelet's 30 s grace period some room: stop within 25 s.
 STOP_TIMEOUT_SECONDS = 25.0
+# The interruption controller's SQS long poll (on its own worker, outside the state lock):
+# a message is acted on as soon as it arrives. Karpenter waits 20 s; 10 s keeps a clean
+# stop, which lets the receive in flight finish, well within STOP_TIMEOUT_SECONDS.
+INTERRUPTION_LONG_POLL_SECONDS = 10
 
 
 class StartupError(Exception):
@@ -83,7 +87,7 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
         raise StartupError("AWS_REGION is not set and the AWS SDK found no default region")
     clients = AwsClients.create(region)
     queue = (InterruptionQueue(clients.sqs, _queue_url(clients, config.interruption_queue),
-                               wait_seconds=0)
+                               wait_seconds=INTERRUPTION_LONG_POLL_SECONDS)
              if config.interruption_queue else None)
     aws = InterruptibleAwsCloud(clients=clients, cluster_name=config.cluster_name,
                                 interruption_queue=queue,

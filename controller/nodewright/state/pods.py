@@ -80,7 +80,8 @@ class PodStore:
         copied.pending = dict(self.pending)
         copied.bindings = dict(self.bindings)
         copied.by_node = {name: pods.copy() for name, pods in self.by_node.items()}
-        copied._parsed = {key: replace(parsed) for key, parsed in self._parsed.items()}
+        copied._parsed = {key: _Parsed(p.uid, p.spec, p.labels, p.owner, p.model, p.error)
+                          for key, p in self._parsed.items()}
         copied._replicas = dict(self._replicas)
         return copied
 

@@ -275,8 +275,10 @@ class Provisioner:
                     if pod is not None:
                         self._failed(pod, f"Failed to schedule pod, {reason}")
                 continue
+            manifest = nodeclaim_manifest(planned, pool, pods)
             try:
-                created = self.cluster.create(nodeclaim_manifest(planned, pool, pods))
+                with self.state.lock.released():  # a request: others may use the cache
+                    created = self.cluster.create(manifest)
             except ApiError as error:
                 log.error("creating a NodeClaim for NodePool %s: %s", pool.name, error)
                 errors.append(error)
