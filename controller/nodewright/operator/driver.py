@@ -3,8 +3,9 @@
 The same contract as `nodewright.controllers.driver.VirtualDriver`: `add` reconcilers,
 `listen` to every watch event (the state cache), `enqueue` keys. As in controller-runtime,
 each controller has its own work queue (deduplicated keys, rate-limited retries, delays
-for `requeue_after`) and its own worker thread, so a provisioning solve or a disruption
-pass never holds up an interruption, a drain or a registration. One dispatcher thread
+for `requeue_after`) and its own worker thread (or several, when the reconciler says
+`max_concurrent_reconciles`), so a provisioning solve or a disruption pass never holds
+up an interruption, a drain or a registration. One dispatcher thread
 reads the watch stream, hands each event to the listeners, queues the keys the
 controllers' `watches` map it to, and fires the clock's timers.
 
@@ -46,7 +47,12 @@ from nodewright.cluster.kube.access import WATCHED_KINDS
 from nodewright.operator import logs
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.workqueue import RateLimiter, WorkQueue
-from nodewright.runtime.reconciler import Reconciler, WatchEvent, manages_state_lock
+from nodewright.runtime.reconciler import (
+    Reconciler,
+    WatchEvent,
+    concurrent_reconciles,
+    manages_state_lock,
+)
 from nodewright.runtime.statelock import StateLock
 
 # Reconcile failures kept in `OperatorDriver.errors`.
@@ -98,18 +104,19 @@ class _Flag(threading.Event):
 
 
 class _Worker:
-    """One controller's queue and the thread that works it off."""
+    """One controller's queue and the threads that work it off (one unless the
+    reconciler asks for more: `concurrent_reconciles`)."""
 
     def __init__(self, reconciler: Reconciler, queue: WorkQueue,
                  lock: threading.RLock) -> None:
         self.reconciler = reconciler
         self.queue = queue
         self.wakeup = threading.Condition(lock)
-        self.thread: threading.Thread | None = None
+        self.threads: list[threading.Thread] = []
         # When it last finished a reconcile, had no work, or was not leading (monotonic).
         self.progress = time.monotonic()
-        # When the reconcile in progress started.
-        self.started: float | None = None
+        # When each reconcile in progress started, by thread.
+        self.in_flight: dict[int, float] = {}
 
 
 class OperatorDriver:
@@ -189,10 +196,20 @@ class OperatorDriver:
             self._start_worker(worker)
 
     def _start_worker(self, worker: _Worker) -> None:
-        worker.thread = threading.Thread(
-            target=self._work_loop, args=(worker,), daemon=True,
-            name=f"{self.name}-{worker.reconciler.name}")
-        worker.thread.start()
+        count = concurrent_reconciles(worker.reconciler)
+        for number in range(count):
+            suffix = f"-{number}" if count > 1 else ""
+            thread = threading.Thread(
+                target=self._work_loop, args=(worker,), daemon=True,
+                name=f"{self.name}-{worker.reconciler.name}{suffix}")
+            worker.threads.append(thread)
+            thread.start()
+
+    def _threads(self) -> list[threading.Thread | None]:
+        threads: list[threading.Thread | None] = [self._thread]
+        for worker in self._workers:
+            threads.extend(worker.threads or [None])
+        return threads
 
     def stop(self, timeout: float | None = None) -> bool:
         """Stop taking work; reconciles in progress finish. True once every thread ended
@@ -202,7 +219,7 @@ class OperatorDriver:
         self._wake_workers()
         deadline = None if timeout is None else time.monotonic() + timeout
         stopped = True
-        for thread in [self._thread, *(worker.thread for worker in self._workers)]:
+        for thread in self._threads():
             if thread is None or thread is threading.current_thread():
                 continue
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
@@ -217,8 +234,7 @@ class OperatorDriver:
         return self._stream is not None and self._stream.synced()
 
     def alive(self) -> bool:
-        threads = [self._thread, *(worker.thread for worker in self._workers)]
-        return all(thread is not None and thread.is_alive() for thread in threads)
+        return all(thread is not None and thread.is_alive() for thread in self._threads())
 
     def pending(self) -> int:
         with self._lock:
@@ -233,9 +249,10 @@ class OperatorDriver:
             for worker in self._workers:
                 name = worker.reconciler.name
                 budget = self.health.budget(name)
-                if worker.started is not None and now - worker.started > budget:
+                started = min(worker.in_flight.values(), default=None)
+                if started is not None and now - started > budget:
                     return (f"controller {name} has been in one reconcile for "
-                            f"{now - worker.started:.0f}s (budget {budget:.0f}s)")
+                            f"{now - started:.0f}s (budget {budget:.0f}s)")
                 if not worker.queue.busy():
                     continue
                 waited = now - worker.progress
@@ -353,7 +370,7 @@ class OperatorDriver:
                     key = worker.queue.get()
                     if key is None:
                         continue
-                    worker.started = time.monotonic()
+                    worker.in_flight[threading.get_ident()] = time.monotonic()
                     self.reconciles += 1
                 self._reconcile(worker, key)
 
@@ -410,5 +427,5 @@ class OperatorDriver:
 
     @staticmethod
     def _finished(worker: _Worker) -> None:
-        worker.started = None
+        worker.in_flight.pop(threading.get_ident(), None)
         worker.progress = time.monotonic()
