@@ -68,7 +68,7 @@ class Operator:
                                      state_lock=self.controllers.state.lock,
                                      health=settings.health)
         self.controllers.attach(self.driver)
-        self.events = EventWriter(cluster, world_lock=world_lock)
+        self.events = EventWriter(cluster, world_lock=world_lock, clock=self.clock)
         self.controllers.recorder.send_to(self.events.submit)
         self.driver.add(*extra)
         self.lost_leadership = threading.Event()
