@@ -19,7 +19,7 @@ Reported with the solve's and the pass's own durations, and whether each was sti
 running when the interruption and the registration were done.
 
     python bench/controller_latency.py [--nodes 1000] [--pods 10000] [--pending 1000]
-                                       [--runs 1] [--json]
+                                       [--runs 1] [--switch-interval 0.001] [--json]
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from nodewright.cloud.sim.node import node_object  # noqa: E402
 from nodewright.cluster.memory import InMemoryCluster  # noqa: E402
 from nodewright.controllers.provisioning import provisioner as provisioning  # noqa: E402
 from nodewright.operator.clock import LoopClock  # noqa: E402
+from nodewright.operator.main import SWITCH_INTERVAL_SECONDS  # noqa: E402
 from nodewright.operator.nodeclass_status import NodeClassStatus  # noqa: E402
 from nodewright.operator.process import Operator, OperatorSettings  # noqa: E402
 from nodewright.runtime.clock import Clock, parse_time  # noqa: E402
@@ -288,6 +289,14 @@ def measure(nodes: int, pods: int, pending: int) -> dict[str, Any]:
     setup = time.perf_counter() - started
 
     solves = Intervals(big=lambda problem, *rest: len(problem.pods) >= pending // 2)
+    solved_pods: list[int] = []
+    solve = provisioning.solve
+
+    def counted(problem: Any, *rest: Any) -> Any:
+        solved_pods.append(len(problem.pods))
+        return solve(problem, *rest)
+
+    provisioning.solve = counted  # type: ignore[assignment]
     provisioning.solve = solves.wrap(provisioning.solve)  # type: ignore[assignment]
     settings = OperatorSettings(identity="bench", leader_elect=False)
     operator = Operator(cluster, cloud, settings, clock=clock,
@@ -297,7 +306,15 @@ def measure(nodes: int, pods: int, pending: int) -> dict[str, Any]:
     passes = Intervals()
     solves.partner, passes.partner = passes.started, solves.started
     controller = disruption.disruption
-    controller._work_out = passes.wrap(controller._work_out)  # type: ignore[method-assign]
+    judged: list[int] = []
+    work_out = controller._work_out
+
+    def counted_pass(*args: Any) -> Any:
+        current, command = work_out(*args)
+        judged.append(len(current.verdicts.by_node))
+        return current, command
+
+    controller._work_out = passes.wrap(counted_pass)  # type: ignore[method-assign]
     operator.start()
     try:
         instance_id = wait(lambda: cloud._by_nodeclaim.get(REGISTERING), 120,
@@ -320,6 +337,8 @@ def measure(nodes: int, pods: int, pending: int) -> dict[str, Any]:
         except SystemExit:
             print(cluster.seen, list(operator.driver.errors)[-5:], file=sys.stderr)
             raise
+        wait(lambda: judged and not solves.running(), 300, "the solve and the pass to end")
+        verdicts = judged[0]
         results = {"draining": max(cluster.seen["tainted"], cluster.seen["claim deleted"]),
                    "registered": cluster.seen["registered"]}
         return {
@@ -331,7 +350,9 @@ def measure(nodes: int, pods: int, pending: int) -> dict[str, Any]:
             "solve_running_at_registered": solves.running(results["registered"]),
             "pass_running_at_registered": passes.running(results["registered"]),
             "solve_s": solves.durations()[:3],
+            "solve_pods": solved_pods[:3],
             "pass_s": passes.durations()[:3],
+            "pass_verdicts": verdicts,
             "setup_s": round(setup, 1),
             "cpus": os.cpu_count(),
             "load_average": round(os.getloadavg()[0], 1),
@@ -347,8 +368,13 @@ def main() -> int:
     parser.add_argument("--pending", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--switch-interval", type=float, default=SWITCH_INTERVAL_SECONDS,
+                        help="sys.setswitchinterval for the run (default: what `nodewright "
+                             "controller` sets; CPython's own is 0.005)")
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
     if args.one:
         print(json.dumps(measure(args.nodes, args.pods, args.pending)))
         return 0
@@ -356,14 +382,16 @@ def main() -> int:
     for _ in range(args.runs):  # each run in a fresh process
         out = subprocess.run(
             [sys.executable, __file__, "--one", f"--nodes={args.nodes}",
-             f"--pods={args.pods}", f"--pending={args.pending}"],
+             f"--pods={args.pods}", f"--pending={args.pending}",
+             *([f"--switch-interval={args.switch_interval}"]
+               if args.switch_interval is not None else [])],
             check=True, capture_output=True, text=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     print("| nodes | pods | pending | interruption -> draining s | Node -> Registered s "
-          "| solve/pass running then | solve s | pass s | load |")
+          "| solve/pass running then | solve s (pods) | pass s (verdicts) | load |")
     print("|---:|---:|---:|---:|---:|---|---|---|---:|")
     for row in rows:
         running = (f"{'yes' if row['solve_running_at_draining'] else 'no'}/"
@@ -372,7 +400,8 @@ def main() -> int:
                    f"{'yes' if row['pass_running_at_registered'] else 'no'}")
         print(f"| {row['nodes']:,} | {row['pods']:,} | {row['pending']:,} "
               f"| {row['interruption_to_draining_s']} | {row['node_to_registered_s']} "
-              f"| {running} | {row['solve_s']} | {row['pass_s']} | {row['load_average']} |")
+              f"| {running} | {row['solve_s'][0]} ({row['solve_pods'][0]}) "
+              f"| {row['pass_s'][0]} ({row['pass_verdicts']}) | {row['load_average']} |")
     return 0
 
 
