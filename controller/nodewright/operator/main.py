@@ -16,6 +16,7 @@ import random
 import signal
 import sys
 import threading
+from collections.abc import Iterable
 from types import FrameType
 
 import boto3
@@ -26,6 +27,7 @@ from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
+from nodewright.cluster.kube.access import WATCHED_KINDS
 from nodewright.cluster.kube.cluster import KubeCluster, connect
 from nodewright.cluster.kube.discovery import ServerCheckError
 from nodewright.cluster.kube.transport import ClientLimits
@@ -135,6 +137,8 @@ class ControllerProcess:
         self._sim_settings = sim_settings
         self._given_cluster = cluster
         self.cluster: KubeCluster | None = None
+        # Leader election's own client (its own QPS bucket), when this process connects.
+        self.lease_cluster: KubeCluster | None = None
         self.operator: Operator | None = None
         self.metrics: MetricsEndpoint | None = None
         self.probes: ProbeEndpoint | None = None
@@ -160,7 +164,10 @@ class ControllerProcess:
             lease_namespace=config.leader_election_namespace,
             timing=self._timing, controllers=options, health=self._health,
         )
-        self.operator = Operator(cluster, cloud, settings, clock=clock, extra=extra)
+        if self._given_cluster is None and config.leader_elect:
+            self.lease_cluster = self._connect(cached_kinds=())
+        self.operator = Operator(cluster, cloud, settings, clock=clock, extra=extra,
+                                 lease_cluster=self.lease_cluster)
         try:
             self.metrics = MetricsEndpoint(config.metrics_port)
             self.probes = ProbeEndpoint(config.health_probe_port, healthy=self._healthy,
@@ -172,7 +179,8 @@ class ControllerProcess:
         log.info("started", extra={"cloud": config.cloud, "cluster": config.cluster_name,
                                    "identity": config.identity, "version": __version__})
 
-    def _connect(self) -> KubeCluster:
+    def _connect(self, cached_kinds: Iterable[str] = WATCHED_KINDS) -> KubeCluster:
+        """A client of the API server, with KUBE_CLIENT_QPS/BURST of its own."""
         try:
             client = connect(self.config.kubeconfig)
         except Exception as error:  # lightkube's ConfigError, a missing or unreadable file
@@ -181,7 +189,7 @@ class ControllerProcess:
                                f"{error}") from error
         limits = ClientLimits(qps=float(self.config.kube_client_qps),
                               burst=self.config.kube_client_burst)
-        return KubeCluster(client, limits=limits,
+        return KubeCluster(client, limits=limits, cached_kinds=cached_kinds,
                            watch_read_timeout=self.config.watch_read_timeout)
 
     def _configured_by(self) -> str:
@@ -223,8 +231,9 @@ class ControllerProcess:
         for endpoint in (self.probes, self.metrics):
             if endpoint is not None:
                 endpoint.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        for client in (self.cluster, self.lease_cluster):
+            if client is not None:
+                client.close()
         log.info("stopped", extra={"clean": stopped})
         return stopped
 

@@ -56,7 +56,11 @@ class Operator:
         clock: LoopClock | None = None,
         extra: Sequence[Reconciler] = (),
         world_lock: AbstractContextManager[object] | None = None,
+        lease_cluster: ClusterAPI | None = None,
     ) -> None:
+        """`lease_cluster` is the client leader election uses (default: `cluster`): a
+        client of its own, with its own rate limit, so a throttled main client never
+        delays a renewal (as controller-runtime gives leader election its own client)."""
         self.settings = settings
         self.cluster = cluster
         self.clock = clock or LoopClock()
@@ -75,7 +79,7 @@ class Operator:
         self.elector: LeaderElector | None = None
         if settings.leader_elect:
             self.elector = LeaderElector(
-                cluster,
+                lease_cluster or cluster,
                 name=settings.lease_name,
                 namespace=settings.lease_namespace,
                 identity=settings.identity,
