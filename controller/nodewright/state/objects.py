@@ -5,6 +5,7 @@ not validate keeps the reason, which the controllers report."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -18,6 +19,7 @@ from nodewright.scheduling.pods import DaemonSet, SpecError, daemonset_from_mani
 
 Object = Mapping[str, Any]
 M = TypeVar("M")
+T = TypeVar("T")
 
 
 def _name(obj: Object) -> str:
@@ -49,6 +51,16 @@ def describe_validation_error(error: ValidationError) -> str:
 
 def _without_status(obj: Object) -> dict[str, Any]:
     return {key: value for key, value in obj.items() if key != "status"}
+
+
+def with_copied_containers(obj: T) -> T:
+    """A shallow copy of `obj` whose dict, set and list attributes are copies too (one
+    level: what they hold is shared)."""
+    copied = copy.copy(obj)
+    for name, value in vars(obj).items():
+        if isinstance(value, dict | set | list):
+            setattr(copied, name, copy.copy(value))
+    return copied
 
 
 class ModelCache(Generic[M]):
@@ -159,3 +171,10 @@ class ConfigObjects:
         else:
             return False
         return True
+
+    def copy(self) -> ConfigObjects:
+        copied = with_copied_containers(self)
+        for name, value in vars(self).items():
+            if isinstance(value, ModelCache | DaemonSetCache):
+                setattr(copied, name, with_copied_containers(value))
+        return copied

@@ -80,6 +80,8 @@ class ProvisioningOutcome:
 
 class Provisioner:
     name = "provisioner"
+    # The solve runs outside the state lock (see `reconcile`).
+    manages_state_lock = True
 
     def __init__(
         self,
@@ -133,6 +135,14 @@ class Provisioner:
     # -- the loop ------------------------------------------------------------------------
 
     def reconcile(self, key: str) -> Result:
+        """Under the state lock, but for the solve itself: the problem is built from the
+        state under it and the result acted on under it again, so other controllers run
+        (and events arrive) while the solver works. What the solve did not see (a pod bound
+        meanwhile, a node gone) the next solve corrects, as in Karpenter."""
+        with self.state.lock:
+            return self._reconcile()
+
+    def _reconcile(self) -> Result:
         if not self.batcher.open:
             if not self._has_work():
                 return Result()
@@ -218,7 +228,8 @@ class Provisioner:
                 metrics.measure(metrics.PROVISIONER_SCHEDULING_DURATION):
             built = scheduling_problem(self.state, self.cloud, pods, placed=kept,
                                        relax_min_values=self.relax_min_values)
-            result = solve(built.problem)
+            with self.state.lock.released():
+                result = solve(built.problem)
         metrics.SCHEDULER_QUEUE_DEPTH.labels(**queue).set(0)
         metrics.SCHEDULER_UNFINISHED_WORK.remove(*queue.values())
         outcome.skipped_pools = built.skipped_pools
@@ -271,8 +282,10 @@ class Provisioner:
                     if pod is not None:
                         self._failed(pod, f"Failed to schedule pod, {reason}")
                 continue
+            manifest = nodeclaim_manifest(planned, pool, pods)
             try:
-                created = self.cluster.create(nodeclaim_manifest(planned, pool, pods))
+                with self.state.lock.released():  # a request: others may use the cache
+                    created = self.cluster.create(manifest)
             except ApiError as error:
                 log.error("creating a NodeClaim for NodePool %s: %s", pool.name, error)
                 errors.append(error)
