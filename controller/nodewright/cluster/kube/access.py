@@ -34,6 +34,8 @@ WATCHED_KINDS: tuple[str, ...] = (
     "NodePool",
     "EC2NodeClass",
     "NodeOverlay",
+    "CapacityBuffer",
+    "PodTemplate",
     "PodDisruptionBudget",
     "DaemonSet",
 )
@@ -65,6 +67,7 @@ WRITES: tuple[Access, ...] = (
     Access("karpenter.sh", "nodepools", ("update", "patch")),
     Access("karpenter.sh", "nodepools/status", ("update", "patch")),
     Access("karpenter.sh", "nodeoverlays/status", ("update", "patch")),
+    Access("autoscaling.x-k8s.io", "capacitybuffers/status", ("update", "patch")),
     Access("karpenter.k8s.aws", "ec2nodeclasses", ("update", "patch")),
     Access("karpenter.k8s.aws", "ec2nodeclasses/status", ("update", "patch")),
     Access("", "nodes", ("update", "patch", "delete")),
