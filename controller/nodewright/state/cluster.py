@@ -27,6 +27,7 @@ from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.scheduling.overlays import OverlayStore
 from nodewright.scheduling.pods import DaemonSet, Pod
+from nodewright.state.buffers import BufferPods
 from nodewright.state.objects import ConfigObjects, Parsed
 from nodewright.state.pods import PodStore, pod_key
 from nodewright.state.statenode import NodePods, StateNode
@@ -72,6 +73,9 @@ class ClusterState:
         # The NodeOverlay gate: what the overlays do to each NodePool's instance types,
         # written by the nodeoverlay controller (None: the gate is off).
         self.overlay_store: OverlayStore | None = None
+        # The CapacityBuffer gate: the buffers' virtual pods, kept by the capacitybuffer
+        # controller (None: the gate is off).
+        self.buffers: BufferPods | None = None
 
     # -- feeding -------------------------------------------------------------------------
 

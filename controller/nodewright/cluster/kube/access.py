@@ -36,6 +36,10 @@ WATCHED_KINDS: tuple[str, ...] = (
     "NodeOverlay",
     "CapacityBuffer",
     "PodTemplate",
+    # What a CapacityBuffer's scalableRef may name.
+    "Deployment",
+    "StatefulSet",
+    "ReplicaSet",
     "PodDisruptionBudget",
     "DaemonSet",
 )
