@@ -138,7 +138,8 @@ def test_what_is_not_a_duration(text: str) -> None:
         parse_duration(text)
 
 
-def test_the_spot_to_spot_and_capacity_buffer_gates_reach_their_controllers(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_spot_to_spot_and_capacity_buffer_gates_reach_their_controllers(
+        caplog: pytest.LogCaptureFixture) -> None:
     from nodewright.operator.main import controller_options
 
     options = controller_options(config(
