@@ -196,3 +196,95 @@ def test_percentages() -> None:
     assert percentage_replicas(10, 100) == 10
     assert percentage_replicas(10, 250) == 25
     assert percentage_replicas(1_000_000, 33) == 330_000
+
+
+# -- more of Karpenter's controller and regression cases -----------------------------------
+
+def test_a_new_template_generation_is_resolved_again() -> None:
+    w = world(pod_template("chunk", "100m"), buffer(podTemplateRef={"name": "chunk"},
+                                                    replicas=1))
+    assert w.settle()
+    assert status(w)["podTemplateGeneration"] == 1
+    assert w.instance_types() == ["m5.large"]
+    w.apply(pod_template("chunk", "6"))
+    assert w.settle()
+    assert status(w)["podTemplateGeneration"] == 2
+    assert "m5.2xlarge" in w.instance_types()  # the bigger chunk needed a bigger node
+
+
+def test_a_statefulset_without_replicas_counts_as_one() -> None:
+    statefulset = {
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": "db", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}, "serviceName": "db",
+                 "template": {"metadata": {"labels": {"app": "db"}},
+                              "spec": {"containers": [{"name": "db", "image": "db",
+                                                       "resources": {"requests":
+                                                                     {"cpu": "1"}}}]}}}}
+    w = world(statefulset, buffer(scalableRef={"kind": "StatefulSet", "name": "db"},
+                                  percentage=50))
+    assert w.settle()
+    assert status(w)["replicas"] == 1  # ceil(1 * 50%)
+    assert conditions(w)["ReadyForProvisioning"] == ("True", "Resolved")
+
+
+def test_an_unsupported_api_group_fails_resolution() -> None:
+    w = world(buffer(scalableRef={"apiGroup": "example.com", "kind": "Deployment",
+                                  "name": "app"}, replicas=1))
+    assert w.run_until(lambda: "ReadyForProvisioning" in conditions(w), timeout=60)
+    assert conditions(w)["ReadyForProvisioning"] == ("False", "ResolutionFailed")
+    assert 'unsupported scalableRef API group "example.com"' in str(status(w)["conditions"])
+    assert w.nodeclaims() == []
+
+
+def test_buffers_are_provisioned_independently() -> None:
+    w = world(pod_template("small", "100m"), pod_template("large", "3"),
+              buffer("a", podTemplateRef={"name": "small"}, replicas=2),
+              buffer("b", podTemplateRef={"name": "large"}, replicas=1))
+    assert w.settle()
+    assert status(w, "a")["replicas"] == 2 and status(w, "b")["replicas"] == 1
+    assert conditions(w, "a")["Provisioning"] == ("True", "FitsExistingCapacity")
+    assert conditions(w, "b")["Provisioning"] == ("True", "FitsExistingCapacity")
+    w.delete("CapacityBuffer", "b", "default")
+    assert w.settle()
+    assert conditions(w, "a")["Provisioning"] == ("True", "FitsExistingCapacity")
+    # The node now holds only buffer a's headroom: as in Karpenter, a node with only
+    # buffer pods is empty to consolidation (not replaced) and kept by emptiness.
+    assert len(w.nodeclaims()) == 1
+
+
+def test_rapid_create_and_delete_leaks_no_node() -> None:
+    w = world(pod_template("chunk", "1"))
+    for _ in range(3):
+        w.apply(buffer(podTemplateRef={"name": "chunk"}, replicas=2))
+        w.advance(2)
+        w.delete("CapacityBuffer", "headroom", "default")
+        w.advance(2)
+    assert w.settle()
+    assert w.nodeclaims() == []
+
+
+def test_consolidation_keeps_the_headroom_when_pods_go() -> None:
+    w = world(pod_template("chunk", "1"), buffer(podTemplateRef={"name": "chunk"}, replicas=2),
+              workload("app", 6, "1"))
+    assert w.settle()
+    w.scale("app", 1)
+    assert w.settle()
+    assert w.pending_pods() == []
+    # Whatever consolidation did, what is left still hosts both chunks.
+    assert conditions(w)["Provisioning"] == ("True", "FitsExistingCapacity")
+    with_buffer = len(w.nodeclaims())
+    alone = world(workload("app", 6, "1"), gate=False)
+    assert alone.settle()
+    alone.scale("app", 1)
+    assert alone.settle()
+    assert len(alone.nodeclaims()) <= with_buffer
+
+
+def test_the_template_s_node_selector_is_kept() -> None:
+    w = world(pod_template("chunk", "100m",
+                           nodeSelector={"topology.kubernetes.io/zone": "us-east-1b"}),
+              buffer(podTemplateRef={"name": "chunk"}, replicas=1))
+    assert w.settle()
+    (claim,) = w.nodeclaims()
+    assert claim["metadata"]["labels"]["topology.kubernetes.io/zone"] == "us-east-1b"
