@@ -107,6 +107,9 @@ def test_buffer_nodes_are_not_empty_but_go_once_the_buffer_is_deleted() -> None:
     assert w.settle()
     assert len(w.nodeclaims()) == 1  # nothing runs there, yet it is kept
     assert any("has buffer pods" in str(e.get("note")) for e in w.events("Unconsolidatable"))
+    controller = w.controllers.disruption
+    assert controller is not None
+    assert "BufferPods" in {d.cause for d in controller.decisions}
     w.delete("CapacityBuffer", "headroom", "default")
     assert w.settle()
     assert w.nodeclaims() == []
