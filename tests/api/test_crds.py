@@ -69,12 +69,14 @@ def test_each_crd_served_and_stored_at_karpenters_version_with_a_status_subresou
         "NodeClaim": "karpenter.sh",
         "EC2NodeClass": "karpenter.k8s.aws",
         "NodeOverlay": "karpenter.sh",
+        "CapacityBuffer": "autoscaling.x-k8s.io",
     }
     for crd in crds.values():
         assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
         assert crd["metadata"]["name"] == f"{crd['spec']['names']['plural']}.{crd['spec']['group']}"
         (version,) = crd["spec"]["versions"]
-        served = "v1alpha1" if crd["spec"]["names"]["kind"] == "NodeOverlay" else "v1"
+        served = {"NodeOverlay": "v1alpha1", "CapacityBuffer": "v1beta1"}.get(
+            crd["spec"]["names"]["kind"], "v1")
         assert (version["name"], version["served"], version["storage"]) == (served, True, True)
         scale = {"scale": {"specReplicasPath": ".spec.replicas",
                            "statusReplicasPath": ".status.nodes"}}
@@ -90,6 +92,17 @@ def test_printer_columns_match_karpenters(crds: dict[str, dict[str, Any]]) -> No
     assert columns("NodePool")[:5] == ["NodeClass", "Nodes", "Ready", "Age", "Weight"]
     assert columns("NodeClaim")[:6] == ["Type", "Capacity", "Zone", "Node", "Ready", "Age"]
     assert columns("EC2NodeClass")[:2] == ["Ready", "Age"]
+    assert columns("CapacityBuffer") == ["Strategy", "PodTemplate", "Replicas", "ConditionsType",
+                                         "ConditionsStatus", "ConditionsReason", "Age"]
+
+
+def test_capacitybuffers_are_namespaced_as_karpenters_and_the_others_cluster_scoped(
+    crds: dict[str, dict[str, Any]],
+) -> None:
+    scopes = {kind: crd["spec"]["scope"] for kind, crd in crds.items()}
+    assert scopes.pop("CapacityBuffer") == "Namespaced"
+    assert set(scopes.values()) == {"Cluster"}
+    assert crds["CapacityBuffer"]["spec"]["names"]["shortNames"] == ["cb"]
 
 
 def test_schemas_are_structural(crds: dict[str, dict[str, Any]]) -> None:

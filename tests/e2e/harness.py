@@ -218,7 +218,8 @@ class Installation:
         plane.kubectl("-n", CONTROLLER_NAMESPACE, "scale", "deployment",
                       "nodewright-controller", "--replicas", "0")
         for crd in ("nodepools.karpenter.sh", "nodeclaims.karpenter.sh",
-                    "ec2nodeclasses.karpenter.k8s.aws", "nodeoverlays.karpenter.sh"):
+                    "ec2nodeclasses.karpenter.k8s.aws", "nodeoverlays.karpenter.sh",
+                    "capacitybuffers.autoscaling.x-k8s.io"):
             plane.kubectl("wait", "--for=condition=Established", f"crd/{crd}",
                           "--timeout=60s")
         token = plane.kubectl("-n", CONTROLLER_NAMESPACE, "create", "token", SERVICE_ACCOUNT,
@@ -380,7 +381,8 @@ def clean_cluster(plane: ControlPlane, namespaces: Sequence[str]) -> None:
                   "--force", "--wait=false", check=False)
     for namespace in namespaces:
         plane.kubectl("-n", namespace, "delete", "deployments,statefulsets,daemonsets,"
-                      "replicasets,jobs,poddisruptionbudgets", "--all", "--wait=false",
+                      "replicasets,jobs,poddisruptionbudgets,podtemplates,"
+                      "capacitybuffers.autoscaling.x-k8s.io", "--all", "--wait=false",
                       check=False)
         plane.kubectl("-n", namespace, "delete", "pods", "--all", "--grace-period=0",
                       "--force", "--wait=false", check=False)

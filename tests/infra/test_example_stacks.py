@@ -25,7 +25,7 @@ EVERY_STACK_HAS = {
     "aws:cloudwatch/eventRule:EventRule": 5,
     "aws:cloudwatch/eventTarget:EventTarget": 5,
     "pulumi:providers:kubernetes": 1,
-    "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition": 4,
+    "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition": 5,
     "kubernetes:core/v1:Namespace": 1,
     "kubernetes:core/v1:ServiceAccount": 1,
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 1,

@@ -138,14 +138,17 @@ def test_what_is_not_a_duration(text: str) -> None:
         parse_duration(text)
 
 
-def test_the_spot_to_spot_gate_reaches_consolidation(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_spot_to_spot_and_capacity_buffer_gates_reach_their_controllers(
+        caplog: pytest.LogCaptureFixture) -> None:
     from nodewright.operator.main import controller_options
 
     options = controller_options(config(
         ["--cluster-name", "dev", "--feature-gates",
          "SpotToSpotConsolidation=true,CapacityBuffer=true"], {}))
     assert options.disruption.methods.spot_to_spot is True
-    assert "CapacityBuffer is enabled but has no effect" in caplog.text
+    # Every gate Karpenter v1.14 has now has an effect here.
+    assert options.capacity_buffer is True
+    assert "has no effect" not in caplog.text
     assert controller_options(config(["--cluster-name", "dev"], {})
                               ).disruption.methods.spot_to_spot is False
 

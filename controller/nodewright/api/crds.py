@@ -7,6 +7,11 @@ from typing import Any
 import yaml
 
 from nodewright.api.base import KubeModel
+from nodewright.api.capacitybuffer import (
+    CapacityBuffer,
+    CapacityBufferSpec,
+    CapacityBufferStatus,
+)
 from nodewright.api.ec2nodeclass import EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus
 from nodewright.api.nodeclaim import NodeClaim, NodeClaimSpec, NodeClaimStatus
 from nodewright.api.nodeoverlay import NodeOverlay, NodeOverlaySpec, NodeOverlayStatus
@@ -83,9 +88,29 @@ _CRDS: tuple[_Entry, ...] = (
         ["overlays"],
         [_column("Ready", READY), AGE, _column("Weight", ".spec.weight", "integer", priority=1)],
     ),
+    (
+        CapacityBuffer,
+        CapacityBufferSpec,
+        CapacityBufferStatus,
+        "autoscaling.x-k8s.io",
+        "capacitybuffers",
+        ["cb"],
+        [
+            _column("Strategy", ".spec.provisioningStrategy"),
+            _column("PodTemplate", ".status.podTemplateRef.name"),
+            _column("Replicas", ".status.replicas", "integer"),
+            _column("ConditionsType", ".status.conditions[*].type"),
+            _column("ConditionsStatus", ".status.conditions[*].status"),
+            _column("ConditionsReason", ".status.conditions[*].reason"),
+            AGE,
+        ],
+    ),
 )
 # Served versions other than v1.
-_VERSIONS: dict[str, str] = {"nodeoverlays": "v1alpha1"}
+_VERSIONS: dict[str, str] = {"nodeoverlays": "v1alpha1", "capacitybuffers": "v1beta1"}
+# Namespaced kinds (the others are cluster-scoped), and categories other than Karpenter's.
+_NAMESPACED = frozenset({"capacitybuffers"})
+_CATEGORIES: dict[str, list[str]] = {"capacitybuffers": ["autoscaling", "nodewright"]}
 
 
 # The scale subresource (kubectl scale, HorizontalPodAutoscalers) of static NodePools.
@@ -95,7 +120,8 @@ _SCALE: dict[str, dict[str, str]] = {
 
 
 def generate_crds() -> list[dict[str, Any]]:
-    """The CRDs as dicts, in the order NodePool, NodeClaim, EC2NodeClass, NodeOverlay."""
+    """The CRDs as dicts, in the order NodePool, NodeClaim, EC2NodeClass, NodeOverlay,
+    CapacityBuffer."""
     return [
         _crd(model, spec, status, group, plural, short_names, columns)
         for model, spec, status, group, plural, short_names, columns in _CRDS
@@ -140,9 +166,9 @@ def _crd(
                 "plural": plural,
                 "singular": kind.lower(),
                 "shortNames": short_names,
-                "categories": ["karpenter", "nodewright"],
+                "categories": _CATEGORIES.get(plural, ["karpenter", "nodewright"]),
             },
-            "scope": "Cluster",
+            "scope": "Namespaced" if plural in _NAMESPACED else "Cluster",
             "versions": [
                 {
                     "name": version,

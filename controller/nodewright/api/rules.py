@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from croniter import croniter
 
+from nodewright.api.capacitybuffer import CapacityBuffer
 from nodewright.api.core import NodeSelectorRequirementWithMinValues
 from nodewright.api.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass, EC2NodeClassSpec
 from nodewright.api.formats import parse_duration
@@ -151,6 +152,19 @@ def check_nodeoverlay(overlay: NodeOverlay) -> Iterator[Finding]:
         yield from _check_quantity(quantity, where)
     if overlay.spec.price is not None and overlay.spec.price_adjustment is not None:
         yield ("spec", "priceAdjustment"), "cannot set both 'price' and 'priceAdjustment'"
+
+
+def check_capacitybuffer(buffer: CapacityBuffer) -> Iterator[Finding]:
+    """The CapacityBuffer CRD's rules: one of podTemplateRef and scalableRef, and a
+    podTemplateRef needs replicas or limits (there is no workload to take a percentage of);
+    limits are quantities."""
+    spec = buffer.spec
+    if spec.pod_template_ref is not None and spec.scalable_ref is not None:
+        yield ("spec",), "You must define either PodTemplateRef or ScalableRef, but not both"
+    if spec.pod_template_ref is not None and spec.replicas is None and spec.limits is None:
+        yield ("spec",), "If podTemplateRef is set, replicas or limits must also be set"
+    for name, quantity in (spec.limits or {}).items():
+        yield from _check_quantity(quantity, ("spec", "limits", name))
 
 
 def check_nodeclaim(nodeclaim: NodeClaim) -> Iterator[Finding]:

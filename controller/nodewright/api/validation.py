@@ -14,6 +14,7 @@ from pydantic_core import ErrorDetails
 
 from nodewright.api import formats, rules
 from nodewright.api.base import KubeModel
+from nodewright.api.capacitybuffer import CapacityBuffer
 from nodewright.api.ec2nodeclass import ALIAS_PATTERN, EC2NodeClass
 from nodewright.api.manifests import Document
 from nodewright.api.nodeclaim import NodeClaim
@@ -22,16 +23,17 @@ from nodewright.api.nodepool import NodePool
 from nodewright.api.problems import FieldPath, Problem, format_path
 from nodewright.api.schema import JSONSchema, object_schema
 
-Model = NodePool | EC2NodeClass | NodeClaim | NodeOverlay
+Model = NodePool | EC2NodeClass | NodeClaim | NodeOverlay | CapacityBuffer
 KINDS: dict[str, tuple[str, type[KubeModel]]] = {
     "NodePool": ("karpenter.sh", NodePool),
     "NodeClaim": ("karpenter.sh", NodeClaim),
     "EC2NodeClass": ("karpenter.k8s.aws", EC2NodeClass),
     "NodeOverlay": ("karpenter.sh", NodeOverlay),
+    "CapacityBuffer": ("autoscaling.x-k8s.io", CapacityBuffer),
 }
 SERVED_VERSION = "v1"
 # Kinds served at another version than v1.
-SERVED_VERSIONS = {"NodeOverlay": "v1alpha1"}
+SERVED_VERSIONS = {"NodeOverlay": "v1alpha1", "CapacityBuffer": "v1beta1"}
 
 _PATTERN_MEANINGS = {
     formats.QUANTITY_PATTERN: "a Kubernetes quantity such as 100m, 2, 512Mi or 20Gi",
@@ -272,6 +274,8 @@ def semantic_findings(model: Model) -> Iterator[rules.Finding]:
         yield from rules.check_ec2nodeclass(model)
     elif isinstance(model, NodeOverlay):
         yield from rules.check_nodeoverlay(model)
+    elif isinstance(model, CapacityBuffer):
+        yield from rules.check_capacitybuffer(model)
     else:
         yield from rules.check_nodeclaim(model)
 

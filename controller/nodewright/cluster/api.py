@@ -51,6 +51,8 @@ KINDS: Mapping[str, Kind] = {
         Kind("NodePool", "karpenter.sh/v1", "nodepools", False),
         Kind("EC2NodeClass", "karpenter.k8s.aws/v1", "ec2nodeclasses", False),
         Kind("NodeOverlay", "karpenter.sh/v1alpha1", "nodeoverlays", False),
+        Kind("CapacityBuffer", "autoscaling.x-k8s.io/v1beta1", "capacitybuffers", True),
+        Kind("PodTemplate", "v1", "podtemplates", True, has_status=False),
         Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True),
         Kind("DaemonSet", "apps/v1", "daemonsets", True),
         Kind("ReplicaSet", "apps/v1", "replicasets", True),

@@ -26,6 +26,7 @@ from nodewright.cloud.metered import MeteredCloud
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
+from nodewright.controllers.capacitybuffer import CapacityBufferController
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.wiring import DisruptionControllers, build_disruption
 from nodewright.controllers.garbagecollection import (
@@ -59,6 +60,7 @@ from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Reconciler, WatchEvent
 from nodewright.scheduling.overlays import OverlayStore
 from nodewright.state import ClusterState
+from nodewright.state.buffers import BufferPods
 
 
 class Runner(Protocol):
@@ -91,6 +93,8 @@ class ControllerOptions:
     node_repair: bool = False
     # The NodeOverlay feature gate: NodeOverlays change instance types' prices and capacity.
     node_overlay: bool = False
+    # The CapacityBuffer feature gate: CapacityBuffers keep headroom launched.
+    capacity_buffer: bool = False
 
     @property
     def nomination_seconds(self) -> float:
@@ -154,6 +158,8 @@ class Controllers:
     node_health: NodeHealth | None = None
     # NodeOverlays (controllers.nodeoverlay).
     node_overlay: NodeOverlayController | None = None
+    # CapacityBuffers (controllers.capacitybuffer).
+    capacity_buffer: CapacityBufferController | None = None
 
     @property
     def reconcilers(self) -> tuple[Reconciler, ...]:
@@ -170,6 +176,7 @@ class Controllers:
             *(self.static or ()),
             *((self.node_health,) if self.node_health else ()),
             *((self.node_overlay,) if self.node_overlay else ()),
+            *((self.capacity_buffer,) if self.capacity_buffer else ()),
             *self.extra,
         )
 
@@ -207,6 +214,8 @@ def build_controllers(
 ) -> Controllers:
     options = options or ControllerOptions()
     state = ClusterState(clock, nomination_seconds=options.nomination_seconds)
+    if options.capacity_buffer:
+        state.buffers = BufferPods()
     if options.node_overlay:
         # No NodePool launches before the overlay controller has evaluated it.
         state.overlay_store = OverlayStore()
@@ -249,4 +258,6 @@ def build_controllers(
         if options.node_repair and cloud.repair_policies() else None,
         node_overlay=NodeOverlayController(cluster, metered(NodeOverlayController.name), clock,
                                            state) if options.node_overlay else None,
+        capacity_buffer=CapacityBufferController(cluster, clock, state)
+        if options.capacity_buffer else None,
     )

@@ -52,7 +52,7 @@ SIM_DEFAULT_REGION = "us-east-1"  # as `simulate`, `plan` and `catalog` default
 # Gates whose features Nodewright has; the others are accepted (a chart may set them) and
 # reported as having no effect.
 IMPLEMENTED_GATES = frozenset({"SpotToSpotConsolidation", "StaticCapacity", "NodeRepair",
-                               "NodeOverlay"})
+                               "NodeOverlay", "CapacityBuffer"})
 # Leave the kubelet's 30 s grace period some room: stop within 25 s.
 STOP_TIMEOUT_SECONDS = 25.0
 # The interruption controller's SQS long poll (on its own worker, outside the state lock):
@@ -125,7 +125,8 @@ def controller_options(config: OperatorConfig) -> ControllerOptions:
                              static_capacity=config.feature_gates["StaticCapacity"],
                              relax_min_values=config.min_values_policy == "BestEffort",
                              node_repair=config.feature_gates["NodeRepair"],
-                             node_overlay=config.feature_gates["NodeOverlay"])
+                             node_overlay=config.feature_gates["NodeOverlay"],
+                             capacity_buffer=config.feature_gates["CapacityBuffer"])
 
 
 class ControllerProcess:

@@ -28,6 +28,7 @@ from nodewright.scheduling.pods import (
     namespace_from_manifest,
     node_from_manifest,
     parse_label_selector,
+    parse_pod_spec,
     pods_from_manifest,
     replicas_of,
 )
@@ -151,6 +152,20 @@ def _read_spec(body: Mapping[str, Any], kind: str) -> None:
         namespace_from_manifest(body)
     elif kind == "PodDisruptionBudget":
         _read_pdb(body)
+    elif kind == "PodTemplate":
+        _read_pod_template(body)
+
+
+def _read_pod_template(body: Mapping[str, Any]) -> None:
+    """A PodTemplate (the chunk of a CapacityBuffer) holds a pod template at `template`."""
+    template = body.get("template")
+    if not isinstance(template, dict):
+        raise SpecError("template", "a PodTemplate needs a template")
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if not isinstance(labels, dict):
+        raise SpecError("template.metadata.labels", "must be a mapping")
+    parse_pod_spec("default", str((body.get("metadata") or {}).get("name") or ""),
+                   labels, template.get("spec"), "template.spec")
 
 
 def _read_pdb(body: Mapping[str, Any]) -> None:

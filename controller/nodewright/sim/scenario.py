@@ -24,6 +24,7 @@ SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "NodePool")
 MANIFEST_KINDS = (
     "NodePool", "EC2NodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job", "Pod",
     "DaemonSet", "PodDisruptionBudget", "Namespace", "Node", "NodeOverlay",
+    "CapacityBuffer", "PodTemplate",
 )
 CLUSTER_SCOPED_KINDS = ("NodePool", "EC2NodeClass", "Namespace", "Node", "NodeClaim",
                         "NodeOverlay")

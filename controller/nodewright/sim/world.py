@@ -106,6 +106,7 @@ def build_world(scenario: Scenario) -> World:
         relax_min_values=settings.min_values_policy == "BestEffort",
         node_repair=settings.feature_gates.get("NodeRepair", False),
         node_overlay=settings.feature_gates.get("NodeOverlay", False),
+        capacity_buffer=settings.feature_gates.get("CapacityBuffer", False),
     ))
     driver = VirtualDriver(clock, cluster)
     driver.add(*cluster_actors(cluster, ActorSettings(pod_start_delay=settings.pod_start_delay)))

@@ -28,6 +28,7 @@ from nodewright.runtime.reconciler import WatchEvent
 from nodewright.runtime.statelock import StateLock
 from nodewright.scheduling.overlays import OverlayStore
 from nodewright.scheduling.pods import DaemonSet, Pod
+from nodewright.state.buffers import BufferPods
 from nodewright.state.objects import ConfigObjects, Parsed, with_copied_containers
 from nodewright.state.pods import PodStore, pod_key
 from nodewright.state.statenode import NodePods, StateNode
@@ -73,6 +74,9 @@ class ClusterState:
         # The NodeOverlay gate: what the overlays do to each NodePool's instance types,
         # written by the nodeoverlay controller (None: the gate is off).
         self.overlay_store: OverlayStore | None = None
+        # The CapacityBuffer gate: the buffers' virtual pods, kept by the capacitybuffer
+        # controller (None: the gate is off).
+        self.buffers: BufferPods | None = None
         # Held by whoever reads or changes this cache while other threads may (the
         # operator's workers); see nodewright.runtime.statelock.
         self.lock = StateLock()
@@ -98,6 +102,7 @@ class ClusterState:
                    for name, pods in self.pods.by_node.items()}
         copied._nodes = {key: node.copy(by_node.get(id(node.pods)))
                          for key, node in self._nodes.items()}
+        copied.buffers = self.buffers.copy() if self.buffers is not None else None
         copied.lock = StateLock()
         return copied
 

@@ -34,6 +34,12 @@ WATCHED_KINDS: tuple[str, ...] = (
     "NodePool",
     "EC2NodeClass",
     "NodeOverlay",
+    "CapacityBuffer",
+    "PodTemplate",
+    # What a CapacityBuffer's scalableRef may name.
+    "Deployment",
+    "StatefulSet",
+    "ReplicaSet",
     "PodDisruptionBudget",
     "DaemonSet",
 )
@@ -65,6 +71,7 @@ WRITES: tuple[Access, ...] = (
     Access("karpenter.sh", "nodepools", ("update", "patch")),
     Access("karpenter.sh", "nodepools/status", ("update", "patch")),
     Access("karpenter.sh", "nodeoverlays/status", ("update", "patch")),
+    Access("autoscaling.x-k8s.io", "capacitybuffers/status", ("update", "patch")),
     Access("karpenter.k8s.aws", "ec2nodeclasses", ("update", "patch")),
     Access("karpenter.k8s.aws", "ec2nodeclasses/status", ("update", "patch")),
     Access("", "nodes", ("update", "patch", "delete")),

@@ -61,6 +61,7 @@ CAUSE_STATIC_SCALING = "StaticNodePoolScaling"
 CAUSE_NODE_LIMIT = "NodeLimit"
 CAUSE_BALANCED = "BalancedScore"
 CAUSE_STATIC_NODEPOOL = "StaticNodePool"
+CAUSE_BUFFER_PODS = "BufferPods"
 CONSOLIDATION_APPROVED = "ConsolidationApproved"
 
 

@@ -252,9 +252,14 @@ class SimulationBase:
             return Simulation(None, failures)
         own = {pod.key for pod in moving}
         self.simulations += 1
+        buffers = self.state.buffers
+        # CapacityBuffers' headroom is placed again like pending pods (Karpenter adds the
+        # virtual pods to its simulation's pending set): a command that takes it away
+        # needs a replacement that hosts it, and one it does not fit is no failure.
+        virtual = buffers.all() if buffers is not None else []
         problem = replace(
             self.problem,
-            pods=moving + self.deleting_pods,
+            pods=moving + self.deleting_pods + virtual,
             nodes=[node for node in self.problem.nodes if node.name not in gone],
             bound_pods=[
                 pod for name, pods in self._view.bound_by_node.items() if name not in gone
@@ -264,7 +269,8 @@ class SimulationBase:
         result = solve(problem, self._view.prepared)
         # As Karpenter: every pod that is not already pending must find a place, those of
         # machines being deleted included (they count on the room a command would take).
-        failures = dict(result.unschedulable)
+        failures = {key: why for key, why in result.unschedulable
+                    if buffers is None or not buffers.is_virtual(key)}
         # A machine that has not initialized may never come up: only the pods of machines
         # already going (whose replacement it may well be) may count on it.
         for node_name, pods in result.existing:

@@ -31,6 +31,10 @@ from nodewright.controllers.provisioning.batcher import (
     DEFAULT_MAX_SECONDS,
     Batcher,
 )
+from nodewright.controllers.provisioning.buffers import (
+    BufferPlacements,
+    write_provisioning_conditions,
+)
 from nodewright.controllers.provisioning.nodeclaims import (
     claim_capacity,
     nodeclaim_manifest,
@@ -105,10 +109,13 @@ class Provisioner:
         self.outcomes: list[ProvisioningOutcome] = []
         self._solves = 0
         self._ignored = 0
-        self._watches = (
+        self._watches: tuple[Watch, ...] = (
             Watch("Pod", keys=self._on_pod),
             Watch("Node", keys=self._on_node),
         )
+        if state.buffers is not None:
+            # A buffer resolved again (its replicas or chunk may have changed).
+            self._watches += (Watch("CapacityBuffer", keys=self._on_buffer),)
 
     @property
     def watches(self) -> Sequence[Watch]:
@@ -130,6 +137,15 @@ class Provisioner:
             return ()
         uid = (event.object.get("metadata") or {}).get("uid") or event.key
         self.batcher.trigger(("node", uid))
+        return ("",)
+
+    def _on_buffer(self, event: WatchEvent) -> Iterable[str]:
+        if event.type == "DELETED" and self.state.buffers is not None:
+            # Whichever of this and the capacitybuffer controller sees it first.
+            self.state.buffers.remove(event.key)
+        uid = (event.object.get("metadata") or {}).get("uid") or event.key
+        version = (event.object.get("metadata") or {}).get("resourceVersion")
+        self.batcher.trigger(("buffer", uid, version))
         return ("",)
 
     # -- the loop ------------------------------------------------------------------------
@@ -158,6 +174,9 @@ class Provisioner:
         return Result(requeue_after=PENDING_RECHECK_SECONDS) if self._has_work() else Result()
 
     def _has_work(self) -> bool:
+        buffers = self.state.buffers
+        if buffers is not None and buffers.buffers():
+            return True  # headroom is looked at as often as pending pods
         return self.state.has_provisionable_pods() or any(
             self._reschedulable(node_name) for node_name in self._deleting_node_names()
         )
@@ -197,6 +216,9 @@ class Provisioner:
                 model = self._model(obj)
                 if model is not None:
                     pods.append(replace(model, node_name=None))
+        if self.state.buffers is not None:
+            # After the real pods, as Karpenter adds them after its Validate filter.
+            pods.extend(self.state.buffers.all())
         return pods, placed
 
     def _model(self, obj: Mapping[str, Any]) -> Pod | None:
@@ -212,8 +234,10 @@ class Provisioner:
         self._ignored = 0
         pods, placed = self.pods_to_schedule()
         metrics.SCHEDULER_IGNORED_PODS.set(self._ignored)
+        buffers = self.state.buffers
         outcome = ProvisioningOutcome(pods=len(pods), placed=len(placed))
         if not pods:
+            self._buffer_status(built=None, result=None)
             return outcome
         kept = [replace(pod, node_name=machine.name) for pod, machine in placed]
         started = self.clock.now()
@@ -248,12 +272,21 @@ class Provisioner:
         self._create_nodeclaims(built, result, by_key, outcome)
         self._nominate_existing(built, result, outcome)
         for key, reason in result.unschedulable:
+            if buffers is not None and buffers.is_virtual(key):
+                continue
             outcome.unschedulable[key] = reason
             pod = self.state.pod(key)
             if pod is not None:
                 self._failed(pod, f"Failed to schedule pod, {reason}")
+        if buffers is not None:
+            # Virtual pods are never nominated nor have decisions: nothing waits for them.
+            outcome.nominated = {key: target for key, target in outcome.nominated.items()
+                                 if not buffers.is_virtual(key)}
+            self._buffer_status(built, result)
         self.state.record_pod_nominations(outcome.nominated)
-        self.state.record_scheduling_decisions([pod.key for pod in pods], outcome.nominated)
+        self.state.record_scheduling_decisions(
+            [pod.key for pod in pods if buffers is None or not buffers.is_virtual(pod.key)],
+            outcome.nominated)
         metrics.SCHEDULER_UNSCHEDULABLE_PODS.labels(controller=self.name).set(
             len(outcome.unschedulable))
         self.outcomes.append(outcome)
@@ -276,7 +309,7 @@ class Provisioner:
             exceeded = _limits_exceeded(pool, usage[pool.name], capacity) if limited else None
             if exceeded is not None:
                 reason = f'NodePool "{pool.name}": {exceeded}'
-                for key in planned.pods:
+                for key in self._real(planned.pods):
                     outcome.unschedulable[key] = reason
                     pod = self.state.pod(key)
                     if pod is not None:
@@ -303,7 +336,7 @@ class Provisioner:
                 **nodeclaim_fields(created),
                 "requests": ((created.get("spec") or {}).get("resources") or {}).get("requests"),
                 "instance-types": _type_list(planned)})
-            for key in planned.pods:
+            for key in self._real(planned.pods):
                 outcome.nominated[key] = f"nodeclaim/{name}"
                 self._nominated(key, f"nodeclaim/{name}")
         if errors:
@@ -316,14 +349,36 @@ class Provisioner:
             machine = built.nodes.get(node_name)
             if machine is None:
                 continue
+            real = self._real(keys)
+            if not real:
+                # Only buffer headroom landed here: no nomination (it would keep emptiness
+                # and consolidation off the machine for pods that will never come).
+                continue
             self.state.nominate(machine)
             target = (
                 f"node/{machine.node_name}" if machine.node is not None and machine.registered
                 else f"nodeclaim/{machine.nodeclaim_name}"
             )
-            for key in keys:
+            for key in real:
                 outcome.nominated[key] = target
                 self._nominated(key, target)
+
+    def _real(self, keys: Iterable[str]) -> list[str]:
+        buffers = self.state.buffers
+        return list(keys) if buffers is None else buffers.real(keys)
+
+    def _buffer_status(self, built: StateProblem | None,
+                       result: SchedulingResult | None) -> None:
+        """Where this solve put the buffers' virtual pods: the machines hosting some (for
+        emptiness) and each buffer's Provisioning condition."""
+        buffers = self.state.buffers
+        if buffers is None:
+            return
+        placements = BufferPlacements.of(buffers, built, result)
+        if buffers.record_placements(placements.on_machines):
+            # Machines that lost (or gained) headroom are (no longer) empty.
+            self.state.mark_unconsolidated()
+        write_provisioning_conditions(self.cluster, self.clock.now(), placements)
 
     # -- events --------------------------------------------------------------------------
 

@@ -24,9 +24,22 @@ def empty_candidates(p: Pass) -> list[Candidate]:
             continue
         if c.nodepool.is_static:
             static_kept(p, c, ex.EMPTINESS)
+        elif hosts_buffer(p, c):
+            continue
         elif consolidatable(p, c, ex.EMPTINESS):
             found.append(c)
     return found
+
+
+def hosts_buffer(p: Pass, c: Candidate) -> bool:
+    """The last solve put CapacityBuffer headroom on this node: it is kept (deleting it
+    would only launch its replacement), as Karpenter's emptiness does."""
+    buffers = p.state.buffers
+    if buffers is None or not buffers.on_machine(c.node.name):
+        return False
+    p.verdict(c.node, ex.EMPTINESS, ex.KEPT, ex.CAUSE_BUFFER_PODS,
+              f'Node "{c.node.node_name or c.node.name}" has buffer pods', ex.UNCONSOLIDATABLE)
+    return True
 
 
 def emptiness(p: Pass) -> Command | None:
