@@ -22,6 +22,9 @@ NORMALIZED = {
     "beta.kubernetes.io/arch": ARCH,
     "beta.kubernetes.io/os": OS,
     "beta.kubernetes.io/instance-type": INSTANCE_TYPE,
+    # The EBS CSI driver's topology key: its volumes' node affinity names the zone so
+    # (Karpenter's AWS provider adds the same entry).
+    "topology.ebs.csi.aws.com/zone": ZONE,
 }
 
 

@@ -170,10 +170,13 @@ def _tail_problem(claim: PlannedNodeClaim, pool: PoolState, problem: SchedulingP
 def relax(pod: Pod) -> Pod | None:
     """The pod with its next preference dropped, or None when nothing is left to relax.
 
-    Order: other required node-affinity terms, preferred pod affinity, preferred pod
-    anti-affinity, preferred node affinity (heaviest first), ScheduleAnyway spread
-    constraints, and last a toleration for PreferNoSchedule taints.
+    Order: other volume topology alternatives, other required node-affinity terms,
+    preferred pod affinity, preferred pod anti-affinity, preferred node affinity
+    (heaviest first), ScheduleAnyway spread constraints, and last a toleration for
+    PreferNoSchedule taints.
     """
+    if len(pod.volume_requirements) > 1:
+        return replace(pod, volume_requirements=pod.volume_requirements[1:])
     if len(pod.required_terms) > 1:
         return replace(pod, required_terms=pod.required_terms[1:])
     if pod.preferred_pod_affinity:
@@ -209,6 +212,7 @@ def _signature(pod: Pod) -> tuple[object, ...]:
         pod.preferred_pod_anti_affinity,
         pod.spread,
         pod.host_ports,
+        pod.volume_requirements,
     )
 
 

@@ -31,6 +31,7 @@ from nodewright.scheduling.pods import (
     pods_from_manifest,
     replicas_of,
 )
+from nodewright.scheduling.volumes import check_manifest
 from nodewright.sim.reader import FieldReader, describe
 from nodewright.sim.scenario import CLUSTER_SCOPED_KINDS, MANIFEST_KINDS, ObjectRef
 
@@ -151,6 +152,8 @@ def _read_spec(body: Mapping[str, Any], kind: str) -> None:
         namespace_from_manifest(body)
     elif kind == "PodDisruptionBudget":
         _read_pdb(body)
+    else:
+        check_manifest(kind, body)
 
 
 def _read_pdb(body: Mapping[str, Any]) -> None:

@@ -24,8 +24,10 @@ SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet")
 MANIFEST_KINDS = (
     "NodePool", "EC2NodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job", "Pod",
     "DaemonSet", "PodDisruptionBudget", "Namespace", "Node",
+    "StorageClass", "PersistentVolumeClaim", "PersistentVolume", "RuntimeClass",
 )
-CLUSTER_SCOPED_KINDS = ("NodePool", "EC2NodeClass", "Namespace", "Node", "NodeClaim")
+CLUSTER_SCOPED_KINDS = ("NodePool", "EC2NodeClass", "Namespace", "Node", "NodeClaim",
+                        "StorageClass", "PersistentVolume", "RuntimeClass")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The actors that play a cluster around the in-memory API server, built together.
 
 `cluster_actors(cluster, settings)` returns them in a fixed order (kube-scheduler,
-kubelet, the workload controllers, the disruption controller) for a driver to `add`.
+kubelet, the workload controllers, the disruption controller, the volume controller) for
+a driver to `add`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from nodewright.cluster.memory.disruption import DisruptionController
 from nodewright.cluster.memory.kube_scheduler import KubeScheduler
 from nodewright.cluster.memory.kubelet import Kubelet
 from nodewright.cluster.memory.store import InMemoryCluster
+from nodewright.cluster.memory.volumes import VolumeController
 from nodewright.cluster.memory.workloads import (
     DaemonSetController,
     DeploymentController,
@@ -47,4 +49,5 @@ def cluster_actors(
         JobController(cluster),
         DaemonSetController(cluster),
         DisruptionController(cluster),
+        VolumeController(cluster),
     ]

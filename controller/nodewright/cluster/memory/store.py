@@ -226,6 +226,8 @@ class InMemoryCluster:
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(field, None)
         _apply_defaults(info, new)
+        if info.kind == "PersistentVolumeClaim":
+            self._default_storage_class(new)
         new = admit(info, new)
         meta = new["metadata"]
         if self.peek(info.kind, meta["name"], meta.get("namespace")) is not None:
@@ -235,6 +237,21 @@ class InMemoryCluster:
         meta["generation"] = 1
         self._commit(info, new, "ADDED")
         return new
+
+    def _default_storage_class(self, claim: Object) -> None:
+        """The DefaultStorageClass admission plugin: a claim that names no class gets the
+        one annotated as the default (the newest when several are)."""
+        spec = claim.setdefault("spec", {})
+        if "storageClassName" in spec:
+            return
+        defaults = [
+            sc for sc in self.peek_all("StorageClass")
+            if (sc["metadata"].get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"
+        ]
+        if defaults:
+            newest = max(defaults, key=lambda sc: (sc["metadata"].get("creationTimestamp", ""),
+                                                   sc["metadata"]["name"]))
+            spec["storageClassName"] = newest["metadata"]["name"]
 
     def update(self, obj: Object, *, subresource: str | None = None) -> Object:
         info = kind_of_checked(obj.get("kind") if isinstance(obj, Mapping) else None)
@@ -560,6 +577,9 @@ class InMemoryCluster:
 # ---------------------------------------------------------------------------------------
 
 
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+
 def kind_of_checked(kind: Any) -> Kind:
     """The Kind, or InvalidError naming the unsupported kind."""
     try:
@@ -580,6 +600,8 @@ def _apply_defaults(info: Kind, obj: Object) -> None:
         spec.setdefault("schedulerName", DEFAULT_SCHEDULER)
         spec.setdefault("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
         spec.setdefault("restartPolicy", "Always")
+        obj.setdefault("status", {}).setdefault("phase", "Pending")
+    elif info.kind == "PersistentVolumeClaim":
         obj.setdefault("status", {}).setdefault("phase", "Pending")
     elif info.kind == "Namespace":
         meta = obj["metadata"]

@@ -170,6 +170,12 @@ class Provisioner:
             if model is None or _avoids_karpenter(model):
                 self._ignored += 1
                 continue
+            volume_problem = self.state.volume_problem(model)
+            if volume_problem is not None:
+                # Karpenter ignores the pod until its volumes can be planned for.
+                self._ignored += 1
+                self._failed(obj, f"ignoring pod, {volume_problem}")
+                continue
             machine = self.state.nominated_machine(model.key)
             if machine is None:
                 pods.append(model)
