@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
+# Local volumes: made by hand (or a local-volume provisioner), never on demand.
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
 Object = Mapping[str, Any]
 
 
@@ -79,7 +81,7 @@ def provision_for_node(cluster: InMemoryCluster, pod: Object, node: Object) -> N
         storage_class = lookup.storage_class(volumes.claim_class(claim))
         if storage_class is None or storage_class.get("volumeBindingMode") != (
             "WaitForFirstConsumer"
-        ):
+        ) or storage_class.get("provisioner") == NO_PROVISIONER:
             continue
         _provision(cluster, claim, storage_class, zone, objects.name(node))
 
@@ -183,7 +185,7 @@ class VolumeController:
             storage_class = lookup.storage_class(volumes.claim_class(claim))
             if storage_class is None or storage_class.get("volumeBindingMode", "Immediate") != (
                 "Immediate"
-            ) or not storage_class.get("provisioner"):
+            ) or storage_class.get("provisioner") in (None, "", NO_PROVISIONER):
                 continue
             _provision(self.cluster, claim, storage_class, _first_zone(storage_class))
 
