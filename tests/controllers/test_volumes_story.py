@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodewright.cluster.memory.actors import ActorSettings
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors
 from tests.harness import World
@@ -252,3 +253,102 @@ def test_a_statefulset_gets_a_claim_per_replica_and_keeps_each_in_its_zone(
 
     assert {f"db-{i}": zone_of(world, f"db-{i}") for i in range(3)} == first
     expect_no_controller_errors(world)
+
+
+# -- termination waits for VolumeAttachments (pkg/controllers/node/termination) ----------
+
+GRACEFUL_POOL = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    metadata: {labels: {type: karpenter}}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      terminationGracePeriod: 5m
+      requirements:
+        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}
+"""
+
+
+def reason(obj: dict[str, Any], kind: str) -> tuple[str, str] | None:
+    for item in obj.get("status", {}).get("conditions", []):
+        if item["type"] == kind:
+            return str(item["status"]), str(item.get("reason") or "")
+    return None
+
+
+def volume_story(world: World, *extra: Any) -> tuple[str, str]:
+    world.apply(WORKSHOP, *extra, storage_class(), claim("data"))
+    world.apply(pod("db", "data"))
+    assert world.settle()
+    (nodeclaim,) = world.nodeclaims()
+    assert len(world.cluster.list("VolumeAttachment")) == 1
+    return nodeclaim["metadata"]["name"], nodeclaim["status"]["providerID"]
+
+
+def instance_alive(world: World, provider_id: str) -> bool:
+    return any(provider_id.endswith(instance.instance_id) for instance in world.live_instances())
+
+
+def test_the_instance_is_terminated_only_once_its_volumes_are_detached(
+        make_world: Any) -> None:
+    world: World = make_world(actor_settings=ActorSettings(pod_start_delay=2.0,
+                                                           volume_detach_delay=120.0))
+    name, provider_id = volume_story(world)
+    world.delete("Pod", "db", "default")
+    world.delete("NodeClaim", name)
+
+    def awaiting() -> bool:
+        current = world.cluster.get("NodeClaim", name)
+        return reason(current, "VolumesDetached") == ("Unknown", "AwaitingVolumeDetachment")
+
+    assert world.run_until(awaiting, timeout=60)
+    assert instance_alive(world, provider_id)
+    (event,) = [e for e in world.events("AwaitingVolumeDetachment")]
+    note = event.get("note") or ""
+    assert note.startswith("Awaiting deletion of bound volumeattachments (csi-")
+    world.advance(60)
+    assert instance_alive(world, provider_id), "terminated with the volume still attached"
+
+    assert world.run_until(lambda: name not in [c["metadata"]["name"]
+                                                for c in world.nodeclaims()], timeout=600)
+    assert world.cluster.list("VolumeAttachment") == []
+    assert not instance_alive(world, provider_id)
+    expect_no_controller_errors(world)
+
+
+def test_the_termination_grace_period_ends_the_wait_for_detachment(make_world: Any) -> None:
+    world: World = make_world(actor_settings=ActorSettings(pod_start_delay=2.0,
+                                                           volume_detach_delay=3600.0))
+    name, provider_id = volume_story(world, GRACEFUL_POOL)
+    world.delete("Pod", "db", "default")
+    world.delete("NodeClaim", name)
+    world.advance(200)
+    assert instance_alive(world, provider_id)
+
+    def elapsed() -> bool:
+        current = world.cluster.get("NodeClaim", name)
+        return reason(current, "VolumesDetached") == ("False", "TerminationGracePeriodElapsed")
+
+    assert world.run_until(elapsed, timeout=300)
+    assert world.run_until(lambda: not instance_alive(world, provider_id), timeout=300)
+    assert len(world.cluster.list("VolumeAttachment")) == 1  # still there: never detached
+
+
+def test_volumes_of_pods_that_are_not_drained_do_not_hold_termination(
+        make_world: Any) -> None:
+    world: World = make_world(actor_settings=ActorSettings(pod_start_delay=2.0,
+                                                           volume_detach_delay=3600.0))
+    tolerant = pod("db", "data")
+    # Tolerating the disrupted taint: Karpenter does not drain it, so its volume stays.
+    tolerant["spec"]["tolerations"] = [{"key": "karpenter.sh/disrupted", "operator": "Exists"}]
+    world.apply(WORKSHOP, storage_class(), claim("data"), tolerant)
+    assert world.settle()
+    (nodeclaim,) = world.nodeclaims()
+    name, provider_id = nodeclaim["metadata"]["name"], nodeclaim["status"]["providerID"]
+    world.delete("NodeClaim", name)
+
+    assert world.run_until(lambda: not instance_alive(world, provider_id), timeout=300)
+    assert world.events("AwaitingVolumeDetachment") == []

@@ -12,7 +12,8 @@ provisioner, and the attach-detach controller.
   (spec.volumeName) is bound to it once that volume exists.
 - Every volume a CSI driver attaches, mounted by a pod on a node that has not finished,
   has a VolumeAttachment (attached); one no such pod needs any more is deleted
-  (detached). Deleting a claim deletes its volume when the reclaim policy is Delete.
+  (detached) `detach_delay` seconds later. Deleting a claim deletes its volume when
+  the reclaim policy is Delete.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from nodewright.cluster import objects
@@ -34,6 +36,9 @@ log = logging.getLogger(__name__)
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
+# Seconds from the last pod using a volume on a node being gone to its attachment being
+# deleted (unmount, then the EBS detach).
+DETACH_DELAY = 10.0
 # Local volumes: made by hand (or a local-volume provisioner), never on demand.
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 Object = Mapping[str, Any]
@@ -144,8 +149,12 @@ class VolumeController:
 
     name = "volume-controller"
 
-    def __init__(self, cluster: InMemoryCluster) -> None:
+    def __init__(self, cluster: InMemoryCluster, *, detach_delay: float = DETACH_DELAY
+                 ) -> None:
         self.cluster = cluster
+        self.detach_delay = detach_delay
+        # Attachments no pod needs any more, and since when (they go after the delay).
+        self._unneeded: dict[str, datetime] = {}
         self._watches = (
             Watch("PersistentVolumeClaim", singleton_key),
             Watch("PersistentVolume", singleton_key),
@@ -172,8 +181,8 @@ class VolumeController:
         lookup = StoreLookup(self.cluster)
         self._provision_immediate(lookup)
         self._release_deleted()
-        self._attach(lookup)
-        return Result()
+        wait = self._attach(lookup)
+        return Result(requeue_after=wait) if wait is not None else Result()
 
     def _provision_immediate(self, lookup: StoreLookup) -> None:
         for claim in self.cluster.peek_all("PersistentVolumeClaim"):
@@ -237,7 +246,9 @@ class VolumeController:
                 except ApiError as error:
                     log.info("deleting %s: %s", objects.name(volume), error)
 
-    def _attach(self, lookup: StoreLookup) -> None:
+    def _attach(self, lookup: StoreLookup) -> float | None:
+        """Create the attachments pods need; delete those no pod has needed for the
+        detach delay. Returns the seconds until the next detach is due."""
         wanted: dict[str, tuple[str, str, str]] = {}
         for pod in self.cluster.peek_all("Pod"):
             node = node_name(pod)
@@ -253,7 +264,15 @@ class VolumeController:
                     wanted[attachment_name(driver, volume_name, node)] = (
                         driver, volume_name, node)
         existing = {objects.name(a) for a in self.cluster.peek_all("VolumeAttachment")}
-        for name in sorted(existing - set(wanted)):
+        now = self.cluster.clock.now()
+        unneeded = existing - set(wanted)
+        self._unneeded = {name: self._unneeded.get(name, now) for name in unneeded}
+        wait: float | None = None
+        for name in sorted(unneeded):
+            left = self.detach_delay - (now - self._unneeded[name]).total_seconds()
+            if left > 0:
+                wait = left if wait is None else min(wait, left)
+                continue
             try:
                 self.cluster.delete("VolumeAttachment", name)
             except ApiError as error:
@@ -271,6 +290,7 @@ class VolumeController:
                 })
             except ApiError as error:
                 log.info("attaching %s to %s: %s", volume_name, node, error)
+        return wait
 
 
 def _first_zone(storage_class: Object) -> str | None:
