@@ -18,6 +18,7 @@ from nodewright.api.manifests import Document
 from nodewright.api.nodepool import NodePool
 from nodewright.api.problems import FieldPath, Problem
 from nodewright.api.validation import parse_document
+from nodewright.scheduling import volumes
 from nodewright.scheduling.catalog import InstanceType, offline_catalog
 from nodewright.scheduling.nodepools import NodePoolTemplate, nodepool_template
 from nodewright.scheduling.pods import (
@@ -111,8 +112,12 @@ def build_problem(
             )
     if any(problem.severity == "error" for problem in problems):
         return None, problems
+    pending, waiting = volumes.plan_pods([d.body for d in documents], collected.pending)
+    for pod, why in waiting:
+        problems.append(Problem("<manifests>", 0, "Pod", pod.name, "spec.volumes",
+                                f"{why}; Karpenter does not plan for this pod yet", "warning"))
     problem = SchedulingProblem(
-        pods=collected.pending,
+        pods=pending,
         nodepools=templates,
         nodes=nodes,
         bound_pods=[pod for pod in collected.bound if pod.node_name in node_names],

@@ -639,11 +639,39 @@ def pods_from_manifest(body: Mapping[str, Any], replicas: int | None = None) -> 
     first = parse_pod_spec(
         namespace, f"{name}-0", labels, template.get("spec"), "spec.template.spec", f"{kind}/{name}"
     )
-    return [first] + [_renamed(first, f"{name}-{n}") for n in range(1, count)] if count else []
+    templates = _claim_templates(spec, kind)
+    if not count:
+        return []
+    return [_renamed(first, f"{name}-{n}", templates, name) if n or templates else first
+            for n in range(count)]
 
 
-def _renamed(pod: Pod, name: str) -> Pod:
-    return replace(pod, name=name)
+def _claim_templates(spec: Mapping[str, Any], kind: Any) -> tuple[str, ...]:
+    """A StatefulSet's volumeClaimTemplates names (each pod mounts its own claim)."""
+    if kind != "StatefulSet":
+        return ()
+    names = []
+    for i, raw in enumerate(_list(spec.get("volumeClaimTemplates"), "spec.volumeClaimTemplates")):
+        metadata = _mapping(_mapping(raw, f"spec.volumeClaimTemplates[{i}]").get("metadata"),
+                            f"spec.volumeClaimTemplates[{i}].metadata")
+        template_name = metadata.get("name")
+        if not isinstance(template_name, str) or not template_name:
+            raise SpecError(f"spec.volumeClaimTemplates[{i}].metadata.name", "a name is required")
+        names.append(template_name)
+    return tuple(names)
+
+
+def statefulset_claim_name(template: str, statefulset: str, ordinal: int) -> str:
+    return f"{template}-{statefulset}-{ordinal}"
+
+
+def _renamed(pod: Pod, name: str, templates: tuple[str, ...] = (), owner: str = "") -> Pod:
+    if not templates:
+        return replace(pod, name=name)
+    ordinal = int(name.rsplit("-", 1)[1])
+    claims = tuple(c for c in pod.volume_claims if c.volume not in templates) + tuple(
+        VolumeClaim(t, statefulset_claim_name(t, owner, ordinal)) for t in templates)
+    return replace(pod, name=name, volume_claims=claims)
 
 
 def daemonset_from_manifest(body: Mapping[str, Any]) -> DaemonSet:

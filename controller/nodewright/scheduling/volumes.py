@@ -18,7 +18,7 @@ reports in its CSINode.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -356,3 +356,68 @@ def _check_runtime_class(body: Object) -> None:
 def runtime_overhead(runtime_class: Object) -> dict[str, Any]:
     """The overhead the RuntimeClass admission plugin writes into a pod's spec."""
     return dict((runtime_class.get("overhead") or {}).get("podFixed") or {})
+
+
+def manifest_lookup(bodies: Sequence[Object]) -> MappingLookup:
+    """A lookup over manifests, with the claims a StatefulSet's volumeClaimTemplates would
+    create (class: the template's, or the default StorageClass) where none is given."""
+    claims: dict[str, Object] = {}
+    volumes_by_name: dict[str, Object] = {}
+    classes: dict[str, Object] = {}
+    for body in bodies:
+        kind, metadata = body.get("kind"), body.get("metadata") or {}
+        name = str(metadata.get("name") or "")
+        if kind == "PersistentVolumeClaim":
+            claims[f"{metadata.get('namespace') or 'default'}/{name}"] = body
+        elif kind == "PersistentVolume":
+            volumes_by_name[name] = body
+        elif kind == "StorageClass":
+            classes[name] = body
+    default = next((name for name, sc in sorted(classes.items())
+                    if ((sc.get("metadata") or {}).get("annotations") or {})
+                    .get(DEFAULT_CLASS_ANNOTATION) == "true"), None)
+    for body in bodies:
+        if body.get("kind") != "StatefulSet":
+            continue
+        metadata, spec = body.get("metadata") or {}, body.get("spec") or {}
+        namespace = str(metadata.get("namespace") or "default")
+        replicas = spec.get("replicas", 1) if isinstance(spec.get("replicas", 1), int) else 0
+        for template in spec.get("volumeClaimTemplates") or []:
+            template_spec = dict((template or {}).get("spec") or {})
+            if "storageClassName" not in template_spec and default is not None:
+                template_spec["storageClassName"] = default
+            template_name = str(((template or {}).get("metadata") or {}).get("name") or "")
+            for ordinal in range(replicas):
+                key = f"{namespace}/{template_name}-{metadata.get('name')}-{ordinal}"
+                claims.setdefault(key, {"kind": "PersistentVolumeClaim",
+                                        "metadata": {"name": key.split("/", 1)[1],
+                                                     "namespace": namespace},
+                                        "spec": template_spec})
+    for key, claim in list(claims.items()):
+        spec, metadata = claim.get("spec") or {}, claim.get("metadata") or {}
+        if "storageClassName" not in spec and default is not None:
+            spec = {**spec, "storageClassName": default}
+        annotations = dict(metadata.get("annotations") or {})
+        if spec.get("volumeName") in volumes_by_name:
+            # As the volume controller would have bound it.
+            annotations.setdefault(BIND_COMPLETED, "yes")
+        claims[key] = {**claim, "metadata": {**metadata, "annotations": annotations},
+                       "spec": spec}
+    return MappingLookup(claims, volumes_by_name, classes)
+
+
+def plan_pods(bodies: Sequence[Object], pods: Sequence[Pod]
+              ) -> tuple[list[Pod], list[tuple[Pod, str]]]:
+    """Pending pods of manifests with what their volumes require, and those left out
+    (with why) because Karpenter would not plan for them yet."""
+    if not any(pod.volume_claims for pod in pods):
+        return list(pods), []
+    lookup = manifest_lookup(bodies)
+    kept, left = [], []
+    for pod in pods:
+        why = problem(pod, lookup) if pod.volume_claims else None
+        if why is not None:
+            left.append((pod, why))
+        else:
+            kept.append(resolved(pod, lookup))
+    return kept, left
