@@ -255,6 +255,8 @@ class ExistingNode:
     allocatable: Mapping[str, int] | None
     capacity: Mapping[str, int] | None = None
     unschedulable: bool = False
+    # Volumes each CSI driver can attach to it (its CSINode), for `Pod.volumes`.
+    volume_limits: Mapping[str, int] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------

@@ -518,8 +518,11 @@ class _Solver:
                 used=setup.used,
                 labels=node.labels,
                 allocatable=setup.allocatable,
+                volume_limits=node.volume_limits,
             )
             target.host_ports.extend(usage.host_ports)
+            for pod in usage.running:
+                target.add_volumes(pod)
             for pod in usage.running if counted else ():
                 self._record(target, pod)
             self.targets.append(target)
@@ -737,6 +740,10 @@ class _Solver:
         if isinstance(target, ExistingTarget):
             if not context.requirements.satisfied_by_labels(target.labels):
                 return _Rejection("node labels do not match", True)
+            if pod.volumes and target.volume_limits:
+                too_many = target.volume_limit_reason(pod)
+                if too_many is not None:
+                    return _Rejection(too_many, True)
             extra = self._topology_requirements(target, pod, context)
             if isinstance(extra, _Rejection):
                 return extra
@@ -842,6 +849,8 @@ class _Solver:
         target.pods.append(pod)
         target.used = change.need
         target.host_ports.extend(pod.host_ports)
+        if isinstance(target, ExistingTarget) and pod.volumes:
+            target.add_volumes(pod)
         if isinstance(target, ClaimTarget):
             target.grew_by_efficiency |= change.grew_by_efficiency
             if change.requirements is not None:

@@ -27,6 +27,7 @@ from nodewright.scheduling.requirements import (
     Requirements,
 )
 from nodewright.scheduling.topology import TopologyGroup
+from nodewright.scheduling.volumes import limits_exceeded
 
 Vector = tuple[int, ...]
 
@@ -88,6 +89,16 @@ class Target:
 class ExistingTarget(Target):
     labels: Mapping[str, str] = field(default_factory=dict)
     allocatable: Vector = ()
+    volume_limits: Mapping[str, int] = field(default_factory=dict)
+    # Claims mounted there, by CSI driver (counted against `volume_limits`).
+    volumes: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def volume_limit_reason(self, pod: Pod) -> str | None:
+        return limits_exceeded(self.volumes, self.volume_limits, pod.volumes)
+
+    def add_volumes(self, pod: Pod) -> None:
+        for driver, claim in pod.volumes:
+            self.volumes[driver] = self.volumes.get(driver, frozenset()) | {claim}
 
     def domains(self, topology_key: str) -> list[str]:
         value = self.labels.get(topology_key)

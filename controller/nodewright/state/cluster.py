@@ -307,6 +307,10 @@ class ClusterState:
         """Why the pod's PersistentVolumeClaims keep it from being planned now."""
         return volumes.problem(pod, self.config.storage) if pod.volume_claims else None
 
+    def volume_limits(self, node_name: str) -> dict[str, int]:
+        """Volumes each CSI driver can attach to the node (its CSINode)."""
+        return self.config.storage.attach_limits(node_name)
+
     def volume_attachments(self, node_name: str) -> list[Object]:
         return self.config.storage.attachments_on(node_name)
 
