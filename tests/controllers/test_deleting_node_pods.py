@@ -69,8 +69,7 @@ def test_do_not_disrupt_pods_get_no_capacity_until_their_node_lets_them_go() -> 
 
     # At the deadline the pods are deleted; their replacements then get a node.
     assert world.run_until(lambda: deleting not in claim_names(world), timeout=900)
-    assert world.settle()
-    assert len(world.running_pods()) == 2
+    assert world.run_until(lambda: len(world.running_pods()) == 2, timeout=600)
 
 
 def test_pods_a_pdb_fully_blocks_get_no_capacity_ahead_of_their_eviction() -> None:
