@@ -18,7 +18,7 @@ from nodewright.api.manifests import Document
 from nodewright.api.nodepool import NodePool
 from nodewright.api.problems import FieldPath, Problem
 from nodewright.api.validation import parse_document
-from nodewright.scheduling import volumes
+from nodewright.scheduling import runtimeclasses, volumes
 from nodewright.scheduling.catalog import InstanceType, offline_catalog
 from nodewright.scheduling.nodepools import NodePoolTemplate, nodepool_template
 from nodewright.scheduling.pods import (
@@ -146,6 +146,7 @@ def _collect(
     documents: Sequence[Document], overrides: Mapping[str, int], problems: list[Problem]
 ) -> _Collected:
     collected = _Collected([], {}, [], [], [], [], {})
+    runtime_classes = {d.name: d.body for d in documents if d.kind == "RuntimeClass"}
     for document in documents:
         kind = document.kind
         try:
@@ -157,7 +158,8 @@ def _collect(
                 elif isinstance(model, EC2NodeClass):
                     collected.node_classes[model.name] = model
             elif kind == "Pod" or kind in WORKLOAD_KINDS:
-                for pod in pods_from_manifest(document.body, overrides.get(document.name)):
+                body = runtimeclasses.admit_manifest(document.body, runtime_classes)
+                for pod in pods_from_manifest(body, overrides.get(document.name)):
                     (collected.bound if pod.node_name else collected.pending).append(pod)
             elif kind == "DaemonSet":
                 collected.daemonsets.append(daemonset_from_manifest(document.body))
@@ -168,6 +170,8 @@ def _collect(
                 collected.namespaces[name] = labels
         except SpecError as error:
             problems.append(document.problem(field_path(error.path), error.message))
+        except runtimeclasses.RuntimeClassError as error:
+            problems.append(document.problem(("spec",), str(error)))
     return collected
 
 

@@ -56,6 +56,7 @@ from nodewright.cluster.memory.watch import MemoryWatchStream
 from nodewright.cluster.merge_patch import apply_merge_patch
 from nodewright.runtime.clock import Clock, format_time
 from nodewright.runtime.reconciler import EventType, WatchEvent
+from nodewright.scheduling.runtimeclasses import RuntimeClassError, admitted_spec
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-node-lease")
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -228,6 +229,8 @@ class InMemoryCluster:
         _apply_defaults(info, new)
         if info.kind == "PersistentVolumeClaim":
             self._default_storage_class(new)
+        elif info.kind == "Pod" and (new.get("spec") or {}).get("runtimeClassName"):
+            self._runtime_class(new)
         new = admit(info, new)
         meta = new["metadata"]
         if self.peek(info.kind, meta["name"], meta.get("namespace")) is not None:
@@ -237,6 +240,15 @@ class InMemoryCluster:
         meta["generation"] = 1
         self._commit(info, new, "ADDED")
         return new
+
+    def _runtime_class(self, pod: Object) -> None:
+        """The RuntimeClass admission plugin (`scheduling.runtimeclasses`)."""
+        name = str(pod["spec"]["runtimeClassName"])
+        try:
+            pod["spec"] = admitted_spec(pod["spec"], self.peek("RuntimeClass", name), name)
+        except RuntimeClassError as error:
+            raise InvalidError(f'pods "{pod["metadata"].get("name")}" is forbidden: '
+                               f"{error}") from None
 
     def _default_storage_class(self, claim: Object) -> None:
         """The DefaultStorageClass admission plugin: a claim that names no class gets the
