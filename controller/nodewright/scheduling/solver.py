@@ -55,6 +55,7 @@ from nodewright.scheduling.targets import (
     LIMIT_NODES,
     Candidate,
     ClaimTarget,
+    DaemonPorts,
     ExistingTarget,
     Narrowed,
     PlannedNodeClaim,
@@ -257,6 +258,7 @@ class _PoolSetup:
     remaining: dict[str, int] | None
     source: DomainSource
     domains: list[tuple[str, str]]
+    daemon_ports: tuple[DaemonPorts, ...] = ()
 
 
 @dataclass
@@ -279,6 +281,7 @@ def _node_usage(node: ExistingNode, running: list[Pod],
         # What the node lifecycle controller adds; nodeTaintsPolicy Honor sees it.
         taints = (*taints, UNSCHEDULABLE_TAINT)
     requested: dict[str, int] = {}
+    daemon_ports: list[HostPort] = []
     if not node.unschedulable:
         owners = {pod.owner for pod in running}
         hard_taints = tuple(t for t in node.taints if t.effect != "PreferNoSchedule")
@@ -293,6 +296,7 @@ def _node_usage(node: ExistingNode, running: list[Pod],
             ):
                 for name, amount in daemonset.pod.requests.items():
                     requested[name] = requested.get(name, 0) + amount
+                daemon_ports.extend(daemonset.pod.host_ports)
         for pod in running:
             for name, amount in pod.requests.items():
                 requested[name] = requested.get(name, 0) + amount
@@ -302,7 +306,7 @@ def _node_usage(node: ExistingNode, running: list[Pod],
         source=DomainSource(taints, labels=tuple(sorted(node.labels.items()))),
         running=running,
         requested=requested,
-        host_ports=[port for pod in running for port in pod.host_ports],
+        host_ports=[port for pod in running for port in pod.host_ports] + daemon_ports,
         names=frozenset(name for pod in running for name in pod.requests),
     )
 
@@ -411,9 +415,13 @@ class _Setup:
             for value in requirement.values
         ]
         overhead: dict[str, int] = {}
+        ports: list[DaemonPorts] = []
         for daemonset in self._daemonsets_for_pool(template, requirements):
             for name, amount in daemonset.pod.requests.items():
                 overhead[name] = overhead.get(name, 0) + amount
+            if daemonset.pod.host_ports:
+                ports.append(DaemonPorts(daemonset.pod.strict_node_alternatives(),
+                                         daemonset.pod.host_ports))
         usage = dict(template.usage)
         for node in self.problem.nodes:
             if node.labels.get(LABEL_NODEPOOL) == template.name:
@@ -426,7 +434,8 @@ class _Setup:
             else None
         )
         return _PoolSetup(template, requirements, base, self.index.vector(overhead), remaining,
-                          DomainSource(template.taints, requirements=requirements), domains)
+                          DomainSource(template.taints, requirements=requirements), domains,
+                          tuple(ports))
 
     def _daemonsets_for_pool(
         self, template: NodePoolTemplate, requirements: Requirements
@@ -496,7 +505,7 @@ class _Solver:
             self.topology.add_domain(key, value, setup.source)
         remaining = dict(setup.remaining) if setup.remaining is not None else None
         return PoolState(setup.template, setup.requirements, setup.candidates,
-                         setup.daemon_overhead, remaining)
+                         setup.daemon_overhead, remaining, daemon_ports=setup.daemon_ports)
 
     def _add_existing_nodes(self, nodes: Sequence[_NodeSetup]) -> None:
         # Without any topology group a bound pod counts toward nothing.
@@ -757,6 +766,11 @@ class _Solver:
         conflict = target.requirements.conflict(context.requirements)
         if conflict is not None:
             return _Rejection(conflict, True)
+        if pod.host_ports and target.pool is not None and target.pool.daemon_ports:
+            taken = target.pool.daemon_port_conflict(pod, target.requirements.merged(
+                context.requirements))
+            if taken is not None:
+                return _Rejection(taken, True)
         extra = self._topology_requirements(target, pod, context)
         if isinstance(extra, _Rejection):
             return extra

@@ -105,6 +105,15 @@ class ExistingTarget(Target):
         return [value] if value is not None else []
 
 
+@dataclass(frozen=True)
+class DaemonPorts:
+    """A DaemonSet's host ports, with the node requirements under which it runs (one
+    alternative per ORed nodeSelectorTerm)."""
+
+    alternatives: tuple[Requirements, ...]
+    ports: tuple[HostPort, ...]
+
+
 @dataclass(eq=False)
 class PoolState:
     """A NodePool during one solve: compatible types, DaemonSet overhead, limits left."""
@@ -114,6 +123,8 @@ class PoolState:
     candidates: list[Candidate]
     daemon_overhead: Vector
     remaining: dict[str, int] | None
+    # Host ports the DaemonSets that may run on its nodes take.
+    daemon_ports: tuple[DaemonPorts, ...] = ()
     filter_cache: dict[Requirements, list[Candidate]] = field(default_factory=dict)
     first_fit_cache: dict[tuple[int, int, Vector], tuple[list[Candidate], int | None]] = field(
         default_factory=dict
@@ -129,6 +140,18 @@ class PoolState:
     @property
     def name(self) -> str:
         return self.template.name
+
+    def daemon_port_conflict(self, pod: Pod, requirements: Requirements) -> str | None:
+        """Why a DaemonSet that would run on a node of these requirements holds one of
+        the pod's host ports (Karpenter counts DaemonSet host ports per node)."""
+        for daemon in self.daemon_ports:
+            if not any(requirements.conflict(a) is None for a in daemon.alternatives):
+                continue
+            for wanted in pod.host_ports:
+                if any(wanted.conflicts(taken) for taken in daemon.ports):
+                    return (f"host port {wanted.port}/{wanted.protocol} is taken by a "
+                            "DaemonSet's pod")
+        return None
 
     def candidates_for(self, requirements: Requirements) -> list[Candidate]:
         """Types compatible with the requirements, cheapest first (cached per requirements)."""
