@@ -54,6 +54,12 @@ INSTANCE_GPU_MEMORY = _AWS + "gpu-memory"
 INSTANCE_ACCELERATOR_NAME = _AWS + "accelerator-name"
 INSTANCE_ACCELERATOR_MANUFACTURER = _AWS + "accelerator-manufacturer"
 INSTANCE_ACCELERATOR_COUNT = _AWS + "accelerator-count"
+INSTANCE_TENANCY = _AWS + "tenancy"
+
+# Labels every instance type offers several values of (the launch picks one): a
+# requirement on them fits a type when it allows one of these. Tenancy: shared hardware
+# ("default") unless only "dedicated" is allowed.
+OFFERED_VALUES: dict[str, tuple[str, ...]] = {INSTANCE_TENANCY: ("default", "dedicated")}
 
 # Labels a NodePool may not set itself: the provider decides them per instance type/offering.
 WELL_KNOWN_LABELS: frozenset[str] = frozenset(
