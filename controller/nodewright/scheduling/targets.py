@@ -330,6 +330,9 @@ class ClaimTarget(Target):
     ) -> tuple[Narrowed | None, str | None]:
         """Candidates that satisfy `requirements` and hold `need`; None and why if none."""
         assert self.pool is not None
+        # minValues (Strict) is checked on every placement, the first one included: a
+        # claim never launches with fewer distinct values than a requirement asks for.
+        has_min_values = any(r.min_values is not None for r in requirements.values())
         if changed:
             base = self._restricted(requirements)
             if not base:
@@ -337,16 +340,14 @@ class ClaimTarget(Target):
             start = 0
         else:
             base, start = self.candidates, self.start
-            if fits(need, self.min_allocatable):
+            if not has_min_values and fits(need, self.min_allocatable):
                 return Narrowed(base, start), None
             if not fits(need, self.max_allocatable):
                 return None, "no instance type has room"
         index = self.pool.first_fit(base, start, need)
         if index is None:
             return None, "no instance type has room"
-        eager = self.pool.remaining is not None or any(
-            r.min_values is not None for r in requirements.values()
-        )
+        eager = self.pool.remaining is not None or has_min_values
         if not eager:
             return Narrowed(base, index), None
         kept = Narrowed(base, index).fitting(need)
