@@ -325,7 +325,7 @@ class Topology:
         """Which of the node's possible domains `pod` may take under `group`.
 
         Spread and affinity pick one domain (so that the count can be recorded);
-        anti-affinity keeps every domain without a matching pod.
+        anti-affinity keeps every allowed domain without a matching pod.
         """
         kind = group.key.kind
         counts = group.counts
@@ -341,11 +341,13 @@ class Topology:
                 # Nothing to be near yet and the pod is one of its own kind: start a domain.
                 return [candidates[0]]
             return []
-        free = [d for d in node_domains if counts.get(d, 0) == 0]
-        if kind == ANTI_AFFINITY:
-            # The pod's own term: settle on one domain so that its count stays exact.
-            return free[:1]
-        return free
+        # Anti-affinity, the pod's own term or another pod's (inverse): every domain the
+        # pod may take without a matching pod. The node is not narrowed to one of them
+        # (Karpenter's late committal): the pod is counted in all of them until its node
+        # launches in one, so a pod it repels waits for that (the "Schrödinger" case), and
+        # pods with zonal anti-affinity among themselves are placed one per batch.
+        return [d for d in node_domains
+                if counts.get(d, 0) == 0 and _allowed(pod_requirement, d)]
 
     def _spread_domain(
         self,
