@@ -63,7 +63,7 @@ def volume(name: str, *, zone: str | None = None, key: str = ZONE,
 
 
 def pod(name: str, *claims: str, ephemeral: str | None = None,
-        zone: str | None = None) -> dict[str, Any]:
+        zone: str | None = None, cpu: str = "1") -> dict[str, Any]:
     volumes: list[dict[str, Any]] = [
         {"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}}
         for i, c in enumerate(claims)]
@@ -74,7 +74,7 @@ def pod(name: str, *claims: str, ephemeral: str | None = None,
     spec: dict[str, Any] = {
         "nodeSelector": {"type": "karpenter", **({ZONE: zone} if zone else {})},
         "containers": [{"name": "app", "image": "app",
-                        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+                        "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
         "volumes": volumes,
     }
     return {"apiVersion": "v1", "kind": "Pod",
@@ -352,3 +352,21 @@ def test_volumes_of_pods_that_are_not_drained_do_not_hold_termination(
 
     assert world.run_until(lambda: not instance_alive(world, provider_id), timeout=300)
     assert world.events("AwaitingVolumeDetachment") == []
+
+
+def test_consolidation_does_not_move_a_pod_away_from_its_volumes_zone(
+        world: World) -> None:
+    # Two small pods, each tied to a volume in its own zone: one node would hold both,
+    # but not in both zones, so consolidation keeps the two nodes.
+    world.apply(WORKSHOP, storage_class(),
+                volume("pv-a", zone="us-east-1a"), claim("data-a", volume="pv-a"),
+                volume("pv-b", zone="us-east-1b"), claim("data-b", volume="pv-b"))
+    world.apply(pod("db-a", "data-a", cpu="200m"), pod("db-b", "data-b", cpu="200m"))
+    assert world.settle()
+    assert {zone_of(world, "db-a"), zone_of(world, "db-b")} == {"us-east-1a", "us-east-1b"}
+
+    world.advance(600)
+    assert world.settle()
+    assert len(world.nodes()) == 2
+    assert zone_of(world, "db-a") == "us-east-1a" and zone_of(world, "db-b") == "us-east-1b"
+    assert world.pending_pods() == []
