@@ -134,3 +134,12 @@ def test_a_zone_pinned_pod_with_anti_affinity_keeps_its_zone() -> None:
     result = run([anti("z2", "zone-b")])
     (claim,) = result.nodeclaims
     assert claim.zone == "zone-b"
+
+
+def test_self_affinity_pods_that_cannot_share_a_domain_each_open_one() -> None:
+    # "should allow two nodes to be created when two pods with matching affinities have
+    # incompatible selectors"
+    result = run([affine("s-b", ZONE, nodeSelector={ZONE: "zone-b"}),
+                  affine("s-c", ZONE, nodeSelector={ZONE: "zone-c"})])
+    assert sorted(claim.zone for claim in result.nodeclaims) == ["zone-b", "zone-c"]
+    assert result.unschedulable == ()

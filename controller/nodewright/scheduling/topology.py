@@ -337,8 +337,12 @@ class Topology:
             with_pods = [d for d in candidates if counts.get(d, 0) > 0]
             if with_pods:
                 return [max(with_pods, key=lambda d: (counts[d], _neg(d)))]
-            if group.selects(pod) and not any(counts.values()) and candidates:
-                # Nothing to be near yet and the pod is one of its own kind: start a domain.
+            if group.selects(pod) and candidates and not any(
+                count > 0 and _allowed(pod_requirement, d) for d, count in counts.items()
+            ):
+                # The pod is one of its own kind and nothing it could be near exists (no
+                # pod yet, or only in domains the pod's own requirements exclude): start a
+                # domain (Karpenter's nextDomainAffinity bootstrap).
                 return [candidates[0]]
             return []
         # Anti-affinity, the pod's own term or another pod's (inverse): every domain the
