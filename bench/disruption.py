@@ -45,7 +45,7 @@ from nodewright.controllers.disruption.controller import (  # noqa: E402
     DisruptionOptions,
 )
 from nodewright.controllers.disruption.why_from_cluster import OfflineCatalog  # noqa: E402
-from nodewright.runtime.clock import VirtualClock, format_time  # noqa: E402
+from nodewright.runtime.clock import Clock, VirtualClock, format_time  # noqa: E402
 from nodewright.scheduling.catalog import offline_catalog  # noqa: E402
 from nodewright.state import ClusterState  # noqa: E402
 
@@ -84,11 +84,20 @@ APPS = 50
 
 
 def build_cluster(nodes: int, pods: int, shape: str) -> tuple[VirtualClock, InMemoryCluster]:
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    write_cluster(cluster, clock, nodes, pods, shape)
+    return clock, cluster
+
+
+def write_cluster(cluster: InMemoryCluster, clock: Clock, nodes: int, pods: int,
+                  shape: str, finalizers: tuple[str, ...] = ()) -> None:
+    """The NodePool, the EC2NodeClass, the nodes with their NodeClaims (with
+    `finalizers`) and the bound pods (also used by bench/controller_latency.py, on a
+    real-time clock, where the termination controller must see them go)."""
     from nodewright.api.ec2nodeclass import EC2NodeClass
     from nodewright.api.nodepool import NodePool
 
-    clock = VirtualClock()
-    cluster = InMemoryCluster(clock)
     cluster.create(NODECLASS)
     cluster.create(NODEPOOL)
     [instance_type] = [it for it in offline_catalog("us-east-1") if it.name == TYPE]
@@ -124,7 +133,7 @@ def build_cluster(nodes: int, pods: int, shape: str) -> tuple[VirtualClock, InMe
         claim = cluster.create({
             "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
             "metadata": {"name": f"default-{index:05d}", "labels": labels,
-                         "annotations": annotations},
+                         "annotations": annotations, "finalizers": list(finalizers)},
             "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
                                       "name": "default"},
                      "requirements": [], "expireAfter": "720h"},
@@ -134,7 +143,7 @@ def build_cluster(nodes: int, pods: int, shape: str) -> tuple[VirtualClock, InMe
         cluster.update(claim, subresource="status")
         node = cluster.create({
             "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {
+            "metadata": {"name": name, "finalizers": list(finalizers), "labels": {
                 **labels, "kubernetes.io/hostname": name, "karpenter.sh/registered": "true",
                 "karpenter.sh/initialized": "true"}},
             "spec": {"providerID": provider_id},
@@ -156,7 +165,6 @@ def build_cluster(nodes: int, pods: int, shape: str) -> tuple[VirtualClock, InMe
             pod["status"] = {"phase": "Running", "startTime": created,
                              "conditions": [{"type": "Ready", "status": "True"}]}
             cluster.update(pod, subresource="status")
-    return clock, cluster
 
 
 def one_pass(nodes: int, pods: int, shape: str) -> dict[str, Any]:

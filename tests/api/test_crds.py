@@ -61,20 +61,25 @@ def _nodes(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[s
         yield from _nodes(schema["additionalProperties"], f"{path}{{}}")
 
 
-def test_three_crds_each_served_and_stored_at_v1_with_a_status_subresource(
+def test_each_crd_served_and_stored_at_karpenters_version_with_a_status_subresource(
     crds: dict[str, dict[str, Any]],
 ) -> None:
     assert {kind: crd["spec"]["group"] for kind, crd in crds.items()} == {
         "NodePool": "karpenter.sh",
         "NodeClaim": "karpenter.sh",
         "EC2NodeClass": "karpenter.k8s.aws",
+        "NodeOverlay": "karpenter.sh",
     }
     for crd in crds.values():
         assert crd["apiVersion"] == "apiextensions.k8s.io/v1"
         assert crd["metadata"]["name"] == f"{crd['spec']['names']['plural']}.{crd['spec']['group']}"
         (version,) = crd["spec"]["versions"]
-        assert (version["name"], version["served"], version["storage"]) == ("v1", True, True)
-        assert version["subresources"] == {"status": {}}
+        served = "v1alpha1" if crd["spec"]["names"]["kind"] == "NodeOverlay" else "v1"
+        assert (version["name"], version["served"], version["storage"]) == (served, True, True)
+        scale = {"scale": {"specReplicasPath": ".spec.replicas",
+                           "statusReplicasPath": ".status.nodes"}}
+        expected = {"status": {}, **(scale if crd["spec"]["names"]["kind"] == "NodePool" else {})}
+        assert version["subresources"] == expected
         assert crd["spec"]["names"]["shortNames"]
 
 

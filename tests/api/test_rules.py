@@ -136,9 +136,23 @@ NODEPOOL_CASES: list[tuple[str, str, Any, str | None, str]] = [
      "spec.template.spec.taints[0].effect", "'NoWay' is not allowed"),
     ("unknown field", "spec|template|spec|kubelet", {"maxPods": 10},
      "spec.template.spec.kubelet", "unknown field"),
+    ("consolidationPolicy Balanced", "spec|disruption|consolidationPolicy", "Balanced",
+     None, ""),
+    ("replicas with other limits", "spec|replicas", 3,
+     "spec.limits.cpu", "only 'limits.nodes' is supported on static NodePools"),
+    ("replicas with weight", "spec|replicas", 3,
+     "spec.weight", "'weight' is not supported on static NodePools"),
+    ("replicas negative", "spec|replicas", -1, "spec.replicas", "greater than or equal to 0"),
+    ("replicas as a string", "spec|replicas", "3", "spec.replicas", "valid integer"),
     ("missing nodeClassRef", "spec|template|spec|nodeClassRef", DELETE,
      "spec.template.spec.nodeClassRef", "required field is missing"),
 ]
+
+
+def test_static_nodepool_with_only_a_node_limit_and_no_weight_is_valid() -> None:
+    body = _set(_set(_base("NodePool"), "spec|limits", {"nodes": "5"}), "spec|weight", DELETE)
+    assert _problems(_set(body, "spec|replicas", 0)) == []
+    assert _problems(_set(body, "spec|replicas", 1000)) == []
 
 
 @pytest.mark.parametrize(

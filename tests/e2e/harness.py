@@ -218,7 +218,7 @@ class Installation:
         plane.kubectl("-n", CONTROLLER_NAMESPACE, "scale", "deployment",
                       "nodewright-controller", "--replicas", "0")
         for crd in ("nodepools.karpenter.sh", "nodeclaims.karpenter.sh",
-                    "ec2nodeclasses.karpenter.k8s.aws"):
+                    "ec2nodeclasses.karpenter.k8s.aws", "nodeoverlays.karpenter.sh"):
             plane.kubectl("wait", "--for=condition=Established", f"crd/{crd}",
                           "--timeout=60s")
         token = plane.kubectl("-n", CONTROLLER_NAMESPACE, "create", "token", SERVICE_ACCOUNT,
@@ -365,7 +365,8 @@ def start_controller(
 
 # --- between stories ---------------------------------------------------------------------------
 
-CLUSTER_SCOPED = ("nodepools.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws")
+CLUSTER_SCOPED = ("nodepools.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws",
+                  "nodeoverlays.karpenter.sh")
 
 
 def clean_cluster(plane: ControlPlane, namespaces: Sequence[str]) -> None:

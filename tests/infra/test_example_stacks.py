@@ -25,7 +25,7 @@ EVERY_STACK_HAS = {
     "aws:cloudwatch/eventRule:EventRule": 5,
     "aws:cloudwatch/eventTarget:EventTarget": 5,
     "pulumi:providers:kubernetes": 1,
-    "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition": 3,
+    "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition": 4,
     "kubernetes:core/v1:Namespace": 1,
     "kubernetes:core/v1:ServiceAccount": 1,
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 1,
@@ -160,7 +160,8 @@ def test_the_crds_are_the_ones_nodewright_crds_prints(run: ProgramRun) -> None:
     for name, spec in expected.items():
         assert declared[name]["group"] == spec["group"]
         assert declared[name]["names"] == spec["names"]
-        assert [v["name"] for v in declared[name]["versions"]] == ["v1"]
+        assert [v["name"] for v in declared[name]["versions"]] == [
+            v["name"] for v in spec["versions"]]
 
 
 def test_outputs_serve_application_stacks(run: ProgramRun) -> None:

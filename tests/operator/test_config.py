@@ -143,9 +143,9 @@ def test_the_spot_to_spot_gate_reaches_consolidation(caplog: pytest.LogCaptureFi
 
     options = controller_options(config(
         ["--cluster-name", "dev", "--feature-gates",
-         "SpotToSpotConsolidation=true,NodeRepair=true"], {}))
+         "SpotToSpotConsolidation=true,CapacityBuffer=true"], {}))
     assert options.disruption.methods.spot_to_spot is True
-    assert "NodeRepair is enabled but has no effect" in caplog.text
+    assert "CapacityBuffer is enabled but has no effect" in caplog.text
     assert controller_options(config(["--cluster-name", "dev"], {})
                               ).disruption.methods.spot_to_spot is False
 

@@ -37,8 +37,8 @@ def test_the_install_yaml_for_aws(capsys: pytest.CaptureFixture[str]) -> None:
         "--role-arn", "arn:aws:iam::123456789012:role/NodewrightController-prod",
         "--image", "registry.example/nodewright:1.2.3", "--region", "eu-west-1")
     kinds = [o["kind"] for o in objects]
-    assert kinds[:3] == ["CustomResourceDefinition"] * 3  # kubectl applies CRDs first
-    assert kinds[3:] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+    assert kinds[:4] == ["CustomResourceDefinition"] * 4  # kubectl applies CRDs first
+    assert kinds[4:] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
                          "Role", "RoleBinding", "Deployment", "PodDisruptionBudget", "Service"]
     account = one(objects, "ServiceAccount")
     assert account["metadata"]["annotations"] == {
@@ -62,7 +62,7 @@ def test_the_install_yaml_for_aws(capsys: pytest.CaptureFixture[str]) -> None:
     assert one(objects, "PodDisruptionBudget")["spec"]["maxUnavailable"] == 1
     service = one(objects, "Service")
     assert service["spec"]["ports"][0]["port"] == 8080
-    for obj in objects[3:]:
+    for obj in objects[4:]:
         if obj["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
             assert obj["metadata"]["namespace"] == "nodewright"
 

@@ -19,14 +19,16 @@ from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE, NODE_LEASE_NAM
 # Karpenter's rules, from the AWS provider's chart v1.14.1 (aws/karpenter-provider-aws,
 # charts/karpenter/templates/clusterrole-core.yaml, clusterrole.yaml and role.yaml; Chart.yaml
 # version 1.14.1). Only the resources we could grant anything on are listed; the chart also
-# reads workloads, podtemplates, nodeoverlays and capacitybuffers, and reads the
-# kube-dns Service in kube-system.
+# reads workloads, podtemplates and capacitybuffers, and reads the kube-dns Service
+# in kube-system.
 READ = ("get", "list", "watch")
 KARPENTER_CLUSTER: dict[tuple[str, str], set[str]] = {
     ("karpenter.sh", "nodepools"): {*READ, "update", "patch"},
     ("karpenter.sh", "nodepools/status"): {*READ, "update", "patch"},
     ("karpenter.sh", "nodeclaims"): {*READ, "create", "delete", "update", "patch"},
     ("karpenter.sh", "nodeclaims/status"): {*READ, "create", "delete", "update", "patch"},
+    ("karpenter.sh", "nodeoverlays"): {*READ},
+    ("karpenter.sh", "nodeoverlays/status"): {*READ, "update", "patch"},
     ("karpenter.k8s.aws", "ec2nodeclasses"): {*READ, "update", "patch"},
     ("karpenter.k8s.aws", "ec2nodeclasses/status"): {"update", "patch"},
     ("", "pods"): {*READ, "delete"},

@@ -374,6 +374,10 @@ def test_nodepool_and_ec2nodeclass_rules_run_on_the_custom_resources() -> None:
 
     assert only(pool, "nodepool-limits") == []
     assert len(only(changed(pool, spec=spec), "nodepool-limits")) == 2
+    # A static NodePool may not set cpu or memory limits (Karpenter's rule): its replicas
+    # bound it.
+    static = {**spec, "replicas": 3, "limits": {"nodes": "5"}}
+    assert only(changed(pool, spec=static), "nodepool-limits") == []
     assert only(node_class, "ec2nodeclass-imdsv2-required") == []
     [message] = only(changed(node_class, spec=open_class), "ec2nodeclass-imdsv2-required")
     assert message.startswith("metadataOptions.httpTokens is 'optional'")

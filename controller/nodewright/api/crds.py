@@ -1,4 +1,4 @@
-"""CustomResourceDefinitions for the three kinds, generated from the models."""
+"""CustomResourceDefinitions for the custom kinds, generated from the models."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import yaml
 from nodewright.api.base import KubeModel
 from nodewright.api.ec2nodeclass import EC2NodeClass, EC2NodeClassSpec, EC2NodeClassStatus
 from nodewright.api.nodeclaim import NodeClaim, NodeClaimSpec, NodeClaimStatus
+from nodewright.api.nodeoverlay import NodeOverlay, NodeOverlaySpec, NodeOverlayStatus
 from nodewright.api.nodepool import NodePool, NodePoolSpec, NodePoolStatus
 from nodewright.api.schema import object_schema
 
@@ -73,11 +74,28 @@ _CRDS: tuple[_Entry, ...] = (
         ["ec2nc", "ec2ncs"],
         [_column("Ready", READY), AGE, _column("Role", ".spec.role", priority=1)],
     ),
+    (
+        NodeOverlay,
+        NodeOverlaySpec,
+        NodeOverlayStatus,
+        "karpenter.sh",
+        "nodeoverlays",
+        ["overlays"],
+        [_column("Ready", READY), AGE, _column("Weight", ".spec.weight", "integer", priority=1)],
+    ),
 )
+# Served versions other than v1.
+_VERSIONS: dict[str, str] = {"nodeoverlays": "v1alpha1"}
+
+
+# The scale subresource (kubectl scale, HorizontalPodAutoscalers) of static NodePools.
+_SCALE: dict[str, dict[str, str]] = {
+    "nodepools": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.nodes"},
+}
 
 
 def generate_crds() -> list[dict[str, Any]]:
-    """The three CRDs as dicts, in the order NodePool, NodeClaim, EC2NodeClass."""
+    """The CRDs as dicts, in the order NodePool, NodeClaim, EC2NodeClass, NodeOverlay."""
     return [
         _crd(model, spec, status, group, plural, short_names, columns)
         for model, spec, status, group, plural, short_names, columns in _CRDS
@@ -94,9 +112,10 @@ def _crd(
     columns: list[dict[str, Any]],
 ) -> dict[str, Any]:
     kind = str(model.model_fields["kind"].default)
+    version = _VERSIONS.get(plural, "v1")
     schema = {
         "type": "object",
-        "description": f"{kind} ({group}/v1), served by Nodewright.",
+        "description": f"{kind} ({group}/{version}), served by Nodewright.",
         "properties": {
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},
@@ -126,16 +145,23 @@ def _crd(
             "scope": "Cluster",
             "versions": [
                 {
-                    "name": "v1",
+                    "name": version,
                     "served": True,
                     "storage": True,
-                    "subresources": {"status": {}},
+                    "subresources": _subresources(plural),
                     "additionalPrinterColumns": columns,
                     "schema": {"openAPIV3Schema": schema},
                 }
             ],
         },
     }
+
+
+def _subresources(plural: str) -> dict[str, Any]:
+    subresources: dict[str, Any] = {"status": {}}
+    if plural in _SCALE:
+        subresources["scale"] = dict(_SCALE[plural])
+    return subresources
 
 
 def render_crds_yaml() -> str:

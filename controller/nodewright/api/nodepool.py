@@ -33,7 +33,7 @@ DEFAULT_CONSOLIDATE_AFTER = "0s"
 DEFAULT_BUDGET_NODES = "10%"
 
 DisruptionReason = Literal["Underutilized", "Empty", "Drifted"]
-ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized"]
+ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"]
 
 
 class TemplateMetadata(KubeModel):
@@ -99,8 +99,35 @@ class Disruption(KubeModel):
 class NodePoolSpec(KubeModel):
     template: NodeClaimTemplate
     disruption: Disruption = Field(default_factory=Disruption)
-    limits: dict[str, Quantity] | None = None
+    # Bounded so that the static-NodePool rule reading it stays within the CEL cost budget.
+    limits: dict[str, Quantity] | None = Field(default=None, max_length=100)
     weight: int | None = Field(default=None, ge=1, le=100)
+    replicas: int | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "The number of nodes a static NodePool keeps, whatever its pods ask. When set, "
+            "disruption.consolidationPolicy and consolidateAfter are ignored, only "
+            "limits.nodes may be set and weight may not."
+        ),
+    )
+
+    cel_rules = (
+        CelRule(
+            "has(self.replicas) == has(oldSelf.replicas)",
+            "Cannot transition NodePool between static (replicas set) and dynamic "
+            "(replicas unset) provisioning modes",
+        ),
+        CelRule(
+            "!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || "
+            "(size(self.limits) == 1 && 'nodes' in self.limits))",
+            "only 'limits.nodes' is supported on static NodePools",
+        ),
+        CelRule(
+            "!has(self.replicas) || !has(self.weight)",
+            "'weight' is not supported on static NodePools",
+        ),
+    )
 
 
 class NodePoolStatus(KubeModel):
@@ -120,3 +147,8 @@ class NodePool(KubeModel):
     @property
     def name(self) -> str:
         return self.metadata.name or ""
+
+    @property
+    def is_static(self) -> bool:
+        """Karpenter's nodepoolutils.IsStatic: replicas set."""
+        return self.spec.replicas is not None

@@ -15,6 +15,7 @@ from nodewright.api.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass, EC2NodeCla
 from nodewright.api.formats import parse_duration
 from nodewright.api.labels import label_value_problem, restricted_label_problem
 from nodewright.api.nodeclaim import NodeClaim
+from nodewright.api.nodeoverlay import RESTRICTED_CAPACITY, NodeOverlay
 from nodewright.api.nodepool import NodePool
 from nodewright.api.problems import FieldPath
 from nodewright.api.quantity import parse_quantity
@@ -85,6 +86,7 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
     )
     for name, quantity in (nodepool.spec.limits or {}).items():
         yield from _check_quantity(quantity, ("spec", "limits", name))
+    yield from _check_static(nodepool)
     for index, budget in enumerate(nodepool.spec.disruption.budgets):
         here = ("spec", "disruption", "budgets", index)
         if (budget.schedule is None) != (budget.duration is None):
@@ -95,6 +97,18 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
                 f"schedule {budget.schedule!r} is not a cron expression "
                 "(five fields such as '0 9 * * mon-fri', or @daily, @hourly, ...)"
             )
+
+
+def _check_static(nodepool: NodePool) -> Iterator[Finding]:
+    """Karpenter's rules for static NodePools (replicas set): no weight, no limit but nodes."""
+    if not nodepool.is_static:
+        return
+    for name in sorted(nodepool.spec.limits or {}):
+        if name != "nodes":
+            yield ("spec", "limits", name), (
+                "only 'limits.nodes' is supported on static NodePools")
+    if nodepool.spec.weight is not None:
+        yield ("spec", "weight"), "'weight' is not supported on static NodePools"
 
 
 def _check_quantity(quantity: str, where: FieldPath) -> Iterator[Finding]:
@@ -115,6 +129,28 @@ def _valid_cron(expression: str) -> bool:
         return bool(croniter.is_valid(expression))
     except (ValueError, KeyError, TypeError):
         return False
+
+
+def check_nodeoverlay(overlay: NodeOverlay) -> Iterator[Finding]:
+    """Karpenter's RuntimeValidate of a NodeOverlay: its requirements follow the NodePool
+    rules (karpenter.sh/nodepool allowed), NotIn needs values, capacity adds only
+    extended resources."""
+    requirements = [
+        NodeSelectorRequirementWithMinValues(key=r.key, operator=r.operator, values=r.values)
+        for r in overlay.spec.requirements
+    ]
+    yield from check_requirements(requirements, ("spec", "requirements"), allow_nodepool=True)
+    for index, requirement in enumerate(overlay.spec.requirements):
+        if requirement.operator == "NotIn" and not requirement.values:
+            yield ("spec", "requirements", index, "values"), (
+                "requirements with operator 'NotIn' must have a value defined")
+    for name, quantity in (overlay.spec.capacity or {}).items():
+        where: FieldPath = ("spec", "capacity", name)
+        if name in RESTRICTED_CAPACITY:
+            yield where, f"invalid capacity: {name} in resource, restricted"
+        yield from _check_quantity(quantity, where)
+    if overlay.spec.price is not None and overlay.spec.price_adjustment is not None:
+        yield ("spec", "priceAdjustment"), "cannot set both 'price' and 'priceAdjustment'"
 
 
 def check_nodeclaim(nodeclaim: NodeClaim) -> Iterator[Finding]:

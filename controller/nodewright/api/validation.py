@@ -17,17 +17,21 @@ from nodewright.api.base import KubeModel
 from nodewright.api.ec2nodeclass import ALIAS_PATTERN, EC2NodeClass
 from nodewright.api.manifests import Document
 from nodewright.api.nodeclaim import NodeClaim
+from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.nodepool import NodePool
 from nodewright.api.problems import FieldPath, Problem, format_path
 from nodewright.api.schema import JSONSchema, object_schema
 
-Model = NodePool | EC2NodeClass | NodeClaim
+Model = NodePool | EC2NodeClass | NodeClaim | NodeOverlay
 KINDS: dict[str, tuple[str, type[KubeModel]]] = {
     "NodePool": ("karpenter.sh", NodePool),
     "NodeClaim": ("karpenter.sh", NodeClaim),
     "EC2NodeClass": ("karpenter.k8s.aws", EC2NodeClass),
+    "NodeOverlay": ("karpenter.sh", NodeOverlay),
 }
 SERVED_VERSION = "v1"
+# Kinds served at another version than v1.
+SERVED_VERSIONS = {"NodeOverlay": "v1alpha1"}
 
 _PATTERN_MEANINGS = {
     formats.QUANTITY_PATTERN: "a Kubernetes quantity such as 100m, 2, 512Mi or 20Gi",
@@ -72,7 +76,7 @@ def parse_document(document: Document) -> tuple[Model | None, list[Problem]]:
             document.problem(("kind",), f"kind {document.kind!r} is not a Karpenter kind")
         ]
     group, model_type = entry
-    expected = f"{group}/{SERVED_VERSION}"
+    expected = f"{group}/{SERVED_VERSIONS.get(document.kind, SERVED_VERSION)}"
     if document.api_version != expected:
         return None, [
             document.problem(
@@ -99,7 +103,7 @@ def parse_document(document: Document) -> tuple[Model | None, list[Problem]]:
         return None, missing + [
             document.problem(path, message) for path, message in [*type_findings, *rest]
         ]
-    assert isinstance(model, NodePool | EC2NodeClass | NodeClaim)
+    assert isinstance(model, Model)
     findings = list(semantic_findings(model))
     problems = missing + [document.problem(path, message) for path, message in findings]
     return (model if not problems else None), problems
@@ -180,7 +184,7 @@ def _semantic_findings_without(
             details = again.errors(include_url=False)
     if model is None:
         return []
-    assert isinstance(model, NodePool | EC2NodeClass | NodeClaim)
+    assert isinstance(model, Model)
     findings = []
     for path, message in semantic_findings(model):
         original = aside.original(path)
@@ -266,6 +270,8 @@ def semantic_findings(model: Model) -> Iterator[rules.Finding]:
         yield from rules.check_nodepool(model)
     elif isinstance(model, EC2NodeClass):
         yield from rules.check_ec2nodeclass(model)
+    elif isinstance(model, NodeOverlay):
+        yield from rules.check_nodeoverlay(model)
     else:
         yield from rules.check_nodeclaim(model)
 

@@ -50,6 +50,7 @@ KINDS: Mapping[str, Kind] = {
         Kind("NodeClaim", "karpenter.sh/v1", "nodeclaims", False),
         Kind("NodePool", "karpenter.sh/v1", "nodepools", False),
         Kind("EC2NodeClass", "karpenter.k8s.aws/v1", "ec2nodeclasses", False),
+        Kind("NodeOverlay", "karpenter.sh/v1alpha1", "nodeoverlays", False),
         Kind("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True),
         Kind("DaemonSet", "apps/v1", "daemonsets", True),
         Kind("ReplicaSet", "apps/v1", "replicasets", True),

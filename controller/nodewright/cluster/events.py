@@ -17,6 +17,7 @@ Event (as client-go's broadcaster does).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -101,6 +102,7 @@ class EventRecorder:
         self._last_stamp = 0
         self.written = 0
         self.dropped = 0
+        self._lock = threading.RLock()
 
     def send_to(self, sink: Sink | None) -> None:
         """Hand the Events to `sink` instead of writing them (None: write at once)."""
@@ -108,10 +110,11 @@ class EventRecorder:
 
     def publish(self, *events: Event) -> None:
         for event in events:
-            if self._should_write(event):
-                self._write(event)
-            else:
-                self.dropped += 1
+            with self._lock:  # controllers publish from their own threads (the operator)
+                if self._should_write(event):
+                    self._write(event)
+                else:
+                    self.dropped += 1
 
     def _should_write(self, event: Event) -> bool:
         now = self._clock.now()

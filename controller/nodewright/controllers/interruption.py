@@ -111,6 +111,8 @@ def instance_id_of(provider_id: str) -> str:
 
 class Interruption:
     name = "interruption"
+    # A long poll waits outside the state lock (see `reconcile`).
+    manages_state_lock = True
 
     def __init__(
         self,
@@ -141,12 +143,28 @@ class Interruption:
         return (Watch("NodePool", lambda e: ("",) if e.type == "ADDED" else ()),)
 
     def reconcile(self, key: str) -> Result:
-        result = self.queue.poll_once(self.handle)
+        """One receive. A queue that long-polls (`wait_seconds` > 0, as SQS does for the
+        operator) waits in the receive outside the state lock, answers as soon as a
+        message arrives, and is polled again at once (as Karpenter does); messages are
+        handled under the lock. A queue that answers at once (the simulated EC2's, which
+        its own timers fill under the lock) is read under it, every few seconds."""
+        long_poll = float(getattr(self.queue, "wait_seconds", 0) or 0) > 0
+        if long_poll:
+            result = self.queue.poll_once(self._handle_locked)
+        else:
+            with self.state.lock:
+                result = self.queue.poll_once(self.handle)
         if result.deleted:
             metrics.INTERRUPTION_DELETED_MESSAGES.inc(result.deleted)
         if result.malformed:
             log.warning("deleted %d malformed interruption message(s)", result.malformed)
-        return Result(requeue_after=0.0 if result.received else self.idle_requeue_seconds)
+        if result.received or long_poll:
+            return Result(requeue_after=0.0)
+        return Result(requeue_after=self.idle_requeue_seconds)
+
+    def _handle_locked(self, events: Sequence[InterruptionEvent]) -> None:
+        with self.state.lock:
+            self.handle(events)
 
     def _machines_by_instance(self) -> Mapping[str, StateNode]:
         return {

@@ -19,7 +19,7 @@ simulator runs them too, and nothing they compute reaches a decision.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from nodewright.cloud.metered import MeteredCloud
@@ -40,19 +40,24 @@ from nodewright.controllers.metrics import (
     StatusConditionMetrics,
 )
 from nodewright.controllers.metrics.status import REQUEUE_SECONDS as STATUS_REQUEUE_SECONDS
+from nodewright.controllers.node_health import NodeHealth
 from nodewright.controllers.nodeclaim import (
     LAUNCH_TIMEOUT_SECONDS,
     REGISTRATION_TIMEOUT_SECONDS,
     NodeClaimLifecycle,
 )
 from nodewright.controllers.nodeclaim.podevents import PodEvents
+from nodewright.controllers.nodeoverlay import NodeOverlayController
 from nodewright.controllers.nodepool.registration_health import RegistrationHealth
 from nodewright.controllers.nodepool.status import NodePoolStatus
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions
 from nodewright.controllers.provisioning.batcher import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_SECONDS
+from nodewright.controllers.static.deprovisioning import StaticDeprovisioning
+from nodewright.controllers.static.provisioning import StaticProvisioning
 from nodewright.controllers.termination import NodeTermination
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Reconciler, WatchEvent
+from nodewright.scheduling.overlays import OverlayStore
 from nodewright.state import ClusterState
 
 
@@ -77,6 +82,15 @@ class ControllerOptions:
     # How often operatorpkg's status metrics refresh each object's
     # current_status_seconds without an event (None: on events only).
     status_metrics_requeue_seconds: float | None = STATUS_REQUEUE_SECONDS
+    # The StaticCapacity feature gate: static NodePools' replicas are kept (Karpenter's
+    # static provisioning and deprovisioning controllers run only behind it).
+    static_capacity: bool = False
+    # MIN_VALUES_POLICY=BestEffort (Karpenter's default is Strict).
+    relax_min_values: bool = False
+    # The NodeRepair feature gate: unhealthy nodes are replaced (controllers.node_health).
+    node_repair: bool = False
+    # The NodeOverlay feature gate: NodeOverlays change instance types' prices and capacity.
+    node_overlay: bool = False
 
     @property
     def nomination_seconds(self) -> float:
@@ -134,6 +148,12 @@ class Controllers:
     registration_health: RegistrationHealth | None = None
     # Karpenter's metrics controllers (controllers.metrics).
     metrics: MetricsControllers | None = None
+    # Static NodePools' replicas (controllers.static).
+    static: tuple[StaticProvisioning, StaticDeprovisioning] | None = None
+    # Node auto-repair (controllers.node_health).
+    node_health: NodeHealth | None = None
+    # NodeOverlays (controllers.nodeoverlay).
+    node_overlay: NodeOverlayController | None = None
 
     @property
     def reconcilers(self) -> tuple[Reconciler, ...]:
@@ -147,6 +167,9 @@ class Controllers:
             *((self.pod_events,) if self.pod_events else ()),
             *(self.disruption.reconcilers if self.disruption else ()),
             *(self.metrics.reconcilers if self.metrics else ()),
+            *(self.static or ()),
+            *((self.node_health,) if self.node_health else ()),
+            *((self.node_overlay,) if self.node_overlay else ()),
             *self.extra,
         )
 
@@ -154,6 +177,7 @@ class Controllers:
     def singletons(self) -> tuple[Reconciler, ...]:
         """Reconcilers to run once with the key "" at start."""
         return (self.instance_gc, self.nodeclaim_gc,
+                *((self.node_overlay,) if self.node_overlay else ()),
                 *(self.disruption.singletons if self.disruption else ()),
                 *(self.metrics.singletons if self.metrics else ()))
 
@@ -168,6 +192,13 @@ class Controllers:
             driver.enqueue(reconciler, "")
 
 
+def _disruption_options(options: ControllerOptions) -> DisruptionOptions:
+    if not options.relax_min_values:
+        return options.disruption
+    methods = replace(options.disruption.methods, relax_min_values=True)
+    return replace(options.disruption, methods=methods)
+
+
 def build_controllers(
     cluster: ClusterAPI,
     cloud: CloudProvider,
@@ -176,6 +207,9 @@ def build_controllers(
 ) -> Controllers:
     options = options or ControllerOptions()
     state = ClusterState(clock, nomination_seconds=options.nomination_seconds)
+    if options.node_overlay:
+        # No NodePool launches before the overlay controller has evaluated it.
+        state.overlay_store = OverlayStore()
     recorder = EventRecorder(cluster, clock, reporting_instance=options.reporting_instance)
     registration_health = RegistrationHealth()
     def metered(controller: str) -> CloudProvider:
@@ -183,7 +217,8 @@ def build_controllers(
 
     provisioner = Provisioner(
         cluster, metered(Provisioner.name), clock, state, recorder,
-        ProvisionerOptions(options.batch_idle_seconds, options.batch_max_seconds),
+        ProvisionerOptions(options.batch_idle_seconds, options.batch_max_seconds,
+                           relax_min_values=options.relax_min_values),
     )
     lifecycle = NodeClaimLifecycle(
         cluster, metered(NodeClaimLifecycle.name), clock, state, recorder,
@@ -204,8 +239,14 @@ def build_controllers(
         nodeclaim_gc=NodeClaimGarbageCollection(
             cluster, metered(NodeClaimGarbageCollection.name), clock, state),
         disruption=build_disruption(cluster, cloud, clock, state, recorder,
-                                    options=options.disruption),
+                                    options=_disruption_options(options)),
         pod_events=PodEvents(cluster, clock, state),
         registration_health=registration_health,
         metrics=build_metrics(cloud, clock, state, options),
+        static=(StaticProvisioning(cluster, state), StaticDeprovisioning(cluster, clock, state))
+        if options.static_capacity else None,
+        node_health=NodeHealth(cluster, metered(NodeHealth.name), clock, state, recorder)
+        if options.node_repair and cloud.repair_policies() else None,
+        node_overlay=NodeOverlayController(cluster, metered(NodeOverlayController.name), clock,
+                                           state) if options.node_overlay else None,
     )

@@ -1,10 +1,9 @@
-"""Real time for reconcilers, with timers that fire on the operator's loop thread.
+"""Real time for reconcilers, with timers that fire on the operator's dispatcher thread.
 
 `SystemClock` runs timer callbacks on threads of their own; the operator instead keeps
-timers in a heap its loop executes between reconciles, so a callback never runs at the
-same time as a reconciler or a watch listener (the controllers were written for the
-single-threaded simulator and share the state cache without locks).
-"""
+timers in a heap its dispatcher executes under the state lock, so a callback never runs
+at the same time as a watch listener or an ordinary reconcile (the controllers were
+written for the single-threaded simulator; see nodewright.runtime.statelock)."""
 
 from __future__ import annotations
 

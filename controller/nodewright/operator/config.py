@@ -25,6 +25,7 @@ from nodewright.cluster.kube.informer import DEFAULT_WATCH_READ_TIMEOUT
 from nodewright.cluster.kube.transport import DEFAULT_BURST, DEFAULT_QPS
 
 Cloud = Literal["aws", "sim"]
+MinValuesPolicy = Literal["Strict", "BestEffort"]
 LOG_LEVELS = ("debug", "info", "warning", "error")
 # Karpenter's gates and their defaults (pkg/operator/options).
 FEATURE_GATES: Mapping[str, bool] = {
@@ -75,6 +76,7 @@ class OperatorConfig:
     kube_client_qps: int = DEFAULT_KUBE_CLIENT_QPS
     kube_client_burst: int = DEFAULT_KUBE_CLIENT_BURST
     watch_read_timeout: float = DEFAULT_WATCH_READ_TIMEOUT
+    min_values_policy: MinValuesPolicy = "Strict"
 
 
 # --- parsers: text -> value, ValueError with the reason -----------------------------------
@@ -147,6 +149,14 @@ def parse_feature_gates(text: str) -> dict[str, bool]:
         except ValueError:
             raise ValueError(f"{name.strip()}: {raw!r} must be true or false") from None
     return gates
+
+
+def parse_min_values_policy(text: str) -> MinValuesPolicy:
+    if text == "Strict":
+        return "Strict"
+    if text == "BestEffort":
+        return "BestEffort"
+    raise ValueError("must be Strict or BestEffort")
 
 
 def parse_log_level(text: str) -> str:
@@ -258,6 +268,11 @@ OPTIONS: tuple[Option, ...] = (
            "watch that sends nothing (no event, no bookmark) for this long; the API server "
            "sends a bookmark about every minute", _positive_duration,
            f"{DEFAULT_WATCH_READ_TIMEOUT:g}s", "DURATION"),
+    Option("--min-values-policy", "MIN_VALUES_POLICY", "Strict: a NodeClaim launches only "
+           "when its instance types meet every minValues; BestEffort: when they cannot, "
+           "minValues is relaxed to what they offer (the NodeClaim is annotated "
+           "karpenter.sh/nodeclaim-min-values-relaxed)", parse_min_values_policy, "Strict",
+           "Strict|BestEffort"),
     Option("--sim-timing", "NODEWRIGHT_SIM_TIMING", "with --cloud sim: how long simulated "
            "instances take, as key=duration pairs (" + ", ".join(
                f"{key}" for key in SIM_TIMING_KEYS) + "; defaults 20s launch, 30s "
@@ -332,6 +347,7 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
         kube_client_qps=values["kube_client_qps"],
         kube_client_burst=values["kube_client_burst"],
         watch_read_timeout=values["watch_read_timeout"],
+        min_values_policy=values["min_values_policy"],
     )
 
 

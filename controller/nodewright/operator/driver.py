@@ -1,22 +1,29 @@
 """The production driver of the reconcilers (architecture, section 2b), in real time.
 
 The same contract as `nodewright.controllers.driver.VirtualDriver`: `add` reconcilers,
-`listen` to every watch event (the state cache), `enqueue` keys. Watch events from the
-cluster feed the listeners and then each reconciler's work queue through its `watches`;
-each controller has its own queue (deduplicated keys, rate-limited retries, timers for
-`requeue_after`). One loop thread delivers events, fires timers and runs reconciles one
-at a time, taking controllers in turn: the reconcilers and the state cache they share were
-written for a single-threaded driver, and this keeps them so.
+`listen` to every watch event (the state cache), `enqueue` keys. As in controller-runtime,
+each controller has its own work queue (deduplicated keys, rate-limited retries, delays
+for `requeue_after`) and its own worker thread (or several, when the reconciler says
+`max_concurrent_reconciles`), so a provisioning solve or a disruption pass never holds
+up an interruption, a drain or a registration. One dispatcher thread
+reads the watch stream, hands each event to the listeners, queues the keys the
+controllers' `watches` map it to, and fires the clock's timers.
+
+The state cache and what the controllers share were written for one thread. `state_lock`
+(the cache's `StateLock`) is held while the dispatcher delivers events or fires timers
+and around each reconcile, except for the reconcilers that say
+`manages_state_lock = True`: the CPU-heavy provisioner and disruption loop take it
+themselves, read (or copy) what they need, and compute outside it (docs/decisions.md,
+"Concurrency").
 
 `world_lock`, when given, is held around every unit of work (a reconcile, a timer, a batch
 of events): tests run several drivers (the cluster's actors, two operators) against one
 in-memory cluster that is not thread-safe, and the lock makes them take turns.
 
-`stalled()` is the liveness of the loop (/healthz): a controller that has had work for
-longer than its budget without finishing a reconcile (time spent reconciling other
-controllers is not charged to it, so one long disruption pass does not make the others
-look stuck), or one reconcile running past its controller's budget, means the loop is
-wedged and the kubelet should restart the process.
+`stalled()` is the liveness of each controller (/healthz): one that has had work for
+longer than its budget without finishing a reconcile, or one reconcile running past its
+controller's budget, means that controller is wedged and the kubelet should restart the
+process. Each controller is judged on its own worker alone.
 
 Only the leader reconciles: while `leading` is clear (a standby replica, or before the
 Lease is won) events still reach the listeners and keys still gather in the queues, so a
@@ -40,12 +47,24 @@ from nodewright.cluster.kube.access import WATCHED_KINDS
 from nodewright.operator import logs
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.workqueue import RateLimiter, WorkQueue
-from nodewright.runtime.reconciler import Reconciler, WatchEvent
+from nodewright.runtime.reconciler import (
+    Reconciler,
+    WatchEvent,
+    concurrent_reconciles,
+    manages_state_lock,
+)
+from nodewright.runtime.statelock import StateLock
 
 # Reconcile failures kept in `OperatorDriver.errors`.
 ERRORS_KEPT = 200
 FORBIDDEN_HINT = (" (the RBAC that `nodewright manifests` renders grants every request the "
                   "controller makes: apply the manifests again and check their bindings)")
+# The longest an idle worker sleeps before it looks at its queue again (it is woken at
+# once when a key is added, leadership changes or the driver stops).
+WORKER_IDLE_SECONDS = 1.0
+
+# Watch events delivered under one hold of the state lock.
+DELIVERY_BATCH = 100
 
 Listener = Callable[[WatchEvent], None]
 
@@ -68,6 +87,38 @@ class HealthLimits:
 log = logging.getLogger(__name__)
 
 
+class _Flag(threading.Event):
+    """A threading.Event that says when it changes (leadership wakes the workers)."""
+
+    def __init__(self, changed: Callable[[], None]) -> None:
+        super().__init__()
+        self._changed = changed
+
+    def set(self) -> None:
+        super().set()
+        self._changed()
+
+    def clear(self) -> None:
+        super().clear()
+        self._changed()
+
+
+class _Worker:
+    """One controller's queue and the threads that work it off (one unless the
+    reconciler asks for more: `concurrent_reconciles`)."""
+
+    def __init__(self, reconciler: Reconciler, queue: WorkQueue,
+                 lock: threading.RLock) -> None:
+        self.reconciler = reconciler
+        self.queue = queue
+        self.wakeup = threading.Condition(lock)
+        self.threads: list[threading.Thread] = []
+        # When it last finished a reconcile, had no work, or was not leading (monotonic).
+        self.progress = time.monotonic()
+        # When each reconcile in progress started, by thread.
+        self.in_flight: dict[int, float] = {}
+
+
 class OperatorDriver:
     def __init__(
         self,
@@ -79,6 +130,7 @@ class OperatorDriver:
         rate_limiter: Callable[[], RateLimiter] = RateLimiter,
         name: str = "nodewright",
         world_lock: AbstractContextManager[object] | None = None,
+        state_lock: StateLock | None = None,
         health: HealthLimits | None = None,
     ) -> None:
         self.cluster = cluster
@@ -89,25 +141,24 @@ class OperatorDriver:
         self._idle_interval = idle_interval
         self._rate_limiter = rate_limiter
         self._world_lock: AbstractContextManager[object] = world_lock or nullcontext()
-        self._reconcilers: list[Reconciler] = []
-        self._queues: dict[int, WorkQueue] = {}
+        self._state_lock: AbstractContextManager[object] = state_lock or nullcontext()
+        if state_lock is not None:
+            state_lock.concurrent = True
+        self._workers: list[_Worker] = []
+        self._by_reconciler: dict[int, _Worker] = {}
         self._listeners: list[Listener] = []
+        # Guards the queues and the workers' bookkeeping (short sections only).
         self._lock = threading.RLock()
         self._wakeup = threading.Event()
         self._stopping = threading.Event()
-        self.leading = threading.Event()
+        self.leading: threading.Event = _Flag(self._wake_workers)
         self._stream: WatchStream | None = None
         self._thread: threading.Thread | None = None
-        self._turn = 0
         # The latest failures (for tests and debugging); bounded: a long-running process
         # sees conflicts all the time, and each error holds its traceback's frames.
         self.errors: deque[tuple[str, str, BaseException]] = deque(maxlen=ERRORS_KEPT)
         self.reconciles = 0
         self.health = health or HealthLimits()
-        # Per controller: when it last finished a reconcile or had no work (monotonic),
-        # moved forward by the time the loop spent on other controllers.
-        self._progress: dict[int, float] = {}
-        self._in_flight: tuple[Reconciler, float] | None = None
 
     # --- set-up -------------------------------------------------------------------------
 
@@ -120,32 +171,59 @@ class OperatorDriver:
                     f"operator does not watch (nodewright.cluster.kube.access.WATCHED_KINDS "
                     f"is also the source of the RBAC rules: add the kind there)"
                 )
+            worker = _Worker(reconciler, WorkQueue(reconciler.name, self._rate_limiter()),
+                             self._lock)
             with self._lock:
-                self._reconcilers.append(reconciler)
-                self._queues[id(reconciler)] = WorkQueue(reconciler.name, self._rate_limiter())
-                self._progress[id(reconciler)] = time.monotonic()
+                self._workers.append(worker)
+                self._by_reconciler[id(reconciler)] = worker
+            if self._thread is not None:
+                self._start_worker(worker)
 
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)
 
     def start(self, *, leading: bool = True) -> None:
-        """Open the watch (the current objects arrive as ADDED events) and start the loop.
-        `leading=False` starts as a standby until `leading` is set."""
+        """Open the watch (the current objects arrive as ADDED events) and start the
+        dispatcher and the workers. `leading=False` starts as a standby until `leading`
+        is set."""
         if leading:
             self.leading.set()
         self._stream = self.cluster.watch(self._kinds)
-        self._thread = threading.Thread(target=self._run, name=f"{self.name}-driver",
+        self._thread = threading.Thread(target=self._dispatch_loop, name=f"{self.name}-driver",
                                         daemon=True)
         self._thread.start()
+        for worker in list(self._workers):
+            self._start_worker(worker)
+
+    def _start_worker(self, worker: _Worker) -> None:
+        count = concurrent_reconciles(worker.reconciler)
+        for number in range(count):
+            suffix = f"-{number}" if count > 1 else ""
+            thread = threading.Thread(
+                target=self._work_loop, args=(worker,), daemon=True,
+                name=f"{self.name}-{worker.reconciler.name}{suffix}")
+            worker.threads.append(thread)
+            thread.start()
+
+    def _threads(self) -> list[threading.Thread | None]:
+        threads: list[threading.Thread | None] = [self._thread]
+        for worker in self._workers:
+            threads.extend(worker.threads or [None])
+        return threads
 
     def stop(self, timeout: float | None = None) -> bool:
-        """Stop taking work; the reconcile in progress finishes. True once the loop ended."""
+        """Stop taking work; reconciles in progress finish. True once every thread ended
+        within `timeout` (shared by them all)."""
         self._stopping.set()
         self._wake()
+        self._wake_workers()
+        deadline = None if timeout is None else time.monotonic() + timeout
         stopped = True
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-            stopped = not self._thread.is_alive()
+        for thread in self._threads():
+            if thread is None or thread is threading.current_thread():
+                continue
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            stopped = stopped and not thread.is_alive()
         if self._stream is not None:
             self._stream.close()
         return stopped
@@ -156,42 +234,36 @@ class OperatorDriver:
         return self._stream is not None and self._stream.synced()
 
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return all(thread is not None and thread.is_alive() for thread in self._threads())
 
     def pending(self) -> int:
         with self._lock:
-            return sum(len(queue) for queue in self._queues.values())
+            return sum(len(worker.queue) for worker in self._workers)
 
     def stalled(self) -> str | None:
-        """Why the loop looks wedged, or None (see the module's docstring)."""
+        """Why a controller looks wedged, or None (see the module's docstring)."""
         if not self.leading.is_set():
             return None
         with self._lock:
             now = time.monotonic()
-            busy_elsewhere = 0.0
-            if self._in_flight is not None:
-                current, started = self._in_flight
-                running = now - started
-                budget = self.health.budget(current.name)
-                if running > budget:
-                    return (f"controller {current.name} has been in one reconcile for "
-                            f"{running:.0f}s (budget {budget:.0f}s)")
-                busy_elsewhere = running
-            for reconciler in self._reconcilers:
-                if not self._queues[id(reconciler)].busy():
+            for worker in self._workers:
+                name = worker.reconciler.name
+                budget = self.health.budget(name)
+                started = min(worker.in_flight.values(), default=None)
+                if started is not None and now - started > budget:
+                    return (f"controller {name} has been in one reconcile for "
+                            f"{now - started:.0f}s (budget {budget:.0f}s)")
+                if not worker.queue.busy():
                     continue
-                waited = now - self._progress[id(reconciler)]
-                if self._in_flight is not None and self._in_flight[0] is not reconciler:
-                    waited -= busy_elsewhere
-                budget = self.health.budget(reconciler.name)
+                waited = now - worker.progress
                 if waited > budget:
-                    return (f"controller {reconciler.name} has had work for {waited:.0f}s "
+                    return (f"controller {name} has had work for {waited:.0f}s "
                             f"without finishing a reconcile (budget {budget:.0f}s)")
         return None
 
     @property
     def reconcilers(self) -> Sequence[Reconciler]:
-        return tuple(self._reconcilers)
+        return tuple(worker.reconciler for worker in self._workers)
 
     # --- queues -----------------------------------------------------------------------------
 
@@ -199,38 +271,40 @@ class OperatorDriver:
         """Make `key` due now or at `when`; safe from any thread."""
         delay = 0.0 if when is None else (when - self.clock.now()).total_seconds()
         with self._lock:
-            queue = self._queues[id(reconciler)]
-            queue.add_after(key, delay, time.monotonic())
-        self._wake()
+            worker = self._by_reconciler[id(reconciler)]
+            self._mark_busy(worker)
+            worker.queue.add_after(key, delay, time.monotonic())
+            worker.wakeup.notify()
+
+    def _mark_busy(self, worker: _Worker) -> None:
+        """Work arrives at an idle controller: its wait starts now (under `_lock`)."""
+        if not worker.queue.busy():
+            worker.progress = time.monotonic()
 
     def _wake(self) -> None:
         self._wakeup.set()
 
-    # --- the loop -------------------------------------------------------------------------
+    def _wake_workers(self) -> None:
+        with self._lock:
+            for worker in self._workers:
+                worker.wakeup.notify()
 
-    def _run(self) -> None:
+    # --- the dispatcher: watch events and timers ---------------------------------------
+
+    def _dispatch_loop(self) -> None:
         while not self._stopping.is_set():
             self._wakeup.clear()
-            with self._world_lock:
+            with self._world_lock, self._state_lock:
                 worked = self._fire_timers()
-            with self._world_lock:
-                worked |= self._deliver()
-            with self._world_lock:
-                worked |= self._reconcile_one()
+            worked |= self._deliver()
             if not worked:
                 self._wakeup.wait(self._idle_wait())
 
     def _idle_wait(self) -> float:
-        now = time.monotonic()
         candidates = [self._idle_interval]
         next_timer = self.clock.next_due()
         if next_timer is not None:
-            candidates.append(next_timer - now)
-        with self._lock:
-            for queue in self._queues.values():
-                due = queue.next_due()
-                if due is not None:
-                    candidates.append(due - now)
+            candidates.append(next_timer - time.monotonic())
         return max(0.0, min(candidates))
 
     def _fire_timers(self) -> bool:
@@ -243,15 +317,22 @@ class OperatorDriver:
         return bool(callbacks)
 
     def _deliver(self) -> bool:
+        """Hand what the watch has to the listeners and queues, taking the state lock for
+        at most DELIVERY_BATCH events at a time (the initial list of a large cluster is
+        tens of thousands: the workers get their turns in between)."""
         if self._stream is None:
             return False
         delivered = False
-        events = self._stream.poll()
-        while events:
+        while not self._stopping.is_set():
+            with self._world_lock:
+                events = self._stream.poll()
+            if not events:
+                break
             delivered = True
-            for event in events:
-                self._dispatch(event)
-            events = self._stream.poll()
+            for start in range(0, len(events), DELIVERY_BATCH):
+                with self._world_lock, self._state_lock:
+                    for event in events[start:start + DELIVERY_BATCH]:
+                        self._dispatch(event)
         return delivered
 
     def _dispatch(self, event: WatchEvent) -> None:
@@ -260,54 +341,71 @@ class OperatorDriver:
                 listener(event)
             except Exception:
                 log.exception("watch listener failed on %s %s", event.kind, event.key)
-        with self._lock:
-            for reconciler in self._reconcilers:
-                for watch in reconciler.watches:
-                    if watch.kind == event.kind:
-                        for key in watch.keys(event):
-                            self._queues[id(reconciler)].add(key)
+        for worker in self._workers:
+            for watch in worker.reconciler.watches:
+                if watch.kind != event.kind:
+                    continue
+                keys = list(watch.keys(event))
+                if not keys:
+                    continue
+                with self._lock:
+                    self._mark_busy(worker)
+                    for key in keys:
+                        worker.queue.add(key)
+                    worker.wakeup.notify()
 
-    def _next_work(self) -> tuple[Reconciler, WorkQueue, str] | None:
-        """The next ready key, taking controllers in turn so none starves the others."""
+    # --- the workers ------------------------------------------------------------------------
+
+    def _work_loop(self, worker: _Worker) -> None:
+        while not self._stopping.is_set():
+            if not self._wait_for_work(worker):
+                continue
+            # Leadership is checked under the world lock, not before taking it: a replica
+            # that stepped down (or a test that froze it) while this thread waited must not
+            # write once more.
+            with self._world_lock:
+                if not self.leading.is_set() or self._stopping.is_set():
+                    continue
+                with self._lock:
+                    key = worker.queue.get()
+                    if key is None:
+                        continue
+                    worker.in_flight[threading.get_ident()] = time.monotonic()
+                    self.reconciles += 1
+                self._reconcile(worker, key)
+
+    def _wait_for_work(self, worker: _Worker) -> bool:
+        """True once the worker's queue has a key ready and the driver leads; else sleeps
+        until woken or its next delayed key is due, and returns False."""
         with self._lock:
             now = time.monotonic()
-            for reconciler_id, queue in self._queues.items():
-                queue.promote_due(now)
-                if not queue.busy():
-                    self._progress[reconciler_id] = now
-            count = len(self._reconcilers)
-            for offset in range(count):
-                index = (self._turn + offset) % count
-                reconciler = self._reconcilers[index]
-                queue = self._queues[id(reconciler)]
-                key = queue.get()
-                if key is not None:
-                    self._turn = index + 1
-                    return reconciler, queue, key
-        return None
+            if not worker.queue.busy():
+                worker.progress = now
+            worker.queue.promote_due(now)
+            leading = self.leading.is_set()
+            if leading and worker.queue.ready():
+                return True
+            if not leading:
+                # A standby's queues fill up without anyone stalling.
+                worker.progress = now
+            timeout = WORKER_IDLE_SECONDS
+            due = worker.queue.next_due()
+            if leading and due is not None:
+                timeout = min(timeout, max(0.0, due - now))
+            if not self._stopping.is_set():
+                worker.wakeup.wait(timeout)
+            return False
 
-    def _reconcile_one(self) -> bool:
-        # Checked here, under the world lock, not before taking it: a replica that stepped
-        # down (or a test that froze it) while this thread waited must not write once more.
-        if not self.leading.is_set() or self._stopping.is_set():
-            with self._lock:  # a standby's queues fill up without anyone stalling
-                now = time.monotonic()
-                self._progress = dict.fromkeys(self._progress, now)
-            return False
-        work = self._next_work()
-        if work is None:
-            return False
-        reconciler, queue, key = work
-        self.reconciles += 1
-        with self._lock:
-            self._in_flight = (reconciler, time.monotonic())
+    def _reconcile(self, worker: _Worker, key: str) -> None:
+        reconciler, queue = worker.reconciler, worker.queue
+        state_lock = nullcontext() if manages_state_lock(reconciler) else self._state_lock
         try:
-            with metrics.measure(metrics.RECONCILE_TIME, controller=reconciler.name), \
+            with state_lock, metrics.measure(metrics.RECONCILE_TIME, controller=reconciler.name), \
                     logs.reconciling(reconciler.name, key):
                 result = reconciler.reconcile(key)
         except Exception as error:
-            self._finished(reconciler)
             with self._lock:
+                self._finished(worker)
                 queue.done(key)
                 delay = queue.add_rate_limited(key, time.monotonic())
             self.errors.append((reconciler.name, key, error))
@@ -317,24 +415,17 @@ class OperatorDriver:
             log.log(level, "reconcile failed; retrying in %.3fs: %s%s", delay, error,
                     FORBIDDEN_HINT if isinstance(error, ApiError) and error.status == 403
                     else "", extra={"controller": reconciler.name, "key": key})
-            return True
-        self._finished(reconciler)
+            return
         with self._lock:
+            self._finished(worker)
             queue.done(key)
             queue.forget(key)
             if result.requeue_after is not None:
                 queue.add_after(key, result.requeue_after, time.monotonic())
         outcome = "success" if result.requeue_after is None else "requeue_after"
         metrics.RECONCILE_TOTAL.labels(controller=reconciler.name, result=outcome).inc()
-        return True
 
-    def _finished(self, reconciler: Reconciler) -> None:
-        """A reconcile ended: progress for its controller; the others are not charged for
-        the time it took."""
-        with self._lock:
-            now = time.monotonic()
-            started = self._in_flight[1] if self._in_flight is not None else now
-            self._in_flight = None
-            for reconciler_id, progress in self._progress.items():
-                self._progress[reconciler_id] = min(now, progress + (now - started))
-            self._progress[id(reconciler)] = now
+    @staticmethod
+    def _finished(worker: _Worker) -> None:
+        worker.in_flight.pop(threading.get_ident(), None)
+        worker.progress = time.monotonic()

@@ -4,7 +4,9 @@ The recorder (`cluster.events`) decides what to write while a reconcile runs; th
 it afterwards, so an API server that is slow, throttling (429 with Retry-After) or away
 costs a reconcile nothing for its Events. As client-go's broadcaster, the queue holds at
 most 1000 Events and drops what does not fit (Events are best effort); a clean stop writes
-what is queued, within the stop's time.
+what is queued, within the stop's time. On the way out each Event passes client-go's
+correlator (`cluster.event_correlation`): repeats patch the earlier Event's series,
+similar Events are combined, and a source that floods one object is filtered.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from nodewright.cluster.api import ClusterAPI
-from nodewright.cluster.events import write_event
+from nodewright.cluster.event_correlation import EventCorrelator, write_correlated
+from nodewright.runtime.clock import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +28,10 @@ QUEUE_LENGTH = 1000
 
 class EventWriter:
     def __init__(self, cluster: ClusterAPI, *, capacity: int = QUEUE_LENGTH,
-                 world_lock: AbstractContextManager[object] | None = None) -> None:
+                 world_lock: AbstractContextManager[object] | None = None,
+                 clock: Clock | None = None) -> None:
         self._cluster = cluster
+        self.correlator = EventCorrelator((clock or SystemClock()).now)
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(capacity)
         # Held around each write when the cluster is shared with other threads (tests).
         self._world_lock: AbstractContextManager[object] = world_lock or nullcontext()
@@ -69,7 +74,10 @@ class EventWriter:
             body = self._queue.get()
             if body is None:
                 return
+            correlated = self.correlator.correlate(body)
+            if correlated is None:
+                continue
             with self._world_lock:
-                written = write_event(self._cluster, body)
+                written = write_correlated(self._cluster, correlated)
             if written:
                 self.written += 1

@@ -56,25 +56,30 @@ class Operator:
         clock: LoopClock | None = None,
         extra: Sequence[Reconciler] = (),
         world_lock: AbstractContextManager[object] | None = None,
+        lease_cluster: ClusterAPI | None = None,
     ) -> None:
+        """`lease_cluster` is the client leader election uses (default: `cluster`): a
+        client of its own, with its own rate limit, so a throttled main client never
+        delays a renewal (as controller-runtime gives leader election its own client)."""
         self.settings = settings
         self.cluster = cluster
         self.clock = clock or LoopClock()
+        self.controllers: Controllers = build_controllers(cluster, cloud, self.clock,
+                                                          settings.controllers)
         self.driver = OperatorDriver(cluster, clock=self.clock, kinds=WATCHED_KINDS,
                                      idle_interval=settings.idle_interval,
                                      name=settings.identity, world_lock=world_lock,
+                                     state_lock=self.controllers.state.lock,
                                      health=settings.health)
-        self.controllers: Controllers = build_controllers(cluster, cloud, self.clock,
-                                                          settings.controllers)
         self.controllers.attach(self.driver)
-        self.events = EventWriter(cluster, world_lock=world_lock)
+        self.events = EventWriter(cluster, world_lock=world_lock, clock=self.clock)
         self.controllers.recorder.send_to(self.events.submit)
         self.driver.add(*extra)
         self.lost_leadership = threading.Event()
         self.elector: LeaderElector | None = None
         if settings.leader_elect:
             self.elector = LeaderElector(
-                cluster,
+                lease_cluster or cluster,
                 name=settings.lease_name,
                 namespace=settings.lease_namespace,
                 identity=settings.identity,

@@ -8,9 +8,8 @@
   per-key exponential backoff (5 ms doubling to 1000 s) and an overall token bucket
   (10 per second, bursts of 100); `forget` resets a key's failures after a success.
 
-Not thread-safe on its own: the operator's driver owns its queues and touches them from
-its loop thread only (timers included), which is what keeps the reconcilers single-
-threaded as the simulator runs them.
+Not thread-safe on its own: the operator's driver touches each queue under its own lock
+(the dispatcher adds keys, the controller's worker takes them).
 """
 
 from __future__ import annotations

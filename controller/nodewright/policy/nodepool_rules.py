@@ -42,6 +42,10 @@ def nearest_existing(body: Mapping[str, Any], path: FieldPath) -> FieldPath:
 def check_limits(body: Mapping[str, Any], context: RuleContext) -> Iterator[Violation]:
     limits_path = ("spec", "limits")
     limits = mapping_of(dig(body, *limits_path))
+    if dig(body, "spec", "replicas") is not None:
+        # A static NodePool is bounded by its replicas; Karpenter allows it no limit but
+        # limits.nodes.
+        return
     maxima = {"cpu": context.option("maxCpu"), "memory": context.option("maxMemory")}
     for resource, maximum in maxima.items():
         value = limits.get(resource)
@@ -278,7 +282,8 @@ def check_team_taint(body: Mapping[str, Any], context: RuleContext) -> Iterator[
 LIMITS = Rule(
     name="nodepool-limits",
     description=(
-        "NodePool sets spec.limits for cpu and memory, each no higher than the configured maximum."
+        "NodePool sets spec.limits for cpu and memory, each no higher than the configured maximum "
+        "(a static NodePool, bounded by spec.replicas, is exempt)."
     ),
     remediation=(
         "add spec.limits with cpu and memory sized for the workload, e.g. limits: {cpu: \"100\", "

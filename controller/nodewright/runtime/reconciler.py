@@ -78,3 +78,17 @@ class Reconciler(Protocol):
     def watches(self) -> Sequence[Watch]: ...
 
     def reconcile(self, key: str) -> Result: ...
+
+
+def manages_state_lock(reconciler: Reconciler) -> bool:
+    """Whether the reconciler takes the state cache's lock itself (`manages_state_lock =
+    True`: the CPU-heavy ones, which compute outside it); the operator's driver holds the
+    lock around every other reconcile (nodewright.runtime.statelock)."""
+    return bool(getattr(reconciler, "manages_state_lock", False))
+
+
+def concurrent_reconciles(reconciler: Reconciler) -> int:
+    """How many keys of this controller the operator reconciles at once
+    (`max_concurrent_reconciles`, controller-runtime's MaxConcurrentReconciles; default
+    1). One key never runs twice at once. The simulator runs one at a time regardless."""
+    return max(1, int(getattr(reconciler, "max_concurrent_reconciles", 1)))

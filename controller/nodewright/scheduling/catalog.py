@@ -43,6 +43,8 @@ class Offering:
     price: float
     available: bool = True
     price_estimated: bool = False
+    # A NodeOverlay set or adjusted the price.
+    price_overlaid: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,8 @@ class InstanceType:
     capacity: Resources
     overhead: Overhead
     offerings: tuple[Offering, ...]
+    # A NodeOverlay added extended resources to the capacity.
+    capacity_overlaid: bool = False
     allocatable: Resources = field(init=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -17,6 +17,7 @@ the optimum (equal to `value` when the search finished).
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,6 +50,74 @@ def best_pattern(
     """(value, counts, nodes visited) of the best pattern found (see `solve_knapsack`)."""
     result = solve_knapsack(room, shapes, values, caps, node_limit)
     return result.value, result.counts, result.nodes
+
+
+def resource_orders(
+    shapes: Sequence[Vector], values: Sequence[float], caps: Sequence[int]
+) -> list[list[int]]:
+    """Per resource, the shapes worth taking by value per unit of it (shapes that need
+    none first): the same for every room, so a pricing round ranks them once for all the
+    bins it fills (`greedy_pattern`'s `per_resource`)."""
+    items = [s for s in range(len(shapes)) if values[s] > _EPS and caps[s] > 0]
+    orders = []
+    for r in range(len(shapes[0]) if shapes else 0):
+
+        def denser(s: int, r: int = r) -> float:
+            return -values[s] / shapes[s][r] if shapes[s][r] else -math.inf
+
+        orders.append(sorted(items, key=denser))
+    return orders
+
+
+def greedy_pattern(
+    room: Vector,
+    shapes: Sequence[Vector],
+    values: Sequence[float],
+    caps: Sequence[int],
+    per_resource: Sequence[Sequence[int]] | None = None,
+) -> tuple[float, list[int]]:
+    """(value, counts) of the best of a few greedy fills: shapes taken, as many as fit, by
+    value per summed share of the room, then by value per share of each resource alone.
+    No search and no bound: column generation prices with this first (a pattern worth more
+    than its type's price is a valid column however it was found) and calls
+    `solve_knapsack` only once greedy fills find none."""
+    width = len(room)
+    items = [s for s in range(len(shapes)) if values[s] > _EPS and caps[s] > 0]
+    best_value = 0.0
+    best_counts = [0] * len(shapes)
+    if not items:
+        return best_value, best_counts
+    dims = [r for r in range(width) if room[r] > 0]
+    share = {s: [shapes[s][r] / room[r] for r in dims] for s in items}
+    orders: list[Sequence[int]] = [
+        sorted(items, key=lambda s: -values[s] / max(sum(share[s]), 1e-12))]
+    if per_resource is not None:
+        orders.extend(per_resource[r] for r in dims)
+    else:
+        for d in range(len(dims)):
+
+            def denser(s: int, d: int = d) -> float:
+                return -values[s] / max(share[s][d], 1e-12)
+
+            orders.append(sorted(items, key=denser))
+    for order in orders:
+        left = list(room)
+        counts = [0] * len(shapes)
+        value = 0.0
+        for s in order:
+            shape = shapes[s]
+            k = caps[s]
+            for r in range(width):
+                if shape[r]:
+                    k = min(k, left[r] // shape[r]) if left[r] > 0 else 0
+            if k > 0:
+                counts[s] = k
+                value += k * values[s]
+                for r in range(width):
+                    left[r] -= k * shape[r]
+        if value > best_value + 1e-12:
+            best_value, best_counts = value, counts
+    return best_value, best_counts
 
 
 def _fractional(order: Sequence[int], weights: Sequence[float], vals: Sequence[float],
@@ -207,17 +276,25 @@ def solve_knapsack(
         left = [room[r] for r in dims]
         current = [0] * n
 
+        # The fractional bound of shapes i.. in `capacity`: those that fit whole in order
+        # (prefix sums and a bisection), then a fraction of the next.
+        full_weight = [0.0] * (n + 1)
+        full_value = [0.0] * (n + 1)
+        for j in range(n):
+            full_weight[j + 1] = full_weight[j] + limit[j] * weight[j]
+            full_value[j + 1] = full_value[j] + limit[j] * value_of[j]
+        sized = [[(d, sz) for d, sz in enumerate(size[i]) if sz] for i in range(n)]
+
         def bound(i: int, capacity: float) -> float:
-            total = 0.0
-            for j in range(i, n):
-                if capacity <= 0.0:
-                    break
-                if limit[j] * weight[j] <= capacity:
-                    total += limit[j] * value_of[j]
-                    capacity -= limit[j] * weight[j]
-                else:
-                    total += capacity / weight[j] * value_of[j]
-                    break
+            if capacity <= 0.0:
+                return 0.0
+            target = full_weight[i] + capacity
+            j = bisect_right(full_weight, target, i) - 1
+            total = full_value[j] - full_value[i]
+            if j < n:
+                rest = target - full_weight[j]
+                if rest > 0.0:
+                    total += rest / weight[j] * value_of[j]
             return total
 
         def search(i: int, value: float, capacity: float, optimistic: float) -> None:
@@ -232,22 +309,26 @@ def solve_knapsack(
             if nodes > node_limit:
                 open_bound = max(open_bound, optimistic)
                 return
-            sz = size[i]
-            k = most_that_fit(i)
+            k = limit[i]
+            for d, sz in sized[i]:
+                fit = left[d] // sz
+                if fit < k:
+                    k = fit
+            worth, wt = value_of[i], weight[i]
             while k >= 0:
-                child_value = value + k * value_of[i]
-                child_capacity = capacity - k * weight[i]
+                child_value = value + k * worth
+                child_capacity = capacity - k * wt
                 child_bound = child_value + bound(i + 1, child_capacity)
                 # Fewer of shape i frees room only for less valuable shapes (they come
                 # later in the order): the bound only falls as k does.
                 if child_bound <= best_value + 1e-12:
                     break
-                for d in range(nd):
-                    left[d] -= k * sz[d]
+                for d, sz in sized[i]:
+                    left[d] -= k * sz
                 current[i] = k
                 search(i + 1, child_value, child_capacity, child_bound)
-                for d in range(nd):
-                    left[d] += k * sz[d]
+                for d, sz in sized[i]:
+                    left[d] += k * sz
                 current[i] = 0
                 if nodes > node_limit:
                     # The siblings not tried are bounded by this subtree's bound.

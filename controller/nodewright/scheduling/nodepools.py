@@ -4,7 +4,7 @@ each one can launch, checked against the pool's requirements once per solve."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from nodewright.api.nodepool import NodePool
 from nodewright.api.quantity import parse_quantity
@@ -43,12 +43,17 @@ class NodePoolTemplate:
     weight: int = 0
     limits: Mapping[str, int] | None = None
     usage: Mapping[str, int] = field(default_factory=dict)
+    # MIN_VALUES_POLICY=BestEffort: a NodeClaim whose types cannot meet a minValues
+    # launches with fewer values (its minValues lowered to what remains) instead of none.
+    relax_min_values: bool = False
 
 
 def nodepool_template(
     nodepool: NodePool,
     instance_types: Sequence[InstanceType],
     usage: Mapping[str, int] | None = None,
+    *,
+    relax_min_values: bool = False,
 ) -> NodePoolTemplate:
     """Adapt a validated `api.NodePool` (limits are parsed to milli-units)."""
     template = nodepool.spec.template
@@ -77,6 +82,7 @@ def nodepool_template(
         weight=nodepool.spec.weight or 0,
         limits=limits,
         usage=dict(usage or {}),
+        relax_min_values=relax_min_values,
     )
 
 
@@ -161,6 +167,24 @@ def distinct_values(instance_types: Sequence[InstanceType], key: str) -> int:
     if key in OFFERING_KEYS:
         return len(offering_values(instance_types, key))
     return len({it.labels[key] for it in instance_types if key in it.labels})
+
+
+def relaxed_min_values(
+    instance_types: Sequence[InstanceType], requirements: Requirements
+) -> Requirements | None:
+    """The requirements with each unmet minValues lowered to the number of values the
+    types offer (Karpenter's BestEffort relaxation), or None when every one is met."""
+    relaxed = []
+    changed = False
+    for requirement in requirements.values():
+        wanted = requirement.min_values
+        if wanted is not None:
+            found = distinct_values(instance_types, requirement.key)
+            if found < wanted:
+                requirement = replace(requirement, min_values=found)
+                changed = True
+        relaxed.append(requirement)
+    return Requirements(relaxed) if changed else None
 
 
 def min_values_problem(

@@ -28,10 +28,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
+import time
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from nodewright.scheduling.knapsack import best_pattern
+from nodewright.scheduling.knapsack import best_pattern, greedy_pattern, resource_orders
+from nodewright.scheduling.master_lp import MasterLP
 
 Vector = tuple[int, ...]
 
@@ -41,10 +45,10 @@ _EPS = 1e-9
 # the average bin price.
 _ROOM_CHARGE = 1e-6
 _NODE_CHARGE = 1e-11
-_REINVERT_EVERY = 40
 # A simplex pivot's work in knapsack nodes (it prices a window of columns).
 _PIVOT_EFFORT = 20
-_PRICING_WINDOW = 400
+# New columns a pricing round adds at most (the best first).
+_COLUMNS_PER_ROUND = 100
 # Plans up to this many nodes may grow a node's type while repairing.
 _REPAIR_GROWTH_UP_TO = 150
 # How many bins the shortlist keeps per pod mix and per shape.
@@ -88,34 +92,67 @@ class Packed:
 class Budget:
     """Work limits, counted in work done and never in time, so that a plan does not depend
     on the machine or its load: `effort` is knapsack branch-and-bound nodes plus simplex
-    pivots (each weighted by `_PIVOT_EFFORT`) over the whole `pack`."""
+    pivots (each weighted by `_PIVOT_EFFORT`) over the whole `pack`.
+
+    `deadline` (seconds of wall time from the start of `pack`, None for none) is for an
+    operator who prefers a fast plan to a reproducible one: past it the packer stops
+    pricing and searching and finishes the plan it has (every placeable pod still gets a
+    node: the dive always ends, and first fit is the floor). Plans then depend on the
+    machine's speed, so the simulator never sets one."""
 
     effort: int = 2_500_000
     knapsack_nodes: int = 500
-    max_rounds: int = 60
+    max_rounds: int = 30
     bins_per_round: int = 12
     rounds_per_dive: int = 3
     # Pricing rounds of each re-solve in the dive.
-    dive_rounds: int = 60
+    dive_rounds: int = 10
     # Column generation stops once no pattern found is worth more than (1 + lp_gap) times
     # its bin's price. 0 prices until nothing is; a cheaper, rougher LP otherwise (0.005
     # halves the time of the first LP but costs 0.5-2 % on the plans measured).
     lp_gap: float = 0.0
     # The rounding search: LP solves in all, and patterns tried per decision near the root.
-    rounding_lps: int = 60
+    rounding_lps: int = 30
     rounding_branches: int = 3
+    # Price with greedy fills first, the knapsack search only when they find nothing.
+    greedy_pricing: bool = True
+    # ... and then searches only this many of the most promising bins.
+    search_bins: int = 12
+    deadline: float | None = None
     spent: int = 0
+    _started: float | None = None
+
+    def start(self) -> None:
+        if self._started is None:
+            self._started = time.monotonic()
 
     def spend(self, units: int) -> None:
         self.spent += units
 
     def exhausted(self, share: float = 1.0) -> bool:
-        """Whether `share` of the effort is used up."""
-        return self.spent > self.effort * share
+        """Whether `share` of the effort (or of the time to the deadline) is used up."""
+        if self.spent > self.effort * share:
+            return True
+        if self.deadline is None or self._started is None:
+            return False
+        return time.monotonic() - self._started >= self.deadline * share
+
+
+# prune_dominated's answers for the last few catalogs: a solve packs the same NodePool's
+# types several times (the greedy tails, consolidation's simulations), and the pruning is
+# quadratic in the catalog (0.1-0.3 s on the real one).
+_PRUNED: dict[tuple[BinType, ...], list[BinType]] = {}
+_PRUNED_KEPT = 8
+_PRUNED_LOCK = threading.Lock()  # controllers may solve on several threads
 
 
 def prune_dominated(bins: Sequence[BinType]) -> list[BinType]:
     """Types no other type beats on price while having at least as much room in everything."""
+    key = tuple(bins)
+    with _PRUNED_LOCK:
+        known = _PRUNED.get(key)
+    if known is not None:
+        return list(known)
     ordered = sorted(bins, key=lambda b: (b.price, tuple(-x for x in b.room), b.key))
     kept: list[BinType] = []
     for candidate in ordered:
@@ -123,216 +160,60 @@ def prune_dominated(bins: Sequence[BinType]) -> list[BinType]:
         if any(all(k >= r for k, r in zip(other.room, room, strict=True)) for other in kept):
             continue
         kept.append(candidate)
-    return kept
-
-
-# ---------------------------------------------------------------------------------------
-# The restricted master LP: minimise c.x subject to A x >= demand, x >= 0.
-
-
-class _Master:
-    """Revised simplex with an explicit basis inverse (one row per shape; few rows)."""
-
-    def __init__(self, demand: Sequence[int]) -> None:
-        self.rows = len(demand)
-        self.demand = [float(d) for d in demand]
-        self.costs: list[float] = []
-        self.columns: list[list[tuple[int, int]]] = []  # sparse (row, count)
-        self.basis: list[int] | None = None
-        self.pivots = 0  # of the last solve
-
-    def add(self, cost: float, counts: Vector) -> int:
-        self.costs.append(cost)
-        self.columns.append([(s, k) for s, k in enumerate(counts) if k])
-        return len(self.costs) - 1
-
-    def solve(
-        self, initial: Sequence[int], max_pivots: int = 5000, warm: Sequence[int] | None = None
-    ) -> tuple[float, list[float], dict[int, float]]:
-        """(value, duals, {column: x}) starting from `warm` (the basis the last solve ended
-        with) when it is still feasible for the current demand, else from `initial`, a basis
-        of one column per row whose column has only that row (diagonal, always feasible).
-        The final basis is kept in `self.basis`."""
-        m = self.rows
-        started = self._warm_start(warm) if warm is not None else None
-        if started is None:
-            basis = list(initial)
-            binv = [[0.0] * m for _ in range(m)]
-            for row, column in enumerate(basis):
-                (entry,) = self.columns[column]
-                assert entry[0] == row
-                binv[row][row] = 1.0 / entry[1]
-            x = [self.demand[i] * binv[i][i] for i in range(m)]
-        else:
-            basis, binv, x = started
-        pivots = 0
-        degenerate = 0
-        offset = 0
-        in_basis = set(basis)
-        y = self._duals(basis, binv)
-        while True:
-            entering = None
-            best = -_EPS
-            bland = degenerate > 50
-            # Partial pricing: from where the last scan stopped, the best of the first
-            # `_PRICING_WINDOW` columns once one improves (all columns when none does;
-            # Bland's rule, the first improving column from the start, after a stall).
-            count = len(self.columns)
-            start = 0 if bland else offset % max(count, 1)
-            costs = self.costs
-            columns = self.columns
-            for step in range(count):
-                j = start + step
-                if j >= count:
-                    j -= count
-                if j in in_basis:
-                    continue
-                d = costs[j]
-                for s, k in columns[j]:
-                    d -= y[s] * k
-                if d < best * (1 + 1e-12) - _EPS * costs[j]:
-                    entering, best = j, d
-                    if bland:
-                        break
-                if entering is not None and step >= _PRICING_WINDOW:
-                    offset = j + 1
-                    break
-            if entering is None or bland:
-                for s in range(m):
-                    # A surplus column (-e_s, cost 0) has reduced cost y_s.
-                    if y[s] < best - _EPS and -(s + 1) not in in_basis:
-                        entering, best = -(s + 1), y[s]
-                        if bland:
-                            break
-            if entering is None or pivots >= max_pivots:
-                self.basis = list(basis)
-                self.pivots = pivots
-                y = self._duals(basis, binv)
-                value = sum(self._cost(b) * x[i] for i, b in enumerate(basis))
-                solution = {b: x[i] for i, b in enumerate(basis) if b >= 0 and x[i] > _EPS}
-                return value, y, solution
-            # u = B^-1 a_entering
-            if entering >= 0:
-                col = self.columns[entering]
-                u = [sum(binv[i][s] * k for s, k in col) for i in range(m)]
-            else:
-                s = -entering - 1
-                u = [-binv[i][s] for i in range(m)]
-            leave = -1
-            ratio = math.inf
-            for i in range(m):
-                if u[i] > 1e-9:
-                    r = x[i] / u[i]
-                    if r < ratio - 1e-12 or (r <= ratio + 1e-12 and leave >= 0 and bland
-                                             and basis[i] < basis[leave]):
-                        ratio, leave = r, i
-            if leave < 0:  # unbounded cannot happen with non-negative costs
-                raise ArithmeticError("master LP unbounded")
-            degenerate = degenerate + 1 if ratio < 1e-12 else 0
-            pivot = u[leave]
-            row_l = [v / pivot for v in binv[leave]]
-            x_l = x[leave] / pivot
-            for i in range(m):
-                if i != leave and u[i] != 0.0:
-                    f = u[i]
-                    row_i = binv[i]
-                    for k in range(m):
-                        row_i[k] -= f * row_l[k]
-                    x[i] -= f * x_l
-                    if x[i] < 0.0 and x[i] > -1e-9:
-                        x[i] = 0.0
-            binv[leave] = row_l
-            x[leave] = x_l
-            in_basis.discard(basis[leave])
-            basis[leave] = entering
-            in_basis.add(entering)
-            # y' = y + d_entering * (new row `leave` of the inverse)
-            y = [a + best * b for a, b in zip(y, row_l, strict=True)]
-            pivots += 1
-            if pivots % _REINVERT_EVERY == 0:
-                binv, x = self._reinvert(basis)
-                y = self._duals(basis, binv)
-
-    def _warm_start(
-        self, warm: Sequence[int]
-    ) -> tuple[list[int], list[list[float]], list[float]] | None:
-        basis = list(warm)
-        if len(basis) != self.rows:
-            return None
-        try:
-            binv, x = self._reinvert(basis)
-        except ArithmeticError:
-            return None
-        if min(x) < 0.0:
-            return None
-        return basis, binv, x
-
-    def _duals(self, basis: list[int], binv: list[list[float]]) -> list[float]:
-        m = self.rows
-        cb = [self._cost(b) for b in basis]
-        return [sum(cb[k] * binv[k][i] for k in range(m)) for i in range(m)]
-
-    def _cost(self, column: int) -> float:
-        return self.costs[column] if column >= 0 else 0.0
-
-    def _reinvert(self, basis: list[int]) -> tuple[list[list[float]], list[float]]:
-        m = self.rows
-        b = [[0.0] * m for _ in range(m)]
-        for j, column in enumerate(basis):
-            if column >= 0:
-                for s, k in self.columns[column]:
-                    b[s][j] = float(k)
-            else:
-                b[-column - 1][j] = -1.0
-        inv = [[1.0 if i == k else 0.0 for k in range(m)] for i in range(m)]
-        for c in range(m):
-            p = max(range(c, m), key=lambda r: abs(b[r][c]))
-            b[c], b[p] = b[p], b[c]
-            inv[c], inv[p] = inv[p], inv[c]
-            pv = b[c][c]
-            if abs(pv) < 1e-12:
-                raise ArithmeticError("singular basis")
-            b[c] = [v / pv for v in b[c]]
-            inv[c] = [v / pv for v in inv[c]]
-            for r in range(m):
-                if r != c and b[r][c] != 0.0:
-                    f = b[r][c]
-                    b[r] = [v - f * w for v, w in zip(b[r], b[c], strict=True)]
-                    inv[r] = [v - f * w for v, w in zip(inv[r], inv[c], strict=True)]
-        x = [sum(inv[i][k] * self.demand[k] for k in range(m)) for i in range(m)]
-        return inv, [max(v, 0.0) if v > -1e-9 else v for v in x]
+    with _PRUNED_LOCK:
+        while len(_PRUNED) >= _PRUNED_KEPT:
+            del _PRUNED[next(iter(_PRUNED))]
+        _PRUNED[key] = kept
+    return list(kept)
 
 
 # ---------------------------------------------------------------------------------------
 # Pricing: the most valuable pattern for one bin type.
 
 
-def _cheap_bound(room: Vector, shapes: Sequence[Vector], values: Sequence[float],
-                 caps: Sequence[int]) -> float:
-    """An upper bound on any pattern's value in this room: per resource, the fractional
-    knapsack of that resource alone; the smallest of these."""
-    result = math.inf
-    for r, capacity in enumerate(room):
-        ranked = sorted(
-            (values[s] / shape[r], shape[r], caps[s], values[s])
-            for s, shape in enumerate(shapes)
-            if shape[r] and values[s] > _EPS and caps[s] > 0
-        )
-        free_total = sum(
-            values[s] * caps[s]
-            for s, shape in enumerate(shapes)
-            if not shape[r] and values[s] > _EPS
-        )
-        free = float(capacity)
-        total = free_total
-        for _, size, cap, value in reversed(ranked):
-            if free <= 0:
-                break
-            take = min(cap, free / size)
-            total += take * value
-            free -= take * size
-        result = min(result, total)
-    return result
+class _CheapBounds:
+    """Upper bounds on any pattern's value in a room, for one set of pod values: per
+    resource, the fractional knapsack of that resource alone; the smallest of these. The
+    shapes' order by value per unit of a resource does not depend on the room, so it is
+    ranked once per pricing round (with prefix sums) and each bin costs a bisection per
+    resource."""
+
+    def __init__(self, shapes: Sequence[Vector], values: Sequence[float],
+                 caps: Sequence[int]) -> None:
+        self.resources: list[tuple[float, list[float], list[float], list[tuple[int, float]]]] = []
+        for r in range(len(shapes[0]) if shapes else 0):
+            ranked = sorted(
+                ((values[s] / shape[r], shape[r], caps[s], values[s])
+                 for s, shape in enumerate(shapes)
+                 if shape[r] and values[s] > _EPS and caps[s] > 0),
+                reverse=True,
+            )
+            free_total = sum(
+                values[s] * caps[s]
+                for s, shape in enumerate(shapes)
+                if not shape[r] and values[s] > _EPS
+            )
+            sizes = [0.0]
+            worth = [0.0]
+            for _, size, cap, value in ranked:
+                sizes.append(sizes[-1] + cap * size)
+                worth.append(worth[-1] + cap * value)
+            self.resources.append(
+                (free_total, sizes, worth, [(size, value) for _, size, _, value in ranked]))
+
+    def bound(self, room: Vector) -> float:
+        result = math.inf
+        for capacity, (free_total, sizes, worth, items) in zip(room, self.resources,
+                                                               strict=True):
+            total = free_total
+            if capacity > 0:
+                whole = bisect_right(sizes, capacity) - 1
+                total += worth[whole]
+                if whole < len(items):
+                    size, value = items[whole]
+                    total += (capacity - sizes[whole]) / size * value
+            result = min(result, total)
+        return result
 
 
 # ---------------------------------------------------------------------------------------
@@ -510,24 +391,33 @@ def _price(
     most promising first (by an optimistic bound); after `bins_per_round` of them, pricing
     stops at the first round that found something."""
     promising = []
+    cheap = _CheapBounds(shapes, duals, caps)
+    orders = resource_orders(shapes, duals, caps)
     for b in bins:
         cost = b.price + charge[b.key]
-        upper = _cheap_bound(b.room, shapes, duals, caps)
+        upper = cheap.bound(b.room)
         if upper > cost * (1 + 1e-9):
             promising.append((upper / cost, b))
     promising.sort(key=lambda item: (-item[0], item[1].price, item[1].key))
     found: list[tuple[float, BinType, Vector]] = []
-    # A pass with the usual knapsack budget; when it finds nothing and `thorough`, one with
-    # ten times it over the most promising bins (a capped knapsack can miss a column).
-    passes = [(budget.knapsack_nodes, len(promising))]
+    # Greedy fills of every promising bin first (cheap); when they find nothing, a knapsack
+    # search with the usual budget over the most promising bins; when that finds nothing
+    # and `thorough`, one with ten times it (a capped knapsack can miss a column).
+    passes = [(0, len(promising))] if budget.greedy_pricing else []
+    searched = budget.search_bins if budget.greedy_pricing else len(promising)
+    passes.append((budget.knapsack_nodes, searched))
     if thorough:
         passes.append((10 * budget.knapsack_nodes, budget.bins_per_round))
     for nodes, limit in passes:
         for position, (_, b) in enumerate(promising[:limit]):
-            if found and position >= budget.bins_per_round:
+            if found and nodes and position >= budget.bins_per_round:
                 break
             cost = b.price + charge[b.key]
-            value, counts, visited = best_pattern(b.room, shapes, duals, caps, nodes)
+            if nodes:
+                value, counts, visited = best_pattern(b.room, shapes, duals, caps, nodes)
+            else:
+                (value, counts), visited = greedy_pattern(
+                    b.room, shapes, duals, caps, orders), 0
             budget.spend(visited + 1)
             pattern = tuple(counts)
             if value > cost * (1 + 1e-9) and (b.key, pattern) not in columns:
@@ -646,7 +536,7 @@ class _Relaxation:
         self.bins = bins
         self.charge = charge
         self.budget = budget
-        self.master = _Master([0] * len(shapes))
+        self.master = MasterLP(len(shapes))
         self.columns: dict[tuple[int, Vector], int] = {}
         self.column_bins: list[BinType] = []
         # Bins that produced a pattern: residual problems price only these.
@@ -674,15 +564,17 @@ class _Relaxation:
         """(value, duals, {column: x}) for the pods `caps`; None on numerical trouble."""
         self.solves += 1
         master = self.master
-        master.demand = [float(c) for c in caps]
-        initial = [self.add_column(*self._single_shape(i, caps[i])) for i in range(len(caps))]
+        master.set_demand(caps)
+        # One single-shape column per row keeps the master feasible for any demand.
+        for i in range(len(caps)):
+            self.add_column(*self._single_shape(i, caps[i]))
         pricing = self.bins if everything else sorted(
             self.useful.values(), key=lambda b: (b.price, b.key))
         rounds = 0
         while True:
             rounds += 1
             try:
-                value, duals, solution = master.solve(initial, warm=master.basis)
+                value, duals, solution = master.solve()
             except ArithmeticError:
                 return None
             self.budget.spend(_PIVOT_EFFORT * master.pivots)
@@ -691,7 +583,7 @@ class _Relaxation:
                 return value, duals, solution
             found = _price(pricing, self.shapes, duals, caps, self.charge, self.budget,
                            self.columns, everything)
-            for _, b, counts in found[:30]:
+            for _, b, counts in found[:_COLUMNS_PER_ROUND]:
                 self.add_column(b, counts)
                 self.useful.setdefault(b.key, b)
             # No pattern found is worth more than (1 + gap) times its bin's price: by
@@ -856,6 +748,7 @@ def pack(
     unpacked (the caller places those greedily: shapes no bin holds, or the budget ran out).
     """
     budget = budget or Budget()
+    budget.start()
     remaining = list(demand)
     bins = shortlist(prune_dominated(bins), shapes, remaining)
     if not bins or not shapes:
@@ -901,7 +794,58 @@ def pack(
             plan.append(Packed(chosen, tuple(full), node.worth))
     for i, s in enumerate(rows):
         remaining[s] = left[i]
-    return improve(plan, _Bins(bins, shapes, charge)), remaining
+    full_bins = _Bins(bins, shapes, charge)
+    plan = improve(plan, full_bins)
+    # Never worse than first fit: its plan replaces one that costs more or leaves pods.
+    fallback = first_fit(shapes, [demand[s] if placeable[s] else 0 for s in range(len(shapes))],
+                         full_bins)
+    if any(remaining[s] for s in rows) or _cost(fallback) < _cost(plan) - 1e-12:
+        for s in rows:
+            remaining[s] = 0
+        return fallback, remaining
+    return plan, remaining
+
+
+def _cost(plan: Sequence[Packed]) -> float:
+    return sum(node.bin.price for node in plan)
+
+
+def first_fit(shapes: Sequence[Vector], demand: Sequence[int], bins: _Bins) -> list[Packed]:
+    """First-fit decreasing as Karpenter plans: pods largest first, each onto the first
+    node that some bin still holds it on, else onto a new node; each node then gets the
+    cheapest bin that holds its pods. Pods no bin holds are left out. The packer's floor:
+    its plan is never more expensive than this one."""
+    rooms = [b.room for b in prune_dominated(
+        [BinType(i, 0.0, b.room) for i, b in enumerate(bins.bins)])]
+    loads: list[list[int]] = []
+    counts: list[list[int]] = []
+    # Loads only grow: a node that once refused a shape refuses it for good, so each shape
+    # starts looking where the last pod of its shape went.
+    start = [0] * len(shapes)
+    for s in bins.largest_first(demand):
+        shape = shapes[s]
+        if not any(_fits(shape, room) for room in rooms):
+            continue
+        placed = False
+        for n in range(start[s], len(loads)):
+            need = [a + b for a, b in zip(loads[n], shape, strict=True)]
+            if any(all(x <= r for x, r in zip(need, room, strict=True)) for room in rooms):
+                loads[n] = need
+                counts[n][s] += 1
+                start[s] = n
+                placed = True
+                break
+        if not placed:
+            loads.append(list(shape))
+            counts.append([0] * len(shapes))
+            counts[-1][s] = 1
+            start[s] = len(loads) - 1
+    plan = []
+    for load, node_counts in zip(loads, counts, strict=True):
+        chosen = bins.cheapest(tuple(load))
+        assert chosen is not None  # the load fits one of the rooms
+        plan.append(Packed(chosen, tuple(node_counts), 0.0))
+    return plan
 
 
 

@@ -89,6 +89,13 @@ def build_problem(
         return None, problems
     templates: list[NodePoolTemplate] = []
     for document, nodepool in collected.nodepools:
+        if nodepool.is_static:
+            # Karpenter launches nothing from a static NodePool for pods.
+            problems.append(document.problem(
+                ("spec", "replicas"),
+                f"static NodePool: its {nodepool.spec.replicas} node(s) are kept whatever "
+                "the pods ask; the plan launches nothing from it", severity="warning"))
+            continue
         reference = nodepool.spec.template.spec.node_class_ref.name
         node_class = collected.node_classes.get(reference)
         if node_class is None:

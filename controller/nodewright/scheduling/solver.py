@@ -259,6 +259,8 @@ class _PoolSetup:
     source: DomainSource
     domains: list[tuple[str, str]]
     daemon_ports: tuple[DaemonPorts, ...] = ()
+    # PoolState.candidates_for's answers, shared by every solver of this pool setup.
+    filter_cache: dict[Requirements, list[Candidate]] = field(default_factory=dict)
 
 
 @dataclass
@@ -351,8 +353,14 @@ class _Setup:
     compatible types and limits, each existing node's usage), built once and shared by
     the plans `solve` compares. Solvers only read it."""
 
-    def __init__(self, problem: SchedulingProblem, prepared: PreparedNodes | None = None) -> None:
+    def __init__(self, problem: SchedulingProblem, prepared: PreparedNodes | None = None,
+                 pool_memo: dict[tuple[object, ...], tuple[object, _PoolSetup]] | None = None
+                 ) -> None:
         self.problem = problem
+        # NodePool setups by template, kept across the re-plans of one solve's NodeClaims
+        # (`_Solver._finish`): each would filter the whole catalog again.
+        self.pool_memo = pool_memo
+        self.tail_pools: dict[tuple[object, ...], tuple[object, _PoolSetup]] = {}
         self.prepared = prepared if prepared is not None and prepared.usable_for(problem) else None
         names = {CPU, MEMORY, PODS}
         if self.prepared is not None:
@@ -373,15 +381,33 @@ class _Setup:
         ]
         self._pools: list[_PoolSetup] | None = None
         self._nodes: list[_NodeSetup] | None = None
+        # The growth rule's memo (best price per unit of a mix, per NodePool): the same
+        # for every solver of this setup (its pools are this setup's).
+        self.growth = GrowthJudge()
 
     @property
     def pools(self) -> list[_PoolSetup]:
         if self._pools is None:
             self._pools = [
-                self._pool(t)
+                self._memoised_pool(t)
                 for t in sorted(self.problem.nodepools, key=_pool_order, reverse=True)
             ]
         return self._pools
+
+    def _memoised_pool(self, template: NodePoolTemplate) -> _PoolSetup:
+        """Only for problems without existing nodes or limits (the re-plans, which share
+        the DaemonSets of the solve): a pool's setup then depends on its template and the
+        resource names alone."""
+        if self.pool_memo is None or self.problem.nodes or template.limits is not None:
+            return self._pool(template)
+        key = (template.name, template.requirements, template.taints, self.index.names,
+               id(template.instance_types))
+        found = self.pool_memo.get(key)
+        if found is None or found[0] is not template.instance_types:
+            # The catalog is kept in the value so that its id cannot be reused while cached.
+            found = (template.instance_types, self._pool(template))
+            self.pool_memo[key] = found
+        return found[1]
 
     @property
     def nodes(self) -> list[_NodeSetup]:
@@ -492,7 +518,8 @@ class _Solver:
         self.contexts: dict[tuple[object, ...], _PodContext] = {}
         self.claim_count = 0
         self.standalone: dict[tuple[str, tuple[object, ...]], float] = {}
-        self._efficiency = GrowthJudge()
+        self._efficiency = setup.growth
+        self.tail_pools = setup.tail_pools
         self.pools = [self._pool(pool) for pool in setup.pools]
         for pod in setup.tied:
             self.topology.register(pod)
@@ -505,7 +532,8 @@ class _Solver:
             self.topology.add_domain(key, value, setup.source)
         remaining = dict(setup.remaining) if setup.remaining is not None else None
         return PoolState(setup.template, setup.requirements, setup.candidates,
-                         setup.daemon_overhead, remaining, daemon_ports=setup.daemon_ports)
+                         setup.daemon_overhead, remaining, filter_cache=setup.filter_cache,
+                         daemon_ports=setup.daemon_ports)
 
     def _add_existing_nodes(self, nodes: Sequence[_NodeSetup]) -> None:
         # Without any topology group a bound pod counts toward nothing.
@@ -1011,7 +1039,8 @@ class _Solver:
             or not all(self._is_free(pod) for pod in claim.pods)
         ):
             return [planned]
-        sub = _Solver(_tail_problem(planned, pool, self.problem, claim.pods), False).run(False)
+        tail = _tail_problem(planned, pool, self.problem, claim.pods)
+        sub = _Solver(tail, False, setup=_Setup(tail, pool_memo=self.tail_pools)).run(False)
         if sub.unschedulable or sub.hourly_cost >= planned.price - 1e-9:
             return [planned]
         parts = []

@@ -17,6 +17,7 @@ from nodewright.scheduling.nodepools import (
     cheapest_price,
     labels_compatible,
     min_values_problem,
+    relaxed_min_values,
 )
 from nodewright.scheduling.pods import HostPort, Pod, Taint
 from nodewright.scheduling.requirements import (
@@ -136,6 +137,11 @@ class PoolState:
     restricted_shared: dict[
         tuple[int, int, int], tuple[list[Candidate], list[Candidate], list[Candidate]]
     ] = field(default_factory=dict)
+    # finish_claim's fitting types per (candidate list, start, used): packed NodeClaims
+    # repeat a few patterns hundreds of times.
+    fitting_cache: dict[tuple[int, int, Vector], tuple[list[Candidate], list[Candidate]]] = (
+        field(default_factory=dict)
+    )
 
     @property
     def name(self) -> str:
@@ -352,7 +358,7 @@ class ClaimTarget(Target):
             return Narrowed(base, index), None
         kept = Narrowed(base, index).fitting(need)
         problem = min_values_problem([c.instance_type for c in kept], requirements)
-        if problem is not None:
+        if problem is not None and not (kept and self.pool.template.relax_min_values):
             return None, problem
         return Narrowed(kept, 0), None
 
@@ -373,6 +379,8 @@ class PlannedNodeClaim:
     price_estimated: bool = False
     # Why this NodeClaim holds these pods (how the solver chose it).
     why: str = ""
+    # MIN_VALUES_POLICY=BestEffort lowered a minValues of its requirements.
+    min_values_relaxed: bool = False
 
     @property
     def instance_type(self) -> str:
@@ -389,8 +397,15 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
     """Describe the claim: its fitting types cheapest first (each priced by its cheapest
     offering the claim's requirements allow) and the offering the cheapest one launches."""
     assert claim.pool is not None
-    fitting = Narrowed(claim.candidates, claim.start).fitting(claim.used)
-    fitting.sort(key=lambda c: (c.price, c.instance_type.name))
+    key = (id(claim.candidates), claim.start, claim.used)
+    cached = claim.pool.fitting_cache.get(key)
+    if cached is not None and cached[0] is claim.candidates:
+        fitting = cached[1]
+    else:
+        fitting = Narrowed(claim.candidates, claim.start).fitting(claim.used)
+        fitting.sort(key=lambda c: (c.price, c.instance_type.name))
+        # The list is kept in the value so that its id cannot be reused while cached.
+        claim.pool.fitting_cache[key] = (claim.candidates, fitting)
     offering = cheapest_offering_of(fitting[0].instance_type, claim.requirements)
     assert offering is not None
     price, capacity_type, offered_zone = offering
@@ -405,6 +420,10 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
     elif _single_value(claim.requirements.get(LABEL_ZONE_ID)):
         # One zone id is one zone: the one its offerings are in.
         zone = offered_zone
+    requirements = claim.requirements
+    relaxed = None
+    if claim.pool.template.relax_min_values:
+        relaxed = relaxed_min_values([c.instance_type for c in fitting], requirements)
     return PlannedNodeClaim(
         name=claim.hostname,
         nodepool=claim.pool.name,
@@ -413,7 +432,8 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
         zone=zone,
         price=price,
         pods=tuple(pod.key for pod in claim.pods),
-        requirements=claim.requirements,
+        requirements=relaxed if relaxed is not None else requirements,
         price_estimated=estimated,
+        min_values_relaxed=relaxed is not None,
         why=claim.why or "greedy: the first pod's NodeClaim, grown while that was cheapest",
     )

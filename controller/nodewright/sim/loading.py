@@ -48,8 +48,9 @@ EXTRA_DURATION_SETTINGS = ("spotInterruptionNotice", "nodeMonitorGracePeriod",
                            "volumeDetachDelay")
 SETTINGS_KEYS = (
     *DURATION_SETTINGS, "featureGates", *EXTRA_DURATION_SETTINGS, "startupTaintDelay",
-    "kubernetesVersion",
+    "kubernetesVersion", "minValuesPolicy",
 )
+MIN_VALUES_POLICIES = ("Strict", "BestEffort")
 FEATURE_GATES = (
     "NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation", "NodeOverlay",
     "StaticCapacity", "CapacityBuffer",
@@ -204,10 +205,15 @@ def _settings(reader: FieldReader, value: object) -> Settings | None:
     if seconds.get("batch_idle_duration", 1.0) > seconds.get("batch_max_duration", 10.0):
         reader.error((*where, "batchIdleDuration"),
                      "batchIdleDuration is longer than batchMaxDuration")
+    policy = body.get("minValuesPolicy", "Strict")
+    if policy not in MIN_VALUES_POLICIES:
+        reader.error((*where, "minValuesPolicy"),
+                     f"minValuesPolicy is Strict or BestEffort, got {describe(policy)}")
     gates = _feature_gates(reader, body.get("featureGates", {}))
     if gates is None or any(p.severity == "error" for p in reader.problems[before:]):
         return None
-    return Settings(**seconds, feature_gates=gates, raw=dict(body))
+    return Settings(**seconds, feature_gates=gates, min_values_policy=str(policy),
+                    raw=dict(body))
 
 
 def _feature_gates(reader: FieldReader, value: object) -> dict[str, bool] | None:

@@ -250,7 +250,7 @@ class Recorder:
         if record.launched is None and objects.condition_is_true(claim, LAUNCHED):
             record.launched = self.offset()
             self.launched += 1
-            self._claim_launched(record)
+            self._claim_launched(record, static=not (claim.get("spec") or {}).get("resources"))
         if record.initialized is None and objects.condition_is_true(claim, INITIALIZED):
             record.initialized = self.offset()
             node = (claim.get("status") or {}).get("nodeName") or "?"
@@ -258,11 +258,15 @@ class Recorder:
                       f"NodeClaim {name} initialized: node {node} is ready",
                       nodeclaim=name, node=node)
 
-    def _claim_launched(self, record: ClaimRecord) -> None:
+    def _claim_launched(self, record: ClaimRecord, *, static: bool = False) -> None:
+        """`static`: the NodeClaim asks for no resources, a static NodePool's (its replicas
+        or a drift replacement from its template)."""
         pods = self._nominations(record.name) if self._nominations else None
         source = "provisioner" if pods is not None else "disruption"
         purpose = f" for {pods} pod{'s' if pods != 1 else ''}" if pods is not None else \
             " as a replacement"
+        if pods is None and static:
+            source, purpose = "static", f" for NodePool {record.nodepool}'s replicas"
         self.note(
             source, "nodeclaim.launched",
             f"created NodeClaim {record.name} ({record.instance_type}, {record.capacity_type}, "

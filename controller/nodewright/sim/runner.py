@@ -89,7 +89,7 @@ class _Run:
                  step=step.number, action="scale", replicas=step.replicas)
             self._call(step.number, lambda: world.cluster.patch(
                 target.kind, target.name, {"spec": {"replicas": step.replicas}},
-                target.namespace))
+                target.namespace or None))
         elif isinstance(step, ApplyStep):
             for document in step.documents:
                 verb = self._call(step.number, partial(world.apply, document))

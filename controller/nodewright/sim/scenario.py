@@ -20,14 +20,14 @@ DEFAULT_SETTLE_TIMEOUT = 30 * 60.0
 DISRUPTION_REASONS = ("Empty", "Underutilized", "Drifted", "Expired", "Interrupted")
 INTERRUPTION_KINDS = ("spot", "scheduled", "stop", "terminate", "rebalance")
 CAPACITY_TYPES = ("on-demand", "spot")
-SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet")
+SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "NodePool")
 MANIFEST_KINDS = (
     "NodePool", "EC2NodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job", "Pod",
-    "DaemonSet", "PodDisruptionBudget", "Namespace", "Node",
+    "DaemonSet", "PodDisruptionBudget", "Namespace", "Node", "NodeOverlay",
     "StorageClass", "PersistentVolumeClaim", "PersistentVolume", "RuntimeClass",
 )
 CLUSTER_SCOPED_KINDS = ("NodePool", "EC2NodeClass", "Namespace", "Node", "NodeClaim",
-                        "StorageClass", "PersistentVolume", "RuntimeClass")
+                        "NodeOverlay", "StorageClass", "PersistentVolume", "RuntimeClass")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class Settings:
     pod_start_delay: float = 2.0
     termination_delay: float = 30.0
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    # MIN_VALUES_POLICY: Strict or BestEffort.
+    min_values_policy: str = "Strict"
     # The raw `settings` mapping, for the keys other parts read themselves (the simulated
     # EC2's optional knobs such as startupTaintDelay).
     raw: Mapping[str, object] = field(default_factory=dict)

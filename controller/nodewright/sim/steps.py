@@ -145,7 +145,7 @@ class StepReader:
             replicas = None
         if kind is None or name is None or namespace is None or replicas is None:
             return None
-        target = ObjectRef(kind, name, namespace)
+        target = ObjectRef(kind, name, "" if kind in CLUSTER_SCOPED_KINDS else namespace)
         if target not in self.world.objects:
             reader.error((*path, "name"), f"no {target} at this step{self._known(kind)}")
             return None

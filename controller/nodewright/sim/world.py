@@ -104,6 +104,10 @@ def build_world(scenario: Scenario) -> World:
             single_node_timeout=math.inf,
             single_node_max_simulations=SINGLE_NODE_SIMULATIONS,
         )),
+        static_capacity=settings.feature_gates.get("StaticCapacity", False),
+        relax_min_values=settings.min_values_policy == "BestEffort",
+        node_repair=settings.feature_gates.get("NodeRepair", False),
+        node_overlay=settings.feature_gates.get("NodeOverlay", False),
     ))
     driver = VirtualDriver(clock, cluster)
     detach = parse_duration(str(settings.raw.get("volumeDetachDelay", "10s")))

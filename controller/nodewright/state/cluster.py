@@ -20,13 +20,16 @@ from typing import Any
 
 from nodewright import metrics
 from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.nodepool import NodePool
 from nodewright.cluster.api import ApiError, ClusterAPI
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import WatchEvent
+from nodewright.runtime.statelock import StateLock
 from nodewright.scheduling import volumes
+from nodewright.scheduling.overlays import OverlayStore
 from nodewright.scheduling.pods import DaemonSet, Pod
-from nodewright.state.objects import ConfigObjects, Parsed
+from nodewright.state.objects import ConfigObjects, Parsed, with_copied_containers
 from nodewright.state.pods import PodStore, pod_key
 from nodewright.state.statenode import NodePods, StateNode
 from nodewright.state.wellknown import INITIALIZED_LABEL, INSTANCE_TYPE_LABEL, NODEPOOL_LABEL
@@ -68,6 +71,36 @@ class ClusterState:
         self._consolidation_state = clock.now()
         # Bumped on every change; a solve over an unchanged generation decides the same.
         self.generation = 0
+        # The NodeOverlay gate: what the overlays do to each NodePool's instance types,
+        # written by the nodeoverlay controller (None: the gate is off).
+        self.overlay_store: OverlayStore | None = None
+        # Held by whoever reads or changes this cache while other threads may (the
+        # operator's workers); see nodewright.runtime.statelock.
+        self.lock = StateLock()
+
+    def snapshot(self) -> ClusterState:
+        """A copy later events do not change, for a controller that computes outside the
+        lock (Karpenter's scheduler likewise works on copies of the cluster's nodes). Take
+        it under the lock. Without other threads (`lock.concurrent` False) nothing can
+        change meanwhile and the cache itself is returned."""
+        if not self.lock.concurrent:
+            return self
+        return self.copy()
+
+    def copy(self) -> ClusterState:
+        """The snapshot proper: every container copied, the objects in them shared (an
+        update replaces an object, it never changes one in place). The copy has a lock of
+        its own and is for reading."""
+        copied = with_copied_containers(self)
+        copied._pool_usage = {pool: dict(usage) for pool, usage in self._pool_usage.items()}
+        copied.pods = self.pods.copy()
+        copied.config = self.config.copy()
+        by_node = {id(pods): copied.pods.by_node[name]
+                   for name, pods in self.pods.by_node.items()}
+        copied._nodes = {key: node.copy(by_node.get(id(node.pods)))
+                         for key, node in self._nodes.items()}
+        copied.lock = StateLock()
+        return copied
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -345,7 +378,14 @@ class ClusterState:
         return self.config.node_classes.parsed(name)
 
     def namespaces(self) -> Mapping[str, Mapping[str, str]]:
-        return self.config.namespaces
+        # A copy: a solve reads it outside the lock while events may add namespaces.
+        return dict(self.config.namespaces)
+
+    def overlays(self) -> list[Object]:
+        return list(self.config.overlays.objects.values())
+
+    def overlay_model(self, name: str) -> Parsed[NodeOverlay] | None:
+        return self.config.overlays.parsed(name)
 
     def pdbs(self) -> list[Object]:
         return list(self.config.pdbs.values())

@@ -5,6 +5,7 @@ not validate keeps the reason, which the controllers report."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -12,11 +13,13 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.nodepool import NodePool
 from nodewright.scheduling.pods import DaemonSet, SpecError, daemonset_from_manifest
 
 Object = Mapping[str, Any]
 M = TypeVar("M")
+T = TypeVar("T")
 
 
 def _name(obj: Object) -> str:
@@ -48,6 +51,16 @@ def describe_validation_error(error: ValidationError) -> str:
 
 def _without_status(obj: Object) -> dict[str, Any]:
     return {key: value for key, value in obj.items() if key != "status"}
+
+
+def with_copied_containers(obj: T) -> T:
+    """A shallow copy of `obj` whose dict, set and list attributes are copies too (one
+    level: what they hold is shared)."""
+    copied = copy.copy(obj)
+    for name, value in vars(obj).items():
+        if isinstance(value, dict | set | list):
+            setattr(copied, name, copy.copy(value))
+    return copied
 
 
 class ModelCache(Generic[M]):
@@ -180,6 +193,7 @@ class ConfigObjects:
     def __init__(self) -> None:
         self.nodepools: ModelCache[NodePool] = ModelCache(NodePool)
         self.node_classes: ModelCache[EC2NodeClass] = ModelCache(EC2NodeClass)
+        self.overlays: ModelCache[NodeOverlay] = ModelCache(NodeOverlay)
         self.daemonsets = DaemonSetCache()
         self.namespaces: dict[str, dict[str, str]] = {}
         self.pdbs: dict[str, Object] = {}
@@ -191,6 +205,8 @@ class ConfigObjects:
             (self.nodepools.remove if deleted else self.nodepools.put)(obj)
         elif kind == "EC2NodeClass":
             (self.node_classes.remove if deleted else self.node_classes.put)(obj)
+        elif kind == "NodeOverlay":
+            (self.overlays.remove if deleted else self.overlays.put)(obj)
         elif kind == "DaemonSet":
             (self.daemonsets.remove if deleted else self.daemonsets.put)(obj)
         elif kind == "Namespace":
@@ -210,3 +226,10 @@ class ConfigObjects:
         else:
             return self.storage.observe(kind, obj, deleted)
         return True
+
+    def copy(self) -> ConfigObjects:
+        copied = with_copied_containers(self)
+        for name, value in vars(self).items():
+            if isinstance(value, ModelCache | DaemonSetCache | StorageObjects):
+                setattr(copied, name, with_copied_containers(value))
+        return copied

@@ -73,6 +73,18 @@ class PodStore:
         self._parsed: dict[str, _Parsed] = {}
         self._replicas: dict[_ReplicaKey, _Replica] = {}
 
+    def copy(self) -> PodStore:
+        """A copy later updates do not change (the objects and models are shared)."""
+        copied = PodStore()
+        copied.objects = dict(self.objects)
+        copied.pending = dict(self.pending)
+        copied.bindings = dict(self.bindings)
+        copied.by_node = {name: pods.copy() for name, pods in self.by_node.items()}
+        copied._parsed = {key: _Parsed(p.uid, p.spec, p.labels, p.owner, p.model, p.error)
+                          for key, p in self._parsed.items()}
+        copied._replicas = dict(self._replicas)
+        return copied
+
     def node_pods(self, node_name: str) -> NodePods:
         pods = self.by_node.get(node_name)
         if pods is None:

@@ -8,6 +8,7 @@ Node or NodeClaim changes, so reading them in a solve costs nothing per pod.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -35,6 +36,14 @@ class NodePods:
         self.daemon_keys: set[str] = set()
         self.total: dict[str, int] = {}
         self.daemon_total: dict[str, int] = {}
+
+    def copy(self) -> NodePods:
+        copied = NodePods()
+        copied.requests = dict(self.requests)
+        copied.daemon_keys = set(self.daemon_keys)
+        copied.total = dict(self.total)
+        copied.daemon_total = dict(self.daemon_total)
+        return copied
 
     def put(self, key: str, requests: Mapping[str, int], is_daemon: bool) -> None:
         self.remove(key)
@@ -98,6 +107,17 @@ class StateNode:
 
     def changed(self) -> None:
         self._cache.clear()
+
+    def copy(self, pods: NodePods | None = None) -> StateNode:
+        """A copy with `pods` (default: a copy of this node's) in place of the live
+        NodePods; the NodeClaim and Node objects are shared (updates replace them)."""
+        copied = copy.copy(self)
+        copied._cache = dict(self._cache)
+        if pods is not None:
+            copied.pods = pods
+        elif self.pods is not _EMPTY_PODS:
+            copied.pods = self.pods.copy()
+        return copied
 
     # -- identity ------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from nodewright.controllers.disruption import balanced
 from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.prefilter import hopeless
@@ -54,13 +55,17 @@ class Command:
     consolidation_type: str
     candidates: list[Candidate]
     replacements: list[PlannedNodeClaim] = field(default_factory=list)
+    # Static drift: one NodeClaim from each of these static NodePools' templates.
+    static_replacements: list[str] = field(default_factory=list)
     created: datetime | None = None
     replacement_names: list[str] = field(default_factory=list)
     initialized: set[str] = field(default_factory=set)
+    # consolidationPolicy Balanced: each Balanced NodePool's score of the move.
+    scores: Mapping[str, balanced.Score] = field(default_factory=dict)
 
     @property
     def decision(self) -> str:
-        return REPLACE if self.replacements else DELETE
+        return REPLACE if self.replacements or self.static_replacements else DELETE
 
     @property
     def source_price(self) -> float:
@@ -79,6 +84,9 @@ class Command:
             more = len(self.replacements[0].instance_types) - 3
             text += f" -> {len(self.replacements)} replacement(s) ({options}"
             text += f" and {more} more)" if more > 0 else ")"
+        if self.static_replacements:
+            text += (f" -> {len(self.static_replacements)} replacement(s) from static "
+                     f"NodePool(s) {', '.join(sorted(set(self.static_replacements)))}")
         return f"{text} (savings: ${self.savings:.4f}/h)"
 
 
@@ -86,6 +94,8 @@ class Command:
 class Rejection:
     cause: str
     message: str
+    # Balanced NodePools' scores of the move, when scoring is what rejected it.
+    scores: Mapping[str, balanced.Score] = field(default_factory=dict)
 
 
 def _types_by_name(base: SimulationBase, pool: str) -> Mapping[str, InstanceType]:
@@ -136,6 +146,31 @@ def narrow(
 
 
 def decide_consolidation(
+    base: SimulationBase,
+    candidates: Sequence[Candidate],
+    *,
+    method: str,
+    consolidation_type: str,
+    spot_to_spot: bool,
+) -> Command | Rejection:
+    outcome = _decide(base, candidates, method=method, consolidation_type=consolidation_type,
+                      spot_to_spot=spot_to_spot)
+    if not isinstance(outcome, Command):
+        return outcome
+    outcome.scores = balanced.evaluate(outcome.candidates, outcome.savings, base.pool_totals)
+    refused = {pool: score for pool, score in outcome.scores.items() if not score.approved}
+    if refused:
+        return Rejection(
+            ex.CAUSE_BALANCED,
+            "consolidationPolicy Balanced: the savings are not worth the disruption ("
+            + "; ".join(f"NodePool {pool}: {score.describe()}"
+                        for pool, score in sorted(refused.items())) + ")",
+            scores=outcome.scores,
+        )
+    return outcome
+
+
+def _decide(
     base: SimulationBase,
     candidates: Sequence[Candidate],
     *,

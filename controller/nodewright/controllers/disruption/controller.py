@@ -9,6 +9,11 @@ command one of them proposes. Consolidation commands (emptiness included) are re
 15 seconds later against the cluster as it is then (`methods.validation`) and dropped when
 something changed; drift commands start at once. Never sleeping, the loop keeps the
 command awaiting validation and asks to run again when it is due.
+
+A pass is CPU-heavy: the loop reads the state under its lock, but works out the pass on a
+snapshot of it outside the lock (other controllers and the watch events go on meanwhile),
+and before it starts a command checks under the lock again that the candidates are as
+the pass saw them (`_changed_since`); when one is not, the pass starts over.
 """
 
 from __future__ import annotations
@@ -66,6 +71,8 @@ def _on_start(event: WatchEvent) -> Iterable[str]:
 
 class DisruptionController:
     name = "disruption"
+    # A pass is worked out outside the state lock (see the module's docstring).
+    manages_state_lock = True
 
     def __init__(
         self,
@@ -106,6 +113,10 @@ class DisruptionController:
         return self.orchestrator.in_flight
 
     def reconcile(self, key: str) -> Result:
+        with self.state.lock:
+            return self._reconcile()
+
+    def _reconcile(self) -> Result:
         if not self.state.synced(self.cluster):
             return Result(requeue_after=self.options.unsynced_retry_seconds)
         now = self.clock.now()
@@ -120,38 +131,63 @@ class DisruptionController:
 
     # -- one pass ----------------------------------------------------------------------------
 
-    def new_pass(self, now: datetime) -> Pass:
+    def new_pass(self, now: datetime, state: ClusterState | None = None) -> Pass:
+        """A pass over `state` (default: the state cache itself)."""
+        state = state if state is not None else self.state
         self._pod_facts.begin_pass()
         self._pod_models.begin_pass()
-        pdb_objects = self.state.pdbs()
+        pdb_objects = state.pdbs()
         # A PDB without status (no disruption controller wrote one yet) is worked out from
         # the pods it selects; only then are all pods needed.
         unwritten = any("disruptionsAllowed" not in (p.get("status") or {}) for p in pdb_objects)
-        pods = list(self.state.pods.objects.values()) if unwritten else []
+        pods = list(state.pods.objects.values()) if unwritten else []
         pdbs, problems = PdbLimits.build(pdb_objects, pods)
         for problem in problems:
             log.warning("disruption: %s", problem)
-        base = SimulationBase(self.state, self.cloud, pdbs, now, self._pod_models)
+        base = SimulationBase(state, self.cloud, pdbs, now, self._pod_models,
+                              relax_min_values=self.options.methods.relax_min_values)
         context = CandidateContext(
             now=now,
             nodepools=base.nodepools,
             instance_types=base.instance_types,
             pdbs=pdbs,
-            pods_on=self.state.pods_on,
+            pods_on=state.pods_on,
             skipped_pools=base.skipped_pools,
             pod_facts=self._pod_facts,
         )
-        return Pass(now, self.state, base, context, PassVerdicts(now), self.options.methods,
+        return Pass(now, state, base, context, PassVerdicts(now), self.options.methods,
                     self._resume)
 
     def _decide(self, now: datetime) -> Result:
-        current = self.last_pass = self.new_pass(now)
+        snapshot = self.state.snapshot()
+        consolidation_mark = self._consolidation_mark(snapshot)
+        with self.state.lock.released():
+            current, command = self._work_out(now, snapshot, consolidation_mark)
+        if command is None:
+            return Result(requeue_after=self._idle_requeue(current, now))
+        if self._changed_since(command, snapshot):
+            self._consolidated.clear()
+            return Result(requeue_after=0.0)
+        self._approved_events(command)
+        if command.method in VALIDATED:
+            self.pending = _Pending(command, now + timedelta(
+                seconds=self.options.validation_seconds))
+            self._record(command, now, started=False)
+            return Result(requeue_after=self.options.validation_seconds)
+        return self._start(current, command, now)
+
+    def _work_out(self, now: datetime, state: ClusterState,
+                  consolidation_mark: tuple[object, ...]) -> tuple[Pass, Command | None]:
+        """One pass over `state`: every machine's verdict (published) and the command of
+        the first method that proposes one. Reads nothing but `state`, which may be a
+        snapshot (it runs outside the state lock)."""
+        current = self.last_pass = self.new_pass(now, state)
         current.report_blocked()
-        self._budget_events(current)
+        self._budget_events(current, state)
         command: Command | None = None
         # Which machines are blocked is part of the answer too: a pod losing its
         # do-not-disrupt annotation changes no binding, but frees its node.
-        state_mark = (*self._consolidation_mark(), current.blocked_signature())
+        state_mark = (*consolidation_mark, current.blocked_signature())
         current.state_mark = state_mark
         for method, compute in METHODS:
             skippable = method != ex.DRIFT
@@ -168,35 +204,51 @@ class DisruptionController:
                     and not _budget_constrained(current, method)):
                 self._consolidated[method] = state_mark
         self.publisher.publish(current.verdicts)
-        if command is None:
-            return Result(requeue_after=self._idle_requeue(current, now))
-        if command.method in VALIDATED:
-            self.pending = _Pending(command, now + timedelta(
-                seconds=self.options.validation_seconds))
-            self._record(command, now, started=False)
-            return Result(requeue_after=self.options.validation_seconds)
-        return self._start(current, command, now)
+        return current, command
 
-    def _consolidation_mark(self) -> tuple[object, ...]:
+    def _changed_since(self, command: Command, snapshot: ClusterState) -> bool:
+        """Whether a candidate of `command` changed since `snapshot` was taken in a way
+        that voids the command: gone, now being deleted, another NodeClaim, or other pods
+        bound to it (status updates, a heartbeat, do not count)."""
+        if snapshot is self.state:
+            return False
+        for candidate in command.candidates:
+            live = self.state.node(candidate.provider_id)
+            seen = snapshot.node(candidate.provider_id)
+            if live is None or seen is None or live.is_marked_for_deletion:
+                return True
+            if (live.nodeclaim_name != seen.nodeclaim_name or live.deleting
+                    or live.pods.requests.keys() != seen.pods.requests.keys()):
+                log.debug("disruption: %s changed while the pass was worked out; "
+                          "starting over", candidate.name)
+                return True
+        return False
+
+    def _consolidation_mark(self, state: ClusterState) -> tuple[object, ...]:
         """What consolidation's answer depends on: the state's consolidation mark (nodes,
         NodeClaims and pods) and the versions of NodePools, their node classes and PDBs."""
         versions: list[tuple[str, str]] = []
-        for pool in self.state.nodepools():
+        for pool in state.nodepools():
             versions.append((objects.name(pool), str(objects.meta(pool).get("resourceVersion"))))
             reference = ((pool.get("spec") or {}).get("template") or {}).get("spec", {}).get(
                 "nodeClassRef") or {}
-            node_class = self.state.node_class(str(reference.get("name", "")))
+            node_class = state.node_class(str(reference.get("name", "")))
             if node_class is not None:
                 versions.append((objects.key(node_class),
                                  str(objects.meta(node_class).get("resourceVersion"))))
-        for pdb in self.state.pdbs():
+        for pdb in state.pdbs():
             versions.append((objects.key(pdb), str(objects.meta(pdb).get("resourceVersion"))))
+        # The live cache's mark (a snapshot's would refresh its own copy every 5 minutes).
         return (self.state.consolidation_state(), tuple(sorted(versions)))
 
     def _validate_and_start(self, command: Command, now: datetime) -> Result:
         self.pending = None
-        current = self.new_pass(now)
-        outcome = validate(current, command)
+        snapshot = self.state.snapshot()
+        with self.state.lock.released():
+            current = self.new_pass(now, snapshot)
+            outcome = validate(current, command)
+        if not isinstance(outcome, str) and self._changed_since(outcome, snapshot):
+            outcome = "a candidate changed while it was validated"
         if isinstance(outcome, str):
             disruption_metrics.FAILED_VALIDATIONS.labels(
                 consolidation_type=command.consolidation_type).inc(len(command.candidates))
@@ -242,12 +294,28 @@ class DisruptionController:
                          savings=command.savings)
         self.publisher.publish(verdicts)
 
-    def _budget_events(self, current: Pass) -> None:
+    def _approved_events(self, command: Command) -> None:
+        """ConsolidationApproved with the Balanced score: on the node and NodeClaim of a
+        single-node move, on each Balanced NodePool of a multi-node one."""
+        for pool, score in sorted(command.scores.items()):
+            if len(command.candidates) == 1:
+                candidate = command.candidates[0]
+                regarding = [obj for obj in (candidate.node.node, candidate.node.nodeclaim)
+                             if obj is not None]
+            else:
+                nodepool = self.state.nodepool(pool)
+                regarding = [nodepool] if nodepool is not None else []
+            for obj in regarding:
+                self.recorder.publish(Event(
+                    regarding=obj, type="Normal", reason=ex.CONSOLIDATION_APPROVED,
+                    note=score.describe(), dedupe_values=(objects.uid(obj),)))
+
+    def _budget_events(self, current: Pass, state: ClusterState) -> None:
         """A DisruptionBlocked event on each NodePool whose budget allows nothing now."""
         for reason in REASONS:
             for room in current.rooms(reason).values():
                 if room.nodes and room.limit.allowed == 0:
-                    nodepool = self.state.nodepool(room.nodepool)
+                    nodepool = state.nodepool(room.nodepool)
                     if nodepool is None:
                         continue
                     self.recorder.publish(Event(

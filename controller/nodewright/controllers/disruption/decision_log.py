@@ -10,6 +10,7 @@ each new record. The same records become Kubernetes Events and the NodeClaim's
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -56,6 +57,11 @@ CAUSE_NODEPOOL = "NodePoolNotFound"
 CAUSE_INSTANCE_TYPE = "InstanceTypeUnknown"
 CAUSE_NOMINATED = "Nominated"
 CAUSE_VALIDATION = "ValidationFailed"
+CAUSE_STATIC_SCALING = "StaticNodePoolScaling"
+CAUSE_NODE_LIMIT = "NodeLimit"
+CAUSE_BALANCED = "BalancedScore"
+CAUSE_STATIC_NODEPOOL = "StaticNodePool"
+CONSOLIDATION_APPROVED = "ConsolidationApproved"
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,9 @@ class DecisionLog:
         self._history: deque[Decision] = deque(maxlen=history)
         self._latest: dict[str, Decision] = {}
         self._subscribers: list[Subscriber] = []
+        # The disruption loop records from outside the state lock while other
+        # controllers (expiration, interruption) record under it.
+        self._lock = threading.RLock()
 
     def subscribe(self, subscriber: Subscriber) -> None:
         self._subscribers.append(subscriber)
@@ -105,14 +114,15 @@ class DecisionLog:
     def record(self, decision: Decision) -> bool:
         """Keep the decision; False (and no subscriber called) when it only repeats the
         node's previous one, so a blocked node polled every 10 s does not flood anyone."""
-        previous = self._latest.pop(decision.node, None)
-        self._latest[decision.node] = decision  # re-inserted: newest last
-        if len(self._latest) > self._kept:
-            # Nodes come and go under fresh names: forget the one decided longest ago.
-            del self._latest[next(iter(self._latest))]
-        if previous is not None and _same(previous, decision):
-            return False
-        self._history.append(decision)
+        with self._lock:
+            previous = self._latest.pop(decision.node, None)
+            self._latest[decision.node] = decision  # re-inserted: newest last
+            if len(self._latest) > self._kept:
+                # Nodes come and go under fresh names: forget the one decided longest ago.
+                del self._latest[next(iter(self._latest))]
+            if previous is not None and _same(previous, decision):
+                return False
+            self._history.append(decision)
         for subscriber in list(self._subscribers):
             subscriber(decision)
         return True
@@ -121,7 +131,8 @@ class DecisionLog:
         return self._latest.get(node)
 
     def forget(self, node: str) -> None:
-        self._latest.pop(node, None)
+        with self._lock:
+            self._latest.pop(node, None)
 
     def __iter__(self) -> Iterator[Decision]:
         return iter(list(self._history))

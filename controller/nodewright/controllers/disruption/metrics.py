@@ -63,3 +63,16 @@ NODES_CONSUMING_BUDGETS = Gauge(
     [NODEPOOL, REASON],
     registry=REGISTRY,
 )
+CONSOLIDATION_SCORE = Histogram(
+    "karpenter_consolidation_score",
+    "Score of balanced consolidation moves. Labeled by decision, NodePool, and policy.",
+    ["decision", NODEPOOL, "policy"],
+    buckets=(0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0),
+    registry=REGISTRY,
+)
+CONSOLIDATION_MOVES = Counter(
+    "karpenter_consolidation_moves",
+    "Number of balanced consolidation moves. Labeled by decision, NodePool, and policy.",
+    ["decision", NODEPOOL, "policy"],
+    registry=REGISTRY,
+)

@@ -32,13 +32,21 @@ from nodewright.controllers.disruption.verdict_publishing import (
     set_nodeclaim_condition,
 )
 from nodewright.controllers.logfields import listed
-from nodewright.controllers.provisioning.nodeclaims import nodeclaim_manifest
+from nodewright.controllers.provisioning.nodeclaims import MIN_VALUES_RELAXED, nodeclaim_manifest
 from nodewright.controllers.provisioning.problem import PoolContext
+from nodewright.controllers.static.nodeclaims import static_nodeclaim_manifest
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.scheduling.pods import Pod
 from nodewright.state.cluster import ClusterState
 from nodewright.state.statenode import StateNode
-from nodewright.state.wellknown import DISRUPTED_TAINT, has_taint, matches, taint_dict, taint_of
+from nodewright.state.wellknown import (
+    DISRUPTED_TAINT,
+    NODEPOOL_LABEL,
+    has_taint,
+    matches,
+    taint_dict,
+    taint_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -108,15 +116,19 @@ class Orchestrator:
                                         DISRUPTION_REASON, "True", now, command.reason,
                                         command.reason)
                 marked.append(candidate)
-            for planned in command.replacements:
-                created = self.cluster.create(
-                    nodeclaim_manifest(planned, pools[planned.nodepool], pods))
+            manifests = [nodeclaim_manifest(planned, pools[planned.nodepool], pods)
+                         for planned in command.replacements]
+            manifests.extend(self._static_manifest(pool) for pool in command.static_replacements)
+            for manifest in manifests:
+                created = self.cluster.create(manifest)
+                nodepool = objects.labels(created).get(NODEPOOL_LABEL, "")
                 self.state.observe(WatchEvent("ADDED", created))
                 name = str(created["metadata"]["name"])
                 command.replacement_names.append(name)
                 metrics.NODECLAIMS_CREATED.labels(
-                    reason=command.reason.lower(), nodepool=planned.nodepool,
-                    min_values_relaxed="false").inc()
+                    reason=command.reason.lower(), nodepool=nodepool,
+                    min_values_relaxed=objects.annotations(created).get(
+                        MIN_VALUES_RELAXED, "false")).inc()
                 self.recorder.publish(Event(
                     regarding=created, type="Normal", reason=ex.DISRUPTION_LAUNCHING,
                     note=f"Launching NodeClaim: {_title(command.reason)}",
@@ -147,6 +159,17 @@ class Orchestrator:
                 "instance-types": listed([option[0] for option in planned.instance_types])}
                 for name, planned in zip(command.replacement_names, command.replacements,
                                          strict=False)]})
+
+    def _static_manifest(self, pool: str) -> dict[str, Any]:
+        parsed = self.state.nodepool_model(pool)
+        raw = self.state.nodepool(pool)
+        if parsed is None or parsed.model is None or raw is None:
+            raise CommandFailed(f"static NodePool {pool} is gone or invalid")
+        reference = parsed.model.spec.template.spec.node_class_ref
+        node_class = self.state.node_class_model(reference.name)
+        return static_nodeclaim_manifest(
+            parsed.model, node_class.model if node_class is not None else None,
+            objects.uid(raw))
 
     # -- progress --------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from typing import Any
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster import objects
+from nodewright.controllers.disruption.balanced import PoolTotals, pool_totals
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.podrules import (
     DO_NOT_DISRUPT,
@@ -139,13 +140,18 @@ class SimulationBase:
         pdbs: PdbLimits,
         now: datetime,
         models: PodModels | None = None,
+        *,
+        relax_min_values: bool = False,
     ) -> None:
         self.state = state
+        self.relax_min_values = relax_min_values
         self.models = models if models is not None else PodModels()
         self.cloud = cloud
         self.now = now
         self.pdbs = pdbs
-        ready, self.skipped_pools = ready_pools(state, cloud)
+        # Static NodePools' nodes are candidates too (static drift), though no simulation
+        # launches from those pools.
+        ready, self.skipped_pools = ready_pools(state, cloud, static=True)
         self.nodepools: Mapping[str, NodePool] = {name: entry[0] for name, entry in ready.items()}
         self.instance_types: Mapping[str, Mapping[str, InstanceType]] = {
             name: {it.name: it for it in entry[2]} for name, entry in ready.items()
@@ -155,7 +161,8 @@ class SimulationBase:
 
     @cached_property
     def _view(self) -> _View:
-        built = scheduling_problem(self.state, self.cloud, [])
+        built = scheduling_problem(self.state, self.cloud, [],
+                                   relax_min_values=self.relax_min_values)
         bound_by_node: dict[str, list[Pod]] = {}
         for pod in built.problem.bound_pods:
             bound_by_node.setdefault(pod.node_name or "", []).append(pod)
@@ -174,6 +181,12 @@ class SimulationBase:
             deleting_pods=deleting_pods,
             deleting_failures=deleting_failures,
         )
+
+    @cached_property
+    def pool_totals(self) -> Mapping[str, PoolTotals]:
+        """Balanced NodePools' totals (price, disruption cost) over all their nodes."""
+        return pool_totals(self.state.nodes(), self.nodepools, self.instance_types,
+                           self.state.pods_on)
 
     @cached_property
     def offers(self) -> list[Offer]:

@@ -28,7 +28,9 @@ DISRUPTABLE = "Disruptable"
 DISRUPTION_REASON = "DisruptionReason"
 UNCONSOLIDATABLE_DEDUPE_SECONDS = 15 * 60.0
 # Passing states worth a decision record but not an event (Karpenter is silent too).
-QUIET_CAUSES = frozenset({ex.CAUSE_CONSOLIDATE_AFTER, ex.CAUSE_DELETING})
+QUIET_CAUSES = frozenset({ex.CAUSE_CONSOLIDATE_AFTER, ex.CAUSE_DELETING, ex.CAUSE_BALANCED,
+                          ex.CAUSE_STATIC_SCALING, ex.CAUSE_NODE_LIMIT,
+                          ex.CAUSE_STATIC_NODEPOOL})
 
 
 @dataclass

@@ -49,6 +49,9 @@ def _container_limits(pod: Mapping[str, Any]) -> dict[str, int]:
 
 class NodeMetrics:
     name = "metrics.node"
+    # It reads a snapshot taken under the state lock and works outside it: a pass over
+    # every node and its pods is long enough to hold up the controllers that act.
+    manages_state_lock = True
 
     def __init__(self, clock: Clock, state: ClusterState) -> None:
         self.clock = clock
@@ -61,8 +64,10 @@ class NodeMetrics:
         return ()
 
     def reconcile(self, key: str) -> Result:
+        with self.state.lock:
+            state = self.state.snapshot()
         now = self.clock.now()
-        nodes = [node for node in self.state.nodes() if node.node is not None]
+        nodes = [node for node in state.nodes() if node.node is not None]
         seen: set[str] = set()
         allocatable_total: dict[str, int] = {}
         requested_total: dict[str, int] = {}
@@ -77,7 +82,7 @@ class NodeMetrics:
             if self._fingerprints.get(name) != fingerprint:
                 self._fingerprints[name] = fingerprint
                 self.store.update(name, [
-                    *self._resource_series(node, labels),
+                    *self._resource_series(state, node, labels),
                     (metrics.NODES_CURRENT_LIFETIME, labels, lifetime),
                 ])
             _add(allocatable_total, node.allocatable())
@@ -92,7 +97,7 @@ class NodeMetrics:
         ])
         return Result(requeue_after=INTERVAL_SECONDS)
 
-    def _resource_series(self, node: StateNode,
+    def _resource_series(self, state: ClusterState, node: StateNode,
                          labels: Mapping[str, str]) -> Iterable[metrics.Sample]:
         status = (node.node or {}).get("status") or {}
         try:
@@ -103,7 +108,7 @@ class NodeMetrics:
         overhead = {name: amount - allocatable.get(name, 0) for name, amount in capacity.items()}
         pod_limits: dict[str, int] = {}
         daemon_limits: dict[str, int] = {}
-        for pod in self.state.pods_on(node.node_name):
+        for pod in state.pods_on(node.node_name):
             limits = _container_limits(pod)
             _add(pod_limits, limits)
             if is_owned_by_daemonset(pod):

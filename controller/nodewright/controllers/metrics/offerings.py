@@ -13,6 +13,7 @@ import logging
 from collections.abc import Sequence
 
 from nodewright import metrics
+from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.controllers.metrics.nodes import value
 from nodewright.runtime.reconciler import Result, Watch
@@ -27,6 +28,8 @@ Dimensions = tuple[str, str, str]
 
 class OfferingMetrics:
     name = "metrics.offerings"
+    # Reads the NodePools under the state lock; asks the cloud and publishes outside it.
+    manages_state_lock = True
 
     def __init__(self, cloud: CloudProvider, state: ClusterState) -> None:
         self.cloud = cloud
@@ -45,17 +48,9 @@ class OfferingMetrics:
 
     def reconcile(self, key: str) -> Result:
         types: list[InstanceType] = []
-        for pool in self.state.nodepools():
-            name = str((pool.get("metadata") or {}).get("name") or "")
-            parsed = self.state.nodepool_model(name)
-            if parsed is None or parsed.model is None:
-                continue
-            node_class = self.state.node_class_model(parsed.model.spec.template.spec
-                                                     .node_class_ref.name)
-            if node_class is None or node_class.model is None:
-                continue
+        for name, node_class in self._node_classes():
             try:
-                types.extend(self.cloud.get_instance_types(node_class.model))
+                types.extend(self.cloud.get_instance_types(node_class))
             except CloudProviderError as error:
                 # One NodePool that cannot be resolved costs only its own series.
                 log.warning("instance types of NodePool %s: %s", name, error)
@@ -64,6 +59,22 @@ class OfferingMetrics:
             self._last = identity
             self._publish(types)
         return Result(requeue_after=INTERVAL_SECONDS)
+
+    def _node_classes(self) -> list[tuple[str, EC2NodeClass]]:
+        """Each NodePool's name with its node class, where both can be read."""
+        found = []
+        with self.state.lock:
+            for pool in self.state.nodepools():
+                name = str((pool.get("metadata") or {}).get("name") or "")
+                parsed = self.state.nodepool_model(name)
+                if parsed is None or parsed.model is None:
+                    continue
+                node_class = self.state.node_class_model(parsed.model.spec.template.spec
+                                                         .node_class_ref.name)
+                if node_class is None or node_class.model is None:
+                    continue
+                found.append((name, node_class.model))
+        return found
 
     def _publish(self, types: Sequence[InstanceType]) -> None:
         available: dict[Dimensions, bool] = {}

@@ -128,7 +128,8 @@ class NodeClaimConditions:
         conditions = self._drift(claim, nodepool, conditions, now, generation)
         requeue.append(DRIFT_RECHECK_SECONDS)
 
-        ready_at = consolidatable_at(claim, nodepool)
+        # A static NodePool's nodes are never consolidated: they never get the condition.
+        ready_at = None if nodepool.is_static else consolidatable_at(claim, nodepool)
         if ready_at is None or ready_at > now:
             conditions = _without(conditions, CONSOLIDATABLE)
             if ready_at is not None:

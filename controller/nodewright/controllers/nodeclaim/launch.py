@@ -43,6 +43,7 @@ from nodewright.controllers.nodeclaim.context import (
 from nodewright.controllers.provisioning.problem import node_class_problem
 from nodewright.runtime.ratelimit import Backoff
 from nodewright.state.objects import describe_validation_error
+from nodewright.state.wellknown import NODEPOOL_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -112,9 +113,26 @@ class Launch:
         cached = self._launched.get(uid)
         if cached is not None:
             return cached[1]
-        instance = self.context.cloud.create(model, node_class)
+        instance = self.context.cloud.create(self._without_overlaid(model), node_class)
         self._launched[uid] = (now, instance)
         return instance
+
+    def _without_overlaid(self, model: NodeClaim) -> NodeClaim:
+        """The NodeClaim as the cloud sees it: requests for extended resources a capacity
+        NodeOverlay added are left out (the cloud's catalog does not list them; the solver
+        already chose types that have them, as Karpenter's provider applies the overlays
+        before its fit check)."""
+        store = self.context.state.overlay_store
+        resources = model.spec.resources
+        if store is None or resources is None or not resources.requests:
+            return model
+        added = store.added_resources((model.metadata.labels or {}).get(NODEPOOL_LABEL, ""))
+        if not added & set(resources.requests):
+            return model
+        kept = {k: v for k, v in resources.requests.items() if k not in added}
+        spec = model.spec.model_copy(update={
+            "resources": resources.model_copy(update={"requests": kept})})
+        return model.model_copy(update={"spec": spec})
 
     def _populate(self, claim: Object, instance: Instance, node_class: EC2NodeClass) -> None:
         context = self.context

@@ -45,6 +45,9 @@ from nodewright.state.wellknown import TERMINATION_FINALIZER
 
 class NodeClaimLifecycle:
     name = "nodeclaim.lifecycle"
+    # Workers in the operator, so a registration or a deletion is not queued behind a
+    # burst of launches (Karpenter runs 1000; each here still takes the state lock).
+    max_concurrent_reconciles = 4
 
     def __init__(
         self,

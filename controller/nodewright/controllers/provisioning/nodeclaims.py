@@ -16,6 +16,7 @@ from typing import Any
 
 from nodewright.api.hashes import nodeclaim_hash_annotations
 from nodewright.api.labels import restricted_label_problem
+from nodewright.api.nodeoverlay import CAPACITY_OVERLAY_APPLIED, PRICE_OVERLAY_APPLIED
 from nodewright.api.quantity import Resources, format_resources
 from nodewright.controllers.provisioning.problem import PoolContext, without_hostname
 from nodewright.scheduling.catalog import InstanceType
@@ -32,6 +33,9 @@ from nodewright.scheduling.targets import PlannedNodeClaim
 from nodewright.state.wellknown import NODECLASS_LABEL, NODEPOOL_LABEL
 
 MAX_INSTANCE_TYPES = 600
+# Whether MIN_VALUES_POLICY=BestEffort lowered a minValues of the NodeClaim (Karpenter
+# writes it on every NodeClaim the scheduler creates).
+MIN_VALUES_RELAXED = "karpenter.sh/nodeclaim-min-values-relaxed"
 
 
 def requirement_entries(requirement: Requirement) -> list[dict[str, Any]]:
@@ -85,7 +89,7 @@ def _capacity_types(types: Sequence[InstanceType], requirements: Requirements) -
     return sorted(found)
 
 
-def _custom_labels(requirements: Requirements) -> dict[str, str]:
+def custom_labels(requirements: Requirements) -> dict[str, str]:
     """Labels with one possible value that are neither well-known nor restricted (a
     requirement such as `team In [a]` becomes the label `team: a`)."""
     labels = {}
@@ -139,9 +143,14 @@ def nodeclaim_manifest(
     capacity_types = _capacity_types(chosen, requirements)
     if capacity_types:
         requirements.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset(capacity_types)))
-    labels = {**_custom_labels(requirements), **labels}
+    labels = {**custom_labels(requirements), **labels}
     annotations = dict((template.metadata.annotations if template.metadata else None) or {})
     annotations.update(nodeclaim_hash_annotations(pool.model, pool.node_class))
+    annotations[MIN_VALUES_RELAXED] = "true" if planned.min_values_relaxed else "false"
+    if any(o.price_overlaid for it in chosen for o in it.offerings):
+        annotations[PRICE_OVERLAY_APPLIED] = "true"
+    if any(it.capacity_overlaid for it in chosen):
+        annotations[CAPACITY_OVERLAY_APPLIED] = "true"
     spec_model = template.spec.to_manifest()
     spec: dict[str, Any] = {
         "nodeClassRef": spec_model["nodeClassRef"],

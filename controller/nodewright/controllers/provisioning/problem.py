@@ -55,11 +55,17 @@ class StateProblem:
     nodes: Mapping[str, StateNode] = field(default_factory=dict)
 
 
+STATIC_POOL = ("static NodePool (spec.replicas): it keeps its replica count, pods do not "
+               "launch its nodes")
+
+
 def ready_pools(
-    state: ClusterState, cloud: CloudProvider, only: Iterable[str] | None = None
+    state: ClusterState, cloud: CloudProvider, only: Iterable[str] | None = None,
+    *, static: bool = False,
 ) -> tuple[dict[str, tuple[NodePool, EC2NodeClass, list[InstanceType], str]], dict[str, str]]:
     """NodePools that can launch now: (model, node class, instance types, uid) by name,
-    and why the others cannot."""
+    and why the others cannot. Static NodePools only with `static` (the disruption loop
+    looks at their nodes; nothing launches for pods from them)."""
     wanted = set(only) if only is not None else None
     ready: dict[str, tuple[NodePool, EC2NodeClass, list[InstanceType], str]] = {}
     skipped: dict[str, str] = {}
@@ -76,6 +82,9 @@ def ready_pools(
             skipped[name] = f"NodePool is invalid: {parsed.problem if parsed else 'unknown'}"
             continue
         model = parsed.model
+        if model.is_static and not static:
+            skipped[name] = STATIC_POOL
+            continue
         reference = model.spec.template.spec.node_class_ref
         if reference.group != NODE_CLASS_GROUP or reference.kind != NODE_CLASS_KIND:
             skipped[name] = f"nodeClassRef {reference.group}/{reference.kind} is not supported"
@@ -93,6 +102,13 @@ def ready_pools(
         if not instance_types:
             skipped[name] = f"EC2NodeClass {reference.name!r} offers no instance types"
             continue
+        store = state.overlay_store
+        if store is not None:
+            overlaid = store.apply(name, instance_types)
+            if overlaid is None:
+                skipped[name] = "awaiting NodeOverlay evaluation"
+                continue
+            instance_types = overlaid
         ready[name] = (model, node_class.model, instance_types, str(metadata.get("uid") or ""))
     return ready, skipped
 
@@ -136,11 +152,13 @@ def scheduling_problem(
     nodes: Iterable[StateNode] | None = None,
     nodepools: Iterable[str] | None = None,
     placed: Sequence[Pod] = (),
+    relax_min_values: bool = False,
 ) -> StateProblem:
     """The problem of placing `pods` on `nodes` (default: the state's active machines)
     and on new NodeClaims of the ready NodePools (default: all of them). `placed` are
     pods already promised to machines of the problem (their `node_name` is the machine's
-    `name`): they take room there as if bound."""
+    `name`): they take room there as if bound. `relax_min_values`: MIN_VALUES_POLICY is
+    BestEffort."""
     machines = list(state.active_nodes() if nodes is None else nodes)
     existing: list[ExistingNode] = []
     by_name: dict[str, StateNode] = {}
@@ -167,7 +185,8 @@ def scheduling_problem(
     pools: dict[str, PoolContext] = {}
     templates = []
     for name, (model, node_class, instance_types, uid) in ready.items():
-        template = nodepool_template(model, instance_types, _usage_outside(state, name, by_name))
+        template = nodepool_template(model, instance_types, _usage_outside(state, name, by_name),
+                                     relax_min_values=relax_min_values)
         pools[name] = PoolContext(
             name=name,
             uid=uid,

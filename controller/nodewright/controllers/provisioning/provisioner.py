@@ -37,6 +37,7 @@ from nodewright.controllers.provisioning.nodeclaims import (
     nodeclaim_manifest,
 )
 from nodewright.controllers.provisioning.problem import (
+    STATIC_POOL,
     PoolContext,
     StateProblem,
     scheduling_problem,
@@ -62,6 +63,8 @@ FAILED_SCHEDULING_DEDUPE_SECONDS = 300.0
 class ProvisionerOptions:
     batch_idle_seconds: float = DEFAULT_IDLE_SECONDS
     batch_max_seconds: float = DEFAULT_MAX_SECONDS
+    # MIN_VALUES_POLICY=BestEffort.
+    relax_min_values: bool = False
 
 
 @dataclass
@@ -78,6 +81,8 @@ class ProvisioningOutcome:
 
 class Provisioner:
     name = "provisioner"
+    # The solve runs outside the state lock (see `reconcile`).
+    manages_state_lock = True
 
     def __init__(
         self,
@@ -95,6 +100,7 @@ class Provisioner:
         self.recorder = recorder
         options = options or ProvisionerOptions()
         self.batcher = Batcher(clock, options.batch_idle_seconds, options.batch_max_seconds)
+        self.relax_min_values = options.relax_min_values
         # Karpenter rate-limits Nominated events across all pods: 5 a second, bursts of 10.
         self._nomination_limiter = TokenBucket(5.0, 10, now=clock_seconds(clock))
         self.outcomes: list[ProvisioningOutcome] = []
@@ -130,6 +136,14 @@ class Provisioner:
     # -- the loop ------------------------------------------------------------------------
 
     def reconcile(self, key: str) -> Result:
+        """Under the state lock, but for the solve itself: the problem is built from the
+        state under it and the result acted on under it again, so other controllers run
+        (and events arrive) while the solver works. What the solve did not see (a pod bound
+        meanwhile, a node gone) the next solve corrects, as in Karpenter."""
+        with self.state.lock:
+            return self._reconcile()
+
+    def _reconcile(self) -> Result:
         if not self.batcher.open:
             if not self._has_work():
                 return Result()
@@ -240,8 +254,10 @@ class Provisioner:
         metrics.SCHEDULER_UNFINISHED_WORK.labels(**queue).set(0)
         with metrics.measure(metrics.SCHEDULING_DURATION, controller=self.name), \
                 metrics.measure(metrics.PROVISIONER_SCHEDULING_DURATION):
-            built = scheduling_problem(self.state, self.cloud, pods, placed=kept)
-            result = solve(built.problem)
+            built = scheduling_problem(self.state, self.cloud, pods, placed=kept,
+                                       relax_min_values=self.relax_min_values)
+            with self.state.lock.released():
+                result = solve(built.problem)
         metrics.SCHEDULER_QUEUE_DEPTH.labels(**queue).set(0)
         metrics.SCHEDULER_UNFINISHED_WORK.remove(*queue.values())
         outcome.skipped_pools = built.skipped_pools
@@ -253,6 +269,8 @@ class Provisioner:
                 "nodeclaims": len(result.nodeclaims),
                 "pods": sum(len(planned.pods) for planned in result.nodeclaims)})
         for name, why in built.skipped_pools.items():
+            if why == STATIC_POOL:
+                continue
             log.info("NodePool %s is not used for provisioning: %s", name, why)
         by_key = {pod.key: pod for pod in pods}
         self._create_nodeclaims(built, result, by_key, outcome)
@@ -292,8 +310,10 @@ class Provisioner:
                     if pod is not None:
                         self._failed(pod, f"Failed to schedule pod, {reason}")
                 continue
+            manifest = nodeclaim_manifest(planned, pool, pods)
             try:
-                created = self.cluster.create(nodeclaim_manifest(planned, pool, pods))
+                with self.state.lock.released():  # a request: others may use the cache
+                    created = self.cluster.create(manifest)
             except ApiError as error:
                 log.error("creating a NodeClaim for NodePool %s: %s", pool.name, error)
                 errors.append(error)
@@ -305,8 +325,8 @@ class Provisioner:
             name = str(created["metadata"]["name"])
             outcome.created.append(name)
             metrics.NODECLAIMS_CREATED.labels(
-                reason="provisioned", nodepool=pool.name, min_values_relaxed="false"
-            ).inc()
+                reason="provisioned", nodepool=pool.name,
+                min_values_relaxed=str(planned.min_values_relaxed).lower()).inc()
             log.info("created nodeclaim", extra={
                 **nodeclaim_fields(created),
                 "requests": ((created.get("spec") or {}).get("resources") or {}).get("requests"),

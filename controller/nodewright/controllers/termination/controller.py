@@ -72,6 +72,8 @@ def _node_ready(node: Mapping[str, Any]) -> bool:
 
 class NodeTermination:
     name = "node.termination"
+    # Workers in the operator: one node's drain does not wait behind another's.
+    max_concurrent_reconciles = 4
 
     def __init__(
         self,

@@ -3,11 +3,12 @@ has passed, the NodePool's policy allows it, its instance type is known."""
 
 from __future__ import annotations
 
+from nodewright.cluster import objects
 from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.commands import Rejection
 from nodewright.controllers.disruption.methods.disruption_pass import Pass
-from nodewright.controllers.nodeclaim.disruption_conditions import consolidatable_at
+from nodewright.controllers.nodeclaim.disruption_conditions import DRIFTED, consolidatable_at
 from nodewright.state.wellknown import INSTANCE_TYPE_LABEL
 
 
@@ -32,6 +33,9 @@ def consolidatable(p: Pass, candidate: Candidate, method: str) -> bool:
 def consolidation_candidates(p: Pass, method: str) -> list[Candidate]:
     found = []
     for candidate in p.candidates():
+        if candidate.nodepool.is_static:
+            static_kept(p, candidate, method)
+            continue
         if candidate.empty:
             continue
         policy = candidate.nodepool.spec.disruption.consolidation_policy
@@ -52,6 +56,18 @@ def consolidation_candidates(p: Pass, method: str) -> list[Candidate]:
         if consolidatable(p, candidate, method):
             found.append(candidate)
     return found
+
+
+def static_kept(p: Pass, candidate: Candidate, method: str) -> None:
+    """Why consolidation leaves a static NodePool's node alone. A drifted one is static
+    drift's to explain (two verdicts alternating between passes would rewrite its
+    Disruptable condition every time)."""
+    if objects.condition_is_true(candidate.nodeclaim, DRIFTED):
+        return
+    p.verdict(candidate.node, method, ex.KEPT, ex.CAUSE_STATIC_NODEPOOL,
+              f"NodePool {candidate.nodepool_name} is static (spec.replicas "
+              f"{candidate.nodepool.spec.replicas}): its nodes are never consolidated; change "
+              "its replicas to remove nodes", ex.UNCONSOLIDATABLE)
 
 
 def rejected(p: Pass, candidate: Candidate, method: str, rejection: Rejection) -> None:

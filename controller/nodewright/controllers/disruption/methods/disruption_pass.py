@@ -39,6 +39,8 @@ class MethodOptions:
     single_node_timeout: float = SINGLE_NODE_TIMEOUT
     # The deterministic budget (None: none), for runs that must not depend on the machine.
     single_node_max_simulations: int | None = None
+    # MIN_VALUES_POLICY=BestEffort: replacements may relax minValues as provisioning does.
+    relax_min_values: bool = False
 
 
 @dataclass

@@ -13,7 +13,8 @@ from nodewright.controllers.disruption.methods.disruption_pass import Pass
 from nodewright.controllers.nodeclaim.disruption_conditions import DRIFTED as DRIFTED_CONDITION
 
 
-def drifted_candidates(p: Pass) -> list[Candidate]:
+def drifted_candidates(p: Pass, *, static: bool = False) -> list[Candidate]:
+    """Drifted candidates of dynamic NodePools, or with `static` of static ones."""
     # Most passes see no drifted NodeClaim: then no machine needs evaluating for drift.
     if not any(node.nodeclaim is not None
                and objects.condition_is_true(node.nodeclaim, DRIFTED_CONDITION)
@@ -22,6 +23,7 @@ def drifted_candidates(p: Pass) -> list[Candidate]:
     return [
         c for c in p.candidates(eventual=True)
         if objects.condition_is_true(c.nodeclaim, DRIFTED_CONDITION)
+        and c.nodepool.is_static == static
     ]
 
 

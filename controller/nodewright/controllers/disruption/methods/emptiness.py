@@ -8,17 +8,25 @@ from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.budgets import EMPTY
 from nodewright.controllers.disruption.candidates import Candidate, consolidation_order
 from nodewright.controllers.disruption.commands import Command
-from nodewright.controllers.disruption.methods.consolidation import consolidatable
+from nodewright.controllers.disruption.methods.consolidation import (
+    consolidatable,
+    static_kept,
+)
 from nodewright.controllers.disruption.methods.disruption_pass import Pass
 
 EMPTY_TYPE = "empty"
 
 
 def empty_candidates(p: Pass) -> list[Candidate]:
-    return [
-        c for c in p.candidates()
-        if c.empty and consolidatable(p, c, ex.EMPTINESS)
-    ]
+    found = []
+    for c in p.candidates():
+        if not c.empty:
+            continue
+        if c.nodepool.is_static:
+            static_kept(p, c, ex.EMPTINESS)
+        elif consolidatable(p, c, ex.EMPTINESS):
+            found.append(c)
+    return found
 
 
 def emptiness(p: Pass) -> Command | None:

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
+from nodewright.controllers.disruption import balanced
 from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.budgets import UNDERUTILIZED
-from nodewright.controllers.disruption.candidates import consolidation_order
+from nodewright.controllers.disruption.candidates import Candidate, consolidation_order
 from nodewright.controllers.disruption.commands import Command, decide_consolidation
 from nodewright.controllers.disruption.methods.consolidation import consolidation_candidates
 from nodewright.controllers.disruption.methods.disruption_pass import Pass
@@ -29,6 +31,7 @@ def multi_node(p: Pass) -> Command | None:
     low, high = 1, min(len(allowed) - 1, p.options.multi_node_max_candidates)
     deadline = time.perf_counter() + p.options.multi_node_timeout
     best: Command | None = None
+    refused: tuple[list[Candidate], Mapping[str, balanced.Score]] | None = None
     while low <= high:
         if time.perf_counter() > deadline:
             disruption_metrics.CONSOLIDATION_TIMEOUTS.labels(consolidation_type=MULTI_TYPE).inc()
@@ -41,5 +44,12 @@ def multi_node(p: Pass) -> Command | None:
             best = outcome
             low = middle + 1
         else:
+            if outcome.scores:
+                refused = (allowed[: middle + 1], outcome.scores)
             high = middle - 1
+    # Once per pass, as Karpenter: the move made, or the last one scoring refused.
+    if best is not None:
+        balanced.record_move(best.candidates, best.scores, True)
+    elif refused is not None:
+        balanced.record_move(refused[0], refused[1], False)
     return best

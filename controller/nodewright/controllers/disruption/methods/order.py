@@ -12,10 +12,12 @@ from nodewright.controllers.disruption.methods.drift import drift
 from nodewright.controllers.disruption.methods.emptiness import emptiness
 from nodewright.controllers.disruption.methods.multi_node_consolidation import multi_node
 from nodewright.controllers.disruption.methods.single_node_consolidation import single_node
+from nodewright.controllers.disruption.methods.static_drift import static_drift
 
 MethodFn = Callable[[Pass], Command | None]
 METHODS: tuple[tuple[str, MethodFn], ...] = (
     (ex.EMPTINESS, emptiness),
+    (ex.DRIFT, static_drift),
     (ex.DRIFT, drift),
     (ex.MULTI_NODE, multi_node),
     (ex.SINGLE_NODE, single_node),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from nodewright.controllers.disruption import balanced
 from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.budgets import UNDERUTILIZED
@@ -62,11 +63,20 @@ def single_node(p: Pass) -> Command | None:
         if room is None or room.left <= 0:
             p.budget_blocked(candidate, room, ex.SINGLE_NODE)
             continue
+        best = balanced.can_pass(candidate, p.base.pool_totals)
+        if best is not None:
+            p.verdict(candidate.node, ex.SINGLE_NODE, ex.KEPT, ex.CAUSE_BALANCED,
+                      "consolidationPolicy Balanced: even deleting it would not be worth the "
+                      f"disruption ({best.describe()})", ex.UNCONSOLIDATABLE)
+            continue
         outcome = decide_consolidation(
             p.base, [candidate], method=ex.SINGLE_NODE, consolidation_type=SINGLE_TYPE,
             spot_to_spot=p.options.spot_to_spot)
         if isinstance(outcome, Command):
+            balanced.record_move(outcome.candidates, outcome.scores, True)
             return outcome
+        if outcome.scores:
+            balanced.record_move([candidate], outcome.scores, False)
         rejected(p, candidate, ex.SINGLE_NODE, outcome)
     resume.seen = frozenset()
     return None

@@ -1,0 +1,409 @@
+#!/usr/bin/env python3
+"""Controller latency benchmark: does a solve or a disruption pass hold the others up?
+
+The operator (`nodewright.operator.process.Operator`: every controller on its own worker
+thread, in real time) runs against the in-memory API server (one call at a time, as a
+thread-safe client) and the simulated EC2. The cluster is bench/disruption.py's "full"
+shape: N initialized m5.xlarge nodes with their NodeClaims and P pods filling ~97 % of
+them (so a disruption pass judges every node and runs every method to the end), plus
+Q pending pods the provisioner must solve for, and one NodeClaim whose instance the
+lifecycle controller launches but whose Node does not exist yet.
+
+Once a provisioning solve and a disruption pass are both running, at the same instant:
+- a spot interruption warning for one node's instance goes onto the interruption queue
+  (long-polled, as SQS is): timed until that Node carries the karpenter.sh/disrupted
+  taint with its NodeClaim deleting (tainted and draining);
+- the launched NodeClaim's Node appears (as its kubelet would register it): timed until
+  the NodeClaim's Registered condition is True.
+Reported with the solve's and the pass's own durations, and whether each was still
+running when the interruption and the registration were done.
+
+    python bench/controller_latency.py [--nodes 1000] [--pods 10000] [--pending 1000]
+                                       [--runs 1] [--switch-interval 0.001] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "controller"))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))  # tests.operator.world
+
+from disruption import TYPE, ZONES, write_cluster  # noqa: E402
+
+from nodewright.cloud.provider import Instance, NodeClaimNotFoundError  # noqa: E402
+from nodewright.cloud.sim import SimulatedEC2  # noqa: E402
+from nodewright.cloud.sim.interruptions import SimulatedInterruptionQueue  # noqa: E402
+from nodewright.cloud.sim.node import node_object  # noqa: E402
+from nodewright.cluster.memory import InMemoryCluster  # noqa: E402
+from nodewright.controllers.provisioning import provisioner as provisioning  # noqa: E402
+from nodewright.operator.clock import LoopClock  # noqa: E402
+from nodewright.operator.main import SWITCH_INTERVAL_SECONDS  # noqa: E402
+from nodewright.operator.nodeclass_status import NodeClassStatus  # noqa: E402
+from nodewright.operator.process import Operator, OperatorSettings  # noqa: E402
+from nodewright.runtime.clock import Clock, parse_time  # noqa: E402
+from nodewright.state.wellknown import TERMINATION_FINALIZER  # noqa: E402
+from tests.operator.world import LockedCluster  # noqa: E402
+
+DISRUPTED_TAINT = "karpenter.sh/disrupted"
+REGISTERING = "registering"
+INTERRUPTED_NODE = 7
+LONG_POLL_SECONDS = 10
+SETTLE_SECONDS = 0.3
+
+
+class LongPollQueue(SimulatedInterruptionQueue):
+    """The simulated queue, received from as SQS is with WaitTimeSeconds: a receive waits
+    until a message is there (or the wait ends)."""
+
+    wait_seconds = LONG_POLL_SECONDS
+
+    def __init__(self, clock: Clock, region: str, seed: int) -> None:
+        super().__init__(clock, region, seed)
+        self._arrived = threading.Condition()
+
+    def send(self, body: str) -> str:
+        with self._arrived:
+            message_id = super().send(body)
+            self._arrived.notify_all()
+        return message_id
+
+    def poll_once(self, handle: Any) -> Any:
+        with self._arrived:
+            self._arrived.wait_for(lambda: self.depth() > 0, timeout=self.wait_seconds)
+        return super().poll_once(handle)
+
+
+class BenchEC2(SimulatedEC2):
+    """The simulated EC2, which also knows the instances of the nodes written before the
+    start (so garbage collection keeps them)."""
+
+    def __init__(self, clock: Clock, adopted: Mapping[str, Instance]) -> None:
+        super().__init__(clock, region="us-east-1", seed=42)
+        self.adopted = dict(adopted)
+        self.interruption_queue = LongPollQueue(clock, "us-east-1", 42)
+        self._adopted_lock = threading.Lock()
+
+    def get(self, provider_id: str) -> Instance:
+        found = self.adopted.get(provider_id)
+        return found if found is not None else super().get(provider_id)
+
+    def list(self) -> list[Instance]:
+        with self._adopted_lock:
+            adopted = list(self.adopted.values())
+        return [*adopted, *super().list()]
+
+    def delete(self, provider_id: str) -> None:
+        with self._adopted_lock:
+            if self.adopted.pop(provider_id, None) is not None:
+                return
+        super().delete(provider_id)
+
+    def drift_reason(self, nodeclaim: Any, node_class: Any) -> str | None:
+        provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
+        if provider_id in self.adopted:
+            return None
+        try:
+            return super().drift_reason(nodeclaim, node_class)
+        except NodeClaimNotFoundError:
+            return None
+
+
+def adopted_instances(cluster: InMemoryCluster) -> dict[str, Instance]:
+    found = {}
+    for claim in cluster.list("NodeClaim"):
+        provider_id = str((claim.get("status") or {}).get("providerID") or "")
+        if not provider_id:
+            continue
+        zone = provider_id.split("/")[3]
+        found[provider_id] = Instance(
+            provider_id=provider_id, instance_id=provider_id.rsplit("/", 1)[1],
+            instance_type=TYPE, zone=zone, capacity_type="on-demand",
+            image_id="ami-bench", state="running",
+            launch_time=parse_time(claim["metadata"]["creationTimestamp"]),
+            nodeclaim_name=claim["metadata"]["name"], nodepool_name="default",
+            node_class_name="default")
+    return found
+
+
+def pending_pod(index: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"pending-{index:05d}", "namespace": "default",
+                     "labels": {"app": f"pending-{index % 20}"}},
+        "spec": {"nodeSelector": {"type": "bench"}, "containers": [{
+            "name": "app", "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}}]},
+        "status": {"phase": "Pending", "conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]},
+    }
+
+
+def registering_claim() -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": REGISTERING, "labels": {"karpenter.sh/nodepool": "default"},
+                     "finalizers": ["karpenter.sh/termination"]},
+        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                  "name": "default"},
+                 "requirements": [
+                     {"key": "node.kubernetes.io/instance-type", "operator": "In",
+                      "values": [TYPE]},
+                     {"key": "topology.kubernetes.io/zone", "operator": "In",
+                      "values": [ZONES[0]]},
+                     {"key": "karpenter.sh/capacity-type", "operator": "In",
+                      "values": ["on-demand"]},
+                     {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["default"]}],
+                 "resources": {"requests": {"cpu": "100m"}}},
+    }
+
+
+class RecordingCluster(LockedCluster):
+    """Notes when a write first shows what the benchmark waits for."""
+
+    def __init__(self, memory: InMemoryCluster, checks: Mapping[str, Callable[[Any], bool]]
+                 ) -> None:
+        super().__init__(memory, threading.RLock())
+        self.checks = checks
+        self.seen: dict[str, float] = {}
+
+    def _note(self, written: Any) -> Any:
+        for name, check in self.checks.items():
+            if name not in self.seen and check(written):
+                self.seen[name] = time.monotonic()
+        return written
+
+    def update(self, obj: Any, *, subresource: str | None = None) -> Any:
+        return self._note(super().update(obj, subresource=subresource))
+
+    def patch(self, kind: str, name: str, patch: Any, namespace: str | None = None, *,
+              subresource: str | None = None) -> Any:
+        return self._note(super().patch(kind, name, patch, namespace, subresource=subresource))
+
+    def delete(self, kind: str, name: str, namespace: str | None = None, *,
+               grace_period_seconds: int | None = None, uid: str | None = None) -> None:
+        super().delete(kind, name, namespace, grace_period_seconds=grace_period_seconds,
+                       uid=uid)
+        self._note({"kind": kind, "metadata": {"name": name, "deleted": True}})
+
+
+def _named(obj: Any, kind: str, name: str) -> bool:
+    return bool(obj.get("kind") == kind and (obj.get("metadata") or {}).get("name") == name)
+
+
+def tainted(name: str) -> Callable[[Any], bool]:
+    def check(obj: Any) -> bool:
+        taints = (obj.get("spec") or {}).get("taints") or []
+        return _named(obj, "Node", name) and any(t.get("key") == DISRUPTED_TAINT
+                                                 for t in taints)
+    return check
+
+
+def deleted(kind: str, name: str) -> Callable[[Any], bool]:
+    def check(obj: Any) -> bool:
+        return _named(obj, kind, name) and bool(obj["metadata"].get("deleted"))
+    return check
+
+
+def registered(name: str) -> Callable[[Any], bool]:
+    def check(obj: Any) -> bool:
+        return _named(obj, "NodeClaim", name) and any(
+            c.get("type") == "Registered" and c.get("status") == "True"
+            for c in (obj.get("status") or {}).get("conditions") or [])
+    return check
+
+
+class Intervals:
+    """When a wrapped call ran (monotonic start, end), and whether one runs now. The first
+    call that `big` accepts sets `started` and waits until `partner` is set (so the big
+    solve and the full pass start together, whichever is ready first)."""
+
+    def __init__(self, big: Callable[..., bool] = lambda *a, **k: True) -> None:
+        self.spans: list[tuple[float, float | None]] = []
+        self._lock = threading.Lock()
+        self.big = big
+        self.started = threading.Event()
+        self.partner = threading.Event()
+
+    def wrap(self, call: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if not self.started.is_set() and self.big(*args, **kwargs):
+                self.started.set()
+                self.partner.wait(300)
+            with self._lock:
+                index = len(self.spans)
+                self.spans.append((time.monotonic(), None))
+            try:
+                return call(*args, **kwargs)
+            finally:
+                with self._lock:
+                    self.spans[index] = (self.spans[index][0], time.monotonic())
+        return timed
+
+    def running(self, at: float | None = None) -> bool:
+        at = time.monotonic() if at is None else at
+        with self._lock:
+            return any(start <= at and (end is None or end > at) for start, end in self.spans)
+
+    def durations(self) -> list[float]:
+        now = time.monotonic()
+        with self._lock:
+            return [round((end if end is not None else now) - start, 2)
+                    for start, end in self.spans]
+
+
+def wait(check: Callable[[], Any], timeout: float, what: str, every: float = 0.005) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(every)
+    raise SystemExit(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def measure(nodes: int, pods: int, pending: int) -> dict[str, Any]:
+    started = time.perf_counter()
+    clock = LoopClock()
+    memory = InMemoryCluster(clock)
+    write_cluster(memory, clock, nodes, pods, "full", finalizers=(TERMINATION_FINALIZER,))
+    interrupted = f"node-{INTERRUPTED_NODE:05d}"
+    cluster = RecordingCluster(memory, {
+        "claim deleted": deleted("NodeClaim", f"default-{INTERRUPTED_NODE:05d}"),
+        "tainted": tainted(interrupted),
+        "registered": registered(REGISTERING)})
+    cloud = BenchEC2(clock, adopted_instances(memory))
+    cluster.create(registering_claim())
+    for index in range(pending):
+        cluster.create(pending_pod(index))
+    setup = time.perf_counter() - started
+
+    solves = Intervals(big=lambda problem, *rest: len(problem.pods) >= pending // 2)
+    solved_pods: list[int] = []
+    solve = provisioning.solve
+
+    def counted(problem: Any, *rest: Any) -> Any:
+        solved_pods.append(len(problem.pods))
+        return solve(problem, *rest)
+
+    provisioning.solve = counted  # type: ignore[assignment]
+    provisioning.solve = solves.wrap(provisioning.solve)  # type: ignore[assignment]
+    settings = OperatorSettings(identity="bench", leader_elect=False)
+    operator = Operator(cluster, cloud, settings, clock=clock,
+                        extra=[NodeClassStatus(cluster, cloud, clock)])
+    disruption = operator.controllers.disruption
+    assert disruption is not None
+    passes = Intervals()
+    solves.partner, passes.partner = passes.started, solves.started
+    controller = disruption.disruption
+    judged: list[int] = []
+    work_out = controller._work_out
+
+    def counted_pass(*args: Any) -> Any:
+        current, command = work_out(*args)
+        judged.append(len(current.verdicts.by_node))
+        return current, command
+
+    controller._work_out = passes.wrap(counted_pass)  # type: ignore[method-assign]
+    operator.start()
+    try:
+        instance_id = wait(lambda: cloud._by_nodeclaim.get(REGISTERING), 120,
+                           "the registering NodeClaim's launch")
+        wait(lambda: solves.running() and passes.running(), 300,
+             "a solve and a disruption pass running together")
+        time.sleep(SETTLE_SECONDS)  # both well under way
+        provider_id = memory.get("Node", interrupted)["spec"]["providerID"]
+        instance = cloud._instances[instance_id]
+        hostname = f"ip-{instance.private_ip.replace('.', '-')}.ec2.internal"
+        node = node_object(instance, hostname, clock.now(),
+                           cloud.settings.kubernetes_version)
+
+        sent = time.monotonic()
+        cloud.interruption_queue.spot_interruption(provider_id.rsplit("/", 1)[1])
+        cluster.create(node)
+        appeared = time.monotonic()
+        try:
+            wait(lambda: len(cluster.seen) == 3, 60, "the interruption and the registration")
+        except SystemExit:
+            print(cluster.seen, list(operator.driver.errors)[-5:], file=sys.stderr)
+            raise
+        wait(lambda: judged and not solves.running(), 300, "the solve and the pass to end")
+        verdicts = judged[0]
+        results = {"draining": max(cluster.seen["tainted"], cluster.seen["claim deleted"]),
+                   "registered": cluster.seen["registered"]}
+        return {
+            "nodes": nodes, "pods": pods, "pending": pending,
+            "interruption_to_draining_s": round(results["draining"] - sent, 3),
+            "node_to_registered_s": round(results["registered"] - appeared, 3),
+            "solve_running_at_draining": solves.running(results["draining"]),
+            "pass_running_at_draining": passes.running(results["draining"]),
+            "solve_running_at_registered": solves.running(results["registered"]),
+            "pass_running_at_registered": passes.running(results["registered"]),
+            "solve_s": solves.durations()[:3],
+            "solve_pods": solved_pods[:3],
+            "pass_s": passes.durations()[:3],
+            "pass_verdicts": verdicts,
+            "setup_s": round(setup, 1),
+            "cpus": os.cpu_count(),
+            "load_average": round(os.getloadavg()[0], 1),
+        }
+    finally:
+        operator.crash()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--pending", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--switch-interval", type=float, default=SWITCH_INTERVAL_SECONDS,
+                        help="sys.setswitchinterval for the run (default: what `nodewright "
+                             "controller` sets; CPython's own is 0.005)")
+    parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
+    if args.one:
+        print(json.dumps(measure(args.nodes, args.pods, args.pending)))
+        return 0
+    rows = []
+    for _ in range(args.runs):  # each run in a fresh process
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", f"--nodes={args.nodes}",
+             f"--pods={args.pods}", f"--pending={args.pending}",
+             *([f"--switch-interval={args.switch_interval}"]
+               if args.switch_interval is not None else [])],
+            check=True, capture_output=True, text=True).stdout
+        rows.append(json.loads(out.strip().splitlines()[-1]))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print("| nodes | pods | pending | interruption -> draining s | Node -> Registered s "
+          "| solve/pass running then | solve s (pods) | pass s (verdicts) | load |")
+    print("|---:|---:|---:|---:|---:|---|---|---|---:|")
+    for row in rows:
+        running = (f"{'yes' if row['solve_running_at_draining'] else 'no'}/"
+                   f"{'yes' if row['pass_running_at_draining'] else 'no'}, "
+                   f"{'yes' if row['solve_running_at_registered'] else 'no'}/"
+                   f"{'yes' if row['pass_running_at_registered'] else 'no'}")
+        print(f"| {row['nodes']:,} | {row['pods']:,} | {row['pending']:,} "
+              f"| {row['interruption_to_draining_s']} | {row['node_to_registered_s']} "
+              f"| {running} | {row['solve_s'][0]} ({row['solve_pods'][0]}) "
+              f"| {row['pass_s'][0]} ({row['pass_verdicts']}) | {row['load_average']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""consolidationPolicy: Balanced (Karpenter's balanced.go): a consolidation move is made
+only when what it saves is worth what it disrupts, both measured against its NodePool.
+
+    savings fraction    = savings / the NodePool's total price (all its nodes)
+    disruption fraction = the move's disruption cost / the NodePool's total disruption cost
+    score               = savings fraction / disruption fraction, approved at >= 1/k (k = 2)
+
+A node's disruption cost is 1 (draining it at all) plus, per pod that would move,
+max(0, eviction cost) (1 by default, moved by pod-deletion-cost and priority). Every node
+of the pool counts in the totals, candidates or not. A move spanning several NodePools is
+scored per Balanced NodePool, its net savings split by each pool's share of the candidates'
+price; every Balanced pool must approve. Other policies are not scored. Before simulating,
+a candidate whose best case (deleting it outright) cannot pass is skipped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nodewright.api.nodepool import NodePool
+from nodewright.controllers.disruption import metrics as disruption_metrics
+from nodewright.controllers.disruption.candidates import (
+    PER_NODE_DISRUPTION_COST,
+    Candidate,
+    offering_price,
+)
+from nodewright.controllers.disruption.podrules import eviction_cost
+from nodewright.scheduling.catalog import InstanceType
+from nodewright.state import podutil
+from nodewright.state.statenode import StateNode
+from nodewright.state.wellknown import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
+
+BALANCED = "Balanced"
+BALANCED_K = 2
+
+
+def is_balanced(nodepool: NodePool) -> bool:
+    return nodepool.spec.disruption.consolidation_policy == BALANCED
+
+
+@dataclass(frozen=True)
+class PoolTotals:
+    cost: float
+    disruption_cost: float
+
+
+@dataclass(frozen=True)
+class Score:
+    savings_fraction: float
+    disruption_fraction: float
+    k: int = BALANCED_K
+
+    @property
+    def value(self) -> float:
+        if self.savings_fraction <= 0:
+            return 0.0
+        if self.disruption_fraction == 0:
+            return math.inf
+        return self.savings_fraction / self.disruption_fraction
+
+    @property
+    def threshold(self) -> float:
+        return 1.0 / self.k
+
+    @property
+    def approved(self) -> bool:
+        return self.value >= self.threshold
+
+    def describe(self) -> str:
+        """Karpenter's ConsolidationApproved message (with < for a rejection)."""
+        relation = ">=" if self.approved else "<"
+        return (f"score {self.value:.2f} {relation} threshold {self.threshold:.2f} "
+                f"(k: {self.k}, savings {self.savings_fraction * 100:.1f}%, "
+                f"disruption {self.disruption_fraction * 100:.1f}%)")
+
+
+def disruption_cost(pods: Iterable[Mapping[str, Any]]) -> float:
+    """Karpenter's RescheduleDisruptionCost of a node whose reschedulable pods these are."""
+    return PER_NODE_DISRUPTION_COST + sum(max(0.0, eviction_cost(pod)) for pod in pods)
+
+
+def pool_totals(
+    nodes: Iterable[StateNode],
+    nodepools: Mapping[str, NodePool],
+    instance_types: Mapping[str, Mapping[str, InstanceType]],
+    pods_on: Callable[[str], list[Mapping[str, Any]]],
+) -> dict[str, PoolTotals]:
+    """Totals of every Balanced NodePool over all its nodes."""
+    cost: dict[str, float] = {}
+    disruption: dict[str, float] = {}
+    for node in nodes:
+        pool = node.nodepool
+        nodepool = nodepools.get(pool)
+        if nodepool is None or not is_balanced(nodepool) or node.nodeclaim is None:
+            continue
+        labels = node.labels
+        types = instance_types.get(pool, {})
+        cost[pool] = cost.get(pool, 0.0) + offering_price(
+            types.get(labels.get(INSTANCE_TYPE_LABEL, "")), labels.get(ZONE_LABEL, ""),
+            labels.get(CAPACITY_TYPE_LABEL, ""))
+        moving = [pod for pod in pods_on(node.node_name) if podutil.is_reschedulable(pod)] \
+            if node.node_name else []
+        disruption[pool] = disruption.get(pool, 0.0) + disruption_cost(moving)
+    return {pool: PoolTotals(cost[pool], disruption[pool]) for pool in cost}
+
+
+def score_move(savings: float, cost: float, totals: PoolTotals | None) -> Score | None:
+    """The move's score against its pool, or None when there is nothing to measure it by."""
+    if totals is None or totals.cost <= 0 or totals.disruption_cost <= 0:
+        return None
+    return Score(savings / totals.cost, cost / totals.disruption_cost)
+
+
+def evaluate(candidates: Sequence[Candidate], savings: float,
+             totals: Mapping[str, PoolTotals]) -> dict[str, Score]:
+    """Each Balanced NodePool's score of a move removing `candidates` and saving `savings`
+    per hour. A pool with nothing to measure against scores 0 (Karpenter's zero result)."""
+    by_pool: dict[str, list[Candidate]] = {}
+    for candidate in candidates:
+        by_pool.setdefault(candidate.nodepool_name, []).append(candidate)
+    source = sum(c.price for c in candidates)
+    scores: dict[str, Score] = {}
+    for pool, members in sorted(by_pool.items()):
+        if not is_balanced(members[0].nodepool):
+            continue
+        share = savings
+        if source > 0 and len(by_pool) > 1:
+            share = savings * sum(c.price for c in members) / source
+        cost = sum(disruption_cost(c.pods) for c in members)
+        scores[pool] = score_move(share, cost, totals.get(pool)) or Score(0.0, 0.0)
+    return scores
+
+
+def can_pass(candidate: Candidate, totals: Mapping[str, PoolTotals]) -> Score | None:
+    """None when the candidate may be worth simulating; else the best score it could reach
+    (deleting it outright), which is below the threshold."""
+    if not is_balanced(candidate.nodepool):
+        return None
+    score = score_move(candidate.price, disruption_cost(candidate.pods),
+                       totals.get(candidate.nodepool_name))
+    if score is None or score.approved:
+        return None
+    return score
+
+
+def record_move(candidates: Sequence[Candidate], scores: Mapping[str, Score],
+                approved: bool) -> None:
+    """karpenter_consolidation_moves_total per source NodePool of a consolidation move
+    (any policy) and karpenter_consolidation_score for the Balanced ones."""
+    decision = "approved" if approved else "rejected"
+    for pool in sorted({c.nodepool_name for c in candidates}):
+        nodepool = next(c.nodepool for c in candidates if c.nodepool_name == pool)
+        policy = nodepool.spec.disruption.consolidation_policy
+        score = scores.get(pool)
+        pool_decision = decision if score is None else (
+            "approved" if score.approved else "rejected")
+        disruption_metrics.CONSOLIDATION_MOVES.labels(
+            decision=pool_decision if len(candidates) == 1 else decision,
+            nodepool=pool, policy=policy).inc()
+        if score is not None:
+            disruption_metrics.CONSOLIDATION_SCORE.labels(
+                decision=pool_decision, nodepool=pool, policy=policy).observe(
+                    min(score.value, 1e9))

@@ -1,0 +1,133 @@
+"""The NodeOverlay controller (Karpenter's nodeoverlay.controller, behind the NodeOverlay
+gate): rebuilds the overlay store every NodePool's instance types go through
+(`scheduling.overlays`) whenever an overlay, a NodePool or an EC2NodeClass changes, and
+reports on each overlay: ValidationSucceeded (False with RuntimeValidation when its
+requirements or capacity break Karpenter's rules, with Conflict when an overlay of the
+same weight already changes what it would) and Ready following it.
+
+A NodePool whose instance types cannot be read (no EC2NodeClass yet) stays out of the
+store, so it launches nothing until a later pass includes it, as in Karpenter.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.nodeoverlay import NodeOverlay
+from nodewright.api.nodepool import NodePool
+from nodewright.api.problems import format_path
+from nodewright.api.rules import check_nodeoverlay
+from nodewright.cloud.provider import CloudProvider, CloudProviderError
+from nodewright.cluster import objects
+from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.cluster.conditions import ConditionSet
+from nodewright.cluster.copying import copy_object, deep_copy
+from nodewright.controllers.patching import patch_status
+from nodewright.runtime.clock import Clock
+from nodewright.runtime.reconciler import Result, Watch, singleton_key
+from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.overlays import build_store
+from nodewright.state import ClusterState
+
+log = logging.getLogger(__name__)
+
+OVERLAY = ConditionSet("Ready", ("ValidationSucceeded",))
+VALIDATION_SUCCEEDED = "ValidationSucceeded"
+REQUEUE_SECONDS = 6 * 3600.0
+UNSYNCED_RETRY_SECONDS = 1.0
+
+
+class NodeOverlayController:
+    name = "nodeoverlay.controller"
+
+    def __init__(self, cluster: ClusterAPI, cloud: CloudProvider, clock: Clock,
+                 state: ClusterState) -> None:
+        self.cluster = cluster
+        self.cloud = cloud
+        self.clock = clock
+        self.state = state
+        self._watches = tuple(Watch(kind, singleton_key)
+                              for kind in ("NodeOverlay", "NodePool", "EC2NodeClass"))
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return self._watches
+
+    def reconcile(self, key: str) -> Result:
+        if not self.state.synced(self.cluster):
+            return Result(requeue_after=UNSYNCED_RETRY_SECONDS)
+        pools, failed = self._pools()
+        valid: list[NodeOverlay] = []
+        invalid: dict[str, str] = {}
+        for raw in self.state.overlays():
+            name = objects.name(raw)
+            parsed = self.state.overlay_model(name)
+            if parsed is None or parsed.model is None:
+                invalid[name] = parsed.problem if parsed and parsed.problem else "invalid"
+                continue
+            findings = list(check_nodeoverlay(parsed.model))
+            if findings:
+                invalid[name] = "; ".join(f"{format_path(path)}: {message}"
+                                          for path, message in findings)
+                continue
+            valid.append(parsed.model)
+        store, conflicting = build_store(valid, pools)
+        self.state.overlay_store = store
+        self.state.mark_unconsolidated()
+        for raw in self.state.overlays():
+            if not self._write_status(raw, invalid.get(objects.name(raw)),
+                                      objects.name(raw) in conflicting):
+                return Result(requeue_after=0.1)
+        return Result(requeue_after=UNSYNCED_RETRY_SECONDS if failed else REQUEUE_SECONDS)
+
+    def _pools(self) -> tuple[dict[str, tuple[NodePool, list[InstanceType]]], bool]:
+        pools: dict[str, tuple[NodePool, list[InstanceType]]] = {}
+        failed = False
+        cache: dict[str, list[InstanceType]] = {}
+        for raw in self.state.nodepools():
+            name = objects.name(raw)
+            parsed = self.state.nodepool_model(name)
+            if parsed is None or parsed.model is None:
+                continue
+            reference = parsed.model.spec.template.spec.node_class_ref
+            node_class = self.state.node_class_model(reference.name)
+            if node_class is None or node_class.model is None:
+                failed = True
+                continue
+            types = cache.get(reference.name)
+            if types is None:
+                try:
+                    types = cache[reference.name] = self._types(node_class.model)
+                except CloudProviderError as error:
+                    log.warning("listing instance types for nodepool %s: %s", name, error)
+                    failed = True
+                    continue
+            pools[name] = (parsed.model, types)
+        return pools, failed
+
+    def _types(self, node_class: EC2NodeClass) -> list[InstanceType]:
+        return list(self.cloud.get_instance_types(node_class))
+
+    def _write_status(self, raw: Any, problem: str | None, conflict: bool) -> bool:
+        """False when the write met a newer version (the pass is repeated)."""
+        before = copy_object(raw)
+        after = deep_copy(before)
+        now = self.clock.now()
+        OVERLAY.initialize(after, now)
+        if problem is not None:
+            OVERLAY.set_false(after, VALIDATION_SUCCEEDED, now, "RuntimeValidation", problem)
+        elif conflict:
+            OVERLAY.set_false(after, VALIDATION_SUCCEEDED, now, "Conflict",
+                              "conflict with another overlay")
+        else:
+            OVERLAY.set_true(after, VALIDATION_SUCCEEDED, now)
+        try:
+            patch_status(self.cluster, before, after)
+        except ConflictError:
+            return False
+        except NotFoundError:
+            return True
+        return True

@@ -1,0 +1,101 @@
+"""Static provisioning (Karpenter's static.provisioning controller): a static NodePool
+that is Ready gets NodeClaims until it has `spec.replicas` of them, within limits.nodes.
+
+Scaling down is `deprovisioning`'s. NodeClaims held by a disruption command (static drift
+replacing one) count as the NodePool's, so a drift never makes it launch a second
+replacement. Nothing is created before the state cache has synced: an unsynced cache
+undercounts, and every NodeClaim launched from that count would be one too many.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+
+from nodewright import metrics
+from nodewright.cluster import objects
+from nodewright.cluster.api import ApiError, ClusterAPI
+from nodewright.controllers.logfields import nodeclaim_fields
+from nodewright.controllers.static.counts import node_counts, room_under_limit
+from nodewright.controllers.static.nodeclaims import static_nodeclaim_manifest
+from nodewright.runtime.reconciler import Result, Watch, WatchEvent
+from nodewright.state import ClusterState
+from nodewright.state.wellknown import NODEPOOL_LABEL
+
+log = logging.getLogger(__name__)
+
+REQUEUE_SECONDS = 60.0
+LIMIT_REQUEUE_SECONDS = 30.0
+UNSYNCED_RETRY_SECONDS = 1.0
+PROVISIONED = "provisioned"
+
+
+def static_pool_of_claim(state: ClusterState, event: WatchEvent) -> Iterable[str]:
+    pool = objects.labels(event.object).get(NODEPOOL_LABEL)
+    if not pool:
+        return ()
+    parsed = state.nodepool_model(pool)
+    if parsed is None or parsed.model is None or not parsed.model.is_static:
+        return ()
+    return (pool,)
+
+
+class StaticProvisioning:
+    name = "static.provisioning"
+
+    def __init__(self, cluster: ClusterAPI, state: ClusterState) -> None:
+        self.cluster = cluster
+        self.state = state
+        self._watches = (
+            Watch("NodePool"),
+            Watch("NodeClaim", keys=self._on_nodeclaim),
+        )
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return self._watches
+
+    def _on_nodeclaim(self, event: WatchEvent) -> Iterable[str]:
+        # A static NodeClaim going away may leave the pool short.
+        if event.type == "DELETED" or objects.is_deleting(event.object):
+            return static_pool_of_claim(self.state, event)
+        return ()
+
+    def reconcile(self, key: str) -> Result:
+        raw = self.state.nodepool(key)
+        parsed = self.state.nodepool_model(key)
+        if raw is None or parsed is None or parsed.model is None:
+            return Result()
+        nodepool = parsed.model
+        if not nodepool.is_static or objects.is_deleting(raw):
+            return Result()
+        if not objects.condition_is_true(raw, "Ready"):
+            return Result()  # its status update (Ready) brings it back
+        if not self.state.synced(self.cluster):
+            return Result(requeue_after=UNSYNCED_RETRY_SECONDS)
+        desired = nodepool.spec.replicas or 0
+        counts = node_counts(self.state, key)
+        if counts.active + counts.pending_disruption >= desired:
+            return Result(requeue_after=REQUEUE_SECONDS)
+        count = room_under_limit(nodepool, counts, desired - counts.active)
+        if count <= 0:
+            log.info("nodepool node limit reached", extra={"NodePool": {"name": key}})
+            return Result(requeue_after=LIMIT_REQUEUE_SECONDS)
+        log.info("provisioning nodeclaims to satisfy replica count", extra={
+            "NodePool": {"name": key}, "current": counts.active, "desired": desired,
+            "provision-count": count})
+        reference = nodepool.spec.template.spec.node_class_ref
+        node_class = self.state.node_class_model(reference.name)
+        manifest = static_nodeclaim_manifest(
+            nodepool, node_class.model if node_class is not None else None, objects.uid(raw))
+        for _ in range(count):
+            try:
+                created = self.cluster.create(manifest)
+            except ApiError as error:
+                log.error("creating a NodeClaim for static NodePool %s: %s", key, error)
+                return Result(requeue_after=UNSYNCED_RETRY_SECONDS)
+            self.state.observe(WatchEvent("ADDED", created))
+            metrics.NODECLAIMS_CREATED.labels(
+                reason=PROVISIONED, nodepool=key, min_values_relaxed="false").inc()
+            log.info("created nodeclaim", extra=nodeclaim_fields(created))
+        return Result(requeue_after=REQUEUE_SECONDS)

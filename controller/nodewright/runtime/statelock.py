@@ -1,0 +1,60 @@
+"""The lock the controllers of one process share their state cache under.
+
+The operator runs each controller on its own worker thread; the state cache and what
+hangs off it (the simulated EC2, the timers) were written for one thread, so the driver
+holds this lock while it delivers watch events and around each reconcile of an ordinary
+controller. The CPU-heavy controllers (the provisioner, the disruption loop) take it
+themselves and step out of it (`released`) while they compute on what they read, so a
+solve never holds up an interruption, a drain or a registration (docs/decisions.md,
+"Concurrency").
+
+`concurrent` says whether anyone else may hold the lock: the simulator's virtual-time
+driver runs every controller on one thread and leaves it False, so a controller that
+would copy the state before stepping out needs no copy there (and the simulator stays
+byte-for-byte what it was).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import TracebackType
+
+
+class StateLock:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self.concurrent = False
+
+    def _depth(self) -> int:
+        return int(getattr(self._local, "depth", 0))
+
+    def __enter__(self) -> StateLock:
+        self._lock.acquire()
+        self._local.depth = self._depth() + 1
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self._local.depth = self._depth() - 1
+        self._lock.release()
+
+    def held(self) -> bool:
+        """Whether the calling thread holds the lock."""
+        return self._depth() > 0
+
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        """Step out of the lock (however deeply this thread holds it) for the block, and
+        take it back after. Whatever was read under the lock may change meanwhile: read
+        what the block needs first, and check it again before acting on the result."""
+        depth = self._depth()
+        for _ in range(depth):
+            self.__exit__(None, None, None)
+        try:
+            yield
+        finally:
+            for _ in range(depth):
+                self.__enter__()

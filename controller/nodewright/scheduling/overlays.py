@@ -1,0 +1,200 @@
+"""NodeOverlays applied to instance types (Karpenter's nodeoverlay InstanceTypeStore).
+
+Overlays are taken by weight, highest first (equal weights: the name later in the
+alphabet first). An overlay selects, per NodePool, the offerings whose labels (the
+instance type's, the offering's zone and capacity type, `karpenter.sh/nodepool` and the
+NodePool's template labels) satisfy its requirements. The first overlay to price an
+offering sets its price (`price`) or adjusts it (`priceAdjustment`: +/-amount or +/-N%,
+never below 0); `capacity` adds extended resources to every instance type with a selected
+offering, the first overlay to name a resource winning. Two overlays of the same weight
+touching the same offering's price, or the same resource of a type, conflict: the later
+one is not applied anywhere (the controller reports it). A NodePool the store was not
+built for gets no instance types until it is (Karpenter's "awaiting nodeoverlay
+evaluation").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from nodewright.api.nodeoverlay import NodeOverlay
+from nodewright.api.nodepool import NodePool
+from nodewright.api.quantity import parse_quantity
+from nodewright.scheduling.catalog import InstanceType, Offering
+from nodewright.scheduling.requirements import (
+    LABEL_CAPACITY_TYPE,
+    LABEL_NODEPOOL,
+    LABEL_ZONE,
+    LABEL_ZONE_ID,
+    Requirement,
+    Requirements,
+)
+
+
+def ordered(overlays: Iterable[NodeOverlay]) -> list[NodeOverlay]:
+    """Highest weight first; equal weights by name, later in the alphabet first."""
+    return sorted(overlays, key=lambda o: (o.spec.weight or 0, o.name), reverse=True)
+
+
+def adjusted_price(price: float, change: str) -> float:
+    """Karpenter's AdjustedPrice: an absolute price, or a signed amount or percentage."""
+    if not change:
+        return price
+    if not change.startswith(("+", "-")):
+        return float(change)
+    if change.endswith("%"):
+        result = price * (1 + float(change[:-1]) / 100)
+    else:
+        result = price + float(change)
+    return max(result, 0.0)
+
+
+def requirements_of(overlay: NodeOverlay) -> Requirements:
+    return Requirements(Requirement.build(r.key, r.operator, r.values or [])
+                        for r in overlay.spec.requirements)
+
+
+def _offering_labels(base: Mapping[str, str], offering: Offering) -> dict[str, str]:
+    labels = {**base, LABEL_ZONE: offering.zone, LABEL_CAPACITY_TYPE: offering.capacity_type}
+    if offering.zone_id:
+        labels[LABEL_ZONE_ID] = offering.zone_id
+    return labels
+
+
+def selected_offerings(nodepool: NodePool, instance_type: InstanceType,
+                       requirements: Requirements) -> list[int]:
+    """Indices of the instance type's offerings the overlay selects in this NodePool."""
+    template = nodepool.spec.template.metadata
+    base = {**instance_type.labels, **((template.labels if template else None) or {}),
+            LABEL_NODEPOOL: nodepool.name}
+    return [index for index, offering in enumerate(instance_type.offerings)
+            if requirements.satisfied_by_labels(_offering_labels(base, offering))]
+
+
+@dataclass
+class _Price:
+    change: str
+    lowest_weight: int
+
+
+@dataclass
+class _Capacity:
+    resources: dict[str, int]
+    lowest_resources: frozenset[str]
+    lowest_weight: int
+
+
+@dataclass
+class _TypeUpdate:
+    prices: dict[int, _Price] = field(default_factory=dict)  # offering index -> price
+    capacity: _Capacity | None = None
+
+
+@dataclass
+class OverlayStore:
+    """What the overlays do to each NodePool's instance types."""
+
+    updates: dict[str, dict[str, _TypeUpdate]] = field(default_factory=dict)
+    evaluated: frozenset[str] = frozenset()
+    applied: dict[str, list[str]] = field(default_factory=dict)  # overlay -> NodePools
+
+    def apply(self, pool: str, instance_types: Sequence[InstanceType]
+              ) -> list[InstanceType] | None:
+        """The pool's instance types with the overlays applied; None when the store was
+        built without this NodePool."""
+        if pool not in self.evaluated:
+            return None
+        updates = self.updates.get(pool)
+        if not updates:
+            return list(instance_types)
+        return [_applied(it, updates[it.name]) if it.name in updates else it
+                for it in instance_types]
+
+
+    def added_resources(self, pool: str) -> frozenset[str]:
+        """The extended resources capacity overlays add to some instance type of the pool."""
+        return frozenset(name for update in self.updates.get(pool, {}).values()
+                         if update.capacity is not None for name in update.capacity.resources)
+
+
+def _applied(instance_type: InstanceType, update: _TypeUpdate) -> InstanceType:
+    offerings = tuple(
+        replace(offering, price=adjusted_price(offering.price, update.prices[index].change),
+                price_overlaid=True)
+        if index in update.prices else offering
+        for index, offering in enumerate(instance_type.offerings))
+    if update.capacity is None or not update.capacity.resources:
+        return replace(instance_type, offerings=offerings)
+    capacity = {**instance_type.capacity, **update.capacity.resources}
+    return replace(instance_type, offerings=offerings, capacity=capacity,
+                   capacity_overlaid=True)
+
+
+def build_store(
+    overlays: Iterable[NodeOverlay],
+    pools: Mapping[str, tuple[NodePool, Sequence[InstanceType]]],
+) -> tuple[OverlayStore, list[str]]:
+    """The store for these NodePools (with their instance types as the cloud offers them)
+    from the valid overlays, and the names of the overlays that conflict."""
+    store = OverlayStore(evaluated=frozenset(pools))
+    conflicting: list[str] = []
+    for overlay in ordered(overlays):
+        requirements = requirements_of(overlay)
+        weight = overlay.spec.weight or 0
+        selections = {
+            name: [(it, selected_offerings(nodepool, it, requirements)) for it in types]
+            for name, (nodepool, types) in pools.items()
+        }
+        if any(_conflicts(store, name, it, picked, overlay, weight)
+               for name, chosen in selections.items() for it, picked in chosen if picked):
+            conflicting.append(overlay.name)
+            continue
+        for name, chosen in selections.items():
+            for it, picked in chosen:
+                if picked:
+                    _store(store, name, it, picked, overlay, weight)
+                    if name not in store.applied.setdefault(overlay.name, []):
+                        store.applied[overlay.name].append(name)
+    return store, conflicting
+
+
+def _price_change(overlay: NodeOverlay) -> str | None:
+    return overlay.spec.price if overlay.spec.price is not None else overlay.spec.price_adjustment
+
+
+def _conflicts(store: OverlayStore, pool: str, it: InstanceType, picked: list[int],
+               overlay: NodeOverlay, weight: int) -> bool:
+    update = store.updates.get(pool, {}).get(it.name)
+    if update is None:
+        return False
+    if _price_change(overlay) is not None and any(
+            index in update.prices and update.prices[index].lowest_weight == weight
+            for index in picked):
+        return True
+    capacity = update.capacity
+    return bool(overlay.spec.capacity and capacity is not None
+                and capacity.lowest_weight == weight
+                and capacity.lowest_resources & set(overlay.spec.capacity))
+
+
+def _store(store: OverlayStore, pool: str, it: InstanceType, picked: list[int],
+           overlay: NodeOverlay, weight: int) -> None:
+    update = store.updates.setdefault(pool, {}).setdefault(it.name, _TypeUpdate())
+    change = _price_change(overlay)
+    if change is not None:
+        for index in picked:
+            known = update.prices.get(index)
+            if known is None:
+                update.prices[index] = _Price(change, weight)
+            else:
+                known.lowest_weight = weight
+    if overlay.spec.capacity:
+        amounts = {name: parse_quantity(value) for name, value in overlay.spec.capacity.items()}
+        if update.capacity is None:
+            update.capacity = _Capacity(dict(amounts), frozenset(amounts), weight)
+        else:
+            for name, amount in amounts.items():
+                update.capacity.resources.setdefault(name, amount)
+            update.capacity.lowest_resources = frozenset(amounts)
+            update.capacity.lowest_weight = weight

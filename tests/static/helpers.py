@@ -1,0 +1,114 @@
+"""Manifests and reads the static NodePool stories share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from nodewright.cluster import objects
+from tests.harness import World
+
+NODE_CLASS = """
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+"""
+
+DYNAMIC_POOL = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: dynamic}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+"""
+
+
+def static_pool(
+    *,
+    replicas: int,
+    node_limit: int | None = None,
+    labels: dict[str, str] | None = None,
+    consolidate_after: str = "30s",
+    drift_budget: str | None = None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = yaml.safe_load("""
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: static}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+""")
+    spec = body["spec"]
+    spec["replicas"] = replicas
+    spec["template"]["metadata"] = {"labels": labels or {"team": "static"}}
+    spec["disruption"] = {"consolidateAfter": consolidate_after,
+                          "budgets": [{"nodes": drift_budget or "10%"}]}
+    if node_limit is not None:
+        spec["limits"] = {"nodes": str(node_limit)}
+    return body
+
+
+def workload(
+    name: str,
+    replicas: int,
+    cpu: str,
+    *,
+    node_selector: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    anti_affinity: bool = False,
+) -> dict[str, Any]:
+    pod_spec: dict[str, Any] = {
+        "containers": [{"name": "app", "resources": {"requests": {"cpu": cpu}}}],
+    }
+    if node_selector:
+        pod_spec["nodeSelector"] = node_selector
+    if anti_affinity:
+        pod_spec["affinity"] = {"podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {"app": name}},
+                "topologyKey": "kubernetes.io/hostname"}]}}
+    metadata: dict[str, Any] = {"labels": {"app": name}}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": metadata, "spec": pod_spec}},
+    }
+
+
+def claims_of(world: World, pool: str) -> list[dict[str, Any]]:
+    return [c for c in world.nodeclaims()
+            if objects.labels(c).get("karpenter.sh/nodepool") == pool]
+
+
+def live_claims_of(world: World, pool: str) -> list[dict[str, Any]]:
+    return [c for c in claims_of(world, pool) if not objects.is_deleting(c)]
+
+
+def nodes_of(world: World, pool: str, *, ready: bool = False) -> list[dict[str, Any]]:
+    found = []
+    for node in world.nodes():
+        if objects.labels(node).get("karpenter.sh/nodepool") != pool:
+            continue
+        if ready and not objects.condition_is_true(node, "Ready"):
+            continue
+        found.append(node)
+    return found
