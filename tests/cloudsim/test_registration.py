@@ -95,6 +95,7 @@ def test_the_node_reports_allocatable_and_is_ready(
         "ephemeral-storage": "17Gi",
         "memory": "6903Mi",
         "pods": "29",
+        "vpc.amazonaws.com/pod-eni": "9",
     }
     assert status["capacity"]["cpu"] == "2" and status["capacity"]["pods"] == "29"
     ready = next(c for c in status["conditions"] if c["type"] == "Ready")

@@ -66,7 +66,8 @@ def test_a_nodeclaim_carries_its_nodepool_template_and_what_launched(world: Worl
     assert spec["resources"]["requests"] == {"cpu": "125m", "memory": "5Gi", "pods": "7"}
     assert status["providerID"].startswith("aws:///")
     assert status["allocatable"] == {"cpu": "1930m", "memory": "6903Mi",
-                                     "ephemeral-storage": "17Gi", "pods": "29"}
+                                     "ephemeral-storage": "17Gi", "pods": "29",
+                                     "vpc.amazonaws.com/pod-eni": "9"}
     for kind in ("Launched", "Registered", "Initialized", "Ready"):
         assert condition(claim, kind) == "True", kind
 

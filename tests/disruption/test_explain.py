@@ -141,3 +141,33 @@ def test_a_node_nodewright_does_not_manage_is_said_to_be_so(
     facts = {fact["label"]: fact["text"] for fact in shown["facts"]}
     assert facts["nodeclaim"] == "(none: not managed by Nodewright)"
     assert "instance" not in facts  # no "? ? in ?" for labels it never had
+
+
+def test_a_pod_held_by_its_volumes_zone_is_explained(
+    world: World, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tests.controllers.test_volumes_story import claim, pod, storage_class, volume
+
+    world.apply(WORKSHOP, storage_class(), volume("pv-c", zone="us-east-1c"),
+                claim("data", volume="pv-c"), pod("db", "data", zone="us-east-1a"))
+    world.advance(30)
+    code, _ = explain(world, "pod", "default/db")
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "its volumes can only be used in zone(s) us-east-1c" in text
+    assert "pending: a volume's zone is why: its volumes can only be used in zone(s) " \
+        "us-east-1c, and no node can take it there" in text
+
+
+def test_a_pod_whose_claim_is_missing_is_explained(
+    world: World, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tests.controllers.test_volumes_story import pod
+
+    world.apply(WORKSHOP, pod("db", "nowhere"))
+    world.advance(30)
+    code, _ = explain(world, "pod", "default/db")
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "pending; Karpenter does not plan for it until its volumes can be used: " \
+        'persistentvolumeclaim "nowhere" not found' in text

@@ -19,7 +19,7 @@ from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE, NODE_LEASE_NAM
 # Karpenter's rules, from the AWS provider's chart v1.14.1 (aws/karpenter-provider-aws,
 # charts/karpenter/templates/clusterrole-core.yaml, clusterrole.yaml and role.yaml; Chart.yaml
 # version 1.14.1). Only the resources we could grant anything on are listed; the chart also
-# reads storage and the remaining workloads, and reads the kube-dns Service in kube-system.
+# reads the kube-dns Service in kube-system.
 READ = ("get", "list", "watch")
 KARPENTER_CLUSTER: dict[tuple[str, str], set[str]] = {
     ("karpenter.sh", "nodepools"): {*READ, "update", "patch"},
@@ -43,6 +43,11 @@ KARPENTER_CLUSTER: dict[tuple[str, str], set[str]] = {
     ("", "events"): {*READ, "create", "patch"},
     ("apps", "daemonsets"): {*READ},
     ("policy", "poddisruptionbudgets"): {*READ},
+    ("", "persistentvolumes"): {*READ},
+    ("", "persistentvolumeclaims"): {*READ},
+    ("storage.k8s.io", "storageclasses"): {*READ},
+    ("storage.k8s.io", "csinodes"): {*READ},
+    ("storage.k8s.io", "volumeattachments"): {*READ},
 }
 # role.yaml, in the release namespace: leases read by any name, renewed only by the leader
 # election's name ("Cannot specify resourceNames on create").

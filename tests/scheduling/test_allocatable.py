@@ -64,7 +64,8 @@ def test_allocatable_matches_karpenters_table_for_every_shared_type() -> None:
 
 def test_workshop_instance_types() -> None:
     assert allocatable_of("m5.large") == {
-        "cpu": "1930m", "memory": "6903Mi", "ephemeral-storage": "17Gi", "pods": "29"
+        "cpu": "1930m", "memory": "6903Mi", "ephemeral-storage": "17Gi", "pods": "29",
+        "vpc.amazonaws.com/pod-eni": "9",
     }
     assert allocatable_of("c5.large")["memory"] == "3114Mi"
     assert allocatable_of("c5.large")["cpu"] == "1930m"
@@ -86,7 +87,8 @@ def test_graviton_loses_64_mib_and_gpus_show_up_as_capacity() -> None:
 def test_max_pods_override_changes_pods_but_not_the_memory_reserved_per_pod() -> None:
     # AL2023 reserves memory for the ENI-limited pod count whatever maxPods says.
     assert allocatable_of("m5.large", maxPods=110) == {
-        "cpu": "1930m", "memory": "6903Mi", "ephemeral-storage": "17Gi", "pods": "110"
+        "cpu": "1930m", "memory": "6903Mi", "ephemeral-storage": "17Gi", "pods": "110",
+        "vpc.amazonaws.com/pod-eni": "9",
     }
 
 

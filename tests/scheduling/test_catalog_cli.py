@@ -78,7 +78,7 @@ def test_json_output_with_a_node_class(
     (m5,) = document["instanceTypes"]
     assert m5["allocatable"] == {
         "cpu": "1750m", "memory": f"{7577 - 574 - 200}Mi", "ephemeral-storage": "17Gi",
-        "pods": "110",
+        "pods": "110", "vpc.amazonaws.com/pod-eni": "9",
     }
     assert {o["capacityType"] for o in m5["offerings"]} == {"on-demand", "spot"}
     assert m5["offerings"][0] == {

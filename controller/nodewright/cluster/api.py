@@ -59,6 +59,12 @@ KINDS: Mapping[str, Kind] = {
         Kind("Deployment", "apps/v1", "deployments", True),
         Kind("StatefulSet", "apps/v1", "statefulsets", True),
         Kind("Job", "batch/v1", "jobs", True),
+        Kind("PersistentVolumeClaim", "v1", "persistentvolumeclaims", True),
+        Kind("PersistentVolume", "v1", "persistentvolumes", False),
+        Kind("StorageClass", "storage.k8s.io/v1", "storageclasses", False, has_status=False),
+        Kind("CSINode", "storage.k8s.io/v1", "csinodes", False, has_status=False),
+        Kind("VolumeAttachment", "storage.k8s.io/v1", "volumeattachments", False),
+        Kind("RuntimeClass", "node.k8s.io/v1", "runtimeclasses", False, has_status=False),
         Kind("Lease", "coordination.k8s.io/v1", "leases", True, has_status=False),
         Kind("Event", "events.k8s.io/v1", "events", True, has_status=False),
     )

@@ -7,9 +7,12 @@ reservation per core range, percentage eviction thresholds) so the results match
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from nodewright.api.ec2nodeclass import EC2NodeClass, KubeletConfiguration
@@ -38,6 +41,8 @@ AWS_NEURON = "aws.amazon.com/neuron"
 AWS_NEURON_CORE = "aws.amazon.com/neuroncore"
 HABANA_GAUDI = "habana.ai/gaudi"
 AWS_EFA = "vpc.amazonaws.com/efa"
+AWS_POD_ENI = "vpc.amazonaws.com/pod-eni"
+POD_ENI_FILE = Path(__file__).parent / "data" / "pod-eni.json"
 
 # kube-reserved cpu: a share of each range of millicores (first core 6 %, second 1 %,
 # cores three and four 0.5 %, every further core 0.25 %).
@@ -182,9 +187,23 @@ def capacity(facts: InstanceTypeFacts, settings: NodeSettings) -> Resources:
         AWS_NEURON: sum(device.count for device in facts.neuron_devices),
         AWS_NEURON_CORE: facts.neuron_cores,
         AWS_EFA: facts.efa_interfaces,
+        AWS_POD_ENI: pod_eni(facts.name),
     }
     result.update({name: count * 1000 for name, count in extended.items() if count > 0})
     return result
+
+
+@cache
+def _branch_interfaces() -> dict[str, int]:
+    with POD_ENI_FILE.open() as data:
+        return dict(json.load(data)["podENI"])
+
+
+def pod_eni(instance_type: str) -> int:
+    """Branch network interfaces a type offers for security groups per pod
+    (`vpc.amazonaws.com/pod-eni`): those of ENI-trunking types, from Karpenter's VPC
+    limits table; 0 on the others."""
+    return _branch_interfaces().get(instance_type, 0)
 
 
 def overhead(facts: InstanceTypeFacts, settings: NodeSettings) -> Overhead:

@@ -22,6 +22,9 @@ NORMALIZED = {
     "beta.kubernetes.io/arch": ARCH,
     "beta.kubernetes.io/os": OS,
     "beta.kubernetes.io/instance-type": INSTANCE_TYPE,
+    # The EBS CSI driver's topology key: its volumes' node affinity names the zone so
+    # (Karpenter's AWS provider adds the same entry).
+    "topology.ebs.csi.aws.com/zone": ZONE,
 }
 
 
@@ -51,6 +54,12 @@ INSTANCE_GPU_MEMORY = _AWS + "gpu-memory"
 INSTANCE_ACCELERATOR_NAME = _AWS + "accelerator-name"
 INSTANCE_ACCELERATOR_MANUFACTURER = _AWS + "accelerator-manufacturer"
 INSTANCE_ACCELERATOR_COUNT = _AWS + "accelerator-count"
+INSTANCE_TENANCY = _AWS + "tenancy"
+
+# Labels every instance type offers several values of (the launch picks one): a
+# requirement on them fits a type when it allows one of these. Tenancy: shared hardware
+# ("default") unless only "dedicated" is allowed.
+OFFERED_VALUES: dict[str, tuple[str, ...]] = {INSTANCE_TENANCY: ("default", "dedicated")}
 
 # Labels a NodePool may not set itself: the provider decides them per instance type/offering.
 WELL_KNOWN_LABELS: frozenset[str] = frozenset(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from nodewright.api.nodepool import NodePool
 from nodewright.api.quantity import parse_quantity
 from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.labels import OFFERED_VALUES
 from nodewright.scheduling.pods import Taint
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
@@ -90,6 +91,11 @@ def labels_compatible(instance_type: InstanceType, requirements: Requirements) -
     labels = instance_type.labels
     for key, requirement in requirements.items():
         if key in _NOT_FROM_INSTANCE_TYPE:
+            continue
+        offered = OFFERED_VALUES.get(key)
+        if offered is not None:
+            if not any(requirement.has(v) for v in offered):
+                return False
             continue
         value = labels.get(key)
         if value is None:

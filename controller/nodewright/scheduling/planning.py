@@ -18,6 +18,7 @@ from nodewright.api.manifests import Document
 from nodewright.api.nodepool import NodePool
 from nodewright.api.problems import FieldPath, Problem
 from nodewright.api.validation import parse_document
+from nodewright.scheduling import runtimeclasses, volumes
 from nodewright.scheduling.catalog import InstanceType, offline_catalog
 from nodewright.scheduling.nodepools import NodePoolTemplate, nodepool_template
 from nodewright.scheduling.pods import (
@@ -118,8 +119,12 @@ def build_problem(
             )
     if any(problem.severity == "error" for problem in problems):
         return None, problems
+    pending, waiting = volumes.plan_pods([d.body for d in documents], collected.pending)
+    for pod, why in waiting:
+        problems.append(Problem("<manifests>", 0, "Pod", pod.name, "spec.volumes",
+                                f"{why}; Karpenter does not plan for this pod yet", "warning"))
     problem = SchedulingProblem(
-        pods=collected.pending,
+        pods=pending,
         nodepools=templates,
         nodes=nodes,
         bound_pods=[pod for pod in collected.bound if pod.node_name in node_names],
@@ -148,6 +153,7 @@ def _collect(
     documents: Sequence[Document], overrides: Mapping[str, int], problems: list[Problem]
 ) -> _Collected:
     collected = _Collected([], {}, [], [], [], [], {})
+    runtime_classes = {d.name: d.body for d in documents if d.kind == "RuntimeClass"}
     for document in documents:
         kind = document.kind
         try:
@@ -159,7 +165,8 @@ def _collect(
                 elif isinstance(model, EC2NodeClass):
                     collected.node_classes[model.name] = model
             elif kind == "Pod" or kind in WORKLOAD_KINDS:
-                for pod in pods_from_manifest(document.body, overrides.get(document.name)):
+                body = runtimeclasses.admit_manifest(document.body, runtime_classes)
+                for pod in pods_from_manifest(body, overrides.get(document.name)):
                     (collected.bound if pod.node_name else collected.pending).append(pod)
             elif kind == "DaemonSet":
                 collected.daemonsets.append(daemonset_from_manifest(document.body))
@@ -170,6 +177,8 @@ def _collect(
                 collected.namespaces[name] = labels
         except SpecError as error:
             problems.append(document.problem(field_path(error.path), error.message))
+        except runtimeclasses.RuntimeClassError as error:
+            problems.append(document.problem(("spec",), str(error)))
     return collected
 
 

@@ -163,6 +163,18 @@ class HostPort:
 
 
 @dataclass(frozen=True, slots=True)
+class VolumeClaim:
+    """A pod volume backed by a PersistentVolumeClaim: `claim` names it, or None for a
+    generic ephemeral volume (whose claim is named `<pod>-<volume>`)."""
+
+    volume: str
+    claim: str | None
+
+    def claim_name(self, pod_name: str) -> str:
+        return self.claim if self.claim is not None else f"{pod_name}-{self.volume}"
+
+
+@dataclass(frozen=True, slots=True)
 class Pod:
     namespace: str
     name: str
@@ -180,30 +192,43 @@ class Pod:
     host_ports: tuple[HostPort, ...] = ()
     owner: str | None = None
     node_name: str | None = None
+    volume_claims: tuple[VolumeClaim, ...] = ()
+    # Filled from the cluster's PVCs, PVs and StorageClasses (`scheduling.volumes`):
+    # alternatives of zone (topology) requirements the node must meet, tried in order,
+    # and the volumes the pod mounts as (CSI driver, "namespace/claim").
+    volume_requirements: tuple[Requirements, ...] = ()
+    volumes: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
     def node_requirements(self) -> Requirements:
-        """nodeSelector, the first required affinity term and the heaviest preferred term.
+        """nodeSelector, the first required affinity term, the first volume topology
+        alternative and the heaviest preferred term.
 
         Karpenter's reading: later required terms (ORed) and lighter preferences are
-        reached by relaxation, one at a time.
+        reached by relaxation, one at a time. Volume topology narrows the node only (not
+        what the pod's spread constraints count, which `required_terms` says).
         """
         requirements = Requirements.from_labels(self.node_selector)
         if self.required_terms:
             requirements = requirements.merged(self.required_terms[0])
+        if self.volume_requirements:
+            requirements = requirements.merged(self.volume_requirements[0])
         if self.preferred_terms:
             heaviest = max(self.preferred_terms, key=lambda wt: wt[0])
             requirements = requirements.merged(heaviest[1])
         return requirements
 
     def strict_node_requirements(self) -> Requirements:
-        """Only what Kubernetes enforces (nodeSelector, first required term)."""
+        """Only what Kubernetes enforces (nodeSelector, first required term, first volume
+        topology alternative)."""
         requirements = Requirements.from_labels(self.node_selector)
         if self.required_terms:
             requirements = requirements.merged(self.required_terms[0])
+        if self.volume_requirements:
+            requirements = requirements.merged(self.volume_requirements[0])
         return requirements
 
     def strict_node_alternatives(self) -> tuple[Requirements, ...]:
@@ -230,6 +255,8 @@ class ExistingNode:
     allocatable: Mapping[str, int] | None
     capacity: Mapping[str, int] | None = None
     unschedulable: bool = False
+    # Volumes each CSI driver can attach to it (its CSINode), for `Pod.volumes`.
+    volume_limits: Mapping[str, int] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------
@@ -478,6 +505,24 @@ def _host_ports(containers: list[Any], path: str) -> tuple[HostPort, ...]:
     return tuple(ports)
 
 
+def _volume_claims(value: Any, path: str) -> tuple[VolumeClaim, ...]:
+    claims = []
+    for i, raw in enumerate(_list(value, path)):
+        volume = _mapping(raw, f"{path}[{i}]")
+        name = str(volume.get("name") or "")
+        if "persistentVolumeClaim" in volume:
+            source = _mapping(volume.get("persistentVolumeClaim"),
+                              f"{path}[{i}].persistentVolumeClaim")
+            claim = source.get("claimName")
+            if not isinstance(claim, str) or not claim:
+                raise SpecError(f"{path}[{i}].persistentVolumeClaim.claimName",
+                                "a claim name is required")
+            claims.append(VolumeClaim(name, claim))
+        elif "ephemeral" in volume:
+            claims.append(VolumeClaim(name, None))
+    return tuple(claims)
+
+
 def parse_pod_spec(
     namespace: str,
     name: str,
@@ -549,6 +594,7 @@ def parse_pod_spec(
         host_ports=_host_ports(containers, f"{path}.containers"),
         owner=owner,
         node_name=str(node_name) if node_name else None,
+        volume_claims=_volume_claims(spec.get("volumes"), f"{path}.volumes"),
     )
 
 
@@ -595,11 +641,39 @@ def pods_from_manifest(body: Mapping[str, Any], replicas: int | None = None) -> 
     first = parse_pod_spec(
         namespace, f"{name}-0", labels, template.get("spec"), "spec.template.spec", f"{kind}/{name}"
     )
-    return [first] + [_renamed(first, f"{name}-{n}") for n in range(1, count)] if count else []
+    templates = _claim_templates(spec, kind)
+    if not count:
+        return []
+    return [_renamed(first, f"{name}-{n}", templates, name) if n or templates else first
+            for n in range(count)]
 
 
-def _renamed(pod: Pod, name: str) -> Pod:
-    return replace(pod, name=name)
+def _claim_templates(spec: Mapping[str, Any], kind: Any) -> tuple[str, ...]:
+    """A StatefulSet's volumeClaimTemplates names (each pod mounts its own claim)."""
+    if kind != "StatefulSet":
+        return ()
+    names = []
+    for i, raw in enumerate(_list(spec.get("volumeClaimTemplates"), "spec.volumeClaimTemplates")):
+        metadata = _mapping(_mapping(raw, f"spec.volumeClaimTemplates[{i}]").get("metadata"),
+                            f"spec.volumeClaimTemplates[{i}].metadata")
+        template_name = metadata.get("name")
+        if not isinstance(template_name, str) or not template_name:
+            raise SpecError(f"spec.volumeClaimTemplates[{i}].metadata.name", "a name is required")
+        names.append(template_name)
+    return tuple(names)
+
+
+def statefulset_claim_name(template: str, statefulset: str, ordinal: int) -> str:
+    return f"{template}-{statefulset}-{ordinal}"
+
+
+def _renamed(pod: Pod, name: str, templates: tuple[str, ...] = (), owner: str = "") -> Pod:
+    if not templates:
+        return replace(pod, name=name)
+    ordinal = int(name.rsplit("-", 1)[1])
+    claims = tuple(c for c in pod.volume_claims if c.volume not in templates) + tuple(
+        VolumeClaim(t, statefulset_claim_name(t, owner, ordinal)) for t in templates)
+    return replace(pod, name=name, volume_claims=claims)
 
 
 def daemonset_from_manifest(body: Mapping[str, Any]) -> DaemonSet:

@@ -55,6 +55,7 @@ from nodewright.scheduling.targets import (
     LIMIT_NODES,
     Candidate,
     ClaimTarget,
+    DaemonPorts,
     ExistingTarget,
     Narrowed,
     PlannedNodeClaim,
@@ -170,10 +171,13 @@ def _tail_problem(claim: PlannedNodeClaim, pool: PoolState, problem: SchedulingP
 def relax(pod: Pod) -> Pod | None:
     """The pod with its next preference dropped, or None when nothing is left to relax.
 
-    Order: other required node-affinity terms, preferred pod affinity, preferred pod
-    anti-affinity, preferred node affinity (heaviest first), ScheduleAnyway spread
-    constraints, and last a toleration for PreferNoSchedule taints.
+    Order: other volume topology alternatives, other required node-affinity terms,
+    preferred pod affinity, preferred pod anti-affinity, preferred node affinity
+    (heaviest first), ScheduleAnyway spread constraints, and last a toleration for
+    PreferNoSchedule taints.
     """
+    if len(pod.volume_requirements) > 1:
+        return replace(pod, volume_requirements=pod.volume_requirements[1:])
     if len(pod.required_terms) > 1:
         return replace(pod, required_terms=pod.required_terms[1:])
     if pod.preferred_pod_affinity:
@@ -209,6 +213,7 @@ def _signature(pod: Pod) -> tuple[object, ...]:
         pod.preferred_pod_anti_affinity,
         pod.spread,
         pod.host_ports,
+        pod.volume_requirements,
     )
 
 
@@ -253,6 +258,7 @@ class _PoolSetup:
     remaining: dict[str, int] | None
     source: DomainSource
     domains: list[tuple[str, str]]
+    daemon_ports: tuple[DaemonPorts, ...] = ()
     # PoolState.candidates_for's answers, shared by every solver of this pool setup.
     filter_cache: dict[Requirements, list[Candidate]] = field(default_factory=dict)
 
@@ -277,6 +283,7 @@ def _node_usage(node: ExistingNode, running: list[Pod],
         # What the node lifecycle controller adds; nodeTaintsPolicy Honor sees it.
         taints = (*taints, UNSCHEDULABLE_TAINT)
     requested: dict[str, int] = {}
+    daemon_ports: list[HostPort] = []
     if not node.unschedulable:
         owners = {pod.owner for pod in running}
         hard_taints = tuple(t for t in node.taints if t.effect != "PreferNoSchedule")
@@ -291,6 +298,7 @@ def _node_usage(node: ExistingNode, running: list[Pod],
             ):
                 for name, amount in daemonset.pod.requests.items():
                     requested[name] = requested.get(name, 0) + amount
+                daemon_ports.extend(daemonset.pod.host_ports)
         for pod in running:
             for name, amount in pod.requests.items():
                 requested[name] = requested.get(name, 0) + amount
@@ -300,7 +308,7 @@ def _node_usage(node: ExistingNode, running: list[Pod],
         source=DomainSource(taints, labels=tuple(sorted(node.labels.items()))),
         running=running,
         requested=requested,
-        host_ports=[port for pod in running for port in pod.host_ports],
+        host_ports=[port for pod in running for port in pod.host_ports] + daemon_ports,
         names=frozenset(name for pod in running for name in pod.requests),
     )
 
@@ -433,9 +441,13 @@ class _Setup:
             for value in requirement.values
         ]
         overhead: dict[str, int] = {}
+        ports: list[DaemonPorts] = []
         for daemonset in self._daemonsets_for_pool(template, requirements):
             for name, amount in daemonset.pod.requests.items():
                 overhead[name] = overhead.get(name, 0) + amount
+            if daemonset.pod.host_ports:
+                ports.append(DaemonPorts(daemonset.pod.strict_node_alternatives(),
+                                         daemonset.pod.host_ports))
         usage = dict(template.usage)
         for node in self.problem.nodes:
             if node.labels.get(LABEL_NODEPOOL) == template.name:
@@ -448,7 +460,8 @@ class _Setup:
             else None
         )
         return _PoolSetup(template, requirements, base, self.index.vector(overhead), remaining,
-                          DomainSource(template.taints, requirements=requirements), domains)
+                          DomainSource(template.taints, requirements=requirements), domains,
+                          tuple(ports))
 
     def _daemonsets_for_pool(
         self, template: NodePoolTemplate, requirements: Requirements
@@ -519,7 +532,8 @@ class _Solver:
             self.topology.add_domain(key, value, setup.source)
         remaining = dict(setup.remaining) if setup.remaining is not None else None
         return PoolState(setup.template, setup.requirements, setup.candidates,
-                         setup.daemon_overhead, remaining, filter_cache=setup.filter_cache)
+                         setup.daemon_overhead, remaining, filter_cache=setup.filter_cache,
+                         daemon_ports=setup.daemon_ports)
 
     def _add_existing_nodes(self, nodes: Sequence[_NodeSetup]) -> None:
         # Without any topology group a bound pod counts toward nothing.
@@ -541,8 +555,11 @@ class _Solver:
                 used=setup.used,
                 labels=node.labels,
                 allocatable=setup.allocatable,
+                volume_limits=node.volume_limits,
             )
             target.host_ports.extend(usage.host_ports)
+            for pod in usage.running:
+                target.add_volumes(pod)
             for pod in usage.running if counted else ():
                 self._record(target, pod)
             self.targets.append(target)
@@ -760,6 +777,10 @@ class _Solver:
         if isinstance(target, ExistingTarget):
             if not context.requirements.satisfied_by_labels(target.labels):
                 return _Rejection("node labels do not match", True)
+            if pod.volumes and target.volume_limits:
+                too_many = target.volume_limit_reason(pod)
+                if too_many is not None:
+                    return _Rejection(too_many, True)
             extra = self._topology_requirements(target, pod, context)
             if isinstance(extra, _Rejection):
                 return extra
@@ -773,6 +794,11 @@ class _Solver:
         conflict = target.requirements.conflict(context.requirements)
         if conflict is not None:
             return _Rejection(conflict, True)
+        if pod.host_ports and target.pool is not None and target.pool.daemon_ports:
+            taken = target.pool.daemon_port_conflict(pod, target.requirements.merged(
+                context.requirements))
+            if taken is not None:
+                return _Rejection(taken, True)
         extra = self._topology_requirements(target, pod, context)
         if isinstance(extra, _Rejection):
             return extra
@@ -865,6 +891,8 @@ class _Solver:
         target.pods.append(pod)
         target.used = change.need
         target.host_ports.extend(pod.host_ports)
+        if isinstance(target, ExistingTarget) and pod.volumes:
+            target.add_volumes(pod)
         if isinstance(target, ClaimTarget):
             target.grew_by_efficiency |= change.grew_by_efficiency
             if change.requirements is not None:

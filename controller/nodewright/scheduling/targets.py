@@ -28,6 +28,7 @@ from nodewright.scheduling.requirements import (
     Requirements,
 )
 from nodewright.scheduling.topology import TopologyGroup
+from nodewright.scheduling.volumes import limits_exceeded
 
 Vector = tuple[int, ...]
 
@@ -89,10 +90,29 @@ class Target:
 class ExistingTarget(Target):
     labels: Mapping[str, str] = field(default_factory=dict)
     allocatable: Vector = ()
+    volume_limits: Mapping[str, int] = field(default_factory=dict)
+    # Claims mounted there, by CSI driver (counted against `volume_limits`).
+    volumes: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def volume_limit_reason(self, pod: Pod) -> str | None:
+        return limits_exceeded(self.volumes, self.volume_limits, pod.volumes)
+
+    def add_volumes(self, pod: Pod) -> None:
+        for driver, claim in pod.volumes:
+            self.volumes[driver] = self.volumes.get(driver, frozenset()) | {claim}
 
     def domains(self, topology_key: str) -> list[str]:
         value = self.labels.get(topology_key)
         return [value] if value is not None else []
+
+
+@dataclass(frozen=True)
+class DaemonPorts:
+    """A DaemonSet's host ports, with the node requirements under which it runs (one
+    alternative per ORed nodeSelectorTerm)."""
+
+    alternatives: tuple[Requirements, ...]
+    ports: tuple[HostPort, ...]
 
 
 @dataclass(eq=False)
@@ -104,6 +124,8 @@ class PoolState:
     candidates: list[Candidate]
     daemon_overhead: Vector
     remaining: dict[str, int] | None
+    # Host ports the DaemonSets that may run on its nodes take.
+    daemon_ports: tuple[DaemonPorts, ...] = ()
     filter_cache: dict[Requirements, list[Candidate]] = field(default_factory=dict)
     first_fit_cache: dict[tuple[int, int, Vector], tuple[list[Candidate], int | None]] = field(
         default_factory=dict
@@ -124,6 +146,18 @@ class PoolState:
     @property
     def name(self) -> str:
         return self.template.name
+
+    def daemon_port_conflict(self, pod: Pod, requirements: Requirements) -> str | None:
+        """Why a DaemonSet that would run on a node of these requirements holds one of
+        the pod's host ports (Karpenter counts DaemonSet host ports per node)."""
+        for daemon in self.daemon_ports:
+            if not any(requirements.conflict(a) is None for a in daemon.alternatives):
+                continue
+            for wanted in pod.host_ports:
+                if any(wanted.conflicts(taken) for taken in daemon.ports):
+                    return (f"host port {wanted.port}/{wanted.protocol} is taken by a "
+                            "DaemonSet's pod")
+        return None
 
     def candidates_for(self, requirements: Requirements) -> list[Candidate]:
         """Types compatible with the requirements, cheapest first (cached per requirements)."""
@@ -302,6 +336,9 @@ class ClaimTarget(Target):
     ) -> tuple[Narrowed | None, str | None]:
         """Candidates that satisfy `requirements` and hold `need`; None and why if none."""
         assert self.pool is not None
+        # minValues (Strict) is checked on every placement, the first one included: a
+        # claim never launches with fewer distinct values than a requirement asks for.
+        has_min_values = any(r.min_values is not None for r in requirements.values())
         if changed:
             base = self._restricted(requirements)
             if not base:
@@ -309,16 +346,14 @@ class ClaimTarget(Target):
             start = 0
         else:
             base, start = self.candidates, self.start
-            if fits(need, self.min_allocatable):
+            if not has_min_values and fits(need, self.min_allocatable):
                 return Narrowed(base, start), None
             if not fits(need, self.max_allocatable):
                 return None, "no instance type has room"
         index = self.pool.first_fit(base, start, need)
         if index is None:
             return None, "no instance type has room"
-        eager = self.pool.remaining is not None or any(
-            r.min_values is not None for r in requirements.values()
-        )
+        eager = self.pool.remaining is not None or has_min_values
         if not eager:
             return Narrowed(base, index), None
         kept = Narrowed(base, index).fitting(need)

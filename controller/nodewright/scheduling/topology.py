@@ -325,7 +325,7 @@ class Topology:
         """Which of the node's possible domains `pod` may take under `group`.
 
         Spread and affinity pick one domain (so that the count can be recorded);
-        anti-affinity keeps every domain without a matching pod.
+        anti-affinity keeps every allowed domain without a matching pod.
         """
         kind = group.key.kind
         counts = group.counts
@@ -337,15 +337,21 @@ class Topology:
             with_pods = [d for d in candidates if counts.get(d, 0) > 0]
             if with_pods:
                 return [max(with_pods, key=lambda d: (counts[d], _neg(d)))]
-            if group.selects(pod) and not any(counts.values()) and candidates:
-                # Nothing to be near yet and the pod is one of its own kind: start a domain.
+            if group.selects(pod) and candidates and not any(
+                count > 0 and _allowed(pod_requirement, d) for d, count in counts.items()
+            ):
+                # The pod is one of its own kind and nothing it could be near exists (no
+                # pod yet, or only in domains the pod's own requirements exclude): start a
+                # domain (Karpenter's nextDomainAffinity bootstrap).
                 return [candidates[0]]
             return []
-        free = [d for d in node_domains if counts.get(d, 0) == 0]
-        if kind == ANTI_AFFINITY:
-            # The pod's own term: settle on one domain so that its count stays exact.
-            return free[:1]
-        return free
+        # Anti-affinity, the pod's own term or another pod's (inverse): every domain the
+        # pod may take without a matching pod. The node is not narrowed to one of them
+        # (Karpenter's late committal): the pod is counted in all of them until its node
+        # launches in one, so a pod it repels waits for that (the "Schrödinger" case), and
+        # pods with zonal anti-affinity among themselves are placed one per batch.
+        return [d for d in node_domains
+                if counts.get(d, 0) == 0 and _allowed(pod_requirement, d)]
 
     def _spread_domain(
         self,

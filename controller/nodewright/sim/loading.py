@@ -44,7 +44,8 @@ DURATION_SETTINGS = {
     "terminationDelay": "termination_delay",
 }
 # Optional knobs of the simulated EC2 beyond the spec's (nodewright.cloud.sim.settings).
-EXTRA_DURATION_SETTINGS = ("spotInterruptionNotice", "nodeMonitorGracePeriod")
+EXTRA_DURATION_SETTINGS = ("spotInterruptionNotice", "nodeMonitorGracePeriod",
+                           "volumeDetachDelay")
 SETTINGS_KEYS = (
     *DURATION_SETTINGS, "featureGates", *EXTRA_DURATION_SETTINGS, "startupTaintDelay",
     "kubernetesVersion", "minValuesPolicy",

@@ -32,6 +32,7 @@ from nodewright.scheduling.pods import (
     pods_from_manifest,
     replicas_of,
 )
+from nodewright.scheduling.volumes import check_manifest
 from nodewright.sim.reader import FieldReader, describe
 from nodewright.sim.scenario import CLUSTER_SCOPED_KINDS, MANIFEST_KINDS, ObjectRef
 
@@ -154,6 +155,8 @@ def _read_spec(body: Mapping[str, Any], kind: str) -> None:
         _read_pdb(body)
     elif kind == "PodTemplate":
         _read_pod_template(body)
+    else:
+        check_manifest(kind, body)
 
 
 def _read_pod_template(body: Mapping[str, Any]) -> None:

@@ -58,7 +58,10 @@ class _Run:
         world = self.world
         recorder = world.recorder
         # Namespaces first, as `kubectl apply` of a directory needs them to be.
-        ordered = sorted(world.scenario.manifests, key=lambda d: d.kind != "Namespace")
+        # Then the classes objects refer to: StorageClasses (a claim without one gets
+        # the default class when created) and RuntimeClasses (a pod's overhead).
+        first = {"Namespace": 0, "StorageClass": 1, "RuntimeClass": 1, "PersistentVolume": 2}
+        ordered = sorted(world.scenario.manifests, key=lambda d: first.get(d.kind, 3))
         for document in ordered:
             self._call(0, partial(world.apply, document))
         recorder.note("scenario", "start",

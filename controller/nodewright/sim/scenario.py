@@ -25,9 +25,10 @@ MANIFEST_KINDS = (
     "NodePool", "EC2NodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job", "Pod",
     "DaemonSet", "PodDisruptionBudget", "Namespace", "Node", "NodeOverlay",
     "CapacityBuffer", "PodTemplate",
+    "StorageClass", "PersistentVolumeClaim", "PersistentVolume", "RuntimeClass",
 )
 CLUSTER_SCOPED_KINDS = ("NodePool", "EC2NodeClass", "Namespace", "Node", "NodeClaim",
-                        "NodeOverlay")
+                        "NodeOverlay", "StorageClass", "PersistentVolume", "RuntimeClass")
 
 
 @dataclass(frozen=True)

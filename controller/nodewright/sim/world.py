@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from nodewright.api.formats import parse_duration
 from nodewright.api.manifests import Document
 from nodewright.cloud.sim.provider import SimulatedEC2
 from nodewright.cloud.sim.settings import SimSettings
@@ -16,6 +17,7 @@ from nodewright.cloud.sim.world import CapacityRule, PriceOverride
 from nodewright.cluster.api import KINDS, NotFoundError
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.cluster.memory.actors import ActorSettings, cluster_actors
+from nodewright.cluster.memory.volumes import DETACH_DELAY
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods.disruption_pass import (
     SINGLE_NODE_SIMULATIONS,
@@ -109,7 +111,11 @@ def build_world(scenario: Scenario) -> World:
         capacity_buffer=settings.feature_gates.get("CapacityBuffer", False),
     ))
     driver = VirtualDriver(clock, cluster)
-    driver.add(*cluster_actors(cluster, ActorSettings(pod_start_delay=settings.pod_start_delay)))
+    detach = parse_duration(str(settings.raw.get("volumeDetachDelay", "10s")))
+    driver.add(*cluster_actors(cluster, ActorSettings(
+        pod_start_delay=settings.pod_start_delay,
+        volume_detach_delay=detach if detach is not None else DETACH_DELAY,
+    )))
     controllers.attach(driver)
     recorder = Recorder(scenario.start, clock.now, ec2, cluster,
                         nominations=_nomination_counter(controllers))

@@ -26,6 +26,7 @@ from nodewright.cluster.api import ApiError, ClusterAPI
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.runtime.statelock import StateLock
+from nodewright.scheduling import volumes
 from nodewright.scheduling.overlays import OverlayStore
 from nodewright.scheduling.pods import DaemonSet, Pod
 from nodewright.state.buffers import BufferPods
@@ -336,8 +337,20 @@ class ClusterState:
         return bool(self.pods.pending)
 
     def pod_model(self, key: str) -> Pod:
-        """The parsed pod (raises SpecError naming the bad field)."""
-        return self.pods.model(key)
+        """The parsed pod, with what its volumes require (raises SpecError naming the bad
+        field)."""
+        return volumes.resolved(self.pods.model(key), self.config.storage)
+
+    def volume_problem(self, pod: Pod) -> str | None:
+        """Why the pod's PersistentVolumeClaims keep it from being planned now."""
+        return volumes.problem(pod, self.config.storage) if pod.volume_claims else None
+
+    def volume_limits(self, node_name: str) -> dict[str, int]:
+        """Volumes each CSI driver can attach to the node (its CSINode)."""
+        return self.config.storage.attach_limits(node_name)
+
+    def volume_attachments(self, node_name: str) -> list[Object]:
+        return self.config.storage.attachments_on(node_name)
 
     def bound_pod_models(self, node_names: Iterable[str]) -> Iterator[Pod]:
         """Parsed non-terminal pods bound to these nodes (unreadable ones are skipped)."""
@@ -347,7 +360,7 @@ class ClusterState:
                 continue
             for key in pods.requests:
                 try:
-                    yield self.pods.model(key)
+                    yield self.pod_model(key)
                 except (KeyError, ValueError):
                     continue
 

@@ -133,6 +133,60 @@ class DaemonSetCache:
         return self._models
 
 
+class StorageObjects:
+    """PersistentVolumeClaims, PersistentVolumes, StorageClasses (a `VolumeLookup`),
+    VolumeAttachments and CSINodes (each node's attach limits)."""
+
+    def __init__(self) -> None:
+        self.claims: dict[str, Object] = {}
+        self.volumes: dict[str, Object] = {}
+        self.classes: dict[str, Object] = {}
+        self.attachments: dict[str, Object] = {}
+        self.csi_nodes: dict[str, Object] = {}
+
+    def claim(self, namespace: str, name: str) -> Object | None:
+        return self.claims.get(f"{namespace}/{name}")
+
+    def volume(self, name: str) -> Object | None:
+        return self.volumes.get(name)
+
+    def storage_class(self, name: str) -> Object | None:
+        return self.classes.get(name)
+
+    def attachments_on(self, node_name: str) -> list[Object]:
+        return [
+            attachment for _, attachment in sorted(self.attachments.items())
+            if (attachment.get("spec") or {}).get("nodeName") == node_name
+        ]
+
+    def attach_limits(self, node_name: str) -> dict[str, int]:
+        """Volumes each CSI driver can attach to the node (its CSINode's allocatable)."""
+        csi_node = self.csi_nodes.get(node_name)
+        limits: dict[str, int] = {}
+        for driver in ((csi_node or {}).get("spec") or {}).get("drivers") or []:
+            count = (driver.get("allocatable") or {}).get("count")
+            if isinstance(count, int) and driver.get("name"):
+                limits[str(driver["name"])] = count
+        return limits
+
+    def observe(self, kind: str, obj: Object, deleted: bool) -> bool:
+        store = {
+            "PersistentVolumeClaim": self.claims,
+            "PersistentVolume": self.volumes,
+            "StorageClass": self.classes,
+            "VolumeAttachment": self.attachments,
+            "CSINode": self.csi_nodes,
+        }.get(kind)
+        if store is None:
+            return False
+        key = object_key(obj)
+        if deleted:
+            store.pop(key, None)
+        else:
+            store[key] = obj
+        return True
+
+
 class ConfigObjects:
     """Everything in the cluster that shapes scheduling but is not a pod or a machine."""
 
@@ -143,6 +197,7 @@ class ConfigObjects:
         self.daemonsets = DaemonSetCache()
         self.namespaces: dict[str, dict[str, str]] = {}
         self.pdbs: dict[str, Object] = {}
+        self.storage = StorageObjects()
 
     def observe(self, kind: str, obj: Object, deleted: bool) -> bool:
         """Take an event of a kind this class keeps; False for any other kind."""
@@ -169,12 +224,12 @@ class ConfigObjects:
             else:
                 self.pdbs[key] = obj
         else:
-            return False
+            return self.storage.observe(kind, obj, deleted)
         return True
 
     def copy(self) -> ConfigObjects:
         copied = with_copied_containers(self)
         for name, value in vars(self).items():
-            if isinstance(value, ModelCache | DaemonSetCache):
+            if isinstance(value, ModelCache | DaemonSetCache | StorageObjects):
                 setattr(copied, name, with_copied_containers(value))
         return copied

@@ -18,9 +18,9 @@ from nodewright.scheduling.pods import ExistingNode, SpecError, Taint, parse_tai
 from nodewright.state.wellknown import (
     HOSTNAME_LABEL,
     INITIALIZED_LABEL,
-    KNOWN_EPHEMERAL_TAINTS,
     NODEPOOL_LABEL,
     REGISTERED_LABEL,
+    is_known_ephemeral,
     matches,
 )
 
@@ -225,7 +225,7 @@ class StateNode:
             startup = self._parse_taints(self.nodeclaim, "startupTaints")
             taints = tuple(
                 t for t in taints
-                if not any(matches(t, e) for e in (*KNOWN_EPHEMERAL_TAINTS, *startup))
+                if not is_known_ephemeral(t) and not any(matches(t, s) for s in startup)
             )
         self._cache["taints"] = taints
         return taints

@@ -35,6 +35,15 @@ KNOWN_EPHEMERAL_TAINTS = (
     Taint("node.cloudprovider.kubernetes.io/uninitialized", "true", "NoSchedule"),
     UNREGISTERED_TAINT,
 )
+# Taint families whose keys end in a controller's own suffix (the Node Readiness
+# Controller's readiness.k8s.io/<rule>), ephemeral whatever the suffix.
+KNOWN_EPHEMERAL_TAINT_KEY_PREFIXES = ("readiness.k8s.io/",)
+
+
+def is_known_ephemeral(taint: Taint) -> bool:
+    """Karpenter's IsKnownEphemeralTaint: expected to go while a node initializes."""
+    return any(matches(taint, known) for known in KNOWN_EPHEMERAL_TAINTS) or (
+        taint.key.startswith(KNOWN_EPHEMERAL_TAINT_KEY_PREFIXES))
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 

@@ -42,6 +42,14 @@ WATCHED_KINDS: tuple[str, ...] = (
     "ReplicaSet",
     "PodDisruptionBudget",
     "DaemonSet",
+    # Volume topology, attach limits (CSINode) and termination's wait for detachment,
+    # as Karpenter's chart reads them. RuntimeClass is not read: its admission plugin
+    # has already written the overhead into each pod's spec.
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "CSINode",
+    "VolumeAttachment",
 )
 
 

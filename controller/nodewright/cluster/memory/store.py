@@ -56,6 +56,7 @@ from nodewright.cluster.memory.watch import MemoryWatchStream
 from nodewright.cluster.merge_patch import apply_merge_patch
 from nodewright.runtime.clock import Clock, format_time
 from nodewright.runtime.reconciler import EventType, WatchEvent
+from nodewright.scheduling.runtimeclasses import RuntimeClassError, admitted_spec
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-node-lease")
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -226,6 +227,10 @@ class InMemoryCluster:
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(field, None)
         _apply_defaults(info, new)
+        if info.kind == "PersistentVolumeClaim":
+            self._default_storage_class(new)
+        elif info.kind == "Pod" and (new.get("spec") or {}).get("runtimeClassName"):
+            self._runtime_class(new)
         new = admit(info, new)
         meta = new["metadata"]
         if self.peek(info.kind, meta["name"], meta.get("namespace")) is not None:
@@ -235,6 +240,30 @@ class InMemoryCluster:
         meta["generation"] = 1
         self._commit(info, new, "ADDED")
         return new
+
+    def _runtime_class(self, pod: Object) -> None:
+        """The RuntimeClass admission plugin (`scheduling.runtimeclasses`)."""
+        name = str(pod["spec"]["runtimeClassName"])
+        try:
+            pod["spec"] = admitted_spec(pod["spec"], self.peek("RuntimeClass", name), name)
+        except RuntimeClassError as error:
+            raise InvalidError(f'pods "{pod["metadata"].get("name")}" is forbidden: '
+                               f"{error}") from None
+
+    def _default_storage_class(self, claim: Object) -> None:
+        """The DefaultStorageClass admission plugin: a claim that names no class gets the
+        one annotated as the default (the newest when several are)."""
+        spec = claim.setdefault("spec", {})
+        if "storageClassName" in spec:
+            return
+        defaults = [
+            sc for sc in self.peek_all("StorageClass")
+            if (sc["metadata"].get("annotations") or {}).get(DEFAULT_CLASS_ANNOTATION) == "true"
+        ]
+        if defaults:
+            newest = max(defaults, key=lambda sc: (sc["metadata"].get("creationTimestamp", ""),
+                                                   sc["metadata"]["name"]))
+            spec["storageClassName"] = newest["metadata"]["name"]
 
     def update(self, obj: Object, *, subresource: str | None = None) -> Object:
         info = kind_of_checked(obj.get("kind") if isinstance(obj, Mapping) else None)
@@ -560,6 +589,9 @@ class InMemoryCluster:
 # ---------------------------------------------------------------------------------------
 
 
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+
 def kind_of_checked(kind: Any) -> Kind:
     """The Kind, or InvalidError naming the unsupported kind."""
     try:
@@ -580,6 +612,8 @@ def _apply_defaults(info: Kind, obj: Object) -> None:
         spec.setdefault("schedulerName", DEFAULT_SCHEDULER)
         spec.setdefault("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
         spec.setdefault("restartPolicy", "Always")
+        obj.setdefault("status", {}).setdefault("phase", "Pending")
+    elif info.kind == "PersistentVolumeClaim":
         obj.setdefault("status", {}).setdefault("phase", "Pending")
     elif info.kind == "Namespace":
         meta = obj["metadata"]

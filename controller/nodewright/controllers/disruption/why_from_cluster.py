@@ -15,7 +15,7 @@ from the catalog the caller gives, by default the offline catalog of the cluster
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,8 +34,9 @@ from nodewright.controllers.provisioning.problem import scheduling_problem
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.scheduling.catalog import InstanceType, offline_catalog
 from nodewright.scheduling.offline_data import regions as offline_regions
-from nodewright.scheduling.pods import SpecError
-from nodewright.scheduling.solver import solve
+from nodewright.scheduling.pods import Pod, SpecError
+from nodewright.scheduling.solver import SchedulingProblem, solve
+from nodewright.scheduling.volumes import zones_of
 from nodewright.state import ClusterState
 from nodewright.state.pods import pod_key
 from nodewright.state.statenode import StateNode
@@ -46,7 +47,8 @@ from nodewright.state.wellknown import (
 )
 
 STATE_KINDS = ("NodePool", "EC2NodeClass", "NodeClaim", "Node", "Pod", "PodDisruptionBudget",
-               "DaemonSet", "Namespace")
+               "DaemonSet", "Namespace", "PersistentVolumeClaim", "PersistentVolume",
+               "StorageClass")
 CONDITIONS = ("Initialized", "Drifted", "Consolidatable", "Disruptable", "DisruptionReason")
 REGION_LABEL = "topology.kubernetes.io/region"
 
@@ -294,6 +296,13 @@ def _region(state: ClusterState) -> str:
     return "us-east-1"
 
 
+def _fits_without_volumes(problem: SchedulingProblem, model: Pod) -> bool:
+    """Whether the pod could be placed if its volumes did not tie it to their zones."""
+    free = replace(model, volume_requirements=())
+    result = solve(replace(problem, pods=[free]))
+    return free.key not in dict(result.unschedulable)
+
+
 def explain_pod(cluster: ClusterAPI, namespace: str, name: str, now: datetime,
                 cloud: Any = None) -> Explanation:
     try:
@@ -325,12 +334,27 @@ def explain_pod(cluster: ClusterAPI, namespace: str, name: str, now: datetime,
         return Explanation(subject, f"pending; its spec cannot be read: {error}", facts, events)
     except KeyError:
         return Explanation(subject, "pending (not yet seen)", facts, events)
+    volume_problem = state.volume_problem(model)
+    if volume_problem is not None:
+        return Explanation(subject, "pending; Karpenter does not plan for it until its "
+                           f"volumes can be used: {volume_problem}", facts, events)
+    volume_zones = zones_of(model.volume_requirements, ZONE_LABEL)
+    if volume_zones is not None:
+        facts.append(Line("volumes", f"its volumes can only be used in zone(s) "
+                                     f"{', '.join(sorted(volume_zones))}"))
     built = scheduling_problem(state, cloud or OfflineCatalog(_region(state)), [model])
     for pool, why in sorted(built.skipped_pools.items()):
         facts.append(Line(f"NodePool {pool}", f"not used: {why}"))
     result = solve(built.problem)
     reasons = dict(result.unschedulable)
-    if model.key in reasons:
+    if model.key in reasons and model.volume_requirements and _fits_without_volumes(
+        built.problem, model
+    ):
+        where = (f"in zone(s) {', '.join(sorted(volume_zones))}" if volume_zones is not None
+                 else "where its volumes are")
+        summary = (f"pending: a volume's zone is why: its volumes can only be used {where}, "
+                   f"and no node can take it there ({reasons[model.key]})")
+    elif model.key in reasons:
         summary = f"pending: {reasons[model.key]}"
     else:
         placed = next((node for node, pods in result.existing if model.key in pods), None)

@@ -24,7 +24,7 @@ from nodewright.controllers.nodeclaim.registration import REGISTERED, find_node
 from nodewright.controllers.patching import patch_object
 from nodewright.state.wellknown import (
     INITIALIZED_LABEL,
-    KNOWN_EPHEMERAL_TAINTS,
+    is_known_ephemeral,
     matches,
     taint_of,
 )
@@ -88,7 +88,7 @@ class Initialization:
                                       f'StartupTaint "{describe_taint(found)}" still exists')
                 return None
         for taint in taints:
-            if any(matches(taint_of(taint), known) for known in KNOWN_EPHEMERAL_TAINTS):
+            if is_known_ephemeral(taint_of(taint)):
                 NODECLAIM.set_unknown(claim, INITIALIZED, now, "KnownEphemeralTaintsExist",
                                       f'KnownEphemeralTaint "{describe_taint(taint)}" still '
                                       "exists")

@@ -167,6 +167,9 @@ def scheduling_problem(
         node = machine.existing_node()
         if node.name in by_name:
             continue
+        limits = state.volume_limits(machine.node_name) if machine.node_name else {}
+        if limits:
+            node = replace(node, volume_limits=limits)
         by_name[node.name] = machine
         existing.append(node)
         if machine.node_name and machine.node_name != node.name:

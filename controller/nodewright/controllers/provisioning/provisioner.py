@@ -25,6 +25,7 @@ from nodewright.api.quantity import format_quantity, parse_quantity
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ApiError, ClusterAPI
 from nodewright.cluster.events import Event, EventRecorder
+from nodewright.controllers.disruption.podrules import PdbLimits, do_not_disrupt_until
 from nodewright.controllers.logfields import duration, listed, nodeclaim_fields
 from nodewright.controllers.provisioning.batcher import (
     DEFAULT_IDLE_SECONDS,
@@ -177,24 +178,43 @@ class Provisioner:
         buffers = self.state.buffers
         if buffers is not None and buffers.buffers():
             return True  # headroom is looked at as often as pending pods
-        return self.state.has_provisionable_pods() or any(
-            self._reschedulable(node_name) for node_name in self._deleting_node_names()
-        )
+        if self.state.has_provisionable_pods():
+            return True
+        names = self._deleting_node_names()
+        if not names:
+            return False
+        pdbs = self._pdbs()
+        return any(self._reschedulable(node_name, pdbs) for node_name in names)
 
     def _deleting_node_names(self) -> list[str]:
         return [n.node_name for n in self.state.deleting_nodes() if n.node is not None]
 
-    def _reschedulable(self, node_name: str) -> list[Mapping[str, Any]]:
-        return [pod for pod in self.state.pods_on(node_name) if podutil.is_reschedulable(pod)]
+    def _pdbs(self) -> PdbLimits:
+        pdbs, _ = PdbLimits.build(self.state.pdbs(), list(self.state.pods.objects.values()))
+        return pdbs
+
+    def _reschedulable(self, node_name: str, pdbs: PdbLimits) -> list[Mapping[str, Any]]:
+        """Pods of a deleting node that will need a place soon (Karpenter's
+        IsCurrentlyReschedulable): not a do-not-disrupt pod that waits out its node's
+        terminationGracePeriod, nor one a PodDisruptionBudget fully blocks (maxUnavailable
+        0 or 0%, minAvailable 100%). Capacity launched for those would wait idle."""
+        now = self.clock.now()
+        return [
+            pod for pod in self.state.pods_on(node_name)
+            if podutil.is_reschedulable(pod)
+            and not (podutil.is_active(pod) and do_not_disrupt_until(pod, now)[0])
+            and pdbs.blocking(pod, now, fully_only=True) is None
+        ]
 
     # -- one solve -----------------------------------------------------------------------
 
     def pods_to_schedule(self) -> tuple[list[Pod], list[tuple[Pod, StateNode]]]:
         """(pods to place, pods already placed with their machine). To place: pending pods
-        (unreadable ones reported and skipped) and the reschedulable pods of machines being
-        deleted (they will need a place once their node drains). Already placed: pending
-        pods whose nomination to a machine still holds (`ClusterState.nominated_machine`);
-        they keep their room there, so a later solve does not launch for them again."""
+        (unreadable ones reported and skipped) and the currently reschedulable pods of
+        machines being deleted (they will need a place once their node drains). Already
+        placed: pending pods whose nomination to a machine still holds
+        (`ClusterState.nominated_machine`); they keep their room there, so a later solve
+        does not launch for them again."""
         pods: list[Pod] = []
         placed: list[tuple[Pod, StateNode]] = []
         refreshed: dict[str, str] = {}
@@ -202,6 +222,12 @@ class Provisioner:
             model = self._model(obj)
             if model is None or _avoids_karpenter(model):
                 self._ignored += 1
+                continue
+            volume_problem = self.state.volume_problem(model)
+            if volume_problem is not None:
+                # Karpenter ignores the pod until its volumes can be planned for.
+                self._ignored += 1
+                self._failed(obj, f"ignoring pod, {volume_problem}")
                 continue
             machine = self.state.nominated_machine(model.key)
             if machine is None:
@@ -211,8 +237,10 @@ class Provisioner:
             if not machine.initialized:
                 refreshed[model.key] = str(self.state.pod_nomination(model.key))
         self.state.record_pod_nominations(refreshed)
-        for node_name in self._deleting_node_names():
-            for obj in self._reschedulable(node_name):
+        names = self._deleting_node_names()
+        pdbs = self._pdbs() if names else PdbLimits(())
+        for node_name in names:
+            for obj in self._reschedulable(node_name, pdbs):
                 model = self._model(obj)
                 if model is not None:
                     pods.append(replace(model, node_name=None))

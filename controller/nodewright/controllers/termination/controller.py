@@ -6,8 +6,12 @@ finalizer comes off at once. Otherwise the node is tainted karpenter.sh/disrupte
 NoSchedule (and excluded from load balancers), drained through the Eviction API (see
 `terminator` and `eviction`; the NodeClaim shows Drained=Unknown, then True once nothing
 waits and at least 5 s have passed, so pods bound just before the taint are caught), its
-instance is terminated until the cloud says it is gone (InstanceTerminating=True), and
-then the finalizer is removed. The deadline for the drain is the NodeClaim's
+VolumeAttachments are waited for until the attach-detach controller has deleted them
+(VolumesDetached=Unknown AwaitingVolumeDetachment, then True; False
+TerminationGracePeriodElapsed when the deadline passes first; attachments of volumes
+that pods which are not drained still use do not count), its instance is terminated until
+the cloud says it is gone (InstanceTerminating=True), and then the finalizer is removed.
+The deadline for the drain and the detachment is the NodeClaim's
 karpenter.sh/nodeclaim-termination-timestamp annotation.
 """
 
@@ -31,6 +35,7 @@ from nodewright.controllers.nodeclaim.finalize import INSTANCE_TERMINATING, inst
 from nodewright.controllers.patching import patch_object, patch_status
 from nodewright.controllers.termination.eviction import Evictor
 from nodewright.controllers.termination.terminator import Terminator
+from nodewright.controllers.termination.volumes import pending_attachments
 from nodewright.runtime.clock import Clock, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState, podutil
@@ -49,6 +54,8 @@ log = logging.getLogger(__name__)
 
 DRAINED = "Drained"
 VOLUMES_DETACHED = "VolumesDetached"
+AWAITING_DETACHMENT = "AwaitingVolumeDetachment"
+GRACE_PERIOD_ELAPSED = "TerminationGracePeriodElapsed"
 MIN_DRAIN_SECONDS = 5.0
 DRAIN_RECHECK_SECONDS = 1.0
 INSTANCE_CHECK_SECONDS = 5.0
@@ -87,6 +94,7 @@ class NodeTermination:
             Watch("Node"),
             Watch("Pod", keys=self._node_of_pod),
             Watch("NodeClaim", keys=self._node_of_nodeclaim),
+            Watch("VolumeAttachment", keys=self._node_of_attachment),
         )
 
     @property
@@ -101,6 +109,11 @@ class NodeTermination:
         if node is None or node.node is None:
             return ()
         return (node_name,) if (node.node.get("metadata") or {}).get("deletionTimestamp") else ()
+
+    @staticmethod
+    def _node_of_attachment(event: WatchEvent) -> Iterable[str]:
+        node_name = (event.object.get("spec") or {}).get("nodeName")
+        return (str(node_name),) if node_name else ()
 
     def _node_of_nodeclaim(self, event: WatchEvent) -> Iterable[str]:
         node = self.state.node_for_nodeclaim(event.name)
@@ -157,8 +170,9 @@ class NodeTermination:
         node = self._taint(node)
         claim_after = deep_copy(claim) if claim is not None else None
         result = self._drain(node, claim_after, deadline)
+        if result is None:
+            result = self._await_volume_detachment(node, claim_after, deadline)
         if result is None and claim_after is not None:
-            NODECLAIM.set_true(claim_after, VOLUMES_DETACHED, self.clock.now())
             result = self._terminate_instance(claim_after)
         if claim is not None and claim_after is not None:
             patch_status(self.cluster, claim, claim_after)
@@ -230,6 +244,35 @@ class NodeTermination:
                 if left_seconds > 0:
                     return Result(requeue_after=min(left_seconds, DRAIN_RECHECK_SECONDS))
             NODECLAIM.set_true(claim, DRAINED, now)
+        return None
+
+    def _await_volume_detachment(self, node: Object, claim: Object | None,
+                                 deadline: datetime | None) -> Result | None:
+        """Wait until the attach-detach controller has removed the node's
+        VolumeAttachments (so the volumes can attach elsewhere at once, not after a
+        multi-attach timeout), unless the termination grace period has run out."""
+        now = self.clock.now()
+        pending = pending_attachments(self.state, str(node["metadata"]["name"]), now)
+        if not pending:
+            if claim is not None:
+                NODECLAIM.set_true(claim, VOLUMES_DETACHED, now)
+            return None
+        if deadline is None or now <= deadline:
+            names = [str(a["metadata"]["name"]) for a in pending]
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} other(s)"
+                                             if len(names) > 5 else "")
+            self.recorder.publish(Event(
+                regarding=node, type="Normal", reason="AwaitingVolumeDetachment",
+                note=f"Awaiting deletion of bound volumeattachments ({shown})",
+                action="Terminate", dedupe_values=(str(node["metadata"]["name"]),),
+            ))
+            if claim is not None:
+                NODECLAIM.set_unknown(claim, VOLUMES_DETACHED, now, AWAITING_DETACHMENT,
+                                      AWAITING_DETACHMENT)
+            return Result(requeue_after=DRAIN_RECHECK_SECONDS)
+        if claim is not None:
+            NODECLAIM.set_false(claim, VOLUMES_DETACHED, now, GRACE_PERIOD_ELAPSED,
+                                GRACE_PERIOD_ELAPSED)
         return None
 
     def _drain_recheck(self, now: datetime) -> float:

@@ -20,6 +20,7 @@ from nodewright.scheduling.requirements import Requirements
 UNSCHEDULABLE = "node(s) were unschedulable"
 NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 HOST_PORTS = "node(s) didn't have free ports for the requested pod ports"
+VOLUME_NODE_AFFINITY = "node(s) had volume node affinity conflict"
 TOO_MANY_PODS = "Too many pods"
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -66,6 +67,9 @@ class PodFilters:
             return (untolerated_taint(taint),)
         if not self._matches_node_affinity(node):
             return (NODE_AFFINITY,)
+        volume_terms = self.pod.volume_requirements
+        if volume_terms and not any(t.satisfied_by_labels(node.labels) for t in volume_terms):
+            return (VOLUME_NODE_AFFINITY,)
         return ()
 
     def dynamic_reasons(self, node: NodeInfo) -> Sequence[str]:

@@ -40,6 +40,7 @@ NODE_PORTS = "NodePorts"
 NODE_RESOURCES_FIT = "NodeResourcesFit"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 INTER_POD_AFFINITY = "InterPodAffinity"
+VOLUME_BINDING = "VolumeBinding"
 
 # Plugins whose hints queue a pod when an assigned pod appears or goes away.
 ON_ASSIGNED_POD_ADDED = frozenset({POD_TOPOLOGY_SPREAD, INTER_POD_AFFINITY})
@@ -51,6 +52,7 @@ _EXACT_REASONS = {
     filters.UNSCHEDULABLE: NODE_UNSCHEDULABLE,
     filters.NODE_AFFINITY: NODE_AFFINITY,
     filters.HOST_PORTS: NODE_PORTS,
+    filters.VOLUME_NODE_AFFINITY: VOLUME_BINDING,
     filters.TOO_MANY_PODS: NODE_RESOURCES_FIT,
     topology.SPREAD_MISMATCH: POD_TOPOLOGY_SPREAD,
     topology.AFFINITY_MISMATCH: INTER_POD_AFFINITY,

@@ -37,6 +37,7 @@ from nodewright.cluster.memory.kube_scheduler.queue import (
     ON_ASSIGNED_POD_GONE,
     ON_NAMESPACE_CHANGE,
     POD_TOPOLOGY_SPREAD,
+    VOLUME_BINDING,
     NodeChange,
     QueuedPod,
     SchedulingQueue,
@@ -57,7 +58,9 @@ from nodewright.cluster.memory.kube_scheduler.snapshot import (
 from nodewright.cluster.memory.kube_scheduler.topology import PassTopology
 from nodewright.cluster.memory.pod_status import TERMINAL_PHASES, is_terminal, set_pod_condition
 from nodewright.cluster.memory.store import DEFAULT_SCHEDULER, InMemoryCluster
+from nodewright.cluster.memory.volumes import StoreLookup, provision_for_node
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent, singleton_key
+from nodewright.scheduling import volumes
 from nodewright.scheduling.pods import Pod
 
 log = logging.getLogger(__name__)
@@ -66,7 +69,7 @@ UNSCHEDULABLE = "Unschedulable"
 SCHEDULER_ERROR = "SchedulerError"
 NO_NODES = "no nodes available to schedule pods"
 
-World = tuple[int, int, frozenset[str]]
+World = tuple[int, int, frozenset[str], tuple[int, int, int]]
 # kube-scheduler's message and the plugins that rejected the pod.
 Verdict = tuple[str, frozenset[str]]
 NO_PLUGINS: frozenset[str] = frozenset()
@@ -92,14 +95,14 @@ class _Candidates:
 # Pushes a score heap may hold beyond two per candidate before its stale entries go.
 _HEAP_SLACK = 64
 
-# nodeSelector, required and preferred node affinity terms, tolerations.
+# nodeSelector, required node affinity and volume terms, preferred terms, tolerations.
 _CandidatesKey = tuple[frozenset[tuple[str, str]], tuple[Any, ...], tuple[Any, ...],
                        tuple[Any, ...]]
 
 
 def _candidates_key(pod: Pod) -> _CandidatesKey:
-    return (frozenset(pod.node_selector.items()), pod.required_terms, pod.preferred_terms,
-            pod.tolerations)
+    return (frozenset(pod.node_selector.items()), pod.required_terms + pod.volume_requirements,
+            pod.preferred_terms, pod.tolerations)
 
 
 @dataclass(slots=True)
@@ -290,7 +293,11 @@ class KubeScheduler:
             Watch("Pod", self._pod_keys),
             Watch("Node", singleton_key),
             Watch("Namespace", singleton_key),
+            Watch("PersistentVolumeClaim", singleton_key),
+            Watch("PersistentVolume", singleton_key),
+            Watch("StorageClass", singleton_key),
         )
+        self._storage_version = (-1, -1, -1)
 
     @property
     def watches(self) -> Sequence[Watch]:
@@ -331,6 +338,7 @@ class KubeScheduler:
             self.cluster.kind_version("Node"),
             self.cluster.kind_version("Namespace"),
             self._bound_uids,
+            self._storage_version,
         )
         remembered = self._verdicts if world == self._verdicts_world else {}
         scheduling: SchedulingPass | None = None
@@ -342,19 +350,32 @@ class KubeScheduler:
                 self._queue.attempted(entry, now, NO_PLUGINS)
                 self._refuse(obj, SCHEDULER_ERROR, parsed.error or "invalid pod")
                 continue
-            verdict = verdicts.get(parsed.signature) or remembered.get(parsed.signature)
+            pod, signature = parsed.pod, parsed.signature
+            if pod.volume_claims:
+                # VolumeBinding: the claims must be usable, and the node must suit their
+                # volumes' (or StorageClass's) topology.
+                lookup = StoreLookup(self.cluster)
+                why = volumes.problem(pod, lookup)
+                if why is not None:
+                    self._queue.attempted(entry, now, frozenset({VOLUME_BINDING}))
+                    self._refuse(obj, UNSCHEDULABLE, f"0/{self.cluster.count('Node')} nodes "
+                                 f"are available: {why}.")
+                    continue
+                pod = volumes.resolved(pod, lookup)
+                signature = f"{signature}{pod.volume_requirements!r}"
+            verdict = verdicts.get(signature) or remembered.get(signature)
             if verdict is None:
                 if scheduling is None:
                     scheduling = self._new_pass(bound)
-                node, verdict = scheduling.choose(parsed.pod, parsed.signature)
+                node, verdict = scheduling.choose(pod, signature)
                 if node is not None:
                     if self._bind(obj, node.name):
-                        scheduling.placed(parsed.pod, node)
+                        scheduling.placed(pod, node)
                         bound_any = True
                     else:
                         self._queue.attempted(entry, now, NO_PLUGINS)
                     continue
-                verdicts[parsed.signature] = verdict
+                verdicts[signature] = verdict
             self._queue.attempted(entry, now, verdict[1])
             self._refuse(obj, UNSCHEDULABLE, verdict[0])
         if bound_any:
@@ -390,6 +411,12 @@ class KubeScheduler:
         if self._bound_uids - bound_uids:
             self._queue.move_rejected_by(ON_ASSIGNED_POD_GONE, now)
         self._bound_uids = bound_uids
+        storage = (self.cluster.kind_version("PersistentVolumeClaim"),
+                   self.cluster.kind_version("PersistentVolume"),
+                   self.cluster.kind_version("StorageClass"))
+        if storage != self._storage_version:
+            self._storage_version = storage
+            self._queue.move_rejected_by((VOLUME_BINDING,), now)
         namespaces = self.cluster.kind_version("Namespace")
         if namespaces != self._namespaces_version:
             self._namespaces_version = namespaces
@@ -434,6 +461,9 @@ class KubeScheduler:
         return SchedulingPass(nodes, namespace_labels)
 
     def _bind(self, obj: Mapping[str, Any], node: str) -> bool:
+        node_obj = self.cluster.peek("Node", node)
+        if node_obj is not None and (obj.get("spec") or {}).get("volumes"):
+            provision_for_node(self.cluster, obj, node_obj)
         try:
             self.cluster.bind(objects.name(obj), objects.namespace(obj), node)
         except ApiError as error:

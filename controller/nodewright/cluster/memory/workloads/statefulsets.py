@@ -2,7 +2,8 @@
 same name once its predecessor is gone. With the default OrderedReady policy a pod is
 created only when all lower ordinals are Running and Ready, and scale-down removes the
 highest ordinal first, one at a time, while the others are healthy; with Parallel
-everything happens at once."""
+everything happens at once. Each pod mounts its own claims from the volumeClaimTemplates
+(`<template>-<name>-<ordinal>`), created with it and kept after it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodewright.cluster import objects
+from nodewright.cluster.copying import copy_object
 from nodewright.cluster.memory.actor_support import split_key, write_status
 from nodewright.cluster.memory.pod_status import is_ready, is_terminal, phase
 from nodewright.cluster.memory.store import InMemoryCluster
@@ -117,4 +119,32 @@ class StatefulSetController:
         pod["spec"]["hostname"] = name
         if spec.get("serviceName"):
             pod["spec"]["subdomain"] = spec["serviceName"]
+        self._claims(stateful_set, pod, ordinal)
         create(self.cluster, pod)
+
+    def _claims(self, stateful_set: Mapping[str, Any], pod: dict[str, Any], ordinal: int
+                ) -> None:
+        """Each volumeClaimTemplate's claim `<template>-<set>-<ordinal>`, created when
+        missing (kept when the pod goes: the default Retain policy), mounted by the pod."""
+        templates = (stateful_set.get("spec") or {}).get("volumeClaimTemplates") or []
+        volumes = [v for v in pod["spec"].get("volumes") or []
+                   if v.get("name") not in {(t.get("metadata") or {}).get("name")
+                                            for t in templates}]
+        namespace = objects.namespace(stateful_set)
+        for template in templates:
+            template_name = str((template.get("metadata") or {}).get("name") or "")
+            claim_name = f"{template_name}-{objects.name(stateful_set)}-{ordinal}"
+            if self.cluster.peek("PersistentVolumeClaim", claim_name, namespace) is None:
+                labels = dict(((stateful_set.get("spec") or {}).get("selector") or {})
+                              .get("matchLabels") or {})
+                create(self.cluster, {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": claim_name, "namespace": namespace,
+                                 "labels": labels},
+                    "spec": copy_object(template.get("spec") or {}),
+                })
+            volumes.append({"name": template_name,
+                            "persistentVolumeClaim": {"claimName": claim_name}})
+        if templates:
+            pod["spec"]["volumes"] = volumes
