@@ -17,6 +17,7 @@ targets it has not found permanently closed, so identical pods never re-check th
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import chain
@@ -132,7 +133,8 @@ class SchedulingResult:
         }
 
 
-def solve(problem: SchedulingProblem, prepared: PreparedNodes | None = None) -> SchedulingResult:
+def solve(problem: SchedulingProblem, prepared: PreparedNodes | None = None,
+          deadline: float | None = None) -> SchedulingResult:
     """Plan the problem. Untied pods that fit nowhere yet are packed together (`packing`).
     When no pod is tied to another (no topology, no host ports), the pods are also
     planned greedily, in the balanced and in Karpenter's plain order, and the cheapest of
@@ -142,13 +144,22 @@ def solve(problem: SchedulingProblem, prepared: PreparedNodes | None = None) -> 
 
     `prepared` (optional) holds the existing nodes of a larger problem this one was cut
     from by taking nodes away with their bound pods; nodes found there are not worked out
-    again. The plan is the same with or without it."""
+    again. The plan is the same with or without it.
+
+    `deadline` (seconds of wall time, the operator's SOLVE_DEADLINE; None for none): past
+    it the packer stops improving its plans and the greedy cross-check is skipped. Every
+    pod that can be placed still is, but the plan then depends on the machine's speed and
+    load, so the simulator never sets one."""
+    due = None if deadline is None else time.monotonic() + deadline
     setup = _Setup(problem, prepared)
-    solver = _Solver(problem, setup=setup)
+    solver = _Solver(problem, setup=setup, due=due)
     result = solver.run(balanced=True)
     if solver.all_free and len(problem.pods) > 1:
         for balanced in (True, False):
-            greedy = _Solver(problem, pack_free=False, setup=setup).run(balanced=balanced)
+            if due is not None and time.monotonic() >= due:
+                break
+            greedy = _Solver(problem, pack_free=False, setup=setup, due=due).run(
+                balanced=balanced)
             if greedy.hourly_cost < result.hourly_cost - 1e-9:
                 result = greedy
     return result
@@ -493,8 +504,11 @@ class _Solver:
         efficient_growth: bool = True,
         pack_free: bool = True,
         setup: _Setup | None = None,
+        due: float | None = None,
     ) -> None:
         self.problem = problem
+        # When the operator's deadline passes (time.monotonic()), or None.
+        self.due = due
         self.efficient_growth = efficient_growth
         self.pack_free = pack_free
         self.all_free = False
@@ -713,7 +727,9 @@ class _Solver:
         for pod in pods:
             by_shape.setdefault(self._context(pod).vector, []).append(pod)
         shapes = list(by_shape)
-        plan, _ = pack(shapes, [len(by_shape[shape]) for shape in shapes], bins, Budget())
+        budget = Budget(deadline=None if self.due is None
+                        else max(0.0, self.due - time.monotonic()))
+        plan, _ = pack(shapes, [len(by_shape[shape]) for shape in shapes], bins, budget)
         taken = dict.fromkeys(shapes, 0)
         left: list[Pod] = []
         for node in plan:
@@ -1012,7 +1028,8 @@ class _Solver:
         ):
             return [planned]
         tail = _tail_problem(planned, pool, self.problem, claim.pods)
-        sub = _Solver(tail, False, setup=_Setup(tail, pool_memo=self.tail_pools)).run(False)
+        sub = _Solver(tail, False, setup=_Setup(tail, pool_memo=self.tail_pools),
+                      due=self.due).run(False)
         if sub.unschedulable or sub.hourly_cost >= planned.price - 1e-9:
             return [planned]
         parts = []
