@@ -158,8 +158,8 @@ def solve(problem: SchedulingProblem, prepared: PreparedNodes | None = None,
         for balanced in (True, False):
             if due is not None and time.monotonic() >= due:
                 break
-            greedy = _Solver(problem, pack_free=False, setup=setup, due=due).run(
-                balanced=balanced)
+            greedy = _Solver(problem, pack_free=False, setup=setup, due=due,
+                             cutoff=result.hourly_cost).run(balanced=balanced)
             if greedy.hourly_cost < result.hourly_cost - 1e-9:
                 result = greedy
     return result
@@ -505,10 +505,14 @@ class _Solver:
         pack_free: bool = True,
         setup: _Setup | None = None,
         due: float | None = None,
+        cutoff: float | None = None,
     ) -> None:
         self.problem = problem
         # When the operator's deadline passes (time.monotonic()), or None.
         self.due = due
+        # The cost of the plan this one is compared with: when this plan provably cannot
+        # cost less, its NodeClaims are not re-planned (`_result`).
+        self.cutoff = cutoff
         self.efficient_growth = efficient_growth
         self.pack_free = pack_free
         self.all_free = False
@@ -1000,9 +1004,14 @@ class _Solver:
 
     def _result(self, failures: Mapping[str, str]) -> SchedulingResult:
         claims: list[PlannedNodeClaim] = []
-        for target in self.targets:
-            if isinstance(target, ClaimTarget):
-                claims.extend(self._finish(target))
+        finished = [(t, finish_claim(t)) for t in self.targets if isinstance(t, ClaimTarget)]
+        if self.cutoff is not None and self._at_least(finished) >= self.cutoff - 1e-9:
+            # Re-plans only lower a claim's price, and not below `_replan_floor`: this plan
+            # cannot beat the cutoff, so its re-plans would be wasted.
+            claims = [planned for _, planned in finished]
+        else:
+            for target, planned in finished:
+                claims.extend(self._finish(target, planned))
         existing = tuple(
             (t.hostname, tuple(p.key for p in t.pods if p.node_name is None))
             for t in self.targets
@@ -1012,20 +1021,52 @@ class _Solver:
         unschedulable = tuple(sorted(failures.items()))
         return SchedulingResult(tuple(claims), existing, unschedulable)
 
-    def _finish(self, claim: ClaimTarget) -> list[PlannedNodeClaim]:
-        """The planned claim; a partly filled claim of free pods that grew by the efficiency
-        rule is re-planned on its own with growth capped by the price of a separate node,
-        and the cheaper of the two plans is kept (this trims the last, half-empty node)."""
-        planned = finish_claim(claim)
+    def _replannable(self, claim: ClaimTarget) -> bool:
         pool = claim.pool
-        if (
+        return not (
             not self.efficient_growth
             or pool is None
             or pool.remaining is not None
             or not claim.grew_by_efficiency
             or _fill(claim) >= _REPLAN_BELOW_FILL
             or not all(self._is_free(pod) for pod in claim.pods)
-        ):
+        )
+
+    def _at_least(self, finished: Sequence[tuple[ClaimTarget, PlannedNodeClaim]]) -> float:
+        """A lower bound on the plan's cost once `_finish` has re-planned its claims."""
+        total = 0.0
+        for claim, planned in finished:
+            if self._replannable(claim):
+                total += min(planned.price, self._replan_floor(claim))
+            else:
+                total += planned.price
+        return total
+
+    def _replan_floor(self, claim: ClaimTarget) -> float:
+        """No plan for the claim's pods costs less: per resource, their requests at the
+        lowest price per unit of it among the NodePool's types (room after DaemonSets)."""
+        assert claim.pool is not None
+        pool = claim.pool
+        need = [0] * len(pool.daemon_overhead)
+        for pod in claim.pods:
+            for r, amount in enumerate(self._context(pod).vector):
+                need[r] += amount
+        floor = 0.0
+        for r, amount in enumerate(need):
+            if amount <= 0:
+                continue
+            rate = min((c.price / (c.allocatable[r] - pool.daemon_overhead[r])
+                        for c in pool.candidates
+                        if c.allocatable[r] > pool.daemon_overhead[r]), default=0.0)
+            floor = max(floor, amount * rate)
+        return floor
+
+    def _finish(self, claim: ClaimTarget, planned: PlannedNodeClaim) -> list[PlannedNodeClaim]:
+        """The planned claim; a partly filled claim of free pods that grew by the efficiency
+        rule is re-planned on its own with growth capped by the price of a separate node,
+        and the cheaper of the two plans is kept (this trims the last, half-empty node)."""
+        pool = claim.pool
+        if pool is None or not self._replannable(claim):
             return [planned]
         tail = _tail_problem(planned, pool, self.problem, claim.pods)
         sub = _Solver(tail, False, setup=_Setup(tail, pool_memo=self.tail_pools),
