@@ -34,7 +34,7 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from nodewright.scheduling.knapsack import best_pattern, greedy_pattern, resource_orders
+from nodewright.scheduling.knapsack import GreedyFills, best_pattern
 from nodewright.scheduling.master_lp import MasterLP
 
 Vector = tuple[int, ...]
@@ -403,7 +403,7 @@ def _price(
     stops at the first round that found something."""
     promising = []
     cheap = _CheapBounds(shapes, duals, caps)
-    orders = resource_orders(shapes, duals, caps)
+    fills = GreedyFills(shapes, duals, caps)
     for b in bins:
         cost = b.price + charge[b.key]
         upper = cheap.bound(b.room)
@@ -427,8 +427,7 @@ def _price(
             if nodes:
                 value, counts, visited = best_pattern(b.room, shapes, duals, caps, nodes)
             else:
-                (value, counts), visited = greedy_pattern(
-                    b.room, shapes, duals, caps, orders), 0
+                (value, counts), visited = fills.best(b.room), 0
             budget.spend(visited + 1)
             pattern = tuple(counts)
             if value > cost * (1 + 1e-9) and (b.key, pattern) not in columns:
