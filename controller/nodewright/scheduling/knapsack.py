@@ -217,8 +217,8 @@ def _surrogate(
 
     def evaluate(lam: list[float]) -> float:
         weights = _folded(shares, lam)
-        order = sorted(range(n), key=lambda i: -vals[i] / weights[i] if weights[i] > 0
-                       else -math.inf)
+        keys = [-v / w if w > 0 else -math.inf for v, w in zip(vals, weights, strict=True)]
+        order = sorted(range(n), key=keys.__getitem__)
         return _fractional(order, weights, vals, limits, 1.0)
 
     best_lam: list[float] = [1.0 / nd] * nd
@@ -296,14 +296,7 @@ def solve_knapsack(
     limit = [limits[i] for i in order]
     size = [[shapes[items[i][0]][r] for r in dims] for i in order]
     nd = len(dims)
-    left = [room[r] for r in dims]
-
-    def most_that_fit(i: int) -> int:
-        k = limit[i]
-        for d in range(nd):
-            if size[i][d]:
-                k = min(k, left[d] // size[i][d])
-        return k
+    sized = [[(d, sz) for d, sz in enumerate(size[i]) if sz] for i in range(n)]
 
     # Greedy starts: the branching order, then by value per summed share of the room and
     # per share of each resource alone; the best is the pattern to beat.
@@ -325,12 +318,16 @@ def solve_knapsack(
         current = [0] * n
         value = 0.0
         for i in greedy:
-            k = most_that_fit(i)
+            k = limit[i]
+            for d, sz in sized[i]:
+                fit = left[d] // sz
+                if fit < k:
+                    k = fit
             if k > 0:
                 current[i] = k
                 value += k * value_of[i]
-                for d in range(nd):
-                    left[d] -= k * size[i][d]
+                for d, sz in sized[i]:
+                    left[d] -= k * sz
         if value > best_value:
             best_value, best_counts = value, current
     open_bound = 0.0
@@ -346,7 +343,6 @@ def solve_knapsack(
         for j in range(n):
             full_weight[j + 1] = full_weight[j] + limit[j] * weight[j]
             full_value[j + 1] = full_value[j] + limit[j] * value_of[j]
-        sized = [[(d, sz) for d, sz in enumerate(size[i]) if sz] for i in range(n)]
 
         def search(i: int, value: float, capacity: float, optimistic: float) -> None:
             """Branch on shape i; `optimistic` is this subtree's bound (already above the
