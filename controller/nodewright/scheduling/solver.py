@@ -1044,7 +1044,9 @@ class _Solver:
 
     def _replan_floor(self, claim: ClaimTarget) -> float:
         """No plan for the claim's pods costs less: per resource, their requests at the
-        lowest price per unit of it among the NodePool's types (room after DaemonSets)."""
+        lowest price per unit of it among the NodePool's types. The re-plan's types are
+        among these at no lower price; their whole allocatable is counted, as the re-plan
+        may carry fewer DaemonSets (its requirements are narrower)."""
         assert claim.pool is not None
         pool = claim.pool
         need = [0] * len(pool.daemon_overhead)
@@ -1055,9 +1057,8 @@ class _Solver:
         for r, amount in enumerate(need):
             if amount <= 0:
                 continue
-            rate = min((c.price / (c.allocatable[r] - pool.daemon_overhead[r])
-                        for c in pool.candidates
-                        if c.allocatable[r] > pool.daemon_overhead[r]), default=0.0)
+            rate = min((c.price / c.allocatable[r] for c in pool.candidates
+                        if c.allocatable[r] > 0), default=0.0)
             floor = max(floor, amount * rate)
         return floor
 
