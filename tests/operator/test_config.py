@@ -184,3 +184,18 @@ def test_client_limits_and_the_watch_read_timeout() -> None:
     with pytest.raises(ConfigError) as bad:
         config(["--cluster-name", "dev"], {"NODEWRIGHT_WATCH_READ_TIMEOUT": "soon"})
     assert "NODEWRIGHT_WATCH_READ_TIMEOUT='soon'" in str(bad.value)
+
+
+def test_the_solve_deadline_is_off_unless_set_and_reaches_the_provisioner() -> None:
+    from nodewright.operator.main import controller_options
+
+    assert config(["--cluster-name", "dev"], {}).solve_deadline is None
+    assert config(["--cluster-name", "dev"], {"SOLVE_DEADLINE": "0"}).solve_deadline is None
+    loaded = config(["--cluster-name", "dev"], {"SOLVE_DEADLINE": "250ms"})
+    assert loaded.solve_deadline == 0.25
+    assert controller_options(loaded).solve_deadline == 0.25
+    assert config(["--cluster-name", "dev", "--solve-deadline", "2s"],
+                  {"SOLVE_DEADLINE": "250ms"}).solve_deadline == 2.0
+    with pytest.raises(ConfigError) as bad:
+        config(["--cluster-name", "dev"], {"SOLVE_DEADLINE": "fast"})
+    assert str(bad.value).startswith("SOLVE_DEADLINE='fast': not a duration")

@@ -113,14 +113,28 @@ def _generic_pods(count: int) -> list:  # type: ignore[type-arg]
     ]
 
 
-def test_without_a_deadline_a_solve_on_the_real_catalog_repeats_exactly() -> None:
+def _realistic_pool() -> NodePoolTemplate:
     requirements = Requirements([
         Requirement.build("kubernetes.io/os", "In", ["linux"]),
         Requirement.build("karpenter.k8s.aws/instance-category", "In", ["c", "m", "r"]),
         Requirement.build("karpenter.k8s.aws/instance-cpu", "Lt", ["17"]),
         Requirement.single("karpenter.sh/nodepool", "default"),
     ])
-    template = NodePoolTemplate("default", requirements, offline_catalog("us-east-1"))
+    return NodePoolTemplate("default", requirements, offline_catalog("us-east-1"))
+
+
+def test_a_solve_past_its_deadline_places_every_placeable_pod() -> None:
+    huge = parse_pod_spec("default", "huge", {"app": "huge"}, {"containers": [
+        {"name": "app", "resources": {"requests": {"cpu": "40", "memory": "1Gi"}}}]}, "spec")
+    pods = [*_generic_pods(80), huge]
+    result = solve(SchedulingProblem(pods=pods, nodepools=[_realistic_pool()]), deadline=0.0)
+    assert [key for key, _ in result.unschedulable] == [huge.key]
+    planned = sorted(key for claim in result.nodeclaims for key in claim.pods)
+    assert planned == sorted(pod.key for pod in pods[:-1])
+
+
+def test_without_a_deadline_a_solve_on_the_real_catalog_repeats_exactly() -> None:
+    template = _realistic_pool()
     pods = _generic_pods(60)
     first = solve(SchedulingProblem(pods=pods, nodepools=[template])).to_dict()
     second = solve(SchedulingProblem(pods=pods, nodepools=[template])).to_dict()

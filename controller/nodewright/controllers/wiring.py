@@ -89,6 +89,8 @@ class ControllerOptions:
     static_capacity: bool = False
     # MIN_VALUES_POLICY=BestEffort (Karpenter's default is Strict).
     relax_min_values: bool = False
+    # SOLVE_DEADLINE: wall seconds a provisioning solve may spend improving its plan.
+    solve_deadline: float | None = None
     # The NodeRepair feature gate: unhealthy nodes are replaced (controllers.node_health).
     node_repair: bool = False
     # The NodeOverlay feature gate: NodeOverlays change instance types' prices and capacity.
@@ -227,7 +229,8 @@ def build_controllers(
     provisioner = Provisioner(
         cluster, metered(Provisioner.name), clock, state, recorder,
         ProvisionerOptions(options.batch_idle_seconds, options.batch_max_seconds,
-                           relax_min_values=options.relax_min_values),
+                           relax_min_values=options.relax_min_values,
+                           solve_deadline=options.solve_deadline),
     )
     lifecycle = NodeClaimLifecycle(
         cluster, metered(NodeClaimLifecycle.name), clock, state, recorder,

@@ -77,6 +77,8 @@ class OperatorConfig:
     kube_client_burst: int = DEFAULT_KUBE_CLIENT_BURST
     watch_read_timeout: float = DEFAULT_WATCH_READ_TIMEOUT
     min_values_policy: MinValuesPolicy = "Strict"
+    # Wall seconds a provisioning solve may spend improving its plan (None: no deadline).
+    solve_deadline: float | None = None
 
 
 # --- parsers: text -> value, ValueError with the reason -----------------------------------
@@ -103,6 +105,11 @@ def _positive_duration(text: str) -> float:
     if seconds <= 0:
         raise ValueError("must be longer than 0s")
     return seconds
+
+
+def parse_solve_deadline(text: str) -> float | None:
+    """A duration; 0 turns the deadline off."""
+    return parse_duration(text) or None
 
 
 def parse_positive_int(text: str) -> int:
@@ -273,6 +280,10 @@ OPTIONS: tuple[Option, ...] = (
            "minValues is relaxed to what they offer (the NodeClaim is annotated "
            "karpenter.sh/nodeclaim-min-values-relaxed)", parse_min_values_policy, "Strict",
            "Strict|BestEffort"),
+    Option("--solve-deadline", "SOLVE_DEADLINE", "wall time a provisioning solve may "
+           "spend improving its plan beyond first fit; past it the best plan found so far "
+           "is taken, still placing every pod that fits (0: no deadline, plans then depend "
+           "only on their input)", parse_solve_deadline, "0", "DURATION"),
     Option("--sim-timing", "NODEWRIGHT_SIM_TIMING", "with --cloud sim: how long simulated "
            "instances take, as key=duration pairs (" + ", ".join(
                f"{key}" for key in SIM_TIMING_KEYS) + "; defaults 20s launch, 30s "
@@ -348,6 +359,7 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
         kube_client_burst=values["kube_client_burst"],
         watch_read_timeout=values["watch_read_timeout"],
         min_values_policy=values["min_values_policy"],
+        solve_deadline=values["solve_deadline"],
     )
 
 

@@ -124,6 +124,7 @@ def controller_options(config: OperatorConfig) -> ControllerOptions:
                              disruption=DisruptionOptions(methods=methods),
                              static_capacity=config.feature_gates["StaticCapacity"],
                              relax_min_values=config.min_values_policy == "BestEffort",
+                             solve_deadline=config.solve_deadline,
                              node_repair=config.feature_gates["NodeRepair"],
                              node_overlay=config.feature_gates["NodeOverlay"],
                              capacity_buffer=config.feature_gates["CapacityBuffer"])

@@ -49,9 +49,46 @@ def _direction(mix: Vector) -> tuple[int | None, ...]:
     )
 
 
+class _PoolArrays:
+    """A pool's types as arrays (free room per resource, price), to rank them for a mix in
+    one vectorised pass: on the real catalog the pool has 1,366 types and a solve asks for
+    a hundred and more directions."""
+
+    def __init__(self, candidates: list[Candidate], overhead: Vector) -> None:
+        import numpy as np
+
+        self.candidates = candidates  # held so that the id keying this stays theirs
+        self.overhead = overhead
+        self.rooms = np.array([[have - reserved for have, reserved
+                                in zip(c.allocatable, overhead, strict=True)]
+                               for c in candidates], dtype=float).reshape(len(candidates), -1)
+        self.prices = np.array([c.price for c in candidates], dtype=float)
+
+    def best(self, mix: Vector) -> float:
+        """min(price_per_mix_unit(c, mix, overhead) for c in candidates), exactly: numpy
+        finds the few types near the minimum, which are then priced as one would."""
+        import numpy as np
+
+        wanted = [r for r, amount in enumerate(mix) if amount > 0]
+        if not self.candidates or not wanted:
+            return min((price_per_mix_unit(c, mix, self.overhead) for c in self.candidates),
+                       default=math.inf)
+        units = (self.rooms[:, wanted] / np.array([mix[r] for r in wanted], dtype=float)
+                 ).min(axis=1)
+        with np.errstate(divide="ignore"):
+            rates = np.where(units > 0, self.prices / np.where(units > 0, units, 1.0), np.inf)
+        lowest = float(rates.min())
+        if lowest == math.inf:
+            return math.inf
+        near = np.flatnonzero(rates <= lowest * (1 + 1e-9) + 1e-300)
+        return min(price_per_mix_unit(self.candidates[int(i)], mix, self.overhead)
+                   for i in near)
+
+
 @dataclass
 class GrowthJudge:
     best_cache: dict[tuple[str, tuple[int | None, ...]], float] = field(default_factory=dict)
+    arrays: dict[tuple[str, int, Vector], _PoolArrays] = field(default_factory=dict)
 
     def worth_growing(self, pool: PoolState, kept: Narrowed, need: Vector) -> bool:
         overhead = pool.daemon_overhead
@@ -66,6 +103,11 @@ class GrowthJudge:
         best = self.best_cache.get(key)
         if best is None:
             overhead = pool.daemon_overhead
-            best = min(price_per_mix_unit(c, mix, overhead) for c in pool.candidates)
+            arrays_key = (pool.name, id(pool.candidates), overhead)
+            arrays = self.arrays.get(arrays_key)
+            if arrays is None or arrays.candidates is not pool.candidates:
+                arrays = _PoolArrays(pool.candidates, overhead)
+                self.arrays[arrays_key] = arrays
+            best = arrays.best(mix)
             self.best_cache[key] = best
         return best

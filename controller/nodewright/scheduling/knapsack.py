@@ -120,6 +120,61 @@ def greedy_pattern(
     return best_value, best_counts
 
 
+class GreedyFills:
+    """`greedy_pattern` for one pricing round: what does not depend on the room (the shapes
+    worth taking, each shape's non-zero resources, the per-resource orders) is worked out
+    once for all the bins the round fills. `best(room)` is exactly
+    `greedy_pattern(room, shapes, values, caps, resource_orders(shapes, values, caps))`:
+    the same orders and the same fills, in the same arithmetic."""
+
+    def __init__(self, shapes: Sequence[Vector], values: Sequence[float],
+                 caps: Sequence[int]) -> None:
+        self.size = len(shapes)
+        self.values = values
+        self.caps = caps
+        self.items = [s for s in range(len(shapes)) if values[s] > _EPS and caps[s] > 0]
+        self.sized = [[(r, x) for r, x in enumerate(shape) if x] for shape in shapes]
+        self.per_resource = resource_orders(shapes, values, caps)
+
+    def best(self, room: Vector) -> tuple[float, list[int]]:
+        items = self.items
+        best_value = 0.0
+        best_counts = [0] * self.size
+        if not items:
+            return best_value, best_counts
+        values, caps, sized = self.values, self.caps, self.sized
+        dims = [r for r in range(len(room)) if room[r] > 0]
+
+        def denser(s: int) -> float:
+            total = sum(x / room[r] for r, x in sized[s] if room[r] > 0)
+            return -values[s] / max(total, 1e-12)
+
+        orders: list[Sequence[int]] = [sorted(items, key=denser)]
+        orders.extend(self.per_resource[r] for r in dims)
+        for order in orders:
+            left = list(room)
+            counts = [0] * self.size
+            value = 0.0
+            for s in order:
+                k = caps[s]
+                for r, x in sized[s]:
+                    have = left[r]
+                    if have <= 0:
+                        k = 0
+                        break
+                    fit = have // x
+                    if fit < k:
+                        k = fit
+                if k > 0:
+                    counts[s] = k
+                    value += k * values[s]
+                    for r, x in sized[s]:
+                        left[r] -= k * x
+            if value > best_value + 1e-12:
+                best_value, best_counts = value, counts
+        return best_value, best_counts
+
+
 def _fractional(order: Sequence[int], weights: Sequence[float], vals: Sequence[float],
                 limits: Sequence[int], capacity: float) -> float:
     free = capacity
@@ -141,6 +196,14 @@ def _fractional(order: Sequence[int], weights: Sequence[float], vals: Sequence[f
 
 
 def _folded(shares: Sequence[Sequence[float]], lam: Sequence[float]) -> list[float]:
+    # Spelled out for the usual two and three resources (the surrogate search calls this
+    # thousands of times a solve); the same sums in the same order as the general case.
+    if len(lam) == 3:
+        a, b, c = lam
+        return [a * x + b * y + c * z for x, y, z in shares]
+    if len(lam) == 2:
+        a, b = lam
+        return [a * x + b * y for x, y in shares]
     return [sum(m * x for m, x in zip(lam, row, strict=True)) for row in shares]
 
 
@@ -154,8 +217,8 @@ def _surrogate(
 
     def evaluate(lam: list[float]) -> float:
         weights = _folded(shares, lam)
-        order = sorted(range(n), key=lambda i: -vals[i] / weights[i] if weights[i] > 0
-                       else -math.inf)
+        keys = [-v / w if w > 0 else -math.inf for v, w in zip(vals, weights, strict=True)]
+        order = sorted(range(n), key=keys.__getitem__)
         return _fractional(order, weights, vals, limits, 1.0)
 
     best_lam: list[float] = [1.0 / nd] * nd
@@ -233,14 +296,7 @@ def solve_knapsack(
     limit = [limits[i] for i in order]
     size = [[shapes[items[i][0]][r] for r in dims] for i in order]
     nd = len(dims)
-    left = [room[r] for r in dims]
-
-    def most_that_fit(i: int) -> int:
-        k = limit[i]
-        for d in range(nd):
-            if size[i][d]:
-                k = min(k, left[d] // size[i][d])
-        return k
+    sized = [[(d, sz) for d, sz in enumerate(size[i]) if sz] for i in range(n)]
 
     # Greedy starts: the branching order, then by value per summed share of the room and
     # per share of each resource alone; the best is the pattern to beat.
@@ -262,12 +318,16 @@ def solve_knapsack(
         current = [0] * n
         value = 0.0
         for i in greedy:
-            k = most_that_fit(i)
+            k = limit[i]
+            for d, sz in sized[i]:
+                fit = left[d] // sz
+                if fit < k:
+                    k = fit
             if k > 0:
                 current[i] = k
                 value += k * value_of[i]
-                for d in range(nd):
-                    left[d] -= k * size[i][d]
+                for d, sz in sized[i]:
+                    left[d] -= k * sz
         if value > best_value:
             best_value, best_counts = value, current
     open_bound = 0.0
@@ -283,19 +343,6 @@ def solve_knapsack(
         for j in range(n):
             full_weight[j + 1] = full_weight[j] + limit[j] * weight[j]
             full_value[j + 1] = full_value[j] + limit[j] * value_of[j]
-        sized = [[(d, sz) for d, sz in enumerate(size[i]) if sz] for i in range(n)]
-
-        def bound(i: int, capacity: float) -> float:
-            if capacity <= 0.0:
-                return 0.0
-            target = full_weight[i] + capacity
-            j = bisect_right(full_weight, target, i) - 1
-            total = full_value[j] - full_value[i]
-            if j < n:
-                rest = target - full_weight[j]
-                if rest > 0.0:
-                    total += rest / weight[j] * value_of[j]
-            return total
 
         def search(i: int, value: float, capacity: float, optimistic: float) -> None:
             """Branch on shape i; `optimistic` is this subtree's bound (already above the
@@ -315,10 +362,24 @@ def solve_knapsack(
                 if fit < k:
                     k = fit
             worth, wt = value_of[i], weight[i]
+            after = i + 1
+            after_weight, after_value = full_weight[after], full_value[after]
             while k >= 0:
                 child_value = value + k * worth
                 child_capacity = capacity - k * wt
-                child_bound = child_value + bound(i + 1, child_capacity)
+                # The fractional bound of the shapes after i in the room left (inlined:
+                # the search's innermost step).
+                if child_capacity <= 0.0:
+                    rest_bound = 0.0
+                else:
+                    target = after_weight + child_capacity
+                    j = bisect_right(full_weight, target, after) - 1
+                    rest_bound = full_value[j] - after_value
+                    if j < n:
+                        rest = target - full_weight[j]
+                        if rest > 0.0:
+                            rest_bound += rest / weight[j] * value_of[j]
+                child_bound = child_value + rest_bound
                 # Fewer of shape i frees room only for less valuable shapes (they come
                 # later in the order): the bound only falls as k does.
                 if child_bound <= best_value + 1e-12:

@@ -34,7 +34,7 @@ from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from nodewright.scheduling.knapsack import best_pattern, greedy_pattern, resource_orders
+from nodewright.scheduling.knapsack import GreedyFills, best_pattern
 from nodewright.scheduling.master_lp import MasterLP
 
 Vector = tuple[int, ...]
@@ -283,19 +283,30 @@ class _Bins:
         """The pods as one or two nodes costing less than `below`: one bin filled largest
         pod first as far as it goes, the rest (if any) on the cheapest bin that holds it."""
         shapes = self.shapes
-        order = self.largest_first(counts)
+        # Largest pods first, one at a time while they fit: the pods of one shape are
+        # consecutive in that order and loads only grow, so as many of a shape as fit at
+        # once is the same fill.
+        order: list[tuple[int, list[tuple[int, int]], int]] = []
+        for s in self.largest_first(counts):
+            if not order or order[-1][0] != s:
+                order.append((s, [(r, x) for r, x in enumerate(shapes[s]) if x], counts[s]))
         best: tuple[float, list[list[int]]] | None = None
         for first in self.bins:  # cheapest first
             first_price = self.price(first)
             if first_price >= below - 1e-15:
                 break
-            load = [0] * len(self.largest)
+            left = list(first.room)
             taken = [0] * len(counts)
-            for s in order:
-                need = [a + b for a, b in zip(load, shapes[s], strict=True)]
-                if all(n <= r for n, r in zip(need, first.room, strict=True)):
-                    load = need
-                    taken[s] += 1
+            for s, sized, count in order:
+                k = count
+                for r, x in sized:
+                    fit = left[r] // x if left[r] > 0 else 0
+                    if fit < k:
+                        k = fit
+                if k > 0:
+                    taken[s] = k
+                    for r, x in sized:
+                        left[r] -= k * x
             rest = [k - t for k, t in zip(counts, taken, strict=True)]
             if not any(taken):
                 continue
@@ -392,7 +403,7 @@ def _price(
     stops at the first round that found something."""
     promising = []
     cheap = _CheapBounds(shapes, duals, caps)
-    orders = resource_orders(shapes, duals, caps)
+    fills = GreedyFills(shapes, duals, caps)
     for b in bins:
         cost = b.price + charge[b.key]
         upper = cheap.bound(b.room)
@@ -416,8 +427,7 @@ def _price(
             if nodes:
                 value, counts, visited = best_pattern(b.room, shapes, duals, caps, nodes)
             else:
-                (value, counts), visited = greedy_pattern(
-                    b.room, shapes, duals, caps, orders), 0
+                (value, counts), visited = fills.best(b.room), 0
             budget.spend(visited + 1)
             pattern = tuple(counts)
             if value > cost * (1 + 1e-9) and (b.key, pattern) not in columns:

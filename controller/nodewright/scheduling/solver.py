@@ -17,6 +17,7 @@ targets it has not found permanently closed, so identical pods never re-check th
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import chain
@@ -133,7 +134,8 @@ class SchedulingResult:
         }
 
 
-def solve(problem: SchedulingProblem, prepared: PreparedNodes | None = None) -> SchedulingResult:
+def solve(problem: SchedulingProblem, prepared: PreparedNodes | None = None,
+          deadline: float | None = None) -> SchedulingResult:
     """Plan the problem. Untied pods that fit nowhere yet are packed together (`packing`).
     When no pod is tied to another (no topology, no host ports), the pods are also
     planned greedily, in the balanced and in Karpenter's plain order, and the cheapest of
@@ -143,13 +145,22 @@ def solve(problem: SchedulingProblem, prepared: PreparedNodes | None = None) -> 
 
     `prepared` (optional) holds the existing nodes of a larger problem this one was cut
     from by taking nodes away with their bound pods; nodes found there are not worked out
-    again. The plan is the same with or without it."""
+    again. The plan is the same with or without it.
+
+    `deadline` (seconds of wall time, the operator's SOLVE_DEADLINE; None for none): past
+    it the packer stops improving its plans and the greedy cross-check is skipped. Every
+    pod that can be placed still is, but the plan then depends on the machine's speed and
+    load, so the simulator never sets one."""
+    due = None if deadline is None else time.monotonic() + deadline
     setup = _Setup(problem, prepared)
-    solver = _Solver(problem, setup=setup)
+    solver = _Solver(problem, setup=setup, due=due)
     result = solver.run(balanced=True)
     if solver.all_free and len(problem.pods) > 1:
         for balanced in (True, False):
-            greedy = _Solver(problem, pack_free=False, setup=setup).run(balanced=balanced)
+            if due is not None and time.monotonic() >= due:
+                break
+            greedy = _Solver(problem, pack_free=False, setup=setup, due=due,
+                             cutoff=result.hourly_cost).run(balanced=balanced)
             if greedy.hourly_cost < result.hourly_cost - 1e-9:
                 result = greedy
     return result
@@ -506,8 +517,15 @@ class _Solver:
         efficient_growth: bool = True,
         pack_free: bool = True,
         setup: _Setup | None = None,
+        due: float | None = None,
+        cutoff: float | None = None,
     ) -> None:
         self.problem = problem
+        # When the operator's deadline passes (time.monotonic()), or None.
+        self.due = due
+        # The cost of the plan this one is compared with: when this plan provably cannot
+        # cost less, its NodeClaims are not re-planned (`_result`).
+        self.cutoff = cutoff
         self.efficient_growth = efficient_growth
         self.pack_free = pack_free
         self.all_free = False
@@ -730,7 +748,9 @@ class _Solver:
         for pod in pods:
             by_shape.setdefault(self._context(pod).vector, []).append(pod)
         shapes = list(by_shape)
-        plan, _ = pack(shapes, [len(by_shape[shape]) for shape in shapes], bins, Budget())
+        budget = Budget(deadline=None if self.due is None
+                        else max(0.0, self.due - time.monotonic()))
+        plan, _ = pack(shapes, [len(by_shape[shape]) for shape in shapes], bins, budget)
         taken = dict.fromkeys(shapes, 0)
         left: list[Pod] = []
         for node in plan:
@@ -1012,9 +1032,14 @@ class _Solver:
 
     def _result(self, failures: Mapping[str, str]) -> SchedulingResult:
         claims: list[PlannedNodeClaim] = []
-        for target in self.targets:
-            if isinstance(target, ClaimTarget):
-                claims.extend(self._finish(target))
+        finished = [(t, finish_claim(t)) for t in self.targets if isinstance(t, ClaimTarget)]
+        if self.cutoff is not None and self._at_least(finished) >= self.cutoff - 1e-9:
+            # Re-plans only lower a claim's price, and not below `_replan_floor`: this plan
+            # cannot beat the cutoff, so its re-plans would be wasted.
+            claims = [planned for _, planned in finished]
+        else:
+            for target, planned in finished:
+                claims.extend(self._finish(target, planned))
         existing = tuple(
             (t.hostname, tuple(p.key for p in t.pods if p.node_name is None))
             for t in self.targets
@@ -1024,23 +1049,57 @@ class _Solver:
         unschedulable = tuple(sorted(failures.items()))
         return SchedulingResult(tuple(claims), existing, unschedulable)
 
-    def _finish(self, claim: ClaimTarget) -> list[PlannedNodeClaim]:
-        """The planned claim; a partly filled claim of free pods that grew by the efficiency
-        rule is re-planned on its own with growth capped by the price of a separate node,
-        and the cheaper of the two plans is kept (this trims the last, half-empty node)."""
-        planned = finish_claim(claim)
+    def _replannable(self, claim: ClaimTarget) -> bool:
         pool = claim.pool
-        if (
+        return not (
             not self.efficient_growth
             or pool is None
             or pool.remaining is not None
             or not claim.grew_by_efficiency
             or _fill(claim) >= _REPLAN_BELOW_FILL
             or not all(self._is_free(pod) for pod in claim.pods)
-        ):
+        )
+
+    def _at_least(self, finished: Sequence[tuple[ClaimTarget, PlannedNodeClaim]]) -> float:
+        """A lower bound on the plan's cost once `_finish` has re-planned its claims."""
+        total = 0.0
+        for claim, planned in finished:
+            if self._replannable(claim):
+                total += min(planned.price, self._replan_floor(claim))
+            else:
+                total += planned.price
+        return total
+
+    def _replan_floor(self, claim: ClaimTarget) -> float:
+        """No plan for the claim's pods costs less: per resource, their requests at the
+        lowest price per unit of it among the NodePool's types. The re-plan's types are
+        among these at no lower price; their whole allocatable is counted, as the re-plan
+        may carry fewer DaemonSets (its requirements are narrower)."""
+        assert claim.pool is not None
+        pool = claim.pool
+        need = [0] * len(pool.daemon_overhead)
+        for pod in claim.pods:
+            for r, amount in enumerate(self._context(pod).vector):
+                need[r] += amount
+        floor = 0.0
+        for r, amount in enumerate(need):
+            if amount <= 0:
+                continue
+            rate = min((c.price / c.allocatable[r] for c in pool.candidates
+                        if c.allocatable[r] > 0), default=0.0)
+            floor = max(floor, amount * rate)
+        return floor
+
+    def _finish(self, claim: ClaimTarget, planned: PlannedNodeClaim) -> list[PlannedNodeClaim]:
+        """The planned claim; a partly filled claim of free pods that grew by the efficiency
+        rule is re-planned on its own with growth capped by the price of a separate node,
+        and the cheaper of the two plans is kept (this trims the last, half-empty node)."""
+        pool = claim.pool
+        if pool is None or not self._replannable(claim):
             return [planned]
         tail = _tail_problem(planned, pool, self.problem, claim.pods)
-        sub = _Solver(tail, False, setup=_Setup(tail, pool_memo=self.tail_pools)).run(False)
+        sub = _Solver(tail, False, setup=_Setup(tail, pool_memo=self.tail_pools),
+                      due=self.due).run(False)
         if sub.unschedulable or sub.hourly_cost >= planned.price - 1e-9:
             return [planned]
         parts = []

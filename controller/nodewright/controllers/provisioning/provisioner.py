@@ -69,6 +69,8 @@ class ProvisionerOptions:
     batch_max_seconds: float = DEFAULT_MAX_SECONDS
     # MIN_VALUES_POLICY=BestEffort.
     relax_min_values: bool = False
+    # SOLVE_DEADLINE (wall seconds; None: plans depend only on the cluster's state).
+    solve_deadline: float | None = None
 
 
 @dataclass
@@ -105,6 +107,7 @@ class Provisioner:
         options = options or ProvisionerOptions()
         self.batcher = Batcher(clock, options.batch_idle_seconds, options.batch_max_seconds)
         self.relax_min_values = options.relax_min_values
+        self.solve_deadline = options.solve_deadline
         # Karpenter rate-limits Nominated events across all pods: 5 a second, bursts of 10.
         self._nomination_limiter = TokenBucket(5.0, 10, now=clock_seconds(clock))
         self.outcomes: list[ProvisioningOutcome] = []
@@ -281,7 +284,7 @@ class Provisioner:
             built = scheduling_problem(self.state, self.cloud, pods, placed=kept,
                                        relax_min_values=self.relax_min_values)
             with self.state.lock.released():
-                result = solve(built.problem)
+                result = solve(built.problem, deadline=self.solve_deadline)
         metrics.SCHEDULER_QUEUE_DEPTH.labels(**queue).set(0)
         metrics.SCHEDULER_UNFINISHED_WORK.remove(*queue.values())
         outcome.skipped_pools = built.skipped_pools
