@@ -404,3 +404,22 @@ def test_other_families_still_get_a_20gib_root_volume(
     for data in launch_template_data(clients):
         assert [(m["DeviceName"], m["Ebs"]["VolumeSize"])
                 for m in data["BlockDeviceMappings"]] == [("/dev/xvda", 20)]
+
+
+def test_a_node_class_with_an_invalid_kubelet_configuration_refuses_to_launch(
+    provider: AwsCloudProvider,
+) -> None:
+    bad = node_class(kubelet={"registerWithTaints": []})
+    with pytest.raises(NodeClassNotReadyError, match=r"spec\.kubelet\.registerWithTaints"):
+        provider.create(nodeclaim(), bad)
+    assert provider.list() == []
+
+
+def test_any_kubelet_field_reaches_the_al2023_launch_templates_user_data(
+    provider: AwsCloudProvider, clients: AwsClients
+) -> None:
+    tuned = node_class(kubelet={"cpuManagerPolicy": "static", "shutdownGracePeriod": "45s"})
+    provider.create(nodeclaim(), tuned)
+
+    assert any("cpuManagerPolicy: static" in text and "shutdownGracePeriod: 45s" in text
+               for text in launch_template_user_data(clients))

@@ -12,7 +12,7 @@ from croniter import croniter
 
 from nodewright.api.core import NodeSelectorRequirementWithMinValues
 from nodewright.api.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass, EC2NodeClassSpec
-from nodewright.api.formats import parse_duration
+from nodewright.api.kubelet import kubelet_problems
 from nodewright.api.labels import label_value_problem, restricted_label_problem
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
@@ -234,37 +234,7 @@ def _check_ami_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
 
 
 def _check_kubelet(spec: EC2NodeClassSpec) -> Iterator[Finding]:
-    kubelet = spec.kubelet
-    if kubelet is None:
-        return
-    here = ("spec", "kubelet")
-    high, low = kubelet.image_gc_high_threshold_percent, kubelet.image_gc_low_threshold_percent
-    if high is not None and low is not None and high <= low:
-        yield (*here, "imageGCHighThresholdPercent"), (
-            "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"
-        )
-    soft = set(kubelet.eviction_soft or {})
-    grace = set(kubelet.eviction_soft_grace_period or {})
-    for signal in sorted(soft - grace):
-        yield (*here, "evictionSoft", signal), (
-            f"evictionSoft {signal} does not have a matching evictionSoftGracePeriod"
-        )
-    for signal in sorted(grace - soft):
-        yield (*here, "evictionSoftGracePeriod", signal), (
-            f"evictionSoftGracePeriod {signal} does not have a matching evictionSoft"
-        )
-    for field, reserved in (("kubeReserved", kubelet.kube_reserved),
-                            ("systemReserved", kubelet.system_reserved)):
-        for resource, quantity in (reserved or {}).items():
-            yield from _check_quantity(quantity, (*here, field, resource))
-            if quantity.startswith("-"):
-                yield (*here, field, resource), (
-                    f"{field} value cannot be a negative resource quantity"
-                )
-    for signal, period in (kubelet.eviction_soft_grace_period or {}).items():
-        seconds = parse_duration(period)
-        if seconds is not None and seconds < 0:
-            yield (*here, "evictionSoftGracePeriod", signal), "grace period must not be negative"
+    yield from kubelet_problems(spec.kubelet, spec.resolved_ami_family())
 
 
 def _check_block_devices(spec: EC2NodeClassSpec) -> Iterator[Finding]:

@@ -14,6 +14,8 @@ from nodewright.api.ec2nodeclass import (
     SecurityGroupStatus,
     SubnetStatus,
 )
+from nodewright.api.kubelet import kubelet_problems
+from nodewright.api.problems import format_path
 from nodewright.cloud.aws.amis import AliasError, Image, resolve_amis, variant_requirements
 from nodewright.cloud.aws.discovery import (
     SecurityGroup,
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
     from nodewright.cloud.aws.clients import AwsClients
 
 ARCH_LABEL = "kubernetes.io/arch"
+VALIDATION = "ValidationSucceeded"
+INVALID_KUBELET = "InvalidKubeletConfiguration"
 
 
 @dataclass(frozen=True)
@@ -43,12 +47,17 @@ class Resolution:
     problems: dict[str, str] = field(default_factory=dict)
 
     @property
+    def valid(self) -> bool:
+        return VALIDATION not in self.problems
+
+    @property
     def ready(self) -> bool:
         return (
             bool(self.subnets)
             and bool(self.security_groups)
             and bool(self.images)
             and self.instance_profile is not None
+            and self.valid
         )
 
     def conditions(self, now: datetime | None = None) -> list[Condition]:
@@ -58,6 +67,7 @@ class Resolution:
             ("SecurityGroupsReady", bool(self.security_groups), "SecurityGroupsNotFound"),
             ("AMIsReady", bool(self.images), "AMINotFound"),
             ("InstanceProfileReady", self.instance_profile is not None, "InstanceProfileNotFound"),
+            (VALIDATION, self.valid, INVALID_KUBELET),
         )
         conditions: list[Condition] = []
         for kind, ok, reason in checks:
@@ -124,6 +134,16 @@ def _missing(unmatched: Sequence[UnmatchedTerm], prefix: str) -> str:
     return "; ".join(term.describe() for term in unmatched if term.field.startswith(prefix))
 
 
+def validation_problems(node_class: EC2NodeClass) -> dict[str, str]:
+    """What the API server cannot check (spec.kubelet is an open map): as in Karpenter, a
+    problem here sets ValidationSucceeded=False, and the node class launches nothing."""
+    spec = node_class.spec
+    invalid = kubelet_problems(spec.kubelet, spec.resolved_ami_family())
+    if not invalid:
+        return {}
+    return {VALIDATION: "; ".join(f"{format_path(path)}: {why}" for path, why in invalid)}
+
+
 def resolve_node_class(
     clients: AwsClients,
     node_class: EC2NodeClass,
@@ -133,7 +153,7 @@ def resolve_node_class(
     with_instance_profile: bool = True,
 ) -> Resolution:
     spec = node_class.spec
-    problems: dict[str, str] = {}
+    problems = validation_problems(node_class)
     subnets, unmatched_subnets = discover_subnets(clients.ec2, spec.subnet_selector_terms)
     groups, unmatched_groups = discover_security_groups(
         clients.ec2, spec.security_group_selector_terms
