@@ -36,6 +36,7 @@ def test_tagged_subnets_groups_and_alias_amis_resolve(
         "SecurityGroupsReady": "True",
         "AMIsReady": "True",
         "InstanceProfileReady": "True",
+        "CapacityReservationsReady": "True",
         "ValidationSucceeded": "True",
         "Ready": "True",
     }

@@ -82,12 +82,17 @@ class CapacityReservationSelectorTerm(KubeModel):
     owner_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{12}$")] | None = Field(
         default=None, alias="ownerID"
     )
+    # open: reservations any matching launch uses; targeted: only launches that name them.
+    instance_match_criteria: Literal["open", "targeted"] | None = None
 
     cel_rules = (
         CelRule(
-            "has(self.tags) || has(self.id)", "expected at least one, got none, ['tags', 'id']"
+            "has(self.tags) || has(self.id) || has(self.instanceMatchCriteria)",
+            "expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']",
         ),
-        _exclusive("id", ["tags", "ownerID"], "capacityReservationSelectorTerms"),
+        _exclusive(
+            "id", ["tags", "ownerID", "instanceMatchCriteria"], "capacityReservationSelectorTerms"
+        ),
         _NOT_EMPTY_TAGS,
     )
 
@@ -261,9 +266,25 @@ class AMIStatus(KubeModel):
     requirements: list[NodeSelectorRequirement] = Field(default_factory=list)
 
 
+class CapacityReservationStatus(KubeModel):
+    """A capacity reservation the node class may launch into (Karpenter's status entry)."""
+
+    availability_zone: str
+    end_time: str | None = None
+    id: str
+    instance_match_criteria: str
+    instance_type: str
+    owner_id: str = Field(alias="ownerID")
+    reservation_type: Literal["default", "capacity-block"]
+    interruptible: bool = False
+    # expiring: a capacity block within 40 minutes of its end (no launches, nodes drained).
+    state: Literal["active", "expiring"] = "active"
+
+
 class EC2NodeClassStatus(KubeModel):
     subnets: list[SubnetStatus] | None = None
     security_groups: list[SecurityGroupStatus] | None = None
+    capacity_reservations: list[CapacityReservationStatus] | None = None
     amis: list[AMIStatus] | None = None
     instance_profile: str | None = None
     conditions: list[Condition] | None = None

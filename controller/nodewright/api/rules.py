@@ -168,7 +168,7 @@ def _check_selector_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
                                 "empty tag keys or values aren't supported"
                             )
             for key in exclusive:
-                others = [k for k in term if k != key and k != "ownerID"]
+                others = [k for k in term if k != key]
                 if key in term and others:
                     yield (*here, key), (
                         f"'{key}' is mutually exclusive, cannot be set with a combination of "

@@ -43,6 +43,10 @@ class Offering:
     price: float
     available: bool = True
     price_estimated: bool = False
+    # A `reserved` offering: the capacity reservation it launches into, and its type
+    # (default or capacity-block).
+    reservation_id: str | None = None
+    reservation_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,10 @@ class LaunchConfig:
     detailed_monitoring: bool = False
     associate_public_ip_address: bool | None = None
     extra_tags: Mapping[str, str] = field(default_factory=dict)
+    # Reserved launches target their reservation; every other launch opts out of open
+    # reservations (Karpenter's targeted launch mode), so only selected ones are used.
+    capacity_reservation_id: str | None = None
+    capacity_reservation_type: str | None = None
 
     def fingerprint(self) -> str:
         canonical = json.dumps(asdict(self), sort_keys=True, default=list)
@@ -64,6 +68,16 @@ class LaunchConfig:
             "MetadataOptions": dict(self.metadata_options),
             "Monitoring": {"Enabled": self.detailed_monitoring},
         }
+        if self.capacity_reservation_id:
+            data["CapacityReservationSpecification"] = {
+                "CapacityReservationPreference": "capacity-reservations-only",
+                "CapacityReservationTarget": {
+                    "CapacityReservationId": self.capacity_reservation_id},
+            }
+            if self.capacity_reservation_type == "capacity-block":
+                data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+        else:
+            data["CapacityReservationSpecification"] = {"CapacityReservationPreference": "none"}
         if self.block_device_mappings:
             # None (the Custom family without mappings): the AMI's own block devices apply.
             data["BlockDeviceMappings"] = [dict(m) for m in self.block_device_mappings]

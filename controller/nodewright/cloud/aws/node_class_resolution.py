@@ -16,7 +16,9 @@ from nodewright.api.ec2nodeclass import (
 )
 from nodewright.api.kubelet import kubelet_problems
 from nodewright.api.problems import format_path
+from nodewright.cloud.aws import capacity_reservations
 from nodewright.cloud.aws.amis import AliasError, Image, resolve_amis, variant_requirements
+from nodewright.cloud.aws.capacity_reservations import Reservation
 from nodewright.cloud.aws.discovery import (
     SecurityGroup,
     Subnet,
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 
 ARCH_LABEL = "kubernetes.io/arch"
 VALIDATION = "ValidationSucceeded"
+RESERVATIONS = "CapacityReservationsReady"
 INVALID_KUBELET = "InvalidKubeletConfiguration"
 
 
@@ -42,6 +45,7 @@ class Resolution:
     security_groups: tuple[SecurityGroup, ...] = ()
     images: tuple[Image, ...] = ()
     instance_profile: str | None = None
+    capacity_reservations: tuple[Reservation, ...] = ()
     unmatched: tuple[UnmatchedTerm, ...] = ()
     # condition type -> why it is not ready
     problems: dict[str, str] = field(default_factory=dict)
@@ -58,6 +62,7 @@ class Resolution:
             and bool(self.images)
             and self.instance_profile is not None
             and self.valid
+            and RESERVATIONS not in self.problems
         )
 
     def conditions(self, now: datetime | None = None) -> list[Condition]:
@@ -67,6 +72,7 @@ class Resolution:
             ("SecurityGroupsReady", bool(self.security_groups), "SecurityGroupsNotFound"),
             ("AMIsReady", bool(self.images), "AMINotFound"),
             ("InstanceProfileReady", self.instance_profile is not None, "InstanceProfileNotFound"),
+            (RESERVATIONS, RESERVATIONS not in self.problems, "CapacityReservationsNotFound"),
             (VALIDATION, self.valid, INVALID_KUBELET),
         )
         conditions: list[Condition] = []
@@ -98,7 +104,10 @@ class Resolution:
         return conditions
 
     def to_status(self, now: datetime | None = None) -> EC2NodeClassStatus:
+        moment = now or datetime.now(UTC)
         return EC2NodeClassStatus(
+            capacity_reservations=[
+                r.to_status(moment) for r in self.capacity_reservations] or None,
             subnets=[
                 SubnetStatus(id=s.id, zone=s.zone, zone_id=s.zone_id or None) for s in self.subnets
             ],
@@ -151,6 +160,7 @@ def resolve_node_class(
     cluster: str,
     kubernetes_version: str,
     with_instance_profile: bool = True,
+    now: datetime | None = None,
 ) -> Resolution:
     spec = node_class.spec
     problems = validation_problems(node_class)
@@ -187,11 +197,19 @@ def resolve_node_class(
             )
         except CloudProviderError as error:
             problems["InstanceProfileReady"] = str(error)
+    reservations: list[Reservation] = []
+    if spec.capacity_reservation_selector_terms:
+        try:
+            reservations = capacity_reservations.describe(
+                clients.ec2, spec.capacity_reservation_selector_terms, now or datetime.now(UTC))
+        except CloudProviderError as error:
+            problems[RESERVATIONS] = str(error)
     return Resolution(
         subnets=tuple(subnets),
         security_groups=tuple(groups),
         images=tuple(images),
         instance_profile=profile,
+        capacity_reservations=tuple(reservations),
         unmatched=unmatched,
         problems=problems,
     )
