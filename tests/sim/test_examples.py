@@ -21,7 +21,8 @@ EXAMPLES = sorted(path.name for path in SCENARIOS.glob("*.yaml"))
 
 def test_the_examples_are_the_ones_the_docs_promise() -> None:
     assert EXAMPLES == [
-        "budgets.yaml", "drift-ami-upgrade.yaml", "spot-interruption.yaml", "teams.yaml",
+        "budgets.yaml", "drift-ami-upgrade.yaml", "reserved-capacity.yaml",
+        "spot-interruption.yaml", "teams.yaml",
         "topology-spread.yaml", "what-if-spot.yaml", "workshop.yaml",
     ]
 
