@@ -38,6 +38,7 @@ from nodewright.operator.config import FEATURE_GATES, OperatorConfig
 from nodewright.operator.driver import HealthLimits
 from nodewright.operator.endpoints import MetricsEndpoint, ProbeEndpoint
 from nodewright.operator.leader import LeaseTiming
+from nodewright.operator.nodeclass_cleanup import CloudGarbageCollection, NodeClassTermination
 from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
 from nodewright.operator.process import Operator, OperatorSettings
 from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
@@ -79,7 +80,7 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                            settings=sim_settings or config.sim_timing)
         return sim, [NodeHeartbeat(cluster, sim, clock), PodRunner(cluster, sim, clock),
                      NodeClassStatus(cluster, sim, clock), LostInstances(cluster, sim),
-                     CapacityBlockExpiration(cluster, clock)]
+                     CapacityBlockExpiration(cluster, clock), NodeClassTermination(cluster, None)]
     region = config.region or boto3.session.Session().region_name
     if not region:
         raise StartupError("AWS_REGION is not set and the AWS SDK found no default region")
@@ -91,7 +92,8 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                                 interruption_queue=queue,
                                 cluster_endpoint=config.cluster_endpoint)
     return aws, [NodeClassStatus(cluster, aws, clock), CatalogRefresh(cluster, aws),
-                 CapacityBlockExpiration(cluster, clock)]
+                 CapacityBlockExpiration(cluster, clock), NodeClassTermination(cluster, aws),
+                 CloudGarbageCollection(cluster, aws)]
 
 
 def _queue_url(clients: AwsClients, name: str) -> str:

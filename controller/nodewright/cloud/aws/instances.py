@@ -65,6 +65,7 @@ def instance_of(raw: Mapping[str, Any]) -> Instance:
         nodepool_name=tags.get(tag_keys.NODEPOOL, ""),
         node_class_name=tags.get(tag_keys.NODECLASS, ""),
         tags=tags,
+        instance_profile=str(raw.get("IamInstanceProfile", {}).get("Arn", "")).rsplit("/", 1)[-1],
         labels={
             "node.kubernetes.io/instance-type": instance_type,
             "topology.kubernetes.io/zone": zone,

@@ -209,7 +209,8 @@ def list_cluster_templates(ec2: EC2Client, cluster: str) -> list[OwnedTemplate]:
     with aws_call("ec2:DescribeLaunchTemplates", f"cluster {cluster}"):
         paginator = ec2.get_paginator("describe_launch_templates")
         filters: Any = [{"Name": f"tag:{tags.cluster_tag_key(cluster)}", "Values": ["owned"]}]
-        for page in paginator.paginate(Filters=filters):
+        # 200 a page, EC2's maximum (as Karpenter asks).
+        for page in paginator.paginate(Filters=filters, PaginationConfig={"PageSize": 200}):
             for raw in page.get("LaunchTemplates", []):
                 found.append(
                     OwnedTemplate(

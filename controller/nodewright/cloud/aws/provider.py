@@ -53,6 +53,9 @@ from nodewright.scheduling.pricing import PriceSource
 from nodewright.scheduling.requirements import Requirements
 
 RESOLUTION_CACHE_SECONDS: Final = 60.0
+# A launch template no launch used for this long is deleted (Karpenter's launch template
+# cache TTL, whose evictions delete the template).
+LAUNCH_TEMPLATE_TTL_SECONDS: Final = 60.0
 CLUSTER_CACHE_SECONDS: Final = 300.0
 NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
 
@@ -89,6 +92,7 @@ class AwsCloudProvider:
     wall_clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     unavailable: UnavailableOfferings = field(init=False)
     reservations: capacity_reservations.Availability = field(init=False)
+    _template_use: dict[str, float] = field(init=False)
     catalog: LiveCatalog = field(init=False)
     _resolutions: TTLCache[str, Resolution] = field(init=False)
     _cluster: TTLCache[str, EksCluster] = field(init=False)
@@ -96,6 +100,7 @@ class AwsCloudProvider:
     def __post_init__(self) -> None:
         self.unavailable = UnavailableOfferings(self.clock)
         self.reservations = capacity_reservations.Availability()
+        self._template_use = {}
         price_source = self.prices or LivePriceSource(
             self.clients.pricing, self.clients.ec2, self.clients.region, clock=self.clock
         )
@@ -249,28 +254,66 @@ class AwsCloudProvider:
         node_classes: Collection[str],
         now: datetime | None = None,
     ) -> GarbageReport:
-        ec2, iam = self.clients.ec2, self.clients.iam
+        ec2 = self.clients.ec2
         orphans = garbage.orphaned_instances(
             self.list(), known_provider_ids, known_nodeclaims, now or datetime.now(UTC)
         )
         for orphan in orphans:
             log.info("terminating %s", orphan.why)
             instances.terminate(ec2, orphan.instance.provider_id)
-        templates = garbage.unreferenced_templates(
-            launch_templates.list_cluster_templates(ec2, self.cluster_name), node_classes
+        rest = self.collect_cloud_garbage(node_classes)
+        return GarbageReport(
+            tuple(o.instance.instance_id for o in orphans),
+            rest.deleted_templates,
+            rest.deleted_profiles,
         )
+
+    def collect_cloud_garbage(
+        self, node_classes: Collection[str], with_role: Collection[str] | None = None
+    ) -> GarbageReport:
+        """Launch templates and instance profiles nothing needs any more: those of node
+        classes that are gone, templates no launch used for a minute (one first seen now
+        counts as used now), and, given `with_role` (node classes launching with a role),
+        profiles we created for a node class that no longer has a role and that no live
+        instance runs with."""
+        ec2, iam = self.clients.ec2, self.clients.iam
+        now = self.clock()
+        owned = launch_templates.list_cluster_templates(ec2, self.cluster_name)
+        for template in owned:
+            self._template_use.setdefault(template.name, now)
+        recent = {name for name, used in self._template_use.items()
+                  if now - used < LAUNCH_TEMPLATE_TTL_SECONDS}
+        templates = garbage.unreferenced_templates(owned, node_classes, recent)
         for template in templates:
             launch_templates.delete_launch_template(ec2, template)
+            self._template_use.pop(template.name, None)
+            log.info("deleted launch template %s", template.name)
+        in_use = ({i.instance_profile for i in self.list() if i.instance_profile}
+                  if with_role is not None else set())
         profiles = garbage.unreferenced_profiles(
-            instance_profiles.list_cluster_profiles(iam, self.cluster_name), node_classes
+            instance_profiles.list_cluster_profiles(iam, self.cluster_name), node_classes,
+            with_role, in_use,
         )
         for profile in profiles:
             instance_profiles.delete_profile(iam, profile)
-        return GarbageReport(
-            tuple(o.instance.instance_id for o in orphans),
-            tuple(t.name for t in templates),
-            tuple(p.name for p in profiles),
-        )
+            log.info("deleted instance profile %s", profile.name)
+        return GarbageReport((), tuple(t.name for t in templates), tuple(p.name for p in profiles))
+
+    def delete_node_class_resources(self, node_class: str) -> GarbageReport:
+        """What an EC2NodeClass's finalizer removes once its NodeClaims are gone: its launch
+        templates and the instance profile created for its role."""
+        ec2, iam = self.clients.ec2, self.clients.iam
+        templates = [t for t in launch_templates.list_cluster_templates(ec2, self.cluster_name)
+                     if t.tags.get(tag_keys.NODECLASS) == node_class]
+        for template in templates:
+            launch_templates.delete_launch_template(ec2, template)
+            self._template_use.pop(template.name, None)
+        profiles = [p for p in instance_profiles.list_cluster_profiles(iam, self.cluster_name)
+                    if p.node_class == node_class]
+        for profile in profiles:
+            instance_profiles.delete_profile(iam, profile)
+        self._resolutions.clear()
+        return GarbageReport((), tuple(t.name for t in templates), tuple(p.name for p in profiles))
 
     # --- helpers ------------------------------------------------------------------------
 
@@ -334,6 +377,7 @@ class AwsCloudProvider:
                     capacity_reservation_type=choice.offering.reservation_type,
                 )
                 by_config[key] = launch_templates.ensure_launch_template(self.clients.ec2, config)
+                self._template_use[by_config[key]] = self.clock()
             result[_template_key(choice)] = by_config[key]
         return result
 
