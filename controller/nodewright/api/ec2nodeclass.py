@@ -147,6 +147,12 @@ class BlockDevice(KubeModel):
             "has(self.snapshotID) || has(self.volumeSize)",
             "snapshotID or volumeSize must be defined",
         ),
+        CelRule(
+            # (Karpenter also refuses an empty snapshotID here; `validate` does, and the
+            # rule stays within the CEL budget by not reading the unbounded string.)
+            "!has(self.volumeInitializationRate) || has(self.snapshotID)",
+            "snapshotID must be set when volumeInitializationRate is set",
+        ),
     )
 
 

@@ -250,6 +250,8 @@ def _check_block_devices(spec: EC2NodeClassSpec) -> Iterator[Finding]:
             continue
         if mapping.ebs.snapshot_id is None and mapping.ebs.volume_size is None:
             yield (*here, "ebs"), "snapshotID or volumeSize must be defined"
+        if mapping.ebs.volume_initialization_rate is not None and not mapping.ebs.snapshot_id:
+            yield (*here, "ebs"), "snapshotID must be set when volumeInitializationRate is set"
         if mapping.ebs.volume_size is not None:
             size = parse_quantity(mapping.ebs.volume_size) // 1000
             if not MIN_VOLUME_BYTES <= size <= MAX_VOLUME_BYTES:

@@ -54,6 +54,8 @@ class FleetRequest:
     tags: Mapping[str, str] = field(default_factory=dict)
     # A reserved launch: the reservations' type (default or capacity-block).
     reservation_type: str | None = None
+    # spec.context: the reserved-capacity context (EC2 Context) the fleet launches in.
+    context: str | None = None
 
     @property
     def target_capacity_type(self) -> str:
@@ -113,6 +115,8 @@ class FleetRequest:
                 {"ResourceType": kind, "Tags": tag_list} for kind in TAGGED_RESOURCE_TYPES
             ],
         }
+        if self.context:
+            request["Context"] = self.context
         if self.capacity_type == SPOT:
             request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
         elif self.target_capacity_type != CAPACITY_BLOCK:

@@ -152,6 +152,7 @@ def block_devices_of(
                 "Encrypted": ebs.encrypted,
                 "KmsKeyId": ebs.kms_key_id,
                 "SnapshotId": ebs.snapshot_id,
+                "VolumeInitializationRate": ebs.volume_initialization_rate,
                 "DeleteOnTermination": (
                     True if ebs.delete_on_termination is None else ebs.delete_on_termination
                 ),

@@ -206,6 +206,7 @@ class AwsCloudProvider:
             candidates=tuple(candidates),
             tags=self._instance_tags(nodeclaim.name, nodepool, node_class),
             reservation_type=reservation_type,
+            context=node_class.spec.context,
         )
         launched = fleet.launch(self.clients.ec2, request, self.unavailable, self.reservations)
         if launched.reservation_id:
