@@ -171,7 +171,7 @@ INVALID = [
     ("NodePool", ["spec", "limits", "cpu"], "a lot"),
     ("EC2NodeClass", ["spec", "metadataOptions", "httpTokens"], "sometimes"),
     ("EC2NodeClass", ["spec", "subnetSelectorTerms"], []),
-    ("EC2NodeClass", ["spec", "kubelet", "maxPods"], -3),
+    ("EC2NodeClass", ["spec", "detailedMonitoring"], "yes"),
     ("EC2NodeClass", ["spec", "blockDeviceMappings", 0, "ebs", "volumeType"], "gp9"),
     ("NodeClaim", ["spec", "requirements", 0, "operator"], "Near"),
 ]

@@ -110,9 +110,10 @@ def test_wire_names_that_are_not_plain_camel_case() -> None:
     nodeclass = parse_manifest(_load(MANIFESTS / "ec2nodeclass-full.yaml"))
     assert isinstance(nodeclass, EC2NodeClass)
     spec = nodeclass.spec
-    assert spec.kubelet is not None and spec.kubelet.cluster_dns == ["10.100.0.10"]
-    assert spec.kubelet.cpu_cfs_quota is True
-    assert spec.kubelet.image_gc_high_threshold_percent == 85
+    kubelet = spec.kubelet_configuration()
+    assert kubelet.cluster_dns == ["10.100.0.10"]
+    assert kubelet.cpu_cfs_quota is True
+    assert kubelet.image_gc_high_threshold_percent == 85
     assert spec.associate_public_ip_address is False
     assert spec.block_device_mappings is not None
     assert spec.block_device_mappings[0].ebs is not None

@@ -36,6 +36,8 @@ def test_tagged_subnets_groups_and_alias_amis_resolve(
         "SecurityGroupsReady": "True",
         "AMIsReady": "True",
         "InstanceProfileReady": "True",
+        "CapacityReservationsReady": "True",
+        "ValidationSucceeded": "True",
         "Ready": "True",
     }
     assert set(recorder.actions) <= {use.action for use in AWS_ACTIONS}
@@ -125,3 +127,25 @@ def test_ami_terms_by_id_and_by_name_pick_the_newest_per_architecture(
         ("arm64", world.arm_image),
         ("amd64", X86_IMAGE),
     }
+
+
+def test_a_kubelet_configuration_the_family_cannot_apply_fails_validation(
+    clients: AwsClients,
+) -> None:
+    """As Karpenter: the API server stores any spec.kubelet; the controller reports what is
+    wrong as ValidationSucceeded=False (InvalidKubeletConfiguration) and Ready=False."""
+    build_world(clients)
+    al2 = node_class(amiSelectorTerms=[{"alias": "al2@latest"}],
+                     kubelet={"cpuManagerPolicy": "static", "maxPods": -1})
+
+    resolution = resolve_node_class(clients, al2, cluster=CLUSTER, kubernetes_version=K8S_VERSION)
+
+    assert not resolution.ready
+    conditions = {c.type: c for c in resolution.conditions()}
+    validation = conditions["ValidationSucceeded"]
+    assert (validation.status, validation.reason) == ("False", "InvalidKubeletConfiguration")
+    assert validation.message == (
+        "spec.kubelet.maxPods: -1 can't be negative; spec.kubelet: has fields not applied by "
+        "the AL2 AMI family that would be silently dropped: cpuManagerPolicy")
+    assert conditions["Ready"].status == "False"
+    assert "ValidationSucceeded" in (conditions["Ready"].message or "")

@@ -210,3 +210,91 @@ def test_selector_terms_are_not_hashed_their_resolved_values_are_checked() -> No
     moved = node_class(subnetSelectorTerms=[{"id": "subnet-0abc"}])
     assert static_drift(stamped, moved) is None
     assert static_drift(stamped, node_class(tags={"team": "search"})) is not None
+
+
+def _template_names(clients: AwsClients) -> set[str]:
+    listed = clients.ec2.describe_launch_templates(MaxResults=200)["LaunchTemplates"]
+    return {t["LaunchTemplateName"] for t in listed}
+
+
+def test_a_launch_template_no_launch_used_for_a_minute_is_deleted(
+    provider: AwsCloudProvider, clients: AwsClients, clock: FakeClock, world: World,
+) -> None:
+    """Karpenter deletes a launch template its cache evicts (unused for a minute): an AMI
+    change leaves nothing behind, and a launch that needs one again recreates it."""
+    provider.create(nodeclaim(), node_class())
+    first = _template_names(clients)
+    clock.advance(30)
+    assert provider.collect_cloud_garbage({"default"}).deleted_templates == ()
+
+    new_image = node_class(amiFamily="AL2023", amiSelectorTerms=[{"id": world.arm_image}])
+    provider.create(nodeclaim("default-fghij", uid="uid-2", requirements=[
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+    ]), new_image)
+    second = _template_names(clients) - first
+    assert second
+    clock.advance(31)
+
+    report = provider.collect_cloud_garbage({"default"})
+
+    assert set(report.deleted_templates) == first
+    assert _template_names(clients) == second
+    provider.create(nodeclaim("default-klmno", uid="uid-3"), node_class())
+    assert first & _template_names(clients)  # recreated on demand
+
+
+def test_templates_left_by_an_earlier_controller_get_a_minute_before_they_go(
+    clients: AwsClients, world: World, clock: FakeClock,
+) -> None:
+    AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource()).create(
+        nodeclaim(), node_class())
+    left = _template_names(clients)
+    successor = AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource())
+
+    assert successor.collect_cloud_garbage({"default"}).deleted_templates == ()
+    clock.advance(61)
+    assert set(successor.collect_cloud_garbage({"default"}).deleted_templates) == left
+
+
+def test_the_profile_created_for_a_role_goes_when_the_node_class_drops_the_role(
+    provider: AwsCloudProvider, clients: AwsClients,
+) -> None:
+    created = provider.resolve(node_class()).instance_profile
+    assert created is not None
+
+    assert provider.collect_cloud_garbage({"default"}, with_role={"default"}) \
+        .deleted_profiles == ()
+    report = provider.collect_cloud_garbage({"default"}, with_role=set())
+
+    assert report.deleted_profiles == (created,)
+    names = [p["InstanceProfileName"]
+             for p in clients.iam.list_instance_profiles()["InstanceProfiles"]]
+    assert created not in names
+
+
+def test_a_profile_an_instance_still_runs_with_is_kept(provider: AwsCloudProvider) -> None:
+    from dataclasses import replace
+
+    created = provider.resolve(node_class()).instance_profile
+    assert created is not None
+    instance = provider.create(nodeclaim(), node_class())
+    running = replace(instance, instance_profile=created)
+    provider.list = lambda: [running]  # type: ignore[method-assign]
+    assert provider.collect_cloud_garbage({"default"}, with_role=set()).deleted_profiles == ()
+
+
+def test_a_deleted_node_class_takes_its_templates_and_profile_with_it(
+    provider: AwsCloudProvider, clients: AwsClients,
+) -> None:
+    provider.create(nodeclaim(), node_class())
+    provider.create(nodeclaim("other-1", uid="uid-o"), node_class("other"))
+    created = provider.resolve(node_class()).instance_profile
+    others = {t["LaunchTemplateName"] for t in clients.ec2.describe_launch_templates(
+        Filters=[{"Name": "tag:karpenter.k8s.aws/ec2nodeclass", "Values": ["other"]}]
+    )["LaunchTemplates"]}
+
+    report = provider.delete_node_class_resources("default")
+
+    assert report.deleted_profiles == (created,)
+    assert _template_names(clients) == others

@@ -404,3 +404,40 @@ def test_other_families_still_get_a_20gib_root_volume(
     for data in launch_template_data(clients):
         assert [(m["DeviceName"], m["Ebs"]["VolumeSize"])
                 for m in data["BlockDeviceMappings"]] == [("/dev/xvda", 20)]
+
+
+def test_a_node_class_with_an_invalid_kubelet_configuration_refuses_to_launch(
+    provider: AwsCloudProvider,
+) -> None:
+    bad = node_class(kubelet={"registerWithTaints": []})
+    with pytest.raises(NodeClassNotReadyError, match=r"spec\.kubelet\.registerWithTaints"):
+        provider.create(nodeclaim(), bad)
+    assert provider.list() == []
+
+
+def test_any_kubelet_field_reaches_the_al2023_launch_templates_user_data(
+    provider: AwsCloudProvider, clients: AwsClients
+) -> None:
+    tuned = node_class(kubelet={"cpuManagerPolicy": "static", "shutdownGracePeriod": "45s"})
+    provider.create(nodeclaim(), tuned)
+
+    assert any("cpuManagerPolicy: static" in text and "shutdownGracePeriod: 45s" in text
+               for text in launch_template_user_data(clients))
+
+
+def test_context_and_volume_initialization_rate_reach_the_fleet_and_template(
+    provider: AwsCloudProvider, recorder: CallRecorder, world: World, clients: AwsClients,
+) -> None:
+    snapshot = clients.ec2.create_snapshot(VolumeId=clients.ec2.create_volume(
+        AvailabilityZone=f"{clients.region}a", Size=20)["VolumeId"])["SnapshotId"]
+    tuned = node_class(context="c-0123456789abcdef0", blockDeviceMappings=[
+        {"deviceName": "/dev/xvda", "rootVolume": True,
+         "ebs": {"snapshotID": snapshot, "volumeInitializationRate": 200}}])
+
+    provider.create(nodeclaim(), tuned)
+
+    request = recorder.calls_of("ec2:CreateFleet")[0]
+    assert request["Context"] == "c-0123456789abcdef0"
+    (template,) = recorder.calls_of("ec2:CreateLaunchTemplate")[:1]
+    ebs = template["LaunchTemplateData"]["BlockDeviceMappings"][0]["Ebs"]
+    assert (ebs["SnapshotId"], ebs["VolumeInitializationRate"]) == (snapshot, 200)

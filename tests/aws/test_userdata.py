@@ -159,6 +159,28 @@ def test_al2023_node_config_carries_pods_labels_taints_and_reservations() -> Non
     ]
 
 
+def test_al2023_passes_every_other_kubelet_field_through_to_nodeadm() -> None:
+    """Karpenter v1.14: any KubeletConfiguration field reaches the kubelet on AL2023 (the
+    NodeConfig's inline config); registerWithTaints stays Nodewright's."""
+    node = node_class("AL2023")
+    assert node.spec.kubelet is not None
+    node.spec.kubelet.update({
+        "cpuManagerPolicy": "static", "shutdownGracePeriod": "45s",
+        "featureGates": {"InPlacePodVerticalScaling": True}, "podsPerCore": 4,
+    })
+    text = render_user_data("AL2023", bootstrap_for_nodepool(CLUSTER, node, NODEPOOL, max_pods=29))
+    node_config = yaml.safe_load(
+        text.split("Content-Type: application/node.eks.aws\n\n")[1].split("\n--//--")[0]
+    )
+    config = node_config["spec"]["kubelet"]["config"]
+    assert config["cpuManagerPolicy"] == "static"
+    assert config["shutdownGracePeriod"] == "45s"
+    assert config["featureGates"] == {"InPlacePodVerticalScaling": True}
+    assert config["podsPerCore"] == 4
+    assert config["maxPods"] == 42
+    assert config["evictionSoftGracePeriod"] == {"memory.available": "1m0s"}
+
+
 def test_al2_bootstrap_flags() -> None:
     text = rendered("AL2")
     assert "echo custom-setup" in text
@@ -195,7 +217,7 @@ def test_without_kubelet_max_pods_the_instance_types_count_is_used(
 ) -> None:
     node = node_class(family)
     assert node.spec.kubelet is not None
-    node.spec.kubelet.max_pods = None
+    node.spec.kubelet.pop("maxPods")
     text = render_user_data(family, bootstrap_for_nodepool(CLUSTER, node, None, max_pods=29))
     assert expected in text
 
@@ -208,7 +230,7 @@ def test_al2_without_kubelet_max_pods_lets_bootstrap_sh_compute_them(
     computes max pods from its ENI table (what the catalog counts); never the kubelet's 110."""
     node = node_class("AL2")
     assert node.spec.kubelet is not None
-    node.spec.kubelet.max_pods = None
+    node.spec.kubelet.pop("maxPods")
     bootstrap = bootstrap_for_nodepool(CLUSTER, node, None, max_pods=instance_type_pods)
     text = render_user_data("AL2", bootstrap)
     assert "--use-max-pods" not in text

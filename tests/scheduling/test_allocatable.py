@@ -170,3 +170,23 @@ def test_a_bad_kubelet_value_names_the_field() -> None:
     config = KubeletConfiguration.model_construct(eviction_hard={"memory.available": "lots%"})
     with pytest.raises(ValueError, match=r"spec\.kubelet\.evictionHard\.memory\.available"):
         node_settings(config)
+
+
+def test_reservations_and_max_pods_reach_allocatable_beside_any_other_kubelet_field() -> None:
+    """spec.kubelet is an open map (Karpenter v1.14): fields Nodewright does not read
+    (cpuManagerPolicy) sit beside the ones allocatable depends on."""
+    plain = every_moto_type(node_settings(node_class=node_class({})))["m5.large"]
+    tuned = every_moto_type(node_settings(node_class=node_class({"kubelet": {
+        "cpuManagerPolicy": "static", "shutdownGracePeriod": "30s", "maxPods": 20,
+        "kubeReserved": {"cpu": "500m", "memory": "1Gi"}, "systemReserved": {"memory": "512Mi"},
+        "evictionHard": {"memory.available": "1Gi"},
+    }})))["m5.large"]
+    assert format_resources(tuned.allocatable)["pods"] == "20"
+    assert format_resources(tuned.allocatable)["cpu"] == "1500m"
+    assert format_resources(tuned.allocatable)["memory"] == f"{7577 - 1024 - 512 - 1024}Mi"
+    assert tuned.allocatable["memory"] < plain.allocatable["memory"]
+
+
+def test_a_mistyped_kubelet_field_of_a_node_class_names_it() -> None:
+    with pytest.raises(ValueError, match=r"spec\.kubelet\.podsPerCore"):
+        node_settings(node_class=node_class({"kubelet": {"podsPerCore": "four"}}))

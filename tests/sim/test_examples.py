@@ -22,8 +22,9 @@ EXAMPLES = sorted(path.name for path in SCENARIOS.glob("*.yaml"))
 def test_the_examples_are_the_ones_the_docs_promise() -> None:
     assert EXAMPLES == [
         "budgets.yaml", "capacity-buffer.yaml", "drift-ami-upgrade.yaml",
-        "spot-interruption.yaml", "statefulset-volumes.yaml", "static-capacity.yaml",
-        "teams.yaml", "topology-spread.yaml", "what-if-spot.yaml", "workshop.yaml",
+        "reserved-capacity.yaml", "spot-interruption.yaml", "statefulset-volumes.yaml",
+        "static-capacity.yaml", "teams.yaml", "topology-spread.yaml", "what-if-spot.yaml",
+        "workshop.yaml",
     ]
 
 

@@ -91,6 +91,22 @@ MISTAKES = [
         steps: []
         """), 5, "capacity[0].instanceType: instance type 'm9.huge' is not in the region's "
                 "catalog"),
+    ("a capacity block without an end", with_head("""
+        capacityReservations:
+          - {id: cr-0123, instanceType: m5.large, zone: us-east-1a, count: 2,
+             type: capacity-block}
+        steps: []
+        """), 5, "capacityReservations[0].endsAfter: a capacity block needs endsAfter"),
+    ("a reservation id EC2 would not give", with_head("""
+        capacityReservations:
+          - {id: reservation-1, instanceType: m5.large, zone: us-east-1a, count: 2}
+        steps: []
+        """), 5, "capacityReservations[0].id: id 'reservation-1' must look like cr-0123abcd"),
+    ("a reservation in a zone the scenario lacks", with_head("""
+        capacityReservations:
+          - {id: cr-0123, instanceType: m5.large, zone: us-west-2a, count: 2}
+        steps: []
+        """), 5, "capacityReservations[0].zone: zone 'us-west-2a' is not one of"),
     ("no name", """
         manifests: [WORKSHOP]
         steps: []

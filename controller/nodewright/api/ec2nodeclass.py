@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
 from nodewright.api.base import CelRule, KubeModel
 from nodewright.api.core import Condition, NodeSelectorRequirement, ObjectMeta
-from nodewright.api.formats import GoDuration, PercentOrQuantity, Quantity
+from nodewright.api.formats import Quantity
+from nodewright.api.kubelet import KubeletConfiguration as KubeletConfiguration
 
 GROUP = "karpenter.k8s.aws"
 VERSION = "v1"
@@ -25,15 +26,6 @@ ALIAS_FAMILIES: dict[str, str] = {
     "windows2022": "Windows2022",
     "windows2025": "Windows2025",
 }
-EvictionSignal = Literal[
-    "memory.available",
-    "nodefs.available",
-    "nodefs.inodesFree",
-    "imagefs.available",
-    "imagefs.inodesFree",
-    "pid.available",
-]
-ReservedResource = Literal["cpu", "memory", "ephemeral-storage", "pid"]
 VolumeType = Literal["standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"]
 
 TagMap = Annotated[dict[str, str], Field(max_length=20)]
@@ -90,12 +82,17 @@ class CapacityReservationSelectorTerm(KubeModel):
     owner_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{12}$")] | None = Field(
         default=None, alias="ownerID"
     )
+    # open: reservations any matching launch uses; targeted: only launches that name them.
+    instance_match_criteria: Literal["open", "targeted"] | None = None
 
     cel_rules = (
         CelRule(
-            "has(self.tags) || has(self.id)", "expected at least one, got none, ['tags', 'id']"
+            "has(self.tags) || has(self.id) || has(self.instanceMatchCriteria)",
+            "expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']",
         ),
-        _exclusive("id", ["tags", "ownerID"], "capacityReservationSelectorTerms"),
+        _exclusive(
+            "id", ["tags", "ownerID", "instanceMatchCriteria"], "capacityReservationSelectorTerms"
+        ),
         _NOT_EMPTY_TAGS,
     )
 
@@ -134,54 +131,6 @@ class AMISelectorTerm(KubeModel):
         return self.alias.split("@", 1)[0] if self.alias else None
 
 
-class KubeletConfiguration(KubeModel):
-    cluster_dns: list[str] | None = Field(default=None, alias="clusterDNS")
-    max_pods: int | None = Field(default=None, ge=0)
-    pods_per_core: int | None = Field(default=None, ge=0)
-    # Each map has at most one entry per key it allows (bounded for the CEL cost budget).
-    system_reserved: dict[ReservedResource, Quantity] | None = Field(
-        default=None, max_length=len(get_args(ReservedResource))
-    )
-    kube_reserved: dict[ReservedResource, Quantity] | None = Field(
-        default=None, max_length=len(get_args(ReservedResource))
-    )
-    eviction_hard: dict[EvictionSignal, PercentOrQuantity] | None = Field(
-        default=None, max_length=len(get_args(EvictionSignal))
-    )
-    eviction_soft: dict[EvictionSignal, PercentOrQuantity] | None = Field(
-        default=None, max_length=len(get_args(EvictionSignal))
-    )
-    eviction_soft_grace_period: dict[EvictionSignal, GoDuration] | None = Field(
-        default=None, max_length=len(get_args(EvictionSignal))
-    )
-    eviction_max_pod_grace_period: int | None = None
-    image_gc_high_threshold_percent: int | None = Field(
-        default=None, ge=0, le=100, alias="imageGCHighThresholdPercent"
-    )
-    image_gc_low_threshold_percent: int | None = Field(
-        default=None, ge=0, le=100, alias="imageGCLowThresholdPercent"
-    )
-    cpu_cfs_quota: bool | None = Field(default=None, alias="cpuCFSQuota")
-
-    cel_rules = (
-        CelRule(
-            "has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent) ? "
-            "self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent : true",
-            "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",
-        ),
-        CelRule(
-            "has(self.evictionSoft) ? self.evictionSoft.all(e, "
-            "(e in self.evictionSoftGracePeriod)) : true",
-            "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",
-        ),
-        CelRule(
-            "has(self.evictionSoftGracePeriod) ? self.evictionSoftGracePeriod.all(e, "
-            "(e in self.evictionSoft)) : true",
-            "evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",
-        ),
-    )
-
-
 class BlockDevice(KubeModel):
     delete_on_termination: bool | None = None
     encrypted: bool | None = None
@@ -197,6 +146,12 @@ class BlockDevice(KubeModel):
         CelRule(
             "has(self.snapshotID) || has(self.volumeSize)",
             "snapshotID or volumeSize must be defined",
+        ),
+        CelRule(
+            # (Karpenter also refuses an empty snapshotID here; `validate` does, and the
+            # rule stays within the CEL budget by not reading the unbounded string.)
+            "!has(self.volumeInitializationRate) || has(self.snapshotID)",
+            "snapshotID must be set when volumeInitializationRate is set",
         ),
     )
 
@@ -231,7 +186,13 @@ class EC2NodeClassSpec(KubeModel):
     role: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
     instance_profile: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
     tags: dict[str, str] | None = Field(default=None, max_length=MAX_TAGS)
-    kubelet: KubeletConfiguration | None = None
+    # Any upstream KubeletConfiguration field: the CRD stores the object as given, and
+    # `nodewright.api.kubelet` checks it (ValidationSucceeded on the status).
+    kubelet: dict[str, Any] | None = Field(
+        default=None,
+        description="Any field of the upstream kubelet KubeletConfiguration "
+        "(kubelet.config.k8s.io/v1beta1); checked by the controller, not by the API server.",
+    )
     block_device_mappings: list[BlockDeviceMapping] | None = Field(default=None, max_length=50)
     instance_store_policy: Literal["RAID0"] | None = None
     detailed_monitoring: bool | None = None
@@ -277,6 +238,11 @@ class EC2NodeClassSpec(KubeModel):
         ),
     )
 
+    def kubelet_configuration(self) -> KubeletConfiguration:
+        """The kubelet fields Nodewright reads; raises KubeletConfigError (a ValueError naming
+        the field) when one has the wrong type."""
+        return KubeletConfiguration.parse(self.kubelet)
+
     def resolved_ami_family(self) -> str:
         """The family that decides the user data: amiFamily when set (Custom included),
         else the alias's family, else Custom."""
@@ -306,9 +272,25 @@ class AMIStatus(KubeModel):
     requirements: list[NodeSelectorRequirement] = Field(default_factory=list)
 
 
+class CapacityReservationStatus(KubeModel):
+    """A capacity reservation the node class may launch into (Karpenter's status entry)."""
+
+    availability_zone: str
+    end_time: str | None = None
+    id: str
+    instance_match_criteria: str
+    instance_type: str
+    owner_id: str = Field(alias="ownerID")
+    reservation_type: Literal["default", "capacity-block"]
+    interruptible: bool = False
+    # expiring: a capacity block within 40 minutes of its end (no launches, nodes drained).
+    state: Literal["active", "expiring"] = "active"
+
+
 class EC2NodeClassStatus(KubeModel):
     subnets: list[SubnetStatus] | None = None
     security_groups: list[SecurityGroupStatus] | None = None
+    capacity_reservations: list[CapacityReservationStatus] | None = None
     amis: list[AMIStatus] | None = None
     instance_profile: str | None = None
     conditions: list[Condition] | None = None

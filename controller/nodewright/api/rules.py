@@ -13,7 +13,7 @@ from croniter import croniter
 from nodewright.api.capacitybuffer import CapacityBuffer
 from nodewright.api.core import NodeSelectorRequirementWithMinValues
 from nodewright.api.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass, EC2NodeClassSpec
-from nodewright.api.formats import parse_duration
+from nodewright.api.kubelet import kubelet_problems
 from nodewright.api.labels import label_value_problem, restricted_label_problem
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodeoverlay import RESTRICTED_CAPACITY, NodeOverlay
@@ -218,7 +218,7 @@ def _check_selector_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
                                 "empty tag keys or values aren't supported"
                             )
             for key in exclusive:
-                others = [k for k in term if k != key and k != "ownerID"]
+                others = [k for k in term if k != key]
                 if key in term and others:
                     yield (*here, key), (
                         f"'{key}' is mutually exclusive, cannot be set with a combination of "
@@ -284,37 +284,7 @@ def _check_ami_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
 
 
 def _check_kubelet(spec: EC2NodeClassSpec) -> Iterator[Finding]:
-    kubelet = spec.kubelet
-    if kubelet is None:
-        return
-    here = ("spec", "kubelet")
-    high, low = kubelet.image_gc_high_threshold_percent, kubelet.image_gc_low_threshold_percent
-    if high is not None and low is not None and high <= low:
-        yield (*here, "imageGCHighThresholdPercent"), (
-            "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"
-        )
-    soft = set(kubelet.eviction_soft or {})
-    grace = set(kubelet.eviction_soft_grace_period or {})
-    for signal in sorted(soft - grace):
-        yield (*here, "evictionSoft", signal), (
-            f"evictionSoft {signal} does not have a matching evictionSoftGracePeriod"
-        )
-    for signal in sorted(grace - soft):
-        yield (*here, "evictionSoftGracePeriod", signal), (
-            f"evictionSoftGracePeriod {signal} does not have a matching evictionSoft"
-        )
-    for field, reserved in (("kubeReserved", kubelet.kube_reserved),
-                            ("systemReserved", kubelet.system_reserved)):
-        for resource, quantity in (reserved or {}).items():
-            yield from _check_quantity(quantity, (*here, field, resource))
-            if quantity.startswith("-"):
-                yield (*here, field, resource), (
-                    f"{field} value cannot be a negative resource quantity"
-                )
-    for signal, period in (kubelet.eviction_soft_grace_period or {}).items():
-        seconds = parse_duration(period)
-        if seconds is not None and seconds < 0:
-            yield (*here, "evictionSoftGracePeriod", signal), "grace period must not be negative"
+    yield from kubelet_problems(spec.kubelet, spec.resolved_ami_family())
 
 
 def _check_block_devices(spec: EC2NodeClassSpec) -> Iterator[Finding]:
@@ -330,6 +300,8 @@ def _check_block_devices(spec: EC2NodeClassSpec) -> Iterator[Finding]:
             continue
         if mapping.ebs.snapshot_id is None and mapping.ebs.volume_size is None:
             yield (*here, "ebs"), "snapshotID or volumeSize must be defined"
+        if mapping.ebs.volume_initialization_rate is not None and not mapping.ebs.snapshot_id:
+            yield (*here, "ebs"), "snapshotID must be set when volumeInitializationRate is set"
         if mapping.ebs.volume_size is not None:
             size = parse_quantity(mapping.ebs.volume_size) // 1000
             if not MIN_VOLUME_BYTES <= size <= MAX_VOLUME_BYTES:

@@ -71,6 +71,7 @@ class Instance:
     tags: Mapping[str, str] = field(default_factory=dict)
     # Well-known labels the node will carry (instance type, zone, capacity type, ...).
     labels: Mapping[str, str] = field(default_factory=dict)
+    instance_profile: str = ""  # the IAM instance profile it runs with (AWS)
 
 
 @dataclass(frozen=True)

@@ -35,11 +35,13 @@ from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.operator import logs
+from nodewright.operator.capacity_blocks import CapacityBlockExpiration
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import FEATURE_GATES, OperatorConfig
 from nodewright.operator.driver import HealthLimits
 from nodewright.operator.endpoints import MetricsEndpoint, ProbeEndpoint
 from nodewright.operator.leader import LeaseTiming
+from nodewright.operator.nodeclass_cleanup import CloudGarbageCollection, NodeClassTermination
 from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
 from nodewright.operator.process import Operator, OperatorSettings
 from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
@@ -91,7 +93,8 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                            seed=random.SystemRandom().randrange(2**63),
                            settings=sim_settings or config.sim_timing)
         return sim, [NodeHeartbeat(cluster, sim, clock), PodRunner(cluster, sim, clock),
-                     NodeClassStatus(cluster, sim, clock), LostInstances(cluster, sim)]
+                     NodeClassStatus(cluster, sim, clock), LostInstances(cluster, sim),
+                     CapacityBlockExpiration(cluster, clock), NodeClassTermination(cluster, None)]
     region = config.region or boto3.session.Session().region_name
     if not region:
         raise StartupError("AWS_REGION is not set and the AWS SDK found no default region")
@@ -102,7 +105,9 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
     aws = InterruptibleAwsCloud(clients=clients, cluster_name=config.cluster_name,
                                 interruption_queue=queue,
                                 cluster_endpoint=config.cluster_endpoint)
-    return aws, [NodeClassStatus(cluster, aws, clock), CatalogRefresh(cluster, aws)]
+    return aws, [NodeClassStatus(cluster, aws, clock), CatalogRefresh(cluster, aws),
+                 CapacityBlockExpiration(cluster, clock), NodeClassTermination(cluster, aws),
+                 CloudGarbageCollection(cluster, aws)]
 
 
 def _queue_url(clients: AwsClients, name: str) -> str:

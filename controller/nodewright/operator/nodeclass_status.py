@@ -80,7 +80,7 @@ class NodeClassStatus:
         return Result(requeue_after=RESOLVE_SECONDS)
 
     def _status(self, current: Mapping[str, Any], resolution: Resolution) -> dict[str, Any]:
-        resolved = resolution.to_status().to_manifest()
+        resolved = resolution.to_status(self.clock.now()).to_manifest()
         resolved.pop("conditions", None)
         working: dict[str, Any] = {"status": {**resolved, "conditions": [
             dict(c) for c in objects.conditions(current)]}}

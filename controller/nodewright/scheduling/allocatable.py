@@ -152,7 +152,7 @@ def node_settings(
     """
     family = node_class.resolved_ami_family() if node_class is not None else "AL2023"
     if kubelet is None and node_class is not None:
-        kubelet = node_class.spec.kubelet
+        kubelet = node_class.spec.kubelet_configuration() if node_class.spec.kubelet else None
     settings = NodeSettings(ami_family=family)
     if node_class is not None:
         settings = _with_storage(settings, node_class)

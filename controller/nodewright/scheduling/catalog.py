@@ -45,6 +45,10 @@ class Offering:
     price_estimated: bool = False
     # A NodeOverlay set or adjusted the price.
     price_overlaid: bool = False
+    # A `reserved` offering: the capacity reservation it launches into, and its type
+    # (default or capacity-block).
+    reservation_id: str | None = None
+    reservation_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

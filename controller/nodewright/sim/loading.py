@@ -9,12 +9,13 @@ the objects that exist when they run and against the region's catalog.
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from nodewright.api.manifests import Document
 from nodewright.api.problems import FieldPath, Problem
+from nodewright.cloud.sim.reservations import SimReservation
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.catalog import offline_catalog
 from nodewright.sim import manifests
@@ -33,7 +34,7 @@ from nodewright.sim.yamlfile import read_single_document
 
 TOP_KEYS = (
     "name", "description", "region", "zones", "seed", "start", "manifests", "settings",
-    "capacity", "prices", "steps",
+    "capacity", "prices", "capacityReservations", "steps",
 )
 DURATION_SETTINGS = {
     "batchIdleDuration": "batch_idle_duration",
@@ -106,16 +107,18 @@ def _read(reader: FieldReader, base: Path) -> Scenario | None:
     world.add(documents)
     capacity = _capacity(reader, body.get("capacity", []), world)
     prices = _prices(reader, body.get("prices", []), world)
+    reservations = _reservations(reader, body.get("capacityReservations", []), world, start)
     steps = StepReader(reader, base, world).read_all(body.get("steps"), ("steps",)) \
         if "steps" in body else []
     if (name is None or region is None or zones is None or seed is None or start is None
-            or settings is None or capacity is None or prices is None or reader.has_errors()):
+            or settings is None or capacity is None or prices is None or reservations is None
+            or reader.has_errors()):
         return None
     return Scenario(
         path=reader.document.path, name=name, description=str(description), region=region,
         zones=zones, seed=seed, start=start, manifests=tuple(manifests.simulated(documents)),
         settings=settings,
-        capacity=capacity, prices=prices, steps=tuple(steps),
+        capacity=capacity, prices=prices, steps=tuple(steps), reservations=reservations,
     )
 
 
@@ -274,6 +277,60 @@ def _capacity(
             instance_type, zone, capacity_type = offering
             rules.append(CapacityRule(instance_type, zone, capacity_type, available))
     return tuple(rules) if len(rules) == len(items) else None
+
+
+RESERVATION_TYPES = ("default", "capacity-block")
+
+
+def _reservations(
+    reader: FieldReader, value: object, world: World, start: datetime | None
+) -> tuple[SimReservation, ...] | None:
+    """`capacityReservations`: reservations the simulated EC2 holds for the account."""
+    items = reader.list_of(value if value is not None else [], ("capacityReservations",),
+                           "capacityReservations")
+    if items is None:
+        return None
+    found: list[SimReservation] = []
+    keys = ("id", "instanceType", "zone", "count", "type", "endsAfter", "tags",
+            "instanceMatchCriteria")
+    for index, item in enumerate(items):
+        where: FieldPath = ("capacityReservations", index)
+        body = reader.mapping(item, where, "a capacity reservation", keys,
+                              ("id", "instanceType", "zone", "count"))
+        if body is None:
+            continue
+        ident = reader.string(body["id"], (*where, "id"), "id")
+        if ident is not None and not re.fullmatch(r"cr-[0-9a-z]+", ident):
+            reader.error((*where, "id"), f"id {ident!r} must look like cr-0123abcd")
+            ident = None
+        offering = _offering(reader, {k: body[k] for k in ("instanceType", "zone")}, where,
+                             world)
+        count = reader.integer(body["count"], (*where, "count"), "count")
+        kind = reader.string(body.get("type", "default"), (*where, "type"), "type",
+                             RESERVATION_TYPES)
+        criteria = reader.string(body.get("instanceMatchCriteria", "targeted"),
+                                 (*where, "instanceMatchCriteria"), "instanceMatchCriteria",
+                                 ("open", "targeted"))
+        ends = reader.duration(body["endsAfter"], (*where, "endsAfter"), "endsAfter") \
+            if "endsAfter" in body else None
+        tags = body.get("tags", {})
+        if not isinstance(tags, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
+            reader.error((*where, "tags"), "tags must map strings to strings")
+            continue
+        if kind == "capacity-block" and "endsAfter" not in body:
+            reader.error((*where, "endsAfter"), "a capacity block needs endsAfter")
+            continue
+        if (ident is None or offering is None or count is None or kind is None
+                or criteria is None or start is None
+                or ("endsAfter" in body and ends is None)):
+            continue
+        instance_type, zone, _ = offering
+        found.append(SimReservation(
+            id=ident, instance_type=instance_type, zone=zone or "", count=count,
+            reservation_type=kind, tags=dict(tags), match_criteria=criteria,
+            end=start + timedelta(seconds=ends) if ends is not None else None))
+    return tuple(found) if len(found) == len(items) else None
 
 
 def _prices(reader: FieldReader, value: object, world: World) -> tuple[PriceRule, ...] | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from nodewright.api.manifests import Document
+from nodewright.cloud.sim.reservations import SimReservation
 
 DEFAULT_REGION = "us-east-1"
 DEFAULT_START = datetime(2026, 1, 5, tzinfo=UTC)  # a Monday, midnight
@@ -20,6 +21,8 @@ DEFAULT_SETTLE_TIMEOUT = 30 * 60.0
 DISRUPTION_REASONS = ("Empty", "Underutilized", "Drifted", "Expired", "Interrupted")
 INTERRUPTION_KINDS = ("spot", "scheduled", "stop", "terminate", "rebalance")
 CAPACITY_TYPES = ("on-demand", "spot")
+# What a node can be: also launched into a capacity reservation (`capacityReservations`).
+NODE_CAPACITY_TYPES = (*CAPACITY_TYPES, "reserved")
 SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "NodePool")
 MANIFEST_KINDS = (
     "NodePool", "EC2NodeClass", "Deployment", "ReplicaSet", "StatefulSet", "Job", "Pod",
@@ -179,3 +182,4 @@ class Scenario:
     capacity: tuple[CapacityRule, ...]
     prices: tuple[PriceRule, ...]
     steps: tuple[AnyStep, ...]
+    reservations: tuple[SimReservation, ...] = ()

@@ -14,12 +14,12 @@ from nodewright.scheduling.pods import MAX_REPLICAS
 from nodewright.sim import manifests
 from nodewright.sim.reader import FieldReader, describe, unknown_key_message
 from nodewright.sim.scenario import (
-    CAPACITY_TYPES,
     CLUSTER_SCOPED_KINDS,
     DEFAULT_SETTLE_TIMEOUT,
     DISRUPTION_REASONS,
     INTERRUPTION_KINDS,
     MANIFEST_KINDS,
+    NODE_CAPACITY_TYPES,
     SCALABLE_KINDS,
     AnyStep,
     ApplyStep,
@@ -247,7 +247,7 @@ class StepReader:
         if instance_type is not None and instance_type not in self.world.instance_types:
             reader.error((*path, "instanceType"), _no_type(instance_type))
             good = False
-        if capacity_type is not None and capacity_type not in CAPACITY_TYPES:
+        if capacity_type is not None and capacity_type not in NODE_CAPACITY_TYPES:
             reader.error((*path, "capacityType"), _no_capacity_type(capacity_type))
             good = False
         if zone is not None and zone not in self.world.zones:
@@ -286,7 +286,7 @@ class ExpectationReader:
         if "capacityTypes" in body:
             checks["capacityTypes"] = reader.counts(
                 body["capacityTypes"], (*path, "capacityTypes"), "capacityTypes",
-                lambda name: None if name in CAPACITY_TYPES else _no_capacity_type(name))
+                lambda name: None if name in NODE_CAPACITY_TYPES else _no_capacity_type(name))
         if "nodePools" in body:
             pools = self.world.node_pools_ever
             checks["nodePools"] = reader.counts(
@@ -382,7 +382,7 @@ def _no_type(name: str) -> str:
 
 
 def _no_capacity_type(name: str) -> str:
-    return f"capacity type {name!r} is not one of: {', '.join(CAPACITY_TYPES)}"
+    return f"capacity type {name!r} is not one of: {', '.join(NODE_CAPACITY_TYPES)}"
 
 
 def _no_zone(name: str, zones: Collection[str]) -> str:

@@ -91,6 +91,7 @@ def build_world(scenario: Scenario) -> World:
                                rule.capacity_type) for rule in scenario.capacity],
         prices=[PriceOverride(rule.instance_type, rule.capacity_type, rule.price, rule.zone)
                 for rule in scenario.prices],
+        reservations=scenario.reservations,
     )
     controllers = build_controllers(observed, ec2, clock, ControllerOptions(
         batch_idle_seconds=settings.batch_idle_duration,

@@ -64,6 +64,10 @@ AWS_ACTIONS: Final[tuple[ActionUse, ...]] = (
     ActionUse("ec2:DescribeSubnets", "describe", "resolve subnetSelectorTerms, free IPs"),
     ActionUse("ec2:DescribeSecurityGroups", "describe", "resolve securityGroupSelectorTerms"),
     ActionUse("ec2:DescribeImages", "describe", "resolve amiSelectorTerms, architecture"),
+    ActionUse(
+        "ec2:DescribeCapacityReservations", "describe",
+        "resolve capacityReservationSelectorTerms, instances left per reservation",
+    ),
     ActionUse("ec2:DescribeInstances", "describe", "get/list instances, idempotency, drift, GC"),
     ActionUse("ec2:DescribeLaunchTemplates", "describe", "reuse and garbage-collect templates"),
     # Launching (allowed only with the cluster's request tags).

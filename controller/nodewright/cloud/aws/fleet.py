@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from nodewright.cloud.aws import tags as tag_keys
+from nodewright.cloud.aws.capacity_reservations import Availability
 from nodewright.cloud.aws.errors import CAPACITY_ERROR_CODES, aws_call, describe_failure
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.provider import CloudProviderError, InsufficientCapacityError
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 MAX_INSTANCE_TYPES: Final = 60
 ON_DEMAND: Final = "on-demand"
 SPOT: Final = "spot"
+RESERVED: Final = "reserved"
+CAPACITY_BLOCK: Final = "capacity-block"
 CLIENT_TOKEN_MAX: Final = 64
 # What an instant fleet creates. The fleet itself is tagged too: the controller's IAM
 # policy only allows creating resources that carry the cluster's ownership tags.
@@ -39,6 +42,7 @@ class Candidate:
     price: float
     template_name: str
     image_id: str
+    reservation_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,18 @@ class FleetRequest:
     capacity_type: str
     candidates: tuple[Candidate, ...]
     tags: Mapping[str, str] = field(default_factory=dict)
+    # A reserved launch: the reservations' type (default or capacity-block).
+    reservation_type: str | None = None
+    # spec.context: the reserved-capacity context (EC2 Context) the fleet launches in.
+    context: str | None = None
+
+    @property
+    def target_capacity_type(self) -> str:
+        """EC2's name for what is asked: a reservation is on-demand capacity (or a capacity
+        block); the launch template names the reservation."""
+        if self.capacity_type != RESERVED:
+            return self.capacity_type
+        return CAPACITY_BLOCK if self.reservation_type == CAPACITY_BLOCK else ON_DEMAND
 
     def overrides_by_template(self) -> dict[str, list[dict[str, Any]]]:
         grouped: dict[str, list[dict[str, Any]]] = {}
@@ -83,7 +99,7 @@ class FleetRequest:
             "ClientToken": self.client_token(),
             "TargetCapacitySpecification": {
                 "TotalTargetCapacity": 1,
-                "DefaultTargetCapacityType": self.capacity_type,
+                "DefaultTargetCapacityType": self.target_capacity_type,
             },
             "LaunchTemplateConfigs": [
                 {
@@ -99,9 +115,11 @@ class FleetRequest:
                 {"ResourceType": kind, "Tags": tag_list} for kind in TAGGED_RESOURCE_TYPES
             ],
         }
+        if self.context:
+            request["Context"] = self.context
         if self.capacity_type == SPOT:
             request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
-        else:
+        elif self.target_capacity_type != CAPACITY_BLOCK:
             request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
         return request
 
@@ -127,17 +145,22 @@ class Launched:
     subnet_id: str
     capacity_type: str
     image_id: str
+    reservation_id: str | None = None
 
 
-def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferings) -> Launched:
-    """Send the fleet. Capacity errors mark their offerings unavailable; no instance at all
-    raises InsufficientCapacityError when capacity was the reason, CloudProviderError else."""
+def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferings,
+           reservations_left: Availability | None = None) -> Launched:
+    """Send the fleet. Capacity errors mark their offerings unavailable (a reservation's: the
+    reservation counts as empty); no instance at all raises InsufficientCapacityError when
+    capacity was the reason, CloudProviderError else."""
     resource = f"nodeclaim {request.nodeclaim_name}"
     with aws_call("ec2:CreateFleet", resource):
         response = ec2.create_fleet(**request.to_api())
     by_subnet = {c.subnet_id: c.zone for c in request.candidates}
     images = {(c.instance_type, c.zone): c.image_id for c in request.candidates}
+    reservations = {(c.instance_type, c.zone): c.reservation_id for c in request.candidates}
     capacity_failures: list[str] = []
+
     other_failures: list[tuple[str, str]] = []
     for error in response.get("Errors", []):
         code = str(error.get("ErrorCode", ""))
@@ -149,8 +172,11 @@ def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferi
             override.get("AvailabilityZone") or by_subnet.get(str(override.get("SubnetId", "")), "")
         )
         if code in CAPACITY_ERROR_CODES:
-            if instance_type and zone:
+            if instance_type and zone and request.capacity_type != RESERVED:
                 unavailable.mark_unavailable(instance_type, zone, request.capacity_type, code)
+            reservation = reservations.get((instance_type, zone))
+            if reservation and reservations_left is not None:
+                reservations_left.mark_unavailable(reservation)
             capacity_failures.append(f"{instance_type}/{zone}: {code}")
         else:
             other_failures.append((code, str(error.get("ErrorMessage", ""))))
@@ -163,13 +189,15 @@ def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferi
         instance_type = str(instance.get("InstanceType") or override.get("InstanceType", ""))
         zone = str(override.get("AvailabilityZone") or by_subnet.get(subnet_id, ""))
         lifecycle = str(instance.get("Lifecycle", request.capacity_type))
+        kind = SPOT if lifecycle == SPOT else ON_DEMAND
         return Launched(
             instance_id=ids[0],
             instance_type=instance_type,
             zone=zone,
             subnet_id=subnet_id,
-            capacity_type=SPOT if lifecycle == SPOT else ON_DEMAND,
+            capacity_type=RESERVED if request.capacity_type == RESERVED else kind,
             image_id=images.get((instance_type, zone), str(override.get("ImageId", ""))),
+            reservation_id=reservations.get((instance_type, zone)),
         )
     if capacity_failures and not other_failures:
         summary = "; ".join(capacity_failures[:10])

@@ -49,19 +49,31 @@ def orphaned_instances(
 
 
 def unreferenced_templates(
-    templates: Sequence[OwnedTemplate], node_classes: Collection[str]
+    templates: Sequence[OwnedTemplate], node_classes: Collection[str],
+    recently_used: Collection[str] | None = None,
 ) -> list[OwnedTemplate]:
-    """Templates whose node class no longer exists. (Templates of a live node class are kept
-    even when unused: a launch may be about to reference them.)"""
+    """Templates whose node class no longer exists, and (given `recently_used`, the names
+    launched with lately) templates no launch used lately: Karpenter deletes a launch
+    template once it has gone unused for its cache's TTL, so an AMI change or a new
+    configuration leaves nothing behind. (A launch that needs one again recreates it.)"""
     return [
         template
         for template in templates
         if template.tags.get(tag_keys.NODECLASS) not in node_classes
+        or (recently_used is not None and template.name not in recently_used)
     ]
 
 
 def unreferenced_profiles(
-    profiles: Sequence[OwnedProfile], node_classes: Collection[str]
+    profiles: Sequence[OwnedProfile], node_classes: Collection[str],
+    with_role: Collection[str] | None = None, in_use: Collection[str] = (),
 ) -> list[OwnedProfile]:
-    """Profiles we created for node classes that no longer exist."""
-    return [profile for profile in profiles if profile.node_class not in node_classes]
+    """Profiles we created for node classes that no longer exist; and, given `with_role`
+    (the node classes that still launch with a `role`), those of node classes that dropped
+    their role for an `instanceProfile`. A profile a live instance runs with is kept."""
+    return [
+        profile for profile in profiles
+        if profile.name not in in_use and (
+            profile.node_class not in node_classes
+            or (with_role is not None and profile.node_class not in with_role))
+    ]

@@ -39,6 +39,14 @@ def instance_of(raw: Mapping[str, Any]) -> Instance:
     if not isinstance(launch_time, datetime):
         launch_time = datetime.fromtimestamp(0, UTC)
     capacity_type = "spot" if raw.get("InstanceLifecycle") == "spot" else "on-demand"
+    reservation = str(raw.get("CapacityReservationId") or "")
+    preference = raw.get("CapacityReservationSpecification", {}).get(
+        "CapacityReservationPreference")
+    reserved: dict[str, str] = {}
+    if reservation and preference == "capacity-reservations-only":
+        # Launched into a reservation it targeted (an open reservation's match is on-demand).
+        capacity_type = "reserved"
+        reserved = {"karpenter.k8s.aws/capacity-reservation-id": reservation}
     instance_type = str(raw.get("InstanceType", ""))
     return Instance(
         provider_id=provider_id(zone, raw["InstanceId"]),
@@ -57,10 +65,12 @@ def instance_of(raw: Mapping[str, Any]) -> Instance:
         nodepool_name=tags.get(tag_keys.NODEPOOL, ""),
         node_class_name=tags.get(tag_keys.NODECLASS, ""),
         tags=tags,
+        instance_profile=str(raw.get("IamInstanceProfile", {}).get("Arn", "")).rsplit("/", 1)[-1],
         labels={
             "node.kubernetes.io/instance-type": instance_type,
             "topology.kubernetes.io/zone": zone,
             "karpenter.sh/capacity-type": capacity_type,
+            **reserved,
         },
     )
 

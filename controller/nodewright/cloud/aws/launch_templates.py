@@ -40,6 +40,10 @@ class LaunchConfig:
     detailed_monitoring: bool = False
     associate_public_ip_address: bool | None = None
     extra_tags: Mapping[str, str] = field(default_factory=dict)
+    # Reserved launches target their reservation; every other launch opts out of open
+    # reservations (Karpenter's targeted launch mode), so only selected ones are used.
+    capacity_reservation_id: str | None = None
+    capacity_reservation_type: str | None = None
 
     def fingerprint(self) -> str:
         canonical = json.dumps(asdict(self), sort_keys=True, default=list)
@@ -64,6 +68,16 @@ class LaunchConfig:
             "MetadataOptions": dict(self.metadata_options),
             "Monitoring": {"Enabled": self.detailed_monitoring},
         }
+        if self.capacity_reservation_id:
+            data["CapacityReservationSpecification"] = {
+                "CapacityReservationPreference": "capacity-reservations-only",
+                "CapacityReservationTarget": {
+                    "CapacityReservationId": self.capacity_reservation_id},
+            }
+            if self.capacity_reservation_type == "capacity-block":
+                data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+        else:
+            data["CapacityReservationSpecification"] = {"CapacityReservationPreference": "none"}
         if self.block_device_mappings:
             # None (the Custom family without mappings): the AMI's own block devices apply.
             data["BlockDeviceMappings"] = [dict(m) for m in self.block_device_mappings]
@@ -138,6 +152,7 @@ def block_devices_of(
                 "Encrypted": ebs.encrypted,
                 "KmsKeyId": ebs.kms_key_id,
                 "SnapshotId": ebs.snapshot_id,
+                "VolumeInitializationRate": ebs.volume_initialization_rate,
                 "DeleteOnTermination": (
                     True if ebs.delete_on_termination is None else ebs.delete_on_termination
                 ),
@@ -195,7 +210,8 @@ def list_cluster_templates(ec2: EC2Client, cluster: str) -> list[OwnedTemplate]:
     with aws_call("ec2:DescribeLaunchTemplates", f"cluster {cluster}"):
         paginator = ec2.get_paginator("describe_launch_templates")
         filters: Any = [{"Name": f"tag:{tags.cluster_tag_key(cluster)}", "Values": ["owned"]}]
-        for page in paginator.paginate(Filters=filters):
+        # 200 a page, EC2's maximum (as Karpenter asks).
+        for page in paginator.paginate(Filters=filters, PaginationConfig={"PageSize": 200}):
             for raw in page.get("LaunchTemplates", []):
                 found.append(
                     OwnedTemplate(

@@ -14,7 +14,11 @@ from nodewright.api.ec2nodeclass import (
     SecurityGroupStatus,
     SubnetStatus,
 )
+from nodewright.api.kubelet import kubelet_problems
+from nodewright.api.problems import format_path
+from nodewright.cloud.aws import capacity_reservations
 from nodewright.cloud.aws.amis import AliasError, Image, resolve_amis, variant_requirements
+from nodewright.cloud.aws.capacity_reservations import Reservation
 from nodewright.cloud.aws.discovery import (
     SecurityGroup,
     Subnet,
@@ -30,6 +34,9 @@ if TYPE_CHECKING:
     from nodewright.cloud.aws.clients import AwsClients
 
 ARCH_LABEL = "kubernetes.io/arch"
+VALIDATION = "ValidationSucceeded"
+RESERVATIONS = "CapacityReservationsReady"
+INVALID_KUBELET = "InvalidKubeletConfiguration"
 
 
 @dataclass(frozen=True)
@@ -38,9 +45,14 @@ class Resolution:
     security_groups: tuple[SecurityGroup, ...] = ()
     images: tuple[Image, ...] = ()
     instance_profile: str | None = None
+    capacity_reservations: tuple[Reservation, ...] = ()
     unmatched: tuple[UnmatchedTerm, ...] = ()
     # condition type -> why it is not ready
     problems: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return VALIDATION not in self.problems
 
     @property
     def ready(self) -> bool:
@@ -49,6 +61,8 @@ class Resolution:
             and bool(self.security_groups)
             and bool(self.images)
             and self.instance_profile is not None
+            and self.valid
+            and RESERVATIONS not in self.problems
         )
 
     def conditions(self, now: datetime | None = None) -> list[Condition]:
@@ -58,6 +72,8 @@ class Resolution:
             ("SecurityGroupsReady", bool(self.security_groups), "SecurityGroupsNotFound"),
             ("AMIsReady", bool(self.images), "AMINotFound"),
             ("InstanceProfileReady", self.instance_profile is not None, "InstanceProfileNotFound"),
+            (RESERVATIONS, RESERVATIONS not in self.problems, "CapacityReservationsNotFound"),
+            (VALIDATION, self.valid, INVALID_KUBELET),
         )
         conditions: list[Condition] = []
         for kind, ok, reason in checks:
@@ -88,7 +104,10 @@ class Resolution:
         return conditions
 
     def to_status(self, now: datetime | None = None) -> EC2NodeClassStatus:
+        moment = now or datetime.now(UTC)
         return EC2NodeClassStatus(
+            capacity_reservations=[
+                r.to_status(moment) for r in self.capacity_reservations] or None,
             subnets=[
                 SubnetStatus(id=s.id, zone=s.zone, zone_id=s.zone_id or None) for s in self.subnets
             ],
@@ -124,6 +143,16 @@ def _missing(unmatched: Sequence[UnmatchedTerm], prefix: str) -> str:
     return "; ".join(term.describe() for term in unmatched if term.field.startswith(prefix))
 
 
+def validation_problems(node_class: EC2NodeClass) -> dict[str, str]:
+    """What the API server cannot check (spec.kubelet is an open map): as in Karpenter, a
+    problem here sets ValidationSucceeded=False, and the node class launches nothing."""
+    spec = node_class.spec
+    invalid = kubelet_problems(spec.kubelet, spec.resolved_ami_family())
+    if not invalid:
+        return {}
+    return {VALIDATION: "; ".join(f"{format_path(path)}: {why}" for path, why in invalid)}
+
+
 def resolve_node_class(
     clients: AwsClients,
     node_class: EC2NodeClass,
@@ -131,9 +160,10 @@ def resolve_node_class(
     cluster: str,
     kubernetes_version: str,
     with_instance_profile: bool = True,
+    now: datetime | None = None,
 ) -> Resolution:
     spec = node_class.spec
-    problems: dict[str, str] = {}
+    problems = validation_problems(node_class)
     subnets, unmatched_subnets = discover_subnets(clients.ec2, spec.subnet_selector_terms)
     groups, unmatched_groups = discover_security_groups(
         clients.ec2, spec.security_group_selector_terms
@@ -167,11 +197,19 @@ def resolve_node_class(
             )
         except CloudProviderError as error:
             problems["InstanceProfileReady"] = str(error)
+    reservations: list[Reservation] = []
+    if spec.capacity_reservation_selector_terms:
+        try:
+            reservations = capacity_reservations.describe(
+                clients.ec2, spec.capacity_reservation_selector_terms, now or datetime.now(UTC))
+        except CloudProviderError as error:
+            problems[RESERVATIONS] = str(error)
     return Resolution(
         subnets=tuple(subnets),
         security_groups=tuple(groups),
         images=tuple(images),
         instance_profile=profile,
+        capacity_reservations=tuple(reservations),
         unmatched=unmatched,
         problems=problems,
     )

@@ -15,6 +15,9 @@ CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
 ARCH_LABEL: Final = "kubernetes.io/arch"
 SPOT: Final = "spot"
 ON_DEMAND: Final = "on-demand"
+RESERVED: Final = "reserved"
+RESERVATION_ID_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-id"
+RESERVATION_TYPE_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-type"
 
 
 @dataclass(frozen=True)
@@ -56,15 +59,20 @@ def launchable(
             }
             if offering.zone_id:
                 offering_labels[ZONE_ID_LABEL] = offering.zone_id
+            if offering.reservation_id:
+                offering_labels[RESERVATION_ID_LABEL] = offering.reservation_id
+                offering_labels[RESERVATION_TYPE_LABEL] = offering.reservation_type or "default"
             if _compatible(requirements, offering_labels):
                 choices.append(Choice(instance_type, offering))
     return choices
 
 
 def capacity_type_for(choices: Sequence[Choice]) -> str | None:
-    """Spot when the NodeClaim allows it and some spot offering is available (as Karpenter
-    does), on-demand otherwise."""
+    """As Karpenter: a reservation when the NodeClaim allows one and one has room, else spot
+    when allowed and available, else on-demand."""
     kinds = {choice.offering.capacity_type for choice in choices}
+    if RESERVED in kinds:
+        return RESERVED
     if SPOT in kinds:
         return SPOT
     if ON_DEMAND in kinds:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
@@ -12,7 +12,14 @@ from typing import Final
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.quantity import PODS
-from nodewright.cloud.aws import fleet, garbage, instance_profiles, instances, launch_templates
+from nodewright.cloud.aws import (
+    capacity_reservations,
+    fleet,
+    garbage,
+    instance_profiles,
+    instances,
+    launch_templates,
+)
 from nodewright.cloud.aws import tags as tag_keys
 from nodewright.cloud.aws.amis import Image, image_for
 from nodewright.cloud.aws.catalog import LiveCatalog
@@ -23,7 +30,14 @@ from nodewright.cloud.aws.discovery import subnet_per_zone
 from nodewright.cloud.aws.drift import drift_of, static_drift
 from nodewright.cloud.aws.node_class_resolution import Resolution, resolve_node_class
 from nodewright.cloud.aws.node_identity import node_labels
-from nodewright.cloud.aws.offerings import Choice, capacity_type_for, launchable
+from nodewright.cloud.aws.offerings import (
+    RESERVATION_ID_LABEL,
+    RESERVATION_TYPE_LABEL,
+    RESERVED,
+    Choice,
+    capacity_type_for,
+    launchable,
+)
 from nodewright.cloud.aws.pricing import LivePriceSource
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.aws.userdata import NodeBootstrap, render_user_data
@@ -39,6 +53,9 @@ from nodewright.scheduling.pricing import PriceSource
 from nodewright.scheduling.requirements import Requirements
 
 RESOLUTION_CACHE_SECONDS: Final = 60.0
+# A launch template no launch used for this long is deleted (Karpenter's launch template
+# cache TTL, whose evictions delete the template).
+LAUNCH_TEMPLATE_TTL_SECONDS: Final = 60.0
 CLUSTER_CACHE_SECONDS: Final = 300.0
 NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
 
@@ -71,13 +88,19 @@ class AwsCloudProvider:
     clock: Clock = system_clock
     prices: PriceSource | None = None
     name: str = "aws"
+    # Wall time, for capacity reservations' end dates (`clock` is monotonic, for TTLs).
+    wall_clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     unavailable: UnavailableOfferings = field(init=False)
+    reservations: capacity_reservations.Availability = field(init=False)
+    _template_use: dict[str, float] = field(init=False)
     catalog: LiveCatalog = field(init=False)
     _resolutions: TTLCache[str, Resolution] = field(init=False)
     _cluster: TTLCache[str, EksCluster] = field(init=False)
 
     def __post_init__(self) -> None:
         self.unavailable = UnavailableOfferings(self.clock)
+        self.reservations = capacity_reservations.Availability()
+        self._template_use = {}
         price_source = self.prices or LivePriceSource(
             self.clients.pricing, self.clients.ec2, self.clients.region, clock=self.clock
         )
@@ -106,7 +129,9 @@ class AwsCloudProvider:
                 node_class,
                 cluster=self.cluster_name,
                 kubernetes_version=self.cluster().kubernetes_version,
+                now=self.wall_clock(),
             )
+            self.reservations.sync(cached.capacity_reservations)
             self._resolutions.put(key, cached)
         return cached
 
@@ -114,7 +139,9 @@ class AwsCloudProvider:
         resolution = self.resolve(node_class)
         zones = {subnet.zone for subnet in resolution.subnets}
         zone_ids = {subnet.zone: subnet.zone_id for subnet in resolution.subnets}
-        return self.catalog.instance_types(node_class, zones=zones, zone_ids=zone_ids)
+        catalog = self.catalog.instance_types(node_class, zones=zones, zone_ids=zone_ids)
+        return capacity_reservations.with_reserved_offerings(
+            catalog, resolution.capacity_reservations, self.reservations, self.wall_clock())
 
     # --- instances ----------------------------------------------------------------------
 
@@ -151,6 +178,11 @@ class AwsCloudProvider:
                 code="NoCompatibleOffering",
             )
         picked = [c for c in choices if c.offering.capacity_type == capacity_type]
+        reservation_type = None
+        if capacity_type == RESERVED:
+            # One kind of reservation per fleet (a capacity block is its own market).
+            reservation_type = min(picked, key=lambda c: c.offering.price).offering.reservation_type
+            picked = [c for c in picked if c.offering.reservation_type == reservation_type]
         templates = self._templates_for(nodeclaim, node_class, resolution, picked)
         candidates = fleet.cheapest_first(
             [
@@ -159,8 +191,9 @@ class AwsCloudProvider:
                     zone=choice.offering.zone,
                     subnet_id=subnets[choice.offering.zone].id,
                     price=choice.offering.price,
-                    template_name=templates[choice.instance_type.name],
+                    template_name=templates[_template_key(choice)],
                     image_id=_image_of(choice.instance_type.labels, resolution).id,
+                    reservation_id=choice.offering.reservation_id,
                 )
                 for choice in picked
             ]
@@ -172,8 +205,12 @@ class AwsCloudProvider:
             capacity_type=capacity_type,
             candidates=tuple(candidates),
             tags=self._instance_tags(nodeclaim.name, nodepool, node_class),
+            reservation_type=reservation_type,
+            context=node_class.spec.context,
         )
-        launched = fleet.launch(self.clients.ec2, request, self.unavailable)
+        launched = fleet.launch(self.clients.ec2, request, self.unavailable, self.reservations)
+        if launched.reservation_id:
+            self.reservations.mark_launched(launched.reservation_id)
         return self._instance_from_launch(launched, request, nodepool, node_class, resolution)
 
     def get(self, provider_id: str) -> Instance:
@@ -218,28 +255,66 @@ class AwsCloudProvider:
         node_classes: Collection[str],
         now: datetime | None = None,
     ) -> GarbageReport:
-        ec2, iam = self.clients.ec2, self.clients.iam
+        ec2 = self.clients.ec2
         orphans = garbage.orphaned_instances(
             self.list(), known_provider_ids, known_nodeclaims, now or datetime.now(UTC)
         )
         for orphan in orphans:
             log.info("terminating %s", orphan.why)
             instances.terminate(ec2, orphan.instance.provider_id)
-        templates = garbage.unreferenced_templates(
-            launch_templates.list_cluster_templates(ec2, self.cluster_name), node_classes
+        rest = self.collect_cloud_garbage(node_classes)
+        return GarbageReport(
+            tuple(o.instance.instance_id for o in orphans),
+            rest.deleted_templates,
+            rest.deleted_profiles,
         )
+
+    def collect_cloud_garbage(
+        self, node_classes: Collection[str], with_role: Collection[str] | None = None
+    ) -> GarbageReport:
+        """Launch templates and instance profiles nothing needs any more: those of node
+        classes that are gone, templates no launch used for a minute (one first seen now
+        counts as used now), and, given `with_role` (node classes launching with a role),
+        profiles we created for a node class that no longer has a role and that no live
+        instance runs with."""
+        ec2, iam = self.clients.ec2, self.clients.iam
+        now = self.clock()
+        owned = launch_templates.list_cluster_templates(ec2, self.cluster_name)
+        for template in owned:
+            self._template_use.setdefault(template.name, now)
+        recent = {name for name, used in self._template_use.items()
+                  if now - used < LAUNCH_TEMPLATE_TTL_SECONDS}
+        templates = garbage.unreferenced_templates(owned, node_classes, recent)
         for template in templates:
             launch_templates.delete_launch_template(ec2, template)
+            self._template_use.pop(template.name, None)
+            log.info("deleted launch template %s", template.name)
+        in_use = ({i.instance_profile for i in self.list() if i.instance_profile}
+                  if with_role is not None else set())
         profiles = garbage.unreferenced_profiles(
-            instance_profiles.list_cluster_profiles(iam, self.cluster_name), node_classes
+            instance_profiles.list_cluster_profiles(iam, self.cluster_name), node_classes,
+            with_role, in_use,
         )
         for profile in profiles:
             instance_profiles.delete_profile(iam, profile)
-        return GarbageReport(
-            tuple(o.instance.instance_id for o in orphans),
-            tuple(t.name for t in templates),
-            tuple(p.name for p in profiles),
-        )
+            log.info("deleted instance profile %s", profile.name)
+        return GarbageReport((), tuple(t.name for t in templates), tuple(p.name for p in profiles))
+
+    def delete_node_class_resources(self, node_class: str) -> GarbageReport:
+        """What an EC2NodeClass's finalizer removes once its NodeClaims are gone: its launch
+        templates and the instance profile created for its role."""
+        ec2, iam = self.clients.ec2, self.clients.iam
+        templates = [t for t in launch_templates.list_cluster_templates(ec2, self.cluster_name)
+                     if t.tags.get(tag_keys.NODECLASS) == node_class]
+        for template in templates:
+            launch_templates.delete_launch_template(ec2, template)
+            self._template_use.pop(template.name, None)
+        profiles = [p for p in instance_profiles.list_cluster_profiles(iam, self.cluster_name)
+                    if p.node_class == node_class]
+        for profile in profiles:
+            instance_profiles.delete_profile(iam, profile)
+        self._resolutions.clear()
+        return GarbageReport((), tuple(t.name for t in templates), tuple(p.name for p in profiles))
 
     # --- helpers ------------------------------------------------------------------------
 
@@ -250,21 +325,22 @@ class AwsCloudProvider:
         resolution: Resolution,
         choices: Sequence[Choice],
     ) -> dict[str, str]:
-        """instance type -> launch template name; one template per (image, max pods)."""
+        """_template_key(choice) -> launch template name; one template per (image, max pods,
+        reservation)."""
         family = node_class.resolved_ami_family()
         nodepool = (nodeclaim.metadata.labels or {}).get(NODEPOOL_LABEL)
         labels = node_labels(nodeclaim.metadata.labels, nodeclaim.spec.requirements, nodepool)
         spec = node_class.spec
-        by_config: dict[tuple[str, int | None], str] = {}
+        by_config: dict[tuple[str, int | None, str | None], str] = {}
         result: dict[str, str] = {}
         for choice in choices:
             instance_type = choice.instance_type
-            if instance_type.name in result:
+            if _template_key(choice) in result:
                 continue
             image = _image_of(instance_type.labels, resolution)
             pods = instance_type.capacity.get(PODS)
             max_pods = pods // 1000 if pods is not None else None
-            key = (image.id, max_pods)
+            key = (image.id, max_pods, choice.offering.reservation_id)
             if key not in by_config:
                 bootstrap = NodeBootstrap.build(
                     self.cluster().info,
@@ -298,9 +374,12 @@ class AwsCloudProvider:
                     detailed_monitoring=bool(spec.detailed_monitoring),
                     associate_public_ip_address=spec.associate_public_ip_address,
                     extra_tags=dict(spec.tags or {}),
+                    capacity_reservation_id=choice.offering.reservation_id,
+                    capacity_reservation_type=choice.offering.reservation_type,
                 )
                 by_config[key] = launch_templates.ensure_launch_template(self.clients.ec2, config)
-            result[instance_type.name] = by_config[key]
+                self._template_use[by_config[key]] = self.clock()
+            result[_template_key(choice)] = by_config[key]
         return result
 
     def _instance_tags(
@@ -342,8 +421,15 @@ class AwsCloudProvider:
                 "node.kubernetes.io/instance-type": launched.instance_type,
                 "topology.kubernetes.io/zone": launched.zone,
                 "karpenter.sh/capacity-type": launched.capacity_type,
+                **({RESERVATION_ID_LABEL: launched.reservation_id,
+                    RESERVATION_TYPE_LABEL: request.reservation_type or "default"}
+                   if launched.reservation_id else {}),
             },
         )
+
+
+def _template_key(choice: Choice) -> str:
+    return f"{choice.instance_type.name}/{choice.offering.reservation_id or ''}"
 
 
 def _image_of(labels: Mapping[str, str], resolution: Resolution) -> Image:

@@ -11,7 +11,7 @@ import hashlib
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.cloud.aws.amis import Image
 from nodewright.cloud.aws.discovery import SecurityGroup, Subnet
-from nodewright.cloud.aws.node_class_resolution import Resolution
+from nodewright.cloud.aws.node_class_resolution import Resolution, validation_problems
 from nodewright.cloud.sim.images import ARCHITECTURES, ImageCatalog
 
 # Subnets have a /20 each (identity.py): 4096 addresses less AWS's five.
@@ -31,7 +31,7 @@ def resolve(node_class: EC2NodeClass, *, cluster_name: str, zones: tuple[str, ..
     profile = node_class.spec.instance_profile or (
         f"{cluster_name}_{_digest(node_class.spec.role or node_class.name)}")
     return Resolution(subnets=subnets, security_groups=(group,), images=resolved,
-                      instance_profile=profile)
+                      instance_profile=profile, problems=validation_problems(node_class))
 
 
 def _digest(text: str) -> str:

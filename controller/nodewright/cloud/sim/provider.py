@@ -11,10 +11,11 @@ the seed, nothing reads the wall clock.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final
 
@@ -22,6 +23,13 @@ from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.quantity import parse_resources
 from nodewright.cloud.aws import tags as tag_keys
+from nodewright.cloud.aws.capacity_reservations import (
+    RESERVATION_ID_LABEL,
+    RESERVATION_TYPE_LABEL,
+    RESERVED,
+    Reservation,
+    with_reserved_offerings,
+)
 from nodewright.cloud.aws.node_class_resolution import Resolution
 from nodewright.cloud.aws.node_identity import node_labels
 from nodewright.cloud.aws.offerings import Choice
@@ -54,6 +62,7 @@ from nodewright.cloud.sim.machines import (
     SimInstance,
 )
 from nodewright.cloud.sim.node import OS_IMAGES
+from nodewright.cloud.sim.reservations import ReservationBook, SimReservation
 from nodewright.cloud.sim.settings import SimSettings
 from nodewright.cloud.sim.world import (
     CapacityLike,
@@ -99,6 +108,7 @@ class SimulatedEC2:
         settings: SimSettings | None = None,
         capacity: Sequence[CapacityLike] = (),
         prices: Sequence[PriceLike] = (),
+        reservations: Sequence[SimReservation] = (),
     ) -> None:
         """`capacity` and `prices` take this package's CapacityRule / PriceOverride or any
         objects with the same attributes; a type or zone the region lacks is a ValueError
@@ -113,6 +123,13 @@ class SimulatedEC2:
         self.region = region
         self.zones = self.catalog.zones
         self.capacity = CapacityPool(rules)
+        self.catalog.check([CapacityRule(r.instance_type, r.count, r.zone)
+                            for r in reservations], [])
+        self.reservations = ReservationBook(reservations)
+        self._reservation_of: dict[str, str] = {}  # instance id -> reservation it uses
+        for block in reservations:
+            if block.end is not None:
+                self.clock.call_at(block.end, functools.partial(self._block_ended, block.id))
         self.unavailable = UnavailableOfferings(lambda: clock.now().timestamp())
         self.images = ImageCatalog()
         self.interruption_queue = SimulatedInterruptionQueue(clock, region, seed)
@@ -130,13 +147,28 @@ class SimulatedEC2:
     # --- the CloudProvider protocol -----------------------------------------------------
 
     def get_instance_types(self, node_class: EC2NodeClass) -> list[InstanceType]:
-        return self.catalog.instance_types(node_class, self.unavailable.entries())
+        return list(self._offered(node_class))
 
     def resolve(self, node_class: EC2NodeClass) -> Resolution:
-        """The subnets, security group, AMIs and instance profile of `node_class` in the
-        simulated VPC (what the EC2NodeClass status controller writes)."""
-        return node_class_resolution.resolve(node_class, cluster_name=self.cluster_name,
-                                             zones=tuple(self.zones), images=self.images)
+        """The subnets, security group, AMIs, instance profile and capacity reservations of
+        `node_class` in the simulated VPC (what the EC2NodeClass status controller writes)."""
+        resolved = node_class_resolution.resolve(node_class, cluster_name=self.cluster_name,
+                                                 zones=tuple(self.zones), images=self.images)
+        return replace(resolved, capacity_reservations=tuple(self._selected(node_class)))
+
+    def _selected(self, node_class: EC2NodeClass) -> list[Reservation]:
+        terms = node_class.spec.capacity_reservation_selector_terms
+        return self.reservations.selected(terms, self.clock.now()) if terms else []
+
+    def _offered(self, node_class: EC2NodeClass) -> Sequence[InstanceType]:
+        """The catalog, with a `reserved` offering per reservation the node class selects."""
+        catalog = self.catalog.offered(node_class, self.unavailable.entries())
+        selected = self._selected(node_class)
+        if not selected:
+            return catalog
+        return with_reserved_offerings(catalog, selected,
+                                       self.reservations.availability(selected),
+                                       self.clock.now())
 
     def create(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> Instance:
         self.counters.create_calls += 1
@@ -145,10 +177,7 @@ class SimulatedEC2:
             return existing.view()
         _check_ready(node_class)
         requirements, requests = _wants(nodeclaim)
-        choices = self._eligible(
-            self.catalog.offered(node_class, self.unavailable.entries()), requirements,
-            requests, self.zones,
-        )
+        choices = self._eligible(self._offered(node_class), requirements, requests, self.zones)
         capacity_type = fleet.capacity_type(choices)
         if capacity_type is None:
             self.counters.insufficient_capacity += 1
@@ -160,6 +189,20 @@ class SimulatedEC2:
                 resource=f"nodeclaim {nodeclaim.name}",
                 code="NoCompatibleOffering",
             )
+        if capacity_type == RESERVED:
+            for choice in sorted(fleet.overrides(choices, capacity_type),
+                                 key=lambda c: (c.offering.price, c.offering.reservation_id)):
+                if self.reservations.take(choice.offering.reservation_id or ""):
+                    launched = self._launch(nodeclaim, node_class, choice)
+                    self._reservation_of[launched.instance_id] = (
+                        choice.offering.reservation_id or "")
+                    return launched.view()
+            self.counters.insufficient_capacity += 1
+            raise InsufficientCapacityError(
+                f"ec2:CreateFleet nodeclaim {nodeclaim.name}: ReservationCapacityExceeded: "
+                "the selected capacity reservations are full",
+                call="ec2:CreateFleet", resource=f"nodeclaim {nodeclaim.name}",
+                code="InsufficientCapacity", cloud_message="ReservationCapacityExceeded")
         candidates = fleet.launch_sequence(
             fleet.overrides(choices, capacity_type), self.capacity.remaining, self._rng
         )
@@ -298,6 +341,9 @@ class SimulatedEC2:
         }
         if offering.zone_id:
             labels[well_known.ZONE_ID] = offering.zone_id
+        if offering.reservation_id:
+            labels[RESERVATION_ID_LABEL] = offering.reservation_id
+            labels[RESERVATION_TYPE_LABEL] = offering.reservation_type or "default"
         instance = SimInstance(
             instance_id=instance_id,
             instance_type=it,
@@ -368,6 +414,14 @@ class SimulatedEC2:
                 lambda: instance.state == RUNNING,
             )
 
+    def _block_ended(self, reservation_id: str) -> None:
+        """A capacity block's end: EC2 takes back every instance still in it."""
+        for instance_id, reservation in list(self._reservation_of.items()):
+            if reservation == reservation_id:
+                self._emit("capacity-block-ended", instance_id,
+                           f"capacity block {reservation_id} ended")
+                self._reclaim(self._instances[instance_id])
+
     def _reclaim(self, instance: SimInstance) -> None:
         """The end of a spot notice: EC2 takes the instance back if it is still up."""
         if instance.state in UP_STATES or instance.state in (STOPPING, STOPPED):
@@ -406,6 +460,9 @@ class SimulatedEC2:
             return
         instance.state = SHUTTING_DOWN
         instance.shutting_down_at = self.clock.now()
+        reservation = self._reservation_of.pop(instance.instance_id, None)
+        if reservation:
+            self.reservations.release(reservation)
         if announce:
             self.interruption_queue.state_change(instance.instance_id, SHUTTING_DOWN)
         self._emit(SHUTTING_DOWN, instance.instance_id, f"{instance.instance_id} is shutting down")

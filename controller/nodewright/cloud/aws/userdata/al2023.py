@@ -19,7 +19,9 @@ def _taint(key: str, value: str, effect: str) -> dict[str, str]:
 
 def node_config(bootstrap: NodeBootstrap) -> dict[str, Any]:
     kubelet = bootstrap.kubelet
-    config: dict[str, Any] = {}
+    # Every field the user set reaches the kubelet as given (nodeadm takes any
+    # KubeletConfiguration field); the ones Nodewright reads are written below.
+    config: dict[str, Any] = dict(sorted(kubelet.passthrough.items()))
     if bootstrap.max_pods is not None:
         config["maxPods"] = bootstrap.max_pods
     if bootstrap.cluster_dns:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from nodewright.api.kubelet import KubeletConfiguration, unmanaged
 
 if TYPE_CHECKING:
     from nodewright.api.core import Taint
-    from nodewright.api.ec2nodeclass import KubeletConfiguration
 
 _Key = TypeVar("_Key", bound=str)
 
@@ -52,11 +53,16 @@ class KubeletSettings:
     image_gc_high_threshold_percent: int | None = None
     image_gc_low_threshold_percent: int | None = None
     cpu_cfs_quota: bool | None = None
+    # Every other spec.kubelet field, as given: only families that render the raw kubelet
+    # configuration (AL2023) carry them; validation refuses them for the others.
+    passthrough: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_api(cls, kubelet: KubeletConfiguration | None) -> KubeletSettings:
-        if kubelet is None:
+    def from_api(cls, raw: Mapping[str, Any] | None) -> KubeletSettings:
+        """Raises KubeletConfigError (a ValueError naming the field) on a mistyped field."""
+        if not raw:
             return cls()
+        kubelet = KubeletConfiguration.parse(raw)
         return cls(
             max_pods=kubelet.max_pods,
             pods_per_core=kubelet.pods_per_core,
@@ -69,6 +75,7 @@ class KubeletSettings:
             image_gc_high_threshold_percent=kubelet.image_gc_high_threshold_percent,
             image_gc_low_threshold_percent=kubelet.image_gc_low_threshold_percent,
             cpu_cfs_quota=kubelet.cpu_cfs_quota,
+            passthrough=unmanaged(raw),
         )
 
 
@@ -102,13 +109,15 @@ class NodeBootstrap:
         labels: Mapping[str, str],
         taints: Sequence[Taint] = (),
         startup_taints: Sequence[Taint] = (),
-        kubelet: KubeletConfiguration | None = None,
+        kubelet: Mapping[str, Any] | None = None,
         max_pods: int | None = None,
         custom_user_data: str | None = None,
         instance_store_policy: str | None = None,
     ) -> NodeBootstrap:
-        """`max_pods` from the instance type, unless the kubelet configuration fixes it."""
+        """`max_pods` from the instance type, unless the kubelet configuration fixes it.
+        `kubelet` is the EC2NodeClass's spec.kubelet map."""
         settings = KubeletSettings.from_api(kubelet)
+        parsed = KubeletConfiguration.parse(kubelet)
         node_taints = [
             NodeTaint(taint.key, taint.effect, taint.value or "")
             for taint in [*taints, *startup_taints]
@@ -121,7 +130,7 @@ class NodeBootstrap:
             labels=dict(sorted(labels.items())),
             taints=tuple(node_taints),
             kubelet=settings,
-            cluster_dns=tuple(kubelet.cluster_dns or ()) if kubelet else (),
+            cluster_dns=tuple(parsed.cluster_dns or ()),
             custom_user_data=custom_user_data,
             instance_store_policy=instance_store_policy,
         )

@@ -1,0 +1,118 @@
+"""What launches leave behind in the cloud, cleaned up (Karpenter's nodeclass finalizer, its
+launch template cache evictions and its instance profile garbage collection):
+
+- `NodeClassTermination`: every EC2NodeClass carries the finalizer
+  `karpenter.k8s.aws/termination`. When one is deleted, it waits for the NodeClaims that
+  use it to be gone, then deletes the node class's launch templates and the instance
+  profile created for its role, and lets the EC2NodeClass go.
+- `CloudGarbageCollection`: every minute, launch templates no launch used for a minute and
+  those of node classes that are gone are deleted, and instance profiles created for a
+  role, once the node class is gone or has dropped its role, unless an instance runs with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, Final, Protocol
+
+from nodewright.cloud.provider import CloudProviderError
+from nodewright.cluster import objects
+from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.runtime.reconciler import Result, Watch, WatchEvent, singleton_key
+
+log = logging.getLogger(__name__)
+
+FINALIZER: Final = "karpenter.k8s.aws/termination"
+WAIT_SECONDS: Final = 600.0  # NodeClaim deletions wake it sooner
+GC_SECONDS: Final = 60.0
+
+
+class Cleaner(Protocol):
+    def delete_node_class_resources(self, node_class: str) -> object: ...
+
+    def collect_cloud_garbage(
+        self, node_classes: Collection[str], with_role: Collection[str] | None = None,
+    ) -> object: ...
+
+
+def _node_class_of(event: WatchEvent) -> Iterable[str]:
+    ref = ((event.object or {}).get("spec") or {}).get("nodeClassRef") or {}
+    return (str(ref["name"]),) if ref.get("kind") == "EC2NodeClass" and ref.get("name") else ()
+
+
+def _uses(claim: dict[str, Any], node_class: str) -> bool:
+    ref = (claim.get("spec") or {}).get("nodeClassRef") or {}
+    return bool(ref.get("kind") == "EC2NodeClass" and ref.get("name") == node_class)
+
+
+class NodeClassTermination:
+    name = "nodeclass.termination"
+
+    def __init__(self, cluster: ClusterAPI, cleaner: Cleaner | None) -> None:
+        self.cluster = cluster
+        self.cleaner = cleaner
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return (Watch("EC2NodeClass"), Watch("NodeClaim", _node_class_of))
+
+    def reconcile(self, key: str) -> Result:
+        try:
+            current = self.cluster.get("EC2NodeClass", key)
+        except NotFoundError:
+            return Result()
+        meta = objects.meta(current)
+        finalizers = list(meta.get("finalizers") or [])
+        if not objects.is_deleting(current):
+            if FINALIZER not in finalizers:
+                self._set_finalizers(key, current, [*finalizers, FINALIZER])
+            return Result()
+        if FINALIZER not in finalizers:
+            return Result()
+        waiting = sorted(objects.name(c) for c in self.cluster.list("NodeClaim")
+                         if _uses(c, key))
+        if waiting:
+            log.info("EC2NodeClass %s is being deleted: waiting on NodeClaims %s", key,
+                     ", ".join(waiting[:10]), extra={"EC2NodeClass": key})
+            return Result(requeue_after=WAIT_SECONDS)
+        if self.cleaner is not None:
+            try:
+                self.cleaner.delete_node_class_resources(key)
+            except CloudProviderError as error:
+                log.warning("EC2NodeClass %s: cleaning up its launch templates and instance "
+                            "profile failed: %s", key, error, extra={"EC2NodeClass": key})
+                return Result(requeue_after=GC_SECONDS)
+        self._set_finalizers(key, current, [f for f in finalizers if f != FINALIZER])
+        return Result()
+
+    def _set_finalizers(self, key: str, current: dict[str, Any], wanted: list[str]) -> None:
+        # Gone, or changed under us (a conflict): the watch brings it back.
+        with contextlib.suppress(NotFoundError, ConflictError):
+            self.cluster.patch("EC2NodeClass", key, {"metadata": {
+                "resourceVersion": objects.meta(current).get("resourceVersion"),
+                "finalizers": wanted}})
+
+
+class CloudGarbageCollection:
+    name = "nodeclass.garbagecollection"
+
+    def __init__(self, cluster: ClusterAPI, cleaner: Cleaner) -> None:
+        self.cluster = cluster
+        self.cleaner = cleaner
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        return (Watch("EC2NodeClass", lambda e: singleton_key(e) if e.type == "ADDED" else ()),)
+
+    def reconcile(self, key: str) -> Result:
+        classes = self.cluster.list("EC2NodeClass")
+        names = {objects.name(body) for body in classes}
+        with_role = {objects.name(body) for body in classes
+                     if (body.get("spec") or {}).get("role")}
+        try:
+            self.cleaner.collect_cloud_garbage(names, with_role)
+        except CloudProviderError as error:
+            log.warning("collecting launch templates and instance profiles failed: %s", error)
+        return Result(requeue_after=GC_SECONDS)

@@ -1,0 +1,85 @@
+"""The EC2NodeClass finalizer and the cloud garbage collection, on the virtual driver: a
+deleted node class waits for its NodeClaims, then its launch templates and instance profile
+are removed and it goes (Karpenter's nodeclass finalizer)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from nodewright.cluster.memory import InMemoryCluster
+from nodewright.controllers.driver import VirtualDriver
+from nodewright.operator.nodeclass_cleanup import (
+    FINALIZER,
+    CloudGarbageCollection,
+    NodeClassTermination,
+)
+from nodewright.runtime.clock import VirtualClock
+from tests.operator.test_nodeclass_and_sim_kubelet import NODE_CLASS
+
+
+class Cleaner:
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+        self.collected: list[tuple[set[str], set[str] | None]] = []
+
+    def delete_node_class_resources(self, node_class: str) -> object:
+        self.deleted.append(node_class)
+        return None
+
+    def collect_cloud_garbage(self, node_classes: Collection[str],
+                              with_role: Collection[str] | None = None) -> object:
+        self.collected.append((set(node_classes), set(with_role) if with_role else None))
+        return None
+
+
+def claim(name: str, node_class: str = "default") -> dict[str, Any]:
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"}},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                      "name": node_class}, "requirements": []}}
+
+
+def test_a_deleted_node_class_waits_for_its_nodeclaims_then_cleans_up_and_goes() -> None:
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    cluster.create(NODE_CLASS)
+    cluster.create(claim("using-it"))
+    cluster.create(claim("elsewhere", node_class="other"))
+    cleaner = Cleaner()
+    driver = VirtualDriver(clock, cluster, raise_errors=True)
+    driver.add(NodeClassTermination(cluster, cleaner))
+    driver.start()
+    clock.advance(1)
+    assert cluster.get("EC2NodeClass", "default")["metadata"]["finalizers"] == [FINALIZER]
+
+    cluster.delete("EC2NodeClass", "default")
+    driver.deliver()  # the test's own writes: deliver their events now
+    clock.advance(5)
+    assert cluster.get("EC2NodeClass", "default")["metadata"].get("deletionTimestamp")
+    assert cleaner.deleted == []
+
+    cluster.delete("NodeClaim", "using-it")
+    driver.deliver()
+    clock.advance(1)
+
+    assert cleaner.deleted == ["default"]
+    assert [c["metadata"]["name"] for c in cluster.list("EC2NodeClass")] == []
+
+
+def test_garbage_collection_names_the_node_classes_and_those_with_a_role() -> None:
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    cluster.create(NODE_CLASS)
+    other = {**NODE_CLASS, "metadata": {"name": "fixed-profile"},
+             "spec": {**{k: v for k, v in NODE_CLASS["spec"].items() if k != "role"},
+                      "instanceProfile": "ops-profile"}}
+    cluster.create(other)
+    cleaner = Cleaner()
+    driver = VirtualDriver(clock, cluster, raise_errors=True)
+    driver.add(CloudGarbageCollection(cluster, cleaner))
+    driver.start()
+    clock.advance(1)
+    assert cleaner.collected == [({"default", "fixed-profile"}, {"default"})]
+    clock.advance(60)
+    assert len(cleaner.collected) == 2
