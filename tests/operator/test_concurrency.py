@@ -155,9 +155,10 @@ def test_the_provisioner_solves_outside_the_state_lock(
     state = world.controllers.state
     held: list[bool] = []
 
-    def watched_solve(problem: SchedulingProblem) -> SchedulingResult:
+    def watched_solve(problem: SchedulingProblem,
+                      deadline: float | None = None) -> SchedulingResult:
         held.append(state.lock.held())
-        return solve(problem)
+        return solve(problem, deadline=deadline)
 
     monkeypatch.setattr(provisioning, "solve", watched_solve)
     world.apply(WORKSHOP)
