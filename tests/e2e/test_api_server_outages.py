@@ -33,6 +33,12 @@ def test_the_api_server_restarted_in_the_middle_of_a_scale_up(
     eventually(lambda: controller.readyz()[0] == 200, timeout=60, what="the caches synced")
 
     scale(plane, 5)
+    # The controller-manager exits during the outage too: were it to create only some
+    # of the pods before it, the rest would come after the first node was chosen, and a
+    # second node would be right. The outage starts once all five wait for the controller.
+    eventually(lambda: len(live(plane.items("pods", "-n", "default", "-l",
+                                            "app=inflate"))) == 5,
+               timeout=60, what="the Deployment's 5 pods")
     plane.restart_apiserver(down_for=OUTAGE_SECONDS)
 
     eventually(lambda: settled(plane, 5, nodes=1), timeout=120,
