@@ -62,7 +62,7 @@ def test_a_node_class_reports_what_it_resolved_and_why_it_is_not_ready() -> None
     assert stored["status"]["subnets"] == [{"id": "subnet-1", "zone": "us-west-2a",
                                             "zoneID": "usw2-az1"}]
     found = conditions(stored)
-    assert found["Ready"] == ("False", "NotReady")
+    assert found["Ready"] == ("False", "UnhealthyDependents")  # operatorpkg's root
     assert found["AMIsReady"] == ("False", "AMINotFound")
     assert found["SubnetsReady"] == ("True", "SubnetsReady")
     ready = next(c for c in stored["status"]["conditions"] if c["type"] == "Ready")

@@ -158,3 +158,8 @@ def set_condition(obj: Object, condition_type: str, status: str, now: datetime,
 
 NODECLAIM = ConditionSet("Ready", ("Launched", "Registered", "Initialized"))
 NODEPOOL = ConditionSet("Ready", ("ValidationSucceeded", "NodeClassReady"))
+# Karpenter's EC2NodeClass (aws/karpenter-provider-aws pkg/apis/v1/ec2nodeclass_status.go),
+# CapacityReservationsReady included as with the ReservedCapacity gate on (its default).
+EC2NODECLASS = ConditionSet("Ready", (
+    "AMIsReady", "SubnetsReady", "SecurityGroupsReady", "InstanceProfileReady",
+    "ValidationSucceeded", "CapacityReservationsReady"))

@@ -1,7 +1,8 @@
 """The EC2NodeClass status controller (Karpenter's nodeclass status controller), for the AWS
 cloud: it resolves each EC2NodeClass's selector terms (subnets, security groups, AMIs) and
 instance profile, and writes them to `status` with one condition per part and `Ready`
-(reason `NotReady` and the parts that failed), so `kubectl get ec2nodeclass` tells a user
+following them (`cluster.conditions.EC2NODECLASS`: reason `UnhealthyDependents` and the
+parts that failed), so `kubectl get ec2nodeclass` tells a user
 why nothing launches. It resolves again every minute: subnets, groups and AMIs change
 under it (a new AMI release, a deleted subnet).
 
@@ -23,7 +24,7 @@ from nodewright.cloud.aws.node_class_resolution import Resolution
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, NotFoundError
-from nodewright.cluster.conditions import set_condition
+from nodewright.cluster.conditions import EC2NODECLASS
 from nodewright.cluster.merge_patch import merge_patch_between
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, singleton_key
@@ -87,8 +88,9 @@ class NodeClassStatus:
         working["metadata"] = dict(objects.meta(current))
         now = self.clock.now()
         for condition in resolution.conditions(now):
-            set_condition(working, condition.type, condition.status, now,
-                          reason=condition.reason, message=condition.message or "")
+            if condition.type != EC2NODECLASS.root:  # the set recomputes it, as operatorpkg
+                EC2NODECLASS.set(working, condition.type, condition.status, now,
+                                 reason=condition.reason, message=condition.message or "")
         status: dict[str, Any] = working["status"]
         return status
 

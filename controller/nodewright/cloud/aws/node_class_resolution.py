@@ -28,6 +28,8 @@ from nodewright.cloud.aws.discovery import (
 )
 from nodewright.cloud.aws.instance_profiles import ensure_instance_profile
 from nodewright.cloud.provider import CloudProviderError
+from nodewright.cluster import objects
+from nodewright.cluster.conditions import EC2NODECLASS
 
 if TYPE_CHECKING:
     from nodewright.api.ec2nodeclass import EC2NodeClass
@@ -89,18 +91,17 @@ class Resolution:
                     last_transition_time=stamp,
                 )
             )
-        failing = [c.type for c in conditions if c.status != "True"]
-        conditions.append(
-            Condition(type="Ready", status="True", reason="Ready", last_transition_time=stamp)
-            if not failing
-            else Condition(
-                type="Ready",
-                status="False",
-                reason="NotReady",
-                message=f"unresolved: {', '.join(failing)}",
-                last_transition_time=stamp,
-            )
-        )
+        # Ready as the status controller writes it: the condition set's root.
+        scratch: dict[str, object] = {"metadata": {}, "status": {}}
+        moment = now or datetime.now(UTC)
+        for condition in conditions:
+            EC2NODECLASS.set(scratch, condition.type, condition.status, moment,
+                             condition.reason, condition.message or "")
+        ready = objects.condition(scratch, EC2NODECLASS.root) or {}
+        conditions.append(Condition(
+            type=EC2NODECLASS.root, status="True" if ready.get("status") == "True" else "False",
+            reason=str(ready.get("reason")), message=str(ready.get("message") or "") or None,
+            last_transition_time=stamp))
         return conditions
 
     def to_status(self, now: datetime | None = None) -> EC2NodeClassStatus:
