@@ -441,3 +441,31 @@ def test_context_and_volume_initialization_rate_reach_the_fleet_and_template(
     (template,) = recorder.calls_of("ec2:CreateLaunchTemplate")[:1]
     ebs = template["LaunchTemplateData"]["BlockDeviceMappings"][0]["Ebs"]
     assert (ebs["SnapshotId"], ebs["VolumeInitializationRate"]) == (snapshot, 200)
+
+
+def test_prefixes_tracking_and_nested_virtualization_reach_the_launch_template(
+    provider: AwsCloudProvider, clients: AwsClients, world: World,
+) -> None:
+    tuned = node_class(ipPrefixCount=2, cpuOptions={"nestedVirtualization": "enabled"},
+                       connectionTracking={"tcpEstablishedTimeout": 600, "udpTimeout": 45})
+    provider.create(nodeclaim(), tuned)
+
+    for data in launch_template_data(clients):
+        assert "SecurityGroupIds" not in data
+        (interface,) = data["NetworkInterfaces"]
+        assert interface["DeviceIndex"] == 0 and interface["Ipv4PrefixCount"] == 2
+        assert interface["Groups"] == [world.security_group]
+        assert interface["ConnectionTrackingSpecification"] == {
+            "TcpEstablishedTimeout": 600, "UdpTimeout": 45}
+        assert "AssociatePublicIpAddress" not in interface
+        assert data["CpuOptions"] == {"NestedVirtualization": "enabled"}
+
+
+def test_without_interface_settings_the_template_lists_security_groups(
+    provider: AwsCloudProvider, clients: AwsClients,
+) -> None:
+    provider.create(nodeclaim(), node_class())
+
+    for data in launch_template_data(clients):
+        assert "NetworkInterfaces" not in data and data["SecurityGroupIds"]
+        assert "CpuOptions" not in data

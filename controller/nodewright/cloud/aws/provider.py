@@ -382,6 +382,11 @@ class AwsCloudProvider:
                     ),
                     detailed_monitoring=bool(spec.detailed_monitoring),
                     associate_public_ip_address=spec.associate_public_ip_address,
+                    ip_prefix_count=spec.ip_prefix_count,
+                    connection_tracking=launch_templates.connection_tracking_of(
+                        spec.connection_tracking),
+                    nested_virtualization=(spec.cpu_options.nested_virtualization
+                                           if spec.cpu_options else None),
                     extra_tags=dict(spec.tags or {}),
                     capacity_reservation_id=choice.offering.reservation_id,
                     capacity_reservation_type=choice.offering.reservation_type,
