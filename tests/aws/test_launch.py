@@ -469,3 +469,40 @@ def test_without_interface_settings_the_template_lists_security_groups(
     for data in launch_template_data(clients):
         assert "NetworkInterfaces" not in data and data["SecurityGroupIds"]
         assert "CpuOptions" not in data
+
+
+def efa_claim(types: list[str], efa: bool) -> Any:
+    from nodewright.api.nodeclaim import NodeClaim
+
+    body = nodeclaim(requirements=[
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+    ]).model_dump(by_alias=True, exclude_none=True, mode="json")
+    body["spec"]["resources"] = {"requests": {"cpu": "1", **(
+        {"vpc.amazonaws.com/efa": "1"} if efa else {})}}
+    return NodeClaim.model_validate(body)
+
+
+def test_pods_asking_for_efa_launch_with_an_efa_interface_per_device(
+    provider: AwsCloudProvider, clients: AwsClients, recorder: CallRecorder, world: World,
+) -> None:
+    provider.create(efa_claim(["c5n.18xlarge", "c6in.32xlarge"], efa=True), node_class())
+
+    by_count = {}
+    for call in recorder.calls_of("ec2:CreateLaunchTemplate"):
+        interfaces = call["LaunchTemplateData"]["NetworkInterfaces"]
+        by_count[len(interfaces)] = interfaces
+        assert "SecurityGroupIds" not in call["LaunchTemplateData"]
+    assert sorted(by_count) == [1, 2]  # c5n.18xlarge has one EFA device, c6in.32xlarge two
+    assert [(i["NetworkCardIndex"], i["DeviceIndex"], i["InterfaceType"], i["Groups"])
+            for i in by_count[2]] == [(0, 0, "efa", [world.security_group]),
+                                      (1, 1, "efa", [world.security_group])]
+
+
+def test_efa_capable_types_launch_plain_without_an_efa_request(
+    provider: AwsCloudProvider, recorder: CallRecorder,
+) -> None:
+    provider.create(efa_claim(["c5n.18xlarge"], efa=False), node_class())
+
+    (call,) = recorder.calls_of("ec2:CreateLaunchTemplate")
+    assert "NetworkInterfaces" not in call["LaunchTemplateData"]

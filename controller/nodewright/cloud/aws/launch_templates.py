@@ -48,6 +48,8 @@ class LaunchConfig:
     # ConnectionTrackingSpecification of the primary interface (EC2's names).
     connection_tracking: Mapping[str, int] = field(default_factory=dict)
     nested_virtualization: str | None = None
+    # EFA interfaces, one per network card (pods asked for vpc.amazonaws.com/efa).
+    efa_count: int = 0
     extra_tags: Mapping[str, str] = field(default_factory=dict)
     # Reserved launches target their reservation; every other launch opts out of open
     # reservations (Karpenter's targeted launch mode), so only selected ones are used.
@@ -95,23 +97,33 @@ class LaunchConfig:
         if self.nested_virtualization is not None:
             data["CpuOptions"] = {"NestedVirtualization": self.nested_virtualization}
         if (self.associate_public_ip_address is None and self.ip_prefix_count is None
-                and not self.connection_tracking):
+                and not self.connection_tracking and not self.efa_count):
             data["SecurityGroupIds"] = list(self.security_group_ids)
         else:
-            # A public-IP choice, prefixes and tracking timeouts can only be given on an
-            # explicit network interface, and then the security groups move onto it too.
-            interface: dict[str, Any] = {
-                "DeviceIndex": 0,
-                "Groups": list(self.security_group_ids),
-            }
-            if self.associate_public_ip_address is not None:
-                interface["AssociatePublicIpAddress"] = self.associate_public_ip_address
-            if self.ip_prefix_count is not None:
-                interface["Ipv4PrefixCount"] = self.ip_prefix_count
-            if self.connection_tracking:
-                interface["ConnectionTrackingSpecification"] = dict(self.connection_tracking)
-            data["NetworkInterfaces"] = [interface]
+            # A public-IP choice, prefixes, tracking timeouts and EFA can only be given on
+            # explicit network interfaces, and then the security groups move onto them too.
+            data["NetworkInterfaces"] = self._interfaces()
         return data
+
+    def _interfaces(self) -> list[dict[str, Any]]:
+        def interface(extra: Mapping[str, Any]) -> dict[str, Any]:
+            built: dict[str, Any] = {**extra, "Groups": list(self.security_group_ids)}
+            if self.associate_public_ip_address is not None:
+                built["AssociatePublicIpAddress"] = self.associate_public_ip_address
+            if self.ip_prefix_count is not None:
+                built["Ipv4PrefixCount"] = self.ip_prefix_count
+            if self.connection_tracking:
+                built["ConnectionTrackingSpecification"] = dict(self.connection_tracking)
+            return built
+
+        if not self.efa_count:
+            return [interface({"DeviceIndex": 0})]
+        # As Karpenter: card 0's interface is the primary (device 0), the others device 1.
+        return [
+            interface({"NetworkCardIndex": card, "DeviceIndex": 0 if card == 0 else 1,
+                       "InterfaceType": "efa"})
+            for card in range(self.efa_count)
+        ]
 
 
 def connection_tracking_of(tracking: ConnectionTracking | None) -> dict[str, int]:

@@ -48,7 +48,7 @@ from nodewright.cloud.provider import (
     NodeClassNotReadyError,
     RepairPolicy,
 )
-from nodewright.scheduling.allocatable import ProviderSettings
+from nodewright.scheduling.allocatable import AWS_EFA, ProviderSettings
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.pricing import PriceSource
 from nodewright.scheduling.requirements import Requirements
@@ -335,12 +335,16 @@ class AwsCloudProvider:
         choices: Sequence[Choice],
     ) -> dict[str, str]:
         """_template_key(choice) -> launch template name; one template per (image, max pods,
-        reservation)."""
+        reservation, EFA interfaces)."""
         family = node_class.resolved_ami_family()
         nodepool = (nodeclaim.metadata.labels or {}).get(NODEPOOL_LABEL)
         labels = node_labels(nodeclaim.metadata.labels, nodeclaim.spec.requirements, nodepool)
         spec = node_class.spec
-        by_config: dict[tuple[str, int | None, str | None], str] = {}
+        by_config: dict[tuple[str, int | None, str | None, int], str] = {}
+        # Pods asking for EFA devices: launch with one EFA interface per device the type
+        # has (Karpenter's getEFACountForInstance).
+        wants_efa = AWS_EFA in ((nodeclaim.spec.resources.requests or {})
+                                if nodeclaim.spec.resources else {})
         result: dict[str, str] = {}
         for choice in choices:
             instance_type = choice.instance_type
@@ -349,7 +353,8 @@ class AwsCloudProvider:
             image = _image_of(instance_type.labels, resolution)
             pods = instance_type.capacity.get(PODS)
             max_pods = pods // 1000 if pods is not None else None
-            key = (image.id, max_pods, choice.offering.reservation_id)
+            efa_count = instance_type.capacity.get(AWS_EFA, 0) // 1000 if wants_efa else 0
+            key = (image.id, max_pods, choice.offering.reservation_id, efa_count)
             if key not in by_config:
                 bootstrap = NodeBootstrap.build(
                     self.cluster().info,
@@ -383,6 +388,7 @@ class AwsCloudProvider:
                     detailed_monitoring=bool(spec.detailed_monitoring),
                     associate_public_ip_address=spec.associate_public_ip_address,
                     ip_prefix_count=spec.ip_prefix_count,
+                    efa_count=efa_count,
                     connection_tracking=launch_templates.connection_tracking_of(
                         spec.connection_tracking),
                     nested_virtualization=(spec.cpu_options.nested_virtualization
