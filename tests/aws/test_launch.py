@@ -448,7 +448,7 @@ def test_prefixes_tracking_and_nested_virtualization_reach_the_launch_template(
 ) -> None:
     tuned = node_class(ipPrefixCount=2, cpuOptions={"nestedVirtualization": "enabled"},
                        connectionTracking={"tcpEstablishedTimeout": 600, "udpTimeout": 45})
-    provider.create(nodeclaim(), tuned)
+    provider.create(efa_claim(["c7i.large"], efa=False), tuned)
 
     for data in launch_template_data(clients):
         assert "SecurityGroupIds" not in data
@@ -506,3 +506,18 @@ def test_efa_capable_types_launch_plain_without_an_efa_request(
 
     (call,) = recorder.calls_of("ec2:CreateLaunchTemplate")
     assert "NetworkInterfaces" not in call["LaunchTemplateData"]
+
+
+def test_nested_virtualization_keeps_only_the_types_that_support_it(
+    provider: AwsCloudProvider, recorder: CallRecorder,
+) -> None:
+    nested = node_class(cpuOptions={"nestedVirtualization": "enabled"})
+    types = {t.name for t in provider.get_instance_types(nested)}
+    assert "c7i.large" in types and "m5.large" not in types
+    disabled = node_class(cpuOptions={"nestedVirtualization": "disabled"})
+    assert "m5.large" in {t.name for t in provider.get_instance_types(disabled)}
+
+    provider.create(efa_claim(["m5.large", "c7i.large"], efa=False), nested)
+    assert fleet_overrides(recorder.calls_of("ec2:CreateFleet")[0])
+    assert {t for t, _ in fleet_overrides(recorder.calls_of("ec2:CreateFleet")[0])} == {
+        "c7i.large"}

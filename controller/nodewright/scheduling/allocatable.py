@@ -121,6 +121,8 @@ class NodeSettings:
     instance_store_raid0: bool = False
     reserved_enis: int = 0
     vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
+    # cpuOptions.nestedVirtualization: enabled keeps only types that support it.
+    nested_virtualization: bool = False
 
     @property
     def traits(self) -> AMIFamilyTraits:
@@ -138,6 +140,7 @@ class NodeSettings:
             self.instance_store_raid0,
             self.reserved_enis,
             self.vm_memory_overhead_percent,
+            self.nested_virtualization,
         )
 
 
@@ -162,6 +165,9 @@ def node_settings(
     path (spec.kubelet.kubeReserved.memory, ...) when a value cannot be used.
     """
     settings = _node_class_settings(kubelet, node_class)
+    cpu_options = node_class.spec.cpu_options if node_class is not None else None
+    if cpu_options is not None and cpu_options.nested_virtualization == "enabled":
+        settings = replace(settings, nested_virtualization=True)
     if provider is None:
         return settings
     return replace(settings, vm_memory_overhead_percent=provider.vm_memory_overhead_percent,

@@ -245,6 +245,8 @@ def _schedulable(facts: InstanceTypeFacts, settings: NodeSettings) -> bool:
         return False
     if not any(ct in facts.usage_classes for ct in CAPACITY_TYPES):
         return False
+    if settings.nested_virtualization and "nested-virtualization" not in facts.processor_features:
+        return False
     # Windows nodes only run on amd64.
     return not (settings.ami_family.startswith("Windows") and facts.architecture != "amd64")
 
