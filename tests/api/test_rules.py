@@ -279,6 +279,18 @@ NODECLASS_CASES: list[tuple[str, str, Any, str | None, str]] = [
      "amiFamily Ubuntu was removed in Karpenter v1: use amiFamily: AL2023"),
     ("unknown amiFamily", "spec|amiFamily", "Gentoo", "spec.amiFamily", "'Gentoo' is not allowed"),
     ("unknown field", "spec|launchTemplate", "lt-1", "spec.launchTemplate", "unknown field"),
+    ("connection tracking empty", "spec|connectionTracking", {}, "spec.connectionTracking",
+     "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout"),
+    ("tcp timeout too short", "spec|connectionTracking", {"tcpEstablishedTimeout": 59},
+     "spec.connectionTracking.tcpEstablishedTimeout", "greater than or equal to 60"),
+    ("udp timeout too long", "spec|connectionTracking", {"udpTimeout": 61},
+     "spec.connectionTracking.udpTimeout", "less than or equal to 60"),
+    ("connection tracking", "spec|connectionTracking", {"udpStreamTimeout": 120}, None, ""),
+    ("negative prefix count", "spec|ipPrefixCount", -1, "spec.ipPrefixCount",
+     "greater than or equal to 0"),
+    ("nested virtualization unknown", "spec|cpuOptions", {"nestedVirtualization": "on"},
+     "spec.cpuOptions.nestedVirtualization", "'on' is not allowed"),
+    ("cpu options", "spec|cpuOptions", {"nestedVirtualization": "disabled"}, None, ""),
 ]
 
 

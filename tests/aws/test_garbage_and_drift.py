@@ -30,6 +30,7 @@ from nodewright.scheduling.pricing import OfflinePriceSource
 from nodewright.state import ClusterState
 from tests.aws.world import FakeClock
 
+from .conftest import CallRecorder
 from .world import CLUSTER, World, build_world, node_class, nodeclaim
 
 
@@ -298,3 +299,19 @@ def test_a_deleted_node_class_takes_its_templates_and_profile_with_it(
 
     assert report.deleted_profiles == (created,)
     assert _template_names(clients) == others
+
+
+def test_an_isolated_vpc_leaves_instance_profiles_alone(
+    clients: AwsClients, world: World, clock: FakeClock, recorder: CallRecorder,
+) -> None:
+    provider = AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource(),
+                                isolated_vpc=True)
+    provider.delete(provider.create(nodeclaim(), node_class()).provider_id)
+    before = len([a for a in recorder.actions if a.startswith("iam:")])
+
+    report = provider.collect_garbage(set(), set(), set())
+    finalized = provider.delete_node_class_resources("default")
+
+    assert report.deleted_templates and report.deleted_profiles == ()
+    assert finalized.deleted_profiles == ()
+    assert len([a for a in recorder.actions if a.startswith("iam:")]) == before

@@ -441,3 +441,83 @@ def test_context_and_volume_initialization_rate_reach_the_fleet_and_template(
     (template,) = recorder.calls_of("ec2:CreateLaunchTemplate")[:1]
     ebs = template["LaunchTemplateData"]["BlockDeviceMappings"][0]["Ebs"]
     assert (ebs["SnapshotId"], ebs["VolumeInitializationRate"]) == (snapshot, 200)
+
+
+def test_prefixes_tracking_and_nested_virtualization_reach_the_launch_template(
+    provider: AwsCloudProvider, clients: AwsClients, world: World,
+) -> None:
+    tuned = node_class(ipPrefixCount=2, cpuOptions={"nestedVirtualization": "enabled"},
+                       connectionTracking={"tcpEstablishedTimeout": 600, "udpTimeout": 45})
+    provider.create(efa_claim(["c7i.large"], efa=False), tuned)
+
+    for data in launch_template_data(clients):
+        assert "SecurityGroupIds" not in data
+        (interface,) = data["NetworkInterfaces"]
+        assert interface["DeviceIndex"] == 0 and interface["Ipv4PrefixCount"] == 2
+        assert interface["Groups"] == [world.security_group]
+        assert interface["ConnectionTrackingSpecification"] == {
+            "TcpEstablishedTimeout": 600, "UdpTimeout": 45}
+        assert "AssociatePublicIpAddress" not in interface
+        assert data["CpuOptions"] == {"NestedVirtualization": "enabled"}
+
+
+def test_without_interface_settings_the_template_lists_security_groups(
+    provider: AwsCloudProvider, clients: AwsClients,
+) -> None:
+    provider.create(nodeclaim(), node_class())
+
+    for data in launch_template_data(clients):
+        assert "NetworkInterfaces" not in data and data["SecurityGroupIds"]
+        assert "CpuOptions" not in data
+
+
+def efa_claim(types: list[str], efa: bool) -> Any:
+    from nodewright.api.nodeclaim import NodeClaim
+
+    body = nodeclaim(requirements=[
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+    ]).model_dump(by_alias=True, exclude_none=True, mode="json")
+    body["spec"]["resources"] = {"requests": {"cpu": "1", **(
+        {"vpc.amazonaws.com/efa": "1"} if efa else {})}}
+    return NodeClaim.model_validate(body)
+
+
+def test_pods_asking_for_efa_launch_with_an_efa_interface_per_device(
+    provider: AwsCloudProvider, clients: AwsClients, recorder: CallRecorder, world: World,
+) -> None:
+    provider.create(efa_claim(["c5n.18xlarge", "c6in.32xlarge"], efa=True), node_class())
+
+    by_count = {}
+    for call in recorder.calls_of("ec2:CreateLaunchTemplate"):
+        interfaces = call["LaunchTemplateData"]["NetworkInterfaces"]
+        by_count[len(interfaces)] = interfaces
+        assert "SecurityGroupIds" not in call["LaunchTemplateData"]
+    assert sorted(by_count) == [1, 2]  # c5n.18xlarge has one EFA device, c6in.32xlarge two
+    assert [(i["NetworkCardIndex"], i["DeviceIndex"], i["InterfaceType"], i["Groups"])
+            for i in by_count[2]] == [(0, 0, "efa", [world.security_group]),
+                                      (1, 1, "efa", [world.security_group])]
+
+
+def test_efa_capable_types_launch_plain_without_an_efa_request(
+    provider: AwsCloudProvider, recorder: CallRecorder,
+) -> None:
+    provider.create(efa_claim(["c5n.18xlarge"], efa=False), node_class())
+
+    (call,) = recorder.calls_of("ec2:CreateLaunchTemplate")
+    assert "NetworkInterfaces" not in call["LaunchTemplateData"]
+
+
+def test_nested_virtualization_keeps_only_the_types_that_support_it(
+    provider: AwsCloudProvider, recorder: CallRecorder,
+) -> None:
+    nested = node_class(cpuOptions={"nestedVirtualization": "enabled"})
+    types = {t.name for t in provider.get_instance_types(nested)}
+    assert "c7i.large" in types and "m5.large" not in types
+    disabled = node_class(cpuOptions={"nestedVirtualization": "disabled"})
+    assert "m5.large" in {t.name for t in provider.get_instance_types(disabled)}
+
+    provider.create(efa_claim(["m5.large", "c7i.large"], efa=False), nested)
+    assert fleet_overrides(recorder.calls_of("ec2:CreateFleet")[0])
+    assert {t for t, _ in fleet_overrides(recorder.calls_of("ec2:CreateFleet")[0])} == {
+        "c7i.large"}

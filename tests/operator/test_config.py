@@ -199,3 +199,29 @@ def test_the_solve_deadline_is_off_unless_set_and_reaches_the_provisioner() -> N
     with pytest.raises(ConfigError) as bad:
         config(["--cluster-name", "dev"], {"SOLVE_DEADLINE": "fast"})
     assert str(bad.value).startswith("SOLVE_DEADLINE='fast': not a duration")
+
+
+def test_karpenters_aws_and_preference_settings() -> None:
+    defaults = config(["--cluster-name", "dev"], {})
+    assert (defaults.vm_memory_overhead_percent, defaults.reserved_enis) == (0.075, 0)
+    assert (defaults.isolated_vpc, defaults.preference_policy) == (False, "Respect")
+    loaded = config(["--cluster-name", "dev", "--reserved-enis", "2"], {
+        "VM_MEMORY_OVERHEAD_PERCENT": "0", "RESERVED_ENIS": "1", "ISOLATED_VPC": "true",
+        "PREFERENCE_POLICY": "Ignore"})
+    assert (loaded.vm_memory_overhead_percent, loaded.reserved_enis) == (0.0, 2)
+    assert (loaded.isolated_vpc, loaded.preference_policy) == (True, "Ignore")
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"VM_MEMORY_OVERHEAD_PERCENT": "-0.1"}, "VM_MEMORY_OVERHEAD_PERCENT='-0.1': must be at"),
+    ({"VM_MEMORY_OVERHEAD_PERCENT": "7.5%"}, "VM_MEMORY_OVERHEAD_PERCENT='7.5%': not a number"),
+    ({"VM_MEMORY_OVERHEAD_PERCENT": "1"}, "VM_MEMORY_OVERHEAD_PERCENT='1': must be at"),
+    ({"RESERVED_ENIS": "-1"}, "RESERVED_ENIS='-1': must be 0 or more"),
+    ({"RESERVED_ENIS": "one"}, "RESERVED_ENIS='one': not a whole number"),
+    ({"ISOLATED_VPC": "perhaps"}, "ISOLATED_VPC='perhaps': must be true or false"),
+    ({"PREFERENCE_POLICY": "respect"}, "PREFERENCE_POLICY='respect': must be Respect or Ignore"),
+])
+def test_bad_aws_and_preference_settings_are_named(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError) as bad:
+        config(["--cluster-name", "dev"], env)
+    assert str(bad.value).startswith(message)

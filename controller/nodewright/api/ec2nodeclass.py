@@ -171,6 +171,28 @@ class MetadataOptions(KubeModel):
     http_tokens: Literal["required", "optional"] = "required"
 
 
+class CPUOptions(KubeModel):
+    nested_virtualization: Literal["enabled", "disabled"] | None = None
+
+
+class ConnectionTracking(KubeModel):
+    """Idle connection-tracking timeouts (seconds) of the interfaces the launch template
+    lists; EC2's defaults apply to those left out."""
+
+    tcp_established_timeout: int | None = Field(default=None, ge=60, le=432000)
+    udp_stream_timeout: int | None = Field(default=None, ge=60, le=180)
+    udp_timeout: int | None = Field(default=None, ge=30, le=60)
+
+    cel_rules = (
+        CelRule(
+            "has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || "
+            "has(self.udpTimeout)",
+            "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be "
+            "set",
+        ),
+    )
+
+
 class EC2NodeClassSpec(KubeModel):
     subnet_selector_terms: list[SubnetSelectorTerm] = Field(min_length=1, max_length=30)
     security_group_selector_terms: list[SecurityGroupSelectorTerm] = Field(
@@ -180,6 +202,7 @@ class EC2NodeClassSpec(KubeModel):
         default=None, max_length=30
     )
     associate_public_ip_address: bool | None = Field(default=None, alias="associatePublicIPAddress")
+    ip_prefix_count: int | None = Field(default=None, ge=0, alias="ipPrefixCount")
     ami_selector_terms: list[AMISelectorTerm] = Field(min_length=1, max_length=30)
     ami_family: AMIFamily | None = None
     user_data: str | None = None
@@ -197,7 +220,9 @@ class EC2NodeClassSpec(KubeModel):
     instance_store_policy: Literal["RAID0"] | None = None
     detailed_monitoring: bool | None = None
     metadata_options: MetadataOptions = Field(default_factory=MetadataOptions)
+    connection_tracking: ConnectionTracking | None = None
     context: str | None = None
+    cpu_options: CPUOptions | None = None
 
     cel_rules = (
         CelRule(

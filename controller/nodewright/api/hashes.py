@@ -45,6 +45,7 @@ _NODECLASS_IGNORED = frozenset(
         "amiSelectorTerms",
         "capacityReservationSelectorTerms",
         "amiFamily",
+        "ipPrefixCount",  # as Karpenter: changing it does not drift nodes
     }
 )
 

@@ -188,6 +188,11 @@ def check_ec2nodeclass(nodeclass: EC2NodeClass) -> Iterator[Finding]:
             yield where, f"tag {key!r} is restricted: Nodewright sets it itself"
     yield from _check_kubelet(spec)
     yield from _check_block_devices(spec)
+    tracking = spec.connection_tracking
+    if tracking is not None and tracking.tcp_established_timeout is None \
+            and tracking.udp_stream_timeout is None and tracking.udp_timeout is None:
+        yield ("spec", "connectionTracking"), (
+            "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set")
 
 
 def _check_selector_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:

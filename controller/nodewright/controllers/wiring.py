@@ -91,6 +91,8 @@ class ControllerOptions:
     relax_min_values: bool = False
     # SOLVE_DEADLINE: wall seconds a provisioning solve may spend improving its plan.
     solve_deadline: float | None = None
+    # PREFERENCE_POLICY=Ignore: preferred affinities and ScheduleAnyway spreads are dropped.
+    ignore_preferences: bool = False
     # The NodeRepair feature gate: unhealthy nodes are replaced (controllers.node_health).
     node_repair: bool = False
     # The NodeOverlay feature gate: NodeOverlays change instance types' prices and capacity.
@@ -202,9 +204,11 @@ class Controllers:
 
 
 def _disruption_options(options: ControllerOptions) -> DisruptionOptions:
-    if not options.relax_min_values:
-        return options.disruption
-    methods = replace(options.disruption.methods, relax_min_values=True)
+    methods = options.disruption.methods
+    if options.relax_min_values:
+        methods = replace(methods, relax_min_values=True)
+    if options.ignore_preferences:
+        methods = replace(methods, ignore_preferences=True)
     return replace(options.disruption, methods=methods)
 
 
@@ -230,7 +234,8 @@ def build_controllers(
         cluster, metered(Provisioner.name), clock, state, recorder,
         ProvisionerOptions(options.batch_idle_seconds, options.batch_max_seconds,
                            relax_min_values=options.relax_min_values,
-                           solve_deadline=options.solve_deadline),
+                           solve_deadline=options.solve_deadline,
+                           ignore_preferences=options.ignore_preferences),
     )
     lifecycle = NodeClaimLifecycle(
         cluster, metered(NodeClaimLifecycle.name), clock, state, recorder,

@@ -26,6 +26,7 @@ from nodewright.cluster.kube.transport import DEFAULT_BURST, DEFAULT_QPS
 
 Cloud = Literal["aws", "sim"]
 MinValuesPolicy = Literal["Strict", "BestEffort"]
+PreferencePolicy = Literal["Respect", "Ignore"]
 LOG_LEVELS = ("debug", "info", "warning", "error")
 # Karpenter's gates and their defaults (pkg/operator/options).
 FEATURE_GATES: Mapping[str, bool] = {
@@ -79,6 +80,14 @@ class OperatorConfig:
     min_values_policy: MinValuesPolicy = "Strict"
     # Wall seconds a provisioning solve may spend improving its plan (None: no deadline).
     solve_deadline: float | None = None
+    # Karpenter's AWS settings: memory the hypervisor keeps (a fraction of the type's
+    # memory), ENIs the VPC CNI's custom networking keeps from pods, no Pricing API.
+    vm_memory_overhead_percent: float = 0.075
+    reserved_enis: int = 0
+    isolated_vpc: bool = False
+    # Ignore: preferred node/pod affinities and ScheduleAnyway spreads are dropped before
+    # scheduling (Karpenter's PREFERENCE_POLICY).
+    preference_policy: PreferencePolicy = "Respect"
 
 
 # --- parsers: text -> value, ValueError with the reason -----------------------------------
@@ -164,6 +173,35 @@ def parse_min_values_policy(text: str) -> MinValuesPolicy:
     if text == "BestEffort":
         return "BestEffort"
     raise ValueError("must be Strict or BestEffort")
+
+
+def parse_preference_policy(text: str) -> PreferencePolicy:
+    if text == "Respect":
+        return "Respect"
+    if text == "Ignore":
+        return "Ignore"
+    raise ValueError("must be Respect or Ignore")
+
+
+def parse_overhead_fraction(text: str) -> float:
+    """A fraction of memory, as Karpenter takes it (0.075 is 7.5 %)."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ValueError("not a number (a fraction such as 0.075)") from None
+    if not 0 <= value < 1:
+        raise ValueError("must be at least 0 and below 1 (a fraction such as 0.075)")
+    return value
+
+
+def parse_non_negative_int(text: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError("not a whole number") from None
+    if value < 0:
+        raise ValueError("must be 0 or more")
+    return value
 
 
 def parse_log_level(text: str) -> str:
@@ -284,6 +322,19 @@ OPTIONS: tuple[Option, ...] = (
            "spend improving its plan beyond first fit; past it the best plan found so far "
            "is taken, still placing every pod that fits (0: no deadline, plans then depend "
            "only on their input)", parse_solve_deadline, "0", "DURATION"),
+    Option("--preference-policy", "PREFERENCE_POLICY", "Respect: preferred node and pod "
+           "affinities and ScheduleAnyway topology spreads are honoured while they can be "
+           "(relaxed one by one when not); Ignore: they are dropped before scheduling",
+           parse_preference_policy, "Respect", "Respect|Ignore"),
+    Option("--vm-memory-overhead-percent", "VM_MEMORY_OVERHEAD_PERCENT", "with --cloud "
+           "aws: the fraction of an instance type's memory the hypervisor keeps, taken off "
+           "its capacity", parse_overhead_fraction, "0.075", "FRACTION"),
+    Option("--reserved-enis", "RESERVED_ENIS", "with --cloud aws: network interfaces kept "
+           "from pods (the VPC CNI's custom networking), left out of max-pods and "
+           "kube-reserved", parse_non_negative_int, "0", "COUNT"),
+    Option("--isolated-vpc", "ISOLATED_VPC", "with --cloud aws: the VPC reaches only services "
+           "with a VPC endpoint; on-demand prices are the built-in ones, the Pricing API is "
+           "never called", parse_bool, "false", "BOOL"),
     Option("--sim-timing", "NODEWRIGHT_SIM_TIMING", "with --cloud sim: how long simulated "
            "instances take, as key=duration pairs (" + ", ".join(
                f"{key}" for key in SIM_TIMING_KEYS) + "; defaults 20s launch, 30s "
@@ -360,6 +411,10 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
         watch_read_timeout=values["watch_read_timeout"],
         min_values_policy=values["min_values_policy"],
         solve_deadline=values["solve_deadline"],
+        vm_memory_overhead_percent=values["vm_memory_overhead_percent"],
+        reserved_enis=values["reserved_enis"],
+        isolated_vpc=values["isolated_vpc"],
+        preference_policy=values["preference_policy"],
     )
 
 

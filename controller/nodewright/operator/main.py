@@ -47,6 +47,7 @@ from nodewright.operator.process import Operator, OperatorSettings
 from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
 from nodewright.operator.sim_lost import LostInstances
 from nodewright.runtime.reconciler import Reconciler
+from nodewright.scheduling.allocatable import ProviderSettings
 
 log = logging.getLogger("nodewright.controller")
 
@@ -104,7 +105,10 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
              if config.interruption_queue else None)
     aws = InterruptibleAwsCloud(clients=clients, cluster_name=config.cluster_name,
                                 interruption_queue=queue,
-                                cluster_endpoint=config.cluster_endpoint)
+                                cluster_endpoint=config.cluster_endpoint,
+                                provider_settings=ProviderSettings(
+                                    config.vm_memory_overhead_percent, config.reserved_enis),
+                                isolated_vpc=config.isolated_vpc)
     return aws, [NodeClassStatus(cluster, aws, clock), CatalogRefresh(cluster, aws),
                  CapacityBlockExpiration(cluster, clock), NodeClassTermination(cluster, aws),
                  CloudGarbageCollection(cluster, aws)]
@@ -130,6 +134,7 @@ def controller_options(config: OperatorConfig) -> ControllerOptions:
                              static_capacity=config.feature_gates["StaticCapacity"],
                              relax_min_values=config.min_values_policy == "BestEffort",
                              solve_deadline=config.solve_deadline,
+                             ignore_preferences=config.preference_policy == "Ignore",
                              node_repair=config.feature_gates["NodeRepair"],
                              node_overlay=config.feature_gates["NodeOverlay"],
                              capacity_buffer=config.feature_gates["CapacityBuffer"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -121,6 +121,8 @@ class NodeSettings:
     instance_store_raid0: bool = False
     reserved_enis: int = 0
     vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
+    # cpuOptions.nestedVirtualization: enabled keeps only types that support it.
+    nested_virtualization: bool = False
 
     @property
     def traits(self) -> AMIFamilyTraits:
@@ -138,18 +140,43 @@ class NodeSettings:
             self.instance_store_raid0,
             self.reserved_enis,
             self.vm_memory_overhead_percent,
+            self.nested_virtualization,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSettings:
+    """The operator's settings that change every type's capacity (VM_MEMORY_OVERHEAD_PERCENT,
+    RESERVED_ENIS), the same for every node class."""
+
+    vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
+    reserved_enis: int = 0
 
 
 def node_settings(
     kubelet: KubeletConfiguration | None = None,
     node_class: EC2NodeClass | None = None,
+    provider: ProviderSettings | None = None,
 ) -> NodeSettings:
-    """Settings from an EC2NodeClass (family, kubelet, block devices) and/or a kubelet block.
+    """Settings from an EC2NodeClass (family, kubelet, block devices) and/or a kubelet block,
+    with the operator's `provider` settings.
 
     An explicit `kubelet` wins over the node class's own. Raises ValueError naming the field
     path (spec.kubelet.kubeReserved.memory, ...) when a value cannot be used.
     """
+    settings = _node_class_settings(kubelet, node_class)
+    cpu_options = node_class.spec.cpu_options if node_class is not None else None
+    if cpu_options is not None and cpu_options.nested_virtualization == "enabled":
+        settings = replace(settings, nested_virtualization=True)
+    if provider is None:
+        return settings
+    return replace(settings, vm_memory_overhead_percent=provider.vm_memory_overhead_percent,
+                   reserved_enis=provider.reserved_enis)
+
+
+def _node_class_settings(
+    kubelet: KubeletConfiguration | None, node_class: EC2NodeClass | None,
+) -> NodeSettings:
     family = node_class.resolved_ami_family() if node_class is not None else "AL2023"
     if kubelet is None and node_class is not None:
         kubelet = node_class.spec.kubelet_configuration() if node_class.spec.kubelet else None

@@ -107,6 +107,7 @@ def build_catalog(
     *,
     node_class: EC2NodeClass | None = None,
     settings: NodeSettings | None = None,
+    provider: alloc.ProviderSettings | None = None,
     zone_ids: Mapping[str, str] | None = None,
     zones: Collection[str] | None = None,
     unavailable: UnavailableOfferings | None = None,
@@ -117,13 +118,15 @@ def build_catalog(
     offerings: DescribeInstanceTypeOfferings entries with LocationType availability-zone (or a
     response with "InstanceTypeOfferings"); a type is offered where it has an entry.
     prices: where prices come from; a missing price is estimated and marked so.
-    kubelet / node_class / settings: what changes allocatable (see allocatable.node_settings).
+    kubelet / node_class / settings / provider: what changes allocatable (see
+    allocatable.node_settings; `settings` wins over the others).
     zone_ids: zone name -> zone id; zones: keep only these zones; unavailable: offerings known
     to be out of capacity (a predicate or a set of (type, zone, capacity type)).
     Types without an offering, or with an architecture Kubernetes cannot run, are left out.
     """
     price_source = prices if prices is not None else OfflinePriceSource()
-    resolved = settings if settings is not None else alloc.node_settings(kubelet, node_class)
+    resolved = (settings if settings is not None
+                else alloc.node_settings(kubelet, node_class, provider))
     is_unavailable = _unavailable_predicate(unavailable)
     zones_by_type = _zones_by_type(_entries(offerings, "InstanceTypeOfferings"), zones)
     catalog: list[InstanceType] = []
@@ -241,6 +244,8 @@ def _schedulable(facts: InstanceTypeFacts, settings: NodeSettings) -> bool:
     if not facts.architecture:
         return False
     if not any(ct in facts.usage_classes for ct in CAPACITY_TYPES):
+        return False
+    if settings.nested_virtualization and "nested-virtualization" not in facts.processor_features:
         return False
     # Windows nodes only run on amd64.
     return not (settings.ami_family.startswith("Windows") and facts.architecture != "amd64")

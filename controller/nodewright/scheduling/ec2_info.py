@@ -54,6 +54,8 @@ class InstanceTypeFacts:
     neuron_cores: int
     efa_interfaces: int
     bare_metal: bool
+    # ProcessorInfo.SupportedFeatures ("nested-virtualization", "amd-sev-snp").
+    processor_features: tuple[str, ...] = ()
 
     @property
     def family(self) -> str:
@@ -119,6 +121,8 @@ def read_instance_type(info: Mapping[str, Any]) -> InstanceTypeFacts:
         neuron_cores=neuron_cores,
         efa_interfaces=int(reader.optional(("NetworkInfo", "EfaInfo", "MaximumEfaInterfaces"), 0)),
         bare_metal=bool(reader.optional(("BareMetal",), False)),
+        processor_features=tuple(
+            str(f) for f in reader.optional(("ProcessorInfo", "SupportedFeatures"), [])),
     )
 
 

@@ -179,6 +179,17 @@ def _tail_problem(claim: PlannedNodeClaim, pool: PoolState, problem: SchedulingP
 # Preferences
 
 
+def ignore_preferences(pod: Pod) -> Pod:
+    """PREFERENCE_POLICY=Ignore: the pod without preferred node or pod (anti-)affinity and
+    without ScheduleAnyway spread constraints, as Karpenter's scheduler builds it then."""
+    spread = tuple(c for c in pod.spread if c.when_unsatisfiable != "ScheduleAnyway")
+    if not (pod.preferred_terms or pod.preferred_pod_affinity
+            or pod.preferred_pod_anti_affinity or len(spread) != len(pod.spread)):
+        return pod
+    return replace(pod, preferred_terms=(), preferred_pod_affinity=(),
+                   preferred_pod_anti_affinity=(), spread=spread)
+
+
 def relax(pod: Pod) -> Pod | None:
     """The pod with its next preference dropped, or None when nothing is left to relax.
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Final
 from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
 from nodewright.cloud.aws.errors import aws_call
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
+from nodewright.scheduling.allocatable import ProviderSettings
 from nodewright.scheduling.catalog import InstanceType, build_catalog
 from nodewright.scheduling.pricing import PriceSource
 
@@ -29,6 +30,7 @@ class LiveCatalog:
     prices: PriceSource
     unavailable: UnavailableOfferings
     clock: Clock = system_clock
+    provider: ProviderSettings = field(default_factory=ProviderSettings)
     _described: TTLCache[str, list[Mapping[str, Any]]] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -46,6 +48,7 @@ class LiveCatalog:
             self.region,
             self.prices,
             node_class=node_class,
+            provider=self.provider,
             zones=zones,
             zone_ids=zone_ids,
             unavailable=self.unavailable.is_unavailable,

@@ -19,7 +19,11 @@ from nodewright.cloud.provider import CloudProviderError
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
 
-    from nodewright.api.ec2nodeclass import BlockDeviceMapping, MetadataOptions
+    from nodewright.api.ec2nodeclass import (
+        BlockDeviceMapping,
+        ConnectionTracking,
+        MetadataOptions,
+    )
 
 NAME_PREFIX: Final = "nodewright"
 DEFAULT_ROOT_VOLUME_GIB: Final = 20
@@ -39,6 +43,13 @@ class LaunchConfig:
     block_device_mappings: tuple[Mapping[str, Any], ...]
     detailed_monitoring: bool = False
     associate_public_ip_address: bool | None = None
+    # IPv4 prefixes (/28) for the primary interface (the VPC CNI's prefix delegation).
+    ip_prefix_count: int | None = None
+    # ConnectionTrackingSpecification of the primary interface (EC2's names).
+    connection_tracking: Mapping[str, int] = field(default_factory=dict)
+    nested_virtualization: str | None = None
+    # EFA interfaces, one per network card (pods asked for vpc.amazonaws.com/efa).
+    efa_count: int = 0
     extra_tags: Mapping[str, str] = field(default_factory=dict)
     # Reserved launches target their reservation; every other launch opts out of open
     # reservations (Karpenter's targeted launch mode), so only selected ones are used.
@@ -83,19 +94,45 @@ class LaunchConfig:
             data["BlockDeviceMappings"] = [dict(m) for m in self.block_device_mappings]
         if self.user_data:
             data["UserData"] = base64.b64encode(self.user_data.encode()).decode()
-        if self.associate_public_ip_address is None:
+        if self.nested_virtualization is not None:
+            data["CpuOptions"] = {"NestedVirtualization": self.nested_virtualization}
+        if (self.associate_public_ip_address is None and self.ip_prefix_count is None
+                and not self.connection_tracking and not self.efa_count):
             data["SecurityGroupIds"] = list(self.security_group_ids)
         else:
-            # The public-IP choice can only be made on an explicit network interface, and
-            # then the security groups must move onto it too.
-            data["NetworkInterfaces"] = [
-                {
-                    "DeviceIndex": 0,
-                    "AssociatePublicIpAddress": self.associate_public_ip_address,
-                    "Groups": list(self.security_group_ids),
-                }
-            ]
+            # A public-IP choice, prefixes, tracking timeouts and EFA can only be given on
+            # explicit network interfaces, and then the security groups move onto them too.
+            data["NetworkInterfaces"] = self._interfaces()
         return data
+
+    def _interfaces(self) -> list[dict[str, Any]]:
+        def interface(extra: Mapping[str, Any]) -> dict[str, Any]:
+            built: dict[str, Any] = {**extra, "Groups": list(self.security_group_ids)}
+            if self.associate_public_ip_address is not None:
+                built["AssociatePublicIpAddress"] = self.associate_public_ip_address
+            if self.ip_prefix_count is not None:
+                built["Ipv4PrefixCount"] = self.ip_prefix_count
+            if self.connection_tracking:
+                built["ConnectionTrackingSpecification"] = dict(self.connection_tracking)
+            return built
+
+        if not self.efa_count:
+            return [interface({"DeviceIndex": 0})]
+        # As Karpenter: card 0's interface is the primary (device 0), the others device 1.
+        return [
+            interface({"NetworkCardIndex": card, "DeviceIndex": 0 if card == 0 else 1,
+                       "InterfaceType": "efa"})
+            for card in range(self.efa_count)
+        ]
+
+
+def connection_tracking_of(tracking: ConnectionTracking | None) -> dict[str, int]:
+    if tracking is None:
+        return {}
+    named = {"TcpEstablishedTimeout": tracking.tcp_established_timeout,
+             "UdpStreamTimeout": tracking.udp_stream_timeout,
+             "UdpTimeout": tracking.udp_timeout}
+    return {name: value for name, value in named.items() if value is not None}
 
 
 def metadata_options_of(options: MetadataOptions) -> dict[str, Any]:

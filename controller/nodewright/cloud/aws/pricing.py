@@ -55,6 +55,9 @@ class LivePriceSource:
     fallback: PriceSource = field(default_factory=OfflinePriceSource)
     clock: Clock = system_clock
     refresh_seconds: float = PRICE_REFRESH_SECONDS
+    # ISOLATED_VPC: the Pricing API has no VPC endpoint; on-demand prices stay the built-in
+    # ones (spot prices come from EC2, which has one).
+    isolated_vpc: bool = False
     _on_demand: dict[str, float] = field(default_factory=dict)
     _spot: dict[tuple[str, str], float] = field(default_factory=dict)
     _on_demand_at: float | None = None
@@ -80,7 +83,7 @@ class LivePriceSource:
         return last is None or self.clock() - last >= self.refresh_seconds
 
     def _refresh_on_demand(self) -> None:
-        if not self._due(self._on_demand_at):
+        if self.isolated_vpc or not self._due(self._on_demand_at):
             return
         self._on_demand_at = self.clock()
         try:

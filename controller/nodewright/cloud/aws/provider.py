@@ -48,6 +48,7 @@ from nodewright.cloud.provider import (
     NodeClassNotReadyError,
     RepairPolicy,
 )
+from nodewright.scheduling.allocatable import AWS_EFA, ProviderSettings
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.pricing import PriceSource
 from nodewright.scheduling.requirements import Requirements
@@ -87,6 +88,8 @@ class AwsCloudProvider:
     cluster_name: str
     clock: Clock = system_clock
     prices: PriceSource | None = None
+    provider_settings: ProviderSettings = field(default_factory=ProviderSettings)
+    isolated_vpc: bool = False
     name: str = "aws"
     # Wall time, for capacity reservations' end dates (`clock` is monotonic, for TTLs).
     wall_clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
@@ -102,10 +105,12 @@ class AwsCloudProvider:
         self.reservations = capacity_reservations.Availability()
         self._template_use = {}
         price_source = self.prices or LivePriceSource(
-            self.clients.pricing, self.clients.ec2, self.clients.region, clock=self.clock
+            self.clients.pricing, self.clients.ec2, self.clients.region, clock=self.clock,
+            isolated_vpc=self.isolated_vpc,
         )
         self.catalog = LiveCatalog(
-            self.clients.ec2, self.clients.region, price_source, self.unavailable, self.clock
+            self.clients.ec2, self.clients.region, price_source, self.unavailable, self.clock,
+            provider=self.provider_settings,
         )
         self._resolutions = TTLCache(RESOLUTION_CACHE_SECONDS, self.clock)
         self._cluster = TTLCache(CLUSTER_CACHE_SECONDS, self.clock)
@@ -289,12 +294,15 @@ class AwsCloudProvider:
             launch_templates.delete_launch_template(ec2, template)
             self._template_use.pop(template.name, None)
             log.info("deleted launch template %s", template.name)
-        in_use = ({i.instance_profile for i in self.list() if i.instance_profile}
-                  if with_role is not None else set())
-        profiles = garbage.unreferenced_profiles(
-            instance_profiles.list_cluster_profiles(iam, self.cluster_name), node_classes,
-            with_role, in_use,
-        )
+        profiles: list[instance_profiles.OwnedProfile] = []
+        # ISOLATED_VPC: IAM has no VPC endpoint; Karpenter leaves profiles alone then.
+        if not self.isolated_vpc:
+            in_use = ({i.instance_profile for i in self.list() if i.instance_profile}
+                      if with_role is not None else set())
+            profiles = garbage.unreferenced_profiles(
+                instance_profiles.list_cluster_profiles(iam, self.cluster_name), node_classes,
+                with_role, in_use,
+            )
         for profile in profiles:
             instance_profiles.delete_profile(iam, profile)
             log.info("deleted instance profile %s", profile.name)
@@ -309,8 +317,9 @@ class AwsCloudProvider:
         for template in templates:
             launch_templates.delete_launch_template(ec2, template)
             self._template_use.pop(template.name, None)
-        profiles = [p for p in instance_profiles.list_cluster_profiles(iam, self.cluster_name)
-                    if p.node_class == node_class]
+        profiles = [] if self.isolated_vpc else [
+            p for p in instance_profiles.list_cluster_profiles(iam, self.cluster_name)
+            if p.node_class == node_class]
         for profile in profiles:
             instance_profiles.delete_profile(iam, profile)
         self._resolutions.clear()
@@ -326,12 +335,16 @@ class AwsCloudProvider:
         choices: Sequence[Choice],
     ) -> dict[str, str]:
         """_template_key(choice) -> launch template name; one template per (image, max pods,
-        reservation)."""
+        reservation, EFA interfaces)."""
         family = node_class.resolved_ami_family()
         nodepool = (nodeclaim.metadata.labels or {}).get(NODEPOOL_LABEL)
         labels = node_labels(nodeclaim.metadata.labels, nodeclaim.spec.requirements, nodepool)
         spec = node_class.spec
-        by_config: dict[tuple[str, int | None, str | None], str] = {}
+        by_config: dict[tuple[str, int | None, str | None, int], str] = {}
+        # Pods asking for EFA devices: launch with one EFA interface per device the type
+        # has (Karpenter's getEFACountForInstance).
+        wants_efa = AWS_EFA in ((nodeclaim.spec.resources.requests or {})
+                                if nodeclaim.spec.resources else {})
         result: dict[str, str] = {}
         for choice in choices:
             instance_type = choice.instance_type
@@ -340,7 +353,8 @@ class AwsCloudProvider:
             image = _image_of(instance_type.labels, resolution)
             pods = instance_type.capacity.get(PODS)
             max_pods = pods // 1000 if pods is not None else None
-            key = (image.id, max_pods, choice.offering.reservation_id)
+            efa_count = instance_type.capacity.get(AWS_EFA, 0) // 1000 if wants_efa else 0
+            key = (image.id, max_pods, choice.offering.reservation_id, efa_count)
             if key not in by_config:
                 bootstrap = NodeBootstrap.build(
                     self.cluster().info,
@@ -373,6 +387,12 @@ class AwsCloudProvider:
                     ),
                     detailed_monitoring=bool(spec.detailed_monitoring),
                     associate_public_ip_address=spec.associate_public_ip_address,
+                    ip_prefix_count=spec.ip_prefix_count,
+                    efa_count=efa_count,
+                    connection_tracking=launch_templates.connection_tracking_of(
+                        spec.connection_tracking),
+                    nested_virtualization=(spec.cpu_options.nested_virtualization
+                                           if spec.cpu_options else None),
                     extra_tags=dict(spec.tags or {}),
                     capacity_reservation_id=choice.offering.reservation_id,
                     capacity_reservation_type=choice.offering.reservation_type,

@@ -145,7 +145,8 @@ class DisruptionController:
         for problem in problems:
             log.warning("disruption: %s", problem)
         base = SimulationBase(state, self.cloud, pdbs, now, self._pod_models,
-                              relax_min_values=self.options.methods.relax_min_values)
+                              relax_min_values=self.options.methods.relax_min_values,
+                              ignore_preferences=self.options.methods.ignore_preferences)
         context = CandidateContext(
             now=now,
             nodepools=base.nodepools,

@@ -45,6 +45,7 @@ from nodewright.scheduling.solver import (
     PreparedNodes,
     SchedulingProblem,
     SchedulingResult,
+    ignore_preferences,
     solve,
 )
 from nodewright.scheduling.targets import PlannedNodeClaim
@@ -142,9 +143,11 @@ class SimulationBase:
         models: PodModels | None = None,
         *,
         relax_min_values: bool = False,
+        ignore_preferences: bool = False,
     ) -> None:
         self.state = state
         self.relax_min_values = relax_min_values
+        self.ignore_preferences = ignore_preferences
         self.models = models if models is not None else PodModels()
         self.cloud = cloud
         self.now = now
@@ -257,9 +260,12 @@ class SimulationBase:
         # virtual pods to its simulation's pending set): a command that takes it away
         # needs a replacement that hosts it, and one it does not fit is no failure.
         virtual = buffers.all() if buffers is not None else []
+        simulated = moving + self.deleting_pods + virtual
+        if self.ignore_preferences:
+            simulated = [ignore_preferences(pod) for pod in simulated]
         problem = replace(
             self.problem,
-            pods=moving + self.deleting_pods + virtual,
+            pods=simulated,
             nodes=[node for node in self.problem.nodes if node.name not in gone],
             bound_pods=[
                 pod for name, pods in self._view.bound_by_node.items() if name not in gone

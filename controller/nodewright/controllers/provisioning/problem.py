@@ -24,6 +24,7 @@ from nodewright.scheduling.nodepools import NodePoolTemplate, nodepool_template
 from nodewright.scheduling.pods import DaemonSet, ExistingNode, Pod, untolerated
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.solver import SchedulingProblem
+from nodewright.scheduling.solver import ignore_preferences as ignore_preferences_of
 from nodewright.state import ClusterState, StateNode
 
 NODE_CLASS_GROUP = "karpenter.k8s.aws"
@@ -153,12 +154,13 @@ def scheduling_problem(
     nodepools: Iterable[str] | None = None,
     placed: Sequence[Pod] = (),
     relax_min_values: bool = False,
+    ignore_preferences: bool = False,
 ) -> StateProblem:
     """The problem of placing `pods` on `nodes` (default: the state's active machines)
     and on new NodeClaims of the ready NodePools (default: all of them). `placed` are
     pods already promised to machines of the problem (their `node_name` is the machine's
     `name`): they take room there as if bound. `relax_min_values`: MIN_VALUES_POLICY is
-    BestEffort."""
+    BestEffort; `ignore_preferences`: PREFERENCE_POLICY is Ignore."""
     machines = list(state.active_nodes() if nodes is None else nodes)
     existing: list[ExistingNode] = []
     by_name: dict[str, StateNode] = {}
@@ -198,7 +200,7 @@ def scheduling_problem(
         )
         templates.append(template)
     problem = SchedulingProblem(
-        pods=pods,
+        pods=[ignore_preferences_of(pod) for pod in pods] if ignore_preferences else pods,
         nodepools=templates,
         nodes=existing,
         bound_pods=bound,

@@ -71,6 +71,8 @@ class ProvisionerOptions:
     relax_min_values: bool = False
     # SOLVE_DEADLINE (wall seconds; None: plans depend only on the cluster's state).
     solve_deadline: float | None = None
+    # PREFERENCE_POLICY=Ignore.
+    ignore_preferences: bool = False
 
 
 @dataclass
@@ -108,6 +110,7 @@ class Provisioner:
         self.batcher = Batcher(clock, options.batch_idle_seconds, options.batch_max_seconds)
         self.relax_min_values = options.relax_min_values
         self.solve_deadline = options.solve_deadline
+        self.ignore_preferences = options.ignore_preferences
         # Karpenter rate-limits Nominated events across all pods: 5 a second, bursts of 10.
         self._nomination_limiter = TokenBucket(5.0, 10, now=clock_seconds(clock))
         self.outcomes: list[ProvisioningOutcome] = []
@@ -282,7 +285,8 @@ class Provisioner:
         with metrics.measure(metrics.SCHEDULING_DURATION, controller=self.name), \
                 metrics.measure(metrics.PROVISIONER_SCHEDULING_DURATION):
             built = scheduling_problem(self.state, self.cloud, pods, placed=kept,
-                                       relax_min_values=self.relax_min_values)
+                                       relax_min_values=self.relax_min_values,
+                                       ignore_preferences=self.ignore_preferences)
             with self.state.lock.released():
                 result = solve(built.problem, deadline=self.solve_deadline)
         metrics.SCHEDULER_QUEUE_DEPTH.labels(**queue).set(0)

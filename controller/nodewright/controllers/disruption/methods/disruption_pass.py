@@ -41,6 +41,8 @@ class MethodOptions:
     single_node_max_simulations: int | None = None
     # MIN_VALUES_POLICY=BestEffort: replacements may relax minValues as provisioning does.
     relax_min_values: bool = False
+    # PREFERENCE_POLICY=Ignore: simulations drop the moving pods' preferences.
+    ignore_preferences: bool = False
 
 
 @dataclass
