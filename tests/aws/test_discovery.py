@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
 from nodewright.cloud.aws.actions import AWS_ACTIONS
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.node_class_resolution import resolve_node_class
@@ -65,6 +71,42 @@ def test_instance_profile_is_created_once_tagged_and_holds_the_role(clients: Aws
         "topology.kubernetes.io/region": clients.region,
         "karpenter.k8s.aws/ec2nodeclass": "default",
     }
+
+
+class StaleFirstRead:
+    """An IAM client whose first GetInstanceProfile answers what was true before another
+    replica wrote: `stale` (None: the profile did not exist yet)."""
+
+    def __init__(self, iam: Any, stale: dict[str, Any] | None) -> None:
+        self._iam, self._stale, self._read = iam, stale, False
+
+    def get_instance_profile(self, **kwargs: Any) -> Any:
+        if self._read:
+            return self._iam.get_instance_profile(**kwargs)
+        self._read = True
+        if self._stale is None:
+            raise ClientError({"Error": {"Code": "NoSuchEntity", "Message": "not found"}},
+                              "GetInstanceProfile")
+        return {"InstanceProfile": self._stale}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._iam, name)
+
+
+@pytest.mark.parametrize("stale", [None, {"Roles": []}], ids=["not-created", "no-role"])
+def test_a_replica_that_read_before_another_created_the_profile_still_gets_it_ready(
+        clients: AwsClients, stale: dict[str, Any] | None) -> None:
+    build_world(clients)
+    first = resolve_node_class(clients, node_class(), cluster=CLUSTER,
+                               kubernetes_version=K8S_VERSION)
+    # The second replica's read came before the first one's writes: its create answers
+    # EntityAlreadyExists, or its AddRoleToInstanceProfile LimitExceeded.
+    late = dataclasses.replace(clients, iam=StaleFirstRead(clients.iam, stale))
+    second = resolve_node_class(late, node_class(), cluster=CLUSTER,
+                                kubernetes_version=K8S_VERSION)
+
+    assert second.problems == {}
+    assert second.ready and second.instance_profile == first.instance_profile
 
 
 def test_terms_or_and_fields_and_and_wildcards_match_any_value(clients: AwsClients) -> None:

@@ -16,6 +16,7 @@ Deployment's environment, reaching moto through AWS_ENDPOINT_URL).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
@@ -45,6 +46,43 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
 
 
+STARTED = pytest.StashKey[list[Controller]]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed story's report carries what a reader needs to see why: the tail of each
+    controller's log and the cluster's pods, nodes and NodeClaims at the failure."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when != "call" or not report.failed:
+        return
+    for controller in item.stash.get(STARTED, []):
+        tail = controller.raw_log().splitlines()[-60:]
+        report.sections.append((f"controller {controller.name} (last lines)", "\n".join(tail)))
+    plane = getattr(item, "funcargs", {}).get("control_plane")
+    if isinstance(plane, ControlPlane):
+        listed = plane.kubectl("get", "nodeclaims,nodes,pods", "-A", "-o", "wide", check=False,
+                               timeout=20)
+        report.sections.append(("cluster at the failure", listed.stdout + listed.stderr
+                                + unready_conditions(plane)))
+
+
+def unready_conditions(plane: ControlPlane) -> str:
+    """The NodePools' and EC2NodeClasses' conditions that are not True, with their messages."""
+    lines = []
+    for kind in ("nodepools.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws"):
+        listed = plane.kubectl("get", kind, "-o", "json", check=False, timeout=20)
+        if listed.returncode != 0:
+            continue
+        for item in json.loads(listed.stdout).get("items", []):
+            for condition in item.get("status", {}).get("conditions", []):
+                if condition.get("status") != "True":
+                    lines.append(f"{kind}/{item['metadata']['name']} {condition.get('type')}="
+                                 f"{condition.get('status')}: {condition.get('message')}")
+    return "\n".join(lines)
+
+
 def unavailable(reason: str) -> None:
     """Skip where the control plane cannot be had; in CI (CI=true), which must run these
     stories, fail instead."""
@@ -53,14 +91,31 @@ def unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
+def worker_control_plane_home() -> Path:
+    """The state dir of this process's control plane. Under xdist (`dev.py test` runs the
+    stories on two workers) each worker has its own control plane, as the control-plane
+    README allows: worker N > 0 gets NW_K8S_HOME-gwN and NW_K8S_PORT_BASE + 1000 N. The
+    variables are set in this worker's environment, so every `control-plane` call and
+    kubectl of the worker reaches its own instance."""
+    home = Path(os.environ.get("NW_K8S_HOME") or Path(os.environ.get("TMPDIR", "/tmp"))
+                / "nw-k8s")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker.removeprefix("gw")) if worker.removeprefix("gw").isdigit() else 0
+    if index:
+        home = home.with_name(f"{home.name}-{worker}")
+        base = int(os.environ.get("NW_K8S_PORT_BASE", "26000")) + 1000 * index
+        os.environ["NW_K8S_PORT_BASE"] = str(base)
+    os.environ["NW_K8S_HOME"] = str(home)
+    return home
+
+
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     if not CONTROL_PLANE.exists():
         unavailable(f"the local Kubernetes control plane is not available: {CONTROL_PLANE} "
                     "is absent (it lives in the team's shared folder beside the repository; "
                     "set NODEWRIGHT_SHARED_DIR if it is elsewhere)")
-    home = Path(os.environ.get("NW_K8S_HOME") or Path(os.environ.get("TMPDIR", "/tmp"))
-                / "nw-k8s")
+    home = worker_control_plane_home()
     plane, why_not, was_running = start_control_plane(CONTROL_PLANE, home)
     if plane is None:
         unavailable(why_not)
@@ -92,6 +147,7 @@ def _controllers(installation: Installation, tmp_path: Path, request: pytest.Fix
     """Start `nodewright controller` processes as the ServiceAccount of the manifests; each
     is stopped after the story, and none may have been refused by RBAC."""
     started: list[Controller] = []
+    request.node.stash[STARTED] = started
     base_env, default_cloud = env, cloud
 
     def start_one(name: str = "replica-a", *, args: Sequence[str] = (),
@@ -164,6 +220,7 @@ def aws_installation(control_plane: ControlPlane, aws_world: Any,
     endpoint as a user passes them) and a clean cluster around the story."""
     from tests.e2e.aws_world import QUEUE, REGION
 
+    control_plane.ensure_running()  # as `installation` does
     clean_cluster(control_plane, STORY_NAMESPACES)
     installed = Installation.install(
         control_plane, tmp_path, cloud="aws",

@@ -73,6 +73,26 @@ def ensure_instance_profile(
     if not role:
         raise CloudProviderError("spec: neither role nor instanceProfile is set")
     name = profile_name(cluster, region, node_class)
+    wanted = role_name(role)
+    try:
+        _create_with_role(iam, cluster, region, node_class, name, wanted)
+    except CloudProviderError as error:
+        # Another writer (a second replica, or a previous attempt whose answer was lost)
+        # got there first: what counts is whether the profile now carries the role.
+        if error.code not in RACED_CODES:
+            raise
+        profile = _get(iam, name)
+        if profile is None or [str(r["RoleName"]) for r in profile.get("Roles", [])] != [wanted]:
+            raise
+    return name
+
+
+# IAM's answers when a concurrent writer created the profile or attached a role first.
+RACED_CODES: Final = frozenset({"EntityAlreadyExists", "LimitExceeded"})
+
+
+def _create_with_role(iam: IAMClient, cluster: str, region: str, node_class: str, name: str,
+                      wanted: str) -> None:
     resource = f"instance profile {name}"
     profile = _get(iam, name)
     if profile is None:
@@ -85,16 +105,14 @@ def ensure_instance_profile(
                     for k, v in sorted(profile_tags(cluster, region, node_class).items())
                 ],
             )["InstanceProfile"]
-    wanted = role_name(role)
     attached = [str(r["RoleName"]) for r in profile.get("Roles", [])]
     if attached == [wanted]:
-        return name
+        return
     for other in attached:
         with aws_call("iam:RemoveRoleFromInstanceProfile", resource):
             iam.remove_role_from_instance_profile(InstanceProfileName=name, RoleName=other)
     with aws_call("iam:AddRoleToInstanceProfile", f"{resource} role {wanted}"):
         iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=wanted)
-    return name
 
 
 @dataclass(frozen=True)

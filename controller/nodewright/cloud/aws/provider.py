@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,6 +55,9 @@ from nodewright.scheduling.pricing import PriceSource
 from nodewright.scheduling.requirements import Requirements
 
 RESOLUTION_CACHE_SECONDS: Final = 60.0
+# A node class that is not ready is looked at again sooner: its problem may be a race or a
+# resource created a moment later, and a minute of pods waiting on it is too long.
+UNREADY_RESOLUTION_CACHE_SECONDS: Final = 10.0
 # A launch template no launch used for this long is deleted (Karpenter's launch template
 # cache TTL, whose evictions delete the template).
 LAUNCH_TEMPLATE_TTL_SECONDS: Final = 60.0
@@ -98,6 +102,10 @@ class AwsCloudProvider:
     _template_use: dict[str, float] = field(init=False)
     catalog: LiveCatalog = field(init=False)
     _resolutions: TTLCache[str, Resolution] = field(init=False)
+    _unready_resolutions: TTLCache[str, Resolution] = field(init=False)
+    # Controllers resolve from their own threads: one resolution at a time, so two of them
+    # never create the same instance profile or launch template at once.
+    _resolving: threading.Lock = field(init=False, default_factory=threading.Lock)
     _cluster: TTLCache[str, EksCluster] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -113,6 +121,7 @@ class AwsCloudProvider:
             provider=self.provider_settings,
         )
         self._resolutions = TTLCache(RESOLUTION_CACHE_SECONDS, self.clock)
+        self._unready_resolutions = TTLCache(UNREADY_RESOLUTION_CACHE_SECONDS, self.clock)
         self._cluster = TTLCache(CLUSTER_CACHE_SECONDS, self.clock)
 
     # --- node classes -------------------------------------------------------------------
@@ -127,18 +136,20 @@ class AwsCloudProvider:
     def resolve(self, node_class: EC2NodeClass) -> Resolution:
         """Subnets, security groups, AMIs and instance profile (cached one minute per spec)."""
         key = f"{node_class.name}:{json.dumps(node_class.spec.to_manifest(), sort_keys=True)}"
-        cached = self._resolutions.get(key)
-        if cached is None:
-            cached = resolve_node_class(
-                self.clients,
-                node_class,
-                cluster=self.cluster_name,
-                kubernetes_version=self.cluster().kubernetes_version,
-                now=self.wall_clock(),
-            )
-            self.reservations.sync(cached.capacity_reservations)
-            self._resolutions.put(key, cached)
-        return cached
+        with self._resolving:
+            cached = self._resolutions.get(key) or self._unready_resolutions.get(key)
+            if cached is None:
+                cached = resolve_node_class(
+                    self.clients,
+                    node_class,
+                    cluster=self.cluster_name,
+                    kubernetes_version=self.cluster().kubernetes_version,
+                    now=self.wall_clock(),
+                )
+                self.reservations.sync(cached.capacity_reservations)
+                cache = self._resolutions if cached.ready else self._unready_resolutions
+                cache.put(key, cached)
+            return cached
 
     def get_instance_types(self, node_class: EC2NodeClass) -> list[InstanceType]:
         resolution = self.resolve(node_class)
