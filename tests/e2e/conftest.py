@@ -4,9 +4,10 @@ cluster after each.
 
 The control plane is ../shared/k8s/control-plane (kept beside the repository, never in
 it; NODEWRIGHT_SHARED_DIR points elsewhere). Where it is absent every story skips and
-says so. The stories run one at a time (`dev.py test` runs this folder after the rest,
-without xdist): they share one cluster, and its cluster-scoped objects (Nodes,
-NodeClaims, NodePools) cannot be split between parallel stories.
+says so. The stories of one process run one at a time on its cluster: its
+cluster-scoped objects (Nodes, NodeClaims, NodePools) cannot be split between parallel
+stories. `dev.py test` runs this folder on two xdist workers, each with a control plane
+of its own (`worker_control_plane_home`).
 
 `--cloud aws` stories use `aws_world` (an account on a moto server on loopback, fresh for
 each story), `aws_installation` (`nodewright manifests --cloud aws`), `kubelets` (the

@@ -217,11 +217,11 @@ class Installation:
         plane.apply(manifests)
         plane.kubectl("-n", CONTROLLER_NAMESPACE, "scale", "deployment",
                       "nodewright-controller", "--replicas", "0")
-        for crd in ("nodepools.karpenter.sh", "nodeclaims.karpenter.sh",
-                    "ec2nodeclasses.karpenter.k8s.aws", "nodeoverlays.karpenter.sh",
-                    "capacitybuffers.autoscaling.x-k8s.io"):
-            plane.kubectl("wait", "--for=condition=Established", f"crd/{crd}",
-                          "--timeout=60s")
+        plane.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                      *(f"crd/{crd}" for crd in (
+                          "nodepools.karpenter.sh", "nodeclaims.karpenter.sh",
+                          "ec2nodeclasses.karpenter.k8s.aws", "nodeoverlays.karpenter.sh",
+                          "capacitybuffers.autoscaling.x-k8s.io")))
         token = plane.kubectl("-n", CONTROLLER_NAMESPACE, "create", "token", SERVICE_ACCOUNT,
                               "--duration=48h").stdout.strip()
         path = workdir / "nodewright-sa.kubeconfig"

@@ -100,8 +100,13 @@ def test_the_laptop_steps_work_as_written(control_plane: ControlPlane,
                                   capture_output=True, text=True, timeout=120, check=False)
             assert done.returncode == 0, f"{command}\n{done.stderr}{done.stdout}"
         assert len(background) == 1 and background[0].poll() is None
-        eventually(lambda: inflate_running(control_plane, 5), timeout=90,
-                   what="the five inflate pods running on nodes Nodewright made")
+        try:
+            eventually(lambda: inflate_running(control_plane, 5), timeout=90,
+                       what="the five inflate pods running on nodes Nodewright made")
+        except AssertionError as error:
+            log = (tmp_path / "nodewright.log").read_text(errors="replace")
+            raise AssertionError(f"{error}\ncontroller log (last lines):\n"
+                                 + "\n".join(log.splitlines()[-40:])) from error
         shown = subprocess.run(["bash", "-c", laptop_block()[-1]], cwd=REPO_ROOT, env=laptop,
                                capture_output=True, text=True, timeout=60, check=True).stdout
         assert "nodeclaim.karpenter.sh/default-" in shown and "node/ip-" in shown, shown
