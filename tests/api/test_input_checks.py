@@ -155,7 +155,8 @@ def test_manifests_without_any_karpenter_kind_are_reported(
     code, out, _ = run_cli(capsys, "validate", str(tmp_path))
 
     assert code == 1
-    assert "nothing to validate: no NodePool, EC2NodeClass or NodeClaim found" in out
+    assert ("nothing to validate: no NodePool, NodeClaim, EC2NodeClass, NodeOverlay or "
+            "CapacityBuffer found") in out
 
 
 def test_the_ubuntu_family_says_it_was_removed_and_what_to_use(

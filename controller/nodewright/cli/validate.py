@@ -1,4 +1,5 @@
-"""`nodewright validate PATH...`: check NodePool, EC2NodeClass and NodeClaim manifests."""
+"""`nodewright validate PATH...`: check the manifests of the kinds Nodewright serves
+(NodePool, NodeClaim, EC2NodeClass, NodeOverlay, CapacityBuffer)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "validate",
         description=(
-            "Validate every NodePool, EC2NodeClass and NodeClaim in the given YAML files "
+            f"Validate every {_kind_list()} in the given YAML files "
             "or directories (other kinds are ignored). One line per problem: "
             "FILE:LINE: Kind/name: field.path: message. Exit 1 on any error."
         ),
@@ -24,6 +25,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("paths", nargs="+", metavar="PATH")
     add_format_option(parser)
     parser.set_defaults(func=run)
+
+
+def _kind_list() -> str:
+    """"NodePool, NodeClaim, ... or CapacityBuffer": the kinds `validate` checks."""
+    *first, last = KINDS
+    return f"{', '.join(first)} or {last}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         where = ", ".join(str(path) for path in args.paths)
         problems.append(Problem(
             where, 0, "", "", "",
-            f"nothing to validate: no NodePool, EC2NodeClass or NodeClaim found "
+            f"nothing to validate: no {_kind_list()} found "
             f"({len(documents)} other document(s) read)",
         ))
     print_problems(problems, args.format)
