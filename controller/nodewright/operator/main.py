@@ -27,7 +27,7 @@ from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
-from nodewright.cluster.kube.access import WATCHED_KINDS
+from nodewright.cluster.kube.access import WATCHED_KINDS, watched_kinds
 from nodewright.cluster.kube.cluster import KubeCluster, connect
 from nodewright.cluster.kube.discovery import ServerCheckError
 from nodewright.cluster.kube.transport import ClientLimits
@@ -163,7 +163,8 @@ class ControllerProcess:
     def start(self) -> None:
         config = self.config
         metrics.BUILD_INFO.labels(version=__version__).set(1)
-        cluster = self._given_cluster or self._connect()
+        cluster = self._given_cluster or self._connect(watched_kinds(
+            capacity_buffer=config.feature_gates["CapacityBuffer"]))
         self.cluster = cluster
         try:
             server_version = cluster.check_server(configured_by=self._configured_by())

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI
-from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE, WATCHED_KINDS
+from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE, watched_kinds
 from nodewright.controllers.wiring import ControllerOptions, Controllers, build_controllers
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import HealthLimits, OperatorDriver
@@ -66,7 +66,8 @@ class Operator:
         self.clock = clock or LoopClock()
         self.controllers: Controllers = build_controllers(cluster, cloud, self.clock,
                                                           settings.controllers)
-        self.driver = OperatorDriver(cluster, clock=self.clock, kinds=WATCHED_KINDS,
+        kinds = watched_kinds(capacity_buffer=settings.controllers.capacity_buffer)
+        self.driver = OperatorDriver(cluster, clock=self.clock, kinds=kinds,
                                      idle_interval=settings.idle_interval,
                                      name=settings.identity, world_lock=world_lock,
                                      state_lock=self.controllers.state.lock,

@@ -52,6 +52,19 @@ WATCHED_KINDS: tuple[str, ...] = (
     "VolumeAttachment",
 )
 
+# Watched only with the CapacityBuffer feature gate on, as Karpenter registers the buffer
+# controller (and so its informers) only then: a cluster's workloads are not cached for
+# nothing.
+CAPACITY_BUFFER_KINDS: tuple[str, ...] = ("CapacityBuffer", "Deployment", "StatefulSet",
+                                          "ReplicaSet")
+
+
+def watched_kinds(*, capacity_buffer: bool) -> tuple[str, ...]:
+    """The kinds the operator's informers run for, given the CapacityBuffer gate."""
+    if capacity_buffer:
+        return WATCHED_KINDS
+    return tuple(kind for kind in WATCHED_KINDS if kind not in CAPACITY_BUFFER_KINDS)
+
 
 @dataclass(frozen=True)
 class Access:
