@@ -6,6 +6,8 @@ reconcile; the CPU-heavy controllers step out of it while they compute."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -20,6 +22,7 @@ from tests.controllers.conftest import WORKSHOP
 from tests.harness import World
 from tests.kube.waiting import eventually
 from tests.operator.test_liveness import Blocking, Quick
+from tests.operator.world import RealTimeWorld
 
 
 class Heavy(Blocking):
@@ -167,3 +170,29 @@ def test_the_provisioner_solves_outside_the_state_lock(
     assert held and not any(held)
     assert world.controllers.provisioner.manages_state_lock
 
+
+
+
+@pytest.mark.parametrize("outside", [True, False], ids=["aws-like", "simulated-ec2"])
+def test_a_cloud_that_allows_it_launches_outside_the_state_lock(
+        make_world: Callable[..., RealTimeWorld], monkeypatch: pytest.MonkeyPatch,
+        outside: bool) -> None:
+    """A CreateFleet takes seconds: with the AWS provider the lifecycle controller makes
+    it outside the state lock; the simulated EC2, written for one thread, launches under
+    it."""
+    world = make_world()
+    held: list[bool] = []
+    create = world.cloud.create
+    monkeypatch.setattr(world.cloud, "launches_outside_state_lock", outside, raising=False)
+    operator = world.operator("nodewright-a", leader_elect=False)
+    state = operator.controllers.state
+
+    def watched_create(nodeclaim: Any, node_class: Any) -> Any:
+        held.append(state.lock.held())
+        return create(nodeclaim, node_class)
+
+    monkeypatch.setattr(world.cloud, "create", watched_create)
+    world.apply(WORKSHOP)
+    world.scale("inflate", 5)
+    world.wait_until_running(pods=5, nodes=1)
+    assert held and set(held) == {not outside}

@@ -15,7 +15,7 @@ from nodewright.operator.logs import JsonFormatter, configure
 
 def fetch(port: int, path: str) -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as answer:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as answer:
             return answer.status, answer.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()

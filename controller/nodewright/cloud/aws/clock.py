@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -18,25 +19,34 @@ def system_clock() -> float:
 
 @dataclass
 class TTLCache(Generic[K, V]):
+    """Entries that expire `ttl_seconds` after they were put. Safe to share between the
+    controllers' threads (a launch runs outside the state lock)."""
+
     ttl_seconds: float
     clock: Clock = system_clock
     _entries: dict[K, tuple[float, V]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def get(self, key: K) -> V | None:
-        entry = self._entries.get(key)
-        if entry is None:
-            return None
-        stored_at, value = entry
-        if self.clock() - stored_at >= self.ttl_seconds:
-            del self._entries[key]
-            return None
-        return value
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            stored_at, value = entry
+            if self.clock() - stored_at >= self.ttl_seconds:
+                del self._entries[key]
+                return None
+            return value
 
     def put(self, key: K, value: V) -> None:
-        self._entries[key] = (self.clock(), value)
+        with self._lock:
+            self._entries[key] = (self.clock(), value)
 
     def live_keys(self) -> list[K]:
-        return [key for key in list(self._entries) if self.get(key) is not None]
+        with self._lock:
+            keys = list(self._entries)
+        return [key for key in keys if self.get(key) is not None]
 
     def clear(self) -> None:
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()

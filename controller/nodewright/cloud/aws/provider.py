@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Final
+from typing import ClassVar, Final
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
@@ -95,6 +95,9 @@ class AwsCloudProvider:
     provider_settings: ProviderSettings = field(default_factory=ProviderSettings)
     isolated_vpc: bool = False
     name: str = "aws"
+    # Its calls are safe from any thread: a launch (CreateFleet, seconds) runs outside the
+    # state lock, so interruption, termination and registration never wait on it.
+    launches_outside_state_lock: ClassVar[bool] = True
     # Wall time, for capacity reservations' end dates (`clock` is monotonic, for TTLs).
     wall_clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     unavailable: UnavailableOfferings = field(init=False)
@@ -298,7 +301,7 @@ class AwsCloudProvider:
         owned = launch_templates.list_cluster_templates(ec2, self.cluster_name)
         for template in owned:
             self._template_use.setdefault(template.name, now)
-        recent = {name for name, used in self._template_use.items()
+        recent = {name for name, used in list(self._template_use.items())
                   if now - used < LAUNCH_TEMPLATE_TTL_SECONDS}
         templates = garbage.unreferenced_templates(owned, node_classes, recent)
         for template in templates:

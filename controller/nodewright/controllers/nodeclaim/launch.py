@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -68,6 +70,10 @@ class Launch:
         # NodeClaim before its Launched status is back from the API server reuses the
         # instance instead of asking the cloud again (Karpenter's launch cache, 1 minute).
         self._launched: dict[str, tuple[datetime, Instance]] = {}
+        # The lifecycle controller's workers launch one at a time (the cache above and the
+        # cloud's launch templates are shared); with a cloud that allows it they do so
+        # outside the state lock, so a CreateFleet never holds up the other controllers.
+        self._launching = threading.Lock()
 
     def reconcile(self, claim: Object) -> LaunchResult:
         status = conditions.status_of(claim, LAUNCHED)
@@ -107,15 +113,22 @@ class Launch:
 
     def _create(self, claim: Object, model: NodeClaim, node_class: EC2NodeClass) -> Instance:
         now = self.context.clock.now()
-        self._launched = {uid: entry for uid, entry in self._launched.items()
-                          if now - entry[0] < LAUNCH_CACHE_TTL}
         uid = str((claim.get("metadata") or {}).get("uid") or name_of(claim))
-        cached = self._launched.get(uid)
-        if cached is not None:
-            return cached[1]
-        instance = self.context.cloud.create(self._without_overlaid(model), node_class)
-        self._launched[uid] = (now, instance)
-        return instance
+        asked = self._without_overlaid(model)
+        cloud = self.context.cloud
+        outside = bool(getattr(cloud, "launches_outside_state_lock", False))
+        # The state lock is stepped out of before the launch lock is taken: never the
+        # other way round, or a worker waiting for the launch lock would hold the state.
+        with self.context.state.lock.released() if outside else nullcontext(), \
+                self._launching:
+            self._launched = {key: entry for key, entry in self._launched.items()
+                              if now - entry[0] < LAUNCH_CACHE_TTL}
+            cached = self._launched.get(uid)
+            if cached is not None:
+                return cached[1]
+            instance = cloud.create(asked, node_class)
+            self._launched[uid] = (now, instance)
+            return instance
 
     def _without_overlaid(self, model: NodeClaim) -> NodeClaim:
         """The NodeClaim as the cloud sees it: requests for extended resources a capacity
