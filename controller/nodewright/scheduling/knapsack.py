@@ -125,16 +125,28 @@ class GreedyFills:
     worth taking, each shape's non-zero resources, the per-resource orders) is worked out
     once for all the bins the round fills. `best(room)` is exactly
     `greedy_pattern(room, shapes, values, caps, resource_orders(shapes, values, caps))`:
-    the same orders and the same fills, in the same arithmetic."""
+    the same orders and the same fills, in the same arithmetic.
+
+    `shares` (optional, kept by the caller across rounds over the same shapes) remembers
+    each room's summed shares per shape: they do not depend on the values."""
 
     def __init__(self, shapes: Sequence[Vector], values: Sequence[float],
-                 caps: Sequence[int]) -> None:
+                 caps: Sequence[int], shares: dict[Vector, list[float]] | None = None
+                 ) -> None:
         self.size = len(shapes)
         self.values = values
         self.caps = caps
         self.items = [s for s in range(len(shapes)) if values[s] > _EPS and caps[s] > 0]
         self.sized = [[(r, x) for r, x in enumerate(shape) if x] for shape in shapes]
         self.per_resource = resource_orders(shapes, values, caps)
+        self.shares = {} if shares is None else shares
+
+    def _shares(self, room: Vector) -> list[float]:
+        known = self.shares.get(room)
+        if known is None:
+            known = [sum(x / room[r] for r, x in sized if room[r] > 0) for sized in self.sized]
+            self.shares[room] = known
+        return known
 
     def best(self, room: Vector) -> tuple[float, list[int]]:
         items = self.items
@@ -144,12 +156,9 @@ class GreedyFills:
             return best_value, best_counts
         values, caps, sized = self.values, self.caps, self.sized
         dims = [r for r in range(len(room)) if room[r] > 0]
-
-        def denser(s: int) -> float:
-            total = sum(x / room[r] for r, x in sized[s] if room[r] > 0)
-            return -values[s] / max(total, 1e-12)
-
-        orders: list[Sequence[int]] = [sorted(items, key=denser)]
+        shares = self._shares(room)
+        keys = {s: -values[s] / max(shares[s], 1e-12) for s in items}
+        orders: list[Sequence[int]] = [sorted(items, key=keys.__getitem__)]
         orders.extend(self.per_resource[r] for r in dims)
         for order in orders:
             left = list(room)

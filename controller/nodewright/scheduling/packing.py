@@ -402,13 +402,14 @@ def _price(
     columns: Mapping[tuple[int, Vector], int],
     thorough: bool,
     search_bins: int,
+    shares: dict[Vector, list[float]] | None = None,
 ) -> list[tuple[float, BinType, Vector]]:
     """New patterns worth more than their bin's price, best ratio first. Bins are priced
     most promising first (by an optimistic bound); after `bins_per_round` of them, pricing
     stops at the first round that found something."""
     promising = []
     cheap = _CheapBounds(shapes, duals, caps)
-    fills = GreedyFills(shapes, duals, caps)
+    fills = GreedyFills(shapes, duals, caps, shares)
     for b in bins:
         cost = b.price + charge[b.key]
         upper = cheap.bound(b.room)
@@ -557,6 +558,8 @@ class _Relaxation:
         # Bins that produced a pattern: residual problems price only these.
         self.useful: dict[int, BinType] = {}
         self.singles: dict[tuple[int, int], tuple[BinType, Vector]] = {}
+        # Each bin's summed shares per shape, for the greedy fills of every round.
+        self.shares: dict[Vector, list[float]] = {}
         self.solves = 0
 
     def add_column(self, bin_type: BinType, counts: Vector) -> int:
@@ -601,7 +604,8 @@ class _Relaxation:
                 return value, duals, solution
             found = _price(pricing, self.shapes, duals, caps, self.charge, self.budget,
                            self.columns, everything,
-                           self.budget.search_bins if search_bins is None else search_bins)
+                           self.budget.search_bins if search_bins is None else search_bins,
+                           self.shares)
             for _, b, counts in found[:_COLUMNS_PER_ROUND]:
                 self.add_column(b, counts)
                 self.useful.setdefault(b.key, b)
