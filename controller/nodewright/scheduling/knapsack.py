@@ -353,58 +353,89 @@ def solve_knapsack(
             full_weight[j + 1] = full_weight[j] + limit[j] * weight[j]
             full_value[j + 1] = full_value[j] + limit[j] * value_of[j]
 
+        def rest_bound(after: int, capacity: float) -> float:
+            """The fractional bound of the shapes from `after` on in `capacity`."""
+            if capacity <= 0.0:
+                return 0.0
+            target = full_weight[after] + capacity
+            j = bisect_right(full_weight, target, after) - 1
+            bound = full_value[j] - full_value[after]
+            if j < n:
+                rest = target - full_weight[j]
+                if rest > 0.0:
+                    bound += rest / weight[j] * value_of[j]
+            return bound
+
         def search(i: int, value: float, capacity: float, optimistic: float) -> None:
             """Branch on shape i; `optimistic` is this subtree's bound (already above the
             best pattern)."""
             nonlocal best_value, best_counts, nodes, open_bound
-            if i == n:
-                if value > best_value + 1e-12:
-                    best_value, best_counts = value, list(current)
-                return
-            nodes += 1
-            if nodes > node_limit:
-                open_bound = max(open_bound, optimistic)
-                return
-            k = limit[i]
-            for d, sz in sized[i]:
-                fit = left[d] // sz
-                if fit < k:
-                    k = fit
-            worth, wt = value_of[i], weight[i]
-            after = i + 1
-            after_weight, after_value = full_weight[after], full_value[after]
-            while k >= 0:
-                child_value = value + k * worth
-                child_capacity = capacity - k * wt
-                # The fractional bound of the shapes after i in the room left (inlined:
-                # the search's innermost step).
-                if child_capacity <= 0.0:
-                    rest_bound = 0.0
-                else:
-                    target = after_weight + child_capacity
-                    j = bisect_right(full_weight, target, after) - 1
-                    rest_bound = full_value[j] - after_value
-                    if j < n:
-                        rest = target - full_weight[j]
-                        if rest > 0.0:
-                            rest_bound += rest / weight[j] * value_of[j]
-                child_bound = child_value + rest_bound
-                # Fewer of shape i frees room only for less valuable shapes (they come
-                # later in the order): the bound only falls as k does.
-                if child_bound <= best_value + 1e-12:
+            # Shapes none of which fit (most nodes, deep in the tree) have one child, the
+            # next shape with the same room: walked in this loop rather than recursed
+            # into, the same nodes counted and the same bounds; `chained` is the largest
+            # bound of those walked, which the budget's end reports as open (as each
+            # would have on its way back).
+            chained = -math.inf
+            while True:
+                if i == n:
+                    if value > best_value + 1e-12:
+                        best_value, best_counts = value, list(current)
                     break
-                for d, sz in sized[i]:
-                    left[d] -= k * sz
-                current[i] = k
-                search(i + 1, child_value, child_capacity, child_bound)
-                for d, sz in sized[i]:
-                    left[d] += k * sz
-                current[i] = 0
+                nodes += 1
                 if nodes > node_limit:
-                    # The siblings not tried are bounded by this subtree's bound.
                     open_bound = max(open_bound, optimistic)
-                    return
-                k -= 1
+                    break
+                k = limit[i]
+                for d, sz in sized[i]:
+                    fit = left[d] // sz
+                    if fit < k:
+                        k = fit
+                if k == 0:
+                    child_bound = value + rest_bound(i + 1, capacity)
+                    if child_bound <= best_value + 1e-12:
+                        break
+                    if optimistic > chained:
+                        chained = optimistic
+                    i, optimistic = i + 1, child_bound
+                    continue
+                worth, wt = value_of[i], weight[i]
+                after = i + 1
+                after_weight, after_value = full_weight[after], full_value[after]
+                while k >= 0:
+                    child_value = value + k * worth
+                    child_capacity = capacity - k * wt
+                    # The fractional bound of the shapes after i in the room left (inlined:
+                    # the search's innermost step).
+                    if child_capacity <= 0.0:
+                        bound = 0.0
+                    else:
+                        target = after_weight + child_capacity
+                        j = bisect_right(full_weight, target, after) - 1
+                        bound = full_value[j] - after_value
+                        if j < n:
+                            rest = target - full_weight[j]
+                            if rest > 0.0:
+                                bound += rest / weight[j] * value_of[j]
+                    child_bound = child_value + bound
+                    # Fewer of shape i frees room only for less valuable shapes (they come
+                    # later in the order): the bound only falls as k does.
+                    if child_bound <= best_value + 1e-12:
+                        break
+                    for d, sz in sized[i]:
+                        left[d] -= k * sz
+                    current[i] = k
+                    search(after, child_value, child_capacity, child_bound)
+                    for d, sz in sized[i]:
+                        left[d] += k * sz
+                    current[i] = 0
+                    if nodes > node_limit:
+                        # The siblings not tried are bounded by this subtree's bound.
+                        open_bound = max(open_bound, optimistic)
+                        break
+                    k -= 1
+                break
+            if nodes > node_limit and chained > open_bound:
+                open_bound = chained
 
         search(0, 0.0, 1.0, root_bound)
     counts = [0] * len(shapes)
