@@ -33,6 +33,7 @@ import time
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from operator import le
 
 from nodewright.scheduling.knapsack import GreedyFills, best_pattern
 from nodewright.scheduling.master_lp import MasterLP
@@ -224,12 +225,16 @@ class _CheapBounds:
 
 
 def _fits(need: Vector, room: Vector) -> bool:
-    return all(n <= r for n, r in zip(need, room, strict=True))
+    return all(map(le, need, room))
 
 
 def _load(counts: Sequence[int], shapes: Sequence[Vector]) -> Vector:
-    width = len(shapes[0])
-    return tuple(sum(k * shapes[s][r] for s, k in enumerate(counts) if k) for r in range(width))
+    total = [0] * len(shapes[0])
+    for s, k in enumerate(counts):
+        if k:
+            for r, x in enumerate(shapes[s]):
+                total[r] += k * x
+    return tuple(total)
 
 
 def cheapest_bin(load: Vector, bins: Sequence[BinType]) -> BinType | None:
