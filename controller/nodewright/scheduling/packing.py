@@ -300,6 +300,7 @@ class _Bins:
             if not order or order[-1][0] != s:
                 order.append((s, [(r, x) for r, x in enumerate(shapes[s]) if x], counts[s]))
         best: tuple[float, list[list[int]]] | None = None
+        total = _load(counts, shapes)
         for first in self.bins:  # cheapest first
             first_price = self.price(first)
             if first_price >= below - 1e-15:
@@ -322,7 +323,9 @@ class _Bins:
             if not any(rest):
                 cost, parts = first_price, [taken]
             else:
-                second = self.for_counts(rest)
+                # The rest's load: everything less what the first bin took.
+                second = self.cheapest(tuple(
+                    t - (room - x) for t, room, x in zip(total, first.room, left, strict=True)))
                 if second is None:
                     continue
                 cost, parts = first_price + self.price(second), [taken, rest]
