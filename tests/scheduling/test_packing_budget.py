@@ -54,3 +54,22 @@ def test_a_small_effort_budget_does_less_work_and_still_places_every_pod() -> No
     first = _plan(small)
     assert small.spent < generous.spent
     assert _plan(Budget(effort=2_000)) == first
+
+
+def test_a_plan_of_many_nodes_dives_with_less_pricing_and_keeps_its_cost() -> None:
+    # Over 40 nodes the dive's re-solves price `lean_dive_rounds` rounds, searching
+    # `lean_dive_search_bins` bins; the same budget with the full dive's values is the
+    # comparison.
+    shapes, demand = _pods()
+    many = [k * 8 for k in demand]
+    lean = Budget()
+    full = Budget(lean_dive_rounds=Budget().dive_rounds,
+                  lean_dive_search_bins=Budget().search_bins)
+    lean_plan, lean_left = pack(shapes, many, _catalog(), lean)
+    full_plan, full_left = pack(shapes, many, _catalog(), full)
+    assert not any(lean_left) and not any(full_left)
+    assert len(full_plan) > 40
+    assert lean.spent < full.spent
+    lean_cost = sum(node.bin.price for node in lean_plan)
+    full_cost = sum(node.bin.price for node in full_plan)
+    assert lean_cost <= full_cost * 1.01

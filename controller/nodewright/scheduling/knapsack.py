@@ -125,16 +125,28 @@ class GreedyFills:
     worth taking, each shape's non-zero resources, the per-resource orders) is worked out
     once for all the bins the round fills. `best(room)` is exactly
     `greedy_pattern(room, shapes, values, caps, resource_orders(shapes, values, caps))`:
-    the same orders and the same fills, in the same arithmetic."""
+    the same orders and the same fills, in the same arithmetic.
+
+    `shares` (optional, kept by the caller across rounds over the same shapes) remembers
+    each room's summed shares per shape: they do not depend on the values."""
 
     def __init__(self, shapes: Sequence[Vector], values: Sequence[float],
-                 caps: Sequence[int]) -> None:
+                 caps: Sequence[int], shares: dict[Vector, list[float]] | None = None
+                 ) -> None:
         self.size = len(shapes)
         self.values = values
         self.caps = caps
         self.items = [s for s in range(len(shapes)) if values[s] > _EPS and caps[s] > 0]
         self.sized = [[(r, x) for r, x in enumerate(shape) if x] for shape in shapes]
         self.per_resource = resource_orders(shapes, values, caps)
+        self.shares = {} if shares is None else shares
+
+    def _shares(self, room: Vector) -> list[float]:
+        known = self.shares.get(room)
+        if known is None:
+            known = [sum(x / room[r] for r, x in sized if room[r] > 0) for sized in self.sized]
+            self.shares[room] = known
+        return known
 
     def best(self, room: Vector) -> tuple[float, list[int]]:
         items = self.items
@@ -144,12 +156,9 @@ class GreedyFills:
             return best_value, best_counts
         values, caps, sized = self.values, self.caps, self.sized
         dims = [r for r in range(len(room)) if room[r] > 0]
-
-        def denser(s: int) -> float:
-            total = sum(x / room[r] for r, x in sized[s] if room[r] > 0)
-            return -values[s] / max(total, 1e-12)
-
-        orders: list[Sequence[int]] = [sorted(items, key=denser)]
+        shares = self._shares(room)
+        keys = {s: -values[s] / max(shares[s], 1e-12) for s in items}
+        orders: list[Sequence[int]] = [sorted(items, key=keys.__getitem__)]
         orders.extend(self.per_resource[r] for r in dims)
         for order in orders:
             left = list(room)
@@ -344,58 +353,89 @@ def solve_knapsack(
             full_weight[j + 1] = full_weight[j] + limit[j] * weight[j]
             full_value[j + 1] = full_value[j] + limit[j] * value_of[j]
 
+        def rest_bound(after: int, capacity: float) -> float:
+            """The fractional bound of the shapes from `after` on in `capacity`."""
+            if capacity <= 0.0:
+                return 0.0
+            target = full_weight[after] + capacity
+            j = bisect_right(full_weight, target, after) - 1
+            bound = full_value[j] - full_value[after]
+            if j < n:
+                rest = target - full_weight[j]
+                if rest > 0.0:
+                    bound += rest / weight[j] * value_of[j]
+            return bound
+
         def search(i: int, value: float, capacity: float, optimistic: float) -> None:
             """Branch on shape i; `optimistic` is this subtree's bound (already above the
             best pattern)."""
             nonlocal best_value, best_counts, nodes, open_bound
-            if i == n:
-                if value > best_value + 1e-12:
-                    best_value, best_counts = value, list(current)
-                return
-            nodes += 1
-            if nodes > node_limit:
-                open_bound = max(open_bound, optimistic)
-                return
-            k = limit[i]
-            for d, sz in sized[i]:
-                fit = left[d] // sz
-                if fit < k:
-                    k = fit
-            worth, wt = value_of[i], weight[i]
-            after = i + 1
-            after_weight, after_value = full_weight[after], full_value[after]
-            while k >= 0:
-                child_value = value + k * worth
-                child_capacity = capacity - k * wt
-                # The fractional bound of the shapes after i in the room left (inlined:
-                # the search's innermost step).
-                if child_capacity <= 0.0:
-                    rest_bound = 0.0
-                else:
-                    target = after_weight + child_capacity
-                    j = bisect_right(full_weight, target, after) - 1
-                    rest_bound = full_value[j] - after_value
-                    if j < n:
-                        rest = target - full_weight[j]
-                        if rest > 0.0:
-                            rest_bound += rest / weight[j] * value_of[j]
-                child_bound = child_value + rest_bound
-                # Fewer of shape i frees room only for less valuable shapes (they come
-                # later in the order): the bound only falls as k does.
-                if child_bound <= best_value + 1e-12:
+            # Shapes none of which fit (most nodes, deep in the tree) have one child, the
+            # next shape with the same room: walked in this loop rather than recursed
+            # into, the same nodes counted and the same bounds; `chained` is the largest
+            # bound of those walked, which the budget's end reports as open (as each
+            # would have on its way back).
+            chained = -math.inf
+            while True:
+                if i == n:
+                    if value > best_value + 1e-12:
+                        best_value, best_counts = value, list(current)
                     break
-                for d, sz in sized[i]:
-                    left[d] -= k * sz
-                current[i] = k
-                search(i + 1, child_value, child_capacity, child_bound)
-                for d, sz in sized[i]:
-                    left[d] += k * sz
-                current[i] = 0
+                nodes += 1
                 if nodes > node_limit:
-                    # The siblings not tried are bounded by this subtree's bound.
                     open_bound = max(open_bound, optimistic)
-                    return
-                k -= 1
+                    break
+                k = limit[i]
+                for d, sz in sized[i]:
+                    fit = left[d] // sz
+                    if fit < k:
+                        k = fit
+                if k == 0:
+                    child_bound = value + rest_bound(i + 1, capacity)
+                    if child_bound <= best_value + 1e-12:
+                        break
+                    if optimistic > chained:
+                        chained = optimistic
+                    i, optimistic = i + 1, child_bound
+                    continue
+                worth, wt = value_of[i], weight[i]
+                after = i + 1
+                after_weight, after_value = full_weight[after], full_value[after]
+                while k >= 0:
+                    child_value = value + k * worth
+                    child_capacity = capacity - k * wt
+                    # The fractional bound of the shapes after i in the room left (inlined:
+                    # the search's innermost step).
+                    if child_capacity <= 0.0:
+                        bound = 0.0
+                    else:
+                        target = after_weight + child_capacity
+                        j = bisect_right(full_weight, target, after) - 1
+                        bound = full_value[j] - after_value
+                        if j < n:
+                            rest = target - full_weight[j]
+                            if rest > 0.0:
+                                bound += rest / weight[j] * value_of[j]
+                    child_bound = child_value + bound
+                    # Fewer of shape i frees room only for less valuable shapes (they come
+                    # later in the order): the bound only falls as k does.
+                    if child_bound <= best_value + 1e-12:
+                        break
+                    for d, sz in sized[i]:
+                        left[d] -= k * sz
+                    current[i] = k
+                    search(after, child_value, child_capacity, child_bound)
+                    for d, sz in sized[i]:
+                        left[d] += k * sz
+                    current[i] = 0
+                    if nodes > node_limit:
+                        # The siblings not tried are bounded by this subtree's bound.
+                        open_bound = max(open_bound, optimistic)
+                        break
+                    k -= 1
+                break
+            if nodes > node_limit and chained > open_bound:
+                open_bound = chained
 
         search(0, 0.0, 1.0, root_bound)
     counts = [0] * len(shapes)

@@ -33,6 +33,7 @@ import time
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from operator import le
 
 from nodewright.scheduling.knapsack import GreedyFills, best_pattern
 from nodewright.scheduling.master_lp import MasterLP
@@ -105,8 +106,12 @@ class Budget:
     max_rounds: int = 30
     bins_per_round: int = 12
     rounds_per_dive: int = 3
-    # Pricing rounds of each re-solve in the dive.
+    # Pricing rounds of each re-solve in the dive; on plans of more than
+    # `_SEARCH_UP_TO_NODES` nodes `lean_dive_rounds`, each searching `lean_dive_search_bins`
+    # bins (their columns mostly exist and one rounding mistake costs a small share).
     dive_rounds: int = 10
+    lean_dive_rounds: int = 5
+    lean_dive_search_bins: int = 3
     # Column generation stops once no pattern found is worth more than (1 + lp_gap) times
     # its bin's price. 0 prices until nothing is; a cheaper, rougher LP otherwise (0.005
     # halves the time of the first LP but costs 0.5-2 % on the plans measured).
@@ -220,12 +225,16 @@ class _CheapBounds:
 
 
 def _fits(need: Vector, room: Vector) -> bool:
-    return all(n <= r for n, r in zip(need, room, strict=True))
+    return all(map(le, need, room))
 
 
 def _load(counts: Sequence[int], shapes: Sequence[Vector]) -> Vector:
-    width = len(shapes[0])
-    return tuple(sum(k * shapes[s][r] for s, k in enumerate(counts) if k) for r in range(width))
+    total = [0] * len(shapes[0])
+    for s, k in enumerate(counts):
+        if k:
+            for r, x in enumerate(shapes[s]):
+                total[r] += k * x
+    return tuple(total)
 
 
 def cheapest_bin(load: Vector, bins: Sequence[BinType]) -> BinType | None:
@@ -291,6 +300,7 @@ class _Bins:
             if not order or order[-1][0] != s:
                 order.append((s, [(r, x) for r, x in enumerate(shapes[s]) if x], counts[s]))
         best: tuple[float, list[list[int]]] | None = None
+        total = _load(counts, shapes)
         for first in self.bins:  # cheapest first
             first_price = self.price(first)
             if first_price >= below - 1e-15:
@@ -313,7 +323,9 @@ class _Bins:
             if not any(rest):
                 cost, parts = first_price, [taken]
             else:
-                second = self.for_counts(rest)
+                # The rest's load: everything less what the first bin took.
+                second = self.cheapest(tuple(
+                    t - (room - x) for t, room, x in zip(total, first.room, left, strict=True)))
                 if second is None:
                     continue
                 cost, parts = first_price + self.price(second), [taken, rest]
@@ -397,13 +409,15 @@ def _price(
     budget: Budget,
     columns: Mapping[tuple[int, Vector], int],
     thorough: bool,
+    search_bins: int,
+    shares: dict[Vector, list[float]] | None = None,
 ) -> list[tuple[float, BinType, Vector]]:
     """New patterns worth more than their bin's price, best ratio first. Bins are priced
     most promising first (by an optimistic bound); after `bins_per_round` of them, pricing
     stops at the first round that found something."""
     promising = []
     cheap = _CheapBounds(shapes, duals, caps)
-    fills = GreedyFills(shapes, duals, caps)
+    fills = GreedyFills(shapes, duals, caps, shares)
     for b in bins:
         cost = b.price + charge[b.key]
         upper = cheap.bound(b.room)
@@ -415,7 +429,7 @@ def _price(
     # search with the usual budget over the most promising bins; when that finds nothing
     # and `thorough`, one with ten times it (a capped knapsack can miss a column).
     passes = [(0, len(promising))] if budget.greedy_pricing else []
-    searched = budget.search_bins if budget.greedy_pricing else len(promising)
+    searched = search_bins if budget.greedy_pricing else len(promising)
     passes.append((budget.knapsack_nodes, searched))
     if thorough:
         passes.append((10 * budget.knapsack_nodes, budget.bins_per_round))
@@ -552,6 +566,8 @@ class _Relaxation:
         # Bins that produced a pattern: residual problems price only these.
         self.useful: dict[int, BinType] = {}
         self.singles: dict[tuple[int, int], tuple[BinType, Vector]] = {}
+        # Each bin's summed shares per shape, for the greedy fills of every round.
+        self.shares: dict[Vector, list[float]] = {}
         self.solves = 0
 
     def add_column(self, bin_type: BinType, counts: Vector) -> int:
@@ -569,9 +585,12 @@ class _Relaxation:
             counts[s] = k
         return counts
 
-    def solve(self, caps: Sequence[int], everything: bool, max_rounds: int
+    def solve(self, caps: Sequence[int], everything: bool, max_rounds: int,
+              search_bins: int | None = None
               ) -> tuple[float, list[float], dict[int, float]] | None:
-        """(value, duals, {column: x}) for the pods `caps`; None on numerical trouble."""
+        """(value, duals, {column: x}) for the pods `caps`; None on numerical trouble.
+        `search_bins`: the knapsack search's bins per round (`Budget.search_bins` unless
+        given)."""
         self.solves += 1
         master = self.master
         master.set_demand(caps)
@@ -592,7 +611,9 @@ class _Relaxation:
             if rounds > max_rounds or self.budget.exhausted(0.5 if everything else 1.0):
                 return value, duals, solution
             found = _price(pricing, self.shapes, duals, caps, self.charge, self.budget,
-                           self.columns, everything)
+                           self.columns, everything,
+                           self.budget.search_bins if search_bins is None else search_bins,
+                           self.shares)
             for _, b, counts in found[:_COLUMNS_PER_ROUND]:
                 self.add_column(b, counts)
                 self.useful.setdefault(b.key, b)
@@ -654,8 +675,12 @@ class _Rounding:
     def dive(self, caps: list[int], duals: list[float], solution: dict[int, float]
              ) -> list[_Fixed]:
         """The classic dive: fix the patterns used whole, else the most used one once;
-        re-solve (pricing every round up to `max_rounds`) for the pods left; repeat."""
+        re-solve (pricing up to `Budget.dive_rounds` rounds) for the pods left; repeat."""
         fixed: list[_Fixed] = []
+        budget = self.budget
+        rounds, searched = budget.dive_rounds, budget.search_bins
+        if sum(solution.values()) > _SEARCH_UP_TO_NODES:
+            rounds, searched = budget.lean_dive_rounds, budget.lean_dive_search_bins
         while True:
             if any(x >= 1 - 1e-6 for x in solution.values()):
                 self._fix_whole(fixed, caps, duals, solution)
@@ -667,7 +692,7 @@ class _Rounding:
             # Out of effort the LP is still re-solved (no pricing): the dive always finishes.
             if not any(caps) or not solution:
                 break
-            solved = self.relaxation.solve(caps, False, self.budget.dive_rounds)
+            solved = self.relaxation.solve(caps, False, rounds, searched)
             if solved is None:
                 break
             _, duals, solution = solved

@@ -137,11 +137,12 @@ class PoolState:
     restricted_shared: dict[
         tuple[int, int, int], tuple[list[Candidate], list[Candidate], list[Candidate]]
     ] = field(default_factory=dict)
-    # finish_claim's fitting types per (candidate list, start, used): packed NodeClaims
-    # repeat a few patterns hundreds of times.
-    fitting_cache: dict[tuple[int, int, Vector], tuple[list[Candidate], list[Candidate]]] = (
-        field(default_factory=dict)
-    )
+    # finish_claim's fitting types (and their entries) per (candidate list, start, used):
+    # packed NodeClaims repeat a few patterns hundreds of times.
+    fitting_cache: dict[
+        tuple[int, int, Vector],
+        tuple[list[Candidate], list[Candidate], tuple[tuple[str, float], ...]],
+    ] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -400,12 +401,13 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
     key = (id(claim.candidates), claim.start, claim.used)
     cached = claim.pool.fitting_cache.get(key)
     if cached is not None and cached[0] is claim.candidates:
-        fitting = cached[1]
+        fitting, entries = cached[1], cached[2]
     else:
         fitting = Narrowed(claim.candidates, claim.start).fitting(claim.used)
         fitting.sort(key=lambda c: (c.price, c.instance_type.name))
+        entries = tuple(c.entry for c in fitting)
         # The list is kept in the value so that its id cannot be reused while cached.
-        claim.pool.fitting_cache[key] = (claim.candidates, fitting)
+        claim.pool.fitting_cache[key] = (claim.candidates, fitting, entries)
     offering = cheapest_offering_of(fitting[0].instance_type, claim.requirements)
     assert offering is not None
     price, capacity_type, offered_zone = offering
@@ -427,7 +429,7 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
     return PlannedNodeClaim(
         name=claim.hostname,
         nodepool=claim.pool.name,
-        instance_types=tuple(c.entry for c in fitting),
+        instance_types=entries,
         capacity_type=capacity_type,
         zone=zone,
         price=price,
