@@ -353,7 +353,8 @@ class AwsCloudProvider:
             image = _image_of(instance_type.labels, resolution)
             pods = instance_type.capacity.get(PODS)
             max_pods = pods // 1000 if pods is not None else None
-            efa_count = instance_type.capacity.get(AWS_EFA, 0) // 1000 if wants_efa else 0
+            efa_count = (instance_type.capacity.get(AWS_EFA, 0) // 1000
+                         if wants_efa and not spec.network_interfaces else 0)
             key = (image.id, max_pods, choice.offering.reservation_id, efa_count)
             if key not in by_config:
                 bootstrap = NodeBootstrap.build(
@@ -389,6 +390,9 @@ class AwsCloudProvider:
                     associate_public_ip_address=spec.associate_public_ip_address,
                     ip_prefix_count=spec.ip_prefix_count,
                     efa_count=efa_count,
+                    network_interfaces=tuple(
+                        (i.network_card_index, i.device_index, i.interface_type)
+                        for i in spec.network_interfaces or ()),
                     connection_tracking=launch_templates.connection_tracking_of(
                         spec.connection_tracking),
                     nested_virtualization=(spec.cpu_options.nested_virtualization
