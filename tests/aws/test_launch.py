@@ -572,3 +572,20 @@ def test_listed_interfaces_keep_the_catalog_to_types_that_can_take_them(
     assert "vpc.amazonaws.com/efa" not in primary_only["c6in.32xlarge"].capacity
     assert c6in.capacity["vpc.amazonaws.com/efa"] == 2000
     assert c6in.capacity["pods"] == plain["c6in.32xlarge"].capacity["pods"] - 49_000
+
+
+def test_raid0_counts_the_instance_store_as_ephemeral_storage_where_a_type_has_one(
+    provider: AwsCloudProvider,
+) -> None:
+    ephemeral = "ephemeral-storage"
+    plain = {t.name: t for t in provider.get_instance_types(node_class())}
+    raid = {t.name: t for t in provider.get_instance_types(
+        node_class(instanceStorePolicy="RAID0"))}
+
+    # m5d.large has one 75 GB NVMe disk (decimal gigabytes, as EC2 gives the size).
+    assert raid["m5d.large"].capacity[ephemeral] == 75 * 10**9 * 1000
+    assert plain["m5d.large"].capacity[ephemeral] == 20 * 2**30 * 1000
+    # The nodefs.available threshold (10 %) follows the disk it watches.
+    assert raid["m5d.large"].overhead.eviction_threshold[ephemeral] == 7.5 * 10**9 * 1000
+    # No instance store: the root volume still holds the node's ephemeral storage.
+    assert raid["m5.large"].capacity[ephemeral] == plain["m5.large"].capacity[ephemeral]

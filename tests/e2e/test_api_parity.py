@@ -110,6 +110,11 @@ CASES = [
              {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
              {"networkCardIndex": 1, "deviceIndex": 1, "interfaceType": "efa-only"}]),
          accepted=False),
+    Case("a placement group by name", nodeclass("parity-pg", placementGroupSelector={
+        "name": "training"}), accepted=True),
+    Case("a placement group by name and id",
+         nodeclass("parity-pg-both", placementGroupSelector={"name": "t", "id": "pg-0123abc"}),
+         accepted=False),
     Case("a CEL rule that cannot be evaluated",
          claim("parity-int", {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt",
                               "values": ["many"]}), accepted=False),

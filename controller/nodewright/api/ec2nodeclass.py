@@ -97,6 +97,20 @@ class CapacityReservationSelectorTerm(KubeModel):
     )
 
 
+class PlacementGroupSelector(KubeModel):
+    """The EC2 placement group (by name or id) every instance of the node class launches
+    into."""
+
+    name: Annotated[str, StringConstraints(min_length=1)] | None = None
+    id: Annotated[str, StringConstraints(pattern=r"^pg-[0-9a-z]+$")] | None = None
+
+    cel_rules = (
+        CelRule("has(self.name) || has(self.id)",
+                "expected at least one, got none, ['name', 'id']"),
+        CelRule("!(has(self.name) && has(self.id))", "'name' and 'id' are mutually exclusive"),
+    )
+
+
 ALIAS_PATTERN = r"^[a-zA-Z0-9]+@.+$"
 
 
@@ -227,6 +241,7 @@ class EC2NodeClassSpec(KubeModel):
     capacity_reservation_selector_terms: list[CapacityReservationSelectorTerm] | None = Field(
         default=None, max_length=30
     )
+    placement_group_selector: PlacementGroupSelector | None = None
     associate_public_ip_address: bool | None = Field(default=None, alias="associatePublicIPAddress")
     ip_prefix_count: int | None = Field(default=None, ge=0, alias="ipPrefixCount")
     ami_selector_terms: list[AMISelectorTerm] = Field(min_length=1, max_length=30)

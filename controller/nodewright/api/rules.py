@@ -189,6 +189,11 @@ def check_ec2nodeclass(nodeclass: EC2NodeClass) -> Iterator[Finding]:
     yield from _check_kubelet(spec)
     yield from _check_block_devices(spec)
     yield from _check_network_interfaces(spec)
+    selector = spec.placement_group_selector
+    if selector is not None and (selector.name is None) == (selector.id is None):
+        yield ("spec", "placementGroupSelector"), (
+            "'name' and 'id' are mutually exclusive" if selector.name is not None
+            else "expected at least one, got none, ['name', 'id']")
     tracking = spec.connection_tracking
     if tracking is not None and tracking.tcp_established_timeout is None \
             and tracking.udp_stream_timeout is None and tracking.udp_timeout is None:

@@ -125,6 +125,9 @@ class NodeSettings:
     nested_virtualization: bool = False
     # spec.networkInterfaces as (card, device, type); None when the node class lists none.
     network_interfaces: tuple[tuple[int, int, str], ...] | None = None
+    # The strategy of the placement group the node class launches into: only types that
+    # support it are kept (the group is resolved by the cloud, not read from the spec).
+    placement_strategy: str | None = None
 
     @property
     def efa_only_interfaces(self) -> int:
@@ -148,6 +151,7 @@ class NodeSettings:
             self.vm_memory_overhead_percent,
             self.nested_virtualization,
             self.network_interfaces,
+            self.placement_strategy,
         )
 
 

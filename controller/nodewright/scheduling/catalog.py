@@ -249,6 +249,9 @@ def _schedulable(facts: InstanceTypeFacts, settings: NodeSettings) -> bool:
         return False
     if settings.network_interfaces is not None and not _takes_interfaces(facts, settings):
         return False
+    if (settings.placement_strategy is not None
+            and settings.placement_strategy not in facts.placement_strategies):
+        return False
     # Windows nodes only run on amd64.
     return not (settings.ami_family.startswith("Windows") and facts.architecture != "amd64")
 

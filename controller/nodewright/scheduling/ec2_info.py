@@ -60,6 +60,8 @@ class InstanceTypeFacts:
     ena_supported: bool = True
     # (NetworkCardIndex, MaximumNetworkInterfaces) of each network card.
     network_cards: tuple[tuple[int, int], ...] = ()
+    # PlacementGroupInfo.SupportedStrategies (cluster, partition, spread).
+    placement_strategies: tuple[str, ...] = ()
 
     @property
     def family(self) -> str:
@@ -131,6 +133,8 @@ def read_instance_type(info: Mapping[str, Any]) -> InstanceTypeFacts:
         network_cards=tuple(
             (int(card.get("NetworkCardIndex", 0)), int(card.get("MaximumNetworkInterfaces", 0)))
             for card in reader.optional(("NetworkInfo", "NetworkCards"), None) or []),
+        placement_strategies=tuple(str(s) for s in reader.optional(
+            ("PlacementGroupInfo", "SupportedStrategies"), [])),
     )
 
 

@@ -58,6 +58,9 @@ class LaunchConfig:
     # reservations (Karpenter's targeted launch mode), so only selected ones are used.
     capacity_reservation_id: str | None = None
     capacity_reservation_type: str | None = None
+    # The placement group every launch goes into (EC2 picks the partition of a partition
+    # group).
+    placement_group_id: str | None = None
 
     def fingerprint(self) -> str:
         canonical = json.dumps(asdict(self), sort_keys=True, default=list)
@@ -97,6 +100,8 @@ class LaunchConfig:
             data["BlockDeviceMappings"] = [dict(m) for m in self.block_device_mappings]
         if self.user_data:
             data["UserData"] = base64.b64encode(self.user_data.encode()).decode()
+        if self.placement_group_id:
+            data["Placement"] = {"GroupId": self.placement_group_id}
         if self.nested_virtualization is not None:
             data["CpuOptions"] = {"NestedVirtualization": self.nested_virtualization}
         if (self.associate_public_ip_address is None and self.ip_prefix_count is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Final
 
@@ -28,8 +28,12 @@ from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
 from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
 from nodewright.cloud.aws.discovery import subnet_per_zone
 from nodewright.cloud.aws.drift import drift_of, static_drift
-from nodewright.cloud.aws.node_class_resolution import Resolution, resolve_node_class
-from nodewright.cloud.aws.node_identity import node_labels
+from nodewright.cloud.aws.node_class_resolution import (
+    PLACEMENT_GROUP,
+    Resolution,
+    resolve_node_class,
+)
+from nodewright.cloud.aws.node_identity import bottlerocket_release, node_labels
 from nodewright.cloud.aws.offerings import (
     RESERVATION_ID_LABEL,
     RESERVATION_TYPE_LABEL,
@@ -38,6 +42,7 @@ from nodewright.cloud.aws.offerings import (
     capacity_type_for,
     launchable,
 )
+from nodewright.cloud.aws.placement_groups import PLACEMENT_GROUP_ID_LABEL
 from nodewright.cloud.aws.pricing import LivePriceSource
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.aws.userdata import NodeBootstrap, render_user_data
@@ -59,6 +64,7 @@ RESOLUTION_CACHE_SECONDS: Final = 60.0
 LAUNCH_TEMPLATE_TTL_SECONDS: Final = 60.0
 CLUSTER_CACHE_SECONDS: Final = 300.0
 NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
+PLACEMENT_GROUP_DRIFT: Final = "PlacementGroupDrift"
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +150,15 @@ class AwsCloudProvider:
         resolution = self.resolve(node_class)
         zones = {subnet.zone for subnet in resolution.subnets}
         zone_ids = {subnet.zone: subnet.zone_id for subnet in resolution.subnets}
-        catalog = self.catalog.instance_types(node_class, zones=zones, zone_ids=zone_ids)
+        group = resolution.placement_group
+        catalog = self.catalog.instance_types(
+            node_class, zones=zones, zone_ids=zone_ids,
+            placement_strategy=group.strategy if group else None)
+        if group is not None:
+            # As Karpenter: the group's id is a requirement of every type, so pods can
+            # select it and the NodeClaim (then the node) carries it.
+            catalog = [replace(t, labels={**t.labels, PLACEMENT_GROUP_ID_LABEL: group.id})
+                       for t in catalog]
         return capacity_reservations.with_reserved_offerings(
             catalog, resolution.capacity_reservations, self.reservations, self.wall_clock())
 
@@ -235,8 +249,17 @@ class AwsCloudProvider:
         if static is not None:
             log.info("nodeclaim %s drifted: %s", nodeclaim.name, static.message)
             return static.reason
-        instance = self.get(provider_id)
         resolution = self.resolve(node_class)
+        group = resolution.placement_group
+        launched_into = (nodeclaim.metadata.labels or {}).get(PLACEMENT_GROUP_ID_LABEL, "")
+        if not resolution.problems.get(PLACEMENT_GROUP) and launched_into != (
+                group.id if group else ""):
+            # The selector was added, removed or now names another group (Karpenter's
+            # PlacementGroupDrift).
+            log.info("nodeclaim %s drifted: placement group %s, the node class's is %s",
+                     nodeclaim.name, launched_into or "none", group.id if group else "none")
+            return PLACEMENT_GROUP_DRIFT
+        instance = self.get(provider_id)
         drift = drift_of(
             instance,
             {image.id for image in resolution.images},
@@ -366,6 +389,8 @@ class AwsCloudProvider:
                     max_pods=max_pods,
                     custom_user_data=spec.user_data,
                     instance_store_policy=spec.instance_store_policy,
+                    bottlerocket_version=bottlerocket_release(
+                        node_class, [i.name for i in resolution.images]),
                 )
                 try:
                     user_data = render_user_data(family, bootstrap)
@@ -400,6 +425,8 @@ class AwsCloudProvider:
                     extra_tags=dict(spec.tags or {}),
                     capacity_reservation_id=choice.offering.reservation_id,
                     capacity_reservation_type=choice.offering.reservation_type,
+                    placement_group_id=(resolution.placement_group.id
+                                        if resolution.placement_group else None),
                 )
                 by_config[key] = launch_templates.ensure_launch_template(self.clients.ec2, config)
                 self._template_use[by_config[key]] = self.clock()
@@ -448,6 +475,8 @@ class AwsCloudProvider:
                 **({RESERVATION_ID_LABEL: launched.reservation_id,
                     RESERVATION_TYPE_LABEL: request.reservation_type or "default"}
                    if launched.reservation_id else {}),
+                **({PLACEMENT_GROUP_ID_LABEL: resolution.placement_group.id}
+                   if resolution.placement_group else {}),
             },
         )
 
