@@ -15,10 +15,11 @@ from nodewright.cloud.aws.actions import AWS_ACTIONS
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.node_class_resolution import resolve_node_class
 from nodewright.cloud.aws.provider import PLACEMENT_GROUP_DRIFT, AwsCloudProvider
-from nodewright.cloud.provider import NodeClassNotReadyError
+from nodewright.cloud.provider import InsufficientCapacityError, NodeClassNotReadyError
 from nodewright.scheduling.pricing import OfflinePriceSource
 
 from .conftest import CallRecorder
+from .test_launch import FleetInjector, fleet_overrides
 from .world import CLUSTER, K8S_VERSION, FakeClock, World, build_world, node_class, nodeclaim
 
 GROUP_ID_LABEL = "karpenter.k8s.aws/placement-group-id"
@@ -205,3 +206,66 @@ def test_a_nodeclaim_outside_the_node_classs_group_drifts(
     assert provider.drift_reason(claim({GROUP_ID_LABEL: "pg-0a1b2c3d"}), removed) == (
         PLACEMENT_GROUP_DRIFT)
     assert provider.drift_reason(claim({}), removed) is None
+
+
+@pytest.fixture
+def injector(clients: AwsClients, recorder: CallRecorder) -> Iterator[FleetInjector]:
+    injector = FleetInjector(recorder)
+    clients.ec2.meta.events.register("before-call.ec2.CreateFleet", injector)
+    yield injector
+    clients.ec2.meta.events.unregister("before-call.ec2.CreateFleet", injector)
+
+
+def no_capacity(message: str) -> Any:
+    """A fleet answer: the request's first override has no capacity, nothing launched."""
+
+    def answer(request: dict[str, Any]) -> tuple[AWSResponse, dict[str, Any]]:
+        override = request["LaunchTemplateConfigs"][0]["Overrides"][0]
+        return _response(200, {"Instances": [], "Errors": [{
+            "LaunchTemplateAndOverrides": {"Overrides": override},
+            "Lifecycle": "on-demand", "ErrorCode": "InsufficientInstanceCapacity",
+            "ErrorMessage": message}]})
+
+    return answer
+
+
+def available(provider: AwsCloudProvider, node_class_: Any, name: str, zone: str) -> bool:
+    (instance_type,) = [t for t in provider.get_instance_types(node_class_) if t.name == name]
+    return next(o.available for o in instance_type.offerings
+                if (o.zone, o.capacity_type) == (zone, "on-demand"))
+
+
+def test_no_capacity_inside_a_group_keeps_the_offering_for_launches_outside_it(
+    provider: AwsCloudProvider, groups: PlacementGroups, injector: FleetInjector,
+    recorder: CallRecorder,
+) -> None:
+    grouped = node_class(placementGroupSelector={"name": "training"})
+    injector.pending.append(no_capacity("We currently do not have sufficient capacity."))
+    with pytest.raises(InsufficientCapacityError):
+        provider.create(nodeclaim(), grouped)
+    name, zone = fleet_overrides(recorder.calls_of("ec2:CreateFleet")[0])[0]
+
+    assert not available(provider, grouped, name, zone)
+    assert available(provider, node_class(), name, zone)  # Karpenter scopes it by group
+
+
+def test_a_full_spread_group_zone_is_unavailable_to_every_type_of_the_launch(
+    provider: AwsCloudProvider, groups: PlacementGroups, injector: FleetInjector,
+    recorder: CallRecorder, clients: AwsClients,
+) -> None:
+    groups.add("spread", "pg-05eed000", "spread", SpreadLevel="rack")
+    spread = node_class(placementGroupSelector={"name": "spread"})
+    injector.pending.append(no_capacity(
+        "You've reached the limit of instances in this spread placement group. A spread "
+        "placement group can have up to seven instances per Availability Zone."))
+    with pytest.raises(InsufficientCapacityError, match="spread placement group pg-05eed000"):
+        provider.create(nodeclaim(), spread)
+    overrides = fleet_overrides(recorder.calls_of("ec2:CreateFleet")[0])
+    _, full = overrides[0]
+
+    assert {name for name, zone in overrides if zone == full} == {
+        "m5.large", "c5.large", "m5.xlarge", "t3.medium"}
+    for name in ("m5.large", "c5.large", "m5.xlarge", "t3.medium"):
+        assert not available(provider, spread, name, full)
+        assert available(provider, spread, name, next(z for _, z in overrides if z != full))
+        assert available(provider, node_class(), name, full)

@@ -42,9 +42,11 @@ class LiveCatalog:
         zones: Collection[str] | None = None,
         zone_ids: Mapping[str, str] | None = None,
         placement_strategy: str | None = None,
+        placement_group: str | None = None,
     ) -> list[InstanceType]:
         """`placement_strategy`: the strategy of the node class's placement group, which
-        keeps the types that support it."""
+        keeps the types that support it; capacity errors inside `placement_group` count
+        for it too."""
         settings = replace(node_settings(None, node_class, self.provider),
                            placement_strategy=placement_strategy)
         return build_catalog(
@@ -55,7 +57,8 @@ class LiveCatalog:
             settings=settings,
             zones=zones,
             zone_ids=zone_ids,
-            unavailable=self.unavailable.is_unavailable,
+            unavailable=lambda name, zone, capacity_type: self.unavailable.is_unavailable(
+                name, zone, capacity_type, placement_group),
         )
 
     def _instance_type_data(self) -> list[Mapping[str, Any]]:

@@ -153,7 +153,8 @@ class AwsCloudProvider:
         group = resolution.placement_group
         catalog = self.catalog.instance_types(
             node_class, zones=zones, zone_ids=zone_ids,
-            placement_strategy=group.strategy if group else None)
+            placement_strategy=group.strategy if group else None,
+            placement_group=group.id if group else None)
         if group is not None:
             # As Karpenter: the group's id is a requirement of every type, so pods can
             # select it and the NodeClaim (then the node) carries it.
@@ -226,6 +227,8 @@ class AwsCloudProvider:
             tags=self._instance_tags(nodeclaim.name, nodepool, node_class),
             reservation_type=reservation_type,
             context=node_class.spec.context,
+            placement_group_id=(resolution.placement_group.id
+                                if resolution.placement_group else None),
         )
         launched = fleet.launch(self.clients.ec2, request, self.unavailable, self.reservations)
         if launched.reservation_id:
