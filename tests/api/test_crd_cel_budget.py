@@ -88,6 +88,7 @@ def test_the_ami_requirements_in_status_are_plain_requirements(
         ("EC2NodeClass", ".spec.securityGroupSelectorTerms", "maxItems", 30),
         ("EC2NodeClass", ".spec.capacityReservationSelectorTerms", "maxItems", 30),
         ("EC2NodeClass", ".spec.blockDeviceMappings", "maxItems", 50),
+        ("EC2NodeClass", ".spec.networkInterfaces", "maxItems", 150),
         # Bounds Karpenter leaves out and we add, so that no rule reads an unbounded value:
         # a requirement value is a label value; EC2 takes 50 tags.
         ("NodePool", ".spec.template.spec.requirements[].values", "items.maxLength", 63),

@@ -291,6 +291,43 @@ NODECLASS_CASES: list[tuple[str, str, Any, str | None, str]] = [
     ("nested virtualization unknown", "spec|cpuOptions", {"nestedVirtualization": "on"},
      "spec.cpuOptions.nestedVirtualization", "'on' is not allowed"),
     ("cpu options", "spec|cpuOptions", {"nestedVirtualization": "disabled"}, None, ""),
+    ("network interfaces", "spec|networkInterfaces", [
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
+        {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"}], None, ""),
+    ("network interfaces empty", "spec|networkInterfaces", [], None, ""),
+    ("placement group by name", "spec|placementGroupSelector", {"name": "training"}, None, ""),
+    ("placement group by id", "spec|placementGroupSelector", {"id": "pg-0123abc"}, None, ""),
+    ("placement group empty selector", "spec|placementGroupSelector", {},
+     "spec.placementGroupSelector", "expected at least one, got none, ['name', 'id']"),
+    ("placement group name and id", "spec|placementGroupSelector",
+     {"name": "training", "id": "pg-0123abc"}, "spec.placementGroupSelector",
+     "'name' and 'id' are mutually exclusive"),
+    ("placement group bad id", "spec|placementGroupSelector", {"id": "training"},
+     "spec.placementGroupSelector.id", "pg-"),
+    ("placement group empty name", "spec|placementGroupSelector", {"name": ""},
+     "spec.placementGroupSelector.name", ""),
+    ("network interfaces without a primary", "spec|networkInterfaces", [
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa-only"}],
+     "spec.networkInterfaces", "must include a primary interface with interfaceType='interface'"),
+    ("network interfaces twice at one slot", "spec|networkInterfaces", [
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}],
+     "spec.networkInterfaces[1]", "must not have duplicate networkCardIndex and deviceIndex"),
+    ("two efa-only on one card", "spec|networkInterfaces", [
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+        {"networkCardIndex": 1, "deviceIndex": 1, "interfaceType": "efa-only"}],
+     "spec.networkInterfaces[2]", "at most one efa device per network card"),
+    ("network interface type unknown", "spec|networkInterfaces", [
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa"}],
+     "spec.networkInterfaces[0].interfaceType", "'efa' is not allowed"),
+    ("network card index negative", "spec|networkInterfaces", [
+        {"networkCardIndex": -1, "deviceIndex": 0, "interfaceType": "interface"}],
+     "spec.networkInterfaces[0].networkCardIndex", "greater than or equal to 0"),
+    ("network interface without a device index", "spec|networkInterfaces", [
+        {"networkCardIndex": 0, "interfaceType": "interface"}],
+     "spec.networkInterfaces[0].deviceIndex", ""),
 ]
 
 

@@ -140,6 +140,35 @@ def test_text_lines_name_file_line_object_and_field(
     ]
 
 
+def test_a_second_efa_only_interface_on_one_card_is_reported_on_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, """
+        apiVersion: karpenter.k8s.aws/v1
+        kind: EC2NodeClass
+        metadata:
+          name: training
+        spec:
+          role: NodeRole
+          amiSelectorTerms:
+            - alias: al2023@latest
+          subnetSelectorTerms:
+            - tags: {karpenter.sh/discovery: demo}
+          securityGroupSelectorTerms:
+            - tags: {karpenter.sh/discovery: demo}
+          networkInterfaces:
+            - {networkCardIndex: 0, deviceIndex: 0, interfaceType: interface}
+            - {networkCardIndex: 1, deviceIndex: 0, interfaceType: efa-only}
+            - {networkCardIndex: 1, deviceIndex: 1, interfaceType: efa-only}
+    """)
+    code, out, _ = run_cli(capsys, "validate", str(path))
+    assert code == 1
+    assert out.splitlines() == [
+        f"{path}:16: EC2NodeClass/training: spec.networkInterfaces[2]: networkInterfaces can "
+        "have at most one efa device per network card (card 1 has two)"
+    ]
+
+
 def test_a_missing_nodeclass_is_a_warning_not_an_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

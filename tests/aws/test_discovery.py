@@ -43,6 +43,7 @@ def test_tagged_subnets_groups_and_alias_amis_resolve(
         "AMIsReady": "True",
         "InstanceProfileReady": "True",
         "CapacityReservationsReady": "True",
+        "PlacementGroupReady": "True",
         "ValidationSucceeded": "True",
         "Ready": "True",
     }

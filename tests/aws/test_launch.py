@@ -521,3 +521,71 @@ def test_nested_virtualization_keeps_only_the_types_that_support_it(
     assert fleet_overrides(recorder.calls_of("ec2:CreateFleet")[0])
     assert {t for t, _ in fleet_overrides(recorder.calls_of("ec2:CreateFleet")[0])} == {
         "c7i.large"}
+
+
+PRIMARY = {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}
+
+
+def efa_only(card: int, device: int = 0) -> dict[str, Any]:
+    return {"networkCardIndex": card, "deviceIndex": device, "interfaceType": "efa-only"}
+
+
+def test_listed_network_interfaces_are_the_launch_templates_whatever_the_pods_ask(
+    provider: AwsCloudProvider, recorder: CallRecorder, world: World,
+) -> None:
+    listed = node_class(networkInterfaces=[PRIMARY, efa_only(1)], associatePublicIPAddress=False,
+                        ipPrefixCount=1, connectionTracking={"udpTimeout": 45})
+    provider.create(efa_claim(["c6in.32xlarge", "c5n.18xlarge"], efa=True), listed)
+
+    (call,) = recorder.calls_of("ec2:CreateLaunchTemplate")  # one template: the listed ones
+    data = call["LaunchTemplateData"]
+    assert "SecurityGroupIds" not in data
+    primary, efa = data["NetworkInterfaces"]
+    assert primary == {"NetworkCardIndex": 0, "DeviceIndex": 0, "InterfaceType": "interface",
+                       "Groups": [world.security_group], "AssociatePublicIpAddress": False,
+                       "Ipv4PrefixCount": 1,
+                       "ConnectionTrackingSpecification": {"UdpTimeout": 45}}
+    # No address, prefix or tracking on an EFA-only interface (EC2 refuses the launch).
+    assert efa == {"NetworkCardIndex": 1, "DeviceIndex": 0, "InterfaceType": "efa-only",
+                   "Groups": [world.security_group]}
+    # c5n.18xlarge has one network card: it cannot take an interface on card 1.
+    assert {t for t, _ in fleet_overrides(recorder.calls_of("ec2:CreateFleet")[0])} == {
+        "c6in.32xlarge"}
+
+
+def test_listed_interfaces_keep_the_catalog_to_types_that_can_take_them(
+    provider: AwsCloudProvider,
+) -> None:
+    plain = {t.name: t for t in provider.get_instance_types(node_class())}
+    primary_only = {t.name: t for t in provider.get_instance_types(
+        node_class(networkInterfaces=[PRIMARY]))}
+    with_efa = {t.name: t for t in provider.get_instance_types(
+        node_class(networkInterfaces=[PRIMARY, efa_only(0, 1), efa_only(1)]))}
+
+    assert "t2.micro" in plain and "t2.micro" not in primary_only  # no ENA
+    assert "m5.large" in primary_only and "m5.large" not in with_efa  # one card, no EFA
+    assert "c5n.18xlarge" not in with_efa  # one network card
+    c6in = with_efa["c6in.32xlarge"]
+    # The EFA devices are the EFA-only interfaces listed; one of them takes an ENI of the
+    # default card, which then carries no pod addresses (49 fewer pods).
+    assert plain["c6in.32xlarge"].capacity["vpc.amazonaws.com/efa"] == 2000
+    assert "vpc.amazonaws.com/efa" not in primary_only["c6in.32xlarge"].capacity
+    assert c6in.capacity["vpc.amazonaws.com/efa"] == 2000
+    assert c6in.capacity["pods"] == plain["c6in.32xlarge"].capacity["pods"] - 49_000
+
+
+def test_raid0_counts_the_instance_store_as_ephemeral_storage_where_a_type_has_one(
+    provider: AwsCloudProvider,
+) -> None:
+    ephemeral = "ephemeral-storage"
+    plain = {t.name: t for t in provider.get_instance_types(node_class())}
+    raid = {t.name: t for t in provider.get_instance_types(
+        node_class(instanceStorePolicy="RAID0"))}
+
+    # m5d.large has one 75 GB NVMe disk (decimal gigabytes, as EC2 gives the size).
+    assert raid["m5d.large"].capacity[ephemeral] == 75 * 10**9 * 1000
+    assert plain["m5d.large"].capacity[ephemeral] == 20 * 2**30 * 1000
+    # The nodefs.available threshold (10 %) follows the disk it watches.
+    assert raid["m5d.large"].overhead.eviction_threshold[ephemeral] == 7.5 * 10**9 * 1000
+    # No instance store: the root volume still holds the node's ephemeral storage.
+    assert raid["m5.large"].capacity[ephemeral] == plain["m5.large"].capacity[ephemeral]

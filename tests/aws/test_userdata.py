@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.ec2nodeclass import AMISelectorTerm, EC2NodeClass
 from nodewright.api.nodepool import NodePool
-from nodewright.cloud.aws.node_identity import bootstrap_for_nodepool
+from nodewright.cloud.aws.node_identity import bootstrap_for_nodepool, bottlerocket_release
 from nodewright.cloud.aws.userdata import ClusterInfo, render_user_data
 from nodewright.cloud.aws.userdata.bottlerocket import UserDataError
 
@@ -296,3 +296,46 @@ def test_instance_store_raid0_reaches_every_family(family: str, expected: str) -
     with_raid = render_user_data(node.resolved_ami_family(), bootstrap)
     assert expected in with_raid
     assert expected not in rendered(family)
+
+
+@pytest.mark.parametrize(
+    ("terms", "plain_bind"),
+    [
+        ([{"alias": "bottlerocket@latest"}], True),
+        ([{"alias": "bottlerocket@v1.46.0"}], True),
+        ([{"alias": "bottlerocket@1.45.2"}], False),
+        ([{"name": "bottlerocket-aws-k8s-1.33-x86_64-v1.47.1-431fe75a"}], True),
+        ([{"name": "bottlerocket-aws-k8s-1.33-x86_64-v1.20.4-abc"}], False),
+        ([{"id": "ami-0123456789abcdef0"}], False),  # version unknown: the old command
+    ],
+)
+def test_bottlerocket_binds_instance_storage_as_its_release_expects(
+    terms: list[dict[str, Any]], plain_bind: bool,
+) -> None:
+    # From Bottlerocket 1.46.0, `apiclient ephemeral-storage bind` picks the directories
+    # itself (Karpenter's SupportsDefaultBind); older releases need them named.
+    node = node_class("Bottlerocket")
+    node.spec.ami_selector_terms = [AMISelectorTerm.model_validate(t) for t in terms]
+    if "alias" not in terms[0]:
+        node.spec.ami_family = "Bottlerocket"
+    node.spec.instance_store_policy = "RAID0"
+    text = render_user_data("Bottlerocket", bootstrap_for_nodepool(CLUSTER, node, NODEPOOL))
+    settings = tomllib.loads(text)["settings"]["bootstrap-commands"]["000-mount-instance-storage"]
+    assert settings["commands"][0] == ["apiclient", "ephemeral-storage", "init"]
+    assert settings["commands"][1] == (
+        ["apiclient", "ephemeral-storage", "bind"] if plain_bind else
+        ["apiclient", "ephemeral-storage", "bind", "--dirs", "/var/lib/containerd",
+         "/var/lib/kubelet", "/var/log/pods"])
+    assert settings["essential"] is True and settings["mode"] == "always"
+
+
+def test_a_bottlerocket_release_is_read_from_the_resolved_images_last() -> None:
+    by_id = node_class("Bottlerocket")
+    by_id.spec.ami_selector_terms = [AMISelectorTerm(id="ami-0123456789abcdef0")]
+    by_id.spec.ami_family = "Bottlerocket"
+    names = ["my-golden-image", "bottlerocket-aws-k8s-1.33-x86_64-v1.46.0-431fe75a"]
+
+    assert bottlerocket_release(by_id, names) == "v1.46.0"
+    assert bottlerocket_release(by_id, ["my-golden-image-v2.0-x"]) is None  # not Bottlerocket
+    assert bottlerocket_release(node_class("Bottlerocket"), names) == "latest"  # the alias wins
+    assert bottlerocket_release(node_class("AL2023"), names) is None

@@ -33,6 +33,14 @@ def claim(name: str, *requirements: dict[str, Any], **spec: Any) -> dict[str, An
             "spec": {"nodeClassRef": REF, "requirements": list(requirements), **spec}}
 
 
+def nodeclass(name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+            "metadata": {"name": name},
+            "spec": {"role": "r", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                     "subnetSelectorTerms": [{"tags": {"a": "b"}}],
+                     "securityGroupSelectorTerms": [{"tags": {"a": "b"}}], **spec}}
+
+
 def event(name: str, **metadata: Any) -> dict[str, Any]:
     return {"apiVersion": "events.k8s.io/v1", "kind": "Event",
             "metadata": {"name": name, "namespace": "default", **metadata},
@@ -87,6 +95,26 @@ CASES = [
                                "evictionSoft": {"memory.available": "5%"},
                                "maxPods": 58}}},
          accepted=True),
+    Case("EFA-only interfaces beside the primary (Karpenter v1.14's networkInterfaces)",
+         nodeclass("parity-interfaces", networkInterfaces=[
+             {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+             {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"}]),
+         accepted=True),
+    Case("network interfaces without a primary",
+         nodeclass("parity-no-primary", networkInterfaces=[
+             {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa-only"}]),
+         accepted=False),
+    Case("two EFA-only interfaces on one network card",
+         nodeclass("parity-two-efa", networkInterfaces=[
+             {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+             {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
+             {"networkCardIndex": 1, "deviceIndex": 1, "interfaceType": "efa-only"}]),
+         accepted=False),
+    Case("a placement group by name", nodeclass("parity-pg", placementGroupSelector={
+        "name": "training"}), accepted=True),
+    Case("a placement group by name and id",
+         nodeclass("parity-pg-both", placementGroupSelector={"name": "t", "id": "pg-0123abc"}),
+         accepted=False),
     Case("a CEL rule that cannot be evaluated",
          claim("parity-int", {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gt",
                               "values": ["many"]}), accepted=False),

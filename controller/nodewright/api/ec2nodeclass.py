@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
-from nodewright.api.base import CelRule, KubeModel
+from nodewright.api.base import CelRule, KubeModel, cel_extra
 from nodewright.api.core import Condition, NodeSelectorRequirement, ObjectMeta
 from nodewright.api.formats import Quantity
 from nodewright.api.kubelet import KubeletConfiguration as KubeletConfiguration
@@ -94,6 +94,20 @@ class CapacityReservationSelectorTerm(KubeModel):
             "id", ["tags", "ownerID", "instanceMatchCriteria"], "capacityReservationSelectorTerms"
         ),
         _NOT_EMPTY_TAGS,
+    )
+
+
+class PlacementGroupSelector(KubeModel):
+    """The EC2 placement group (by name or id) every instance of the node class launches
+    into."""
+
+    name: Annotated[str, StringConstraints(min_length=1)] | None = None
+    id: Annotated[str, StringConstraints(pattern=r"^pg-[0-9a-z]+$")] | None = None
+
+    cel_rules = (
+        CelRule("has(self.name) || has(self.id)",
+                "expected at least one, got none, ['name', 'id']"),
+        CelRule("!(has(self.name) && has(self.id))", "'name' and 'id' are mutually exclusive"),
     )
 
 
@@ -193,6 +207,32 @@ class ConnectionTracking(KubeModel):
     )
 
 
+class NetworkInterface(KubeModel):
+    """One network interface the launch template attaches: the card and device index it
+    sits at, and whether it carries IP traffic (interface) or only EFA traffic (efa-only)."""
+
+    network_card_index: int = Field(ge=0)
+    device_index: int = Field(ge=0)
+    interface_type: Literal["interface", "efa-only"]
+
+
+NETWORK_INTERFACE_RULES = (
+    CelRule(
+        "self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 "
+        "&& x.interfaceType == 'interface')",
+        "networkInterfaces must include a primary interface with interfaceType='interface'",
+    ),
+    CelRule(
+        "self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && "
+        "x.deviceIndex == y.deviceIndex).size() == 1 && (x.interfaceType != 'efa-only' || "
+        "self.filter(y, x.networkCardIndex == y.networkCardIndex && "
+        "y.interfaceType == 'efa-only').size() == 1))",
+        "networkInterfaces must not have duplicate networkCardIndex and deviceIndex pairs, "
+        "and can have at most one efa device per network card",
+    ),
+)
+
+
 class EC2NodeClassSpec(KubeModel):
     subnet_selector_terms: list[SubnetSelectorTerm] = Field(min_length=1, max_length=30)
     security_group_selector_terms: list[SecurityGroupSelectorTerm] = Field(
@@ -201,6 +241,7 @@ class EC2NodeClassSpec(KubeModel):
     capacity_reservation_selector_terms: list[CapacityReservationSelectorTerm] | None = Field(
         default=None, max_length=30
     )
+    placement_group_selector: PlacementGroupSelector | None = None
     associate_public_ip_address: bool | None = Field(default=None, alias="associatePublicIPAddress")
     ip_prefix_count: int | None = Field(default=None, ge=0, alias="ipPrefixCount")
     ami_selector_terms: list[AMISelectorTerm] = Field(min_length=1, max_length=30)
@@ -218,6 +259,10 @@ class EC2NodeClassSpec(KubeModel):
     )
     block_device_mappings: list[BlockDeviceMapping] | None = Field(default=None, max_length=50)
     instance_store_policy: Literal["RAID0"] | None = None
+    network_interfaces: list[NetworkInterface] | None = Field(
+        default=None, max_length=150,
+        json_schema_extra=cel_extra(rule.to_schema() for rule in NETWORK_INTERFACE_RULES),
+    )
     detailed_monitoring: bool | None = None
     metadata_options: MetadataOptions = Field(default_factory=MetadataOptions)
     connection_tracking: ConnectionTracking | None = None

@@ -188,11 +188,43 @@ def check_ec2nodeclass(nodeclass: EC2NodeClass) -> Iterator[Finding]:
             yield where, f"tag {key!r} is restricted: Nodewright sets it itself"
     yield from _check_kubelet(spec)
     yield from _check_block_devices(spec)
+    yield from _check_network_interfaces(spec)
+    selector = spec.placement_group_selector
+    if selector is not None and (selector.name is None) == (selector.id is None):
+        yield ("spec", "placementGroupSelector"), (
+            "'name' and 'id' are mutually exclusive" if selector.name is not None
+            else "expected at least one, got none, ['name', 'id']")
     tracking = spec.connection_tracking
     if tracking is not None and tracking.tcp_established_timeout is None \
             and tracking.udp_stream_timeout is None and tracking.udp_timeout is None:
         yield ("spec", "connectionTracking"), (
             "at least one of tcpEstablishedTimeout, udpStreamTimeout, or udpTimeout must be set")
+
+
+def _check_network_interfaces(spec: EC2NodeClassSpec) -> Iterator[Finding]:
+    interfaces = spec.network_interfaces or []
+    where: FieldPath = ("spec", "networkInterfaces")
+    if interfaces and not any(
+        (i.network_card_index, i.device_index, i.interface_type) == (0, 0, "interface")
+        for i in interfaces
+    ):
+        yield where, ("networkInterfaces must include a primary interface with "
+                      "interfaceType='interface' (networkCardIndex 0, deviceIndex 0)")
+    seen: set[tuple[int, int]] = set()
+    efa_cards: set[int] = set()
+    for index, interface in enumerate(interfaces):
+        slot = (interface.network_card_index, interface.device_index)
+        if slot in seen:
+            yield (*where, index), (
+                f"networkInterfaces must not have duplicate networkCardIndex and deviceIndex "
+                f"pairs (card {slot[0]}, device {slot[1]} is listed twice)")
+        seen.add(slot)
+        if interface.interface_type == "efa-only":
+            if interface.network_card_index in efa_cards:
+                yield (*where, index), (
+                    f"networkInterfaces can have at most one efa device per network card "
+                    f"(card {interface.network_card_index} has two)")
+            efa_cards.add(interface.network_card_index)
 
 
 def _check_selector_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:

@@ -162,4 +162,4 @@ NODEPOOL = ConditionSet("Ready", ("ValidationSucceeded", "NodeClassReady"))
 # CapacityReservationsReady included as with the ReservedCapacity gate on (its default).
 EC2NODECLASS = ConditionSet("Ready", (
     "AMIsReady", "SubnetsReady", "SecurityGroupsReady", "InstanceProfileReady",
-    "ValidationSucceeded", "CapacityReservationsReady"))
+    "ValidationSucceeded", "CapacityReservationsReady", "PlacementGroupReady"))

@@ -123,6 +123,15 @@ class NodeSettings:
     vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT
     # cpuOptions.nestedVirtualization: enabled keeps only types that support it.
     nested_virtualization: bool = False
+    # spec.networkInterfaces as (card, device, type); None when the node class lists none.
+    network_interfaces: tuple[tuple[int, int, str], ...] | None = None
+    # The strategy of the placement group the node class launches into: only types that
+    # support it are kept (the group is resolved by the cloud, not read from the spec).
+    placement_strategy: str | None = None
+
+    @property
+    def efa_only_interfaces(self) -> int:
+        return sum(1 for *_, kind in self.network_interfaces or () if kind == "efa-only")
 
     @property
     def traits(self) -> AMIFamilyTraits:
@@ -141,6 +150,8 @@ class NodeSettings:
             self.reserved_enis,
             self.vm_memory_overhead_percent,
             self.nested_virtualization,
+            self.network_interfaces,
+            self.placement_strategy,
         )
 
 
@@ -168,6 +179,10 @@ def node_settings(
     cpu_options = node_class.spec.cpu_options if node_class is not None else None
     if cpu_options is not None and cpu_options.nested_virtualization == "enabled":
         settings = replace(settings, nested_virtualization=True)
+    interfaces = node_class.spec.network_interfaces if node_class is not None else None
+    if interfaces:
+        settings = replace(settings, network_interfaces=tuple(
+            (i.network_card_index, i.device_index, i.interface_type) for i in interfaces))
     if provider is None:
         return settings
     return replace(settings, vm_memory_overhead_percent=provider.vm_memory_overhead_percent,
@@ -213,7 +228,9 @@ def capacity(facts: InstanceTypeFacts, settings: NodeSettings) -> Resources:
         HABANA_GAUDI: facts.gpu_count("Habana"),
         AWS_NEURON: sum(device.count for device in facts.neuron_devices),
         AWS_NEURON_CORE: facts.neuron_cores,
-        AWS_EFA: facts.efa_interfaces,
+        # Listed interfaces replace the type's EFA devices with the EFA-only ones listed.
+        AWS_EFA: (facts.efa_interfaces if settings.network_interfaces is None
+                  else settings.efa_only_interfaces),
         AWS_POD_ENI: pod_eni(facts.name),
     }
     result.update({name: count * 1000 for name, count in extended.items() if count > 0})
@@ -236,7 +253,7 @@ def pod_eni(instance_type: str) -> int:
 def overhead(facts: InstanceTypeFacts, settings: NodeSettings) -> Overhead:
     traits = settings.traits
     pods_for_memory = (
-        eni_limited_pods(facts, reserved_enis=0)
+        eni_limited_pods(facts, 0, _efa_only_on_first_card(settings))
         if traits.eni_limited_memory_overhead
         else max_pods(facts, settings)
     )
@@ -270,12 +287,18 @@ def ephemeral_storage(facts: InstanceTypeFacts, settings: NodeSettings) -> int:
     return settings.traits.default_ephemeral_gib * GIB
 
 
-def eni_limited_pods(facts: InstanceTypeFacts, reserved_enis: int) -> int:
-    """ENIs x (IPv4 addresses per ENI - 1) + 2, on the default network card only."""
-    usable = max(facts.default_network_interfaces - reserved_enis, 0)
+def eni_limited_pods(facts: InstanceTypeFacts, reserved_enis: int, efa_only: int = 0) -> int:
+    """ENIs x (IPv4 addresses per ENI - 1) + 2, on the default network card only; `efa_only`
+    EFA-only interfaces listed there take an ENI each and carry no pod addresses."""
+    usable = max(facts.default_network_interfaces - reserved_enis - efa_only, 0)
     if usable == 0:
         return 0
     return usable * (facts.ipv4_per_interface - 1) + 2
+
+
+def _efa_only_on_first_card(settings: NodeSettings) -> int:
+    return sum(1 for card, _, kind in settings.network_interfaces or ()
+               if card == 0 and kind == "efa-only")
 
 
 def max_pods(facts: InstanceTypeFacts, settings: NodeSettings) -> int:
@@ -283,7 +306,7 @@ def max_pods(facts: InstanceTypeFacts, settings: NodeSettings) -> int:
     if settings.max_pods is not None:
         count = settings.max_pods
     elif traits.eni_limited_pod_density:
-        count = eni_limited_pods(facts, settings.reserved_enis)
+        count = eni_limited_pods(facts, settings.reserved_enis, _efa_only_on_first_card(settings))
     else:
         count = DEFAULT_MAX_PODS
     if settings.pods_per_core and traits.pods_per_core_enabled:

@@ -247,8 +247,26 @@ def _schedulable(facts: InstanceTypeFacts, settings: NodeSettings) -> bool:
         return False
     if settings.nested_virtualization and "nested-virtualization" not in facts.processor_features:
         return False
+    if settings.network_interfaces is not None and not _takes_interfaces(facts, settings):
+        return False
+    if (settings.placement_strategy is not None
+            and settings.placement_strategy not in facts.placement_strategies):
+        return False
     # Windows nodes only run on amd64.
     return not (settings.ami_family.startswith("Windows") and facts.architecture != "amd64")
+
+
+def _takes_interfaces(facts: InstanceTypeFacts, settings: NodeSettings) -> bool:
+    """Whether the type has the network cards, device slots and EFA devices the listed
+    interfaces need (Karpenter's network interface compatibility check)."""
+    if not facts.network_cards or not facts.ena_supported:
+        return False
+    cards = dict(facts.network_cards)
+    for card, device, _ in settings.network_interfaces or ():
+        if card >= len(facts.network_cards) or device >= cards.get(card, 0):
+            return False
+    efa_only = settings.efa_only_interfaces
+    return efa_only == 0 or efa_only <= facts.efa_interfaces
 
 
 def _entries(data: Iterable[Mapping[str, Any]] | Mapping[str, Any], key: str) -> list[Any]:

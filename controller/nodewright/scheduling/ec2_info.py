@@ -56,6 +56,12 @@ class InstanceTypeFacts:
     bare_metal: bool
     # ProcessorInfo.SupportedFeatures ("nested-virtualization", "amd-sev-snp").
     processor_features: tuple[str, ...] = ()
+    # NetworkInfo.EnaSupport is not "unsupported".
+    ena_supported: bool = True
+    # (NetworkCardIndex, MaximumNetworkInterfaces) of each network card.
+    network_cards: tuple[tuple[int, int], ...] = ()
+    # PlacementGroupInfo.SupportedStrategies (cluster, partition, spread).
+    placement_strategies: tuple[str, ...] = ()
 
     @property
     def family(self) -> str:
@@ -123,6 +129,12 @@ def read_instance_type(info: Mapping[str, Any]) -> InstanceTypeFacts:
         bare_metal=bool(reader.optional(("BareMetal",), False)),
         processor_features=tuple(
             str(f) for f in reader.optional(("ProcessorInfo", "SupportedFeatures"), [])),
+        ena_supported=reader.optional(("NetworkInfo", "EnaSupport"), "supported") != "unsupported",
+        network_cards=tuple(
+            (int(card.get("NetworkCardIndex", 0)), int(card.get("MaximumNetworkInterfaces", 0)))
+            for card in reader.optional(("NetworkInfo", "NetworkCards"), None) or []),
+        placement_strategies=tuple(str(s) for s in reader.optional(
+            ("PlacementGroupInfo", "SupportedStrategies"), [])),
     )
 
 

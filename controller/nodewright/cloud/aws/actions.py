@@ -68,6 +68,7 @@ AWS_ACTIONS: Final[tuple[ActionUse, ...]] = (
         "ec2:DescribeCapacityReservations", "describe",
         "resolve capacityReservationSelectorTerms, instances left per reservation",
     ),
+    ActionUse("ec2:DescribePlacementGroups", "describe", "resolve placementGroupSelector"),
     ActionUse("ec2:DescribeInstances", "describe", "get/list instances, idempotency, drift, GC"),
     ActionUse("ec2:DescribeLaunchTemplates", "describe", "reuse and garbage-collect templates"),
     # Launching (allowed only with the cluster's request tags).

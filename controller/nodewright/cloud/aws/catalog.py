@@ -5,13 +5,13 @@ engine's `build_catalog`."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
 from nodewright.cloud.aws.errors import aws_call
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
-from nodewright.scheduling.allocatable import ProviderSettings
+from nodewright.scheduling.allocatable import ProviderSettings, node_settings
 from nodewright.scheduling.catalog import InstanceType, build_catalog
 from nodewright.scheduling.pricing import PriceSource
 
@@ -41,17 +41,24 @@ class LiveCatalog:
         node_class: EC2NodeClass | None,
         zones: Collection[str] | None = None,
         zone_ids: Mapping[str, str] | None = None,
+        placement_strategy: str | None = None,
+        placement_group: str | None = None,
     ) -> list[InstanceType]:
+        """`placement_strategy`: the strategy of the node class's placement group, which
+        keeps the types that support it; capacity errors inside `placement_group` count
+        for it too."""
+        settings = replace(node_settings(None, node_class, self.provider),
+                           placement_strategy=placement_strategy)
         return build_catalog(
             self._instance_type_data(),
             self._offering_data(),
             self.region,
             self.prices,
-            node_class=node_class,
-            provider=self.provider,
+            settings=settings,
             zones=zones,
             zone_ids=zone_ids,
-            unavailable=self.unavailable.is_unavailable,
+            unavailable=lambda name, zone, capacity_type: self.unavailable.is_unavailable(
+                name, zone, capacity_type, placement_group),
         )
 
     def _instance_type_data(self) -> list[Mapping[str, Any]]:

@@ -27,6 +27,9 @@ SPOT: Final = "spot"
 RESERVED: Final = "reserved"
 CAPACITY_BLOCK: Final = "capacity-block"
 CLIENT_TOKEN_MAX: Final = 64
+# How EC2 words a spread placement group's seven-instances-per-zone limit (its error code is
+# InsufficientInstanceCapacity).
+SPREAD_LIMIT: Final = "limit of instances in this spread placement group"
 # What an instant fleet creates. The fleet itself is tagged too: the controller's IAM
 # policy only allows creating resources that carry the cluster's ownership tags.
 TAGGED_RESOURCE_TYPES: Final = ("fleet", "instance", "volume", "network-interface")
@@ -56,6 +59,8 @@ class FleetRequest:
     reservation_type: str | None = None
     # spec.context: the reserved-capacity context (EC2 Context) the fleet launches in.
     context: str | None = None
+    # The placement group the launch templates launch into: capacity errors count there only.
+    placement_group_id: str | None = None
 
     @property
     def target_capacity_type(self) -> str:
@@ -172,8 +177,19 @@ def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferi
             override.get("AvailabilityZone") or by_subnet.get(str(override.get("SubnetId", "")), "")
         )
         if code in CAPACITY_ERROR_CODES:
+            group = request.placement_group_id
+            if group and zone and SPREAD_LIMIT in str(error.get("ErrorMessage", "")):
+                # A spread group holds seven instances per zone, of any type: the zone is
+                # full for every type of this launch (Karpenter's spread limit handling).
+                for candidate in request.candidates:
+                    if candidate.zone == zone and request.capacity_type != RESERVED:
+                        unavailable.mark_unavailable(candidate.instance_type, zone,
+                                                     request.capacity_type, code, group)
+                capacity_failures.append(f"{zone}: spread placement group {group} is full")
+                continue
             if instance_type and zone and request.capacity_type != RESERVED:
-                unavailable.mark_unavailable(instance_type, zone, request.capacity_type, code)
+                unavailable.mark_unavailable(instance_type, zone, request.capacity_type, code,
+                                             group)
             reservation = reservations.get((instance_type, zone))
             if reservation and reservations_left is not None:
                 reservations_left.mark_unavailable(reservation)

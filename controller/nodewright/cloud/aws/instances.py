@@ -48,6 +48,12 @@ def instance_of(raw: Mapping[str, Any]) -> Instance:
         capacity_type = "reserved"
         reserved = {"karpenter.k8s.aws/capacity-reservation-id": reservation}
     instance_type = str(raw.get("InstanceType", ""))
+    placement = raw.get("Placement", {}) or {}
+    if placement.get("GroupId"):
+        reserved["karpenter.k8s.aws/placement-group-id"] = str(placement["GroupId"])
+        if placement.get("PartitionNumber"):
+            reserved["karpenter.k8s.aws/placement-group-partition"] = str(
+                placement["PartitionNumber"])
     return Instance(
         provider_id=provider_id(zone, raw["InstanceId"]),
         instance_id=str(raw["InstanceId"]),

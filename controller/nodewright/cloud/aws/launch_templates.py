@@ -50,11 +50,17 @@ class LaunchConfig:
     nested_virtualization: str | None = None
     # EFA interfaces, one per network card (pods asked for vpc.amazonaws.com/efa).
     efa_count: int = 0
+    # spec.networkInterfaces as (card, device, interface type): when listed, exactly these
+    # are attached, whatever the pods ask for.
+    network_interfaces: tuple[tuple[int, int, str], ...] = ()
     extra_tags: Mapping[str, str] = field(default_factory=dict)
     # Reserved launches target their reservation; every other launch opts out of open
     # reservations (Karpenter's targeted launch mode), so only selected ones are used.
     capacity_reservation_id: str | None = None
     capacity_reservation_type: str | None = None
+    # The placement group every launch goes into (EC2 picks the partition of a partition
+    # group).
+    placement_group_id: str | None = None
 
     def fingerprint(self) -> str:
         canonical = json.dumps(asdict(self), sort_keys=True, default=list)
@@ -94,10 +100,13 @@ class LaunchConfig:
             data["BlockDeviceMappings"] = [dict(m) for m in self.block_device_mappings]
         if self.user_data:
             data["UserData"] = base64.b64encode(self.user_data.encode()).decode()
+        if self.placement_group_id:
+            data["Placement"] = {"GroupId": self.placement_group_id}
         if self.nested_virtualization is not None:
             data["CpuOptions"] = {"NestedVirtualization": self.nested_virtualization}
         if (self.associate_public_ip_address is None and self.ip_prefix_count is None
-                and not self.connection_tracking and not self.efa_count):
+                and not self.connection_tracking and not self.efa_count
+                and not self.network_interfaces):
             data["SecurityGroupIds"] = list(self.security_group_ids)
         else:
             # A public-IP choice, prefixes, tracking timeouts and EFA can only be given on
@@ -108,6 +117,9 @@ class LaunchConfig:
     def _interfaces(self) -> list[dict[str, Any]]:
         def interface(extra: Mapping[str, Any]) -> dict[str, Any]:
             built: dict[str, Any] = {**extra, "Groups": list(self.security_group_ids)}
+            if extra.get("InterfaceType") == "efa-only":
+                # EC2 refuses addresses, prefixes and tracking on an EFA-only interface.
+                return built
             if self.associate_public_ip_address is not None:
                 built["AssociatePublicIpAddress"] = self.associate_public_ip_address
             if self.ip_prefix_count is not None:
@@ -116,6 +128,12 @@ class LaunchConfig:
                 built["ConnectionTrackingSpecification"] = dict(self.connection_tracking)
             return built
 
+        if self.network_interfaces:
+            return [
+                interface({"NetworkCardIndex": card, "DeviceIndex": device,
+                           "InterfaceType": kind})
+                for card, device, kind in self.network_interfaces
+            ]
         if not self.efa_count:
             return [interface({"DeviceIndex": 0})]
         # As Karpenter: card 0's interface is the primary (device 0), the others device 1.

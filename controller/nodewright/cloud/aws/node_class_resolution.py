@@ -16,7 +16,7 @@ from nodewright.api.ec2nodeclass import (
 )
 from nodewright.api.kubelet import kubelet_problems
 from nodewright.api.problems import format_path
-from nodewright.cloud.aws import capacity_reservations
+from nodewright.cloud.aws import capacity_reservations, placement_groups
 from nodewright.cloud.aws.amis import AliasError, Image, resolve_amis, variant_requirements
 from nodewright.cloud.aws.capacity_reservations import Reservation
 from nodewright.cloud.aws.discovery import (
@@ -27,6 +27,7 @@ from nodewright.cloud.aws.discovery import (
     discover_subnets,
 )
 from nodewright.cloud.aws.instance_profiles import ensure_instance_profile
+from nodewright.cloud.aws.placement_groups import PlacementGroup
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.conditions import EC2NODECLASS
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 ARCH_LABEL = "kubernetes.io/arch"
 VALIDATION = "ValidationSucceeded"
 RESERVATIONS = "CapacityReservationsReady"
+PLACEMENT_GROUP = "PlacementGroupReady"
 INVALID_KUBELET = "InvalidKubeletConfiguration"
 
 
@@ -48,6 +50,7 @@ class Resolution:
     images: tuple[Image, ...] = ()
     instance_profile: str | None = None
     capacity_reservations: tuple[Reservation, ...] = ()
+    placement_group: PlacementGroup | None = None
     unmatched: tuple[UnmatchedTerm, ...] = ()
     # condition type -> why it is not ready
     problems: dict[str, str] = field(default_factory=dict)
@@ -65,6 +68,7 @@ class Resolution:
             and self.instance_profile is not None
             and self.valid
             and RESERVATIONS not in self.problems
+            and PLACEMENT_GROUP not in self.problems
         )
 
     def conditions(self, now: datetime | None = None) -> list[Condition]:
@@ -75,6 +79,7 @@ class Resolution:
             ("AMIsReady", bool(self.images), "AMINotFound"),
             ("InstanceProfileReady", self.instance_profile is not None, "InstanceProfileNotFound"),
             (RESERVATIONS, RESERVATIONS not in self.problems, "CapacityReservationsNotFound"),
+            (PLACEMENT_GROUP, PLACEMENT_GROUP not in self.problems, "PlacementGroupNotFound"),
             (VALIDATION, self.valid, INVALID_KUBELET),
         )
         conditions: list[Condition] = []
@@ -205,8 +210,20 @@ def resolve_node_class(
                 clients.ec2, spec.capacity_reservation_selector_terms, now or datetime.now(UTC))
         except CloudProviderError as error:
             problems[RESERVATIONS] = str(error)
+    group: PlacementGroup | None = None
+    selector = spec.placement_group_selector
+    if selector is not None:
+        try:
+            group = placement_groups.describe(clients.ec2, selector)
+        except CloudProviderError as error:
+            problems[PLACEMENT_GROUP] = str(error)
+        else:
+            if group is None:
+                problems[PLACEMENT_GROUP] = (
+                    f"Placement group {selector.name or selector.id!r} not found")
     return Resolution(
         subnets=tuple(subnets),
+        placement_group=group,
         security_groups=tuple(groups),
         images=tuple(images),
         instance_profile=profile,

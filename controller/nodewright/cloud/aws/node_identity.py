@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
+from nodewright.cloud.aws.userdata import bottlerocket
 from nodewright.cloud.aws.userdata.bootstrap import ClusterInfo, NodeBootstrap
 
 if TYPE_CHECKING:
@@ -71,4 +72,16 @@ def bootstrap_for_nodepool(
         max_pods=max_pods,
         custom_user_data=node_class.spec.user_data,
         instance_store_policy=node_class.spec.instance_store_policy,
+        bottlerocket_version=bottlerocket_release(node_class),
     )
+
+
+def bottlerocket_release(node_class: EC2NodeClass, image_names: Iterable[str] = ()) -> str | None:
+    """The Bottlerocket release a Bottlerocket node class boots, as far as its alias, its
+    name terms or its resolved images' names tell."""
+    if node_class.resolved_ami_family() != "Bottlerocket":
+        return None
+    terms = node_class.spec.ami_selector_terms
+    alias = next((t.alias.split("@", 1)[1] for t in terms
+                  if t.alias and t.alias_family == "bottlerocket"), None)
+    return bottlerocket.ami_version(alias, [t.name for t in terms if t.name], image_names)

@@ -6,7 +6,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import ClassVar, Final
 
@@ -29,8 +29,12 @@ from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
 from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
 from nodewright.cloud.aws.discovery import subnet_per_zone
 from nodewright.cloud.aws.drift import drift_of, static_drift
-from nodewright.cloud.aws.node_class_resolution import Resolution, resolve_node_class
-from nodewright.cloud.aws.node_identity import node_labels
+from nodewright.cloud.aws.node_class_resolution import (
+    PLACEMENT_GROUP,
+    Resolution,
+    resolve_node_class,
+)
+from nodewright.cloud.aws.node_identity import bottlerocket_release, node_labels
 from nodewright.cloud.aws.offerings import (
     RESERVATION_ID_LABEL,
     RESERVATION_TYPE_LABEL,
@@ -39,6 +43,7 @@ from nodewright.cloud.aws.offerings import (
     capacity_type_for,
     launchable,
 )
+from nodewright.cloud.aws.placement_groups import PLACEMENT_GROUP_ID_LABEL
 from nodewright.cloud.aws.pricing import LivePriceSource
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.aws.userdata import NodeBootstrap, render_user_data
@@ -63,6 +68,7 @@ UNREADY_RESOLUTION_CACHE_SECONDS: Final = 10.0
 LAUNCH_TEMPLATE_TTL_SECONDS: Final = 60.0
 CLUSTER_CACHE_SECONDS: Final = 300.0
 NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
+PLACEMENT_GROUP_DRIFT: Final = "PlacementGroupDrift"
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +164,16 @@ class AwsCloudProvider:
         resolution = self.resolve(node_class)
         zones = {subnet.zone for subnet in resolution.subnets}
         zone_ids = {subnet.zone: subnet.zone_id for subnet in resolution.subnets}
-        catalog = self.catalog.instance_types(node_class, zones=zones, zone_ids=zone_ids)
+        group = resolution.placement_group
+        catalog = self.catalog.instance_types(
+            node_class, zones=zones, zone_ids=zone_ids,
+            placement_strategy=group.strategy if group else None,
+            placement_group=group.id if group else None)
+        if group is not None:
+            # As Karpenter: the group's id is a requirement of every type, so pods can
+            # select it and the NodeClaim (then the node) carries it.
+            catalog = [replace(t, labels={**t.labels, PLACEMENT_GROUP_ID_LABEL: group.id})
+                       for t in catalog]
         return capacity_reservations.with_reserved_offerings(
             catalog, resolution.capacity_reservations, self.reservations, self.wall_clock())
 
@@ -226,6 +241,8 @@ class AwsCloudProvider:
             tags=self._instance_tags(nodeclaim.name, nodepool, node_class),
             reservation_type=reservation_type,
             context=node_class.spec.context,
+            placement_group_id=(resolution.placement_group.id
+                                if resolution.placement_group else None),
         )
         launched = fleet.launch(self.clients.ec2, request, self.unavailable, self.reservations)
         if launched.reservation_id:
@@ -249,8 +266,17 @@ class AwsCloudProvider:
         if static is not None:
             log.info("nodeclaim %s drifted: %s", nodeclaim.name, static.message)
             return static.reason
-        instance = self.get(provider_id)
         resolution = self.resolve(node_class)
+        group = resolution.placement_group
+        launched_into = (nodeclaim.metadata.labels or {}).get(PLACEMENT_GROUP_ID_LABEL, "")
+        if not resolution.problems.get(PLACEMENT_GROUP) and launched_into != (
+                group.id if group else ""):
+            # The selector was added, removed or now names another group (Karpenter's
+            # PlacementGroupDrift).
+            log.info("nodeclaim %s drifted: placement group %s, the node class's is %s",
+                     nodeclaim.name, launched_into or "none", group.id if group else "none")
+            return PLACEMENT_GROUP_DRIFT
+        instance = self.get(provider_id)
         drift = drift_of(
             instance,
             {image.id for image in resolution.images},
@@ -367,7 +393,8 @@ class AwsCloudProvider:
             image = _image_of(instance_type.labels, resolution)
             pods = instance_type.capacity.get(PODS)
             max_pods = pods // 1000 if pods is not None else None
-            efa_count = instance_type.capacity.get(AWS_EFA, 0) // 1000 if wants_efa else 0
+            efa_count = (instance_type.capacity.get(AWS_EFA, 0) // 1000
+                         if wants_efa and not spec.network_interfaces else 0)
             key = (image.id, max_pods, choice.offering.reservation_id, efa_count)
             if key not in by_config:
                 bootstrap = NodeBootstrap.build(
@@ -379,6 +406,8 @@ class AwsCloudProvider:
                     max_pods=max_pods,
                     custom_user_data=spec.user_data,
                     instance_store_policy=spec.instance_store_policy,
+                    bottlerocket_version=bottlerocket_release(
+                        node_class, [i.name for i in resolution.images]),
                 )
                 try:
                     user_data = render_user_data(family, bootstrap)
@@ -403,6 +432,9 @@ class AwsCloudProvider:
                     associate_public_ip_address=spec.associate_public_ip_address,
                     ip_prefix_count=spec.ip_prefix_count,
                     efa_count=efa_count,
+                    network_interfaces=tuple(
+                        (i.network_card_index, i.device_index, i.interface_type)
+                        for i in spec.network_interfaces or ()),
                     connection_tracking=launch_templates.connection_tracking_of(
                         spec.connection_tracking),
                     nested_virtualization=(spec.cpu_options.nested_virtualization
@@ -410,6 +442,8 @@ class AwsCloudProvider:
                     extra_tags=dict(spec.tags or {}),
                     capacity_reservation_id=choice.offering.reservation_id,
                     capacity_reservation_type=choice.offering.reservation_type,
+                    placement_group_id=(resolution.placement_group.id
+                                        if resolution.placement_group else None),
                 )
                 by_config[key] = launch_templates.ensure_launch_template(self.clients.ec2, config)
                 self._template_use[by_config[key]] = self.clock()
@@ -458,6 +492,8 @@ class AwsCloudProvider:
                 **({RESERVATION_ID_LABEL: launched.reservation_id,
                     RESERVATION_TYPE_LABEL: request.reservation_type or "default"}
                    if launched.reservation_id else {}),
+                **({PLACEMENT_GROUP_ID_LABEL: resolution.placement_group.id}
+                   if resolution.placement_group else {}),
             },
         )
 

@@ -1,6 +1,7 @@
 """The unavailable-offerings cache: (instance type, zone, capacity type) triples that just
 failed with a capacity error, kept out of launches and marked unavailable in the catalog
-for three minutes (Karpenter's ICE cache TTL)."""
+for three minutes (Karpenter's ICE cache TTL). A failure inside a placement group counts
+only for launches into that group (EC2 may have room for the type outside it)."""
 
 from __future__ import annotations
 
@@ -19,17 +20,28 @@ class UnavailableOfferings:
     clock: Clock = system_clock
     ttl_seconds: float = UNAVAILABLE_OFFERING_TTL_SECONDS
     _cache: TTLCache[OfferingKey, str] = field(init=False)
+    # (instance type, zone, capacity type, placement group id)
+    _in_groups: TTLCache[tuple[str, str, str, str], str] = field(init=False)
 
     def __post_init__(self) -> None:
         self._cache = TTLCache(self.ttl_seconds, self.clock)
+        self._in_groups = TTLCache(self.ttl_seconds, self.clock)
 
     def mark_unavailable(
-        self, instance_type: str, zone: str, capacity_type: str, reason: str
+        self, instance_type: str, zone: str, capacity_type: str, reason: str,
+        placement_group: str | None = None,
     ) -> None:
-        self._cache.put((instance_type, zone, capacity_type), reason)
+        if placement_group:
+            self._in_groups.put((instance_type, zone, capacity_type, placement_group), reason)
+        else:
+            self._cache.put((instance_type, zone, capacity_type), reason)
 
-    def is_unavailable(self, instance_type: str, zone: str, capacity_type: str) -> bool:
-        return self._cache.get((instance_type, zone, capacity_type)) is not None
+    def is_unavailable(self, instance_type: str, zone: str, capacity_type: str,
+                       placement_group: str | None = None) -> bool:
+        if self._cache.get((instance_type, zone, capacity_type)) is not None:
+            return True
+        return bool(placement_group) and self._in_groups.get(
+            (instance_type, zone, capacity_type, placement_group or "")) is not None
 
     def reason(self, instance_type: str, zone: str, capacity_type: str) -> str | None:
         return self._cache.get((instance_type, zone, capacity_type))

@@ -100,6 +100,9 @@ class NodeBootstrap:
     custom_user_data: str | None = None
     # "RAID0": assemble the instance-store NVMe disks into one array for ephemeral storage.
     instance_store_policy: str | None = None
+    # The Bottlerocket release the node boots ("v1.46.0", "latest"), when known: from
+    # 1.46.0 its ephemeral-storage bind knows the directories to move by itself.
+    bottlerocket_version: str | None = None
 
     @classmethod
     def build(
@@ -113,6 +116,7 @@ class NodeBootstrap:
         max_pods: int | None = None,
         custom_user_data: str | None = None,
         instance_store_policy: str | None = None,
+        bottlerocket_version: str | None = None,
     ) -> NodeBootstrap:
         """`max_pods` from the instance type, unless the kubelet configuration fixes it.
         `kubelet` is the EC2NodeClass's spec.kubelet map."""
@@ -133,4 +137,5 @@ class NodeBootstrap:
             cluster_dns=tuple(parsed.cluster_dns or ()),
             custom_user_data=custom_user_data,
             instance_store_policy=instance_store_policy,
+            bottlerocket_version=bottlerocket_version,
         )

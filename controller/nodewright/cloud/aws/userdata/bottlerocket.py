@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
+from collections.abc import Iterable
 from typing import Any
 
 from nodewright.cloud.aws.userdata import toml_writer
@@ -14,15 +16,52 @@ __all__ = ["MOUNT_INSTANCE_STORAGE", "UserDataError", "kubernetes_settings", "re
 
 # Bottlerocket's own way to put containerd, kubelet and pod logs on the instance store.
 MOUNT_INSTANCE_STORAGE = "000-mount-instance-storage"
-_RAID0_COMMAND: dict[str, Any] = {
-    "commands": [
-        ["apiclient", "ephemeral-storage", "init"],
-        ["apiclient", "ephemeral-storage", "bind", "--dirs",
-         "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"],
-    ],
-    "mode": "always",
-    "essential": True,
-}
+_BIND_DIRS = ["--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"]
+_VERSION_IN_NAME = re.compile(r"^v[0-9][^-]*\.[^-]*$")
+
+
+def _raid0_command(version: str | None) -> dict[str, Any]:
+    bind = ["apiclient", "ephemeral-storage", "bind"]
+    return {
+        "commands": [["apiclient", "ephemeral-storage", "init"],
+                     bind if supports_default_bind(version) else [*bind, *_BIND_DIRS]],
+        "mode": "always",
+        "essential": True,
+    }
+
+
+def supports_default_bind(version: str | None) -> bool:
+    """Bottlerocket 1.46.0 and later bind the right directories without --dirs; `latest`
+    counts as new, an unknown version as old (Karpenter's SupportsDefaultBind)."""
+    if not version:
+        return False
+    if version == "latest":
+        return True
+    parts = version.lstrip("v").split(".")
+    if len(parts) < 3 or not parts[0].isdigit() or not parts[1].isdigit():
+        return False
+    major, minor = int(parts[0]), int(parts[1])
+    return major > 1 or (major == 1 and minor >= 46)
+
+
+def version_from_name(name: str) -> str | None:
+    """"v1.46.0" from an image name like bottlerocket-aws-k8s-1.33-x86_64-v1.46.0-431fe75a."""
+    return next((part for part in name.split("-") if _VERSION_IN_NAME.match(part)), None)
+
+
+def ami_version(alias_version: str | None, term_names: Iterable[str],
+                image_names: Iterable[str]) -> str | None:
+    """The release the node class's images are, as Karpenter reads it: the alias's version,
+    else one in a name term, else one in the name of a resolved Bottlerocket image."""
+    if alias_version:
+        return alias_version
+    for name in term_names:
+        if found := version_from_name(name):
+            return found
+    for name in image_names:
+        if "bottlerocket" in name and (found := version_from_name(name)):
+            return found
+    return None
 
 
 def kubernetes_settings(bootstrap: NodeBootstrap) -> dict[str, Any]:
@@ -83,5 +122,6 @@ def render(bootstrap: NodeBootstrap) -> str:
             ) from error
     ours: dict[str, Any] = {"settings": {"kubernetes": kubernetes_settings(bootstrap)}}
     if bootstrap.instance_store_policy == "RAID0":
-        ours["settings"]["bootstrap-commands"] = {MOUNT_INSTANCE_STORAGE: _RAID0_COMMAND}
+        ours["settings"]["bootstrap-commands"] = {
+            MOUNT_INSTANCE_STORAGE: _raid0_command(bootstrap.bottlerocket_version)}
     return toml_writer.dumps(_merge(user, ours))
