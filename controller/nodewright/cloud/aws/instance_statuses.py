@@ -166,7 +166,7 @@ class InstanceStatusProvider:
             entries.extend(self._describe(filters))
         return health_statuses(entries, self.wall_clock())
 
-    def _describe(self, filters: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    def _describe(self, filters: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
         found: list[Mapping[str, Any]] = []
         with aws_call("ec2:DescribeInstanceStatus"):
             pages = self.ec2.get_paginator("describe_instance_status").paginate(
