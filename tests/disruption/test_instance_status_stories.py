@@ -194,6 +194,18 @@ def test_later_checks_leave_the_termination_timestamp_as_it_was(
     assert counts.unhealthy("SystemStatus") == 1
 
 
+def test_a_failed_ebs_check_alone_leaves_the_node_alone(world: World, counts: Counts) -> None:
+    [instance] = workshop(world)
+
+    world.cloud.impair(instance.instance_id, "ebs", since=world.clock.now() - timedelta(hours=1))
+    world.advance(CHECKS_SECONDS)
+
+    claim = claim_of(world, instance)
+    assert claim is not None and not objects.is_deleting(claim)
+    assert not world.events("InstanceUnhealthy")
+    assert total(UNHEALTHY, category="EBSStatus") == 0
+
+
 def test_in_dry_run_the_unhealthy_instance_is_counted_and_left_alone(
     world: World, counts: Counts,
 ) -> None:

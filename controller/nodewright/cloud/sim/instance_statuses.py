@@ -21,6 +21,7 @@ class Impairment(StrEnum):
     INSTANCE = "instance"  # the instance status check (reachability) fails
     SYSTEM = "system"  # the system status check fails (the host)
     EVENT = "event"  # a scheduled event (instance-retirement)
+    EBS = "ebs"  # an attached EBS volume's check fails (the checks ignore it)
 
     @classmethod
     def parse(cls, value: str) -> Impairment:
@@ -53,6 +54,8 @@ class SimInstanceStatuses:
             entry["InstanceStatus"] = _failed(failed_since)
         elif impairment is Impairment.SYSTEM:
             entry["SystemStatus"] = _failed(failed_since)
+        elif impairment is Impairment.EBS:
+            entry["AttachedEbsStatus"] = _failed(failed_since)
         else:
             entry["Events"] = [{"Code": "instance-retirement",
                                 "NotBefore": self.clock.now()}]

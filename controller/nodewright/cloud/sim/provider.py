@@ -319,9 +319,9 @@ class SimulatedEC2:
     def impair(self, instance_id_or_provider_id: str, impairment: str,
                since: datetime | None = None) -> None:
         """From now on DescribeInstanceStatus reports the instance impaired: `instance` or
-        `system` (a status check failing since `since`, default now), or `event` (an
-        instance-retirement scheduled). The instance keeps running; only what EC2 reports
-        changes."""
+        `system` (a status check failing since `since`, default now), `event` (an
+        instance-retirement scheduled) or `ebs` (an attached volume's check failing). The
+        instance keeps running; only what EC2 reports changes."""
         kind = Impairment.parse(impairment)
         instance_id = _instance_id(instance_id_or_provider_id)
         if not self._running(instance_id):
