@@ -20,8 +20,10 @@ API) and the provisioner places the pods elsewhere, well within a spot notice's 
 `InterruptionHandler` is that table and the acting on it; the instance status health checks
 (`controllers.instance_status`) act through it too, with three more kinds:
 
-| instance status check / system status check failed | NodeClaim terminated now       |
-| scheduled event (DescribeInstanceStatus)            | NodeClaim deleted              |
+| DescribeInstanceStatus reports                  | action                                |
+|-------------------------------------------------|---------------------------------------|
+| a failed instance or system status check        | NodeClaim terminated now              |
+| a scheduled event                               | NodeClaim deleted                     |
 
 "Terminated now" (Karpenter's ForcefulTermination) sets the NodeClaim's termination
 timestamp to the present before deleting it, so the drain ignores PodDisruptionBudgets and
