@@ -422,6 +422,13 @@ INTERRUPTION_MESSAGE_QUEUE_DURATION = Histogram(
     buckets=DURATION_BUCKETS,
     registry=REGISTRY,
 )
+INTERRUPTION_INSTANCE_STATUS_UNHEALTHY = Counter(
+    "karpenter_interruption_instance_status_unhealthy",
+    "Count of unique unhealthy instance statuses detected from EC2 DescribeInstanceStatus. "
+    "Broken down by status check category.",
+    ["category"],
+    registry=REGISTRY,
+)
 
 # --- Cluster state -------------------------------------------------------------------------
 

@@ -16,6 +16,18 @@ an instance one of our NodeClaims runs on:
 
 Deleting the NodeClaim starts the normal termination (cordon, drain through the Eviction
 API) and the provisioner places the pods elsewhere, well within a spot notice's 2 minutes.
+
+`InterruptionHandler` is that table and the acting on it; the instance status health checks
+(`controllers.instance_status`) act through it too, with three more kinds:
+
+| DescribeInstanceStatus reports                  | action                                |
+|-------------------------------------------------|---------------------------------------|
+| a failed instance or system status check        | NodeClaim terminated now              |
+| a scheduled event                               | NodeClaim deleted                     |
+
+"Terminated now" (Karpenter's ForcefulTermination) sets the NodeClaim's termination
+timestamp to the present before deleting it, so the drain ignores PodDisruptionBudgets and
+does not wait for volumes: the instance is broken and a graceful drain may never finish.
 """
 
 from __future__ import annotations
@@ -34,13 +46,14 @@ from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder, EventType
 from nodewright.controllers.disruption import decision_log as ex
-from nodewright.runtime.clock import Clock, parse_time
+from nodewright.runtime.clock import Clock, format_time, parse_time
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState
 from nodewright.state.statenode import StateNode
 from nodewright.state.wellknown import (
     CAPACITY_TYPE_LABEL,
     INSTANCE_TYPE_LABEL,
+    TERMINATION_TIMESTAMP_ANNOTATION,
     ZONE_LABEL,
 )
 
@@ -61,12 +74,14 @@ class OfferingMarker(Protocol):
 
 @dataclass(frozen=True)
 class Action:
-    """What an event kind does: its event (reason, type, note) and whether it deletes."""
+    """What an event kind does: its event (reason, type, note), whether it deletes, and
+    whether the deletion skips the graceful drain (`forceful`)."""
 
     reason: str
     event_type: EventType
     note: str
     deletes: bool
+    forceful: bool = False
 
 
 _MESSAGE_KINDS = {
@@ -74,7 +89,11 @@ _MESSAGE_KINDS = {
     EventKind.SCHEDULED_CHANGE: "scheduled_change",
     EventKind.REBALANCE_RECOMMENDATION: "rebalance_recommendation",
     EventKind.CAPACITY_RESERVATION_INTERRUPTION: "capacity_reservation_interrupted",
+    EventKind.INSTANCE_STATUS: "instance_status",
+    EventKind.SYSTEM_STATUS: "system_status",
+    EventKind.EVENT_STATUS: "event_status",
 }
+UNHEALTHY = ("InstanceUnhealthy", "An unhealthy warning was triggered for the instance")
 
 
 def message_kind(event: InterruptionEvent) -> str:
@@ -93,9 +112,10 @@ def action_for(event: InterruptionEvent) -> Action:
     if kind is EventKind.REBALANCE_RECOMMENDATION:
         return Action("SpotRebalanceRecommendation", "Normal",
                       "Spot rebalance recommendation was triggered", False)
-    if kind is EventKind.SCHEDULED_CHANGE:
-        return Action("InstanceUnhealthy", "Warning",
-                      "An unhealthy warning was triggered for the instance", True)
+    if kind in (EventKind.SCHEDULED_CHANGE, EventKind.EVENT_STATUS):
+        return Action(UNHEALTHY[0], "Warning", UNHEALTHY[1], True)
+    if kind in (EventKind.INSTANCE_STATUS, EventKind.SYSTEM_STATUS):
+        return Action(UNHEALTHY[0], "Warning", UNHEALTHY[1], True, forceful=True)
     if kind is EventKind.CAPACITY_RESERVATION_INTERRUPTION:
         return Action("CapacityReservationInstanceInterrupted", "Warning",
                       "Capacity Reservation interruption warning was triggered", True)
@@ -109,7 +129,109 @@ def instance_id_of(provider_id: str) -> str:
     return provider_id.rstrip("/").rsplit("/", 1)[-1]
 
 
-class Interruption:
+class InterruptionHandler:
+    """Acting on interruption events against our NodeClaims (the table above): what the
+    queue's controller and the instance status health checks share. Call under the state
+    lock."""
+
+    name = "interruption"
+
+    def __init__(
+        self,
+        cluster: ClusterAPI,
+        clock: Clock,
+        state: ClusterState,
+        recorder: EventRecorder,
+        unavailable: OfferingMarker | None = None,
+        decisions: ex.DecisionLog | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.state = state
+        self.recorder = recorder
+        self.unavailable = unavailable
+        self.decisions = decisions if decisions is not None else ex.DecisionLog()
+        # The latest events acted on (bounded: the process runs for months).
+        self.handled: deque[InterruptionEvent] = deque(maxlen=HANDLED_KEPT)
+
+    def machines_by_instance(self) -> Mapping[str, StateNode]:
+        """Our NodeClaims (with their Nodes, when registered) by EC2 instance ID."""
+        return {
+            instance_id_of(node.provider_id): node
+            for node in self.state.nodes()
+            if node.nodeclaim is not None and node.provider_id
+        }
+
+    def act(self, event: InterruptionEvent, node: StateNode) -> bool:
+        """Do what `event` asks to `node`'s NodeClaim; whether it deleted the NodeClaim.
+        Raising (an API error) leaves the event to be handled again."""
+        action = action_for(event)
+        claim = node.nodeclaim
+        assert claim is not None
+        for obj in (claim, node.node):
+            if obj is not None:
+                self._publish(obj, action.reason, action.event_type, action.note)
+        labels = node.labels
+        if event.kind is EventKind.SPOT_INTERRUPTION and self.unavailable is not None:
+            instance_type, zone = labels.get(INSTANCE_TYPE_LABEL), labels.get(ZONE_LABEL)
+            if instance_type and zone:
+                self.unavailable.mark_unavailable(instance_type, zone, SPOT, event.kind.value)
+        self.handled.append(event)
+        if not action.deletes:
+            self._decide(node, event, ex.KEPT, f"{action.note} (no action)")
+            return False
+        if action.forceful:
+            self._terminate_now(node.nodeclaim_name, claim)
+        if objects.is_deleting(claim):
+            return False
+        try:
+            self.cluster.delete("NodeClaim", node.nodeclaim_name, uid=objects.uid(claim) or None)
+        except (NotFoundError, ConflictError):
+            return False
+        note = "Interruption triggered termination for the {}"
+        for obj in (claim, node.node):
+            if obj is not None:
+                self._publish(obj, "TerminatingOnInterruption", "Warning",
+                              note.format(obj.get("kind")))
+        disrupted = metrics.disrupted_labels(claim, message_kind(event))
+        disrupted[metrics.CAPACITY_TYPE] = labels.get(CAPACITY_TYPE_LABEL, "unknown")
+        metrics.NODECLAIMS_DISRUPTED.labels(**disrupted).inc()
+        self._decide(node, event, ex.DISRUPTED, f"{action.note}: the NodeClaim is deleted")
+        fields = {"controller": self.name, "NodeClaim": node.nodeclaim_name,
+                  "NodePool": node.nodepool, "provider-id": node.provider_id}
+        if node.node is not None:
+            fields["Node"] = node.node_name
+        log.info("interruption %s of %s: deleting nodeclaim %s", event.kind.value,
+                 event.instance_id, node.nodeclaim_name, extra=fields)
+        return True
+
+    def _terminate_now(self, name: str, claim: Mapping[str, Any]) -> None:
+        """Set the termination timestamp to now, unless the NodeClaim has one already (a
+        deletion's grace deadline, or an earlier failure): the drain then skips
+        PodDisruptionBudgets and the wait for volumes."""
+        if TERMINATION_TIMESTAMP_ANNOTATION in objects.annotations(claim):
+            return
+        with contextlib.suppress(NotFoundError):
+            self.cluster.patch("NodeClaim", name, {"metadata": {"annotations": {
+                TERMINATION_TIMESTAMP_ANNOTATION: format_time(self.clock.now())}}})
+
+    def _publish(self, obj: Mapping[str, Any], reason: str, event_type: EventType,
+                 note: str) -> None:
+        self.recorder.publish(Event(regarding=obj, type=event_type, reason=reason, note=note,
+                                    dedupe_values=(objects.uid(obj), reason)))
+
+    def _decide(self, node: StateNode, event: InterruptionEvent, outcome: str,
+                message: str) -> None:
+        self.decisions.record(ex.Decision(
+            time=self.clock.now(), node=node.name, nodeclaim=node.nodeclaim_name,
+            nodepool=node.nodepool, method=ex.INTERRUPTION, outcome=outcome,
+            event_reason=action_for(event).reason, message=message, cause=event.kind.value,
+            decision="delete" if outcome == ex.DISRUPTED else ""))
+
+
+class Interruption(InterruptionHandler):
+    """The interruption queue's controller."""
+
     name = "interruption"
     # A long poll waits outside the state lock (see `reconcile`).
     manages_state_lock = True
@@ -126,16 +248,9 @@ class Interruption:
         *,
         idle_requeue_seconds: float = 2.0,
     ) -> None:
-        self.cluster = cluster
-        self.clock = clock
-        self.state = state
-        self.recorder = recorder
+        super().__init__(cluster, clock, state, recorder, unavailable, decisions)
         self.queue = queue
-        self.unavailable = unavailable
-        self.decisions = decisions if decisions is not None else ex.DecisionLog()
         self.idle_requeue_seconds = idle_requeue_seconds
-        # The latest events acted on (bounded: the process runs for months).
-        self.handled: deque[InterruptionEvent] = deque(maxlen=HANDLED_KEPT)
 
     @property
     def watches(self) -> Sequence[Watch]:
@@ -166,16 +281,9 @@ class Interruption:
         with self.state.lock:
             self.handle(events)
 
-    def _machines_by_instance(self) -> Mapping[str, StateNode]:
-        return {
-            instance_id_of(node.provider_id): node
-            for node in self.state.nodes()
-            if node.nodeclaim is not None and node.provider_id
-        }
-
     def handle(self, events: Sequence[InterruptionEvent]) -> None:
         """Act on one message's events; raising leaves the message for redelivery."""
-        machines = self._machines_by_instance()
+        machines = self.machines_by_instance()
         sent = next((event.time for event in events if event.time), "")
         if sent:
             with contextlib.suppress(ValueError):
@@ -186,55 +294,4 @@ class Interruption:
             node = machines.get(event.instance_id)
             if node is None:
                 continue
-            self._act(event, node)
-            self.handled.append(event)
-
-    def _act(self, event: InterruptionEvent, node: StateNode) -> None:
-        action = action_for(event)
-        claim = node.nodeclaim
-        assert claim is not None
-        for obj in (claim, node.node):
-            if obj is not None:
-                self._publish(obj, action.reason, action.event_type, action.note)
-        labels = node.labels
-        if event.kind is EventKind.SPOT_INTERRUPTION and self.unavailable is not None:
-            instance_type, zone = labels.get(INSTANCE_TYPE_LABEL), labels.get(ZONE_LABEL)
-            if instance_type and zone:
-                self.unavailable.mark_unavailable(instance_type, zone, SPOT, event.kind.value)
-        if not action.deletes:
-            self._decide(node, event, ex.KEPT, f"{action.note} (no action)")
-            return
-        if objects.is_deleting(claim):
-            return
-        try:
-            self.cluster.delete("NodeClaim", node.nodeclaim_name, uid=objects.uid(claim) or None)
-        except (NotFoundError, ConflictError):
-            return
-        note = "Interruption triggered termination for the {}"
-        for obj in (claim, node.node):
-            if obj is not None:
-                self._publish(obj, "TerminatingOnInterruption", "Warning",
-                              note.format(obj.get("kind")))
-        disrupted = metrics.disrupted_labels(claim, message_kind(event))
-        disrupted[metrics.CAPACITY_TYPE] = labels.get(CAPACITY_TYPE_LABEL, "unknown")
-        metrics.NODECLAIMS_DISRUPTED.labels(**disrupted).inc()
-        self._decide(node, event, ex.DISRUPTED, f"{action.note}: the NodeClaim is deleted")
-        fields = {"controller": self.name, "NodeClaim": node.nodeclaim_name,
-                  "NodePool": node.nodepool, "provider-id": node.provider_id}
-        if node.node is not None:
-            fields["Node"] = node.node_name
-        log.info("interruption %s of %s: deleting nodeclaim %s", event.kind.value,
-                 event.instance_id, node.nodeclaim_name, extra=fields)
-
-    def _publish(self, obj: Mapping[str, Any], reason: str, event_type: EventType,
-                 note: str) -> None:
-        self.recorder.publish(Event(regarding=obj, type=event_type, reason=reason, note=note,
-                                    dedupe_values=(objects.uid(obj), reason)))
-
-    def _decide(self, node: StateNode, event: InterruptionEvent, outcome: str,
-                message: str) -> None:
-        self.decisions.record(ex.Decision(
-            time=self.clock.now(), node=node.name, nodeclaim=node.nodeclaim_name,
-            nodepool=node.nodepool, method=ex.INTERRUPTION, outcome=outcome,
-            event_reason=action_for(event).reason, message=message, cause=event.kind.value,
-            decision="delete" if outcome == ex.DISRUPTED else ""))
+            self.act(event, node)

@@ -7,7 +7,8 @@ the simulator and the tests, or the operator's work queues) must
 1. hand every watch event to `controllers.state.observe` before queueing keys
    (`controllers.attach(driver)` does this and adds the reconcilers), and
 2. run each of `controllers.singletons` once with the key "" after it starts (periodic
-   loops that no watch event starts: garbage collection, the node and offering metrics),
+   loops that no watch event starts: garbage collection, the node and offering metrics,
+   the instance status health checks when the cloud has `instance_statuses`),
    as `attach(..., start=True)` and `kick(driver)` do.
 
 Each controller talks to the cloud through its own `MeteredCloud`, which records
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Protocol, cast
 
 from nodewright.cloud.metered import MeteredCloud
 from nodewright.cloud.provider import CloudProvider
@@ -33,6 +34,7 @@ from nodewright.controllers.garbagecollection import (
     InstanceGarbageCollection,
     NodeClaimGarbageCollection,
 )
+from nodewright.controllers.instance_status import InstanceStatusChecks, InstanceStatusSource
 from nodewright.controllers.metrics import (
     NodeMetrics,
     NodePoolMetrics,
@@ -164,6 +166,9 @@ class Controllers:
     node_overlay: NodeOverlayController | None = None
     # CapacityBuffers (controllers.capacitybuffer).
     capacity_buffer: CapacityBufferController | None = None
+    # Instance status health checks (controllers.instance_status), when the cloud reports
+    # instance statuses (the AWS provider the controller process runs).
+    instance_status: InstanceStatusChecks | None = None
 
     @property
     def reconcilers(self) -> tuple[Reconciler, ...]:
@@ -181,6 +186,7 @@ class Controllers:
             *((self.node_health,) if self.node_health else ()),
             *((self.node_overlay,) if self.node_overlay else ()),
             *((self.capacity_buffer,) if self.capacity_buffer else ()),
+            *((self.instance_status,) if self.instance_status else ()),
             *self.extra,
         )
 
@@ -190,6 +196,7 @@ class Controllers:
         return (self.instance_gc, self.nodeclaim_gc,
                 *((self.node_overlay,) if self.node_overlay else ()),
                 *(self.disruption.singletons if self.disruption else ()),
+                *((self.instance_status,) if self.instance_status else ()),
                 *(self.metrics.singletons if self.metrics else ()))
 
     def attach(self, driver: Runner, *, start: bool = False) -> None:
@@ -243,6 +250,9 @@ def build_controllers(
         registration_timeout=options.registration_timeout_seconds,
         registration_health=registration_health,
     )
+    disruption = build_disruption(cluster, cloud, clock, state, recorder,
+                                  options=_disruption_options(options))
+    statuses = cast("InstanceStatusSource | None", getattr(cloud, "instance_statuses", None))
     return Controllers(
         state=state,
         recorder=recorder,
@@ -255,8 +265,7 @@ def build_controllers(
             cluster, metered(InstanceGarbageCollection.name), clock, state),
         nodeclaim_gc=NodeClaimGarbageCollection(
             cluster, metered(NodeClaimGarbageCollection.name), clock, state),
-        disruption=build_disruption(cluster, cloud, clock, state, recorder,
-                                    options=_disruption_options(options)),
+        disruption=disruption,
         pod_events=PodEvents(cluster, clock, state),
         registration_health=registration_health,
         metrics=build_metrics(cloud, clock, state, options),
@@ -268,4 +277,7 @@ def build_controllers(
                                            state) if options.node_overlay else None,
         capacity_buffer=CapacityBufferController(cluster, clock, state)
         if options.capacity_buffer else None,
+        instance_status=InstanceStatusChecks(cluster, clock, state, recorder, statuses,
+                                             disruption.decisions)
+        if statuses is not None else None,
     )

@@ -1,12 +1,13 @@
 """`nodewright controller`: the process a Deployment runs.
 
 `ControllerProcess(config)` connects to the API server, builds the cloud (`aws`: EC2
-through boto3, with the EC2NodeClass status controller, the catalog refresh and the
-interruption queue; `sim`: the simulated EC2 whose Nodes this process registers and keeps
-alive), starts the operator behind leader election and serves /metrics, /healthz and
-/readyz. `run(config)` adds the signal handling: SIGTERM or SIGINT stop it cleanly
-(no new work, the reconcile in flight finishes, the Lease is released) well within the
-pod's terminationGracePeriodSeconds; losing the Lease ends it with exit code 1.
+through boto3, with the EC2NodeClass status controller, the catalog refresh, the
+interruption queue and the instance status health checks; `sim`: the simulated EC2 whose
+Nodes this process registers and keeps alive), starts the operator behind leader
+election and serves /metrics, /healthz and /readyz. `run(config)` adds the signal
+handling: SIGTERM or SIGINT stop it cleanly (no new work, the reconcile in flight
+finishes, the Lease is released) well within the pod's terminationGracePeriodSeconds;
+losing the Lease ends it with exit code 1.
 """
 
 from __future__ import annotations

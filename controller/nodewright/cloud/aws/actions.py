@@ -71,6 +71,10 @@ AWS_ACTIONS: Final[tuple[ActionUse, ...]] = (
     ActionUse("ec2:DescribePlacementGroups", "describe", "resolve placementGroupSelector"),
     ActionUse("ec2:DescribeInstances", "describe", "get/list instances, idempotency, drift, GC"),
     ActionUse("ec2:DescribeLaunchTemplates", "describe", "reuse and garbage-collect templates"),
+    ActionUse(
+        "ec2:DescribeInstanceStatus", "describe",
+        "instance status health checks: impaired instances and scheduled events",
+    ),
     # Launching (allowed only with the cluster's request tags).
     ActionUse("ec2:CreateFleet", "create-tagged", "launch one instance per NodeClaim"),
     ActionUse("ec2:RunInstances", "create-tagged", "CreateFleet launches through RunInstances"),

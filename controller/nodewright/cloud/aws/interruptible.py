@@ -1,12 +1,13 @@
-"""The AWS provider as the controller process runs it: with its SQS interruption queue
-where the controllers' wiring looks for one, and the cluster endpoint the operator may
-override."""
+"""The AWS provider as the controller process runs it: with its SQS interruption queue and
+its instance statuses (DescribeInstanceStatus) where the controllers' wiring looks for them,
+and the cluster endpoint the operator may override."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from nodewright.cloud.aws.cluster_info import EksCluster
+from nodewright.cloud.aws.instance_statuses import InstanceStatusProvider
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
 from nodewright.cloud.aws.provider import AwsCloudProvider
 
@@ -22,6 +23,12 @@ class InterruptibleAwsCloud(AwsCloudProvider):
 
     interruption_queue: InterruptionQueue | None = None
     cluster_endpoint: str | None = None
+    # What the instance status health checks poll (no queue needed, as in Karpenter).
+    instance_statuses: InstanceStatusProvider = field(init=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.instance_statuses = InstanceStatusProvider(self.clients.ec2, self.wall_clock)
 
     def cluster(self) -> EksCluster:
         described = super().cluster()

@@ -3,7 +3,8 @@
 Five message kinds reach the interruption queue (one EventBridge rule each). Each parses into
 an `InterruptionEvent` per affected instance; anything else is a `MalformedMessage`. A health
 event's unusable `affectedEntities` entries are logged and skipped; the message is malformed
-only when no entry names an instance."""
+only when no entry names an instance. Three more kinds (instance, system and event status)
+are not messages: the instance status health checks make them from DescribeInstanceStatus."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ class EventKind(StrEnum):
     STATE_CHANGE = "StateChange"
     REBALANCE_RECOMMENDATION = "RebalanceRecommendation"
     CAPACITY_RESERVATION_INTERRUPTION = "CapacityReservationInterruption"
+    # Not queue messages: the instance status health checks (DescribeInstanceStatus), one
+    # per failed category of an instance (cloud.aws.instance_statuses).
+    INSTANCE_STATUS = "InstanceStatus"
+    SYSTEM_STATUS = "SystemStatus"
+    EVENT_STATUS = "EventStatus"
 
 
 # (source, detail-type) -> kind

@@ -47,6 +47,7 @@ from nodewright.cloud.sim import node_class as node_class_resolution
 from nodewright.cloud.sim.catalog import SimCatalog
 from nodewright.cloud.sim.identity import Identities
 from nodewright.cloud.sim.images import ImageCatalog
+from nodewright.cloud.sim.instance_statuses import Impairment, SimInstanceStatuses
 from nodewright.cloud.sim.interruptions import InterruptionKind, SimulatedInterruptionQueue
 from nodewright.cloud.sim.kubelet import NodeAgent, retrying
 from nodewright.cloud.sim.ledger import Ledger, SimCounters
@@ -133,6 +134,8 @@ class SimulatedEC2:
         self.unavailable = UnavailableOfferings(lambda: clock.now().timestamp())
         self.images = ImageCatalog()
         self.interruption_queue = SimulatedInterruptionQueue(clock, region, seed)
+        # DescribeInstanceStatus: what `impair` reported, for the instance status checks.
+        self.instance_statuses = SimInstanceStatuses(clock, self._running)
         self.counters = SimCounters()
         self._rng = random.Random(f"{seed}/fleet")
         self._eligible = fleet.EligibleOfferings()
@@ -312,6 +315,25 @@ class SimulatedEC2:
             self._stop(instance)
         else:
             self._terminate(instance, announce=True)
+
+    def impair(self, instance_id_or_provider_id: str, impairment: str,
+               since: datetime | None = None) -> None:
+        """From now on DescribeInstanceStatus reports the instance impaired: `instance` or
+        `system` (a status check failing since `since`, default now), `event` (an
+        instance-retirement scheduled) or `ebs` (an attached volume's check failing). The
+        instance keeps running; only what EC2 reports changes."""
+        kind = Impairment.parse(impairment)
+        instance_id = _instance_id(instance_id_or_provider_id)
+        if not self._running(instance_id):
+            raise NodeClaimNotFoundError(
+                f"impair: instance {instance_id_or_provider_id} does not exist or is "
+                "terminating", resource=f"instance {instance_id_or_provider_id}")
+        self.instance_statuses.impair(instance_id, kind, since)
+        self._emit(f"impaired-{kind.value}", instance_id, f"{instance_id}: {kind.value} impaired")
+
+    def _running(self, instance_id: str) -> bool:
+        instance = self._instances.get(instance_id)
+        return instance is not None and instance.state not in (SHUTTING_DOWN, TERMINATED)
 
     def listen(self, listener: Callable[[SimEvent], None]) -> None:
         """Call `listener` with every SimEvent (the simulator's timeline)."""
