@@ -254,3 +254,15 @@ def test_userdata_refuses_an_al2023_node_config_part_that_is_not_yaml(
     assert captured.out == ""
     assert captured.err.startswith(f"error: {path}: spec.userData: part 1 ")
     assert "is not valid YAML" in captured.err
+
+
+def test_userdata_prints_the_windows_powershell_bootstrap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_node_class(tmp_path, amiSelectorTerms=[{"alias": "windows2022@latest"}])
+    code = main(userdata_args(path, instance_type="m5.large"))
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("<powershell>\n") and out.endswith("</powershell>\n")
+    assert "& $EKSBootstrapScriptFile -EKSClusterName" in out
+    assert "--max-pods=110" in out  # the Windows catalog's count

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 NAME_PREFIX: Final = "nodewright"
 DEFAULT_ROOT_VOLUME_GIB: Final = 20
+WINDOWS_ROOT_VOLUME_GIB: Final = 50
 GIB: Final = 1024**3
 
 
@@ -149,9 +150,9 @@ def _gib(quantity: str) -> int:
 
 
 def default_block_devices(ami_family: str) -> list[dict[str, Any]]:
-    """A 20Gi gp3 root volume; Bottlerocket also has a small OS volume before its data one.
-    The Custom family has none: as Karpenter does, the AMI's own mappings apply unless the
-    EC2NodeClass lists some."""
+    """A 20Gi gp3 root volume (Windows: 50Gi on /dev/sda1); Bottlerocket also has a small OS
+    volume before its data one. The Custom family has none: as Karpenter does, the AMI's own
+    mappings apply unless the EC2NodeClass lists some."""
 
     def volume(device: str, size_gib: int) -> dict[str, Any]:
         return {
@@ -168,6 +169,8 @@ def default_block_devices(ami_family: str) -> list[dict[str, Any]]:
         return []
     if ami_family == "Bottlerocket":
         return [volume("/dev/xvda", 4), volume("/dev/xvdb", DEFAULT_ROOT_VOLUME_GIB)]
+    if ami_family.startswith("Windows"):
+        return [volume("/dev/sda1", WINDOWS_ROOT_VOLUME_GIB)]
     return [volume("/dev/xvda", DEFAULT_ROOT_VOLUME_GIB)]
 
 
