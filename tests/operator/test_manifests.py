@@ -147,6 +147,13 @@ def test_rbac_is_rendered_from_the_adapters_access_table() -> None:
                       Request("update", "coordination.k8s.io", "leases", "nodewright", "other"),
                       "nodewright")
     assert not any(a.sim_only and a in permissions("aws") for a in WRITES)
+    # The kube-dns Service, by name in kube-system, with `--cloud aws` only.
+    kube_dns = request_for("get", "Service", name="kube-dns", namespace="kube-system")
+    assert allows(permissions("aws"), kube_dns, "nodewright")
+    assert not allows(permissions("sim"), kube_dns, "nodewright")
+    for elsewhere in (request_for("get", "Service", name="other", namespace="kube-system"),
+                      request_for("get", "Service", name="kube-dns", namespace="nodewright")):
+        assert not allows(permissions("aws"), elsewhere, "nodewright")
 
 
 def _plain(value: Any) -> Any:
