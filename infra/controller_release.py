@@ -22,6 +22,7 @@ from infra.interruption import InterruptionQueue
 from infra.naming import SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT_KEY
 from nodewright.api.crds import generate_crds
 from nodewright.install import InstallSettings, render
+from nodewright.install.objects import KUBE_DNS_ROLE
 
 # Pulumi resource names stay what earlier versions declared, so updating a stack never
 # replaces the controller's objects.
@@ -89,7 +90,7 @@ def build_controller_release(
         kind = manifest["kind"]
         depends_on = _dependencies(kind, declared, crds)
         resource = _DECLARE[kind](
-            _PULUMI_NAMES.get(kind, "nodewright"),
+            _pulumi_name(manifest),
             manifest,
             pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
         )
@@ -99,6 +100,15 @@ def build_controller_release(
     if deployment is None:  # the generator always renders one
         raise RuntimeError("nodewright.install.render produced no Deployment")
     return ControllerRelease(namespace=install.namespace, crds=crds, deployment=deployment)
+
+
+def _pulumi_name(manifest: Mapping[str, Any]) -> str:
+    """One Pulumi name per object: "nodewright" for the controller's own objects, the
+    object's name for a second one of a kind (the kube-dns Role and its binding)."""
+    name = str(manifest["metadata"]["name"])
+    if name == KUBE_DNS_ROLE:
+        return name
+    return _PULUMI_NAMES.get(manifest["kind"], "nodewright")
 
 
 def _dependencies(

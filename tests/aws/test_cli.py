@@ -254,3 +254,34 @@ def test_userdata_refuses_an_al2023_node_config_part_that_is_not_yaml(
     assert captured.out == ""
     assert captured.err.startswith(f"error: {path}: spec.userData: part 1 ")
     assert "is not valid YAML" in captured.err
+
+
+def test_userdata_prints_the_windows_powershell_bootstrap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_node_class(tmp_path, amiSelectorTerms=[{"alias": "windows2022@latest"}])
+    code = main(userdata_args(path, instance_type="m5.large"))
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("<powershell>\n") and out.endswith("</powershell>\n")
+    assert "& $EKSBootstrapScriptFile -EKSClusterName" in out
+    assert "--max-pods=110" in out  # the Windows catalog's count
+
+
+def test_userdata_with_an_ipv6_kube_dns_boots_an_ipv6_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_node_class(tmp_path, amiSelectorTerms=[{"alias": "al2@latest"}])
+    code = main(userdata_args(path, kube_dns_ip="fd30:1234:5678::a",
+                              service_cidr="fd30:1234:5678::/108"))
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "--ip-family ipv6 \\\n--dns-cluster-ip fd30:1234:5678::a \\\n" in out
+
+
+def test_userdata_refuses_a_kube_dns_ip_that_is_no_address(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(userdata_args(write_node_class(tmp_path), kube_dns_ip="kube-dns"))
+    assert "argument --kube-dns-ip: 'kube-dns' is not an IP address" in capsys.readouterr().err

@@ -37,8 +37,10 @@ USER_PARTS = {
     "Bottlerocket": "[settings.host-containers.admin]\nenabled = true\n"
     '[settings.kubernetes.node-labels]\n"user/label" = "kept"\n',
     "Custom": "#!/bin/bash\n/opt/my-bootstrap.sh --cluster demo\n",
+    "Windows2022": "Write-Host 'custom setup'",
 }
-ALIASES = {"AL2023": "al2023@latest", "AL2": "al2@latest", "Bottlerocket": "bottlerocket@latest"}
+ALIASES = {"AL2023": "al2023@latest", "AL2": "al2@latest", "Bottlerocket": "bottlerocket@latest",
+           "Windows2022": "windows2022@latest"}
 
 
 def node_class(family: str) -> EC2NodeClass:
@@ -129,6 +131,7 @@ def check_golden(name: str, text: str) -> None:
         ("AL2", "al2.mime"),
         ("Bottlerocket", "bottlerocket.toml"),
         ("Custom", "custom.sh"),
+        ("Windows2022", "windows.ps1"),
     ],
 )
 def test_user_data_matches_golden(family: str, golden: str) -> None:

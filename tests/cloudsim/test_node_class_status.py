@@ -35,3 +35,20 @@ def test_the_status_names_the_ami_launches_boot_and_follows_a_new_release() -> N
     amis = {image.architecture: image.id for image in sim.resolve(nodes).images}
     assert amis["amd64"] == "ami-0000000000000000a" == sim.images.image_for(nodes, "amd64")
     assert sim.resolve(nodes).instance_profile == "profile-a"
+
+
+def test_a_windows_alias_resolves_the_amd64_image_for_windows_nodes_of_its_build() -> None:
+    sim = SimulatedEC2(VirtualClock(), cluster_name="demo")
+    nodes = node_class(role="KarpenterNodeRole-demo",
+                       amiSelectorTerms=[{"alias": "windows2019@latest"}])
+
+    resolution = sim.resolve(nodes)
+
+    assert resolution.ready
+    (ami,) = resolution.to_status().amis or []
+    assert [(r.key, r.values) for r in ami.requirements] == [
+        ("kubernetes.io/arch", ["amd64"]), ("kubernetes.io/os", ["windows"]),
+        ("node.kubernetes.io/windows-build", ["10.0.17763"])]
+    m5 = next(t for t in sim.get_instance_types(nodes) if t.name == "m5.large")
+    assert m5.labels["node.kubernetes.io/windows-build"] == "10.0.17763"
+    assert all(t.labels["kubernetes.io/arch"] == "amd64" for t in sim.get_instance_types(nodes))

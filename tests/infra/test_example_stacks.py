@@ -30,8 +30,9 @@ EVERY_STACK_HAS = {
     "kubernetes:core/v1:ServiceAccount": 1,
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 1,
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": 1,
-    "kubernetes:rbac.authorization.k8s.io/v1:Role": 1,
-    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 1,
+    # The controller's own, and the kube-dns Service's in kube-system.
+    "kubernetes:rbac.authorization.k8s.io/v1:Role": 2,
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": 2,
     "kubernetes:apps/v1:Deployment": 1,
     "kubernetes:policy/v1:PodDisruptionBudget": 1,
     "kubernetes:core/v1:Service": 1,

@@ -190,7 +190,8 @@ def test_the_controller_pod_is_locked_down_and_kept_off_managed_nodes(prod: Prog
 def test_rbac_grants_no_wildcards_and_no_secrets(prod: ProgramRun) -> None:
     rules = [
         *prod.one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole").inputs["rules"],
-        *prod.one("kubernetes:rbac.authorization.k8s.io/v1:Role").inputs["rules"],
+        *(rule for role in prod.of_type("kubernetes:rbac.authorization.k8s.io/v1:Role")
+          for rule in role.inputs["rules"]),
     ]
     for rule in rules:
         assert "*" not in rule["verbs"] and "*" not in rule["resources"]
@@ -199,6 +200,11 @@ def test_rbac_grants_no_wildcards_and_no_secrets(prod: ProgramRun) -> None:
     # deleted; never created, updated or patched.
     pod_verbs = {verb for r in rules if "pods" in r["resources"] for verb in r["verbs"]}
     assert pod_verbs == {"get", "list", "watch", "delete"}
-    role = prod.one("kubernetes:rbac.authorization.k8s.io/v1:Role").inputs
+    role = prod.one("kubernetes:rbac.authorization.k8s.io/v1:Role", "nodewright").inputs
     assert role["metadata"]["namespace"] == "nodewright"
     assert role["rules"][0]["resources"] == ["leases"]
+    # kube-system: the kube-dns Service alone, read by name.
+    dns = prod.one("kubernetes:rbac.authorization.k8s.io/v1:Role", "nodewright-dns").inputs
+    assert dns["metadata"]["namespace"] == "kube-system"
+    assert dns["rules"] == [{"apiGroups": [""], "resources": ["services"], "verbs": ["get"],
+                             "resourceNames": ["kube-dns"]}]

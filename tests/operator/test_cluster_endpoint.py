@@ -10,9 +10,11 @@ from nodewright.cloud.aws import provider
 from nodewright.cloud.aws.cluster_info import EksCluster
 from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.userdata.bootstrap import ClusterInfo
+from nodewright.cluster.memory import InMemoryCluster
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import OperatorConfig
 from nodewright.operator.main import build_cloud
+from nodewright.runtime import VirtualClock
 
 DESCRIBED = EksCluster(ClusterInfo(name="prod", endpoint="https://described.eks.amazonaws.com",
                                    ca_bundle="Q0E="), kubernetes_version="1.31")
@@ -28,7 +30,8 @@ def described(monkeypatch: pytest.MonkeyPatch) -> None:
 def aws_cloud(endpoint: str | None) -> InterruptibleAwsCloud:
     config = OperatorConfig(cluster_name="prod", region="us-west-2", cluster_endpoint=endpoint)
     cloud: Any
-    cloud, _ = build_cloud(config, cluster=None, clock=LoopClock())  # type: ignore[arg-type]
+    cloud, _ = build_cloud(config, cluster=InMemoryCluster(VirtualClock()),  # type: ignore[arg-type]
+                           clock=LoopClock())
     assert isinstance(cloud, InterruptibleAwsCloud)
     return cloud
 

@@ -39,7 +39,14 @@ def test_the_install_yaml_for_aws(capsys: pytest.CaptureFixture[str]) -> None:
     kinds = [o["kind"] for o in objects]
     assert kinds[:5] == ["CustomResourceDefinition"] * 5  # kubectl applies CRDs first
     assert kinds[5:] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                         "Role", "RoleBinding", "Deployment", "PodDisruptionBudget", "Service"]
+                         "Role", "RoleBinding", "Role", "RoleBinding", "Deployment",
+                         "PodDisruptionBudget", "Service"]
+    # The kube-dns Service, read by name in kube-system (Karpenter's chart has the same Role).
+    dns = one(objects, "Role", "nodewright-dns")
+    assert dns["metadata"]["namespace"] == "kube-system"
+    assert dns["rules"] == [{"apiGroups": [""], "resources": ["services"], "verbs": ["get"],
+                             "resourceNames": ["kube-dns"]}]
+    assert one(objects, "RoleBinding", "nodewright-dns")["metadata"]["namespace"] == "kube-system"
     account = one(objects, "ServiceAccount")
     assert account["metadata"]["annotations"] == {
         "eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/NodewrightController-prod"}
@@ -63,7 +70,8 @@ def test_the_install_yaml_for_aws(capsys: pytest.CaptureFixture[str]) -> None:
     service = one(objects, "Service")
     assert service["spec"]["ports"][0]["port"] == 8080
     for obj in objects[5:]:
-        if obj["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+        if obj["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding") and (
+                obj["metadata"]["name"] != "nodewright-dns"):
             assert obj["metadata"]["namespace"] == "nodewright"
 
 
@@ -139,6 +147,13 @@ def test_rbac_is_rendered_from_the_adapters_access_table() -> None:
                       Request("update", "coordination.k8s.io", "leases", "nodewright", "other"),
                       "nodewright")
     assert not any(a.sim_only and a in permissions("aws") for a in WRITES)
+    # The kube-dns Service, by name in kube-system, with `--cloud aws` only.
+    kube_dns = request_for("get", "Service", name="kube-dns", namespace="kube-system")
+    assert allows(permissions("aws"), kube_dns, "nodewright")
+    assert not allows(permissions("sim"), kube_dns, "nodewright")
+    for elsewhere in (request_for("get", "Service", name="other", namespace="kube-system"),
+                      request_for("get", "Service", name="kube-dns", namespace="nodewright")):
+        assert not allows(permissions("aws"), elsewhere, "nodewright")
 
 
 def _plain(value: Any) -> Any:

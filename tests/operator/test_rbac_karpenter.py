@@ -18,8 +18,7 @@ from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE, NODE_LEASE_NAM
 
 # Karpenter's rules, from the AWS provider's chart v1.14.1 (aws/karpenter-provider-aws,
 # charts/karpenter/templates/clusterrole-core.yaml, clusterrole.yaml and role.yaml; Chart.yaml
-# version 1.14.1). Only the resources we could grant anything on are listed; the chart also
-# reads the kube-dns Service in kube-system.
+# version 1.14.1). Only the resources we could grant anything on are listed.
 READ = ("get", "list", "watch")
 KARPENTER_CLUSTER: dict[tuple[str, str], set[str]] = {
     ("karpenter.sh", "nodepools"): {*READ, "update", "patch"},
@@ -58,6 +57,10 @@ KARPENTER_NAMESPACE: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
         "patch": (KARPENTER_LEADER_LEASE,), "update": (KARPENTER_LEADER_LEASE,),
     },
 }
+# role.yaml, in kube-system: the kube-dns Service, by name.
+KARPENTER_KUBE_SYSTEM: dict[tuple[str, str], dict[str, tuple[str, ...]]] = {
+    ("", "services"): {"get": ("kube-dns",)},
+}
 # Karpenter writes Events with client-go's core/v1 recorder; we write the same objects
 # through events.k8s.io/v1 (one resource served by both groups), with the same verbs.
 SAME_RESOURCE = {("events.k8s.io", "events"): ("", "events")}
@@ -89,7 +92,7 @@ def grants(capsys: pytest.CaptureFixture[str], cloud: str) -> set[Grant]:
             continue
         namespace = doc["metadata"].get("namespace")
         where = "cluster" if doc["kind"] == "ClusterRole" else (
-            NODE_LEASE_NAMESPACE if namespace == NODE_LEASE_NAMESPACE else "own")
+            namespace if namespace in (NODE_LEASE_NAMESPACE, "kube-system") else "own")
         for rule in doc["rules"]:
             names = tuple(rule.get("resourceNames", ()))
             for group in rule["apiGroups"]:
@@ -110,6 +113,8 @@ def karpenter_grants(grant: Grant) -> bool:
             return False
         # No names means any; Karpenter renews only its leader Lease, we only ours.
         return not karpenter_names or names == (LEADER_ELECTION_LEASE,)
+    if where == "kube-system":
+        return names == KARPENTER_KUBE_SYSTEM.get((group, resource), {}).get(verb)
     return False  # Karpenter has no Role in kube-node-lease
 
 
@@ -139,3 +144,11 @@ def test_the_comparison_refuses_what_karpenter_does_not_grant() -> None:
     assert not karpenter_grants(("own", "coordination.k8s.io", "leases", "update", ()))
     assert not karpenter_grants(("own", "coordination.k8s.io", "leases", "delete", ()))
     assert karpenter_grants(("cluster", "events.k8s.io", "events", "create", ()))
+
+
+def test_the_kube_dns_service_is_read_by_name_with_aws_only(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    dns = ("kube-system", "", "services", "get", ("kube-dns",))
+    assert dns in grants(capsys, "aws") and karpenter_grants(dns)
+    assert not any(g[0] == "kube-system" for g in grants(capsys, "sim"))
+    assert not karpenter_grants(("kube-system", "", "services", "get", ()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
+import ipaddress
 import json
 import os
 import re
@@ -67,6 +68,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="10.100.0.0/16",
         help="cluster service CIDR (AL2023 needs it; default 10.100.0.0/16)",
     )
+    userdata.add_argument(
+        "--kube-dns-ip",
+        type=ip_address,
+        help="the kube-dns Service's cluster IP, which the controller reads at start-up: the "
+        "nodes' cluster DNS unless spec.kubelet.clusterDNS is set (an IPv6 one makes an IPv6 "
+        "cluster)",
+    )
     userdata.add_argument("--instance-type", help="fill max pods from this instance type")
     userdata.add_argument(
         "--region",
@@ -74,6 +82,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="region whose catalog gives --instance-type's max pods",
     )
     userdata.set_defaults(func=run_userdata)
+
+
+def ip_address(value: str) -> str:
+    """argparse type: an IPv4 or IPv6 address."""
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an IP address") from None
 
 
 def https_url(value: str) -> str:
@@ -228,7 +244,8 @@ def run_userdata(args: argparse.Namespace) -> int:
     try:
         node_class = _load(args.nodeclass, EC2NodeClass)
         nodepool = _load(args.nodepool, NodePool) if args.nodepool else None
-        cluster = ClusterInfo(args.cluster, args.endpoint, args.ca_bundle, args.service_cidr)
+        cluster = ClusterInfo(args.cluster, args.endpoint, args.ca_bundle, args.service_cidr,
+                              dns_ip=args.kube_dns_ip)
         bootstrap = bootstrap_for_nodepool(
             cluster, node_class, nodepool, _max_pods(args.instance_type, args.region, node_class)
         )

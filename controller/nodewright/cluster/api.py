@@ -67,6 +67,7 @@ KINDS: Mapping[str, Kind] = {
         Kind("RuntimeClass", "node.k8s.io/v1", "runtimeclasses", False, has_status=False),
         Kind("Lease", "coordination.k8s.io/v1", "leases", True, has_status=False),
         Kind("Event", "events.k8s.io/v1", "events", True, has_status=False),
+        Kind("Service", "v1", "services", True),
     )
 }
 

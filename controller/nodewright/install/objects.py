@@ -13,8 +13,13 @@ from typing import Any
 import yaml
 
 from nodewright.api.crds import generate_crds
-from nodewright.cluster.kube.access import NODE_LEASE_NAMESPACE
-from nodewright.install.rbac import cluster_rules, namespace_rules, node_lease_rules
+from nodewright.cluster.kube.access import KUBE_DNS_NAMESPACE, NODE_LEASE_NAMESPACE
+from nodewright.install.rbac import (
+    cluster_rules,
+    kube_dns_rules,
+    namespace_rules,
+    node_lease_rules,
+)
 from nodewright.install.settings import (
     APP_LABELS,
     CONTROLLER_NAME,
@@ -28,6 +33,7 @@ from nodewright.install.settings import (
 
 Manifest = dict[str, Any]
 NODE_LEASES_ROLE = "nodewright-node-leases"
+KUBE_DNS_ROLE = "nodewright-dns"
 
 
 def render(settings: InstallSettings, *, include_crds: bool = True) -> list[Manifest]:
@@ -42,6 +48,9 @@ def render(settings: InstallSettings, *, include_crds: bool = True) -> list[Mani
     ]
     if settings.cloud == "sim":
         objects += [node_lease_role(settings), node_lease_role_binding(settings)]
+    if kube_dns_rules(settings.cloud):
+        objects += [_role_in(KUBE_DNS_ROLE, KUBE_DNS_NAMESPACE, kube_dns_rules(settings.cloud)),
+                    _binding_in(KUBE_DNS_ROLE, KUBE_DNS_NAMESPACE, settings)]
     objects += [deployment(settings), pod_disruption_budget(settings), metrics_service(settings)]
     return objects
 
@@ -139,6 +148,18 @@ def node_lease_role_binding(settings: InstallSettings) -> Manifest:
                     "name": NODE_LEASES_ROLE},
         "subjects": _subjects(settings),
     }
+
+
+def _role_in(name: str, namespace: str, rules: list[dict[str, Any]]) -> Manifest:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": _meta(name, namespace), "rules": rules}
+
+
+def _binding_in(name: str, namespace: str, settings: InstallSettings) -> Manifest:
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": _meta(name, namespace),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": _subjects(settings)}
 
 
 def environment(settings: InstallSettings) -> list[dict[str, Any]]:

@@ -28,6 +28,11 @@ def node_lease_rules(cloud: Cloud) -> list[Rule]:
     return _rules(permissions(cloud), "node-leases")
 
 
+def kube_dns_rules(cloud: Cloud) -> list[Rule]:
+    """Rules for the Role in kube-system (only `--cloud aws` has any)."""
+    return _rules(permissions(cloud), "kube-dns")
+
+
 def _rules(accesses: Iterable[Access], scope: Scope) -> list[Rule]:
     merged: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = {}
     for access in accesses:

@@ -41,6 +41,7 @@ from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import FEATURE_GATES, OperatorConfig
 from nodewright.operator.driver import HealthLimits
 from nodewright.operator.endpoints import MetricsEndpoint, ProbeEndpoint
+from nodewright.operator.kube_dns import kube_dns_ip
 from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.nodeclass_cleanup import CloudGarbageCollection, NodeClassTermination
 from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
@@ -109,7 +110,8 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                                 cluster_endpoint=config.cluster_endpoint,
                                 provider_settings=ProviderSettings(
                                     config.vm_memory_overhead_percent, config.reserved_enis),
-                                isolated_vpc=config.isolated_vpc)
+                                isolated_vpc=config.isolated_vpc,
+                                kube_dns_ip=kube_dns_ip(cluster))
     return aws, [NodeClassStatus(cluster, aws, clock), CatalogRefresh(cluster, aws),
                  CapacityBlockExpiration(cluster, clock), NodeClassTermination(cluster, aws),
                  CloudGarbageCollection(cluster, aws)]

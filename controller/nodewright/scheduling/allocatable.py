@@ -42,6 +42,9 @@ AWS_NEURON_CORE = "aws.amazon.com/neuroncore"
 HABANA_GAUDI = "habana.ai/gaudi"
 AWS_EFA = "vpc.amazonaws.com/efa"
 AWS_POD_ENI = "vpc.amazonaws.com/pod-eni"
+# Secondary IPv4 addresses of the primary interface, which the VPC resource controller hands
+# to Windows pods (its webhook adds a request for one to each Windows pod).
+AWS_PRIVATE_IPV4 = "vpc.amazonaws.com/PrivateIPv4Address"
 POD_ENI_FILE = Path(__file__).parent / "data" / "pod-eni.json"
 
 # kube-reserved cpu: a share of each range of millicores (first core 6 %, second 1 %,
@@ -232,6 +235,8 @@ def capacity(facts: InstanceTypeFacts, settings: NodeSettings) -> Resources:
         AWS_EFA: (facts.efa_interfaces if settings.network_interfaces is None
                   else settings.efa_only_interfaces),
         AWS_POD_ENI: pod_eni(facts.name),
+        AWS_PRIVATE_IPV4: (max(facts.ipv4_per_interface - 1, 0)
+                           if settings.ami_family.startswith("Windows") else 0),
     }
     result.update({name: count * 1000 for name, count in extended.items() if count > 0})
     return result

@@ -13,6 +13,14 @@ OS = "kubernetes.io/os"
 HOSTNAME = "kubernetes.io/hostname"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 NODEPOOL = "karpenter.sh/nodepool"
+WINDOWS_BUILD = "node.kubernetes.io/windows-build"
+# The build of Windows Server each Windows AMI family runs (Karpenter's table): its nodes
+# carry it as node.kubernetes.io/windows-build, which its alias images require.
+WINDOWS_BUILDS = {
+    "Windows2019": "10.0.17763",
+    "Windows2022": "10.0.20348",
+    "Windows2025": "10.0.26100",
+}
 
 # Deprecated keys and their current names: a requirement on the old key is read as one on
 # the new key, as Karpenter's NormalizedLabels does (nodes carry both).
@@ -87,6 +95,8 @@ def instance_type_labels(facts: InstanceTypeFacts, region: str, ami_family: str)
         INSTANCE_ENCRYPTION_IN_TRANSIT_SUPPORTED: str(facts.encryption_in_transit).lower(),
         INSTANCE_CAPABILITY_FLEX: str("-flex" in facts.family).lower(),
     }
+    if ami_family in WINDOWS_BUILDS:
+        labels[WINDOWS_BUILD] = WINDOWS_BUILDS[ami_family]
     parts = category_and_generation(facts.name)
     if parts is not None:
         labels[INSTANCE_CATEGORY], labels[INSTANCE_GENERATION] = parts

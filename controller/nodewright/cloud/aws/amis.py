@@ -1,13 +1,15 @@
 """Resolving amiSelectorTerms to the images nodes boot.
 
-Aliases (al2023@latest, al2@v20240807, bottlerocket@1.20.1) go through the public SSM
-parameters that EKS and Bottlerocket publish for each Kubernetes version, architecture and
-variant: the standard image, and the accelerated ones (AL2023 nvidia and neuron, Bottlerocket
-nvidia, the AL2 GPU image) that carry the drivers GPU and Inferentia/Trainium instance types
-need. Each alias image is tied to the instance types its variants support (`image_for`), as
-Karpenter does. The other terms (id, name, owner, tags, ssmParameter) go through
-DescribeImages and serve every instance type of their architecture. Of all the images found,
-the newest non-deprecated one per architecture and variant wins."""
+Aliases (al2023@latest, al2@v20240807, bottlerocket@1.20.1, windows2022@latest) go through
+the public SSM parameters that EKS, Bottlerocket and Windows publish for each Kubernetes
+version, architecture and variant: the standard image, and the accelerated ones (AL2023
+nvidia and neuron, Bottlerocket nvidia, the AL2 GPU image) that carry the drivers GPU and
+Inferentia/Trainium instance types need. Each alias image is tied to the instance types its
+variants support (`image_for`), as Karpenter does; a Windows image to the types labelled
+`kubernetes.io/os: windows` with its `node.kubernetes.io/windows-build`. The other terms
+(id, name, owner, tags, ssmParameter) go through DescribeImages and serve every instance type
+of their architecture. Of all the images found, the newest non-deprecated one per
+architecture and variant wins."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 from nodewright.cloud.aws.discovery import UnmatchedTerm, tag_filters
 from nodewright.cloud.aws.errors import aws_call
 from nodewright.cloud.provider import CloudProviderError
+from nodewright.scheduling.labels import WINDOWS_BUILDS
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
@@ -27,6 +30,11 @@ if TYPE_CHECKING:
     from nodewright.api.ec2nodeclass import AMISelectorTerm
 
 ARCH_LABEL: Final = "kubernetes.io/arch"
+OS_LABEL: Final = "kubernetes.io/os"
+WINDOWS_BUILD_LABEL: Final = "node.kubernetes.io/windows-build"
+WINDOWS_YEARS: Final = ("2019", "2022", "2025")
+# Windows Server 2025 images are published from this Kubernetes minor version on.
+WINDOWS_2025_MIN_MINOR: Final = 35
 # EC2's architecture names -> kubernetes.io/arch
 ARCHITECTURES: Final[dict[str, str]] = {"x86_64": "amd64", "arm64": "arm64"}
 # Owners searched when a term names an image but no owner (as Karpenter does).
@@ -51,10 +59,18 @@ class Image:
     # (GPUs), neuron (AWS accelerators). Empty for images selected by id, name or tags, which
     # serve every instance type of their architecture.
     variants: tuple[str, ...] = ()
+    # A Windows alias image: the build it runs, which the instance type's
+    # node.kubernetes.io/windows-build label must name (and kubernetes.io/os be windows).
+    windows_build: str | None = None
 
     def supports(self, labels: Mapping[str, str]) -> bool:
         """Whether an instance type with these labels may boot this image."""
         if labels.get(ARCH_LABEL) != self.architecture:
+            return False
+        if self.windows_build is not None and (
+            labels.get(OS_LABEL) != "windows"
+            or labels.get(WINDOWS_BUILD_LABEL) != self.windows_build
+        ):
             return False
         if not self.variants:
             return True
@@ -101,10 +117,31 @@ class AliasParameter:
     name: str
     architecture: str
     variants: tuple[str, ...]
+    windows_build: str | None = None
 
 
 class AliasError(ValueError):
     pass
+
+
+def _minor(kubernetes_version: str) -> int | None:
+    parts = kubernetes_version.split(".")
+    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+
+
+def _windows_parameters(year: str, version: str, k8s: str) -> list[AliasParameter]:
+    """The one Windows parameter: EKS publishes only the latest Core image per Kubernetes
+    version (x86_64), so a Windows alias can only be `@latest`."""
+    if version != "latest":
+        raise AliasError(f"alias windows{year}@{version}: windows families may only specify "
+                         "version 'latest'")
+    minor = _minor(k8s)
+    if year == "2025" and minor is not None and minor < WINDOWS_2025_MIN_MINOR:
+        raise AliasError(f"alias windows2025@latest: Windows Server 2025 requires EKS version "
+                         f"1.{WINDOWS_2025_MIN_MINOR} or higher, current version: {k8s}")
+    name = (f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-"
+            f"EKS_Optimized-{k8s}/image_id")
+    return [AliasParameter(name, "amd64", (), WINDOWS_BUILDS[f"Windows{year}"])]
 
 
 def alias_parameter_list(alias: str, kubernetes_version: str) -> list[AliasParameter]:
@@ -153,9 +190,12 @@ def alias_parameter_list(alias: str, kubernetes_version: str) -> list[AliasParam
             AliasParameter(bottlerocket("-nvidia", "x86_64"), "amd64", (NVIDIA,)),
             AliasParameter(bottlerocket("-nvidia", "arm64"), "arm64", (NVIDIA,)),
         ]
+    year = family.removeprefix("windows")
+    if family.startswith("windows") and year in WINDOWS_YEARS:
+        return _windows_parameters(year, version, k8s)
     raise AliasError(
-        f"alias {alias!r}: family {family!r} has no Linux SSM parameters here "
-        "(supported: al2023, al2, bottlerocket)"
+        f"alias {alias!r}: family {family!r} has no SSM parameters "
+        "(supported: al2023, al2, bottlerocket, windows2019, windows2022, windows2025)"
     )
 
 
@@ -201,9 +241,9 @@ def _describe(ec2: EC2Client, resource: str, now: datetime, **request: Any) -> l
 def newest_per_architecture(images: Sequence[Image]) -> list[Image]:
     """One image per architecture and variants: non-deprecated beats deprecated; then the
     newest creation date; then the id."""
-    best: dict[tuple[str, tuple[str, ...]], Image] = {}
+    best: dict[tuple[str, tuple[str, ...], str], Image] = {}
     for image in images:
-        key = (image.architecture, image.variants)
+        key = (image.architecture, image.variants, image.windows_build or "")
         current = best.get(key)
         rank = (not image.deprecated, image.creation_date, image.id)
         if current is None or rank > (not current.deprecated, current.creation_date, current.id):
@@ -226,16 +266,20 @@ def resolve_amis(
         images: list[Image] = []
         if term.alias:
             variants: dict[str, tuple[str, ...]] = {}
+            builds: dict[str, str] = {}
             for parameter in alias_parameter_list(term.alias, kubernetes_version):
                 image_id = _parameter(ssm, parameter.name, f"{where} alias {term.alias}")
                 if image_id:
                     variants[image_id] = (*variants.get(image_id, ()), *parameter.variants)
+                    if parameter.windows_build is not None:
+                        builds[image_id] = parameter.windows_build
             if variants:
                 described = _describe(
                     ec2, f"{where} alias {term.alias}", now, ImageIds=sorted(variants)
                 )
                 images = [
-                    replace(image, variants=tuple(sorted(set(variants[image.id]))))
+                    replace(image, variants=tuple(sorted(set(variants[image.id]))),
+                            windows_build=builds.get(image.id))
                     for image in described
                 ]
         elif term.ssm_parameter:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 NAME_PREFIX: Final = "nodewright"
 DEFAULT_ROOT_VOLUME_GIB: Final = 20
+WINDOWS_ROOT_VOLUME_GIB: Final = 50
 GIB: Final = 1024**3
 
 
@@ -43,8 +44,11 @@ class LaunchConfig:
     block_device_mappings: tuple[Mapping[str, Any], ...]
     detailed_monitoring: bool = False
     associate_public_ip_address: bool | None = None
-    # IPv4 prefixes (/28) for the primary interface (the VPC CNI's prefix delegation).
+    # Prefixes for the primary interface (the VPC CNI's prefix delegation): IPv4 /28s, or
+    # IPv6 /80s in an IPv6 cluster.
     ip_prefix_count: int | None = None
+    # An IPv6 cluster: interfaces get a primary IPv6 address (Karpenter's launch templates).
+    ipv6: bool = False
     # ConnectionTrackingSpecification of the primary interface (EC2's names).
     connection_tracking: Mapping[str, int] = field(default_factory=dict)
     nested_virtualization: str | None = None
@@ -106,11 +110,11 @@ class LaunchConfig:
             data["CpuOptions"] = {"NestedVirtualization": self.nested_virtualization}
         if (self.associate_public_ip_address is None and self.ip_prefix_count is None
                 and not self.connection_tracking and not self.efa_count
-                and not self.network_interfaces):
+                and not self.network_interfaces and not self.ipv6):
             data["SecurityGroupIds"] = list(self.security_group_ids)
         else:
-            # A public-IP choice, prefixes, tracking timeouts and EFA can only be given on
-            # explicit network interfaces, and then the security groups move onto them too.
+            # A public-IP choice, prefixes, tracking timeouts, EFA and IPv6 can only be given
+            # on explicit network interfaces, and then the security groups move onto them too.
             data["NetworkInterfaces"] = self._interfaces()
         return data
 
@@ -123,7 +127,11 @@ class LaunchConfig:
             if self.associate_public_ip_address is not None:
                 built["AssociatePublicIpAddress"] = self.associate_public_ip_address
             if self.ip_prefix_count is not None:
-                built["Ipv4PrefixCount"] = self.ip_prefix_count
+                prefixes = "Ipv6PrefixCount" if self.ipv6 else "Ipv4PrefixCount"
+                built[prefixes] = self.ip_prefix_count
+            if self.ipv6:
+                built["PrimaryIpv6"] = True
+                built["Ipv6AddressCount"] = 1
             if self.connection_tracking:
                 built["ConnectionTrackingSpecification"] = dict(self.connection_tracking)
             return built
@@ -167,9 +175,9 @@ def _gib(quantity: str) -> int:
 
 
 def default_block_devices(ami_family: str) -> list[dict[str, Any]]:
-    """A 20Gi gp3 root volume; Bottlerocket also has a small OS volume before its data one.
-    The Custom family has none: as Karpenter does, the AMI's own mappings apply unless the
-    EC2NodeClass lists some."""
+    """A 20Gi gp3 root volume (Windows: 50Gi on /dev/sda1); Bottlerocket also has a small OS
+    volume before its data one. The Custom family has none: as Karpenter does, the AMI's own
+    mappings apply unless the EC2NodeClass lists some."""
 
     def volume(device: str, size_gib: int) -> dict[str, Any]:
         return {
@@ -186,6 +194,8 @@ def default_block_devices(ami_family: str) -> list[dict[str, Any]]:
         return []
     if ami_family == "Bottlerocket":
         return [volume("/dev/xvda", 4), volume("/dev/xvdb", DEFAULT_ROOT_VOLUME_GIB)]
+    if ami_family.startswith("Windows"):
+        return [volume("/dev/sda1", WINDOWS_ROOT_VOLUME_GIB)]
     return [volume("/dev/xvda", DEFAULT_ROOT_VOLUME_GIB)]
 
 

@@ -17,7 +17,14 @@ from nodewright.api.ec2nodeclass import (
 from nodewright.api.kubelet import kubelet_problems
 from nodewright.api.problems import format_path
 from nodewright.cloud.aws import capacity_reservations, placement_groups
-from nodewright.cloud.aws.amis import AliasError, Image, resolve_amis, variant_requirements
+from nodewright.cloud.aws.amis import (
+    OS_LABEL,
+    WINDOWS_BUILD_LABEL,
+    AliasError,
+    Image,
+    resolve_amis,
+    variant_requirements,
+)
 from nodewright.cloud.aws.capacity_reservations import Reservation
 from nodewright.cloud.aws.discovery import (
     SecurityGroup,
@@ -135,6 +142,7 @@ class Resolution:
                             NodeSelectorRequirement(key=key, operator=operator)
                             for key, operator in variant_requirements(variant)
                         ),
+                        *_windows_requirements(image),
                     ],
                 )
                 for image in self.images
@@ -143,6 +151,18 @@ class Resolution:
             instance_profile=self.instance_profile,
             conditions=self.conditions(now),
         )
+
+
+def _windows_requirements(image: Image) -> list[NodeSelectorRequirement]:
+    """A Windows alias image runs on Windows nodes of its build (Karpenter's AMI
+    requirements for the Windows families)."""
+    if image.windows_build is None:
+        return []
+    return [
+        NodeSelectorRequirement(key=OS_LABEL, operator="In", values=["windows"]),
+        NodeSelectorRequirement(key=WINDOWS_BUILD_LABEL, operator="In",
+                                values=[image.windows_build]),
+    ]
 
 
 def _missing(unmatched: Sequence[UnmatchedTerm], prefix: str) -> str:

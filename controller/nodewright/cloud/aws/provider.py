@@ -100,6 +100,9 @@ class AwsCloudProvider:
     prices: PriceSource | None = None
     provider_settings: ProviderSettings = field(default_factory=ProviderSettings)
     isolated_vpc: bool = False
+    # The kube-dns Service's cluster IP, which the operator reads at start-up as Karpenter
+    # does: the nodes' default cluster DNS, and whether the cluster is IPv6.
+    kube_dns_ip: str | None = None
     name: str = "aws"
     # Its calls are safe from any thread: a launch (CreateFleet, seconds) runs outside the
     # state lock, so interruption, termination and registration never wait on it.
@@ -138,7 +141,8 @@ class AwsCloudProvider:
     def cluster(self) -> EksCluster:
         cached = self._cluster.get(self.cluster_name)
         if cached is None:
-            cached = describe_cluster(self.clients.eks, self.cluster_name)
+            cached = describe_cluster(self.clients.eks, self.cluster_name).with_kube_dns(
+                self.kube_dns_ip)
             self._cluster.put(self.cluster_name, cached)
         return cached
 
@@ -431,6 +435,7 @@ class AwsCloudProvider:
                     detailed_monitoring=bool(spec.detailed_monitoring),
                     associate_public_ip_address=spec.associate_public_ip_address,
                     ip_prefix_count=spec.ip_prefix_count,
+                    ipv6=self.cluster().info.ipv6,
                     efa_count=efa_count,
                     network_interfaces=tuple(
                         (i.network_card_index, i.device_index, i.interface_type)

@@ -20,10 +20,14 @@ from typing import Literal
 from nodewright.cluster.api import kind_of
 
 Cloud = Literal["aws", "sim"]
-Scope = Literal["cluster", "own-namespace", "node-leases"]
+Scope = Literal["cluster", "own-namespace", "node-leases", "kube-dns"]
 
 LEADER_ELECTION_LEASE = "nodewright-leader-election"
 NODE_LEASE_NAMESPACE = "kube-node-lease"
+# The cluster DNS Service, read once at start-up with `--cloud aws` (Karpenter's chart grants
+# the same in kube-system): its cluster IP is the nodes' DNS and tells an IPv6 cluster.
+KUBE_DNS_NAMESPACE = "kube-system"
+KUBE_DNS_SERVICE = "kube-dns"
 
 # Informers run for these kinds; `get` and `list` of them never reach the API server.
 WATCHED_KINDS: tuple[str, ...] = (
@@ -77,6 +81,8 @@ class Access:
     names: tuple[str, ...] = ()
     # Only the simulated cloud's node keeper (`--cloud sim`) needs it.
     sim_only: bool = False
+    # Only the AWS provider (`--cloud aws`) needs it.
+    aws_only: bool = False
 
 
 def _reads() -> tuple[Access, ...]:
@@ -111,12 +117,15 @@ WRITES: tuple[Access, ...] = (
     Access("", "pods/status", ("update", "patch"), sim_only=True),
     Access("coordination.k8s.io", "leases", ("get", "create", "update"), "node-leases",
            sim_only=True),
+    # Not a write: a single read by name, outside the informers.
+    Access("", "services", ("get",), "kube-dns", (KUBE_DNS_SERVICE,), aws_only=True),
 )
 
 
 def permissions(cloud: Cloud) -> tuple[Access, ...]:
     """Everything the operator may do with this cloud, reads first."""
-    return _reads() + tuple(a for a in WRITES if cloud == "sim" or not a.sim_only)
+    return _reads() + tuple(a for a in WRITES if (cloud == "sim" or not a.sim_only)
+                            and (cloud == "aws" or not a.aws_only))
 
 
 @dataclass(frozen=True)
@@ -164,6 +173,8 @@ def allows(rules: Iterable[Access], request: Request, own_namespace: str) -> boo
         if rule.scope == "own-namespace" and request.namespace != own_namespace:
             continue
         if rule.scope == "node-leases" and request.namespace != NODE_LEASE_NAMESPACE:
+            continue
+        if rule.scope == "kube-dns" and request.namespace != KUBE_DNS_NAMESPACE:
             continue
         if rule.names and request.name not in rule.names:
             continue

@@ -1,9 +1,9 @@
 """User data per AMI family: AL2023 (nodeadm), AL2 (bootstrap.sh), Bottlerocket (TOML),
-Custom (the user's, unchanged)."""
+Windows (PowerShell, Start-EKSBootstrap.ps1), Custom (the user's, unchanged)."""
 
 from __future__ import annotations
 
-from nodewright.cloud.aws.userdata import al2, al2023, bottlerocket
+from nodewright.cloud.aws.userdata import al2, al2023, bottlerocket, windows
 from nodewright.cloud.aws.userdata.bootstrap import (
     ClusterInfo,
     KubeletSettings,
@@ -23,11 +23,13 @@ def render_user_data(ami_family: str, bootstrap: NodeBootstrap) -> str:
         return al2.render(bootstrap)
     if ami_family == "Bottlerocket":
         return bottlerocket.render(bootstrap)
+    if ami_family.startswith("Windows"):
+        return windows.render(bootstrap)
     if ami_family == "Custom":
         return bootstrap.custom_user_data or ""
     raise UnsupportedFamilyError(
         f"spec.amiFamily: {ami_family} user data is not supported "
-        "(supported: AL2023, AL2, Bottlerocket, Custom)"
+        "(supported: AL2023, AL2, Bottlerocket, Windows2019, Windows2022, Windows2025, Custom)"
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 
 from nodewright.cloud.aws.userdata import mime
-from nodewright.cloud.aws.userdata.bootstrap import NodeBootstrap
+from nodewright.cloud.aws.userdata.bootstrap import NodeBootstrap, is_ipv6
 
 
 def _pairs(values: dict[str, str], separator: str = "=") -> str:
@@ -54,6 +54,9 @@ def script(bootstrap: NodeBootstrap) -> str:
         f" --apiserver-endpoint {shlex.quote(cluster.endpoint)}"
         f" --b64-cluster-ca {shlex.quote(cluster.ca_bundle)} \\",
     ]
+    if bootstrap.cluster_dns and is_ipv6(bootstrap.cluster_dns[0]):
+        # Karpenter's test of an IPv6 cluster: its cluster DNS address is an IPv6 one.
+        lines.append("--ip-family ipv6 \\")
     if bootstrap.cluster_dns:
         lines.append(f"--dns-cluster-ip {shlex.quote(bootstrap.cluster_dns[0])} \\")
     # As Karpenter does: only a fixed kubelet.maxPods turns off bootstrap.sh's own max pods

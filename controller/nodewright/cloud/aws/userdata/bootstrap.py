@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -85,6 +86,22 @@ class ClusterInfo:
     endpoint: str
     ca_bundle: str  # base64 PEM, as EKS DescribeCluster returns it
     service_cidr: str = "10.100.0.0/16"  # what EKS uses unless told otherwise
+    # The cluster DNS address nodes use unless spec.kubelet.clusterDNS says otherwise: the
+    # kube-dns Service's cluster IP, as Karpenter discovers it (None: the bootstrap
+    # script's own default, derived from the service CIDR).
+    dns_ip: str | None = None
+
+    @property
+    def ipv6(self) -> bool:
+        """An IPv6 cluster, as Karpenter tells it: its DNS address is an IPv6 one."""
+        return self.dns_ip is not None and is_ipv6(self.dns_ip)
+
+
+def is_ipv6(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).version == 6
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -134,7 +151,8 @@ class NodeBootstrap:
             labels=dict(sorted(labels.items())),
             taints=tuple(node_taints),
             kubelet=settings,
-            cluster_dns=tuple(parsed.cluster_dns or ()),
+            # As Karpenter does: the discovered kube-dns address unless the user set one.
+            cluster_dns=tuple(parsed.cluster_dns or ((cluster.dns_ip,) if cluster.dns_ip else ())),
             custom_user_data=custom_user_data,
             instance_store_policy=instance_store_policy,
             bottlerocket_version=bottlerocket_version,

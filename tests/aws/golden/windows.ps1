@@ -1,0 +1,5 @@
+<powershell>
+Write-Host 'custom setup'
+[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\Amazon\EKS\Start-EKSBootstrap.ps1"
+& $EKSBootstrapScriptFile -EKSClusterName 'demo' -APIServerEndpoint 'https://ABCDEF.gr7.us-west-2.eks.amazonaws.com' -Base64ClusterCA 'LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMK' -KubeletExtraArgs '--node-labels="karpenter.sh/capacity-type=spot,karpenter.sh/nodepool=payments,team=payments,tier=backend" --register-with-taints="dedicated=payments:NoSchedule,example.com/agent-not-ready:NoExecute,karpenter.sh/unregistered:NoExecute" --max-pods=42 --system-reserved="cpu=100m,memory=100Mi" --kube-reserved="cpu=200m,ephemeral-storage=1Gi,memory=1Gi" --eviction-hard="memory.available<5%,nodefs.available<10%" --eviction-soft="memory.available<10%" --eviction-soft-grace-period="memory.available=1m0s" --image-gc-high-threshold=85 --image-gc-low-threshold=80' -DNSClusterIP '172.20.0.10'
+</powershell>
