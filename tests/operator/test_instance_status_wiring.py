@@ -40,7 +40,8 @@ def checks_of(cloud: Any) -> InstanceStatusChecks | None:
 def test_the_aws_controller_process_polls_ec2_instance_statuses_without_a_queue() -> None:
     config = OperatorConfig(cluster_name="prod", region="us-west-2")
     cloud: Any
-    cloud, _ = build_cloud(config, cluster=None, clock=LoopClock())  # type: ignore[arg-type]
+    cloud, _ = build_cloud(config, cluster=InMemoryCluster(VirtualClock()),  # type: ignore[arg-type]
+                           clock=LoopClock())
 
     checks = checks_of(cloud)
 
