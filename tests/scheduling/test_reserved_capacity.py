@@ -167,3 +167,15 @@ def test_a_nodeclaim_pinned_to_another_zone_does_not_count_against_the_reservati
 
     assert by_reservation(result) == {"cr-1": 1, None: 2}
     assert sorted(z or "" for z in _zones(result)).count("zone-b") == 2
+
+
+def test_a_pod_that_selects_a_reservation_by_id_is_planned_into_it() -> None:
+    catalog = [reserved(PLAIN, ("cr-1", 1), ("cr-2", 1))]
+    chosen = pod("job-0", cpu="3", memory="1Gi", nodeSelector={RESERVATION_ID: "cr-2"})
+
+    result = run([chosen, *whole_nodes(1, "other")], [nodepool(catalog=catalog)])
+
+    assert result.unschedulable == ()
+    assert by_reservation(result) == {"cr-1": 1, "cr-2": 1}
+    (claim,) = [c for c in result.nodeclaims if "default/job-0" in c.pods]
+    assert claim.requirements[RESERVATION_ID].values == {"cr-2"}

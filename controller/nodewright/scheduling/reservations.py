@@ -15,20 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Final
 
 from nodewright.scheduling.catalog import RESERVED, InstanceType, Offering
 from nodewright.scheduling.nodepools import NodePoolTemplate, min_values_problem
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
+    LABEL_RESERVATION_ID,
     LABEL_ZONE,
     LABEL_ZONE_ID,
     Requirement,
     Requirements,
 )
 from nodewright.scheduling.targets import PlannedNodeClaim
-
-LABEL_RESERVATION_ID: Final = "karpenter.k8s.aws/capacity-reservation-id"
 
 _CACHED_COUNTS = 64
 # Instances left per reservation, by catalog (the catalog is kept in the value so that its
