@@ -179,3 +179,27 @@ def test_a_pod_that_selects_a_reservation_by_id_is_planned_into_it() -> None:
     assert by_reservation(result) == {"cr-1": 1, "cr-2": 1}
     (claim,) = [c for c in result.nodeclaims if "default/job-0" in c.pods]
     assert claim.requirements[RESERVATION_ID].values == {"cr-2"}
+
+
+def test_the_plan_says_which_nodeclaims_use_a_reservation_and_which_find_it_taken() -> None:
+    result = run(whole_nodes(2), [nodepool(catalog=[reserved(PLAIN, ("cr-1", 1))])])
+
+    notes = sorted(c.why.rsplit("; ", 1)[-1] for c in result.nodeclaims)
+    assert notes == ["capacity reservation(s) cr-1 taken by earlier NodeClaims",
+                     "launches into capacity reservation cr-1"]
+
+
+def test_a_nodeclaim_whose_min_values_a_reservation_cannot_meet_launches_outside_it() -> None:
+    other = instance_type("n.1", 4, 16, 0.30, capacity_types=("on-demand", "spot"))
+    two_types = Requirement("node.kubernetes.io/instance-type", True, frozenset(),
+                            min_values=2)
+    pool = nodepool(catalog=[reserved(PLAIN, ("cr-1", 1)), other], requirements=[two_types])
+
+    result = run(whole_nodes(1), [pool])
+
+    (claim,) = result.nodeclaims
+    assert claim.capacity_type == "spot"
+    assert [name for name, _ in claim.instance_types] == ["m.1", "n.1"]
+    assert claim.requirements[RESERVATION_ID] == Requirement(
+        RESERVATION_ID, True, frozenset({"cr-1"}))
+    assert claim.why.endswith("its minValues cannot be met inside a capacity reservation")

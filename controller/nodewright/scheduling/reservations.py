@@ -149,7 +149,8 @@ def _count(
         kept = _priced(types, reserved)
         if min_values_problem([it for _, it in kept], reserved) is None:
             counts[best.reservation_id] -= 1
-            return _planned(claim, kept, reserved)
+            return _planned(claim, kept, reserved,
+                            f"launches into capacity reservation {best.reservation_id}")
         # Its minValues cannot be met inside the reservation: it launches outside all of them.
         requirements = _with(requirements, Requirement(LABEL_RESERVATION_ID, True,
                                                        frozenset(compatible)))
@@ -158,7 +159,11 @@ def _count(
             return None
     if not exhausted and requirements is claim.requirements:
         return claim
-    return _planned(claim, priced, requirements)
+    if exhausted:
+        note = f"capacity reservation(s) {', '.join(exhausted)} taken by earlier NodeClaims"
+    else:
+        note = "its minValues cannot be met inside a capacity reservation"
+    return _planned(claim, priced, requirements, note)
 
 
 def _with(requirements: Requirements, requirement: Requirement) -> Requirements:
@@ -188,7 +193,7 @@ def _single_value(requirement: Requirement | None) -> bool:
 
 def _planned(
     claim: PlannedNodeClaim, priced: Sequence[tuple[float, InstanceType]],
-    requirements: Requirements,
+    requirements: Requirements, note: str,
 ) -> PlannedNodeClaim:
     """The claim re-priced under narrowed requirements (as `targets.finish_claim` prices)."""
     best = _cheapest(allowed_offerings(priced[0][1], requirements))
@@ -202,4 +207,5 @@ def _planned(
         price=best.price,
         requirements=requirements,
         price_estimated=best.price_estimated,
+        why=f"{claim.why}; {note}" if claim.why else note,
     )
