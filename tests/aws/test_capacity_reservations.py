@@ -241,3 +241,40 @@ def _template_data(clients: AwsClients, request: dict[str, Any]) -> dict[str, An
     versions = clients.ec2.describe_launch_template_versions(LaunchTemplateName=name)
     data: dict[str, Any] = versions["LaunchTemplateVersions"][0]["LaunchTemplateData"]
     return data
+
+
+def test_a_planned_nodeclaim_launches_into_its_reservation_and_the_overflow_stays_out(
+    provider: AwsCloudProvider, fake: FakeCapacityReservations, recorder: CallRecorder,
+) -> None:
+    # What the scheduler writes (nodewright.scheduling.reservations): a NodeClaim holding
+    # an instance of cr-2 is restricted to it; one planned after the reservations were
+    # counted out is kept out of them, though EC2 still has room in both.
+    fake.add(FakeReservation("cr-1", "m5.large", ZONE, available=3, tags={"team": "ml"}))
+    fake.add(FakeReservation("cr-2", "c5.large", ZONE, available=2, tags={"team": "ml"}))
+    reserving = node_class(capacityReservationSelectorTerms=TERMS)
+    catalog = provider.get_instance_types(reserving)
+    left = {o.reservation_id: o.reservation_capacity
+            for it in catalog for o in it.offerings if o.reservation_id}
+    assert left == {"cr-1": 3, "cr-2": 2}
+    types = {"key": "node.kubernetes.io/instance-type", "operator": "In",
+             "values": ["m5.large", "c5.large"]}
+
+    into_cr2 = provider.create(make_nodeclaim(name="default-aaaaa", uid="uid-a", requirements=[
+        types,
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]},
+        {"key": "karpenter.k8s.aws/capacity-reservation-id", "operator": "In",
+         "values": ["cr-2"]},
+    ]), reserving)
+    outside = provider.create(make_nodeclaim(name="default-bbbbb", uid="uid-b", requirements=[
+        types,
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ANY_CAPACITY},
+        {"key": "karpenter.k8s.aws/capacity-reservation-id", "operator": "NotIn",
+         "values": ["cr-1", "cr-2"]},
+    ]), reserving)
+
+    assert (into_cr2.capacity_type, into_cr2.instance_type) == ("reserved", "c5.large")
+    assert into_cr2.labels["karpenter.k8s.aws/capacity-reservation-id"] == "cr-2"
+    assert outside.capacity_type == "spot"
+    assert "karpenter.k8s.aws/capacity-reservation-id" not in outside.labels
+    assert [c["TargetCapacitySpecification"]["DefaultTargetCapacityType"]
+            for c in recorder.calls_of("ec2:CreateFleet")] == ["on-demand", "spot"]

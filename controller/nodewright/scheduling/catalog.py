@@ -27,6 +27,7 @@ from nodewright.scheduling.pricing import (
 
 ON_DEMAND = "on-demand"
 SPOT = "spot"
+RESERVED = "reserved"
 CAPACITY_TYPES = (ON_DEMAND, SPOT)
 
 UnavailableOfferings = Callable[[str, str, str], bool] | Collection[tuple[str, str, str]]
@@ -46,9 +47,11 @@ class Offering:
     # A NodeOverlay set or adjusted the price.
     price_overlaid: bool = False
     # A `reserved` offering: the capacity reservation it launches into, and its type
-    # (default or capacity-block).
+    # (default or capacity-block), and how many instances it has left (what a plan may
+    # launch into it).
     reservation_id: str | None = None
     reservation_type: str | None = None
+    reservation_capacity: int = 0
 
 
 @dataclass(frozen=True, slots=True)

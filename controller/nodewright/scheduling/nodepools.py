@@ -15,6 +15,7 @@ from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
     LABEL_HOSTNAME,
     LABEL_NODEPOOL,
+    LABEL_RESERVATION_ID,
     LABEL_ZONE,
     LABEL_ZONE_ID,
     Requirement,
@@ -24,7 +25,8 @@ from nodewright.scheduling.requirements import (
 
 # Keys an instance type answers through its offerings, not its labels.
 OFFERING_KEYS = (LABEL_ZONE, LABEL_CAPACITY_TYPE, LABEL_ZONE_ID)
-_NOT_FROM_INSTANCE_TYPE = frozenset((*OFFERING_KEYS, LABEL_HOSTNAME, LABEL_NODEPOOL))
+_NOT_FROM_INSTANCE_TYPE = frozenset((*OFFERING_KEYS, LABEL_HOSTNAME, LABEL_NODEPOOL,
+                                     LABEL_RESERVATION_ID))
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,7 @@ def cheapest_price(instance_type: InstanceType, requirements: Requirements) -> f
     zone = requirements.get(LABEL_ZONE)
     capacity_type = requirements.get(LABEL_CAPACITY_TYPE)
     zone_id = requirements.get(LABEL_ZONE_ID)
+    reservation = requirements.get(LABEL_RESERVATION_ID)
     best: float | None = None
     for offering in instance_type.offerings:
         if not offering.available:
@@ -122,6 +125,8 @@ def cheapest_price(instance_type: InstanceType, requirements: Requirements) -> f
         if capacity_type is not None and not capacity_type.has(offering.capacity_type):
             continue
         if zone_id is not None and not zone_id.matches_label(offering.zone_id):
+            continue
+        if reservation is not None and not reservation.matches_label(offering.reservation_id):
             continue
         if best is None or offering.price < best:
             best = offering.price
@@ -135,6 +140,7 @@ def cheapest_offering_of(
     zone = requirements.get(LABEL_ZONE)
     capacity_type = requirements.get(LABEL_CAPACITY_TYPE)
     zone_id = requirements.get(LABEL_ZONE_ID)
+    reservation = requirements.get(LABEL_RESERVATION_ID)
     options = [
         (offering.price, offering.capacity_type, offering.zone)
         for offering in instance_type.offerings
@@ -142,6 +148,7 @@ def cheapest_offering_of(
         and (zone is None or zone.has(offering.zone))
         and (capacity_type is None or capacity_type.has(offering.capacity_type))
         and (zone_id is None or zone_id.matches_label(offering.zone_id))
+        and (reservation is None or reservation.matches_label(offering.reservation_id))
     ]
     return min(options) if options else None
 

@@ -24,6 +24,8 @@ LABEL_OS = labels.OS
 LABEL_HOSTNAME = labels.HOSTNAME
 LABEL_CAPACITY_TYPE = labels.CAPACITY_TYPE
 LABEL_NODEPOOL = labels.NODEPOOL
+# A `reserved` offering's capacity reservation (an offering's label, like the zone).
+LABEL_RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
 AWS_LABEL_PREFIX = "karpenter.k8s.aws/instance-"
 
 # Keys whose value the cloud provider decides (from the instance type and offering).
@@ -40,6 +42,7 @@ WELL_KNOWN_LABELS: frozenset[str] = frozenset(
         LABEL_HOSTNAME,
         LABEL_CAPACITY_TYPE,
         LABEL_NODEPOOL,
+        LABEL_RESERVATION_ID,
         "node.kubernetes.io/windows-build",
     }
 )

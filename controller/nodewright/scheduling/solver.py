@@ -52,6 +52,7 @@ from nodewright.scheduling.requirements import (
     Requirement,
     Requirements,
 )
+from nodewright.scheduling.reservations import assign_reservations
 from nodewright.scheduling.targets import (
     LIMIT_NODES,
     Candidate,
@@ -154,16 +155,29 @@ def solve(problem: SchedulingProblem, prepared: PreparedNodes | None = None,
     due = None if deadline is None else time.monotonic() + deadline
     setup = _Setup(problem, prepared)
     solver = _Solver(problem, setup=setup, due=due)
-    result = solver.run(balanced=True)
+    result = _with_reservations(solver.run(balanced=True), problem)
     if solver.all_free and len(problem.pods) > 1:
         for balanced in (True, False):
             if due is not None and time.monotonic() >= due:
                 break
             greedy = _Solver(problem, pack_free=False, setup=setup, due=due,
                              cutoff=result.hourly_cost).run(balanced=balanced)
+            greedy = _with_reservations(greedy, problem)
             if greedy.hourly_cost < result.hourly_cost - 1e-9:
                 result = greedy
     return result
+
+
+def _with_reservations(result: SchedulingResult, problem: SchedulingProblem
+                       ) -> SchedulingResult:
+    """The plan with capacity reservations counted (`reservations`); the same plan when
+    no reservation takes part."""
+    claims, failed = assign_reservations(result.nodeclaims, problem.nodepools)
+    if not failed and len(claims) == len(result.nodeclaims) and all(
+            a is b for a, b in zip(claims, result.nodeclaims, strict=True)):
+        return result
+    unschedulable = tuple(sorted((*result.unschedulable, *failed)))
+    return replace(result, nodeclaims=tuple(claims), unschedulable=unschedulable)
 
 
 def _tail_problem(claim: PlannedNodeClaim, pool: PoolState, problem: SchedulingProblem,
