@@ -13,9 +13,11 @@ import pytest
 from moto import mock_aws
 
 from nodewright.cloud.aws.clients import AwsClients
+from tests.aws import process_cache
 from tests.aws.world import FakeClock
 
 REGION = "us-west-2"
+process_cache.install()
 
 
 @pytest.fixture(autouse=True)
