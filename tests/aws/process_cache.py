@@ -47,7 +47,7 @@ def _shared_loader(search_path_string: str | None = None) -> botocore.loaders.Lo
     global _loader
     if _loader is None:
         _loader = botocore.loaders.create_loader(search_path_string)
-        _loader._search_paths = _SearchPaths(_loader.search_paths)
+        _loader._search_paths = _SearchPaths(_loader.search_paths)  # type: ignore[attr-defined]
     return _loader
 
 
@@ -77,7 +77,7 @@ def _keep(http_response: AWSResponse, parsed: dict[str, Any], context: dict[str,
 
 def install() -> None:
     """For every botocore session made from now on, by the tests or by the code under test."""
-    botocore.session.create_loader = _shared_loader  # type: ignore[assignment]
+    botocore.session.create_loader = _shared_loader
     for operation in STATIC_READS:
         for spec in ((f"before-call.ec2.{operation}", _answer, REGISTER_LAST),
                      (f"after-call.ec2.{operation}", _keep)):
