@@ -7,6 +7,9 @@ process (its queued work and in-memory state are lost) and starts a fresh one ag
 the same cluster and cloud. Manifests are applied from YAML text, files, directories or
 dicts; `advance`, `run_until` and `settle` move virtual time; the query helpers read the
 cluster as a test would with kubectl.
+
+`NODE_CLASS` and `node_pool` are the manifests the stories share: one EC2NodeClass named
+default, and NodePools on it that differ only in what a story is about.
 """
 
 from __future__ import annotations
@@ -26,6 +29,67 @@ from nodewright.controllers.wiring import ControllerOptions, Controllers, build_
 from nodewright.runtime.clock import VirtualClock
 
 Source = str | Path | Mapping[str, Any] | Sequence[Mapping[str, Any]]
+
+NODE_CLASS = """
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+"""
+
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+INSTANCE_FAMILY = "karpenter.k8s.aws/instance-family"
+CAPACITY_TYPE = "karpenter.sh/capacity-type"
+
+
+def node_pool(
+    name: str = "default",
+    *,
+    types: Sequence[str] = (),
+    families: Sequence[str] = (),
+    requirements: Sequence[Mapping[str, Any]] = (),
+    capacity_types: Sequence[str] = ("on-demand",),
+    labels: Mapping[str, str] | None = None,
+    weight: int | None = None,
+    limits: Mapping[str, str] | None = None,
+    disruption: Mapping[str, Any] | None = None,
+    **template_spec: Any,
+) -> dict[str, Any]:
+    """A NodePool on the EC2NodeClass `default` (`NODE_CLASS`, or the workshop's).
+
+    Its requirements, in this order: instance types In `types`, families In `families`,
+    `requirements` as given, capacity types In `capacity_types` (empty: no such
+    requirement). `labels` are the template's, `template_spec` further fields of the
+    template's spec as the API spells them (terminationGracePeriod=, startupTaints=, ...).
+    """
+    listed: list[dict[str, Any]] = []
+    for key, values in ((INSTANCE_TYPE, types), (INSTANCE_FAMILY, families)):
+        if values:
+            listed.append({"key": key, "operator": "In", "values": list(values)})
+    listed.extend(dict(requirement) for requirement in requirements)
+    if capacity_types:
+        listed.append({"key": CAPACITY_TYPE, "operator": "In", "values": list(capacity_types)})
+    template: dict[str, Any] = {"spec": {
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                         "name": "default"},
+        **template_spec,
+        "requirements": listed,
+    }}
+    if labels is not None:
+        template["metadata"] = {"labels": dict(labels)}
+    spec: dict[str, Any] = {"template": template}
+    if weight is not None:
+        spec["weight"] = weight
+    if limits is not None:
+        spec["limits"] = dict(limits)
+    if disruption is not None:
+        spec["disruption"] = dict(disruption)
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
+            "spec": spec}
 QUIET_SECONDS = 60.0
 _STEP_SECONDS = 5.0
 

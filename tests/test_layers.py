@@ -10,6 +10,7 @@ Imports under `if TYPE_CHECKING:` are for type checkers only and are left out.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 from pathlib import Path
 
@@ -69,8 +70,14 @@ def _exists(module: str) -> bool:
 
 
 def import_graph() -> dict[str, set[str]]:
+    return {module: set(targets) for module, targets in _parsed_graph().items()}
+
+
+@functools.cache
+def _parsed_graph() -> dict[str, frozenset[str]]:
+    """Parsed once per test process: the source does not change while the tests run."""
     return {
-        _module_name(path): runtime_imports(path)
+        _module_name(path): frozenset(runtime_imports(path))
         for path in sorted(PACKAGE.rglob("*.py"))
     }
 

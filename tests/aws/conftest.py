@@ -13,9 +13,13 @@ import pytest
 from moto import mock_aws
 
 from nodewright.cloud.aws.clients import AwsClients
-from tests.aws.world import FakeClock
+from nodewright.cloud.aws.provider import AwsCloudProvider
+from nodewright.scheduling.pricing import OfflinePriceSource
+from tests.aws import process_cache
+from tests.aws.world import CLUSTER, FakeClock, World, build_world
 
 REGION = "us-west-2"
+process_cache.install()
 
 
 @pytest.fixture(autouse=True)
@@ -76,3 +80,14 @@ def clients(aws: None, recorder: CallRecorder) -> AwsClients:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+@pytest.fixture
+def world(clients: AwsClients) -> World:
+    """The VPC, subnets, security groups, cluster and node role of `tests.aws.world`."""
+    return build_world(clients)
+
+
+@pytest.fixture
+def provider(clients: AwsClients, world: World, clock: FakeClock) -> AwsCloudProvider:
+    return AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource())

@@ -10,15 +10,11 @@ from nodewright.cloud.aws.amis import Image, alias_parameter_list, image_for
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import InsufficientCapacityError
-from nodewright.scheduling.pricing import OfflinePriceSource
-from tests.aws.world import FakeClock
 
 from .world import (
-    CLUSTER,
     K8S_VERSION,
     X86_IMAGE,
     World,
-    build_world,
     node_class,
     nodeclaim,
     seed_public_parameter,
@@ -28,16 +24,6 @@ AL2023_NVIDIA = (
     f"/aws/service/eks/optimized-ami/{K8S_VERSION}/amazon-linux-2023/x86_64/nvidia/"
     "recommended/image_id"
 )
-
-
-@pytest.fixture
-def world(clients: AwsClients) -> World:
-    return build_world(clients)
-
-
-@pytest.fixture
-def provider(clients: AwsClients, world: World, clock: FakeClock) -> AwsCloudProvider:
-    return AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource())
 
 
 @pytest.fixture

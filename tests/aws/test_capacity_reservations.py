@@ -19,7 +19,7 @@ from nodewright.scheduling.pricing import OfflinePriceSource
 from .conftest import CallRecorder
 from .reservations import FakeCapacityReservations, FakeReservation
 from .test_launch import fake_response, fleet_overrides, launch_template_user_data
-from .world import ACCOUNT, CLUSTER, K8S_VERSION, FakeClock, World, build_world, node_class
+from .world import ACCOUNT, CLUSTER, K8S_VERSION, FakeClock, World, node_class
 from .world import nodeclaim as make_nodeclaim
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
@@ -36,11 +36,6 @@ def nodeclaim(name: str = "default-abcde", uid: str = "6f1c1b7e-1111-4a4a-9c9c-0
         {"key": "karpenter.sh/capacity-type", "operator": "In",
          "values": capacity_types or ANY_CAPACITY},
     ])
-
-
-@pytest.fixture
-def world(clients: AwsClients) -> World:
-    return build_world(clients)
 
 
 @pytest.fixture

@@ -10,15 +10,8 @@ import pytest
 import yaml
 
 from nodewright.cli import main
-from nodewright.cloud.aws.clients import AwsClients
 
-from .world import CLUSTER, X86_IMAGE, World, build_world
-
-
-@pytest.fixture
-def world(clients: AwsClients) -> World:
-    return build_world(clients)
-
+from .world import CLUSTER, X86_IMAGE, World
 
 CA_BUNDLE = base64.b64encode(
     b"-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ0E=\n-----END CERTIFICATE-----\n"

@@ -31,17 +31,7 @@ from nodewright.state import ClusterState
 from tests.aws.world import FakeClock
 
 from .conftest import CallRecorder
-from .world import CLUSTER, World, build_world, node_class, nodeclaim
-
-
-@pytest.fixture
-def world(clients: AwsClients) -> World:
-    return build_world(clients)
-
-
-@pytest.fixture
-def provider(clients: AwsClients, world: World, clock: FakeClock) -> AwsCloudProvider:
-    return AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource())
+from .world import CLUSTER, World, node_class, nodeclaim
 
 
 def test_instances_without_a_nodeclaim_are_terminated_once_older_than_30s(

@@ -17,21 +17,10 @@ from nodewright.cloud.provider import (
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
 )
-from nodewright.scheduling.pricing import OfflinePriceSource
 from tests.aws.world import FakeClock
 
 from .conftest import CallRecorder
-from .world import CLUSTER, X86_IMAGE, World, build_world, node_class, nodeclaim
-
-
-@pytest.fixture
-def world(clients: AwsClients) -> World:
-    return build_world(clients)
-
-
-@pytest.fixture
-def provider(clients: AwsClients, world: World, clock: FakeClock) -> AwsCloudProvider:
-    return AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource())
+from .world import CLUSTER, X86_IMAGE, World, node_class, nodeclaim
 
 
 def fleet_overrides(request: dict[str, Any]) -> list[tuple[str, str]]:

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from nodewright.api.quantity import MEMORY, PODS
-from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.operator.clock import LoopClock
@@ -19,7 +18,7 @@ from nodewright.runtime import VirtualClock
 from nodewright.scheduling.catalog import InstanceType
 
 from .conftest import REGION, CallRecorder
-from .world import CLUSTER, build_world, node_class
+from .world import CLUSTER, node_class
 
 MIB = 1024 * 1024
 
@@ -35,11 +34,6 @@ def provider_from(env: dict[str, str]) -> AwsCloudProvider:
 
 def m5_large(provider: AwsCloudProvider) -> InstanceType:
     return next(t for t in provider.get_instance_types(node_class()) if t.name == "m5.large")
-
-
-@pytest.fixture
-def world(clients: AwsClients) -> Any:
-    return build_world(clients)
 
 
 def test_defaults_are_karpenters_overhead_and_eni_limited_pods(world: Any) -> None:

@@ -66,6 +66,20 @@ class World:
         return self.clients.region
 
 
+_arm_images: dict[str, str] = {}
+
+
+def _bundled_arm_image(clients: AwsClients) -> str:
+    """An arm64 image of the ones moto ships (the same in every test: looked up once per
+    process, as moto lists some 300 images to answer)."""
+    if clients.region not in _arm_images:
+        arm = clients.ec2.describe_images(
+            Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["arm64"]}]
+        )["Images"]
+        _arm_images[clients.region] = sorted(image["ImageId"] for image in arm)[0]
+    return _arm_images[clients.region]
+
+
 def build_world(clients: AwsClients) -> World:
     ec2 = clients.ec2
     world = World(clients)
@@ -95,10 +109,7 @@ def build_world(clients: AwsClients) -> World:
     world.other_security_group = ec2.create_security_group(
         GroupName="unrelated", Description="other", VpcId=world.vpc_id
     )["GroupId"]
-    arm = ec2.describe_images(
-        Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["arm64"]}]
-    )["Images"]
-    world.arm_image = sorted(image["ImageId"] for image in arm)[0]
+    world.arm_image = _bundled_arm_image(clients)
     for family_path in (
         f"/aws/service/eks/optimized-ami/{K8S_VERSION}/amazon-linux-2023/x86_64/standard/"
         "recommended/image_id",

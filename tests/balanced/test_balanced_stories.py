@@ -9,24 +9,8 @@ from typing import Any
 import pytest
 
 from nodewright.controllers.disruption import decision_log as ex
-from tests.harness import World
-from tests.static.helpers import NODE_CLASS, workload
-
-POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-  disruption:
-    consolidationPolicy: %s
-    consolidateAfter: 0s
-"""
+from tests.harness import NODE_CLASS, World, node_pool
+from tests.static.helpers import workload
 
 
 def _away_from(app: str, name: str, replicas: int, cpu: str) -> dict[str, Any]:
@@ -40,7 +24,8 @@ def _away_from(app: str, name: str, replicas: int, cpu: str) -> dict[str, Any]:
 
 def _two_xlarge_nodes(world: World, policy: str) -> None:
     """One m5.xlarge for a 3-cpu pod, another for eight 400m pods kept off it."""
-    world.apply(NODE_CLASS, POOL % policy)
+    world.apply(NODE_CLASS, node_pool(types=["m5.large", "m5.xlarge"], disruption={
+        "consolidationPolicy": policy, "consolidateAfter": "0s"}))
     world.apply(workload("big", 1, "3"))
     assert world.settle()
     world.apply(_away_from("big", "small", 8, "400m"))

@@ -6,23 +6,10 @@ from typing import Any
 
 from nodewright.cluster import objects
 from nodewright.controllers.wiring import ControllerOptions
-from tests.harness import World
-from tests.static.helpers import NODE_CLASS
+from tests.harness import NODE_CLASS, World, node_pool
 
-POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In,
-           values: [m5.large, m5.xlarge, m5.2xlarge]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}
-"""
+POOL = node_pool(types=["m5.large", "m5.xlarge", "m5.2xlarge"], disruption={
+    "consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "30s"})
 
 
 def pod_spec(cpu: str, **extra: Any) -> dict[str, Any]:

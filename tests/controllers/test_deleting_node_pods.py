@@ -7,21 +7,10 @@ from __future__ import annotations
 
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import claim_names
-from tests.harness import World
+from tests.harness import World, node_pool
 
-GRACEFUL_POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    metadata: {labels: {type: karpenter}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      terminationGracePeriod: 10m
-      requirements:
-        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}
-"""
+GRACEFUL_POOL = node_pool(families=["m5"], capacity_types=(), labels={"type": "karpenter"},
+                          terminationGracePeriod="10m")
 
 APP = """
 apiVersion: apps/v1

@@ -8,21 +8,11 @@ from __future__ import annotations
 
 from nodewright.cloud.sim.settings import SimSettings
 from tests.controllers.conftest import WORKSHOP
-from tests.harness import World
+from tests.harness import World, node_pool
 
-STARTUP_POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    metadata: {labels: {type: karpenter}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      startupTaints: [{key: foo.com/taint, value: tainted, effect: NoSchedule}]
-      requirements:
-        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}
-"""
+STARTUP_POOL = node_pool(
+    families=["m5"], capacity_types=(), labels={"type": "karpenter"},
+    startupTaints=[{"key": "foo.com/taint", "value": "tainted", "effect": "NoSchedule"}])
 
 
 def pod(name: str) -> str:

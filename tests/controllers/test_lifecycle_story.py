@@ -18,22 +18,9 @@ from tests.controllers.expectations import (
     expect_no_controller_errors,
     expect_running,
 )
-from tests.harness import World
+from tests.harness import World, node_pool
 
-CHEAP_POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: cheap}
-spec:
-  weight: 100
-  template:
-    metadata: {labels: {type: karpenter}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-"""
+CHEAP_POOL = node_pool("cheap", types=["m5.large"], labels={"type": "karpenter"}, weight=100)
 
 
 def test_capacity_errors_on_the_cheapest_zone_launch_the_next_offering() -> None:

@@ -10,22 +10,9 @@ from nodewright.api.quantity import parse_quantity
 from nodewright.cloud.provider import CloudProviderError
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_consistent, expect_no_controller_errors
-from tests.harness import World
+from tests.harness import World, node_pool
 
-LIMITED_POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    metadata: {labels: {type: karpenter}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-  limits: {cpu: "6"}
-"""
+LIMITED_POOL = node_pool(types=["m5.large"], labels={"type": "karpenter"}, limits={"cpu": "6"})
 
 
 def deployment(name: str, replicas: int, cpu: str) -> str:
@@ -106,17 +93,6 @@ def test_the_heaviest_compatible_nodepool_is_used() -> None:
     assert len(world.running_pods()) == 5
 
 
-def pool_named(name: str, weight: int) -> str:
-    return f"""
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {{name: {name}}}
-spec:
-  weight: {weight}
-  template:
-    metadata: {{labels: {{type: karpenter}}}}
-    spec:
-      nodeClassRef: {{group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}}
-      requirements:
-        - {{key: karpenter.k8s.aws/instance-family, operator: In, values: [c5, m5]}}
-"""
+def pool_named(name: str, weight: int) -> dict[str, Any]:
+    return node_pool(name, families=["c5", "m5"], capacity_types=(), labels={"type": "karpenter"},
+                     weight=weight)

@@ -42,21 +42,27 @@ def fresh_gauges() -> Iterator[None]:
     yield
 
 
+def _samples(metric: str) -> Iterator[Any]:
+    """The samples named `metric`, collected from its own family only: collecting the whole
+    process-wide registry, grown by every earlier test of the process, takes long."""
+    for family in metrics.REGISTRY.restricted_registry([metric]).collect():
+        yield from (sample for sample in family.samples if sample.name == metric)
+
+
 def value(metric: str, /, **labels: str) -> float:
-    return metrics.REGISTRY.get_sample_value(metric, labels) or 0.0
+    return next((s.value for s in _samples(metric) if s.labels == labels), 0.0)
 
 
 def series(metric: str, /, **match: str) -> list[dict[str, str]]:
     """The label sets of a metric's samples that carry these labels."""
-    return [dict(sample.labels) for family in metrics.REGISTRY.collect()
-            for sample in family.samples
-            if sample.name == metric and all(sample.labels.get(k) == v for k, v in match.items())]
+    return [dict(sample.labels) for sample in _samples(metric)
+            if all(sample.labels.get(k) == v for k, v in match.items())]
 
 
 def sample(metric: str, /, **labels: str) -> float:
     """The one sample with these labels (among others): fails when there is none or more."""
-    found = [s.value for family in metrics.REGISTRY.collect() for s in family.samples
-             if s.name == metric and all(s.labels.get(k) == v for k, v in labels.items())]
+    found = [s.value for s in _samples(metric)
+             if all(s.labels.get(k) == v for k, v in labels.items())]
     assert len(found) == 1, f"{metric}{labels}: {len(found)} samples"
     return found[0]
 

@@ -9,7 +9,7 @@ import pytest
 from nodewright.cluster.api import InvalidError
 from nodewright.scheduling.planning import offline_catalogs, plan
 from tests.controllers.conftest import WORKSHOP
-from tests.harness import World
+from tests.harness import World, node_pool
 from tests.scheduling.test_plan_workshop import workshop
 
 KATA = """
@@ -33,18 +33,8 @@ spec:
   containers: [{name: app, image: app, resources: {requests: {cpu: 500m, memory: 512Mi}}}]
 """
 
-SANDBOX_POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    metadata: {labels: {type: karpenter, sandbox: "true"}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [c5, m5]}
-"""
+SANDBOX_POOL = node_pool(families=["c5", "m5"], capacity_types=(),
+                         labels={"type": "karpenter", "sandbox": "true"})
 
 
 def test_the_runtime_class_overhead_is_written_into_the_pod_and_launched_for(

@@ -10,22 +10,12 @@ import pytest
 
 from nodewright.controllers.provisioning import provisioner
 from nodewright.controllers.wiring import ControllerOptions
-from tests.harness import World
-from tests.static.helpers import NODE_CLASS
+from tests.harness import NODE_CLASS, World, node_pool
 
-POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
-        - {key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["17"]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-"""
+POOL = node_pool(requirements=[
+    {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["c", "m", "r"]},
+    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lt", "values": ["17"]},
+])
 
 
 def _deployment(name: str, replicas: int, cpu: str, memory: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from tests.controllers.expectations import (
     expect_no_controller_errors,
     expect_running,
 )
-from tests.harness import World
+from tests.harness import World, node_pool
 
 PDB = """
 apiVersion: policy/v1
@@ -84,19 +84,8 @@ def test_deleting_a_nodeclaim_drains_its_node_within_the_pdb_then_terminates_it(
     expect_no_controller_errors(world)
 
 
-GRACEFUL_POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    metadata: {labels: {type: karpenter}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      terminationGracePeriod: 2m
-      requirements:
-        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}
-"""
+GRACEFUL_POOL = node_pool(families=["m5"], capacity_types=(), labels={"type": "karpenter"},
+                          terminationGracePeriod="2m")
 
 GUARDED_POD = """
 apiVersion: v1

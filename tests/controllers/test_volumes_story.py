@@ -10,7 +10,7 @@ from typing import Any
 from nodewright.cluster.memory.actors import ActorSettings
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors
-from tests.harness import World
+from tests.harness import World, node_pool
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -257,19 +257,8 @@ def test_a_statefulset_gets_a_claim_per_replica_and_keeps_each_in_its_zone(
 
 # -- termination waits for VolumeAttachments (pkg/controllers/node/termination) ----------
 
-GRACEFUL_POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    metadata: {labels: {type: karpenter}}
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      terminationGracePeriod: 5m
-      requirements:
-        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}
-"""
+GRACEFUL_POOL = node_pool(families=["m5"], capacity_types=(), labels={"type": "karpenter"},
+                          terminationGracePeriod="5m")
 
 
 def reason(obj: dict[str, Any], kind: str) -> tuple[str, str] | None:

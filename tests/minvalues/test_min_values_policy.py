@@ -9,24 +9,11 @@ from typing import Any
 
 from nodewright import metrics
 from nodewright.controllers.wiring import ControllerOptions
-from tests.harness import World
-from tests.static.helpers import NODE_CLASS, workload
+from tests.harness import NODE_CLASS, World, node_pool
+from tests.static.helpers import workload
 
-POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - key: node.kubernetes.io/instance-type
-          operator: In
-          values: [m5.large, m5.xlarge, c5.large]
-          minValues: 3
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-"""
+POOL = node_pool(requirements=[{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                                "values": ["m5.large", "m5.xlarge", "c5.large"], "minValues": 3}])
 RELAXED = "karpenter.sh/nodeclaim-min-values-relaxed"
 
 

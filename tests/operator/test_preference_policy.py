@@ -13,8 +13,8 @@ from nodewright.operator.config import add_arguments, load
 from nodewright.operator.main import controller_options
 from nodewright.scheduling.pods import SpreadConstraint, pods_from_manifest
 from nodewright.scheduling.solver import ignore_preferences
-from tests.harness import World
-from tests.static.helpers import DYNAMIC_POOL, NODE_CLASS, workload
+from tests.harness import NODE_CLASS, World
+from tests.static.helpers import DYNAMIC_POOL, workload
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 

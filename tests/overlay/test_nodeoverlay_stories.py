@@ -12,21 +12,10 @@ from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.scheduling.overlays import adjusted_price
-from tests.harness import World
-from tests.static.helpers import NODE_CLASS, workload
+from tests.harness import NODE_CLASS, World, node_pool
+from tests.static.helpers import workload
 
-POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, c5.large]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-"""
+POOL = node_pool(types=["m5.large", "c5.large"])
 
 
 def overlay(name: str, *, types: list[str], weight: int | None = None,

@@ -12,24 +12,11 @@ from nodewright.controllers.node_health import unhealthy_allowed
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.runtime.clock import format_time
 from tests.controllers.expectations import expect_no_controller_errors
-from tests.harness import World
-from tests.static.helpers import NODE_CLASS, workload
+from tests.harness import NODE_CLASS, World, node_pool
+from tests.static.helpers import workload
 
-POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-  disruption:
-    consolidateAfter: Never
-    budgets: [{nodes: "0"}]
-"""
+POOL = node_pool(types=["m5.large"],
+                 disruption={"consolidateAfter": "Never", "budgets": [{"nodes": "0"}]})
 
 
 def _world(nodes: int, *, repair: bool = True) -> World:

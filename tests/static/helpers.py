@@ -4,34 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from nodewright.cluster import objects
-from tests.harness import World
+from tests.harness import World, node_pool
 
-NODE_CLASS = """
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiSelectorTerms: [{alias: al2023@latest}]
-  role: KarpenterNodeRole
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-"""
-
-DYNAMIC_POOL = """
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: dynamic}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-"""
+DYNAMIC_POOL = node_pool("dynamic", types=["m5.large", "m5.xlarge"])
 
 
 def static_pool(
@@ -42,25 +18,13 @@ def static_pool(
     consolidate_after: str = "30s",
     drift_budget: str | None = None,
 ) -> dict[str, Any]:
-    body: dict[str, Any] = yaml.safe_load("""
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: static}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}
-        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-""")
-    spec = body["spec"]
-    spec["replicas"] = replicas
-    spec["template"]["metadata"] = {"labels": labels or {"team": "static"}}
-    spec["disruption"] = {"consolidateAfter": consolidate_after,
-                          "budgets": [{"nodes": drift_budget or "10%"}]}
-    if node_limit is not None:
-        spec["limits"] = {"nodes": str(node_limit)}
+    body = node_pool(
+        "static", families=["m5"], labels=labels or {"team": "static"},
+        limits=None if node_limit is None else {"nodes": str(node_limit)},
+        disruption={"consolidateAfter": consolidate_after,
+                    "budgets": [{"nodes": drift_budget or "10%"}]},
+    )
+    body["spec"]["replicas"] = replicas
     return body
 
 

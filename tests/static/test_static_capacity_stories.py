@@ -11,10 +11,9 @@ import pytest
 
 from nodewright.cluster.api import ApiError
 from tests.controllers.expectations import expect_no_controller_errors
-from tests.harness import World
+from tests.harness import NODE_CLASS, World
 from tests.static.helpers import (
     DYNAMIC_POOL,
-    NODE_CLASS,
     claims_of,
     live_claims_of,
     nodes_of,
@@ -211,7 +210,7 @@ def test_plan_launches_nothing_from_a_static_nodepool(
 
     files = tmp_path / "manifests.yaml"
     files.write_text(yaml.safe_dump_all([
-        yaml.safe_load(NODE_CLASS), static_pool(replicas=3), yaml.safe_load(DYNAMIC_POOL),
+        yaml.safe_load(NODE_CLASS), static_pool(replicas=3), DYNAMIC_POOL,
         workload("app", 2, "1")]))
     code = main(["plan", str(files), "--format", "json"])
     captured = capsys.readouterr()

@@ -1,0 +1,85 @@
+"""What stays the same from one AWS test to the next, read once per test process.
+
+Every test builds its clients from a new boto3 session and lists the catalog through moto;
+both redo work whose result cannot differ between tests, seconds of it each time:
+
+- botocore's data files (service models, endpoint rules, partitions): a new session reads
+  and parses them again. Every session made from now on shares one loader, which keeps
+  what it has read; the files are botocore's own and never change under a test.
+- DescribeInstanceTypes and DescribeInstanceTypeOfferings answer from the tables moto
+  ships: the same request always gets the same answer, which moto nevertheless rebuilds
+  each time (some 1,400 types serialized to XML, then parsed back by botocore). The first
+  answer to each exact request (operation, endpoint, parameters: one entry per page) is
+  kept and a fresh copy handed to the same request later. The call still goes through the
+  client, so `provide-client-params` and `after-call` fire and a test's call recorder counts
+  it. Only while moto mocks, only answers that succeeded, and registered last: a test's own
+  `before-call` handler for these operations still answers first.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import Any
+
+import botocore.loaders
+import botocore.session
+from botocore.awsrequest import AWSResponse
+from botocore.handlers import BUILTIN_HANDLERS, REGISTER_LAST
+from moto.core.models import botocore_stubber
+
+STATIC_READS = ("DescribeInstanceTypes", "DescribeInstanceTypeOfferings")
+_KEY = "tests.aws.process_cache"
+_answers: dict[str, bytes] = {}  # pickled: a fresh copy per hit, cheaply
+
+
+class _SearchPaths(list[str]):
+    """boto3 adds its own data folder to the loader of every session it makes: once is
+    enough for a shared loader."""
+
+    def extend(self, paths: Any) -> None:
+        super().extend(path for path in paths if path not in self)
+
+
+_loader: botocore.loaders.Loader | None = None
+
+
+def _shared_loader(search_path_string: str | None = None) -> botocore.loaders.Loader:
+    global _loader
+    if _loader is None:
+        _loader = botocore.loaders.create_loader(search_path_string)
+        _loader._search_paths = _SearchPaths(_loader.search_paths)  # type: ignore[attr-defined]
+    return _loader
+
+
+def _key(model: Any, params: dict[str, Any]) -> str:
+    return repr((model.name, params.get("url"), sorted((params.get("body") or {}).items())))
+
+
+def _answer(model: Any, params: dict[str, Any], context: dict[str, Any],
+            **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+    if model.name not in STATIC_READS or not botocore_stubber.enabled:
+        return None
+    key = _key(model, params)
+    kept = _answers.get(key)
+    if kept is None:
+        context[_KEY] = key
+        return None
+    response = AWSResponse(params.get("url") or "", 200, {}, None)  # type: ignore[arg-type]
+    return response, pickle.loads(kept)
+
+
+def _keep(http_response: AWSResponse, parsed: dict[str, Any], context: dict[str, Any],
+          **_: Any) -> None:
+    key = context.pop(_KEY, None)
+    if key is not None and http_response.status_code == 200:
+        _answers[key] = pickle.dumps(parsed)
+
+
+def install() -> None:
+    """For every botocore session made from now on, by the tests or by the code under test."""
+    botocore.session.create_loader = _shared_loader
+    for operation in STATIC_READS:
+        for spec in ((f"before-call.ec2.{operation}", _answer, REGISTER_LAST),
+                     (f"after-call.ec2.{operation}", _keep)):
+            if spec not in BUILTIN_HANDLERS:
+                BUILTIN_HANDLERS.append(spec)
