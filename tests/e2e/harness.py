@@ -374,7 +374,7 @@ def clean_cluster(plane: ControlPlane, namespaces: Sequence[str]) -> None:
     """Remove what stories leave: workloads, their pods and the Events in `namespaces`,
     the DaemonSets stories add to kube-system (the workshop's; a bare control plane has
     none), every NodePool, NodeClaim (finalizers dropped: no controller runs now), Node
-    and EC2NodeClass, and the leader Lease."""
+    and EC2NodeClass, the leader Lease and a kube-dns Service a story made."""
     plane.kubectl("-n", "kube-system", "delete", "daemonsets", "--all", "--wait=false",
                   check=False)
     plane.kubectl("-n", "kube-system", "delete", "pods", "--all", "--grace-period=0",
@@ -393,6 +393,8 @@ def clean_cluster(plane: ControlPlane, namespaces: Sequence[str]) -> None:
                           '{"metadata":{"finalizers":null}}', check=False)
         plane.kubectl("delete", kind, "--all", "--wait=false", check=False)
     plane.kubectl("-n", CONTROLLER_NAMESPACE, "delete", "lease", "--all", check=False)
+    plane.kubectl("-n", "kube-system", "delete", "service", "kube-dns", "--ignore-not-found",
+                  check=False)
     plane.kubectl("-n", "kube-node-lease", "delete", "lease", "--all", check=False)
     for namespace in namespaces:
         plane.kubectl("-n", namespace, "delete", "pods", "--all", "--grace-period=0",

@@ -4,7 +4,8 @@ an AWS account served by moto on loopback: the ServiceAccount and environment of
 kubelets joining from the instances' user data (tests/e2e/aws_world.py).
 
 The stories: an EC2NodeClass resolved and its status accepted by the API server; a
-Deployment scaled up, launched through CreateFleet with Karpenter's tags; a spot
+Deployment scaled up, launched through CreateFleet with Karpenter's tags and the kube-dns
+Service's address as the node's cluster DNS; a spot
 interruption warning on the SQS queue draining the node, terminating its instance and
 running the pods on a replacement; a restarted controller terminating the instance no
 NodeClaim claims, and only that one.
@@ -45,6 +46,16 @@ spec:
         - {key: node.kubernetes.io/instance-type, operator: In,
            values: [m5.large, c5.large, m5.xlarge, c5.xlarge]}
   disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: 10m}
+"""
+# In the control plane's service CIDR (10.0.0.0/24), where EKS puts kube-dns (.10).
+KUBE_DNS_IP = "10.0.0.10"
+KUBE_DNS = f"""
+apiVersion: v1
+kind: Service
+metadata: {{name: kube-dns, namespace: kube-system}}
+spec:
+  clusterIP: {KUBE_DNS_IP}
+  ports: [{{name: dns, port: 53, protocol: UDP}}]
 """
 CHECKOUT = """
 apiVersion: apps/v1
@@ -126,6 +137,7 @@ def test_a_deployment_launches_through_create_fleet_and_moves_on_a_spot_interrup
         control_plane: ControlPlane, aws_world: AwsWorld, pricing_api: PricingApi,
         kubelets: Kubelets, start_aws: StartController) -> None:
     plane, world = control_plane, aws_world
+    plane.apply(KUBE_DNS)
     plane.apply(NODE_CLASS)
     plane.apply(NODE_POOL)
     plane.apply(CHECKOUT)
@@ -165,6 +177,11 @@ def test_a_deployment_launches_through_create_fleet_and_moves_on_a_spot_interrup
         "team": "checkout",  # the EC2NodeClass's
     }
     assert karpenters.items() <= tags_of(instance).items(), tags_of(instance)
+    # The kube-dns Service's address, read through the manifests' Role in kube-system, is
+    # the node's cluster DNS (Karpenter's operator reads it the same way).
+    assert controller.logged("discovered kube dns")
+    booted = kubelets.booted[first].config
+    assert booted is not None and booted.kubelet.get("clusterDNS") == [KUBE_DNS_IP], booted
     node = plane.get("node", claim["status"]["nodeName"])
     assert node["spec"]["providerID"] == claim["status"]["providerID"]
     assert not any(t["key"] == "karpenter.sh/unregistered" for t in node["spec"].get("taints", []))
