@@ -10,6 +10,7 @@ from nodewright.controllers.capacitybuffer import (
     percentage_replicas,
 )
 from tests.buffer.helpers import buffer, conditions, pod_template, status, world
+from tests.controllers.test_metrics_story import series
 from tests.static.helpers import workload
 
 
@@ -291,3 +292,25 @@ def test_the_template_s_node_selector_is_kept() -> None:
     assert w.settle()
     (claim,) = w.nodeclaims()
     assert claim["metadata"]["labels"]["topology.kubernetes.io/zone"] == "us-east-1b"
+
+
+def test_a_buffers_conditions_are_in_the_status_condition_metrics() -> None:
+    # Karpenter runs operatorpkg's generic status controller over CapacityBuffers (gate on).
+    w = world(pod_template("chunk", "1"),
+              buffer("metered", podTemplateRef={"name": "chunk"}, replicas=1))
+    assert w.settle()
+    ready = series("operator_status_condition_count", kind="CapacityBuffer", name="metered",
+                   type="ReadyForProvisioning")
+    assert [(s["group"], s["namespace"], s["status"], s["reason"]) for s in ready] == [
+        ("autoscaling.x-k8s.io", "default", "True", "Resolved")]
+    assert {s["type"] for s in series("operator_status_condition_count",
+                                      kind="CapacityBuffer", name="metered")} == set(
+        conditions(w, "metered"))
+
+
+def test_without_the_gate_no_buffer_is_in_the_status_condition_metrics() -> None:
+    w = world(pod_template("chunk", "1"),
+              buffer("unmetered", podTemplateRef={"name": "chunk"}, replicas=1), gate=False)
+    assert w.settle()
+    assert series("operator_status_condition_count", kind="CapacityBuffer",
+                  name="unmetered") == []

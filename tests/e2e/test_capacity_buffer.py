@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.conftest import EXAMPLES
 from tests.e2e.conftest import StartController
-from tests.e2e.harness import ControlPlane, Installation, eventually
+from tests.e2e.harness import Controller, ControlPlane, Installation, eventually
 
 NODE_CLASS = EXAMPLES / "workshop" / "ec2nodeclass.yaml"
 MANIFESTS = """
@@ -67,6 +67,16 @@ def live_claims(plane: ControlPlane) -> list[dict[str, Any]]:
             if not c["metadata"].get("deletionTimestamp")]
 
 
+def condition_series(controller: Controller, name: str, reason: str) -> list[str]:
+    """The /metrics lines of operator_status_condition_count for a CapacityBuffer's
+    condition with this reason."""
+    wanted = ('kind="CapacityBuffer"', f'name="{name}"', 'namespace="default"',
+              'group="autoscaling.x-k8s.io"', f'reason="{reason}"')
+    return [line for line in controller.metrics().splitlines()
+            if line.startswith("operator_status_condition_count{")
+            and all(part in line for part in wanted) and line.endswith(" 1.0")]
+
+
 def test_a_capacity_buffer_launches_its_headroom_and_gives_it_back(
         control_plane: ControlPlane, installation: Installation,
         start: StartController) -> None:
@@ -80,7 +90,7 @@ def test_a_capacity_buffer_launches_its_headroom_and_gives_it_back(
     assert "You must define either PodTemplateRef or ScalableRef, but not both" in \
         refused.stderr
 
-    start(env={"FEATURE_GATES": "CapacityBuffer=true"})
+    controller = start(env={"FEATURE_GATES": "CapacityBuffer=true"})
     eventually(lambda: conditions(plane).get("ReadyForProvisioning") == ("True", "Resolved"),
                timeout=60, what="the buffer ReadyForProvisioning")
     eventually(lambda: len(live_claims(plane)) == 1, timeout=120,
@@ -94,6 +104,9 @@ def test_a_capacity_buffer_launches_its_headroom_and_gives_it_back(
     assert status["podTemplateRef"] == {"name": "chunk"}
     # No pod was created for the headroom: it is virtual.
     assert plane.items("pods", "-n", "default") == []
+    # Its conditions are in the status-condition metrics, as Karpenter exports them.
+    eventually(lambda: condition_series(controller, "headroom", "FitsExistingCapacity"),
+               timeout=30, what="the buffer's Provisioning condition in /metrics")
 
     plane.kubectl("-n", "default", "delete", "capacitybuffers.autoscaling.x-k8s.io",
                   "headroom")

@@ -126,14 +126,18 @@ class MetricsControllers:
 
 
 def build_metrics(cloud: CloudProvider, clock: Clock, state: ClusterState,
-                  options: ControllerOptions | None = None) -> MetricsControllers:
+                  options: ControllerOptions | None = None,
+                  cluster: ClusterAPI | None = None) -> MetricsControllers:
+    """`cluster`: where CapacityBuffers are read from, with the CapacityBuffer gate on."""
     options = options or ControllerOptions()
     offerings = OfferingMetrics(MeteredCloud(cloud, OfferingMetrics.name), state)
     return MetricsControllers(
         nodes=NodeMetrics(clock, state),
         nodepools=NodePoolMetrics(state, offerings),
         pods=PodMetrics(clock, state),
-        status=StatusConditionMetrics(clock, state, options.status_metrics_requeue_seconds),
+        status=StatusConditionMetrics(
+            clock, state, options.status_metrics_requeue_seconds,
+            buffers=cluster if options.capacity_buffer else None),
         offerings=offerings,
     )
 
@@ -268,7 +272,7 @@ def build_controllers(
         disruption=disruption,
         pod_events=PodEvents(cluster, clock, state),
         registration_health=registration_health,
-        metrics=build_metrics(cloud, clock, state, options),
+        metrics=build_metrics(cloud, clock, state, options, cluster),
         static=(StaticProvisioning(cluster, state), StaticDeprovisioning(cluster, clock, state))
         if options.static_capacity else None,
         node_health=NodeHealth(cluster, metered(NodeHealth.name), clock, state, recorder)

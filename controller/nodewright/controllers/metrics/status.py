@@ -1,8 +1,9 @@
 """operatorpkg's status controller, as Karpenter runs it for NodeClaims, NodePools and
-EC2NodeClasses: per object and condition a count series (1) and how long the condition has
-been in its current status; per condition transition a counter and, when the previous
-status was seen, how long the condition stayed in it; per terminating object how long it
-has been terminating, and once it is gone how long termination took.
+EC2NodeClasses, and for CapacityBuffers with the CapacityBuffer gate on: per object and
+condition a count series (1) and how long the condition has been in its current status;
+per condition transition a counter and, when the previous status was seen, how long the
+condition stayed in it; per terminating object how long it has been terminating, and once
+it is gone how long termination took.
 
 Transitions are what this controller saw change between two of its reconciles, as in
 operatorpkg: a condition that flips and flips back between two looks is not counted.
@@ -17,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from nodewright import metrics
+from nodewright.cluster.api import ClusterAPI, NotFoundError
 from nodewright.cluster.objects import conditions, deletion_time
 from nodewright.runtime.clock import Clock, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
@@ -24,7 +26,10 @@ from nodewright.state import ClusterState
 
 REQUEUE_SECONDS = 10.0
 GROUPS = {"NodeClaim": "karpenter.sh", "NodePool": "karpenter.sh",
-          "EC2NodeClass": "karpenter.k8s.aws"}
+          "EC2NodeClass": "karpenter.k8s.aws", "CapacityBuffer": "autoscaling.x-k8s.io"}
+# Karpenter adds CapacityBuffers' conditions (a generic status controller over the upstream
+# type) only where the gate runs the buffer controller.
+GATED_KINDS = frozenset({"CapacityBuffer"})
 Observed = dict[str, tuple[str, datetime | None]]  # type -> (status, lastTransitionTime)
 
 
@@ -43,32 +48,45 @@ class StatusConditionMetrics:
     name = "metrics.status"
 
     def __init__(self, clock: Clock, state: ClusterState,
-                 requeue_seconds: float | None = REQUEUE_SECONDS) -> None:
+                 requeue_seconds: float | None = REQUEUE_SECONDS, *,
+                 buffers: ClusterAPI | None = None) -> None:
+        """`buffers`: the cluster whose (cached) CapacityBuffers are reported; None leaves
+        them out (the gate is off)."""
         self.clock = clock
         self.state = state
         self.requeue_seconds = requeue_seconds
+        self.buffers = buffers
         self.store = metrics.Store()
         self._observed: dict[str, Observed] = {}
         self._terminating: dict[str, datetime] = {}
-        self._watches = tuple(Watch(kind, keys=_key) for kind in GROUPS)
+        self._watches = tuple(Watch(kind, keys=_key) for kind in GROUPS
+                              if kind not in GATED_KINDS or buffers is not None)
 
     @property
     def watches(self) -> Sequence[Watch]:
         return self._watches
 
-    def _get(self, kind: str, name: str) -> Mapping[str, Any] | None:
+    def _get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         if kind == "NodeClaim":
             return self.state.nodeclaim(name)
         if kind == "NodePool":
             return self.state.nodepool(name)
+        if kind == "CapacityBuffer":
+            if self.buffers is None:
+                return None
+            try:
+                return self.buffers.get(kind, name, namespace)
+            except NotFoundError:
+                return None
         return self.state.node_class(name)
 
     def reconcile(self, key: str) -> Result:
-        kind, _, name = key.partition("/")
+        kind, _, object_key = key.partition("/")
+        namespace, _, name = object_key.rpartition("/")
         group = GROUPS[kind]
-        obj = self._get(kind, name)
+        obj = self._get(kind, namespace, name)
         now = self.clock.now()
-        ids = {"group": group, "kind": kind, "namespace": "", "name": name}
+        ids = {"group": group, "kind": kind, "namespace": namespace, "name": name}
         if obj is None:
             self.store.delete(key)
             self._observed.pop(key, None)
