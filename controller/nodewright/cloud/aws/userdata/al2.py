@@ -25,23 +25,10 @@ def kubelet_args(bootstrap: NodeBootstrap) -> list[str]:
         args.append(f"--max-pods={kubelet.max_pods}")
     if kubelet.pods_per_core is not None:
         args.append(f"--pods-per-core={kubelet.pods_per_core}")
-    for flag, values, separator in (
-        ("--system-reserved", kubelet.system_reserved, "="),
-        ("--kube-reserved", kubelet.kube_reserved, "="),
-        ("--eviction-hard", kubelet.eviction_hard, "<"),
-        ("--eviction-soft", kubelet.eviction_soft, "<"),
-        ("--eviction-soft-grace-period", kubelet.eviction_soft_grace_period, "="),
-    ):
+    for flag, values, separator in kubelet.map_flags():
         if values:
             args.append(f"{flag}={_pairs(dict(values), separator)}")
-    if kubelet.eviction_max_pod_grace_period is not None:
-        args.append(f"--eviction-max-pod-grace-period={kubelet.eviction_max_pod_grace_period}")
-    if kubelet.image_gc_high_threshold_percent is not None:
-        args.append(f"--image-gc-high-threshold={kubelet.image_gc_high_threshold_percent}")
-    if kubelet.image_gc_low_threshold_percent is not None:
-        args.append(f"--image-gc-low-threshold={kubelet.image_gc_low_threshold_percent}")
-    if kubelet.cpu_cfs_quota is not None:
-        args.append(f"--cpu-cfs-quota={str(kubelet.cpu_cfs_quota).lower()}")
+    args += kubelet.scalar_flags()
     return args
 
 

@@ -58,6 +58,30 @@ class KubeletSettings:
     # configuration (AL2023) carry them; validation refuses them for the others.
     passthrough: Mapping[str, Any] = field(default_factory=dict)
 
+    def map_flags(self) -> list[tuple[str, Mapping[str, str], str]]:
+        """(flag, its key/value pairs, the separator between key and value) of the map
+        settings, in Karpenter's order: the kubelet command-line families write them."""
+        return [
+            ("--system-reserved", self.system_reserved, "="),
+            ("--kube-reserved", self.kube_reserved, "="),
+            ("--eviction-hard", self.eviction_hard, "<"),
+            ("--eviction-soft", self.eviction_soft, "<"),
+            ("--eviction-soft-grace-period", self.eviction_soft_grace_period, "="),
+        ]
+
+    def scalar_flags(self) -> list[str]:
+        """The single-valued settings after the maps, as kubelet flags (those set)."""
+        flags = []
+        if self.eviction_max_pod_grace_period is not None:
+            flags.append(f"--eviction-max-pod-grace-period={self.eviction_max_pod_grace_period}")
+        if self.image_gc_high_threshold_percent is not None:
+            flags.append(f"--image-gc-high-threshold={self.image_gc_high_threshold_percent}")
+        if self.image_gc_low_threshold_percent is not None:
+            flags.append(f"--image-gc-low-threshold={self.image_gc_low_threshold_percent}")
+        if self.cpu_cfs_quota is not None:
+            flags.append(f"--cpu-cfs-quota={str(self.cpu_cfs_quota).lower()}")
+        return flags
+
     @classmethod
     def from_api(cls, raw: Mapping[str, Any] | None) -> KubeletSettings:
         """Raises KubeletConfigError (a ValueError naming the field) on a mistyped field."""

@@ -50,19 +50,9 @@ def kubelet_extra_args(bootstrap: NodeBootstrap) -> list[str]:
         args.append(f"--max-pods={bootstrap.max_pods}")
     if kubelet.pods_per_core is not None:
         args.append(f"--pods-per-core={kubelet.pods_per_core}")
-    args += _pairs("--system-reserved", kubelet.system_reserved, "=")
-    args += _pairs("--kube-reserved", kubelet.kube_reserved, "=")
-    args += _pairs("--eviction-hard", kubelet.eviction_hard, "<")
-    args += _pairs("--eviction-soft", kubelet.eviction_soft, "<")
-    args += _pairs("--eviction-soft-grace-period", kubelet.eviction_soft_grace_period, "=")
-    if kubelet.eviction_max_pod_grace_period is not None:
-        args.append(f"--eviction-max-pod-grace-period={kubelet.eviction_max_pod_grace_period}")
-    if kubelet.image_gc_high_threshold_percent is not None:
-        args.append(f"--image-gc-high-threshold={kubelet.image_gc_high_threshold_percent}")
-    if kubelet.image_gc_low_threshold_percent is not None:
-        args.append(f"--image-gc-low-threshold={kubelet.image_gc_low_threshold_percent}")
-    if kubelet.cpu_cfs_quota is not None:
-        args.append(f"--cpu-cfs-quota={str(kubelet.cpu_cfs_quota).lower()}")
+    for flag, values, separator in kubelet.map_flags():
+        args += _pairs(flag, values, separator)
+    args += kubelet.scalar_flags()
     return args
 
 
