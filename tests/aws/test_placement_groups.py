@@ -269,3 +269,108 @@ def test_a_full_spread_group_zone_is_unavailable_to_every_type_of_the_launch(
         assert not available(provider, spread, name, full)
         assert available(provider, spread, name, next(z for _, z in overrides if z != full))
         assert available(provider, node_class(), name, full)
+
+
+# --- partition groups --------------------------------------------------------------------
+
+PARTITION_LABEL = "karpenter.k8s.aws/placement-group-partition"
+RACKS = {"name": "racks"}  # a partition group of three partitions
+
+
+def partition_in(*partitions: str) -> list[dict[str, Any]]:
+    return [{"key": PARTITION_LABEL, "operator": "In", "values": list(partitions)}]
+
+
+def test_a_partition_group_offers_every_offering_once_per_partition(
+    provider: AwsCloudProvider, groups: PlacementGroups,
+) -> None:
+    plain = {t.name: t for t in provider.get_instance_types(node_class())}
+    racked = {t.name: t for t in provider.get_instance_types(node_class(
+        placementGroupSelector=RACKS))}
+
+    for name, instance_type in racked.items():
+        offered = [(o.zone, o.capacity_type, o.price) for o in plain[name].offerings]
+        assert sorted((o.zone, o.capacity_type, o.price, o.partition)
+                      for o in instance_type.offerings) == sorted(
+            (*key, partition) for key in offered for partition in ("1", "2", "3"))
+        assert PARTITION_LABEL not in instance_type.labels
+    assert {o.partition for t in plain.values() for o in t.offerings} == {None}
+
+
+@pytest.mark.parametrize("selector", [{"name": "training"}, {"id": "pg-05eed000"}])
+def test_cluster_and_spread_groups_have_no_partition_offerings(
+    provider: AwsCloudProvider, groups: PlacementGroups, selector: dict[str, str],
+) -> None:
+    groups.add("spread", "pg-05eed000", "spread", SpreadLevel="rack")
+    catalog = provider.get_instance_types(node_class(placementGroupSelector=selector))
+
+    assert catalog and {o.partition for t in catalog for o in t.offerings} == {None}
+
+
+def test_a_nodeclaim_asking_for_a_partition_launches_into_it_and_carries_its_label(
+    provider: AwsCloudProvider, groups: PlacementGroups, recorder: CallRecorder,
+) -> None:
+    instance = provider.create(nodeclaim(requirements=partition_in("2")),
+                               node_class(placementGroupSelector=RACKS))
+
+    templates = recorder.calls_of("ec2:CreateLaunchTemplate")
+    assert templates and all(call["LaunchTemplateData"]["Placement"] == {
+        "GroupId": "pg-0f0e0d0c", "PartitionNumber": 2} for call in templates)
+    assert instance.labels[PARTITION_LABEL] == "2"
+    assert instance.labels[GROUP_ID_LABEL] == "pg-0f0e0d0c"
+
+
+def test_several_allowed_partitions_launch_into_the_lowest_with_one_override_per_type(
+    provider: AwsCloudProvider, groups: PlacementGroups, recorder: CallRecorder,
+) -> None:
+    instance = provider.create(nodeclaim(requirements=partition_in("3", "2")),
+                               node_class(placementGroupSelector=RACKS))
+
+    assert {call["LaunchTemplateData"]["Placement"]["PartitionNumber"]
+            for call in recorder.calls_of("ec2:CreateLaunchTemplate")} == {2}
+    assert instance.labels[PARTITION_LABEL] == "2"
+    overrides = fleet_overrides(recorder.calls_of("ec2:CreateFleet")[0])
+    assert overrides and len(overrides) == len(set(overrides))
+
+
+def test_without_a_partition_asked_ec2_picks_one_and_each_type_is_offered_once(
+    provider: AwsCloudProvider, groups: PlacementGroups, recorder: CallRecorder,
+) -> None:
+    instance = provider.create(nodeclaim(), node_class(placementGroupSelector=RACKS))
+
+    assert all(call["LaunchTemplateData"]["Placement"] == {"GroupId": "pg-0f0e0d0c"}
+               for call in recorder.calls_of("ec2:CreateLaunchTemplate"))
+    overrides = fleet_overrides(recorder.calls_of("ec2:CreateFleet")[0])
+    assert overrides and len(overrides) == len(set(overrides))
+    assert PARTITION_LABEL not in instance.labels
+
+
+def test_a_partition_the_group_does_not_have_has_no_offering(
+    provider: AwsCloudProvider, groups: PlacementGroups, recorder: CallRecorder,
+) -> None:
+    with pytest.raises(InsufficientCapacityError):
+        provider.create(nodeclaim(requirements=partition_in("4")),
+                        node_class(placementGroupSelector=RACKS))
+    assert recorder.calls_of("ec2:CreateFleet") == []
+
+
+def test_no_capacity_in_one_partition_keeps_the_others_and_the_group(
+    provider: AwsCloudProvider, groups: PlacementGroups, injector: FleetInjector,
+    recorder: CallRecorder,
+) -> None:
+    racks = node_class(placementGroupSelector=RACKS)
+    injector.pending.append(no_capacity("We currently do not have sufficient capacity."))
+    with pytest.raises(InsufficientCapacityError):
+        provider.create(nodeclaim(requirements=partition_in("1")), racks)
+    asked = recorder.calls_of("ec2:CreateFleet")[0]
+    name, zone = fleet_overrides(asked)[0]
+    capacity_type = asked["TargetCapacitySpecification"]["DefaultTargetCapacityType"]
+
+    def by_partition(node_class_: Any) -> dict[str | None, bool]:
+        (instance_type,) = [t for t in provider.get_instance_types(node_class_)
+                            if t.name == name]
+        return {o.partition: o.available for o in instance_type.offerings
+                if (o.zone, o.capacity_type) == (zone, capacity_type)}
+
+    assert by_partition(racks) == {"1": False, "2": True, "3": True}
+    assert by_partition(node_class()) == {None: True}

@@ -52,6 +52,8 @@ class Offering:
     reservation_id: str | None = None
     reservation_type: str | None = None
     reservation_capacity: int = 0
+    # The partition of a partition placement group this offering launches into (AWS).
+    partition: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,8 @@ INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"
 ZONE_ID = "topology.k8s.aws/zone-id"
+# The partition of a partition placement group: an offering's label, like the zone.
+PLACEMENT_GROUP_PARTITION = "karpenter.k8s.aws/placement-group-partition"
 ARCH = "kubernetes.io/arch"
 OS = "kubernetes.io/os"
 HOSTNAME = "kubernetes.io/hostname"

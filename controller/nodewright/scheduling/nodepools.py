@@ -15,6 +15,7 @@ from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
     LABEL_HOSTNAME,
     LABEL_NODEPOOL,
+    LABEL_PARTITION,
     LABEL_RESERVATION_ID,
     LABEL_ZONE,
     LABEL_ZONE_ID,
@@ -24,7 +25,7 @@ from nodewright.scheduling.requirements import (
 )
 
 # Keys an instance type answers through its offerings, not its labels.
-OFFERING_KEYS = (LABEL_ZONE, LABEL_CAPACITY_TYPE, LABEL_ZONE_ID)
+OFFERING_KEYS = (LABEL_ZONE, LABEL_CAPACITY_TYPE, LABEL_ZONE_ID, LABEL_PARTITION)
 _NOT_FROM_INSTANCE_TYPE = frozenset((*OFFERING_KEYS, LABEL_HOSTNAME, LABEL_NODEPOOL,
                                      LABEL_RESERVATION_ID))
 
@@ -116,6 +117,7 @@ def cheapest_price(instance_type: InstanceType, requirements: Requirements) -> f
     capacity_type = requirements.get(LABEL_CAPACITY_TYPE)
     zone_id = requirements.get(LABEL_ZONE_ID)
     reservation = requirements.get(LABEL_RESERVATION_ID)
+    partition = requirements.get(LABEL_PARTITION)
     best: float | None = None
     for offering in instance_type.offerings:
         if not offering.available:
@@ -127,6 +129,8 @@ def cheapest_price(instance_type: InstanceType, requirements: Requirements) -> f
         if zone_id is not None and not zone_id.matches_label(offering.zone_id):
             continue
         if reservation is not None and not reservation.matches_label(offering.reservation_id):
+            continue
+        if partition is not None and not partition.matches_label(offering.partition):
             continue
         if best is None or offering.price < best:
             best = offering.price
@@ -141,6 +145,7 @@ def cheapest_offering_of(
     capacity_type = requirements.get(LABEL_CAPACITY_TYPE)
     zone_id = requirements.get(LABEL_ZONE_ID)
     reservation = requirements.get(LABEL_RESERVATION_ID)
+    partition = requirements.get(LABEL_PARTITION)
     options = [
         (offering.price, offering.capacity_type, offering.zone)
         for offering in instance_type.offerings
@@ -149,6 +154,7 @@ def cheapest_offering_of(
         and (capacity_type is None or capacity_type.has(offering.capacity_type))
         and (zone_id is None or zone_id.matches_label(offering.zone_id))
         and (reservation is None or reservation.matches_label(offering.reservation_id))
+        and (partition is None or partition.matches_label(offering.partition))
     ]
     return min(options) if options else None
 
@@ -163,6 +169,7 @@ def offering_values(instance_types: Sequence[InstanceType], key: str) -> set[str
                 LABEL_ZONE: offering.zone,
                 LABEL_CAPACITY_TYPE: offering.capacity_type,
                 LABEL_ZONE_ID: offering.zone_id,
+                LABEL_PARTITION: offering.partition,
             }[key]
             if value is not None:
                 values.add(value)

@@ -25,6 +25,7 @@ from nodewright.scheduling.catalog import InstanceType, Offering
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
     LABEL_NODEPOOL,
+    LABEL_PARTITION,
     LABEL_ZONE,
     LABEL_ZONE_ID,
     Requirement,
@@ -59,6 +60,8 @@ def _offering_labels(base: Mapping[str, str], offering: Offering) -> dict[str, s
     labels = {**base, LABEL_ZONE: offering.zone, LABEL_CAPACITY_TYPE: offering.capacity_type}
     if offering.zone_id:
         labels[LABEL_ZONE_ID] = offering.zone_id
+    if offering.partition:
+        labels[LABEL_PARTITION] = offering.partition
     return labels
 
 

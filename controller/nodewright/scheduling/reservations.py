@@ -20,6 +20,7 @@ from nodewright.scheduling.catalog import RESERVED, InstanceType, Offering
 from nodewright.scheduling.nodepools import NodePoolTemplate, min_values_problem
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
+    LABEL_PARTITION,
     LABEL_RESERVATION_ID,
     LABEL_ZONE,
     LABEL_ZONE_ID,
@@ -69,6 +70,7 @@ def allowed_offerings(instance_type: InstanceType, requirements: Requirements) -
     capacity_type = requirements.get(LABEL_CAPACITY_TYPE)
     zone_id = requirements.get(LABEL_ZONE_ID)
     reservation = requirements.get(LABEL_RESERVATION_ID)
+    partition = requirements.get(LABEL_PARTITION)
     return [
         offering
         for offering in instance_type.offerings
@@ -77,6 +79,7 @@ def allowed_offerings(instance_type: InstanceType, requirements: Requirements) -
         and (capacity_type is None or capacity_type.has(offering.capacity_type))
         and (zone_id is None or zone_id.matches_label(offering.zone_id))
         and (reservation is None or reservation.matches_label(offering.reservation_id))
+        and (partition is None or partition.matches_label(offering.partition))
     ]
 
 

@@ -47,6 +47,7 @@ from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
     LABEL_HOSTNAME,
     LABEL_NODEPOOL,
+    LABEL_PARTITION,
     LABEL_ZONE,
     LABEL_ZONE_ID,
     Requirement,
@@ -459,15 +460,16 @@ class _Setup:
             if labels_compatible(it, requirements)
             and (price := cheapest_price(it, requirements)) is not None
         ]
-        # Make zone, zone id and capacity type finite so that topology can pick among them
-        # (the domains come from the offerings; zone ids only where the catalog knows them).
-        for key in (LABEL_ZONE, LABEL_CAPACITY_TYPE, LABEL_ZONE_ID):
+        # Make zone, zone id, capacity type and partition finite so that topology can pick
+        # among them (the domains come from the offerings; zone ids only where the catalog
+        # knows them, partitions only for a partition placement group).
+        for key in (LABEL_ZONE, LABEL_CAPACITY_TYPE, LABEL_ZONE_ID, LABEL_PARTITION):
             offered = {
                 value
                 for value in offering_values([c.instance_type for c in base], key)
                 if key not in requirements or requirements[key].has(value)
             }
-            if key == LABEL_ZONE_ID and not offered and key not in requirements:
+            if key in (LABEL_ZONE_ID, LABEL_PARTITION) and not offered and key not in requirements:
                 continue
             requirements.add(Requirement(key, False, frozenset(offered)))
         base.sort(key=lambda c: (c.price, c.instance_type.name))

@@ -61,6 +61,15 @@ class FleetRequest:
     context: str | None = None
     # The placement group the launch templates launch into: capacity errors count there only.
     placement_group_id: str | None = None
+    # The partition of a partition group the launch targets: capacity errors count there.
+    placement_partition: int | None = None
+
+    @property
+    def placement_scope(self) -> str | None:
+        """Where a capacity error counts: the group, or the group's targeted partition."""
+        if self.placement_group_id and self.placement_partition is not None:
+            return f"{self.placement_group_id}:{self.placement_partition}"
+        return self.placement_group_id
 
     @property
     def target_capacity_type(self) -> str:
@@ -177,7 +186,7 @@ def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferi
             override.get("AvailabilityZone") or by_subnet.get(str(override.get("SubnetId", "")), "")
         )
         if code in CAPACITY_ERROR_CODES:
-            group = request.placement_group_id
+            group = request.placement_scope
             if group and zone and SPREAD_LIMIT in str(error.get("ErrorMessage", "")):
                 # A spread group holds seven instances per zone, of any type: the zone is
                 # full for every type of this launch (Karpenter's spread limit handling).

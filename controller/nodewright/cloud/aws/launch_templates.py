@@ -62,12 +62,16 @@ class LaunchConfig:
     # reservations (Karpenter's targeted launch mode), so only selected ones are used.
     capacity_reservation_id: str | None = None
     capacity_reservation_type: str | None = None
-    # The placement group every launch goes into (EC2 picks the partition of a partition
-    # group).
+    # The placement group every launch goes into, and for a partition group the partition.
     placement_group_id: str | None = None
+    placement_partition: int | None = None
 
     def fingerprint(self) -> str:
-        canonical = json.dumps(asdict(self), sort_keys=True, default=list)
+        fields = asdict(self)
+        if fields["placement_partition"] is None:
+            # Templates outside a partition group keep the names they had before it existed.
+            del fields["placement_partition"]
+        canonical = json.dumps(fields, sort_keys=True, default=list)
         return hashlib.sha256(canonical.encode()).hexdigest()[:24]
 
     @property
@@ -106,6 +110,8 @@ class LaunchConfig:
             data["UserData"] = base64.b64encode(self.user_data.encode()).decode()
         if self.placement_group_id:
             data["Placement"] = {"GroupId": self.placement_group_id}
+            if self.placement_partition is not None:
+                data["Placement"]["PartitionNumber"] = self.placement_partition
         if self.nested_virtualization is not None:
             data["CpuOptions"] = {"NestedVirtualization": self.nested_virtualization}
         if (self.associate_public_ip_address is None and self.ip_prefix_count is None

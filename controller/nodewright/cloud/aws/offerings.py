@@ -18,6 +18,7 @@ ON_DEMAND: Final = "on-demand"
 RESERVED: Final = "reserved"
 RESERVATION_ID_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-id"
 RESERVATION_TYPE_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-type"
+PARTITION_LABEL: Final = "karpenter.k8s.aws/placement-group-partition"
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ def launchable(
             if offering.reservation_id:
                 offering_labels[RESERVATION_ID_LABEL] = offering.reservation_id
                 offering_labels[RESERVATION_TYPE_LABEL] = offering.reservation_type or "default"
+            if offering.partition:
+                offering_labels[PARTITION_LABEL] = offering.partition
             if _compatible(requirements, offering_labels):
                 choices.append(Choice(instance_type, offering))
     return choices

@@ -1,11 +1,13 @@
 """The placement group an EC2NodeClass's placementGroupSelector names, as Karpenter v1.14's
 placementgroup provider finds it: one DescribePlacementGroups call (by id, else by name) for
 groups in the `available` state. A group that is not found leaves the node class not Ready
-(PlacementGroupReady=False); a found one is launched into and labels its nodes."""
+(PlacementGroupReady=False); a found one is launched into and labels its nodes. A partition
+group's partitions are offerings of their own, and a launch names the one it targets."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from nodewright.cloud.aws.errors import aws_call
@@ -15,9 +17,12 @@ if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
 
     from nodewright.api.ec2nodeclass import PlacementGroupSelector
+    from nodewright.scheduling.catalog import InstanceType, Offering
+    from nodewright.scheduling.requirements import Requirements
 
 PLACEMENT_GROUP_ID_LABEL: Final = "karpenter.k8s.aws/placement-group-id"
 PLACEMENT_GROUP_PARTITION_LABEL: Final = "karpenter.k8s.aws/placement-group-partition"
+PARTITION: Final = "partition"
 # EC2's answers for a name or id it does not know (rather than an empty list).
 _UNKNOWN_CODES: Final = frozenset({"InvalidPlacementGroup.Unknown", "InvalidGroup.NotFound",
                                    "InvalidPlacementGroupId.NotFound",
@@ -61,3 +66,42 @@ def describe(ec2: EC2Client, selector: PlacementGroupSelector) -> PlacementGroup
             spread_level=str(raw["SpreadLevel"]) if raw.get("SpreadLevel") else None,
         )
     return None
+
+
+def partitions_of(group: PlacementGroup | None) -> list[str]:
+    """The partitions a launch may target: "1".."N" of a partition group, else none."""
+    if group is None or group.strategy != PARTITION or group.partition_count <= 0:
+        return []
+    return [str(n) for n in range(1, group.partition_count + 1)]
+
+
+def with_partition_offerings(
+    catalog: Sequence[InstanceType], group: PlacementGroup | None,
+    unavailable: Callable[[str, Offering, str], bool],
+) -> list[InstanceType]:
+    """As Karpenter: each offering once per partition of a partition group (an offering
+    label, so topology spread over partitions can steer pods); other catalogs unchanged.
+    `unavailable(type, offering, partition)`: a capacity error in that partition."""
+    partitions = partitions_of(group)
+    if not partitions:
+        return list(catalog)
+    return [
+        replace(instance_type, offerings=tuple(
+            replace(offering, partition=partition,
+                    available=offering.available
+                    and not unavailable(instance_type.name, offering, partition))
+            for offering in instance_type.offerings
+            for partition in partitions
+        ))
+        for instance_type in catalog
+    ]
+
+
+def target_partition(group: PlacementGroup | None, requirements: Requirements) -> int | None:
+    """The partition a NodeClaim launches into: the lowest its requirements allow (EC2
+    takes one), or None (EC2 picks) outside partition groups or with no partition asked."""
+    allowed = requirements.get(PLACEMENT_GROUP_PARTITION_LABEL)
+    if allowed is None or allowed.complement:
+        return None
+    wanted = [int(p) for p in partitions_of(group) if allowed.has(p)]
+    return min(wanted) if wanted else None

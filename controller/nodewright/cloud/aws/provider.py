@@ -20,6 +20,7 @@ from nodewright.cloud.aws import (
     instance_profiles,
     instances,
     launch_templates,
+    placement_groups,
 )
 from nodewright.cloud.aws import tags as tag_keys
 from nodewright.cloud.aws.amis import Image, image_for
@@ -43,7 +44,10 @@ from nodewright.cloud.aws.offerings import (
     capacity_type_for,
     launchable,
 )
-from nodewright.cloud.aws.placement_groups import PLACEMENT_GROUP_ID_LABEL
+from nodewright.cloud.aws.placement_groups import (
+    PLACEMENT_GROUP_ID_LABEL,
+    PLACEMENT_GROUP_PARTITION_LABEL,
+)
 from nodewright.cloud.aws.pricing import LivePriceSource
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.aws.userdata import NodeBootstrap, render_user_data
@@ -178,8 +182,13 @@ class AwsCloudProvider:
             # select it and the NodeClaim (then the node) carries it.
             catalog = [replace(t, labels={**t.labels, PLACEMENT_GROUP_ID_LABEL: group.id})
                        for t in catalog]
-        return capacity_reservations.with_reserved_offerings(
+        catalog = capacity_reservations.with_reserved_offerings(
             catalog, resolution.capacity_reservations, self.reservations, self.wall_clock())
+        return placement_groups.with_partition_offerings(
+            catalog, group,
+            lambda name, offering, partition: offering.capacity_type != RESERVED
+            and group is not None and self.unavailable.is_unavailable(
+                name, offering.zone, offering.capacity_type, f"{group.id}:{partition}"))
 
     # --- instances ----------------------------------------------------------------------
 
@@ -207,6 +216,14 @@ class AwsCloudProvider:
             )
             if image_for(choice.instance_type.labels, resolution.images) is not None
         ]
+        partition = placement_groups.target_partition(resolution.placement_group, requirements)
+        if partition is not None:
+            choices = [c for c in choices if c.offering.partition == str(partition)]
+        elif placement_groups.partitions_of(resolution.placement_group):
+            # Without a partition asked EC2 picks one: offerings that differ only in their
+            # partition are one fleet override (as Karpenter deduplicates them).
+            choices = list({(c.instance_type.name, c.offering.zone, c.offering.capacity_type,
+                             c.offering.reservation_id): c for c in choices}.values())
         capacity_type = capacity_type_for(choices)
         if capacity_type is None:
             raise InsufficientCapacityError(
@@ -221,7 +238,7 @@ class AwsCloudProvider:
             # One kind of reservation per fleet (a capacity block is its own market).
             reservation_type = min(picked, key=lambda c: c.offering.price).offering.reservation_type
             picked = [c for c in picked if c.offering.reservation_type == reservation_type]
-        templates = self._templates_for(nodeclaim, node_class, resolution, picked)
+        templates = self._templates_for(nodeclaim, node_class, resolution, picked, partition)
         candidates = fleet.cheapest_first(
             [
                 fleet.Candidate(
@@ -247,6 +264,7 @@ class AwsCloudProvider:
             context=node_class.spec.context,
             placement_group_id=(resolution.placement_group.id
                                 if resolution.placement_group else None),
+            placement_partition=partition,
         )
         launched = fleet.launch(self.clients.ec2, request, self.unavailable, self.reservations)
         if launched.reservation_id:
@@ -377,6 +395,7 @@ class AwsCloudProvider:
         node_class: EC2NodeClass,
         resolution: Resolution,
         choices: Sequence[Choice],
+        partition: int | None = None,
     ) -> dict[str, str]:
         """_template_key(choice) -> launch template name; one template per (image, max pods,
         reservation, EFA interfaces)."""
@@ -449,6 +468,7 @@ class AwsCloudProvider:
                     capacity_reservation_type=choice.offering.reservation_type,
                     placement_group_id=(resolution.placement_group.id
                                         if resolution.placement_group else None),
+                    placement_partition=partition,
                 )
                 by_config[key] = launch_templates.ensure_launch_template(self.clients.ec2, config)
                 self._template_use[by_config[key]] = self.clock()
@@ -499,6 +519,8 @@ class AwsCloudProvider:
                    if launched.reservation_id else {}),
                 **({PLACEMENT_GROUP_ID_LABEL: resolution.placement_group.id}
                    if resolution.placement_group else {}),
+                **({PLACEMENT_GROUP_PARTITION_LABEL: str(request.placement_partition)}
+                   if request.placement_partition is not None else {}),
             },
         )
 
