@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from nodewright.api.nodepool import NodePool
 from nodewright.api.quantity import parse_quantity
-from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.catalog import InstanceType, Offering
 from nodewright.scheduling.labels import OFFERED_VALUES
 from nodewright.scheduling.pods import Taint
 from nodewright.scheduling.requirements import (
@@ -137,17 +137,15 @@ def cheapest_price(instance_type: InstanceType, requirements: Requirements) -> f
     return best
 
 
-def cheapest_offering_of(
-    instance_type: InstanceType, requirements: Requirements
-) -> tuple[float, str, str] | None:
-    """(price, capacity type, zone) of the cheapest allowed offering, ties broken by name."""
+def allowed_offerings(instance_type: InstanceType, requirements: Requirements) -> list[Offering]:
+    """The available offerings the requirements allow, the reservation id included."""
     zone = requirements.get(LABEL_ZONE)
     capacity_type = requirements.get(LABEL_CAPACITY_TYPE)
     zone_id = requirements.get(LABEL_ZONE_ID)
     reservation = requirements.get(LABEL_RESERVATION_ID)
     partition = requirements.get(LABEL_PARTITION)
-    options = [
-        (offering.price, offering.capacity_type, offering.zone)
+    return [
+        offering
         for offering in instance_type.offerings
         if offering.available
         and (zone is None or zone.has(offering.zone))
@@ -156,6 +154,14 @@ def cheapest_offering_of(
         and (reservation is None or reservation.matches_label(offering.reservation_id))
         and (partition is None or partition.matches_label(offering.partition))
     ]
+
+
+def cheapest_offering_of(
+    instance_type: InstanceType, requirements: Requirements
+) -> tuple[float, str, str] | None:
+    """(price, capacity type, zone) of the cheapest allowed offering, ties broken by name."""
+    options = [(offering.price, offering.capacity_type, offering.zone)
+               for offering in allowed_offerings(instance_type, requirements)]
     return min(options) if options else None
 
 

@@ -17,10 +17,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from nodewright.scheduling.catalog import RESERVED, InstanceType, Offering
-from nodewright.scheduling.nodepools import NodePoolTemplate, min_values_problem
+from nodewright.scheduling.nodepools import (
+    NodePoolTemplate,
+    allowed_offerings,
+    min_values_problem,
+)
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
-    LABEL_PARTITION,
     LABEL_RESERVATION_ID,
     LABEL_ZONE,
     LABEL_ZONE_ID,
@@ -62,25 +65,6 @@ def _catalog_counts(instance_types: Sequence[InstanceType]) -> dict[str, int]:
         _COUNTS.pop(next(iter(_COUNTS)))
     _COUNTS[id(instance_types)] = (instance_types, counts)
     return counts
-
-
-def allowed_offerings(instance_type: InstanceType, requirements: Requirements) -> list[Offering]:
-    """The available offerings the requirements allow, the reservation id included."""
-    zone = requirements.get(LABEL_ZONE)
-    capacity_type = requirements.get(LABEL_CAPACITY_TYPE)
-    zone_id = requirements.get(LABEL_ZONE_ID)
-    reservation = requirements.get(LABEL_RESERVATION_ID)
-    partition = requirements.get(LABEL_PARTITION)
-    return [
-        offering
-        for offering in instance_type.offerings
-        if offering.available
-        and (zone is None or zone.has(offering.zone))
-        and (capacity_type is None or capacity_type.has(offering.capacity_type))
-        and (zone_id is None or zone_id.matches_label(offering.zone_id))
-        and (reservation is None or reservation.matches_label(offering.reservation_id))
-        and (partition is None or partition.matches_label(offering.partition))
-    ]
 
 
 def _cheapest(offerings: Sequence[Offering]) -> Offering:
