@@ -80,7 +80,7 @@ def test_a_429_with_retry_after_is_waited_out_and_sent_again(
         server.fail_next(2, status=429, retry_after=3)
         created = cluster.create(lease(LEADER_ELECTION_LEASE))
         assert created["metadata"]["name"] == LEADER_ELECTION_LEASE
-        assert transport.waits == [("retry-after", 3.0), ("retry-after", 3.0)]
+        assert list(transport.waits) == [("retry-after", 3.0), ("retry-after", 3.0)]
         assert server.verbs("leases") == ["create"] * 3
 
         # Reads too, and a 503 that says when to come back.
@@ -100,7 +100,7 @@ def test_retries_are_bounded_in_number_and_in_wait(
         server.fail_next(3, status=429, retry_after=600)
         with pytest.raises(TooManyRequestsError):
             cluster.create(lease("mine"))
-        assert transport.waits == [("retry-after", 5.0), ("retry-after", 5.0)]
+        assert list(transport.waits) == [("retry-after", 5.0), ("retry-after", 5.0)]
 
         # Without Retry-After nothing is retried here (the reconcile's backoff decides).
         server.fail_next(1, status=500)
