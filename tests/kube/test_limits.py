@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from nodewright.cluster.api import ApiError, TooManyRequestsError
+from nodewright.cluster.fencing import Fence, FencedError
 from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE
 from nodewright.cluster.kube.cluster import KubeCluster
 from nodewright.cluster.kube.transport import ClientLimits, LimitedTransport, limit
@@ -107,5 +108,36 @@ def test_retries_are_bounded_in_number_and_in_wait(
         with pytest.raises(ApiError):
             cluster.create(lease("other"))
         assert len(transport.waits) == 2
+    finally:
+        cluster.close()
+
+
+def test_a_write_waiting_out_retry_after_is_not_sent_again_once_the_replica_is_fenced(
+        server: FakeApiServer, time_: CountedTime) -> None:
+    """Issue #28 (fencing): the replica stops being sure it leads while its create sleeps
+    out a Retry-After; the create is not sent again, and a Lease write still goes out."""
+    sure = {"leading": True}
+
+    def sleep_and_lose_the_lease(seconds: float) -> None:
+        time_.sleep(seconds)
+        sure["leading"] = False
+
+    client = make_client(server)
+    transport = limit(client, ClientLimits(), monotonic=time_.monotonic,
+                      sleep=sleep_and_lose_the_lease)
+    transport.fence = Fence(lambda: None if sure["leading"] else "the Lease was lost")
+    cluster = KubeCluster(client, cached_kinds=())
+    try:
+        server.fail_next(1, status=429, retry_after=3)
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+        with pytest.raises(FencedError, match="create Node: not sure this replica"):
+            cluster.create(node)
+        assert server.verbs("nodes") == ["create"]  # the first attempt only
+
+        with pytest.raises(FencedError):
+            cluster.delete("Node", "n1")
+        assert server.verbs("nodes") == ["create"]
+        cluster.create(lease(LEADER_ELECTION_LEASE))  # leader election is never fenced
+        assert server.verbs("leases") == ["create"]
     finally:
         cluster.close()

@@ -20,6 +20,11 @@ renewal; a new holder sets `acquireTime` and adds one transition. On a clean shu
 leader releases the Lease (an empty holder, a 1 s duration) so a standby takes over at its
 next retry instead of a lease duration later.
 
+`unsure()` says why this process cannot be sure it leads: it does not hold the Lease, or
+its last successful write of it started more than `renew_deadline` ago (a standby may take
+over `lease_duration` after it saw that write). Every write is fenced on it
+(`cluster.fencing`), so work in flight when a renewal stalls writes nothing.
+
 What a user must fix (the Lease's namespace does not exist, RBAC refuses the Lease) is
 logged at ERROR with what to do, and `problem()` says it for /readyz; the candidate keeps
 trying and recovers once it is fixed.
@@ -104,6 +109,9 @@ class LeaderElector:
         self._problem_logged_at = 0.0
         # Since when a leader's renewals have failed (monotonic; None while they succeed).
         self._renewal_failing_since: float | None = None
+        # When the attempt that last wrote the Lease started (monotonic), and the current one.
+        self._renewed_at = float("-inf")
+        self._attempt_started = 0.0
         self._status = metrics.LEADER_ELECTION_STATUS.labels(name=name)
         self._status.set(0)
 
@@ -138,6 +146,16 @@ class LeaderElector:
             return None
         return (f"the leader Lease has not been renewed for {time.monotonic() - since:.0f}s "
                 f"(it is given up after {self.timing.renew_deadline:g}s)")
+
+    def unsure(self) -> str | None:
+        """Why this process cannot be sure it leads (None when it can): see the module."""
+        if not self._leading.is_set():
+            return "it does not hold the leader Lease"
+        since = time.monotonic() - self._renewed_at
+        if since > self.timing.renew_deadline:
+            return (f"the leader Lease was last renewed {since:.1f}s ago, past the "
+                    f"{self.timing.renew_deadline:g}s renew deadline")
+        return None
 
     def holder(self) -> str:
         """The identity the Lease names now ('' when free or unreadable)."""
@@ -225,6 +243,7 @@ class LeaderElector:
     def try_acquire_or_renew(self) -> bool:
         """One attempt to take or keep the Lease; True when this process holds it now."""
         with self._lock:
+            self._attempt_started = time.monotonic()
             now = datetime.now(UTC)
             if self._holds_valid_lease() and self._renew_optimistically(now):
                 return True
@@ -278,6 +297,7 @@ class LeaderElector:
             self._failed("update", error)
             return False
         self._observe(stored)
+        self._renewed_at = self._attempt_started
         self._fine()
         return True
 
@@ -300,6 +320,7 @@ class LeaderElector:
             self._failed("create", error)
             return False
         self._observe(stored)
+        self._renewed_at = self._attempt_started
         self._fine()
         return True
 

@@ -27,6 +27,7 @@ from nodewright.controllers.wiring import ControllerOptions, Controllers, build_
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import HealthLimits, OperatorDriver
 from nodewright.operator.events import EventWriter
+from nodewright.operator.fencing import fenced
 from nodewright.operator.leader import LeaderElector, LeaseTiming
 from nodewright.runtime.reconciler import Reconciler
 
@@ -64,18 +65,6 @@ class Operator:
         self.settings = settings
         self.cluster = cluster
         self.clock = clock or LoopClock()
-        self.controllers: Controllers = build_controllers(cluster, cloud, self.clock,
-                                                          settings.controllers)
-        kinds = watched_kinds(capacity_buffer=settings.controllers.capacity_buffer)
-        self.driver = OperatorDriver(cluster, clock=self.clock, kinds=kinds,
-                                     idle_interval=settings.idle_interval,
-                                     name=settings.identity, world_lock=world_lock,
-                                     state_lock=self.controllers.state.lock,
-                                     health=settings.health)
-        self.controllers.attach(self.driver)
-        self.events = EventWriter(cluster, world_lock=world_lock, clock=self.clock)
-        self.controllers.recorder.send_to(self.events.submit)
-        self.driver.add(*extra)
         self.lost_leadership = threading.Event()
         self.elector: LeaderElector | None = None
         if settings.leader_elect:
@@ -88,6 +77,20 @@ class Operator:
                 on_started_leading=self._lead,
                 on_stopped_leading=self._step_down,
             )
+        # What the controllers and the Event writer write through (operator.fencing).
+        self.writer = fenced(cluster, self.elector)
+        self.controllers: Controllers = build_controllers(self.writer, cloud, self.clock,
+                                                          settings.controllers)
+        kinds = watched_kinds(capacity_buffer=settings.controllers.capacity_buffer)
+        self.driver = OperatorDriver(cluster, clock=self.clock, kinds=kinds,
+                                     idle_interval=settings.idle_interval,
+                                     name=settings.identity, world_lock=world_lock,
+                                     state_lock=self.controllers.state.lock,
+                                     health=settings.health)
+        self.controllers.attach(self.driver)
+        self.events = EventWriter(self.writer, world_lock=world_lock, clock=self.clock)
+        self.controllers.recorder.send_to(self.events.submit)
+        self.driver.add(*extra)
 
     # --- running --------------------------------------------------------------------------
 

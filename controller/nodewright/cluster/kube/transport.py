@@ -49,6 +49,7 @@ DEFAULT_BURST = 300
 # Entries of the wait log kept (tests and debugging read the latest).
 WAITS_KEPT = 1000
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 _KIND_BY_PLURAL = {kind.plural: name for name, kind in KINDS.items()}
 
 
@@ -105,8 +106,10 @@ class LimitedTransport(httpx2.BaseTransport):
         fence = (self.primary or self).fence
         if fence is None or request.method in READ_METHODS:
             return
-        kind, name = resource_of(request.url.path)
-        fence.check(request.method, kind, name)
+        path = request.url.path
+        kind, name = resource_of(path)
+        verb = "evict" if path.endswith("/eviction") else _VERBS.get(request.method, "write")
+        fence.check(verb, kind, name)
 
     def _wait(self, why: str, seconds: float) -> None:
         if len(self.waits) == self.waits.maxlen:
