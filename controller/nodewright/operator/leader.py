@@ -111,6 +111,9 @@ class LeaderElector:
         self._renewal_failing_since: float | None = None
         # When the attempt that last wrote the Lease started (monotonic), and the current one.
         self._renewed_at = float("-inf")
+        # Whether the campaign's thread has ended, and whether an exception ended it.
+        self._ended = False
+        self._crashed = False
         self._attempt_started = 0.0
         self._status = metrics.LEADER_ELECTION_STATUS.labels(name=name)
         self._status.set(0)
@@ -165,9 +168,34 @@ class LeaderElector:
             return ""
         return str(lease.get("spec", {}).get("holderIdentity") or "")
 
+    def alive(self) -> bool:
+        """False once the campaign's thread has died: it ends on its own only when the
+        Lease is lost or `stop` is called."""
+        thread = self._thread
+        return (thread is None or thread.is_alive() or self._stop.is_set()
+                or (self._ended and not self._crashed))
+
     def _run(self) -> None:
+        completed = False
+        try:
+            self._campaign()
+            completed = True
+        except Exception:
+            log.exception("the leader election campaign stopped on an unexpected error; "
+                          "/healthz fails so that the process is restarted")
+        finally:
+            self._crashed = not completed
+            self._ended = True
+
+    def _campaign(self) -> None:
         while not self._stop.is_set():
-            if self.try_acquire_or_renew():
+            try:
+                acquired = self.try_acquire_or_renew()
+            except Exception:  # not an API error (those are handled): a bug, a library's
+                log.exception("trying to take the leader Lease %s/%s failed; retrying in "
+                              "%gs", self.namespace, self.name, self.timing.retry_period)
+                acquired = False
+            if acquired:
                 if not self._leading.is_set():
                     log.info("acquired the leader Lease %s/%s", self.namespace, self.name,
                              extra={"identity": self.identity})

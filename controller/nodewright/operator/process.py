@@ -24,6 +24,7 @@ from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE, watched_kinds
 from nodewright.controllers.wiring import ControllerOptions, Controllers, build_controllers
+from nodewright.operator import health
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import HealthLimits, OperatorDriver
 from nodewright.operator.events import EventWriter
@@ -144,7 +145,12 @@ class Operator:
             return "the controller loop is not running"
         if self.lost_leadership.is_set():
             return "lost the leader Lease"
-        return self.driver.stalled()
+        threads = {"event writer": self.events.alive}
+        if self.elector is not None:
+            threads["leader election"] = self.elector.alive
+        return (health.dead_thread(threads) or self.driver.stalled()
+                or health.stuck_queue({"event writer": self.events.stuck_for},
+                                      self.settings.health.stall_budget))
 
     def ready(self) -> str | None:
         """None when ready, else why not (for /readyz): the caches have synced, the
