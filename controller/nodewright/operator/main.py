@@ -46,6 +46,7 @@ from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.nodeclass_cleanup import CloudGarbageCollection, NodeClassTermination
 from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
 from nodewright.operator.process import Operator, OperatorSettings
+from nodewright.operator.shutdown import Shutdown
 from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
 from nodewright.operator.sim_lost import LostInstances
 from nodewright.runtime.reconciler import Reconciler
@@ -58,7 +59,8 @@ SIM_DEFAULT_REGION = "us-east-1"  # as `simulate`, `plan` and `catalog` default
 # reported as having no effect.
 IMPLEMENTED_GATES = frozenset({"SpotToSpotConsolidation", "StaticCapacity", "NodeRepair",
                                "NodeOverlay", "CapacityBuffer"})
-# Leave the kubelet's 30 s grace period some room: stop within 25 s.
+# Leave the kubelet's grace period (install.settings.TERMINATION_GRACE_PERIOD_SECONDS, 30 s)
+# some room: every phase of the stop together ends within 25 s (operator.shutdown).
 STOP_TIMEOUT_SECONDS = 25.0
 # The interruption controller's SQS long poll (on its own worker, outside the state lock):
 # a message is acted on as soon as it arrives. Karpenter waits 20 s; 10 s keeps a clean
@@ -246,17 +248,18 @@ class ControllerProcess:
 
     def shutdown(self, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
         """Stop taking work, finish what is in flight, release the Lease, close."""
-        stopped = True
-        if self.operator is not None:
-            stopped = self.operator.stop(timeout)
+        budget = Shutdown(timeout)  # shared by every phase: see operator.shutdown
+        operator = self.operator
+        if operator is not None:
+            budget.run("the operator", operator.stop)
         for endpoint in (self.probes, self.metrics):
             if endpoint is not None:
-                endpoint.close()
+                budget.run("an endpoint", lambda _, closing=endpoint: closing.close())
         for client in (self.cluster, self.lease_cluster):
             if client is not None:
-                client.close()
-        log.info("stopped", extra={"clean": stopped})
-        return stopped
+                budget.run("an API client", lambda _, closing=client: closing.close())
+        log.info("stopped", extra={"clean": budget.clean})
+        return budget.clean
 
 
 def run(config: OperatorConfig) -> int:

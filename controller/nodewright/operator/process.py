@@ -30,6 +30,7 @@ from nodewright.operator.driver import HealthLimits, OperatorDriver
 from nodewright.operator.events import EventWriter
 from nodewright.operator.fencing import fenced
 from nodewright.operator.leader import LeaderElector, LeaseTiming
+from nodewright.operator.shutdown import Shutdown
 from nodewright.runtime.reconciler import Reconciler
 
 log = logging.getLogger(__name__)
@@ -119,14 +120,17 @@ class Operator:
 
     def stop(self, timeout: float | None = None) -> bool:
         """A clean stop (SIGTERM): no new work, the reconcile in flight finishes, then the
-        Lease is released so a standby takes over at its next retry. True when the loop
-        ended within `timeout`."""
+        Lease is released so a standby takes over at its next retry. True when every
+        phase ended within `timeout`, which they share."""
         self.driver.leading.clear()
-        stopped = self.driver.stop(timeout)
-        self.events.stop(timeout)
-        if self.elector is not None:
-            self.elector.stop(release=stopped, timeout=timeout)
-        return stopped
+        budget = Shutdown(timeout)  # one budget for every phase (operator.shutdown)
+        stopped = budget.run("the controllers", self.driver.stop)
+        budget.run("the event writer", self.events.stop)
+        elector = self.elector
+        if elector is not None:
+            budget.run("leader election",
+                       lambda left: elector.stop(release=stopped, timeout=left))
+        return budget.clean
 
     def crash(self) -> None:
         """Die without a word (kill -9): nothing is released; the Lease runs out."""
