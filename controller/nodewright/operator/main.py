@@ -17,7 +17,7 @@ import random
 import signal
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import FrameType
 
 import boto3
@@ -252,14 +252,20 @@ class ControllerProcess:
         operator = self.operator
         if operator is not None:
             budget.run("the operator", operator.stop)
-        for endpoint in (self.probes, self.metrics):
-            if endpoint is not None:
-                budget.run("an endpoint", lambda _, closing=endpoint: closing.close())
-        for client in (self.cluster, self.lease_cluster):
-            if client is not None:
-                budget.run("an API client", lambda _, closing=client: closing.close())
+        closing: list[tuple[str, Callable[[], None]]] = [
+            (name, part.close) for name, part in (
+                ("the probe endpoint", self.probes), ("the metrics endpoint", self.metrics),
+                ("the API client", self.cluster), ("the Lease client", self.lease_cluster))
+            if part is not None]
+        for name, close in closing:
+            budget.run(name, _ignoring_time(close))
         log.info("stopped", extra={"clean": budget.clean})
         return budget.clean
+
+
+def _ignoring_time(action: Callable[[], None]) -> Callable[[float | None], None]:
+    """A phase of the stop that takes no timeout of its own."""
+    return lambda left: action()
 
 
 def run(config: OperatorConfig) -> int:
