@@ -35,7 +35,7 @@ from nodewright.cluster.kube.transport import ClientLimits
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
 from nodewright.controllers.wiring import ControllerOptions
-from nodewright.operator import logs
+from nodewright.operator import health, logs
 from nodewright.operator.capacity_blocks import CapacityBlockExpiration
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import FEATURE_GATES, OperatorConfig
@@ -241,6 +241,8 @@ class ControllerProcess:
             down = self.cluster.disconnected(self._health.disconnected)
             if down:
                 return f"no watch of the API server open for: {', '.join(down)}"
+            return health.stuck_queue({"watch event buffer": self.cluster.undelivered_for},
+                                      self._health.stall_budget)
         return problem
 
     def lost_leadership(self) -> bool:

@@ -64,17 +64,28 @@ class Subscription:
     first time, then every 10000); the capacity holds the initial list of a very large
     cluster, which arrives before the reader starts taking."""
 
-    def __init__(self, capacity: int = SUBSCRIPTION_CAPACITY) -> None:
+    def __init__(self, capacity: int = SUBSCRIPTION_CAPACITY,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self._events: deque[WatchEvent] = deque()
         self._capacity = capacity
+        self._monotonic = monotonic
         self._lock = threading.Lock()
         self.closed = False
         self.dropped = 0
+        # When the oldest event not yet taken arrived (None while none waits).
+        self._oldest_at: float | None = None
+
+    def waiting_for(self) -> float:
+        """For how long the oldest event not yet taken has waited (0 when none waits)."""
+        oldest = self._oldest_at
+        return 0.0 if oldest is None else max(0.0, self._monotonic() - oldest)
 
     def push(self, event: WatchEvent) -> None:
         with self._lock:
             if self.closed:
                 return
+            if not self._events:
+                self._oldest_at = self._monotonic()
             if len(self._events) >= self._capacity:
                 self._events.popleft()
                 self.dropped += 1
@@ -89,6 +100,7 @@ class Subscription:
         with self._lock:
             events = list(self._events)
             self._events.clear()
+            self._oldest_at = None
             return events
 
 
