@@ -13,7 +13,7 @@ from nodewright.cluster.api import ApiError, TooManyRequestsError
 from nodewright.cluster.fencing import Fence, FencedError
 from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE
 from nodewright.cluster.kube.cluster import KubeCluster
-from nodewright.cluster.kube.transport import ClientLimits, LimitedTransport, limit
+from nodewright.cluster.kube.transport import ClientLimits, LimitedTransport, limit, resource_of
 from tests.kube.apiserver import FakeApiServer
 from tests.kube.conftest import make_client
 
@@ -141,3 +141,15 @@ def test_a_write_waiting_out_retry_after_is_not_sent_again_once_the_replica_is_f
         assert server.verbs("leases") == ["create"]
     finally:
         cluster.close()
+
+
+@pytest.mark.parametrize(("path", "addressed"), [
+    ("/api/v1/namespaces/default/pods/web-1/eviction", ("Pod", "web-1")),
+    ("/apis/events.k8s.io/v1/namespaces/default/events", ("Event", "")),
+    ("/apis/karpenter.sh/v1/nodeclaims/default-abcde/status", ("NodeClaim", "default-abcde")),
+    ("/apis/coordination.k8s.io/v1/namespaces/nodewright/leases/lease", ("Lease", "lease")),
+    ("/api/v1/nodes", ("Node", "")),
+])
+def test_the_fence_reads_the_kind_and_name_a_write_addresses(
+        path: str, addressed: tuple[str, str]) -> None:
+    assert resource_of(path) == addressed
