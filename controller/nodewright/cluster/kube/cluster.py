@@ -93,6 +93,14 @@ class KubeWatchStream:
     def synced(self) -> bool:
         return all(informer.synced() for informer in self._informers)
 
+    def undelivered_for(self) -> float:
+        """For how long the oldest event has waited for the reader, once synced (before,
+        events wait for the other kinds' first list by design)."""
+        return self._subscription.waiting_for() if self.synced() else 0.0
+
+    def closed(self) -> bool:
+        return self._subscription.closed
+
     def close(self) -> None:
         self._subscription.closed = True
         for informer in self._informers:
@@ -118,6 +126,7 @@ class KubeCluster:
         self._informer_factory = informer_factory or (
             lambda client, kind: Informer(client, kind, read_timeout=watch_read_timeout))
         self._informers: dict[str, Informer] = {}
+        self._streams: list[KubeWatchStream] = []
         self._lock = threading.Lock()
 
     # --- informers ------------------------------------------------------------------------
@@ -215,7 +224,18 @@ class KubeCluster:
         return [to_object(kind, item) for item in items]
 
     def watch(self, kinds: Iterable[str]) -> KubeWatchStream:
-        return KubeWatchStream([self.informer(kind) for kind in kinds])
+        stream = KubeWatchStream([self.informer(kind) for kind in kinds])
+        with self._lock:
+            self._streams.append(stream)
+        return stream
+
+    def undelivered_for(self) -> float:
+        """For how long the oldest watch event has waited for its stream's reader (the
+        operator's dispatcher), for /healthz."""
+        with self._lock:
+            streams = list(self._streams)
+        return max((stream.undelivered_for() for stream in streams
+                    if not stream.closed()), default=0.0)
 
     # --- writes ---------------------------------------------------------------------------
 
