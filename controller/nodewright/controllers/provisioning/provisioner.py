@@ -50,6 +50,7 @@ from nodewright.runtime.clock import Clock
 from nodewright.runtime.ratelimit import TokenBucket, clock_seconds
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.scheduling.pods import Pod, SpecError
+from nodewright.scheduling.podvalidation import DRA_NOT_SUPPORTED
 from nodewright.scheduling.solver import SchedulingResult, solve
 from nodewright.scheduling.targets import PlannedNodeClaim
 from nodewright.state import NODES_RESOURCE, ClusterState, StateNode, podutil
@@ -116,6 +117,8 @@ class Provisioner:
         self.outcomes: list[ProvisioningOutcome] = []
         self._solves = 0
         self._ignored = 0
+        # Pods of this solve that claim devices (DRA), with why nothing launches for them.
+        self._dra: dict[str, str] = {}
         self._watches: tuple[Watch, ...] = (
             Watch("Pod", keys=self._on_pod),
             Watch("Node", keys=self._on_node),
@@ -224,10 +227,20 @@ class Provisioner:
         pods: list[Pod] = []
         placed: list[tuple[Pod, StateNode]] = []
         refreshed: dict[str, str] = {}
+        self._dra = {}
         for obj in self.state.provisionable_pods():
             model = self._model(obj)
             if model is None or _avoids_karpenter(model):
                 self._ignored += 1
+                continue
+            if model.invalid is not None:
+                # Karpenter's Validate: the pod is ignored, with an event saying why.
+                self._ignored += 1
+                log.debug("ignoring pod", extra={"Pod": model.key, "error": model.invalid})
+                self._failed(obj, f"ignoring pod, {model.invalid}")
+                continue
+            if model.dra:
+                self._refuse_dra(obj, model)
                 continue
             volume_problem = self.state.volume_problem(model)
             if volume_problem is not None:
@@ -248,12 +261,22 @@ class Provisioner:
         for node_name in names:
             for obj in self._reschedulable(node_name, pdbs):
                 model = self._model(obj)
-                if model is not None:
+                if model is not None and model.dra:
+                    self._refuse_dra(obj, model)
+                elif model is not None:
                     pods.append(replace(model, node_name=None))
         if self.state.buffers is not None:
             # After the real pods, as Karpenter adds them after its Validate filter.
             pods.extend(self.state.buffers.all())
         return pods, placed
+
+    def _refuse_dra(self, obj: Mapping[str, Any], model: Pod) -> None:
+        """IGNORE_DRA_REQUESTS=true (Karpenter's default, the only mode nodewright has):
+        nothing is launched for a pod that claims devices through DRA."""
+        self._dra[model.key] = DRA_NOT_SUPPORTED
+        self._failed(obj, f"Failed to schedule pod, {DRA_NOT_SUPPORTED}")
+        log.info("skipping pod with Dynamic Resource Allocation requirements, not yet "
+                 "supported by Karpenter", extra={"Pod": model.key})
 
     def _model(self, obj: Mapping[str, Any]) -> Pod | None:
         try:
@@ -269,7 +292,10 @@ class Provisioner:
         pods, placed = self.pods_to_schedule()
         metrics.SCHEDULER_IGNORED_PODS.set(self._ignored)
         buffers = self.state.buffers
-        outcome = ProvisioningOutcome(pods=len(pods), placed=len(placed))
+        outcome = ProvisioningOutcome(pods=len(pods), placed=len(placed),
+                                      unschedulable=dict(self._dra))
+        if self._dra:
+            self.state.record_scheduling_decisions(list(self._dra), {})
         if not pods:
             self._buffer_status(built=None, result=None)
             return outcome
