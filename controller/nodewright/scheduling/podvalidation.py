@@ -13,18 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodewright.api.labels import WELL_KNOWN_AWS_LABELS
+from nodewright.api.labels import (
+    CAPACITY_TYPE,
+    WELL_KNOWN_AWS_LABELS,
+    well_known_values_problem,
+)
 from nodewright.scheduling.labels import NORMALIZED
 
 MATCH_FIELDS_NOT_SUPPORTED = "node selector term with matchFields is not supported"
 DRA_NOT_SUPPORTED = ("pod has Dynamic Resource Allocation requirements that are not yet "
                      "supported by Karpenter")
 
-CAPACITY_TYPE = "karpenter.sh/capacity-type"
-# Karpenter's WellKnownValuesForRequirements.
-WELL_KNOWN_VALUES: Mapping[str, frozenset[str]] = {
-    CAPACITY_TYPE: frozenset({"on-demand", "spot", "reserved"}),
-}
 # Karpenter's WellKnownLabels with the AWS provider's additions.
 WELL_KNOWN_LABELS = frozenset({
     "karpenter.sh/nodepool",
@@ -55,21 +54,9 @@ def restricted_label(key: str) -> str | None:
             f"that does not use a restricted domain: [{' '.join(sorted(RESTRICTED_DOMAINS))}]")
 
 
-def well_known_values(key: str, operator: str, values: list[str]) -> str | None:
-    """An `In` on a label with known values must name at least one of them."""
-    known = WELL_KNOWN_VALUES.get(key)
-    if known is None or operator != "In":
-        return None
-    if any(value in known for value in values):
-        return None
-    invalid = [value for value in values if value not in known]
-    return (f"no valid values found in [{' '.join(values)}] for {key}, expected one of: "
-            f"[{' '.join(sorted(known))}], got: [{' '.join(invalid)}]")
-
-
 def requirement_problem(key: str, operator: str, values: list[str]) -> str | None:
     key = NORMALIZED.get(key, key)
-    return restricted_label(key) or well_known_values(key, operator, values)
+    return restricted_label(key) or well_known_values_problem(key, operator, values)
 
 
 def _term_problems(term: Mapping[str, Any]) -> list[str]:
