@@ -151,3 +151,42 @@ def test_a_resized_pod_takes_the_room_its_status_reports() -> None:
         "allocatedResources": {"cpu": "1", "memory": "1Gi"}}]}
     state.observe(WatchEvent("MODIFIED", _bound(done)))
     assert state.pods.node_pods("n1").requests["default/db"]["cpu"] == 1000
+
+
+def test_a_nodepool_whose_requirements_leave_no_instance_type_is_told_so(world: World) -> None:
+    """Karpenter's NoCompatibleInstanceTypes event (scheduling/events.go, published from
+    scheduler.go NewScheduler): Warning on the NodePool, "NodePool requirements filtered out
+    all compatible available instance types"; with an unmet minValues it says so."""
+    from tests.disruption.helpers import nodepool_with
+
+    world.apply(WORKSHOP)
+    world.apply(nodepool_with(requirements={"karpenter.k8s.aws/instance-family": ["c9"],
+                                            "karpenter.k8s.aws/instance-category": ["c"]}))
+    world.scale("inflate", 1)
+    world.advance(60)
+    assert world.nodeclaims() == []
+    (event,) = world.events("NoCompatibleInstanceTypes")
+    assert (event["type"], event["regarding"]["kind"], event["regarding"]["name"]) == (
+        "Warning", "NodePool", "default")
+    assert event["note"] == ("NodePool requirements filtered out all compatible available "
+                             "instance types")
+
+
+def test_an_unmet_min_values_is_named_in_the_event(world: World) -> None:
+    """NoCompatibleInstanceTypes with minValuesIncompatibleErr: "... due to minValues
+    incompatibility" (MIN_VALUES_POLICY=Strict)."""
+    from tests.disruption.helpers import nodepool_with
+
+    world.apply(WORKSHOP)
+    pool = nodepool_with()
+    for requirement in pool["spec"]["template"]["spec"]["requirements"]:
+        if requirement["key"] == "karpenter.k8s.aws/instance-family":
+            requirement["minValues"] = 2
+            requirement["values"] = ["c5", "c9"]
+    world.apply(pool)
+    world.scale("inflate", 1)
+    world.advance(60)
+    assert world.nodeclaims() == []
+    notes = {event["note"] for event in world.events("NoCompatibleInstanceTypes")}
+    assert notes == {"NodePool requirements filtered out all compatible available instance "
+                     "types due to minValues incompatibility"}

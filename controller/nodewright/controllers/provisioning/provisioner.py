@@ -49,6 +49,12 @@ from nodewright.controllers.provisioning.problem import (
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.ratelimit import TokenBucket, clock_seconds
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
+from nodewright.scheduling.nodepools import (
+    NodePoolTemplate,
+    allowed_offerings,
+    labels_compatible,
+    min_values_problem,
+)
 from nodewright.scheduling.pods import Pod, SpecError
 from nodewright.scheduling.podvalidation import DRA_NOT_SUPPORTED
 from nodewright.scheduling.solver import SchedulingResult, solve
@@ -62,6 +68,8 @@ log = logging.getLogger(__name__)
 PENDING_RECHECK_SECONDS = 10.0
 UNSYNCED_RETRY_SECONDS = 1.0
 FAILED_SCHEDULING_DEDUPE_SECONDS = 300.0
+NO_COMPATIBLE_DEDUPE_SECONDS = 60.0
+NO_COMPATIBLE_TYPES = "NodePool requirements filtered out all compatible available instance types"
 
 
 @dataclass(frozen=True)
@@ -317,6 +325,7 @@ class Provisioner:
                 result = solve(built.problem, deadline=self.solve_deadline)
         metrics.SCHEDULER_QUEUE_DEPTH.labels(**queue).set(0)
         metrics.SCHEDULER_UNFINISHED_WORK.remove(*queue.values())
+        self._report_incompatible_pools(built)
         outcome.skipped_pools = built.skipped_pools
         if result.nodeclaims:
             log.info("found provisionable pod(s)", extra={
@@ -454,6 +463,27 @@ class Provisioner:
             dedupe_values=(uid,), rate_limiter=self._nomination_limiter,
         ))
 
+    def _report_incompatible_pools(self, built: StateProblem) -> None:
+        """Karpenter's NoCompatibleInstanceTypes: a NodePool whose requirements leave none
+        of its instance types (or too few for a minValues) is told so, once a minute."""
+        for name, pool in built.pools.items():
+            why = incompatible_instance_types(pool.template)
+            if why is None:
+                continue
+            nodepool = self.state.nodepool(name)
+            if nodepool is None:
+                continue
+            log.info("skipping, nodepool requirements filtered out all instance types",
+                     extra={"NodePool": name, **({"minValuesIncompatibleErr": why}
+                                                 if why != NO_COMPATIBLE_TYPES else {})})
+            self.recorder.publish(Event(
+                regarding=nodepool, type="Warning", reason="NoCompatibleInstanceTypes",
+                note=(NO_COMPATIBLE_TYPES if why == NO_COMPATIBLE_TYPES else
+                      f"{NO_COMPATIBLE_TYPES} due to minValues incompatibility"),
+                action="Schedule", dedupe_values=(pool.uid or name,),
+                dedupe_seconds=NO_COMPATIBLE_DEDUPE_SECONDS,
+            ))
+
     def _failed(self, pod: Mapping[str, Any], message: str) -> None:
         uid = str((pod.get("metadata") or {}).get("uid") or pod_key(pod))
         self.recorder.publish(Event(
@@ -461,6 +491,20 @@ class Provisioner:
             action="Schedule", dedupe_values=(uid,),
             dedupe_seconds=FAILED_SCHEDULING_DEDUPE_SECONDS,
         ))
+
+
+def incompatible_instance_types(template: NodePoolTemplate) -> str | None:
+    """Why no NodeClaim can launch from the pool whatever its pods: no instance type with
+    an offering its requirements allow (NO_COMPATIBLE_TYPES), or, with MIN_VALUES_POLICY
+    Strict, too few for a minValues (the unmet minValues); None when some can."""
+    requirements = template.requirements
+    compatible = [it for it in template.instance_types
+                  if labels_compatible(it, requirements) and allowed_offerings(it, requirements)]
+    if not compatible:
+        return NO_COMPATIBLE_TYPES
+    if template.relax_min_values:
+        return None
+    return min_values_problem(compatible, requirements)
 
 
 def _avoids_karpenter(pod: Pod) -> bool:
