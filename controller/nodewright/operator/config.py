@@ -88,6 +88,9 @@ class OperatorConfig:
     # Ignore: preferred node/pod affinities and ScheduleAnyway spreads are dropped before
     # scheduling (Karpenter's PREFERENCE_POLICY).
     preference_policy: PreferencePolicy = "Respect"
+    # Karpenter's IGNORE_DRA_REQUESTS: pods claiming devices through Dynamic Resource
+    # Allocation get no capacity, DaemonSets claiming devices count in no overhead.
+    ignore_dra_requests: bool = True
 
 
 # --- parsers: text -> value, ValueError with the reason -----------------------------------
@@ -181,6 +184,17 @@ def parse_preference_policy(text: str) -> PreferencePolicy:
     if text == "Ignore":
         return "Ignore"
     raise ValueError("must be Respect or Ignore")
+
+
+def parse_ignore_dra_requests(text: str) -> bool:
+    """Only true (Karpenter's default): false asks for DRA device scheduling (ResourceSlices,
+    device allocation), which nodewright does not have; capacity launched by CPU and
+    memory alone would never run those pods."""
+    if not parse_bool(text):
+        raise ValueError("false asks for Dynamic Resource Allocation scheduling "
+                         "(ResourceSlices, device allocation), which nodewright does not "
+                         "implement; leave it true")
+    return True
 
 
 def parse_overhead_fraction(text: str) -> float:
@@ -326,6 +340,10 @@ OPTIONS: tuple[Option, ...] = (
            "affinities and ScheduleAnyway topology spreads are honoured while they can be "
            "(relaxed one by one when not); Ignore: they are dropped before scheduling",
            parse_preference_policy, "Respect", "Respect|Ignore"),
+    Option("--ignore-dra-requests", "IGNORE_DRA_REQUESTS", "true: pods with Dynamic Resource "
+           "Allocation claims (spec.resourceClaims) get no capacity (a FailedScheduling event "
+           "says why) and DaemonSets with claims count in no node's overhead; false (DRA "
+           "scheduling) is not supported", parse_ignore_dra_requests, "true", "BOOL"),
     Option("--vm-memory-overhead-percent", "VM_MEMORY_OVERHEAD_PERCENT", "with --cloud "
            "aws: the fraction of an instance type's memory the hypervisor keeps, taken off "
            "its capacity", parse_overhead_fraction, "0.075", "FRACTION"),
@@ -415,6 +433,7 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
         reserved_enis=values["reserved_enis"],
         isolated_vpc=values["isolated_vpc"],
         preference_policy=values["preference_policy"],
+        ignore_dra_requests=values["ignore_dra_requests"],
     )
 
 

@@ -365,7 +365,10 @@ class ClusterState:
                     continue
 
     def daemonsets(self) -> list[DaemonSet]:
-        return self.config.daemonsets.models()
+        """The DaemonSets whose pods take room on nodes; those claiming devices through
+        DRA are left out, as Karpenter does with IGNORE_DRA_REQUESTS=true."""
+        return [daemonset for daemonset in self.config.daemonsets.models()
+                if not daemonset.pod.dra]
 
     def nodepools(self) -> list[Object]:
         return list(self.config.nodepools.objects.values())

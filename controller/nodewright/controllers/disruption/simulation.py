@@ -41,6 +41,7 @@ from nodewright.controllers.provisioning.problem import (
 )
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.pods import Pod, SpecError
+from nodewright.scheduling.podvalidation import DRA_NOT_SUPPORTED
 from nodewright.scheduling.solver import (
     PreparedNodes,
     SchedulingProblem,
@@ -246,6 +247,10 @@ class SimulationBase:
             return None
         if self.pdbs.blocking(pod, self.now, fully_only=True) is not None:
             return None
+        if isinstance(known.model, Pod) and known.model.dra:
+            # IGNORE_DRA_REQUESTS=true: Karpenter's scheduler places no pod that claims
+            # devices, so a node running one is not disrupted for a simulated move.
+            return known.model.key, DRA_NOT_SUPPORTED
         return known.model
 
     def simulate(self, candidates: Sequence[Candidate]) -> Simulation:
