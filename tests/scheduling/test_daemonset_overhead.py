@@ -1,0 +1,200 @@
+"""DaemonSet overhead per instance type, as Karpenter's `buildDaemonOverheadGroups` /
+`isDaemonPodCompatible`: a DaemonSet counts against a type only where its pod would
+schedule. Ported from kubernetes-sigs/karpenter v1.14.1
+pkg/controllers/provisioning/suite_test.go, Context("Daemonsets") (named per story).
+
+The catalog mirrors Karpenter's fake cloud provider: a 2-cpu "small" type, a 4-cpu
+default type (both `size=small`) and a 16-cpu arm64 type (`size=large`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodewright.scheduling.pods import ExistingNode, Taint, daemonset_from_manifest
+from nodewright.scheduling.solver import SchedulingResult
+from tests.scheduling.test_solver import GIB, HOSTNAME, ZONE, instance_type, nodepool, pod, run
+
+# Karpenter's fake provider registers its `size` label as well known; an AWS instance
+# label is, here.
+SIZE = "karpenter.k8s.aws/instance-size"
+ARCH = "kubernetes.io/arch"
+SMALL = instance_type("small-instance-type.1", 2, 2, 0.10, labels={SIZE: "small"})
+DEFAULT = instance_type("default-instance-type.1", 4, 4, 0.20, labels={SIZE: "small"})
+ARM = instance_type("arm-instance-type.1", 16, 128, 0.80,
+                    labels={SIZE: "large", ARCH: "arm64"})
+FAKE = [SMALL, DEFAULT, ARM]
+
+
+def daemonset(name: str, cpu: str = "2", memory: str = "2Gi", *,
+              ports: tuple[int, ...] = (), **spec: Any) -> Any:
+    container: dict[str, Any] = {"name": "d", "resources": {"requests": {"cpu": cpu,
+                                                                          "memory": memory}}}
+    if ports:
+        container["ports"] = [{"containerPort": p, "hostPort": p} for p in ports]
+    return daemonset_from_manifest({
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": "kube-system"},
+        "spec": {"template": {"spec": {"containers": [container], **spec}}},
+    })
+
+
+def requiring(key: str, operator: str, *values: str) -> dict[str, Any]:
+    term = {"matchExpressions": [{"key": key, "operator": operator, "values": list(values)}]}
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [term]}}}}
+
+
+def launched(result: SchedulingResult) -> list[str]:
+    return [claim.instance_type for claim in result.nodeclaims]
+
+
+def web(**spec: Any) -> Any:
+    return pod("web-0", cpu="1", memory="1Gi", **spec)
+
+
+def test_a_daemonset_on_every_node_takes_room_on_the_new_node() -> None:
+    # "should account for daemonsets": 1 cpu of pod + 2 of DaemonSet skip the 2-cpu type.
+    result = run([web()], [nodepool(catalog=FAKE)], daemonsets=[daemonset("agent")])
+    assert launched(result) == ["default-instance-type.1"]
+
+
+def test_a_daemonset_overhead_too_large_for_any_type_leaves_the_pod_pending() -> None:
+    # "should not schedule if daemonset overhead is too large"
+    result = run([web()], [nodepool(catalog=FAKE)],
+                 daemonsets=[daemonset("huge", cpu="10000", memory="10000Gi")])
+    assert result.nodeclaims == () and len(result.unschedulable) == 1
+
+
+def test_a_daemonset_that_does_not_tolerate_the_pools_taint_is_not_counted() -> None:
+    # "should ignore daemonsets without matching tolerations"
+    taint = Taint("foo", "bar", "NoSchedule")
+    result = run([web(tolerations=[{"operator": "Exists"}])],
+                 [nodepool(catalog=FAKE, taints=[taint])], daemonsets=[daemonset("agent")])
+    assert launched(result) == ["small-instance-type.1"]
+
+
+def test_a_daemonset_with_a_selector_no_node_carries_is_not_counted() -> None:
+    # "should ignore daemonsets with an invalid selector"
+    result = run([web()], [nodepool(catalog=FAKE)],
+                 daemonsets=[daemonset("agent", nodeSelector={"node": "invalid"})])
+    assert launched(result) == ["small-instance-type.1"]
+
+
+def test_a_daemonset_requiring_a_type_that_does_not_exist_is_not_counted() -> None:
+    # "should ignore daemonsets when no instance types meet the daemonset requirements"
+    agent = daemonset("agent", **requiring("node.kubernetes.io/instance-type", "In",
+                                           "non-existent-instance-type"))
+    result = run([web()], [nodepool(catalog=FAKE)], daemonsets=[agent])
+    assert launched(result) == ["small-instance-type.1"]
+
+
+def test_a_daemonset_selecting_the_pools_custom_label_is_counted() -> None:
+    # "should account for daemonsets with a custom label nodeSelector that matches the
+    # nodepool"
+    result = run([web()], [nodepool(catalog=FAKE, labels={"purpose": "monitoring"})],
+                 daemonsets=[daemonset("agent", nodeSelector={"purpose": "monitoring"})])
+    assert launched(result) == ["default-instance-type.1"]
+
+
+def test_daemonsets_count_only_on_the_instance_types_they_select() -> None:
+    # "should filter out daemonsets based on instance type requirements": the small-size
+    # DaemonSet counts on the 2- and 4-cpu types, the large one (10 cpu) only on the arm
+    # type, so the pod takes the 4-cpu type rather than the 16-cpu one.
+    result = run([web()], [nodepool(catalog=FAKE)], daemonsets=[
+        daemonset("on-small", cpu="1100m", memory="0", **requiring(SIZE, "In", "small")),
+        daemonset("on-large", cpu="10", memory="0", **requiring(SIZE, "In", "large")),
+    ])
+    assert launched(result) == ["default-instance-type.1"]
+
+
+def test_a_daemonset_with_not_in_on_an_unspecified_key_is_counted() -> None:
+    # "should account daemonsets with NotIn operator and unspecified key"
+    result = run([web(nodeSelector={ZONE: "zone-b"})], [nodepool(catalog=FAKE)],
+                 daemonsets=[daemonset("agent", **requiring("foo", "NotIn", "bar"))])
+    assert launched(result) == ["default-instance-type.1"]
+
+
+def test_a_daemonset_matching_through_its_second_term_is_counted() -> None:
+    # "should consider a daemonset schedulable with multiple node affinity terms"
+    terms = [{"matchExpressions": [{"key": "foo", "operator": "In", "values": [v]}]}
+             for v in ("voo", "bar")]
+    agent = daemonset("agent", affinity={"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}})
+    result = run([web()], [nodepool(catalog=FAKE, labels={"foo": "bar"})], daemonsets=[agent])
+    assert launched(result) == ["default-instance-type.1"]
+
+
+def test_a_daemonsets_node_preference_does_not_stop_it_counting() -> None:
+    # "should consider a daemonset schedulable with an incompatible node affinity preference"
+    preference = {"weight": 1, "preference": {"matchExpressions": [
+        {"key": "node", "operator": "In", "values": ["invalid"]}]}}
+    agent = daemonset("agent", affinity={"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [preference]}})
+    result = run([web()], [nodepool(catalog=FAKE)], daemonsets=[agent])
+    assert launched(result) == ["default-instance-type.1"]
+
+
+def test_a_prefer_no_schedule_taint_does_not_keep_a_daemonset_off() -> None:
+    # "should consider a daemonset schedulable with a PreferNoSchedule taint"
+    taint = Taint("test", "", "PreferNoSchedule")
+    result = run([web()], [nodepool(catalog=FAKE, taints=[taint])],
+                 daemonsets=[daemonset("agent")])
+    assert launched(result) == ["default-instance-type.1"]
+
+
+def test_a_daemonsets_host_port_counts_only_where_it_would_run() -> None:
+    # "should not account for daemonset hostports when daemonset would not schedule on
+    # selected node": port 8080 is held on large nodes only; the pod asks for a small one.
+    result = run(
+        [web(containers=[{"name": "c", "ports": [{"containerPort": 8080, "hostPort": 8080}],
+                          "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+             nodeSelector={SIZE: "small"})],
+        [nodepool(catalog=FAKE)],
+        daemonsets=[
+            daemonset("large-proxy", cpu="4", memory="4Gi", ports=(8080,),
+                      **requiring(SIZE, "In", "large")),
+            daemonset("small-proxy", cpu="2", memory="2Gi", ports=(8081,),
+                      **requiring(SIZE, "In", "small")),
+        ])
+    assert launched(result) == ["default-instance-type.1"]
+
+
+def test_a_daemonsets_host_port_steers_a_pod_to_the_types_it_does_not_run_on() -> None:
+    # The port is held on small nodes only: the pod asking for it launches the arm type.
+    result = run(
+        [web(containers=[{"name": "c", "ports": [{"containerPort": 8080, "hostPort": 8080}],
+                          "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}])],
+        [nodepool(catalog=FAKE)],
+        daemonsets=[daemonset("proxy", cpu="100m", memory="0", ports=(8080,),
+                              **requiring(SIZE, "In", "small"))])
+    assert launched(result) == ["arm-instance-type.1"]
+    (claim,) = result.nodeclaims
+    assert claim.instance_types == (("arm-instance-type.1", 0.80),)
+
+
+def test_an_arm64_only_daemonset_does_not_inflate_an_amd64_node() -> None:
+    # The issue's example: an arm64-only DaemonSet asking 3 cpu made a 1-cpu amd64 pod
+    # launch a type with room for it; it must launch the 2-cpu type.
+    agent = daemonset("arm-agent", cpu="3", memory="0", nodeSelector={ARCH: "arm64"})
+    result = run([web(nodeSelector={ARCH: "amd64"})], [nodepool(catalog=FAKE)],
+                 daemonsets=[agent])
+    assert launched(result) == ["small-instance-type.1"]
+
+
+def test_a_daemonset_that_only_runs_on_another_size_leaves_the_pod_schedulable() -> None:
+    # A 15-cpu DaemonSet for large nodes: per NodePool it filled every type; per type it
+    # fills only the arm type, and the pod lands on the 2-cpu one.
+    agent = daemonset("big", cpu="15", memory="0", **requiring(SIZE, "In", "large"))
+    result = run([web()], [nodepool(catalog=FAKE)], daemonsets=[agent])
+    assert launched(result) == ["small-instance-type.1"] and result.unschedulable == ()
+
+
+def test_an_existing_node_reserves_only_the_daemonsets_its_labels_admit() -> None:
+    # scheduling/suite_test.go "should not subtract daemonset overhead that is not strictly
+    # compatible with an existing node": the arm DaemonSet does not run on this amd64 node.
+    node = ExistingNode("node-1", {ZONE: "zone-a", HOSTNAME: "node-1", ARCH: "amd64"}, (),
+                        {"cpu": 2000, "memory": 8 * GIB, "pods": 110_000})
+    agent = daemonset("arm-agent", cpu="1", memory="0", nodeSelector={ARCH: "arm64"})
+    result = run([pod("web-0", cpu="1500m")], [nodepool(catalog=FAKE)], nodes=[node],
+                 daemonsets=[agent])
+    assert result.existing == (("node-1", ("default/web-0",)),) and result.nodeclaims == ()
