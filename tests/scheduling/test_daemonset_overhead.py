@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodewright.controllers.provisioning.nodeclaims import claim_requests
+from nodewright.scheduling.daemons import daemon_loads, least_overhead
 from nodewright.scheduling.pods import ExistingNode, Taint, daemonset_from_manifest
 from nodewright.scheduling.solver import SchedulingResult
 from tests.scheduling.test_solver import GIB, HOSTNAME, ZONE, instance_type, nodepool, pod, run
@@ -198,3 +200,22 @@ def test_an_existing_node_reserves_only_the_daemonsets_its_labels_admit() -> Non
     result = run([pod("web-0", cpu="1500m")], [nodepool(catalog=FAKE)], nodes=[node],
                  daemonsets=[agent])
     assert result.existing == (("node-1", ("default/web-0",)),) and result.nodeclaims == ()
+
+
+def test_a_nodeclaim_requests_its_daemonsets_once_at_the_least_of_its_types() -> None:
+    # "should create a nodeclaim with resource requests with daemon overhead" and "should
+    # not double-count daemon overhead when multiple pods are scheduled to the same
+    # nodeclaim": two 1-cpu pods and one 1-cpu DaemonSet request 3 cpu; the arm-only
+    # DaemonSet runs on none of the claim's types but the arm one, so it is not requested.
+    agent = daemonset("agent", cpu="1", memory="1Mi")
+    arm_agent = daemonset("arm-agent", cpu="2", memory="0", nodeSelector={ARCH: "arm64"})
+    pool = nodepool(catalog=FAKE)
+    pods = [pod(f"web-{i}", cpu="1", memory="1Mi") for i in range(2)]
+
+    (claim,) = run(pods, [pool], daemonsets=[agent, arm_agent]).nodeclaims
+    loads = daemon_loads(pool, FAKE, [agent, arm_agent])
+    overhead = least_overhead([loads[name] for name, _ in claim.instance_types])
+    requests = claim_requests(claim, {p.key: p for p in pods}, overhead)
+
+    assert "arm-instance-type.1" in [name for name, _ in claim.instance_types]
+    assert requests["cpu"] == 3000 and requests["memory"] == 3 * 2**20 * 1000
