@@ -1,0 +1,444 @@
+"""Karpenter's topology suite, ported: kubernetes-sigs/karpenter v1.14.1
+pkg/controllers/provisioning/scheduling/topology_test.go. Each story names its It; the
+fixtures (fake instance types, the suite's NodePool, rounds of ExpectProvisioned and
+ExpectSkew) are in `karpenter_fake`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from nodewright.scheduling.pods import ExistingNode
+from nodewright.scheduling.requirements import Requirement
+from tests.scheduling.karpenter_fake import (
+    ARCH,
+    CAPACITY_TYPE,
+    GI,
+    HOSTNAME,
+    LABELS,
+    ZONE,
+    Cluster,
+    capacity_types,
+    match,
+    nodepool,
+    pod,
+    pods,
+    spread,
+    zones,
+)
+
+
+def test_unknown_topology_keys_are_ignored() -> None:
+    # It("should ignore unknown topology keys")
+    cluster = Cluster()
+    stuck = pod(LABELS, topologySpreadConstraints=spread("unknown", selector=match()))
+    free = pod()
+    result = cluster.provision([nodepool()], stuck, free)
+    assert [key for key, _ in result.unschedulable] == [stuck.key]
+    assert cluster.node_of(free) is not None
+
+
+def test_a_nil_label_selector_does_not_spread() -> None:
+    # It("should not spread when a nil label selector is defined")
+    cluster = Cluster()
+    cluster.provision([nodepool()], *pods(2, LABELS, topologySpreadConstraints=spread(ZONE)))
+    assert cluster.skew(ZONE) == [2]
+
+
+# -- Context("Zonal") ---------------------------------------------------------------------
+
+
+def test_pods_are_balanced_across_zones_by_match_labels() -> None:
+    # It("should balance pods across zones (match labels)")
+    cluster = Cluster()
+    cluster.provision([nodepool()], *pods(4, LABELS, topologySpreadConstraints=spread(
+        ZONE, selector=match())))
+    assert cluster.skew(ZONE) == [1, 1, 2]
+
+
+def test_pods_are_balanced_across_zones_by_match_expressions() -> None:
+    # It("should balance pods across zones (match expressions)")
+    selector = {"matchExpressions": [{"key": "test", "operator": "In", "values": ["test"]}]}
+    cluster = Cluster()
+    cluster.provision([nodepool()], *pods(4, LABELS, topologySpreadConstraints=spread(
+        ZONE, selector=selector)))
+    assert cluster.skew(ZONE) == [1, 1, 2]
+
+
+def test_the_nodepools_zones_are_respected() -> None:
+    # It("should respect NodePool zonal constraints")
+    cluster = Cluster()
+    cluster.provision([nodepool(requirements=[zones("test-zone-1", "test-zone-2",
+                                                    "test-zone-3")])],
+                      *pods(4, LABELS, topologySpreadConstraints=spread(ZONE, selector=match())))
+    assert cluster.skew(ZONE) == [1, 1, 2]
+
+
+def test_a_subset_of_zones_in_the_requirements_is_the_universe() -> None:
+    # It("should respect NodePool zonal constraints (subset) with requirements")
+    cluster = Cluster()
+    cluster.provision([nodepool(requirements=[zones("test-zone-1", "test-zone-2")])],
+                      *pods(4, LABELS, topologySpreadConstraints=spread(ZONE, selector=match())))
+    assert cluster.skew(ZONE) == [2, 2]
+
+
+def test_a_zone_label_on_the_nodepool_is_the_only_domain() -> None:
+    # It("should respect NodePool zonal constraints (subset) with labels")
+    cluster = Cluster()
+    cluster.provision([nodepool(labels={ZONE: "test-zone-1"})],
+                      *pods(4, LABELS, topologySpreadConstraints=spread(ZONE, selector=match())))
+    assert cluster.skew(ZONE) == [4]
+
+
+def test_a_zone_label_inside_the_zone_requirement_is_the_only_domain() -> None:
+    # It("should respect NodePool zonal constraints (subset) with requirements and labels")
+    cluster = Cluster()
+    cluster.provision([nodepool(requirements=[zones("test-zone-1", "test-zone-2")],
+                                labels={ZONE: "test-zone-1"})],
+                      *pods(4, LABELS, topologySpreadConstraints=spread(ZONE, selector=match())))
+    assert cluster.skew(ZONE) == [4]
+
+
+def test_zone_labels_across_nodepools_make_the_universe() -> None:
+    # It("should respect NodePool zonal constraints (subset) with labels across NodePools")
+    cluster = Cluster()
+    cluster.provision([
+        nodepool(requirements=[zones("test-zone-1", "test-zone-2")],
+                 labels={ZONE: "test-zone-1"}),
+        nodepool("second", labels={ZONE: "test-zone-2"}),
+    ], *pods(4, LABELS, topologySpreadConstraints=spread(ZONE, selector=match())))
+    assert cluster.skew(ZONE) == [2, 2]
+
+
+def test_an_existing_pod_in_a_zone_the_nodepool_no_longer_offers_counts() -> None:
+    # It("should respect NodePool zonal constraints (existing pod)")
+    cluster = Cluster()
+    first = pod(LABELS, cpu="1.1", nodeSelector={ZONE: "test-zone-3"})
+    cluster.provision([nodepool()], first)
+    assert cluster.node_of(first) is not None
+    cluster.provision([nodepool(requirements=[zones("test-zone-1", "test-zone-2")])],
+                      *pods(6, LABELS, cpu="1.1",
+                            topologySpreadConstraints=spread(ZONE, selector=match())))
+    assert cluster.skew(ZONE) == [1, 2, 2]
+
+
+def test_the_non_minimum_domain_is_used_when_it_is_all_there_is() -> None:
+    # It("should schedule to the non-minimum domain if its all that's available")
+    cluster = Cluster()
+    constraint = spread(ZONE, 5, selector=match())
+    cluster.provision([nodepool(requirements=[zones("test-zone-1")])],
+                      pod(LABELS, cpu="1.1", topologySpreadConstraints=constraint))
+    assert cluster.skew(ZONE) == [1]
+    cluster.provision([nodepool(requirements=[zones("test-zone-2")])],
+                      pod(LABELS, cpu="1.1", topologySpreadConstraints=constraint))
+    assert cluster.skew(ZONE) == [1, 1]
+    cluster.provision([nodepool(requirements=[zones("test-zone-3")])],
+                      *pods(10, LABELS, cpu="1.1", topologySpreadConstraints=constraint))
+    assert cluster.skew(ZONE) == [1, 1, 6]
+
+
+def test_max_skew_is_not_violated_when_unsatisfiable_means_do_not_schedule() -> None:
+    # It("should not violate max-skew when unsat = do not schedule")
+    cluster = Cluster()
+    constraint = spread(ZONE, selector=match())
+    cluster.provision([nodepool(requirements=[zones("test-zone-1")])],
+                      pod(LABELS, cpu="1.1", topologySpreadConstraints=constraint))
+    cluster.provision([nodepool(requirements=[zones("test-zone-2", "test-zone-3")])],
+                      *pods(10, LABELS, cpu="1.1", topologySpreadConstraints=constraint))
+    assert cluster.skew(ZONE) == [1, 2, 2]
+
+
+def test_max_skew_counts_a_domain_discovered_from_a_running_pod() -> None:
+    # It("should not violate max-skew when unsat = do not schedule (discover domains)")
+    cluster = Cluster()
+    cluster.provision([nodepool(requirements=[zones("test-zone-1")])], pod(LABELS, cpu="1.1"))
+    cluster.provision([nodepool(requirements=[zones("test-zone-2", "test-zone-3")])],
+                      *pods(10, LABELS, cpu="1.1",
+                            topologySpreadConstraints=spread(ZONE, selector=match())))
+    assert cluster.skew(ZONE) == [1, 2, 2]
+
+
+def test_a_spread_without_a_selector_matches_every_pod() -> None:
+    # It("should match all pods when labelSelector is not specified") (zone)
+    cluster = Cluster()
+    cluster.provision([nodepool()], pod(topologySpreadConstraints=spread(ZONE)))
+    assert cluster.skew(ZONE, None) == [1]
+
+
+def test_a_selector_matching_none_of_the_spread_pods_packs_them_together() -> None:
+    # It("should handle interdependent selectors")
+    cluster = Cluster()
+    spread_pods = pods(5, None, topologySpreadConstraints=spread(HOSTNAME, selector=match()))
+    cluster.provision([nodepool()], *spread_pods)
+    assert len({cluster.node_of(p).name for p in spread_pods}) == 1  # type: ignore[union-attr]
+
+
+def test_min_domains_above_the_zones_available_keeps_one_pod_per_zone() -> None:
+    # It("should respect minDomains constraints")
+    cluster = Cluster()
+    cluster.provision([nodepool(requirements=[zones("test-zone-1", "test-zone-2")])],
+                      *pods(3, LABELS, topologySpreadConstraints=spread(
+                          ZONE, selector=match(), minDomains=3)))
+    assert cluster.skew(ZONE) == [1, 1]
+
+
+def test_min_domains_met_exactly_lets_pods_spread_as_usual() -> None:
+    # It("satisfied minDomains constraints (equal) should allow expected pod scheduling")
+    cluster = Cluster()
+    cluster.provision([nodepool(requirements=[zones(*("test-zone-1", "test-zone-2",
+                                                      "test-zone-3"))])],
+                      *pods(11, LABELS, topologySpreadConstraints=spread(
+                          ZONE, selector=match(), minDomains=3)))
+    assert cluster.skew(ZONE) == [3, 4, 4]
+
+
+def test_min_domains_exceeded_lets_pods_spread_as_usual() -> None:
+    # It("satisfied minDomains constraints (greater than minimum) should allow expected pod
+    # scheduling")
+    cluster = Cluster()
+    cluster.provision([nodepool(requirements=[zones("test-zone-1", "test-zone-2",
+                                                    "test-zone-3")])],
+                      *pods(11, LABELS, topologySpreadConstraints=spread(
+                          ZONE, selector=match(), minDomains=2)))
+    assert cluster.skew(ZONE) == [3, 4, 4]
+
+
+# -- Context("Hostname") ------------------------------------------------------------------
+
+
+def test_pods_are_balanced_across_nodes() -> None:
+    # It("should balance pods across nodes")
+    cluster = Cluster()
+    cluster.provision([nodepool()], *pods(4, LABELS, topologySpreadConstraints=spread(
+        HOSTNAME, selector=match())))
+    assert cluster.skew(HOSTNAME) == [1, 1, 1, 1]
+
+
+def test_pods_share_a_hostname_up_to_max_skew() -> None:
+    # It("should balance pods on the same hostname up to maxskew")
+    cluster = Cluster()
+    cluster.provision([nodepool()], *pods(4, LABELS, topologySpreadConstraints=spread(
+        HOSTNAME, 4, selector=match())))
+    assert cluster.skew(HOSTNAME) == [4]
+
+
+def _app(name: str, arch: str | None = None) -> dict[str, object]:
+    options: dict[str, object] = {"topologySpreadConstraints": spread(
+        HOSTNAME, selector=match({"app": name}))}
+    if arch is not None:
+        options["nodeSelector"] = {ARCH: arch}
+    return options
+
+
+def test_two_deployments_with_hostname_spread_share_two_nodes() -> None:
+    # It("balance multiple deployments with hostname topology spread")
+    cluster = Cluster()
+    spread_pods = [*pods(2, {"app": "app1"}, **_app("app1")),  # type: ignore[arg-type]
+                   *pods(2, {"app": "app2"}, **_app("app2"))]  # type: ignore[arg-type]
+    result = cluster.provision([nodepool()], *spread_pods)
+    assert result.unschedulable == () and len(cluster.nodes) == 2
+
+
+def test_two_deployments_of_different_arch_need_four_nodes() -> None:
+    # It("balance multiple deployments with hostname topology spread & varying arch")
+    cluster = Cluster()
+    spread_pods = [*pods(2, {"app": "app1"}, **_app("app1", "amd64")),  # type: ignore[arg-type]
+                   *pods(2, {"app": "app2"}, **_app("app2", "arm64"))]  # type: ignore[arg-type]
+    result = cluster.provision([nodepool()], *spread_pods)
+    assert result.unschedulable == () and len(cluster.nodes) == 4
+
+
+# -- Context("CapacityType") --------------------------------------------------------------
+
+
+def test_pods_are_balanced_across_capacity_types() -> None:
+    # It("should balance pods across capacity types")
+    cluster = Cluster()
+    cluster.provision([nodepool()], *pods(4, LABELS, topologySpreadConstraints=spread(
+        CAPACITY_TYPE, selector=match())))
+    assert cluster.skew(CAPACITY_TYPE) == [2, 2]
+
+
+def test_the_nodepools_capacity_type_is_respected() -> None:
+    # It("should respect NodePool capacity type constraints")
+    cluster = Cluster()
+    pool = nodepool(requirements=[Requirement(CAPACITY_TYPE, False,
+                                              frozenset({"spot", "on-demand"}))])
+    cluster.provision([pool], *pods(4, LABELS, topologySpreadConstraints=spread(
+        CAPACITY_TYPE, selector=match())))
+    assert cluster.skew(CAPACITY_TYPE) == [2, 2]
+
+
+def test_capacity_type_max_skew_holds_when_only_on_demand_is_left() -> None:
+    # It("should not violate max-skew when unsat = do not schedule (capacity type)")
+    cluster = Cluster()
+    constraint = spread(CAPACITY_TYPE, selector=match())
+    cluster.provision([nodepool(requirements=[capacity_types("spot")])],
+                      pod(LABELS, cpu="1.1", topologySpreadConstraints=constraint))
+    assert cluster.skew(CAPACITY_TYPE) == [1]
+    cluster.provision([nodepool(requirements=[capacity_types("on-demand")])],
+                      *pods(5, LABELS, cpu="1.1", topologySpreadConstraints=constraint))
+    assert cluster.skew(CAPACITY_TYPE) == [1, 2]
+
+
+def test_capacity_type_max_skew_gives_way_when_unsatisfiable_means_schedule_anyway() -> None:
+    # It("should violate max-skew when unsat = schedule anyway (capacity type)")
+    cluster = Cluster()
+    constraint = spread(CAPACITY_TYPE, selector=match(), when="ScheduleAnyway")
+    cluster.provision([nodepool(requirements=[capacity_types("spot")])],
+                      pod(LABELS, cpu="1.1", topologySpreadConstraints=constraint))
+    cluster.provision([nodepool(requirements=[capacity_types("on-demand")])],
+                      *pods(5, LABELS, cpu="1.1", topologySpreadConstraints=constraint))
+    assert cluster.skew(CAPACITY_TYPE) == [1, 5]
+
+
+def _counting_story(key: str, first: str, second: str) -> Cluster:
+    """Three nodes (`first`, `second`, and one without the key) with pods bound: only
+    pods matching the selector, in the namespace, on a node with the key count. (Karpenter
+    also leaves out terminating, Failed and Succeeded pods: the cluster state does,
+    before a solve.)"""
+    cluster = Cluster()
+    labels_of = {"node-a": {key: first}, "node-b": {key: second}, "node-c": {}}
+    for name, labels in labels_of.items():
+        cluster.nodes.append(ExistingNode(name, {HOSTNAME: name, **labels}, (),
+                                          {"cpu": 4000, "memory": 4 * GI, "pods": 5000}))
+    bound = [("node-a", None, "default"), ("node-c", LABELS, "default"),
+             ("node-a", LABELS, "elsewhere"), ("node-a", LABELS, "default"),
+             ("node-a", LABELS, "default"), ("node-b", LABELS, "default")]
+    for node, labels, namespace in bound:
+        cluster.bound.append(replace(pod(labels, namespace=namespace), node_name=node))
+    return cluster
+
+
+def test_only_matching_pods_on_nodes_with_a_zone_count() -> None:
+    # It("should only count running/scheduled pods with matching labels scheduled to nodes
+    # with a corresponding domain") (Zonal)
+    cluster = _counting_story(ZONE, "test-zone-1", "test-zone-2")
+    cluster.provision([nodepool()], *pods(2, LABELS, topologySpreadConstraints=spread(
+        ZONE, selector=match())))
+    assert cluster.skew(ZONE) == [1, 2, 2]
+
+
+def test_only_matching_pods_on_nodes_with_a_capacity_type_count() -> None:
+    # It("should only count running/scheduled pods with matching labels scheduled to nodes
+    # with a corresponding domain") (CapacityType)
+    cluster = _counting_story(CAPACITY_TYPE, "spot", "on-demand")
+    cluster.provision([nodepool()], *pods(2, LABELS, topologySpreadConstraints=spread(
+        CAPACITY_TYPE, selector=match())))
+    assert cluster.skew(CAPACITY_TYPE) == [2, 3]
+
+
+def test_a_capacity_type_spread_without_a_selector_matches_every_pod() -> None:
+    # It("should match all pods when labelSelector is not specified") (CapacityType)
+    cluster = Cluster()
+    cluster.provision([nodepool()], pod(topologySpreadConstraints=spread(CAPACITY_TYPE)))
+    assert cluster.skew(CAPACITY_TYPE, None) == [1]
+
+
+def test_spread_pods_outside_their_selector_pack_together_capacity_type() -> None:
+    # It("should handle interdependent selectors") (CapacityType)
+    cluster = Cluster()
+    spread_pods = pods(5, None, topologySpreadConstraints=spread(HOSTNAME, selector=match()))
+    cluster.provision([nodepool()], *spread_pods)
+    assert len({b.node_name for b in cluster.bound}) == 1
+
+
+def _zone_and_capacity(zone: str, capacity_type: str) -> dict[str, object]:
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": ZONE, "operator": "In", "values": [zone]},
+            {"key": CAPACITY_TYPE, "operator": "In", "values": [capacity_type]}]}]}}}}
+
+
+def test_capacity_type_spread_is_limited_by_required_node_affinity() -> None:
+    # It("should balance pods across capacity-types (node required affinity constrained)")
+    cluster = Cluster()
+    cluster.provision([nodepool()], pod(LABELS, **_zone_and_capacity(  # type: ignore[arg-type]
+        "test-zone-1", "on-demand")))
+    cluster.provision([nodepool()], *pods(
+        5, LABELS, topologySpreadConstraints=spread(CAPACITY_TYPE, selector=match()),
+        **_zone_and_capacity("test-zone-2", "spot")))  # type: ignore[arg-type]
+    assert cluster.skew(CAPACITY_TYPE) == [1, 5]
+
+
+def test_capacity_type_spread_counts_the_on_demand_pod_already_running() -> None:
+    # It("should balance pods across capacity-types (no constraints)")
+    cluster = Cluster()
+    first = pod(LABELS, nodeSelector={"node.kubernetes.io/instance-type":
+                                      "single-pod-instance-type",
+                                      CAPACITY_TYPE: "on-demand"})
+    cluster.provision([nodepool()], first)
+    assert cluster.node_of(first) is not None
+    cluster.provision([nodepool(requirements=[capacity_types("spot")])], *pods(
+        5, LABELS, cpu="2", topologySpreadConstraints=spread(CAPACITY_TYPE, selector=match())))
+    assert cluster.skew(CAPACITY_TYPE) == [1, 2]
+
+
+def test_arch_spread_counts_the_amd64_pod_already_running() -> None:
+    # It("should balance pods across arch (no constraints)")
+    cluster = Cluster()
+    first = pod(LABELS, nodeSelector={"node.kubernetes.io/instance-type":
+                                      "single-pod-instance-type", ARCH: "amd64"})
+    cluster.provision([nodepool()], first)
+    assert cluster.node_of(first) is not None
+    cluster.provision([nodepool(requirements=[Requirement(ARCH, False, frozenset({"arm64"}))])],
+                      *pods(5, LABELS, cpu="2",
+                            topologySpreadConstraints=spread(ARCH, selector=match())))
+    assert cluster.skew(ARCH) == [1, 2]
+
+
+# -- Context("Combined Hostname and Zonal Topology") -------------------------------------
+
+
+def _zone_and_hostname(hostname_skew: int, hostname_when: str = "DoNotSchedule",
+                       first: str = ZONE) -> list[dict[str, object]]:
+    return [*spread(first, selector=match()),
+            *spread(HOSTNAME, hostname_skew, selector=match(), when=hostname_when)]
+
+
+def test_zone_and_hostname_spreads_hold_together_over_four_rounds() -> None:
+    # It("should spread pods while respecting both constraints (hostname and zonal)")
+    cluster = Cluster()
+    expected = {2: [1, 1], 3: [1, 2, 2], 5: [3, 3, 4], 11: [7, 7, 7]}
+    for count, skew in expected.items():
+        cluster.provision([nodepool()], *pods(count, LABELS,
+                                              topologySpreadConstraints=_zone_and_hostname(3)))
+        assert cluster.skew(ZONE) == skew
+        assert max(cluster.skew(HOSTNAME)) <= 3
+
+
+def test_a_custom_label_of_two_nodepools_is_spread_evenly() -> None:
+    # It("should balance pods across NodePool requirements")
+    key = "capacity.spread.4-1"
+    spot = nodepool("spot", requirements=[capacity_types("spot"),
+                                          Requirement(key, False, frozenset("2345"))])
+    on_demand = nodepool("on-demand", requirements=[capacity_types("on-demand"),
+                                                    Requirement(key, False, frozenset("1"))])
+    cluster = Cluster()
+    result = cluster.provision([spot, on_demand], *pods(
+        20, LABELS, topologySpreadConstraints=spread(key, selector=match())))
+    assert result.unschedulable == ()
+    assert cluster.skew(key) == [4, 4, 4, 4, 4]
+    assert cluster.skew(CAPACITY_TYPE) == [4, 16]
+
+
+def test_a_zone_only_a_pool_without_room_offers_still_limits_the_spread() -> None:
+    # It("should spread pods while respecting both constraints") (zone and a ScheduleAnyway
+    # hostname spread; the zone-3 NodePool's cpu limit is 0)
+    cluster = Cluster()
+    limited = replace(nodepool("b", requirements=[zones("test-zone-3")]), limits={"cpu": 0})
+    cluster.provision([nodepool(requirements=[zones("test-zone-1", "test-zone-2")]), limited],
+                      *pods(10, LABELS, topologySpreadConstraints=_zone_and_hostname(
+                          1, "ScheduleAnyway")))
+    assert cluster.skew(ZONE) == [1, 1]
+    assert cluster.skew(HOSTNAME) == [1, 1]
+
+
+def test_capacity_type_and_hostname_spreads_hold_together_over_four_rounds() -> None:
+    # It("should spread pods while respecting both constraints") (capacity type, hostname)
+    cluster = Cluster()
+    expected = {2: [1, 1], 3: [2, 3], 5: [5, 5], 11: [10, 11]}
+    for count, skew in expected.items():
+        cluster.provision([nodepool()], *pods(count, LABELS, topologySpreadConstraints=(
+            _zone_and_hostname(3, first=CAPACITY_TYPE))))
+        assert cluster.skew(CAPACITY_TYPE) == skew
+        assert max(cluster.skew(HOSTNAME)) <= 3
