@@ -6,8 +6,9 @@ ExpectSkew) are in `karpenter_fake`."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
-from nodewright.scheduling.pods import ExistingNode
+from nodewright.scheduling.pods import ExistingNode, Taint
 from nodewright.scheduling.requirements import Requirement
 from tests.scheduling.karpenter_fake import (
     ARCH,
@@ -442,3 +443,233 @@ def test_capacity_type_and_hostname_spreads_hold_together_over_four_rounds() -> 
             _zone_and_hostname(3, first=CAPACITY_TYPE))))
         assert cluster.skew(CAPACITY_TYPE) == skew
         assert max(cluster.skew(HOSTNAME)) <= 3
+
+
+# -- Context("MatchLabelKeys") ------------------------------------------------------------
+
+
+def test_match_label_keys_split_the_pods_into_groups() -> None:
+    # It("should support matchLabelKeys")
+    cluster = Cluster()
+    constraint = spread(HOSTNAME, selector=match(), matchLabelKeys=["test-label"])
+    cluster.provision([nodepool()],
+                      *pods(2, {**LABELS, "test-label": "value-a"},
+                            topologySpreadConstraints=constraint),
+                      *pods(2, {**LABELS, "test-label": "value-b"},
+                            topologySpreadConstraints=constraint))
+    assert cluster.skew(HOSTNAME) == [2, 2]
+
+
+def test_match_label_keys_the_pod_lacks_are_ignored() -> None:
+    # It("should ignore unknown labels specified in matchLabelKeys")
+    cluster = Cluster()
+    cluster.provision([nodepool()], *pods(4, LABELS, topologySpreadConstraints=spread(
+        HOSTNAME, selector=match(), matchLabelKeys=["test-label"])))
+    assert cluster.skew(HOSTNAME) == [1, 1, 1, 1]
+
+
+# -- Context("NodeTaintsPolicy") / Context("NodeAffinityPolicy") --------------------------
+
+SPREAD_LABEL = "fake-label"
+TAINT = Taint("taintname", "taintvalue", "NoSchedule")
+
+
+def _two_full_nodes(taints: tuple[Taint, ...], extra: dict[str, str] | None = None) -> Cluster:
+    """Two nodes with 100m cpu, in domains foo and bar of the spread label."""
+    cluster = Cluster()
+    for name, value in (("node-foo", "foo"), ("node-bar", "bar")):
+        cluster.nodes.append(ExistingNode(
+            name, {HOSTNAME: name, SPREAD_LABEL: value, **(extra or {})}, taints,
+            {"cpu": 100, "memory": 4 * GI, "pods": 5000}))
+    return cluster
+
+
+def _label_spread(**policy: str) -> list[dict[str, object]]:
+    return spread(SPREAD_LABEL, selector=match(), **policy)
+
+
+def test_tainted_nodes_hold_back_the_spread_when_taints_are_ignored() -> None:
+    # It("should balance pods across a label (NodeTaintsPolicy=ignore)")
+    cluster = _two_full_nodes((TAINT,))
+    cluster.provision([nodepool(labels={SPREAD_LABEL: "baz"})], *pods(
+        5, LABELS, cpu="1", topologySpreadConstraints=_label_spread(nodeTaintsPolicy="Ignore")))
+    assert cluster.skew(SPREAD_LABEL) == [1]
+
+
+def test_tainted_nodes_do_not_count_when_taints_are_honoured() -> None:
+    # It("should balance pods across a label (NodeTaintsPolicy=honor)")
+    cluster = _two_full_nodes((TAINT,))
+    cluster.provision([nodepool(labels={SPREAD_LABEL: "baz"})], *pods(
+        5, LABELS, cpu="1", topologySpreadConstraints=_label_spread(nodeTaintsPolicy="Honor")))
+    assert cluster.skew(SPREAD_LABEL) == [5]
+
+
+def _label_pools() -> list[Any]:
+    tainted = nodepool("tainted", requirements=[Requirement(SPREAD_LABEL, False,
+                                                            frozenset({"bar"}))],
+                       taints=[Taint("taint-key", "taint-value", "NoSchedule")])
+    plain = nodepool(requirements=[Requirement(SPREAD_LABEL, False, frozenset({"foo"}))])
+    return [plain, tainted]
+
+
+def test_a_tainted_pools_domain_holds_back_the_spread_when_taints_are_ignored() -> None:
+    # It("should balance pods across a label when discovered from the nodepool
+    # (NodeTaintsPolicy=ignore)")
+    cluster = Cluster()
+    cluster.provision(_label_pools(), *pods(2, LABELS, topologySpreadConstraints=_label_spread(
+        nodeTaintsPolicy="Ignore")))
+    assert cluster.skew(SPREAD_LABEL) == [1]
+
+
+def test_a_tainted_pools_domain_does_not_count_when_taints_are_honoured() -> None:
+    # It("should balance pods across a label when discovered from the nodepool
+    # (NodeTaintsPolicy=honor)")
+    cluster = Cluster()
+    cluster.provision(_label_pools(), *pods(2, LABELS, topologySpreadConstraints=_label_spread(
+        nodeTaintsPolicy="Honor")))
+    assert cluster.skew(SPREAD_LABEL) == [2]
+
+
+def test_pools_exclusive_by_taints_share_a_domain_when_taints_are_honoured() -> None:
+    # It("should balance pods across a label when mutually exclusive NodePools (by taints)
+    # share domains (NodeTaintsPolicy=honor)")
+    pools = [nodepool(f"pool-{i}", requirements=[Requirement(SPREAD_LABEL, False,
+                                                             frozenset(domains))],
+                      taints=[Taint("taint-key", f"nodepool-{i}", "NoSchedule")])
+             for i, domains in enumerate((("foo", "bar"), ("foo", "baz")))]
+    new = [pod(LABELS, topologySpreadConstraints=_label_spread(nodeTaintsPolicy="Honor"),
+               tolerations=[{"key": "taint-key", "effect": "NoSchedule",
+                             "value": f"nodepool-{i}"}])
+           for i in range(2) for _ in range((i + 1) * 2)]
+    cluster = Cluster()
+    cluster.provision(pools, *new)
+    assert cluster.skew(SPREAD_LABEL) == [1, 2, 3]
+
+
+def test_nodes_outside_the_pods_affinity_hold_back_the_spread_when_ignored() -> None:
+    # It("should balance pods across a label (NodeAffinityPolicy=ignore)")
+    cluster = _two_full_nodes((), {"selector": "mismatch"})
+    cluster.provision([nodepool(labels={SPREAD_LABEL: "baz", "selector": "value"})], *pods(
+        5, LABELS, cpu="1", nodeSelector={"selector": "value"},
+        topologySpreadConstraints=_label_spread(nodeAffinityPolicy="Ignore")))
+    assert cluster.skew(SPREAD_LABEL) == [1]
+
+
+def test_nodes_outside_the_pods_affinity_do_not_count_when_honoured() -> None:
+    # It("should balance pods across a label (NodeAffinityPolicy=honor)")
+    cluster = _two_full_nodes((), {"selector": "mismatch"})
+    cluster.provision([nodepool(labels={SPREAD_LABEL: "baz", "selector": "value"})], *pods(
+        5, LABELS, cpu="1", nodeSelector={"selector": "value"},
+        topologySpreadConstraints=_label_spread(nodeAffinityPolicy="Honor")))
+    assert cluster.skew(SPREAD_LABEL) == [5]
+
+
+# -- Context("Combined Zonal and Capacity Type Topology") ---------------------------------
+
+
+def test_zone_and_capacity_type_spreads_hold_together_over_four_rounds() -> None:
+    # It("should spread pods while respecting both constraints") (zone and capacity type)
+    cluster = Cluster()
+    constraints = [*spread(CAPACITY_TYPE, selector=match()), *spread(ZONE, selector=match())]
+    # (pods added, most per capacity type, most per zone), round after round
+    rounds = [(2, 1, 1), (3, 3, 2), (3, 5, 4), (11, 11, 7)]
+    for added, capacity_most, zone_most in rounds:
+        cluster.provision([nodepool()], *pods(added, LABELS,
+                                              topologySpreadConstraints=constraints))
+        assert max(cluster.skew(CAPACITY_TYPE)) <= capacity_most
+        assert max(cluster.skew(ZONE)) <= zone_most
+
+
+# -- Context("Combined Zonal Topology and Node Affinity") ---------------------------------
+
+
+def _zone_in(*values: str) -> dict[str, object]:
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": ZONE, "operator": "In", "values": list(values)}]}]}}}}
+
+
+def test_a_node_selector_limits_the_zones_a_spread_uses() -> None:
+    # It("should limit spread options by nodeSelector") (zone)
+    cluster = Cluster()
+    constraint = spread(ZONE, selector=match())
+    cluster.provision([nodepool()],
+                      *pods(5, LABELS, topologySpreadConstraints=constraint,
+                            nodeSelector={ZONE: "test-zone-1"}),
+                      *pods(10, LABELS, topologySpreadConstraints=constraint,
+                            nodeSelector={ZONE: "test-zone-2"}))
+    assert cluster.skew(ZONE) == [5, 10]
+
+
+def test_node_requirements_limit_the_zones_a_spread_uses() -> None:
+    # It("should limit spread options by node requirements")
+    cluster = Cluster()
+    cluster.provision([nodepool()], *pods(
+        10, LABELS, topologySpreadConstraints=spread(ZONE, selector=match()),
+        **_zone_in("test-zone-1", "test-zone-2")))  # type: ignore[arg-type]
+    assert cluster.skew(ZONE) == [5, 5]
+
+
+def test_required_node_affinity_limits_the_spread_round_after_round() -> None:
+    # It("should limit spread options by required node affinity")
+    cluster = Cluster()
+    constraint = spread(ZONE, selector=match())
+    cluster.provision([nodepool()], *pods(6, LABELS, topologySpreadConstraints=constraint,
+                                          **_zone_in("test-zone-1",  # type: ignore[arg-type]
+                                                     "test-zone-2")))
+    assert cluster.skew(ZONE) == [3, 3]
+    everywhere = nodepool(requirements=[zones("test-zone-1", "test-zone-2", "test-zone-3")])
+    cluster.provision([everywhere], pod(LABELS, topologySpreadConstraints=constraint,
+                                        **_zone_in("test-zone-2",  # type: ignore[arg-type]
+                                                   "test-zone-3")))
+    assert cluster.skew(ZONE) == [1, 3, 3]
+    cluster.provision([everywhere], *pods(5, LABELS, topologySpreadConstraints=constraint))
+    assert cluster.skew(ZONE) == [4, 4, 4]
+
+
+def test_preferred_node_affinity_does_not_limit_the_spread() -> None:
+    # It("should not limit spread options by preferred node affinity")
+    preference = {"weight": 1, "preference": {"matchExpressions": [
+        {"key": ZONE, "operator": "In", "values": ["test-zone-1", "test-zone-2"]}]}}
+    cluster = Cluster()
+    cluster.provision([nodepool()], *pods(
+        6, LABELS, topologySpreadConstraints=spread(ZONE, selector=match()),
+        affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            preference]}}))
+    assert cluster.skew(ZONE) == [2, 2, 2]
+
+
+# -- Context("Combined Capacity Type Topology and Node Affinity") -------------------------
+
+
+def test_a_node_selector_limits_the_capacity_types_a_spread_uses() -> None:
+    # It("should limit spread options by nodeSelector") (capacity type)
+    cluster = Cluster()
+    constraint = spread(CAPACITY_TYPE, selector=match(), when="ScheduleAnyway")
+    cluster.provision([nodepool()],
+                      *pods(5, LABELS, topologySpreadConstraints=constraint,
+                            nodeSelector={CAPACITY_TYPE: "spot"}),
+                      *pods(5, LABELS, topologySpreadConstraints=constraint,
+                            nodeSelector={CAPACITY_TYPE: "on-demand"}))
+    assert cluster.skew(CAPACITY_TYPE) == [5, 5]
+
+
+def _capacity_in(*values: str) -> dict[str, object]:
+    return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": CAPACITY_TYPE, "operator": "In", "values": list(values)}]}]}}}}
+
+
+def test_node_affinity_limits_the_capacity_types_round_after_round() -> None:
+    # It("should limit spread options by node affinity (capacity type)")
+    cluster = Cluster()
+    constraint = spread(CAPACITY_TYPE, selector=match())
+    cluster.provision([nodepool()], *pods(3, LABELS, topologySpreadConstraints=constraint,
+                                          **_capacity_in("spot")))  # type: ignore[arg-type]
+    assert cluster.skew(CAPACITY_TYPE) == [3]
+    cluster.provision([nodepool()], pod(LABELS, topologySpreadConstraints=constraint,
+                                        **_capacity_in("on-demand",  # type: ignore[arg-type]
+                                                       "spot")))
+    assert cluster.skew(CAPACITY_TYPE) == [1, 3]
+    cluster.provision([nodepool()], *pods(5, LABELS, topologySpreadConstraints=constraint))
+    assert cluster.skew(CAPACITY_TYPE) == [4, 5]
