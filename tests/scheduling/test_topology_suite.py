@@ -673,3 +673,131 @@ def test_node_affinity_limits_the_capacity_types_round_after_round() -> None:
     assert cluster.skew(CAPACITY_TYPE) == [1, 3]
     cluster.provision([nodepool()], *pods(5, LABELS, topologySpreadConstraints=constraint))
     assert cluster.skew(CAPACITY_TYPE) == [4, 5]
+
+
+# -- Context("Pod Affinity/Anti-Affinity") ------------------------------------------------
+
+SECURITY = {"security": "s2"}
+
+
+def _term(key: str, labels: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    return {"labelSelector": match(labels or SECURITY), "topologyKey": key, **extra}
+
+
+def affine(key: str, labels: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    return {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        _term(key, labels, **extra)]}}}
+
+
+def anti_affine(key: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        _term(key, labels)]}}}
+
+
+def _preferred(kind: str, key: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {"affinity": {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 50, "podAffinityTerm": _term(key, labels)}]}}}
+
+
+def test_empty_pod_affinity_and_anti_affinity_schedule() -> None:
+    # It("should schedule a pod with empty pod affinity and anti-affinity")
+    cluster = Cluster()
+    plain = pod(affinity={"podAffinity": {}, "podAntiAffinity": {}})
+    cluster.provision([nodepool()], plain)
+    assert cluster.node_of(plain) is not None
+
+
+def test_pod_affinity_on_hostname_joins_the_target_pod() -> None:
+    # It("should respect pod affinity (hostname)")
+    cluster = Cluster()
+    target = pod(SECURITY)
+    follower = pod(**affine(HOSTNAME))
+    cluster.provision([nodepool()], *pods(10, LABELS, topologySpreadConstraints=spread(
+        HOSTNAME, selector=match())), target, follower)
+    assert cluster.node_of(target) == cluster.node_of(follower) is not None
+
+
+def test_self_affinity_on_zone_puts_the_replicas_together() -> None:
+    # It("should respect self pod affinity (zone)")
+    cluster = Cluster()
+    replicas = pods(3, SECURITY, **affine(ZONE))
+    cluster.provision([nodepool()], *replicas)
+    assert len({cluster.node_of(p).name for p in replicas}) == 1  # type: ignore[union-attr]
+
+
+def test_self_affinity_with_a_first_empty_hostname_fills_one_node_then_waits() -> None:
+    # It("should respect self pod affinity for first empty topology domain only (hostname)")
+    # Five pods fill a node (every fake type has 5 pod slots); the rest wait, now and later.
+    cluster = Cluster()
+    first = pods(10, SECURITY, **affine(HOSTNAME))
+    result = cluster.provision([nodepool()], *first)
+    assert len(result.nodeclaims) == 1 and len(result.nodeclaims[0].pods) == 5
+    assert len(result.unschedulable) == 5
+    second = cluster.provision([nodepool()],
+                               *pods(10, SECURITY, **affine(HOSTNAME)))
+    assert second.nodeclaims == () and len(second.unschedulable) == 10
+
+
+def test_self_affinity_cannot_start_a_second_hostname_in_other_zones() -> None:
+    # It("should respect self pod affinity for first empty topology domain only
+    # (hostname/constrained zones)")
+    cluster = Cluster()
+    cluster.provision([nodepool()], pod(SECURITY, nodeSelector={ZONE: "test-zone-1"},
+                                        **affine(HOSTNAME)))
+    result = cluster.provision([nodepool()], *pods(
+        10, SECURITY, **_with(affine(HOSTNAME), _zone_in("test-zone-2", "test-zone-3"))))
+    assert result.nodeclaims == () and len(result.unschedulable) == 10
+
+
+def _with(*options: dict[str, Any]) -> dict[str, Any]:
+    """Pod spec fragments merged, `affinity` blocks included."""
+    merged: dict[str, Any] = {}
+    for option in options:
+        for key, value in option.items():
+            if key == "affinity":
+                merged.setdefault("affinity", {}).update(value)
+            else:
+                merged[key] = value
+    return merged
+
+
+def test_two_self_affine_pods_in_different_zones_get_a_node_each() -> None:
+    # It("should allow two nodes to be created when two pods with matching affinities have
+    # incompatible selectors")
+    cluster = Cluster()
+    labels = {"security": "s1"}
+    in_two = pod(labels, **_with(affine(ZONE, labels), _zone_in("test-zone-2")))
+    in_three = pod(labels, **_with(affine(ZONE, labels), _zone_in("test-zone-3")))
+    cluster.provision([nodepool()], in_two, in_three)
+    two, three = cluster.node_of(in_two), cluster.node_of(in_three)
+    assert two is not None and three is not None and two.name != three.name
+    assert (two.labels[ZONE], three.labels[ZONE]) == ("test-zone-2", "test-zone-3")
+
+
+def test_preferred_pod_affinity_gives_way() -> None:
+    # It("should allow violation of preferred pod affinity")
+    cluster = Cluster()
+    hopeful = pod(**_preferred("podAffinity", HOSTNAME, SECURITY))
+    cluster.provision([nodepool()], *pods(10, LABELS, topologySpreadConstraints=spread(
+        HOSTNAME, selector=match())), hopeful)
+    assert cluster.node_of(hopeful) is not None
+
+
+def test_preferred_pod_anti_affinity_gives_way() -> None:
+    # It("should allow violation of preferred pod anti-affinity")
+    cluster = Cluster()
+    repelled = pods(10, None, **_preferred("podAntiAffinity", ZONE, LABELS))
+    cluster.provision([nodepool()], *pods(3, LABELS, topologySpreadConstraints=spread(
+        ZONE, selector=match())), *repelled)
+    assert all(cluster.node_of(p) is not None for p in repelled)
+
+
+def test_hostname_anti_affinity_separates_the_pods_every_time() -> None:
+    # It("should separate nodes using simple pod anti-affinity on hostname")
+    cluster = Cluster()
+    for _ in range(10):
+        target = pod(SECURITY)
+        repelled = pod(**anti_affine(HOSTNAME))
+        cluster.provision([nodepool()], repelled, target)
+        first, second = cluster.node_of(target), cluster.node_of(repelled)
+        assert first is not None and second is not None and first.name != second.name
