@@ -17,6 +17,7 @@ from tests.scheduling.karpenter_fake import (
     HOSTNAME,
     LABELS,
     ZONE,
+    ZONES,
     Cluster,
     capacity_types,
     match,
@@ -801,3 +802,115 @@ def test_hostname_anti_affinity_separates_the_pods_every_time() -> None:
         cluster.provision([nodepool()], repelled, target)
         first, second = cluster.node_of(target), cluster.node_of(repelled)
         assert first is not None and second is not None and first.name != second.name
+
+
+def _pinned(zone: str, **options: Any) -> Any:
+    return pod(None, cpu="2", nodeSelector={ZONE: zone}, **options)
+
+
+def test_zone_anti_affinity_keeps_a_pod_out_of_every_zone_with_a_match() -> None:
+    # It("should not violate pod anti-affinity on zone")
+    cluster = Cluster()
+    pinned = [pod(SECURITY, cpu="2", nodeSelector={ZONE: z}) for z in ZONES]
+    repelled = pod(**anti_affine(ZONE))
+    result = cluster.provision([nodepool()], *pinned, repelled)
+    assert all(cluster.node_of(p) is not None for p in pinned)
+    assert [key for key, _ in result.unschedulable] == [repelled.key]
+
+
+def test_zone_anti_affinity_waits_for_a_pod_whose_zone_is_open() -> None:
+    # It("should not violate pod anti-affinity on zone (other schedules first)")
+    cluster = Cluster()
+    target = pod(SECURITY, cpu="2")
+    repelled = pod(**anti_affine(ZONE))
+    result = cluster.provision([nodepool()], target, repelled)
+    assert cluster.node_of(target) is not None
+    assert [key for key, _ in result.unschedulable] == [repelled.key]
+
+
+def test_preferred_inverse_zone_anti_affinity_gives_way() -> None:
+    # It("should violate preferred pod anti-affinity on zone (inverse)")
+    cluster = Cluster()
+    pinned = [_pinned(z, **_preferred("podAntiAffinity", ZONE, SECURITY)) for z in ZONES]
+    target = pod(SECURITY)
+    result = cluster.provision([nodepool()], *pinned, target)
+    assert result.unschedulable == ()
+
+
+def test_inverse_zone_anti_affinity_keeps_the_selected_pod_out() -> None:
+    # It("should not violate pod anti-affinity on zone (inverse)")
+    cluster = Cluster()
+    pinned = [_pinned(z, **anti_affine(ZONE)) for z in ZONES]
+    target = pod(SECURITY)
+    result = cluster.provision([nodepool()], *pinned, target)
+    assert [key for key, _ in result.unschedulable] == [target.key]
+
+
+def test_zone_anti_affinity_waits_until_the_zone_is_known_then_avoids_it() -> None:
+    # It("should not violate pod anti-affinity on zone (Schrödinger)")
+    cluster = Cluster()
+    anywhere = pod(None, cpu="2", **anti_affine(ZONE))
+    target = pod(SECURITY)
+    first = cluster.provision([nodepool()], anywhere, target)
+    assert [key for key, _ in first.unschedulable] == [target.key]
+    cluster.provision([nodepool()], target)
+    one, two = cluster.node_of(anywhere), cluster.node_of(target)
+    assert one is not None and two is not None and one.labels[ZONE] != two.labels[ZONE]
+
+
+def test_inverse_zone_anti_affinity_of_running_pods_keeps_the_selected_pod_out() -> None:
+    # It("should not violate pod anti-affinity on zone (inverse w/existing nodes)")
+    cluster = Cluster()
+    cluster.provision([nodepool()], *[_pinned(z, **anti_affine(ZONE)) for z in ZONES])
+    target = pod(SECURITY)
+    result = cluster.provision([nodepool()], target)
+    assert [key for key, _ in result.unschedulable] == [target.key]
+
+
+def test_preferred_inverse_anti_affinity_of_running_pods_gives_way() -> None:
+    # It("should violate preferred pod anti-affinity on zone (inverse w/existing nodes)")
+    cluster = Cluster()
+    cluster.provision([nodepool()], *[_pinned(z, **_preferred("podAntiAffinity", ZONE,
+                                                                SECURITY)) for z in ZONES])
+    target = pod(SECURITY)
+    cluster.provision([nodepool()], target)
+    assert cluster.node_of(target) is not None
+
+
+def test_a_pod_affinity_preference_gives_way_to_a_required_spread() -> None:
+    # It("should allow violation of a pod affinity preference with a conflicting required
+    # constraint")
+    cluster = Cluster()
+    target = pod(SECURITY)
+    spread_pods = pods(3, LABELS, **_with(
+        {"topologySpreadConstraints": spread(HOSTNAME, selector=match())},
+        _preferred("podAffinity", HOSTNAME, SECURITY)))
+    result = cluster.provision([nodepool()], *spread_pods, target)
+    assert result.unschedulable == ()
+    assert cluster.skew(HOSTNAME) == [1, 1, 1]
+
+
+def test_self_zone_anti_affinity_places_one_pod_per_round_until_zones_run_out() -> None:
+    # It("should support pod anti-affinity with a zone topology")
+    cluster = Cluster()
+    for expected in ([1], [1, 1], [1, 1, 1], [1, 1, 1]):
+        cluster.provision([nodepool()], *pods(3, SECURITY, **anti_affine(ZONE)))
+        assert cluster.skew(ZONE, SECURITY) == expected
+
+
+def test_affinity_to_a_pod_that_does_not_exist_schedules_nothing() -> None:
+    # It("should not schedule pods with affinity to a non-existent pod")
+    cluster = Cluster()
+    result = cluster.provision([nodepool()], *pods(10, None, **affine(ZONE)))
+    assert result.nodeclaims == () and len(result.unschedulable) == 10
+
+
+def test_zone_affinity_to_an_unconstrained_target_waits_for_its_zone() -> None:
+    # It("should support pod affinity with zone topology (unconstrained target)")
+    cluster = Cluster()
+    target = pod(SECURITY)
+    followers = pods(10, None, **affine(ZONE))
+    first = cluster.provision([nodepool()], *followers, target)
+    assert len(first.unschedulable) == 10 and cluster.node_of(target) is not None
+    cluster.provision([nodepool()], *followers)
+    assert cluster.skew(ZONE, None) == [11]
