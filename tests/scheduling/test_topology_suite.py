@@ -6,10 +6,11 @@ ExpectSkew) are in `karpenter_fake`."""
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import pairwise
 from typing import Any
 
 from nodewright.scheduling.pods import ExistingNode, Taint
-from nodewright.scheduling.requirements import Requirement
+from nodewright.scheduling.requirements import Requirement, Requirements
 from tests.scheduling.karpenter_fake import (
     ARCH,
     CAPACITY_TYPE,
@@ -914,3 +915,105 @@ def test_zone_affinity_to_an_unconstrained_target_waits_for_its_zone() -> None:
     assert len(first.unschedulable) == 10 and cluster.node_of(target) is not None
     cluster.provision([nodepool()], *followers)
     assert cluster.skew(ZONE, None) == [11]
+
+
+def test_zone_affinity_to_a_constrained_target_follows_it_in_one_round() -> None:
+    # It("should support pod affinity with zone topology (constrained target)")
+    cluster = Cluster()
+    target = pod(SECURITY, **_zone_in("test-zone-1"))  # type: ignore[arg-type]
+    cluster.provision([nodepool()], *pods(10, None, **affine(ZONE)), target)
+    assert cluster.skew(ZONE, None) == [11]
+
+
+def test_a_chain_of_hostname_affinities_lands_together() -> None:
+    # It("should handle multiple dependent affinities"), in 50 fresh clusters
+    tiers = ("db", "web", "cache", "ui")
+    for _ in range(50):
+        cluster = Cluster()
+        chain = [pod({"type": "db", "spread": "spread"})]
+        for before, tier in pairwise(tiers):
+            chain.append(pod({"type": tier, "spread": "spread"},
+                             **affine(HOSTNAME, {"type": before})))
+        result = cluster.provision([nodepool()], *chain)
+        assert result.unschedulable == ()
+
+
+def test_affinity_to_a_pod_that_never_comes_leaves_the_pod_pending() -> None:
+    # It("should fail to schedule pods with unsatisfiable dependencies")
+    cluster = Cluster()
+    lonely = pod({"type": "db", "spread": "spread"}, **affine(HOSTNAME, {"type": "web"}))
+    result = cluster.provision([nodepool()], lonely)
+    assert [key for key, _ in result.unschedulable] == [lonely.key]
+
+
+def _namespace_story(**term: Any) -> tuple[Cluster, Any, Any, Any]:
+    cluster = Cluster()
+    target = pod(SECURITY, namespace="other-ns")
+    follower = pod(**affine(HOSTNAME, **term))
+    result = cluster.provision(
+        [nodepool()], *pods(10, LABELS, topologySpreadConstraints=spread(
+            HOSTNAME, selector=match())), target, follower,
+        namespaces={"other-ns": {"foo": "bar"}})
+    return cluster, target, follower, result
+
+
+def test_pod_affinity_looks_only_in_its_own_namespace_by_default() -> None:
+    # It("should filter pod affinity topologies by namespace, no matching pods")
+    cluster, target, follower, result = _namespace_story()
+    assert cluster.node_of(target) is not None
+    assert [key for key, _ in result.unschedulable] == [follower.key]
+
+
+def test_pod_affinity_looks_in_the_namespaces_it_lists() -> None:
+    # It("should filter pod affinity topologies by namespace, matching pods namespace list")
+    cluster, target, follower, _ = _namespace_story(namespaces=["other-ns"])
+    assert cluster.node_of(target) == cluster.node_of(follower) is not None
+
+
+def test_an_empty_namespace_selector_looks_in_every_namespace() -> None:
+    # It("should filter pod affinity topologies by namespace, empty namespace selector")
+    cluster, target, follower, _ = _namespace_story(namespaceSelector={"matchLabels": {}})
+    assert cluster.node_of(target) == cluster.node_of(follower) is not None
+
+
+# -- Describe("Taints") -------------------------------------------------------------------
+
+
+def test_only_pods_tolerating_the_nodepools_taint_are_scheduled() -> None:
+    # It("should schedule pods that tolerate NodePool constraints")
+    pool = nodepool(taints=[Taint("test-key", "test-value", "NoSchedule")])
+    cluster = Cluster()
+    tolerating = [
+        pod(tolerations=[{"key": "test-key", "operator": "Exists", "effect": "NoSchedule"}]),
+        pod(tolerations=[{"key": "test-key", "value": "test-value", "operator": "Equal",
+                          "effect": "NoSchedule"}]),
+    ]
+    assert cluster.provision([pool], *tolerating).unschedulable == ()
+    others = [
+        pod(),
+        pod(tolerations=[{"key": "invalid", "operator": "Exists"}]),
+        pod(tolerations=[{"key": "test-key", "operator": "Equal", "effect": "NoSchedule"}]),
+    ]
+    assert len(cluster.provision([pool], *others).unschedulable) == 3
+
+
+# -- Describe("Topology with Volume Requirements") ----------------------------------------
+
+
+def test_a_pod_whose_volume_pins_its_zone_may_exceed_the_even_spread() -> None:
+    # It("should schedule pod with PVC and TSC minDomains=3 when pods are spread across 3
+    # zones")
+    pool = nodepool(requirements=[capacity_types("on-demand")])
+    app = {"app": "test"}
+    constraint = spread(ZONE, selector=match(app), minDomains=3)
+    cluster = Cluster()
+    cluster.provision([pool], *pods(3, app, topologySpreadConstraints=constraint))
+    assert cluster.skew(ZONE, app) == [1, 1, 1]
+    volume = Requirements([Requirement(ZONE, False, frozenset({"test-zone-1"}))])
+    with_pvc = replace(pod(app, topologySpreadConstraints=constraint),
+                       volumes=(("ebs.csi.aws.com", "default/test-pvc"),),
+                       volume_requirements=(volume,))
+    cluster.provision([pool], with_pvc)
+    node = cluster.node_of(with_pvc)
+    assert node is not None and node.labels[ZONE] == "test-zone-1"
+    assert cluster.skew(ZONE, app) == [1, 1, 2]
