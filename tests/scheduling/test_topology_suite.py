@@ -5,10 +5,12 @@ ExpectSkew) are in `karpenter_fake`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
+from nodewright.scheduling.catalog import Offering
 from nodewright.scheduling.pods import ExistingNode, Taint
 from nodewright.scheduling.requirements import Requirement, Requirements
 from tests.scheduling.karpenter_fake import (
@@ -21,6 +23,7 @@ from tests.scheduling.karpenter_fake import (
     ZONES,
     Cluster,
     capacity_types,
+    fake_type,
     match,
     nodepool,
     pod,
@@ -137,6 +140,21 @@ def test_the_non_minimum_domain_is_used_when_it_is_all_there_is() -> None:
     cluster.provision([nodepool(requirements=[zones("test-zone-3")])],
                       *pods(10, LABELS, cpu="1.1", topologySpreadConstraints=constraint))
     assert cluster.skew(ZONE) == [1, 1, 6]
+
+
+def test_only_the_minimum_domains_are_used_while_max_skew_is_violated() -> None:
+    # It("should only schedule to minimum domains if already violating max skew")
+    cluster = Cluster()
+    constraint = spread(ZONE, selector=match())
+    cluster.provision([nodepool()], *pods(9, LABELS, cpu="1.1",
+                                          topologySpreadConstraints=constraint))
+    assert cluster.skew(ZONE) == [3, 3, 3]
+    zone_of = {n.name: n.labels[ZONE] for n in cluster.nodes}
+    cluster.bound = [p for p in cluster.bound if zone_of[p.node_name or ""] == "test-zone-1"]
+    assert cluster.skew(ZONE) == [3]
+    cluster.provision([nodepool()], *pods(3, LABELS, cpu="1.1",
+                                          topologySpreadConstraints=constraint))
+    assert cluster.skew(ZONE) == [1, 2, 3]
 
 
 def test_max_skew_is_not_violated_when_unsatisfiable_means_do_not_schedule() -> None:
@@ -445,6 +463,40 @@ def test_capacity_type_and_hostname_spreads_hold_together_over_four_rounds() -> 
             _zone_and_hostname(3, first=CAPACITY_TYPE))))
         assert cluster.skew(CAPACITY_TYPE) == skew
         assert max(cluster.skew(HOSTNAME)) <= 3
+
+
+# -- Context("Combined Hostname, Zonal, and Capacity Type Topology") ---------------------
+
+
+def _assorted() -> list[Any]:
+    """As fake.InstanceTypesAssorted: a type for every zone and capacity type pair."""
+    return [replace(fake_type(f"assorted-{zone}-{ct}"),
+                    offerings=(Offering(zone, None, ct, 0.1),))
+            for zone in ZONES for ct in ("spot", "on-demand")]
+
+
+def _max_skew(cluster: Cluster, key: str, universe: Sequence[str]) -> int:
+    counts = dict.fromkeys(universe, 0)
+    nodes = {n.name: n for n in cluster.nodes}
+    for p in cluster.bound:
+        node = nodes[p.node_name or ""]
+        counts[node.labels[key]] = counts.get(node.labels[key], 0) + 1
+    return max(counts.values()) - min(counts.values())
+
+
+def test_capacity_type_zone_and_hostname_spreads_hold_together() -> None:
+    # It("should spread pods while respecting all constraints")
+    pool = nodepool(catalog=_assorted())
+    constraints = [*spread(CAPACITY_TYPE, selector=match()), *spread(ZONE, 2, selector=match()),
+                   *spread(HOSTNAME, 3, selector=match())]
+    cluster = Cluster()
+    for count in range(1, 15):
+        result = cluster.provision([pool], *pods(count, LABELS,
+                                                 topologySpreadConstraints=constraints))
+        assert result.unschedulable == ()
+        assert _max_skew(cluster, CAPACITY_TYPE, ("spot", "on-demand")) <= 1
+        assert _max_skew(cluster, ZONE, ZONES) <= 2
+        assert _max_skew(cluster, HOSTNAME, [n.name for n in cluster.nodes]) <= 3
 
 
 # -- Context("MatchLabelKeys") ------------------------------------------------------------
