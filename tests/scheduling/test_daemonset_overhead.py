@@ -8,6 +8,7 @@ default type (both `size=small`) and a 16-cpu arm64 type (`size=large`)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from nodewright.controllers.provisioning.nodeclaims import claim_requests
@@ -219,3 +220,67 @@ def test_a_nodeclaim_requests_its_daemonsets_once_at_the_least_of_its_types() ->
 
     assert "arm-instance-type.1" in [name for name, _ in claim.instance_types]
     assert requests["cpu"] == 3000 and requests["memory"] == 3 * 2**20 * 1000
+
+
+def test_daemonsets_selecting_registered_and_initialized_nodes_count_on_new_ones() -> None:
+    # scheduling/suite_test.go "Should properly handle DaemonSet resources with Node
+    # Affinity for `karpenter.sh/initialized` and `karpenter.sh/registered`": both agents
+    # run once the node joins, so a 2-cpu pod needs room for 4 cpu.
+    agents = [daemonset(f"on-{key}", cpu="1", memory="0",
+                        **requiring(f"karpenter.sh/{key}", "In", "true"))
+              for key in ("initialized", "registered")]
+    result = run([pod("web-0", cpu="2", memory="0")], [nodepool(catalog=FAKE)],
+                 daemonsets=agents)
+    assert launched(result) == ["default-instance-type.1"]
+    (claim,) = result.nodeclaims
+    assert "karpenter.sh/initialized" not in claim.requirements
+    assert "karpenter.sh/registered" not in claim.requirements
+
+
+def test_a_daemonset_an_existing_node_does_not_match_still_counts_on_new_nodes() -> None:
+    # scheduling/suite_test.go "should not subtract daemonset overhead that is not strictly
+    # compatible with an existing node": the node (no zone label) takes the first pod; the
+    # 100-cpu zone-1 DaemonSet fills every new node, so the second pod waits.
+    node = ExistingNode("node-1", {HOSTNAME: "node-1"}, (),
+                        {"cpu": 1000, "memory": 1 * GIB, "pods": 110_000})
+    agent = daemonset("zonal", cpu="100", memory="100Gi", **requiring(ZONE, "In", "zone-a"))
+    first = run([web()], [nodepool(catalog=FAKE)], nodes=[node], daemonsets=[agent])
+    assert first.existing == (("node-1", ("default/web-0",)),)
+    running = replace(web(), node_name="node-1")
+    second = run([pod("web-1", cpu="1", memory="1Gi")], [nodepool(catalog=FAKE)], nodes=[node],
+                 bound_pods=[running], daemonsets=[agent])
+    assert second.nodeclaims == () and len(second.unschedulable) == 1
+
+
+def _sixteen_cpu_node(**labels: str) -> ExistingNode:
+    return ExistingNode("node-1", {HOSTNAME: "node-1", ZONE: "zone-a", **labels}, (),
+                        {"cpu": 15_900, "memory": 128 * GIB, "pods": 110_000})
+
+
+def test_a_bound_daemonset_pod_is_counted_once() -> None:
+    # scheduling/suite_test.go "should track daemonset usage separately so we know how many
+    # DS resources are remaining to be scheduled": with the agent's pod bound, 14.9 of the
+    # node's 15.9 cpu are left, and a 14.9-cpu pod fits there.
+    agent = daemonset("agent", cpu="1", memory="1Gi")
+    agent_pod = replace(pod("agent-x", cpu="1", memory="2Gi"), node_name="node-1",
+                        owner="DaemonSet/agent")
+    result = run([pod("big", cpu="14900m", memory="0")], [nodepool(catalog=FAKE)],
+                 nodes=[_sixteen_cpu_node()], bound_pods=[agent_pod], daemonsets=[agent])
+    assert result.existing == (("node-1", ("default/big",)),) and result.nodeclaims == ()
+
+
+def test_a_daemonset_pod_bound_through_an_unexpected_label_still_leaves_others_reserved(
+) -> None:
+    # scheduling/suite_test.go "should handle unexpected daemonset pods binding to the node":
+    # the node grew a label the first agent selects and its pod is bound; the second agent
+    # (1m, every node) has not started and keeps its room, so 15.5 cpu do not fit.
+    selective = daemonset("selective", cpu="1", memory="1Gi",
+                          nodeSelector={"my-node-label": "value"})
+    tiny = daemonset("tiny", cpu="1m", memory="0")
+    agent_pod = replace(pod("selective-x", cpu="1", memory="2Gi",
+                            nodeSelector={"my-node-label": "value"}),
+                        node_name="node-1", owner="DaemonSet/selective")
+    result = run([pod("big", cpu="15500m", memory="0")], [nodepool(catalog=FAKE)],
+                 nodes=[_sixteen_cpu_node(**{"my-node-label": "value"})],
+                 bound_pods=[agent_pod], daemonsets=[selective, tiny])
+    assert result.existing == () and launched(result) == ["arm-instance-type.1"]

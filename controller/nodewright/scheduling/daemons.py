@@ -7,7 +7,9 @@ node-affinity terms (with its nodeSelector) is compatible with the NodePool's
 requirements and intersects the instance type's own labels and offerings. Keys the
 instance type does not define (custom labels) are left to the NodePool check. The
 DaemonSets' host ports count only where they run. Types that run the same DaemonSets
-share one `DaemonLoad`.
+share one `DaemonLoad`. A node Karpenter launches becomes registered and initialized, so
+a DaemonSet selecting `karpenter.sh/registered` or `karpenter.sh/initialized` = true runs
+there (Karpenter's schedulingSimulationKeys).
 """
 
 from __future__ import annotations
@@ -23,8 +25,13 @@ from nodewright.scheduling.requirements import (
     LABEL_PARTITION,
     LABEL_ZONE,
     LABEL_ZONE_ID,
+    Requirement,
     Requirements,
 )
+
+# Labels every launched node gets once it joins: only DaemonSets are judged against them.
+_JOINED = (Requirement.single("karpenter.sh/registered", "true"),
+           Requirement.single("karpenter.sh/initialized", "true"))
 
 
 @dataclass(frozen=True)
@@ -69,17 +76,27 @@ def type_intersects(instance_type: InstanceType, requirements: Requirements) -> 
         instance_type, requirements)
 
 
+def joined_requirements(template: NodePoolTemplate) -> Requirements:
+    """The NodePool's requirements as its nodes' DaemonSets see them (registered and
+    initialized)."""
+    requirements = template.requirements.copy()
+    for requirement in _JOINED:
+        requirements.add(requirement)
+    return requirements
+
+
 def pool_alternatives(
-    template: NodePoolTemplate, daemonset: DaemonSet
+    template: NodePoolTemplate, daemonset: DaemonSet, requirements: Requirements | None = None
 ) -> tuple[Requirements, ...] | None:
     """The DaemonSet's ORed node requirements compatible with the NodePool; None when its
     pod does not tolerate the NodePool's taints. An empty tuple: it never runs there."""
     hard_taints = tuple(t for t in template.taints if t.effect != "PreferNoSchedule")
     if untolerated(hard_taints, daemonset.pod.tolerations) is not None:
         return None
+    joined = requirements if requirements is not None else joined_requirements(template)
     return tuple(
         alternative for alternative in daemonset.pod.strict_node_alternatives()
-        if template.requirements.conflict(alternative) is None
+        if joined.conflict(alternative) is None
     )
 
 
@@ -91,8 +108,9 @@ def daemon_loads(
     """Each instance type's DaemonSets on this NodePool, by type name."""
     # Per DaemonSet: None (runs on every type), or the alternatives to check per type.
     checks: list[tuple[DaemonSet, tuple[Requirements, ...] | None]] = []
+    joined = joined_requirements(template)
     for daemonset in daemonsets:
-        alternatives = pool_alternatives(template, daemonset)
+        alternatives = pool_alternatives(template, daemonset, joined)
         if not alternatives:
             continue
         checks.append((daemonset, None if any(not a for a in alternatives) else alternatives))
