@@ -66,6 +66,7 @@ def test_a_daemonset_overhead_too_large_for_any_type_leaves_the_pod_pending() ->
     result = run([web()], [nodepool(catalog=FAKE)],
                  daemonsets=[daemonset("huge", cpu="10000", memory="10000Gi")])
     assert result.nodeclaims == () and len(result.unschedulable) == 1
+    assert "DaemonSets that would run on its nodes take more" in result.unschedulable[0][1]
 
 
 def test_a_daemonset_that_does_not_tolerate_the_pools_taint_is_not_counted() -> None:

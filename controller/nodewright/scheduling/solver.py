@@ -298,9 +298,8 @@ class _PoolSetup:
     domains: list[tuple[str, str]]
     # The DaemonSets of each type, by type name, where some hold host ports.
     daemon_ports: Mapping[str, DaemonLoad] = field(default_factory=dict)
-    # The values each instance-type label takes over the candidates (topology domains
-    # for keys the NodePool leaves open), filled as topology keys ask.
-    label_domains: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Types left out because the DaemonSets that run on them take more than they hold.
+    overfilled: int = 0
     # PoolState.candidates_for's answers, shared by every solver of this pool setup.
     filter_cache: dict[Requirements, list[Candidate]] = field(default_factory=dict)
 
@@ -469,12 +468,15 @@ class _Setup:
         # daemon overhead groups); a type they overfill can hold no pod.
         loads = daemon_loads(template, [it for it, _ in priced], self.problem.daemonsets)
         base = []
+        overfilled = 0
         for it, price in priced:
             overhead = self.index.vector(loads[it.name].requests)
             room = tuple(a - o for a, o in zip(self.index.vector(it.allocatable), overhead,
                                               strict=True))
             if min(room, default=0) >= 0:
                 base.append(Candidate(it, room, price, overhead))
+            else:
+                overfilled += 1
         # Make zone, zone id, capacity type and partition finite so that topology can pick
         # among them (the domains come from the offerings; zone ids only where the catalog
         # knows them, partitions only for a partition placement group).
@@ -508,7 +510,7 @@ class _Setup:
         )
         return _PoolSetup(template, requirements, base, self.index.vector({}), remaining,
                           DomainSource(template.taints, requirements=requirements), domains,
-                          ports)
+                          ports, overfilled=overfilled)
 
     def _existing_nodes(self) -> list[_NodeSetup]:
         if self.prepared is not None:
@@ -572,7 +574,7 @@ class _Solver:
         remaining = dict(setup.remaining) if setup.remaining is not None else None
         pool = PoolState(setup.template, setup.requirements, setup.candidates,
                          setup.zero, remaining, filter_cache=setup.filter_cache,
-                         daemon_ports=setup.daemon_ports)
+                         daemon_ports=setup.daemon_ports, overfilled=setup.overfilled)
         # Topology on a label the NodePool leaves open (kubernetes.io/arch, an instance
         # family, ...): its domains are the values the pool's instance types carry, as
         # Karpenter's topology domain groups take them from the instance types.
@@ -1003,6 +1005,9 @@ class _Solver:
         if conflict is not None:
             return conflict, True
         if not pool.candidates:
+            if pool.overfilled:
+                return ("the DaemonSets that would run on its nodes take more than any "
+                        "instance type holds"), False
             return "no instance type satisfies the NodePool's requirements", False
         hostname = f"{pool.name}-{self.claim_count + 1}"
         requirements = pool.requirements.copy()

@@ -123,6 +123,8 @@ class PoolState:
     # The DaemonSets each type runs, by type name, when some of them hold host ports.
     daemon_ports: Mapping[str, DaemonLoad] = field(default_factory=dict)
     port_cache: dict[tuple[HostPort, ...], frozenset[str]] = field(default_factory=dict)
+    # Types left out because their DaemonSets take more than they hold.
+    overfilled: int = 0
     values_cache: dict[tuple[int, int, str], tuple[list[Candidate], list[str] | None]] = field(
         default_factory=dict
     )
