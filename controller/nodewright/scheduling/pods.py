@@ -522,7 +522,13 @@ def _spread_constraints(
         when = item.get("whenUnsatisfiable", "DoNotSchedule")
         if when not in ("DoNotSchedule", "ScheduleAnyway"):
             raise SpecError(f"{where}.whenUnsatisfiable", f"unknown value {when!r}")
-        selector = _selector(item.get("labelSelector"), f"{where}.labelSelector")
+        selector_raw = item.get("labelSelector")
+        # As in kube-scheduler, a missing selector counts no pods: the constraint is moot.
+        selector = (
+            _selector(selector_raw, f"{where}.labelSelector")
+            if selector_raw is not None
+            else LabelSelector(match_expressions=(("", "In", frozenset()),))
+        )
         match_keys = [str(k) for k in _list(item.get("matchLabelKeys"), f"{where}.matchLabelKeys")]
         extra = tuple((k, labels[k]) for k in match_keys if k in labels)
         if extra:
