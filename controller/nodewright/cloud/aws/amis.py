@@ -250,13 +250,16 @@ def _describe(ec2: EC2Client, resource: str, now: datetime, **request: Any) -> l
 
 def newest_per_architecture(images: Sequence[Image]) -> list[Image]:
     """One image per architecture and variants: non-deprecated beats deprecated; then the
-    newest creation date; then the id."""
+    newest creation date; then the greater name (Karpenter's compareAMI); then the id."""
     best: dict[tuple[str, tuple[str, ...], str], Image] = {}
+
+    def rank(image: Image) -> tuple[bool, str, str, str]:
+        return (not image.deprecated, image.creation_date, image.name, image.id)
+
     for image in images:
         key = (image.architecture, image.variants, image.windows_build or "")
         current = best.get(key)
-        rank = (not image.deprecated, image.creation_date, image.id)
-        if current is None or rank > (not current.deprecated, current.creation_date, current.id):
+        if current is None or rank(image) > rank(current):
             best[key] = image
     return [best[key] for key in sorted(best)]
 
