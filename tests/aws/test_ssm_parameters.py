@@ -253,8 +253,7 @@ def image(image_id: str, created: str, deprecation: timedelta | None = None,
                  "ami-5678", id="should prioritize the newer ami if both are deprecated"),
     pytest.param([image("ami-5678", "2021-08-31T00:12:42.000Z", name="test-ami-1"),
                   image("ami-1234", "2021-08-31T00:12:42.000Z", name="test-ami-2")],
-                 "ami-1234", id="should sort amis with the same name and creation date "
-                                "consistently (the greater name wins)"),
+                 "ami-1234", id="the greater name wins a creation-date tie (compareAMI)"),
 ])
 def test_the_image_chosen_per_architecture(clients: AwsClients, images: list[dict[str, Any]],
                                            chosen: str) -> None:
@@ -267,3 +266,23 @@ def test_the_image_chosen_per_architecture(clients: AwsClients, images: list[dic
                                 [AMISelectorTerm.model_validate({"tags": {"*": "*"}})],
                                 K8S_VERSION, now=NOW, parameters=ParameterCache(clients.ssm))
     assert [i.id for i in found] == [chosen]
+
+
+@pytest.mark.parametrize("state", ["pending", "invalid", "deregistered", "transient", "failed",
+                                   "error", "disabled"])
+def test_images_that_are_not_available_are_ignored(clients: AwsClients, state: str) -> None:
+    """DescribeTable("should ignore images when image.state != available") — one Entry per
+    EC2 image state but available."""
+    from nodewright.api.ec2nodeclass import AMISelectorTerm
+
+    images = [{**image("ami-123", "2022-08-15T12:00:00Z"), "State": "available"},
+              {**image("ami-456", "2022-08-15T12:00:00Z"), "Architecture": "arm64",
+               "State": state}]
+    with failing(clients.ec2) as calls:
+        calls.queue("DescribeImages", answer({"Images": images}))
+        found, _ = resolve_amis(clients.ec2, clients.ssm,
+                                [AMISelectorTerm.model_validate({"tags": {"test": "test"}})],
+                                K8S_VERSION, now=NOW, parameters=ParameterCache(clients.ssm))
+        (query,) = calls.params["DescribeImages"]
+    assert [i.id for i in found] == ["ami-123"]
+    assert {"Name": "state", "Values": ["available"]} in query["Filters"]

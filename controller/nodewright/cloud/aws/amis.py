@@ -39,6 +39,7 @@ WINDOWS_2025_MIN_MINOR: Final = 35
 # EKS publishes no AL2 images from this Kubernetes minor version on.
 AL2_LAST_MINOR: Final = 32
 UNSUPPORTED_ALIAS: Final = "UnsupportedAlias"
+AVAILABLE: Final = "available"
 AMI_NOT_FOUND: Final = "AMINotFound"
 # EC2's architecture names -> kubernetes.io/arch
 ARCHITECTURES: Final[dict[str, str]] = {"x86_64": "amd64", "arm64": "arm64"}
@@ -220,7 +221,7 @@ def alias_parameter_list(alias: str, kubernetes_version: str) -> list[AliasParam
 
 def _image_of(raw: Any, now: datetime) -> Image | None:
     arch = ARCHITECTURES.get(str(raw.get("Architecture", "")))
-    if arch is None:
+    if arch is None or raw.get("State", AVAILABLE) != AVAILABLE:
         return None
     deprecation = raw.get("DeprecationTime")
     deprecated = False
@@ -240,7 +241,9 @@ def _describe(ec2: EC2Client, resource: str, now: datetime, **request: Any) -> l
     images: list[Image] = []
     with aws_call("ec2:DescribeImages", resource):
         paginator = ec2.get_paginator("describe_images")
-        for page in paginator.paginate(IncludeDeprecated=True, **request):
+        # Only images that can launch (pending, failed, deregistered... are left out).
+        filters = [*request.pop("Filters", []), {"Name": "state", "Values": [AVAILABLE]}]
+        for page in paginator.paginate(IncludeDeprecated=True, Filters=filters, **request):
             for raw in page.get("Images", []):
                 image = _image_of(raw, now)
                 if image is not None:
