@@ -97,6 +97,19 @@ def test_other_fleet_errors_stay_launch_failures(provider: AwsCloudProvider,
             provider.create(nodeclaim(), node_class())
     assert not isinstance(raised.value, InsufficientCapacityError)
     assert raised.value.warnings == ()
+    assert raised.value.reason == "LaunchFailed"
+
+
+def test_an_unauthorized_fleet_carries_karpenters_reason(provider: AwsCloudProvider,
+                                                        world: World) -> None:
+    """The NodeClaim's Launched condition takes the CreateError reason ToReasonMessage
+    gives (pkg/errors), here Unauthorized."""
+    with failing(provider.clients.ec2) as calls:
+        calls.queue("CreateFleet", fleet_error(
+            "UnauthorizedOperation", "You are not authorized to perform this operation."))
+        with pytest.raises(CloudProviderError) as raised:
+            provider.create(nodeclaim(), node_class())
+    assert raised.value.reason == "Unauthorized"
 
 
 @pytest.mark.parametrize(("text", "reason", "message"), [

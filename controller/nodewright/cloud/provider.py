@@ -30,6 +30,7 @@ class CloudProviderError(Exception):
         code: str = "",
         cloud_message: str = "",
         warnings: Sequence[tuple[str, str]] = (),
+        reason: str = "",
     ) -> None:
         super().__init__(message)
         self.call = call
@@ -40,6 +41,9 @@ class CloudProviderError(Exception):
         # NodeClaim, for what the cloud found out on the way (the account may not launch
         # spot, ...).
         self.warnings = tuple(warnings)
+        # A well-known reason for the failure (Karpenter's CreateError reason: Unauthorized,
+        # AMINotFound, ...), for the NodeClaim's Launched condition; "" when none applies.
+        self.reason = reason
 
 
 class InsufficientCapacityError(CloudProviderError):

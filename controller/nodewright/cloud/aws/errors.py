@@ -130,7 +130,8 @@ def translate(error: ClientError, call: str, resource: str) -> CloudProviderErro
         kind = InsufficientCapacityError
     elif code in NOT_FOUND_CODES:
         kind = NodeClaimNotFoundError
-    return kind(text, call=call, resource=resource, code=code, cloud_message=message)
+    return kind(text, call=call, resource=resource, code=code, cloud_message=message,
+                reason=reason_message(f"{code}: {message}")[0])
 
 
 @contextmanager

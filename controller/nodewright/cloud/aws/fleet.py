@@ -19,6 +19,7 @@ from nodewright.cloud.aws.errors import (
     SPOT_SERVICE_LINKED_ROLE,
     aws_call,
     describe_failure,
+    reason_message,
 )
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.provider import CloudProviderError, InsufficientCapacityError
@@ -260,4 +261,5 @@ def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferi
         code=code,
         cloud_message=message,
         warnings=tuple(warnings.items()),
+        reason=reason_message(f"{code}: {message}")[0],
     )

@@ -120,7 +120,7 @@ class Launch:
         if isinstance(error, NodeClassNotReadyError):
             return self._give_up(claim, "NodeClassNotReady", str(error),
                                  metric_reason="nodeclass_not_ready")
-        return self._failed(claim, "LaunchFailed", str(error))
+        return self._failed(claim, error.reason or "LaunchFailed", str(error))
 
     def _create(self, claim: Object, model: NodeClaim, node_class: EC2NodeClass) -> Instance:
         now = self.context.clock.now()
