@@ -49,6 +49,7 @@ from nodewright.operator.process import Operator, OperatorSettings
 from nodewright.operator.shutdown import Shutdown
 from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
 from nodewright.operator.sim_lost import LostInstances
+from nodewright.operator.ssm_invalidation import SsmInvalidation
 from nodewright.runtime.reconciler import Reconciler
 from nodewright.scheduling.allocatable import ProviderSettings
 
@@ -113,10 +114,13 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                                 provider_settings=ProviderSettings(
                                     config.vm_memory_overhead_percent, config.reserved_enis),
                                 isolated_vpc=config.isolated_vpc,
-                                kube_dns_ip=kube_dns_ip(cluster))
+                                kube_dns_ip=kube_dns_ip(cluster),
+                                dry_run=not config.disable_dry_run,
+                                ami_refresh_seconds=config.ami_refresh_interval,
+                                subnet_refresh_seconds=config.subnet_refresh_interval)
     return aws, [NodeClassStatus(cluster, aws, clock), CatalogRefresh(cluster, aws),
                  CapacityBlockExpiration(cluster, clock), NodeClassTermination(cluster, aws),
-                 CloudGarbageCollection(cluster, aws)]
+                 CloudGarbageCollection(cluster, aws), SsmInvalidation(aws)]
 
 
 def _queue_url(clients: AwsClients, name: str) -> str:

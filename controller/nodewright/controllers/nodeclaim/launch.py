@@ -95,14 +95,9 @@ class Launch:
             return self._failed(claim, "InvalidNodeClaim", describe_validation_error(error))
         try:
             instance = self._create(claim, model, parsed.model)
-        except InsufficientCapacityError as error:
-            return self._give_up(claim, "InsufficientCapacityError", str(error),
-                                 metric_reason="insufficient_capacity")
-        except NodeClassNotReadyError as error:
-            return self._give_up(claim, "NodeClassNotReady", str(error),
-                                 metric_reason="nodeclass_not_ready")
         except CloudProviderError as error:
-            return self._failed(claim, "LaunchFailed", str(error))
+            self._warn(claim, error)
+            return self._launch_failed(claim, error)
         self._failures.pop(name_of(claim), None)
         self._populate(claim, instance, parsed.model)
         log.info("launched nodeclaim", extra={
@@ -110,6 +105,22 @@ class Launch:
             "zone": instance.zone, "capacity-type": instance.capacity_type,
             "allocatable": (claim.get("status") or {}).get("allocatable") or {}})
         return LaunchResult()
+
+    def _warn(self, claim: Object, error: CloudProviderError) -> None:
+        for reason, note in error.warnings:
+            self.context.recorder.publish(Event(
+                regarding=claim, type="Warning", reason=reason, note=note, action="Launch",
+                dedupe_values=(str((claim.get("metadata") or {}).get("uid") or name_of(claim)),),
+            ))
+
+    def _launch_failed(self, claim: Object, error: CloudProviderError) -> LaunchResult:
+        if isinstance(error, InsufficientCapacityError):
+            return self._give_up(claim, "InsufficientCapacityError", str(error),
+                                 metric_reason="insufficient_capacity")
+        if isinstance(error, NodeClassNotReadyError):
+            return self._give_up(claim, "NodeClassNotReady", str(error),
+                                 metric_reason="nodeclass_not_ready")
+        return self._failed(claim, error.reason or "LaunchFailed", str(error))
 
     def _create(self, claim: Object, model: NodeClaim, node_class: EC2NodeClass) -> Instance:
         now = self.context.clock.now()
