@@ -15,32 +15,14 @@ the candidate's drain, and up to one 10 s poll before the freed budget is used a
 
 from __future__ import annotations
 
-import math
-
 from nodewright.cloud.sim.settings import SimSettings
 from nodewright.cluster import objects
 from nodewright.controllers.disruption import decision_log as ex
-from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_consistent, expect_no_controller_errors
-from tests.disruption.helpers import nodepool_with, started
-from tests.disruption.test_budget_and_drift_stories import BIG, originals_disrupting
+from tests.disruption.helpers import started
+from tests.disruption.rollout import drifted_fleet, karpenter_roll_out_seconds
+from tests.disruption.test_budget_and_drift_stories import originals_disrupting
 from tests.harness import World
-
-# Karpenter's disruption loop: the wait after a pass that started nothing.
-KARPENTER_POLL_SECONDS = 10.0
-
-
-def drifted_fleet(world: World, nodes: int, budget: str) -> set[str]:
-    """`nodes` nodes of one pod each, then a NodePool template change that drifts them all;
-    the original NodeClaims' names."""
-    disruption = {"budgets": [{"nodes": budget, "reasons": ["Drifted"]}]}
-    world.apply(WORKSHOP, nodepool_with(disruption=disruption), BIG % nodes)
-    assert world.settle()
-    originals = {objects.name(c) for c in world.nodeclaims()}
-    assert len(originals) == nodes
-    world.apply(nodepool_with(disruption=disruption,
-                              labels={"type": "karpenter", "team": "payments"}))
-    return originals
 
 
 def replacements_initialized(world: World, originals: set[str]) -> int:
@@ -88,20 +70,18 @@ def test_a_node_in_a_command_in_flight_is_never_taken_by_another() -> None:
 
 
 def test_a_drift_roll_out_takes_as_long_as_karpenters_waves() -> None:
-    """A 300-node pool with a 10 % budget: 30 nodes at a time, ten waves."""
+    """A 12-node pool with a 10 % budget: 2 nodes at a time, six waves (bench/disruption.py
+    rolls out 300 nodes the same way)."""
     settings = SimSettings()
     world = World(sim=settings)
-    nodes, share = 300, 0.10
+    nodes, share = 12, 0.10
     originals = drifted_fleet(world, nodes, f"{share:.0%}")
     began = world.clock.now()
     assert world.run_until(
         lambda: not originals & {objects.name(c) for c in world.nodeclaims()}, timeout=6 * 3600)
     took = (world.clock.now() - began).total_seconds()
 
-    startup = settings.startup_taint_delay or 0.0
-    wave = (settings.launch_delay + settings.registration_delay + startup
-            + KARPENTER_POLL_SECONDS)
-    karpenter = math.ceil(nodes / math.ceil(nodes * share)) * wave
+    karpenter = karpenter_roll_out_seconds(nodes, share, settings)
     assert took <= 1.2 * karpenter, (
         f"the roll-out took {took:.0f} s of cluster time; Karpenter's waves take about "
         f"{karpenter:.0f} s")
