@@ -369,6 +369,9 @@ class PreparedNodes:
 
     def __init__(self, problem: SchedulingProblem) -> None:
         self.daemonsets = problem.daemonsets
+        # NodePool setups, shared by the solves of the problems cut from this one (their
+        # templates and DaemonSets are these).
+        self.pool_memo: dict[tuple[object, ...], tuple[object, _PoolSetup]] = {}
         bound = _bound_by_node(problem)
         self.by_name = {
             node.name: _node_usage(node, bound.get(node.name, []), problem.daemonsets)
@@ -400,9 +403,11 @@ class _Setup:
         self.problem = problem
         # NodePool setups by template, kept across the re-plans of one solve's NodeClaims
         # (`_Solver._finish`): each would filter the whole catalog again.
-        self.pool_memo = pool_memo
         self.tail_pools: dict[tuple[object, ...], tuple[object, _PoolSetup]] = {}
         self.prepared = prepared if prepared is not None and prepared.usable_for(problem) else None
+        if pool_memo is None and self.prepared is not None:
+            pool_memo = self.prepared.pool_memo
+        self.pool_memo = pool_memo
         names = {CPU, MEMORY, PODS}
         if self.prepared is not None:
             for pod in chain(problem.pods, (d.pod for d in problem.daemonsets)):
@@ -436,19 +441,26 @@ class _Setup:
         return self._pools
 
     def _memoised_pool(self, template: NodePoolTemplate) -> _PoolSetup:
-        """Only for problems without existing nodes or limits (the re-plans, which share
-        the DaemonSets of the solve): a pool's setup then depends on its template and the
-        resource names alone."""
-        if self.pool_memo is None or self.problem.nodes or template.limits is not None:
+        """A pool's setup depends on its template, the DaemonSets and the resource names,
+        except the room its limits leave, which depends on the existing nodes and is worked
+        out for each problem. The memo is shared by the re-plans of one solve and by the
+        disruption simulations cut from one problem (`PreparedNodes`)."""
+        if self.pool_memo is None:
             return self._pool(template)
         key = (template.name, template.requirements, template.taints, self.index.names,
-               id(template.instance_types))
+               id(template.instance_types), id(self.problem.daemonsets))
         found = self.pool_memo.get(key)
-        if found is None or found[0] is not template.instance_types:
-            # The catalog is kept in the value so that its id cannot be reused while cached.
-            found = (template.instance_types, self._pool(template))
+        kept = found[0] if found is not None else None
+        if not (isinstance(kept, tuple) and kept[0] is template.instance_types
+                and kept[1] is self.problem.daemonsets):
+            # What the ids name is kept in the value, so that no id is reused while cached.
+            found = ((template.instance_types, self.problem.daemonsets), self._pool(template))
             self.pool_memo[key] = found
-        return found[1]
+        assert found is not None
+        if template.limits is None:
+            return found[1]
+        return replace(found[1], remaining=self._remaining(template),
+                       filter_cache=found[1].filter_cache)
 
     @property
     def nodes(self) -> list[_NodeSetup]:
@@ -497,20 +509,22 @@ class _Setup:
         ]
         ports = {c.instance_type.name: loads[c.instance_type.name] for c in base
                  if loads[c.instance_type.name].host_ports}
+        return _PoolSetup(template, requirements, base, self.index.vector({}),
+                          self._remaining(template),
+                          DomainSource(template.taints, requirements=requirements), domains,
+                          ports, overfilled=overfilled)
+
+    def _remaining(self, template: NodePoolTemplate) -> dict[str, int] | None:
+        """The room the NodePool's limits leave beside its existing nodes (None: no limits)."""
+        if template.limits is None:
+            return None
         usage = dict(template.usage)
         for node in self.problem.nodes:
             if node.labels.get(LABEL_NODEPOOL) == template.name:
                 for name, amount in (node.capacity or node.allocatable or {}).items():
                     usage[name] = usage.get(name, 0) + amount
                 usage[LIMIT_NODES] = usage.get(LIMIT_NODES, 0) + 1000
-        remaining = (
-            {name: limit - usage.get(name, 0) for name, limit in sorted(template.limits.items())}
-            if template.limits is not None
-            else None
-        )
-        return _PoolSetup(template, requirements, base, self.index.vector({}), remaining,
-                          DomainSource(template.taints, requirements=requirements), domains,
-                          ports, overfilled=overfilled)
+        return {name: limit - usage.get(name, 0) for name, limit in sorted(template.limits.items())}
 
     def _existing_nodes(self) -> list[_NodeSetup]:
         if self.prepared is not None:
