@@ -39,6 +39,10 @@ from nodewright.state.wellknown import (
 log = logging.getLogger(__name__)
 
 REGISTERED = "Registered"
+# A launched NodeClaim whose Node is not found is looked at again this often, besides the
+# Node's events (mapped to it by providerID): a Node event that came before the NodeClaim's
+# providerID reached the cache cannot leave it unregistered until the liveness timeout.
+REGISTRATION_RECHECK_SECONDS = 10.0
 
 
 def find_node(context: LifecycleContext, claim: Mapping[str, Any]) -> Object | None:
@@ -107,7 +111,7 @@ class Registration:
         if node is None:
             NODECLAIM.set_unknown(claim, REGISTERED, now, "NodeNotFound",
                                   "Node not registered with cluster")
-            return None
+            return REGISTRATION_RECHECK_SECONDS if provider_id_of(claim) else None
         node_labels = labels_of(node)
         spec_taints = (node.get("spec") or {}).get("taints") or []
         has_unregistered = any(matches(taint_of(t), UNREGISTERED_TAINT) for t in spec_taints)
