@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
-from nodewright.cluster.api import ClusterAPI, Object
+from nodewright.cluster.api import ApiError, ClusterAPI, Object
 from nodewright.controllers.nodeclaim.registration import REGISTERED
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import (
@@ -151,3 +151,43 @@ def test_liveness_deletes_a_nodeclaim_whose_node_never_joins_after_fifteen_minut
     world.advance(3 * 60)
     assert stuck not in claim_names(world), "still there after the registration timeout"
     expect_registered_and_synced(world, 5)
+
+
+class FailingStatusWrites:
+    """The lifecycle's ClusterAPI during an API server outage: the first `count` status
+    writes fail (the instance is launched; saying so is not)."""
+
+    def __init__(self, inner: ClusterAPI, count: int) -> None:
+        self._inner = inner
+        self.remaining = count
+
+    def patch(self, kind: str, name: str, patch: Any, namespace: str | None = None, *,
+              subresource: str | None = None) -> Object:
+        if kind == "NodeClaim" and subresource == "status" and self.remaining > 0:
+            self.remaining -= 1
+            raise ApiError("the server is currently unable to handle the request")
+        return self._inner.patch(kind, name, patch, namespace, subresource=subresource)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_launched_nodeclaim_is_logged_once_per_launch_not_per_retry(caplog: Any) -> None:
+    """Issue 28: "launched nodeclaim" was logged on every retry of the status write (12
+    times for one CreateFleet during an API server outage), overstating launches."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="nodewright.controllers.nodeclaim.launch")
+    world = World(sim=FAST)
+    failing = FailingStatusWrites(world.cluster, 4)
+    world.controllers.lifecycle.context.cluster = failing  # type: ignore[assignment]
+    world.apply(WORKSHOP)
+    world.scale("inflate", 5)
+    assert world.settle(timeout=600)
+    assert failing.remaining == 0
+    (name,) = claim_names(world)
+    assert world.cloud.counters.launched == 1
+    launched = [r for r in caplog.records if r.getMessage() == "launched nodeclaim"]
+    assert len(launched) == 1
+    assert launched[0].__dict__["NodeClaim"] == name
+    expect_running(world, 5)
