@@ -191,3 +191,16 @@ def test_launched_nodeclaim_is_logged_once_per_launch_not_per_retry(caplog: Any)
     assert len(launched) == 1
     assert launched[0].__dict__["NodeClaim"] == name
     expect_running(world, 5)
+
+
+def test_the_create_identity_stays_on_the_nodeclaim() -> None:
+    """The NodeClaim's annotations go to its Node at registration, except the identity of
+    the create that stored the NodeClaim (it names one API request, not the machine)."""
+    from nodewright.cluster.names import CREATE_ID_ANNOTATION
+    from nodewright.controllers.nodeclaim.registration import sync_node
+
+    claim = {"metadata": {"name": "c1", "uid": "u1", "annotations": {
+        CREATE_ID_ANNOTATION: "0123", "team": "payments"}}, "spec": {}}
+    node: dict[str, Any] = {"metadata": {"name": "n1"}, "spec": {}}
+    sync_node(claim, node)
+    assert node["metadata"]["annotations"] == {"team": "payments"}

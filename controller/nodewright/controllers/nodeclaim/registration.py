@@ -16,6 +16,7 @@ from nodewright.cluster import conditions
 from nodewright.cluster.api import ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import Event
+from nodewright.cluster.names import CREATE_ID_ANNOTATION
 from nodewright.controllers.logfields import nodeclaim_fields
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,
@@ -94,7 +95,9 @@ def sync_node(claim: Mapping[str, Any], node: Object) -> None:
         taints = merge_taints(taints, list(claim_spec.get("startupTaints") or []))
         spec["taints"] = taints
     metadata["annotations"] = {
-        **(metadata.get("annotations") or {}), **(claim_meta.get("annotations") or {})
+        **(metadata.get("annotations") or {}),
+        **{key: value for key, value in (claim_meta.get("annotations") or {}).items()
+           if key != CREATE_ID_ANNOTATION},
     }
     metadata["labels"] = {**labels, **labels_of(claim)}
 
