@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from nodewright.cloud.provider import CloudProviderError
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
 from nodewright.cluster.api import ApiError, ClusterAPI, Object
 from nodewright.controllers.nodeclaim.registration import REGISTERED
@@ -204,3 +205,35 @@ def test_the_create_identity_stays_on_the_nodeclaim() -> None:
     node: dict[str, Any] = {"metadata": {"name": "n1"}, "spec": {}}
     sync_node(claim, node)
     assert node["metadata"]["annotations"] == {"team": "payments"}
+
+
+class LostLaunchAnswers:
+    """The lifecycle's cloud: the first `count` launches happen, and their answers are
+    lost (CreateFleet timed out after EC2 launched)."""
+
+    def __init__(self, inner: SimulatedEC2, count: int) -> None:
+        self._inner = inner
+        self.remaining = count
+
+    def create(self, nodeclaim: Any, node_class: Any) -> Any:
+        instance = self._inner.create(nodeclaim, node_class)
+        if self.remaining > 0:
+            self.remaining -= 1
+            raise CloudProviderError("ec2:CreateFleet: read timeout (the answer was lost)")
+        return instance
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_a_launch_whose_answer_was_lost_leaves_one_instance_for_its_nodeclaim() -> None:
+    world = World(sim=FAST)
+    lost = LostLaunchAnswers(world.cloud, 3)
+    world.controllers.lifecycle.context.cloud = lost  # type: ignore[assignment]
+    world.apply(WORKSHOP)
+    world.scale("inflate", 5)
+    expect_registered_and_synced(world, 5)
+    assert lost.remaining == 0
+    (claim,) = world.nodeclaims()
+    (instance,) = world.live_instances()
+    assert claim["status"]["providerID"] == instance.provider_id

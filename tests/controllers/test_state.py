@@ -188,7 +188,7 @@ def test_a_node_the_state_does_not_track_yet_keeps_it_unsynced() -> None:
     not tracked (Karpenter's UpdateNode skips it), so the state is not synced until it is:
     having seen the Node's event is not enough."""
     joining = node("n1", "")
-    clock, cluster, state, stream = synced_state(joining)
+    _, cluster, state, stream = synced_state(joining)
     assert not state.synced(cluster)
     cluster.patch("Node", "n1", {"spec": {"providerID": "aws:///a/i-1"}})
     for event in stream.poll():
