@@ -26,8 +26,9 @@ from tests.controllers.expectations import (
     expect_no_controller_errors,
     expect_running,
 )
-from tests.harness import World
+from tests.harness import NODE_CLASS, World
 
+NODE_CLASS_PERF = NODE_CLASS
 FAST = SimSettings(launch_delay=0.0, registration_delay=0.0, startup_taint_delay=None)
 
 
@@ -237,3 +238,27 @@ def test_a_launch_whose_answer_was_lost_leaves_one_instance_for_its_nodeclaim() 
     (claim,) = world.nodeclaims()
     (instance,) = world.live_instances()
     assert claim["status"]["providerID"] == instance.provider_id
+
+
+def test_karpenters_basic_performance_burst_ends_with_every_pod_running() -> None:
+    """Karpenter's basic performance shape (tests/perf_shape.py) in one burst, with fast
+    simulated instances, NodeClaim creates answered late (the race of the stalled burst)
+    for the first batch: every pod ends up running, every NodeClaim registered and the
+    state synced: the full 500 + 500 (about 7 s here)."""
+    from tests.perf_shape import REPLICAS, burst, perf_nodepool
+
+    replicas = REPLICAS
+    world = World(sim=FAST)
+    lifecycle = world.controllers.lifecycle
+
+    def meanwhile(created: Object) -> None:
+        world.driver.deliver()
+        lifecycle.reconcile(created["metadata"]["name"])
+        world.driver.deliver()
+
+    world.controllers.provisioner.cluster = LateAnswers(world.cluster, meanwhile, count=6)
+    world.apply(NODE_CLASS_PERF, perf_nodepool())
+    world.apply(*burst(replicas))
+    assert world.run_until(lambda: len(world.running_pods()) == 2 * replicas, timeout=900)
+    expect_registered_and_synced(world, 2 * replicas)
+    expect_no_controller_errors(world)
