@@ -276,8 +276,8 @@ class KubeCluster:
                     maybe_stored = True
                     time.sleep(UNKNOWN_OUTCOME_RETRY_INTERVAL)
                 except ApiError as error:
-                    if error.status < 500:
-                        raise
+                    if error.status < 500 or not _answered_by_server(error):
+                        raise  # refused, or failed here before a request went out
                     # The server failed, maybe after storing it (a 504 timeout, a 5xx
                     # answered to a request the transport sent again): ours if stored,
                     # else the error stands and the caller decides.
@@ -362,6 +362,12 @@ class KubeCluster:
 
 def _created_by(stored: Mapping[str, Any], identity: str) -> bool:
     return objects.annotations(stored).get(CREATE_ID_ANNOTATION) == identity
+
+
+def _answered_by_server(error: ApiError) -> bool:
+    """Whether the error is the server's answer (translated), not one raised on this side
+    before anything was sent."""
+    return isinstance(error.__cause__, LightkubeApiError | httpx2.HTTPStatusError)
 
 
 def _maybe_delivered(error: UnreachableError) -> bool:
