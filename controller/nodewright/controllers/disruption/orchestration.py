@@ -38,7 +38,6 @@ from nodewright.controllers.logfields import listed
 from nodewright.controllers.provisioning.nodeclaims import MIN_VALUES_RELAXED, nodeclaim_manifest
 from nodewright.controllers.provisioning.problem import PoolContext
 from nodewright.controllers.static.nodeclaims import static_nodeclaim_manifest
-from nodewright.runtime.reconciler import WatchEvent
 from nodewright.scheduling.pods import Pod
 from nodewright.state.cluster import ClusterState
 from nodewright.state.statenode import StateNode
@@ -138,7 +137,7 @@ class Orchestrator:
             for manifest in manifests:
                 created = self.cluster.create(manifest)
                 nodepool = objects.labels(created).get(NODEPOOL_LABEL, "")
-                self.state.observe(WatchEvent("ADDED", created))
+                self.state.observe_written(created)
                 name = str(created["metadata"]["name"])
                 command.replacement_names.append(name)
                 metrics.NODECLAIMS_CREATED.labels(

@@ -60,6 +60,10 @@ LAUNCH_CACHE_TTL = timedelta(minutes=1)
 class LaunchResult:
     deleted: bool = False
     requeue_after: float | None = None
+    # This pass launched the NodeClaim: what "launched nodeclaim" says, logged by the
+    # lifecycle once the status saying so is written (a retry of a write that failed finds
+    # the same instance again and must not log a second launch).
+    launched: dict[str, object] | None = None
 
 
 class Launch:
@@ -100,11 +104,10 @@ class Launch:
             return self._launch_failed(claim, error)
         self._failures.pop(name_of(claim), None)
         self._populate(claim, instance, parsed.model)
-        log.info("launched nodeclaim", extra={
+        return LaunchResult(launched={
             **nodeclaim_fields(claim), "instance-type": instance.instance_type,
             "zone": instance.zone, "capacity-type": instance.capacity_type,
             "allocatable": (claim.get("status") or {}).get("allocatable") or {}})
-        return LaunchResult()
 
     def _warn(self, claim: Object, error: CloudProviderError) -> None:
         for reason, note in error.warnings:
@@ -197,6 +200,10 @@ class Launch:
             context.cluster.delete("NodeClaim", name)
         metrics.NODECLAIMS_DISRUPTED.labels(**metrics.disrupted_labels(claim, metric_reason)).inc()
         return LaunchResult(deleted=True)
+
+
+def log_launched(fields: dict[str, object]) -> None:
+    log.info("launched nodeclaim", extra=fields)
 
 
 def _truncate(message: str) -> str:

@@ -394,7 +394,7 @@ class Provisioner:
                 errors.append(error)
                 continue
             # Seen at once, not only when its watch event arrives (Karpenter does the same).
-            self.state.observe(WatchEvent("ADDED", created))
+            self.state.observe_written(created)
             _add(usage[pool.name], capacity)
             usage[pool.name][NODES_RESOURCE] = usage[pool.name].get(NODES_RESOURCE, 0) + 1000
             name = str(created["metadata"]["name"])
