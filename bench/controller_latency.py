@@ -288,13 +288,13 @@ def measure(nodes: int, pods: int, pending: int) -> dict[str, Any]:
         cluster.create(pending_pod(index))
     setup = time.perf_counter() - started
 
-    solves = Intervals(big=lambda problem, *rest: len(problem.pods) >= pending // 2)
+    solves = Intervals(big=lambda problem, *rest, **options: len(problem.pods) >= pending // 2)
     solved_pods: list[int] = []
     solve = provisioning.solve
 
-    def counted(problem: Any, *rest: Any) -> Any:
+    def counted(problem: Any, *rest: Any, **options: Any) -> Any:
         solved_pods.append(len(problem.pods))
-        return solve(problem, *rest)
+        return solve(problem, *rest, **options)
 
     provisioning.solve = counted  # type: ignore[assignment]
     provisioning.solve = solves.wrap(provisioning.solve)  # type: ignore[assignment]
