@@ -118,8 +118,9 @@ class AwsCloudProvider:
     # does: the nodes' default cluster DNS, and whether the cluster is IPv6.
     kube_dns_ip: str | None = None
     name: str = "aws"
-    # Its calls are safe from any thread: a launch (CreateFleet, seconds) runs outside the
-    # state lock, so interruption, termination and registration never wait on it.
+    # Its calls are safe from any thread, so the operator makes every one of them outside
+    # the state lock (runtime.outside_lock): a CreateFleet, a catalog refresh or a
+    # resolution that takes seconds never holds up an interruption or a registration.
     launches_outside_state_lock: ClassVar[bool] = True
     # Wall time, for capacity reservations' end dates (`clock` is monotonic, for TTLs).
     wall_clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))

@@ -74,10 +74,12 @@ class Launch:
         # NodeClaim before its Launched status is back from the API server reuses the
         # instance instead of asking the cloud again (Karpenter's launch cache, 1 minute).
         self._launched: dict[str, tuple[datetime, Instance]] = {}
-        # The lifecycle controller's workers launch one at a time (the cache above and the
-        # cloud's launch templates are shared); with a cloud that allows it they do so
-        # outside the state lock, so a CreateFleet never holds up the other controllers.
-        self._launching = threading.Lock()
+        # Guards the cache above (short sections, never around a request). With a cloud that
+        # allows it the lifecycle's workers launch outside the state lock and side by side
+        # (a NodeClaim is never reconciled by two at once), so a CreateFleet that takes
+        # seconds holds up neither the other controllers nor the lifecycle's other work
+        # (registrations, other launches).
+        self._cache_lock = threading.Lock()
 
     def reconcile(self, claim: Object) -> LaunchResult:
         status = conditions.status_of(claim, LAUNCHED)
@@ -131,17 +133,16 @@ class Launch:
         asked = self._without_overlaid(model)
         cloud = self.context.cloud
         outside = bool(getattr(cloud, "launches_outside_state_lock", False))
-        # The state lock is stepped out of before the launch lock is taken: never the
-        # other way round, or a worker waiting for the launch lock would hold the state.
-        with self.context.state.lock.released() if outside else nullcontext(), \
-                self._launching:
-            self._launched = {key: entry for key, entry in self._launched.items()
-                              if now - entry[0] < LAUNCH_CACHE_TTL}
-            cached = self._launched.get(uid)
+        with self.context.state.lock.released() if outside else nullcontext():
+            with self._cache_lock:
+                self._launched = {key: entry for key, entry in self._launched.items()
+                                  if now - entry[0] < LAUNCH_CACHE_TTL}
+                cached = self._launched.get(uid)
             if cached is not None:
                 return cached[1]
             instance = cloud.create(asked, node_class)
-            self._launched[uid] = (now, instance)
+            with self._cache_lock:
+                self._launched[uid] = (now, instance)
             return instance
 
     def _without_overlaid(self, model: NodeClaim) -> NodeClaim:
