@@ -5,6 +5,7 @@ disruption in parallel and bench/drift_rollout.py share them)."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from nodewright.cloud.sim.settings import SimSettings
 from nodewright.cluster import objects
@@ -28,16 +29,22 @@ def karpenter_roll_out_seconds(nodes: int, share: float, settings: SimSettings) 
     return math.ceil(nodes / room) * wave
 
 
+def unlimited(nodepool: dict[str, Any]) -> dict[str, Any]:
+    """The NodePool without limits (the workshop's 1000Gi would stop at about 250 nodes)."""
+    nodepool["spec"].pop("limits", None)
+    return nodepool
+
+
 def drifted_fleet(world: World, nodes: int, budget: str) -> set[str]:
     """`nodes` nodes of one pod each, then a NodePool template change that drifts them all;
     the original NodeClaims' names."""
     disruption = {"budgets": [{"nodes": budget, "reasons": ["Drifted"]}]}
-    world.apply(WORKSHOP, nodepool_with(disruption=disruption), BIG % nodes)
-    assert world.settle()
+    world.apply(WORKSHOP, unlimited(nodepool_with(disruption=disruption)), BIG % nodes)
+    assert world.settle(timeout=4 * 3600)
     originals = {objects.name(c) for c in world.nodeclaims()}
-    assert len(originals) == nodes
-    world.apply(nodepool_with(disruption=disruption,
-                              labels={"type": "karpenter", "team": "payments"}))
+    assert len(originals) == nodes, f"{len(originals)} nodes came up for {nodes} pods"
+    world.apply(unlimited(nodepool_with(disruption=disruption,
+                                        labels={"type": "karpenter", "team": "payments"})))
     return originals
 
 
