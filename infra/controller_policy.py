@@ -133,6 +133,8 @@ def _create_tagged(target: PolicyTarget, names: list[str]) -> list[Statement]:
                 _ec2(target, "security-group"),
                 _ec2(target, "subnet"),
                 _ec2(target, "capacity-reservation"),
+                # An EC2NodeClass's placementGroupSelector: the launch templates name the group.
+                _ec2(target, "placement-group"),
                 _ec2(target, "spot-instances-request"),
             ],
         })
