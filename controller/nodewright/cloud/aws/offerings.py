@@ -19,6 +19,9 @@ RESERVED: Final = "reserved"
 RESERVATION_ID_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-id"
 RESERVATION_TYPE_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-type"
 PARTITION_LABEL: Final = "karpenter.k8s.aws/placement-group-partition"
+TENANCY_LABEL: Final = "karpenter.k8s.aws/instance-tenancy"
+DEFAULT_TENANCY: Final = "default"
+DEDICATED_TENANCY: Final = "dedicated"
 
 
 @dataclass(frozen=True)
@@ -81,3 +84,12 @@ def capacity_type_for(choices: Sequence[Choice]) -> str | None:
     if ON_DEMAND in kinds:
         return ON_DEMAND
     return None
+
+
+def tenancy_for(requirements: Requirements) -> str:
+    """As Karpenter: shared hardware ("default") whenever the NodeClaim allows it, dedicated
+    only when that is all it allows."""
+    allowed = requirements.get(TENANCY_LABEL)
+    if allowed is None or allowed.has(DEFAULT_TENANCY) or not allowed.has(DEDICATED_TENANCY):
+        return DEFAULT_TENANCY
+    return DEDICATED_TENANCY

@@ -40,9 +40,11 @@ from nodewright.cloud.aws.offerings import (
     RESERVATION_ID_LABEL,
     RESERVATION_TYPE_LABEL,
     RESERVED,
+    TENANCY_LABEL,
     Choice,
     capacity_type_for,
     launchable,
+    tenancy_for,
 )
 from nodewright.cloud.aws.placement_groups import (
     PLACEMENT_GROUP_ID_LABEL,
@@ -238,7 +240,9 @@ class AwsCloudProvider:
             # One kind of reservation per fleet (a capacity block is its own market).
             reservation_type = min(picked, key=lambda c: c.offering.price).offering.reservation_type
             picked = [c for c in picked if c.offering.reservation_type == reservation_type]
-        templates = self._templates_for(nodeclaim, node_class, resolution, picked, partition)
+        tenancy = tenancy_for(requirements)
+        templates = self._templates_for(nodeclaim, node_class, resolution, picked, partition,
+                                        tenancy)
         candidates = fleet.cheapest_first(
             [
                 fleet.Candidate(
@@ -269,7 +273,8 @@ class AwsCloudProvider:
         launched = fleet.launch(self.clients.ec2, request, self.unavailable, self.reservations)
         if launched.reservation_id:
             self.reservations.mark_launched(launched.reservation_id)
-        return self._instance_from_launch(launched, request, nodepool, node_class, resolution)
+        return self._instance_from_launch(launched, request, nodepool, node_class, resolution,
+                                          tenancy)
 
     def get(self, provider_id: str) -> Instance:
         return instances.get_instance(self.clients.ec2, provider_id)
@@ -396,6 +401,7 @@ class AwsCloudProvider:
         resolution: Resolution,
         choices: Sequence[Choice],
         partition: int | None = None,
+        tenancy: str = launch_templates.DEFAULT_TENANCY,
     ) -> dict[str, str]:
         """_template_key(choice) -> launch template name; one template per (image, max pods,
         reservation, EFA interfaces)."""
@@ -447,7 +453,8 @@ class AwsCloudProvider:
                     user_data=user_data,
                     instance_profile=resolution.instance_profile or "",
                     security_group_ids=tuple(g.id for g in resolution.security_groups),
-                    metadata_options=launch_templates.metadata_options_of(spec.metadata_options),
+                    metadata_options=launch_templates.metadata_options_of(
+                        spec.metadata_options, self.clients.region),
                     block_device_mappings=tuple(
                         launch_templates.block_devices_of(spec.block_device_mappings, family)
                     ),
@@ -469,6 +476,7 @@ class AwsCloudProvider:
                     placement_group_id=(resolution.placement_group.id
                                         if resolution.placement_group else None),
                     placement_partition=partition,
+                    tenancy=tenancy,
                 )
                 by_config[key] = launch_templates.ensure_launch_template(self.clients.ec2, config)
                 self._template_use[by_config[key]] = self.clock()
@@ -494,6 +502,7 @@ class AwsCloudProvider:
         nodepool: str,
         node_class: EC2NodeClass,
         resolution: Resolution,
+        tenancy: str,
     ) -> Instance:
         return Instance(
             provider_id=instances.provider_id(launched.zone, launched.instance_id),
@@ -514,6 +523,7 @@ class AwsCloudProvider:
                 "node.kubernetes.io/instance-type": launched.instance_type,
                 "topology.kubernetes.io/zone": launched.zone,
                 "karpenter.sh/capacity-type": launched.capacity_type,
+                TENANCY_LABEL: tenancy,
                 **({RESERVATION_ID_LABEL: launched.reservation_id,
                     RESERVATION_TYPE_LABEL: request.reservation_type or "default"}
                    if launched.reservation_id else {}),
