@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final
 
-from nodewright.scheduling.catalog import InstanceType, Offering
+from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.launch_filters import Choice as Choice
 from nodewright.scheduling.requirements import Requirements
 
 ZONE_LABEL: Final = "topology.kubernetes.io/zone"
@@ -22,12 +22,6 @@ PARTITION_LABEL: Final = "karpenter.k8s.aws/placement-group-partition"
 TENANCY_LABEL: Final = "karpenter.k8s.aws/instance-tenancy"
 DEFAULT_TENANCY: Final = "default"
 DEDICATED_TENANCY: Final = "dedicated"
-
-
-@dataclass(frozen=True)
-class Choice:
-    instance_type: InstanceType
-    offering: Offering
 
 
 def _compatible(requirements: Requirements, labels: Mapping[str, str]) -> bool:

@@ -12,7 +12,7 @@ from typing import ClassVar, Final
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
-from nodewright.api.quantity import PODS
+from nodewright.api.quantity import PODS, Resources, parse_resources
 from nodewright.cloud.aws import (
     capacity_reservations,
     fleet,
@@ -62,6 +62,7 @@ from nodewright.cloud.provider import (
 )
 from nodewright.scheduling.allocatable import AWS_EFA, ProviderSettings
 from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.launch_filters import filter_for_launch
 from nodewright.scheduling.pricing import PriceSource
 from nodewright.scheduling.requirements import Requirements
 
@@ -226,14 +227,16 @@ class AwsCloudProvider:
             # partition are one fleet override (as Karpenter deduplicates them).
             choices = list({(c.instance_type.name, c.offering.zone, c.offering.capacity_type,
                              c.offering.reservation_id): c for c in choices}.values())
-        capacity_type = capacity_type_for(choices)
-        if capacity_type is None:
+        if not choices:
             raise InsufficientCapacityError(
                 f"nodeclaim {nodeclaim.name}: no available offering matches its requirements "
                 f"({requirements.describe() or 'none'}) in zones {', '.join(sorted(subnets))}",
                 resource=f"nodeclaim {nodeclaim.name}",
                 code="NoCompatibleOffering",
             )
+        choices = self._filter_for_launch(nodeclaim, choices, requirements)
+        capacity_type = capacity_type_for(choices)
+        assert capacity_type is not None, "the launch filters leave some offering or raise"
         picked = [c for c in choices if c.offering.capacity_type == capacity_type]
         reservation_type = None
         if capacity_type == RESERVED:
@@ -483,6 +486,24 @@ class AwsCloudProvider:
             result[_template_key(choice)] = by_config[key]
         return result
 
+    def _filter_for_launch(
+        self, nodeclaim: NodeClaim, choices: Sequence[Choice], requirements: Requirements
+    ) -> list[Choice]:
+        """Karpenter's launch-time filters, before the fleet's overrides are built."""
+        filtered = filter_for_launch(choices, requirements, _requests_of(nodeclaim))
+        if not filtered.choices:
+            raise InsufficientCapacityError(
+                f"nodeclaim {nodeclaim.name}: all requested instance types were unavailable "
+                f"during launch (none left by the {filtered.emptied_by})",
+                resource=f"nodeclaim {nodeclaim.name}",
+                code="NoCompatibleOffering",
+            )
+        for name, types in sorted(filtered.rejected.items()):
+            log.debug("nodeclaim %s: %s filtered out %s", nodeclaim.name, name,
+                      ", ".join(types[:5]) + (f" and {len(types) - 5} other(s)"
+                                              if len(types) > 5 else ""))
+        return filtered.choices
+
     def _instance_tags(
         self, nodeclaim: str, nodepool: str, node_class: EC2NodeClass
     ) -> dict[str, str]:
@@ -533,6 +554,16 @@ class AwsCloudProvider:
                    if request.placement_partition is not None else {}),
             },
         )
+
+
+def _requests_of(nodeclaim: NodeClaim) -> Resources:
+    raw = nodeclaim.spec.resources.requests if nodeclaim.spec.resources else None
+    try:
+        return parse_resources(raw or {})
+    except ValueError as error:
+        where = f"nodeclaim {nodeclaim.name}"
+        raise CloudProviderError(f"{where}: spec.resources.requests.{error}",
+                                 resource=where) from error
 
 
 def _template_key(choice: Choice) -> str:
