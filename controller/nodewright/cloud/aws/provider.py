@@ -508,12 +508,14 @@ class AwsCloudProvider:
         self, nodeclaim: str, nodepool: str, node_class: EC2NodeClass
     ) -> dict[str, str]:
         return {
+            # A Name of the node class's own replaces ours (as Karpenter, which only
+            # defaults it); the ownership tags cannot be replaced.
+            tag_keys.NAME: f"{nodepool}/{nodeclaim}" if nodepool else nodeclaim,
             **(node_class.spec.tags or {}),
             **tag_keys.ownership_tags(self.cluster_name),
             tag_keys.NODEPOOL: nodepool,
             tag_keys.NODECLAIM: nodeclaim,
             tag_keys.NODECLASS: node_class.name,
-            tag_keys.NAME: f"{nodepool}/{nodeclaim}" if nodepool else nodeclaim,
         }
 
     def _instance_from_launch(
