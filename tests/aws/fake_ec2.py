@@ -51,8 +51,8 @@ class _Failure:
 class FakeEC2:
     client: Any
     requests: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    # (instance type, zone, capacity type or None for any) refused with ICE.
-    refused: set[tuple[str, str, str | None]] = field(default_factory=set)
+    # (instance type, zone, capacity type or None for any) -> the error CreateFleet reports.
+    refused: dict[tuple[str, str, str | None], str] = field(default_factory=dict)
     _failures: dict[str, list[_Failure]] = field(default_factory=dict)
     _withheld: list[dict[str, Any]] = field(default_factory=list)
     _launchable: bool = True
@@ -80,9 +80,10 @@ class FakeEC2:
         self._failures.setdefault(operation, []).append(_Failure(code, message, times, status))
 
     def insufficient_capacity(self, instance_type: str, zone: str,
-                              capacity_type: str | None = None) -> None:
-        """CreateFleet finds no capacity for this offering (any capacity type if None)."""
-        self.refused.add((instance_type, zone, capacity_type))
+                              capacity_type: str | None = None, code: str = ICE) -> None:
+        """CreateFleet finds no capacity for this offering (any capacity type if None): the
+        override comes back in the response's Errors with `code`."""
+        self.refused[(instance_type, zone, capacity_type)] = code
 
     # --- what was sent ----------------------------------------------------------------
 
@@ -156,14 +157,16 @@ class FakeEC2:
             kept = []
             for override in config.get("Overrides", []):
                 offering = (override.get("InstanceType", ""), override.get("AvailabilityZone", ""))
-                if {(*offering, None), (*offering, capacity_type)} & self.refused:
+                code = self.refused.get((*offering, capacity_type)) or self.refused.get(
+                    (*offering, None))
+                if code is not None:
                     self._withheld.append({
                         "LaunchTemplateAndOverrides": {
                             "LaunchTemplateSpecification": config["LaunchTemplateSpecification"],
                             "Overrides": override,
                         },
                         "Lifecycle": "spot" if capacity_type == "spot" else "on-demand",
-                        "ErrorCode": ICE,
+                        "ErrorCode": code,
                         "ErrorMessage": "We currently do not have sufficient capacity.",
                     })
                 else:
