@@ -5,7 +5,8 @@ call it is not told to answer otherwise, and:
 
 - records every EC2 request the provider sends, by operation ("CreateFleet",
   "CreateLaunchTemplate", ...), exactly as sent (before moto sees it);
-- answers chosen calls with an error instead (`fail`: per operation, the next n calls);
+- answers chosen calls with an error instead (`fail`: per operation, the next n calls), or
+  with a given output (`respond`: queued per operation);
 - refuses chosen offerings with InsufficientInstanceCapacity (`insufficient_capacity`):
   their CreateFleet overrides are taken out before moto launches from the rest, and come
   back in the response's Errors as EC2 reports them; when every override is refused the
@@ -54,6 +55,7 @@ class FakeEC2:
     # (instance type, zone, capacity type or None for any) -> the error CreateFleet reports.
     refused: dict[tuple[str, str, str | None], str] = field(default_factory=dict)
     _failures: dict[str, list[_Failure]] = field(default_factory=dict)
+    _outputs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     _withheld: list[dict[str, Any]] = field(default_factory=list)
     _launchable: bool = True
 
@@ -78,6 +80,11 @@ class FakeEC2:
              status: int = 400) -> None:
         """The next `times` calls of `operation` answer with this error."""
         self._failures.setdefault(operation, []).append(_Failure(code, message, times, status))
+
+    def respond(self, operation: str, output: dict[str, Any]) -> None:
+        """The next call of `operation` answers with this output instead of moto's (queued,
+        as Karpenter's fake Output queues)."""
+        self._outputs.setdefault(operation, []).append(output)
 
     def insufficient_capacity(self, instance_type: str, zone: str,
                               capacity_type: str | None = None, code: str = ICE) -> None:
@@ -186,6 +193,9 @@ class FakeEC2:
             response = AWSResponse("https://ec2.amazonaws.com", failure.status, {}, None)
             return response, {"Error": {"Code": failure.code, "Message": failure.message},
                               "ResponseMetadata": {"HTTPStatusCode": failure.status}}
+        outputs = self._outputs.get(model.name)
+        if outputs:
+            return AWSResponse("https://ec2.amazonaws.com", 200, {}, None), outputs.pop(0)
         if model.name == "CreateFleet" and self._withheld and not self._launchable:
             withheld, self._withheld = self._withheld, []
             response = AWSResponse("https://ec2.amazonaws.com", 200, {}, None)

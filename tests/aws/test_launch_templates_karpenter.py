@@ -20,6 +20,7 @@ from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.aws.userdata import mime
 from nodewright.scheduling.pricing import OfflinePriceSource
 from tests.aws.fake_ec2 import FakeEC2
+from tests.aws.reservations import FakeCapacityReservations, FakeReservation
 from tests.aws.world import CLUSTER, FakeClock, World, node_class, nodeclaim
 
 KMS_KEY = "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
@@ -437,3 +438,69 @@ def test_instance_types_do_not_change_the_template_names(
     m5_large = {o.template for o in ec2.overrides(first) + ec2.overrides(second)
                 if o.instance_type == "m5.large"}
     assert len(m5_large) == 1
+
+
+# --- Capacity reservations ------------------------------------------------------------------
+
+
+def test_a_launch_template_per_capacity_reservation_one_per_pool(
+    provider: AwsCloudProvider, ec2: FakeEC2, clients: AwsClients
+) -> None:
+    """It("should generate a unique launch template per capacity reservation"): of two
+    reservations in one (type, zone) pool only the one with more instances left is sent
+    (Karpenter's reserved-offering filter), each reservation gets its own template and
+    each template one override."""
+    fake = FakeCapacityReservations(clients)
+    fake.add(
+        FakeReservation("cr-m5.large-1a-1", "m5.large", "us-west-2a", available=1, total=5,
+                        tags={"team": "ml"}),
+        FakeReservation("cr-m5.large-1a-2", "m5.large", "us-west-2a", available=3, total=5,
+                        tags={"team": "ml"}),
+        FakeReservation("cr-m5.large-1b-1", "m5.large", "us-west-2b", available=1, total=5,
+                        tags={"team": "ml"}),
+        FakeReservation("cr-m5.xlarge-1b-1", "m5.xlarge", "us-west-2b", available=1, total=5,
+                        tags={"team": "ml"}),
+    )
+    reserved = nodeclaim(requirements=[
+        {"key": "node.kubernetes.io/instance-type", "operator": "In",
+         "values": ["m5.large", "m5.xlarge"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]}])
+
+    provider.create(reserved, node_class(
+        capacityReservationSelectorTerms=[{"tags": {"team": "ml"}}]))
+
+    templates = ec2.launch_templates()
+    targets = {name: data["CapacityReservationSpecification"] for name, data in templates.items()}
+    assert sorted(spec["CapacityReservationTarget"]["CapacityReservationId"]
+                  for spec in targets.values()) == [
+        "cr-m5.large-1a-2", "cr-m5.large-1b-1", "cr-m5.xlarge-1b-1"]
+    assert {spec["CapacityReservationPreference"] for spec in targets.values()} == {
+        "capacity-reservations-only"}
+    configs = ec2.last("CreateFleet")["LaunchTemplateConfigs"]
+    assert len(configs) == 3 and all(len(config["Overrides"]) == 1 for config in configs)
+
+
+def test_a_capacity_block_launches_in_the_capacity_block_market(
+    provider: AwsCloudProvider, ec2: FakeEC2, clients: AwsClients
+) -> None:
+    """DescribeTable("should correctly assign the market type for reserved capacity"),
+    Entry("with capacity block reservation type")"""
+    FakeCapacityReservations(clients).add(FakeReservation(
+        "cr-m5.large-1a-1", "m5.large", "us-west-2a", available=10, total=10,
+        reservation_type="capacity-block", tags={"team": "ml"}))
+    reserved = nodeclaim(requirements=[
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]}])
+
+    # moto's CreateFleet knows no capacity-block market: EC2's answer is given.
+    ec2.respond("CreateFleet", {"Errors": [], "Instances": [{
+        "InstanceIds": ["i-0123456789abcdef0"], "InstanceType": "m5.large",
+        "LaunchTemplateAndOverrides": {"Overrides": {
+            "InstanceType": "m5.large", "AvailabilityZone": "us-west-2a"}}}]})
+    provider.create(reserved, node_class(
+        capacityReservationSelectorTerms=[{"tags": {"team": "ml"}}]))
+
+    assert ec2.last("CreateFleet")["TargetCapacitySpecification"][
+        "DefaultTargetCapacityType"] == "capacity-block"
+    (data,) = ec2.template_data()
+    assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}

@@ -234,7 +234,7 @@ class AwsCloudProvider:
                 resource=f"nodeclaim {nodeclaim.name}",
                 code="NoCompatibleOffering",
             )
-        choices = self._filter_for_launch(nodeclaim, choices, requirements)
+        choices = _filter_for_launch(nodeclaim, choices, requirements)
         capacity_type = capacity_type_for(choices)
         assert capacity_type is not None, "the launch filters leave some offering or raise"
         picked = [c for c in choices if c.offering.capacity_type == capacity_type]
@@ -486,24 +486,6 @@ class AwsCloudProvider:
             result[_template_key(choice)] = by_config[key]
         return result
 
-    def _filter_for_launch(
-        self, nodeclaim: NodeClaim, choices: Sequence[Choice], requirements: Requirements
-    ) -> list[Choice]:
-        """Karpenter's launch-time filters, before the fleet's overrides are built."""
-        filtered = filter_for_launch(choices, requirements, _requests_of(nodeclaim))
-        if not filtered.choices:
-            raise InsufficientCapacityError(
-                f"nodeclaim {nodeclaim.name}: all requested instance types were unavailable "
-                f"during launch (none left by the {filtered.emptied_by})",
-                resource=f"nodeclaim {nodeclaim.name}",
-                code="NoCompatibleOffering",
-            )
-        for name, types in sorted(filtered.rejected.items()):
-            log.debug("nodeclaim %s: %s filtered out %s", nodeclaim.name, name,
-                      ", ".join(types[:5]) + (f" and {len(types) - 5} other(s)"
-                                              if len(types) > 5 else ""))
-        return filtered.choices
-
     def _instance_tags(
         self, nodeclaim: str, nodepool: str, node_class: EC2NodeClass
     ) -> dict[str, str]:
@@ -556,6 +538,25 @@ class AwsCloudProvider:
                    if request.placement_partition is not None else {}),
             },
         )
+
+
+def _filter_for_launch(
+    nodeclaim: NodeClaim, choices: Sequence[Choice], requirements: Requirements
+) -> list[Choice]:
+    """Karpenter's launch-time filters, before the fleet's overrides are built."""
+    filtered = filter_for_launch(choices, requirements, _requests_of(nodeclaim))
+    if not filtered.choices:
+        raise InsufficientCapacityError(
+            f"nodeclaim {nodeclaim.name}: all requested instance types were unavailable "
+            f"during launch (none left by the {filtered.emptied_by})",
+            resource=f"nodeclaim {nodeclaim.name}",
+            code="NoCompatibleOffering",
+        )
+    for name, types in sorted(filtered.rejected.items()):
+        log.debug("nodeclaim %s: %s filtered out %s", nodeclaim.name, name,
+                  ", ".join(types[:5]) + (f" and {len(types) - 5} other(s)"
+                                          if len(types) > 5 else ""))
+    return filtered.choices
 
 
 def _requests_of(nodeclaim: NodeClaim) -> Resources:
