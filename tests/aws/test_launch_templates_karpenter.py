@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from nodewright.api.nodeclaim import NodeClaim
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.aws.userdata import mime
@@ -504,3 +505,105 @@ def test_a_capacity_block_launches_in_the_capacity_block_market(
         "DefaultTargetCapacityType"] == "capacity-block"
     (data,) = ec2.template_data()
     assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+
+
+# --- User Data: AL2023 ----------------------------------------------------------------------
+
+
+def node_configs(ec2: FakeEC2) -> list[dict[str, Any]]:
+    """Every NodeConfig document of every template's user data."""
+    found = []
+    for name in ec2.launch_templates():
+        for part in mime.split_parts(ec2.user_data(name)):
+            if part.content_type == mime.NODE_CONFIG:
+                found.extend(doc for doc in yaml.safe_load_all(part.body) if doc)
+    return found
+
+
+def edited_claim(*, labels: dict[str, str] | None = None,
+                 taints: list[dict[str, str]] | None = None,
+                 requirements: list[dict[str, Any]] | None = None) -> NodeClaim:
+    manifest = claim_with(*(requirements or [])).to_manifest()
+    manifest["metadata"]["labels"].update(labels or {})
+    if taints is not None:
+        manifest["spec"]["taints"] = taints
+    return NodeClaim.model_validate(manifest)
+
+
+def test_al2023_taints_in_the_kubelet_configuration(provider: AwsCloudProvider,
+                                                    ec2: FakeEC2) -> None:
+    """Context("AL2023") Context("Kubelet") It("should specify taints in the
+    KubeletConfiguration when specified in NodePool")"""
+    wanted = [{"key": "test-taint-1", "effect": "NoSchedule"},
+              {"key": "test-taint-2", "effect": "NoExecute"}]
+    provider.create(edited_claim(taints=wanted), node_class())
+    for config in node_configs(ec2):
+        taints = config["spec"]["kubelet"]["config"]["registerWithTaints"]
+        assert len(taints) == 3 and all(taint in taints for taint in wanted)
+
+
+@pytest.mark.parametrize("as_requirements", [
+    pytest.param(False, id="should specify labels in the Kubelet flags when specified in "
+                          "NodePool"),
+    pytest.param(True, id="should specify labels in the Kubelet flags when single value "
+                         "requirements are specified in NodePool"),
+])
+def test_al2023_labels_in_the_kubelet_flags(provider: AwsCloudProvider, ec2: FakeEC2,
+                                            as_requirements: bool) -> None:
+    """Context("AL2023") Context("Kubelet"), its two label Its (the test ids)"""
+    wanted = {"test-label-1": "value-1", "test-label-2": "value-2"}
+    if as_requirements:
+        claim = edited_claim(requirements=[{"key": key, "operator": "In", "values": [value]}
+                                           for key, value in wanted.items()])
+    else:
+        claim = edited_claim(labels=wanted)
+    provider.create(claim, node_class())
+    for config in node_configs(ec2):
+        (flag,) = [f for f in config["spec"]["kubelet"]["flags"]
+                   if f.startswith("--node-labels")]
+        assert all(f"{key}={value}" in flag for key, value in wanted.items())
+
+
+SOFT = {"memory.available": "10%", "nodefs.available": "15%", "nodefs.inodesFree": "5%"}
+SOFT_GRACE = {"memory.available": "1m0s", "nodefs.available": "3m0s",
+              "nodefs.inodesFree": "5m0s"}
+RESERVED = {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2Gi"}
+
+
+@pytest.mark.parametrize(("field", "kubelet"), [
+    pytest.param("systemReserved", {"systemReserved": RESERVED}, id="systemReserved"),
+    pytest.param("kubeReserved", {"kubeReserved": RESERVED}, id="kubeReserved"),
+    pytest.param("evictionHard", {"evictionHard": SOFT}, id="evictionHard"),
+    pytest.param("evictionSoft", {"evictionSoft": SOFT, "evictionSoftGracePeriod": SOFT_GRACE},
+                 id="evictionSoft"),
+    pytest.param("evictionSoftGracePeriod",
+                 {"evictionSoft": SOFT, "evictionSoftGracePeriod": SOFT_GRACE},
+                 id="evictionSoftGracePeriod"),
+    pytest.param("evictionMaxPodGracePeriod", {"evictionMaxPodGracePeriod": 300},
+                 id="evictionMaxPodGracePeriod"),
+    pytest.param("podsPerCore", {"podsPerCore": 2}, id="podsPerCore"),
+    pytest.param("clusterDNS", {"clusterDNS": ["10.0.100.0"]}, id="clusterDNS"),
+    pytest.param("imageGCHighThresholdPercent", {"imageGCHighThresholdPercent": 50},
+                 id="imageGCHighThresholdPercent"),
+    pytest.param("imageGCLowThresholdPercent", {"imageGCLowThresholdPercent": 50},
+                 id="imageGCLowThresholdPercent"),
+    pytest.param("cpuCFSQuota", {"cpuCFSQuota": False}, id="cpuCFSQuota"),
+])
+def test_al2023_kubelet_configuration_field(provider: AwsCloudProvider, ec2: FakeEC2,
+                                            field: str, kubelet: dict[str, Any]) -> None:
+    """Context("AL2023") Context("Kubelet") DescribeTable("should specify KubletConfiguration
+    field when specified in NodePool"), its eleven Entries (the test ids): the field reaches
+    our NodeConfig exactly as given."""
+    provider.create(claim_with(), node_class(kubelet=kubelet))
+    configs = node_configs(ec2)
+    assert configs and all(c["spec"]["kubelet"]["config"][field] == kubelet[field]
+                           for c in configs)
+
+
+def test_al2023_instance_store_raid0(provider: AwsCloudProvider, ec2: FakeEC2) -> None:
+    """Context("AL2023") It("should set LocalDiskStrategy to Raid0 when specified by the
+    InstanceStorePolicy")"""
+    provider.create(claim_with(), node_class(instanceStorePolicy="RAID0"))
+    configs = node_configs(ec2)
+    assert configs and all(c["spec"]["instance"]["localStorage"]["strategy"] == "RAID0"
+                           for c in configs)
