@@ -9,6 +9,7 @@ on-demand), which is all the launch template provider sees in either case.
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +20,7 @@ from nodewright.api.nodeclaim import NodeClaim
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.aws.userdata import mime
+from nodewright.cloud.provider import CloudProviderError
 from nodewright.scheduling.pricing import OfflinePriceSource
 from tests.aws.fake_ec2 import FakeEC2
 from tests.aws.reservations import FakeCapacityReservations, FakeReservation
@@ -607,3 +609,101 @@ def test_al2023_instance_store_raid0(provider: AwsCloudProvider, ec2: FakeEC2) -
     configs = node_configs(ec2)
     assert configs and all(c["spec"]["instance"]["localStorage"]["strategy"] == "RAID0"
                            for c in configs)
+
+
+# --- User Data: Bottlerocket ----------------------------------------------------------------
+
+BOTTLEROCKET = [{"alias": "bottlerocket@latest"}]
+
+
+def bottlerocket_settings(ec2: FakeEC2) -> list[dict[str, Any]]:
+    """settings.kubernetes of every template's TOML user data."""
+    found = [tomllib.loads(ec2.user_data(name))["settings"]["kubernetes"]
+             for name in ec2.launch_templates()]
+    assert found
+    return found
+
+
+@pytest.mark.parametrize(("kubelet", "key", "expected"), [
+    pytest.param({"systemReserved": {"cpu": "2", "memory": "3Gi", "ephemeral-storage": "10Gi"}},
+                 "system-reserved", {"cpu": "2", "memory": "3Gi", "ephemeral-storage": "10Gi"},
+                 id="should override system reserved values in user data"),
+    pytest.param({"kubeReserved": {"cpu": "2", "memory": "3Gi", "ephemeral-storage": "10Gi"}},
+                 "kube-reserved", {"cpu": "2", "memory": "3Gi", "ephemeral-storage": "10Gi"},
+                 id="should override kube reserved values in user data"),
+    pytest.param({"evictionHard": SOFT}, "eviction-hard", SOFT,
+                 id="should override kube reserved values in user data (evictionHard)"),
+    pytest.param({"maxPods": 10}, "max-pods", 10,
+                 id="should specify max pods value when passing maxPods in configuration"),
+    pytest.param({"cpuCFSQuota": False}, "cpu-cfs-quota-enforced", False,
+                 id="should pass CPUCFSQuota when specified"),
+])
+def test_bottlerocket_kubernetes_settings(provider: AwsCloudProvider, ec2: FakeEC2,
+                                          kubelet: dict[str, Any], key: str,
+                                          expected: Any) -> None:
+    """Context("Bottlerocket"), one It per setting (the test ids; Karpenter has two Its named
+    "should override kube reserved values in user data", the second about evictionHard)."""
+    provider.create(claim_with(), node_class(amiSelectorTerms=BOTTLEROCKET, kubelet=kubelet))
+    assert all(settings[key] == expected for settings in bottlerocket_settings(ec2))
+
+
+@pytest.mark.parametrize("field", ["imageGCHighThresholdPercent", "imageGCLowThresholdPercent"],
+                         ids=["should pass ImageGCHighThresholdPercent when specified",
+                              "should pass ImageGCLowThresholdPercent when specified"])
+def test_bottlerocket_image_gc_thresholds(provider: AwsCloudProvider, ec2: FakeEC2,
+                                          field: str) -> None:
+    """Context("Bottlerocket"), its two image GC Its (the test ids)"""
+    key = "image-gc-high-threshold-percent" if "High" in field else \
+        "image-gc-low-threshold-percent"
+    provider.create(claim_with(), node_class(amiSelectorTerms=BOTTLEROCKET, kubelet={field: 50}))
+    assert all(int(settings[key]) == 50 for settings in bottlerocket_settings(ec2))
+
+
+def test_bottlerocket_soft_eviction(provider: AwsCloudProvider, ec2: FakeEC2) -> None:
+    """Context("Bottlerocket") It("should override soft eviction values in user data")"""
+    provider.create(claim_with(), node_class(amiSelectorTerms=BOTTLEROCKET, kubelet={
+        "evictionSoft": {"memory.available": "10%"},
+        "evictionSoftGracePeriod": {"memory.available": "1m0s"}}))
+    for settings in bottlerocket_settings(ec2):
+        assert settings["eviction-soft"] == {"memory.available": "10%"}
+        assert settings["eviction-soft-grace-period"] == {"memory.available": "1m0s"}
+
+
+def test_bottlerocket_max_pod_grace_period(clients: AwsClients, world: World, clock: FakeClock,
+                                           ec2: FakeEC2) -> None:
+    """Context("Bottlerocket") It("should override max pod grace period in user data") and
+    It("should pass ClusterDNSIP when discovered")"""
+    provider = AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource(),
+                                kube_dns_ip="10.0.100.10")
+    provider.create(claim_with(), node_class(amiSelectorTerms=BOTTLEROCKET, kubelet={
+        "maxPods": 35, "evictionMaxPodGracePeriod": 10}))
+    for settings in bottlerocket_settings(ec2):
+        assert (settings["cluster-name"], settings["cluster-dns-ip"], settings["max-pods"],
+                settings["eviction-max-pod-grace-period"]) == (CLUSTER, "10.0.100.10", 35, 10)
+
+
+@pytest.mark.parametrize("as_requirements", [
+    pytest.param(False, id="should specify labels in the Kubelet flags when specified in "
+                          "NodePool"),
+    pytest.param(True, id="should specify labels in the Kubelet flags when single value "
+                         "requirements are specified in NodePool"),
+])
+def test_bottlerocket_node_labels(provider: AwsCloudProvider, ec2: FakeEC2,
+                                  as_requirements: bool) -> None:
+    """Context("Bottlerocket"), its two label Its (the test ids)"""
+    wanted = {"test-label-1": "value-1", "test-label-2": "value-2"}
+    claim = (edited_claim(requirements=[{"key": key, "operator": "In", "values": [value]}
+                                        for key, value in wanted.items()])
+             if as_requirements else edited_claim(labels=wanted))
+    provider.create(claim, node_class(amiSelectorTerms=BOTTLEROCKET))
+    for settings in bottlerocket_settings(ec2):
+        assert wanted.items() <= settings["node-labels"].items()
+
+
+def test_bottlerocket_refuses_user_data_that_is_not_toml(provider: AwsCloudProvider,
+                                                         ec2: FakeEC2) -> None:
+    """Context("Bottlerocket") It("should not bootstrap on invalid toml user data")"""
+    with pytest.raises(CloudProviderError, match="userData"):
+        provider.create(claim_with(), node_class(amiSelectorTerms=BOTTLEROCKET,
+                                                 userData="#/bin/bash\n ./not-toml.sh"))
+    assert ec2.calls("CreateFleet") == []
