@@ -707,3 +707,45 @@ def test_bottlerocket_refuses_user_data_that_is_not_toml(provider: AwsCloudProvi
         provider.create(claim_with(), node_class(amiSelectorTerms=BOTTLEROCKET,
                                                  userData="#/bin/bash\n ./not-toml.sh"))
     assert ec2.calls("CreateFleet") == []
+
+
+# --- User Data: AL2 custom user data --------------------------------------------------------
+
+CUSTOM_SCRIPT = '#!/bin/bash\necho "Running custom user data script"\n'
+MIME_INPUT = ('MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="BOUNDARY"\n\n'
+              '--BOUNDARY\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n'
+              f'{CUSTOM_SCRIPT}\n--BOUNDARY--')
+CONTENT_TYPE_FIRST = ('Content-Type: multipart/mixed; boundary="BOUNDARY"\nMIME-Version: 1.0\n\n'
+                      '--BOUNDARY\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n'
+                      f'{CUSTOM_SCRIPT}\n--BOUNDARY--')
+
+
+@pytest.mark.parametrize("user_data", [
+    pytest.param(MIME_INPUT, id="should merge in custom user data"),
+    pytest.param(CONTENT_TYPE_FIRST,
+                 id="should merge in custom user data when Content-Type is before MIME-Version"),
+    pytest.param(CUSTOM_SCRIPT, id="should merge in custom user data not in multi-part mime "
+                                   "format"),
+    pytest.param(None, id="should handle empty custom user data"),
+])
+def test_al2_custom_user_data_runs_before_the_bootstrap(
+    provider: AwsCloudProvider, ec2: FakeEC2, user_data: str | None
+) -> None:
+    """Context("AL2 Custom UserData"), its four Its (the test ids): the user's script is a
+    MIME part before ours, whichever way it was written (Karpenter compares golden files;
+    this compares the parts)."""
+    spec: dict[str, Any] = {"amiSelectorTerms": [{"alias": "al2@latest"}],
+                            "kubelet": {"maxPods": 110}}
+    if user_data is not None:
+        spec["userData"] = user_data
+    provider.create(claim_with(), node_class(**spec))
+
+    for name in ec2.launch_templates():
+        parts = mime.split_parts(ec2.user_data(name))
+        assert [part.content_type for part in parts] == (
+            [mime.SHELL_SCRIPT] * (2 if user_data else 1))
+        if user_data:
+            assert parts[0].body.strip() == CUSTOM_SCRIPT.strip()
+        ours = parts[-1].body
+        assert "/etc/eks/bootstrap.sh" in ours
+        assert "--use-max-pods false" in ours and "--max-pods=110" in ours
