@@ -749,3 +749,36 @@ def test_al2_custom_user_data_runs_before_the_bootstrap(
         ours = parts[-1].body
         assert "/etc/eks/bootstrap.sh" in ours
         assert "--use-max-pods false" in ours and "--max-pods=110" in ours
+
+
+# --- Networking: IPv6 -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("dns", "ipv6"), [
+    pytest.param("10.0.100.10", False, id="DNS has ipv4 address"),
+    pytest.param("fd01:99f0:d47b::a", True, id="DNS has ipv6 address"),
+])
+def test_the_ip_family_follows_the_dns_address(clients: AwsClients, world: World,
+                                               clock: FakeClock, dns: str, ipv6: bool) -> None:
+    """Context("launch template respect to DNS ip for ipfamily selection")
+    DescribeTable("should select correct ipFamily based on DNS ip"), its two Entries"""
+    provider = AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource(),
+                                kube_dns_ip=dns)
+    assert provider.cluster().info.ipv6 is ipv6
+
+
+@pytest.mark.parametrize("public", [
+    pytest.param(None, id="AssociatePublicIPAddress is not set and EFA is false"),
+    pytest.param(False, id="AssociatePublicIPAddress is set as false and EFA is false"),
+])
+def test_an_ipv6_cluster_gets_a_primary_ipv6_address(clients: AwsClients, world: World,
+                                                     clock: FakeClock, ec2: FakeEC2,
+                                                     public: bool | None) -> None:
+    """DescribeTable("should set Primary IPv6 as true and provision a IPv6 address"), its two
+    Entries without EFA"""
+    spec = {} if public is None else {"associatePublicIPAddress": public}
+    ipv6_provider(clients, clock).create(nodeclaim(), node_class(**spec))
+    for data in ec2.template_data():
+        interface = data["NetworkInterfaces"][0]
+        assert (interface["PrimaryIpv6"], interface["Ipv6AddressCount"]) == (True, 1)
+        assert interface.get("AssociatePublicIpAddress") is public
