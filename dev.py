@@ -130,8 +130,68 @@ def test(extra: list[str]) -> None:
     print("$ pytest -n auto --dist loadfile --ignore tests/e2e", flush=True)
     run([str(PYTHON), "-m", "pytest", "-n", "auto", "--dist", "loadfile",
          "--ignore", "tests/e2e"])
-    print("$ pytest -n 2 --dist worksteal tests/e2e", flush=True)
-    run([str(PYTHON), "-m", "pytest", "-n", "2", "--dist", "worksteal", "tests/e2e"])
+    e2e_stories()
+
+
+def shared_k8s() -> Path:
+    shared = os.environ.get("NODEWRIGHT_SHARED_DIR") or str(ROOT.parent / "shared")
+    return Path(shared) / "k8s"
+
+
+def e2e_stories() -> None:
+    """The end-to-end stories on the newest Kubernetes whose binaries are here (or the one
+    NW_K8S_VERSION names), then one line saying whether they ran, on which version, or why
+    not (tests/e2e/conftest.py writes what happened to NW_E2E_STATUS)."""
+    from tests.e2e import k8s_versions  # standard library only
+
+    version = k8s_versions.chosen(shared_k8s())
+    status = ROOT / "build" / "e2e-status.jsonl"
+    status.parent.mkdir(exist_ok=True)
+    status.unlink(missing_ok=True)
+    env = {**os.environ, "NW_K8S_VERSION": version, "NW_E2E_STATUS": str(status)}
+    stop_after = prepare_control_plane(env)
+    print(f"$ NW_K8S_VERSION={version} pytest -n 2 --dist worksteal tests/e2e", flush=True)
+    completed = subprocess.run([str(PYTHON), "-m", "pytest", "-n", "2", "--dist", "worksteal",
+                                "tests/e2e"], cwd=ROOT, env=env, check=False)
+    if stop_after:
+        subprocess.run([str(shared_k8s() / "control-plane"), "stop"], env=env,
+                       capture_output=True, check=False)
+    print(e2e_summary(status, completed.returncode), flush=True)
+    if completed.returncode != 0:
+        sys.exit(completed.returncode)
+
+
+def prepare_control_plane(env: dict[str, str]) -> bool:
+    """Start the first worker's control plane once before the workers do, so that what it
+    installs (etcd from Debian, the extracted binaries) is not raced for by two workers.
+    True when it was started here (and is to be stopped after the stories). A failure is
+    left to the stories' fixture, which skips on a missing prerequisite and fails on
+    anything else."""
+    script = shared_k8s() / "control-plane"
+    if not script.exists():
+        return False
+    if subprocess.run([str(script), "status"], env=env, capture_output=True,
+                      check=False).returncode == 0:
+        return False
+    started = subprocess.run([str(script), "start"], env=env, capture_output=True, text=True,
+                             check=False)
+    return started.returncode == 0
+
+
+def e2e_summary(status: Path, returncode: int) -> str:
+    import json
+
+    lines = status.read_text().splitlines() if status.exists() else []
+    seen = [json.loads(line) for line in lines if line.strip()]
+    ran = sorted({entry["ran"] for entry in seen if "ran" in entry})
+    skipped = [entry["skipped"] for entry in seen if "skipped" in entry]
+    outcome = "passed" if returncode == 0 else "FAILED"
+    if ran:
+        return (f"e2e stories: ran on Kubernetes {', '.join(ran)} (the real control plane of "
+                f"../shared/k8s), {outcome}")
+    if skipped:
+        return f"e2e stories: SKIPPED, not run: {skipped[0]}"
+    return f"e2e stories: none reached the control plane ({outcome})"
 
 
 def main() -> None:

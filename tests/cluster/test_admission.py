@@ -84,13 +84,48 @@ def test_the_well_known_aws_labels_the_controller_writes_are_accepted(
     assert len(created["spec"]["requirements"]) == 3
 
 
-def test_an_unsupported_enum_value_names_the_supported_ones(cluster: InMemoryCluster) -> None:
+UNSUPPORTED_OPERATOR = (
+    'spec.requirements[0].operator: Unsupported value: "Bogus": supported values: '
+    '"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"')
+
+
+def test_an_unsupported_enum_value_names_the_supported_ones_and_blocks_cel_rules_on_1_33(
+        cluster: InMemoryCluster) -> None:
+    assert cluster.kubernetes_version.name == "v1.33.3"  # the newest, unless named
     message = refused(cluster, claim(requirements=[requirement("a", "Bogus")]))
-    assert ('spec.requirements[0].operator: Unsupported value: "Bogus": supported values: '
-            '"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"') in message
-    # An enum violation does not keep the CEL rules from being evaluated.
+    assert message == (
+        f'NodeClaim.karpenter.sh "c" is invalid: [{UNSUPPORTED_OPERATOR}, <nil>: Invalid '
+        'value: "null": some validation rules were not checked because the object was '
+        "invalid; correct the existing errors to complete validation]")
+
+
+def test_on_1_26_an_enum_violation_does_not_keep_the_cel_rules_from_being_evaluated() -> None:
+    cluster = InMemoryCluster(VirtualClock(), kubernetes_version="v1.26.1")
+    message = refused(cluster, claim(requirements=[requirement("a", "Bogus")]))
+    assert UNSUPPORTED_OPERATOR in message
     assert ('spec.requirements[0]: Invalid value: "object": operator must be one of In, '
             "NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte") in message
+    assert "not checked" not in message
+
+
+def test_a_bad_enum_value_alone_reads_as_each_version_answers_it() -> None:
+    """The case the real API servers were seen to differ on (tests/e2e/test_api_parity)."""
+    bad = pool("e")
+    bad["spec"]["disruption"] = {"consolidationPolicy": "Sometimes"}
+    unsupported = ('spec.disruption.consolidationPolicy: Unsupported value: "Sometimes": '
+                   'supported values: "WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"')
+    old = refused(InMemoryCluster(VirtualClock(), kubernetes_version="1.26"), copy.deepcopy(bad))
+    new = refused(InMemoryCluster(VirtualClock(), kubernetes_version="v1.33"), bad)
+    assert old == f'NodePool.karpenter.sh "e" is invalid: {unsupported}'
+    assert new == (f'NodePool.karpenter.sh "e" is invalid: [{unsupported}, <nil>: Invalid '
+                   'value: "null": some validation rules were not checked because the object '
+                   "was invalid; correct the existing errors to complete validation]")
+
+
+def test_a_version_it_does_not_emulate_is_named_in_the_refusal() -> None:
+    with pytest.raises(ValueError,
+                       match=r"emulates Kubernetes v1\.26\.1, v1\.33\.3, not .1\.20."):
+        InMemoryCluster(VirtualClock(), kubernetes_version="1.20")
 
 
 def test_required_fields_and_wrong_types_block_the_cel_rules(cluster: InMemoryCluster) -> None:

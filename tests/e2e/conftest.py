@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import SHARED
+from tests.e2e import k8s_versions
 from tests.e2e.harness import (
     CLUSTER_NAME,
     Controller,
@@ -85,21 +86,41 @@ def unready_conditions(plane: ControlPlane) -> str:
 
 
 def unavailable(reason: str) -> None:
-    """Skip where the control plane cannot be had; in CI (CI=true), which must run these
-    stories, fail instead."""
+    """Skip where the control plane's script cannot be had; in CI (CI=true), which has the
+    shared folder beside the clone and must run these stories, fail instead."""
+    report_status(skipped=reason)
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(f"CI must run the end-to-end stories, but {reason}", pytrace=False)
     pytest.skip(reason)
 
 
+def report_status(**status: str) -> None:
+    """One line for `dev.py test`'s closing summary (NW_E2E_STATUS names the file): the
+    version the stories ran on, or why they did not run."""
+    path = os.environ.get("NW_E2E_STATUS")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps(status) + "\n")
+
+
+def chosen_version() -> str:
+    """The Kubernetes version of this run: NW_K8S_VERSION, else the newest whose binaries
+    are here (k8s_versions). Set in the environment, so every `control-plane` call and
+    kubectl of this process agrees."""
+    version = k8s_versions.chosen(CONTROL_PLANE.parent)
+    os.environ["NW_K8S_VERSION"] = version
+    return version
+
+
 def worker_control_plane_home() -> Path:
-    """The state dir of this process's control plane. Under xdist (`dev.py test` runs the
-    stories on two workers) each worker has its own control plane, as the control-plane
-    README allows: worker N > 0 gets NW_K8S_HOME-gwN and NW_K8S_PORT_BASE + 1000 N. The
-    variables are set in this worker's environment, so every `control-plane` call and
-    kubectl of the worker reaches its own instance."""
-    home = Path(os.environ.get("NW_K8S_HOME") or Path(os.environ.get("TMPDIR", "/tmp"))
-                / "nw-k8s")
+    """The state dir of this process's control plane: NW_K8S_HOME, else the script's own
+    default for the version, so each version's cluster stays warm in its own dir. Under
+    xdist (`dev.py test` runs the stories on two workers) each worker has its own control
+    plane, as the control-plane README allows: worker N > 0 gets HOME-gwN and
+    NW_K8S_PORT_BASE + 1000 N. The variables are set in this worker's environment, so
+    every `control-plane` call and kubectl of the worker reaches its own instance."""
+    home = Path(os.environ.get("NW_K8S_HOME") or k8s_versions.default_home(
+        CONTROL_PLANE.parent, chosen_version(), os.environ))
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     index = int(worker.removeprefix("gw")) if worker.removeprefix("gw").isdigit() else 0
     if index:
@@ -119,8 +140,12 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
     home = worker_control_plane_home()
     plane, why_not, was_running = start_control_plane(CONTROL_PLANE, home)
     if plane is None:
-        unavailable(why_not)
-        return
+        # A missing prerequisite (exit 3: no Kubernetes binaries, no etcd) skips the stories,
+        # in CI too: the machine cannot run them, and says why. Any other failure to start
+        # raised in start_control_plane and fails every story.
+        report_status(skipped=why_not)
+        pytest.skip(why_not)
+    report_status(ran=plane.version)
     yield plane
     if not was_running:  # leave alone an instance that someone else started
         subprocess.run([str(CONTROL_PLANE), "stop"], capture_output=True, check=False,

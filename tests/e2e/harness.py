@@ -17,8 +17,10 @@ logs and its endpoints.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -81,6 +83,12 @@ class ControlPlane:
     @property
     def ca_file(self) -> Path:
         return self.home / "pki" / "ca.crt"
+
+    @functools.cached_property
+    def version(self) -> str:
+        """The API server's gitVersion, e.g. v1.33.3."""
+        answer = json.loads(self.kubectl("version", "-o", "json").stdout)
+        return str(answer["serverVersion"]["gitVersion"])
 
     @property
     def api_url(self) -> str:
@@ -179,7 +187,8 @@ def start_control_plane(script: Path, home: Path) -> tuple[ControlPlane | None, 
                              check=False)
     if started.returncode == 3:
         lines = started.stderr.strip().splitlines() or ["a prerequisite is missing"]
-        return None, f"local Kubernetes control plane: {lines[-1]}", was_running
+        why = re.sub(r"^\[control-plane [^]]*\]\s*(ERROR:\s*)?", "", lines[-1])
+        return None, f"local Kubernetes control plane: {why}", was_running
     if started.returncode != 0:
         raise RuntimeError(f"control-plane start failed:\n{started.stderr[-5000:]}")
     path = Path(started.stdout.strip().rpartition("KUBECONFIG=")[2])

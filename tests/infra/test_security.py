@@ -48,8 +48,8 @@ def test_deleting_and_retagging_require_the_cluster_resource_tags(prod: ProgramR
     statements = policy_statements(prod)
     deletion = statements["AllowScopedDeletion"]
     assert set(actions_of(deletion)) == {"ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"}
-    for sid in ("AllowScopedDeletion", "AllowTaggingOwnedInstances",
-                "AllowLaunchWithOwnedLaunchTemplates"):
+    assert "AllowTaggingOwnedInstances" not in statements  # nothing retags an instance
+    for sid in ("AllowScopedDeletion", "AllowLaunchWithOwnedLaunchTemplates"):
         condition = statements[sid]["Condition"]
         assert condition["StringEquals"][
             "aws:ResourceTag/kubernetes.io/cluster/nodewright-prod"] == "owned"

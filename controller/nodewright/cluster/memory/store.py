@@ -47,6 +47,7 @@ from nodewright.cluster.api import (
 from nodewright.cluster.copying import deep_copy
 from nodewright.cluster.memory import budgets
 from nodewright.cluster.memory.admission import admit, crd
+from nodewright.cluster.memory.admission.versions import emulated_version
 from nodewright.cluster.memory.names import NameSource
 from nodewright.cluster.memory.pod_status import set_pod_condition
 from nodewright.cluster.memory.read_only import ReadOnlyGuard
@@ -84,8 +85,12 @@ class InMemoryCluster:
     """An API server in memory (see the module docstring). It knows nothing of its clients:
     the actors that play the rest of a cluster on it are built by `actors.cluster_actors`."""
 
-    def __init__(self, clock: Clock, *, seed: int = 0) -> None:
+    def __init__(self, clock: Clock, *, seed: int = 0,
+                 kubernetes_version: str | None = None) -> None:
         self.clock = clock
+        # The API server this cluster answers as (its validation differs between versions);
+        # the newest emulated unless named.
+        self.kubernetes_version = emulated_version(kubernetes_version)
         self._names = NameSource(seed)
         self._store: dict[str, dict[str, dict[str, Object]]] = {kind: {} for kind in KINDS}
         self._uids: dict[str, Key] = {}
@@ -231,7 +236,7 @@ class InMemoryCluster:
             self._default_storage_class(new)
         elif info.kind == "Pod" and (new.get("spec") or {}).get("runtimeClassName"):
             self._runtime_class(new)
-        new = admit(info, new)
+        new = admit(info, new, version=self.kubernetes_version)
         meta = new["metadata"]
         if self.peek(info.kind, meta["name"], meta.get("namespace")) is not None:
             raise AlreadyExistsError(f'{info.plural} "{meta["name"]}" already exists')
@@ -442,7 +447,7 @@ class InMemoryCluster:
                 meta.pop(field, None)
         new["metadata"] = meta
         new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
-        new = admit(info, new, old, subresource)
+        new = admit(info, new, old, subresource, self.kubernetes_version)
         meta = new["metadata"]
         if objects.is_deleting(old):
             added = [f for f in objects.finalizers(new) if f not in objects.finalizers(old)]

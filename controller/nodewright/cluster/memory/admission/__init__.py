@@ -16,6 +16,7 @@ from nodewright.cluster.memory.admission.field_errors import (
     invalid_error,
     qualified_kind,
 )
+from nodewright.cluster.memory.admission.versions import NEWEST, KubernetesVersion
 
 _META_FIELDS = ("generateName", "labels", "annotations", "finalizers", "ownerReferences")
 # Kinds the server stores as another group's: events.k8s.io Events are core Events.
@@ -23,16 +24,17 @@ _STORED_GROUP = {"Event": ""}
 
 
 def admit(info: Kind, new: dict[str, Any], old: Mapping[str, Any] | None = None,
-          subresource: str | None = None) -> dict[str, Any]:
-    """`new` as the server would store it (a custom resource pruned and defaulted; the
-    same dict when nothing changed), or InvalidError."""
+          subresource: str | None = None, version: KubernetesVersion = NEWEST,
+          ) -> dict[str, Any]:
+    """`new` as the API server of `version` would store it (a custom resource pruned and
+    defaulted; the same dict when nothing changed), or InvalidError."""
     errors: list[FieldError] = []
     meta = new.get("metadata") or {}
     old_meta = old.get("metadata") or {} if old is not None else None
     if old_meta is None or any(meta.get(f) != old_meta.get(f) for f in _META_FIELDS):
         errors.extend(metadata.validate(info, meta))
     if crd.is_custom(info.kind):
-        new, schema_errors = crd.admit(info.kind, new, old)
+        new, schema_errors = crd.admit(info.kind, new, old, version)
         errors.extend(schema_errors)
     else:
         errors.extend(core.validate(info.kind, new, old, subresource))

@@ -16,6 +16,7 @@ from nodewright.cluster.memory.admission.structural import (
     Node,
     compile_schema,
 )
+from nodewright.cluster.memory.admission.versions import NEWEST, KubernetesVersion
 
 # Fields of a custom resource that ObjectMeta's checks cover instead of the schema.
 _OBJECT_FIELDS = ("apiVersion", "kind", "metadata")
@@ -52,10 +53,11 @@ def is_custom(kind: str) -> bool:
 
 
 def admit(kind: str, new: dict[str, Any], old: Mapping[str, Any] | None,
-          ) -> tuple[dict[str, Any], list[FieldError]]:
-    """The object as stored (pruned, defaulted) and what is wrong with it."""
+          version: KubernetesVersion = NEWEST) -> tuple[dict[str, Any], list[FieldError]]:
+    """The object as stored (pruned, defaulted) and what is wrong with it, as the API server
+    of `version` answers."""
     root = schemas()[kind]
-    admission = Admission()
+    admission = Admission(version)
     result: dict[str, Any] = {}
     changed = False
     for key, value in new.items():

@@ -21,8 +21,6 @@ DUPLICATE = "Duplicate value"
 FORBIDDEN = "Forbidden"
 TOO_LONG = "Too long"
 TOO_MANY = "Too many"
-# The types of error after which the server does not evaluate CEL rules (Kubernetes 1.26).
-BLOCKING = frozenset({REQUIRED, TYPE_INVALID, TOO_LONG, TOO_MANY})
 _BARE = frozenset({REQUIRED, FORBIDDEN, TOO_LONG})
 NO_VALUE = object()
 

@@ -18,7 +18,6 @@ from typing import Any
 from nodewright.cluster.copying import deep_copy
 from nodewright.cluster.memory.admission.cel import RuleSet
 from nodewright.cluster.memory.admission.field_errors import (
-    BLOCKING,
     TOO_LONG,
     TOO_MANY,
     TYPE_INVALID,
@@ -27,6 +26,7 @@ from nodewright.cluster.memory.admission.field_errors import (
     not_supported,
     required,
 )
+from nodewright.cluster.memory.admission.versions import NEWEST, KubernetesVersion
 
 MISSING: Any = object()
 _NOT_CHECKED = ("some validation rules were not checked because the object was invalid; "
@@ -141,13 +141,14 @@ class Admission:
     """One write's pass over the schema: `visit` returns the pruned and defaulted value,
     `errors` what is wrong with it (CEL rules only when nothing blocks them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, version: KubernetesVersion = NEWEST) -> None:
+        self.version = version
         self.errors: list[FieldError] = []
         self._pending: list[_Pending] = []
 
     def finish(self) -> list[FieldError]:
         if self._pending:
-            if any(error.type in BLOCKING for error in self.errors):
+            if any(error.type in self.version.cel_blocking for error in self.errors):
                 self.errors.append(invalid(None, None, _NOT_CHECKED))
             else:
                 for item in self._pending:
