@@ -349,20 +349,21 @@ def launch_template_user_data(clients: AwsClients) -> list[str]:
 
 
 @pytest.mark.parametrize("max_pods", [None, 50])
-def test_al2_launch_turns_off_bootstrap_sh_max_pods_only_for_kubelet_max_pods(
+def test_al2_launch_always_passes_the_max_pods_the_catalog_planned(
     provider: AwsCloudProvider, clients: AwsClients, max_pods: int | None
 ) -> None:
+    """Karpenter v1.14.1 (amifamily resolver + eksbootstrap.go): kubelet.maxPods, else the
+    instance type's pod capacity, always replaces bootstrap.sh's ENI table."""
     kubelet = {"maxPods": max_pods} if max_pods is not None else {}
     al2 = node_class(amiSelectorTerms=[{"alias": "al2@latest"}], kubelet=kubelet)
     provider.create(nodeclaim(), al2)
 
     texts = launch_template_user_data(clients)
     assert texts and all("/etc/eks/bootstrap.sh" in text for text in texts)
-    for text in texts:
-        if max_pods is None:  # bootstrap.sh computes the ENI-limited count, as the catalog does
-            assert "--use-max-pods" not in text and "--max-pods" not in text
-        else:
-            assert "--use-max-pods false" in text and f"--max-pods={max_pods}" in text
+    assert all("--use-max-pods false" in text for text in texts)
+    passed = {int(text.split("--max-pods=")[1].split("'")[0]) for text in texts}
+    # t3.medium 17, c5.large and m5.large 29, m5.xlarge 58 (ENI-limited)
+    assert passed == ({17, 29, 58} if max_pods is None else {max_pods})
 
 
 def test_al2023_user_data_that_is_not_yaml_refuses_to_launch(

@@ -158,7 +158,7 @@ def test_launches_go_into_the_group_and_the_instance_carries_its_label(
 
     templates = recorder.calls_of("ec2:CreateLaunchTemplate")
     assert templates and all(call["LaunchTemplateData"]["Placement"] == {
-        "GroupId": "pg-0a1b2c3d"} for call in templates)
+        "GroupId": "pg-0a1b2c3d", "Tenancy": "default"} for call in templates)
     # t3.medium cannot join a cluster group, so the fleet never offers it.
     overrides = {o["InstanceType"] for c in recorder.calls_of("ec2:CreateFleet")[0][
         "LaunchTemplateConfigs"] for o in c["Overrides"]}
@@ -166,12 +166,12 @@ def test_launches_go_into_the_group_and_the_instance_carries_its_label(
     assert instance.labels[GROUP_ID_LABEL] == "pg-0a1b2c3d"
 
 
-def test_without_a_group_the_launch_template_has_no_placement(
+def test_without_a_group_the_launch_template_places_by_tenancy_only(
     provider: AwsCloudProvider, recorder: CallRecorder,
 ) -> None:
     provider.create(nodeclaim(), node_class())
 
-    assert all("Placement" not in call["LaunchTemplateData"]
+    assert all(call["LaunchTemplateData"]["Placement"] == {"Tenancy": "default"}
                for call in recorder.calls_of("ec2:CreateLaunchTemplate"))
 
 
@@ -315,7 +315,7 @@ def test_a_nodeclaim_asking_for_a_partition_launches_into_it_and_carries_its_lab
 
     templates = recorder.calls_of("ec2:CreateLaunchTemplate")
     assert templates and all(call["LaunchTemplateData"]["Placement"] == {
-        "GroupId": "pg-0f0e0d0c", "PartitionNumber": 2} for call in templates)
+        "GroupId": "pg-0f0e0d0c", "PartitionNumber": 2, "Tenancy": "default"} for call in templates)
     assert instance.labels[PARTITION_LABEL] == "2"
     assert instance.labels[GROUP_ID_LABEL] == "pg-0f0e0d0c"
 
@@ -338,7 +338,8 @@ def test_without_a_partition_asked_ec2_picks_one_and_each_type_is_offered_once(
 ) -> None:
     instance = provider.create(nodeclaim(), node_class(placementGroupSelector=RACKS))
 
-    assert all(call["LaunchTemplateData"]["Placement"] == {"GroupId": "pg-0f0e0d0c"}
+    assert all(call["LaunchTemplateData"]["Placement"] == {"GroupId": "pg-0f0e0d0c",
+                                                           "Tenancy": "default"}
                for call in recorder.calls_of("ec2:CreateLaunchTemplate"))
     overrides = fleet_overrides(recorder.calls_of("ec2:CreateFleet")[0])
     assert overrides and len(overrides) == len(set(overrides))

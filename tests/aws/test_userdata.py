@@ -226,18 +226,23 @@ def test_without_kubelet_max_pods_the_instance_types_count_is_used(
 
 
 @pytest.mark.parametrize("instance_type_pods", [29, None])
-def test_al2_without_kubelet_max_pods_lets_bootstrap_sh_compute_them(
+def test_al2_without_kubelet_max_pods_passes_the_instance_types_count(
     instance_type_pods: int | None,
 ) -> None:
-    """As Karpenter: `--use-max-pods false` only with kubelet.maxPods. Otherwise bootstrap.sh
-    computes max pods from its ENI table (what the catalog counts); never the kubelet's 110."""
+    """Karpenter v1.14.1's resolver fills kubelet.maxPods from the instance type's pod
+    capacity, so eksbootstrap.go always writes `--use-max-pods false` and `--max-pods`:
+    RESERVED_ENIS, EFA-only interfaces and podsPerCore reach the kubelet. Without a count
+    (no instance type known) bootstrap.sh keeps its own."""
     node = node_class("AL2")
     assert node.spec.kubelet is not None
     node.spec.kubelet.pop("maxPods")
     bootstrap = bootstrap_for_nodepool(CLUSTER, node, None, max_pods=instance_type_pods)
     text = render_user_data("AL2", bootstrap)
-    assert "--use-max-pods" not in text
-    assert "--max-pods" not in text
+    if instance_type_pods is None:
+        assert "--use-max-pods" not in text and "--max-pods" not in text
+    else:
+        assert "--use-max-pods false \\\n" in text
+        assert f"--max-pods={instance_type_pods}" in text
 
 
 def test_al2_with_kubelet_max_pods_fixes_them() -> None:

@@ -76,6 +76,7 @@ def instance_of(raw: Mapping[str, Any]) -> Instance:
             "node.kubernetes.io/instance-type": instance_type,
             "topology.kubernetes.io/zone": zone,
             "karpenter.sh/capacity-type": capacity_type,
+            "karpenter.k8s.aws/instance-tenancy": str(placement.get("Tenancy") or "default"),
             **reserved,
         },
     )

@@ -29,6 +29,12 @@ NAME_PREFIX: Final = "nodewright"
 DEFAULT_ROOT_VOLUME_GIB: Final = 20
 WINDOWS_ROOT_VOLUME_GIB: Final = 50
 GIB: Final = 1024**3
+DEFAULT_TENANCY: Final = "default"
+# Regions whose instance metadata service has no IPv6 endpoint: EC2 refuses the setting there.
+NO_IMDS_IPV6_REGIONS: Final = frozenset({
+    "us-iso-east-1", "us-iso-west-1", "us-isob-east-1", "us-isob-west-1", "us-isof-south-1",
+    "us-isof-east-1",
+})
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,8 @@ class LaunchConfig:
     # The placement group every launch goes into, and for a partition group the partition.
     placement_group_id: str | None = None
     placement_partition: int | None = None
+    # EC2's Placement.Tenancy: "dedicated" when the NodeClaim allows only dedicated hardware.
+    tenancy: str = DEFAULT_TENANCY
 
     def fingerprint(self) -> str:
         fields = asdict(self)
@@ -108,8 +116,11 @@ class LaunchConfig:
             data["BlockDeviceMappings"] = [dict(m) for m in self.block_device_mappings]
         if self.user_data:
             data["UserData"] = base64.b64encode(self.user_data.encode()).decode()
+        # As Karpenter: the tenancy always, so that a dedicated NodeClaim gets dedicated
+        # hardware (and a shared one never inherits a VPC's dedicated default by surprise).
+        data["Placement"] = {"Tenancy": self.tenancy}
         if self.placement_group_id:
-            data["Placement"] = {"GroupId": self.placement_group_id}
+            data["Placement"]["GroupId"] = self.placement_group_id
             if self.placement_partition is not None:
                 data["Placement"]["PartitionNumber"] = self.placement_partition
         if self.nested_virtualization is not None:
@@ -167,13 +178,20 @@ def connection_tracking_of(tracking: ConnectionTracking | None) -> dict[str, int
     return {name: value for name, value in named.items() if value is not None}
 
 
-def metadata_options_of(options: MetadataOptions) -> dict[str, Any]:
-    return {
+def metadata_options_of(options: MetadataOptions, region: str = "") -> dict[str, Any]:
+    """The spec's metadata options, with instance tags in the metadata always disabled: an
+    account whose IMDS defaults enable them would otherwise fail the launch, as the tag keys
+    we write (kubernetes.io/cluster/..., karpenter.k8s.aws/...) are not valid there."""
+    metadata: dict[str, Any] = {
         "HttpEndpoint": options.http_endpoint,
         "HttpProtocolIpv6": options.http_protocol_ipv6,
         "HttpPutResponseHopLimit": options.http_put_response_hop_limit,
         "HttpTokens": options.http_tokens,
+        "InstanceMetadataTags": "disabled",
     }
+    if region in NO_IMDS_IPV6_REGIONS:
+        del metadata["HttpProtocolIpv6"]
+    return metadata
 
 
 def _gib(quantity: str) -> int:

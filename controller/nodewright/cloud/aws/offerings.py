@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final
 
-from nodewright.scheduling.catalog import InstanceType, Offering
+from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.launch_filters import Choice as Choice
 from nodewright.scheduling.requirements import Requirements
 
 ZONE_LABEL: Final = "topology.kubernetes.io/zone"
@@ -19,12 +19,9 @@ RESERVED: Final = "reserved"
 RESERVATION_ID_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-id"
 RESERVATION_TYPE_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-type"
 PARTITION_LABEL: Final = "karpenter.k8s.aws/placement-group-partition"
-
-
-@dataclass(frozen=True)
-class Choice:
-    instance_type: InstanceType
-    offering: Offering
+TENANCY_LABEL: Final = "karpenter.k8s.aws/instance-tenancy"
+DEFAULT_TENANCY: Final = "default"
+DEDICATED_TENANCY: Final = "dedicated"
 
 
 def _compatible(requirements: Requirements, labels: Mapping[str, str]) -> bool:
@@ -81,3 +78,12 @@ def capacity_type_for(choices: Sequence[Choice]) -> str | None:
     if ON_DEMAND in kinds:
         return ON_DEMAND
     return None
+
+
+def tenancy_for(requirements: Requirements) -> str:
+    """As Karpenter: shared hardware ("default") whenever the NodeClaim allows it, dedicated
+    only when that is all it allows."""
+    allowed = requirements.get(TENANCY_LABEL)
+    if allowed is None or allowed.has(DEFAULT_TENANCY) or not allowed.has(DEDICATED_TENANCY):
+        return DEFAULT_TENANCY
+    return DEDICATED_TENANCY

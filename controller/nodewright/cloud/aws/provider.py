@@ -12,7 +12,7 @@ from typing import ClassVar, Final
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
-from nodewright.api.quantity import PODS
+from nodewright.api.quantity import PODS, Resources, parse_resources
 from nodewright.cloud.aws import (
     capacity_reservations,
     fleet,
@@ -44,9 +44,11 @@ from nodewright.cloud.aws.offerings import (
     RESERVATION_ID_LABEL,
     RESERVATION_TYPE_LABEL,
     RESERVED,
+    TENANCY_LABEL,
     Choice,
     capacity_type_for,
     launchable,
+    tenancy_for,
 )
 from nodewright.cloud.aws.placement_groups import (
     PLACEMENT_GROUP_ID_LABEL,
@@ -65,6 +67,7 @@ from nodewright.cloud.provider import (
 )
 from nodewright.scheduling.allocatable import AWS_EFA, ProviderSettings
 from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.launch_filters import filter_for_launch
 from nodewright.scheduling.pricing import PriceSource
 from nodewright.scheduling.requirements import Requirements
 
@@ -354,21 +357,25 @@ class AwsCloudProvider:
             # partition are one fleet override (as Karpenter deduplicates them).
             choices = list({(c.instance_type.name, c.offering.zone, c.offering.capacity_type,
                              c.offering.reservation_id): c for c in choices}.values())
-        capacity_type = capacity_type_for(choices)
-        if capacity_type is None:
+        if not choices:
             raise InsufficientCapacityError(
                 f"nodeclaim {nodeclaim.name}: no available offering matches its requirements "
                 f"({requirements.describe() or 'none'}) in zones {', '.join(sorted(subnets))}",
                 resource=f"nodeclaim {nodeclaim.name}",
                 code="NoCompatibleOffering",
             )
+        choices = _filter_for_launch(nodeclaim, choices, requirements)
+        capacity_type = capacity_type_for(choices)
+        assert capacity_type is not None, "the launch filters leave some offering or raise"
         picked = [c for c in choices if c.offering.capacity_type == capacity_type]
         reservation_type = None
         if capacity_type == RESERVED:
             # One kind of reservation per fleet (a capacity block is its own market).
             reservation_type = min(picked, key=lambda c: c.offering.price).offering.reservation_type
             picked = [c for c in picked if c.offering.reservation_type == reservation_type]
-        templates = self._templates_for(nodeclaim, node_class, resolution, picked, partition)
+        tenancy = tenancy_for(requirements)
+        templates = self._templates_for(nodeclaim, node_class, resolution, picked, partition,
+                                        tenancy)
         candidates = fleet.cheapest_first(
             [
                 fleet.Candidate(
@@ -399,7 +406,8 @@ class AwsCloudProvider:
         launched = fleet.launch(self.clients.ec2, request, self.unavailable, self.reservations)
         if launched.reservation_id:
             self.reservations.mark_launched(launched.reservation_id)
-        return self._instance_from_launch(launched, request, nodepool, node_class, resolution)
+        return self._instance_from_launch(launched, request, nodepool, node_class, resolution,
+                                          tenancy)
 
     def get(self, provider_id: str) -> Instance:
         return instances.get_instance(self.clients.ec2, provider_id)
@@ -528,6 +536,7 @@ class AwsCloudProvider:
         resolution: Resolution,
         choices: Sequence[Choice],
         partition: int | None = None,
+        tenancy: str = launch_templates.DEFAULT_TENANCY,
     ) -> dict[str, str]:
         """_template_key(choice) -> launch template name; one template per (image, max pods,
         reservation, EFA interfaces)."""
@@ -579,7 +588,8 @@ class AwsCloudProvider:
                     user_data=user_data,
                     instance_profile=resolution.instance_profile or "",
                     security_group_ids=tuple(g.id for g in resolution.security_groups),
-                    metadata_options=launch_templates.metadata_options_of(spec.metadata_options),
+                    metadata_options=launch_templates.metadata_options_of(
+                        spec.metadata_options, self.clients.region),
                     block_device_mappings=tuple(
                         launch_templates.block_devices_of(spec.block_device_mappings, family)
                     ),
@@ -601,6 +611,7 @@ class AwsCloudProvider:
                     placement_group_id=(resolution.placement_group.id
                                         if resolution.placement_group else None),
                     placement_partition=partition,
+                    tenancy=tenancy,
                 )
                 by_config[key] = launch_templates.ensure_launch_template(self.clients.ec2, config)
                 self._template_use[by_config[key]] = self.clock()
@@ -611,12 +622,14 @@ class AwsCloudProvider:
         self, nodeclaim: str, nodepool: str, node_class: EC2NodeClass
     ) -> dict[str, str]:
         return {
+            # A Name of the node class's own replaces ours (as Karpenter, which only
+            # defaults it); the ownership tags cannot be replaced.
+            tag_keys.NAME: f"{nodepool}/{nodeclaim}" if nodepool else nodeclaim,
             **(node_class.spec.tags or {}),
             **tag_keys.ownership_tags(self.cluster_name),
             tag_keys.NODEPOOL: nodepool,
             tag_keys.NODECLAIM: nodeclaim,
             tag_keys.NODECLASS: node_class.name,
-            tag_keys.NAME: f"{nodepool}/{nodeclaim}" if nodepool else nodeclaim,
         }
 
     def _instance_from_launch(
@@ -626,6 +639,7 @@ class AwsCloudProvider:
         nodepool: str,
         node_class: EC2NodeClass,
         resolution: Resolution,
+        tenancy: str,
     ) -> Instance:
         return Instance(
             provider_id=instances.provider_id(launched.zone, launched.instance_id),
@@ -646,6 +660,7 @@ class AwsCloudProvider:
                 "node.kubernetes.io/instance-type": launched.instance_type,
                 "topology.kubernetes.io/zone": launched.zone,
                 "karpenter.sh/capacity-type": launched.capacity_type,
+                TENANCY_LABEL: tenancy,
                 **({RESERVATION_ID_LABEL: launched.reservation_id,
                     RESERVATION_TYPE_LABEL: request.reservation_type or "default"}
                    if launched.reservation_id else {}),
@@ -655,6 +670,35 @@ class AwsCloudProvider:
                    if request.placement_partition is not None else {}),
             },
         )
+
+
+def _filter_for_launch(
+    nodeclaim: NodeClaim, choices: Sequence[Choice], requirements: Requirements
+) -> list[Choice]:
+    """Karpenter's launch-time filters, before the fleet's overrides are built."""
+    filtered = filter_for_launch(choices, requirements, _requests_of(nodeclaim))
+    if not filtered.choices:
+        raise InsufficientCapacityError(
+            f"nodeclaim {nodeclaim.name}: all requested instance types were unavailable "
+            f"during launch (none left by the {filtered.emptied_by})",
+            resource=f"nodeclaim {nodeclaim.name}",
+            code="NoCompatibleOffering",
+        )
+    for name, types in sorted(filtered.rejected.items()):
+        log.debug("nodeclaim %s: %s filtered out %s", nodeclaim.name, name,
+                  ", ".join(types[:5]) + (f" and {len(types) - 5} other(s)"
+                                          if len(types) > 5 else ""))
+    return filtered.choices
+
+
+def _requests_of(nodeclaim: NodeClaim) -> Resources:
+    raw = nodeclaim.spec.resources.requests if nodeclaim.spec.resources else None
+    try:
+        return parse_resources(raw or {})
+    except ValueError as error:
+        where = f"nodeclaim {nodeclaim.name}"
+        raise CloudProviderError(f"{where}: spec.resources.requests.{error}",
+                                 resource=where) from error
 
 
 def _template_key(choice: Choice) -> str:

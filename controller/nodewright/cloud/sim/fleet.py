@@ -1,13 +1,14 @@
 """Which offerings a simulated CreateFleet request carries and the order EC2 tries them.
 
 This is the choice Karpenter's AWS provider and EC2 make together: the NodeClaim's
-compatible, available offerings whose instance type fits its resource requests; exotic
-types (metal, GPUs, accelerators) only when nothing else fits; spot when the NodeClaim
-allows it and any spot offering is available, on-demand otherwise; spot offerings dearer
-than the cheapest on-demand one left out when both are allowed; at most 60 instance types,
-cheapest first. On-demand fleets use lowest-price; spot fleets price-capacity-optimized,
-which picks, among the offerings priced close to the cheapest, the one with the most
-capacity left. Exact ties are broken by the simulation's seeded random generator.
+compatible, available offerings narrowed by Karpenter's launch-time filters (the same
+`nodewright.scheduling.launch_filters` the AWS provider runs: requests fit, one kind of
+reservation, exotic types only when nothing else is left, no spot dearer than on-demand);
+spot when the NodeClaim allows it and any spot offering is available, on-demand otherwise;
+at most 60 instance types, cheapest first. On-demand fleets use lowest-price; spot fleets
+price-capacity-optimized, which picks, among the offerings priced close to the cheapest,
+the one with the most capacity left. Exact ties are broken by the simulation's seeded
+random generator.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from nodewright.api import quantity
 from nodewright.cloud.aws.offerings import Choice, capacity_type_for
-from nodewright.scheduling import allocatable
 from nodewright.scheduling import labels as well_known
 from nodewright.scheduling.catalog import InstanceType, Offering
+from nodewright.scheduling.launch_filters import filter_for_launch
 from nodewright.scheduling.requirements import Requirement, Requirements
 
 MAX_INSTANCE_TYPES: Final = 60
@@ -32,13 +32,6 @@ ON_DEMAND: Final = "on-demand"
 # the cheapest one left (EC2 does not publish its band; a fifth keeps the cheapest pools
 # in play while letting deeper pools win).
 PRICE_BAND: Final = 0.20
-EXOTIC_RESOURCES: Final = (
-    allocatable.NVIDIA_GPU,
-    allocatable.AMD_GPU,
-    allocatable.AWS_NEURON,
-    allocatable.AWS_NEURON_CORE,
-    allocatable.HABANA_GAUDI,
-)
 
 Remaining = Callable[[str, str, str], float]  # (type, zone, capacity type) -> launches left
 
@@ -49,8 +42,8 @@ def eligible(
     requests: Mapping[str, int],
     zones: Sequence[str],
 ) -> list[Choice]:
-    """Available offerings, in the given zones, compatible with the requirements, on types
-    that fit the requests; then Karpenter's exotic-type and dear-spot filters."""
+    """Available offerings, in the given zones, compatible with the requirements, narrowed
+    by Karpenter's launch-time filters (fit, reservations, exotic types, dear spot)."""
     return EligibleOfferings(size=0)(catalog, requirements, requests, zones)
 
 
@@ -59,13 +52,12 @@ class _Admitted:
     """A type whose labels satisfy the requirements, with its admitted offerings."""
 
     instance_type: InstanceType
-    exotic: bool
     choices: tuple[Choice, ...]
 
 
 class EligibleOfferings:
     """`eligible`, remembering per (catalog, requirements, zones) which types and offerings
-    the requirements admit, so that a launch only checks which of those fit its requests.
+    the requirements admit, so that a launch only runs the launch filters on those.
 
     NodeClaims of one provisioning batch share a handful of requirement sets, and matching
     the catalog's types and offerings against them is most of a CreateFleet's work. The
@@ -108,12 +100,8 @@ class EligibleOfferings:
                 self._entries[key] = (catalog, admitted)
                 while len(self._entries) > self.size:
                     self._entries.popitem(last=False)
-        fitting = [a for a in admitted if quantity.fits(requests, a.instance_type.allocatable)]
-        screen = not _has_min_values(requirements)
-        if screen:
-            fitting = [a for a in fitting if not a.exotic] or fitting
-        choices = [choice for a in fitting for choice in a.choices]
-        return _drop_spot_dearer_than_on_demand(choices, requirements) if screen else choices
+        choices = [choice for a in admitted for choice in a.choices]
+        return filter_for_launch(choices, requirements, requests).choices
 
     def _admit(
         self,
@@ -134,9 +122,8 @@ class EligibleOfferings:
                     Choice(it, offering) for offering in it.offerings if offering.available
                 )
             kept = tuple(choice for choice in offered if allowed(choice.offering))
-            admitted.append(_Admitted(
-                it, _is_exotic(it), offered if len(kept) == len(offered) else kept
-            ))
+            if kept:
+                admitted.append(_Admitted(it, offered if len(kept) == len(offered) else kept))
         return admitted
 
 
@@ -197,16 +184,6 @@ def _price_capacity_optimized(
         left.remove(pick)
 
 
-def _has_min_values(requirements: Requirements) -> bool:
-    return any(requirement.min_values is not None for requirement in requirements.values())
-
-
-def _is_exotic(instance_type: InstanceType) -> bool:
-    if "metal" in instance_type.labels.get(well_known.INSTANCE_SIZE, ""):
-        return True
-    return any(instance_type.capacity.get(name, 0) > 0 for name in EXOTIC_RESOURCES)
-
-
 def _satisfies(
     checks: Sequence[tuple[str, Requirement]], labels: Mapping[str, str]
 ) -> bool:
@@ -245,21 +222,3 @@ def _offering_labels(offering: Offering) -> dict[str, str]:
     if offering.zone_id:
         labels[well_known.ZONE_ID] = offering.zone_id
     return labels
-
-
-def _drop_spot_dearer_than_on_demand(
-    choices: list[Choice], requirements: Requirements
-) -> list[Choice]:
-    key = well_known.CAPACITY_TYPE
-    allowed = requirements.get(key)
-    if allowed is not None and not (allowed.has(SPOT) and allowed.has(ON_DEMAND)):
-        return choices
-    on_demand = [c.offering.price for c in choices if c.offering.capacity_type == ON_DEMAND]
-    if not on_demand or not any(c.offering.capacity_type == SPOT for c in choices):
-        return choices
-    cheapest = min(on_demand)
-    return [
-        c
-        for c in choices
-        if not (c.offering.capacity_type == SPOT and c.offering.price > cheapest)
-    ]

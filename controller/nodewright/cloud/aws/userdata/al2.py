@@ -21,8 +21,8 @@ def kubelet_args(bootstrap: NodeBootstrap) -> list[str]:
     args.append(
         "--register-with-taints=" + ",".join(t.kubelet_flag_form() for t in bootstrap.taints)
     )
-    if kubelet.max_pods is not None:
-        args.append(f"--max-pods={kubelet.max_pods}")
+    if bootstrap.max_pods is not None:
+        args.append(f"--max-pods={bootstrap.max_pods}")
     if kubelet.pods_per_core is not None:
         args.append(f"--pods-per-core={kubelet.pods_per_core}")
     for flag, values, separator in kubelet.map_flags():
@@ -46,10 +46,10 @@ def script(bootstrap: NodeBootstrap) -> str:
         lines.append("--ip-family ipv6 \\")
     if bootstrap.cluster_dns:
         lines.append(f"--dns-cluster-ip {shlex.quote(bootstrap.cluster_dns[0])} \\")
-    # As Karpenter does: only a fixed kubelet.maxPods turns off bootstrap.sh's own max pods
-    # (from its ENI table, the same count the catalog uses). Without it, bootstrap.sh must
-    # compute it: `--use-max-pods false` with no --max-pods would leave the kubelet at 110.
-    if bootstrap.kubelet.max_pods is not None:
+    # As Karpenter v1.14.1 does: the max pods the catalog planned with (kubelet.maxPods, or the
+    # ENI-limited count less RESERVED_ENIS and EFA-only interfaces, capped by podsPerCore)
+    # replaces bootstrap.sh's own ENI table, which knows none of those.
+    if bootstrap.max_pods is not None:
         lines.append("--use-max-pods false \\")
     if bootstrap.instance_store_policy == "RAID0":
         lines.append("--local-disks raid0 \\")
