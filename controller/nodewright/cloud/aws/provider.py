@@ -38,7 +38,11 @@ from nodewright.cloud.aws.node_class_resolution import (
     Resolution,
     resolve_node_class,
 )
-from nodewright.cloud.aws.node_identity import bottlerocket_release, node_labels
+from nodewright.cloud.aws.node_identity import (
+    bottlerocket_release,
+    node_labels,
+    with_do_not_sync_taints,
+)
 from nodewright.cloud.aws.offerings import (
     ON_DEMAND,
     RESERVATION_ID_LABEL,
@@ -532,7 +536,8 @@ class AwsCloudProvider:
         reservation, EFA interfaces)."""
         family = node_class.resolved_ami_family()
         nodepool = (nodeclaim.metadata.labels or {}).get(NODEPOOL_LABEL)
-        labels = node_labels(nodeclaim.metadata.labels, nodeclaim.spec.requirements, nodepool)
+        labels = with_do_not_sync_taints(
+            family, node_labels(nodeclaim.metadata.labels, nodeclaim.spec.requirements, nodepool))
         spec = node_class.spec
         by_config: dict[tuple[str, int | None, str | None, int], str] = {}
         # Pods asking for EFA devices: launch with one EFA interface per device the type
