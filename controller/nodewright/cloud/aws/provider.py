@@ -21,6 +21,7 @@ from nodewright.cloud.aws import (
     instances,
     launch_templates,
     placement_groups,
+    provider_metrics,
     validation,
 )
 from nodewright.cloud.aws import tags as tag_keys
@@ -147,6 +148,8 @@ class AwsCloudProvider:
     _cluster: TTLCache[str, EksCluster] = field(init=False)
     # ValidationSucceeded verdicts, by validation.cache_key (30 minutes).
     validations: TTLCache[str, validation.Verdict] = field(init=False)
+    # Zone -> zone id of the subnets launched into (the failure metrics' zone_id label).
+    _zone_ids: dict[str, str] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.unavailable = UnavailableOfferings(self.clock)
@@ -399,7 +402,9 @@ class AwsCloudProvider:
                                 if resolution.placement_group else None),
             placement_partition=partition,
         )
-        launched = fleet.launch(self.clients.ec2, request, self.unavailable, self.reservations)
+        self._zone_ids.update({s.zone: s.zone_id for s in resolution.subnets if s.zone_id})
+        launched = fleet.launch(self.clients.ec2, request, self.unavailable, self.reservations,
+                                zone_ids=self._zone_ids)
         if launched.reservation_id:
             self.reservations.mark_launched(launched.reservation_id)
         return self._instance_from_launch(launched, request, nodepool, node_class, resolution)
@@ -411,7 +416,12 @@ class AwsCloudProvider:
         return instances.list_instances(self.clients.ec2, self.cluster_name)
 
     def delete(self, provider_id: str) -> None:
-        instances.terminate(self.clients.ec2, provider_id)
+        try:
+            instances.terminate(self.clients.ec2, provider_id)
+        except CloudProviderError:
+            zone = instances.zone_of(provider_id)
+            provider_metrics.termination_failed(zone, self._zone_ids.get(zone, ""))
+            raise
 
     def drift_reason(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> str | None:
         provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
@@ -512,6 +522,7 @@ class AwsCloudProvider:
         for template in templates:
             launch_templates.delete_launch_template(ec2, template)
             self._template_use.pop(template.name, None)
+        provider_metrics.node_class_gone(node_class)
         profiles = [] if self.isolated_vpc else [
             p for p in instance_profiles.list_cluster_profiles(iam, self.cluster_name)
             if p.node_class == node_class]
@@ -575,6 +586,7 @@ class AwsCloudProvider:
                         f"EC2NodeClass {node_class.name}: {error}",
                         resource=f"ec2nodeclass {node_class.name}",
                     ) from error
+                provider_metrics.user_data_rendered(node_class.name, user_data)
                 config = launch_templates.LaunchConfig(
                     cluster=self.cluster_name,
                     nodepool=nodepool or "",
