@@ -28,6 +28,7 @@ from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
+from nodewright.cluster.events import EventRecorder
 from nodewright.cluster.kube.access import WATCHED_KINDS, watched_kinds
 from nodewright.cluster.kube.cluster import KubeCluster, connect
 from nodewright.cluster.kube.discovery import ServerCheckError
@@ -100,7 +101,8 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                            settings=sim_settings or config.sim_timing)
         return sim, [NodeHeartbeat(cluster, sim, clock), PodRunner(cluster, sim, clock),
                      NodeClassStatus(cluster, sim, clock), LostInstances(cluster, sim),
-                     CapacityBlockExpiration(cluster, clock), NodeClassTermination(cluster, None)]
+                     CapacityBlockExpiration(cluster, clock),
+                     NodeClassTermination(cluster, None, EventRecorder(cluster, clock))]
     region = config.region or boto3.session.Session().region_name
     if not region:
         raise StartupError("AWS_REGION is not set and the AWS SDK found no default region")
@@ -122,7 +124,8 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                                 ami_refresh_seconds=config.ami_refresh_interval,
                                 subnet_refresh_seconds=config.subnet_refresh_interval)
     return aws, [NodeClassStatus(cluster, aws, clock), CatalogRefresh(cluster, aws),
-                 CapacityBlockExpiration(cluster, clock), NodeClassTermination(cluster, aws),
+                 CapacityBlockExpiration(cluster, clock),
+                 NodeClassTermination(cluster, aws, EventRecorder(cluster, clock)),
                  CloudGarbageCollection(cluster, aws), SsmInvalidation(aws)]
 
 
