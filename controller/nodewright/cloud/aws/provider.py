@@ -31,9 +31,10 @@ from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
 from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
 from nodewright.cloud.aws.discovery import subnet_per_zone
-from nodewright.cloud.aws.drift import drift_of, static_drift
+from nodewright.cloud.aws.drift import drift_of, reservation_drift, static_drift
 from nodewright.cloud.aws.node_class_resolution import (
     PLACEMENT_GROUP,
+    RESERVATIONS,
     VALIDATION,
     Lookups,
     Resolution,
@@ -448,6 +449,9 @@ class AwsCloudProvider:
             {subnet.id for subnet in resolution.subnets},
             {group.id for group in resolution.security_groups},
         )
+        if drift is None and not resolution.problems.get(RESERVATIONS):
+            drift = reservation_drift(
+                instance, {r.id for r in resolution.capacity_reservations})
         if drift is None:
             return None
         log.info("nodeclaim %s drifted: %s", nodeclaim.name, drift.message)
