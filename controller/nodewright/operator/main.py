@@ -47,6 +47,7 @@ from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.nodeclass_cleanup import CloudGarbageCollection, NodeClassTermination
 from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
 from nodewright.operator.process import Operator, OperatorSettings
+from nodewright.operator.reservation_demotion import ReservedCapacityDemotion
 from nodewright.operator.shutdown import Shutdown
 from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
 from nodewright.operator.sim_lost import LostInstances
@@ -126,7 +127,8 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
     return aws, [NodeClassStatus(cluster, aws, clock), CatalogRefresh(cluster, aws),
                  CapacityBlockExpiration(cluster, clock),
                  NodeClassTermination(cluster, aws, EventRecorder(cluster, clock)),
-                 CloudGarbageCollection(cluster, aws), SsmInvalidation(aws)]
+                 CloudGarbageCollection(cluster, aws), SsmInvalidation(aws),
+                 ReservedCapacityDemotion(cluster, aws)]
 
 
 def _queue_url(clients: AwsClients, name: str) -> str:
