@@ -30,7 +30,6 @@ from nodewright.cloud.aws.catalog import LiveCatalog
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
 from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
-from nodewright.cloud.aws.discovery import subnet_per_zone
 from nodewright.cloud.aws.drift import drift_of, reservation_drift, static_drift
 from nodewright.cloud.aws.node_class_resolution import (
     PLACEMENT_GROUP,
@@ -60,6 +59,7 @@ from nodewright.cloud.aws.placement_groups import (
 )
 from nodewright.cloud.aws.pricing import LivePriceSource
 from nodewright.cloud.aws.ssm_parameters import ParameterCache
+from nodewright.cloud.aws.subnet_ips import SubnetIPs
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.aws.userdata import NodeBootstrap, render_user_data
 from nodewright.cloud.provider import (
@@ -149,6 +149,8 @@ class AwsCloudProvider:
     _cluster: TTLCache[str, EksCluster] = field(init=False)
     # ValidationSucceeded verdicts, by validation.cache_key (30 minutes).
     validations: TTLCache[str, validation.Verdict] = field(init=False)
+    # IPs launches took from each subnet since EC2 last counted them.
+    subnet_ips: SubnetIPs = field(init=False, default_factory=SubnetIPs)
     # Zone -> zone id of the subnets launched into (the failure metrics' zone_id label).
     _zone_ids: dict[str, str] = field(init=False, default_factory=dict)
 
@@ -340,7 +342,7 @@ class AwsCloudProvider:
                 f"EC2NodeClass {node_class.name} is not ready: {detail}",
                 resource=f"ec2nodeclass {node_class.name}",
             )
-        subnets = subnet_per_zone(resolution.subnets)
+        subnets = self.subnet_ips.per_zone(resolution.subnets)
         requirements = Requirements.from_node_selector(
             [r.to_manifest() for r in nodeclaim.spec.requirements]
         )
@@ -408,6 +410,7 @@ class AwsCloudProvider:
                                 zone_ids=self._zone_ids)
         if launched.reservation_id:
             self.reservations.mark_launched(launched.reservation_id)
+        self._take_subnet_ips(launched, resolution, picked)
         return self._instance_from_launch(launched, request, nodepool, node_class, resolution)
 
     def get(self, provider_id: str) -> Instance:
@@ -538,6 +541,15 @@ class AwsCloudProvider:
         return GarbageReport((), tuple(t.name for t in templates), tuple(p.name for p in profiles))
 
     # --- helpers ------------------------------------------------------------------------
+
+    def _take_subnet_ips(self, launched: fleet.Launched, resolution: Resolution,
+                         picked: Sequence[Choice]) -> None:
+        """The launched node's pods will take IPs of its subnet (in-flight IP accounting)."""
+        subnet = next((s for s in resolution.subnets if s.id == launched.subnet_id), None)
+        pods = next((c.instance_type.capacity.get(PODS) for c in picked
+                     if c.instance_type.name == launched.instance_type), None)
+        if subnet is not None and pods:
+            self.subnet_ips.launched(subnet, pods // 1000)
 
     def _templates_for(
         self,
