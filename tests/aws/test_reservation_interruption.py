@@ -59,6 +59,8 @@ def test_a_reservation_interruption_marks_the_reservation_unavailable(
     provider: AwsCloudProvider, fake: FakeCapacityReservations, clients: AwsClients,
     world: World,
 ) -> None:
+    """interruption/suite_test.go: It("should mark the capacity reservation as unavailable
+    when getting an interruption warning")."""
     fake.add(FakeReservation("cr-1", "m5.large", ZONE, available=3, tags={"team": "ml"}))
     assert reserved_offering_available(provider)
     handler, node = handler_with_reserved_claim(provider)
