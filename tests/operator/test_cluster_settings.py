@@ -15,6 +15,7 @@ from nodewright.cloud.aws import provider
 from nodewright.cloud.aws.cluster_info import EksCluster
 from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.userdata.bootstrap import ClusterInfo
+from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import ConfigError, OperatorConfig, parse_ca_bundle
@@ -136,3 +137,19 @@ def test_the_environment_sets_both(monkeypatch: pytest.MonkeyPatch) -> None:
     assert (config.cluster_ca_bundle, config.eks_control_plane) == (OWN_CA, True)
     with pytest.raises(ConfigError, match="CLUSTER_CA_BUNDLE"):
         load(parser.parse_args([]), {"CLUSTER_NAME": "prod", "CLUSTER_CA_BUNDLE": "x"})
+
+
+class ServerDown(InMemoryCluster):
+    def server_minor_version(self) -> str:
+        raise ConnectionError("connection refused")
+
+
+def test_an_unreadable_api_server_version_is_a_cloud_error(describe_calls: list[str]) -> None:
+    """Reconcilers handle CloudProviderError (the node class stays unresolved, retried);
+    any other exception would be a crash."""
+    config = OperatorConfig(cluster_name="prod", region="us-west-2")
+    cloud: Any
+    cloud, _ = build_cloud(config, cluster=ServerDown(VirtualClock()),  # type: ignore[arg-type]
+                           clock=LoopClock())
+    with pytest.raises(CloudProviderError, match="connection refused"):
+        cloud.cluster()

@@ -13,6 +13,7 @@ from typing import Final
 
 from nodewright.cloud.aws.cluster_info import EksCluster
 from nodewright.cloud.aws.userdata.bootstrap import ClusterInfo
+from nodewright.cloud.provider import CloudProviderError
 
 # Without EKS, the service CIDR nodeadm is told is the kube-dns address's /16 (IPv4) or
 # /108 (IPv6), what EKS assigns; nodeadm only derives the DNS address from it, and nodes
@@ -45,9 +46,18 @@ class ClusterSettings:
             info = replace(info, endpoint=self.endpoint)
         if self.ca_bundle:
             info = replace(info, ca_bundle=self.ca_bundle)
-        version = (self.server_version() if self.version_from_server() and self.server_version
+        version = (self._server_version() if self.version_from_server()
                    else described.kubernetes_version)
         return replace(described, info=info, kubernetes_version=version)
+
+    def _server_version(self) -> str:
+        assert self.server_version is not None
+        try:
+            return self.server_version()
+        except Exception as error:  # the API server's answer, whatever went wrong
+            raise CloudProviderError(f"reading the Kubernetes version from the API server "
+                                     f"(EKS_CONTROL_PLANE is false): {error}",
+                                     resource="kubernetes version") from error
 
     def without_eks(self, name: str, kube_dns_ip: str) -> EksCluster:
         """The cluster from the settings alone (`needs_eks` is False)."""
@@ -58,6 +68,6 @@ class ClusterSettings:
         return EksCluster(
             info=ClusterInfo(name=name, endpoint=self.endpoint, ca_bundle=self.ca_bundle,
                              service_cidr=cidr, dns_ip=kube_dns_ip),
-            kubernetes_version=self.server_version(),
+            kubernetes_version=self._server_version(),
             ip_family="ipv6" if address.version == 6 else "ipv4",
         )
