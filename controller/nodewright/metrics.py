@@ -363,6 +363,26 @@ INSTANCE_TYPE_MEMORY_BYTES = Gauge(
     ["instance_type"],
     registry=REGISTRY,
 )
+INSTANCE_LAUNCH_FAILURES = Counter(
+    "karpenter_cloudprovider_instance_launch_failures",
+    "Number of instance launch (CreateFleet offering) failures, dimensioned by availability "
+    "zone, zone ID, capacity type, and launch failure reason.",
+    [ZONE, "zone_id", CAPACITY_TYPE, REASON],
+    registry=REGISTRY,
+)
+INSTANCE_TERMINATION_FAILURES = Counter(
+    "karpenter_cloudprovider_instance_termination_failures",
+    "Number of instance termination (TerminateInstances) failures, dimensioned by "
+    "availability zone and zone ID.",
+    [ZONE, "zone_id"],
+    registry=REGISTRY,
+)
+EC2NODECLASS_USERDATA_BYTES = Gauge(
+    "karpenter_ec2nodeclasses_userdata_bytes",
+    "Size in bytes of the rendered user data (raw, pre-base64) for the EC2NodeClass",
+    ["nodeclass"],
+    registry=REGISTRY,
+)
 
 # --- NodePools ----------------------------------------------------------------------------
 

@@ -155,7 +155,10 @@ def test_userdata_prints_what_a_node_boots_with(
     out = capsys.readouterr().out
     assert code == 0
     assert "maxPods: 29" in out
-    assert "--node-labels=karpenter.sh/nodepool=general,team=web" in out
+    assert (
+        "--node-labels=karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=general,team=web"
+        in out
+    )
     assert "key: karpenter.sh/unregistered" in out
     assert "cpu: 100m" in out
 

@@ -157,7 +157,8 @@ def test_al2023_node_config_carries_pods_labels_taints_and_reservations() -> Non
     ]
     flags = node_config["spec"]["kubelet"]["flags"]
     assert flags == [
-        "--node-labels=karpenter.sh/capacity-type=spot,karpenter.sh/nodepool="
+        "--node-labels=karpenter.sh/capacity-type=spot,karpenter.sh/do-not-sync-taints=true,"
+        "karpenter.sh/nodepool="
         "payments,team=payments,tier=backend"
     ]
 

@@ -165,7 +165,8 @@ def test_a_windows_node_launches_with_the_powershell_bootstrap(
     assert command.endswith(" -DNSClusterIP '172.20.0.10'")
     extra = command.split("-KubeletExtraArgs '")[1].split("'")[0]
     assert extra.split(" ") == [
-        '--node-labels="karpenter.sh/capacity-type=on-demand,karpenter.sh/nodepool=default,'
+        '--node-labels="karpenter.sh/capacity-type=on-demand,karpenter.sh/do-not-sync-taints=true,'
+        'karpenter.sh/nodepool=default,'
         'team=payments"',
         '--register-with-taints="dedicated=payments:NoSchedule,'
         'karpenter.sh/unregistered:NoExecute"',

@@ -12,7 +12,7 @@ import pytest
 from lightkube import Client, KubeConfig
 
 from nodewright.cluster.kube.cluster import FIELD_MANAGER, KubeCluster
-from nodewright.cluster.kube.discovery import ServerCheckError, check_server
+from nodewright.cluster.kube.discovery import ServerCheckError, check_server, minor_version
 from tests.kube.apiserver import Authorizer, FakeApiServer
 from tests.kube.conftest import make_client
 from tests.kube.waiting import eventually
@@ -28,6 +28,11 @@ def errors(caplog: pytest.LogCaptureFixture) -> list[str]:
 def test_a_server_that_serves_every_kind_passes_with_its_version(
         server: FakeApiServer) -> None:
     assert check_server(make_client(server), KINDS, configured_by=CONFIGURED_BY) == "v1.32.0"
+
+
+def test_the_kubernetes_version_is_read_as_major_minor(server: FakeApiServer) -> None:
+    """What EKS_CONTROL_PLANE=false resolves AMI aliases for (Karpenter's version provider)."""
+    assert minor_version(make_client(server)) == "1.32"
 
 
 def test_a_missing_crd_is_named_with_how_to_install_it(server: FakeApiServer) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from nodewright.cluster.events import EventRecorder
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.driver import VirtualDriver
 from nodewright.operator.nodeclass_cleanup import (
@@ -83,3 +84,29 @@ def test_garbage_collection_names_the_node_classes_and_those_with_a_role() -> No
     assert cleaner.collected == [({"default", "fixed-profile"}, {"default"})]
     clock.advance(60)
     assert len(cleaner.collected) == 2
+
+
+def test_a_deleted_node_class_says_which_nodeclaims_it_waits_on() -> None:
+    """Karpenter's pkg/controllers/nodeclass/controller.go finalize publishes
+    WaitingOnNodeClaimTermination (events.go) while NodeClaims still use the node class,
+    listing at most five of them."""
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    cluster.create(NODE_CLASS)
+    for number in range(7):
+        cluster.create(claim(f"claim-{number}"))
+    driver = VirtualDriver(clock, cluster, raise_errors=True)
+    driver.add(NodeClassTermination(cluster, Cleaner(), EventRecorder(cluster, clock)))
+    driver.start()
+    clock.advance(1)
+
+    cluster.delete("EC2NodeClass", "default")
+    driver.deliver()
+    clock.advance(5)
+
+    (event,) = [e for e in cluster.list("Event", "default")
+                if e["reason"] == "WaitingOnNodeClaimTermination"]
+    assert event["type"] == "Normal"
+    assert event["regarding"]["kind"] == "EC2NodeClass"
+    assert event["note"] == ("Waiting on NodeClaim termination for claim-0, claim-1, claim-2, "
+                             "claim-3, claim-4 and 2 other(s)")

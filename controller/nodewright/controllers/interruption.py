@@ -72,6 +72,16 @@ class OfferingMarker(Protocol):
                          reason: str) -> None: ...
 
 
+class ReservationMarker(Protocol):
+    """The cloud's capacity reservations: one marked unavailable counts as empty until it
+    is next looked up (Karpenter's capacityreservation.Provider.MarkUnavailable)."""
+
+    def mark_unavailable(self, *reservation_ids: str) -> None: ...
+
+
+RESERVATION_ID_LABEL = "karpenter.k8s.aws/capacity-reservation-id"
+
+
 @dataclass(frozen=True)
 class Action:
     """What an event kind does: its event (reason, type, note), whether it deletes, and
@@ -144,12 +154,15 @@ class InterruptionHandler:
         recorder: EventRecorder,
         unavailable: OfferingMarker | None = None,
         decisions: ex.DecisionLog | None = None,
+        *,
+        reservations: ReservationMarker | None = None,
     ) -> None:
         self.cluster = cluster
         self.clock = clock
         self.state = state
         self.recorder = recorder
         self.unavailable = unavailable
+        self.reservations = reservations
         self.decisions = decisions if decisions is not None else ex.DecisionLog()
         # The latest events acted on (bounded: the process runs for months).
         self.handled: deque[InterruptionEvent] = deque(maxlen=HANDLED_KEPT)
@@ -176,6 +189,11 @@ class InterruptionHandler:
             instance_type, zone = labels.get(INSTANCE_TYPE_LABEL), labels.get(ZONE_LABEL)
             if instance_type and zone:
                 self.unavailable.mark_unavailable(instance_type, zone, SPOT, event.kind.value)
+        reservation = labels.get(RESERVATION_ID_LABEL)
+        if (event.kind is EventKind.CAPACITY_RESERVATION_INTERRUPTION and reservation
+                and self.reservations is not None):
+            # EC2 is reclaiming the reservation: launch nothing more into it.
+            self.reservations.mark_unavailable(reservation)
         self.handled.append(event)
         if not action.deletes:
             self._decide(node, event, ex.KEPT, f"{action.note} (no action)")
@@ -247,8 +265,10 @@ class Interruption(InterruptionHandler):
         decisions: ex.DecisionLog | None = None,
         *,
         idle_requeue_seconds: float = 2.0,
+        reservations: ReservationMarker | None = None,
     ) -> None:
-        super().__init__(cluster, clock, state, recorder, unavailable, decisions)
+        super().__init__(cluster, clock, state, recorder, unavailable, decisions,
+                         reservations=reservations)
         self.queue = queue
         self.idle_requeue_seconds = idle_requeue_seconds
 

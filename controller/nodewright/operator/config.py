@@ -9,6 +9,8 @@ reported as `VARIABLE='value': what is wrong` (exit code 2 in the CLI).
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import os
 import re
 import socket
@@ -61,6 +63,10 @@ class OperatorConfig:
     cloud: Cloud = "aws"
     kubeconfig: str | None = None
     cluster_endpoint: str | None = None
+    # Karpenter's CLUSTER_CA_BUNDLE (base64 PEM nodes trust the API server with) and
+    # EKS_CONTROL_PLANE (the Kubernetes version comes from EKS, not the API server).
+    cluster_ca_bundle: str | None = None
+    eks_control_plane: bool = False
     interruption_queue: str | None = None
     region: str | None = None
     batch_idle_duration: float = 1.0
@@ -257,6 +263,19 @@ def parse_endpoint(text: str) -> str:
     return text
 
 
+def parse_ca_bundle(text: str) -> str:
+    """A base64-encoded PEM bundle, as EKS's certificateAuthority.data and kubeconfig's
+    certificate-authority-data carry it."""
+    try:
+        pem = base64.b64decode(text.strip(), validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise ValueError(f"must be the base64-encoded PEM CA bundle ({error})") from error
+    if b"-----BEGIN CERTIFICATE-----" not in pem:
+        raise ValueError("must be the base64-encoded PEM CA bundle: decoded, it holds no "
+                         "-----BEGIN CERTIFICATE----- block")
+    return text.strip()
+
+
 def parse_sim_timing(text: str) -> SimSettings:
     """`launchDelay=2s,registrationDelay=1s,...`: the simulated EC2's timing knobs, named as
     a scenario's settings name them."""
@@ -305,6 +324,12 @@ OPTIONS: tuple[Option, ...] = (
            "required", parse_cluster_name, metavar="NAME"),
     Option("--cluster-endpoint", "CLUSTER_ENDPOINT", "the API server URL nodes join "
            "(default: looked up with eks:DescribeCluster)", parse_endpoint, metavar="URL"),
+    Option("--cluster-ca-bundle", "CLUSTER_CA_BUNDLE", "the base64 PEM CA bundle nodes trust "
+           "the API server with (default: looked up with eks:DescribeCluster)",
+           parse_ca_bundle, metavar="BASE64"),
+    Option("--eks-control-plane", "EKS_CONTROL_PLANE", "the control plane is EKS's: the "
+           "Kubernetes version comes from eks:DescribeCluster, not the API server's /version",
+           parse_bool, "false", "BOOL"),
     Option("--interruption-queue", "INTERRUPTION_QUEUE", "SQS queue with EC2 interruption "
            "events (unset: interruption handling off; not read with --cloud sim, whose "
            "simulated EC2 has a queue of its own)", metavar="NAME"),
@@ -431,6 +456,8 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
         cloud=values["cloud"],
         kubeconfig=values["kubeconfig"],
         cluster_endpoint=values["cluster_endpoint"],
+        cluster_ca_bundle=values["cluster_ca_bundle"],
+        eks_control_plane=values["eks_control_plane"],
         interruption_queue=values["interruption_queue"],
         region=values["aws_region"] or env.get("AWS_DEFAULT_REGION") or None,
         batch_idle_duration=values["batch_idle_duration"],

@@ -28,6 +28,7 @@ from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
+from nodewright.cluster.events import EventRecorder
 from nodewright.cluster.kube.access import WATCHED_KINDS, watched_kinds
 from nodewright.cluster.kube.cluster import KubeCluster, connect
 from nodewright.cluster.kube.discovery import ServerCheckError
@@ -46,6 +47,7 @@ from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.nodeclass_cleanup import CloudGarbageCollection, NodeClassTermination
 from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
 from nodewright.operator.process import Operator, OperatorSettings
+from nodewright.operator.reservation_demotion import ReservedCapacityDemotion
 from nodewright.operator.shutdown import Shutdown
 from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
 from nodewright.operator.sim_lost import LostInstances
@@ -100,7 +102,8 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                            settings=sim_settings or config.sim_timing)
         return sim, [NodeHeartbeat(cluster, sim, clock), PodRunner(cluster, sim, clock),
                      NodeClassStatus(cluster, sim, clock), LostInstances(cluster, sim),
-                     CapacityBlockExpiration(cluster, clock), NodeClassTermination(cluster, None)]
+                     CapacityBlockExpiration(cluster, clock),
+                     NodeClassTermination(cluster, None, EventRecorder(cluster, clock))]
     region = config.region or boto3.session.Session().region_name
     if not region:
         raise StartupError("AWS_REGION is not set and the AWS SDK found no default region")
@@ -111,6 +114,9 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
     aws = InterruptibleAwsCloud(clients=clients, cluster_name=config.cluster_name,
                                 interruption_queue=queue,
                                 cluster_endpoint=config.cluster_endpoint,
+                                cluster_ca_bundle=config.cluster_ca_bundle,
+                                eks_control_plane=config.eks_control_plane,
+                                server_version=getattr(cluster, "server_minor_version", None),
                                 provider_settings=ProviderSettings(
                                     config.vm_memory_overhead_percent, config.reserved_enis),
                                 isolated_vpc=config.isolated_vpc,
@@ -119,8 +125,10 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                                 ami_refresh_seconds=config.ami_refresh_interval,
                                 subnet_refresh_seconds=config.subnet_refresh_interval)
     return aws, [NodeClassStatus(cluster, aws, clock), CatalogRefresh(cluster, aws),
-                 CapacityBlockExpiration(cluster, clock), NodeClassTermination(cluster, aws),
-                 CloudGarbageCollection(cluster, aws), SsmInvalidation(aws)]
+                 CapacityBlockExpiration(cluster, clock),
+                 NodeClassTermination(cluster, aws, EventRecorder(cluster, clock)),
+                 CloudGarbageCollection(cluster, aws), SsmInvalidation(aws),
+                 ReservedCapacityDemotion(cluster, aws)]
 
 
 def _queue_url(clients: AwsClients, name: str) -> str:

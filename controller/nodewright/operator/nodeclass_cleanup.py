@@ -21,6 +21,8 @@ from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.runtime.outside_lock import safe_from_any_thread
+from nodewright.cluster.events import Event, EventRecorder
+from nodewright.controllers.logfields import listed
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent, singleton_key
 
 log = logging.getLogger(__name__)
@@ -51,11 +53,13 @@ def _uses(claim: dict[str, Any], node_class: str) -> bool:
 class NodeClassTermination:
     name = "nodeclass.termination"
 
-    def __init__(self, cluster: ClusterAPI, cleaner: Cleaner | None) -> None:
+    def __init__(self, cluster: ClusterAPI, cleaner: Cleaner | None,
+                 recorder: EventRecorder | None = None) -> None:
         self.cluster = cluster
         self.cleaner = cleaner
         # No state cache read: outside the state lock, unless the cloud needs it.
         self.manages_state_lock = cleaner is None or safe_from_any_thread(cleaner)
+        self.recorder = recorder
 
     @property
     def watches(self) -> Sequence[Watch]:
@@ -79,6 +83,12 @@ class NodeClassTermination:
         if waiting:
             log.info("EC2NodeClass %s is being deleted: waiting on NodeClaims %s", key,
                      ", ".join(waiting[:10]), extra={"EC2NodeClass": key})
+            if self.recorder is not None:
+                # Karpenter's WaitingOnNodeClaimTermination, fired again each wait (10 min).
+                self.recorder.publish(Event(
+                    regarding=current, type="Normal", reason="WaitingOnNodeClaimTermination",
+                    note=f"Waiting on NodeClaim termination for {listed(waiting, 5)}",
+                    dedupe_values=(str(meta.get("uid") or key),)))
             return Result(requeue_after=WAIT_SECONDS)
         if self.cleaner is not None:
             try:

@@ -1,6 +1,6 @@
 """AWS drift: a NodeClaim launched from an EC2NodeClass spec that has changed since
-(NodeClassDrift, by the hash annotation), or an instance whose AMI, subnet or security groups
-are no longer among its EC2NodeClass's resolved values."""
+(NodeClassDrift, by the hash annotation), or an instance whose AMI, subnet, security groups or
+capacity reservation are no longer among its EC2NodeClass's resolved values."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ NODECLASS_DRIFT = "NodeClassDrift"
 AMI_DRIFT = "AMIDrift"
 SUBNET_DRIFT = "SubnetDrift"
 SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
+CAPACITY_RESERVATION_DRIFT = "CapacityReservationDrift"
+RESERVATION_ID_LABEL = "karpenter.k8s.aws/capacity-reservation-id"
 
 
 @dataclass(frozen=True)
@@ -77,3 +79,20 @@ def drift_of(
             f"{', '.join(sorted(security_group_ids))}",
         )
     return None
+
+
+def reservation_drift(instance: Instance, reservation_ids: Collection[str]) -> Drift | None:
+    """CapacityReservationDrift (Karpenter's isCapacityReservationDrifted): a reserved
+    instance whose reservation is no longer among the node class's resolved ones (its
+    selector changed, or the reservation stopped matching). An instance that fell back to
+    on-demand has no reservation, so it does not drift (the demotion handles it)."""
+    reservation = instance.labels.get(RESERVATION_ID_LABEL)
+    if instance.capacity_type != "reserved" or not reservation:
+        return None
+    if reservation in reservation_ids:
+        return None
+    return Drift(
+        CAPACITY_RESERVATION_DRIFT,
+        f"instance {instance.instance_id} runs in capacity reservation {reservation}, the "
+        f"node class's are {', '.join(sorted(reservation_ids)) or 'none'}",
+    )

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from nodewright.cloud.aws import provider_metrics
 from nodewright.cloud.aws import tags as tag_keys
 from nodewright.cloud.aws.capacity_reservations import Availability
 from nodewright.cloud.aws.errors import (
@@ -173,7 +174,8 @@ class Launched:
 
 
 def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferings,
-           reservations_left: Availability | None = None) -> Launched:
+           reservations_left: Availability | None = None,
+           zone_ids: Mapping[str, str] | None = None) -> Launched:
     """Send the fleet. Capacity errors mark their offerings unavailable (a reservation's: the
     reservation counts as empty); no instance at all raises InsufficientCapacityError when
     capacity was the reason, CloudProviderError else."""
@@ -196,6 +198,10 @@ def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferi
         zone = str(
             override.get("AvailabilityZone") or by_subnet.get(str(override.get("SubnetId", "")), "")
         )
+        # Counted per offering error, as Karpenter counts them (zone id from the subnets).
+        provider_metrics.launch_failed(zone, (zone_ids or {}).get(zone, ""),
+                                       request.capacity_type, code,
+                                       str(error.get("ErrorMessage", "")))
         if code in CAPACITY_ERROR_CODES:
             group = request.placement_scope
             if group and zone and SPREAD_LIMIT in str(error.get("ErrorMessage", "")):

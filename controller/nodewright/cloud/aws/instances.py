@@ -32,6 +32,12 @@ def instance_id_of(provider_id_value: str) -> str:
     return match["id"]
 
 
+def zone_of(provider_id_value: str) -> str:
+    """The zone a providerID names ("" when it is not an AWS providerID)."""
+    match = _PROVIDER_ID.match(provider_id_value)
+    return match["zone"] if match else ""
+
+
 def instance_of(raw: Mapping[str, Any]) -> Instance:
     tags = {str(t["Key"]): str(t["Value"]) for t in raw.get("Tags", []) or []}
     zone = str(raw.get("Placement", {}).get("AvailabilityZone", ""))

@@ -26,6 +26,7 @@ KUBELET_ALLOWED: Final[frozenset[str]] = frozenset(
 )
 KUBELET_ALLOWED_PREFIXES: Final = ("kubelet.kubernetes.io/", "node.kubernetes.io/")
 NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
+DO_NOT_SYNC_TAINTS_LABEL: Final = "karpenter.sh/do-not-sync-taints"
 
 
 def kubelet_may_set(key: str) -> bool:
@@ -50,6 +51,18 @@ def node_labels(
     return {key: value for key, value in sorted(result.items()) if kubelet_may_set(key)}
 
 
+def with_do_not_sync_taints(family: str, labels: Mapping[str, str]) -> dict[str, str]:
+    """The labels a node of this AMI family registers with: every family but Custom also
+    carries karpenter.sh/do-not-sync-taints=true (Karpenter's InjectDoNotSyncTaintsLabel).
+    These families' kubelets register with the startup taints, so registration must not
+    re-apply them: an agent may already have removed one (the startup-taint race). A Custom
+    image's user data is the user's, so registration keeps syncing its taints."""
+    result = dict(labels)
+    if family != "Custom":
+        result[DO_NOT_SYNC_TAINTS_LABEL] = "true"
+    return result
+
+
 def bootstrap_for_nodepool(
     cluster: ClusterInfo,
     node_class: EC2NodeClass,
@@ -63,6 +76,7 @@ def bootstrap_for_nodepool(
         template.spec.requirements if template else [],
         nodepool.metadata.name if nodepool else None,
     )
+    labels = with_do_not_sync_taints(node_class.resolved_ami_family(), labels)
     return NodeBootstrap.build(
         cluster,
         labels=labels,

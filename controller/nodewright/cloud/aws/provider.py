@@ -21,6 +21,7 @@ from nodewright.cloud.aws import (
     instances,
     launch_templates,
     placement_groups,
+    provider_metrics,
     validation,
 )
 from nodewright.cloud.aws import tags as tag_keys
@@ -29,16 +30,20 @@ from nodewright.cloud.aws.catalog import LiveCatalog
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
 from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
-from nodewright.cloud.aws.discovery import subnet_per_zone
-from nodewright.cloud.aws.drift import drift_of, static_drift
+from nodewright.cloud.aws.drift import drift_of, reservation_drift, static_drift
 from nodewright.cloud.aws.node_class_resolution import (
     PLACEMENT_GROUP,
+    RESERVATIONS,
     VALIDATION,
     Lookups,
     Resolution,
     resolve_node_class,
 )
-from nodewright.cloud.aws.node_identity import bottlerocket_release, node_labels
+from nodewright.cloud.aws.node_identity import (
+    bottlerocket_release,
+    node_labels,
+    with_do_not_sync_taints,
+)
 from nodewright.cloud.aws.offerings import (
     ON_DEMAND,
     RESERVATION_ID_LABEL,
@@ -56,6 +61,7 @@ from nodewright.cloud.aws.placement_groups import (
 )
 from nodewright.cloud.aws.pricing import LivePriceSource
 from nodewright.cloud.aws.ssm_parameters import ParameterCache
+from nodewright.cloud.aws.subnet_ips import SubnetIPs
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.aws.userdata import NodeBootstrap, render_user_data
 from nodewright.cloud.provider import (
@@ -147,6 +153,10 @@ class AwsCloudProvider:
     _cluster: TTLCache[str, EksCluster] = field(init=False)
     # ValidationSucceeded verdicts, by validation.cache_key (30 minutes).
     validations: TTLCache[str, validation.Verdict] = field(init=False)
+    # IPs launches took from each subnet since EC2 last counted them.
+    subnet_ips: SubnetIPs = field(init=False, default_factory=SubnetIPs)
+    # Zone -> zone id of the subnets launched into (the failure metrics' zone_id label).
+    _zone_ids: dict[str, str] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.unavailable = UnavailableOfferings(self.clock)
@@ -336,7 +346,7 @@ class AwsCloudProvider:
                 f"EC2NodeClass {node_class.name} is not ready: {detail}",
                 resource=f"ec2nodeclass {node_class.name}",
             )
-        subnets = subnet_per_zone(resolution.subnets)
+        subnets = self.subnet_ips.per_zone(resolution.subnets)
         requirements = Requirements.from_node_selector(
             [r.to_manifest() for r in nodeclaim.spec.requirements]
         )
@@ -403,9 +413,12 @@ class AwsCloudProvider:
                                 if resolution.placement_group else None),
             placement_partition=partition,
         )
-        launched = fleet.launch(self.clients.ec2, request, self.unavailable, self.reservations)
+        self._zone_ids.update({s.zone: s.zone_id for s in resolution.subnets if s.zone_id})
+        launched = fleet.launch(self.clients.ec2, request, self.unavailable, self.reservations,
+                                zone_ids=self._zone_ids)
         if launched.reservation_id:
             self.reservations.mark_launched(launched.reservation_id)
+        self._take_subnet_ips(launched, resolution, picked)
         return self._instance_from_launch(launched, request, nodepool, node_class, resolution,
                                           tenancy)
 
@@ -416,7 +429,12 @@ class AwsCloudProvider:
         return instances.list_instances(self.clients.ec2, self.cluster_name)
 
     def delete(self, provider_id: str) -> None:
-        instances.terminate(self.clients.ec2, provider_id)
+        try:
+            instances.terminate(self.clients.ec2, provider_id)
+        except CloudProviderError:
+            zone = instances.zone_of(provider_id)
+            provider_metrics.termination_failed(zone, self._zone_ids.get(zone, ""))
+            raise
 
     def drift_reason(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> str | None:
         provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
@@ -443,6 +461,9 @@ class AwsCloudProvider:
             {subnet.id for subnet in resolution.subnets},
             {group.id for group in resolution.security_groups},
         )
+        if drift is None and not resolution.problems.get(RESERVATIONS):
+            drift = reservation_drift(
+                instance, {r.id for r in resolution.capacity_reservations})
         if drift is None:
             return None
         log.info("nodeclaim %s drifted: %s", nodeclaim.name, drift.message)
@@ -517,6 +538,7 @@ class AwsCloudProvider:
         for template in templates:
             launch_templates.delete_launch_template(ec2, template)
             self._template_use.pop(template.name, None)
+        provider_metrics.node_class_gone(node_class)
         profiles = [] if self.isolated_vpc else [
             p for p in instance_profiles.list_cluster_profiles(iam, self.cluster_name)
             if p.node_class == node_class]
@@ -528,6 +550,15 @@ class AwsCloudProvider:
         return GarbageReport((), tuple(t.name for t in templates), tuple(p.name for p in profiles))
 
     # --- helpers ------------------------------------------------------------------------
+
+    def _take_subnet_ips(self, launched: fleet.Launched, resolution: Resolution,
+                         picked: Sequence[Choice]) -> None:
+        """The launched node's pods will take IPs of its subnet (in-flight IP accounting)."""
+        subnet = next((s for s in resolution.subnets if s.id == launched.subnet_id), None)
+        pods = next((c.instance_type.capacity.get(PODS) for c in picked
+                     if c.instance_type.name == launched.instance_type), None)
+        if subnet is not None and pods:
+            self.subnet_ips.launched(subnet, pods // 1000)
 
     def _templates_for(
         self,
@@ -542,7 +573,8 @@ class AwsCloudProvider:
         reservation, EFA interfaces)."""
         family = node_class.resolved_ami_family()
         nodepool = (nodeclaim.metadata.labels or {}).get(NODEPOOL_LABEL)
-        labels = node_labels(nodeclaim.metadata.labels, nodeclaim.spec.requirements, nodepool)
+        labels = with_do_not_sync_taints(
+            family, node_labels(nodeclaim.metadata.labels, nodeclaim.spec.requirements, nodepool))
         spec = node_class.spec
         by_config: dict[tuple[str, int | None, str | None, int], str] = {}
         # Pods asking for EFA devices: launch with one EFA interface per device the type
@@ -580,6 +612,7 @@ class AwsCloudProvider:
                         f"EC2NodeClass {node_class.name}: {error}",
                         resource=f"ec2nodeclass {node_class.name}",
                     ) from error
+                provider_metrics.user_data_rendered(node_class.name, user_data)
                 config = launch_templates.LaunchConfig(
                     cluster=self.cluster_name,
                     nodepool=nodepool or "",

@@ -40,7 +40,7 @@ from nodewright.cluster.api import (
 )
 from nodewright.cluster.kube import gaps
 from nodewright.cluster.kube.access import WATCHED_KINDS
-from nodewright.cluster.kube.discovery import check_server
+from nodewright.cluster.kube.discovery import check_server, minor_version
 from nodewright.cluster.kube.errors import translate, translate_http, unreachable
 from nodewright.cluster.kube.informer import (
     DEFAULT_WATCH_READ_TIMEOUT,
@@ -165,6 +165,11 @@ class KubeCluster:
             informers = list(self._informers.values())
         return [f"{informer.kind} for {informer.disconnected_for():.0f}s"
                 for informer in informers if informer.disconnected_for() > limit]
+
+    def server_minor_version(self) -> str:
+        """The API server's `major.minor` version, asked now (Karpenter's version provider
+        when EKS_CONTROL_PLANE is off)."""
+        return minor_version(self.client)
 
     def check_server(self, *, configured_by: str) -> str:
         """The API server's version once it answers and serves every kind this cluster

@@ -51,6 +51,20 @@ def check_server(client: Client, kinds: Iterable[str], *, configured_by: str) ->
     return str(version.get("gitVersion") or "unknown")
 
 
+def minor_version(client: Client) -> str:
+    """The API server's Kubernetes version as `major.minor` (`1.33`), as Karpenter reads it
+    from /version when the control plane is not EKS's (a `+` after the minor is dropped)."""
+    url = server_url(client)
+    version = _get(client, "/version", url, "the controller's API server connection")
+    major = str(version.get("major") or "").rstrip("+")
+    minor = str(version.get("minor") or "").rstrip("+")
+    if not major.isdigit() or not minor.isdigit():
+        raise ServerCheckError(
+            f"{url} answered GET /version without a numeric major and minor version "
+            f"(major={version.get('major')!r}, minor={version.get('minor')!r})")
+    return f"{major}.{minor}"
+
+
 def _resources(client: Client, api_version: str, url: str, configured_by: str,
                ) -> set[str] | None:
     path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"

@@ -20,7 +20,12 @@ from nodewright.cluster.events import EventRecorder
 from nodewright.controllers.disruption.controller import DisruptionController, DisruptionOptions
 from nodewright.controllers.disruption.decision_log import DecisionLog
 from nodewright.controllers.expiration import Expiration
-from nodewright.controllers.interruption import Interruption, InterruptionSource, OfferingMarker
+from nodewright.controllers.interruption import (
+    Interruption,
+    InterruptionSource,
+    OfferingMarker,
+    ReservationMarker,
+)
 from nodewright.controllers.nodeclaim.disruption_conditions import NodeClaimConditions
 from nodewright.controllers.nodepool.hash_annotations import HashController
 from nodewright.runtime.clock import Clock
@@ -78,7 +83,15 @@ def build_disruption(
         hashes=HashController(cluster, state),
         expiration=Expiration(cluster, clock, state, recorder, decisions),
         interruption=(
-            Interruption(cluster, clock, state, recorder, queue, unavailable, decisions)
+            Interruption(cluster, clock, state, recorder, queue, unavailable, decisions,
+                         reservations=reservations_of(cloud))
             if queue is not None else None
         ),
     )
+
+
+def reservations_of(cloud: object) -> ReservationMarker | None:
+    """The cloud's capacity reservation availability, when it can mark one unavailable."""
+    reservations = getattr(cloud, "reservations", None)
+    marker = getattr(reservations, "mark_unavailable", None)
+    return cast("ReservationMarker", reservations) if callable(marker) else None

@@ -56,6 +56,10 @@ BACKOFF = Backoff(initial=1.0, maximum=60.0)
 LAUNCH_CACHE_TTL = timedelta(minutes=1)
 
 
+# Karpenter's event has no reason (core/v1 Events allow that; events.k8s.io/v1 needs one).
+FAILED_RESOLVING_NODE_CLASS = "FailedResolvingNodeClass"
+
+
 @dataclass
 class LaunchResult:
     deleted: bool = False
@@ -90,6 +94,13 @@ class Launch:
         reference = ((claim.get("spec") or {}).get("nodeClassRef") or {}).get("name", "")
         problem = node_class_problem(context.state, str(reference))
         parsed = context.state.node_class_model(str(reference))
+        if context.state.node_class(str(reference)) is None:
+            # Karpenter's NodeClaimFailedToResolveNodeClass, before the NodeClaim goes.
+            context.recorder.publish(Event(
+                regarding=claim, type="Warning", reason=FAILED_RESOLVING_NODE_CLASS,
+                note="Failed resolving NodeClass", action="Launch",
+                dedupe_values=(str((claim.get("metadata") or {}).get("uid") or name_of(claim)),),
+            ))
         if problem is not None or parsed is None or parsed.model is None:
             return self._give_up(claim, "NodeClassNotReady",
                                  problem or f"EC2NodeClass {reference!r} is invalid")

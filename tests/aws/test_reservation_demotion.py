@@ -1,0 +1,129 @@
+"""Reserved capacity that lapsed is relabelled on-demand, as Karpenter v1.14.1's
+capacityreservation.capacitytype controller does. Ported from
+pkg/controllers/capacityreservation/capacitytype/suite_test.go (It names in each test); the
+instance is real to moto, DescribeInstances says whether it still runs in its reservation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodewright.cloud.aws.clients import AwsClients
+from nodewright.cloud.aws.provider import AwsCloudProvider
+from nodewright.cluster.memory import InMemoryCluster
+from nodewright.operator.reservation_demotion import ReservedCapacityDemotion
+from nodewright.runtime.clock import VirtualClock
+
+from .reservations import FakeCapacityReservations, FakeReservation
+from .test_reservation_drift import TERMS, ZONE, InstanceReservation, fake, provider, reserved_claim
+from .world import World
+
+__all__ = ["fake", "provider"]  # the fixtures, shared with the drift tests
+
+RESERVED_LABELS = {
+    "karpenter.sh/capacity-type": "reserved",
+    "karpenter.k8s.aws/capacity-reservation-id": "cr-foo",
+    "karpenter.k8s.aws/capacity-reservation-type": "default",
+}
+
+
+def cluster_with(provider_id: str, node: bool = True) -> InMemoryCluster:
+    cluster = InMemoryCluster(VirtualClock())
+    cluster.create(nodeclaim_body())
+    # The status is a subresource: written apart, as the launch controller writes it.
+    cluster.patch("NodeClaim", "reserved-abcde", {"status": {"providerID": provider_id}},
+                  subresource="status")
+    if node:
+        cluster.create(node_body(provider_id))
+    return cluster
+
+
+def nodeclaim_body() -> dict[str, Any]:
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": "reserved-abcde",
+                         "labels": {**RESERVED_LABELS, "karpenter.sh/nodepool": "default",
+                                    "karpenter.sh/registered": "true"}},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                      "name": "default"}, "requirements": []}}
+
+
+def node_body(provider_id: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "ip-10-0-0-1.ec2.internal",
+                         "labels": {**RESERVED_LABELS, "karpenter.sh/registered": "true"}},
+            "spec": {"providerID": provider_id}}
+
+
+def labels(cluster: InMemoryCluster, kind: str, name: str) -> dict[str, str]:
+    return dict(cluster.get(kind, name)["metadata"].get("labels") or {})
+
+
+def assert_on_demand(found: dict[str, str]) -> None:
+    assert found["karpenter.sh/capacity-type"] == "on-demand"
+    assert "karpenter.k8s.aws/capacity-reservation-id" not in found
+    assert "karpenter.k8s.aws/capacity-reservation-type" not in found
+
+
+def test_reserved_nodeclaims_and_nodes_are_demoted_once_the_reservation_lapses(
+    provider: AwsCloudProvider, fake: FakeCapacityReservations, clients: AwsClients,
+    world: World,
+) -> None:
+    """capacitytype/suite_test.go: It("should demote nodeclaims and nodes from reserved to
+    on-demand")."""
+    fake.add(FakeReservation("cr-foo", "m5.large", ZONE, available=1, tags={"team": "ml"}))
+    described = InstanceReservation(clients, world.security_group)
+    provider_id = reserved_claim(provider).status.provider_id
+    cluster = cluster_with(provider_id)
+    demotion = ReservedCapacityDemotion(cluster, provider)
+
+    described.reservation = "cr-foo"
+    demotion.reconcile("")
+    # Still in its reservation: nothing changes.
+    assert labels(cluster, "NodeClaim", "reserved-abcde").items() >= RESERVED_LABELS.items()
+    assert labels(cluster, "Node", "ip-10-0-0-1.ec2.internal").items() >= RESERVED_LABELS.items()
+
+    described.reservation = None  # the reservation ended: EC2 runs it on-demand
+    demotion.reconcile("")
+
+    assert_on_demand(labels(cluster, "NodeClaim", "reserved-abcde"))
+    assert_on_demand(labels(cluster, "Node", "ip-10-0-0-1.ec2.internal"))
+
+
+def test_a_node_is_demoted_even_when_its_nodeclaim_was_demoted_before(
+    provider: AwsCloudProvider, fake: FakeCapacityReservations, clients: AwsClients,
+    world: World,
+) -> None:
+    """capacitytype/suite_test.go: It("should demote nodes from reserved to on-demand even if
+    their nodeclaim was demoted previously")."""
+    fake.add(FakeReservation("cr-foo", "m5.large", ZONE, available=1, tags={"team": "ml"}))
+    described = InstanceReservation(clients, world.security_group)
+    provider_id = reserved_claim(provider).status.provider_id
+    described.reservation = None
+    cluster = cluster_with(provider_id, node=False)
+    demotion = ReservedCapacityDemotion(cluster, provider)
+
+    demotion.reconcile("")
+    assert_on_demand(labels(cluster, "NodeClaim", "reserved-abcde"))
+
+    cluster.create(node_body(provider_id))
+    demotion.reconcile("")
+    assert_on_demand(labels(cluster, "Node", "ip-10-0-0-1.ec2.internal"))
+
+
+def test_an_unregistered_node_waits_for_its_labels_to_be_synced(
+    provider: AwsCloudProvider, fake: FakeCapacityReservations, clients: AwsClients,
+    world: World,
+) -> None:
+    fake.add(FakeReservation("cr-foo", "m5.large", ZONE, available=1, tags={"team": "ml"}))
+    described = InstanceReservation(clients, world.security_group)
+    provider_id = reserved_claim(provider).status.provider_id
+    described.reservation = None
+    cluster = cluster_with(provider_id, node=False)
+    unregistered = node_body(provider_id)
+    del unregistered["metadata"]["labels"]["karpenter.sh/registered"]
+    cluster.create(unregistered)
+
+    ReservedCapacityDemotion(cluster, provider).reconcile("")
+
+    assert labels(cluster, "Node", "ip-10-0-0-1.ec2.internal")[
+        "karpenter.sh/capacity-type"] == "reserved"
+    assert TERMS  # the node class the instance was launched from selected cr-foo
