@@ -279,3 +279,17 @@ def test_log_output_paths_are_split_on_commas() -> None:
 def test_memory_limit_and_cpu_requests_keep_their_values() -> None:
     loaded = config([], {"MEMORY_LIMIT": "1073741824", "CPU_REQUESTS": "2500"})
     assert (loaded.memory_limit, loaded.cpu_requests) == (1073741824, 2500)
+
+
+def test_the_manifests_give_the_controller_its_cpu_request_and_memory_limit() -> None:
+    """As Karpenter's chart: CPU_REQUESTS and MEMORY_LIMIT from the container's resources."""
+    from nodewright.install.objects import CONTAINER_NAME, environment
+    from nodewright.install.settings import InstallSettings
+
+    env = {item["name"]: item for item in environment(InstallSettings(cluster_name="prod"))}
+    assert env["CPU_REQUESTS"]["valueFrom"]["resourceFieldRef"] == {
+        "containerName": CONTAINER_NAME, "divisor": "1m", "resource": "requests.cpu"}
+    assert env["MEMORY_LIMIT"]["valueFrom"]["resourceFieldRef"] == {
+        "containerName": CONTAINER_NAME, "divisor": "1", "resource": "limits.memory"}
+    unlimited = environment(InstallSettings(cluster_name="prod", limits={}))
+    assert "MEMORY_LIMIT" not in {item["name"] for item in unlimited}

@@ -61,6 +61,7 @@ def _with_profiling(metrics_app: Any) -> Any:
 class MetricsEndpoint:
     def __init__(self, port: int, address: str = "0.0.0.0", *,
                  profiling: bool = False) -> None:
+        self._server: WSGIServer
         if profiling:
             server = make_server(address, port, _with_profiling(make_wsgi_app(REGISTRY)),
                                  _ThreadingWSGIServer, handler_class=_QuietHandler)
