@@ -25,6 +25,7 @@ from typing import Protocol, cast
 
 from nodewright.cloud.metered import MeteredCloud
 from nodewright.cloud.provider import CloudProvider
+from nodewright.cloud.unreserved import WithoutReservedCapacity
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
 from nodewright.controllers.capacitybuffer import CapacityBufferController
@@ -102,6 +103,12 @@ class ControllerOptions:
     node_overlay: bool = False
     # The CapacityBuffer feature gate: CapacityBuffers keep headroom launched.
     capacity_buffer: bool = False
+    # The ReservedCapacity feature gate (on by default): off, no instance type has a
+    # reserved offering and nothing launches into a capacity reservation.
+    reserved_capacity: bool = True
+    # False: DISABLE_CLUSTER_STATE_OBSERVABILITY, the pod, NodePool, Node and
+    # status-condition metrics controllers are not run (Karpenter's controllers.go).
+    cluster_state_observability: bool = True
 
     @property
     def nomination_seconds(self) -> float:
@@ -117,13 +124,19 @@ class MetricsControllers:
     status: StatusConditionMetrics
     offerings: OfferingMetrics
 
+    # False (DISABLE_CLUSTER_STATE_OBSERVABILITY): only the offering metrics run, which
+    # Karpenter writes from its cloud provider's GetInstanceTypes whatever the setting.
+    cluster_state: bool = True
+
     @property
     def reconcilers(self) -> tuple[Reconciler, ...]:
+        if not self.cluster_state:
+            return (self.offerings,)
         return (self.nodes, self.nodepools, self.pods, self.status, self.offerings)
 
     @property
     def singletons(self) -> tuple[Reconciler, ...]:
-        return (self.nodes, self.offerings)
+        return (self.nodes, self.offerings) if self.cluster_state else (self.offerings,)
 
 
 def build_metrics(cloud: CloudProvider, clock: Clock, state: ClusterState,
@@ -140,6 +153,7 @@ def build_metrics(cloud: CloudProvider, clock: Clock, state: ClusterState,
             clock, state, options.status_metrics_requeue_seconds,
             buffers=cluster if options.capacity_buffer else None),
         offerings=offerings,
+        cluster_state=options.cluster_state_observability,
     )
 
 
@@ -231,6 +245,8 @@ def build_controllers(
     options: ControllerOptions | None = None,
 ) -> Controllers:
     options = options or ControllerOptions()
+    if not options.reserved_capacity:
+        cloud = WithoutReservedCapacity(cloud)
     state = ClusterState(clock, nomination_seconds=options.nomination_seconds)
     if options.capacity_buffer:
         state.buffers = BufferPods()

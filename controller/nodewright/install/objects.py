@@ -34,6 +34,7 @@ from nodewright.install.settings import (
 Manifest = dict[str, Any]
 NODE_LEASES_ROLE = "nodewright-node-leases"
 KUBE_DNS_ROLE = "nodewright-dns"
+CONTAINER_NAME = "controller"
 
 
 def render(settings: InstallSettings, *, include_crds: bool = True) -> list[Manifest]:
@@ -182,7 +183,14 @@ def environment(settings: InstallSettings) -> list[dict[str, Any]]:
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         {"name": "POD_NAMESPACE",
          "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        # As Karpenter's chart: the container's own CPU request (millicores) and memory
+        # limit (bytes); the latter only when set, else the node's memory would be read.
+        {"name": "CPU_REQUESTS", "valueFrom": {"resourceFieldRef": {
+            "containerName": CONTAINER_NAME, "divisor": "1m", "resource": "requests.cpu"}}},
     ]
+    if "memory" in (settings.limits or {}):
+        env.append({"name": "MEMORY_LIMIT", "valueFrom": {"resourceFieldRef": {
+            "containerName": CONTAINER_NAME, "divisor": "1", "resource": "limits.memory"}}})
     return env
 
 
@@ -202,7 +210,7 @@ def _container(settings: InstallSettings) -> dict[str, Any]:
     if settings.limits:
         resources["limits"] = dict(settings.limits)
     return {
-        "name": "controller",
+        "name": CONTAINER_NAME,
         "image": settings.image,
         "command": ["nodewright", "controller"],
         "args": ["--cloud", settings.cloud],

@@ -102,6 +102,22 @@ class OperatorConfig:
     # Karpenter's IGNORE_DRA_REQUESTS: pods claiming devices through Dynamic Resource
     # Allocation get no capacity, DaemonSets claiming devices count in no overhead.
     ignore_dra_requests: bool = True
+    # Karpenter's DISABLE_CLUSTER_STATE_OBSERVABILITY: the pod, NodePool, Node and
+    # status-condition metrics controllers are not run.
+    cluster_state_observability: bool = True
+    # Karpenter's ENABLE_PROFILING: /debug/pprof/ on the metrics port (operator.profiling).
+    enable_profiling: bool = False
+    # Karpenter's LOG_OUTPUT_PATHS / LOG_ERROR_OUTPUT_PATHS: `stdout`, `stderr` or files;
+    # the log lines go to the first, the logger's own failures to the second (as zap).
+    log_output_paths: tuple[str, ...] = ("stdout",)
+    log_error_output_paths: tuple[str, ...] = ("stderr",)
+    # Accepted as Karpenter's chart sets them (docs/karpenter-differences.md says what
+    # each does here): the container's memory limit in bytes (-1: none), its CPU request
+    # in millicores (<= 0: 1000), the webhook Service name, controller warm-up.
+    memory_limit: int = -1
+    cpu_requests: int = 1000
+    karpenter_service: str = ""
+    disable_controller_warmup: bool = True
 
 
 # --- parsers: text -> value, ValueError with the reason -----------------------------------
@@ -154,12 +170,40 @@ def parse_positive_int(text: str) -> int:
 
 
 def parse_bool(text: str) -> bool:
+    """Go's strconv.ParseBool spellings (as Karpenter reads its variables), and yes/no."""
     lowered = text.strip().lower()
-    if lowered in ("true", "1", "yes"):
+    if lowered in ("true", "t", "1", "yes"):
         return True
-    if lowered in ("false", "0", "no"):
+    if lowered in ("false", "f", "0", "no"):
         return False
     raise ValueError("must be true or false")
+
+
+def parse_int64(text: str) -> int:
+    """A whole number that fits Go's int64 (Karpenter's MEMORY_LIMIT, CPU_REQUESTS)."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError("not a whole number") from None
+    if not -(2**63) <= value < 2**63:
+        raise ValueError("out of range (a 64-bit whole number)")
+    return value
+
+
+def parse_cpu_requests(text: str) -> int:
+    """Millicores; 0 or less means Karpenter's default, 1000."""
+    value = parse_int64(text)
+    return value if value > 0 else 1000
+
+
+def parse_output_paths(text: str) -> tuple[str, ...]:
+    """zap's output paths: comma-separated `stdout`, `stderr` or file paths (a
+    `file://` URL is taken as its path)."""
+    paths = tuple(part.strip() for part in text.split(","))
+    if not paths or any(not path for path in paths):
+        raise ValueError("a comma-separated list of stdout, stderr or file paths, "
+                         "with no empty entry")
+    return tuple(path.removeprefix("file://") for path in paths)
 
 
 def parse_port(text: str) -> int:
@@ -238,7 +282,8 @@ def parse_non_negative_int(text: str) -> int:
 
 
 def parse_log_level(text: str) -> str:
-    level = text.strip().lower()
+    """Karpenter's levels (an empty value is info), and warning."""
+    level = text.strip().lower() or "info"
     level = "warning" if level == "warn" else level
     if level not in LOG_LEVELS:
         raise ValueError(f"must be one of {', '.join(LOG_LEVELS)}")
@@ -308,6 +353,10 @@ class Option:
     parse: Callable[[str], Any] = _text
     default: str | None = None
     metavar: str | None = None
+    # A Karpenter boolean flag: given alone (`--enable-profiling`) it means true.
+    switch: bool = False
+    # The default --help shows when `default` is None because `load` settles it.
+    shown_default: str | None = None
 
     @property
     def dest(self) -> str:
@@ -344,8 +393,38 @@ OPTIONS: tuple[Option, ...] = (
            parse_feature_gates, "", "GATES"),
     Option("--log-level", "LOG_LEVEL", "debug, info, warning or error", parse_log_level,
            "info", "LEVEL"),
-    Option("--leader-elect", "LEADER_ELECT", "hold a coordination.k8s.io Lease so one replica "
-           "writes at a time", parse_bool, "true", "BOOL"),
+    Option("--disable-leader-election", "DISABLE_LEADER_ELECTION", "run without a leader "
+           "Lease (only when a single replica runs): every replica would write", parse_bool,
+           metavar="BOOL", switch=True, shown_default="false"),
+    Option("--leader-elect", "LEADER_ELECT", "nodewright's name for the opposite of "
+           "--disable-leader-election: hold a coordination.k8s.io Lease so one replica "
+           "writes at a time (both may be set if they agree)", parse_bool, metavar="BOOL",
+           switch=True, shown_default="true"),
+    Option("--disable-cluster-state-observability", "DISABLE_CLUSTER_STATE_OBSERVABILITY",
+           "do not run the cluster state metrics controllers (karpenter_pods_*, "
+           "karpenter_nodepools_*, karpenter_nodes_* and the operator status-condition "
+           "metrics)", parse_bool, "false", "BOOL", switch=True),
+    Option("--enable-profiling", "ENABLE_PROFILING", "serve /debug/pprof/ on the metrics "
+           "port: every thread's stack and a sampled CPU profile (folded stacks)",
+           parse_bool, "false", "BOOL", switch=True),
+    Option("--log-output-paths", "LOG_OUTPUT_PATHS", "where log lines go: comma-separated "
+           "stdout, stderr or file paths (appended to)", parse_output_paths, "stdout",
+           "PATHS"),
+    Option("--log-error-output-paths", "LOG_ERROR_OUTPUT_PATHS", "where the logger reports "
+           "its own failures (a line it could not write or format), as zap's "
+           "ErrorOutputPaths: comma-separated stdout, stderr or file paths",
+           parse_output_paths, "stderr", "PATHS"),
+    Option("--memory-limit", "MEMORY_LIMIT", "the container's memory limit in bytes, as "
+           "Karpenter's chart sets it (-1: none); above 0, a warning is logged when the "
+           "process's resident memory passes 90%% of it", parse_int64, "-1", "BYTES"),
+    Option("--cpu-requests", "CPU_REQUESTS", "the container's CPU request in millicores, as "
+           "Karpenter's chart sets it (0 or less: 1000); accepted, sizes nothing here",
+           parse_cpu_requests, "1000", "MILLICORES"),
+    Option("--karpenter-service", "KARPENTER_SERVICE", "Karpenter's webhook Service name; "
+           "accepted, unused (nodewright has no webhook)", default="", metavar="NAME"),
+    Option("--disable-controller-warmup", "DISABLE_CONTROLLER_WARMUP", "accepted for "
+           "Karpenter's chart; standby replicas always keep warm caches here", parse_bool,
+           "true", "BOOL", switch=True),
     Option("--metrics-port", "METRICS_PORT", "port of the Prometheus /metrics endpoint",
            parse_port, "8080", "PORT"),
     Option("--health-probe-port", "HEALTH_PROBE_PORT", "port of /healthz and /readyz",
@@ -411,13 +490,16 @@ OPTIONS: tuple[Option, ...] = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per option; the help names the variable and the default."""
     for option in OPTIONS:
-        default = f" (default {option.default})" if option.default else ""
+        shown = option.default or option.shown_default
+        default = f" (default {shown})" if shown else ""
+        switch: dict[str, Any] = {"nargs": "?", "const": "true"} if option.switch else {}
         parser.add_argument(
             option.flag,
             dest=option.dest,
             default=None,
             metavar=option.metavar,
             help=f"{option.help}{default}. Environment: {option.env}",
+            **switch,
         )
 
 
@@ -451,6 +533,7 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
     if values["metrics_port"] == values["health_probe_port"] != 0:
         raise ConfigError(*sources["health_probe_port"],
                           "must differ from the metrics port (both would listen on it)")
+    leader_elect = _leader_elect(values, sources)
     return OperatorConfig(
         cluster_name=values["cluster_name"],
         cloud=values["cloud"],
@@ -464,7 +547,7 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
         batch_max_duration=values["batch_max_duration"],
         feature_gates=values["feature_gates"],
         log_level=values["log_level"],
-        leader_elect=values["leader_elect"],
+        leader_elect=leader_elect,
         metrics_port=values["metrics_port"],
         health_probe_port=values["health_probe_port"],
         leader_election_name=values["leader_election_name"],
@@ -487,7 +570,28 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
         subnet_refresh_interval=values["subnet_refresh_interval"],
         preference_policy=values["preference_policy"],
         ignore_dra_requests=values["ignore_dra_requests"],
+        cluster_state_observability=not values["disable_cluster_state_observability"],
+        enable_profiling=values["enable_profiling"],
+        log_output_paths=values["log_output_paths"],
+        log_error_output_paths=values["log_error_output_paths"],
+        memory_limit=values["memory_limit"],
+        cpu_requests=values["cpu_requests"],
+        karpenter_service=values["karpenter_service"],
+        disable_controller_warmup=values["disable_controller_warmup"],
     )
+
+
+def _leader_elect(values: Mapping[str, Any], sources: Mapping[str, tuple[str, str]]) -> bool:
+    """Karpenter's DISABLE_LEADER_ELECTION, with LEADER_ELECT as its (inverted) alias: on
+    unless either turns it off; both set and disagreeing is an error naming both."""
+    disable, elect = values["disable_leader_election"], values["leader_elect"]
+    if disable is not None and elect is not None and disable == elect:
+        source, raw = sources["disable_leader_election"]
+        other, other_raw = sources["leader_elect"]
+        raise ConfigError(source, raw, f"contradicts {other}={other_raw!r}; set one of them")
+    if disable is not None:
+        return not bool(disable)
+    return True if elect is None else bool(elect)
 
 
 def _service_account_namespace() -> str | None:

@@ -1,6 +1,7 @@
 """The operator's HTTP endpoints: Prometheus metrics, and the kubelet's probes.
 
-- `/metrics` on METRICS_PORT serves `nodewright.metrics.REGISTRY`.
+- `/metrics` on METRICS_PORT serves `nodewright.metrics.REGISTRY`; with ENABLE_PROFILING
+  the same port serves `/debug/pprof/` (`operator.profiling`).
 - `/healthz` (liveness) on HEALTH_PROBE_PORT answers 200 while the operator's loop makes
   progress: it fails when the loop thread died, a controller has had work past its budget
   without finishing a reconcile (`HealthLimits`: 10 min for disruption and provisioning,
@@ -17,19 +18,59 @@ Port 0 binds a free port (tests); `port` tells which one was bound.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import start_http_server
+from prometheus_client import make_wsgi_app, start_http_server
 
 from nodewright.metrics import REGISTRY
+from nodewright.operator import profiling
 
 Check = Callable[[], str | None]  # None when fine, else the reason it is not
 
 
+class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # scrapes every few seconds would drown the logs
+
+
+def _with_profiling(metrics_app: Any) -> Any:
+    """/debug/pprof/... answered by `operator.profiling`, the rest by the metrics app."""
+
+    def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        path = str(environ.get("PATH_INFO", ""))
+        if not profiling.handles(path):
+            return metrics_app(environ, start_response)  # type: ignore[no-any-return]
+        status, body = profiling.answer(path, str(environ.get("QUERY_STRING", "")))
+        data = body.encode()
+        start_response(f"{status} {'OK' if status == 200 else 'Error'}",
+                       [("Content-Type", "text/plain; charset=utf-8"),
+                        ("Content-Length", str(len(data)))])
+        return [data]
+
+    return app
+
+
 class MetricsEndpoint:
-    def __init__(self, port: int, address: str = "0.0.0.0") -> None:
-        self._server, self._thread = start_http_server(port, address, registry=REGISTRY)
+    def __init__(self, port: int, address: str = "0.0.0.0", *,
+                 profiling: bool = False) -> None:
+        self._server: WSGIServer
+        if profiling:
+            server = make_server(address, port, _with_profiling(make_wsgi_app(REGISTRY)),
+                                 _ThreadingWSGIServer, handler_class=_QuietHandler)
+            self._server = server
+            self._thread = threading.Thread(target=server.serve_forever, name="metrics",
+                                            daemon=True)
+            self._thread.start()
+        else:
+            self._server, self._thread = start_http_server(port, address, registry=REGISTRY)
         self.port = int(self._server.server_port)
 
     def close(self) -> None:

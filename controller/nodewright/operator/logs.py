@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -70,8 +70,7 @@ class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
             "level": record.levelname,
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(
-                timespec="milliseconds").replace("+00:00", "Z"),
+            "time": _timestamp(record.created),
             "logger": record.name,
             "message": record.getMessage(),
         }
@@ -86,20 +85,80 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
-def json_handler(stream: TextIO | None = None) -> logging.Handler:
-    """A handler writing JSON lines to `stream` (stdout), with the reconcile fields."""
-    handler = logging.StreamHandler(stream or sys.stdout)
+class _JsonStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Reports its own failures (a record it cannot format or write) to `errors`, as zap
+    reports them to its ErrorOutputPaths; logging's default is sys.stderr."""
+
+    def __init__(self, stream: TextIO, errors: Sequence[TextIO] = ()) -> None:
+        super().__init__(stream)
+        self.errors = tuple(errors)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if not self.errors:
+            super().handleError(record)
+            return
+        problem = sys.exc_info()[1]
+        line = json.dumps({
+            "level": "ERROR", "time": _now(), "logger": "nodewright.logging",
+            "message": "could not write a log record",
+            "error": f"{type(problem).__name__}: {problem}",
+            "record": {"logger": record.name, "message": str(record.msg)},
+        }, default=str)
+        for stream in self.errors:
+            try:
+                stream.write(line + "\n")
+                stream.flush()
+            except Exception:  # nowhere left to say it
+                pass
+
+
+def _timestamp(created: float) -> str:
+    return datetime.fromtimestamp(created, UTC).isoformat(
+        timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _now() -> str:
+    return _timestamp(datetime.now(UTC).timestamp())
+
+
+def json_handler(stream: TextIO | None = None,
+                 errors: Sequence[TextIO] = ()) -> logging.Handler:
+    """A handler writing JSON lines to `stream` (stdout), with the reconcile fields; its
+    own failures go to `errors` (default: logging's, stderr)."""
+    handler = _JsonStreamHandler(stream or sys.stdout, errors)
     handler.setFormatter(JsonFormatter())
     handler.addFilter(ReconcileFields())
     return handler
 
 
-def configure(level: str, stream: TextIO | None = None) -> None:
-    """Send every log record to `stream` (stdout) as JSON at `level` (debug, info, ...)."""
+def open_paths(paths: Sequence[str]) -> list[TextIO]:
+    """zap's output paths: `stdout`, `stderr`, or files opened for appending. Raises
+    OSError naming the file that cannot be opened."""
+    streams: list[TextIO] = []
+    for path in paths:
+        if path == "stdout":
+            streams.append(sys.stdout)
+        elif path == "stderr":
+            streams.append(sys.stderr)
+        else:
+            streams.append(open(path, "a", encoding="utf-8", buffering=1))  # noqa: SIM115
+    return streams
+
+
+def configure(level: str, stream: TextIO | None = None, *,
+              outputs: Sequence[str] = ("stdout",),
+              error_outputs: Sequence[str] = ("stderr",)) -> None:
+    """Send every log record as JSON at `level` (debug, info, ...) to `stream`, else to
+    each of `outputs` (LOG_OUTPUT_PATHS); the handlers' own failures go to
+    `error_outputs` (LOG_ERROR_OUTPUT_PATHS). Raises OSError for a file that cannot be
+    opened."""
+    errors = open_paths(error_outputs)
+    streams = [stream] if stream is not None else open_paths(outputs)
     root = logging.getLogger()
     for existing in list(root.handlers):
         root.removeHandler(existing)
-    root.addHandler(json_handler(stream))
+    for target in streams:
+        root.addHandler(json_handler(target, errors))
     root.setLevel(level.upper())
     # The HTTP client logs every request at INFO; keep that for debug runs only.
     for noisy in ("httpx", "httpx2", "httpcore", "httpcore2", "botocore", "urllib3"):

@@ -44,6 +44,7 @@ from nodewright.operator.driver import HealthLimits
 from nodewright.operator.endpoints import MetricsEndpoint, ProbeEndpoint
 from nodewright.operator.kube_dns import kube_dns_ip
 from nodewright.operator.leader import LeaseTiming
+from nodewright.operator.memory_watch import MemoryWatch
 from nodewright.operator.nodeclass_cleanup import CloudGarbageCollection, NodeClassTermination
 from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
 from nodewright.operator.process import Operator, OperatorSettings
@@ -61,7 +62,7 @@ SIM_DEFAULT_REGION = "us-east-1"  # as `simulate`, `plan` and `catalog` default
 # Gates whose features Nodewright has; the others are accepted (a chart may set them) and
 # reported as having no effect.
 IMPLEMENTED_GATES = frozenset({"SpotToSpotConsolidation", "StaticCapacity", "NodeRepair",
-                               "NodeOverlay", "CapacityBuffer"})
+                               "NodeOverlay", "CapacityBuffer", "ReservedCapacity"})
 # Leave the kubelet's grace period (install.settings.TERMINATION_GRACE_PERIOD_SECONDS, 30 s)
 # some room: every phase of the stop together ends within 25 s (operator.shutdown).
 STOP_TIMEOUT_SECONDS = 25.0
@@ -154,7 +155,9 @@ def controller_options(config: OperatorConfig) -> ControllerOptions:
                              ignore_preferences=config.preference_policy == "Ignore",
                              node_repair=config.feature_gates["NodeRepair"],
                              node_overlay=config.feature_gates["NodeOverlay"],
-                             capacity_buffer=config.feature_gates["CapacityBuffer"])
+                             capacity_buffer=config.feature_gates["CapacityBuffer"],
+                             reserved_capacity=config.feature_gates["ReservedCapacity"],
+                             cluster_state_observability=config.cluster_state_observability)
 
 
 class ControllerProcess:
@@ -176,6 +179,7 @@ class ControllerProcess:
         self.operator: Operator | None = None
         self.metrics: MetricsEndpoint | None = None
         self.probes: ProbeEndpoint | None = None
+        self.memory_watch: MemoryWatch | None = None
 
     def start(self) -> None:
         config = self.config
@@ -204,12 +208,16 @@ class ControllerProcess:
         self.operator = Operator(cluster, cloud, settings, clock=clock, extra=extra,
                                  lease_cluster=self.lease_cluster)
         try:
-            self.metrics = MetricsEndpoint(config.metrics_port)
+            self.metrics = MetricsEndpoint(config.metrics_port,
+                                           profiling=config.enable_profiling)
             self.probes = ProbeEndpoint(config.health_probe_port, healthy=self._healthy,
                                         ready=self._ready)
         except OSError as error:
             self.shutdown()
             raise StartupError(f"cannot serve the metrics or probe port: {error}") from error
+        if config.memory_limit > 0:
+            self.memory_watch = MemoryWatch(config.memory_limit)
+            self.memory_watch.start()
         self.operator.start()
         log.info("started", extra={"cloud": config.cloud, "cluster": config.cluster_name,
                                    "identity": config.identity, "version": __version__})
@@ -263,6 +271,8 @@ class ControllerProcess:
     def shutdown(self, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
         """Stop taking work, finish what is in flight, release the Lease, close."""
         budget = Shutdown(timeout)  # shared by every phase: see operator.shutdown
+        if self.memory_watch is not None:
+            self.memory_watch.stop()
         operator = self.operator
         if operator is not None:
             budget.run("the operator", operator.stop)
@@ -284,7 +294,13 @@ def _ignoring_time(action: Callable[[], None]) -> Callable[[float | None], None]
 
 def run(config: OperatorConfig) -> int:
     """Run until SIGTERM/SIGINT (exit 0) or until the Lease is lost (exit 1)."""
-    logs.configure(config.log_level)
+    try:
+        logs.configure(config.log_level, outputs=config.log_output_paths,
+                       error_outputs=config.log_error_output_paths)
+    except OSError as error:
+        print(f"nodewright controller: LOG_OUTPUT_PATHS or LOG_ERROR_OUTPUT_PATHS: cannot "
+              f"open {error.filename}: {error.strerror}", file=sys.stderr)
+        return 2
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     stop = threading.Event()
 
