@@ -30,6 +30,7 @@ from nodewright.api.nodepool import NodePool
 from nodewright.cloud.sim.machines import RUNNING
 from nodewright.cloud.sim.node import node_object
 from nodewright.cluster import objects
+from nodewright.cluster.api import ApiError
 from nodewright.cluster.memory.workloads.common import pod_from_template
 from nodewright.cluster.memory.workloads.deployments import DeploymentController, template_hash
 from nodewright.cluster.memory.workloads.jobs import JobController
@@ -58,13 +59,13 @@ def start_fleet(world: World) -> list[str]:
     for claim in scenario.node_claims:
         try:
             node_names[claim.name] = _adopt(world, claim)
-        except FleetError as error:
+        except (FleetError, ApiError) as error:
             problems.append(f"nodeClaims {claim.name}: {error}")
     placer = _Placer(world, node_names)
     for bound in scenario.bound_pods:
         try:
             placer.place(bound)
-        except FleetError as error:
+        except (FleetError, ApiError) as error:
             problems.append(f"boundPods (line {bound.line}) {bound.owner}: {error}")
     if scenario.node_claims or scenario.bound_pods:
         world.recorder.note(

@@ -20,6 +20,7 @@ from nodewright.sim.progress import Progress
 from nodewright.sim.reader import format_problem
 from nodewright.sim.result import EXIT_INVALID, RunResult
 from nodewright.sim.runner import run_scenario
+from nodewright.sim.snapshot.takeover import take_over
 from nodewright.sim.timeline import TimelineEvent
 from nodewright.sim.whatif import load_replacements, reference_problems, with_replacements
 
@@ -67,6 +68,8 @@ def simulate(request: SimulationRequest, out: TextIO, err: TextIO) -> int:
     comparison = None
     if replacements:
         variant, notes = with_replacements(scenario, replacements)
+        variant, taken = take_over(variant, replacements)
+        notes = [*notes, *taken]
         progress.label = "what-if"
         other = run_scenario(variant, label="what-if", progress=progress)
         comparison = Comparison(result, other, request.compare, tuple(notes))
