@@ -131,8 +131,8 @@ def write_snapshot(cluster: ClusterAPI, args: argparse.Namespace, now: datetime,
         if args.redact:
             documents = [redact_manifest(d) for d in documents]
         args.as_nodepools.parent.mkdir(parents=True, exist_ok=True)
-        args.as_nodepools.write_text(yaml.safe_dump_all(documents, sort_keys=False),
-                                     encoding="utf-8")
+        args.as_nodepools.write_text(yaml.dump_all(documents, Dumper=_Dumper,
+                                                   sort_keys=False), encoding="utf-8")
         pools = sum(1 for d in documents if d["kind"] == "NodePool")
         err.write(f"nodewright snapshot: {pools} NodePools proposed for the unmanaged nodes' "
                   f"node groups, written to {args.as_nodepools} (compare with: nodewright "
@@ -151,4 +151,11 @@ def redact_manifest(document: dict[str, Any]) -> dict[str, Any]:
 def dump(document: dict[str, Any]) -> str:
     header = ("# A cluster snapshot as a nodewright scenario (docs/scenarios.md). "
               "Simulate it with:\n#   nodewright simulate THIS-FILE.yaml [--report r.html]\n")
-    return header + yaml.safe_dump(document, sort_keys=False, width=100)
+    return header + yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=100)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Writes shared values out in full (no YAML anchors and aliases)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
