@@ -217,7 +217,7 @@ class _Watcher:
         after = self._fleet_now()
         managed_prices = {f.name: f.price for f in result.fleet}
         after = [NodeLine(n.name, n.instance_type, n.capacity_type, n.zone,
-                          managed_prices.get(n.name, n.price), n.nodepool) for n in after]
+                          managed_prices.get(n.name) or n.price, n.nodepool) for n in after]
         moves: list[Move] = []
         used: set[str] = set()
         replaced_by: dict[str, str] = {}
