@@ -154,7 +154,7 @@ def dump(document: dict[str, Any]) -> str:
     return header + yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=100)
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """Writes shared values out in full (no YAML anchors and aliases)."""
 
     def ignore_aliases(self, data: Any) -> bool:

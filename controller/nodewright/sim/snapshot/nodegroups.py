@@ -57,7 +57,8 @@ def _nodepool(group: str, nodes: Sequence[Mapping[str, Any]], node_class: str
         common = {k: v for k, v in common.items() if other.get(k) == v}
     kept_labels = {k: v for k, v in sorted(common.items()) if not _is_system(k)}
     taint_sets = [{(t.get("key"), t.get("value"), t.get("effect"))
-                   for t in (n.get("spec") or {}).get("taints") or []} for n in nodes]
+                   for t in (n.get("spec") or {}).get("taints") or []
+                   if not _is_system(str(t.get("key") or ""))} for n in nodes]
     taints = set.intersection(*taint_sets) if taint_sets else set()
     requirements: list[dict[str, Any]] = []
     if families:

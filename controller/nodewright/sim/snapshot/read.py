@@ -96,9 +96,9 @@ class _Reader:
         catalog = {it.name for it in offline_catalog(region, zones)} if zones else set()
         pools = {objects.name(p) for p in self.found["NodePool"]}
         claims, managed_nodes = self._claims(pools, catalog, zones)
-        skipped_nodes = {objects.name(n) for n in self.found["Node"]
-                         if self._claim_node_skipped(n, managed_nodes)}
         managed_names = set(managed_nodes.values())
+        skipped_nodes = {objects.name(n) for n in self.found["Node"]
+                         if self._claim_node_skipped(n, managed_names)}
         unmanaged = [n for n in self.found["Node"]
                      if objects.name(n) not in managed_names
                      and objects.name(n) not in skipped_nodes]
@@ -213,6 +213,12 @@ class _Reader:
         return entry
 
     def _current_hashes(self, pool_name: str) -> dict[str, str]:
+        cache: dict[str, dict[str, str]] = self.__dict__.setdefault("_hashes", {})
+        if pool_name not in cache:
+            cache[pool_name] = self._hashes_now(pool_name)
+        return cache[pool_name]
+
+    def _hashes_now(self, pool_name: str) -> dict[str, str]:
         pool = next((p for p in self.found["NodePool"] if objects.name(p) == pool_name), None)
         if pool is None:
             return {}
@@ -226,12 +232,13 @@ class _Reader:
             return {}
         return nodeclaim_hash_annotations(model, node_class)
 
-    def _claim_node_skipped(self, node: Mapping[str, Any], kept: dict[str, str]) -> bool:
+    def _claim_node_skipped(self, node: Mapping[str, Any], kept: set[str]) -> bool:
         """A node of a NodeClaim that was left out (it is not unmanaged capacity)."""
         name = objects.name(node)
-        return name not in kept.values() and any(
-            str((c.get("status") or {}).get("nodeName") or "") == name
-            for c in self.found["NodeClaim"])
+        if "_claimed" not in self.__dict__:
+            self.__dict__["_claimed"] = {str((c.get("status") or {}).get("nodeName") or "")
+                                         for c in self.found["NodeClaim"]}
+        return name not in kept and name in self.__dict__["_claimed"]
 
     # -- workloads and pods --------------------------------------------------------------
 
