@@ -13,6 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tests.e2e.conftest import StartController
 from tests.e2e.fleet import WORKSHOP, claims, live, scale, settled
 from tests.e2e.harness import (
@@ -30,11 +32,10 @@ READER = "snapshot-reader"
 
 def read_only_kubeconfig(plane: ControlPlane, folder: Path) -> Path:
     """A kubeconfig for a ServiceAccount bound to the snapshot's ClusterRole, nothing else."""
-    role = nodewright_output("snapshot", "--print-rbac").replace(
-        "kind: User\n    name: REPLACE-WITH-YOUR-USER\n    apiGroup: rbac.authorization.k8s.io",
-        f"kind: ServiceAccount\n    name: {READER}\n    namespace: default")
+    role, binding = yaml.safe_load_all(nodewright_output("snapshot", "--print-rbac"))
+    binding["subjects"] = [{"kind": "ServiceAccount", "name": READER, "namespace": "default"}]
     plane.kubectl("-n", "default", "create", "serviceaccount", READER, check=False)
-    plane.apply(role)
+    plane.apply(yaml.safe_dump_all([role, binding]))
     token = plane.kubectl("-n", "default", "create", "token", READER).stdout.strip()
     path = folder / "reader.kubeconfig"
     path.write_text(service_account_kubeconfig(plane, token), encoding="utf-8")

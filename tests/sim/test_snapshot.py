@@ -262,3 +262,10 @@ def test_redacted_snapshots_hide_names_but_still_simulate_the_same(tmp_path: Pat
     a, b = run_scenario(original), run_scenario(redacted)
     assert a.summary.nodes_by_type == b.summary.nodes_by_type
     assert a.summary.disruptions == b.summary.disruptions
+
+
+def test_the_documented_cluster_role_is_the_one_the_snapshot_needs() -> None:
+    from nodewright.sim.snapshot.rbac import role_yaml
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "snapshot.md").read_text()
+    assert f"```yaml\n{role_yaml()}```" in docs

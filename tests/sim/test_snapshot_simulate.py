@@ -61,6 +61,12 @@ def test_simulate_from_cluster_says_which_node_goes_and_what_it_saves(
     html = report.read_text(encoding="utf-8")
     assert "Fleet before and after" in html and "Pods evicted and where they go" in html
     assert (tmp_path / "snap.yaml").exists()
+    # README shows this very output.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    sample = readme[readme.index("```\nWhat it would do to this cluster:") + 4:]
+    sample = sample[:sample.index("\n```")]
+    printed = out[out.index("What it would do to this cluster:"):]
+    assert printed.startswith(sample + "\n"), printed
 
 
 def test_simulate_needs_a_scenario_or_from_cluster(capsys: pytest.CaptureFixture[str]
