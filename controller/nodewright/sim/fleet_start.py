@@ -89,7 +89,7 @@ def _created_at(world: World, when: datetime) -> Iterator[None]:
         def __getattr__(self, name: str) -> Any:
             return getattr(real, name)
 
-    cluster.clock = _Then()  # type: ignore[assignment]
+    cluster.clock = _Then()
     try:
         yield
     finally:

@@ -249,13 +249,13 @@ class _Watcher:
                                                                           "Failed")]
         pending: list[tuple[str, str]] = []
         catalog = OfflineCatalog(world.scenario.region)
-        for pod in pending_pods[:EXPLAINED_PENDING]:
+        for waiting in pending_pods[:EXPLAINED_PENDING]:
             try:
-                why = explain_pod(world.cluster, objects.namespace(pod), objects.name(pod),
-                                  world.clock.now(), catalog).summary
+                why = explain_pod(world.cluster, objects.namespace(waiting),
+                                  objects.name(waiting), world.clock.now(), catalog).summary
             except ExplainError as error:
                 why = str(error)
-            pending.append((objects.key(pod), why))
+            pending.append((objects.key(waiting), why))
         held: dict[tuple[str, str], HeldBack] = {}
         for record in result.decisions:
             if record.cause in HELD_BACK_CAUSES:
