@@ -200,3 +200,38 @@ def test_what_stays_pending_is_explained_and_pdbs_that_hold_nodes_are_named(
     assert not outcome.disruptions
     text = "\n".join(outcome.lines())
     assert "PodDisruptionBudget" in text and "pending at the end: 1" in text
+
+
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters:
+  - {name: a, cluster: {server: "https://127.0.0.1:1"}}
+users:
+  - {name: a, user: {token: x}}
+contexts:
+  - {name: staging, context: {cluster: a, user: a}}
+current-context: staging
+"""
+
+
+def test_a_context_the_kubeconfig_lacks_is_a_clear_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(KUBECONFIG, encoding="utf-8")
+    args = build_parser("snapshot").parse_args(
+        ["snapshot", "--kubeconfig", str(kubeconfig), "--context", "prod"])
+    assert snapshot_command(args) == 2
+    err = capsys.readouterr().err
+    assert f"cannot read the cluster's address from {kubeconfig} (context prod)" in err
+
+
+def test_an_unreachable_cluster_is_exit_2_without_a_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(KUBECONFIG, encoding="utf-8")
+    args = build_parser("snapshot").parse_args(
+        ["snapshot", "--kubeconfig", str(kubeconfig), "--context", "staging"])
+    assert snapshot_command(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nodewright snapshot: ") and "Traceback" not in err
