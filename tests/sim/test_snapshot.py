@@ -269,3 +269,18 @@ def test_the_documented_cluster_role_is_the_one_the_snapshot_needs() -> None:
 
     docs = (Path(__file__).resolve().parents[2] / "docs" / "snapshot.md").read_text()
     assert f"```yaml\n{role_yaml()}```" in docs
+
+
+def test_a_nodepool_changed_since_launch_makes_the_snapshot_drift(tmp_path: Path) -> None:
+    world = _world(tmp_path, 5)
+    unchanged = take_snapshot(world.cluster, world.clock.now()).document
+    assert "nodePoolHash" not in unchanged["nodeClaims"][0]
+    # The NodePool edited while nothing reconciled it yet: its NodeClaim was launched from
+    # the old template.
+    world.cluster.patch("NodePool", "default", {"spec": {"template": {"metadata": {
+        "annotations": {"example.com/rollout": "2"}}}}})
+    snapshot = take_snapshot(world.cluster, world.clock.now()).document
+    assert "nodePoolHash" in snapshot["nodeClaims"][0]
+    scenario, problems = load_scenario(_write(snapshot, tmp_path / "drift.yaml"))
+    assert scenario is not None, problems
+    assert run_scenario(scenario).summary.disruptions.get("Drifted") == 1

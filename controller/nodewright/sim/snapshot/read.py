@@ -26,7 +26,7 @@ from nodewright.api.hashes import nodeclaim_hash_annotations
 from nodewright.api.nodepool import NodePool
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, NotFoundError, kind_of
-from nodewright.runtime.clock import format_time, parse_time
+from nodewright.runtime.clock import format_time
 from nodewright.scheduling import labels as well_known
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.catalog import offline_catalog
@@ -469,6 +469,3 @@ def _pods_of(workload: Mapping[str, Any] | None, kind: str) -> int:
     value = (workload.get("spec") or {}).get("parallelism" if kind == "Job" else "replicas", 1)
     return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
-
-def parse_when(text: str) -> datetime:
-    return parse_time(text)
