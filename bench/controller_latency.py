@@ -18,8 +18,15 @@ Once a provisioning solve and a disruption pass are both running, at the same in
 Reported with the solve's and the pass's own durations, and whether each was still
 running when the interruption and the registration were done.
 
+With `--slow-cloud S` the cloud answers as slowly as a real one can (tests/operator/
+slow_cloud.py): the catalog refresh, the EC2NodeClass resolution, the TerminateInstances
+of one deleted NodeClaim's instance and the CreateFleet of one new NodeClaim each take S
+seconds, and all four are started just before the interruption, so it and the
+registration arrive while they are in flight.
+
     python bench/controller_latency.py [--nodes 1000] [--pods 10000] [--pending 1000]
-                                       [--runs 1] [--switch-interval 0.001] [--json]
+                                       [--slow-cloud 0] [--runs 1]
+                                       [--switch-interval 0.001] [--json]
 """
 
 from __future__ import annotations
@@ -44,45 +51,24 @@ from disruption import TYPE, ZONES, write_cluster  # noqa: E402
 
 from nodewright.cloud.provider import Instance, NodeClaimNotFoundError  # noqa: E402
 from nodewright.cloud.sim import SimulatedEC2  # noqa: E402
-from nodewright.cloud.sim.interruptions import SimulatedInterruptionQueue  # noqa: E402
 from nodewright.cloud.sim.node import node_object  # noqa: E402
 from nodewright.cluster.memory import InMemoryCluster  # noqa: E402
 from nodewright.controllers.provisioning import provisioner as provisioning  # noqa: E402
 from nodewright.operator.clock import LoopClock  # noqa: E402
 from nodewright.operator.main import SWITCH_INTERVAL_SECONDS  # noqa: E402
-from nodewright.operator.nodeclass_status import NodeClassStatus  # noqa: E402
+from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus  # noqa: E402
 from nodewright.operator.process import Operator, OperatorSettings  # noqa: E402
 from nodewright.runtime.clock import Clock, parse_time  # noqa: E402
 from nodewright.state.wellknown import TERMINATION_FINALIZER  # noqa: E402
+from tests.operator.slow_cloud import Gate, LongPollQueue, SlowCloud  # noqa: E402
 from tests.operator.world import LockedCluster  # noqa: E402
 
 DISRUPTED_TAINT = "karpenter.sh/disrupted"
 REGISTERING = "registering"
+DOOMED = "doomed"
+SLOW_LAUNCH = "slow-launch"
 INTERRUPTED_NODE = 7
-LONG_POLL_SECONDS = 10
 SETTLE_SECONDS = 0.3
-
-
-class LongPollQueue(SimulatedInterruptionQueue):
-    """The simulated queue, received from as SQS is with WaitTimeSeconds: a receive waits
-    until a message is there (or the wait ends)."""
-
-    wait_seconds = LONG_POLL_SECONDS
-
-    def __init__(self, clock: Clock, region: str, seed: int) -> None:
-        super().__init__(clock, region, seed)
-        self._arrived = threading.Condition()
-
-    def send(self, body: str) -> str:
-        with self._arrived:
-            message_id = super().send(body)
-            self._arrived.notify_all()
-        return message_id
-
-    def poll_once(self, handle: Any) -> Any:
-        with self._arrived:
-            self._arrived.wait_for(lambda: self.depth() > 0, timeout=self.wait_seconds)
-        return super().poll_once(handle)
 
 
 class BenchEC2(SimulatedEC2):
@@ -149,10 +135,10 @@ def pending_pod(index: int) -> dict[str, Any]:
     }
 
 
-def registering_claim() -> dict[str, Any]:
+def registering_claim(name: str = REGISTERING) -> dict[str, Any]:
     return {
         "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-        "metadata": {"name": REGISTERING, "labels": {"karpenter.sh/nodepool": "default"},
+        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "default"},
                      "finalizers": ["karpenter.sh/termination"]},
         "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
                                   "name": "default"},
@@ -176,11 +162,15 @@ class RecordingCluster(LockedCluster):
         super().__init__(memory, threading.RLock())
         self.checks = checks
         self.seen: dict[str, float] = {}
+        # What else to note when a check first passes (the slow calls in flight).
+        self.in_flight: Callable[[], Any] = lambda: None
+        self.context: dict[str, Any] = {}
 
     def _note(self, written: Any) -> Any:
         for name, check in self.checks.items():
             if name not in self.seen and check(written):
                 self.seen[name] = time.monotonic()
+                self.context[name] = self.in_flight()
         return written
 
     def update(self, obj: Any, *, subresource: str | None = None) -> Any:
@@ -228,8 +218,10 @@ class Intervals:
     call that `big` accepts sets `started` and waits until `partner` is set (so the big
     solve and the full pass start together, whichever is ready first)."""
 
-    def __init__(self, big: Callable[..., bool] = lambda *a, **k: True) -> None:
+    def __init__(self, big: Callable[..., bool] = lambda *a, **k: True,
+                 patience: float = 300.0) -> None:
         self.spans: list[tuple[float, float | None]] = []
+        self.patience = patience
         self._lock = threading.Lock()
         self.big = big
         self.started = threading.Event()
@@ -239,7 +231,7 @@ class Intervals:
         def timed(*args: Any, **kwargs: Any) -> Any:
             if not self.started.is_set() and self.big(*args, **kwargs):
                 self.started.set()
-                self.partner.wait(300)
+                self.partner.wait(self.patience)
             with self._lock:
                 index = len(self.spans)
                 self.spans.append((time.monotonic(), None))
@@ -262,6 +254,10 @@ class Intervals:
                     for start, end in self.spans]
 
 
+class TimedOut(Exception):
+    pass
+
+
 def wait(check: Callable[[], Any], timeout: float, what: str, every: float = 0.005) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -269,10 +265,12 @@ def wait(check: Callable[[], Any], timeout: float, what: str, every: float = 0.0
         if found:
             return found
         time.sleep(every)
-    raise SystemExit(f"timed out after {timeout:.0f}s waiting for {what}")
+    raise TimedOut(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
-def measure(nodes: int, pods: int, pending: int) -> dict[str, Any]:
+def measure(nodes: int, pods: int, pending: int, slow: float = 0.0,
+            patience: float = 300.0) -> dict[str, Any]:
+    """One run (see the module); `patience`: the longest each step may take."""
     started = time.perf_counter()
     clock = LoopClock()
     memory = InMemoryCluster(clock)
@@ -283,27 +281,38 @@ def measure(nodes: int, pods: int, pending: int) -> dict[str, Any]:
         "tainted": tainted(interrupted),
         "registered": registered(REGISTERING)})
     cloud = BenchEC2(clock, adopted_instances(memory))
+    slow_cloud = SlowCloud(cloud, seconds=slow, slow_launches={SLOW_LAUNCH}) if slow else None
     cluster.create(registering_claim())
+    if slow_cloud is not None:
+        cluster.create(registering_claim(DOOMED))
     for index in range(pending):
         cluster.create(pending_pod(index))
     setup = time.perf_counter() - started
 
-    solves = Intervals(big=lambda problem, *rest: len(problem.pods) >= pending // 2)
+    solves = Intervals(big=lambda problem, *rest, **options: len(problem.pods) >= pending // 2,
+                       patience=patience)
     solved_pods: list[int] = []
     solve = provisioning.solve
 
-    def counted(problem: Any, *rest: Any) -> Any:
+    def counted(problem: Any, *rest: Any, **options: Any) -> Any:
         solved_pods.append(len(problem.pods))
-        return solve(problem, *rest)
+        return solve(problem, *rest, **options)
 
     provisioning.solve = counted  # type: ignore[assignment]
     provisioning.solve = solves.wrap(provisioning.solve)  # type: ignore[assignment]
     settings = OperatorSettings(identity="bench", leader_elect=False)
-    operator = Operator(cluster, cloud, settings, clock=clock,
-                        extra=[NodeClassStatus(cluster, cloud, clock)])
+    resolution = NodeClassStatus(cluster, slow_cloud or cloud, clock)
+    refresh = CatalogRefresh(cluster, slow_cloud.refreshing_catalog()) if slow_cloud else None
+    operator = Operator(cluster, slow_cloud or cloud, settings, clock=clock,
+                        extra=[resolution, *([refresh] if refresh else [])])
+    gates: tuple[Gate, ...] = ()
+    if slow_cloud is not None:
+        slow_cloud.use_lock(operator.controllers.state.lock)
+        gates = slow_cloud.gates
+    cluster.in_flight = lambda: [gate.name for gate in gates if gate.blocked()]
     disruption = operator.controllers.disruption
     assert disruption is not None
-    passes = Intervals()
+    passes = Intervals(patience=patience)
     solves.partner, passes.partner = passes.started, solves.started
     controller = disruption.disruption
     judged: list[int] = []
@@ -317,11 +326,29 @@ def measure(nodes: int, pods: int, pending: int) -> dict[str, Any]:
     controller._work_out = passes.wrap(counted_pass)  # type: ignore[method-assign]
     operator.start()
     try:
-        instance_id = wait(lambda: cloud._by_nodeclaim.get(REGISTERING), 120,
+        instance_id = wait(lambda: cloud._by_nodeclaim.get(REGISTERING), patience,
                            "the registering NodeClaim's launch")
-        wait(lambda: solves.running() and passes.running(), 300,
-             "a solve and a disruption pass running together")
-        time.sleep(SETTLE_SECONDS)  # both well under way
+        try:
+            # Started together (a tiny cluster's solve and pass may be over already).
+            wait(lambda: solves.spans and passes.spans, patience,
+                 "a solve and a disruption pass to start")
+        except TimedOut as error:
+            raise TimedOut(f"{error} (solves of {solved_pods} pods, passes over {judged} "
+                           f"nodes)") from None
+        time.sleep(SETTLE_SECONDS)  # both well under way (at a real size)
+        if slow_cloud is not None and refresh is not None:
+            doomed = wait(lambda: memory.get("NodeClaim", DOOMED).get("status", {})
+                          .get("providerID"), 60, "the doomed NodeClaim's launch")
+            slow_cloud.slow_terminations.add(doomed)
+            for gate in gates:
+                gate.arm()
+            operator.driver.enqueue(refresh, "")
+            operator.driver.enqueue(resolution, "default")
+            cluster.create(registering_claim(SLOW_LAUNCH))
+            cluster.delete("NodeClaim", DOOMED)
+            wait(lambda: any(gate.blocked() for gate in gates), 60, "a slow cloud call")
+            time.sleep(SETTLE_SECONDS)  # the others reach the cloud, if they can
+        in_flight_at_send = cluster.in_flight()
         provider_id = memory.get("Node", interrupted)["spec"]["providerID"]
         instance = cloud._instances[instance_id]
         hostname = f"ip-{instance.private_ip.replace('.', '-')}.ec2.internal"
@@ -333,16 +360,24 @@ def measure(nodes: int, pods: int, pending: int) -> dict[str, Any]:
         cluster.create(node)
         appeared = time.monotonic()
         try:
-            wait(lambda: len(cluster.seen) == 3, 60, "the interruption and the registration")
-        except SystemExit:
+            wait(lambda: len(cluster.seen) == 3, patience,
+                 "the interruption and the registration")
+        except TimedOut:
             print(cluster.seen, list(operator.driver.errors)[-5:], file=sys.stderr)
             raise
-        wait(lambda: judged and not solves.running(), 300, "the solve and the pass to end")
+        wait(lambda: judged and not solves.running(), patience,
+             "the solve and the pass to end")
+        for gate in gates:
+            gate.open()
         verdicts = judged[0]
-        results = {"draining": max(cluster.seen["tainted"], cluster.seen["claim deleted"]),
+        last_of_draining = max(("tainted", "claim deleted"), key=lambda k: cluster.seen[k])
+        results = {"draining": cluster.seen[last_of_draining],
                    "registered": cluster.seen["registered"]}
         return {
-            "nodes": nodes, "pods": pods, "pending": pending,
+            "nodes": nodes, "pods": pods, "pending": pending, "slow_cloud_s": slow,
+            "slow_calls_in_flight": {"at_send": in_flight_at_send,
+                                     "at_draining": cluster.context.get(last_of_draining),
+                                     "at_registered": cluster.context.get("registered")},
             "interruption_to_draining_s": round(results["draining"] - sent, 3),
             "node_to_registered_s": round(results["registered"] - appeared, 3),
             "solve_running_at_draining": solves.running(results["draining"]),
@@ -358,7 +393,13 @@ def measure(nodes: int, pods: int, pending: int) -> dict[str, Any]:
             "load_average": round(os.getloadavg()[0], 1),
         }
     finally:
+        for gate in gates:
+            gate.open()
+        queue = cloud.interruption_queue
+        if isinstance(queue, LongPollQueue):
+            queue.close()
         operator.crash()
+        provisioning.solve = solve  # type: ignore[assignment]
 
 
 def main() -> int:
@@ -366,6 +407,8 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--pending", type=int, default=1000)
+    parser.add_argument("--slow-cloud", type=float, default=0.0, metavar="SECONDS",
+                        help="how long each slow cloud call takes (0: a fast cloud)")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--switch-interval", type=float, default=SWITCH_INTERVAL_SECONDS,
@@ -376,13 +419,14 @@ def main() -> int:
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
     if args.one:
-        print(json.dumps(measure(args.nodes, args.pods, args.pending)))
+        print(json.dumps(measure(args.nodes, args.pods, args.pending, args.slow_cloud)))
         return 0
     rows = []
     for _ in range(args.runs):  # each run in a fresh process
         out = subprocess.run(
             [sys.executable, __file__, "--one", f"--nodes={args.nodes}",
              f"--pods={args.pods}", f"--pending={args.pending}",
+             f"--slow-cloud={args.slow_cloud}",
              *([f"--switch-interval={args.switch_interval}"]
                if args.switch_interval is not None else [])],
             check=True, capture_output=True, text=True).stdout
@@ -390,17 +434,21 @@ def main() -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print("| nodes | pods | pending | interruption -> draining s | Node -> Registered s "
-          "| solve/pass running then | solve s (pods) | pass s (verdicts) | load |")
-    print("|---:|---:|---:|---:|---:|---|---|---|---:|")
+    print("| nodes | pods | pending | slow cloud s | interruption -> draining s "
+          "| Node -> Registered s | solve/pass running then | slow calls in flight then "
+          "| solve s (pods) | pass s (verdicts) | load |")
+    print("|---:|---:|---:|---:|---:|---:|---|---|---|---|---:|")
     for row in rows:
         running = (f"{'yes' if row['solve_running_at_draining'] else 'no'}/"
                    f"{'yes' if row['pass_running_at_draining'] else 'no'}, "
                    f"{'yes' if row['solve_running_at_registered'] else 'no'}/"
                    f"{'yes' if row['pass_running_at_registered'] else 'no'}")
+        flight = row["slow_calls_in_flight"]
+        in_flight = f"{len(flight['at_draining'] or [])}, {len(flight['at_registered'] or [])}"
         print(f"| {row['nodes']:,} | {row['pods']:,} | {row['pending']:,} "
+              f"| {row['slow_cloud_s']:g} "
               f"| {row['interruption_to_draining_s']} | {row['node_to_registered_s']} "
-              f"| {running} | {row['solve_s'][0]} ({row['solve_pods'][0]}) "
+              f"| {running} | {in_flight} | {row['solve_s'][0]} ({row['solve_pods'][0]}) "
               f"| {row['pass_s'][0]} ({row['pass_verdicts']}) | {row['load_average']} |")
     return 0
 

@@ -133,6 +133,8 @@ def _create_tagged(target: PolicyTarget, names: list[str]) -> list[Statement]:
                 _ec2(target, "security-group"),
                 _ec2(target, "subnet"),
                 _ec2(target, "capacity-reservation"),
+                # An EC2NodeClass's placementGroupSelector: the launch templates name the group.
+                _ec2(target, "placement-group"),
                 _ec2(target, "spot-instances-request"),
             ],
         })
@@ -151,6 +153,9 @@ def _create_tagged(target: PolicyTarget, names: list[str]) -> list[Statement]:
             "Resource": owned,
             "Condition": _request_tags(target),
         })
+    # Tags are written only when a resource is created: no controller retags an instance
+    # afterwards (Karpenter's tagging controller and its AllowScopedResourceTagging statement
+    # have no counterpart), so CreateTags on existing instances is not granted.
     if "ec2:CreateTags" in names:
         on_create = _request_tags(target)
         on_create["StringEquals"]["ec2:CreateAction"] = [name.split(":", 1)[1] for name in creates]
@@ -160,17 +165,6 @@ def _create_tagged(target: PolicyTarget, names: list[str]) -> list[Statement]:
             "Action": "ec2:CreateTags",
             "Resource": owned,
             "Condition": on_create,
-        })
-        retag = _resource_tags(target)
-        retag["ForAllValues:StringEquals"] = {
-            "aws:TagKeys": [EKS_CLUSTER_NAME_TAG, "karpenter.sh/nodeclaim", "Name"]
-        }
-        statements.append({
-            "Sid": "AllowTaggingOwnedInstances",
-            "Effect": "Allow",
-            "Action": "ec2:CreateTags",
-            "Resource": _ec2(target, "instance"),
-            "Condition": retag,
         })
     return statements
 
@@ -200,7 +194,9 @@ def _instance_profile(target: PolicyTarget, names: list[str]) -> list[Statement]
     _require_known("instance-profile", names, _INSTANCE_PROFILE_CREATE + _INSTANCE_PROFILE_TAG
                    + _INSTANCE_PROFILE_MUTATE + _INSTANCE_PROFILE_READ + _INSTANCE_PROFILE_LIST)
     owner = cluster_owned_tag(target.cluster_name)
-    request = {f"aws:RequestTag/{owner}": "owned", f"aws:RequestTag/{REGION_TAG}": target.region}
+    request = {f"aws:RequestTag/{owner}": "owned",
+               f"aws:RequestTag/{EKS_CLUSTER_NAME_TAG}": target.cluster_name,
+               f"aws:RequestTag/{REGION_TAG}": target.region}
     resource = {f"aws:ResourceTag/{owner}": "owned", f"aws:ResourceTag/{REGION_TAG}": target.region}
     profiles = f"arn:{target.partition}:iam::{target.account_id}:instance-profile/*"
     rules: list[tuple[str, tuple[str, ...], str, dict[str, Any] | None]] = [

@@ -520,22 +520,69 @@ RECONCILE_TIME = Histogram(
     buckets=DURATION_BUCKETS,
     registry=REGISTRY,
 )
+# client-go's workqueue metrics as controller-runtime registers them (pkg/metrics/
+# workqueue.go): `name` and `controller` both carry the controller's name; `priority` is
+# empty (no priority queue).
+WORKQUEUE_LABELS = ("name", CONTROLLER)
+# prometheus.ExponentialBuckets(10e-9, 10, 12): 10 ns to 1000 s.
+WORKQUEUE_BUCKETS = tuple(float(f"1e{exponent}") for exponent in range(-8, 4))
 WORKQUEUE_DEPTH = Gauge(
     "workqueue_depth",
-    "Current depth of the work queue.",
-    ["name"],
+    "Current depth of workqueue by workqueue and priority",
+    [*WORKQUEUE_LABELS, "priority"],
     registry=REGISTRY,
 )
 WORKQUEUE_ADDS = Counter(
     "workqueue_adds",
-    "Total number of adds handled by the work queue.",
-    ["name"],
+    "Total number of adds handled by workqueue",
+    WORKQUEUE_LABELS,
+    registry=REGISTRY,
+)
+WORKQUEUE_QUEUE_DURATION = Histogram(
+    "workqueue_queue_duration_seconds",
+    "How long in seconds an item stays in workqueue before being requested",
+    WORKQUEUE_LABELS,
+    buckets=WORKQUEUE_BUCKETS,
+    registry=REGISTRY,
+)
+WORKQUEUE_WORK_DURATION = Histogram(
+    "workqueue_work_duration_seconds",
+    "How long in seconds processing an item from workqueue takes.",
+    WORKQUEUE_LABELS,
+    buckets=WORKQUEUE_BUCKETS,
+    registry=REGISTRY,
+)
+WORKQUEUE_UNFINISHED_WORK = Gauge(
+    "workqueue_unfinished_work_seconds",
+    "How many seconds of work has been done that is in progress and hasn't been observed by "
+    "work_duration. Large values indicate stuck threads. One can deduce the number of stuck "
+    "threads by observing the rate at which this increases.",
+    WORKQUEUE_LABELS,
+    registry=REGISTRY,
+)
+WORKQUEUE_LONGEST_RUNNING_PROCESSOR = Gauge(
+    "workqueue_longest_running_processor_seconds",
+    "How many seconds has the longest running processor for workqueue been running.",
+    WORKQUEUE_LABELS,
     registry=REGISTRY,
 )
 WORKQUEUE_RETRIES = Counter(
     "workqueue_retries",
-    "Total number of retries handled by the work queue.",
-    ["name"],
+    "Total number of retries handled by workqueue",
+    WORKQUEUE_LABELS,
+    registry=REGISTRY,
+)
+BUFFER_DROPPED = Counter(
+    "nodewright_buffer_dropped",
+    "Entries dropped, oldest first, from a bounded buffer that was full (buffer: "
+    "watch_events, transport_waits).",
+    ["buffer"],
+    registry=REGISTRY,
+)
+WRITES_FENCED = Counter(
+    "nodewright_writes_fenced",
+    "Writes refused because this replica was not sure it still led (its leader Lease not "
+    "renewed within the renew deadline).",
     registry=REGISTRY,
 )
 LEADER_ELECTION_STATUS = Gauge(

@@ -15,7 +15,7 @@ from moto import mock_aws
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.scheduling.pricing import OfflinePriceSource
-from tests.aws import process_cache
+from tests.aws import process_cache, provider_calls
 from tests.aws.world import CLUSTER, FakeClock, World, build_world
 
 REGION = "us-west-2"
@@ -49,6 +49,7 @@ class CallRecorder:
             clients.pricing,
         ):
             client.meta.events.register("provide-client-params.*.*", self._capture)
+            provider_calls.record(client)  # the session's calls, for test_least_privilege
 
     def _capture(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         action = f"{model.service_model.signing_name}:{model.name}"
@@ -91,3 +92,9 @@ def world(clients: AwsClients) -> World:
 @pytest.fixture
 def provider(clients: AwsClients, world: World, clock: FakeClock) -> AwsCloudProvider:
     return AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The check of every call the AWS suite made runs after the rest of the suite."""
+    last = [item for item in items if item.name == "test_every_call_of_the_aws_suite_is_allowed"]
+    items[:] = [item for item in items if item not in last] + last

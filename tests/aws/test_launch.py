@@ -153,6 +153,35 @@ def test_creating_twice_for_one_nodeclaim_yields_one_instance(
     assert [i.instance_id for i in provider.list()] == [first.instance_id]
 
 
+def test_a_fleet_whose_answer_was_lost_is_found_again_not_launched_twice(
+    provider: AwsCloudProvider, recorder: CallRecorder, clients: AwsClients
+) -> None:
+    """Issue 28: CreateFleet launched the instance and its answer was lost (the connection
+    timed out reading it). The launch fails, and is retried by the lifecycle; the retry
+    finds the instance by its NodeClaim tag and launches nothing: one NodeClaim, one
+    instance."""
+    from botocore.exceptions import ReadTimeoutError
+
+    lost = [True]
+
+    def lose_the_answer(**_: Any) -> None:
+        if lost.pop() if lost else False:
+            raise ReadTimeoutError(endpoint_url="https://ec2.us-west-2.amazonaws.com")
+
+    clients.ec2.meta.events.register("after-call.ec2.CreateFleet", lose_the_answer)
+    try:
+        with pytest.raises(CloudProviderError):
+            provider.create(nodeclaim(), node_class())
+        (launched,) = provider.list()
+        again = provider.create(nodeclaim(), node_class())
+    finally:
+        clients.ec2.meta.events.unregister("after-call.ec2.CreateFleet", lose_the_answer)
+
+    assert again.instance_id == launched.instance_id
+    assert len(recorder.calls_of("ec2:CreateFleet")) == 1
+    assert [i.instance_id for i in provider.list()] == [launched.instance_id]
+
+
 def test_a_capacity_error_on_the_cheapest_offering_moves_the_next_attempt(
     provider: AwsCloudProvider,
     recorder: CallRecorder,

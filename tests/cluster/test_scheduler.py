@@ -60,6 +60,37 @@ def test_init_containers_count_as_kubernetes_computes_them() -> None:
     assert world.pending_message("migrate") == "0/1 nodes are available: 1 Insufficient cpu."
 
 
+def test_pod_level_requests_count_as_kubernetes_computes_them() -> None:
+    """component-helpers PodRequests: pod-level `spec.resources` replace the containers'
+    total for cpu and memory (KEP-2837)."""
+    world = World()
+    world.apply(node("small", cpu="2"), node("big", cpu="8"))
+    world.apply(pod("batch", cpu="100m", resources={"requests": {"cpu": "6"}}))
+    assert world.placements() == {"batch": "big"}
+
+
+def test_a_resized_pod_holds_what_its_status_reports() -> None:
+    """PodRequests(UseStatusResources): a bound pod whose resize down is still in
+    progress keeps its larger allocation, so a second pod does not fit beside it."""
+    world = World()
+    world.apply(node("n1", cpu="4"))
+    world.apply(pod("db", cpu="1", nodeName="n1"))
+    world.cluster.patch("Pod", "db", {"status": {"containerStatuses": [{
+        "name": "app", "resources": {"requests": {"cpu": "1"}},
+        "allocatedResources": {"cpu": "3500m"}}]}}, "default", subresource="status")
+    world.apply(pod("web", cpu="1"))
+    assert world.pending_message("web") == "0/1 nodes are available: 1 Insufficient cpu."
+
+
+def test_a_pod_claiming_devices_finds_no_node_without_a_dra_driver() -> None:
+    world = World()
+    world.apply(node("n1"))
+    world.apply(pod("trainer", resourceClaims=[{"name": "gpu",
+                                                 "resourceClaimTemplateName": "gpu"}]))
+    assert world.pending_message("trainer") == (
+        "0/1 nodes are available: 1 cannot allocate all claims.")
+
+
 def test_the_pod_count_is_a_resource() -> None:
     world = World()
     world.apply(node("n1", pods=2))

@@ -164,3 +164,142 @@ def test_nodepool_usage_always_equals_a_recount(steps: list[tuple[str, int, str]
             state.unmark_for_deletion(provider_id)
         for checked in ("a", "b"):
             assert state.nodepool_resources(checked) == recount(state, checked)
+
+
+# -- the sync rule (Karpenter's pkg/controllers/state/suite_test.go, "Cluster State Sync")
+
+
+def synced_state(*objects: dict[str, Any]) -> tuple[VirtualClock, InMemoryCluster, ClusterState,
+                                                    Any]:
+    clock = VirtualClock(START)
+    cluster = InMemoryCluster(clock)
+    for obj in objects:
+        cluster.create(obj)
+    state = ClusterState(clock)
+    stream = cluster.watch(["NodeClaim", "Node"])
+    for event in stream.poll():
+        state.observe(event)
+    return clock, cluster, state, stream
+
+
+def test_a_node_the_state_does_not_track_yet_keeps_it_unsynced() -> None:
+    """Karpenter "Cluster State Sync": "shouldn't consider the cluster state synced if a
+    node isn't tracked". A managed Node without its providerID (or instance type) yet is
+    not tracked (Karpenter's UpdateNode skips it), so the state is not synced until it is:
+    having seen the Node's event is not enough."""
+    joining = node("n1", "")
+    _, cluster, state, stream = synced_state(joining)
+    assert not state.synced(cluster)
+    cluster.patch("Node", "n1", {"spec": {"providerID": "aws:///a/i-1"}})
+    for event in stream.poll():
+        state.observe(event)
+    assert state.synced(cluster)
+
+
+def test_nodes_without_a_provider_id_that_nobody_manages_are_tracked_by_name() -> None:
+    """Karpenter "Cluster State Sync": "should consider the cluster state synced when nodes
+    don't have provider id"."""
+    unmanaged = node("n1", "")
+    del unmanaged["metadata"]["labels"]["karpenter.sh/nodepool"]
+    _, cluster, state, _ = synced_state(unmanaged)
+    assert state.synced(cluster)
+
+
+def test_a_nodeclaim_without_a_provider_id_keeps_it_unsynced_until_deleted() -> None:
+    """Karpenter "Cluster State Sync": "shouldn't consider the cluster state synced if a
+    nodeclaim without a providerID is deleted" (unsynced while it exists, synced once its
+    deletion is seen) and "should emit cluster_state_unsynced_time_seconds metric when
+    cluster state is unsynced"."""
+    from nodewright import metrics
+
+    clock, cluster, state, stream = synced_state(nodeclaim("c1"))
+    assert not state.synced(cluster)
+    clock.advance(120)
+    assert not state.synced(cluster)
+    assert metrics.CLUSTER_STATE_UNSYNCED_TIME._value.get() >= 120
+    assert metrics.CLUSTER_STATE_SYNCED._value.get() == 0
+    cluster.delete("NodeClaim", "c1")
+    for event in stream.poll():
+        state.observe(event)
+    assert state.synced(cluster)
+    assert metrics.CLUSTER_STATE_SYNCED._value.get() == 1
+
+
+def test_an_unsynced_state_is_an_error_after_thirty_seconds_then_every_ten(
+        caplog: Any) -> None:
+    """As Karpenter's Synced: "cluster is waiting on sync for extended duration" at ERROR
+    once the state has been unsynced for 30 s, at most every 10 s (not on every call)."""
+    import logging
+
+    clock, cluster, state, _ = synced_state(nodeclaim("c1"))
+    caplog.set_level(logging.ERROR, logger="nodewright.state.cluster")
+
+    def errors() -> int:
+        return sum(1 for r in caplog.records if "waiting on sync" in r.getMessage())
+
+    for _ in range(30):  # once a second, as a waiting provisioner asks
+        assert not state.synced(cluster)
+        clock.advance(1)
+    assert errors() == 0
+    clock.advance(1)
+    state.synced(cluster)
+    assert errors() == 1
+    for _ in range(10):
+        state.synced(cluster)
+    assert errors() == 1, "logged on every call"
+    clock.advance(11)
+    state.synced(cluster)
+    assert errors() == 2
+    record = [r for r in caplog.records if "waiting on sync" in r.getMessage()][-1]
+    assert record.levelname == "ERROR"
+    assert record.__dict__["unlaunched-nodeclaims"] == ["c1"]
+
+
+# -- a write's answer against the watch
+
+
+def test_a_write_answer_older_than_the_watch_never_takes_the_cache_back() -> None:
+    """The burst that stalled provisioning: the provisioner created a NodeClaim with the
+    cache's lock released; before it applied the create's answer, the watch delivered the
+    NodeClaim launched (its providerID). The late answer must not make it unlaunched again
+    (the state would never sync: no further event corrects it)."""
+    clock = VirtualClock(START)
+    cluster = InMemoryCluster(clock)
+    state = ClusterState(clock)
+    stream = cluster.watch(["NodeClaim", "Node"])
+    answer = cluster.create(nodeclaim("c1"))
+    cluster.patch("NodeClaim", "c1", {"status": {"providerID": "aws:///a/i-1"}},
+                  subresource="status")
+    cluster.create(node("n1", "aws:///a/i-1"))
+    for event in stream.poll():
+        state.observe(event)
+
+    state.observe_written(answer)
+
+    assert state.unlaunched_nodeclaims() == []
+    assert state.nodeclaim_names_for_provider_id("aws:///a/i-1") == ["c1"]
+    assert state.synced(cluster)
+
+
+def test_a_write_answer_of_a_deleted_object_does_not_revive_it() -> None:
+    clock = VirtualClock(START)
+    cluster = InMemoryCluster(clock)
+    state = ClusterState(clock)
+    stream = cluster.watch(["NodeClaim"])
+    answer = cluster.create(nodeclaim("c1"))
+    cluster.delete("NodeClaim", "c1")
+    for event in stream.poll():
+        state.observe(event)
+
+    state.observe_written(answer)
+
+    assert state.nodeclaim("c1") is None and state.unlaunched_nodeclaims() == []
+
+
+def test_a_write_answer_ahead_of_the_watch_is_seen_at_once() -> None:
+    clock = VirtualClock(START)
+    cluster = InMemoryCluster(clock)
+    state = ClusterState(clock)
+    cluster.watch(["NodeClaim"])
+    state.observe_written(cluster.create(nodeclaim("c1")))
+    assert state.unlaunched_nodeclaims() == ["c1"]

@@ -83,3 +83,25 @@ def test_a_node_that_cannot_get_cheaper_is_kept_and_the_prices_are_named(world: 
     notes = [e["note"] for e in world.events(ex.UNCONSOLIDATABLE)
              if e["regarding"]["name"] == node["metadata"]["name"]]
     assert any("cheaper" in note for note in notes), notes
+
+
+def test_a_node_running_a_pod_that_claims_devices_is_not_consolidated(world: World) -> None:
+    """IGNORE_DRA_REQUESTS=true (Karpenter's default): its scheduler places no pod with
+    resource claims (scheduler.go add, DRAError), so a simulation that must move one fails
+    and the node stays. Without the claim the node is replaced by a c5.large (the story
+    above)."""
+    world.apply(WORKSHOP)
+    world.scale("inflate", 5)
+    assert world.settle()
+    (node,) = world.nodes()
+    world.apply({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "trainer", "namespace": "default"},
+        "spec": {"nodeName": node["metadata"]["name"],
+                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu"}],
+                 "containers": [{"name": "app", "resources": {
+                     "requests": {"cpu": "100m"}, "claims": [{"name": "gpu"}]}}]}})
+    world.scale("inflate", 1)
+    assert world.settle()
+    expect_instance_types(world, "m5.large")
+    assert not [command for command in started(world) if command.decision == "replace"]

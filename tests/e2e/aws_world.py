@@ -252,14 +252,18 @@ class AwsWorld:
         return str(self.instance(instance_id)["State"]["Name"])
 
     def launch_unclaimed_instance(self, age: datetime.timedelta, *,
-                                  cluster: str | None = None) -> str:
+                                  cluster: str | None = None,
+                                  nodeclaim: str | None = "default-gone1") -> str:
         """An instance tagged as one of `cluster`'s (a NodeClaim deleted while the
-        controller was down leaves one), launched `age` ago."""
+        controller was down leaves one), launched `age` ago. Without `nodeclaim`: one whose
+        NodeClaim tag was never written, or that Karpenter launched before a migration."""
         owner = cluster or self.cluster
         tags = [{"Key": f"kubernetes.io/cluster/{owner}", "Value": "owned"},
                 {"Key": "eks:eks-cluster-name", "Value": owner},
                 {"Key": "karpenter.sh/nodepool", "Value": "default"},
-                {"Key": "karpenter.sh/nodeclaim", "Value": "default-gone1"}]
+                {"Key": "karpenter.k8s.aws/ec2nodeclass", "Value": "default"}]
+        if nodeclaim is not None:
+            tags.append({"Key": "karpenter.sh/nodeclaim", "Value": nodeclaim})
         instance_id: str = self.ec2.run_instances(
             ImageId=X86_IMAGE, InstanceType="m5.large", MinCount=1, MaxCount=1,
             SubnetId=self.subnets[f"{REGION}a"],

@@ -7,8 +7,8 @@ The stories: an EC2NodeClass resolved and its status accepted by the API server;
 Deployment scaled up, launched through CreateFleet with Karpenter's tags and the kube-dns
 Service's address as the node's cluster DNS; a spot
 interruption warning on the SQS queue draining the node, terminating its instance and
-running the pods on a replacement; a restarted controller terminating the instance no
-NodeClaim claims, and only that one.
+running the pods on a replacement; a restarted controller terminating the instances no
+NodeClaim claims (one whose NodeClaim tag was never written too), and only those.
 """
 
 from __future__ import annotations
@@ -239,6 +239,10 @@ def test_a_restarted_controller_terminates_the_instance_no_nodeclaim_claims(
     # deleted by hand), one of another cluster in the same account, and the claimed
     # instance grown old enough to be collected if its NodeClaim went unseen.
     orphan = world.launch_unclaimed_instance(datetime.timedelta(minutes=10))
+    # One with Karpenter's tags and no NodeClaim tag (launched by Karpenter before a
+    # migration): listed by karpenter.sh/nodepool, karpenter.k8s.aws/ec2nodeclass and
+    # eks:eks-cluster-name, as Karpenter lists them, so it is collected too.
+    migrated = world.launch_unclaimed_instance(datetime.timedelta(minutes=10), nodeclaim=None)
     foreign = world.launch_unclaimed_instance(datetime.timedelta(minutes=10),
                                               cluster="another")
     world.backdate(claimed, datetime.timedelta(minutes=10))
@@ -247,6 +251,8 @@ def test_a_restarted_controller_terminates_the_instance_no_nodeclaim_claims(
     eventually(lambda: world.state_of(orphan) in ("shutting-down", "terminated"),
                timeout=45, what=f"{orphan} terminated by the garbage collection")
     assert second.logged(f"garbage collecting instance aws:///{REGION}a/{orphan}")
+    eventually(lambda: world.state_of(migrated) in ("shutting-down", "terminated"),
+               timeout=45, what=f"{migrated} (no NodeClaim tag) terminated")
     assert world.state_of(foreign) == "running"
     assert world.state_of(claimed) == "running"
     eventually(lambda: checkout_running(plane, 1), timeout=10, what="the pod still running")

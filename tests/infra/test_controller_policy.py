@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+
 import pytest
 
 from infra.controller_policy import PolicyTarget, UnscopedActionError, controller_policy_document
@@ -33,3 +35,25 @@ def test_an_unknown_scope_is_refused() -> None:
     actions = (ActionUse("s3:GetObject", "bucket", "no such scope"),)  # type: ignore[arg-type]
     with pytest.raises(UnscopedActionError, match="bucket"):
         controller_policy_document(TARGET, actions)
+
+
+# Karpenter v1.14.1 getting-started CloudFormation, statement AllowScopedEC2InstanceAccessActions:
+# the existing, untagged resources RunInstances and CreateFleet may use, with no condition.
+KARPENTER_LAUNCH_RESOURCES = (
+    "image", "snapshot", "security-group", "subnet", "capacity-reservation", "placement-group",
+)
+
+
+@pytest.mark.parametrize("kind", KARPENTER_LAUNCH_RESOURCES)
+@pytest.mark.parametrize("action", ["ec2:RunInstances", "ec2:CreateFleet"])
+def test_launches_may_use_every_existing_resource_karpenter_allows(kind: str, action: str) -> None:
+    """A node class with a placementGroupSelector launches into an existing placement group:
+    without placement-group/* in the policy EC2 would deny every such CreateFleet."""
+    account = "" if kind in ("image", "snapshot") else "111122223333"
+    arn = f"arn:aws-cn:ec2:cn-north-1:{account}:{kind}/{kind}-0123"
+    granting = [
+        statement for statement in controller_policy_document(TARGET)["Statement"]
+        if action in statement["Action"] and "Condition" not in statement
+        and any(fnmatch.fnmatchcase(arn, pattern) for pattern in statement["Resource"])
+    ]
+    assert [statement["Sid"] for statement in granting] == ["AllowLaunchWithExistingResources"]

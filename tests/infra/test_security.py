@@ -48,8 +48,8 @@ def test_deleting_and_retagging_require_the_cluster_resource_tags(prod: ProgramR
     statements = policy_statements(prod)
     deletion = statements["AllowScopedDeletion"]
     assert set(actions_of(deletion)) == {"ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"}
-    for sid in ("AllowScopedDeletion", "AllowTaggingOwnedInstances",
-                "AllowLaunchWithOwnedLaunchTemplates"):
+    assert "AllowTaggingOwnedInstances" not in statements  # nothing retags an instance
+    for sid in ("AllowScopedDeletion", "AllowLaunchWithOwnedLaunchTemplates"):
         condition = statements[sid]["Condition"]
         assert condition["StringEquals"][
             "aws:ResourceTag/kubernetes.io/cluster/nodewright-prod"] == "owned"
@@ -61,7 +61,7 @@ def test_launching_uses_only_existing_shared_resources_without_tags(prod: Progra
     assert "Condition" not in shared
     kinds = {arn.split(":")[5].split("/")[0] for arn in shared["Resource"]}
     assert kinds == {"image", "snapshot", "security-group", "subnet", "capacity-reservation",
-                     "spot-instances-request"}
+                     "placement-group", "spot-instances-request"}
     assert all(":eu-west-1:" in arn for arn in shared["Resource"])
 
 

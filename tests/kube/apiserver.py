@@ -116,6 +116,7 @@ class FakeApiServer:
         self._silence_generation = 0
         self._failures: list[tuple[int, int | None]] = []
         self._lost_answers = 0
+        self._failed_answers: list[tuple[int, int | None]] = []
         self._refusing_watches = False
         self._paused = False
         # How an expired version is reported: an HTTP 410, or (as etcd-backed servers
@@ -209,6 +210,14 @@ class FakeApiServer:
         with self._changed:
             self._lost_answers += count
 
+    def fail_after_storing(self, count: int, status: int = 503, *,
+                           retry_after: int | None = None) -> None:
+        """Carry out the next `count` requests, then answer them with `status` (and
+        Retry-After): a server that stored the object and then failed (a 504 timeout, a
+        5xx from a proxy in front of it)."""
+        with self._changed:
+            self._failed_answers += [(status, retry_after)] * count
+
     def fail_next(self, count: int, status: int = 500, *,
                   retry_after: int | None = None) -> None:
         with self._changed:
@@ -260,6 +269,12 @@ class FakeApiServer:
             if self._lost_answers:
                 self._lost_answers -= 1
                 raise httpx2.ReadError("connection reset by peer", request=request)
+            if self._failed_answers:
+                status, retry_after = self._failed_answers.pop(0)
+                failed = _status(status, "InternalError", "injected failure after the write")
+                if retry_after is not None:
+                    failed.headers["Retry-After"] = str(retry_after)
+                return failed
             return answer
 
     def _discovery(self, path: str) -> httpx2.Response | None:

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from nodewright.cluster.api import ApiError, TooManyRequestsError
+from nodewright.cluster.fencing import Fence, FencedError
 from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE
 from nodewright.cluster.kube.cluster import KubeCluster
-from nodewright.cluster.kube.transport import ClientLimits, LimitedTransport, limit
+from nodewright.cluster.kube.transport import ClientLimits, LimitedTransport, limit, resource_of
 from tests.kube.apiserver import FakeApiServer
 from tests.kube.conftest import make_client
 
@@ -80,7 +81,7 @@ def test_a_429_with_retry_after_is_waited_out_and_sent_again(
         server.fail_next(2, status=429, retry_after=3)
         created = cluster.create(lease(LEADER_ELECTION_LEASE))
         assert created["metadata"]["name"] == LEADER_ELECTION_LEASE
-        assert transport.waits == [("retry-after", 3.0), ("retry-after", 3.0)]
+        assert list(transport.waits) == [("retry-after", 3.0), ("retry-after", 3.0)]
         assert server.verbs("leases") == ["create"] * 3
 
         # Reads too, and a 503 that says when to come back.
@@ -100,7 +101,7 @@ def test_retries_are_bounded_in_number_and_in_wait(
         server.fail_next(3, status=429, retry_after=600)
         with pytest.raises(TooManyRequestsError):
             cluster.create(lease("mine"))
-        assert transport.waits == [("retry-after", 5.0), ("retry-after", 5.0)]
+        assert list(transport.waits) == [("retry-after", 5.0), ("retry-after", 5.0)]
 
         # Without Retry-After nothing is retried here (the reconcile's backoff decides).
         server.fail_next(1, status=500)
@@ -109,3 +110,46 @@ def test_retries_are_bounded_in_number_and_in_wait(
         assert len(transport.waits) == 2
     finally:
         cluster.close()
+
+
+def test_a_write_waiting_out_retry_after_is_not_sent_again_once_the_replica_is_fenced(
+        server: FakeApiServer, time_: CountedTime) -> None:
+    """Issue #28 (fencing): the replica stops being sure it leads while its create sleeps
+    out a Retry-After; the create is not sent again, and a Lease write still goes out."""
+    sure = {"leading": True}
+
+    def sleep_and_lose_the_lease(seconds: float) -> None:
+        time_.sleep(seconds)
+        sure["leading"] = False
+
+    client = make_client(server)
+    transport = limit(client, ClientLimits(), monotonic=time_.monotonic,
+                      sleep=sleep_and_lose_the_lease)
+    transport.fence = Fence(lambda: None if sure["leading"] else "the Lease was lost")
+    cluster = KubeCluster(client, cached_kinds=())
+    try:
+        server.fail_next(1, status=429, retry_after=3)
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+        with pytest.raises(FencedError, match="create Node: not sure this replica"):
+            cluster.create(node)
+        assert server.verbs("nodes") == ["create"]  # the first attempt only
+
+        with pytest.raises(FencedError):
+            cluster.delete("Node", "n1")
+        assert server.verbs("nodes") == ["create"]
+        cluster.create(lease(LEADER_ELECTION_LEASE))  # leader election is never fenced
+        assert server.verbs("leases") == ["create"]
+    finally:
+        cluster.close()
+
+
+@pytest.mark.parametrize(("path", "addressed"), [
+    ("/api/v1/namespaces/default/pods/web-1/eviction", ("Pod", "web-1")),
+    ("/apis/events.k8s.io/v1/namespaces/default/events", ("Event", "")),
+    ("/apis/karpenter.sh/v1/nodeclaims/default-abcde/status", ("NodeClaim", "default-abcde")),
+    ("/apis/coordination.k8s.io/v1/namespaces/nodewright/leases/lease", ("Lease", "lease")),
+    ("/api/v1/nodes", ("Node", "")),
+])
+def test_the_fence_reads_the_kind_and_name_a_write_addresses(
+        path: str, addressed: tuple[str, str]) -> None:
+    assert resource_of(path) == addressed

@@ -225,3 +225,17 @@ def test_bad_aws_and_preference_settings_are_named(env: dict[str, str], message:
     with pytest.raises(ConfigError) as bad:
         config(["--cluster-name", "dev"], env)
     assert str(bad.value).startswith(message)
+
+
+def test_ignore_dra_requests_takes_karpenters_default_and_refuses_dra_scheduling() -> None:
+    """Karpenter's IGNORE_DRA_REQUESTS (default true) is accepted as flag and variable;
+    false asks for DRA scheduling, which nodewright does not have: refused with the
+    reason."""
+    assert config(["--cluster-name", "dev"], {}).ignore_dra_requests is True
+    assert config(["--cluster-name", "dev"], {"IGNORE_DRA_REQUESTS": "true"}).ignore_dra_requests
+    assert config(["--cluster-name", "dev", "--ignore-dra-requests", "true"],
+                  {}).ignore_dra_requests
+    with pytest.raises(ConfigError) as bad:
+        config(["--cluster-name", "dev"], {"IGNORE_DRA_REQUESTS": "false"})
+    assert str(bad.value).startswith("IGNORE_DRA_REQUESTS='false': false asks for Dynamic "
+                                     "Resource Allocation scheduling")

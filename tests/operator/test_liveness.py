@@ -13,7 +13,7 @@ from nodewright.cluster.kube.access import WATCHED_KINDS
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import HealthLimits, OperatorDriver
-from nodewright.runtime.reconciler import Result, Watch
+from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from tests.kube.apiserver import FakeApiServer
 from tests.kube.waiting import eventually
 from tests.operator.test_controller_process import (
@@ -163,4 +163,48 @@ def test_healthz_fails_when_an_informer_has_had_no_watch_past_the_limit(
         server.accept_watches()
         eventually(lambda: http_get(port, "/healthz")[0] == 200, "/healthz to recover")
     finally:
+        process.shutdown(timeout=5)
+
+
+class EveryController(dict[str, float]):
+    """Per-controller budgets: a minute for every controller, whatever its name."""
+
+    def get(self, key: str, default: float | None = None) -> float:  # type: ignore[override]
+        return 60.0
+
+
+def test_healthz_fails_when_the_dispatcher_stops_taking_watch_events(
+        server: FakeApiServer) -> None:  # noqa: F811
+    """Issue #28: a wedged dispatcher delivers nothing, so no controller has work to stall
+    on; the watch events waiting for it are what shows it."""
+    process = controller_process(server, leader_elect=False,
+                                 health=HealthLimits(stall_budget=0.5,
+                                                     stall_budgets=EveryController()))
+    process.start()
+    wedge = threading.Event()
+    try:
+        assert process.probes is not None and process.operator is not None
+        port = process.probes.port
+        eventually(lambda: http_get(port, "/readyz")[0] == 200, "/readyz")
+        eventually(lambda: http_get(port, "/healthz") == (200, "ok\n"), "/healthz ok")
+
+        def hangs_on_the_first_pod(event: WatchEvent) -> None:
+            if event.kind == "Pod":
+                hanging.set()
+                wedge.wait(30)
+
+        hanging = threading.Event()
+        process.operator.driver.listen(hangs_on_the_first_pod)
+        server.seed(pending_pod())  # the dispatcher takes it and hangs in the listener
+        assert hanging.wait(10)
+        server.seed({**pending_pod(), "metadata": {"name": "inflate-2",
+                                                   "namespace": "default"}})
+        body = eventually(lambda: unhealthy_because(port, "watch event buffer"),
+                          "/healthz to report the events nobody takes")
+        assert "without progress" in body
+
+        wedge.set()
+        eventually(lambda: http_get(port, "/healthz")[0] == 200, "/healthz to recover")
+    finally:
+        wedge.set()
         process.shutdown(timeout=5)

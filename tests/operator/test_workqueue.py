@@ -3,6 +3,7 @@ lost while it runs, the earliest wanted time kept, controller-runtime's retry ba
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -98,3 +99,66 @@ def test_no_key_is_ever_handed_out_twice_at_once(steps: list[tuple[str, str]]) -
         queue.done(key)
     remaining = drain(queue)
     assert len(remaining) == len(set(remaining))
+
+
+# --- client-go's workqueue metrics (k8s.io/client-go/util/workqueue/metrics.go, exported
+# under controller-runtime's names: pkg/metrics/workqueue.go) ------------------------------
+
+class Ticks:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def sample(metric: str, queue: str, **extra: str) -> float:
+    from nodewright.metrics import REGISTRY
+    value = REGISTRY.get_sample_value(metric, {"name": queue, "controller": queue, **extra})
+    return 0.0 if value is None else value
+
+
+def test_the_queue_exports_client_gos_workqueue_metrics_for_its_controller() -> None:
+    ticks = Ticks()
+    queue = WorkQueue("metrics-story", monotonic=ticks)
+    queue.add("a")
+    queue.add("a")  # already waiting: not another add
+    queue.add("b")
+    assert sample("workqueue_adds_total", "metrics-story") == 2
+    assert sample("workqueue_depth", "metrics-story", priority="") == 2
+
+    ticks.now += 3.0
+    assert queue.get() == "a"
+    assert sample("workqueue_depth", "metrics-story", priority="") == 1
+    assert sample("workqueue_queue_duration_seconds_count", "metrics-story") == 1
+    assert sample("workqueue_queue_duration_seconds_sum", "metrics-story") == 3.0
+    # Three seconds into the reconcile, the scrape sees it running.
+    ticks.now += 3.0
+    assert sample("workqueue_unfinished_work_seconds", "metrics-story") == 3.0
+    assert sample("workqueue_longest_running_processor_seconds", "metrics-story") == 3.0
+
+    queue.add("a")  # changed while it runs: counted, and waiting again
+    assert sample("workqueue_adds_total", "metrics-story") == 3
+    assert sample("workqueue_depth", "metrics-story", priority="") == 2
+    ticks.now += 1.0
+    queue.done("a")
+    assert sample("workqueue_work_duration_seconds_sum", "metrics-story") == 4.0
+    assert sample("workqueue_unfinished_work_seconds", "metrics-story") == 0.0
+    assert sample("workqueue_longest_running_processor_seconds", "metrics-story") == 0.0
+    assert drain(queue) == ["b", "a"]  # a queued again behind b
+    assert sample("workqueue_depth", "metrics-story", priority="") == 0
+
+    queue.add_rate_limited("a", now=ticks.now)
+    assert sample("workqueue_retries_total", "metrics-story") == 1
+
+
+def test_the_workqueue_durations_use_client_gos_buckets() -> None:
+    from nodewright.metrics import REGISTRY
+    WorkQueue("buckets-story").add("a")
+    (family,) = [m for m in REGISTRY.collect() if m.name == "workqueue_queue_duration_seconds"]
+    bounds = sorted({float(s.labels["le"]) for s in family.samples
+                     if s.name.endswith("_bucket") and s.labels["name"] == "buckets-story"})
+    # prometheus.ExponentialBuckets(10e-9, 10, 12), then +Inf.
+    assert bounds[:-1] == pytest.approx([10.0 ** exponent for exponent in range(-8, 4)])

@@ -34,7 +34,7 @@ def test_claims_that_differ_only_in_hostname_share_their_restricted_list() -> No
 
     assert first is second
     fresh = PoolState(pool.template, pool.requirements, pool.candidates,
-                      pool.daemon_overhead, None)
+                      pool.zero, None)
     recomputed = fresh.restricted(fresh.candidates, 1, claim_requirements(pool, "x", zone))
     assert [c.instance_type.name for c in first] == [c.instance_type.name for c in recomputed]
     assert len(first) == len(pool.candidates) - 1

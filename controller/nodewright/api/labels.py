@@ -59,6 +59,32 @@ WELL_KNOWN_AWS_LABELS = frozenset(
 # Keys that Karpenter sets itself and that may never be written by a user.
 FORBIDDEN_LABELS = frozenset({"kubernetes.io/hostname", "karpenter.sh/nodepool"})
 
+CAPACITY_TYPE = "karpenter.sh/capacity-type"
+# Karpenter's WellKnownValuesForRequirements: labels whose values are known.
+WELL_KNOWN_VALUES: dict[str, frozenset[str]] = {
+    CAPACITY_TYPE: frozenset({"on-demand", "spot", "reserved"}),
+}
+
+
+def well_known_values_problem(key: str, operator: str, values: list[str],
+                              min_values: int | None = None) -> str | None:
+    """Karpenter's validateWellKnownValues: an `In` on a label with known values must name
+    at least one of them (and, with minValues, that many)."""
+    known = WELL_KNOWN_VALUES.get(key)
+    if known is None or operator != "In":
+        return None
+    valid = [value for value in values if value in known]
+    invalid = [value for value in values if value not in known]
+    expected = " ".join(sorted(known))
+    if not valid:
+        return (f"no valid values found in [{' '.join(values)}] for {key}, expected one of: "
+                f"[{expected}], got: [{' '.join(invalid)}]")
+    if min_values is not None and len(valid) < min_values:
+        return (f"not enough valid values found in [{' '.join(values)}] for {key}, expected "
+                f"at least {min_values} valid values from: [{expected}], got: {len(valid)}")
+    return None
+
+
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 

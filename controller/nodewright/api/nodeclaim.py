@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from nodewright.api.base import KubeModel
+from nodewright.api.base import CelRule, KubeModel
 from nodewright.api.core import (
     Condition,
     NodeClassReference,
@@ -23,6 +23,9 @@ class ResourceRequirements(KubeModel):
 
 
 class NodeClaimSpec(KubeModel):
+    # Karpenter's NodeClaim: a launched machine's spec never changes in place.
+    cel_rules = (CelRule("self == oldSelf", "spec is immutable"),)
+
     node_class_ref: NodeClassReference
     requirements: list[NodeSelectorRequirementWithMinValues] = Field(
         default_factory=list, max_length=100

@@ -45,8 +45,23 @@ class TemplateMetadata(KubeModel):
     annotations: dict[str, str] | None = None
 
 
+class NodePoolNodeClassReference(NodeClassReference):
+    """A NodePool's nodeClassRef: its group and kind never change in place (Karpenter's
+    CRD), only the name may."""
+
+    # Bounded (an API group name is a DNS subdomain, a kind a DNS label) so that the rules
+    # comparing them are cheap for the API server's cost estimate.
+    group: str = Field(min_length=1, max_length=253, pattern=r"^[^/]*$")
+    kind: str = Field(min_length=1, max_length=63, pattern=r"^[^/]*$")
+
+    cel_rules = (
+        CelRule("self.group == oldSelf.group", "nodeClassRef.group is immutable"),
+        CelRule("self.kind == oldSelf.kind", "nodeClassRef.kind is immutable"),
+    )
+
+
 class NodeClaimTemplateSpec(KubeModel):
-    node_class_ref: NodeClassReference
+    node_class_ref: NodePoolNodeClassReference
     taints: list[Taint] | None = None
     startup_taints: list[Taint] | None = None
     requirements: list[NodeSelectorRequirementWithMinValues] = Field(

@@ -14,7 +14,11 @@ from nodewright.api.capacitybuffer import CapacityBuffer
 from nodewright.api.core import NodeSelectorRequirementWithMinValues
 from nodewright.api.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass, EC2NodeClassSpec
 from nodewright.api.kubelet import kubelet_problems
-from nodewright.api.labels import label_value_problem, restricted_label_problem
+from nodewright.api.labels import (
+    label_value_problem,
+    restricted_label_problem,
+    well_known_values_problem,
+)
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodeoverlay import RESTRICTED_CAPACITY, NodeOverlay
 from nodewright.api.nodepool import NodePool
@@ -85,6 +89,7 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
     yield from check_requirements(
         template.spec.requirements, ("spec", "template", "spec", "requirements")
     )
+    yield from check_nodepool_runtime(nodepool)
     for name, quantity in (nodepool.spec.limits or {}).items():
         yield from _check_quantity(quantity, ("spec", "limits", name))
     yield from _check_static(nodepool)
@@ -98,6 +103,43 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
                 f"schedule {budget.schedule!r} is not a cron expression "
                 "(five fields such as '0 9 * * mon-fri', or @daily, @hourly, ...)"
             )
+
+
+def check_nodepool_runtime(nodepool: NodePool) -> Iterator[Finding]:
+    """What Karpenter's RuntimeValidate checks beyond the CRD (a NodePool failing it is
+    ValidationSucceeded=False and launches nothing): well-known capacity-type values and
+    taint key/effect pairs named once across taints and startupTaints."""
+    yield from _check_well_known_values(nodepool.spec.template.spec.requirements)
+    yield from _check_duplicate_taints(nodepool)
+
+
+def _check_well_known_values(
+    requirements: list[NodeSelectorRequirementWithMinValues],
+) -> Iterator[Finding]:
+    """Karpenter's RuntimeValidate (ValidationSucceeded=False): `capacity-type In
+    [ondemand]` names no capacity type that exists, so nothing could launch."""
+    for index, requirement in enumerate(requirements):
+        reason = well_known_values_problem(requirement.key, requirement.operator,
+                                           list(requirement.values or []),
+                                           requirement.min_values)
+        if reason:
+            yield ("spec", "template", "spec", "requirements", index, "values"), (
+                f"invalid value: {reason} in requirements, restricted")
+
+
+def _check_duplicate_taints(nodepool: NodePool) -> Iterator[Finding]:
+    """Karpenter's RuntimeValidate: a taint key and effect appear once across `taints`
+    and `startupTaints` together."""
+    spec = nodepool.spec.template.spec
+    seen: set[tuple[str, str]] = set()
+    for field in ("taints", "startupTaints"):
+        for index, taint in enumerate((spec.taints if field == "taints"
+                                       else spec.startup_taints) or []):
+            pair = (taint.key, taint.effect)
+            if pair in seen:
+                yield ("spec", "template", "spec", field, index), (
+                    f"duplicate taint Key/Effect pair {taint.key}={taint.effect}")
+            seen.add(pair)
 
 
 def _check_static(nodepool: NodePool) -> Iterator[Finding]:

@@ -29,12 +29,21 @@ class CloudProviderError(Exception):
         resource: str = "",
         code: str = "",
         cloud_message: str = "",
+        warnings: Sequence[tuple[str, str]] = (),
+        reason: str = "",
     ) -> None:
         super().__init__(message)
         self.call = call
         self.resource = resource
         self.code = code
         self.cloud_message = cloud_message
+        # (reason, note) of Warning events the launch controller publishes about the
+        # NodeClaim, for what the cloud found out on the way (the account may not launch
+        # spot, ...).
+        self.warnings = tuple(warnings)
+        # A well-known reason for the failure (Karpenter's CreateError reason: Unauthorized,
+        # AMINotFound, ...), for the NodeClaim's Launched condition; "" when none applies.
+        self.reason = reason
 
 
 class InsufficientCapacityError(CloudProviderError):

@@ -29,6 +29,7 @@ from typing import Any, Generic, TypeVar
 
 from nodewright.cluster.api import ApiError, ClusterAPI, NotFoundError
 from nodewright.cluster.events import write_event
+from nodewright.cluster.fencing import FencedError
 from nodewright.runtime.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -172,6 +173,7 @@ def write_correlated(cluster: ClusterAPI, correlated: Correlated) -> bool:
         return write_event(cluster, fresh)
     except ApiError as error:
         regarding = body.get("regarding") or {}
-        log.warning("event %s about %s/%s not updated: %s", body.get("reason"),
-                    regarding.get("kind"), regarding.get("name"), error)
+        level = logging.DEBUG if isinstance(error, FencedError) else logging.WARNING
+        log.log(level, "event %s about %s/%s not updated: %s", body.get("reason"),
+                regarding.get("kind"), regarding.get("name"), error)
         return False

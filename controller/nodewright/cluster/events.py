@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from nodewright.cluster.api import ApiError, ClusterAPI
+from nodewright.cluster.fencing import FencedError
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.ratelimit import TokenBucket
 
@@ -77,8 +78,10 @@ def write_event(cluster: ClusterAPI, body: dict[str, Any]) -> bool:
         cluster.create(body)
     except ApiError as error:
         regarding = body.get("regarding") or {}
-        log.warning("event %s about %s/%s not written: %s", body.get("reason"),
-                    regarding.get("kind"), regarding.get("name"), error)
+        # A fenced write was logged by the fence, once for all.
+        level = logging.DEBUG if isinstance(error, FencedError) else logging.WARNING
+        log.log(level, "event %s about %s/%s not written: %s", body.get("reason"),
+                regarding.get("kind"), regarding.get("name"), error)
         return False
     return True
 

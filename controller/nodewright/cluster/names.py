@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+# The identity of one logical create, drawn once and kept on the object, so a create whose
+# outcome is unknown finds what it stored (nodewright.cluster.kube.cluster.KubeCluster.create).
+# Not copied from a NodeClaim to its Node.
+CREATE_ID_ANNOTATION = "nodewright.io/create-id"
+
 # Kubernetes' suffix alphabet: lower-case letters and digits without vowels and the
 # characters easily confused with them (0, 1, 3), so no words appear by accident.
 SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

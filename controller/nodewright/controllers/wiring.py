@@ -59,6 +59,7 @@ from nodewright.controllers.static.deprovisioning import StaticDeprovisioning
 from nodewright.controllers.static.provisioning import StaticProvisioning
 from nodewright.controllers.termination import NodeTermination
 from nodewright.runtime.clock import Clock
+from nodewright.runtime.outside_lock import outside_state_lock, safe_from_any_thread
 from nodewright.runtime.reconciler import Reconciler, WatchEvent
 from nodewright.scheduling.overlays import OverlayStore
 from nodewright.state import ClusterState
@@ -238,8 +239,18 @@ def build_controllers(
         state.overlay_store = OverlayStore()
     recorder = EventRecorder(cluster, clock, reporting_instance=options.reporting_instance)
     registration_health = RegistrationHealth()
+    # Requests run outside the state lock (runtime.outside_lock): the API client always
+    # (it is safe from any thread), the cloud when it says it is. The recorder keeps the
+    # bare client: it writes under a lock of its own.
+    raw_cloud = cloud
+    cluster = outside_state_lock(cluster, state.lock)
+    if safe_from_any_thread(cloud):
+        cloud = outside_state_lock(cloud, state.lock)
+
     def metered(controller: str) -> CloudProvider:
-        return MeteredCloud(cloud, controller)
+        inner = MeteredCloud(raw_cloud, controller)
+        return outside_state_lock(inner, state.lock) if safe_from_any_thread(raw_cloud) \
+            else inner
 
     provisioner = Provisioner(
         cluster, metered(Provisioner.name), clock, state, recorder,

@@ -46,6 +46,9 @@ def block_deadlines(node_classes: Iterable[Mapping[str, Any]]) -> dict[str, date
 class CapacityBlockExpiration:
     name = "capacityreservation.expiration"
 
+    # It reads no state cache, only the API server: never under the state lock.
+    manages_state_lock = True
+
     def __init__(self, cluster: ClusterAPI, clock: Clock) -> None:
         self.cluster = cluster
         self.clock = clock

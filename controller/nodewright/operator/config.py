@@ -85,9 +85,17 @@ class OperatorConfig:
     vm_memory_overhead_percent: float = 0.075
     reserved_enis: int = 0
     isolated_vpc: bool = False
+    # Karpenter's AWS settings: skip the EC2NodeClass dry-run authorization checks; how long
+    # resolved AMIs and subnets are kept.
+    disable_dry_run: bool = False
+    ami_refresh_interval: float = 60.0
+    subnet_refresh_interval: float = 60.0
     # Ignore: preferred node/pod affinities and ScheduleAnyway spreads are dropped before
     # scheduling (Karpenter's PREFERENCE_POLICY).
     preference_policy: PreferencePolicy = "Respect"
+    # Karpenter's IGNORE_DRA_REQUESTS: pods claiming devices through Dynamic Resource
+    # Allocation get no capacity, DaemonSets claiming devices count in no overhead.
+    ignore_dra_requests: bool = True
 
 
 # --- parsers: text -> value, ValueError with the reason -----------------------------------
@@ -113,6 +121,14 @@ def _positive_duration(text: str) -> float:
     seconds = parse_duration(text)
     if seconds <= 0:
         raise ValueError("must be longer than 0s")
+    return seconds
+
+
+def parse_refresh_interval(text: str) -> float:
+    """A duration of at least a minute (Karpenter's AMI/SUBNET_REFRESH_INTERVAL rule)."""
+    seconds = parse_duration(text)
+    if seconds < 60:
+        raise ValueError("must be at least 1m")
     return seconds
 
 
@@ -181,6 +197,17 @@ def parse_preference_policy(text: str) -> PreferencePolicy:
     if text == "Ignore":
         return "Ignore"
     raise ValueError("must be Respect or Ignore")
+
+
+def parse_ignore_dra_requests(text: str) -> bool:
+    """Only true (Karpenter's default): false asks for DRA device scheduling (ResourceSlices,
+    device allocation), which nodewright does not have; capacity launched by CPU and
+    memory alone would never run those pods."""
+    if not parse_bool(text):
+        raise ValueError("false asks for Dynamic Resource Allocation scheduling "
+                         "(ResourceSlices, device allocation), which nodewright does not "
+                         "implement; leave it true")
+    return True
 
 
 def parse_overhead_fraction(text: str) -> float:
@@ -326,6 +353,10 @@ OPTIONS: tuple[Option, ...] = (
            "affinities and ScheduleAnyway topology spreads are honoured while they can be "
            "(relaxed one by one when not); Ignore: they are dropped before scheduling",
            parse_preference_policy, "Respect", "Respect|Ignore"),
+    Option("--ignore-dra-requests", "IGNORE_DRA_REQUESTS", "true: pods with Dynamic Resource "
+           "Allocation claims (spec.resourceClaims) get no capacity (a FailedScheduling event "
+           "says why) and DaemonSets with claims count in no node's overhead; false (DRA "
+           "scheduling) is not supported", parse_ignore_dra_requests, "true", "BOOL"),
     Option("--vm-memory-overhead-percent", "VM_MEMORY_OVERHEAD_PERCENT", "with --cloud "
            "aws: the fraction of an instance type's memory the hypervisor keeps, taken off "
            "its capacity", parse_overhead_fraction, "0.075", "FRACTION"),
@@ -335,6 +366,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("--isolated-vpc", "ISOLATED_VPC", "with --cloud aws: the VPC reaches only services "
            "with a VPC endpoint; on-demand prices are the built-in ones, the Pricing API is "
            "never called", parse_bool, "false", "BOOL"),
+    Option("--disable-dry-run", "DISABLE_DRY_RUN", "with --cloud aws: skip the dry-run "
+           "authorization checks (CreateLaunchTemplate, CreateFleet and RunInstances) behind "
+           "each EC2NodeClass's ValidationSucceeded condition", parse_bool, "false", "BOOL"),
+    Option("--ami-refresh-interval", "AMI_REFRESH_INTERVAL", "with --cloud aws: how long "
+           "the images amiSelectorTerms resolve to are kept before EC2 is asked again (at "
+           "least 1m; alias SSM parameters are kept 24h regardless)", parse_refresh_interval,
+           "1m", "DURATION"),
+    Option("--subnet-refresh-interval", "SUBNET_REFRESH_INTERVAL", "with --cloud aws: how "
+           "long the subnets subnetSelectorTerms resolve to are kept before EC2 is asked "
+           "again (at least 1m)", parse_refresh_interval, "1m", "DURATION"),
     Option("--sim-timing", "NODEWRIGHT_SIM_TIMING", "with --cloud sim: how long simulated "
            "instances take, as key=duration pairs (" + ", ".join(
                f"{key}" for key in SIM_TIMING_KEYS) + "; defaults 20s launch, 30s "
@@ -414,7 +455,11 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
         vm_memory_overhead_percent=values["vm_memory_overhead_percent"],
         reserved_enis=values["reserved_enis"],
         isolated_vpc=values["isolated_vpc"],
+        disable_dry_run=values["disable_dry_run"],
+        ami_refresh_interval=values["ami_refresh_interval"],
+        subnet_refresh_interval=values["subnet_refresh_interval"],
         preference_policy=values["preference_policy"],
+        ignore_dra_requests=values["ignore_dra_requests"],
     )
 
 

@@ -43,6 +43,7 @@ from datetime import datetime
 
 from nodewright import metrics
 from nodewright.cluster.api import ApiError, ClusterAPI, ConflictError, WatchStream
+from nodewright.cluster.fencing import FencedError
 from nodewright.cluster.kube.access import WATCHED_KINDS
 from nodewright.operator import logs
 from nodewright.operator.clock import LoopClock
@@ -411,7 +412,9 @@ class OperatorDriver:
             self.errors.append((reconciler.name, key, error))
             metrics.RECONCILE_TOTAL.labels(controller=reconciler.name, result="error").inc()
             metrics.RECONCILE_ERRORS.labels(controller=reconciler.name).inc()
-            level = logging.DEBUG if isinstance(error, ConflictError) else logging.ERROR
+            # Conflicts are routine; a fenced write was logged by the fence.
+            quiet = isinstance(error, ConflictError | FencedError)
+            level = logging.DEBUG if quiet else logging.ERROR
             log.log(level, "reconcile failed; retrying in %.3fs: %s%s", delay, error,
                     FORBIDDEN_HINT if isinstance(error, ApiError) and error.status == 403
                     else "", extra={"controller": reconciler.name, "key": key})

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -38,6 +39,10 @@ class EventWriter:
         self._thread: threading.Thread | None = None
         self.written = 0
         self.dropped = 0
+        # When the writer last took an Event or found none (monotonic), for /healthz.
+        self._progress_at = time.monotonic()
+        self._busy = False
+        self._stopping = False
 
     def start(self) -> None:
         if self._thread is None:
@@ -59,25 +64,49 @@ class EventWriter:
         return self._queue.qsize()
 
     def stop(self, timeout: float | None = None) -> bool:
-        """Write what is queued, then end; True when that finished within `timeout`."""
+        """Write what is queued, then end; True when that finished within `timeout` (one
+        budget for the wait for room in the queue and the writing)."""
         if self._thread is None:
             return True
+        self._stopping = True
+        deadline = None if timeout is None else time.monotonic() + timeout
         try:
             self._queue.put(None, timeout=timeout)
         except queue.Full:
             return False
-        self._thread.join(timeout)
+        self._thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return not self._thread.is_alive()
+
+    def alive(self) -> bool:
+        """False once the writer thread has ended without being stopped."""
+        return self._thread is None or self._thread.is_alive() or self._stopping
+
+    def stuck_for(self) -> float:
+        """For how long the writer has had Events queued without writing one (0 when it
+        keeps up)."""
+        if self._queue.empty() and not self._busy:
+            return 0.0
+        return time.monotonic() - self._progress_at
 
     def _run(self) -> None:
         while True:
+            self._progress_at = time.monotonic()
             body = self._queue.get()
             if body is None:
                 return
-            correlated = self.correlator.correlate(body)
-            if correlated is None:
-                continue
-            with self._world_lock:
-                written = write_correlated(self._cluster, correlated)
-            if written:
-                self.written += 1
+            self._busy = True
+            try:
+                self._write(body)
+            except Exception:  # a bug in one Event must not end the writer
+                log.exception("writing an event failed: %s", body.get("reason"))
+            finally:
+                self._busy = False
+
+    def _write(self, body: dict[str, Any]) -> None:
+        correlated = self.correlator.correlate(body)
+        if correlated is None:
+            return
+        with self._world_lock:
+            written = write_correlated(self._cluster, correlated)
+        if written:
+            self.written += 1

@@ -20,6 +20,11 @@ renewal; a new holder sets `acquireTime` and adds one transition. On a clean shu
 leader releases the Lease (an empty holder, a 1 s duration) so a standby takes over at its
 next retry instead of a lease duration later.
 
+`unsure()` says why this process cannot be sure it leads: it does not hold the Lease, or
+its last successful write of it started more than `renew_deadline` ago (a standby may take
+over `lease_duration` after it saw that write). Every write is fenced on it
+(`cluster.fencing`), so work in flight when a renewal stalls writes nothing.
+
 What a user must fix (the Lease's namespace does not exist, RBAC refuses the Lease) is
 logged at ERROR with what to do, and `problem()` says it for /readyz; the candidate keeps
 trying and recovers once it is fixed.
@@ -104,6 +109,12 @@ class LeaderElector:
         self._problem_logged_at = 0.0
         # Since when a leader's renewals have failed (monotonic; None while they succeed).
         self._renewal_failing_since: float | None = None
+        # When the attempt that last wrote the Lease started (monotonic), and the current one.
+        self._renewed_at = float("-inf")
+        # Whether the campaign's thread has ended, and whether an exception ended it.
+        self._ended = False
+        self._crashed = False
+        self._attempt_started = 0.0
         self._status = metrics.LEADER_ELECTION_STATUS.labels(name=name)
         self._status.set(0)
 
@@ -139,6 +150,16 @@ class LeaderElector:
         return (f"the leader Lease has not been renewed for {time.monotonic() - since:.0f}s "
                 f"(it is given up after {self.timing.renew_deadline:g}s)")
 
+    def unsure(self) -> str | None:
+        """Why this process cannot be sure it leads (None when it can): see the module."""
+        if not self._leading.is_set():
+            return "it does not hold the leader Lease"
+        since = time.monotonic() - self._renewed_at
+        if since > self.timing.renew_deadline:
+            return (f"the leader Lease was last renewed {since:.1f}s ago, past the "
+                    f"{self.timing.renew_deadline:g}s renew deadline")
+        return None
+
     def holder(self) -> str:
         """The identity the Lease names now ('' when free or unreadable)."""
         try:
@@ -147,9 +168,34 @@ class LeaderElector:
             return ""
         return str(lease.get("spec", {}).get("holderIdentity") or "")
 
+    def alive(self) -> bool:
+        """False once the campaign's thread has died: it ends on its own only when the
+        Lease is lost or `stop` is called."""
+        thread = self._thread
+        return (thread is None or thread.is_alive() or self._stop.is_set()
+                or (self._ended and not self._crashed))
+
     def _run(self) -> None:
+        completed = False
+        try:
+            self._campaign()
+            completed = True
+        except Exception:
+            log.exception("the leader election campaign stopped on an unexpected error; "
+                          "/healthz fails so that the process is restarted")
+        finally:
+            self._crashed = not completed
+            self._ended = True
+
+    def _campaign(self) -> None:
         while not self._stop.is_set():
-            if self.try_acquire_or_renew():
+            try:
+                acquired = self.try_acquire_or_renew()
+            except Exception:  # not an API error (those are handled): a bug, a library's
+                log.exception("trying to take the leader Lease %s/%s failed; retrying in "
+                              "%gs", self.namespace, self.name, self.timing.retry_period)
+                acquired = False
+            if acquired:
                 if not self._leading.is_set():
                     log.info("acquired the leader Lease %s/%s", self.namespace, self.name,
                              extra={"identity": self.identity})
@@ -225,6 +271,7 @@ class LeaderElector:
     def try_acquire_or_renew(self) -> bool:
         """One attempt to take or keep the Lease; True when this process holds it now."""
         with self._lock:
+            self._attempt_started = time.monotonic()
             now = datetime.now(UTC)
             if self._holds_valid_lease() and self._renew_optimistically(now):
                 return True
@@ -278,6 +325,7 @@ class LeaderElector:
             self._failed("update", error)
             return False
         self._observe(stored)
+        self._renewed_at = self._attempt_started
         self._fine()
         return True
 
@@ -300,6 +348,7 @@ class LeaderElector:
             self._failed("create", error)
             return False
         self._observe(stored)
+        self._renewed_at = self._attempt_started
         self._fine()
         return True
 

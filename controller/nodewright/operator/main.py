@@ -17,7 +17,7 @@ import random
 import signal
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import FrameType
 
 import boto3
@@ -35,7 +35,7 @@ from nodewright.cluster.kube.transport import ClientLimits
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
 from nodewright.controllers.wiring import ControllerOptions
-from nodewright.operator import logs
+from nodewright.operator import health, logs
 from nodewright.operator.capacity_blocks import CapacityBlockExpiration
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import FEATURE_GATES, OperatorConfig
@@ -46,8 +46,10 @@ from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.nodeclass_cleanup import CloudGarbageCollection, NodeClassTermination
 from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
 from nodewright.operator.process import Operator, OperatorSettings
+from nodewright.operator.shutdown import Shutdown
 from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
 from nodewright.operator.sim_lost import LostInstances
+from nodewright.operator.ssm_invalidation import SsmInvalidation
 from nodewright.runtime.reconciler import Reconciler
 from nodewright.scheduling.allocatable import ProviderSettings
 
@@ -58,7 +60,8 @@ SIM_DEFAULT_REGION = "us-east-1"  # as `simulate`, `plan` and `catalog` default
 # reported as having no effect.
 IMPLEMENTED_GATES = frozenset({"SpotToSpotConsolidation", "StaticCapacity", "NodeRepair",
                                "NodeOverlay", "CapacityBuffer"})
-# Leave the kubelet's 30 s grace period some room: stop within 25 s.
+# Leave the kubelet's grace period (install.settings.TERMINATION_GRACE_PERIOD_SECONDS, 30 s)
+# some room: every phase of the stop together ends within 25 s (operator.shutdown).
 STOP_TIMEOUT_SECONDS = 25.0
 # The interruption controller's SQS long poll (on its own worker, outside the state lock):
 # a message is acted on as soon as it arrives. Karpenter waits 20 s; 10 s keeps a clean
@@ -111,10 +114,13 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                                 provider_settings=ProviderSettings(
                                     config.vm_memory_overhead_percent, config.reserved_enis),
                                 isolated_vpc=config.isolated_vpc,
-                                kube_dns_ip=kube_dns_ip(cluster))
+                                kube_dns_ip=kube_dns_ip(cluster),
+                                dry_run=not config.disable_dry_run,
+                                ami_refresh_seconds=config.ami_refresh_interval,
+                                subnet_refresh_seconds=config.subnet_refresh_interval)
     return aws, [NodeClassStatus(cluster, aws, clock), CatalogRefresh(cluster, aws),
                  CapacityBlockExpiration(cluster, clock), NodeClassTermination(cluster, aws),
-                 CloudGarbageCollection(cluster, aws)]
+                 CloudGarbageCollection(cluster, aws), SsmInvalidation(aws)]
 
 
 def _queue_url(clients: AwsClients, name: str) -> str:
@@ -239,6 +245,8 @@ class ControllerProcess:
             down = self.cluster.disconnected(self._health.disconnected)
             if down:
                 return f"no watch of the API server open for: {', '.join(down)}"
+            return health.stuck_queue({"watch event buffer": self.cluster.undelivered_for},
+                                      self._health.stall_budget)
         return problem
 
     def lost_leadership(self) -> bool:
@@ -246,17 +254,24 @@ class ControllerProcess:
 
     def shutdown(self, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
         """Stop taking work, finish what is in flight, release the Lease, close."""
-        stopped = True
-        if self.operator is not None:
-            stopped = self.operator.stop(timeout)
-        for endpoint in (self.probes, self.metrics):
-            if endpoint is not None:
-                endpoint.close()
-        for client in (self.cluster, self.lease_cluster):
-            if client is not None:
-                client.close()
-        log.info("stopped", extra={"clean": stopped})
-        return stopped
+        budget = Shutdown(timeout)  # shared by every phase: see operator.shutdown
+        operator = self.operator
+        if operator is not None:
+            budget.run("the operator", operator.stop)
+        closing: list[tuple[str, Callable[[], None]]] = [
+            (name, part.close) for name, part in (
+                ("the probe endpoint", self.probes), ("the metrics endpoint", self.metrics),
+                ("the API client", self.cluster), ("the Lease client", self.lease_cluster))
+            if part is not None]
+        for name, close in closing:
+            budget.run(name, _ignoring_time(close))
+        log.info("stopped", extra={"clean": budget.clean})
+        return budget.clean
+
+
+def _ignoring_time(action: Callable[[], None]) -> Callable[[float | None], None]:
+    """A phase of the stop that takes no timeout of its own."""
+    return lambda left: action()
 
 
 def run(config: OperatorConfig) -> int:

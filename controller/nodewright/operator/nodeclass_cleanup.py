@@ -20,6 +20,7 @@ from typing import Any, Final, Protocol
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.runtime.outside_lock import safe_from_any_thread
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent, singleton_key
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,8 @@ class NodeClassTermination:
     def __init__(self, cluster: ClusterAPI, cleaner: Cleaner | None) -> None:
         self.cluster = cluster
         self.cleaner = cleaner
+        # No state cache read: outside the state lock, unless the cloud needs it.
+        self.manages_state_lock = cleaner is None or safe_from_any_thread(cleaner)
 
     @property
     def watches(self) -> Sequence[Watch]:
@@ -101,6 +104,7 @@ class CloudGarbageCollection:
     def __init__(self, cluster: ClusterAPI, cleaner: Cleaner) -> None:
         self.cluster = cluster
         self.cleaner = cleaner
+        self.manages_state_lock = safe_from_any_thread(cleaner)
 
     @property
     def watches(self) -> Sequence[Watch]:

@@ -9,6 +9,10 @@ under it (a new AMI release, a deleted subnet).
 And the catalog refresh: every 12 hours, outside any provisioning, it asks the cloud for
 each EC2NodeClass's instance types, which is when the provider re-reads prices and
 offerings, so a provisioning loop never waits for the Pricing API.
+
+Neither reads the state cache: with a cloud whose calls are safe from any thread (AWS)
+they never take the state lock, so a resolution or a refresh that takes seconds holds up
+no other controller (docs/decisions.md, "Concurrency").
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from nodewright.cluster.api import ClusterAPI, NotFoundError
 from nodewright.cluster.conditions import EC2NODECLASS
 from nodewright.cluster.merge_patch import merge_patch_between
 from nodewright.runtime.clock import Clock
+from nodewright.runtime.outside_lock import safe_from_any_thread
 from nodewright.runtime.reconciler import Result, Watch, singleton_key
 
 log = logging.getLogger(__name__)
@@ -46,6 +51,7 @@ class NodeClassStatus:
         self.cluster = cluster
         self.resolver = resolver
         self.clock = clock
+        self.manages_state_lock = safe_from_any_thread(resolver)
 
     @property
     def watches(self) -> Sequence[Watch]:
@@ -103,6 +109,7 @@ class CatalogRefresh:
     def __init__(self, cluster: ClusterAPI, cloud: CloudProvider) -> None:
         self.cluster = cluster
         self.cloud = cloud
+        self.manages_state_lock = safe_from_any_thread(cloud)
 
     @property
     def watches(self) -> Sequence[Watch]:

@@ -24,10 +24,13 @@ from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE, watched_kinds
 from nodewright.controllers.wiring import ControllerOptions, Controllers, build_controllers
+from nodewright.operator import health
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import HealthLimits, OperatorDriver
 from nodewright.operator.events import EventWriter
+from nodewright.operator.fencing import fenced
 from nodewright.operator.leader import LeaderElector, LeaseTiming
+from nodewright.operator.shutdown import Shutdown
 from nodewright.runtime.reconciler import Reconciler
 
 log = logging.getLogger(__name__)
@@ -64,18 +67,6 @@ class Operator:
         self.settings = settings
         self.cluster = cluster
         self.clock = clock or LoopClock()
-        self.controllers: Controllers = build_controllers(cluster, cloud, self.clock,
-                                                          settings.controllers)
-        kinds = watched_kinds(capacity_buffer=settings.controllers.capacity_buffer)
-        self.driver = OperatorDriver(cluster, clock=self.clock, kinds=kinds,
-                                     idle_interval=settings.idle_interval,
-                                     name=settings.identity, world_lock=world_lock,
-                                     state_lock=self.controllers.state.lock,
-                                     health=settings.health)
-        self.controllers.attach(self.driver)
-        self.events = EventWriter(cluster, world_lock=world_lock, clock=self.clock)
-        self.controllers.recorder.send_to(self.events.submit)
-        self.driver.add(*extra)
         self.lost_leadership = threading.Event()
         self.elector: LeaderElector | None = None
         if settings.leader_elect:
@@ -88,6 +79,20 @@ class Operator:
                 on_started_leading=self._lead,
                 on_stopped_leading=self._step_down,
             )
+        # What the controllers and the Event writer write through (operator.fencing).
+        self.writer = fenced(cluster, self.elector)
+        self.controllers: Controllers = build_controllers(self.writer, cloud, self.clock,
+                                                          settings.controllers)
+        kinds = watched_kinds(capacity_buffer=settings.controllers.capacity_buffer)
+        self.driver = OperatorDriver(cluster, clock=self.clock, kinds=kinds,
+                                     idle_interval=settings.idle_interval,
+                                     name=settings.identity, world_lock=world_lock,
+                                     state_lock=self.controllers.state.lock,
+                                     health=settings.health)
+        self.controllers.attach(self.driver)
+        self.events = EventWriter(self.writer, world_lock=world_lock, clock=self.clock)
+        self.controllers.recorder.send_to(self.events.submit)
+        self.driver.add(*extra)
 
     # --- running --------------------------------------------------------------------------
 
@@ -115,14 +120,17 @@ class Operator:
 
     def stop(self, timeout: float | None = None) -> bool:
         """A clean stop (SIGTERM): no new work, the reconcile in flight finishes, then the
-        Lease is released so a standby takes over at its next retry. True when the loop
-        ended within `timeout`."""
+        Lease is released so a standby takes over at its next retry. True when every
+        phase ended within `timeout`, which they share."""
         self.driver.leading.clear()
-        stopped = self.driver.stop(timeout)
-        self.events.stop(timeout)
-        if self.elector is not None:
-            self.elector.stop(release=stopped, timeout=timeout)
-        return stopped
+        budget = Shutdown(timeout)  # one budget for every phase (operator.shutdown)
+        stopped = budget.run("the controllers", self.driver.stop)
+        budget.run("the event writer", self.events.stop)
+        elector = self.elector
+        if elector is not None:
+            budget.run("leader election",
+                       lambda left: elector.stop(release=stopped, timeout=left))
+        return budget.clean
 
     def crash(self) -> None:
         """Die without a word (kill -9): nothing is released; the Lease runs out."""
@@ -141,7 +149,12 @@ class Operator:
             return "the controller loop is not running"
         if self.lost_leadership.is_set():
             return "lost the leader Lease"
-        return self.driver.stalled()
+        threads = {"event writer": self.events.alive}
+        if self.elector is not None:
+            threads["leader election"] = self.elector.alive
+        return (health.dead_thread(threads) or self.driver.stalled()
+                or health.stuck_queue({"event writer": self.events.stuck_for},
+                                      self.settings.health.stall_budget))
 
     def ready(self) -> str | None:
         """None when ready, else why not (for /readyz): the caches have synced, the

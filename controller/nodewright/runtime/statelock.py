@@ -6,7 +6,8 @@ holds this lock while it delivers watch events and around each reconcile of an o
 controller. The CPU-heavy controllers (the provisioner, the disruption loop) take it
 themselves and step out of it (`released`) while they compute on what they read, so a
 solve never holds up an interruption, a drain or a registration (docs/decisions.md,
-"Concurrency").
+"Concurrency"). No request is made under it: the controllers' clients step out of it for
+each call (`runtime.outside_lock`).
 
 `concurrent` says whether anyone else may hold the lock: the simulator's virtual-time
 driver runs every controller on one thread and leaves it False, so a controller that

@@ -91,8 +91,9 @@ class GrowthJudge:
     arrays: dict[tuple[str, int, Vector], _PoolArrays] = field(default_factory=dict)
 
     def worth_growing(self, pool: PoolState, kept: Narrowed, need: Vector) -> bool:
-        overhead = pool.daemon_overhead
-        mix = tuple(max(n - o, 0) for n, o in zip(need, overhead, strict=True))
+        # Candidates' allocatable is already less their DaemonSets: nothing to reserve.
+        overhead = pool.zero
+        mix = need
         if not any(mix):
             return False
         best = self._best(pool, mix)
@@ -102,7 +103,7 @@ class GrowthJudge:
         key = (pool.name, _direction(mix))
         best = self.best_cache.get(key)
         if best is None:
-            overhead = pool.daemon_overhead
+            overhead = pool.zero
             arrays_key = (pool.name, id(pool.candidates), overhead)
             arrays = self.arrays.get(arrays_key)
             if arrays is None or arrays.candidates is not pool.candidates:

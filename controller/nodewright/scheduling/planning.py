@@ -32,6 +32,7 @@ from nodewright.scheduling.pods import (
     node_from_manifest,
     pods_from_manifest,
 )
+from nodewright.scheduling.podvalidation import DRA_NOT_SUPPORTED
 from nodewright.scheduling.requirements import LABEL_INSTANCE_TYPE, LABEL_NODEPOOL
 from nodewright.scheduling.solver import SchedulingProblem, SchedulingResult, solve
 
@@ -119,7 +120,8 @@ def build_problem(
             )
     if any(problem.severity == "error" for problem in problems):
         return None, problems
-    pending, waiting = volumes.plan_pods([d.body for d in documents], collected.pending)
+    pending, waiting = volumes.plan_pods([d.body for d in documents],
+                                         _karpenter_plans_for(collected.pending, problems))
     for pod, why in waiting:
         problems.append(Problem("<manifests>", 0, "Pod", pod.name, "spec.volumes",
                                 f"{why}; Karpenter does not plan for this pod yet", "warning"))
@@ -128,10 +130,33 @@ def build_problem(
         nodepools=templates,
         nodes=nodes,
         bound_pods=[pod for pod in collected.bound if pod.node_name in node_names],
-        daemonsets=collected.daemonsets,
+        # IGNORE_DRA_REQUESTS=true: DaemonSets claiming devices take no room Karpenter counts.
+        daemonsets=[daemonset for daemonset in collected.daemonsets if not daemonset.pod.dra],
         namespaces=collected.namespaces,
     )
     return problem, problems
+
+
+def _karpenter_plans_for(pending: Sequence[Pod], problems: list[Problem]) -> list[Pod]:
+    """The pending pods Karpenter would plan for; the others are reported, once per
+    workload: those its provisioner ignores (`podvalidation`) and those claiming devices
+    through DRA (IGNORE_DRA_REQUESTS=true)."""
+    kept: list[Pod] = []
+    reported: set[str] = set()
+    for pod in pending:
+        why = (f"ignoring pod, {pod.invalid}" if pod.invalid is not None
+               else f"Failed to schedule pod, {DRA_NOT_SUPPORTED}" if pod.dra else None)
+        if why is None:
+            kept.append(pod)
+            continue
+        name = pod.owner or f"Pod/{pod.name}"
+        if name in reported:
+            continue
+        reported.add(name)
+        kind, _, short = name.partition("/")
+        problems.append(Problem("<manifests>", 0, kind, short, "spec",
+                                f"{why}; Karpenter launches nothing for it", "warning"))
+    return kept
 
 
 def plan(

@@ -11,7 +11,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nodewright.api.quantity import PODS, Resources, add, maximum, parse_resources
+from nodewright.api.quantity import PODS, Resources, parse_resources
+from nodewright.scheduling.podrequests import (
+    ContainerResources,
+    ContainerStatusResources,
+    PodResources,
+)
+from nodewright.scheduling.podrequests import pod_limits as compute_pod_limits
+from nodewright.scheduling.podrequests import pod_requests as compute_pod_requests
+from nodewright.scheduling.podvalidation import validation_problem
 from nodewright.scheduling.requirements import RequirementError, Requirements
 
 WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "Job")
@@ -198,6 +206,11 @@ class Pod:
     # and the volumes the pod mounts as (CSI driver, "namespace/claim").
     volume_requirements: tuple[Requirements, ...] = ()
     volumes: tuple[tuple[str, str], ...] = ()
+    # It asks for devices through Dynamic Resource Allocation (`has_dra_requirements`).
+    dra: bool = False
+    # Why Karpenter's provisioner ignores the pod (`podvalidation`): matchFields, a
+    # restricted label, only unknown values of a well-known label; None when it does not.
+    invalid: str | None = None
 
     @property
     def key(self) -> str:
@@ -316,39 +329,113 @@ def _weight(item: Mapping[str, Any], path: str) -> int:
     return weight
 
 
-def _container_requests(container: Mapping[str, Any], path: str) -> Resources:
+def _container_resources(container: Mapping[str, Any], path: str) -> tuple[Resources, Resources]:
+    """A container's (requests, limits); a missing request defaults to its limit, as the API
+    server stores it."""
     resources = _mapping(container.get("resources"), f"{path}.resources")
     limits = _resources(resources.get("limits"), f"{path}.resources.limits")
     requests = _resources(resources.get("requests"), f"{path}.resources.requests")
-    # Kubernetes defaults a missing request to the limit.
-    return {**limits, **requests}
+    return {**limits, **requests}, limits
 
 
-def pod_requests(spec: Mapping[str, Any], path: str) -> Resources:
-    """Effective requests: max(init containers, containers + sidecars) plus overhead."""
-    containers = _list(spec.get("containers"), f"{path}.containers")
-    running = add(
-        *(
-            _container_requests(_mapping(c, f"{path}.containers[{i}]"), f"{path}.containers[{i}]")
-            for i, c in enumerate(containers)
-        )
-    )
-    sidecars: Resources = {}
-    init_peaks: list[Resources] = []
-    for i, raw in enumerate(_list(spec.get("initContainers"), f"{path}.initContainers")):
-        where = f"{path}.initContainers[{i}]"
+def _containers(value: Any, path: str, init: bool) -> list[ContainerResources]:
+    found = []
+    for i, raw in enumerate(_list(value, path)):
+        where = f"{path}[{i}]"
         container = _mapping(raw, where)
-        requests = _container_requests(container, where)
-        if container.get("restartPolicy") == "Always":
-            sidecars = add(sidecars, requests)
-            init_peaks.append(sidecars)
-        else:
-            init_peaks.append(add(sidecars, requests))
-    total = maximum([add(running, sidecars), *init_peaks])
-    total = add(total, _resources(spec.get("overhead"), f"{path}.overhead"))
-    total = {name: amount for name, amount in total.items() if amount}
+        requests, limits = _container_resources(container, where)
+        found.append(ContainerResources(
+            str(container.get("name") or ""), requests,
+            restartable=init and container.get("restartPolicy") == "Always", limits=limits))
+    return found
+
+
+def _status_resources(status: Mapping[str, Any] | None,
+                      path: str) -> dict[str, ContainerStatusResources]:
+    """Container statuses that report resources (in-place resize), by container name."""
+    found: dict[str, ContainerStatusResources] = {}
+    if not status:
+        return found
+    for kind in ("containerStatuses", "initContainerStatuses"):
+        for i, raw in enumerate(_list(status.get(kind), f"{path}.{kind}")):
+            where = f"{path}.{kind}[{i}]"
+            entry = _mapping(raw, where)
+            if entry.get("resources") is None:
+                continue
+            resources = _mapping(entry.get("resources"), f"{where}.resources")
+            found[str(entry.get("name") or "")] = ContainerStatusResources(
+                _resources(resources.get("requests"), f"{where}.resources.requests"),
+                _resources(entry.get("allocatedResources"), f"{where}.allocatedResources"))
+    return found
+
+
+def resize_infeasible(status: Mapping[str, Any] | None) -> bool:
+    """The kubelet marked the pod's resize infeasible (condition PodResizePending, reason
+    Infeasible): its spec resources will not be applied."""
+    for condition in (status or {}).get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == "PodResizePending":
+            return bool(condition.get("reason") == "Infeasible")
+    return False
+
+
+def resize_signature(status: Any) -> Any:
+    """What of a pod's status its requests depend on (None for nearly every pod: no
+    container status reports resources), for caches keyed on the spec."""
+    if not isinstance(status, Mapping):
+        return None
+    reported = tuple(
+        (entry.get("name"), repr(entry.get("resources")), repr(entry.get("allocatedResources")))
+        for kind in ("containerStatuses", "initContainerStatuses")
+        for entry in status.get(kind) or () if isinstance(entry, Mapping)
+        and entry.get("resources") is not None
+    )
+    if not reported:
+        return None
+    return reported, resize_infeasible(status)
+
+
+def pod_resources(spec: Mapping[str, Any], path: str,
+                  status: Mapping[str, Any] | None = None) -> PodResources:
+    """The parts of a pod (spec and, for a resized pod, status) its requests come from."""
+    pod_level = _mapping(spec.get("resources"), f"{path}.resources")
+    return PodResources(
+        containers=_containers(spec.get("containers"), f"{path}.containers", init=False),
+        init_containers=_containers(spec.get("initContainers"), f"{path}.initContainers",
+                                    init=True),
+        pod_requests=_resources(pod_level.get("requests"), f"{path}.resources.requests"),
+        pod_limits=_resources(pod_level.get("limits"), f"{path}.resources.limits"),
+        overhead=_resources(spec.get("overhead"), f"{path}.overhead"),
+        statuses=_status_resources(status, "status"),
+        resize_infeasible=resize_infeasible(status),
+    )
+
+
+def pod_requests(spec: Mapping[str, Any], path: str,
+                 status: Mapping[str, Any] | None = None) -> Resources:
+    """The pod's requests as the Kubernetes scheduler (and Karpenter) computes them
+    (`scheduling.podrequests`), plus one `pods`: the one function every caller sizes a
+    pod with."""
+    total = compute_pod_requests(pod_resources(spec, path, status))
     total[PODS] = 1000
     return total
+
+
+def pod_limits(spec: Mapping[str, Any], path: str) -> Resources:
+    """The pod's limits as Karpenter's resources.Ceiling computes them (`podrequests`)."""
+    return compute_pod_limits(pod_resources(spec, path))
+
+
+def has_dra_requirements(spec: Mapping[str, Any]) -> bool:
+    """The pod asks for devices through Dynamic Resource Allocation: `spec.resourceClaims`
+    or a container's `resources.claims` (Karpenter's pod.HasDRARequirements)."""
+    if spec.get("resourceClaims"):
+        return True
+    for kind in ("initContainers", "containers"):
+        for container in spec.get(kind) or ():
+            if isinstance(container, Mapping) and (
+                    (container.get("resources") or {}).get("claims")):
+                return True
+    return False
 
 
 def _selector(value: Any, path: str) -> LabelSelector:
@@ -435,7 +522,13 @@ def _spread_constraints(
         when = item.get("whenUnsatisfiable", "DoNotSchedule")
         if when not in ("DoNotSchedule", "ScheduleAnyway"):
             raise SpecError(f"{where}.whenUnsatisfiable", f"unknown value {when!r}")
-        selector = _selector(item.get("labelSelector"), f"{where}.labelSelector")
+        selector_raw = item.get("labelSelector")
+        # As in kube-scheduler, a missing selector counts no pods: the constraint is moot.
+        selector = (
+            _selector(selector_raw, f"{where}.labelSelector")
+            if selector_raw is not None
+            else LabelSelector(match_expressions=(("", "In", frozenset()),))
+        )
         match_keys = [str(k) for k in _list(item.get("matchLabelKeys"), f"{where}.matchLabelKeys")]
         extra = tuple((k, labels[k]) for k in match_keys if k in labels)
         if extra:
@@ -530,8 +623,10 @@ def parse_pod_spec(
     spec_value: Any,
     path: str,
     owner: str | None = None,
+    status: Mapping[str, Any] | None = None,
 ) -> Pod:
-    """A Pod from a pod spec dict (`path` is where the spec sits, for messages)."""
+    """A Pod from a pod spec dict (`path` is where the spec sits, for messages); `status`,
+    when given, is read for the resources of resized containers."""
     spec = _mapping(spec_value, path)
     affinity = _mapping(spec.get("affinity"), f"{path}.affinity")
     node_affinity = _mapping(affinity.get("nodeAffinity"), f"{path}.affinity.nodeAffinity")
@@ -579,7 +674,7 @@ def parse_pod_spec(
         namespace=namespace,
         name=name,
         labels=dict(labels),
-        requests=pod_requests(spec, path),
+        requests=pod_requests(spec, path, _mapping(status, "status") if status else None),
         node_selector=_string_map(spec.get("nodeSelector"), f"{path}.nodeSelector"),
         required_terms=required_terms,
         preferred_terms=tuple(preferred),
@@ -595,6 +690,8 @@ def parse_pod_spec(
         owner=owner,
         node_name=str(node_name) if node_name else None,
         volume_claims=_volume_claims(spec.get("volumes"), f"{path}.volumes"),
+        dra=has_dra_requirements(spec),
+        invalid=validation_problem(spec),
     )
 
 
@@ -628,7 +725,9 @@ def pods_from_manifest(body: Mapping[str, Any], replicas: int | None = None) -> 
     namespace, name = _metadata(body)
     if kind == "Pod":
         labels = _string_map(_mapping(body.get("metadata"), "metadata").get("labels"), "metadata")
-        return [parse_pod_spec(namespace, name, labels, body.get("spec"), "spec")]
+        status = body.get("status")
+        return [parse_pod_spec(namespace, name, labels, body.get("spec"), "spec",
+                               status=status if isinstance(status, Mapping) else None)]
     if kind not in WORKLOAD_KINDS:
         raise SpecError("kind", f"{kind!r} does not describe pods")
     count = replicas_of(body) if replicas is None else replicas

@@ -24,6 +24,7 @@ from itertools import chain
 from typing import Any
 
 from nodewright.api.quantity import CPU, MEMORY, PODS, format_quantity
+from nodewright.scheduling.daemons import DaemonLoad, daemon_loads
 from nodewright.scheduling.growth import GrowthJudge
 from nodewright.scheduling.nodepools import (
     NodePoolTemplate,
@@ -46,6 +47,7 @@ from nodewright.scheduling.pods import (
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
     LABEL_HOSTNAME,
+    LABEL_INSTANCE_TYPE,
     LABEL_NODEPOOL,
     LABEL_PARTITION,
     LABEL_ZONE,
@@ -58,7 +60,6 @@ from nodewright.scheduling.targets import (
     LIMIT_NODES,
     Candidate,
     ClaimTarget,
-    DaemonPorts,
     ExistingTarget,
     Narrowed,
     PlannedNodeClaim,
@@ -291,11 +292,14 @@ class _PoolSetup:
     template: NodePoolTemplate
     requirements: Requirements
     candidates: list[Candidate]
-    daemon_overhead: Vector
+    zero: Vector
     remaining: dict[str, int] | None
     source: DomainSource
     domains: list[tuple[str, str]]
-    daemon_ports: tuple[DaemonPorts, ...] = ()
+    # The DaemonSets of each type, by type name, where some hold host ports.
+    daemon_ports: Mapping[str, DaemonLoad] = field(default_factory=dict)
+    # Types left out because the DaemonSets that run on them take more than they hold.
+    overfilled: int = 0
     # PoolState.candidates_for's answers, shared by every solver of this pool setup.
     filter_cache: dict[Requirements, list[Candidate]] = field(default_factory=dict)
 
@@ -365,6 +369,9 @@ class PreparedNodes:
 
     def __init__(self, problem: SchedulingProblem) -> None:
         self.daemonsets = problem.daemonsets
+        # NodePool setups, shared by the solves of the problems cut from this one (their
+        # templates and DaemonSets are these).
+        self.pool_memo: dict[tuple[object, ...], tuple[object, _PoolSetup]] = {}
         bound = _bound_by_node(problem)
         self.by_name = {
             node.name: _node_usage(node, bound.get(node.name, []), problem.daemonsets)
@@ -396,9 +403,11 @@ class _Setup:
         self.problem = problem
         # NodePool setups by template, kept across the re-plans of one solve's NodeClaims
         # (`_Solver._finish`): each would filter the whole catalog again.
-        self.pool_memo = pool_memo
         self.tail_pools: dict[tuple[object, ...], tuple[object, _PoolSetup]] = {}
         self.prepared = prepared if prepared is not None and prepared.usable_for(problem) else None
+        if pool_memo is None and self.prepared is not None:
+            pool_memo = self.prepared.pool_memo
+        self.pool_memo = pool_memo
         names = {CPU, MEMORY, PODS}
         if self.prepared is not None:
             for pod in chain(problem.pods, (d.pod for d in problem.daemonsets)):
@@ -432,19 +441,26 @@ class _Setup:
         return self._pools
 
     def _memoised_pool(self, template: NodePoolTemplate) -> _PoolSetup:
-        """Only for problems without existing nodes or limits (the re-plans, which share
-        the DaemonSets of the solve): a pool's setup then depends on its template and the
-        resource names alone."""
-        if self.pool_memo is None or self.problem.nodes or template.limits is not None:
+        """A pool's setup depends on its template, the DaemonSets and the resource names,
+        except the room its limits leave, which depends on the existing nodes and is worked
+        out for each problem. The memo is shared by the re-plans of one solve and by the
+        disruption simulations cut from one problem (`PreparedNodes`)."""
+        if self.pool_memo is None:
             return self._pool(template)
         key = (template.name, template.requirements, template.taints, self.index.names,
-               id(template.instance_types))
+               id(template.instance_types), id(self.problem.daemonsets))
         found = self.pool_memo.get(key)
-        if found is None or found[0] is not template.instance_types:
-            # The catalog is kept in the value so that its id cannot be reused while cached.
-            found = (template.instance_types, self._pool(template))
+        kept = found[0] if found is not None else None
+        if not (isinstance(kept, tuple) and kept[0] is template.instance_types
+                and kept[1] is self.problem.daemonsets):
+            # What the ids name is kept in the value, so that no id is reused while cached.
+            found = ((template.instance_types, self.problem.daemonsets), self._pool(template))
             self.pool_memo[key] = found
-        return found[1]
+        assert found is not None
+        if template.limits is None:
+            return found[1]
+        return replace(found[1], remaining=self._remaining(template),
+                       filter_cache=found[1].filter_cache)
 
     @property
     def nodes(self) -> list[_NodeSetup]:
@@ -454,12 +470,25 @@ class _Setup:
 
     def _pool(self, template: NodePoolTemplate) -> _PoolSetup:
         requirements = template.requirements.copy()
-        base = [
-            Candidate(it, self.index.vector(it.allocatable), price)
+        priced = [
+            (it, price)
             for it in template.instance_types
             if labels_compatible(it, requirements)
             and (price := cheapest_price(it, requirements)) is not None
         ]
+        # Each type's room is what is left after the DaemonSets that run on it (Karpenter's
+        # daemon overhead groups); a type they overfill can hold no pod.
+        loads = daemon_loads(template, [it for it, _ in priced], self.problem.daemonsets)
+        base = []
+        overfilled = 0
+        for it, price in priced:
+            overhead = self.index.vector(loads[it.name].requests)
+            room = tuple(a - o for a, o in zip(self.index.vector(it.allocatable), overhead,
+                                              strict=True))
+            if min(room, default=0) >= 0:
+                base.append(Candidate(it, room, price, overhead))
+            else:
+                overfilled += 1
         # Make zone, zone id, capacity type and partition finite so that topology can pick
         # among them (the domains come from the offerings; zone ids only where the catalog
         # knows them, partitions only for a partition placement group).
@@ -478,43 +507,24 @@ class _Setup:
             for key, requirement in requirements.items() if not requirement.complement
             for value in requirement.values
         ]
-        overhead: dict[str, int] = {}
-        ports: list[DaemonPorts] = []
-        for daemonset in self._daemonsets_for_pool(template, requirements):
-            for name, amount in daemonset.pod.requests.items():
-                overhead[name] = overhead.get(name, 0) + amount
-            if daemonset.pod.host_ports:
-                ports.append(DaemonPorts(daemonset.pod.strict_node_alternatives(),
-                                         daemonset.pod.host_ports))
+        ports = {c.instance_type.name: loads[c.instance_type.name] for c in base
+                 if loads[c.instance_type.name].host_ports}
+        return _PoolSetup(template, requirements, base, self.index.vector({}),
+                          self._remaining(template),
+                          DomainSource(template.taints, requirements=requirements), domains,
+                          ports, overfilled=overfilled)
+
+    def _remaining(self, template: NodePoolTemplate) -> dict[str, int] | None:
+        """The room the NodePool's limits leave beside its existing nodes (None: no limits)."""
+        if template.limits is None:
+            return None
         usage = dict(template.usage)
         for node in self.problem.nodes:
             if node.labels.get(LABEL_NODEPOOL) == template.name:
                 for name, amount in (node.capacity or node.allocatable or {}).items():
                     usage[name] = usage.get(name, 0) + amount
                 usage[LIMIT_NODES] = usage.get(LIMIT_NODES, 0) + 1000
-        remaining = (
-            {name: limit - usage.get(name, 0) for name, limit in sorted(template.limits.items())}
-            if template.limits is not None
-            else None
-        )
-        return _PoolSetup(template, requirements, base, self.index.vector(overhead), remaining,
-                          DomainSource(template.taints, requirements=requirements), domains,
-                          tuple(ports))
-
-    def _daemonsets_for_pool(
-        self, template: NodePoolTemplate, requirements: Requirements
-    ) -> list[DaemonSet]:
-        hard_taints = tuple(t for t in template.taints if t.effect != "PreferNoSchedule")
-        return [
-            daemonset
-            for daemonset in self.problem.daemonsets
-            if untolerated(hard_taints, daemonset.pod.tolerations) is None
-            # As Karpenter does, each ORed nodeSelectorTerm is tried in turn.
-            and any(
-                requirements.conflict(alternative) is None
-                for alternative in daemonset.pod.strict_node_alternatives()
-            )
-        ]
+        return {name: limit - usage.get(name, 0) for name, limit in sorted(template.limits.items())}
 
     def _existing_nodes(self) -> list[_NodeSetup]:
         if self.prepared is not None:
@@ -565,9 +575,9 @@ class _Solver:
         self.standalone: dict[tuple[str, tuple[object, ...]], float] = {}
         self._efficiency = setup.growth
         self.tail_pools = setup.tail_pools
-        self.pools = [self._pool(pool) for pool in setup.pools]
         for pod in setup.tied:
             self.topology.register(pod)
+        self.pools = [self._pool(pool) for pool in setup.pools]
         self._add_existing_nodes(setup.nodes)
 
     # -- setup ---------------------------------------------------------------------------
@@ -576,9 +586,20 @@ class _Solver:
         for key, value in setup.domains:
             self.topology.add_domain(key, value, setup.source)
         remaining = dict(setup.remaining) if setup.remaining is not None else None
-        return PoolState(setup.template, setup.requirements, setup.candidates,
-                         setup.daemon_overhead, remaining, filter_cache=setup.filter_cache,
-                         daemon_ports=setup.daemon_ports)
+        pool = PoolState(setup.template, setup.requirements, setup.candidates,
+                         setup.zero, remaining, filter_cache=setup.filter_cache,
+                         daemon_ports=setup.daemon_ports, overfilled=setup.overfilled)
+        # Topology on a label the NodePool leaves open (kubernetes.io/arch, an instance
+        # family, ...): its domains are the values the pool's instance types carry, as
+        # Karpenter's topology domain groups take them from the instance types.
+        for key in sorted({group.topology_key for group in self.topology.groups}):
+            requirement = setup.requirements.get(key)
+            if key == LABEL_HOSTNAME or (requirement is not None and not requirement.complement):
+                continue
+            for value in pool.label_values(pool.candidates, 0, key) or ():
+                if requirement is None or requirement.has(value):
+                    self.topology.add_domain(key, value, setup.source)
+        return pool
 
     def _add_existing_nodes(self, nodes: Sequence[_NodeSetup]) -> None:
         # Without any topology group a bound pod counts toward nothing.
@@ -765,12 +786,8 @@ class _Solver:
         self, pool: PoolState, requirements: Requirements, pods: list[Pod]
     ) -> list[Pod]:
         candidates = pool.candidates_for(pool.requirements.merged(requirements))
-        overhead = pool.daemon_overhead
-        bins = []
-        for key, candidate in enumerate(candidates):
-            room = tuple(a - o for a, o in zip(candidate.allocatable, overhead, strict=True))
-            if min(room, default=0) >= 0:
-                bins.append(BinType(key, candidate.price, room))
+        bins = [BinType(key, candidate.price, candidate.allocatable)
+                for key, candidate in enumerate(candidates)]
         by_shape: dict[Vector, list[Pod]] = {}
         for pod in pods:
             by_shape.setdefault(self._context(pod).vector, []).append(pod)
@@ -841,14 +858,19 @@ class _Solver:
         conflict = target.requirements.conflict(context.requirements)
         if conflict is not None:
             return _Rejection(conflict, True)
-        if pod.host_ports and target.pool is not None and target.pool.daemon_ports:
-            taken = target.pool.daemon_port_conflict(pod, target.requirements.merged(
-                context.requirements))
-            if taken is not None:
-                return _Rejection(taken, True)
         extra = self._topology_requirements(target, pod, context)
         if isinstance(extra, _Rejection):
             return extra
+        if pod.host_ports and target.pool is not None and target.pool.daemon_ports:
+            blocked = target.pool.port_blocked_types(pod)
+            if blocked:
+                left = target.candidates[target.start:]
+                if all(c.instance_type.name in blocked for c in left):
+                    taken = target.pool.daemon_ports[left[0].instance_type.name].port_conflict(
+                        pod.host_ports) if left else None
+                    port = f" {taken.port}/{taken.protocol}" if taken is not None else ""
+                    return _Rejection(f"host port{port} is taken by a DaemonSet's pod", True)
+                extra = [*extra, Requirement(LABEL_INSTANCE_TYPE, True, blocked)]
         merged, changed = self._merge(target, context, extra)
         need = self.index.add(target.used, context.vector)
         kept, why = target.narrow(merged, changed, need)
@@ -870,7 +892,7 @@ class _Solver:
         key = (pool.name, context.signature)
         price = self.standalone.get(key)
         if price is None:
-            need = self.index.add(pool.daemon_overhead, context.vector)
+            need = context.vector
             fitting = (
                 c.price
                 for c in pool.candidates_for(pool.requirements.merged(context.requirements))
@@ -997,6 +1019,9 @@ class _Solver:
         if conflict is not None:
             return conflict, True
         if not pool.candidates:
+            if pool.overfilled:
+                return ("the DaemonSets that would run on its nodes take more than any "
+                        "instance type holds"), False
             return "no instance type satisfies the NodePool's requirements", False
         hostname = f"{pool.name}-{self.claim_count + 1}"
         requirements = pool.requirements.copy()
@@ -1011,7 +1036,7 @@ class _Solver:
         claim = ClaimTarget(
             hostname=hostname,
             taints=pool.template.taints,
-            used=pool.daemon_overhead,
+            used=pool.zero,
             pool=pool,
             requirements=requirements,
         )
@@ -1037,10 +1062,11 @@ class _Solver:
             return "no instance type satisfies the combined requirements"
         names = self.index.names
         for slot, name in enumerate(names):
-            largest = max(c.allocatable[slot] for c in compatible)
-            if need[slot] > largest:
+            roomiest = max(compatible, key=lambda c: c.allocatable[slot])
+            if need[slot] > roomiest.allocatable[slot]:
                 amount = format_quantity(context.vector[slot], name)
-                overhead = pool.daemon_overhead[slot]
+                overhead = roomiest.overhead[slot] if roomiest.overhead else 0
+                largest = roomiest.allocatable[slot] + overhead
                 detail = f"; DaemonSets take {format_quantity(overhead, name)}" if overhead else ""
                 return (
                     f"no instance type has {amount} {name} allocatable "
@@ -1104,7 +1130,7 @@ class _Solver:
         may carry fewer DaemonSets (its requirements are narrower)."""
         assert claim.pool is not None
         pool = claim.pool
-        need = [0] * len(pool.daemon_overhead)
+        need = [0] * len(pool.zero)
         for pod in claim.pods:
             for r, amount in enumerate(self._context(pod).vector):
                 need[r] += amount
@@ -1112,8 +1138,9 @@ class _Solver:
         for r, amount in enumerate(need):
             if amount <= 0:
                 continue
-            rate = min((c.price / c.allocatable[r] for c in pool.candidates
-                        if c.allocatable[r] > 0), default=0.0)
+            rate = min((c.price / whole for c in pool.candidates
+                        if (whole := c.allocatable[r] + (c.overhead[r] if c.overhead else 0))
+                        > 0), default=0.0)
             floor = max(floor, amount * rate)
         return floor
 
@@ -1148,15 +1175,9 @@ def _pool_order(template: NodePoolTemplate) -> tuple[int, str]:
 
 def _fill(claim: ClaimTarget) -> float:
     """How full the claim's cheapest type is in its fullest resource (0..1)."""
-    assert claim.pool is not None
-    overhead = claim.pool.daemon_overhead
     have = claim.cheapest.allocatable
     return max(
-        (
-            (used - reserved) / (room - reserved)
-            for used, reserved, room in zip(claim.used, overhead, have, strict=True)
-            if room > reserved
-        ),
+        (used / room for used, room in zip(claim.used, have, strict=True) if room > 0),
         default=1.0,
     )
 

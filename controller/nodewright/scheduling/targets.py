@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from operator import le
 
 from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.daemons import DaemonLoad
 from nodewright.scheduling.nodepools import (
     NodePoolTemplate,
     cheapest_offering_of,
@@ -56,8 +57,11 @@ class Candidate:
     requirements."""
 
     instance_type: InstanceType
+    # Its allocatable less what the DaemonSets that run on it take (`daemons`).
     allocatable: Vector
     price: float
+    # What those DaemonSets take (added back for a node's whole room).
+    overhead: Vector = ()
     # (name, price) as a planned NodeClaim lists it, built once and shared by every claim
     # (thousands of claims list hundreds of types each).
     entry: tuple[str, float] = field(init=False, repr=False, compare=False)
@@ -106,26 +110,24 @@ class ExistingTarget(Target):
         return [value] if value is not None else []
 
 
-@dataclass(frozen=True)
-class DaemonPorts:
-    """A DaemonSet's host ports, with the node requirements under which it runs (one
-    alternative per ORed nodeSelectorTerm)."""
-
-    alternatives: tuple[Requirements, ...]
-    ports: tuple[HostPort, ...]
-
-
 @dataclass(eq=False)
 class PoolState:
-    """A NodePool during one solve: compatible types, DaemonSet overhead, limits left."""
+    """A NodePool during one solve: compatible types (their allocatable already less
+    their DaemonSets' requests), limits left."""
 
     template: NodePoolTemplate
     requirements: Requirements
     candidates: list[Candidate]
-    daemon_overhead: Vector
+    zero: Vector  # no resources, in the solve's slots
     remaining: dict[str, int] | None
-    # Host ports the DaemonSets that may run on its nodes take.
-    daemon_ports: tuple[DaemonPorts, ...] = ()
+    # The DaemonSets each type runs, by type name, when some of them hold host ports.
+    daemon_ports: Mapping[str, DaemonLoad] = field(default_factory=dict)
+    port_cache: dict[tuple[HostPort, ...], frozenset[str]] = field(default_factory=dict)
+    # Types left out because their DaemonSets take more than they hold.
+    overfilled: int = 0
+    values_cache: dict[tuple[int, int, str], tuple[list[Candidate], list[str] | None]] = field(
+        default_factory=dict
+    )
     filter_cache: dict[Requirements, list[Candidate]] = field(default_factory=dict)
     first_fit_cache: dict[tuple[int, int, Vector], tuple[list[Candidate], int | None]] = field(
         default_factory=dict
@@ -148,17 +150,35 @@ class PoolState:
     def name(self) -> str:
         return self.template.name
 
-    def daemon_port_conflict(self, pod: Pod, requirements: Requirements) -> str | None:
-        """Why a DaemonSet that would run on a node of these requirements holds one of
-        the pod's host ports (Karpenter counts DaemonSet host ports per node)."""
-        for daemon in self.daemon_ports:
-            if not any(requirements.conflict(a) is None for a in daemon.alternatives):
-                continue
-            for wanted in pod.host_ports:
-                if any(wanted.conflicts(taken) for taken in daemon.ports):
-                    return (f"host port {wanted.port}/{wanted.protocol} is taken by a "
-                            "DaemonSet's pod")
-        return None
+    def port_blocked_types(self, pod: Pod) -> frozenset[str]:
+        """The types on which a DaemonSet that runs there holds one of the pod's host
+        ports (Karpenter skips those types' overhead group)."""
+        cached = self.port_cache.get(pod.host_ports)
+        if cached is None:
+            cached = frozenset(
+                name for name, load in self.daemon_ports.items()
+                if load.port_conflict(pod.host_ports) is not None
+            )
+            self.port_cache[pod.host_ports] = cached
+        return cached
+
+    def label_values(self, candidates: list[Candidate], start: int, key: str) -> list[str] | None:
+        """The values the label `key` takes over `candidates[start:]`, sorted (the topology
+        domains a NodeClaim that may still become any of them has); None when none of
+        them carries the label."""
+        cache_key = (id(candidates), start, key)
+        cached = self.values_cache.get(cache_key)
+        if cached is not None and cached[0] is candidates:
+            return cached[1]
+        found = {
+            value
+            for candidate in candidates[start:]
+            if (value := candidate.instance_type.labels.get(key)) is not None
+        }
+        values = sorted(found) if found else None
+        # The list is kept in the value so that its id cannot be reused while cached.
+        self.values_cache[cache_key] = (candidates, values)
+        return values
 
     def candidates_for(self, requirements: Requirements) -> list[Candidate]:
         """Types compatible with the requirements, cheapest first (cached per requirements)."""
@@ -172,7 +192,8 @@ class PoolState:
                 price = cheapest_price(candidate.instance_type, requirements)
                 if price is None:
                     continue
-                cached.append(Candidate(candidate.instance_type, candidate.allocatable, price))
+                cached.append(Candidate(candidate.instance_type, candidate.allocatable, price,
+                                        candidate.overhead))
             cached.sort(key=lambda c: (c.price, c.instance_type.name))
             self.filter_cache[cache_key] = cached
         return cached
@@ -182,7 +203,7 @@ class PoolState:
         cached = self.bounds_cache.get(id(candidates))
         if cached is not None and cached[0] is candidates:
             return cached[1], cached[2]
-        width = len(self.daemon_overhead)
+        width = len(self.zero)
         low = tuple(min(c.allocatable[i] for c in candidates) for i in range(width))
         high = tuple(max(c.allocatable[i] for c in candidates) for i in range(width))
         self.bounds_cache[id(candidates)] = (candidates, low, high)
@@ -319,13 +340,20 @@ class ClaimTarget(Target):
         self.merge_cache.clear()
 
     def domains(self, topology_key: str, universe: Sequence[str]) -> list[str]:
+        """The domains of `topology_key` the NodeClaim may still land in: its requirement's
+        values, else the values its instance types may still give it (any label of theirs,
+        `kubernetes.io/arch` for one), else those of the solve's `universe`."""
         if topology_key == LABEL_HOSTNAME:
             return [self.hostname]
         requirement = self.requirements.get(topology_key)
+        if requirement is not None and not requirement.complement:
+            return sorted(requirement.values)
+        if self.pool is not None:
+            values = self.pool.label_values(self.candidates, self.start, topology_key)
+            if values is not None:
+                universe = values
         if requirement is None:
             return list(universe)
-        if not requirement.complement:
-            return sorted(requirement.values)
         return [domain for domain in universe if requirement.has(domain)]
 
     def _restricted(self, requirements: Requirements) -> list[Candidate]:

@@ -7,8 +7,9 @@ in memory (nominations, nodes marked for deletion). Every update is O(1) in the 
 objects: nothing is recomputed from scratch when one object changes.
 
 `synced(cluster)` is the gate the provisioner and the disruption loop wait on: every
-NodeClaim and Node in the cluster has been seen, and every NodeClaim has launched (an
-unlaunched NodeClaim's capacity is unknown, so no decision may count on it yet).
+NodeClaim and Node in the cluster is tracked, and every NodeClaim has launched (an
+unlaunched NodeClaim's capacity is unknown, so no decision may count on it yet), as
+Karpenter's Synced. A state unsynced for over 30 s is logged at ERROR every 10 s.
 """
 
 from __future__ import annotations
@@ -40,10 +41,23 @@ log = logging.getLogger(__name__)
 Object = Mapping[str, Any]
 # Karpenter: a node stays nominated for max(2 x batchMaxDuration, 10 s).
 DEFAULT_NOMINATION_SECONDS = 20.0
+# Karpenter logs an unsynced state at ERROR once it has lasted 30 s, then every 10 s.
+UNSYNCED_LOG_AFTER_SECONDS = 30.0
+UNSYNCED_LOG_EVERY_SECONDS = 10.0
+
+
+# The kinds whose write answers are applied before their watch events (observe_written).
+_VERSIONED_KINDS = frozenset({"NodeClaim", "Node"})
 
 
 def _name(obj: Object) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _version(obj: Object) -> int | None:
+    """The object's resourceVersion as etcd's integer (opaque elsewhere: None)."""
+    raw = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return int(raw) if raw.isdigit() else None
 
 
 class ClusterState:
@@ -55,7 +69,6 @@ class ClusterState:
         self._claim_keys: dict[str, str] = {}  # nodeclaim name -> provider id ("" unlaunched)
         self._nodeclaims: dict[str, Object] = {}
         self._unlaunched: set[str] = set()
-        self._seen_nodes: set[str] = set()
         self._pool_usage: dict[str, dict[str, int]] = {}
         self._contributions: dict[str, tuple[str, Mapping[str, int]]] = {}
         self._pod_nominations: dict[str, tuple[str, datetime]] = {}
@@ -66,6 +79,9 @@ class ClusterState:
         self._pod_decided: dict[str, datetime] = {}
         self._pod_schedulable: dict[str, datetime] = {}
         self._unsynced_since: datetime | None = None
+        self._unsynced_logged: datetime | None = None
+        # The highest resourceVersion the watch delivered, per kind in _VERSIONED_KINDS.
+        self._watched_versions: dict[str, int] = {}
         self.pods = PodStore()
         self.config = ConfigObjects()
         self._has_synced = False
@@ -111,6 +127,38 @@ class ClusterState:
 
     def observe(self, event: WatchEvent) -> None:
         """The driver's listener: apply one watch event."""
+        if event.kind in _VERSIONED_KINDS:
+            version = _version(event.object)
+            if version is not None:
+                self._watched_versions[event.kind] = max(
+                    version, self._watched_versions.get(event.kind, 0))
+        self._apply(event)
+
+    def observe_written(self, obj: Object) -> None:
+        """What a write of a NodeClaim or Node answered, seen at once rather than when its
+        watch event comes (the provisioner counts the NodeClaim it just created). The
+        writer sent the request with the lock released, so the watch may already have
+        delivered this version, a later one (the NodeClaim launched: its providerID) or
+        the deletion: then the answer is older than what the cache holds and is dropped.
+        Applying it would take the cache back to an unlaunched NodeClaim that no further
+        event corrects, and the state would never sync again."""
+        kind = str(obj.get("kind") or "")
+        name = _name(obj)
+        held = self._nodeclaims.get(name) if kind == "NodeClaim" else self._node_object(name)
+        written = _version(obj)
+        if held is not None:
+            current = _version(held)
+            if written is not None and current is not None and written <= current:
+                return
+        elif written is not None and written <= self._watched_versions.get(kind, 0):
+            return  # the watch is past it and no longer has it: deleted since
+        self._apply(WatchEvent("MODIFIED" if held is not None else "ADDED", obj))
+
+    def _node_object(self, name: str) -> Object | None:
+        node = self.node_by_name(name)
+        return node.node if node is not None else None
+
+    def _apply(self, event: WatchEvent) -> None:
         kind = event.kind
         obj = event.object
         deleted = event.type == "DELETED"
@@ -118,7 +166,6 @@ class ClusterState:
         if kind == "Pod":
             self._observe_pod(obj, deleted)
         elif kind == "Node":
-            self._seen_nodes.add(_name(obj))
             if deleted:
                 self._delete_node(_name(obj))
             else:
@@ -139,16 +186,29 @@ class ClusterState:
         metrics.CLUSTER_STATE_SYNCED.set(1 if synced else 0)
         if synced:
             self._unsynced_since = None
+            self._unsynced_logged = None
             metrics.CLUSTER_STATE_UNSYNCED_TIME.set(0)
-        else:
-            now = self.clock.now()
-            if self._unsynced_since is None:
-                self._unsynced_since = now
-            metrics.CLUSTER_STATE_UNSYNCED_TIME.set(
-                (now - self._unsynced_since).total_seconds())
-        return synced
+            return True
+        now = self.clock.now()
+        if self._unsynced_since is None:
+            self._unsynced_since = now
+        waited = (now - self._unsynced_since).total_seconds()
+        metrics.CLUSTER_STATE_UNSYNCED_TIME.set(waited)
+        if waited > UNSYNCED_LOG_AFTER_SECONDS and (
+                self._unsynced_logged is None
+                or (now - self._unsynced_logged).total_seconds() > UNSYNCED_LOG_EVERY_SECONDS):
+            self._unsynced_logged = now
+            log.error("cluster is waiting on sync for extended duration", extra={
+                "duration": f"{int(waited)}s",
+                "unlaunched-nodeclaims": self.unlaunched_nodeclaims()[:10]})
+        return False
 
     def _synced(self, cluster: ClusterAPI) -> bool:
+        """Karpenter's rule (state.Cluster.Synced): every NodeClaim the cache holds has a
+        providerID (an unlaunched one's capacity is unknown), and, until that has held
+        once, the cache tracks every NodeClaim and Node the API server lists (a Node is
+        tracked once it has a providerID and, if Karpenter manages it, an instance type or
+        the initialized label). After the first sync, events keep the two consistent."""
         if self._unlaunched:
             return False
         if self._has_synced:
@@ -157,9 +217,9 @@ class ClusterState:
             claims = {_name(obj) for obj in cluster.list("NodeClaim")}
             nodes = {_name(obj) for obj in cluster.list("Node")}
         except ApiError as error:
-            log.warning("checking cluster state sync: %s", error)
+            log.error("failed checking cluster state sync: %s", error)
             return False
-        if claims <= set(self._nodeclaims) and nodes <= self._seen_nodes:
+        if claims <= set(self._nodeclaims) and nodes <= set(self._node_keys):
             self._has_synced = True
         return self._has_synced
 
@@ -365,7 +425,10 @@ class ClusterState:
                     continue
 
     def daemonsets(self) -> list[DaemonSet]:
-        return self.config.daemonsets.models()
+        """The DaemonSets whose pods take room on nodes; those claiming devices through
+        DRA are left out, as Karpenter does with IGNORE_DRA_REQUESTS=true."""
+        return [daemonset for daemonset in self.config.daemonsets.models()
+                if not daemonset.pod.dra]
 
     def nodepools(self) -> list[Object]:
         return list(self.config.nodepools.objects.values())

@@ -6,7 +6,7 @@ not validate keeps the reason, which the controllers report."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -15,6 +15,8 @@ from pydantic import ValidationError
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.nodepool import NodePool
+from nodewright.api.problems import format_path
+from nodewright.api.rules import Finding, check_nodepool_runtime
 from nodewright.scheduling.pods import DaemonSet, SpecError, daemonset_from_manifest
 
 Object = Mapping[str, Any]
@@ -64,10 +66,14 @@ def with_copied_containers(obj: T) -> T:
 
 
 class ModelCache(Generic[M]):
-    """Objects of one cluster-scoped kind by name, each validated lazily into a model."""
+    """Objects of one cluster-scoped kind by name, each validated lazily into a model;
+    `runtime` finds what the API server let through but the controller refuses (the first
+    finding is the object's problem)."""
 
-    def __init__(self, model_type: type[M]) -> None:
+    def __init__(self, model_type: type[M],
+                 runtime: Callable[[M], Iterable[Finding]] | None = None) -> None:
         self._type = model_type
+        self._runtime = runtime
         self.objects: dict[str, Object] = {}
         self._parsed: dict[str, Parsed[M]] = {}
 
@@ -93,7 +99,9 @@ class ModelCache(Generic[M]):
             return cached
         try:
             model = self._type.model_validate(_without_status(obj))  # type: ignore[attr-defined]
-            cached = Parsed(obj, model, None)
+            finding = next(iter(self._runtime(model)), None) if self._runtime else None
+            cached = (Parsed(obj, model, None) if finding is None else
+                      Parsed(obj, None, f"{format_path(finding[0])}: {finding[1]}"))
         except ValidationError as error:
             cached = Parsed(obj, None, describe_validation_error(error))
         self._parsed[name] = cached
@@ -191,7 +199,7 @@ class ConfigObjects:
     """Everything in the cluster that shapes scheduling but is not a pod or a machine."""
 
     def __init__(self) -> None:
-        self.nodepools: ModelCache[NodePool] = ModelCache(NodePool)
+        self.nodepools: ModelCache[NodePool] = ModelCache(NodePool, check_nodepool_runtime)
         self.node_classes: ModelCache[EC2NodeClass] = ModelCache(EC2NodeClass)
         self.overlays: ModelCache[NodeOverlay] = ModelCache(NodeOverlay)
         self.daemonsets = DaemonSetCache()

@@ -14,14 +14,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from nodewright.api.quantity import PODS
-from nodewright.scheduling.pods import Pod, SpecError, parse_pod_spec
+from nodewright.scheduling.pods import Pod, SpecError, parse_pod_spec, resize_signature
 from nodewright.state import podutil
 from nodewright.state.statenode import NodePods
 
 Object = Mapping[str, Any]
 _UNPARSABLE_REQUESTS: Mapping[str, int] = {PODS: 1000}
-# Namespace, owner, labels and spec fields but nodeName, by identity.
-_ReplicaKey = tuple[str, str | None, int, tuple[tuple[str, int], ...]]
+# Namespace, owner, labels and spec fields but nodeName, by identity, and the status
+# resources of resized pods (the kubelet reports them for every running container).
+_ReplicaKey = tuple[str, str | None, int, tuple[tuple[str, int], ...], Any]
 # Beyond this many more replica entries than parsed pods, the replica cache starts over.
 _REPLICA_SLACK = 64
 
@@ -37,9 +38,9 @@ class _Replica:
 
 
 def _replica_key(namespace: str, owner: str | None, labels: Mapping[str, Any],
-                 spec: Mapping[str, Any]) -> _ReplicaKey:
+                 spec: Mapping[str, Any], resize: Any = None) -> _ReplicaKey:
     fields = tuple((field, id(value)) for field, value in spec.items() if field != "nodeName")
-    return (namespace, owner, id(labels), fields)
+    return (namespace, owner, id(labels), fields, resize)
 
 
 def pod_key(pod: Object) -> str:
@@ -55,6 +56,8 @@ class _Parsed:
     owner: str | None
     model: Pod | None
     error: SpecError | None
+    # The status resources of a resized pod (None for nearly all pods).
+    resize: Any = None
 
 
 def _same_spec(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -80,7 +83,8 @@ class PodStore:
         copied.pending = dict(self.pending)
         copied.bindings = dict(self.bindings)
         copied.by_node = {name: pods.copy() for name, pods in self.by_node.items()}
-        copied._parsed = {key: _Parsed(p.uid, p.spec, p.labels, p.owner, p.model, p.error)
+        copied._parsed = {key: _Parsed(p.uid, p.spec, p.labels, p.owner, p.model, p.error,
+                                       p.resize)
                           for key, p in self._parsed.items()}
         copied._replicas = dict(self._replicas)
         return copied
@@ -140,30 +144,34 @@ class PodStore:
         spec = pod.get("spec") or {}
         labels = metadata.get("labels") or {}
         uid = str(metadata.get("uid") or "")
+        # A resized pod's requests depend on its status too.
+        resize = resize_signature(pod.get("status"))
         cached = self._parsed.get(key)
         if (
             cached is not None
             and cached.uid == uid
             and cached.labels == labels
+            and cached.resize == resize
             and (cached.spec is spec or _same_spec(cached.spec, spec))
         ):
             cached.spec = spec
             return cached
         owner = podutil.controller_owner(pod)
         namespace, name = key.split("/", 1)
-        replica_key = _replica_key(namespace, owner, labels, spec)
+        replica_key = _replica_key(namespace, owner, labels, spec, resize)
         replica = self._replicas.get(replica_key)
         if replica is not None:
             node = spec.get("nodeName")
             parsed = _Parsed(uid, spec, labels, owner, replace(
-                replica.model, name=name, node_name=str(node) if node else None), None)
+                replica.model, name=name, node_name=str(node) if node else None), None, resize)
             self._parsed[key] = parsed
             return parsed
         try:
-            model = parse_pod_spec(namespace, name, dict(labels), spec, "spec", owner)
-            parsed = _Parsed(uid, spec, labels, owner, model, None)
+            model = parse_pod_spec(namespace, name, dict(labels), spec, "spec", owner,
+                                   status=pod.get("status") if resize is not None else None)
+            parsed = _Parsed(uid, spec, labels, owner, model, None, resize)
         except SpecError as error:
-            parsed = _Parsed(uid, spec, labels, owner, None, error)
+            parsed = _Parsed(uid, spec, labels, owner, None, error, resize)
         else:
             if len(self._replicas) > len(self._parsed) + _REPLICA_SLACK:
                 self._replicas.clear()

@@ -13,6 +13,7 @@ architecture and variant wins."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from nodewright.cloud.aws.discovery import UnmatchedTerm, tag_filters
 from nodewright.cloud.aws.errors import aws_call
-from nodewright.cloud.provider import CloudProviderError
+from nodewright.cloud.aws.ssm_parameters import ParameterCache
 from nodewright.scheduling.labels import WINDOWS_BUILDS
 
 if TYPE_CHECKING:
@@ -35,6 +36,11 @@ WINDOWS_BUILD_LABEL: Final = "node.kubernetes.io/windows-build"
 WINDOWS_YEARS: Final = ("2019", "2022", "2025")
 # Windows Server 2025 images are published from this Kubernetes minor version on.
 WINDOWS_2025_MIN_MINOR: Final = 35
+# EKS publishes no AL2 images from this Kubernetes minor version on.
+AL2_LAST_MINOR: Final = 32
+UNSUPPORTED_ALIAS: Final = "UnsupportedAlias"
+AVAILABLE: Final = "available"
+AMI_NOT_FOUND: Final = "AMINotFound"
 # EC2's architecture names -> kubernetes.io/arch
 ARCHITECTURES: Final[dict[str, str]] = {"x86_64": "amd64", "arm64": "arm64"}
 # Owners searched when a term names an image but no owner (as Karpenter does).
@@ -121,7 +127,14 @@ class AliasParameter:
 
 
 class AliasError(ValueError):
-    pass
+    """An alias that cannot resolve; `reason` is the AMIsReady condition's."""
+
+    def __init__(self, message: str, reason: str = AMI_NOT_FOUND) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+log = logging.getLogger(__name__)
 
 
 def _minor(kubernetes_version: str) -> int | None:
@@ -138,7 +151,8 @@ def _windows_parameters(year: str, version: str, k8s: str) -> list[AliasParamete
     minor = _minor(k8s)
     if year == "2025" and minor is not None and minor < WINDOWS_2025_MIN_MINOR:
         raise AliasError(f"alias windows2025@latest: Windows Server 2025 requires EKS version "
-                         f"1.{WINDOWS_2025_MIN_MINOR} or higher, current version: {k8s}")
+                         f"1.{WINDOWS_2025_MIN_MINOR} or higher, current version: {k8s}",
+                         UNSUPPORTED_ALIAS)
     name = (f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-"
             f"EKS_Optimized-{k8s}/image_id")
     return [AliasParameter(name, "amd64", (), WINDOWS_BUILDS[f"Windows{year}"])]
@@ -167,6 +181,12 @@ def alias_parameter_list(alias: str, kubernetes_version: str) -> list[AliasParam
             for variant in variants
         ]
     if family == "al2":
+        minor = _minor(k8s)
+        if minor is not None and minor > AL2_LAST_MINOR:
+            raise AliasError(
+                f"alias {alias}: AL2 aliases are no longer supported on EKS 1.33+ (see "
+                "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions-standard"
+                ".html#kubernetes-1-33)", UNSUPPORTED_ALIAS)
 
         def al2(variant: str, node_prefix: str) -> str:
             leaf = "recommended" if latest else f"amazon-eks-{node_prefix}node-{k8s}-{version}"
@@ -199,19 +219,9 @@ def alias_parameter_list(alias: str, kubernetes_version: str) -> list[AliasParam
     )
 
 
-def _parameter(ssm: SSMClient, name: str, resource: str) -> str | None:
-    try:
-        with aws_call("ssm:GetParameter", f"{resource} ({name})"):
-            return ssm.get_parameter(Name=name)["Parameter"].get("Value")
-    except CloudProviderError as error:
-        if error.code == "ParameterNotFound":
-            return None
-        raise
-
-
 def _image_of(raw: Any, now: datetime) -> Image | None:
     arch = ARCHITECTURES.get(str(raw.get("Architecture", "")))
-    if arch is None:
+    if arch is None or raw.get("State", AVAILABLE) != AVAILABLE:
         return None
     deprecation = raw.get("DeprecationTime")
     deprecated = False
@@ -230,7 +240,10 @@ def _image_of(raw: Any, now: datetime) -> Image | None:
 def _describe(ec2: EC2Client, resource: str, now: datetime, **request: Any) -> list[Image]:
     images: list[Image] = []
     with aws_call("ec2:DescribeImages", resource):
-        for page in ec2.get_paginator("describe_images").paginate(**request):
+        paginator = ec2.get_paginator("describe_images")
+        # Only images that can launch (pending, failed, deregistered... are left out).
+        filters = [*request.pop("Filters", []), {"Name": "state", "Values": [AVAILABLE]}]
+        for page in paginator.paginate(IncludeDeprecated=True, Filters=filters, **request):
             for raw in page.get("Images", []):
                 image = _image_of(raw, now)
                 if image is not None:
@@ -240,13 +253,16 @@ def _describe(ec2: EC2Client, resource: str, now: datetime, **request: Any) -> l
 
 def newest_per_architecture(images: Sequence[Image]) -> list[Image]:
     """One image per architecture and variants: non-deprecated beats deprecated; then the
-    newest creation date; then the id."""
+    newest creation date; then the greater name (Karpenter's compareAMI); then the id."""
     best: dict[tuple[str, tuple[str, ...], str], Image] = {}
+
+    def rank(image: Image) -> tuple[bool, str, str, str]:
+        return (not image.deprecated, image.creation_date, image.name, image.id)
+
     for image in images:
         key = (image.architecture, image.variants, image.windows_build or "")
         current = best.get(key)
-        rank = (not image.deprecated, image.creation_date, image.id)
-        if current is None or rank > (not current.deprecated, current.creation_date, current.id):
+        if current is None or rank(image) > rank(current):
             best[key] = image
     return [best[key] for key in sorted(best)]
 
@@ -257,8 +273,11 @@ def resolve_amis(
     terms: Sequence[AMISelectorTerm],
     kubernetes_version: str,
     now: datetime | None = None,
+    parameters: ParameterCache | None = None,
 ) -> tuple[list[Image], list[UnmatchedTerm]]:
+    """`parameters`: the SSM cache to read through (a fresh one reads every parameter)."""
     now = now or datetime.now(UTC)
+    parameters = parameters or ParameterCache(ssm)
     found: list[Image] = []
     unmatched: list[UnmatchedTerm] = []
     for index, term in enumerate(terms):
@@ -267,15 +286,20 @@ def resolve_amis(
         if term.alias:
             variants: dict[str, tuple[str, ...]] = {}
             builds: dict[str, str] = {}
+            # A `latest` alias's parameters change with each release (invalidated when
+            # their image is deprecated); a pinned version's never do.
+            mutable = term.alias.endswith("@latest")
             for parameter in alias_parameter_list(term.alias, kubernetes_version):
-                image_id = _parameter(ssm, parameter.name, f"{where} alias {term.alias}")
+                image_id = parameters.get(parameter.name, custom=False, mutable=mutable,
+                                          resource=f"{where} alias {term.alias}")
                 if image_id:
                     variants[image_id] = (*variants.get(image_id, ()), *parameter.variants)
                     if parameter.windows_build is not None:
                         builds[image_id] = parameter.windows_build
             if variants:
                 described = _describe(
-                    ec2, f"{where} alias {term.alias}", now, ImageIds=sorted(variants)
+                    ec2, f"{where} alias {term.alias}", now,
+                    Filters=[{"Name": "image-id", "Values": sorted(variants)}],
                 )
                 images = [
                     replace(image, variants=tuple(sorted(set(variants[image.id]))),
@@ -283,14 +307,22 @@ def resolve_amis(
                     for image in described
                 ]
         elif term.ssm_parameter:
-            image_id = _parameter(ssm, term.ssm_parameter, f"{where} {term.ssm_parameter}")
-            if image_id:
-                images = _describe(ec2, where, now, ImageIds=[image_id])
+            image_id = parameters.get(term.ssm_parameter, custom=True,
+                                      resource=f"{where} {term.ssm_parameter}")
+            if image_id and not image_id.startswith("ami-"):
+                # As Karpenter: a value that is no image id matches nothing.
+                log.warning("%s: ssm parameter %s holds %r, not an AMI id; skipped", where,
+                            term.ssm_parameter, image_id)
+            elif image_id:
+                images = _describe(ec2, where, now,
+                                   Filters=[{"Name": "image-id", "Values": [image_id]}])
         else:
             request: dict[str, Any] = {}
             filters = tag_filters(term.tags or {})
             if term.id:
-                request["ImageIds"] = [term.id]
+                # A filter, as Karpenter queries ids: an id that does not exist (or is not
+                # an id) matches nothing instead of failing the whole resolution.
+                filters.append({"Name": "image-id", "Values": [term.id]})
             if term.name:
                 filters.append({"Name": "name", "Values": [term.name]})
             if term.owner:

@@ -47,6 +47,11 @@ class TTLCache(Generic[K, V]):
             keys = list(self._entries)
         return [key for key in keys if self.get(key) is not None]
 
+    def drop_where(self, matches: Callable[[K], bool]) -> None:
+        with self._lock:
+            for key in [key for key in self._entries if matches(key)]:
+                del self._entries[key]
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 from nodewright.cloud.aws import tags as tag_keys
 from nodewright.cloud.aws.capacity_reservations import Availability
-from nodewright.cloud.aws.errors import CAPACITY_ERROR_CODES, aws_call, describe_failure
+from nodewright.cloud.aws.errors import (
+    CAPACITY_ERROR_CODES,
+    SPOT_SERVICE_LINKED_ROLE,
+    aws_call,
+    describe_failure,
+    reason_message,
+)
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.provider import CloudProviderError, InsufficientCapacityError
 
@@ -30,6 +36,10 @@ CLIENT_TOKEN_MAX: Final = 64
 # How EC2 words a spread placement group's seven-instances-per-zone limit (its error code is
 # InsufficientInstanceCapacity).
 SPREAD_LIMIT: Final = "limit of instances in this spread placement group"
+# Karpenter's event when the account may not create the Spot service-linked role.
+SPOT_SLR_EVENT: Final = "SpotServiceLinkedRoleCreationFailure"
+SPOT_SLR_NOTE: Final = (f"Attempted to launch a spot instance but failed due to "
+                        f"\"{SPOT_SERVICE_LINKED_ROLE}\"")
 # What an instant fleet creates. The fleet itself is tagged too: the controller's IAM
 # policy only allows creating resources that carry the cluster's ownership tags.
 TAGGED_RESOURCE_TYPES: Final = ("fleet", "instance", "volume", "network-interface")
@@ -176,6 +186,7 @@ def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferi
     capacity_failures: list[str] = []
 
     other_failures: list[tuple[str, str]] = []
+    warnings: dict[str, str] = {}
     for error in response.get("Errors", []):
         code = str(error.get("ErrorCode", ""))
         override: Mapping[str, Any] = error.get("LaunchTemplateAndOverrides", {}).get(
@@ -203,6 +214,12 @@ def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferi
             if reservation and reservations_left is not None:
                 reservations_left.mark_unavailable(reservation)
             capacity_failures.append(f"{instance_type}/{zone}: {code}")
+        elif code == SPOT_SERVICE_LINKED_ROLE and request.capacity_type != RESERVED:
+            # No spot launch can work until the role exists: spot is out for every
+            # offering (for the ICE cache's three minutes), and the NodeClaim says why.
+            unavailable.mark_capacity_type_unavailable(SPOT, code)
+            capacity_failures.append(f"{instance_type}/{zone}: {code}")
+            warnings[SPOT_SLR_EVENT] = SPOT_SLR_NOTE
         else:
             other_failures.append((code, str(error.get("ErrorMessage", ""))))
     for instance in response.get("Instances", []):
@@ -232,6 +249,7 @@ def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferi
             resource=resource,
             code="InsufficientCapacity",
             cloud_message=summary,
+            warnings=tuple(warnings.items()),
         )
     code, message = (
         other_failures[0] if other_failures else ("NoInstances", "the fleet launched nothing")
@@ -242,4 +260,6 @@ def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferi
         resource=resource,
         code=code,
         cloud_message=message,
+        warnings=tuple(warnings.items()),
+        reason=reason_message(f"{code}: {message}")[0],
     )

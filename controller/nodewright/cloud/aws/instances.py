@@ -108,13 +108,23 @@ def get_instance(ec2: EC2Client, provider_id_value: str) -> Instance:
 
 
 def list_instances(ec2: EC2Client, cluster: str) -> list[Instance]:
-    """Every live instance tagged as this cluster's and launched for a NodeClaim."""
+    """Every live instance a Karpenter-compatible controller launched for this cluster: the
+    ones tagged with a NodePool and an EC2NodeClass and this cluster's EKS name, as
+    Karpenter lists them. An instance whose NodeClaim tag was never written, or one that a
+    Karpenter installation launched before a migration, is listed too (so garbage
+    collection finds it)."""
     filters = [
-        {"Name": f"tag:{tag_keys.cluster_tag_key(cluster)}", "Values": ["owned"]},
-        {"Name": "tag-key", "Values": [tag_keys.NODECLAIM]},
+        {"Name": "tag-key", "Values": [tag_keys.NODEPOOL]},
+        {"Name": "tag-key", "Values": [tag_keys.NODECLASS]},
+        {"Name": f"tag:{tag_keys.EKS_CLUSTER}", "Values": [cluster]},
         {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
     ]
-    return _describe(ec2, f"cluster {cluster}", Filters=filters)
+    found = _describe(ec2, f"cluster {cluster}", Filters=filters, MaxResults=1000)
+    # EC2 ANDs the two tag-key filters; the same check here keeps a reader of the list
+    # (and an EC2 stand-in that merges filters of one name) from seeing anything else.
+    return [instance for instance in found
+            if tag_keys.NODEPOOL in instance.tags and tag_keys.NODECLASS in instance.tags
+            and instance.tags.get(tag_keys.EKS_CLUSTER) == cluster]
 
 
 def find_for_nodeclaim(ec2: EC2Client, cluster: str, nodeclaim: str) -> Instance | None:

@@ -28,6 +28,7 @@ from nodewright.cloud.aws.interruption_events import (
     parse_message,
 )
 from nodewright.cloud.provider import CloudProviderError
+from nodewright.cluster.fencing import FencedError
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -88,6 +89,12 @@ class InterruptionQueue:
             else:
                 try:
                     handle(parsed)
+                except FencedError as error:
+                    # Not sure it still leads: left for the leader (the fence logged it).
+                    failed += 1
+                    log.debug("interruption message %s left for redelivery: %s", message_id,
+                              error)
+                    continue
                 except Exception:
                     failed += 1
                     log.exception(

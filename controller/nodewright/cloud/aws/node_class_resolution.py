@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ from nodewright.cloud.aws.amis import (
     variant_requirements,
 )
 from nodewright.cloud.aws.capacity_reservations import Reservation
+from nodewright.cloud.aws.clock import TTLCache
 from nodewright.cloud.aws.discovery import (
     SecurityGroup,
     Subnet,
@@ -35,12 +37,13 @@ from nodewright.cloud.aws.discovery import (
 )
 from nodewright.cloud.aws.instance_profiles import ensure_instance_profile
 from nodewright.cloud.aws.placement_groups import PlacementGroup
+from nodewright.cloud.aws.ssm_parameters import ParameterCache
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.conditions import EC2NODECLASS
 
 if TYPE_CHECKING:
-    from nodewright.api.ec2nodeclass import EC2NodeClass
+    from nodewright.api.ec2nodeclass import AMISelectorTerm, EC2NodeClass
     from nodewright.cloud.aws.clients import AwsClients
 
 ARCH_LABEL = "kubernetes.io/arch"
@@ -48,6 +51,21 @@ VALIDATION = "ValidationSucceeded"
 RESERVATIONS = "CapacityReservationsReady"
 PLACEMENT_GROUP = "PlacementGroupReady"
 INVALID_KUBELET = "InvalidKubeletConfiguration"
+AMIS = "AMIsReady"
+
+ImageLookup = tuple[list[Image], list[UnmatchedTerm]]
+SubnetLookup = tuple[list[Subnet], list[UnmatchedTerm]]
+
+
+@dataclass
+class Lookups:
+    """What resolutions keep between them: SSM parameters (24 h / 5 min), the images
+    amiSelectorTerms resolve to (AMI_REFRESH_INTERVAL) and the subnets subnetSelectorTerms
+    resolve to (SUBNET_REFRESH_INTERVAL), as Karpenter's providers cache them."""
+
+    parameters: ParameterCache
+    images: TTLCache[str, ImageLookup]
+    subnets: TTLCache[str, SubnetLookup]
 
 
 @dataclass(frozen=True)
@@ -61,6 +79,11 @@ class Resolution:
     unmatched: tuple[UnmatchedTerm, ...] = ()
     # condition type -> why it is not ready
     problems: dict[str, str] = field(default_factory=dict)
+    # condition type -> the reason of its False (or Unknown) condition, where it is not the
+    # condition's usual one
+    reasons: dict[str, str] = field(default_factory=dict)
+    # condition types whose state is not known yet (Unknown, not False)
+    unknown: frozenset[str] = frozenset()
 
     @property
     def valid(self) -> bool:
@@ -97,8 +120,8 @@ class Resolution:
                 if ok
                 else Condition(
                     type=kind,
-                    status="False",
-                    reason=reason,
+                    status="Unknown" if kind in self.unknown else "False",
+                    reason=self.reasons.get(kind, reason),
                     message=message,
                     last_transition_time=stamp,
                 )
@@ -187,20 +210,30 @@ def resolve_node_class(
     kubernetes_version: str,
     with_instance_profile: bool = True,
     now: datetime | None = None,
+    lookups: Lookups | None = None,
 ) -> Resolution:
+    """`lookups`: the caches to read through (none: everything is read afresh)."""
     spec = node_class.spec
     problems = validation_problems(node_class)
-    subnets, unmatched_subnets = discover_subnets(clients.ec2, spec.subnet_selector_terms)
+    reasons: dict[str, str] = {}
+    subnet_key = json.dumps([t.to_manifest() for t in spec.subnet_selector_terms],
+                            sort_keys=True)
+    found_subnets = lookups.subnets.get(subnet_key) if lookups else None
+    if found_subnets is None:
+        found_subnets = discover_subnets(clients.ec2, spec.subnet_selector_terms)
+        if lookups:
+            lookups.subnets.put(subnet_key, found_subnets)
+    subnets, unmatched_subnets = found_subnets
     groups, unmatched_groups = discover_security_groups(
         clients.ec2, spec.security_group_selector_terms
     )
     try:
-        images, unmatched_images = resolve_amis(
-            clients.ec2, clients.ssm, spec.ami_selector_terms, kubernetes_version
-        )
+        images, unmatched_images = _images(clients, spec.ami_selector_terms,
+                                           kubernetes_version, lookups)
     except AliasError as error:
         images, unmatched_images = [], []
-        problems["AMIsReady"] = f"spec.amiSelectorTerms: {error}"
+        problems[AMIS] = f"spec.amiSelectorTerms: {error}"
+        reasons[AMIS] = error.reason
     unmatched = (*unmatched_subnets, *unmatched_groups, *unmatched_images)
     if not subnets:
         problems["SubnetsReady"] = _missing(unmatched, "subnet") or "no subnets matched"
@@ -250,4 +283,18 @@ def resolve_node_class(
         capacity_reservations=tuple(reservations),
         unmatched=unmatched,
         problems=problems,
+        reasons=reasons,
     )
+
+
+def _images(clients: AwsClients, terms: Sequence[AMISelectorTerm], kubernetes_version: str,
+            lookups: Lookups | None) -> ImageLookup:
+    if lookups is None:
+        return resolve_amis(clients.ec2, clients.ssm, terms, kubernetes_version)
+    key = json.dumps([kubernetes_version, *(t.to_manifest() for t in terms)], sort_keys=True)
+    found = lookups.images.get(key)
+    if found is None:
+        found = resolve_amis(clients.ec2, clients.ssm, terms, kubernetes_version,
+                             parameters=lookups.parameters)
+        lookups.images.put(key, found)
+    return found

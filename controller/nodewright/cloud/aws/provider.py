@@ -21,9 +21,10 @@ from nodewright.cloud.aws import (
     instances,
     launch_templates,
     placement_groups,
+    validation,
 )
 from nodewright.cloud.aws import tags as tag_keys
-from nodewright.cloud.aws.amis import Image, image_for
+from nodewright.cloud.aws.amis import STANDARD, Image, image_for
 from nodewright.cloud.aws.catalog import LiveCatalog
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
@@ -32,11 +33,14 @@ from nodewright.cloud.aws.discovery import subnet_per_zone
 from nodewright.cloud.aws.drift import drift_of, static_drift
 from nodewright.cloud.aws.node_class_resolution import (
     PLACEMENT_GROUP,
+    VALIDATION,
+    Lookups,
     Resolution,
     resolve_node_class,
 )
 from nodewright.cloud.aws.node_identity import bottlerocket_release, node_labels
 from nodewright.cloud.aws.offerings import (
+    ON_DEMAND,
     RESERVATION_ID_LABEL,
     RESERVATION_TYPE_LABEL,
     RESERVED,
@@ -49,6 +53,7 @@ from nodewright.cloud.aws.placement_groups import (
     PLACEMENT_GROUP_PARTITION_LABEL,
 )
 from nodewright.cloud.aws.pricing import LivePriceSource
+from nodewright.cloud.aws.ssm_parameters import ParameterCache
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.aws.userdata import NodeBootstrap, render_user_data
 from nodewright.cloud.provider import (
@@ -71,6 +76,11 @@ UNREADY_RESOLUTION_CACHE_SECONDS: Final = 10.0
 # cache TTL, whose evictions delete the template).
 LAUNCH_TEMPLATE_TTL_SECONDS: Final = 60.0
 CLUSTER_CACHE_SECONDS: Final = 300.0
+# AMI_REFRESH_INTERVAL and SUBNET_REFRESH_INTERVAL's defaults (and least values).
+DEFAULT_REFRESH_SECONDS: Final = 60.0
+# The reason of a ValidationSucceeded whose check could not tell yet (operatorpkg's reason
+# for a condition not reconciled yet).
+AWAITING_RECONCILIATION: Final = "AwaitingReconciliation"
 NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
 PLACEMENT_GROUP_DRIFT: Final = "PlacementGroupDrift"
 
@@ -108,12 +118,21 @@ class AwsCloudProvider:
     # does: the nodes' default cluster DNS, and whether the cluster is IPv6.
     kube_dns_ip: str | None = None
     name: str = "aws"
-    # Its calls are safe from any thread: a launch (CreateFleet, seconds) runs outside the
-    # state lock, so interruption, termination and registration never wait on it.
+    # Its calls are safe from any thread, so the operator makes every one of them outside
+    # the state lock (runtime.outside_lock): a CreateFleet, a catalog refresh or a
+    # resolution that takes seconds never holds up an interruption or a registration.
     launches_outside_state_lock: ClassVar[bool] = True
     # Wall time, for capacity reservations' end dates (`clock` is monotonic, for TTLs).
     wall_clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    # How long the images amiSelectorTerms and the subnets subnetSelectorTerms resolve to
+    # are kept (Karpenter's AMI_REFRESH_INTERVAL / SUBNET_REFRESH_INTERVAL).
+    ami_refresh_seconds: float = DEFAULT_REFRESH_SECONDS
+    subnet_refresh_seconds: float = DEFAULT_REFRESH_SECONDS
+    # Prove each node class's launches authorized with dry runs (the operator turns this on
+    # unless DISABLE_DRY_RUN; off here so a bare provider makes only the calls asked of it).
+    dry_run: bool = False
     unavailable: UnavailableOfferings = field(init=False)
+    lookups: Lookups = field(init=False)
     reservations: capacity_reservations.Availability = field(init=False)
     _template_use: dict[str, float] = field(init=False)
     catalog: LiveCatalog = field(init=False)
@@ -123,6 +142,8 @@ class AwsCloudProvider:
     # never create the same instance profile or launch template at once.
     _resolving: threading.Lock = field(init=False, default_factory=threading.Lock)
     _cluster: TTLCache[str, EksCluster] = field(init=False)
+    # ValidationSucceeded verdicts, by validation.cache_key (30 minutes).
+    validations: TTLCache[str, validation.Verdict] = field(init=False)
 
     def __post_init__(self) -> None:
         self.unavailable = UnavailableOfferings(self.clock)
@@ -139,6 +160,10 @@ class AwsCloudProvider:
         self._resolutions = TTLCache(RESOLUTION_CACHE_SECONDS, self.clock)
         self._unready_resolutions = TTLCache(UNREADY_RESOLUTION_CACHE_SECONDS, self.clock)
         self._cluster = TTLCache(CLUSTER_CACHE_SECONDS, self.clock)
+        self.validations = TTLCache(validation.VALIDATION_TTL_SECONDS, self.clock)
+        self.lookups = Lookups(ParameterCache(self.clients.ssm, self.clock),
+                               TTLCache(self.ami_refresh_seconds, self.clock),
+                               TTLCache(self.subnet_refresh_seconds, self.clock))
 
     # --- node classes -------------------------------------------------------------------
 
@@ -162,14 +187,30 @@ class AwsCloudProvider:
                     cluster=self.cluster_name,
                     kubernetes_version=self.cluster().kubernetes_version,
                     now=self.wall_clock(),
+                    lookups=self.lookups,
                 )
+                cached = self._validated(node_class, cached)
                 self.reservations.sync(cached.capacity_reservations)
                 cache = self._resolutions if cached.ready else self._unready_resolutions
                 cache.put(key, cached)
             return cached
 
+    def invalidate_deprecated_parameters(self) -> list[str]:
+        """Forget the `latest` alias parameters whose image AWS has deprecated, and the
+        resolutions that used them (Karpenter's SSM invalidation controller)."""
+        dropped = self.lookups.parameters.invalidate_deprecated(self.clients.ec2,
+                                                               self.wall_clock())
+        if dropped:
+            with self._resolving:
+                self.lookups.images.clear()
+                self._resolutions.clear()
+        return dropped
+
     def get_instance_types(self, node_class: EC2NodeClass) -> list[InstanceType]:
-        resolution = self.resolve(node_class)
+        return self._instance_types(node_class, self.resolve(node_class))
+
+    def _instance_types(self, node_class: EC2NodeClass,
+                        resolution: Resolution) -> list[InstanceType]:
         zones = {subnet.zone for subnet in resolution.subnets}
         zone_ids = {subnet.zone: subnet.zone_id for subnet in resolution.subnets}
         group = resolution.placement_group
@@ -189,6 +230,95 @@ class AwsCloudProvider:
             lambda name, offering, partition: offering.capacity_type != RESERVED
             and group is not None and self.unavailable.is_unavailable(
                 name, offering.zone, offering.capacity_type, f"{group.id}:{partition}"))
+
+    # --- validation (ValidationSucceeded) -------------------------------------------------
+
+    def _validated(self, node_class: EC2NodeClass, resolution: Resolution) -> Resolution:
+        if VALIDATION in resolution.problems:  # spec.kubelet is wrong: nothing to check
+            return resolution
+        verdict = self._verdict(node_class, resolution)
+        if verdict.passed:
+            return resolution
+        return replace(
+            resolution,
+            problems={**resolution.problems, VALIDATION: verdict.message},
+            reasons={**resolution.reasons,
+                     VALIDATION: verdict.reason or AWAITING_RECONCILIATION},
+            unknown=resolution.unknown | ({VALIDATION} if verdict.retry else set()))
+
+    def _verdict(self, node_class: EC2NodeClass,
+                 resolution: Resolution) -> validation.Verdict:
+        tag_problem = validation.tag_problem(node_class)
+        if tag_problem is not None:
+            return tag_problem
+        if validation.dependencies_missing(resolution):
+            return validation.Verdict(validation.DEPENDENCIES_NOT_READY,
+                                      validation.AWAITING_DEPENDENCIES)
+        tags = validation.validation_tags(node_class, self.cluster_name)
+        key = validation.cache_key(node_class, resolution, tags)
+        cached = self.validations.get(key)
+        if cached is not None:
+            return cached
+        verdict = (self._dry_runs(node_class, resolution, tags) if self.dry_run
+                   else validation.PASSED)
+        if not verdict.retry:
+            self.validations.put(key, verdict)
+        return verdict
+
+    def _dry_runs(self, node_class: EC2NodeClass, resolution: Resolution,
+                  tags: Mapping[str, str]) -> validation.Verdict:
+        """CreateLaunchTemplate (for real: a launch reuses it), then CreateFleet and
+        RunInstances as dry runs, with one instance type (Karpenter's validation)."""
+        choice = self._validation_choice(node_class, resolution)
+        if choice is None:
+            return validation.Verdict(
+                message="no instance type launchable with the node class's images to check "
+                "its launches with", retry=True)
+        claim = NodeClaim.model_validate({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": f"{node_class.name}-validation"},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                      "name": node_class.name}, "requirements": []}})
+        try:
+            template = self._templates_for(claim, node_class, resolution,
+                                           [choice])[_template_key(choice)]
+        except CloudProviderError as error:
+            return validation.launch_template_verdict(error)
+        name = choice.instance_type.name
+        image = _image_of(choice.instance_type.labels, resolution).id
+        request = fleet.FleetRequest(
+            nodeclaim_name=claim.name, nodeclaim_uid=f"validation-{node_class.name}",
+            capacity_type=ON_DEMAND, tags=tags,
+            candidates=tuple(fleet.Candidate(name, subnet.zone, subnet.id, 0.0, template,
+                                             image) for subnet in resolution.subnets))
+        verdict = validation.dry_run_fleet(self.clients.ec2, request.to_api())
+        if not verdict.passed:
+            return verdict
+        interfaces = [(i.network_card_index, i.device_index, i.interface_type)
+                      for i in node_class.spec.network_interfaces or ()]
+        return validation.dry_run_instances(self.clients.ec2, [
+            validation.run_instances_request(template, name, subnet.id, interfaces, tags)
+            for subnet in resolution.subnets])
+
+    def _validation_choice(self, node_class: EC2NodeClass,
+                           resolution: Resolution) -> Choice | None:
+        """An on-demand offering to check with: a type booting a standard (not GPU) image,
+        m5.large or m6g.large when there is one (Karpenter's fallback types)."""
+        zones = sorted({subnet.zone for subnet in resolution.subnets})
+        architectures = sorted({image.architecture for image in resolution.images})
+        choices = [c for c in launchable(self._instance_types(node_class, resolution),
+                                         Requirements.from_node_selector([]), zones,
+                                         architectures)
+                   if c.offering.capacity_type == ON_DEMAND and not c.offering.reservation_id
+                   and image_for(c.instance_type.labels, resolution.images) is not None]
+        standard = [c for c in choices if STANDARD in (
+            _image_of(c.instance_type.labels, resolution).variants or (STANDARD,))]
+        pool = standard or choices
+        for preferred in validation.FALLBACK_TYPES.values():
+            for choice in pool:
+                if choice.instance_type.name == preferred:
+                    return choice
+        return min(pool, key=lambda c: (c.offering.price, c.instance_type.name), default=None)
 
     # --- instances ----------------------------------------------------------------------
 
@@ -385,6 +515,8 @@ class AwsCloudProvider:
         for profile in profiles:
             instance_profiles.delete_profile(iam, profile)
         self._resolutions.clear()
+        # Its validation verdicts go too (Karpenter clears them when the node class goes).
+        self.validations.drop_where(lambda key: key.startswith(f"{node_class}:"))
         return GarbageReport((), tuple(t.name for t in templates), tuple(p.name for p in profiles))
 
     # --- helpers ------------------------------------------------------------------------

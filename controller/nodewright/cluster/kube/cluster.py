@@ -17,6 +17,7 @@ import copy
 import secrets
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -48,7 +49,7 @@ from nodewright.cluster.kube.informer import (
 )
 from nodewright.cluster.kube.resources import resource_class, status_class, to_object
 from nodewright.cluster.kube.transport import ClientLimits, LimitedTransport, instrument, limit
-from nodewright.cluster.names import generated_name
+from nodewright.cluster.names import CREATE_ID_ANNOTATION, generated_name
 from nodewright.runtime.reconciler import WatchEvent
 
 FIELD_MANAGER = "nodewright"
@@ -93,6 +94,14 @@ class KubeWatchStream:
     def synced(self) -> bool:
         return all(informer.synced() for informer in self._informers)
 
+    def undelivered_for(self) -> float:
+        """For how long the oldest event has waited for the reader, once synced (before,
+        events wait for the other kinds' first list by design)."""
+        return self._subscription.waiting_for() if self.synced() else 0.0
+
+    def closed(self) -> bool:
+        return self._subscription.closed
+
     def close(self) -> None:
         self._subscription.closed = True
         for informer in self._informers:
@@ -118,6 +127,7 @@ class KubeCluster:
         self._informer_factory = informer_factory or (
             lambda client, kind: Informer(client, kind, read_timeout=watch_read_timeout))
         self._informers: dict[str, Informer] = {}
+        self._streams: list[KubeWatchStream] = []
         self._lock = threading.Lock()
 
     # --- informers ------------------------------------------------------------------------
@@ -215,50 +225,99 @@ class KubeCluster:
         return [to_object(kind, item) for item in items]
 
     def watch(self, kinds: Iterable[str]) -> KubeWatchStream:
-        return KubeWatchStream([self.informer(kind) for kind in kinds])
+        stream = KubeWatchStream([self.informer(kind) for kind in kinds])
+        with self._lock:
+            self._streams.append(stream)
+        return stream
+
+    def undelivered_for(self) -> float:
+        """For how long the oldest watch event has waited for its stream's reader (the
+        operator's dispatcher), for /healthz."""
+        with self._lock:
+            streams = list(self._streams)
+        return max((stream.undelivered_for() for stream in streams
+                    if not stream.closed()), default=0.0)
 
     # --- writes ---------------------------------------------------------------------------
 
     def create(self, obj: Object) -> Object:
-        """Create `obj`. A `generateName` is turned into a name here, as the API server
-        would: when the connection breaks after the request went out (the server may have
-        stored the object and its answer been lost), the create is sent again under the same
-        name, and AlreadyExists then means that the first one went through; with the
-        server naming it, a retry would store a second object (a second NodeClaim: a
+        """Create `obj`, exactly once however its requests fare.
+
+        A create whose outcome is unknown (the connection broke after the request went
+        out, a 5xx, a timeout; or a 5xx with Retry-After that the transport sent again
+        after the server had stored the first) may have stored the object. So each
+        logical create carries an identity of its own (the `nodewright.io/create-id`
+        annotation, drawn once here) and a name fixed before the first request (a
+        `generateName` is turned into a name here, as the API server would): before
+        sending again, and whenever the name turns out to be taken, the object of that
+        name is read from the server; carrying this create's identity, it is the one
+        stored, and is returned. A name taken by another object draws a new one (with a
+        `generateName`) or raises AlreadyExists. A broken connection is retried for
+        UNKNOWN_OUTCOME_RETRY_SECONDS; a 5xx is raised unless the object turns out
+        stored. Without this, a retry would store a second object (a second NodeClaim: a
         second instance)."""
         kind = str(obj.get("kind") or "")
         resource = resource_class(kind)
         namespace = objects.namespace(obj) or None
         body = copy.deepcopy(obj)
         metadata = body.setdefault("metadata", {})
+        annotations = dict(metadata.get("annotations") or {})
+        identity = annotations.setdefault(CREATE_ID_ANNOTATION, uuid.uuid4().hex)
+        metadata["annotations"] = annotations
         prefix = metadata.pop("generateName", None) if not metadata.get("name") else None
         for naming in range(NAME_ATTEMPTS if prefix else 1):
             if prefix:
                 metadata["name"] = generated_name(str(prefix), secrets.choice)
+            name = str(metadata["name"])
             deadline = time.monotonic() + UNKNOWN_OUTCOME_RETRY_SECONDS
-            sent_before = False
+            maybe_stored = False
             while True:
                 try:
+                    if maybe_stored:
+                        stored = self._stored(kind, name, namespace)
+                        if stored is not None:
+                            if _created_by(stored, identity):
+                                return self._observed(kind, stored)
+                            break  # the name is someone else's: ours was never stored
                     with _translated():
                         created = self.client.create(resource(copy.deepcopy(body)),
                                                      namespace=namespace)
                     return self._observed(kind, created)
                 except AlreadyExistsError:
-                    if sent_before:  # the request whose answer was lost stored it
-                        with _translated():
-                            stored = self.client.get(resource, metadata["name"],
-                                                     namespace=namespace)
-                        return self._observed(kind, stored)
-                    if not prefix or naming + 1 == NAME_ATTEMPTS:
+                    # Ours (a request sent again stored the first), or another object's:
+                    # the next turn reads it and tells.
+                    if maybe_stored and time.monotonic() >= deadline:
                         raise
-                    break  # the generated name is taken: draw another
+                    maybe_stored = True
                 except UnreachableError as error:
-                    if not prefix or not _maybe_delivered(error) or (
-                            time.monotonic() >= deadline):
-                        raise
-                    sent_before = True
+                    if time.monotonic() >= deadline or not (
+                            maybe_stored or _maybe_delivered(error)):
+                        raise  # refused before anything was sent: nothing stored
+                    maybe_stored = True
                     time.sleep(UNKNOWN_OUTCOME_RETRY_INTERVAL)
+                except ApiError as error:
+                    if error.status < 500 or not _answered_by_server(error):
+                        raise  # refused, or failed here before a request went out
+                    # The server failed, maybe after storing it (a 504 timeout, a 5xx
+                    # answered to a request the transport sent again): ours if stored,
+                    # else the error stands and the caller decides.
+                    stored = self._stored(kind, name, namespace)
+                    if stored is not None and _created_by(stored, identity):
+                        return self._observed(kind, stored)
+                    raise
+            if not prefix or naming + 1 == NAME_ATTEMPTS:
+                raise AlreadyExistsError(
+                    f'{kind_of(kind).plural} "{name}" already exists')
         raise AssertionError("unreachable")  # the loops return or raise
+
+    def _stored(self, kind: str, name: str, namespace: str | None) -> Object | None:
+        """The object of that name on the server (not the cache, which may lag), or None."""
+        try:
+            with _translated():
+                item = self.client.get(resource_class(kind), name, namespace=namespace)
+        except NotFoundError:
+            return None
+        return to_object(kind, item)
 
     def update(self, obj: Object, *, subresource: str | None = None) -> Object:
         kind = str(obj.get("kind") or "")
@@ -319,6 +378,16 @@ class KubeCluster:
         if kind in self._cached_kinds:
             self.informer(kind).observe_write(obj)
         return obj
+
+
+def _created_by(stored: Mapping[str, Any], identity: str) -> bool:
+    return objects.annotations(stored).get(CREATE_ID_ANNOTATION) == identity
+
+
+def _answered_by_server(error: ApiError) -> bool:
+    """Whether the error is the server's answer (translated), not one raised on this side
+    before anything was sent."""
+    return isinstance(error.__cause__, LightkubeApiError | httpx2.HTTPStatusError)
 
 
 def _maybe_delivered(error: UnreachableError) -> bool:

@@ -21,6 +21,7 @@ import logging
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -34,12 +35,15 @@ from nodewright.cluster.kube import gaps
 from nodewright.cluster.kube.discovery import INSTALL_CRDS
 from nodewright.cluster.kube.errors import GoneError, translate, translate_http, unreachable
 from nodewright.cluster.kube.resources import resource_class, to_object
+from nodewright.metrics import BUFFER_DROPPED
 from nodewright.runtime.ratelimit import REFLECTOR_BACKOFF, Backoff
 from nodewright.runtime.reconciler import EventType, WatchEvent
 
 log = logging.getLogger(__name__)
 
 LIST_PAGE_SIZE = 500
+# Watch events a subscription holds for its reader (see `Subscription`).
+SUBSCRIPTION_CAPACITY = 1_000_000
 
 
 # The API server sends a BOOKMARK about every minute to a watch that asked for them
@@ -52,21 +56,51 @@ class SilentWatchError(ApiError):
 
 
 class Subscription:
-    """Where an informer hands its events; the stream side of `KubeCluster.watch`."""
+    """Where an informer hands its events; the stream side of `KubeCluster.watch`.
 
-    def __init__(self) -> None:
-        self._events: list[WatchEvent] = []
+    Bounded: a reader that stops taking (a wedged dispatcher) must not make the process
+    grow until it is killed for its memory. Past `capacity` the oldest event is dropped,
+    counted in `nodewright_buffer_dropped_total{buffer="watch_events"}` and logged (the
+    first time, then every 10000); the capacity holds the initial list of a very large
+    cluster, which arrives before the reader starts taking."""
+
+    def __init__(self, capacity: int = SUBSCRIPTION_CAPACITY,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._events: deque[WatchEvent] = deque()
+        self._capacity = capacity
+        self._monotonic = monotonic
         self._lock = threading.Lock()
         self.closed = False
+        self.dropped = 0
+        # When the oldest event not yet taken arrived (None while none waits).
+        self._oldest_at: float | None = None
+
+    def waiting_for(self) -> float:
+        """For how long the oldest event not yet taken has waited (0 when none waits)."""
+        oldest = self._oldest_at
+        return 0.0 if oldest is None else max(0.0, self._monotonic() - oldest)
 
     def push(self, event: WatchEvent) -> None:
         with self._lock:
-            if not self.closed:
-                self._events.append(event)
+            if self.closed:
+                return
+            if not self._events:
+                self._oldest_at = self._monotonic()
+            if len(self._events) >= self._capacity:
+                self._events.popleft()
+                self.dropped += 1
+                BUFFER_DROPPED.labels(buffer="watch_events").inc()
+                if self.dropped % 10000 == 1:
+                    log.error("the watch event buffer is full (%d events: they are not "
+                              "being taken); dropping the oldest, %d so far",
+                              self._capacity, self.dropped)
+            self._events.append(event)
 
     def take(self) -> list[WatchEvent]:
         with self._lock:
-            events, self._events = self._events, []
+            events = list(self._events)
+            self._events.clear()
+            self._oldest_at = None
             return events
 
 

@@ -12,7 +12,12 @@ REST client does with KUBE_CLIENT_QPS and KUBE_CLIENT_BURST: a token bucket spac
 requests (a watch takes a token when it opens, none while it streams), and an answer 429
 Too Many Requests, or a 5xx, that carries Retry-After is waited out (bounded) and the request
 sent again a few times, for reads and writes alike (API Priority and Fairness answers so
-when the server sheds load).
+when the server sheds load). A write request (anything but GET) first asks the transport's
+`fence`, when one is set (`cluster.fencing`): each attempt, so a write that slept out a
+Retry-After, or a create sent again after an unknown outcome, is refused once this replica
+is not sure it still leads. `waits`, the log of what was waited, keeps the latest
+WAITS_KEPT (older ones are dropped and counted in
+`nodewright_buffer_dropped_total{buffer="transport_waits"}`).
 
 The hook is an httpx event hook on lightkube's HTTP client (`Client._client._client`; the
 same internals gaps.py relies on), so the TLS and auth lightkube configured stay as they are.
@@ -23,6 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +36,9 @@ from typing import Any
 import httpx2
 from lightkube import Client
 
-from nodewright.metrics import REST_CLIENT_REQUESTS
+from nodewright.cluster.api import KINDS
+from nodewright.cluster.fencing import Fence
+from nodewright.metrics import BUFFER_DROPPED, REST_CLIENT_REQUESTS
 from nodewright.runtime.ratelimit import TokenBucket
 
 log = logging.getLogger(__name__)
@@ -38,6 +46,11 @@ log = logging.getLogger(__name__)
 # Karpenter's defaults (pkg/operator/options: KUBE_CLIENT_QPS, KUBE_CLIENT_BURST).
 DEFAULT_QPS = 200.0
 DEFAULT_BURST = 300
+# Entries of the wait log kept (tests and debugging read the latest).
+WAITS_KEPT = 1000
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+_KIND_BY_PLURAL = {kind.plural: name for name, kind in KINDS.items()}
 
 
 @dataclass(frozen=True)
@@ -61,8 +74,12 @@ class LimitedTransport(httpx2.BaseTransport):
         self._bucket = TokenBucket(limits.qps, limits.burst, now=monotonic)
         self._lock = threading.Lock()
         self._sleep = sleep
-        # What was waited, for tests and debugging: (why, seconds).
-        self.waits: list[tuple[str, float]] = []
+        # What was waited, for tests and debugging: (why, seconds), the latest WAITS_KEPT.
+        self.waits: deque[tuple[str, float]] = deque(maxlen=WAITS_KEPT)
+        # Asked before each write request (None: writes are never refused here).
+        self.fence: Fence | None = None
+        # The transport whose fence a mounted one (a proxy's) shares.
+        self.primary: LimitedTransport | None = None
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         retried = 0
@@ -71,6 +88,7 @@ class LimitedTransport(httpx2.BaseTransport):
                 delay = self._bucket.reserve()
             if delay > 0:
                 self._wait("qps", delay)
+            self._check_fence(request)
             response = self.inner.handle_request(request)
             retry_after = _retry_after(response)
             if retry_after is None or retried >= self.limits.retries:
@@ -84,12 +102,35 @@ class LimitedTransport(httpx2.BaseTransport):
                      retried, self.limits.retries)
             self._wait("retry-after", wait)
 
+    def _check_fence(self, request: httpx2.Request) -> None:
+        fence = (self.primary or self).fence
+        if fence is None or request.method in READ_METHODS:
+            return
+        path = request.url.path
+        kind, name = resource_of(path)
+        verb = "evict" if path.endswith("/eviction") else _VERBS.get(request.method, "write")
+        fence.check(verb, kind, name)
+
     def _wait(self, why: str, seconds: float) -> None:
+        if len(self.waits) == self.waits.maxlen:
+            BUFFER_DROPPED.labels(buffer="transport_waits").inc()
         self.waits.append((why, seconds))
         self._sleep(seconds)
 
     def close(self) -> None:
         self.inner.close()
+
+
+def resource_of(path: str) -> tuple[str, str]:
+    """The kind and name an API path addresses ('' when it does not say):
+    /apis/coordination.k8s.io/v1/namespaces/x/leases/y -> ("Lease", "y")."""
+    parts = [part for part in path.split("/") if part]
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+    if len(rest) > 2 and rest[0] == "namespaces":
+        rest = rest[2:]
+    if not rest:
+        return "", ""
+    return _KIND_BY_PLURAL.get(rest[0], rest[0]), rest[1] if len(rest) > 1 else ""
 
 
 def _retry_after(response: httpx2.Response) -> float | None:
@@ -119,6 +160,7 @@ def limit(client: Client, limits: ClientLimits, *,
             wrapped = LimitedTransport(mounted, limits, sleep=sleep)
             wrapped._bucket, wrapped._lock, wrapped.waits = (limited._bucket, limited._lock,
                                                              limited.waits)
+            wrapped.primary = limited
             http._mounts[pattern] = wrapped
     return limited
 

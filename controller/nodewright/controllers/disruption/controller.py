@@ -110,6 +110,7 @@ class DisruptionController:
 
     @property
     def in_flight(self) -> Command | None:
+        """The oldest command in flight (see `orchestrator.commands` for all of them)."""
         return self.orchestrator.in_flight
 
     def reconcile(self, key: str) -> Result:
@@ -120,14 +121,22 @@ class DisruptionController:
         if not self.state.synced(self.cluster):
             return Result(requeue_after=self.options.unsynced_retry_seconds)
         now = self.clock.now()
-        if self.orchestrator.progress(now):
-            return Result(requeue_after=self.options.in_flight_poll_seconds)
+        # As Karpenter's queue: commands in flight move on by themselves while the loop
+        # decides the next; their candidates are marked for deletion, so budgets count them
+        # and no pass picks them again.
+        in_flight = self.orchestrator.progress(now)
         self.orchestrator.release_orphans(self.state.nodes(), now)
         if self.pending is not None:
             if now < self.pending.due:
-                return Result(requeue_after=(self.pending.due - now).total_seconds())
-            return self._validate_and_start(self.pending.command, now)
-        return self._decide(now)
+                result = Result(requeue_after=(self.pending.due - now).total_seconds())
+            else:
+                result = self._validate_and_start(self.pending.command, now)
+        else:
+            result = self._decide(now)
+        if in_flight and (result.requeue_after is None
+                          or result.requeue_after > self.options.in_flight_poll_seconds):
+            result = Result(requeue_after=self.options.in_flight_poll_seconds)
+        return result
 
     # -- one pass ----------------------------------------------------------------------------
 
@@ -273,7 +282,9 @@ class DisruptionController:
         del self.commands[:-50]
         self._record(command, now, started=True)
         self._consolidated.clear()
-        return Result(requeue_after=self.options.in_flight_poll_seconds)
+        # Karpenter requeues at once after a command starts: the next is decided while
+        # this one waits for its replacements.
+        return Result(requeue_after=0.0)
 
     # -- explanations ------------------------------------------------------------------------
 

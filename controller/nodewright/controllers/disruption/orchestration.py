@@ -1,4 +1,7 @@
-"""Carrying out a command (Karpenter's orchestration queue, one command at a time).
+"""Carrying out commands (Karpenter's orchestration queue): every started command waits for
+its own replacements, independently of the others, while the disruption loop goes on
+deciding the next (budgets count the candidates of commands in flight, which are marked
+for deletion, and no node is in two commands).
 
 Start: taint each candidate `karpenter.sh/disrupted:NoSchedule` (no new pods land there)
 and set its NodeClaim's `DisruptionReason` condition; create the replacement NodeClaims;
@@ -35,7 +38,6 @@ from nodewright.controllers.logfields import listed
 from nodewright.controllers.provisioning.nodeclaims import MIN_VALUES_RELAXED, nodeclaim_manifest
 from nodewright.controllers.provisioning.problem import PoolContext
 from nodewright.controllers.static.nodeclaims import static_nodeclaim_manifest
-from nodewright.runtime.reconciler import WatchEvent
 from nodewright.scheduling.pods import Pod
 from nodewright.state.cluster import ClusterState
 from nodewright.state.statenode import StateNode
@@ -75,7 +77,17 @@ class Orchestrator:
         self.recorder = recorder
         self.decisions = decisions
         self.timeout = timeout
-        self.in_flight: Command | None = None
+        self.commands: list[Command] = []  # in flight, oldest first
+
+    @property
+    def in_flight(self) -> Command | None:
+        """The oldest command in flight."""
+        return self.commands[0] if self.commands else None
+
+    def holds(self, provider_id: str) -> bool:
+        """Whether a command in flight disrupts the node `provider_id`."""
+        return any(c.provider_id == provider_id for cmd in self.commands
+                   for c in cmd.candidates)
 
     # -- taints ----------------------------------------------------------------------------
 
@@ -108,6 +120,9 @@ class Orchestrator:
 
     def start(self, command: Command, pools: Mapping[str, PoolContext],
               pods: Mapping[str, Pod], now: datetime) -> None:
+        busy = [c.name for c in command.candidates if self.holds(c.provider_id)]
+        if busy:  # Karpenter's "candidate is being disrupted"
+            raise CommandFailed(f"{', '.join(busy)} already being disrupted")
         marked = []
         try:
             for candidate in command.candidates:
@@ -122,7 +137,7 @@ class Orchestrator:
             for manifest in manifests:
                 created = self.cluster.create(manifest)
                 nodepool = objects.labels(created).get(NODEPOOL_LABEL, "")
-                self.state.observe(WatchEvent("ADDED", created))
+                self.state.observe_written(created)
                 name = str(created["metadata"]["name"])
                 command.replacement_names.append(name)
                 metrics.NODECLAIMS_CREATED.labels(
@@ -139,7 +154,7 @@ class Orchestrator:
             raise CommandFailed(str(error)) from error
         command.created = now
         self.state.mark_for_deletion(*(c.provider_id for c in command.candidates))
-        self.in_flight = command
+        self.commands.append(command)
         labels = {"decision": command.decision, "reason": command.reason.lower(),
                   "consolidation_type": command.consolidation_type}
         metrics.DISRUPTION_DECISIONS.labels(**labels).inc()
@@ -174,10 +189,14 @@ class Orchestrator:
     # -- progress --------------------------------------------------------------------------
 
     def progress(self, now: datetime) -> bool:
-        """Move the command in flight on; True while it is still in flight."""
-        command = self.in_flight
-        if command is None:
-            return False
+        """Move every command in flight on, each on its own; True while any is in flight."""
+        for command in list(self.commands):
+            if not self._progress_one(command, now):
+                self.commands.remove(command)
+        return bool(self.commands)
+
+    def _progress_one(self, command: Command, now: datetime) -> bool:
+        """True while `command` is still waiting for its replacements."""
         try:
             waiting = self._waiting(command, now)
         except CommandFailed as error:
@@ -191,7 +210,6 @@ class Orchestrator:
                 return False
             return True
         self._terminate(command, now)
-        self.in_flight = None
         return False
 
     def _waiting(self, command: Command, now: datetime) -> list[str]:
@@ -257,7 +275,6 @@ class Orchestrator:
                 outcome=ex.REJECTED, event_reason=ex.DISRUPTION_BLOCKED,
                 message=f"the {command.decision} command failed: {why}",
                 cause=ex.CAUSE_VALIDATION))
-        self.in_flight = None
 
     def _release(self, candidates: Sequence[Any], now: datetime) -> None:
         for candidate in candidates:
@@ -273,9 +290,8 @@ class Orchestrator:
     def release_orphans(self, nodes: Sequence[StateNode], now: datetime) -> None:
         """Untaint nodes a command no longer in flight left tainted (Karpenter does this at
         the start of every pass)."""
-        busy = {c.provider_id for c in self.in_flight.candidates} if self.in_flight else set()
         for node in nodes:
-            if (node.node is None or node.is_marked_for_deletion or node.provider_id in busy
+            if (node.node is None or node.is_marked_for_deletion or self.holds(node.provider_id)
                     or objects.is_deleting(node.node)):
                 continue
             if not has_taint((node.node.get("spec") or {}).get("taints") or [], DISRUPTED_TAINT):

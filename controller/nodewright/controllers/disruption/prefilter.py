@@ -138,22 +138,22 @@ class Offer:
     name: str
     price: float
     allocatable: Room
-    overhead: Room  # the NodePool's DaemonSets
+    overhead: Room  # the DaemonSets a node of this type runs in the NodePool
 
 
 def offers(pools: Mapping[str, PoolContext]) -> list[Offer]:
     """Every NodePool's launchable types, in the NodePools' and their catalogs' order."""
     found = []
     for pool in pools.values():
-        overhead = _room(pool.daemon_overhead)
         requirements = pool.template.requirements
         for instance_type in pool.instance_types.values():
             if not labels_compatible(instance_type, requirements):
                 continue
             price = cheapest_price(instance_type, requirements)
             if price is not None:
+                overhead = pool.daemon_overhead((instance_type.name,))
                 found.append(Offer(instance_type.name, price,
-                                   _room(instance_type.allocatable), overhead))
+                                   _room(instance_type.allocatable), _room(overhead)))
     return found
 
 

@@ -41,6 +41,7 @@ from nodewright.controllers.provisioning.problem import (
 )
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.pods import Pod, SpecError
+from nodewright.scheduling.podvalidation import DRA_NOT_SUPPORTED
 from nodewright.scheduling.solver import (
     PreparedNodes,
     SchedulingProblem,
@@ -246,6 +247,10 @@ class SimulationBase:
             return None
         if self.pdbs.blocking(pod, self.now, fully_only=True) is not None:
             return None
+        if isinstance(known.model, Pod) and known.model.dra:
+            # IGNORE_DRA_REQUESTS=true: Karpenter's scheduler places no pod that claims
+            # devices, so a node running one is not disrupted for a simulated move.
+            return known.model.key, DRA_NOT_SUPPORTED
         return known.model
 
     def simulate(self, candidates: Sequence[Candidate]) -> Simulation:
@@ -273,6 +278,8 @@ class SimulationBase:
             ],
         )
         result = solve(problem, self._view.prepared)
+        result = onto_replacements_first(result, {pod.key: pod for pod in simulated}, own,
+                                         self.uninitialized)
         # As Karpenter: every pod that is not already pending must find a place, those of
         # machines being deleted included (they count on the room a command would take).
         failures = {key: why for key, why in result.unschedulable
@@ -286,3 +293,57 @@ class SimulationBase:
                 if pod in own:
                     failures[pod] = f"it would schedule against uninitialized node {node_name}"
         return Simulation(result, failures)
+
+
+def _interchangeable(one: Pod, other: Pod) -> bool:
+    """Replicas alike: the same requests, constraints, labels and owner."""
+    return replace(one, name="", node_name=None) == replace(other, name="", node_name=None)
+
+
+def onto_replacements_first(result: SchedulingResult, models: Mapping[str, Pod],
+                            own: set[str], uninitialized: set[str]) -> SchedulingResult:
+    """The placements with each of the candidates' own pods that landed on an uninitialized
+    node swapped with an interchangeable pod of a machine already being disrupted that
+    landed elsewhere.
+
+    An uninitialized node is, during a roll-out, the replacement of another command in
+    flight, launched for the pods of the machine that command is taking away. The solver
+    does not mind which of two alike pods goes there, but the rule that a candidate's own
+    pods may not count on an uninitialized node does: without the swap, a drift of many
+    alike machines would wait for each replacement before it starts the next.
+    """
+    spare: list[tuple[str, int, int]] = []  # (where, index, position) of a disrupted pod
+    for index, claim in enumerate(result.nodeclaims):
+        spare += [("new", index, at) for at, key in enumerate(claim.pods)
+                  if key not in own and key in models]
+    for index, (node_name, keys) in enumerate(result.existing):
+        if node_name not in uninitialized:
+            spare += [("existing", index, at) for at, key in enumerate(keys)
+                      if key not in own and key in models]
+    if not spare:
+        return result
+    claims = [list(claim.pods) for claim in result.nodeclaims]
+    existing = [list(keys) for _, keys in result.existing]
+    swapped = False
+    for index, (node_name, _) in enumerate(result.existing):
+        if node_name not in uninitialized:
+            continue
+        for at, key in enumerate(existing[index]):
+            if key not in own or key not in models:
+                continue
+            for choice, (where, other_index, other_at) in enumerate(spare):
+                holder = claims[other_index] if where == "new" else existing[other_index]
+                other = holder[other_at]
+                if other in models and _interchangeable(models[key], models[other]):
+                    existing[index][at], holder[other_at] = other, key
+                    del spare[choice]
+                    swapped = True
+                    break
+    if not swapped:
+        return result
+    return replace(
+        result,
+        nodeclaims=tuple(replace(claim, pods=tuple(pods))
+                         for claim, pods in zip(result.nodeclaims, claims, strict=True)),
+        existing=tuple((name, tuple(keys))
+                       for (name, _), keys in zip(result.existing, existing, strict=True)))

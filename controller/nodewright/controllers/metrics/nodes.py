@@ -16,6 +16,7 @@ from nodewright.api.quantity import parse_resources
 from nodewright.cluster.objects import creation_time
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch
+from nodewright.scheduling.pods import SpecError, pod_limits
 from nodewright.state import ClusterState
 from nodewright.state.podutil import is_owned_by_daemonset
 from nodewright.state.statenode import StateNode
@@ -34,17 +35,12 @@ def value(millis: int) -> float:
 
 
 def _container_limits(pod: Mapping[str, Any]) -> dict[str, int]:
-    spec = pod.get("spec") or {}
-    total: dict[str, int] = {}
-    for container in spec.get("containers") or ():
-        raw = (container.get("resources") or {}).get("limits") or {}
-        try:
-            limits = parse_resources(raw)
-        except ValueError:
-            continue
-        for name, amount in limits.items():
-            total[name] = total.get(name, 0) + amount
-    return total
+    """The pod's limits as Karpenter's LimitsForPods takes them (sidecars, init
+    containers, pod-level limits and overhead included)."""
+    try:
+        return dict(pod_limits(pod.get("spec") or {}, "spec"))
+    except SpecError:
+        return {}
 
 
 class NodeMetrics:

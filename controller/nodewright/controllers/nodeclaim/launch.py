@@ -60,6 +60,10 @@ LAUNCH_CACHE_TTL = timedelta(minutes=1)
 class LaunchResult:
     deleted: bool = False
     requeue_after: float | None = None
+    # This pass launched the NodeClaim: what "launched nodeclaim" says, logged by the
+    # lifecycle once the status saying so is written (a retry of a write that failed finds
+    # the same instance again and must not log a second launch).
+    launched: dict[str, object] | None = None
 
 
 class Launch:
@@ -70,10 +74,12 @@ class Launch:
         # NodeClaim before its Launched status is back from the API server reuses the
         # instance instead of asking the cloud again (Karpenter's launch cache, 1 minute).
         self._launched: dict[str, tuple[datetime, Instance]] = {}
-        # The lifecycle controller's workers launch one at a time (the cache above and the
-        # cloud's launch templates are shared); with a cloud that allows it they do so
-        # outside the state lock, so a CreateFleet never holds up the other controllers.
-        self._launching = threading.Lock()
+        # Guards the cache above (short sections, never around a request). With a cloud that
+        # allows it the lifecycle's workers launch outside the state lock and side by side
+        # (a NodeClaim is never reconciled by two at once), so a CreateFleet that takes
+        # seconds holds up neither the other controllers nor the lifecycle's other work
+        # (registrations, other launches).
+        self._cache_lock = threading.Lock()
 
     def reconcile(self, claim: Object) -> LaunchResult:
         status = conditions.status_of(claim, LAUNCHED)
@@ -95,21 +101,31 @@ class Launch:
             return self._failed(claim, "InvalidNodeClaim", describe_validation_error(error))
         try:
             instance = self._create(claim, model, parsed.model)
-        except InsufficientCapacityError as error:
-            return self._give_up(claim, "InsufficientCapacityError", str(error),
-                                 metric_reason="insufficient_capacity")
-        except NodeClassNotReadyError as error:
-            return self._give_up(claim, "NodeClassNotReady", str(error),
-                                 metric_reason="nodeclass_not_ready")
         except CloudProviderError as error:
-            return self._failed(claim, "LaunchFailed", str(error))
+            self._warn(claim, error)
+            return self._launch_failed(claim, error)
         self._failures.pop(name_of(claim), None)
         self._populate(claim, instance, parsed.model)
-        log.info("launched nodeclaim", extra={
+        return LaunchResult(launched={
             **nodeclaim_fields(claim), "instance-type": instance.instance_type,
             "zone": instance.zone, "capacity-type": instance.capacity_type,
             "allocatable": (claim.get("status") or {}).get("allocatable") or {}})
-        return LaunchResult()
+
+    def _warn(self, claim: Object, error: CloudProviderError) -> None:
+        for reason, note in error.warnings:
+            self.context.recorder.publish(Event(
+                regarding=claim, type="Warning", reason=reason, note=note, action="Launch",
+                dedupe_values=(str((claim.get("metadata") or {}).get("uid") or name_of(claim)),),
+            ))
+
+    def _launch_failed(self, claim: Object, error: CloudProviderError) -> LaunchResult:
+        if isinstance(error, InsufficientCapacityError):
+            return self._give_up(claim, "InsufficientCapacityError", str(error),
+                                 metric_reason="insufficient_capacity")
+        if isinstance(error, NodeClassNotReadyError):
+            return self._give_up(claim, "NodeClassNotReady", str(error),
+                                 metric_reason="nodeclass_not_ready")
+        return self._failed(claim, error.reason or "LaunchFailed", str(error))
 
     def _create(self, claim: Object, model: NodeClaim, node_class: EC2NodeClass) -> Instance:
         now = self.context.clock.now()
@@ -117,17 +133,16 @@ class Launch:
         asked = self._without_overlaid(model)
         cloud = self.context.cloud
         outside = bool(getattr(cloud, "launches_outside_state_lock", False))
-        # The state lock is stepped out of before the launch lock is taken: never the
-        # other way round, or a worker waiting for the launch lock would hold the state.
-        with self.context.state.lock.released() if outside else nullcontext(), \
-                self._launching:
-            self._launched = {key: entry for key, entry in self._launched.items()
-                              if now - entry[0] < LAUNCH_CACHE_TTL}
-            cached = self._launched.get(uid)
+        with self.context.state.lock.released() if outside else nullcontext():
+            with self._cache_lock:
+                self._launched = {key: entry for key, entry in self._launched.items()
+                                  if now - entry[0] < LAUNCH_CACHE_TTL}
+                cached = self._launched.get(uid)
             if cached is not None:
                 return cached[1]
             instance = cloud.create(asked, node_class)
-            self._launched[uid] = (now, instance)
+            with self._cache_lock:
+                self._launched[uid] = (now, instance)
             return instance
 
     def _without_overlaid(self, model: NodeClaim) -> NodeClaim:
@@ -186,6 +201,10 @@ class Launch:
             context.cluster.delete("NodeClaim", name)
         metrics.NODECLAIMS_DISRUPTED.labels(**metrics.disrupted_labels(claim, metric_reason)).inc()
         return LaunchResult(deleted=True)
+
+
+def log_launched(fields: dict[str, object]) -> None:
+    log.info("launched nodeclaim", extra=fields)
 
 
 def _truncate(message: str) -> str:

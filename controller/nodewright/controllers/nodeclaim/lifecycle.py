@@ -25,7 +25,7 @@ from nodewright.controllers.nodeclaim.context import (
 )
 from nodewright.controllers.nodeclaim.finalize import Finalizer
 from nodewright.controllers.nodeclaim.initialization import Initialization
-from nodewright.controllers.nodeclaim.launch import Launch
+from nodewright.controllers.nodeclaim.launch import Launch, log_launched
 from nodewright.controllers.nodeclaim.liveness import (
     LAUNCH_TIMEOUT_SECONDS,
     REGISTRATION_TIMEOUT_SECONDS,
@@ -127,5 +127,7 @@ class NodeClaimLifecycle:
                 return Result(requeue_after=CONFLICT_RETRY_SECONDS)
             except NotFoundError:
                 return Result()
+            if launched.launched is not None:
+                log_launched(launched.launched)
         due = [w for w in waits if w is not None]
         return Result(requeue_after=min(due)) if due else Result()

@@ -16,6 +16,7 @@ from nodewright.cluster import conditions
 from nodewright.cluster.api import ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import Event
+from nodewright.cluster.names import CREATE_ID_ANNOTATION
 from nodewright.controllers.logfields import nodeclaim_fields
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,
@@ -39,6 +40,10 @@ from nodewright.state.wellknown import (
 log = logging.getLogger(__name__)
 
 REGISTERED = "Registered"
+# A launched NodeClaim whose Node is not found is looked at again this often, besides the
+# Node's events (mapped to it by providerID): a Node event that came before the NodeClaim's
+# providerID reached the cache cannot leave it unregistered until the liveness timeout.
+REGISTRATION_RECHECK_SECONDS = 10.0
 
 
 def find_node(context: LifecycleContext, claim: Mapping[str, Any]) -> Object | None:
@@ -90,7 +95,9 @@ def sync_node(claim: Mapping[str, Any], node: Object) -> None:
         taints = merge_taints(taints, list(claim_spec.get("startupTaints") or []))
         spec["taints"] = taints
     metadata["annotations"] = {
-        **(metadata.get("annotations") or {}), **(claim_meta.get("annotations") or {})
+        **(metadata.get("annotations") or {}),
+        **{key: value for key, value in (claim_meta.get("annotations") or {}).items()
+           if key != CREATE_ID_ANNOTATION},
     }
     metadata["labels"] = {**labels, **labels_of(claim)}
 
@@ -107,7 +114,7 @@ class Registration:
         if node is None:
             NODECLAIM.set_unknown(claim, REGISTERED, now, "NodeNotFound",
                                   "Node not registered with cluster")
-            return None
+            return REGISTRATION_RECHECK_SECONDS if provider_id_of(claim) else None
         node_labels = labels_of(node)
         spec_taints = (node.get("spec") or {}).get("taints") or []
         has_unregistered = any(matches(taint_of(t), UNREGISTERED_TAINT) for t in spec_taints)

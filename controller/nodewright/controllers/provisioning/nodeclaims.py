@@ -156,7 +156,8 @@ def nodeclaim_manifest(
         "nodeClassRef": spec_model["nodeClassRef"],
         "requirements": render_requirements(requirements),
         "resources": {
-            "requests": format_resources(claim_requests(planned, pods, pool.daemon_overhead))
+            "requests": format_resources(claim_requests(
+                planned, pods, pool.daemon_overhead(name for name, _ in planned.instance_types)))
         },
     }
     for field in ("taints", "startupTaints", "expireAfter", "terminationGracePeriod"):

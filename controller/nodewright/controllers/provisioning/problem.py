@@ -20,8 +20,9 @@ from nodewright.api.nodepool import NodePool
 from nodewright.api.quantity import Resources
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.daemons import DaemonLoad, daemon_loads, least_overhead
 from nodewright.scheduling.nodepools import NodePoolTemplate, nodepool_template
-from nodewright.scheduling.pods import DaemonSet, ExistingNode, Pod, untolerated
+from nodewright.scheduling.pods import ExistingNode, Pod
 from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.solver import SchedulingProblem
 from nodewright.scheduling.solver import ignore_preferences as ignore_preferences_of
@@ -41,7 +42,14 @@ class PoolContext:
     node_class: EC2NodeClass
     template: NodePoolTemplate
     instance_types: Mapping[str, InstanceType]
-    daemon_overhead: Resources
+    # The DaemonSets a node of each type would run, by type name.
+    daemon_loads: Mapping[str, DaemonLoad]
+
+    def daemon_overhead(self, instance_types: Iterable[str]) -> Resources:
+        """What a NodeClaim that may become any of these types requests for its
+        DaemonSets: per resource the least of theirs (Karpenter's addDaemonRequests)."""
+        return least_overhead([self.daemon_loads[name] for name in instance_types
+                               if name in self.daemon_loads])
 
 
 @dataclass(frozen=True)
@@ -130,21 +138,6 @@ def node_class_problem(state: ClusterState, name: str) -> str | None:
     return None
 
 
-def daemon_overhead(template: NodePoolTemplate, daemonsets: Sequence[DaemonSet]) -> Resources:
-    """Requests of the DaemonSets that would run on this pool's nodes (as the solver
-    counts them: their node requirements fit the pool and they tolerate its taints)."""
-    hard_taints = tuple(t for t in template.taints if t.effect != "PreferNoSchedule")
-    total: Resources = {}
-    for daemonset in daemonsets:
-        if untolerated(hard_taints, daemonset.pod.tolerations) is not None:
-            continue
-        if template.requirements.conflict(daemonset.pod.strict_node_requirements()) is not None:
-            continue
-        for name, amount in daemonset.pod.requests.items():
-            total[name] = total.get(name, 0) + amount
-    return total
-
-
 def scheduling_problem(
     state: ClusterState,
     cloud: CloudProvider,
@@ -196,7 +189,7 @@ def scheduling_problem(
             node_class=node_class,
             template=template,
             instance_types={it.name: it for it in instance_types},
-            daemon_overhead=daemon_overhead(template, daemonsets),
+            daemon_loads=daemon_loads(template, instance_types, daemonsets),
         )
         templates.append(template)
     problem = SchedulingProblem(

@@ -49,7 +49,14 @@ from nodewright.controllers.provisioning.problem import (
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.ratelimit import TokenBucket, clock_seconds
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
+from nodewright.scheduling.nodepools import (
+    NodePoolTemplate,
+    allowed_offerings,
+    labels_compatible,
+    min_values_problem,
+)
 from nodewright.scheduling.pods import Pod, SpecError
+from nodewright.scheduling.podvalidation import DRA_NOT_SUPPORTED
 from nodewright.scheduling.solver import SchedulingResult, solve
 from nodewright.scheduling.targets import PlannedNodeClaim
 from nodewright.state import NODES_RESOURCE, ClusterState, StateNode, podutil
@@ -61,6 +68,8 @@ log = logging.getLogger(__name__)
 PENDING_RECHECK_SECONDS = 10.0
 UNSYNCED_RETRY_SECONDS = 1.0
 FAILED_SCHEDULING_DEDUPE_SECONDS = 300.0
+NO_COMPATIBLE_DEDUPE_SECONDS = 60.0
+NO_COMPATIBLE_TYPES = "NodePool requirements filtered out all compatible available instance types"
 
 
 @dataclass(frozen=True)
@@ -116,6 +125,8 @@ class Provisioner:
         self.outcomes: list[ProvisioningOutcome] = []
         self._solves = 0
         self._ignored = 0
+        # Pods of this solve that claim devices (DRA), with why nothing launches for them.
+        self._dra: dict[str, str] = {}
         self._watches: tuple[Watch, ...] = (
             Watch("Pod", keys=self._on_pod),
             Watch("Node", keys=self._on_node),
@@ -224,10 +235,20 @@ class Provisioner:
         pods: list[Pod] = []
         placed: list[tuple[Pod, StateNode]] = []
         refreshed: dict[str, str] = {}
+        self._dra = {}
         for obj in self.state.provisionable_pods():
             model = self._model(obj)
             if model is None or _avoids_karpenter(model):
                 self._ignored += 1
+                continue
+            if model.invalid is not None:
+                # Karpenter's Validate: the pod is ignored, with an event saying why.
+                self._ignored += 1
+                log.debug("ignoring pod", extra={"Pod": model.key, "error": model.invalid})
+                self._failed(obj, f"ignoring pod, {model.invalid}")
+                continue
+            if model.dra:
+                self._refuse_dra(obj, model)
                 continue
             volume_problem = self.state.volume_problem(model)
             if volume_problem is not None:
@@ -248,12 +269,22 @@ class Provisioner:
         for node_name in names:
             for obj in self._reschedulable(node_name, pdbs):
                 model = self._model(obj)
-                if model is not None:
+                if model is not None and model.dra:
+                    self._refuse_dra(obj, model)
+                elif model is not None:
                     pods.append(replace(model, node_name=None))
         if self.state.buffers is not None:
             # After the real pods, as Karpenter adds them after its Validate filter.
             pods.extend(self.state.buffers.all())
         return pods, placed
+
+    def _refuse_dra(self, obj: Mapping[str, Any], model: Pod) -> None:
+        """IGNORE_DRA_REQUESTS=true (Karpenter's default, the only mode nodewright has):
+        nothing is launched for a pod that claims devices through DRA."""
+        self._dra[model.key] = DRA_NOT_SUPPORTED
+        self._failed(obj, f"Failed to schedule pod, {DRA_NOT_SUPPORTED}")
+        log.info("skipping pod with Dynamic Resource Allocation requirements, not yet "
+                 "supported by Karpenter", extra={"Pod": model.key})
 
     def _model(self, obj: Mapping[str, Any]) -> Pod | None:
         try:
@@ -269,7 +300,10 @@ class Provisioner:
         pods, placed = self.pods_to_schedule()
         metrics.SCHEDULER_IGNORED_PODS.set(self._ignored)
         buffers = self.state.buffers
-        outcome = ProvisioningOutcome(pods=len(pods), placed=len(placed))
+        outcome = ProvisioningOutcome(pods=len(pods), placed=len(placed),
+                                      unschedulable=dict(self._dra))
+        if self._dra:
+            self.state.record_scheduling_decisions(list(self._dra), {})
         if not pods:
             self._buffer_status(built=None, result=None)
             return outcome
@@ -291,6 +325,7 @@ class Provisioner:
                 result = solve(built.problem, deadline=self.solve_deadline)
         metrics.SCHEDULER_QUEUE_DEPTH.labels(**queue).set(0)
         metrics.SCHEDULER_UNFINISHED_WORK.remove(*queue.values())
+        self._report_incompatible_pools(built)
         outcome.skipped_pools = built.skipped_pools
         if result.nodeclaims:
             log.info("found provisionable pod(s)", extra={
@@ -359,7 +394,7 @@ class Provisioner:
                 errors.append(error)
                 continue
             # Seen at once, not only when its watch event arrives (Karpenter does the same).
-            self.state.observe(WatchEvent("ADDED", created))
+            self.state.observe_written(created)
             _add(usage[pool.name], capacity)
             usage[pool.name][NODES_RESOURCE] = usage[pool.name].get(NODES_RESOURCE, 0) + 1000
             name = str(created["metadata"]["name"])
@@ -428,6 +463,27 @@ class Provisioner:
             dedupe_values=(uid,), rate_limiter=self._nomination_limiter,
         ))
 
+    def _report_incompatible_pools(self, built: StateProblem) -> None:
+        """Karpenter's NoCompatibleInstanceTypes: a NodePool whose requirements leave none
+        of its instance types (or too few for a minValues) is told so, once a minute."""
+        for name, pool in built.pools.items():
+            why = incompatible_instance_types(pool.template)
+            if why is None:
+                continue
+            nodepool = self.state.nodepool(name)
+            if nodepool is None:
+                continue
+            log.info("skipping, nodepool requirements filtered out all instance types",
+                     extra={"NodePool": name, **({"minValuesIncompatibleErr": why}
+                                                 if why != NO_COMPATIBLE_TYPES else {})})
+            self.recorder.publish(Event(
+                regarding=nodepool, type="Warning", reason="NoCompatibleInstanceTypes",
+                note=(NO_COMPATIBLE_TYPES if why == NO_COMPATIBLE_TYPES else
+                      f"{NO_COMPATIBLE_TYPES} due to minValues incompatibility"),
+                action="Schedule", dedupe_values=(pool.uid or name,),
+                dedupe_seconds=NO_COMPATIBLE_DEDUPE_SECONDS,
+            ))
+
     def _failed(self, pod: Mapping[str, Any], message: str) -> None:
         uid = str((pod.get("metadata") or {}).get("uid") or pod_key(pod))
         self.recorder.publish(Event(
@@ -435,6 +491,20 @@ class Provisioner:
             action="Schedule", dedupe_values=(uid,),
             dedupe_seconds=FAILED_SCHEDULING_DEDUPE_SECONDS,
         ))
+
+
+def incompatible_instance_types(template: NodePoolTemplate) -> str | None:
+    """Why no NodeClaim can launch from the pool whatever its pods: no instance type with
+    an offering its requirements allow (NO_COMPATIBLE_TYPES), or, with MIN_VALUES_POLICY
+    Strict, too few for a minValues (the unmet minValues); None when some can."""
+    requirements = template.requirements
+    compatible = [it for it in template.instance_types
+                  if labels_compatible(it, requirements) and allowed_offerings(it, requirements)]
+    if not compatible:
+        return NO_COMPATIBLE_TYPES
+    if template.relax_min_values:
+        return None
+    return min_values_problem(compatible, requirements)
 
 
 def _avoids_karpenter(pod: Pod) -> bool:

@@ -99,7 +99,7 @@ class StaticDeprovisioning:
     def _observe(self, name: str) -> None:
         """See the deletion at once (the next reconcile must not pick the same claim)."""
         with contextlib.suppress(NotFoundError):
-            self.state.observe(WatchEvent("MODIFIED", self.cluster.get("NodeClaim", name)))
+            self.state.observe_written(self.cluster.get("NodeClaim", name))
 
     def candidates(self, nodepool: NodePool, count: int) -> list[tuple[str, str]]:
         """(NodeClaim name, provider ID) of the `count` NodeClaims to delete, in order."""

@@ -94,7 +94,7 @@ class StaticProvisioning:
             except ApiError as error:
                 log.error("creating a NodeClaim for static NodePool %s: %s", key, error)
                 return Result(requeue_after=UNSYNCED_RETRY_SECONDS)
-            self.state.observe(WatchEvent("ADDED", created))
+            self.state.observe_written(created)
             metrics.NODECLAIMS_CREATED.labels(
                 reason=PROVISIONED, nodepool=key, min_values_relaxed="false").inc()
             log.info("created nodeclaim", extra=nodeclaim_fields(created))

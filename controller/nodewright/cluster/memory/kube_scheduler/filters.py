@@ -22,6 +22,9 @@ NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 HOST_PORTS = "node(s) didn't have free ports for the requested pod ports"
 VOLUME_NODE_AFFINITY = "node(s) had volume node affinity conflict"
 TOO_MANY_PODS = "Too many pods"
+# The DynamicResources plugin's verdict: the in-memory cluster runs no DRA driver, so no
+# node publishes devices (ResourceSlices) a claim could be allocated from.
+CANNOT_ALLOCATE_CLAIMS = "cannot allocate all claims"
 HARD_EFFECTS = ("NoSchedule", "NoExecute")
 
 
@@ -70,6 +73,8 @@ class PodFilters:
         volume_terms = self.pod.volume_requirements
         if volume_terms and not any(t.satisfied_by_labels(node.labels) for t in volume_terms):
             return (VOLUME_NODE_AFFINITY,)
+        if self.pod.dra:
+            return (CANNOT_ALLOCATE_CLAIMS,)
         return ()
 
     def dynamic_reasons(self, node: NodeInfo) -> Sequence[str]:

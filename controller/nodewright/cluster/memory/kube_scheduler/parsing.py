@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from nodewright.cluster import objects
-from nodewright.scheduling.pods import Pod, SpecError, parse_pod_spec
+from nodewright.scheduling.pods import Pod, SpecError, parse_pod_spec, resize_signature
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,7 @@ class _Entry:
     spec: Any
     labels: Any
     parsed: ParsedPod
+    resize: Any = None
 
 
 class PodParser:
@@ -40,10 +41,13 @@ class PodParser:
         meta = obj["metadata"]
         spec, labels = obj.get("spec"), meta.get("labels")
         uid = str(meta.get("uid"))
+        # A resized pod's requests depend on its status too.
+        resize = resize_signature(obj.get("status"))
         entry = self._cache.get(uid)
-        if entry is not None and entry.labels is labels and _same_spec(entry.spec, spec):
+        if (entry is not None and entry.labels is labels and entry.resize == resize
+                and _same_spec(entry.spec, spec)):
             return entry.parsed
-        signature = _signature(obj)
+        signature = _signature(obj, resize)
         known = self._by_signature.get(signature)
         if known is not None and known.pod is not None:
             # The replica's ParsedPod keeps the first one's signature string, not its own
@@ -52,7 +56,7 @@ class PodParser:
         else:
             parsed = _parse(obj, signature)
             self._by_signature[signature] = parsed
-        self._cache[uid] = _Entry(spec, labels, parsed)
+        self._cache[uid] = _Entry(spec, labels, parsed, resize)
         return parsed
 
     def forget_missing(self, live_uids: set[str]) -> None:
@@ -76,13 +80,15 @@ def _same_spec(old: Any, new: Any) -> bool:
     return all(old.get(key) is new.get(key) for key in keys)
 
 
-def _signature(obj: Mapping[str, Any]) -> str:
-    """Equal for pods that schedule alike: namespace, labels, owner and spec (but nodeName)."""
+def _signature(obj: Mapping[str, Any], resize: Any = None) -> str:
+    """Equal for pods that schedule alike: namespace, labels, owner, spec (but nodeName)
+    and the status resources of a resized pod."""
     spec = dict(obj.get("spec") or {})
     spec.pop("nodeName", None)
     owner = objects.controller_owner(obj)
     owner_key = (owner.get("kind"), owner.get("name")) if owner else None
-    return repr((objects.namespace(obj), sorted(objects.labels(obj).items()), owner_key, spec))
+    return repr((objects.namespace(obj), sorted(objects.labels(obj).items()), owner_key, spec,
+                 resize))
 
 
 def _parse(obj: Mapping[str, Any], signature: str) -> ParsedPod:
@@ -92,7 +98,7 @@ def _parse(obj: Mapping[str, Any], signature: str) -> ParsedPod:
     owner_key = f"{owner.get('kind')}/{owner.get('name')}" if owner else None
     try:
         pod = parse_pod_spec(namespace, objects.name(obj), labels, obj.get("spec"), "spec",
-                             owner_key)
+                             owner_key, status=obj.get("status"))
     except SpecError as error:
         return ParsedPod(None, f"pod {namespace}/{objects.name(obj)}: {error}", signature)
     return ParsedPod(pod, None, signature)

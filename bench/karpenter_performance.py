@@ -1,0 +1,425 @@
+#!/usr/bin/env python3
+"""Karpenter's performance suite (v1.14.1, `test/suites/performance/`) run against Nodewright on
+the real control plane of ../shared/k8s.
+
+Each test (bench/perf_shapes.py) starts from a clean cluster: Nodewright installed from
+`nodewright manifests` and run as `nodewright controller --cloud sim` under the manifests'
+ServiceAccount, the workshop's EC2NodeClass and Karpenter's performance NodePool. Simulated
+instances run 2 s after CreateFleet and register 3 s later (kwok-like: kwok's nodes
+register in a few seconds; `--launch-delay`, `--registration-delay` change it). Each phase
+sets the Deployments' replicas (or drifts the NodePool with a template annotation, as
+Karpenter's drift test does) and measures what Karpenter's Report* functions measure:
+
+- time: until the phase's pod count is healthy (Running); for consolidation and drift,
+  until no node has been draining or deleting for `--quiet` seconds (reported is the time
+  the last one stopped; Karpenter's own measure adds its 3-minute stability wait);
+- CPU and memory utilization: Karpenter's Monitor.AvgUtilization, per node of a NodePool
+  the requests of its pods over its allocatable, averaged;
+- the controller's P95 RSS and average CPU cores, sampled from /proc every second.
+
+Each number is printed beside Karpenter's bound and the ratio. A benchmark, never a test:
+run it alone on a quiet machine (it prints the load average).
+
+    python bench/karpenter_performance.py [--test basic,drift|all] [--scale 1] [--json]
+        [--large]   # the 5,000-pod shape (basic x5) and the memory per 1,000 pods / 100 nodes
+
+Without the Kubernetes binaries (../shared/k8s/README.md) it says so and exits 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "controller"))
+sys.path.insert(0, str(ROOT / "bench"))
+# The controller process runs this checkout's package, whatever the interpreter has installed.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    filter(None, [str(ROOT / "controller"), os.environ.get("PYTHONPATH")]))
+
+import yaml  # noqa: E402
+from perf_shapes import (  # noqa: E402
+    CONSOLIDATION,
+    DISCOVERY_LABEL,
+    DRIFT,
+    LARGE_SHAPE,
+    SCALE_OUT,
+    TESTS,
+    Bounds,
+    PerfTest,
+    Phase,
+    scaled,
+)
+
+from tests.conftest import EXAMPLES, SHARED  # noqa: E402
+from tests.e2e import k8s_versions  # noqa: E402
+from tests.e2e.harness import (  # noqa: E402
+    Controller,
+    ControlPlane,
+    Installation,
+    clean_cluster,
+    eventually,
+    start_control_plane,
+    start_controller,
+)
+
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+DISRUPTED_TAINT = "karpenter.sh/disrupted"
+
+
+def perf_nodepool() -> dict[str, Any]:
+    """Karpenter's performance NodePool (see bench/perf_shapes.py)."""
+    return {
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+        "spec": {
+            "template": {"spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                 "name": "default"},
+                "expireAfter": "Never",
+                "requirements": [
+                    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                    {"key": "karpenter.sh/capacity-type", "operator": "In",
+                     "values": ["on-demand"]},
+                    {"key": "karpenter.k8s.aws/instance-category", "operator": "In",
+                     "values": ["c", "m", "r"]},
+                    {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt",
+                     "values": ["4"]},
+                    {"key": "karpenter.k8s.aws/instance-family", "operator": "NotIn",
+                     "values": ["a1"]},
+                ]}},
+            "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized",
+                           "consolidateAfter": "30s", "budgets": [{"nodes": "100%"}]},
+        },
+    }
+
+
+# --- measuring -------------------------------------------------------------------------------
+
+
+class ProcessSampler:
+    """The controller's RSS and CPU, read from /proc every `interval` seconds."""
+
+    def __init__(self, pid: int, interval: float = 1.0) -> None:
+        self.pid, self.interval = pid, interval
+        self.rss_mb: list[float] = []
+        self.cpu_seconds: list[tuple[float, float]] = []  # (monotonic, cpu seconds)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        ticks = os.sysconf("SC_CLK_TCK")
+        while not self._stop.is_set():
+            try:
+                status = Path(f"/proc/{self.pid}/status").read_text()
+                stat = Path(f"/proc/{self.pid}/stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                return
+            found = re.search(r"VmRSS:\s+(\d+)", status)
+            if found:
+                self.rss_mb.append(int(found[1]) / 1024)
+            self.cpu_seconds.append((time.monotonic(), (int(stat[11]) + int(stat[12])) / ticks))
+            self._stop.wait(self.interval)
+
+    def stop(self) -> tuple[float, float, float]:
+        """(P95 RSS MB, peak RSS MB, average CPU cores) over the sampling."""
+        self._stop.set()
+        self._thread.join(5)
+        rss = sorted(self.rss_mb) or [0.0]
+        p95 = rss[min(len(rss) - 1, round(0.95 * (len(rss) - 1)))]
+        if len(self.cpu_seconds) >= 2:
+            (t0, c0), (t1, c1) = self.cpu_seconds[0], self.cpu_seconds[-1]
+            cores = (c1 - c0) / (t1 - t0) if t1 > t0 else 0.0
+        else:
+            cores = 0.0
+        return p95, rss[-1], cores
+
+
+def quantity(text: str | int | float) -> float:
+    """A Kubernetes quantity as a number (cores for cpu, bytes for memory)."""
+    value = str(text)
+    suffixes = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "m": 1e-3, "k": 1e3,
+                "M": 1e6, "G": 1e9, "T": 1e12}
+    for suffix, factor in suffixes.items():
+        if value.endswith(suffix):
+            return float(value[: -len(suffix)]) * factor
+    return float(value)
+
+
+def container_requests(pod: dict[str, Any]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for container in pod.get("spec", {}).get("containers", []):
+        for name, amount in ((container.get("resources") or {}).get("requests") or {}).items():
+            total[name] = total.get(name, 0.0) + quantity(amount)
+    return total
+
+
+def average_utilization(nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
+                        resource: str) -> float:
+    """Karpenter's Monitor.AvgUtilization: for each node a NodePool launched, the requests of
+    the pods bound to it over its allocatable; the mean over those nodes."""
+    requested: dict[str, float] = {}
+    for pod in pods:
+        node = pod.get("spec", {}).get("nodeName")
+        if node and pod.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
+            requested[node] = requested.get(node, 0.0) + container_requests(pod).get(resource, 0)
+    shares = []
+    for node in nodes:
+        if not node["metadata"].get("labels", {}).get(NODEPOOL_LABEL):
+            continue
+        allocatable = quantity(node.get("status", {}).get("allocatable", {}).get(resource, 0))
+        if allocatable:
+            shares.append(requested.get(node["metadata"]["name"], 0.0) / allocatable)
+    return statistics.fmean(shares) if shares else 0.0
+
+
+def draining(node: dict[str, Any]) -> bool:
+    return bool(node["metadata"].get("deletionTimestamp")) or any(
+        taint.get("key") == DISRUPTED_TAINT for taint in node.get("spec", {}).get("taints", []))
+
+
+# --- running ---------------------------------------------------------------------------------
+
+
+@dataclass
+class PhaseResult:
+    test: str
+    phase: int
+    kind: str
+    pods: int
+    seconds: float | None
+    nodes: int
+    cpu_utilization: float
+    memory_utilization: float
+    p95_memory_mb: float
+    peak_memory_mb: float
+    avg_cpu_cores: float
+    bounds: Bounds
+    notes: list[str] = field(default_factory=list)
+
+    def rows(self) -> list[tuple[str, str, str, str]]:
+        """(measure, ours, Karpenter's bound, ratio) for the printout."""
+        def ratio(ours: float | None, bound: float | None) -> str:
+            if ours is None or bound is None or bound == 0:
+                return ""
+            return f"{ours / bound:.2f}"
+
+        took = "not within the timeout" if self.seconds is None else f"{self.seconds:.1f} s"
+        b = self.bounds
+        return [
+            ("time", took, f"< {b.seconds:g} s" if b.seconds else "-",
+             ratio(self.seconds, b.seconds)),
+            ("CPU utilization", f"{self.cpu_utilization:.3f}",
+             f"> {b.cpu_utilization}" if b.cpu_utilization else "-",
+             ratio(self.cpu_utilization, b.cpu_utilization)),
+            ("memory utilization", f"{self.memory_utilization:.3f}",
+             f"> {b.memory_utilization}" if b.memory_utilization else "-",
+             ratio(self.memory_utilization, b.memory_utilization)),
+            ("controller P95 RSS", f"{self.p95_memory_mb:.0f} MB",
+             f"< {b.p95_memory_mb:g} MB" if b.p95_memory_mb else "-",
+             ratio(self.p95_memory_mb, b.p95_memory_mb)),
+            ("controller avg CPU", f"{self.avg_cpu_cores:.2f} cores",
+             f"< {b.avg_cpu_cores:g}" if b.avg_cpu_cores else "-",
+             ratio(self.avg_cpu_cores, b.avg_cpu_cores)),
+        ]
+
+
+class Run:
+    def __init__(self, plane: ControlPlane, installation: Installation, controller: Controller,
+                 poll: float, quiet: float, timeout: float) -> None:
+        self.plane, self.installation, self.controller = plane, installation, controller
+        self.poll, self.quiet, self.timeout = poll, quiet, timeout
+
+    def pods(self) -> list[dict[str, Any]]:
+        return self.plane.items("pods", "-n", "default", "-l", DISCOVERY_LABEL)
+
+    def nodes(self) -> list[dict[str, Any]]:
+        return self.plane.items("nodes")
+
+    def healthy(self, pods: list[dict[str, Any]]) -> int:
+        return sum(1 for pod in pods if pod.get("status", {}).get("phase") == "Running"
+                   and not pod["metadata"].get("deletionTimestamp"))
+
+    def set_replicas(self, test: PerfTest, phase: Phase, created: set[str]) -> None:
+        by_name = {w.name: w for w in test.workloads}
+        for name, replicas in phase.replicas.items():
+            if name in created:
+                self.plane.kubectl("-n", "default", "scale", "deployment", name,
+                                   "--replicas", str(replicas))
+            else:
+                self.plane.apply(yaml.safe_dump(by_name[name].manifest(replicas)))
+                created.add(name)
+
+    def drift(self) -> set[str]:
+        """Karpenter's drift trigger: an annotation on the NodePool's template; the nodes
+        there were before it."""
+        before = {n["metadata"]["name"] for n in self.nodes()
+                  if n["metadata"].get("labels", {}).get(NODEPOOL_LABEL)}
+        patch = {"spec": {"template": {"metadata": {"annotations": {
+            "test-drift-trigger": f"drift-{int(time.time())}"}}}}}
+        self.plane.kubectl("patch", "nodepool", "default", "--type", "merge", "-p",
+                           json.dumps(patch))
+        return before
+
+    def wait(self, phase: Phase, started: float, originals: set[str]) -> float | None:
+        """Seconds until the phase is done (None: not within the timeout)."""
+        last_activity = started
+        healthy_at: float | None = None
+        while time.monotonic() - started < self.timeout:
+            pods, nodes = self.pods(), self.nodes()
+            now = time.monotonic()
+            count = self.healthy(pods)
+            enough = count >= phase.healthy if phase.at_least else count == phase.healthy
+            if enough and len(pods) == count and healthy_at is None:
+                healthy_at = now
+            if phase.kind == SCALE_OUT:
+                if healthy_at is not None:
+                    return healthy_at - started
+            else:
+                busy = any(draining(n) for n in nodes)
+                left = originals & {n["metadata"]["name"] for n in nodes}
+                if busy or left or not enough:
+                    last_activity = now
+                    healthy_at = None
+                elif now - last_activity >= self.quiet:
+                    return last_activity - started
+            time.sleep(self.poll)
+        return None
+
+    def phase(self, test: PerfTest, index: int, phase: Phase, created: set[str]) -> PhaseResult:
+        sampler = ProcessSampler(self.controller.process.pid)
+        started = time.monotonic()
+        originals: set[str] = set()
+        if phase.kind == DRIFT:
+            originals = self.drift()
+        else:
+            self.set_replicas(test, phase, created)
+        seconds = self.wait(phase, started, originals)
+        p95, peak, cores = sampler.stop()
+        pods, nodes = self.pods(), self.nodes()
+        managed = [n for n in nodes if n["metadata"].get("labels", {}).get(NODEPOOL_LABEL)]
+        return PhaseResult(
+            test.name, index + 1, phase.kind, self.healthy(pods), seconds, len(managed),
+            average_utilization(nodes, pods, "cpu"), average_utilization(nodes, pods, "memory"),
+            p95, peak, cores, phase.bounds)
+
+
+def protected_nodes_kept(run: Run, before: set[str]) -> str:
+    """do-not-disrupt: of the nodes that ran a protected pod before consolidation, how many
+    are still there (Karpenter expects more than none)."""
+    now = {n["metadata"]["name"] for n in run.nodes()}
+    return f"{len(before & now)} of {len(before)} nodes with do-not-disrupt pods kept"
+
+
+def run_test(test: PerfTest, args: argparse.Namespace, plane: ControlPlane,
+             workdir: Path) -> list[PhaseResult]:
+    clean_cluster(plane, ("default",))
+    installation = Installation.install(plane, workdir)
+    plane.apply(EXAMPLES / "workshop" / "ec2nodeclass.yaml")
+    plane.apply(yaml.safe_dump(perf_nodepool()))
+    timing = (f"launchDelay={args.launch_delay:g}s,registrationDelay="
+              f"{args.registration_delay:g}s,terminationDelay=1s,startupTaintDelay=1s")
+    controller = start_controller(f"perf-{test.name.replace(' ', '-')}",
+                                  installation.kubeconfig, workdir,
+                                  env={"NODEWRIGHT_SIM_TIMING": timing})
+    results = []
+    try:
+        eventually(lambda: controller.readyz()[0] == 200, timeout=120, what="controller ready")
+        run = Run(plane, installation, controller, args.poll, args.quiet, args.timeout)
+        created: set[str] = set()
+        protected_before: set[str] = set()
+        for index, phase in enumerate(test.phases):
+            if phase.kind == CONSOLIDATION and test.name.startswith("do-not-disrupt"):
+                protected_before = {p["spec"].get("nodeName", "") for p in run.pods()
+                                    if p["metadata"]["labels"].get("app") == "do-not-disrupt-app"}
+            result = run.phase(test, index, phase, created)
+            if protected_before:
+                result.notes.append(protected_nodes_kept(run, protected_before))
+            if result.pods and result.nodes:
+                result.notes.append(
+                    f"controller {result.p95_memory_mb / (result.pods / 1000):.0f} MB per "
+                    f"1,000 pods, {result.p95_memory_mb / (result.nodes / 100):.0f} MB per "
+                    "100 nodes (P95 RSS)")
+            results.append(result)
+            print_result(result, args.json)
+    finally:
+        controller.stop()
+        clean_cluster(plane, ("default",))
+    return results
+
+
+def print_result(result: PhaseResult, as_json: bool) -> None:
+    if as_json:
+        return
+    print(f"\n{result.test}, phase {result.phase} ({result.kind}): {result.pods} pods on "
+          f"{result.nodes} nodes" + "".join(f"; {note}" for note in result.notes), flush=True)
+    print(f"  {'measure':22} {'Nodewright':>16} {'Karpenter bound':>16} {'ratio':>7}")
+    for measure, ours, bound, ratio in result.rows():
+        print(f"  {measure:22} {ours:>16} {bound:>16} {ratio:>7}", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--test", default="all", help=f"comma-separated: {', '.join(TESTS)}")
+    parser.add_argument("--large", action="store_true",
+                        help="the 5,000-pod shape (basic x5) instead")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="replicas times this (0.01 for a smoke run)")
+    parser.add_argument("--launch-delay", type=float, default=2.0)
+    parser.add_argument("--registration-delay", type=float, default=3.0)
+    parser.add_argument("--quiet", type=float, default=60.0,
+                        help="seconds without a draining node that end a consolidation")
+    parser.add_argument("--poll", type=float, default=2.0)
+    parser.add_argument("--timeout", type=float, default=3600.0)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    names = list(TESTS) if args.test == "all" else [n.strip() for n in args.test.split(",")]
+    unknown = [name for name in names if name not in TESTS]
+    if unknown:
+        parser.error(f"unknown test(s) {', '.join(unknown)}; there are {', '.join(TESTS)}")
+    tests = [LARGE_SHAPE] if args.large else [TESTS[name] for name in names]
+    tests = [scaled(test, args.scale) if args.scale != 1 else test for test in tests]
+
+    script = SHARED / "k8s" / "control-plane"
+    if not script.exists():
+        print(f"the control plane's script is not at {script}", file=sys.stderr)
+        return 3
+    os.environ.setdefault("NW_K8S_VERSION", k8s_versions.chosen(script.parent))
+    home = Path(os.environ.get("NW_K8S_HOME") or "/tmp/nw-k8s-bench")
+    plane, why_not, was_running = start_control_plane(script, home)
+    if plane is None:
+        print(f"{why_not}\n(the benchmark needs the Kubernetes binaries: see "
+              f"{script.parent / 'README.md'})", file=sys.stderr)
+        return 3
+    print(f"Kubernetes {plane.version}, load average {os.getloadavg()[0]:.2f} "
+          f"on {os.cpu_count()} CPUs", flush=True)
+    results: list[PhaseResult] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="nodewright-perf-") as folder:
+            for test in tests:
+                results += run_test(test, args, plane, Path(folder))
+    finally:
+        if not was_running:
+            subprocess.run([str(script), "stop"], capture_output=True, check=False,
+                           env={**os.environ, "NW_K8S_HOME": str(home)})
+    if args.json:
+        print(json.dumps([asdict(r) for r in results], indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""A client wrapped by `outside_state_lock` makes each call with the state lock stepped
+out of, and takes it back before returning (docs/decisions.md, "Concurrency")."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from nodewright.runtime.outside_lock import outside_state_lock, safe_from_any_thread
+from nodewright.runtime.statelock import StateLock
+
+
+class Client:
+    name = "client"
+
+    def __init__(self, lock: StateLock) -> None:
+        self.lock = lock
+        self.held_during: list[bool] = []
+
+    def request(self, value: int, *, twice: bool = False) -> int:
+        self.held_during.append(self.lock.held())
+        return value * 2 if twice else value
+
+    def fails(self) -> None:
+        raise RuntimeError("the server said no")
+
+
+def test_each_call_runs_outside_the_lock_and_the_lock_is_held_again_after() -> None:
+    lock = StateLock()
+    client = Client(lock)
+    wrapped = outside_state_lock(client, lock)
+    with lock, lock:
+        assert wrapped.request(21, twice=True) == 42
+        assert lock.held()
+    assert client.held_during == [False]
+    assert wrapped.name == "client"  # attributes are the client's own
+
+
+def test_another_thread_takes_the_lock_while_a_call_waits() -> None:
+    lock = StateLock()
+    in_call, taken = threading.Event(), threading.Event()
+
+    class Slow:
+        def request(self) -> None:
+            in_call.set()
+            assert taken.wait(30)
+
+    def other() -> None:
+        assert in_call.wait(30)
+        with lock:
+            taken.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with lock:
+        outside_state_lock(Slow(), lock).request()
+    thread.join(30)
+    assert taken.is_set()
+
+
+def test_a_failed_call_still_gives_the_lock_back() -> None:
+    lock = StateLock()
+    wrapped = outside_state_lock(Client(lock), lock)
+    with lock:
+        with pytest.raises(RuntimeError, match="said no"):
+            wrapped.fails()
+        assert lock.held()
+
+
+def test_a_call_made_without_the_lock_is_made_as_it_is() -> None:
+    lock = StateLock()
+    client = Client(lock)
+    assert outside_state_lock(client, lock).request(1) == 1
+    assert client.held_during == [False] and not lock.held()
+
+
+def test_a_cloud_says_whether_its_calls_are_safe_from_any_thread() -> None:
+    class Aws:
+        launches_outside_state_lock = True
+
+    assert safe_from_any_thread(Aws())
+    assert not safe_from_any_thread(object())
