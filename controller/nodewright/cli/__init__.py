@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                   "metrics Service"),
     "simulate": ("nodewright.cli.simulate",
                  "run a scenario against simulated EC2 on a virtual clock"),
+    "snapshot": ("nodewright.cli.snapshot",
+                 "write a live cluster as a scenario file (read-only: get and list)"),
     "explain": ("nodewright.cli.explain",
                 "why a node is (not) disrupted, or why a pod is pending"),
 }

@@ -19,6 +19,7 @@ from nodewright.cloud.sim.reservations import SimReservation
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.catalog import offline_catalog
 from nodewright.sim import manifests
+from nodewright.sim.fleet_loading import read_bound_pods, read_node_claims
 from nodewright.sim.reader import FieldReader, describe
 from nodewright.sim.scenario import (
     CAPACITY_TYPES,
@@ -34,7 +35,7 @@ from nodewright.sim.yamlfile import read_single_document
 
 TOP_KEYS = (
     "name", "description", "region", "zones", "seed", "start", "manifests", "settings",
-    "capacity", "prices", "capacityReservations", "steps",
+    "capacity", "prices", "capacityReservations", "steps", "nodeClaims", "boundPods",
 )
 DURATION_SETTINGS = {
     "batchIdleDuration": "batch_idle_duration",
@@ -108,9 +109,12 @@ def _read(reader: FieldReader, base: Path) -> Scenario | None:
     capacity = _capacity(reader, body.get("capacity", []), world)
     prices = _prices(reader, body.get("prices", []), world)
     reservations = _reservations(reader, body.get("capacityReservations", []), world, start)
+    node_claims = read_node_claims(reader, body.get("nodeClaims", []), world)
+    bound_pods = read_bound_pods(reader, body.get("boundPods", []), world, node_claims or ())
     steps = StepReader(reader, base, world).read_all(body.get("steps"), ("steps",)) \
         if "steps" in body else []
-    if (name is None or region is None or zones is None or seed is None or start is None
+    if (node_claims is None or bound_pods is None or name is None or region is None
+            or zones is None or seed is None or start is None
             or settings is None or capacity is None or prices is None or reservations is None
             or reader.has_errors()):
         return None
@@ -119,6 +123,7 @@ def _read(reader: FieldReader, base: Path) -> Scenario | None:
         zones=zones, seed=seed, start=start, manifests=tuple(manifests.simulated(documents)),
         settings=settings,
         capacity=capacity, prices=prices, steps=tuple(steps), reservations=reservations,
+        node_claims=node_claims, bound_pods=bound_pods,
     )
 
 

@@ -12,6 +12,7 @@ from nodewright.runtime.clock import format_time
 from nodewright.sim import expectations
 from nodewright.sim.durations import format_duration, format_offset
 from nodewright.sim.fleet import current_fleet
+from nodewright.sim.fleet_start import start_fleet
 from nodewright.sim.interrupts import deliver_interruption
 from nodewright.sim.progress import Progress
 from nodewright.sim.result import RunResult, ScenarioInfo, Summary
@@ -64,6 +65,8 @@ class _Run:
         ordered = sorted(world.scenario.manifests, key=lambda d: first.get(d.kind, 3))
         for document in ordered:
             self._call(0, partial(world.apply, document))
+        for problem in start_fleet(world):
+            self._fail(0, problem)
         recorder.note("scenario", "start",
                       f"{world.scenario.name}: {len(world.scenario.manifests)} objects applied, "
                       f"region {world.scenario.region}, seed {world.scenario.seed}")

@@ -165,6 +165,35 @@ class ExpectStep(Step):
     expectation: Expectation
 
 
+@dataclass(frozen=True)
+class FleetClaim:
+    """A NodeClaim already running when the scenario starts (`nodeClaims`): its instance
+    and Node exist, launched `age` seconds before the start with the hashes given."""
+
+    name: str
+    node_pool: str
+    instance_type: str
+    zone: str
+    capacity_type: str = "on-demand"
+    age: float = 0.0
+    node_name: str | None = None
+    node_pool_hash: str | None = None
+    node_class_hash: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BoundPods:
+    """`count` pods of a workload (or one Pod of the manifests) already running on a node
+    when the scenario starts (`boundPods`)."""
+
+    node: str  # a fleet NodeClaim's name or node name, or a Node of the manifests
+    owner: ObjectRef
+    count: int = 1
+    line: int = 0
+
+
 AnyStep = ScaleStep | ApplyStep | DeleteStep | WaitStep | SettleStep | InterruptStep | ExpectStep
 
 
@@ -183,3 +212,6 @@ class Scenario:
     prices: tuple[PriceRule, ...]
     steps: tuple[AnyStep, ...]
     reservations: tuple[SimReservation, ...] = ()
+    # The running fleet the scenario starts from (optional keys nodeClaims and boundPods).
+    node_claims: tuple[FleetClaim, ...] = ()
+    bound_pods: tuple[BoundPods, ...] = ()

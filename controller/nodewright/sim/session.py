@@ -20,6 +20,9 @@ from nodewright.sim.progress import Progress
 from nodewright.sim.reader import format_problem
 from nodewright.sim.result import EXIT_INVALID, RunResult
 from nodewright.sim.runner import run_scenario
+from nodewright.sim.snapshot.outcome import WhatItWouldDo, run_what_if
+from nodewright.sim.snapshot.outcome_html import section as outcome_section
+from nodewright.sim.snapshot.takeover import take_over
 from nodewright.sim.timeline import TimelineEvent
 from nodewright.sim.whatif import load_replacements, reference_problems, with_replacements
 
@@ -27,7 +30,8 @@ REPORT_EXTRA_MISSING = "--report needs the report extra: pip install 'nodewright
 
 
 class ReportRenderer(Protocol):
-    def __call__(self, result: RunResult, comparison: Comparison | None = None) -> str: ...
+    def __call__(self, result: RunResult, comparison: Comparison | None = None,
+                 extra: Sequence[str] = ()) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -63,20 +67,42 @@ def simulate(request: SimulationRequest, out: TextIO, err: TextIO) -> int:
         out.write(event.format() + "\n")
         out.flush()
 
-    result = run_scenario(scenario, on_event=show, progress=progress)
+    # A scenario that starts from a running fleet (a cluster's snapshot) is also told as
+    # what the controllers would do to that cluster.
+    from_fleet = bool(scenario.node_claims or scenario.bound_pods)
+    outcomes: list[WhatItWouldDo] = []
+    if from_fleet:
+        result, outcome = run_what_if(scenario, on_event=show, progress=progress)
+        outcomes.append(outcome)
+    else:
+        result = run_scenario(scenario, on_event=show, progress=progress)
     comparison = None
     if replacements:
         variant, notes = with_replacements(scenario, replacements)
+        variant, taken = take_over(variant, replacements)
+        notes = [*notes, *taken]
         progress.label = "what-if"
-        other = run_scenario(variant, label="what-if", progress=progress)
+        if from_fleet or taken:
+            other, other_outcome = run_what_if(variant, label="what-if", progress=progress)
+            outcomes.append(other_outcome)
+        else:
+            other = run_scenario(variant, label="what-if", progress=progress)
         comparison = Comparison(result, other, request.compare, tuple(notes))
     progress.clear()
     _print_outcome(result, comparison, out)
+    titles = ["What it would do to this cluster",
+              f"With {', '.join(request.compare)} instead"]
+    for title, outcome in zip(titles, outcomes, strict=False):
+        lines = outcome.lines()
+        lines[1] = f"{title}:"
+        out.write("\n".join(lines) + "\n")
+    extra = ({"whatItWouldDo": [o.to_dict() for o in outcomes]} if outcomes else None)
     if request.json_path is not None:
-        _write(request.json_path, render_json(result, comparison))
+        _write(request.json_path, render_json(result, comparison, extra))
         out.write(f"JSON written to {request.json_path}\n")
     if request.report is not None and render_report is not None:
-        _write(request.report, render_report(result, comparison))
+        sections = [outcome_section(o, t) for t, o in zip(titles, outcomes, strict=False)]
+        _write(request.report, render_report(result, comparison, sections))
         out.write(f"Report written to {request.report}\n")
     return result.exit_code
 

@@ -48,6 +48,8 @@ def with_replacements(
 
 
 def reference_problems(scenario: Scenario, replacements: Sequence[Document]) -> list[Problem]:
-    """Replacement NodePools must name an EC2NodeClass of the varied scenario."""
-    classes = {d.name for d in scenario.manifests if d.kind == "EC2NodeClass"}
+    """Replacement NodePools must name an EC2NodeClass of the varied scenario (its own or
+    one the replacements add)."""
+    classes = {d.name for d in (*scenario.manifests, *replacements)
+               if d.kind == "EC2NodeClass"}
     return manifests.node_class_references(list(replacements), classes)

@@ -34,10 +34,14 @@ pre { background: #f7f7f7; padding: 0.8rem; overflow-x: auto; font-size: 0.8rem;
 """
 
 
-def render_report(result: RunResult, comparison: Comparison | None = None) -> str:
+def render_report(result: RunResult, comparison: Comparison | None = None,
+                  extra: Sequence[str] = ()) -> str:
+    """`extra`: sections of HTML shown after the result (what a run from a cluster's
+    snapshot would do to it)."""
     parts = [
         _header(result),
         _summary(result),
+        *extra,
         _charts(result),
         _expectations(result),
         _fleet(result),
