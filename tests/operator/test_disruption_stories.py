@@ -95,11 +95,12 @@ def test_a_node_whose_nodepool_changed_drifts_and_is_replaced(world: RealTimeWor
 
 def test_an_expired_node_is_replaced(world: RealTimeWorld) -> None:
     # Every node of this pool expires two seconds after it was created: the story stops
-    # at the first replacement.
+    # at the first replacement. On a loaded machine the pods may be seen running only on a
+    # later node (the first one already expired), so the node named is any one of them.
     operator, first = workshop_with_five_pods(world, nodepool_with(
         template={"expireAfter": "2s"}))
     eventually(lambda: moved_off(world, first), "the expired node to be replaced")
-    assert [d.nodeclaim for d in decisions(operator, ex.EXPIRATION)][:1] == [first]
+    assert first in [d.nodeclaim for d in decisions(operator, ex.EXPIRATION)]
 
 
 def test_a_spot_interruption_message_is_acted_on(make_world: World) -> None:
