@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
@@ -495,9 +496,77 @@ TERMINATION_CURRENT_TIME = Gauge(
 TERMINATION_DURATION = Histogram(
     "operator_termination_duration_seconds",
     "The amount of time taken by an object to terminate completely.",
-    ["group", "kind", "namespace", "name"],
+    ["group", "kind"],
     registry=REGISTRY,
 )
+# Karpenter's buckets for its per-kind status histograms: ExponentialBuckets(0.5, 2, 15).
+STATUS_BUCKETS = tuple(0.5 * 2**i for i in range(15))
+DEFAULT_BUCKETS = Histogram.DEFAULT_BUCKETS
+
+
+@dataclass(frozen=True)
+class KindStatusMetrics:
+    """operatorpkg's per-kind status metrics, operator_<kind>_status_condition_* and
+    operator_<kind>_termination_*, with the kind's extra labels (object label keys,
+    '/', '.' and '-' turned into '_') after operatorpkg's own."""
+
+    extra_labels: tuple[str, ...]
+    count: Gauge
+    current_status_seconds: Gauge
+    transitions: Counter
+    transition_seconds: Histogram
+    termination_current_time: Gauge
+    termination_duration: Histogram
+
+
+_KIND_STATUS: dict[str, KindStatusMetrics] = {}
+
+
+def prometheus_label(key: str) -> str:
+    """operatorpkg's toPrometheusLabel."""
+    for char in "/.-":
+        key = key.replace(char, "_")
+    return key
+
+
+def kind_status_metrics(kind: str, extra_labels: Iterable[str] = (),
+                        buckets: Iterable[float] = DEFAULT_BUCKETS) -> KindStatusMetrics:
+    """The metric families of one kind (lower-cased into their names), registered the first
+    time they are asked for; asking again with other labels is a programming error."""
+    extra = tuple(prometheus_label(key) for key in extra_labels)
+    known = _KIND_STATUS.get(kind)
+    if known is not None:
+        if known.extra_labels != extra:
+            raise ValueError(f"status metrics of {kind} already registered with labels "
+                             f"{known.extra_labels}, not {extra}")
+        return known
+    prefix = f"operator_{kind.lower()}"
+    keyed = ["namespace", "name", "type", "status", "reason", *extra]
+    bucket_list = list(buckets)
+    made = KindStatusMetrics(
+        extra_labels=extra,
+        count=Gauge(f"{prefix}_status_condition_count",
+                    STATUS_CONDITION_COUNT._documentation, keyed, registry=REGISTRY),
+        current_status_seconds=Gauge(
+            f"{prefix}_status_condition_current_status_seconds",
+            STATUS_CONDITION_CURRENT_STATUS_SECONDS._documentation, keyed, registry=REGISTRY),
+        transitions=Counter(f"{prefix}_status_condition_transitions",
+                            STATUS_CONDITION_TRANSITIONS._documentation,
+                            ["type", "status", "reason", *extra], registry=REGISTRY),
+        transition_seconds=Histogram(
+            f"{prefix}_status_condition_transition_seconds",
+            STATUS_CONDITION_TRANSITION_SECONDS._documentation, ["type", "status", *extra],
+            buckets=bucket_list, registry=REGISTRY),
+        termination_current_time=Gauge(
+            f"{prefix}_termination_current_time_seconds",
+            TERMINATION_CURRENT_TIME._documentation, ["namespace", "name", *extra],
+            registry=REGISTRY),
+        termination_duration=Histogram(
+            f"{prefix}_termination_duration_seconds", TERMINATION_DURATION._documentation,
+            list(extra), buckets=bucket_list, registry=REGISTRY),
+    )
+    _KIND_STATUS[kind] = made
+    return made
 
 # --- The operator's runtime (controller-runtime and client-go names) ----------------------
 

@@ -212,8 +212,10 @@ def test_scaling_to_zero_counts_the_disruption_and_drops_the_gone_objects_series
         "instance_durations": ("karpenter_nodeclaims_instance_termination_duration_seconds_count",
                                {"nodepool": "default"}),
         "terminations": ("operator_termination_duration_seconds_count",
-                         {"group": "karpenter.sh", "kind": "NodeClaim", "namespace": "",
-                          "name": claim_name}),
+                         {"group": "karpenter.sh", "kind": "NodeClaim"}),
+        "claim_terminations": ("operator_nodeclaim_termination_duration_seconds_count",
+                               {"karpenter_k8s_aws_ec2nodeclass": "default",
+                                "karpenter_sh_nodepool": "default"}),
     }
     before = {key: value(name, **labels) for key, (name, labels) in counters.items()}
 

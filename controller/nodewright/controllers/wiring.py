@@ -127,8 +127,10 @@ class MetricsControllers:
 
 def build_metrics(cloud: CloudProvider, clock: Clock, state: ClusterState,
                   options: ControllerOptions | None = None,
-                  cluster: ClusterAPI | None = None) -> MetricsControllers:
-    """`cluster`: where CapacityBuffers are read from, with the CapacityBuffer gate on."""
+                  cluster: ClusterAPI | None = None,
+                  recorder: EventRecorder | None = None) -> MetricsControllers:
+    """`cluster`: where CapacityBuffers are read from, with the CapacityBuffer gate on;
+    `recorder`: where the status controller's transition and Finalized events go."""
     options = options or ControllerOptions()
     offerings = OfferingMetrics(MeteredCloud(cloud, OfferingMetrics.name), state)
     return MetricsControllers(
@@ -137,7 +139,7 @@ def build_metrics(cloud: CloudProvider, clock: Clock, state: ClusterState,
         pods=PodMetrics(clock, state),
         status=StatusConditionMetrics(
             clock, state, options.status_metrics_requeue_seconds,
-            buffers=cluster if options.capacity_buffer else None),
+            buffers=cluster if options.capacity_buffer else None, recorder=recorder),
         offerings=offerings,
     )
 
@@ -272,7 +274,7 @@ def build_controllers(
         disruption=disruption,
         pod_events=PodEvents(cluster, clock, state),
         registration_health=registration_health,
-        metrics=build_metrics(cloud, clock, state, options, cluster),
+        metrics=build_metrics(cloud, clock, state, options, cluster, recorder),
         static=(StaticProvisioning(cluster, state), StaticDeprovisioning(cluster, clock, state))
         if options.static_capacity else None,
         node_health=NodeHealth(cluster, metered(NodeHealth.name), clock, state, recorder)
