@@ -49,6 +49,7 @@ from nodewright.controllers.nodeclaim import (
     REGISTRATION_TIMEOUT_SECONDS,
     NodeClaimLifecycle,
 )
+from nodewright.controllers.nodeclaim.consistency import NodeClaimConsistency
 from nodewright.controllers.nodeclaim.podevents import PodEvents
 from nodewright.controllers.nodeoverlay import NodeOverlayController
 from nodewright.controllers.nodepool.registration_health import RegistrationHealth
@@ -159,6 +160,8 @@ class Controllers:
     disruption: DisruptionControllers | None = None
     # NodeClaim status.lastPodEventTime (nodeclaim.podevents).
     pod_events: PodEvents | None = None
+    # NodeClaims compared with their Nodes (nodeclaim.consistency).
+    consistency: NodeClaimConsistency | None = None
     # NodePools' registration outcomes (NodeRegistrationHealthy), shared by the lifecycle
     # and the NodePool status controller.
     registration_health: RegistrationHealth | None = None
@@ -186,6 +189,7 @@ class Controllers:
             self.instance_gc,
             self.nodeclaim_gc,
             *((self.pod_events,) if self.pod_events else ()),
+            *((self.consistency,) if self.consistency else ()),
             *(self.disruption.reconcilers if self.disruption else ()),
             *(self.metrics.reconcilers if self.metrics else ()),
             *(self.static or ()),
@@ -273,6 +277,7 @@ def build_controllers(
             cluster, metered(NodeClaimGarbageCollection.name), clock, state),
         disruption=disruption,
         pod_events=PodEvents(cluster, clock, state),
+        consistency=NodeClaimConsistency(cluster, clock, state, recorder),
         registration_health=registration_health,
         metrics=build_metrics(cloud, clock, state, options, cluster, recorder),
         static=(StaticProvisioning(cluster, state), StaticDeprovisioning(cluster, clock, state))
