@@ -421,6 +421,15 @@ SCHEDULER_IGNORED_PODS = Gauge(
     "Number of pods ignored during scheduling by Karpenter",
     registry=REGISTRY,
 )
+SCHEDULER_PENDING_BY_ZONE = Gauge(
+    "karpenter_scheduler_pending_pods_by_effective_zone_count",
+    "Pending pods dimensioned by effective zone constraint, or the intersection of pod-level "
+    "zone signals, volume topology (PVC zones), and topology constraints. Values: specific "
+    "zone name (e.g., 'us-west-2a'), 'flexible' (multiple zones), or 'none' (no valid "
+    "intersection).",
+    [CONTROLLER, ZONE],
+    registry=REGISTRY,
+)
 SCHEDULER_UNSCHEDULABLE_PODS = Gauge(
     "karpenter_scheduler_unschedulable_pods_count",
     "The number of unschedulable Pods.",
@@ -802,6 +811,16 @@ def disrupted_labels(nodeclaim: Mapping[str, Any], reason: str,
 Series = tuple[Gauge, tuple[str, ...]]
 # One gauge value to publish: the gauge, its labels by name, the value.
 Sample = tuple[Gauge, Mapping[str, str], float]
+
+
+def remove_matching(metric: Gauge, **labels: str) -> None:
+    """DeletePartialMatch: drop every series of the metric that carries these labels."""
+    names = list(metric._labelnames)
+    with metric._lock:
+        keys = [key for key in metric._metrics
+                if all(key[names.index(k)] == v for k, v in labels.items())]
+    for key in keys:
+        _remove(metric, key)
 
 
 class Store:
