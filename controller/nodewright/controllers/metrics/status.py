@@ -66,6 +66,9 @@ KINDS: dict[str, StatusKind] = {
 }
 # The generic names' group label per kind (kept for callers reading it).
 GROUPS = {kind: spec.group for kind, spec in KINDS.items()}
+# Registered on import, as Karpenter's are when its controllers are built.
+FAMILIES = {kind: metrics.kind_status_metrics(kind, spec.label_keys, spec.buckets)
+            for kind, spec in KINDS.items()}
 
 
 @dataclass
@@ -116,8 +119,7 @@ class StatusConditionMetrics:
         self._terminating: dict[str, tuple[datetime, tuple[str, ...]]] = {}
         self._kinds = {kind: spec for kind, spec in KINDS.items()
                        if not spec.gated or buffers is not None}
-        self._metrics = {kind: metrics.kind_status_metrics(kind, spec.label_keys, spec.buckets)
-                         for kind, spec in self._kinds.items()}
+        self._metrics = {kind: FAMILIES[kind] for kind in self._kinds}
         self._watches = tuple(Watch(kind, keys=_key) for kind in self._kinds)
 
     @property
