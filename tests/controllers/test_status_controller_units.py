@@ -125,8 +125,8 @@ def test_a_new_reason_with_the_same_status_leaves_no_old_series() -> None:
 
 
 def test_a_relabelled_object_leaves_no_series_under_its_old_labels() -> None:
-    """Entry "when using WithLabels" of "should ensure that we don't leak metrics when
-    changing labels" (Karpenter's NodeClaim labels: the NodePool key)."""
+    """It "should ensure that we don't leak metrics when changing labels" (with Karpenter's
+    NodeClaim labels: the NodePool key)."""
     rig = Rig("relabelled-claim")
     rig.claim("True", "Ready", pool="first")
     rig.claim("True", "Ready", pool="second")

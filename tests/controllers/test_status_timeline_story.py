@@ -77,6 +77,8 @@ def test_releasing_the_termination_finalizer_is_told_as_finalized(world: World) 
 
 
 def test_each_kind_has_its_own_status_metrics_with_karpenters_labels(world: World) -> None:
+    """operatorpkg status/controller_test.go: Entry "when using WithLabels" of "should add
+    labels to metrics", with the label keys Karpenter passes (controllers.go)."""
     claim, node = launched(world)
     claim_name, node_name = claim["metadata"]["name"], node["metadata"]["name"]
     # NodeClaims: the node class and NodePool label keys, made Prometheus labels.
@@ -102,8 +104,9 @@ def test_each_kind_has_its_own_status_metrics_with_karpenters_labels(world: Worl
 
 
 def test_status_histograms_use_karpenters_exponential_buckets() -> None:
-    """controllers.go: status.WithHistogramBuckets(prometheus.ExponentialBuckets(0.5, 2, 15))
-    for NodeClaims, NodePools, Nodes and CapacityBuffers."""
+    """operatorpkg: It "should use custom histogram buckets when specified", with the buckets
+    controllers.go passes (ExponentialBuckets(0.5, 2, 15)) for NodeClaims, NodePools, Nodes
+    and CapacityBuffers."""
     family = metrics.kind_status_metrics(
         "NodePool", (), metrics.STATUS_BUCKETS).transition_seconds
     child = family.labels(type="Probe", status="True")
