@@ -820,7 +820,7 @@ def remove_matching(metric: Gauge, **labels: str) -> None:
         keys = [key for key in metric._metrics
                 if all(key[names.index(k)] == v for k, v in labels.items())]
     for key in keys:
-        _remove(metric, key)
+        _remove(metric, tuple(key))
 
 
 class Store:
