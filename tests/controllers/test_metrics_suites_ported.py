@@ -11,6 +11,10 @@ from typing import Any
 
 from nodewright import metrics
 from nodewright.api.quantity import parse_quantity
+from nodewright.controllers.metrics.nodepools import NodePoolMetrics
+from nodewright.runtime.clock import VirtualClock
+from nodewright.runtime.reconciler import WatchEvent
+from nodewright.state import ClusterState
 from tests.controllers.conftest import WORKSHOP
 from tests.harness import World, node_pool
 
@@ -135,3 +139,17 @@ def test_nodepool_limit_and_usage_metrics_come_and_go_with_the_nodepool(world: W
     world.advance(30)
     assert series("karpenter_nodepools_limit", nodepool="limited") == []
     assert series("karpenter_nodepools_usage", nodepool="limited") == []
+
+
+def test_a_nodepool_on_another_providers_node_class_has_no_metrics() -> None:
+    """nodepool suite: Entry "should ignore nodepools not managed by this instance of
+    Karpenter"."""
+    state = ClusterState(VirtualClock())
+    state.observe(WatchEvent("ADDED", {
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "unmanaged"},
+        "spec": {"limits": {"cpu": "10", "memory": "10Mi"}, "template": {"spec": {
+            "nodeClassRef": {"group": "karpenter.test.sh", "kind": "UnmanagedNodeClass",
+                             "name": "default"},
+            "requirements": []}}}}))
+    NodePoolMetrics(state).reconcile("unmanaged")
+    assert series("karpenter_nodepools_limit", nodepool="unmanaged") == []
