@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from nodewright import metrics
 from nodewright.api.quantity import parse_quantity
 from nodewright.controllers.metrics.nodepools import NodePoolMetrics
@@ -26,6 +28,18 @@ spec:
   nodeSelector: {no-such-label: anywhere}
   containers: [{name: app, resources: {requests: {cpu: 100m}}}]
 """
+
+
+@pytest.fixture(autouse=True)
+def fresh_gauges() -> Iterator[None]:
+    """The registry is process-wide: an earlier test's world (same generated names) must
+    leave nothing in the gauges these stories read."""
+    for gauge in (metrics.PODS_STATE, metrics.PODS_UNBOUND_TIME, metrics.PODS_UNSTARTED_TIME,
+                  metrics.NODES_ALLOCATABLE, metrics.NODES_CURRENT_LIFETIME,
+                  metrics.CLUSTER_UTILIZATION, metrics.NODEPOOLS_LIMIT,
+                  metrics.NODEPOOLS_USAGE):
+        gauge.clear()
+    yield
 
 
 def _samples(metric: str) -> Iterator[Any]:

@@ -10,11 +10,26 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from nodewright import metrics
-from nodewright.controllers.metrics.status import transition_note
+from nodewright.controllers.metrics.status import FAMILIES, transition_note
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors
 from tests.harness import World
+
+
+@pytest.fixture(autouse=True)
+def fresh_gauges() -> Iterator[None]:
+    """The registry is process-wide: an earlier world's objects (same generated names) must
+    leave no condition series behind for these stories."""
+    for family in FAMILIES.values():
+        for gauge in (family.count, family.current_status_seconds,
+                      family.termination_current_time):
+            gauge.clear()
+    metrics.STATUS_CONDITION_COUNT.clear()
+    metrics.STATUS_CONDITION_CURRENT_STATUS_SECONDS.clear()
+    yield
 
 
 def _samples(metric: str) -> Iterator[Any]:
