@@ -13,12 +13,16 @@ controller-runtime and client-go give them, as they do in a Karpenter process.
 
 from __future__ import annotations
 
+import math
+import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Metric
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -38,6 +42,107 @@ DURATION_BUCKETS = (
     0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30,
     40, 50, 60, 120, 150, 300, 450, 600,
 )
+
+# --- Summaries with quantiles ----------------------------------------------------------
+
+# Karpenter's SummaryObjectives: these quantiles (epsilon 0.01) over client_golang's default
+# ten-minute window.
+SUMMARY_QUANTILES = (0.0, 0.5, 0.9, 0.99, 1.0)
+SUMMARY_MAX_AGE_SECONDS = 600.0
+# Observations kept per series; beyond this the oldest go first (the quantiles then cover
+# the most recent ones, within the window).
+SUMMARY_MAX_SAMPLES = 10_000
+
+
+class _Window:
+    def __init__(self) -> None:
+        self.samples: deque[tuple[float, float]] = deque(maxlen=SUMMARY_MAX_SAMPLES)
+        self.count = 0
+        self.sum = 0.0
+        self.created = time.time()
+
+    def quantiles(self, since: float) -> list[tuple[float, float]]:
+        while self.samples and self.samples[0][0] < since:
+            self.samples.popleft()
+        ordered = sorted(value for _, value in self.samples)
+        if not ordered:
+            return [(q, math.nan) for q in SUMMARY_QUANTILES]
+        last = len(ordered) - 1
+        return [(q, ordered[min(last, max(0, math.ceil(q * len(ordered)) - 1))])
+                for q in SUMMARY_QUANTILES]
+
+
+class QuantileSummary:
+    """A Summary exported as client_golang exports one with objectives: the quantiles of
+    the observations of the last ten minutes (exact, where client_golang estimates them
+    within epsilon; NaN when the window is empty) next to the all-time _count and _sum.
+    prometheus-client's own Summary has no quantiles. Used like it: `observe`, or
+    `labels(...).observe`."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Iterable[str] = (), *,
+                 registry: CollectorRegistry | None = None,
+                 now: Callable[[], float] = time.monotonic) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = tuple(labelnames)
+        self._now = now
+        self._windows: dict[tuple[str, ...], _Window] = {}
+        self._lock = threading.Lock()
+        if registry is not None:
+            registry.register(self)
+
+    def labels(self, *values: str, **by_name: str) -> _SummaryChild:
+        if by_name:
+            values = tuple(str(by_name[label]) for label in self.labelnames)
+        if len(values) != len(self.labelnames):
+            raise ValueError(f"{self.name}: expected labels {self.labelnames}, got {values}")
+        return _SummaryChild(self, tuple(str(v) for v in values))
+
+    def observe(self, value: float) -> None:
+        self.labels().observe(value)
+
+    def _observe(self, key: tuple[str, ...], value: float) -> None:
+        with self._lock:
+            window = self._windows.get(key)
+            if window is None:
+                window = self._windows[key] = _Window()
+            window.samples.append((self._now(), value))
+            window.count += 1
+            window.sum += value
+
+    def remove(self, *values: str) -> None:
+        with self._lock:
+            self._windows.pop(tuple(values), None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._windows.clear()
+
+    def describe(self) -> list[Metric]:
+        return [Metric(self.name, self.documentation, "summary")]
+
+    def collect(self) -> list[Metric]:
+        family = Metric(self.name, self.documentation, "summary")
+        since = self._now() - SUMMARY_MAX_AGE_SECONDS
+        with self._lock:
+            for key, window in self._windows.items():
+                labels = dict(zip(self.labelnames, key, strict=True))
+                for quantile, value in window.quantiles(since):
+                    family.add_sample(self.name, {**labels, "quantile": str(quantile)}, value)
+                family.add_sample(f"{self.name}_count", labels, float(window.count))
+                family.add_sample(f"{self.name}_sum", labels, window.sum)
+                family.add_sample(f"{self.name}_created", labels, window.created)
+        return [family]
+
+
+@dataclass(frozen=True)
+class _SummaryChild:
+    summary: QuantileSummary
+    key: tuple[str, ...]
+
+    def observe(self, value: float) -> None:
+        self.summary._observe(self.key, value)
+
 
 # --- NodeClaims and nodes -------------------------------------------------------------
 
@@ -104,9 +209,7 @@ NODES_DRAINED = Counter(
     [NODEPOOL],
     registry=REGISTRY,
 )
-# A Summary in Karpenter with quantile objectives; prometheus-client summaries export only
-# _count and _sum, which is what rate()/avg dashboards use.
-NODES_TERMINATION_DURATION = Summary(
+NODES_TERMINATION_DURATION = QuantileSummary(
     "karpenter_nodes_termination_duration_seconds",
     "The time taken between a node's deletion request and the removal of its finalizer",
     [NODEPOOL],
@@ -222,7 +325,7 @@ PODS_STATE = Gauge(
     registry=REGISTRY,
 )
 POD_KEY_LABELS = ("name", "namespace")
-PODS_STARTUP_DURATION = Summary(
+PODS_STARTUP_DURATION = QuantileSummary(
     "karpenter_pods_startup_duration_seconds",
     "The time from pod creation until the pod is running.",
     registry=REGISTRY,
@@ -316,6 +419,15 @@ SCHEDULER_UNFINISHED_WORK = Gauge(
 SCHEDULER_IGNORED_PODS = Gauge(
     "karpenter_scheduler_ignored_pods_count",
     "Number of pods ignored during scheduling by Karpenter",
+    registry=REGISTRY,
+)
+SCHEDULER_PENDING_BY_ZONE = Gauge(
+    "karpenter_scheduler_pending_pods_by_effective_zone_count",
+    "Pending pods dimensioned by effective zone constraint, or the intersection of pod-level "
+    "zone signals, volume topology (PVC zones), and topology constraints. Values: specific "
+    "zone name (e.g., 'us-west-2a'), 'flexible' (multiple zones), or 'none' (no valid "
+    "intersection).",
+    [CONTROLLER, ZONE],
     registry=REGISTRY,
 )
 SCHEDULER_UNSCHEDULABLE_PODS = Gauge(
@@ -515,9 +627,77 @@ TERMINATION_CURRENT_TIME = Gauge(
 TERMINATION_DURATION = Histogram(
     "operator_termination_duration_seconds",
     "The amount of time taken by an object to terminate completely.",
-    ["group", "kind", "namespace", "name"],
+    ["group", "kind"],
     registry=REGISTRY,
 )
+# Karpenter's buckets for its per-kind status histograms: ExponentialBuckets(0.5, 2, 15).
+STATUS_BUCKETS = tuple(0.5 * 2**i for i in range(15))
+DEFAULT_BUCKETS = Histogram.DEFAULT_BUCKETS
+
+
+@dataclass(frozen=True)
+class KindStatusMetrics:
+    """operatorpkg's per-kind status metrics, operator_<kind>_status_condition_* and
+    operator_<kind>_termination_*, with the kind's extra labels (object label keys,
+    '/', '.' and '-' turned into '_') after operatorpkg's own."""
+
+    extra_labels: tuple[str, ...]
+    count: Gauge
+    current_status_seconds: Gauge
+    transitions: Counter
+    transition_seconds: Histogram
+    termination_current_time: Gauge
+    termination_duration: Histogram
+
+
+_KIND_STATUS: dict[str, KindStatusMetrics] = {}
+
+
+def prometheus_label(key: str) -> str:
+    """operatorpkg's toPrometheusLabel."""
+    for char in "/.-":
+        key = key.replace(char, "_")
+    return key
+
+
+def kind_status_metrics(kind: str, extra_labels: Iterable[str] = (),
+                        buckets: Iterable[float] = DEFAULT_BUCKETS) -> KindStatusMetrics:
+    """The metric families of one kind (lower-cased into their names), registered the first
+    time they are asked for; asking again with other labels is a programming error."""
+    extra = tuple(prometheus_label(key) for key in extra_labels)
+    known = _KIND_STATUS.get(kind)
+    if known is not None:
+        if known.extra_labels != extra:
+            raise ValueError(f"status metrics of {kind} already registered with labels "
+                             f"{known.extra_labels}, not {extra}")
+        return known
+    prefix = f"operator_{kind.lower()}"
+    keyed = ["namespace", "name", "type", "status", "reason", *extra]
+    bucket_list = list(buckets)
+    made = KindStatusMetrics(
+        extra_labels=extra,
+        count=Gauge(f"{prefix}_status_condition_count",
+                    STATUS_CONDITION_COUNT._documentation, keyed, registry=REGISTRY),
+        current_status_seconds=Gauge(
+            f"{prefix}_status_condition_current_status_seconds",
+            STATUS_CONDITION_CURRENT_STATUS_SECONDS._documentation, keyed, registry=REGISTRY),
+        transitions=Counter(f"{prefix}_status_condition_transitions",
+                            STATUS_CONDITION_TRANSITIONS._documentation,
+                            ["type", "status", "reason", *extra], registry=REGISTRY),
+        transition_seconds=Histogram(
+            f"{prefix}_status_condition_transition_seconds",
+            STATUS_CONDITION_TRANSITION_SECONDS._documentation, ["type", "status", *extra],
+            buckets=bucket_list, registry=REGISTRY),
+        termination_current_time=Gauge(
+            f"{prefix}_termination_current_time_seconds",
+            TERMINATION_CURRENT_TIME._documentation, ["namespace", "name", *extra],
+            registry=REGISTRY),
+        termination_duration=Histogram(
+            f"{prefix}_termination_duration_seconds", TERMINATION_DURATION._documentation,
+            list(extra), buckets=bucket_list, registry=REGISTRY),
+    )
+    _KIND_STATUS[kind] = made
+    return made
 
 # --- The operator's runtime (controller-runtime and client-go names) ----------------------
 
@@ -651,6 +831,16 @@ def disrupted_labels(nodeclaim: Mapping[str, Any], reason: str,
 Series = tuple[Gauge, tuple[str, ...]]
 # One gauge value to publish: the gauge, its labels by name, the value.
 Sample = tuple[Gauge, Mapping[str, str], float]
+
+
+def remove_matching(metric: Gauge, **labels: str) -> None:
+    """DeletePartialMatch: drop every series of the metric that carries these labels."""
+    names = list(metric._labelnames)
+    with metric._lock:
+        keys = [key for key in metric._metrics
+                if all(key[names.index(k)] == v for k, v in labels.items())]
+    for key in keys:
+        _remove(metric, tuple(key))
 
 
 class Store:

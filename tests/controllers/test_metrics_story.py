@@ -174,6 +174,11 @@ def test_the_workshop_at_five_replicas_in_karpenters_metrics(world: World) -> No
             ("True", group, "")], kind
         assert sample("operator_status_condition_count", kind=kind, name=name,
                       type="Ready", status="True") == 1
+    # ... and each kind's own families (operator_<kind>_*), the EC2NodeClass's included.
+    assert sample("operator_ec2nodeclass_status_condition_count", name="default",
+                  type="Ready", status="True") == 1
+    assert sample("operator_nodepool_status_condition_count", name="default",
+                  type="Ready", status="True") == 1
     assert sorted(s["type"] for s in series("operator_status_condition_count",
                                            kind="NodeClaim", name=claim_name)) == sorted(
         c["type"] for c in claim["status"]["conditions"])
@@ -212,8 +217,10 @@ def test_scaling_to_zero_counts_the_disruption_and_drops_the_gone_objects_series
         "instance_durations": ("karpenter_nodeclaims_instance_termination_duration_seconds_count",
                                {"nodepool": "default"}),
         "terminations": ("operator_termination_duration_seconds_count",
-                         {"group": "karpenter.sh", "kind": "NodeClaim", "namespace": "",
-                          "name": claim_name}),
+                         {"group": "karpenter.sh", "kind": "NodeClaim"}),
+        "claim_terminations": ("operator_nodeclaim_termination_duration_seconds_count",
+                               {"karpenter_k8s_aws_ec2nodeclass": "default",
+                                "karpenter_sh_nodepool": "default"}),
     }
     before = {key: value(name, **labels) for key, (name, labels) in counters.items()}
 

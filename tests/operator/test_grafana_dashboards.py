@@ -15,7 +15,7 @@ from nodewright import metrics
 
 DASHBOARDS = sorted((Path(__file__).parents[2] / "deploy" / "grafana").glob("*.json"))
 SUFFIXES = {"counter": ("_total",), "gauge": ("",), "histogram": ("_bucket", "_sum", "_count"),
-            "summary": ("_sum", "_count")}
+            "summary": ("", "_sum", "_count")}
 PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or",
                 "unless", "bool", "offset", "le", "inf", "nan"}
 _TOKEN = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")

@@ -50,6 +50,7 @@ from nodewright.controllers.nodeclaim import (
     REGISTRATION_TIMEOUT_SECONDS,
     NodeClaimLifecycle,
 )
+from nodewright.controllers.nodeclaim.consistency import NodeClaimConsistency
 from nodewright.controllers.nodeclaim.podevents import PodEvents
 from nodewright.controllers.nodeoverlay import NodeOverlayController
 from nodewright.controllers.nodepool.registration_health import RegistrationHealth
@@ -141,8 +142,10 @@ class MetricsControllers:
 
 def build_metrics(cloud: CloudProvider, clock: Clock, state: ClusterState,
                   options: ControllerOptions | None = None,
-                  cluster: ClusterAPI | None = None) -> MetricsControllers:
-    """`cluster`: where CapacityBuffers are read from, with the CapacityBuffer gate on."""
+                  cluster: ClusterAPI | None = None,
+                  recorder: EventRecorder | None = None) -> MetricsControllers:
+    """`cluster`: where CapacityBuffers are read from, with the CapacityBuffer gate on;
+    `recorder`: where the status controller's transition and Finalized events go."""
     options = options or ControllerOptions()
     offerings = OfferingMetrics(MeteredCloud(cloud, OfferingMetrics.name), state)
     return MetricsControllers(
@@ -151,7 +154,7 @@ def build_metrics(cloud: CloudProvider, clock: Clock, state: ClusterState,
         pods=PodMetrics(clock, state),
         status=StatusConditionMetrics(
             clock, state, options.status_metrics_requeue_seconds,
-            buffers=cluster if options.capacity_buffer else None),
+            buffers=cluster if options.capacity_buffer else None, recorder=recorder),
         offerings=offerings,
         cluster_state=options.cluster_state_observability,
     )
@@ -172,6 +175,8 @@ class Controllers:
     disruption: DisruptionControllers | None = None
     # NodeClaim status.lastPodEventTime (nodeclaim.podevents).
     pod_events: PodEvents | None = None
+    # NodeClaims compared with their Nodes (nodeclaim.consistency).
+    consistency: NodeClaimConsistency | None = None
     # NodePools' registration outcomes (NodeRegistrationHealthy), shared by the lifecycle
     # and the NodePool status controller.
     registration_health: RegistrationHealth | None = None
@@ -199,6 +204,7 @@ class Controllers:
             self.instance_gc,
             self.nodeclaim_gc,
             *((self.pod_events,) if self.pod_events else ()),
+            *((self.consistency,) if self.consistency else ()),
             *(self.disruption.reconcilers if self.disruption else ()),
             *(self.metrics.reconcilers if self.metrics else ()),
             *(self.static or ()),
@@ -298,8 +304,9 @@ def build_controllers(
             cluster, metered(NodeClaimGarbageCollection.name), clock, state),
         disruption=disruption,
         pod_events=PodEvents(cluster, clock, state),
+        consistency=NodeClaimConsistency(cluster, clock, state, recorder),
         registration_health=registration_health,
-        metrics=build_metrics(cloud, clock, state, options, cluster),
+        metrics=build_metrics(cloud, clock, state, options, cluster, recorder),
         static=(StaticProvisioning(cluster, state), StaticDeprovisioning(cluster, clock, state))
         if options.static_capacity else None,
         node_health=NodeHealth(cluster, metered(NodeHealth.name), clock, state, recorder)

@@ -21,10 +21,12 @@ from typing import Any
 from nodewright.api.formats import parse_duration
 from nodewright.api.nodepool import NodePool
 from nodewright.cluster import objects
+from nodewright.cluster.events import EventRecorder
 from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption.podrules import (
     DO_NOT_DISRUPT,
     PdbLimits,
+    do_not_disrupt_event,
     do_not_disrupt_until,
     eviction_cost,
 )
@@ -147,6 +149,8 @@ class CandidateContext:
     # NodePools that cannot launch now, with why (their nodes are not candidates).
     skipped_pools: Mapping[str, str] = field(default_factory=dict)
     pod_facts: PodFacts = field(default_factory=PodFacts)
+    # Where the pods' do-not-disrupt events go (None: the check says nothing).
+    recorder: EventRecorder | None = None
 
 
 def lifetime_remaining(nodeclaim: Obj, now: datetime) -> float:
@@ -202,6 +206,10 @@ def node_blocker(node: StateNode, context: CandidateContext) -> Blocked | None:
 def pod_blocker(pods: Sequence[Obj], context: CandidateContext) -> tuple[str, str] | None:
     """(cause, message) for the first pod that may not be evicted, or None."""
     for pod in context.pod_facts.of(pods).annotated:
+        if context.recorder is not None:
+            told = do_not_disrupt_event(pod, context.now)
+            if told is not None:
+                context.recorder.publish(told)
         protected, how = do_not_disrupt_until(pod, context.now)
         if protected:
             return ex.CAUSE_DO_NOT_DISRUPT, f"pod {objects.key(pod)} has the {how} annotation"

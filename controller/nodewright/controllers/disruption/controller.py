@@ -164,6 +164,7 @@ class DisruptionController:
             pods_on=state.pods_on,
             skipped_pools=base.skipped_pools,
             pod_facts=self._pod_facts,
+            recorder=self.recorder,
         )
         return Pass(now, state, base, context, PassVerdicts(now), self.options.methods,
                     self._resume)

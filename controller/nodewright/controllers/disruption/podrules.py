@@ -5,6 +5,7 @@ reschedulable, evictable) is `nodewright.state.podutil`."""
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -13,7 +14,8 @@ from typing import Any
 
 from nodewright.api.formats import parse_duration
 from nodewright.cluster import objects
-from nodewright.runtime.clock import parse_time
+from nodewright.cluster.events import Event
+from nodewright.runtime.clock import format_time, parse_time
 from nodewright.scheduling.pods import LabelSelector, SpecError, parse_label_selector
 from nodewright.state.podutil import is_evictable, is_terminal
 from nodewright.state.wellknown import DO_NOT_DISRUPT_ANNOTATION
@@ -49,6 +51,55 @@ def do_not_disrupt_until(obj: Obj, now: datetime) -> tuple[bool, str]:
     if now < until:
         return True, f'{DO_NOT_DISRUPT}: "{value}" until {until:%Y-%m-%dT%H:%M:%SZ}'
     return False, ""
+
+
+def _go_duration_error(value: str) -> str:
+    """parseDoNotDisrupt's error for a value Go's time.ParseDuration refuses or finds not
+    positive, as Karpenter words it."""
+    quoted = json.dumps(value)
+    try:
+        seconds = parse_duration(value)
+    except ValueError:
+        seconds = None
+    if seconds is not None:  # parsed, so zero or negative
+        return f"duration {quoted} must be positive"
+    bare_number = value.lstrip("+-").replace(".", "", 1).isdigit()
+    why = (f"time: missing unit in duration {quoted}" if bare_number and value.strip("+-0.")
+           else f"time: invalid duration {quoted}")
+    return f"failed to parse {quoted} as a duration: {why}"
+
+
+def do_not_disrupt_event(pod: Obj, now: datetime) -> Event | None:
+    """The event Karpenter publishes when it checks an active pod's do-not-disrupt
+    annotation (pkg/utils/pod IsDoNotDisruptActive): an unreadable value is ignored with
+    InvalidDoNotDisruptAnnotation; a duration says DoNotDisruptUntil while it protects the
+    pod and DoNotDisruptGracePeriodElapsed after. "true", and a duration on a pod not yet
+    started, say nothing."""
+    value = objects.annotations(pod).get(DO_NOT_DISRUPT)
+    if value is None or value == "true":
+        return None
+    uid = objects.uid(pod)
+    try:
+        seconds = parse_duration(value)
+    except ValueError:
+        seconds = None
+    if seconds is None or seconds <= 0:
+        problem = _go_duration_error(value)
+        return Event(regarding=pod, type="Warning", reason="InvalidDoNotDisruptAnnotation",
+                     note=f"Invalid {DO_NOT_DISRUPT} annotation: {problem}, ignoring "
+                          "annotation", dedupe_values=(uid, problem))
+    started = (pod.get("status") or {}).get("startTime")
+    if not started:
+        return None
+    until = parse_time(str(started)) + timedelta(seconds=seconds)
+    if now < until:
+        at = format_time(until)
+        return Event(regarding=pod, type="Normal", reason="DoNotDisruptUntil",
+                     note=f"The {DO_NOT_DISRUPT} grace period will elapse at {at}",
+                     dedupe_values=(uid, at))
+    return Event(regarding=pod, type="Normal", reason="DoNotDisruptGracePeriodElapsed",
+                 note=f"The {DO_NOT_DISRUPT} grace period has elapsed, pod is now "
+                      "disruptable", dedupe_values=(uid,))
 
 
 def eviction_cost(pod: Obj) -> float:

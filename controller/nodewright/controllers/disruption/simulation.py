@@ -39,6 +39,7 @@ from nodewright.controllers.provisioning.problem import (
     ready_pools,
     scheduling_problem,
 )
+from nodewright.controllers.provisioning.solve_metrics import scheduling_simulation
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.pods import Pod, SpecError
 from nodewright.scheduling.podvalidation import DRA_NOT_SUPPORTED
@@ -277,7 +278,8 @@ class SimulationBase:
                 for pod in pods
             ],
         )
-        result = solve(problem, self._view.prepared)
+        with scheduling_simulation("disruption", len(simulated)):
+            result = solve(problem, self._view.prepared)
         result = onto_replacements_first(result, {pod.key: pod for pod in simulated}, own,
                                          self.uninitialized)
         # As Karpenter: every pod that is not already pending must find a place, those of

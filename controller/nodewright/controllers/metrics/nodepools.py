@@ -1,16 +1,19 @@
 """Karpenter's metrics.nodepool controller: per NodePool its usage (status.resources, what
 its machines hold), its limits, and its cost (the hourly price of its machines'
 offerings, when the offerings reconciler has priced them), every 10 seconds and whenever
-the NodePool changes; a deleted NodePool's series go away."""
+the NodePool changes; a deleted NodePool's series go away, and a NodePool on another
+provider's node class has none."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from nodewright import metrics
 from nodewright.api.quantity import parse_quantity
 from nodewright.controllers.metrics.nodes import resource_label, value
 from nodewright.controllers.metrics.offerings import OfferingMetrics
+from nodewright.controllers.provisioning.problem import NODE_CLASS_GROUP, NODE_CLASS_KIND
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState
 from nodewright.state.wellknown import (
@@ -21,6 +24,13 @@ from nodewright.state.wellknown import (
 )
 
 INTERVAL_SECONDS = 10.0
+
+
+def _managed(pool: Mapping[str, Any]) -> bool:
+    """Karpenter reports only NodePools on a node class of this provider (IsManaged)."""
+    spec = ((pool.get("spec") or {}).get("template") or {}).get("spec") or {}
+    reference = spec.get("nodeClassRef") or {}
+    return (reference.get("group"), reference.get("kind")) == (NODE_CLASS_GROUP, NODE_CLASS_KIND)
 
 
 class NodePoolMetrics:
@@ -38,7 +48,7 @@ class NodePoolMetrics:
 
     def reconcile(self, key: str) -> Result:
         pool = self.state.nodepool(key)
-        if pool is None:
+        if pool is None or not _managed(pool):
             self.store.delete(key)
             return Result()
         series: list[metrics.Sample] = []

@@ -1,36 +1,82 @@
-"""operatorpkg's status controller, as Karpenter runs it for NodeClaims, NodePools and
-EC2NodeClasses, and for CapacityBuffers with the CapacityBuffer gate on: per object and
-condition a count series (1) and how long the condition has been in its current status;
-per condition transition a counter and, when the previous status was seen, how long the
-condition stayed in it; per terminating object how long it has been terminating, and once
-it is gone how long termination took.
+"""operatorpkg's status controller, as Karpenter runs it (pkg/controllers/controllers.go) for
+NodeClaims, NodePools, Nodes and EC2NodeClasses, and for CapacityBuffers with the
+CapacityBuffer gate on.
+
+Per object and condition a count series (1) and how long the condition has been in its
+current status; per condition transition a counter and, when the previous status was
+seen, how long the condition stayed in it; per terminating object how long it has been
+terminating, and once it is gone how long termination took. Each kind writes its own
+operator_<kind>_* families (Karpenter's label keys and buckets per kind, `KINDS`) and,
+where Karpenter passes EmitDeprecatedMetrics (every kind but Node), the generic
+operator_status_condition_* / operator_termination_* ones too.
+
+It also publishes operatorpkg's events: a Normal event whose reason is the condition type
+("Status condition transitioned, Type: Launched, Status: Unknown -> True, Reason:
+Launched") when a condition it saw before changes status, and "Finalized <finalizer>"
+when a finalizer it saw is gone. These make `kubectl describe nodeclaim` a timeline.
 
 Transitions are what this controller saw change between two of its reconciles, as in
 operatorpkg: a condition that flips and flips back between two looks is not counted.
-Unlike operatorpkg, a condition whose reason changed while its status did not drops its
-old-reason series (the store replaces an object's series as a whole).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from nodewright import metrics
 from nodewright.cluster.api import ClusterAPI, NotFoundError
-from nodewright.cluster.objects import conditions, deletion_time
+from nodewright.cluster.events import Event, EventRecorder
+from nodewright.cluster.objects import conditions, deletion_time, finalizers, labels
 from nodewright.runtime.clock import Clock, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState
 
 REQUEUE_SECONDS = 10.0
-GROUPS = {"NodeClaim": "karpenter.sh", "NodePool": "karpenter.sh",
-          "EC2NodeClass": "karpenter.k8s.aws", "CapacityBuffer": "autoscaling.x-k8s.io"}
-# Karpenter adds CapacityBuffers' conditions (a generic status controller over the upstream
-# type) only where the gate runs the buffer controller.
-GATED_KINDS = frozenset({"CapacityBuffer"})
-Observed = dict[str, tuple[str, datetime | None]]  # type -> (status, lastTransitionTime)
+NODE_CLASS_LABEL = "karpenter.k8s.aws/ec2nodeclass"  # v1.NodeClassLabelKey(EC2NodeClass)
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+INITIALIZED_LABEL = "karpenter.sh/initialized"
+
+
+@dataclass(frozen=True)
+class StatusKind:
+    """How Karpenter builds one kind's status controller."""
+
+    group: str
+    # Object label keys that become metric labels (status.WithLabels).
+    label_keys: tuple[str, ...] = ()
+    buckets: tuple[float, ...] = metrics.STATUS_BUCKETS
+    # status.EmitDeprecatedMetrics: the generic operator_status_condition_* names too.
+    deprecated: bool = True
+    # Only where the CapacityBuffer gate runs the buffer controller.
+    gated: bool = False
+
+
+KINDS: dict[str, StatusKind] = {
+    "NodeClaim": StatusKind("karpenter.sh", (NODE_CLASS_LABEL, NODEPOOL_LABEL)),
+    "NodePool": StatusKind("karpenter.sh"),
+    "Node": StatusKind("", (NODE_CLASS_LABEL, NODEPOOL_LABEL, INITIALIZED_LABEL),
+                       deprecated=False),
+    # The AWS provider's controller: EmitDeprecatedMetrics, operatorpkg's default buckets.
+    "EC2NodeClass": StatusKind("karpenter.k8s.aws",
+                               buckets=tuple(metrics.DEFAULT_BUCKETS)),
+    "CapacityBuffer": StatusKind("autoscaling.x-k8s.io", gated=True),
+}
+# The generic names' group label per kind (kept for callers reading it).
+GROUPS = {kind: spec.group for kind, spec in KINDS.items()}
+# Registered on import, as Karpenter's are when its controllers are built.
+FAMILIES = {kind: metrics.kind_status_metrics(kind, spec.label_keys, spec.buckets)
+            for kind, spec in KINDS.items()}
+
+
+@dataclass
+class _Seen:
+    conditions: dict[str, Mapping[str, Any]]
+    finalizers: list[str]
+    extra: tuple[str, ...]
+    obj: Mapping[str, Any]
 
 
 def _key(event: WatchEvent) -> Iterable[str]:
@@ -44,23 +90,37 @@ def _time(raw: Any) -> datetime | None:
         return None
 
 
+def transition_note(condition: Mapping[str, Any], previous_status: str) -> str:
+    """operatorpkg's event message for a status transition."""
+    message = str(condition.get("message") or "")
+    return (f"Status condition transitioned, Type: {condition.get('type', '')}, "
+            f"Status: {previous_status} -> {condition.get('status', '')}, "
+            f"Reason: {condition.get('reason') or ''}"
+            + (f", Message: {message}" if message else ""))
+
+
 class StatusConditionMetrics:
     name = "metrics.status"
 
     def __init__(self, clock: Clock, state: ClusterState,
                  requeue_seconds: float | None = REQUEUE_SECONDS, *,
-                 buffers: ClusterAPI | None = None) -> None:
+                 buffers: ClusterAPI | None = None,
+                 recorder: EventRecorder | None = None) -> None:
         """`buffers`: the cluster whose (cached) CapacityBuffers are reported; None leaves
-        them out (the gate is off)."""
+        them out (the gate is off). `recorder`: where transition and Finalized events go
+        (None: metrics only)."""
         self.clock = clock
         self.state = state
         self.requeue_seconds = requeue_seconds
         self.buffers = buffers
+        self.recorder = recorder
         self.store = metrics.Store()
-        self._observed: dict[str, Observed] = {}
-        self._terminating: dict[str, datetime] = {}
-        self._watches = tuple(Watch(kind, keys=_key) for kind in GROUPS
-                              if kind not in GATED_KINDS or buffers is not None)
+        self._seen: dict[str, _Seen] = {}
+        self._terminating: dict[str, tuple[datetime, tuple[str, ...]]] = {}
+        self._kinds = {kind: spec for kind, spec in KINDS.items()
+                       if not spec.gated or buffers is not None}
+        self._metrics = {kind: FAMILIES[kind] for kind in self._kinds}
+        self._watches = tuple(Watch(kind, keys=_key) for kind in self._kinds)
 
     @property
     def watches(self) -> Sequence[Watch]:
@@ -71,6 +131,9 @@ class StatusConditionMetrics:
             return self.state.nodeclaim(name)
         if kind == "NodePool":
             return self.state.nodepool(name)
+        if kind == "Node":
+            machine = self.state.node_by_name(name)
+            return machine.node if machine is not None else None
         if kind == "CapacityBuffer":
             if self.buffers is None:
                 return None
@@ -83,51 +146,103 @@ class StatusConditionMetrics:
     def reconcile(self, key: str) -> Result:
         kind, _, object_key = key.partition("/")
         namespace, _, name = object_key.rpartition("/")
-        group = GROUPS[kind]
+        spec = self._kinds[kind]
         obj = self._get(kind, namespace, name)
-        now = self.clock.now()
-        ids = {"group": group, "kind": kind, "namespace": namespace, "name": name}
         if obj is None:
-            self.store.delete(key)
-            self._observed.pop(key, None)
-            deleted = self._terminating.pop(key, None)
-            if deleted is not None:
-                metrics.TERMINATION_DURATION.labels(**ids).observe(
-                    (now - deleted).total_seconds())
+            self._gone(key, kind)
             return Result()
+        now = self.clock.now()
+        per_kind = self._metrics[kind]
+        object_labels = labels(obj)
+        extra = tuple(object_labels.get(k, "") for k in spec.label_keys)
+        extra_labels = dict(zip(per_kind.extra_labels, extra, strict=True))
+        seen = self._seen.get(key)
+        self._finalized(seen, obj)
+        generic = {"group": spec.group, "kind": kind}
+        ids = {"namespace": namespace, "name": name}
         series: list[metrics.Sample] = []
-        current: Observed = {}
+        current: dict[str, Mapping[str, Any]] = {}
         for cond in conditions(obj):
-            kind_of, status = str(cond.get("type") or ""), str(cond.get("status") or "")
+            type_, status = str(cond.get("type") or ""), str(cond.get("status") or "")
             since = _time(cond.get("lastTransitionTime"))
-            labels = {**ids, "type": kind_of, "status": status,
-                      "reason": str(cond.get("reason") or "")}
-            series.append((metrics.STATUS_CONDITION_COUNT, labels, 1.0))
-            series.append((metrics.STATUS_CONDITION_CURRENT_STATUS_SECONDS, labels,
-                           (now - since).total_seconds() if since is not None else 0.0))
-            current[kind_of] = (status, since)
-            self._transition(key, group, kind, labels, status, since)
+            labels_ = {**ids, "type": type_, "status": status,
+                       "reason": str(cond.get("reason") or "")}
+            age = (now - since).total_seconds() if since is not None else 0.0
+            series += [(per_kind.count, {**labels_, **extra_labels}, 1.0),
+                       (per_kind.current_status_seconds, {**labels_, **extra_labels}, age)]
+            if spec.deprecated:
+                series += [(metrics.STATUS_CONDITION_COUNT, {**labels_, **generic}, 1.0),
+                           (metrics.STATUS_CONDITION_CURRENT_STATUS_SECONDS,
+                            {**labels_, **generic}, age)]
+            current[type_] = cond
+            before = seen.conditions.get(type_) if seen is not None else None
+            self._transition(obj, kind, cond, before, extra_labels)
         deleting = deletion_time(obj)
         if deleting is not None:
-            series.append((metrics.TERMINATION_CURRENT_TIME, ids,
-                           (now - deleting).total_seconds()))
-            self._terminating[key] = deleting
+            waited = (now - deleting).total_seconds()
+            series.append((per_kind.termination_current_time, {**ids, **extra_labels}, waited))
+            if spec.deprecated:
+                series.append((metrics.TERMINATION_CURRENT_TIME, {**ids, **generic}, waited))
+            self._terminating[key] = (deleting, extra)
         self.store.update(key, series)
-        self._observed[key] = current
+        self._seen[key] = _Seen(current, finalizers(obj), extra, obj)
         return Result(requeue_after=self.requeue_seconds)
 
-    def _transition(self, key: str, group: str, kind: str, labels: Mapping[str, str],
-                    status: str, since: datetime | None) -> None:
-        before = self._observed.get(key, {}).get(labels["type"])
-        if before is not None and before[0] == status:
+    def _gone(self, key: str, kind: str) -> None:
+        spec, per_kind = self._kinds[kind], self._metrics[kind]
+        self.store.delete(key)
+        seen = self._seen.pop(key, None)
+        terminating = self._terminating.pop(key, None)
+        if terminating is not None:
+            deleted, extra = terminating
+            took = (self.clock.now() - deleted).total_seconds()
+            if extra:
+                per_kind.termination_duration.labels(*extra).observe(took)
+            else:
+                per_kind.termination_duration.observe(took)
+            if spec.deprecated:
+                metrics.TERMINATION_DURATION.labels(group=spec.group, kind=kind).observe(took)
+        if seen is not None:
+            # operatorpkg records these on the empty object its failed Get left behind;
+            # the last object seen is the one they are about.
+            self._publish(seen.obj, *(("Finalized", f"Finalized {f}") for f in seen.finalizers))
+
+    def _finalized(self, seen: _Seen | None, obj: Mapping[str, Any]) -> None:
+        if seen is None:
             return
-        metrics.STATUS_CONDITION_TRANSITIONS.labels(
-            group=group, kind=kind, type=labels["type"], status=status,
-            reason=labels["reason"]).inc()
+        now_held = set(finalizers(obj))
+        self._publish(obj, *(("Finalized", f"Finalized {f}")
+                             for f in seen.finalizers if f not in now_held))
+
+    def _transition(self, obj: Mapping[str, Any], kind: str, cond: Mapping[str, Any],
+                    before: Mapping[str, Any] | None, extra_labels: Mapping[str, str]) -> None:
+        spec, per_kind = self._kinds[kind], self._metrics[kind]
+        type_, status = str(cond.get("type") or ""), str(cond.get("status") or "")
+        if before is not None and str(before.get("status") or "") == status:
+            return
+        reason = str(cond.get("reason") or "")
+        per_kind.transitions.labels(type=type_, status=status, reason=reason,
+                                    **extra_labels).inc()
+        if spec.deprecated:
+            metrics.STATUS_CONDITION_TRANSITIONS.labels(
+                group=spec.group, kind=kind, type=type_, status=status, reason=reason).inc()
         if before is None:
             return
-        previous_status, previous_since = before
+        previous_status = str(before.get("status") or "")
+        since, previous_since = (_time(cond.get("lastTransitionTime")),
+                                 _time(before.get("lastTransitionTime")))
         if since is not None and previous_since is not None:
-            metrics.STATUS_CONDITION_TRANSITION_SECONDS.labels(
-                group=group, kind=kind, type=labels["type"], status=previous_status,
-            ).observe((since - previous_since).total_seconds())
+            stayed = (since - previous_since).total_seconds()
+            per_kind.transition_seconds.labels(type=type_, status=previous_status,
+                                               **extra_labels).observe(stayed)
+            if spec.deprecated:
+                metrics.STATUS_CONDITION_TRANSITION_SECONDS.labels(
+                    group=spec.group, kind=kind, type=type_, status=previous_status,
+                ).observe(stayed)
+        self._publish(obj, (type_, transition_note(cond, previous_status)))
+
+    def _publish(self, obj: Mapping[str, Any], *notes: tuple[str, str]) -> None:
+        if self.recorder is None or not notes:
+            return
+        self.recorder.publish(*(Event(regarding=obj, type="Normal", reason=reason, note=note)
+                                for reason, note in notes))

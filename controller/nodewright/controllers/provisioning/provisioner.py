@@ -46,6 +46,7 @@ from nodewright.controllers.provisioning.problem import (
     StateProblem,
     scheduling_problem,
 )
+from nodewright.controllers.provisioning.solve_metrics import scheduling_simulation
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.ratelimit import TokenBucket, clock_seconds
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
@@ -123,7 +124,6 @@ class Provisioner:
         # Karpenter rate-limits Nominated events across all pods: 5 a second, bursts of 10.
         self._nomination_limiter = TokenBucket(5.0, 10, now=clock_seconds(clock))
         self.outcomes: list[ProvisioningOutcome] = []
-        self._solves = 0
         self._ignored = 0
         # Pods of this solve that claim devices (DRA), with why nothing launches for them.
         self._dra: dict[str, str] = {}
@@ -309,22 +309,14 @@ class Provisioner:
             return outcome
         kept = [replace(pod, node_name=machine.name) for pod, machine in placed]
         started = self.clock.now()
-        # Karpenter's scheduler reports the pods still in its queue while it solves, under
-        # one id per simulation; ours solves in one call: the whole batch, then none.
-        self._solves += 1
-        queue = {"controller": self.name, "scheduling_id": f"{self.name}-{self._solves}"}
-        metrics.SCHEDULER_QUEUE_DEPTH.clear()
-        metrics.SCHEDULER_QUEUE_DEPTH.labels(**queue).set(len(pods))
-        metrics.SCHEDULER_UNFINISHED_WORK.labels(**queue).set(0)
-        with metrics.measure(metrics.SCHEDULING_DURATION, controller=self.name), \
+        pending = [pod for pod in pods if podutil.phase(self.state.pod(pod.key) or {}) == "Pending"]
+        with scheduling_simulation(self.name, len(pods), pending), \
                 metrics.measure(metrics.PROVISIONER_SCHEDULING_DURATION):
             built = scheduling_problem(self.state, self.cloud, pods, placed=kept,
                                        relax_min_values=self.relax_min_values,
                                        ignore_preferences=self.ignore_preferences)
             with self.state.lock.released():
                 result = solve(built.problem, deadline=self.solve_deadline)
-        metrics.SCHEDULER_QUEUE_DEPTH.labels(**queue).set(0)
-        metrics.SCHEDULER_UNFINISHED_WORK.remove(*queue.values())
         self._report_incompatible_pools(built)
         outcome.skipped_pools = built.skipped_pools
         if result.nodeclaims:

@@ -24,6 +24,7 @@ from nodewright.cluster.api import (
     TooManyRequestsError,
 )
 from nodewright.cluster.events import Event, EventRecorder
+from nodewright.controllers.disruption.podrules import do_not_disrupt_event
 from nodewright.runtime.clock import Clock, format_time, parse_time
 from nodewright.runtime.ratelimit import Backoff
 from nodewright.state import podutil
@@ -83,6 +84,10 @@ class Evictor:
         waiting = self._backoff.get(entry)
         if waiting is not None and waiting[1] > now:
             return
+        if not podutil.tolerates_disrupted_taint(pod) and not podutil.is_mirror(pod):
+            told = do_not_disrupt_event(pod, now)  # as IsEvictable checks the annotation
+            if told is not None:
+                self.recorder.publish(told)
         if not podutil.is_evictable(pod, now):
             self._back_off(entry)
             return
