@@ -607,8 +607,7 @@ class _Solver:
         for setup in nodes:
             usage = setup.usage
             node = usage.node
-            for key, value in node.labels.items():
-                self.topology.add_domain(key, value, usage.source)
+            self.topology.add_node_domains(node.labels, usage.source)
             if node.unschedulable:
                 # No new pods, but its pods count toward spread and (anti-)affinity.
                 cordoned = ExistingTarget(node.name, usage.taints, (), labels=node.labels)

@@ -213,6 +213,9 @@ class Topology:
         self._domains: dict[str, dict[str, list[DomainSource]]] = {}
         # Membership of each domain's sources: a list scan made 1,000 nodes quadratic.
         self._domain_sources: dict[tuple[str, str], set[DomainSource]] = {}
+        # Existing nodes' labels, read as domains per key on demand (up to an index).
+        self._unread_nodes: list[tuple[Mapping[str, str], DomainSource]] = []
+        self._read_upto: dict[str, int] = {}
         self._selecting_cache: dict[tuple[object, ...], list[TopologyGroup]] = {}
         self._inverse: list[TopologyGroup] = []
 
@@ -221,14 +224,36 @@ class Topology:
     def add_domain(
         self, topology_key: str, value: str, source: DomainSource = DomainSource(())
     ) -> None:
+        self._materialize(topology_key)
+        self._add(topology_key, value, source)
+
+    def add_node_domains(self, labels: Mapping[str, str], source: DomainSource) -> None:
+        """An existing node's labels as domains. Kept aside and read for a key only when
+        that key is first asked for: a solve asks for a few keys, and a disruption pass
+        solves once per candidate over every node, each carrying dozens of labels."""
+        self._unread_nodes.append((labels, source))
+
+    def domains(self, topology_key: str) -> dict[str, list[DomainSource]]:
+        self._materialize(topology_key)
+        return self._domains.get(topology_key, {})
+
+    def _materialize(self, topology_key: str) -> None:
+        """Read the nodes' labels for `topology_key` up to now, in the order they came."""
+        start = self._read_upto.get(topology_key, 0)
+        if start == len(self._unread_nodes):
+            return
+        for labels, source in self._unread_nodes[start:]:
+            value = labels.get(topology_key)
+            if value is not None:
+                self._add(topology_key, value, source)
+        self._read_upto[topology_key] = len(self._unread_nodes)
+
+    def _add(self, topology_key: str, value: str, source: DomainSource) -> None:
         sources = self._domains.setdefault(topology_key, {}).setdefault(value, [])
         seen = self._domain_sources.setdefault((topology_key, value), set())
         if source not in seen:
             seen.add(source)
             sources.append(source)
-
-    def domains(self, topology_key: str) -> dict[str, list[DomainSource]]:
-        return self._domains.get(topology_key, {})
 
     # -- groups --------------------------------------------------------------------------
 
