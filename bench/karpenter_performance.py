@@ -75,35 +75,10 @@ from tests.e2e.harness import (  # noqa: E402
     start_control_plane,
     start_controller,
 )
+from tests.perf_shape import perf_nodepool  # noqa: E402
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 DISRUPTED_TAINT = "karpenter.sh/disrupted"
-
-
-def perf_nodepool() -> dict[str, Any]:
-    """Karpenter's performance NodePool (see bench/perf_shapes.py)."""
-    return {
-        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
-        "spec": {
-            "template": {"spec": {
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
-                                 "name": "default"},
-                "expireAfter": "Never",
-                "requirements": [
-                    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                    {"key": "karpenter.sh/capacity-type", "operator": "In",
-                     "values": ["on-demand"]},
-                    {"key": "karpenter.k8s.aws/instance-category", "operator": "In",
-                     "values": ["c", "m", "r"]},
-                    {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt",
-                     "values": ["4"]},
-                    {"key": "karpenter.k8s.aws/instance-family", "operator": "NotIn",
-                     "values": ["a1"]},
-                ]}},
-            "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized",
-                           "consolidateAfter": "30s", "budgets": [{"nodes": "100%"}]},
-        },
-    }
 
 
 # --- measuring -------------------------------------------------------------------------------
