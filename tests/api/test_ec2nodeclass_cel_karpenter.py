@@ -209,7 +209,8 @@ CASES += [
 ]
 
 AMI = "amiSelectorTerms"
-OTHER_AMI_FIELDS = [("tags", {"tags": {"test": "testvalue"}}), ("name", {"name": "my-custom-ami"}),
+OTHER_AMI_FIELDS: list[tuple[str, dict[str, Any]]] = [
+    ("tags", {"tags": {"test": "testvalue"}}), ("name", {"name": "my-custom-ami"}),
                     ("owner", {"owner": "123456789"})]
 CASES += [
     ("AMISelectorTerms: should succeed with a valid ami selector on alias",
