@@ -1,0 +1,172 @@
+"""Karpenter v1.14.1 pkg/controllers/disruption/drift_test.go, told as stories: a NodePool
+template change drifts its nodes; they are replaced (or deleted when empty) a budget's worth
+at a time, never while a node or pod says do-not-disrupt, and empty nodes first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodewright.cluster import objects
+from nodewright.controllers.disruption import decision_log as ex
+from tests.controllers.conftest import WORKSHOP
+from tests.controllers.expectations import expect_no_controller_errors, expect_running
+from tests.disruption.helpers import nodepool_with, started
+from tests.disruption.test_budget_and_drift_stories import BIG, originals_disrupting
+from tests.harness import World
+
+GUARD = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: guard
+  namespace: default
+  annotations: {karpenter.sh/do-not-disrupt: "%s"}
+spec:
+  nodeSelector: {type: karpenter}
+  terminationGracePeriodSeconds: 0
+  containers: [{name: app, resources: {requests: {cpu: 100m}}}]
+"""
+PAYMENTS = {"type": "karpenter", "team": "payments"}
+
+
+def fleet(world: World, nodes: int, disruption: dict[str, Any] | None = None,
+          *extra: str) -> set[str]:
+    """`nodes` nodes of one `big` pod each (and any `extra` objects); the NodeClaims' names."""
+    world.apply(WORKSHOP, nodepool_with(disruption=disruption), BIG % nodes, *extra)
+    assert world.settle()
+    return {objects.name(c) for c in world.nodeclaims()}
+
+
+def drift(world: World, disruption: dict[str, Any] | None = None,
+          template: dict[str, Any] | None = None) -> None:
+    """Change the NodePool's template labels: every node it made drifts."""
+    world.apply(nodepool_with(disruption=disruption, labels=PAYMENTS, template=template))
+
+
+def gone(world: World, originals: set[str]) -> bool:
+    return not originals & {objects.name(c) for c in world.nodeclaims()}
+
+
+def drifted(world: World) -> list[ex.Decision]:
+    return [d for d in started(world) if d.method == ex.DRIFT]
+
+
+def annotate_node(world: World, value: str) -> None:
+    [node] = world.nodes()
+    world.cluster.patch("Node", objects.name(node), {"metadata": {"annotations": {
+        "karpenter.sh/do-not-disrupt": value}}})
+
+
+def test_drifted_nodes_are_replaced(world: World) -> None:
+    """drift_test.go Drift: It("should replace drifted nodes")."""
+    originals = fleet(world, 1)
+    drift(world)
+    assert world.run_until(lambda: gone(world, originals), timeout=1800)
+    assert world.settle()
+    [decision] = drifted(world)
+    assert decision.decision == "replace"
+    [node] = world.nodes()
+    assert objects.labels(node)["team"] == "payments"
+    expect_running(world, 1, {"app": "big"})
+    expect_no_controller_errors(world)
+
+
+def test_empty_drifted_nodes_are_deleted_when_consolidation_is_disabled(world: World) -> None:
+    """drift_test.go Drift: It("should delete drifted nodes when they are empty and
+    consolidation is disabled")."""
+    never = {"consolidateAfter": "Never"}
+    originals = fleet(world, 1, never)
+    world.scale("big", 0)
+    world.advance(120)
+    assert len(world.nodes()) == 1
+    drift(world, never)
+    assert world.run_until(lambda: gone(world, originals), timeout=1800)
+    [decision] = drifted(world)
+    assert decision.decision == "delete"
+    assert world.nodes() == []
+
+
+def test_a_drifted_node_with_do_not_disrupt_is_kept(world: World) -> None:
+    """drift_test.go Drift: It("should ignore nodes with the karpenter.sh/do-not-disrupt
+    annotation set to true")."""
+    originals = fleet(world, 1)
+    annotate_node(world, "true")
+    drift(world)
+    world.advance(900)
+    assert {objects.name(c) for c in world.nodeclaims()} == originals
+    assert drifted(world) == []
+
+
+def test_a_drifted_node_with_do_not_disrupt_false_is_replaced(world: World) -> None:
+    """drift_test.go Drift: It("should delete drifted nodes with the karpenter.sh/do-not-disrupt
+    annotation set to false")."""
+    originals = fleet(world, 1)
+    annotate_node(world, "false")
+    drift(world)
+    assert world.run_until(lambda: gone(world, originals), timeout=1800)
+    assert len(drifted(world)) == 1
+
+
+def test_a_drifted_node_running_a_do_not_disrupt_pod_gets_no_replacement(world: World) -> None:
+    """drift_test.go Drift: It("should not create replacements for drifted nodes that have pods
+    with the karpenter.sh/do-not-disrupt annotation set to true")."""
+    originals = fleet(world, 1, None, GUARD % "true")
+    drift(world)
+    world.advance(900)
+    assert {objects.name(c) for c in world.nodeclaims()} == originals
+    assert drifted(world) == []
+
+
+def test_a_duration_do_not_disrupt_holds_drift_until_it_elapses(world: World) -> None:
+    """drift_test.go Drift: It("should not drift nodes with pods that have a duration-based
+    do-not-disrupt annotation that is still active")."""
+    originals = fleet(world, 1, None, GUARD % "30m")
+    began = world.clock.now()
+    drift(world)
+    world.advance(20 * 60)
+    assert {objects.name(c) for c in world.nodeclaims()} == originals
+    assert drifted(world) == []
+    assert world.run_until(lambda: gone(world, originals), timeout=3600)
+    [decision] = drifted(world)
+    assert (decision.time - began).total_seconds() >= 25 * 60
+
+
+def test_a_pod_with_an_unreadable_do_not_disrupt_does_not_hold_drift(world: World) -> None:
+    """drift_test.go Drift: It("should drift nodes with pods that have an invalid
+    do-not-disrupt annotation format")."""
+    originals = fleet(world, 1, None, GUARD % "invalid-duration")
+    drift(world)
+    assert world.run_until(lambda: gone(world, originals), timeout=1800)
+    assert len(drifted(world)) == 1
+
+
+def test_a_budget_of_three_replaces_three_drifted_nodes_at_a_time(world: World) -> None:
+    """drift_test.go Budgets: It("should only consider 3 nodes allowed to be disrupted because of
+    budgets") and It("should disrupt 3 nodes, taking into account commands in progress")."""
+    budget = {"budgets": [{"nodes": "3"}]}
+    originals = fleet(world, 5, budget)
+    drift(world, budget)
+    most = 0
+    for _ in range(1800):
+        world.advance(2)
+        most = max(most, originals_disrupting(world, originals))
+        if gone(world, originals):
+            break
+    assert most == 3
+    assert gone(world, originals)
+    assert {d.nodeclaim for d in drifted(world)} == originals
+
+
+def test_empty_drifted_nodes_go_before_busy_ones(world: World) -> None:
+    """drift_test.go Drift: It("should drift empty nodes before non-empty nodes")."""
+    never = {"consolidateAfter": "Never", "budgets": [{"nodes": "1"}]}
+    originals = fleet(world, 2, never)
+    world.delete("Pod", objects.name(world.pods(labels={"app": "big"})[0]), "default")
+    world.scale("big", 1)
+    world.advance(60)
+    busy = {p["spec"]["nodeName"] for p in world.pods(labels={"app": "big"})}
+    [empty] = {objects.name(n) for n in world.nodes()} - busy
+    drift(world, never)
+    assert world.run_until(lambda: gone(world, originals), timeout=3600)
+    first = drifted(world)[0]
+    assert (first.node, first.decision) == (empty, "delete")
