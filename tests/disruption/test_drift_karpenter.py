@@ -170,3 +170,74 @@ def test_empty_drifted_nodes_go_before_busy_ones(world: World) -> None:
     assert world.run_until(lambda: gone(world, originals), timeout=3600)
     first = drifted(world)[0]
     assert (first.node, first.decision) == (empty, "delete")
+
+
+def drift_one(world: World, nodeclaim: str) -> None:
+    """Make one NodeClaim look launched from an older template: only it drifts."""
+    world.cluster.patch("NodeClaim", nodeclaim, {"metadata": {"annotations": {
+        "karpenter.sh/nodepool-hash": "1234567890"}}})
+
+
+def node_of(world: World, nodeclaim: str) -> str:
+    return str(world.cluster.get("NodeClaim", nodeclaim)["status"]["nodeName"])
+
+
+def test_a_drifted_node_whose_pods_fit_elsewhere_is_deleted(world: World) -> None:
+    """drift_test.go Drift: It("should delete drifted nodes")."""
+    world.apply(WORKSHOP, nodepool_with(disruption={"consolidateAfter": "Never"}))
+    world.scale("inflate", 5)
+    assert world.settle()
+    world.scale("inflate", 12)
+    assert world.settle()
+    world.scale("inflate", 3)
+    assert world.settle()
+    claims = sorted(objects.name(c) for c in world.nodeclaims())
+    assert len(claims) == 2
+    drift_one(world, claims[0])
+    assert world.run_until(lambda: gone(world, {claims[0]}), timeout=1800)
+    [decision] = drifted(world)
+    assert (decision.nodeclaim, decision.decision) == (claims[0], "delete")
+    assert sorted(objects.name(c) for c in world.nodeclaims()) == [claims[1]]
+    expect_running(world, 3)
+
+
+PINNED = """
+apiVersion: v1
+kind: Pod
+metadata: {name: pinned, namespace: default}
+spec:
+  nodeSelector: {kubernetes.io/hostname: %s}
+  terminationGracePeriodSeconds: 0
+  containers: [{name: app, resources: {requests: {cpu: 100m}}}]
+"""
+
+
+def test_drift_moves_on_when_the_first_drifted_node_cannot_reschedule_its_pods(
+        world: World) -> None:
+    """drift_test.go Drift: It("should continue to the next drifted node if the first cannot
+    reschedule all pods")."""
+    originals = sorted(fleet(world, 2))
+    stuck, movable = originals
+    world.apply(PINNED % node_of(world, stuck))
+    assert world.settle()
+    drift_one(world, stuck)
+    world.advance(30)
+    drift_one(world, movable)
+    assert world.run_until(lambda: gone(world, {movable}), timeout=1800)
+    assert [d.nodeclaim for d in drifted(world)] == [movable]
+    assert stuck in {objects.name(c) for c in world.nodeclaims()}
+    blocked = [e["note"] for e in world.events(ex.DISRUPTION_BLOCKED, kind="NodeClaim")
+               if e["regarding"]["name"] == stuck]
+    assert blocked, "the stuck node's NodeClaim was not told why"
+
+
+def test_drifted_nodes_go_one_at_a_time_earliest_drift_first(world: World) -> None:
+    """drift_test.go Drift: It("should drift one non-empty node at a time, starting with the
+    earliest drift")."""
+    one = {"budgets": [{"nodes": "1"}]}
+    first, second = sorted(fleet(world, 2, one))
+    drift_one(world, second)
+    world.advance(1)
+    drift_one(world, first)
+    assert world.run_until(lambda: gone(world, {first, second}), timeout=3600)
+    assert [d.nodeclaim for d in drifted(world)] == [second, first]
