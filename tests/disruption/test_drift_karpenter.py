@@ -241,3 +241,25 @@ def test_drifted_nodes_go_one_at_a_time_earliest_drift_first(world: World) -> No
     drift_one(world, first)
     assert world.run_until(lambda: gone(world, {first, second}), timeout=3600)
     assert [d.nodeclaim for d in drifted(world)] == [second, first]
+
+
+def test_a_node_is_untainted_when_its_drift_replacement_fails(world: World) -> None:
+    """drift_test.go Drift: It("should untaint nodes when drift replacement fails")."""
+    originals = fleet(world, 1)
+    node_name = node_of(world, next(iter(originals)))
+    for instance_type in world.cloud.catalog.instance_types(None):
+        if instance_type.name.split(".")[0] in ("c5", "m5"):
+            world.cloud.set_capacity(instance_type.name, 0)
+    drift(world)
+    tainted = False
+    for _ in range(300):
+        world.advance(1)
+        [node] = [n for n in world.nodes() if objects.name(n) == node_name]
+        taints = {t["key"] for t in node["spec"].get("taints") or []}
+        tainted = tainted or "karpenter.sh/disrupted" in taints
+        if tainted and "karpenter.sh/disrupted" not in taints:
+            break
+    assert tainted, "the drifted node was never tainted for its replacement"
+    assert "karpenter.sh/disrupted" not in taints, "the node kept its taint"
+    assert {objects.name(c) for c in world.nodeclaims()} == originals
+    expect_running(world, 1, {"app": "big"})
