@@ -1,0 +1,224 @@
+"""Karpenter v1.14.1 pkg/controllers/disruption/consolidation_test.go (a selection), told as
+stories on the workshop: two m5.large running twelve 1Gi pods scale down to five, and one
+node goes — unless a PodDisruptionBudget, a do-not-disrupt annotation, anti-affinity,
+consolidateAfter or the consolidation policy says otherwise."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodewright.cluster import objects
+from nodewright.controllers.disruption import decision_log as ex
+from tests.controllers.conftest import WORKSHOP
+from tests.controllers.expectations import (
+    expect_instance_types,
+    expect_no_controller_errors,
+    expect_running,
+)
+from tests.disruption.helpers import decisions, nodepool_with, started
+from tests.disruption.test_budget_and_drift_stories import BIG
+from tests.harness import World
+
+PDB = """
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: inflate, namespace: default}
+spec:
+  maxUnavailable: 0
+  selector: {matchLabels: {app: spill}}
+"""
+
+
+SPILL = (WORKSHOP / "inflate.yaml").read_text().replace("inflate", "spill")
+
+
+def two_nodes_then_four_pods(world: World, disruption: dict[str, Any] | None = None,
+                             *extra: str) -> None:
+    """Four inflate pods on an m5.large, four spill pods across it and a c5.large; then
+    inflate goes: each node runs two spill pods, and all four fit on the m5.large."""
+    world.apply(WORKSHOP, nodepool_with(disruption=disruption), SPILL, *extra)
+    world.scale("inflate", 4)
+    assert world.settle()
+    world.scale("spill", 4)
+    assert world.settle()
+    expect_instance_types(world, "c5.large", "m5.large")
+    world.scale("inflate", 0)
+    world.advance(5)
+    on_nodes = [p["spec"].get("nodeName") for p in world.pods(labels={"app": "spill"})]
+    assert sorted(on_nodes.count(n) for n in set(on_nodes)) == [2, 2]
+
+
+def annotate_pods(world: World, value: str) -> None:
+    for pod in world.pods(labels={"app": "spill"}):
+        world.cluster.patch("Pod", objects.name(pod), {"metadata": {"annotations": {
+            "karpenter.sh/do-not-disrupt": value}}}, "default")
+
+
+def consolidated(world: World) -> list[ex.Decision]:
+    return [d for d in started(world) if d.method in (ex.SINGLE_NODE, ex.MULTI_NODE)]
+
+
+def test_can_delete_nodes(world: World) -> None:
+    """consolidation_test.go Delete: It("can delete nodes")."""
+    two_nodes_then_four_pods(world)
+    assert world.settle()
+    expect_instance_types(world, "m5.large")
+    [deleted] = consolidated(world)
+    assert deleted.decision == "delete"
+    expect_running(world, 4, {"app": "spill"})
+    expect_no_controller_errors(world)
+
+
+def test_a_pdb_that_allows_nothing_keeps_the_nodes(world: World) -> None:
+    """consolidation_test.go Delete: It("can delete nodes, considers PDB")."""
+    two_nodes_then_four_pods(world, None, PDB)
+    world.advance(600)
+    assert len(world.nodes()) == 2
+    assert consolidated(world) == []
+    assert any(d.cause == ex.CAUSE_PDB for d in decisions(world))
+
+
+def test_do_not_disrupt_nodes_are_kept(world: World) -> None:
+    """consolidation_test.go Delete: It("can delete nodes, considers karpenter.sh/do-not-disrupt
+    set to true on nodes")."""
+    two_nodes_then_four_pods(world, {"consolidateAfter": "2m"})
+    for node in world.nodes():
+        world.cluster.patch("Node", objects.name(node), {"metadata": {"annotations": {
+            "karpenter.sh/do-not-disrupt": "true"}}})
+    world.advance(600)
+    assert len(world.nodes()) == 2
+    assert consolidated(world) == []
+
+
+def test_do_not_disrupt_pods_keep_their_nodes(world: World) -> None:
+    """consolidation_test.go Delete: It("can delete nodes, considers karpenter.sh/do-not-disrupt
+    set to true on pods")."""
+    two_nodes_then_four_pods(world, {"consolidateAfter": "2m"})
+    annotate_pods(world, "true")
+    world.advance(600)
+    assert len(world.nodes()) == 2
+    assert consolidated(world) == []
+    assert any(d.cause == ex.CAUSE_DO_NOT_DISRUPT for d in decisions(world))
+
+
+def test_a_duration_do_not_disrupt_holds_consolidation_until_it_elapses(world: World) -> None:
+    """consolidation_test.go Delete: It("does not consolidate nodes with pods that have a
+    duration-based do-not-disrupt annotation that is still active") and It("can consolidate
+    nodes after duration-based do-not-disrupt annotation expires")."""
+    two_nodes_then_four_pods(world, {"consolidateAfter": "2m"})
+    annotate_pods(world, "30m")
+    began = world.clock.now()
+    world.advance(20 * 60)
+    assert len(world.nodes()) == 2
+    assert consolidated(world) == []
+    assert world.run_until(lambda: bool(consolidated(world)), timeout=3600)
+    # The pods started a few minutes before `began`: their 30 minutes end then.
+    assert (consolidated(world)[0].time - began).total_seconds() >= 20 * 60
+    assert world.settle()
+    expect_running(world, 4, {"app": "spill"})
+
+
+def test_an_unreadable_do_not_disrupt_does_not_block(world: World) -> None:
+    """consolidation_test.go Delete: It("can delete nodes, considers invalid do-not-disrupt
+    annotation format as not blocking")."""
+    two_nodes_then_four_pods(world, {"consolidateAfter": "2m"})
+    annotate_pods(world, "invalid")
+    assert world.run_until(lambda: len(world.nodes()) == 1, timeout=1800)
+    expect_running(world, 4, {"app": "spill"})
+
+
+def test_a_node_is_not_deleted_when_anti_affinity_needs_it(world: World) -> None:
+    """consolidation_test.go Topology Consideration: It("won't delete node if it would violate
+    pod anti-affinity") and Delete: It("won't delete nodes if it would make a non-pending pod go
+    pending")."""
+    world.apply(WORKSHOP, BIG % 2)
+    assert world.settle()
+    world.advance(900)
+    assert len(world.nodes()) == 2
+    assert [d for d in consolidated(world) if d.decision == "delete"] == []
+    expect_running(world, 2, {"app": "big"})
+
+
+def test_a_non_empty_node_waits_for_consolidate_after(world: World) -> None:
+    """consolidation_test.go TTL: It("should wait for the node TTL for non-empty nodes before
+    consolidating")."""
+    two_nodes_then_four_pods(world, {"consolidateAfter": "10m"})
+    world.advance(9 * 60)
+    assert len(world.nodes()) == 2
+    assert consolidated(world) == []
+    assert world.run_until(lambda: len(world.nodes()) == 1, timeout=900)
+
+
+def test_can_replace_a_node_with_a_cheaper_one(world: World) -> None:
+    """consolidation_test.go Replace: DescribeTable("can replace node") Entry("if the candidate
+    is on-demand node")."""
+    world.apply(WORKSHOP)
+    world.scale("inflate", 5)
+    assert world.settle()
+    expect_instance_types(world, "m5.large")
+    world.scale("inflate", 1)
+    assert world.settle()
+    expect_instance_types(world, "c5.large")
+    [replaced] = consolidated(world)
+    assert (replaced.method, replaced.decision) == (ex.SINGLE_NODE, "replace")
+    expect_running(world, 1)
+
+
+def test_a_node_is_not_replaced_by_a_more_expensive_one(world: World) -> None:
+    """consolidation_test.go Replace: It("won't replace on-demand node if on-demand replacement
+    is more expensive")."""
+    world.apply(WORKSHOP)
+    world.scale("inflate", 5)
+    assert world.settle()
+    world.advance(900)
+    expect_instance_types(world, "m5.large")
+    assert consolidated(world) == []
+    assert any(d.cause == ex.CAUSE_NO_CHEAPER for d in decisions(world))
+
+
+def unconsolidatable(world: World) -> list[str]:
+    return [e["note"] for e in world.events(ex.UNCONSOLIDATABLE)]
+
+
+def test_when_empty_tells_a_busy_node_consolidation_is_disabled(world: World) -> None:
+    """consolidation_test.go Events: It("should fire an event for ConsolidationDisabled when
+    the NodePool has consolidation set to WhenEmpty")."""
+    world.apply(WORKSHOP, nodepool_with(disruption={"consolidationPolicy": "WhenEmpty",
+                                                    "consolidateAfter": "1m"}))
+    world.scale("inflate", 1)
+    assert world.settle()
+    world.advance(120)
+    notes = unconsolidatable(world)
+    assert notes and all(n == "NodePool default has consolidation policy WhenEmpty, but the "
+                         "node is not empty" for n in notes), notes
+    kinds = {e["regarding"]["kind"] for e in world.events(ex.UNCONSOLIDATABLE)}
+    assert kinds == {"Node", "NodeClaim"}
+
+
+def test_consolidate_after_never_tells_the_node_consolidation_is_disabled(
+        world: World) -> None:
+    """consolidation_test.go Events: It("should fire an event for ConsolidationDisabled when
+    the NodePool has consolidateAfter set to 'Never'")."""
+    world.apply(WORKSHOP, nodepool_with(disruption={"consolidateAfter": "Never"}))
+    world.scale("inflate", 1)
+    assert world.settle()
+    world.advance(120)
+    notes = unconsolidatable(world)
+    assert notes and all(n == "NodePool default has consolidation disabled" for n in notes)
+    assert len(world.nodes()) == 1
+
+
+def test_when_empty_or_underutilized_fires_no_consolidation_disabled_event(
+        world: World) -> None:
+    """consolidation_test.go Events: It("should not fire an event for ConsolidationDisabled
+    when the NodePool has consolidation set to WhenEmptyOrUnderutilized")."""
+    world.apply(WORKSHOP, nodepool_with(disruption={"consolidateAfter": "0s"}))
+    world.scale("inflate", 1)
+    assert world.settle()
+    world.scale("inflate", 0)
+    assert world.run_until(lambda: not world.nodes(), timeout=600)
+    # It may say a busy node cannot get cheaper, never that consolidation is disabled.
+    disabled = [n for n in unconsolidatable(world)
+                if "consolidation disabled" in n or "consolidation policy" in n]
+    assert disabled == []
+    assert [d for d in decisions(world) if d.cause == ex.CAUSE_CONSOLIDATION_DISABLED] == []
