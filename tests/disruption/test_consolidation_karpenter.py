@@ -189,8 +189,9 @@ def test_when_empty_tells_a_busy_node_consolidation_is_disabled(world: World) ->
     assert world.settle()
     world.advance(120)
     notes = unconsolidatable(world)
-    assert notes and all(n == "NodePool default has consolidation policy WhenEmpty, but the "
-                         "node is not empty" for n in notes), notes
+    # Karpenter's words (consolidation.go).
+    assert notes and all(n == 'NodePool "default" has consolidation policy WhenEmpty, but node '
+                         "is not empty" for n in notes), notes
     kinds = {e["regarding"]["kind"] for e in world.events(ex.UNCONSOLIDATABLE)}
     assert kinds == {"Node", "NodeClaim"}
 
@@ -204,7 +205,7 @@ def test_consolidate_after_never_tells_the_node_consolidation_is_disabled(
     assert world.settle()
     world.advance(120)
     notes = unconsolidatable(world)
-    assert notes and all(n == "NodePool default has consolidation disabled" for n in notes)
+    assert notes and all(n == 'NodePool "default" has consolidation disabled' for n in notes)
     assert len(world.nodes()) == 1
 
 

@@ -18,7 +18,7 @@ def consolidatable(p: Pass, candidate: Candidate, method: str) -> bool:
     ready_at = consolidatable_at(candidate.nodeclaim, candidate.nodepool)
     if ready_at is None:
         p.verdict(candidate.node, method, ex.KEPT, ex.CAUSE_CONSOLIDATION_DISABLED,
-                  f"NodePool {candidate.nodepool_name} has consolidation disabled",
+                  f'NodePool "{candidate.nodepool_name}" has consolidation disabled',
                   ex.UNCONSOLIDATABLE)
         return False
     if ready_at > p.now:
@@ -41,8 +41,8 @@ def consolidation_candidates(p: Pass, method: str) -> list[Candidate]:
         policy = candidate.nodepool.spec.disruption.consolidation_policy
         if policy == "WhenEmpty":
             p.verdict(candidate.node, method, ex.KEPT, ex.CAUSE_POLICY,
-                      f"NodePool {candidate.nodepool_name} has consolidation policy WhenEmpty, "
-                      "but the node is not empty", ex.UNCONSOLIDATABLE)
+                      f'NodePool "{candidate.nodepool_name}" has consolidation policy WhenEmpty, '
+                      "but node is not empty", ex.UNCONSOLIDATABLE)
             continue
         if candidate.instance_type is None:
             type_name = candidate.node.labels.get(INSTANCE_TYPE_LABEL)
