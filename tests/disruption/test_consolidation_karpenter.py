@@ -223,3 +223,33 @@ def test_when_empty_or_underutilized_fires_no_consolidation_disabled_event(
                 if "consolidation disabled" in n or "consolidation policy" in n]
     assert disabled == []
     assert [d for d in decisions(world) if d.cause == ex.CAUSE_CONSOLIDATION_DISABLED] == []
+
+
+def test_a_zero_budget_keeps_every_node(world: World) -> None:
+    """consolidation_test.go Budgets: It("should allow no nodes from each nodePool to be
+    deleted")."""
+    two_nodes_then_four_pods(world, {"consolidateAfter": "2m", "budgets": [{"nodes": "0"}]})
+    world.advance(600)
+    assert len(world.nodes()) == 2
+    assert consolidated(world) == []
+    assert any(d.cause == ex.CAUSE_BUDGET for d in decisions(world))
+
+
+NEVER_FITS = """
+apiVersion: v1
+kind: Pod
+metadata: {name: never-fits, namespace: default}
+spec:
+  nodeSelector: {type: karpenter, zone-of-dreams: "yes"}
+  containers: [{name: app, resources: {requests: {cpu: 100m}}}]
+"""
+
+
+def test_a_permanently_pending_pod_does_not_stop_a_delete(world: World) -> None:
+    """consolidation_test.go Delete: It("can delete nodes with a permanently pending pod")."""
+    two_nodes_then_four_pods(world, {"consolidateAfter": "2m"}, NEVER_FITS)
+    assert world.run_until(lambda: len(world.nodes()) == 1, timeout=1800)
+    [deleted] = consolidated(world)
+    assert deleted.decision == "delete"
+    assert [objects.name(p) for p in world.pending_pods()] == ["never-fits"]
+    expect_running(world, 4, {"app": "spill"})
