@@ -253,3 +253,52 @@ def test_a_permanently_pending_pod_does_not_stop_a_delete(world: World) -> None:
     assert deleted.decision == "delete"
     assert [objects.name(p) for p in world.pending_pods()] == ["never-fits"]
     expect_running(world, 4, {"app": "spill"})
+
+
+def one_m5_large_then_one_pod(world: World, *extra: str) -> str:
+    """Five inflate pods on an m5.large, then one: the node could be a c5.large. Returns
+    when consolidation has proposed that and is validating it (the node's name)."""
+    world.apply(WORKSHOP, *extra)
+    world.scale("inflate", 5)
+    assert world.settle()
+    [node] = world.nodes()
+    world.scale("inflate", 1)
+    assert world.run_until(lambda: any(d.cause == "Candidate" for d in decisions(world)),
+                           timeout=600)
+    return objects.name(node)
+
+
+GUARD_ON = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: guard
+  namespace: default
+  annotations: {karpenter.sh/do-not-disrupt: "true"}
+spec:
+  nodeSelector: {kubernetes.io/hostname: %s}
+  containers: [{name: app, resources: {requests: {cpu: 100m}}}]
+"""
+
+
+def test_a_do_not_disrupt_pod_arriving_during_validation_stops_the_replace(
+        world: World) -> None:
+    """consolidation_test.go TTL: It("should not replace node if a pod schedules with
+    karpenter.sh/do-not-disrupt set to true during the TTL wait")."""
+    node = one_m5_large_then_one_pod(world)
+    world.apply(GUARD_ON % node)
+    world.advance(60)
+    assert consolidated(world) == []
+    assert [objects.name(n) for n in world.nodes()] == [node]
+    assert len(world.nodeclaims()) == 1
+
+
+def test_a_blocking_pdb_arriving_during_validation_stops_the_replace(world: World) -> None:
+    """consolidation_test.go TTL: It("should not replace node if a pod schedules with a blocking
+    PDB during the TTL wait")."""
+    node = one_m5_large_then_one_pod(world)
+    world.apply(PDB.replace("app: spill", "app: inflate"))
+    world.advance(60)
+    assert consolidated(world) == []
+    assert [objects.name(n) for n in world.nodes()] == [node]
+    assert len(world.nodeclaims()) == 1
