@@ -302,3 +302,30 @@ def test_a_blocking_pdb_arriving_during_validation_stops_the_replace(world: Worl
     assert consolidated(world) == []
     assert [objects.name(n) for n in world.nodes()] == [node]
     assert len(world.nodeclaims()) == 1
+
+
+SMALL = """
+apiVersion: v1
+kind: Pod
+metadata: {name: small, namespace: default}
+spec:
+  nodeSelector: {type: karpenter}
+  terminationGracePeriodSeconds: 0
+  containers: [{name: app, resources: {requests: {cpu: 100m}}}]
+"""
+
+
+def test_a_pod_arriving_during_a_replace_gets_no_extra_node(world: World) -> None:
+    """consolidation_test.go Parallelization: It("should not schedule an additional node when
+    receiving pending pods while consolidating")."""
+    one_m5_large_then_one_pod(world)
+    assert world.run_until(lambda: len(world.nodeclaims()) == 2, timeout=600)
+    world.apply(SMALL)
+    most = 0
+    for _ in range(300):
+        world.advance(1)
+        most = max(most, len(world.nodeclaims()))
+    assert most == 2
+    assert world.settle()
+    expect_instance_types(world, "c5.large")
+    assert [objects.name(p) for p in world.running_pods() if objects.name(p) == "small"]
