@@ -8,6 +8,7 @@ from typing import Any
 
 from nodewright.cluster import objects
 from nodewright.controllers.disruption import decision_log as ex
+from nodewright.metrics import REGISTRY
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
 from tests.disruption.helpers import nodepool_with, started
@@ -263,3 +264,16 @@ def test_a_node_is_untainted_when_its_drift_replacement_fails(world: World) -> N
     assert "karpenter.sh/disrupted" not in taints, "the node kept its taint"
     assert {objects.name(c) for c in world.nodeclaims()} == originals
     expect_running(world, 1, {"app": "big"})
+
+
+def test_the_eligible_nodes_gauge_counts_drifted_nodes(world: World) -> None:
+    """drift_test.go Metrics: It("should correctly report eligible drifted nodes")."""
+    closed = {"budgets": [{"nodes": "0"}]}
+    fleet(world, 2, closed)
+    world.advance(60)
+    assert REGISTRY.get_sample_value("karpenter_voluntary_disruption_eligible_nodes",
+                                     {"reason": "drifted"}) == 0
+    drift(world, closed)
+    world.advance(120)
+    assert REGISTRY.get_sample_value("karpenter_voluntary_disruption_eligible_nodes",
+                                     {"reason": "drifted"}) == 2

@@ -9,6 +9,7 @@ from typing import Any
 
 from nodewright.cluster import objects
 from nodewright.controllers.disruption import decision_log as ex
+from nodewright.metrics import REGISTRY
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
 from tests.disruption.helpers import nodepool_with, started
@@ -169,3 +170,19 @@ def test_an_empty_node_waits_for_consolidate_after(world: World) -> None:
     assert world.run_until(lambda: not world.nodes(), timeout=600)
     [decision] = emptied(world)
     assert decision.decision == "delete"
+
+
+def eligible(reason: str) -> float | None:
+    return REGISTRY.get_sample_value("karpenter_voluntary_disruption_eligible_nodes",
+                                     {"reason": reason})
+
+
+def test_the_eligible_nodes_gauge_counts_the_empty_node(world: World) -> None:
+    """emptiness_test.go Metrics: It("should correctly report eligible nodes")."""
+    one_pod_a_node(world, 1, {"budgets": [{"nodes": "0"}]})
+    world.advance(60)
+    assert eligible("empty") == 0
+    world.scale("big", 0)
+    world.advance(120)
+    assert eligible("empty") == 1
+    assert len(world.nodes()) == 1
