@@ -186,3 +186,49 @@ def test_the_eligible_nodes_gauge_counts_the_empty_node(world: World) -> None:
     world.advance(120)
     assert eligible("empty") == 1
     assert len(world.nodes()) == 1
+
+
+def test_a_node_whose_deployment_pods_are_terminating_is_empty(world: World) -> None:
+    """emptiness_test.go: It("will consider a node with terminating Deployment pods as
+    empty")."""
+    slow = BIG.replace("terminationGracePeriodSeconds: 0", "terminationGracePeriodSeconds: 3600")
+    world.apply(WORKSHOP, slow % 1)
+    assert world.settle()
+    world.scale("big", 0)
+    world.advance(5)
+    assert world.pods(labels={"app": "big"}), "the pod finished terminating at once"
+    assert all(objects.is_deleting(p) for p in world.pods(labels={"app": "big"}))
+    # Within ten minutes: long before the pod's hour of grace is over.
+    assert world.run_until(lambda: bool(emptied(world)), timeout=600)
+    [decision] = emptied(world)
+    assert decision.decision == "delete"
+
+
+STATEFUL = """
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: default}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      nodeSelector: {type: karpenter}
+      terminationGracePeriodSeconds: 3600
+      containers: [{name: app, resources: {requests: {memory: 1Gi}}}]
+"""
+
+
+def test_a_node_whose_statefulset_pod_is_terminating_is_not_empty(world: World) -> None:
+    """emptiness_test.go: It("will not consider a node with a terminating StatefulSet pod as
+    empty")."""
+    world.apply(WORKSHOP, STATEFUL)
+    assert world.settle()
+    world.scale("db", 0, kind="StatefulSet")
+    world.advance(5)
+    assert world.pods(labels={"app": "db"}), "the pod finished terminating at once"
+    world.advance(600)
+    assert emptied(world) == []
+    assert len(world.nodes()) == 1
