@@ -184,7 +184,9 @@ def node_of(world: World, nodeclaim: str) -> str:
 
 
 def test_a_drifted_node_whose_pods_fit_elsewhere_is_deleted(world: World) -> None:
-    """drift_test.go Drift: It("should delete drifted nodes")."""
+    """drift_test.go Drift: It("should delete drifted nodes"), and (the node that did not
+    drift stays) It("should ignore nodes without the drifted status condition") and It("should
+    ignore nodes with the drifted status condition set to false")."""
     world.apply(WORKSHOP, nodepool_with(disruption={"consolidateAfter": "Never"}))
     world.scale("inflate", 5)
     assert world.settle()

@@ -160,8 +160,9 @@ def test_a_node_running_only_daemonset_pods_is_empty(world: World) -> None:
 
 def test_an_empty_node_waits_for_consolidate_after(world: World) -> None:
     """emptiness_test.go: It("should wait for the node TTL for empty nodes before
-    consolidating") and Emptiness: It("should ignore nodes without the consolidatable status
-    condition")."""
+    consolidating"), Emptiness: It("should ignore nodes without the consolidatable status
+    condition") and It("should ignore nodes with the consolidatable status condition set to
+    false"): until consolidateAfter has passed the condition is absent or false."""
     one_pod_a_node(world, 1, {"consolidateAfter": "10m"})
     world.scale("big", 0)
     world.advance(9 * 60)
