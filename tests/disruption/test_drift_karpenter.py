@@ -279,3 +279,46 @@ def test_the_eligible_nodes_gauge_counts_drifted_nodes(world: World) -> None:
     world.advance(120)
     assert REGISTRY.get_sample_value("karpenter_voluntary_disruption_eligible_nodes",
                                      {"reason": "drifted"}) == 2
+
+
+def test_drift_waits_for_the_longest_do_not_disrupt_of_the_nodes_pods(world: World) -> None:
+    """drift_test.go Drift: It("should not drift nodes until the longest duration-based
+    do-not-disrupt grace period expires across multiple pods")."""
+    short = GUARD.replace("name: guard", "name: short") % "10m"
+    originals = fleet(world, 1, None, short, GUARD % "30m")
+    began = world.clock.now()
+    drift(world)
+    world.advance(20 * 60)
+    assert {objects.name(c) for c in world.nodeclaims()} == originals
+    assert drifted(world) == []
+    assert world.run_until(lambda: gone(world, originals), timeout=3600)
+    [decision] = drifted(world)
+    assert (decision.time - began).total_seconds() >= 25 * 60
+
+
+def test_each_nodepools_budget_holds_its_own_drifted_nodes(world: World) -> None:
+    """drift_test.go Budgets: It("should respect budgets for multiple nodepools")."""
+    one = {"budgets": [{"nodes": "1"}]}
+    second = nodepool_with(disruption=one, labels={"type": "karpenter2"})
+    second["metadata"]["name"] = "second"
+    second_big = BIG.replace("name: big", "name: big2").replace(
+        "app: big", "app: big2").replace("type: karpenter}", "type: karpenter2}")
+    world.apply(WORKSHOP, nodepool_with(disruption=one), second, BIG % 2, second_big % 2)
+    assert world.settle()
+    originals = {objects.name(c): objects.labels(c)["karpenter.sh/nodepool"]
+                 for c in world.nodeclaims()}
+    assert sorted(originals.values()) == ["default", "default", "second", "second"]
+    world.apply(nodepool_with(disruption=one, labels=PAYMENTS))
+    changed = nodepool_with(disruption=one, labels={"type": "karpenter2", "team": "payments"})
+    changed["metadata"]["name"] = "second"
+    world.apply(changed)
+    most = {"default": 0, "second": 0}
+    for _ in range(1800):
+        world.advance(2)
+        for pool in most:
+            mine = {n for n, p in originals.items() if p == pool}
+            most[pool] = max(most[pool], originals_disrupting(world, mine))
+        if gone(world, set(originals)):
+            break
+    assert most == {"default": 1, "second": 1}
+    assert gone(world, set(originals))

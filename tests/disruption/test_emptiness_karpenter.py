@@ -233,3 +233,41 @@ def test_a_node_whose_statefulset_pod_is_terminating_is_not_empty(world: World) 
     world.advance(600)
     assert emptied(world) == []
     assert len(world.nodes()) == 1
+
+
+def test_a_full_budget_in_each_nodepool_deletes_each_pools_empty_nodes_at_once(
+        world: World) -> None:
+    """emptiness_test.go Budgets: It("should allow all nodes from each nodePool to be
+    deleted")."""
+    full = {"budgets": [{"nodes": "100%"}]}
+    second = nodepool_with(disruption=full, labels={"type": "karpenter2"})
+    second["metadata"]["name"] = "second"
+    second_big = BIG.replace("name: big", "name: big2").replace(
+        "app: big", "app: big2").replace("type: karpenter}", "type: karpenter2}")
+    world.apply(WORKSHOP, nodepool_with(disruption=full), second, BIG % 2, second_big % 2)
+    assert world.settle()
+    assert len(world.nodes()) == 4
+    world.scale("big2", 0)
+    world.scale("big", 0)
+    assert world.run_until(lambda: not world.nodes(), timeout=1800)
+    for pool in ("default", "second"):
+        assert len({d.time for d in emptied(world) if d.nodepool == pool}) == 1, pool
+
+
+def test_an_empty_drifted_node_is_deleted_without_a_replacement(world: World) -> None:
+    """emptiness_test.go Emptiness: It("can delete empty and drifted nodes"), and
+    drift_test.go Drift: It("should delete drifted nodes when they are empty and
+    consolidatable")."""
+    one_pod_a_node(world, 1)
+    originals = {objects.name(c) for c in world.nodeclaims()}
+    world.scale("big", 0)
+    world.apply(nodepool_with(labels={"type": "karpenter", "team": "payments"}))
+    most = 0
+    for _ in range(600):
+        world.advance(1)
+        most = max(most, len(world.nodeclaims()))
+        if not world.nodeclaims():
+            break
+    assert world.nodeclaims() == [] and most == 1, "a replacement was launched"
+    [decision] = [d for d in started(world) if d.nodeclaim in originals]
+    assert decision.decision == "delete"
