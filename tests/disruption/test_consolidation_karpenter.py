@@ -329,3 +329,41 @@ def test_a_pod_arriving_during_a_replace_gets_no_extra_node(world: World) -> Non
     assert world.settle()
     expect_instance_types(world, "c5.large")
     assert [objects.name(p) for p in world.running_pods() if objects.name(p) == "small"]
+
+
+def one_busy_node_without(world: World, label: str) -> str:
+    """One m5.large running a pod, its Node and NodeClaim stripped of `label`; the notes of
+    the Unconsolidatable events that follow."""
+    world.apply(WORKSHOP)
+    world.scale("inflate", 1)
+    assert world.settle()
+    [node] = world.nodes()
+    [claim] = world.nodeclaims()
+    world.cluster.patch("Node", objects.name(node), {"metadata": {"labels": {label: None}}})
+    world.cluster.patch("NodeClaim", objects.name(claim), {"metadata": {"labels": {label: None}}})
+    world.advance(120)
+    notes = set(unconsolidatable(world))
+    assert len(world.nodes()) == 1
+    assert consolidated(world) == []
+    return " | ".join(sorted(notes))
+
+
+def test_a_candidate_without_a_resolvable_instance_type_is_told_so(world: World) -> None:
+    """consolidation_test.go Events: It("should fire an event when a candidate does not have a
+    resolvable instance type")."""
+    assert 'Instance Type "" not found' in one_busy_node_without(
+        world, "node.kubernetes.io/instance-type")
+
+
+def test_a_candidate_without_a_capacity_type_label_is_told_so(world: World) -> None:
+    """consolidation_test.go Events: It("should fire an event when a candidate does not have
+    the capacity type label")."""
+    assert 'Node does not have label "karpenter.sh/capacity-type"' in one_busy_node_without(
+        world, "karpenter.sh/capacity-type")
+
+
+def test_a_candidate_without_a_zone_label_is_told_so(world: World) -> None:
+    """consolidation_test.go Events: It("should fire an event when a candidate does not have
+    the zone label")."""
+    assert 'Node does not have label "topology.kubernetes.io/zone"' in one_busy_node_without(
+        world, "topology.kubernetes.io/zone")
