@@ -9,7 +9,7 @@ from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.commands import Rejection
 from nodewright.controllers.disruption.methods.disruption_pass import Pass
 from nodewright.controllers.nodeclaim.disruption_conditions import DRIFTED, consolidatable_at
-from nodewright.state.wellknown import INSTANCE_TYPE_LABEL
+from nodewright.state.wellknown import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
 
 
 def consolidatable(p: Pass, candidate: Candidate, method: str) -> bool:
@@ -18,7 +18,7 @@ def consolidatable(p: Pass, candidate: Candidate, method: str) -> bool:
     ready_at = consolidatable_at(candidate.nodeclaim, candidate.nodepool)
     if ready_at is None:
         p.verdict(candidate.node, method, ex.KEPT, ex.CAUSE_CONSOLIDATION_DISABLED,
-                  f"NodePool {candidate.nodepool_name} has consolidation disabled",
+                  f'NodePool "{candidate.nodepool_name}" has consolidation disabled',
                   ex.UNCONSOLIDATABLE)
         return False
     if ready_at > p.now:
@@ -41,17 +41,18 @@ def consolidation_candidates(p: Pass, method: str) -> list[Candidate]:
         policy = candidate.nodepool.spec.disruption.consolidation_policy
         if policy == "WhenEmpty":
             p.verdict(candidate.node, method, ex.KEPT, ex.CAUSE_POLICY,
-                      f"NodePool {candidate.nodepool_name} has consolidation policy WhenEmpty, "
-                      "but the node is not empty", ex.UNCONSOLIDATABLE)
+                      f'NodePool "{candidate.nodepool_name}" has consolidation policy WhenEmpty, '
+                      "but node is not empty", ex.UNCONSOLIDATABLE)
             continue
         if candidate.instance_type is None:
-            type_name = candidate.node.labels.get(INSTANCE_TYPE_LABEL)
+            type_name = candidate.node.labels.get(INSTANCE_TYPE_LABEL, "")
             p.verdict(candidate.node, method, ex.KEPT, ex.CAUSE_INSTANCE_TYPE,
-                      f"instance type {type_name!r} not found", ex.UNCONSOLIDATABLE)
+                      f'Instance Type "{type_name}" not found', ex.UNCONSOLIDATABLE)
             continue
-        if not candidate.zone or not candidate.capacity_type:
+        if not candidate.capacity_type or not candidate.zone:
+            missing = CAPACITY_TYPE_LABEL if not candidate.capacity_type else ZONE_LABEL
             p.verdict(candidate.node, method, ex.KEPT, ex.CAUSE_INSTANCE_TYPE,
-                      "node has no zone or capacity-type label", ex.UNCONSOLIDATABLE)
+                      f'Node does not have label "{missing}"', ex.UNCONSOLIDATABLE)
             continue
         if consolidatable(p, candidate, method):
             found.append(candidate)

@@ -1,0 +1,273 @@
+"""Karpenter v1.14.1 pkg/controllers/disruption/emptiness_test.go, told as stories: a pool
+of nodes with one pod each empties, and the empty nodes go — as many at once as the
+budgets allow, never a node that still runs a pod or is protected by do-not-disrupt, and
+only after consolidateAfter has passed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodewright.cluster import objects
+from nodewright.controllers.disruption import decision_log as ex
+from nodewright.metrics import REGISTRY
+from tests.controllers.conftest import WORKSHOP
+from tests.controllers.expectations import expect_no_controller_errors, expect_running
+from tests.disruption.helpers import nodepool_with, started
+from tests.disruption.test_budget_and_drift_stories import BIG
+from tests.harness import World
+
+
+def one_pod_a_node(world: World, nodes: int, disruption: dict[str, Any] | None = None) -> None:
+    """`nodes` nodes, each running one `big` pod, all initialized."""
+    world.apply(WORKSHOP, nodepool_with(disruption=disruption), BIG % nodes)
+    assert world.settle()
+    assert len(world.nodes()) == nodes
+
+
+def empty_at_once(world: World, seconds: int = 300) -> int:
+    """Scale `big` to zero and watch: the most nodes being deleted at the same time."""
+    world.scale("big", 0)
+    most = 0
+    for _ in range(seconds):
+        world.advance(1)
+        most = max(most, sum(1 for c in world.nodeclaims() if objects.is_deleting(c)))
+    return most
+
+
+def emptied(world: World) -> list[ex.Decision]:
+    return [d for d in started(world) if d.method == ex.EMPTINESS]
+
+
+def largest_command(world: World) -> int:
+    """The most nodes one emptiness command deleted (its decisions share a time)."""
+    times = [d.time for d in emptied(world)]
+    return max(times.count(t) for t in times)
+
+
+def test_can_delete_empty_nodes(world: World) -> None:
+    """emptiness_test.go Emptiness: It("can delete empty nodes")."""
+    one_pod_a_node(world, 1)
+    world.scale("big", 0)
+    assert world.run_until(lambda: not world.nodes(), timeout=600)
+    assert [d.decision for d in emptied(world)] == ["delete"]
+    assert world.live_instances() == []
+    expect_no_controller_errors(world)
+
+
+def test_can_delete_multiple_empty_nodes(world: World) -> None:
+    """emptiness_test.go: It("can delete multiple empty nodes")."""
+    one_pod_a_node(world, 3, {"budgets": [{"nodes": "100%"}]})
+    world.scale("big", 0)
+    assert world.run_until(lambda: not world.nodes(), timeout=600)
+    assert len({d.nodeclaim for d in emptied(world)}) == 3
+    expect_no_controller_errors(world)
+
+
+def test_all_empty_nodes_are_disrupted_at_once_with_a_full_budget(world: World) -> None:
+    """emptiness_test.go Budgets: It("should allow all empty nodes to be disrupted")."""
+    one_pod_a_node(world, 5, {"budgets": [{"nodes": "100%"}]})
+    assert empty_at_once(world) == 5
+    assert world.nodes() == []
+    # One command deletes them all.
+    assert len({d.time for d in emptied(world)}) == 1
+
+
+def test_no_empty_node_is_disrupted_with_a_zero_budget(world: World) -> None:
+    """emptiness_test.go Budgets: It("should allow no empty nodes to be disrupted")."""
+    one_pod_a_node(world, 3, {"budgets": [{"nodes": "0%"}]})
+    assert empty_at_once(world, 600) == 0
+    assert len(world.nodes()) == 3
+    assert emptied(world) == []
+
+
+def test_only_three_empty_nodes_are_disrupted_at_once(world: World) -> None:
+    """emptiness_test.go Budgets: It("should only allow 3 empty nodes to be disrupted").
+    Karpenter's pass takes 3 of 10; with commands in parallel the freed budget takes the
+    rest a wave at a time, never more than 3 at once."""
+    one_pod_a_node(world, 6, {"budgets": [{"nodes": "3"}]})
+    world.scale("big", 0)
+    assert world.run_until(lambda: not world.nodes(), timeout=1800)
+    assert len({d.nodeclaim for d in emptied(world)}) == 6
+    assert largest_command(world) == 3
+
+
+def test_each_nodepool_gives_its_own_budget(world: World) -> None:
+    """emptiness_test.go Budgets: It("should allow 2 nodes from each nodePool to be deleted")."""
+    second = nodepool_with(disruption={"budgets": [{"nodes": "2"}]},
+                           labels={"type": "karpenter2"})
+    second["metadata"]["name"] = "second"
+    second_big = BIG.replace("name: big", "name: big2").replace(
+        "app: big", "app: big2").replace("type: karpenter}", "type: karpenter2}")
+    world.apply(WORKSHOP, nodepool_with(disruption={"budgets": [{"nodes": "2"}]}),
+                second, BIG % 3, second_big % 3)
+    assert world.settle()
+    assert len(world.nodes()) == 6
+    world.scale("big2", 0)
+    world.scale("big", 0)
+    assert world.run_until(lambda: not world.nodes(), timeout=1800)
+    pools = {d.nodeclaim: d.nodepool for d in emptied(world)}
+    assert sorted(pools.values()) == ["default"] * 3 + ["second"] * 3
+    for pool in ("default", "second"):
+        times = [d.time for d in emptied(world) if d.nodepool == pool]
+        assert max(times.count(t) for t in times) == 2, pool
+
+
+def test_a_node_with_do_not_disrupt_is_not_emptied(world: World) -> None:
+    """emptiness_test.go Emptiness: It("should ignore nodes with the karpenter.sh/do-not-disrupt
+    annotation")."""
+    one_pod_a_node(world, 1)
+    [node] = world.nodes()
+    world.cluster.patch("Node", objects.name(node), {"metadata": {"annotations": {
+        "karpenter.sh/do-not-disrupt": "true"}}})
+    world.scale("big", 0)
+    world.advance(600)
+    assert [objects.name(n) for n in world.nodes()] == [objects.name(node)]
+    assert emptied(world) == []
+
+
+def test_a_node_with_do_not_disrupt_false_is_emptied(world: World) -> None:
+    """emptiness_test.go Emptiness: It("should delete nodes with the karpenter.sh/do-not-disrupt
+    annotation set to false")."""
+    one_pod_a_node(world, 1)
+    [node] = world.nodes()
+    world.cluster.patch("Node", objects.name(node), {"metadata": {"annotations": {
+        "karpenter.sh/do-not-disrupt": "false"}}})
+    world.scale("big", 0)
+    assert world.run_until(lambda: not world.nodes(), timeout=600)
+    assert len(emptied(world)) == 1
+
+
+def test_a_node_that_runs_a_pod_is_not_emptied(world: World) -> None:
+    """emptiness_test.go Emptiness: It("should ignore nodes that have pods") with
+    consolidationPolicy WhenEmpty: the node runs a pod and stays."""
+    one_pod_a_node(world, 1, {"consolidationPolicy": "WhenEmpty"})
+    world.advance(600)
+    assert len(world.nodes()) == 1
+    assert emptied(world) == []
+    expect_running(world, 1, {"app": "big"})
+
+
+def test_a_node_running_only_daemonset_pods_is_empty(world: World) -> None:
+    """emptiness_test.go: It("will consider a node with a DaemonSet pod as empty")."""
+    one_pod_a_node(world, 1)
+    [node] = world.nodes()
+    on_node = [p for p in world.pods(None) if p["spec"].get("nodeName") == objects.name(node)]
+    assert any(objects.namespace(p) == "kube-system" for p in on_node)
+    world.scale("big", 0)
+    assert world.run_until(lambda: not world.nodes(), timeout=600)
+    assert [d.decision for d in emptied(world)] == ["delete"]
+
+
+def test_an_empty_node_waits_for_consolidate_after(world: World) -> None:
+    """emptiness_test.go: It("should wait for the node TTL for empty nodes before
+    consolidating"), Emptiness: It("should ignore nodes without the consolidatable status
+    condition") and It("should ignore nodes with the consolidatable status condition set to
+    false"): until consolidateAfter has passed the condition is absent or false."""
+    one_pod_a_node(world, 1, {"consolidateAfter": "10m"})
+    world.scale("big", 0)
+    world.advance(9 * 60)
+    assert len(world.nodes()) == 1
+    assert emptied(world) == []
+    assert world.run_until(lambda: not world.nodes(), timeout=600)
+    [decision] = emptied(world)
+    assert decision.decision == "delete"
+
+
+def eligible(reason: str) -> float | None:
+    return REGISTRY.get_sample_value("karpenter_voluntary_disruption_eligible_nodes",
+                                     {"reason": reason})
+
+
+def test_the_eligible_nodes_gauge_counts_the_empty_node(world: World) -> None:
+    """emptiness_test.go Metrics: It("should correctly report eligible nodes")."""
+    one_pod_a_node(world, 1, {"budgets": [{"nodes": "0"}]})
+    world.advance(60)
+    assert eligible("empty") == 0
+    world.scale("big", 0)
+    world.advance(120)
+    assert eligible("empty") == 1
+    assert len(world.nodes()) == 1
+
+
+def test_a_node_whose_deployment_pods_are_terminating_is_empty(world: World) -> None:
+    """emptiness_test.go: It("will consider a node with terminating Deployment pods as
+    empty")."""
+    slow = BIG.replace("terminationGracePeriodSeconds: 0", "terminationGracePeriodSeconds: 3600")
+    world.apply(WORKSHOP, slow % 1)
+    assert world.settle()
+    world.scale("big", 0)
+    world.advance(5)
+    assert world.pods(labels={"app": "big"}), "the pod finished terminating at once"
+    assert all(objects.is_deleting(p) for p in world.pods(labels={"app": "big"}))
+    # Within ten minutes: long before the pod's hour of grace is over.
+    assert world.run_until(lambda: bool(emptied(world)), timeout=600)
+    [decision] = emptied(world)
+    assert decision.decision == "delete"
+
+
+STATEFUL = """
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: default}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      nodeSelector: {type: karpenter}
+      terminationGracePeriodSeconds: 3600
+      containers: [{name: app, resources: {requests: {memory: 1Gi}}}]
+"""
+
+
+def test_a_node_whose_statefulset_pod_is_terminating_is_not_empty(world: World) -> None:
+    """emptiness_test.go: It("will not consider a node with a terminating StatefulSet pod as
+    empty")."""
+    world.apply(WORKSHOP, STATEFUL)
+    assert world.settle()
+    world.scale("db", 0, kind="StatefulSet")
+    world.advance(5)
+    assert world.pods(labels={"app": "db"}), "the pod finished terminating at once"
+    world.advance(600)
+    assert emptied(world) == []
+    assert len(world.nodes()) == 1
+
+
+def test_a_full_budget_in_each_nodepool_deletes_each_pools_empty_nodes_at_once(
+        world: World) -> None:
+    """emptiness_test.go Budgets: It("should allow all nodes from each nodePool to be
+    deleted")."""
+    full = {"budgets": [{"nodes": "100%"}]}
+    second = nodepool_with(disruption=full, labels={"type": "karpenter2"})
+    second["metadata"]["name"] = "second"
+    second_big = BIG.replace("name: big", "name: big2").replace(
+        "app: big", "app: big2").replace("type: karpenter}", "type: karpenter2}")
+    world.apply(WORKSHOP, nodepool_with(disruption=full), second, BIG % 2, second_big % 2)
+    assert world.settle()
+    assert len(world.nodes()) == 4
+    world.scale("big2", 0)
+    world.scale("big", 0)
+    assert world.run_until(lambda: not world.nodes(), timeout=1800)
+    for pool in ("default", "second"):
+        assert len({d.time for d in emptied(world) if d.nodepool == pool}) == 1, pool
+
+
+def test_an_empty_drifted_node_is_deleted_without_a_replacement(world: World) -> None:
+    """emptiness_test.go Emptiness: It("can delete empty and drifted nodes"), and
+    drift_test.go Drift: It("should delete drifted nodes when they are empty and
+    consolidatable")."""
+    one_pod_a_node(world, 1)
+    originals = {objects.name(c) for c in world.nodeclaims()}
+    world.scale("big", 0)
+    world.apply(nodepool_with(labels={"type": "karpenter", "team": "payments"}))
+    most = 0
+    for _ in range(600):
+        world.advance(1)
+        most = max(most, len(world.nodeclaims()))
+        if not world.nodeclaims():
+            break
+    assert world.nodeclaims() == [] and most == 1, "a replacement was launched"
+    [decision] = [d for d in started(world) if d.nodeclaim in originals]
+    assert decision.decision == "delete"
