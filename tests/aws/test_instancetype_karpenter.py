@@ -1,0 +1,316 @@
+"""Instance types as the AWS provider builds them: capacity, overhead, max pods, labels,
+offerings. Ported from karpenter-provider-aws v1.14.1 pkg/providers/instancetype/suite_test.go;
+each test names the It/Entry it comes from.
+
+Karpenter builds one instance type with `NewInstanceType(info, nodeClass.Spec.Kubelet, ...)`;
+here the same description of a type from moto's EC2 data goes through `build_catalog` with
+the node class's settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nodewright.api.quantity import parse_quantity
+from nodewright.scheduling import offline_data
+from nodewright.scheduling.allocatable import ProviderSettings, eni_limited_pods, node_settings
+from nodewright.scheduling.catalog import InstanceType, build_catalog
+from nodewright.scheduling.ec2_info import read_instance_type
+from tests.aws.world import node_class
+
+REGION = "us-west-2"
+ZONE = "us-west-2a"
+_INFOS = {info["InstanceType"]: info for info in offline_data.instance_types()}
+
+
+def q(quantity: str) -> int:
+    return parse_quantity(quantity)
+
+
+def built(
+    name: str, provider: ProviderSettings | None = None, **spec: Any
+) -> InstanceType:
+    """One instance type, offered in one zone, for a node class with `spec`."""
+    return built_all([name], provider, **spec)[name]
+
+
+def built_all(
+    names: list[str] | None = None, provider: ProviderSettings | None = None, **spec: Any
+) -> dict[str, InstanceType]:
+    settings = node_settings(node_class=node_class(**spec), provider=provider)
+    infos = [_INFOS[name] for name in names] if names else list(_INFOS.values())
+    offerings = [{"InstanceType": info["InstanceType"], "Location": ZONE} for info in infos]
+    catalog = build_catalog(infos, offerings, REGION, settings=settings)
+    return {instance_type.name: instance_type for instance_type in catalog}
+
+
+# --- Overhead: system reserved, kube reserved ---------------------------------------------
+
+
+def test_system_reserved_defaults_to_nothing() -> None:
+    """Overhead / System Reserved Resources: "should use defaults when no kubelet is specified"."""
+    m5 = built("m5.xlarge", kubelet={})
+    assert m5.overhead.system_reserved.get("cpu", 0) == 0
+    assert m5.overhead.system_reserved.get("memory", 0) == 0
+    assert m5.overhead.system_reserved.get("ephemeral-storage", 0) == 0
+
+
+def test_system_reserved_overrides() -> None:
+    """Overhead / System Reserved Resources: "should override system reserved cpus when
+    specified"."""
+    m5 = built("m5.xlarge", kubelet={"systemReserved": {
+        "cpu": "2", "memory": "20Gi", "ephemeral-storage": "10Gi"}})
+    assert m5.overhead.system_reserved["cpu"] == q("2")
+    assert m5.overhead.system_reserved["memory"] == q("20Gi")
+    assert m5.overhead.system_reserved["ephemeral-storage"] == q("10Gi")
+
+
+def test_kube_reserved_defaults() -> None:
+    """Overhead / Kube Reserved Resources: "should use defaults when no kubelet is specified"."""
+    m5 = built("m5.xlarge", kubelet={})
+    assert m5.overhead.kube_reserved["cpu"] == q("80m")
+    assert m5.overhead.kube_reserved["memory"] == q("893Mi")  # 11 * 58 pods + 255
+    assert m5.overhead.kube_reserved["ephemeral-storage"] == q("1Gi")
+
+
+def test_kube_reserved_overrides() -> None:
+    """Overhead / Kube Reserved Resources: "should override kube reserved when specified"."""
+    m5 = built("m5.xlarge", kubelet={
+        "systemReserved": {"cpu": "1", "memory": "20Gi", "ephemeral-storage": "1Gi"},
+        "kubeReserved": {"cpu": "2", "memory": "10Gi", "ephemeral-storage": "2Gi"},
+    })
+    assert m5.overhead.kube_reserved["cpu"] == q("2")
+    assert m5.overhead.kube_reserved["memory"] == q("10Gi")
+    assert m5.overhead.kube_reserved["ephemeral-storage"] == q("2Gi")
+
+
+# --- Overhead: eviction thresholds (VM memory overhead 0, as Karpenter's context sets) -----
+
+NO_VM_OVERHEAD = ProviderSettings(vm_memory_overhead_percent=0)
+RESERVED = {"systemReserved": {"memory": "20Gi"}, "kubeReserved": {"memory": "10Gi"}}
+
+
+def eviction_memory(alias: str = "al2023@latest", **kubelet: Any) -> tuple[int, int]:
+    """(memory eviction threshold, memory capacity) of an m5.xlarge."""
+    m5 = built("m5.xlarge", NO_VM_OVERHEAD, amiSelectorTerms=[{"alias": alias}],
+               kubelet=RESERVED | kubelet)
+    return m5.overhead.eviction_threshold["memory"], m5.capacity["memory"]
+
+
+def test_eviction_hard_quantity() -> None:
+    """Eviction Hard: "should override eviction threshold when specified as a quantity"."""
+    assert eviction_memory(evictionHard={"memory.available": "500Mi"})[0] == q("500Mi")
+
+
+def test_eviction_hard_percentage() -> None:
+    """Eviction Hard: "should override eviction threshold when specified as a percentage
+    value"."""
+    threshold, capacity = eviction_memory(evictionHard={"memory.available": "10%"})
+    assert abs(threshold - capacity * 0.1) <= 10 * 1000
+
+
+def test_eviction_hard_100_percent_is_disabled() -> None:
+    """Eviction Hard: "should consider the eviction threshold disabled when specified as
+    100%"."""
+    assert eviction_memory(evictionHard={"memory.available": "100%"})[0] == 0
+
+
+def test_default_memory_eviction_without_eviction_hard() -> None:
+    """Eviction Hard: "should used default eviction threshold for memory when evictionHard not
+    specified"."""
+    assert eviction_memory(evictionSoft={"memory.available": "50Mi"})[0] == q("100Mi")
+
+
+def test_eviction_soft_alone_keeps_the_default() -> None:
+    """Eviction Soft: "should use default threshold when only evictionSoft is specified"."""
+    assert eviction_memory(evictionSoft={"memory.available": "500Mi"})[0] == q("100Mi")
+
+
+def test_eviction_hard_percentage_wins_over_soft_percentage() -> None:
+    """Eviction Soft: "should use evictionHard percentage and ignore evictionSoft
+    percentage"."""
+    threshold, capacity = eviction_memory(
+        evictionHard={"memory.available": "5%"}, evictionSoft={"memory.available": "10%"})
+    assert abs(threshold - capacity * 0.05) <= 10 * 1000
+
+
+def test_eviction_soft_100_percent_is_ignored() -> None:
+    """Eviction Soft: "should use default threshold when evictionSoft is 100% (ignored)"."""
+    assert eviction_memory(evictionSoft={"memory.available": "100%"})[0] == q("100Mi")
+
+
+def test_bottlerocket_uses_eviction_hard_only() -> None:
+    """Eviction Soft: "should ignore eviction threshold when using Bottlerocket AMI"."""
+    threshold, _ = eviction_memory(
+        "bottlerocket@latest",
+        evictionHard={"memory.available": "1Gi"}, evictionSoft={"memory.available": "10Gi"})
+    assert threshold == q("1Gi")
+
+
+def test_default_eviction_threshold() -> None:
+    """Eviction Thresholds: "should take the default eviction threshold when none is
+    specified"."""
+    m5 = built("m5.xlarge", NO_VM_OVERHEAD, kubelet={})
+    threshold = m5.overhead.eviction_threshold
+    assert threshold.get("cpu", 0) == 0
+    assert threshold["memory"] == q("100Mi")
+    assert threshold["ephemeral-storage"] == pytest.approx(q("2Gi"), rel=0.01)
+
+
+def test_eviction_hard_quantity_wins_over_soft() -> None:
+    """Eviction Thresholds: "should use only evictionHard for overhead, ignoring
+    evictionSoft"."""
+    threshold, _ = eviction_memory(
+        evictionHard={"memory.available": "1Gi"}, evictionSoft={"memory.available": "3Gi"})
+    assert threshold == q("1Gi")
+
+
+def test_eviction_hard_percentage_wins_over_a_smaller_soft_one() -> None:
+    """Eviction Thresholds: "should use only evictionHard percentage for overhead, ignoring
+    evictionSoft"."""
+    threshold, capacity = eviction_memory(
+        evictionHard={"memory.available": "5%"}, evictionSoft={"memory.available": "2%"})
+    assert abs(threshold - capacity * 0.05) <= 10 * 1000
+
+
+def test_eviction_hard_value_wins_over_a_soft_percentage() -> None:
+    """Eviction Thresholds: "should use only evictionHard value with mixed percentage/value
+    types"."""
+    threshold, _ = eviction_memory(
+        evictionHard={"memory.available": "1Gi"}, evictionSoft={"memory.available": "10%"})
+    assert threshold == q("1Gi")
+
+
+# --- Overhead: max pods --------------------------------------------------------------------
+
+
+def pods(instance_type: InstanceType) -> int:
+    return instance_type.capacity["pods"] // 1000
+
+
+def test_max_pods_default_to_the_eni_limit() -> None:
+    """Overhead: "should default max pods based off of network interfaces"."""
+    types = built_all(["t3.large", "m6idn.32xlarge"], kubelet={})
+    assert pods(types["t3.large"]) == 35
+    assert pods(types["m6idn.32xlarge"]) == 394
+
+
+def test_max_pods_set_by_the_user() -> None:
+    """Overhead: "should set max-pods to user-defined value if specified" (the It)."""
+    types = built_all(kubelet={"maxPods": 10})
+    assert len(types) > 500
+    assert {pods(it) for it in types.values()} == {10}
+
+
+FAMILIES = [
+    # (Entry text, amiSelectorTerms, amiFamily)
+    ("al2 (latest)", [{"alias": "al2@latest"}], "AL2"),
+    ("al2023 (latest)", [{"alias": "al2023@latest"}], "AL2023"),
+    ("bottlerocket (latest)", [{"alias": "bottlerocket@latest"}], "Bottlerocket"),
+    ("windows2019 (latest)", [{"alias": "windows2019@latest"}], "Windows2019"),
+    ("windows2022 (latest)", [{"alias": "windows2022@latest"}], "Windows2022"),
+    ("windows2025 (latest)", [{"alias": "windows2025@latest"}], "Windows2025"),
+    ("custom", [{"id": "ami-0123456789abcdef0"}], "Custom"),
+]
+MAX_PODS_10 = {"al2 (latest)": "640Mi", "al2023 (latest)": "640Mi",
+               "bottlerocket (latest)": "365Mi", "windows2019 (latest)": "365Mi",
+               "windows2022 (latest)": "365Mi", "windows2025 (latest)": "365Mi",
+               "custom": "640Mi"}
+
+
+def family_spec(terms: list[dict[str, str]], family: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {"amiSelectorTerms": terms}
+    if family == "Custom":
+        spec["amiFamily"] = family
+    return spec
+
+
+@pytest.mark.parametrize(("entry", "terms", "family"), FAMILIES, ids=[f[0] for f in FAMILIES])
+def test_max_pods_set_by_the_user_per_family(
+    entry: str, terms: list[dict[str, str]], family: str
+) -> None:
+    """DescribeTable "should set max-pods to user-defined value if specified", each Entry:
+    t3.large with maxPods 10; kube-reserved memory is 11 x pods + 255 MiB, where AL2, AL2023
+    and Custom count the ENI-limited 35 pods and the rest count the 10."""
+    t3 = built("t3.large", kubelet={"maxPods": 10}, **family_spec(terms, family))
+    assert pods(t3) == 10
+    assert t3.overhead.kube_reserved["memory"] == q(MAX_PODS_10[entry])
+
+
+def test_max_pods_override() -> None:
+    """Overhead: "should override max-pods value"."""
+    types = built_all(kubelet={"maxPods": 10})
+    assert all(pods(it) == 10 for it in types.values())
+
+
+RESERVED_ENI = {"al2 (latest)": (24, "640Mi"), "al2023 (latest)": (24, "640Mi"),
+                "bottlerocket (latest)": (24, "519Mi"),
+                "windows2019 (latest)": (110, "1465Mi"),
+                "windows2022 (latest)": (110, "1465Mi"),
+                "windows2025 (latest)": (110, "1465Mi"), "custom": (24, "640Mi")}
+
+
+@pytest.mark.parametrize(("entry", "terms", "family"), FAMILIES, ids=[f[0] for f in FAMILIES])
+def test_reserved_enis_lower_max_pods_per_family(
+    entry: str, terms: list[dict[str, str]], family: str
+) -> None:
+    """DescribeTable "should reserve ENIs when aws.reservedENIs is set and use it in max-pods
+    calculation", each Entry: t3.large (3 ENIs of 12 addresses) with one ENI reserved."""
+    t3 = built("t3.large", ProviderSettings(reserved_enis=1), kubelet={},
+               **family_spec(terms, family))
+    expected_pods, memory = RESERVED_ENI[entry]
+    assert pods(t3) == expected_pods
+    assert t3.overhead.kube_reserved["memory"] == q(memory)
+
+
+def test_reserved_enis_never_go_below_zero() -> None:
+    """Overhead: "should reserve ENIs when aws.reservedENIs is set and not go below 0 ENIs in
+    max-pods calculation"."""
+    t3 = built("t3.large", ProviderSettings(reserved_enis=1_000_000), kubelet={})
+    assert pods(t3) == 0
+
+
+def test_pods_per_core() -> None:
+    """Overhead: "should override pods-per-core value"."""
+    types = built_all(kubelet={"podsPerCore": 1})
+    plain = built_all(kubelet={})
+    # Karpenter's test data has no type with fewer ENI-limited pods than vCPUs; moto's has a
+    # dozen (p5.48xlarge: 100 pods, 192 vCPUs), where the ENI limit stays the cap.
+    assert all(pods(it) == min(_INFOS[name]["VCpuInfo"]["DefaultVCpus"], pods(plain[name]))
+               for name, it in types.items())
+    assert pods(types["m5.large"]) == 2
+
+
+def test_minimum_of_pods_per_core_and_max_pods() -> None:
+    """Overhead: "should take the minimum of pods-per-core and max-pods"."""
+    types = built_all(kubelet={"podsPerCore": 4, "maxPods": 20})
+    assert all(pods(it) == min(20, 4 * _INFOS[name]["VCpuInfo"]["DefaultVCpus"])
+               for name, it in types.items())
+
+
+def test_bottlerocket_ignores_pods_per_core() -> None:
+    """Overhead: "should ignore pods-per-core when using Bottlerocket AMI"."""
+    types = built_all(amiSelectorTerms=[{"alias": "bottlerocket@latest"}],
+                      kubelet={"podsPerCore": 1})
+    assert all(pods(it) == eni_limited_pods(read_instance_type(_INFOS[name]), 0)
+               for name, it in types.items())
+
+
+def test_pods_per_core_zero_keeps_the_eni_limit() -> None:
+    """Overhead: "should take limited pod density to be the default pods number when
+    pods-per-core is 0"."""
+    types = built_all(["t3.large", "m6idn.32xlarge"], kubelet={"podsPerCore": 0})
+    assert pods(types["t3.large"]) == 35
+    assert pods(types["m6idn.32xlarge"]) == 394
+
+
+def test_allocatable_never_exceeds_what_kubelet_reports() -> None:
+    """Overhead: "shouldn't report more resources than are actually available on instances"
+    (kubelet's reported allocatable of launched nodes, from Karpenter's test)."""
+    reported = {"t4g.small": ("1408312Ki", "1930m"), "t4g.medium": ("3377496Ki", "1930m"),
+                "t4g.xlarge": ("15136012Ki", "3920m"), "m5.large": ("7220184Ki", "1930m")}
+    types = built_all(list(reported))
+    for name, (memory, cpu) in reported.items():
+        assert types[name].allocatable["memory"] <= q(memory), name
+        assert types[name].allocatable["cpu"] <= q(cpu), name
