@@ -11,12 +11,21 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
+from nodewright.api.manifests import parse_documents
 from nodewright.api.quantity import parse_quantity
 from nodewright.scheduling import offline_data
-from nodewright.scheduling.allocatable import ProviderSettings, eni_limited_pods, node_settings
+from nodewright.scheduling.allocatable import (
+    ProviderSettings,
+    eni_limited_pods,
+    node_settings,
+    pod_eni,
+)
 from nodewright.scheduling.catalog import InstanceType, build_catalog
 from nodewright.scheduling.ec2_info import read_instance_type
+from nodewright.scheduling.planning import offline_catalogs, plan
+from nodewright.scheduling.solver import SchedulingResult
 from tests.aws.world import node_class
 
 REGION = "us-west-2"
@@ -314,3 +323,171 @@ def test_allocatable_never_exceeds_what_kubelet_reports() -> None:
     for name, (memory, cpu) in reported.items():
         assert types[name].allocatable["memory"] <= q(memory), name
         assert types[name].allocatable["cpu"] <= q(cpu), name
+
+
+# --- Scheduling pods against the catalog (Karpenter's ExpectProvisioned) --------------------
+
+
+def pod_manifest(
+    name: str, selector: dict[str, str] | None = None, requests: dict[str, str] | None = None
+) -> dict[str, Any]:
+    resources = {"requests": requests, "limits": requests} if requests else {}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+            "spec": {"nodeSelector": selector or {},
+                     "containers": [{"name": "app", "image": "app", "resources": resources}]}}
+
+
+def provisioned(
+    pods: list[dict[str, Any]],
+    requirements: list[dict[str, Any]] | None = None,
+    **node_class_spec: Any,
+) -> SchedulingResult:
+    """Karpenter's suite NodePool (on-demand only unless `requirements` replace it) and
+    EC2NodeClass, planned against us-west-2's catalog."""
+    nodepool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+                "metadata": {"name": "default"},
+                "spec": {"template": {"spec": {
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                     "name": "default"},
+                    "requirements": requirements if requirements is not None else [
+                        {"key": "karpenter.sh/capacity-type", "operator": "In",
+                         "values": ["on-demand"]}]}}}}
+    nodeclass = node_class(**node_class_spec).model_dump(by_alias=True, exclude_none=True)
+    nodeclass.pop("status", None)
+    text = "---\n".join(yaml.safe_dump(doc) for doc in [nodepool, nodeclass, *pods])
+    documents, problems = parse_documents(text, "<story>")
+    assert problems == []
+    result, problems = plan(documents, offline_catalogs(REGION, None), {})
+    assert [p.format() for p in problems if p.severity == "error"] == []
+    assert result is not None
+    return result
+
+
+def placed(result: SchedulingResult) -> dict[str, str]:
+    """pod name -> instance type of the node claim it went to."""
+    return {pod.split("/")[1]: claim.instance_type
+            for claim in result.nodeclaims for pod in claim.pods}
+
+
+AWS_LABELS_OF_G4DN_8XLARGE = {
+    "karpenter.k8s.aws/instance-tenancy": "default",
+    "karpenter.k8s.aws/instance-hypervisor": "nitro",
+    "karpenter.k8s.aws/instance-encryption-in-transit-supported": "true",
+    "karpenter.k8s.aws/instance-category": "g",
+    "karpenter.k8s.aws/instance-capability-flex": "false",
+    "karpenter.k8s.aws/instance-generation": "4",
+    "karpenter.k8s.aws/instance-family": "g4dn",
+    "karpenter.k8s.aws/instance-size": "8xlarge",
+    "karpenter.k8s.aws/instance-cpu": "32",
+    "karpenter.k8s.aws/instance-cpu-manufacturer": "intel",
+    "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz": "2500",
+    "karpenter.k8s.aws/instance-memory": "131072",
+    "karpenter.k8s.aws/instance-ebs-bandwidth": "9500",
+    "karpenter.k8s.aws/instance-network-bandwidth": "50000",
+    "karpenter.k8s.aws/instance-gpu-name": "t4",
+    "karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia",
+    "karpenter.k8s.aws/instance-gpu-count": "1",
+    "karpenter.k8s.aws/instance-gpu-memory": "16384",
+    "karpenter.k8s.aws/instance-local-nvme": "900",
+}
+WELL_KNOWN_OF_G4DN_8XLARGE = {
+    "karpenter.sh/nodepool": "default",
+    "topology.kubernetes.io/region": REGION,
+    "topology.kubernetes.io/zone": ZONE,
+    "node.kubernetes.io/instance-type": "g4dn.8xlarge",
+    "kubernetes.io/os": "linux",
+    "kubernetes.io/arch": "amd64",
+    "karpenter.sh/capacity-type": "on-demand",
+    "topology.k8s.aws/zone-id": "usw2-az2",
+    # deprecated labels, normalized to the ones above
+    "failure-domain.beta.kubernetes.io/region": REGION,
+    "failure-domain.beta.kubernetes.io/zone": ZONE,
+    "beta.kubernetes.io/arch": "amd64",
+    "beta.kubernetes.io/os": "linux",
+    "beta.kubernetes.io/instance-type": "g4dn.8xlarge",
+    "topology.ebs.csi.aws.com/zone": ZONE,
+}
+
+
+def test_each_instance_type_label_alone_schedules() -> None:
+    """"should support individual instance type labels" (the Windows build label is covered
+    by tests/aws/test_windows.py)."""
+    selectors = WELL_KNOWN_OF_G4DN_8XLARGE | AWS_LABELS_OF_G4DN_8XLARGE
+    pods = [pod_manifest(f"pod-{n}", {key: value})
+            for n, (key, value) in enumerate(selectors.items())]
+    result = provisioned(pods)
+    assert result.unschedulable == ()
+    assert len(placed(result)) == len(selectors)
+
+
+def test_all_instance_type_labels_together_schedule() -> None:
+    """"should support combined instance type labels"."""
+    selector = WELL_KNOWN_OF_G4DN_8XLARGE | AWS_LABELS_OF_G4DN_8XLARGE
+    result = provisioned([pod_manifest("pod", selector)])
+    assert placed(result) == {"pod": "g4dn.8xlarge"}
+    assert [claim.zone for claim in result.nodeclaims] == [ZONE]
+
+
+def test_accelerator_labels_schedule() -> None:
+    """"should support instance type labels with accelerator"."""
+    selector = {
+        "karpenter.sh/nodepool": "default", "topology.kubernetes.io/zone": ZONE,
+        "node.kubernetes.io/instance-type": "inf2.xlarge", "kubernetes.io/arch": "amd64",
+        "karpenter.k8s.aws/instance-category": "inf",
+        "karpenter.k8s.aws/instance-generation": "2",
+        "karpenter.k8s.aws/instance-family": "inf2",
+        "karpenter.k8s.aws/instance-size": "xlarge",
+        "karpenter.k8s.aws/instance-cpu": "4",
+        "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz": "3600",
+        "karpenter.k8s.aws/instance-cpu-manufacturer": "amd",
+        "karpenter.k8s.aws/instance-memory": "16384",
+        "karpenter.k8s.aws/instance-ebs-bandwidth": "10000",
+        "karpenter.k8s.aws/instance-network-bandwidth": "2083",
+        "karpenter.k8s.aws/instance-accelerator-name": "inferentia2",
+        "karpenter.k8s.aws/instance-accelerator-manufacturer": "aws",
+        "karpenter.k8s.aws/instance-accelerator-count": "1",
+        "topology.k8s.aws/zone-id": "usw2-az2",
+    }
+    assert placed(provisioned([pod_manifest("pod", selector)])) == {"pod": "inf2.xlarge"}
+
+
+def test_no_pod_eni_on_a_t3() -> None:
+    """"should not launch AWS Pod ENI on a t3"."""
+    result = provisioned([pod_manifest("pod", {"node.kubernetes.io/instance-type": "t3.large"},
+                                       {"vpc.amazonaws.com/pod-eni": "1"})])
+    assert placed(result) == {}
+    assert len(result.unschedulable) == 1
+
+
+def test_pod_eni_lands_on_a_trunking_type() -> None:
+    """"should launch vpc.amazonaws.com/pod-eni on a compatible instance type"."""
+    result = provisioned([pod_manifest("pod", requests={"vpc.amazonaws.com/pod-eni": "1"})])
+    (name,) = placed(result).values()
+    assert pod_eni(name) > 0
+
+
+def test_a_pod_may_ask_for_flex_types() -> None:
+    """"should launch pod in flex instance type"."""
+    (name,) = placed(provisioned([pod_manifest(
+        "pod", {"karpenter.k8s.aws/instance-capability-flex": "true"})])).values()
+    assert "flex" in name
+
+
+def test_flex_types_disallowed_by_the_nodepool() -> None:
+    """"should not launch pod when flex instances are disallowed"."""
+    result = provisioned(
+        [pod_manifest("pod", {"karpenter.k8s.aws/instance-capability-flex": "true"})],
+        requirements=[
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "karpenter.k8s.aws/instance-capability-flex", "operator": "NotIn",
+             "values": ["true"]},
+        ])
+    assert placed(result) == {}
+    assert len(result.unschedulable) == 1
+
+
+def test_a_pod_may_ask_for_non_flex_types() -> None:
+    """"should launch pod in non-flex instances"."""
+    (name,) = placed(provisioned([pod_manifest(
+        "pod", {"karpenter.k8s.aws/instance-capability-flex": "false"})])).values()
+    assert "flex" not in name
