@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_documents
 from nodewright.api.quantity import parse_quantity
 from nodewright.scheduling import offline_data
@@ -340,10 +341,12 @@ def pod_manifest(
 def provisioned(
     pods: list[dict[str, Any]],
     requirements: list[dict[str, Any]] | None = None,
+    extra_types: list[dict[str, Any]] | None = None,
     **node_class_spec: Any,
 ) -> SchedulingResult:
     """Karpenter's suite NodePool (on-demand only unless `requirements` replace it) and
-    EC2NodeClass, planned against us-west-2's catalog."""
+    EC2NodeClass, planned against us-west-2's catalog (plus `extra_types`, DescribeInstanceTypes
+    entries offered in us-west-2a)."""
     nodepool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
                 "metadata": {"name": "default"},
                 "spec": {"template": {"spec": {
@@ -357,7 +360,17 @@ def provisioned(
     text = "---\n".join(yaml.safe_dump(doc) for doc in [nodepool, nodeclass, *pods])
     documents, problems = parse_documents(text, "<story>")
     assert problems == []
-    result, problems = plan(documents, offline_catalogs(REGION, None), {})
+    catalogs = base = offline_catalogs(REGION, None)
+    if extra_types:
+        def with_extra(node_class: EC2NodeClass | None) -> list[InstanceType]:
+            settings = node_settings(node_class=node_class)
+            offerings = [{"InstanceType": info["InstanceType"], "Location": ZONE}
+                         for info in extra_types]
+            return [*base(node_class), *build_catalog(
+                extra_types, offerings, REGION, settings=settings,
+                zone_ids=offline_data.zone_ids(REGION))]
+        catalogs = with_extra
+    result, problems = plan(documents, catalogs, {})
     assert [p.format() for p in problems if p.severity == "error"] == []
     assert result is not None
     return result
@@ -491,3 +504,168 @@ def test_a_pod_may_ask_for_non_flex_types() -> None:
     (name,) = placed(provisioned([pod_manifest(
         "pod", {"karpenter.k8s.aws/instance-capability-flex": "false"})])).values()
     assert "flex" not in name
+
+
+# Two types of Karpenter's fake EC2 data that moto's data set lacks (DescribeInstanceTypes
+# shape, from karpenter-provider-aws v1.14.1 pkg/fake/zz_generated.describe_instance_types.go).
+DL1_24XLARGE: dict[str, Any] = {
+    "InstanceType": "dl1.24xlarge", "SupportedUsageClasses": ["on-demand", "spot"],
+    "BareMetal": False, "Hypervisor": "nitro",
+    "ProcessorInfo": {"Manufacturer": "Intel", "SupportedArchitectures": ["x86_64"],
+                      "SustainedClockSpeedInGhz": 3.0},
+    "VCpuInfo": {"DefaultCores": 48, "DefaultVCpus": 96},
+    "MemoryInfo": {"SizeInMiB": 786432},
+    "EbsInfo": {"EbsOptimizedInfo": {"BaselineBandwidthInMbps": 19000}},
+    "GpuInfo": {"Gpus": [{"Name": "Gaudi HL-205", "Manufacturer": "Habana", "Count": 8,
+                          "MemoryInfo": {"SizeInMiB": 32768}}]},
+    "InstanceStorageInfo": {"NvmeSupport": "required", "TotalSizeInGB": 4000},
+    "NetworkInfo": {
+        "EfaInfo": {"MaximumEfaInterfaces": 4}, "EfaSupported": True,
+        "MaximumNetworkInterfaces": 60, "Ipv4AddressesPerInterface": 50,
+        "EncryptionInTransitSupported": True, "DefaultNetworkCardIndex": 0,
+        "NetworkCards": [{"NetworkCardIndex": card, "MaximumNetworkInterfaces": 15}
+                         for card in range(4)]},
+    "PlacementGroupInfo": {"SupportedStrategies": ["cluster", "partition", "spread"]},
+}
+G4AD_16XLARGE: dict[str, Any] = {
+    "InstanceType": "g4ad.16xlarge", "SupportedUsageClasses": ["on-demand", "spot"],
+    "BareMetal": False, "Hypervisor": "nitro",
+    "ProcessorInfo": {"Manufacturer": "AMD", "SupportedArchitectures": ["x86_64"],
+                      "SustainedClockSpeedInGhz": 3.0},
+    "VCpuInfo": {"DefaultCores": 32, "DefaultVCpus": 64},
+    "MemoryInfo": {"SizeInMiB": 262144},
+    "EbsInfo": {"EbsOptimizedInfo": {"BaselineBandwidthInMbps": 6300}},
+    "GpuInfo": {"Gpus": [{"Name": "Radeon Pro V520", "Manufacturer": "AMD", "Count": 4,
+                          "MemoryInfo": {"SizeInMiB": 8192}}]},
+    "InstanceStorageInfo": {"NvmeSupport": "required", "TotalSizeInGB": 2400},
+    "NetworkInfo": {
+        "MaximumNetworkInterfaces": 8, "Ipv4AddressesPerInterface": 30,
+        "EncryptionInTransitSupported": True, "DefaultNetworkCardIndex": 0,
+        "NetworkCards": [{"NetworkCardIndex": 0, "MaximumNetworkInterfaces": 8}]},
+    "PlacementGroupInfo": {"SupportedStrategies": ["cluster", "partition", "spread"]},
+}
+
+
+def only_types(*names: str) -> list[dict[str, Any]]:
+    """Karpenter's suite NodePool, narrowed to the types its fake data offers for a test."""
+    return [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(names)}]
+
+
+def nodes_and_types(result: SchedulingResult) -> tuple[int, set[str]]:
+    assert result.unschedulable == ()
+    return len(result.nodeclaims), {claim.instance_type for claim in result.nodeclaims}
+
+
+def accelerator_pods(resource: str, counts: list[int]) -> list[dict[str, Any]]:
+    return [pod_manifest(f"pod-{n}", requests={resource: str(count)})
+            for n, count in enumerate(counts)]
+
+
+def test_nvidia_gpu_requests() -> None:
+    """"should launch instances for nvidia.com/gpu resource requests": the 1- and 2-GPU pods
+    share a g5.12xlarge (Karpenter's fake data's only NVIDIA type with 4), the 4-GPU one gets
+    its own."""
+    result = provisioned(accelerator_pods("nvidia.com/gpu", [1, 2, 4]),
+                         requirements=only_types("g5.12xlarge"))
+    assert nodes_and_types(result) == (2, {"g5.12xlarge"})
+
+
+def test_habana_gaudi_requests() -> None:
+    """"should launch instances for habana.ai/gaudi resource requests"."""
+    result = provisioned(accelerator_pods("habana.ai/gaudi", [1, 2, 4]),
+                         extra_types=[DL1_24XLARGE])
+    assert nodes_and_types(result) == (1, {"dl1.24xlarge"})
+
+
+def test_neuron_requests() -> None:
+    """"should launch instances for aws.amazon.com/neuron resource requests": inf2.24xlarge
+    has 6 Inferentia devices; 2 + 2 share one, 4 needs another."""
+    result = provisioned(accelerator_pods("aws.amazon.com/neuron", [2, 2, 4]),
+                         requirements=only_types("inf2.24xlarge"))
+    assert nodes_and_types(result) == (2, {"inf2.24xlarge"})
+
+
+def test_trn1_for_neuron_requests() -> None:
+    """"should launch trn1 instances for aws.amazon.com/neuron resource requests"."""
+    result = provisioned(accelerator_pods("aws.amazon.com/neuron", [1]),
+                         requirements=only_types("trn1.2xlarge"))
+    assert nodes_and_types(result) == (1, {"trn1.2xlarge"})
+
+
+def test_inf2_for_neuroncore_requests() -> None:
+    """"should launch inf2 instances for aws.amazon.com/neuroncore resource requests"."""
+    result = provisioned(accelerator_pods("aws.amazon.com/neuroncore", [2]),
+                         requirements=only_types("inf2.xlarge"))
+    assert nodes_and_types(result) == (1, {"inf2.xlarge"})
+
+
+def test_efa_requests() -> None:
+    """"should launch instances for vpc.amazonaws.com/efa resource requests"."""
+    result = provisioned(accelerator_pods("vpc.amazonaws.com/efa", [1, 2]),
+                         requirements=only_types("dl1.24xlarge"), extra_types=[DL1_24XLARGE])
+    assert nodes_and_types(result) == (1, {"dl1.24xlarge"})
+
+
+def test_amd_gpu_requests() -> None:
+    """"should launch instances for amd.com/gpu resource requests"."""
+    result = provisioned(accelerator_pods("amd.com/gpu", [1, 2, 4]),
+                         extra_types=[G4AD_16XLARGE])
+    assert nodes_and_types(result) == (2, {"g4ad.16xlarge"})
+
+
+def test_ephemeral_storage_beyond_the_root_volume_is_refused() -> None:
+    """"should not launch instances w/ instance storage for ephemeral storage resource requests
+    when exceeding blockDeviceMapping"."""
+    result = provisioned([pod_manifest("pod", requests={"ephemeral-storage": "5000Gi"})])
+    assert placed(result) == {}
+    assert len(result.unschedulable) == 1
+
+
+def test_raid0_instance_store_counts_as_ephemeral_storage() -> None:
+    """"should launch instances w/ instance storage for ephemeral storage resource requests
+    when disks are mounted for ephemeral-storage": Karpenter's fake data picks m6idn.32xlarge
+    (7600G of NVMe); from moto's data the cheapest type with 5000Gi of NVMe is picked."""
+    result = provisioned([pod_manifest("pod", requests={"ephemeral-storage": "5000Gi"})],
+                         instanceStorePolicy="RAID0")
+    (name,) = placed(result).values()
+    assert _INFOS[name]["InstanceStorageInfo"]["TotalSizeInGB"] * 10**9 >= 5000 * 2**30
+    m6idn = built("m6idn.32xlarge", instanceStorePolicy="RAID0")
+    assert m6idn.capacity["ephemeral-storage"] == q("7600G")
+
+
+def test_eni_based_density_never_uses_110() -> None:
+    """"should not set pods to 110 if using ENI-based pod density"."""
+    types = built_all(kubelet={})
+    # moto's data, unlike Karpenter's fake data, has types whose ENI limit is exactly 110
+    exactly_110 = {name for name, info in _INFOS.items()
+                   if eni_limited_pods(read_instance_type(info), 0) == 110}
+    assert all(pods(it) != 110 for name, it in types.items() if name not in exactly_110)
+    assert pods(types["m5.large"]) == 29
+
+
+def test_windows_uses_110_pods() -> None:
+    """"should set pods to 110 if AMI Family doesn't support" (ENI-limited density)."""
+    types = built_all(kubelet={}, amiSelectorTerms=[{"alias": "windows2022@latest"}])
+    assert len(types) > 300
+    assert {pods(it) for it in types.values()} == {110}
+
+
+def test_metal_when_asked_for() -> None:
+    """"should launch on metal"."""
+    result = provisioned(
+        [pod_manifest("pod", {"karpenter.k8s.aws/instance-size": "metal"}, {"cpu": "1"})],
+        requirements=[
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "node.kubernetes.io/instance-type", "operator": "Exists"}])
+    (name,) = placed(result).values()
+    assert name.endswith("metal") or "metal-" in name
+
+
+def test_private_ipv4_address_on_windows() -> None:
+    """"should launch vpc.amazonaws.com/PrivateIPv4Address on a compatible instance type"."""
+    result = provisioned(
+        [pod_manifest("pod", requests={"vpc.amazonaws.com/PrivateIPv4Address": "1"})],
+        amiSelectorTerms=[{"alias": "windows2022@latest"}])
+    (name,) = placed(result).values()
+    assert _INFOS[name]["NetworkInfo"]["Ipv4AddressesPerInterface"] > 0
