@@ -16,6 +16,7 @@ import yaml
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_documents
 from nodewright.api.quantity import parse_quantity
+from nodewright.cloud.aws.offerings import tenancy_for
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.allocatable import (
     ProviderSettings,
@@ -669,3 +670,124 @@ def test_private_ipv4_address_on_windows() -> None:
         amiSelectorTerms=[{"alias": "windows2022@latest"}])
     (name,) = placed(result).values()
     assert _INFOS[name]["NetworkInfo"]["Ipv4AddressesPerInterface"] > 0
+
+
+# --- Tenancy and capacity type ------------------------------------------------------------
+
+
+def claim_labels(result: SchedulingResult) -> dict[str, str]:
+    (claim,) = result.nodeclaims
+    return claim.requirements.single_values() | {"karpenter.sh/capacity-type":
+                                                  claim.capacity_type}
+
+
+def tenancy_of(result: SchedulingResult) -> str:
+    """The tenancy the NodeClaim launches with (its launch template's Placement.Tenancy)."""
+    (claim,) = result.nodeclaims
+    return tenancy_for(claim.requirements)
+
+
+def test_default_tenancy_without_a_requirement() -> None:
+    """Tenancy: "Should use default tenancy when no requirement is given for tenancy"."""
+    assert tenancy_of(provisioned([pod_manifest("pod")])) == "default"
+
+
+def test_default_tenancy_when_both_are_allowed() -> None:
+    """Tenancy: "Should use default tenancy if tenancy requirement specifies both default and
+    dedicated tenancies"."""
+    result = provisioned([pod_manifest("pod")], requirements=[
+        {"key": "karpenter.k8s.aws/instance-tenancy", "operator": "In",
+         "values": ["default", "dedicated"]}])
+    assert tenancy_of(result) == "default"
+
+
+def test_default_tenancy_when_required() -> None:
+    """Tenancy: "Should launch with default tenancy when required"."""
+    result = provisioned([pod_manifest("pod", {"karpenter.k8s.aws/instance-tenancy": "default"})])
+    assert tenancy_of(result) == "default"
+
+
+def test_dedicated_tenancy_when_required() -> None:
+    """Tenancy: "Should launch with dedicated tenancy when required"."""
+    result = provisioned([pod_manifest("pod",
+                                       {"karpenter.k8s.aws/instance-tenancy": "dedicated"})])
+    assert tenancy_of(result) == "dedicated"
+
+
+@pytest.mark.parametrize(("nodepool_tenancy", "pod_tenancy"),
+                         [("dedicated", "default"), ("default", "dedicated")],
+                         ids=["dedicated np", "default np"])
+def test_tenancy_violations_are_refused(nodepool_tenancy: str, pod_tenancy: str) -> None:
+    """Tenancy: DescribeTable "does not allow tenancy violations", each Entry."""
+    result = provisioned(
+        [pod_manifest("pod", {"karpenter.k8s.aws/instance-tenancy": pod_tenancy})],
+        requirements=[{"key": "karpenter.k8s.aws/instance-tenancy", "operator": "In",
+                       "values": [nodepool_tenancy]}])
+    assert placed(result) == {}
+    assert len(result.unschedulable) == 1
+
+
+def test_capacity_type_defaults_to_on_demand() -> None:
+    """CapacityType: "should default to on-demand"."""
+    assert claim_labels(provisioned([pod_manifest("pod")]))[
+        "karpenter.sh/capacity-type"] == "on-demand"
+
+
+def test_spot_when_flexible() -> None:
+    """CapacityType: "should launch spot capacity if flexible to both spot and on demand"."""
+    result = provisioned([pod_manifest("pod")], requirements=[
+        {"key": "karpenter.sh/capacity-type", "operator": "In",
+         "values": ["spot", "on-demand"]}])
+    assert claim_labels(result)["karpenter.sh/capacity-type"] == "spot"
+
+
+# --- Network interfaces -------------------------------------------------------------------
+
+
+def test_max_pods_without_efa_only_interfaces_on_card_0() -> None:
+    """Network Interfaces: "should calculate max pods according when no EFA-only interfaces
+    used on NC 0"."""
+    m6idn = built("m6idn.32xlarge", networkInterfaces=[
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"}])
+    assert pods(m6idn) == 394  # 8 ENIs x 49 + 2
+
+
+def test_max_pods_less_the_efa_only_interfaces_on_card_0() -> None:
+    """Network Interfaces: "should calculate max pods according to EFA-only interfaces
+    used"."""
+    m6idn = built("m6idn.32xlarge", networkInterfaces=[
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"}])
+    assert pods(m6idn) == 345  # (8 - 1) ENIs x 49 + 2
+
+
+def dl1_with(**spec: Any) -> list[InstanceType]:
+    settings = node_settings(node_class=node_class(**spec))
+    return [it for it in build_catalog([DL1_24XLARGE], [{"InstanceType": "dl1.24xlarge",
+                                                         "Location": ZONE}],
+                                       REGION, settings=settings)]
+
+
+def test_dl1_keeps_its_offerings_with_interfaces_it_supports() -> None:
+    """Instance Type and NodeClass Compatibility / Network Interfaces: "should mark instance
+    type offering as available when it supports network interface configuration"."""
+    before = dl1_with()
+    after = dl1_with(networkInterfaces=[
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"}])
+    assert [len(it.available_offerings()) for it in after] == [
+        len(it.available_offerings()) for it in before] == [2]
+
+
+def test_dl1_cannot_launch_with_more_efa_interfaces_than_it_has() -> None:
+    """Instance Type and NodeClass Compatibility / Network Interfaces: "should mark instance
+    type offering as unavailable when it does not support network interface configuration"
+    (Karpenter keeps the type with every offering unavailable; Nodewright leaves it out of
+    the catalog, so nothing can launch it either way)."""
+    types = dl1_with(networkInterfaces=[
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+        {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
+        *({"networkCardIndex": card, "deviceIndex": 0, "interfaceType": "efa-only"}
+          for card in range(1, 5))])
+    assert [o for it in types for o in it.available_offerings()] == []
