@@ -8,6 +8,7 @@ the node class's settings."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_documents
 from nodewright.api.quantity import parse_quantity
 from nodewright.cloud.aws.offerings import tenancy_for
+from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.allocatable import (
     ProviderSettings,
@@ -791,3 +793,153 @@ def test_dl1_cannot_launch_with_more_efa_interfaces_than_it_has() -> None:
         *({"networkCardIndex": card, "deviceIndex": 0, "interfaceType": "efa-only"}
           for card in range(1, 5))])
     assert [o for it in types for o in it.available_offerings()] == []
+
+
+# --- The provider's instance types (moto world: us-west-2a, b and c) ------------------------
+
+
+def of(types: list[InstanceType], name: str) -> InstanceType:
+    (found,) = [it for it in types if it.name == name]
+    return found
+
+
+def available(it: InstanceType) -> set[tuple[str, str]]:
+    return {(o.zone, o.capacity_type) for o in it.available_offerings()}
+
+
+def test_marked_offerings_are_unavailable(provider: AwsCloudProvider) -> None:
+    """Insufficient Capacity Error Cache: "should not return an offering when marking an
+    offering as unavailable in the Insufficient Capacity Error Cache"."""
+    m5 = of(provider.get_instance_types(node_class()), "m5.large")
+    assert len(available(m5)) == 6
+    for zone in ("us-west-2a", "us-west-2b"):
+        provider.unavailable.mark_unavailable("m5.xlarge", zone, "spot", "test")
+    m5 = of(provider.get_instance_types(node_class()), "m5.large")
+    assert len(available(m5)) == 6
+    provider.unavailable.mark_unavailable("m5.large", "us-west-2a", "spot", "test")
+    m5 = of(provider.get_instance_types(node_class()), "m5.large")
+    assert len(available(m5)) == 5 and ("us-west-2a", "spot") not in available(m5)
+    for zone in ("us-west-2b", "us-west-2c"):
+        provider.unavailable.mark_unavailable("m5.large", zone, "on-demand", "test")
+    m5 = of(provider.get_instance_types(node_class()), "m5.large")
+    assert available(m5) == {("us-west-2a", "on-demand"), ("us-west-2b", "spot"),
+                             ("us-west-2c", "spot")}
+
+
+def test_a_capacity_type_marked_unavailable(provider: AwsCloudProvider) -> None:
+    """Insufficient Capacity Error Cache: "should not return a capacity type when marking a
+    capacity type as unavailable in the Insufficient Capacity Error Cache"."""
+    def capacity_types() -> set[str]:
+        return {ct for it in provider.get_instance_types(node_class())
+                for _, ct in available(it)}
+
+    assert capacity_types() == {"on-demand", "spot"}
+    provider.unavailable.mark_capacity_type_unavailable("spot", "test")
+    assert capacity_types() == {"on-demand"}
+
+
+def test_a_type_without_available_offerings_is_still_listed(provider: AwsCloudProvider) -> None:
+    """Insufficient Capacity Error Cache: "should return all instance types, even though with
+    no offerings due to Insufficient Capacity Error"."""
+    for zone in ("us-west-2a", "us-west-2b", "us-west-2c"):
+        for capacity_type in ("on-demand", "spot"):
+            provider.unavailable.mark_unavailable("m5.xlarge", zone, capacity_type, "ICE")
+    m5 = of(provider.get_instance_types(node_class()), "m5.xlarge")
+    assert m5.offerings and available(m5) == set()
+
+
+def test_one_offering_per_pool(provider: AwsCloudProvider) -> None:
+    """Offerings: "should create a single offering per instance pool" (twice: cache miss and
+    hit)."""
+    for _ in range(2):
+        pools = [(it.name, o.zone, o.capacity_type)
+                 for it in provider.get_instance_types(node_class()) for o in it.offerings]
+        assert len(pools) == len(set(pools)) > 0
+
+
+def test_same_types_without_changes(provider: AwsCloudProvider) -> None:
+    """Provider Cache: "should return the same set of instance types from the cache when no
+    changes are made"."""
+    assert provider.get_instance_types(node_class()) == provider.get_instance_types(
+        node_class())
+
+
+def test_kubelet_changes_change_the_types(provider: AwsCloudProvider) -> None:
+    """Provider Cache: "changes to kubelet configuration fields should result in a different
+    set of instances types"."""
+    base: dict[str, Any] = {
+        "kubeReserved": {"cpu": "1"}, "systemReserved": {"cpu": "1"},
+        "evictionHard": {"memory.available": "5%"}, "evictionSoft": {"nodefs.available": "10%"},
+        "evictionSoftGracePeriod": {"nodefs.available": "1m"}, "maxPods": 10}
+    changes: list[dict[str, Any]] = [
+        {}, {"kubeReserved": {"cpu": "20"}}, {"systemReserved": {"memory": "10Gi"}},
+        {"evictionHard": {"memory.available": "52%"}}, {"maxPods": 20}]
+    kubelet = dict(base)
+    results = []
+    for change in changes:
+        kubelet |= change
+        results.append(provider.get_instance_types(node_class(kubelet=dict(kubelet))))
+    assert all_different(results)
+
+
+def test_node_class_changes_change_the_types(provider: AwsCloudProvider) -> None:
+    """Provider Cache: "changes to nodeclass fields should result in a different set of
+    instances types"."""
+    xvda_20 = {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "20G"}, "rootVolume": False}
+    specs: list[dict[str, Any]] = [
+        {"blockDeviceMappings": [xvda_20]},
+        {"blockDeviceMappings": [xvda_20], "instanceStorePolicy": "RAID0"},
+        {"blockDeviceMappings": [xvda_20],
+         "amiSelectorTerms": [{"alias": "bottlerocket@latest"}]},
+        {"blockDeviceMappings": [xvda_20, {"deviceName": "/dev/sda1",
+                                           "ebs": {"volumeSize": "10G"}, "rootVolume": True}]},
+        {"blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"volumeSize": "15G"},
+                                  "rootVolume": False}]},
+        {"blockDeviceMappings": [{"deviceName": "/dev/yvda", "ebs": {"volumeSize": "25G"},
+                                  "rootVolume": True}]},
+    ]
+    assert all_different([provider.get_instance_types(node_class(**spec))
+                          for spec in specs])
+
+
+def all_different(results: list[list[InstanceType]]) -> bool:
+    """Karpenter's ExpectUniqueInstanceTypeLists: no two lists are the same."""
+    return all(results[i] != results[j]
+               for i in range(len(results)) for j in range(i + 1, len(results)))
+
+
+def test_ice_changes_only_that_type(provider: AwsCloudProvider) -> None:
+    """Provider Cache: "returning an ICE error only results in a cache miss for that instance
+    type"."""
+    before = {it.name: it for it in provider.get_instance_types(node_class())}
+    provider.unavailable.mark_unavailable("m5.xlarge", "us-west-2a", "spot", "test")
+    after = {it.name: it for it in provider.get_instance_types(node_class())}
+    assert after.keys() == before.keys()
+    assert [name for name in after if after[name] != before[name]] == ["m5.xlarge"]
+
+
+def test_capacity_type_ice_changes_every_type(provider: AwsCloudProvider) -> None:
+    """Provider Cache: "returning an ICE error for capacity type results in a cache miss for
+    every instance type" (its zone part, MarkSubnetUnavailable, has no Nodewright
+    counterpart)."""
+    before = {it.name: it for it in provider.get_instance_types(node_class())}
+    provider.unavailable.mark_capacity_type_unavailable("spot", "test")
+    after = {it.name: it for it in provider.get_instance_types(node_class())}
+    assert after.keys() == before.keys()
+    assert all(after[name] != before[name] for name in after
+               if any(o.capacity_type == "spot" for o in before[name].offerings))
+
+
+def test_listing_from_many_threads_agrees(provider: AwsCloudProvider) -> None:
+    """"should not cause data races when calling List() simultaneously" (50 threads, not
+    10000: the order and uniqueness of names is what is checked)."""
+    node_class_ = node_class()
+    provider.get_instance_types(node_class_)
+
+    def names() -> list[str]:
+        return sorted(it.name for it in provider.get_instance_types(node_class_))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        lists = list(pool.map(lambda _: names(), range(50)))
+    assert all(len(set(names_)) == len(names_) for names_ in lists)
+    assert all(names_ == lists[0] for names_ in lists)
