@@ -16,6 +16,7 @@ import yaml
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_documents
+from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.quantity import parse_quantity
 from nodewright.cloud.aws.offerings import tenancy_for
 from nodewright.cloud.aws.provider import AwsCloudProvider
@@ -30,7 +31,9 @@ from nodewright.scheduling.catalog import InstanceType, build_catalog
 from nodewright.scheduling.ec2_info import read_instance_type
 from nodewright.scheduling.planning import offline_catalogs, plan
 from nodewright.scheduling.solver import SchedulingResult
-from tests.aws.world import node_class
+from tests.aws.conftest import CallRecorder
+from tests.aws.test_launch import fleet_overrides
+from tests.aws.world import node_class, nodeclaim
 
 REGION = "us-west-2"
 ZONE = "us-west-2a"
@@ -943,3 +946,102 @@ def test_listing_from_many_threads_agrees(provider: AwsCloudProvider) -> None:
         lists = list(pool.map(lambda _: names(), range(50)))
     assert all(len(set(names_)) == len(names_) for names_ in lists)
     assert all(names_ == lists[0] for names_ in lists)
+
+
+# --- What a launch asks CreateFleet for ----------------------------------------------------
+
+
+def launch_overrides(
+    provider: AwsCloudProvider, recorder: CallRecorder, *requirements: dict[str, Any]
+) -> list[tuple[str, str]]:
+    """The (instance type, zone) overrides of the CreateFleet a NodeClaim with
+    `requirements` (and a request of 1 cpu) launches with."""
+    body = nodeclaim(requirements=list(requirements)).model_dump(by_alias=True,
+                                                                exclude_none=True)
+    body["spec"]["resources"] = {"requests": {"cpu": "1"}}
+    claim = NodeClaim.model_validate(body)
+    provider.create(claim, node_class())
+    (request,) = recorder.calls_of("ec2:CreateFleet")
+    return fleet_overrides(request)
+
+
+ON_DEMAND_ONLY = {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
+SPOT_AND_ON_DEMAND = {"key": "karpenter.sh/capacity-type", "operator": "In",
+                      "values": ["spot", "on-demand"]}
+
+
+def test_the_cheapest_types_are_asked_for(
+    provider: AwsCloudProvider, recorder: CallRecorder
+) -> None:
+    """"should order the instance types by price and only consider the cheapest ones": every
+    type of the fleet request is among the 100 cheapest, and there are at most 60."""
+    types = provider.get_instance_types(node_class())
+    asked = {name for name, _ in launch_overrides(provider, recorder, ON_DEMAND_ONLY)}
+
+    def price(it: InstanceType) -> float:
+        offering = it.cheapest_offering(capacity_types=["on-demand"])
+        return offering.price if offering is not None else float("inf")
+
+    # Karpenter's fake types all fit the pod's 1 cpu; of moto's, the 1-vCPU ones do not.
+    fitting = [it for it in types if it.allocatable["cpu"] >= q("1")]
+    cheapest = {it.name for it in sorted(fitting, key=lambda it: (price(it), it.name))[:100]}
+    assert len(asked) == 60
+    assert asked <= cheapest
+
+
+def test_spot_types_are_cheaper_than_the_cheapest_on_demand(
+    provider: AwsCloudProvider, recorder: CallRecorder
+) -> None:
+    """"should order the instance types by price and only consider the spot types that are
+    cheaper than the cheapest on-demand"."""
+    overrides = launch_overrides(provider, recorder, SPOT_AND_ON_DEMAND)
+    types = {it.name: it for it in provider.get_instance_types(node_class())}
+
+    def price_of(name: str, zone: str, capacity_type: str) -> float:
+        offering = types[name].cheapest_offering(zones=[zone], capacity_types=[capacity_type])
+        assert offering is not None
+        return offering.price
+
+    cheapest_on_demand = min(price_of(name, zone, "on-demand") for name, zone in overrides)
+    assert all(price_of(name, zone, "spot") < cheapest_on_demand for name, zone in overrides)
+
+
+def test_min_values_keeps_expensive_metal(
+    provider: AwsCloudProvider, recorder: CallRecorder
+) -> None:
+    """"should not remove expensive metal instanceTypeOptions if any of the requirement with
+    minValues is provided" (narrowed to a few types, as small as Karpenter's fake data, so
+    the cut to the 60 cheapest types does not drop the metal one first)."""
+    overrides = launch_overrides(provider, recorder, {
+        "key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"],
+        "minValues": 1}, M5_SIZES)
+    assert any("metal" in name for name, _ in overrides)
+
+
+def test_without_min_values_metal_goes(provider: AwsCloudProvider,
+                                       recorder: CallRecorder) -> None:
+    """The counterpart of the test above: the same types without minValues leave metal out
+    (Karpenter's "should de-prioritize metal", on the narrowed types)."""
+    overrides = launch_overrides(provider, recorder, {
+        "key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}, M5_SIZES)
+    assert overrides and not any("metal" in name for name, _ in overrides)
+
+
+M5_SIZES = {"key": "node.kubernetes.io/instance-type", "operator": "In",
+            "values": ["m5.large", "m5.xlarge", "m5.metal"]}
+
+
+def test_metal_is_left_out(provider: AwsCloudProvider, recorder: CallRecorder) -> None:
+    """"should de-prioritize metal"."""
+    overrides = launch_overrides(provider, recorder, ON_DEMAND_ONLY)
+    assert overrides and not any("metal" in name for name, _ in overrides)
+
+
+def test_gpu_types_are_left_out(provider: AwsCloudProvider, recorder: CallRecorder) -> None:
+    """"should de-prioritize gpu types" (Karpenter's fake data's GPU types are the g ones;
+    here: no type with a GPU)."""
+    overrides = launch_overrides(provider, recorder, ON_DEMAND_ONLY)
+    gpus = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "aws.amazon.com/neuron")
+    types = {it.name: it for it in provider.get_instance_types(node_class())}
+    assert overrides and not any(types[name].capacity.get(gpu, 0) > 0
+                                 for name, _ in overrides for gpu in gpus)
