@@ -18,6 +18,7 @@ from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_documents
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.quantity import parse_quantity
+from nodewright.cloud.aws.launch_templates import block_devices_of
 from nodewright.cloud.aws.offerings import tenancy_for
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.scheduling import offline_data
@@ -1045,3 +1046,66 @@ def test_gpu_types_are_left_out(provider: AwsCloudProvider, recorder: CallRecord
     types = {it.name: it for it in provider.get_instance_types(node_class())}
     assert overrides and not any(types[name].capacity.get(gpu, 0) > 0
                                  for name, _ in overrides for gpu in gpus)
+
+
+# --- Ephemeral storage and metadata options of the launch template --------------------------
+
+SNAPSHOT_ROOT = {"deviceName": "/dev/xvda",
+                 "ebs": {"snapshotID": "snap-xxxxxxxx", "volumeInitializationRate": 100}}
+EPHEMERAL_CASES = [
+    # (It text, node class spec)
+    ("for custom AMIs", {"amiFamily": "Custom", "amiSelectorTerms": [{"tags": {"*": "*"}}]}),
+    ("for AL2 Root volume", {"amiSelectorTerms": [{"alias": "al2@latest"}]}),
+    ("for AL2023 Root volume", {"amiSelectorTerms": [{"alias": "al2023@latest"}]}),
+    ("for Bottlerocket Root volume", {"amiSelectorTerms": [{"alias": "bottlerocket@latest"}],
+                                      "device": "/dev/xvdb"}),
+]
+
+
+@pytest.mark.parametrize(("case", "spec"), EPHEMERAL_CASES, ids=[c for c, _ in EPHEMERAL_CASES])
+def test_ebs_defaults_without_a_volume_size(case: str, spec: dict[str, Any]) -> None:
+    """Ephemeral Storage: "should default to EBS defaults when volumeSize is not defined in
+    blockDeviceMappings <case>": 20Gi of ephemeral storage, and the launch template's one
+    mapping keeps the snapshot and initialization rate."""
+    spec = dict(spec)
+    mapping = SNAPSHOT_ROOT | {"deviceName": spec.pop("device", "/dev/xvda")}
+    nc = node_class(**spec, blockDeviceMappings=[mapping])
+    it = build_catalog([_INFOS["m5.large"]], [{"InstanceType": "m5.large", "Location": ZONE}],
+                       REGION, settings=node_settings(node_class=nc))[0]
+    assert it.capacity["ephemeral-storage"] == q("20Gi")
+    (device,) = block_devices_of(nc.spec.block_device_mappings, nc.resolved_ami_family())
+    assert device["DeviceName"] == mapping["deviceName"]
+    assert device["Ebs"]["SnapshotId"] == "snap-xxxxxxxx"
+    assert device["Ebs"]["VolumeInitializationRate"] == 100
+
+
+def launched_metadata_options(
+    provider: AwsCloudProvider, recorder: CallRecorder, **spec: Any
+) -> list[dict[str, Any]]:
+    provider.create(nodeclaim(), node_class(**spec))
+    templates = recorder.calls_of("ec2:CreateLaunchTemplate")
+    assert templates
+    return [t["LaunchTemplateData"]["MetadataOptions"] for t in templates]
+
+
+def test_metadata_options_default(provider: AwsCloudProvider, recorder: CallRecorder) -> None:
+    """Metadata Options: "should default metadata options on generated launch template"."""
+    for options in launched_metadata_options(provider, recorder):
+        assert options["HttpEndpoint"] == "enabled"
+        assert options["HttpProtocolIpv6"] == "disabled"
+        assert options["HttpPutResponseHopLimit"] == 1
+        assert options["HttpTokens"] == "required"
+
+
+def test_metadata_options_from_the_node_class(
+    provider: AwsCloudProvider, recorder: CallRecorder
+) -> None:
+    """Metadata Options: "should set metadata options on generated launch template from
+    nodePool configuration"."""
+    for options in launched_metadata_options(provider, recorder, metadataOptions={
+            "httpEndpoint": "disabled", "httpProtocolIPv6": "enabled",
+            "httpPutResponseHopLimit": 1, "httpTokens": "optional"}):
+        assert options["HttpEndpoint"] == "disabled"
+        assert options["HttpProtocolIpv6"] == "enabled"
+        assert options["HttpPutResponseHopLimit"] == 1
+        assert options["HttpTokens"] == "optional"
