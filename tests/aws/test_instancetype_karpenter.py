@@ -18,6 +18,8 @@ from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_documents
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.quantity import parse_quantity
+from nodewright.cloud.aws.catalog import DESCRIBE_CACHE_SECONDS
+from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.launch_templates import block_devices_of
 from nodewright.cloud.aws.offerings import tenancy_for
 from nodewright.cloud.aws.provider import AwsCloudProvider
@@ -34,7 +36,7 @@ from nodewright.scheduling.planning import offline_catalogs, plan
 from nodewright.scheduling.solver import SchedulingResult
 from tests.aws.conftest import CallRecorder
 from tests.aws.test_launch import fleet_overrides
-from tests.aws.world import node_class, nodeclaim
+from tests.aws.world import FakeClock, node_class, nodeclaim
 
 REGION = "us-west-2"
 ZONE = "us-west-2a"
@@ -1109,3 +1111,78 @@ def test_metadata_options_from_the_node_class(
         assert options["HttpProtocolIpv6"] == "enabled"
         assert options["HttpPutResponseHopLimit"] == 1
         assert options["HttpTokens"] == "optional"
+
+
+# --- Refreshes of DescribeInstanceTypes and DescribeInstanceTypeOfferings ---------------------
+
+
+def test_changed_instance_type_info_changes_the_types(
+    provider: AwsCloudProvider, clients: AwsClients, clock: FakeClock
+) -> None:
+    """Provider Cache: "updates to the instanceTypeInfo should result in a different set of
+    instance types": unchanged until the five-minute refresh, then one type fewer."""
+    first = provider.get_instance_types(node_class())
+    clock.advance(DESCRIBE_CACHE_SECONDS + 1)
+    assert provider.get_instance_types(node_class()) == first
+    dropped: list[str] = []
+
+    def drop_one(parsed: dict[str, Any], **_: Any) -> None:
+        if not dropped and parsed.get("InstanceTypes"):
+            dropped.append(parsed["InstanceTypes"].pop(0)["InstanceType"])
+
+    clients.ec2.meta.events.register("after-call.ec2.DescribeInstanceTypes", drop_one)
+    clock.advance(DESCRIBE_CACHE_SECONDS + 1)
+    third = provider.get_instance_types(node_class())
+    assert third != first
+    assert dropped and dropped[0] not in {it.name for it in third}
+
+
+def test_changed_offering_info_changes_the_types(
+    provider: AwsCloudProvider, clients: AwsClients, clock: FakeClock
+) -> None:
+    """Provider Cache: "updates to the instanceTypeOfferingInfo should result in a different
+    set of instance types" (Karpenter adds an offering; here one is taken away)."""
+    first = provider.get_instance_types(node_class())
+    clock.advance(DESCRIBE_CACHE_SECONDS + 1)
+    assert provider.get_instance_types(node_class()) == first
+
+    def drop_m5_xlarge_in_c(parsed: dict[str, Any], **_: Any) -> None:
+        parsed["InstanceTypeOfferings"] = [
+            o for o in parsed.get("InstanceTypeOfferings", [])
+            if (o["InstanceType"], o["Location"]) != ("m5.xlarge", "us-west-2c")]
+
+    clients.ec2.meta.events.register("after-call.ec2.DescribeInstanceTypeOfferings",
+                                     drop_m5_xlarge_in_c)
+    clock.advance(DESCRIBE_CACHE_SECONDS + 1)
+    third = provider.get_instance_types(node_class())
+    assert third != first
+    assert "us-west-2c" not in of(third, "m5.xlarge").zones()
+
+
+def test_spot_launches_where_zonal_availability_exists() -> None:
+    """CapacityType: "should succeed to launch spot instance when zonal availability
+    exists"."""
+    result = provisioned([pod_manifest("pod")], requirements=[
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}])
+    assert placed(result) == {"pod": "m5.large"}
+    assert [claim.nodepool for claim in result.nodeclaims] == ["default"]
+
+
+A1_MEDIUM = {
+    "InstanceType": "a1.medium", "SupportedUsageClasses": ["on-demand", "spot"],
+    "ProcessorInfo": {"SupportedArchitectures": ["arm64"]},
+    "VCpuInfo": {"DefaultCores": 1, "DefaultVCpus": 1}, "MemoryInfo": {"SizeInMiB": 2048},
+    "NetworkInfo": {"Ipv4AddressesPerInterface": 4, "DefaultNetworkCardIndex": 0,
+                    "NetworkCards": [{"NetworkCardIndex": 0, "MaximumNetworkInterfaces": 2}]},
+}
+
+
+def test_a1_is_available_with_bottlerocket() -> None:
+    """AMI Compatibility: DescribeTable "should mark availability of a1 instance type
+    offerings based on AMI", Entry "when AMI is BottleRocket"."""
+    nc = node_class(amiSelectorTerms=[{"alias": "bottlerocket@latest"}])
+    (a1,) = build_catalog([A1_MEDIUM], [{"InstanceType": "a1.medium", "Location": z}
+                                        for z in ("us-west-2a", "us-west-2b")],
+                          REGION, settings=node_settings(node_class=nc))
+    assert a1.offerings and all(o.available for o in a1.offerings)
