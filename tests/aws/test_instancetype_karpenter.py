@@ -9,6 +9,7 @@ the node class's settings."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,6 +19,11 @@ from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_documents
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.quantity import parse_quantity
+from nodewright.cloud.aws.capacity_reservations import (
+    Availability,
+    Reservation,
+    with_reserved_offerings,
+)
 from nodewright.cloud.aws.catalog import DESCRIBE_CACHE_SECONDS
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.launch_templates import block_devices_of
@@ -1186,3 +1192,31 @@ def test_a1_is_available_with_bottlerocket() -> None:
                                         for z in ("us-west-2a", "us-west-2b")],
                           REGION, settings=node_settings(node_class=nc))
     assert a1.offerings and all(o.available for o in a1.offerings)
+
+
+# --- Capacity blocks ----------------------------------------------------------------------
+
+BLOCK_START = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("state", "end"), [
+    ("active", BLOCK_START + timedelta(hours=2)),
+    ("expiring", BLOCK_START + timedelta(minutes=39)),
+], ids=["when the capacity block is active", "when the capacity block is expiring"])
+def test_an_offering_for_a_capacity_block(state: str, end: datetime) -> None:
+    """Capacity Blocks: DescribeTable "should create an offering for a capacity block", each
+    Entry (a block is expiring from 40 minutes before its end)."""
+    block = Reservation(id="cr-123", instance_type="c6g.large", zone=ZONE, owner_id="",
+                        match_criteria="targeted", reservation_type="capacity-block",
+                        available_count=1, end_time=end)
+    counts = Availability()
+    counts.sync([block])
+    catalog = with_reserved_offerings(list(built_all(["c6g.large"]).values()), [block], counts,
+                                      BLOCK_START)
+    (c6g,) = catalog
+    (reserved,) = [o for o in c6g.offerings if o.capacity_type == "reserved"]
+    assert reserved.zone == ZONE
+    assert reserved.reservation_type == "capacity-block"
+    assert reserved.reservation_id == "cr-123"
+    assert reserved.available == (state != "expiring")
+    assert reserved.reservation_capacity == 1
