@@ -29,6 +29,9 @@ from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.launch_templates import block_devices_of
 from nodewright.cloud.aws.offerings import tenancy_for
 from nodewright.cloud.aws.provider import AwsCloudProvider
+from nodewright.controllers.metrics.offerings import OfferingMetrics
+from nodewright.metrics import REGISTRY
+from nodewright.runtime import VirtualClock, WatchEvent
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.allocatable import (
     ProviderSettings,
@@ -40,6 +43,7 @@ from nodewright.scheduling.catalog import InstanceType, build_catalog
 from nodewright.scheduling.ec2_info import read_instance_type
 from nodewright.scheduling.planning import offline_catalogs, plan
 from nodewright.scheduling.solver import SchedulingResult
+from nodewright.state import ClusterState
 from tests.aws.conftest import CallRecorder
 from tests.aws.test_launch import fleet_overrides
 from tests.aws.world import FakeClock, node_class, nodeclaim
@@ -1220,3 +1224,42 @@ def test_an_offering_for_a_capacity_block(state: str, end: datetime) -> None:
     assert reserved.reservation_id == "cr-123"
     assert reserved.available == (state != "expiring")
     assert reserved.reservation_capacity == 1
+
+
+# --- Metrics ------------------------------------------------------------------------------
+
+
+def published_offerings(provider: AwsCloudProvider) -> list[InstanceType]:
+    """The offering metrics controller's pass over a NodePool of the world's node class."""
+    state = ClusterState(VirtualClock(BLOCK_START))
+    nodepool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+                "metadata": {"name": "default", "resourceVersion": "1"},
+                "spec": {"template": {"spec": {"nodeClassRef": {
+                    "group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                    "requirements": []}}}}
+    nodeclass = node_class().model_dump(by_alias=True, exclude_none=True)
+    nodeclass["metadata"]["resourceVersion"] = "1"
+    for obj in (nodeclass, nodepool):
+        state.observe(WatchEvent("ADDED", obj))
+    OfferingMetrics(provider, state).reconcile("")
+    return provider.get_instance_types(node_class())
+
+
+def test_vcpu_metrics(provider: AwsCloudProvider) -> None:
+    """Metrics: "should expose vcpu metrics for instance types"."""
+    types = published_offerings(provider)
+    assert types
+    for it in types:
+        cores = REGISTRY.get_sample_value("karpenter_cloudprovider_instance_type_cpu_cores",
+                                          {"instance_type": it.name})
+        assert cores is not None and cores > 0, it.name
+
+
+def test_memory_metrics(provider: AwsCloudProvider) -> None:
+    """Metrics: "should expose memory metrics for instance types"."""
+    types = published_offerings(provider)
+    assert types
+    for it in types:
+        memory = REGISTRY.get_sample_value(
+            "karpenter_cloudprovider_instance_type_memory_bytes", {"instance_type": it.name})
+        assert memory is not None and memory > 0, it.name
