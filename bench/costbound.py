@@ -43,7 +43,7 @@ all of those (a combinatorial Benders cut: some type must get more nodes); when 
 z* is a packing and the bound is the optimum. The reported bound is the larger of the
 two; `Bound.method` says which.
 
-Pricing runs the controller's own knapsack (`nodewright.scheduling.knapsack`, branch and
+Pricing runs the controller's own knapsack (`nodewright.scheduling.packing.knapsack`, branch and
 bound with a surrogate bound that stays valid when its node budget runs out) with a small
 budget first: its patterns are real, so any that prices out is a valid column. Exact
 rounds (a large budget, HiGHS for the knapsacks it does not finish) run when it finds
@@ -71,7 +71,7 @@ from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "controller"))
 
-from nodewright.scheduling.knapsack import solve_knapsack
+from nodewright.scheduling.packing.knapsack import solve_knapsack
 
 Shape = tuple[int, ...]
 # Column generation stops when its bound is this close (relative) to the master LP value.

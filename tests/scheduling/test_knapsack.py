@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodewright.scheduling.knapsack import (
+from nodewright.scheduling.packing.knapsack import (
     GreedyFills,
     _folded,
     greedy_pattern,
