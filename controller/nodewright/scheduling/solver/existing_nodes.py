@@ -1,0 +1,170 @@
+"""The nodes that exist already: what their bound pods and DaemonSets take (`NodeUsage`),
+worked out once per problem or once for many problems cut from one (`PreparedNodes`), and
+turned into targets new pods may land on (`existing_targets`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from nodewright.scheduling.pods import (
+    UNSCHEDULABLE_TAINT,
+    DaemonSet,
+    ExistingNode,
+    HostPort,
+    Pod,
+    Taint,
+    untolerated,
+)
+from nodewright.scheduling.solver.pools import PoolMemo
+from nodewright.scheduling.solver.problem import SchedulingProblem
+from nodewright.scheduling.solver.topology import TopologyTracker
+from nodewright.scheduling.targets import ExistingTarget, ResourceIndex, Vector
+from nodewright.scheduling.topology import DomainSource
+
+
+@dataclass
+class NodeUsage:
+    """An existing node with what its bound pods and DaemonSets take, in any resources."""
+
+    node: ExistingNode
+    taints: tuple[Taint, ...]
+    source: DomainSource
+    running: list[Pod]
+    requested: dict[str, int]  # bound pods and the DaemonSets that will run there
+    host_ports: list[HostPort]
+    names: frozenset[str]  # the resources its bound pods request
+
+
+def node_usage(node: ExistingNode, running: list[Pod],
+                daemonsets: Sequence[DaemonSet]) -> NodeUsage:
+    taints = node.taints
+    if node.unschedulable and UNSCHEDULABLE_TAINT not in taints:
+        # What the node lifecycle controller adds; nodeTaintsPolicy Honor sees it.
+        taints = (*taints, UNSCHEDULABLE_TAINT)
+    requested: dict[str, int] = {}
+    daemon_ports: list[HostPort] = []
+    if not node.unschedulable:
+        owners = {pod.owner for pod in running}
+        hard_taints = tuple(t for t in node.taints if t.effect != "PreferNoSchedule")
+        for daemonset in daemonsets:
+            if (
+                f"DaemonSet/{daemonset.name}" not in owners
+                and untolerated(hard_taints, daemonset.pod.tolerations) is None
+                and any(
+                    alternative.satisfied_by_labels(node.labels)
+                    for alternative in daemonset.pod.strict_node_alternatives()
+                )
+            ):
+                for name, amount in daemonset.pod.requests.items():
+                    requested[name] = requested.get(name, 0) + amount
+                daemon_ports.extend(daemonset.pod.host_ports)
+        for pod in running:
+            for name, amount in pod.requests.items():
+                requested[name] = requested.get(name, 0) + amount
+    return NodeUsage(
+        node=node,
+        taints=taints,
+        source=DomainSource(taints, labels=tuple(sorted(node.labels.items()))),
+        running=running,
+        requested=requested,
+        host_ports=[port for pod in running for port in pod.host_ports] + daemon_ports,
+        names=frozenset(name for pod in running for name in pod.requests),
+    )
+
+
+def bound_by_node(problem: SchedulingProblem) -> dict[str, list[Pod]]:
+    bound: dict[str, list[Pod]] = {}
+    for pod in problem.bound_pods:
+        if pod.node_name is not None:
+            bound.setdefault(pod.node_name, []).append(pod)
+    return bound
+
+
+class PreparedNodes:
+    """The existing nodes of a problem with their usage, worked out once for solving
+    problems cut from it by taking some nodes away with their bound pods (a disruption
+    pass simulates each candidate's removal that way)."""
+
+    def __init__(self, problem: SchedulingProblem) -> None:
+        self.daemonsets = problem.daemonsets
+        # NodePool setups, shared by the solves of the problems cut from this one (their
+        # templates and DaemonSets are these).
+        self.pool_memo: PoolMemo = {}
+        bound = bound_by_node(problem)
+        self.by_name = {
+            node.name: node_usage(node, bound.get(node.name, []), problem.daemonsets)
+            for node in problem.nodes
+        }
+
+    def usable_for(self, problem: SchedulingProblem) -> bool:
+        """Whether the problem keeps the same DaemonSets, nodes among these, and every
+        kept node's bound pods (counted) as they were."""
+        if problem.daemonsets is not self.daemonsets:
+            return False
+        kept = 0
+        for node in problem.nodes:
+            usage = self.by_name.get(node.name)
+            if usage is None or usage.node is not node:
+                return False
+            kept += len(usage.running)
+        return kept == len(problem.bound_pods)
+
+
+
+
+@dataclass
+class NodeSetup:
+    usage: NodeUsage
+    used: Vector
+    allocatable: Vector
+
+
+def node_setups(problem: SchedulingProblem, prepared: PreparedNodes | None,
+                index: ResourceIndex) -> list[NodeSetup]:
+    """The problem's existing nodes by name, with their usage as resource vectors."""
+    if prepared is not None:
+        usages = [prepared.by_name[node.name] for node in problem.nodes]
+    else:
+        bound = bound_by_node(problem)
+        usages = [node_usage(node, bound.get(node.name, []), problem.daemonsets)
+                  for node in problem.nodes]
+    return [
+        NodeSetup(usage, index.vector(usage.requested),
+                  index.vector(usage.node.allocatable or {}))
+        for usage in sorted(usages, key=lambda u: u.node.name)
+    ]
+
+
+def existing_targets(nodes: Sequence[NodeSetup], tracker: TopologyTracker
+                     ) -> list[ExistingTarget]:
+    """The nodes new pods may land on; every node's domains and bound pods are counted
+    toward topology (a cordoned node's too, though it takes no new pods)."""
+    targets = []
+    # Without any topology group a bound pod counts toward nothing.
+    counted = bool(tracker.topology.groups)
+    for setup in nodes:
+        usage = setup.usage
+        node = usage.node
+        tracker.topology.add_node_domains(node.labels, usage.source)
+        if node.unschedulable:
+            # No new pods, but its pods count toward spread and (anti-)affinity.
+            cordoned = ExistingTarget(node.name, usage.taints, (), labels=node.labels)
+            for pod in usage.running if counted else ():
+                tracker.record(cordoned, pod)
+            continue
+        target = ExistingTarget(
+            hostname=node.name,
+            taints=usage.taints,
+            used=setup.used,
+            labels=node.labels,
+            allocatable=setup.allocatable,
+            volume_limits=node.volume_limits,
+        )
+        target.host_ports.extend(usage.host_ports)
+        for pod in usage.running:
+            target.add_volumes(pod)
+        for pod in usage.running if counted else ():
+            tracker.record(target, pod)
+        targets.append(target)
+    return targets

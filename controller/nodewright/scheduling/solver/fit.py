@@ -1,0 +1,139 @@
+"""Whether a target takes a pod, and what placing it there changes: taints, host ports,
+labels or requirements, volumes, topology, room, and on a NodeClaim whether growing into a
+pricier instance type is worth it (`growth`)."""
+
+from __future__ import annotations
+
+from itertools import chain
+
+from nodewright.scheduling.growth import GrowthJudge
+from nodewright.scheduling.pods import Pod, untolerated
+from nodewright.scheduling.requirements import LABEL_INSTANCE_TYPE, Requirement, Requirements
+from nodewright.scheduling.solver.context import PodContext
+from nodewright.scheduling.solver.topology import TopologyTracker
+from nodewright.scheduling.solver.verdicts import Change, Rejection
+from nodewright.scheduling.targets import (
+    ClaimTarget,
+    ExistingTarget,
+    PoolState,
+    ResourceIndex,
+    Target,
+    fits,
+)
+
+
+class FitCheck:
+    """One plan's checks. `efficient_growth` lets a NodeClaim grow into a type that costs
+    more than a separate node for the pod when that type is among the most cost-efficient."""
+
+    def __init__(self, index: ResourceIndex, tracker: TopologyTracker, growth: GrowthJudge,
+                 efficient_growth: bool) -> None:
+        self.index = index
+        self.tracker = tracker
+        self.growth = growth
+        self.efficient_growth = efficient_growth
+        # The cheapest node of a pool for one pod alone, by pool name and pod shape.
+        self.standalone: dict[tuple[str, tuple[object, ...]], float] = {}
+
+    def check(
+        self, target: Target, pod: Pod, context: PodContext, planned: bool = False
+    ) -> Change | Rejection:
+        """`planned`: the packer chose this NodeClaim for the pod, so growing it is no
+        question."""
+        taint = untolerated(target.taints, pod.tolerations)
+        if taint is not None:
+            return Rejection(f"taint {taint.describe()} is not tolerated", True)
+        if pod.host_ports and target.port_conflict(pod) is not None:
+            return Rejection("host port already in use", True)
+        if isinstance(target, ExistingTarget):
+            return self._on_node(target, pod, context)
+        assert isinstance(target, ClaimTarget)
+        return self._on_claim(target, pod, context, planned)
+
+    def _on_node(self, target: ExistingTarget, pod: Pod, context: PodContext
+                 ) -> Change | Rejection:
+        if not context.requirements.satisfied_by_labels(target.labels):
+            return Rejection("node labels do not match", True)
+        if pod.volumes and target.volume_limits:
+            too_many = target.volume_limit_reason(pod)
+            if too_many is not None:
+                return Rejection(too_many, True)
+        extra = self.tracker.requirements(target, pod, context)
+        if isinstance(extra, Rejection):
+            return extra
+        need = self.index.add(target.used, context.vector)
+        if not fits(need, target.allocatable):
+            return Rejection("node is full", True)
+        return Change(need=need)
+
+    def _on_claim(self, target: ClaimTarget, pod: Pod, context: PodContext, planned: bool
+                  ) -> Change | Rejection:
+        if not fits(self.index.add(target.used, context.vector), target.max_allocatable):
+            return Rejection("no instance type has room", True)
+        conflict = target.requirements.conflict(context.requirements)
+        if conflict is not None:
+            return Rejection(conflict, True)
+        extra = self.tracker.requirements(target, pod, context)
+        if isinstance(extra, Rejection):
+            return extra
+        if pod.host_ports and target.pool is not None and target.pool.daemon_ports:
+            blocked = target.pool.port_blocked_types(pod)
+            if blocked:
+                left = target.candidates[target.start:]
+                if all(c.instance_type.name in blocked for c in left):
+                    taken = target.pool.daemon_ports[left[0].instance_type.name].port_conflict(
+                        pod.host_ports) if left else None
+                    port = f" {taken.port}/{taken.protocol}" if taken is not None else ""
+                    return Rejection(f"host port{port} is taken by a DaemonSet's pod", True)
+                extra = [*extra, Requirement(LABEL_INSTANCE_TYPE, True, blocked)]
+        merged, changed = self._merge(target, context, extra)
+        need = self.index.add(target.used, context.vector)
+        kept, why = target.narrow(merged, changed, need)
+        if kept is None:
+            return Rejection(why or "does not fit", not extra)
+        by_efficiency = False
+        if target.pods and not context.needs_company and target.pool is not None and not planned:
+            growth = kept.cheapest.price - target.cheapest.price
+            if growth > self.standalone_price(target.pool, context) + 1e-9:
+                by_efficiency = self.efficient_growth and self.growth.worth_growing(
+                    target.pool, kept, need
+                )
+                if not by_efficiency:
+                    return Rejection("growing this node costs more than a new one", True)
+        return Change(merged if changed else None, kept, need, by_efficiency)
+
+    def standalone_price(self, pool: PoolState, context: PodContext) -> float:
+        """What the cheapest node of this pool holding just this pod would cost."""
+        key = (pool.name, context.signature)
+        price = self.standalone.get(key)
+        if price is None:
+            need = context.vector
+            fitting = (
+                c.price
+                for c in pool.candidates_for(pool.requirements.merged(context.requirements))
+                if fits(need, c.allocatable)
+            )
+            price = next(fitting, float("inf"))
+            self.standalone[key] = price
+        return price
+
+    def _merge(
+        self, claim: ClaimTarget, context: PodContext, extra: list[Requirement]
+    ) -> tuple[Requirements, bool]:
+        cache_key = (context.signature, tuple(extra))
+        cached = claim.merge_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        merged = claim.requirements
+        changed = False
+        for requirement in chain(context.requirements.values(), extra):
+            have = merged.get(requirement.key)
+            narrowed = requirement if have is None else have.intersection(requirement)
+            if narrowed != have:
+                if not changed:
+                    merged = merged.copy()
+                    changed = True
+                merged.add(requirement)
+        claim.merge_cache[cache_key] = (merged, changed)
+        return merged, changed
+

@@ -1,0 +1,215 @@
+"""Placing one pod (first fit, as Karpenter does): on an existing node or a NodeClaim opened
+so far, in the order they opened, else on a new NodeClaim from the first NodePool (by
+weight) that can launch one for it; a pod that fits nowhere has its preferences relaxed
+one at a time (`preferences.relax`) and is tried again, and what still fits nowhere gets a
+reason."""
+
+from __future__ import annotations
+
+from nodewright.api.quantity import PODS, format_quantity
+from nodewright.scheduling.pods import Pod, untolerated
+from nodewright.scheduling.requirements import LABEL_HOSTNAME, Requirement
+from nodewright.scheduling.solver.context import PodContext, PodContexts
+from nodewright.scheduling.solver.existing_nodes import existing_targets
+from nodewright.scheduling.solver.fit import FitCheck
+from nodewright.scheduling.solver.pools import pool_state
+from nodewright.scheduling.solver.preferences import relax
+from nodewright.scheduling.solver.setup import Setup
+from nodewright.scheduling.solver.topology import TopologyTracker
+from nodewright.scheduling.solver.verdicts import Change, Rejection
+from nodewright.scheduling.targets import ClaimTarget, ExistingTarget, PoolState, Target, fits
+from nodewright.scheduling.topology import Topology
+
+
+class Placement:
+    """One plan's targets and the placing of pods on them, one at a time."""
+
+    def __init__(self, setup: Setup, topology: Topology, efficient_growth: bool) -> None:
+        self.index = setup.index
+        self.topology = topology
+        for pod in setup.tied:
+            topology.register(pod)
+        self.tracker = TopologyTracker(topology)
+        self.contexts = PodContexts(topology, setup.index)
+        self.fit = FitCheck(setup.index, self.tracker, setup.growth, efficient_growth)
+        self.pools: list[PoolState] = []
+        for pool_setup in setup.pools:
+            pool = pool_state(pool_setup)
+            self.tracker.add_pool_domains(pool_setup, pool)
+            self.pools.append(pool)
+        # Existing nodes first (by name), then the NodeClaims in the order they open.
+        self.targets: list[Target] = [*existing_targets(setup.nodes, self.tracker)]
+        self.claim_count = 0
+
+    def context(self, pod: Pod) -> PodContext:
+        return self.contexts.of(pod)
+
+    def is_free(self, pod: Pod) -> bool:
+        """No topology group involves the pod and it has no host ports."""
+        context = self.context(pod)
+        return (
+            context.spread_free
+            and not context.needs_company
+            and not pod.host_ports
+            and not self.topology.selecting_groups(pod)
+        )
+
+    def schedule(self, pod: Pod) -> str | None:
+        """Place the pod, relaxing its preferences while it fits nowhere; None once placed,
+        else why it fits nowhere."""
+        current: Pod | None = pod
+        reason: str | None = None
+        while current is not None:
+            reason = self._place(current)
+            if reason is None:
+                return None
+            current = relax(current)
+        return reason
+
+    def _place(self, pod: Pod) -> str | None:
+        if self.place_on_targets(pod):
+            return None
+        context = self.context(pod)
+        reasons: list[tuple[str, str, bool]] = []
+        for pool in self.pools:
+            claim_or_reason = self.open_claim(pool, pod, context)
+            if isinstance(claim_or_reason, ClaimTarget):
+                return None
+            reason, is_requirement = claim_or_reason
+            reasons.append((pool.name, reason, is_requirement))
+        return _explain(pod, reasons)
+
+    def place_on_targets(self, pod: Pod) -> bool:
+        """Place the pod on an existing node or a NodeClaim opened so far, if one takes it."""
+        context = self.context(pod)
+        # Targets this pod shape has not found permanently closed, in the order they opened.
+        open_targets = context.open_targets
+        for position in range(context.seen_targets, len(self.targets)):
+            open_targets[position] = None
+        context.seen_targets = len(self.targets)
+        closed: list[int] = []
+        placed = False
+        for position in open_targets:
+            target = self.targets[position]
+            outcome = self.fit.check(target, pod, context)
+            if isinstance(outcome, Change):
+                self.apply(target, pod, context, outcome)
+                placed = True
+                break
+            if outcome.permanent:
+                closed.append(position)
+        for position in closed:
+            del open_targets[position]
+        return placed
+
+    def apply(self, target: Target, pod: Pod, context: PodContext, change: Change) -> None:
+        """Put the pod on the target as `change` says, and count it toward topology."""
+        target.pods.append(pod)
+        target.used = change.need
+        target.host_ports.extend(pod.host_ports)
+        if isinstance(target, ExistingTarget) and pod.volumes:
+            target.add_volumes(pod)
+        if isinstance(target, ClaimTarget):
+            target.grew_by_efficiency |= change.grew_by_efficiency
+            if change.requirements is not None:
+                target.set_requirements(change.requirements)
+            if change.candidates is not None:
+                target.set_candidates(change.candidates.candidates, change.candidates.start)
+            if change.requirements is not None and target.unrecorded:
+                self.tracker.flush_unrecorded(target)
+        self.tracker.record(target, pod)
+
+    def open_claim(
+        self, pool: PoolState, pod: Pod, context: PodContext
+    ) -> ClaimTarget | tuple[str, bool]:
+        """A new NodeClaim of the pool holding the pod, or why there can be none (and
+        whether that is the pod's requirements)."""
+        taint = untolerated(pool.template.taints, pod.tolerations)
+        if taint is not None:
+            return f"taint {taint.describe()} is not tolerated", False
+        conflict = pool.requirements.conflict(context.requirements)
+        if conflict is not None:
+            return conflict, True
+        if not pool.candidates:
+            if pool.overfilled:
+                return ("the DaemonSets that would run on its nodes take more than any "
+                        "instance type holds"), False
+            return "no instance type satisfies the NodePool's requirements", False
+        hostname = f"{pool.name}-{self.claim_count + 1}"
+        requirements = pool.requirements.copy()
+        requirements.add(Requirement.single(LABEL_HOSTNAME, hostname))
+        candidates = (
+            pool.candidates
+            if pool.remaining is None
+            else [c for c in pool.candidates if pool.within_limits(c.instance_type)]
+        )
+        if not candidates:
+            return _limits_reason(pool), False
+        claim = ClaimTarget(
+            hostname=hostname,
+            taints=pool.template.taints,
+            used=pool.zero,
+            pool=pool,
+            requirements=requirements,
+        )
+        claim.set_candidates(candidates)
+        outcome = self.fit.check(claim, pod, context)
+        if isinstance(outcome, Rejection):
+            if outcome.reason == "no instance type has room":
+                return self._resource_reason(pool, claim, context), False
+            return outcome.reason, False
+        self.claim_count += 1
+        claim.committed = True
+        if outcome.candidates is not None:
+            claim.set_candidates(outcome.candidates.candidates, outcome.candidates.start)
+        outcome.candidates = None
+        self.targets.append(claim)
+        self.apply(claim, pod, context, outcome)
+        return claim
+
+    def _resource_reason(self, pool: PoolState, claim: ClaimTarget, context: PodContext) -> str:
+        need = self.index.add(claim.used, context.vector)
+        compatible = pool.candidates_for(claim.requirements.merged(context.requirements))
+        if not compatible:
+            return "no instance type satisfies the combined requirements"
+        names = self.index.names
+        for slot, name in enumerate(names):
+            roomiest = max(compatible, key=lambda c: c.allocatable[slot])
+            if need[slot] > roomiest.allocatable[slot]:
+                amount = format_quantity(context.vector[slot], name)
+                overhead = roomiest.overhead[slot] if roomiest.overhead else 0
+                largest = roomiest.allocatable[slot] + overhead
+                detail = f"; DaemonSets take {format_quantity(overhead, name)}" if overhead else ""
+                return (
+                    f"no instance type has {amount} {name} allocatable "
+                    f"(largest: {format_quantity(largest, name)}{detail})"
+                )
+        if any(fits(need, c.allocatable) for c in compatible):
+            return _limits_reason(pool)
+        wanted = ", ".join(
+            f"{name} {format_quantity(context.vector[i], name)}"
+            for i, name in enumerate(names)
+            if context.vector[i] and name != PODS
+        )
+        return f"no single instance type has {wanted} allocatable together"
+
+
+
+def _limits_reason(pool: PoolState) -> str:
+    remaining = pool.remaining or {}
+    left = ", ".join(
+        f"{name} {format_quantity(max(amount, 0), name)}" for name, amount in remaining.items()
+    )
+    return f"limits leave no room for another node (remaining: {left})"
+
+
+def _explain(pod: Pod, reasons: list[tuple[str, str, bool]]) -> str:
+    if not reasons:
+        return "no NodePool can launch nodes"
+    details = "; ".join(f'NodePool "{name}": {reason}' for name, reason, _ in reasons)
+    if all(is_requirement for _, _, is_requirement in reasons):
+        if pod.node_selector:
+            wanted = ", ".join(f"{k}={v}" for k, v in sorted(pod.node_selector.items()))
+            return f"no NodePool matches nodeSelector {wanted} ({details})"
+        return f"no NodePool matches the pod's node affinity ({details})"
+    return details

@@ -1,0 +1,105 @@
+"""What every plan of one problem builds alike, built once (`Setup`): the resource slots,
+the pods topology ties together, each NodePool's setup (`pools`) and each existing node's
+usage (`existing_nodes`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from itertools import chain
+
+from nodewright.api.quantity import CPU, MEMORY, PODS
+from nodewright.scheduling.growth import GrowthJudge
+from nodewright.scheduling.nodepools import NodePoolTemplate
+from nodewright.scheduling.solver.existing_nodes import NodeSetup, PreparedNodes, node_setups
+from nodewright.scheduling.solver.pools import (
+    PoolMemo,
+    PoolSetup,
+    limits_room,
+    pool_order,
+    pool_setup,
+)
+from nodewright.scheduling.solver.problem import SchedulingProblem
+from nodewright.scheduling.targets import ResourceIndex
+
+
+class Setup:
+    """What every solver of one problem builds alike (resource slots, each NodePool's
+    compatible types and limits, each existing node's usage), built once and shared by
+    the plans `solve` compares. Solvers only read it."""
+
+    def __init__(self, problem: SchedulingProblem, prepared: PreparedNodes | None = None,
+                 pool_memo: PoolMemo | None = None
+                 ) -> None:
+        self.problem = problem
+        # NodePool setups by template, kept across the re-plans of one solve's NodeClaims
+        # (`results.PlanResults`): each would filter the whole catalog again.
+        self.tail_pools: PoolMemo = {}
+        self.prepared = prepared if prepared is not None and prepared.usable_for(problem) else None
+        if pool_memo is None and self.prepared is not None:
+            pool_memo = self.prepared.pool_memo
+        self.pool_memo = pool_memo
+        names = {CPU, MEMORY, PODS}
+        if self.prepared is not None:
+            for pod in chain(problem.pods, (d.pod for d in problem.daemonsets)):
+                names.update(pod.requests)
+            for node in problem.nodes:
+                names.update(self.prepared.by_name[node.name].names)
+        else:
+            for pod in chain(problem.pods, problem.bound_pods,
+                             (d.pod for d in problem.daemonsets)):
+                names.update(pod.requests)
+        self.index = ResourceIndex(sorted(names))
+        # Registering a pod without spread or (anti-)affinity terms creates no group.
+        self.tied = [
+            pod for pod in chain(problem.pods, problem.bound_pods)
+            if pod.spread or pod.pod_affinity or pod.preferred_pod_affinity
+            or pod.pod_anti_affinity or pod.preferred_pod_anti_affinity
+        ]
+        self._pools: list[PoolSetup] | None = None
+        self._nodes: list[NodeSetup] | None = None
+        # The growth rule's memo (best price per unit of a mix, per NodePool): the same
+        # for every solver of this setup (its pools are this setup's).
+        self.growth = GrowthJudge()
+
+    @property
+    def pools(self) -> list[PoolSetup]:
+        if self._pools is None:
+            self._pools = [
+                self._memoised_pool(t)
+                for t in sorted(self.problem.nodepools, key=pool_order, reverse=True)
+            ]
+        return self._pools
+
+    def _memoised_pool(self, template: NodePoolTemplate) -> PoolSetup:
+        """A pool's setup depends on its template, the DaemonSets and the resource names,
+        except the room its limits leave, which depends on the existing nodes and is worked
+        out for each problem. The memo is shared by the re-plans of one solve and by the
+        disruption simulations cut from one problem (`PreparedNodes`)."""
+        if self.pool_memo is None:
+            return self._pool_setup(template)
+        key = (template.name, template.requirements, template.taints, self.index.names,
+               id(template.instance_types), id(self.problem.daemonsets))
+        found = self.pool_memo.get(key)
+        kept = found[0] if found is not None else None
+        if not (isinstance(kept, tuple) and kept[0] is template.instance_types
+                and kept[1] is self.problem.daemonsets):
+            # What the ids name is kept in the value, so that no id is reused while cached.
+            found = ((template.instance_types, self.problem.daemonsets),
+                     self._pool_setup(template))
+            self.pool_memo[key] = found
+        assert found is not None
+        if template.limits is None:
+            return found[1]
+        return replace(found[1], remaining=limits_room(template, self.problem.nodes),
+                       filter_cache=found[1].filter_cache)
+
+    @property
+    def nodes(self) -> list[NodeSetup]:
+        if self._nodes is None:
+            self._nodes = node_setups(self.problem, self.prepared, self.index)
+        return self._nodes
+
+
+    def _pool_setup(self, template: NodePoolTemplate) -> PoolSetup:
+        return pool_setup(template, self.index, self.problem.daemonsets,
+                          limits_room(template, self.problem.nodes))
