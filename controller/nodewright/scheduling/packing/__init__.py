@@ -8,9 +8,9 @@ node of it holds, and the plan is the cheapest multiset of patterns covering eve
 `pack` solves it the classic way, in pure Python, one module per step:
 - `bins`: the vocabulary (`BinType`, `Packed`), dominated types dropped, the cheapest bin
   for a load; `shortlist`: the few dozen types worth pricing;
-- `relaxation`: the LP relaxation over patterns by column generation: a revised simplex on
-  the restricted master (`master_lp`, one row per shape, warm-started from the last basis)
-  gives the value y_s of one pod of shape s; for each instance type `column_pricing` looks
+- `relaxation`: the LP relaxation over patterns by column generation: the restricted
+  master (`master_lp`, HiGHS, one row per shape, warm-started from the last basis) gives
+  the value y_s of one pod of shape s; for each instance type `column_pricing` looks
   for the pattern worth more than the type's price (greedy fills, then the `knapsack`
   search); patterns that are are added until none is;
 - `rounding`: by diving: patterns the LP uses a whole number of times are fixed, then the

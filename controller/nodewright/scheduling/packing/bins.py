@@ -126,51 +126,6 @@ class Bins:
         return sorted((s for s, k in enumerate(counts) for _ in range(k)),
                       key=lambda s: -sizes[s])
 
-    def fill(self, counts: Sequence[int], below: float) -> list[list[int]] | None:
-        """The pods as one or two nodes costing less than `below`: one bin filled largest
-        pod first as far as it goes, the rest (if any) on the cheapest bin that holds it."""
-        shapes = self.shapes
-        # Largest pods first, one at a time while they fit: the pods of one shape are
-        # consecutive in that order and loads only grow, so as many of a shape as fit at
-        # once is the same fill.
-        order: list[tuple[int, list[tuple[int, int]], int]] = []
-        for s in self.largest_first(counts):
-            if not order or order[-1][0] != s:
-                order.append((s, [(r, x) for r, x in enumerate(shapes[s]) if x], counts[s]))
-        best: tuple[float, list[list[int]]] | None = None
-        total = total_load(counts, shapes)
-        for first in self.bins:  # cheapest first
-            first_price = self.price(first)
-            if first_price >= below - 1e-15:
-                break
-            left = list(first.room)
-            taken = [0] * len(counts)
-            for s, sized, count in order:
-                k = count
-                for r, x in sized:
-                    fit = left[r] // x if left[r] > 0 else 0
-                    if fit < k:
-                        k = fit
-                if k > 0:
-                    taken[s] = k
-                    for r, x in sized:
-                        left[r] -= k * x
-            rest = [k - t for k, t in zip(counts, taken, strict=True)]
-            if not any(taken):
-                continue
-            if not any(rest):
-                cost, parts = first_price, [taken]
-            else:
-                # The rest's load: everything less what the first bin took.
-                second = self.cheapest(tuple(
-                    t - (room - x) for t, room, x in zip(total, first.room, left, strict=True)))
-                if second is None:
-                    continue
-                cost, parts = first_price + self.price(second), [taken, rest]
-            if cost < below - 1e-15 and (best is None or cost < best[0]):
-                best = (cost, parts)
-        return None if best is None else best[1]
-
 
 def _split(counts: Sequence[int], bins: Bins) -> list[list[int]] | None:
     """The pods of one node as two nodes, when that costs no more (charges included):

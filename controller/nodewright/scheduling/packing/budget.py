@@ -11,7 +11,7 @@ from dataclasses import dataclass
 class Budget:
     """Work limits, counted in work done and never in time, so that a plan does not depend
     on the machine or its load: `effort` is knapsack branch-and-bound nodes plus simplex
-    pivots (each weighted by `_PIVOT_EFFORT`) over the whole `pack`.
+    pivots (each weighted by `relaxation._PIVOT_EFFORT`) over the whole `pack`.
 
     `deadline` (seconds of wall time from the start of `pack`, None for none) is for an
     operator who prefers a fast plan to a reproducible one: past it the packer stops

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nodewright.scheduling.packing.bins import Bins, BinType, Packed, Vector, fits, total_load
@@ -159,7 +160,7 @@ def improve(plan: list[Packed], bins: Bins) -> list[Packed]:
 
 def _repack_a_triple(nodes: list[Packed], bins: Bins,
                      tried: set[tuple[tuple[Vector, int], ...]]) -> bool:
-    """Three nodes' pods onto one or two nodes that cost less (`Bins.fill`), in place;
+    """Three nodes' pods onto one or two nodes that cost less (`_fill_one_or_two`), in place;
     whether one was found. Like pairs, a triple that did not improve is not tried again."""
     by_worth = sorted(range(len(nodes)), key=lambda i: (nodes[i].worth, i))
     for anchor in by_worth[:_TRIPLE_ANCHORS]:
@@ -173,14 +174,14 @@ def _repack_a_triple(nodes: list[Packed], bins: Bins,
 def _repack_onto_fewer(nodes: list[Packed], group: tuple[int, ...], bins: Bins,
                      tried: set[tuple[tuple[Vector, int], ...]]) -> bool:
     """The pods of the nodes at `group` onto one or two cheaper nodes, in place, when
-    `fill` finds them."""
+    `_fill_one_or_two` finds them."""
     members = [nodes[i] for i in group]
     key = tuple(sorted((n.counts, n.bin.key) for n in members))
     if key in tried:
         return False
     tried.add(key)
     counts = [sum(column) for column in zip(*(n.counts for n in members), strict=True)]
-    halves = bins.fill(counts, sum(bins.price(n.bin) for n in members))
+    halves = _fill_one_or_two(bins, counts, sum(bins.price(n.bin) for n in members))
     if halves is None:
         return False
     chosen = [bins.for_counts(half) for half in halves]
@@ -193,3 +194,50 @@ def _repack_onto_fewer(nodes: list[Packed], group: tuple[int, ...], bins: Bins,
         for c, h in zip(chosen, halves, strict=True) if c is not None
     )
     return True
+
+
+def _fill_one_or_two(bins: Bins, counts: Sequence[int], below: float
+                     ) -> list[list[int]] | None:
+    """The pods as one or two nodes costing less than `below`: one bin filled largest
+    pod first as far as it goes, the rest (if any) on the cheapest bin that holds it."""
+    shapes = bins.shapes
+    # Largest pods first, one at a time while they fit: the pods of one shape are
+    # consecutive in that order and loads only grow, so as many of a shape as fit at
+    # once is the same fill.
+    order: list[tuple[int, list[tuple[int, int]], int]] = []
+    for s in bins.largest_first(counts):
+        if not order or order[-1][0] != s:
+            order.append((s, [(r, x) for r, x in enumerate(shapes[s]) if x], counts[s]))
+    best: tuple[float, list[list[int]]] | None = None
+    total = total_load(counts, shapes)
+    for first in bins.bins:  # cheapest first
+        first_price = bins.price(first)
+        if first_price >= below - 1e-15:
+            break
+        left = list(first.room)
+        taken = [0] * len(counts)
+        for s, sized, count in order:
+            k = count
+            for r, x in sized:
+                fit = left[r] // x if left[r] > 0 else 0
+                if fit < k:
+                    k = fit
+            if k > 0:
+                taken[s] = k
+                for r, x in sized:
+                    left[r] -= k * x
+        rest = [k - t for k, t in zip(counts, taken, strict=True)]
+        if not any(taken):
+            continue
+        if not any(rest):
+            cost, parts = first_price, [taken]
+        else:
+            # The rest's load: everything less what the first bin took.
+            second = bins.cheapest(tuple(
+                t - (room - x) for t, room, x in zip(total, first.room, left, strict=True)))
+            if second is None:
+                continue
+            cost, parts = first_price + bins.price(second), [taken, rest]
+        if cost < below - 1e-15 and (best is None or cost < best[0]):
+            best = (cost, parts)
+    return None if best is None else best[1]

@@ -1,5 +1,5 @@
-"""The LP relaxation: the configuration LP over patterns, solved by column generation (a
-revised simplex on the restricted master, `master_lp`, priced by `column_pricing`)."""
+"""The LP relaxation: the configuration LP over patterns, solved by column generation (the
+restricted master solved by HiGHS, `master_lp`; new columns from `column_pricing`)."""
 
 from __future__ import annotations
 
