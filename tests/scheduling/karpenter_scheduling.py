@@ -140,7 +140,7 @@ def pod(*, node_selector: Mapping[str, str] | None = None,
         if preferences:
             affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
                 {"weight": 1, "preference": {"matchExpressions": [dict(r) for r in preferences]}}]
-        body["affinity"] = {"nodeAffinity": affinity}
+        body["affinity"] = {**body.get("affinity", {}), "nodeAffinity": affinity}
     return parse_pod_spec(namespace, name or f"pod-{_counter[0]}", dict(labels or {}), body,
                           "spec")
 
