@@ -439,3 +439,21 @@ def test_a_migrated_ephemeral_claim_counts_against_the_csi_driver() -> None:
                                 mode="WaitForFirstConsumer", zones=["test-zone-1"],
                                 default=True))
     _ephemeral_story(storage, "in-tree-storage-class", {"ebs.csi.aws.com": 1})
+
+
+def test_plan_reads_the_newest_default_class_too() -> None:
+    # "should launch nodes for pods with ephemeral volume using the newest storage class",
+    # for `nodewright plan`: of two default classes in the manifests, the one applied last
+    # is the claim's (no creationTimestamp), the later creationTimestamp when they have one.
+    older = storage_class("a-newer-name-but-older", provisioner="other-provider", default=True)
+    newer = storage_class("b-default", default=True)
+    bodies = [older, newer, claim("data")]
+    lookup = volumes.manifest_lookup(bodies)
+    assert volumes.claim_class(lookup.claim("default", "data") or {}) == "b-default"
+    stamped = [{**older, "metadata": {**older["metadata"],
+                                      "creationTimestamp": "2026-01-05T00:00:02Z"}},
+               {**newer, "metadata": {**newer["metadata"],
+                                      "creationTimestamp": "2026-01-05T00:00:01Z"}},
+               claim("data")]
+    lookup = volumes.manifest_lookup(stamped)
+    assert volumes.claim_class(lookup.claim("default", "data") or {}) == "a-newer-name-but-older"
