@@ -11,9 +11,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nodewright import metrics
+from nodewright.api.hashes import nodepool_hash_annotations
 from nodewright.controllers.provisioning.batcher import Batcher
+from nodewright.controllers.provisioning.nodeclaims import nodeclaim_manifest
+from nodewright.controllers.provisioning.problem import scheduling_problem
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.runtime import VirtualClock
+from nodewright.scheduling.solver import solve
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import claim_names
 from tests.harness import World, node_pool
@@ -232,3 +236,57 @@ def test_a_dynamic_nodepool_is_provisioned_beside_a_static_one() -> None:
     pod = world.cluster.get("Pod", "app", "default")
     node = world.cluster.get("Node", pod["spec"]["nodeName"])
     assert node["metadata"]["labels"]["karpenter.sh/nodepool"] == "dynamic"
+
+
+def test_pods_do_not_go_to_a_node_being_deleted() -> None:
+    # It("should schedule all pods on one inflight node when node is in deleting state"):
+    # a node of the NodePool with three pods is being deleted (its finalizer holds it);
+    # two new pods get one new node between them, not the deleting one.
+    world = World()
+    world.apply(WORKSHOP)
+    node = {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "old", "finalizers": ["karpenter.sh/termination"],
+                         "labels": {"karpenter.sh/nodepool": "default",
+                                    "node.kubernetes.io/instance-type": "m5.large",
+                                    "kubernetes.io/hostname": "old"}},
+            "spec": {},
+            "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "29"},
+                       "capacity": {"cpu": "2", "memory": "8Gi", "pods": "29"}}}
+    world.apply(node, *[a_pod(f"bound-{i}", nodeName="old") for i in range(3)])
+    world.delete("Node", "old")
+    world.apply(a_pod("new-0"), a_pod("new-1"))
+    assert world.run_until(lambda: all(
+        world.cluster.get("Pod", f"new-{i}", "default")["spec"].get("nodeName")
+        for i in range(2)), timeout=600)
+    hosts = {world.cluster.get("Pod", f"new-{i}", "default")["spec"]["nodeName"]
+             for i in range(2)}
+    assert "old" not in hosts and len(hosts) == 1
+
+
+def test_a_nodeclaim_keeps_the_hash_of_the_nodepool_it_was_planned_from() -> None:
+    # It("should not use a different NodePool hash on the NodeClaim if the NodePool changes
+    # during scheduling"): the NodePool gets a new label between the solve and the
+    # NodeClaim's creation; the NodeClaim carries the hash of the NodePool it was planned
+    # from.
+    world = World()
+    world.apply(NODE_CLASS, node_pool(families=["m5"]))
+    assert world.settle()
+    world.apply(a_pod("app"))
+    world.deliver()
+    state = world.controllers.state
+    planned = scheduling_problem(state, world.cloud, [state.pod_model("default/app")])
+    result = solve(planned.problem)
+    (claim,) = result.nodeclaims
+    context = planned.pools["default"]
+    hash_key = "karpenter.sh/nodepool-hash"
+    before = nodepool_hash_annotations(context.model)[hash_key]
+
+    changed = node_pool(families=["m5"], labels={"new-label": "new-value"})
+    world.apply(changed)
+    world.deliver()
+    parsed = state.nodepool_model("default")
+    assert parsed is not None and parsed.model is not None
+    assert nodepool_hash_annotations(parsed.model)[hash_key] != before
+
+    manifest = nodeclaim_manifest(claim, context, {p.key: p for p in planned.problem.pods})
+    assert manifest["metadata"]["annotations"][hash_key] == before

@@ -16,7 +16,7 @@ import pytest
 from nodewright.controllers.provisioning.nodeclaims import custom_labels
 from nodewright.scheduling.catalog import InstanceType, Offering
 from nodewright.scheduling.nodepools import NodePoolTemplate, cheapest_offering_of
-from nodewright.scheduling.pods import Pod, Taint
+from nodewright.scheduling.pods import Pod, Taint, daemonset_from_manifest
 from nodewright.scheduling.requirements import Requirement
 from nodewright.scheduling.solver import (
     SchedulingProblem,
@@ -741,3 +741,20 @@ def test_best_effort_lowers_type_and_zone_min_values() -> None:
     assert _launch_zone(claim_) in {"test-zone-1", "test-zone-2"}
     assert claim_.requirements[INSTANCE_TYPE].min_values == 1
     assert claim_.requirements[ZONE].min_values == 2
+
+
+# -- Context("Daemonsets") ---------------------------------------------------------------
+
+
+def test_pods_and_a_daemonset_without_requests_are_provisioned() -> None:
+    # It("should be able to schedule pods if resource requests and limits are not defined")
+    agent = daemonset_from_manifest({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": {
+            "metadata": {"labels": {"app": "agent"}},
+            "spec": {"containers": [{"name": "agent", "image": "agent"}]}}}})
+    p = pod()
+    result = solve(SchedulingProblem(pods=[p], nodepools=[nodepool()], daemonsets=[agent]))
+    (claim_,) = result.nodeclaims
+    assert claim_.pods == (p.key,)
