@@ -220,8 +220,10 @@ def test_well_known_labels_first_copy(pool_requirements: Sequence[Requirement] |
 @BOTH
 def test_node_selectors_on_restricted_labels_are_not_scheduled(copy: str) -> None:
     # It("should not schedule pods that have node selectors with restricted labels"):
-    # v1.RestrictedLabels is kubernetes.io/hostname. (The first copy also reads the pod's
-    # scheduling-decision time and histogram: the metrics section counts those.)
+    # v1.RestrictedLabels is kubernetes.io/hostname. (The first copy also expects the
+    # pod's scheduling decision to be observed though it is not scheduled: as in
+    # tests/controllers/test_karpenter_provisioning_in_cluster.py
+    # test_a_pod_without_a_valid_nodepool_gets_a_decision.)
     p = pod(requirements=[expression(HOSTNAME, "In", "test")])
     not_scheduled(provisioned(p), p)
 
