@@ -18,6 +18,7 @@ from tests.scheduling.karpenter_scheduling import (
     GPU_A,
     HOSTNAME,
     ZONE,
+    default_catalog,
     expression,
     fake_it,
     nodepool,
@@ -314,3 +315,51 @@ def test_an_extended_resource_the_kubelet_zeroed_is_still_expected() -> None:
     _in_flight(cluster, node_capacity={GPU_A: "0"}, node_allocatable={GPU_A: "0"})
     provisioned(pod(limits=limits), cluster=cluster)
     assert len(cluster.nodes) == 1
+
+
+# -- initialized nodes first ---------------------------------------------------------------
+
+
+def _machine(index: int, *, with_node: bool, initialized: bool) -> ExistingNode:
+    """A NodeClaim of the default type launched by the suite's NodePool, with its Node
+    (registered, initialized or not) or without one yet, as the cluster state sees it."""
+    it = default_catalog()[0]
+    name = f"node-{index:03d}"
+    provider_id = f"fake://{name}"
+    resources = _quantities(dict(it.allocatable))
+    labels = {**it.labels, "karpenter.sh/nodepool": "default", ZONE: "test-zone-1"}
+    state = StateNode(provider_id)
+    state.nodeclaim = {"metadata": {"name": f"claim-{index:03d}", "labels": labels},
+                       "spec": {}, "status": {"providerID": provider_id,
+                                              "capacity": resources, "allocatable": resources}}
+    if with_node:
+        node_labels = {**labels, HOSTNAME: name, "karpenter.sh/registered": "true"}
+        if initialized:
+            node_labels["karpenter.sh/initialized"] = "true"
+        state.node = {"metadata": {"name": name, "labels": node_labels},
+                      "spec": {"providerID": provider_id},
+                      "status": {"capacity": resources, "allocatable": resources}}
+    return state.existing_node()
+
+
+READY = 57  # the one initialized, placed where name order would not find it first
+
+
+def test_an_initialized_node_is_tried_before_uninitialized_ones() -> None:
+    # Describe("Existing Nodes") It("should order initialized nodes for scheduling
+    # uninitialized nodes")
+    nodes = [_machine(i, with_node=True, initialized=i == READY) for i in range(100)]
+    cluster = Cluster(nodes=nodes)
+    p = pod()
+    provisioned(p, cluster=cluster)
+    assert scheduled(cluster, p).name == f"node-{READY:03d}"
+
+
+def test_an_initialized_node_is_tried_before_in_flight_nodeclaims() -> None:
+    # Describe("In-Flight Nodes") It("should order initialized nodes for scheduling
+    # uninitialized nodes when all other nodes are inflight"): the others have no Node yet.
+    nodes = [_machine(i, with_node=i == READY, initialized=i == READY) for i in range(100)]
+    cluster = Cluster(nodes=nodes)
+    p = pod()
+    provisioned(p, cluster=cluster)
+    assert scheduled(cluster, p).name == f"node-{READY:03d}"

@@ -604,7 +604,8 @@ class _Solver:
     def _add_existing_nodes(self, nodes: Sequence[_NodeSetup]) -> None:
         # Without any topology group a bound pod counts toward nothing.
         counted = bool(self.topology.groups)
-        for setup in nodes:
+        # Initialized nodes are tried first (Karpenter's sortExistingNodes).
+        for setup in sorted(nodes, key=lambda s: not s.usage.node.initialized):
             usage = setup.usage
             node = usage.node
             self.topology.add_node_domains(node.labels, usage.source)
