@@ -24,6 +24,7 @@ from nodewright.scheduling.solver import (
     ignore_preferences,
     solve,
 )
+from nodewright.state.objects import DaemonSetCache
 from tests.scheduling.karpenter_fake import Cluster
 from tests.scheduling.karpenter_scheduling import (
     ARCH,
@@ -758,3 +759,60 @@ def test_pods_and_a_daemonset_without_requests_are_provisioned() -> None:
     result = solve(SchedulingProblem(pods=[p], nodepools=[nodepool()], daemonsets=[agent]))
     (claim_,) = result.nodeclaims
     assert claim_.pods == (p.key,)
+
+
+def _daemonset_manifest(**template_spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "agent", "namespace": "default", "uid": "ds-uid"},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": {
+                "metadata": {"labels": {"app": "agent"}},
+                "spec": {"containers": [{"name": "agent", "image": "agent", "resources": {
+                    "requests": {"cpu": "4", "memory": "4Gi"}}}], **template_spec}}}}
+
+
+def _daemonset_pod(**spec: Any) -> dict[str, Any]:
+    """The DaemonSet's pod with smaller requests (as a LimitRange would have made them)."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "agent-abcde", "namespace": "default",
+                         "creationTimestamp": "2026-01-05T00:00:00Z",
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                              "name": "agent", "uid": "ds-uid",
+                                              "controller": True}]},
+            "spec": {"containers": [{"name": "agent", "image": "agent", "resources": {
+                "requests": {"cpu": "2", "memory": "2Gi"}}}], **spec}}
+
+
+def _launched_beside(cache: DaemonSetCache, pool: NodePoolTemplate, p: Pod) -> str:
+    result = solve(SchedulingProblem(pods=[p], nodepools=[pool], daemonsets=cache.models()))
+    (claim_,) = result.nodeclaims
+    return claim_.instance_type
+
+
+def test_a_daemonset_is_sized_by_its_pod() -> None:
+    # Context("Daemonsets") It("should account for overhead using daemonset pod spec
+    # instead of daemonset spec"): the pod asks 2 cpu / 2Gi where the template asks 4 / 4Gi,
+    # so a 4 cpu / 4Gi type holds it beside a 1 cpu / 1Gi pod.
+    cache = DaemonSetCache()
+    cache.put(_daemonset_manifest())
+    p = pod(requests={"cpu": "1", "memory": "1Gi"}, node_selector={NODEPOOL: "default"})
+    assert _launched_beside(cache, nodepool(), p) == "arm-instance-type"  # by the template
+    cache.observe_pod(_daemonset_pod(), deleted=False)
+    assert _launched_beside(cache, nodepool(), p) == "default-instance-type"
+
+
+def test_a_daemonset_pods_pinned_node_is_not_held_against_new_nodes() -> None:
+    # Context("Daemonsets") It("should remove daemonset node hostname affinity when
+    # considering daemonset schedulability"): the pod's own node affinity (the node its
+    # controller pinned it to) gives way to the template's.
+    foo = [{"key": "foo", "operator": "In", "values": ["bar"]}]
+    cache = DaemonSetCache()
+    cache.put(_daemonset_manifest(affinity={"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": foo}]}}}))
+    pinned = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "metadata.name", "operator": "In", "values": ["node-name"]}]}]}}}
+    cache.observe_pod(_daemonset_pod(affinity=pinned), deleted=False)
+    p = pod(requests={"cpu": "1", "memory": "1Gi"}, node_selector={"foo": "bar"})
+    assert _launched_beside(cache, nodepool(labels={"foo": "bar"}), p) == (
+        "default-instance-type")
