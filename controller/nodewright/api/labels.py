@@ -5,21 +5,6 @@ from __future__ import annotations
 import re
 
 # Labels in restricted domains that users may still set or select on.
-WELL_KNOWN_KUBERNETES_LABELS = frozenset(
-    {
-        "topology.kubernetes.io/zone",
-        "topology.kubernetes.io/region",
-        "node.kubernetes.io/instance-type",
-        "kubernetes.io/arch",
-        "kubernetes.io/os",
-        "node.kubernetes.io/windows-build",
-        "beta.kubernetes.io/instance-type",
-        "beta.kubernetes.io/os",
-        "beta.kubernetes.io/arch",
-        "failure-domain.beta.kubernetes.io/zone",
-        "failure-domain.beta.kubernetes.io/region",
-    }
-)
 WELL_KNOWN_KARPENTER_LABELS = frozenset({"karpenter.sh/capacity-type"})
 WELL_KNOWN_AWS_LABELS = frozenset(
     f"karpenter.k8s.aws/{name}"
@@ -107,14 +92,8 @@ def restricted_label_problem(key: str, *, allow_nodepool: bool = False) -> str |
         return 'label domain "karpenter.k8s.aws" is restricted'
     if domain.endswith("karpenter.sh") and key not in WELL_KNOWN_KARPENTER_LABELS:
         return 'label domain "karpenter.sh" is restricted'
-    if domain.endswith("kubernetes.io") and not (
-        key in WELL_KNOWN_KUBERNETES_LABELS
-        or domain.endswith("node.kubernetes.io")
-        or domain.endswith("node-restriction.kubernetes.io")
-    ):
-        return 'label domain "kubernetes.io" is restricted'
-    if domain.endswith("k8s.io") and not domain.endswith("kops.k8s.io"):
-        return 'label domain "k8s.io" is restricted'
+    # Karpenter v1 lets NodePools set labels in the kubernetes.io and k8s.io domains (its
+    # CRDs restrict only the two domains above and the hostname and nodepool labels).
     return None
 
 
@@ -145,17 +124,6 @@ def label_key_cel_rules(subject: str, *, allow_nodepool: bool = False) -> list[d
         {
             "message": 'label "kubernetes.io/hostname" is restricted',
             "rule": f"{subject} != 'kubernetes.io/hostname'",
-        },
-        {
-            "message": 'label domain "kubernetes.io" is restricted',
-            "rule": f"{subject} in {listed(WELL_KNOWN_KUBERNETES_LABELS)} || "
-            f"{domain}.endsWith('node.kubernetes.io') || "
-            f"{domain}.endsWith('node-restriction.kubernetes.io') || "
-            f"!{domain}.endsWith('kubernetes.io')",
-        },
-        {
-            "message": 'label domain "k8s.io" is restricted',
-            "rule": f"{domain}.endsWith('kops.k8s.io') || !{domain}.endsWith('k8s.io')",
         },
         {
             "message": 'label domain "karpenter.sh" is restricted',

@@ -270,6 +270,8 @@ class ExistingNode:
     unschedulable: bool = False
     # Volumes each CSI driver can attach to it (its CSINode), for `Pod.volumes`.
     volume_limits: Mapping[str, int] = field(default_factory=dict)
+    # False for a launched node not initialized yet: pods go to initialized nodes first.
+    initialized: bool = True
 
 
 # ---------------------------------------------------------------------------------------

@@ -373,9 +373,13 @@ def manifest_lookup(bodies: Sequence[Object]) -> MappingLookup:
             volumes_by_name[name] = body
         elif kind == "StorageClass":
             classes[name] = body
-    default = next((name for name, sc in sorted(classes.items())
-                    if ((sc.get("metadata") or {}).get("annotations") or {})
-                    .get(DEFAULT_CLASS_ANNOTATION) == "true"), None)
+    # The DefaultStorageClass admission gives a claim without a class the newest default
+    # one: the latest creationTimestamp, else the one applied last.
+    defaults = [(str((sc.get("metadata") or {}).get("creationTimestamp") or ""), order, name)
+                for order, (name, sc) in enumerate(classes.items())
+                if ((sc.get("metadata") or {}).get("annotations") or {})
+                .get(DEFAULT_CLASS_ANNOTATION) == "true"]
+    default = max(defaults)[2] if defaults else None
     for body in bodies:
         if body.get("kind") != "StatefulSet":
             continue

@@ -165,6 +165,7 @@ class ClusterState:
         self.generation += 1
         if kind == "Pod":
             self._observe_pod(obj, deleted)
+            self.config.daemonsets.observe_pod(obj, deleted)
         elif kind == "Node":
             if deleted:
                 self._delete_node(_name(obj))

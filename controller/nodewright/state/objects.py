@@ -112,13 +112,66 @@ class ModelCache(Generic[M]):
         return parsed.model if parsed is not None else None
 
 
+def _daemonset_owner(pod: Object) -> str | None:
+    """The uid of the DaemonSet controlling the pod, if one does."""
+    for ref in (pod.get("metadata") or {}).get("ownerReferences") or ():
+        if ref.get("kind") == "DaemonSet" and ref.get("controller") and ref.get("uid"):
+            return str(ref["uid"])
+    return None
+
+
+def _created(obj: Object) -> str:
+    return str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+
+
+def _sized_by_pod(daemonset: Object, pod: Object) -> Object:
+    """The DaemonSet with its pod's spec as template (Karpenter's getDaemonSetPods): the
+    pod's requests count (a LimitRange or webhook may have changed them), but not the node
+    its controller pinned it to; the template's required node affinity stays."""
+    template = ((daemonset.get("spec") or {}).get("template")) or {}
+    template_affinity = ((template.get("spec") or {}).get("affinity") or {}).get("nodeAffinity")
+    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
+    affinity = dict(spec.get("affinity") or {})
+    node_affinity = dict(affinity.get("nodeAffinity") or {})
+    required = (template_affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        node_affinity.pop("requiredDuringSchedulingIgnoredDuringExecution", None)
+    else:
+        node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = required
+    affinity["nodeAffinity"] = node_affinity
+    spec["affinity"] = affinity
+    return {**daemonset, "spec": {**(daemonset.get("spec") or {}),
+                                  "template": {**template, "spec": spec}}}
+
+
 class DaemonSetCache:
-    """DaemonSets parsed for the solver; one that cannot be read is left out (and named)."""
+    """DaemonSets parsed for the solver; one that cannot be read is left out (and named).
+    A DaemonSet is sized by its newest pod once it has one (Karpenter's daemonset
+    informer), by its template before."""
 
     def __init__(self) -> None:
         self.objects: dict[str, Object] = {}
         self._models: list[DaemonSet] | None = None
         self.problems: dict[str, str] = {}
+        # The newest pod of each DaemonSet, by the DaemonSet's uid.
+        self._pods: dict[str, Object] = {}
+
+    def observe_pod(self, pod: Object, deleted: bool) -> None:
+        owner = _daemonset_owner(pod)
+        if owner is None:
+            return
+        held = self._pods.get(owner)
+        same = held is not None and object_key(held) == object_key(pod)
+        if deleted:
+            if same:
+                del self._pods[owner]
+                self._models = None
+            return
+        if held is not None and not same and _created(pod) < _created(held):
+            return
+        if not same or (held or {}).get("spec") != pod.get("spec"):
+            self._models = None
+        self._pods[owner] = pod
 
     def put(self, obj: Object) -> None:
         self.objects[object_key(obj)] = obj
@@ -133,7 +186,15 @@ class DaemonSetCache:
             models = []
             self.problems = {}
             for key, obj in sorted(self.objects.items()):
+                uid = str((obj.get("metadata") or {}).get("uid") or "")
+                pod = self._pods.get(uid) if uid else None
                 try:
+                    if pod is not None:
+                        try:
+                            models.append(daemonset_from_manifest(_sized_by_pod(obj, pod)))
+                            continue
+                        except SpecError:
+                            pass  # sized by its template, as before it had a pod
                     models.append(daemonset_from_manifest(obj))
                 except SpecError as error:
                     self.problems[key] = str(error)

@@ -295,6 +295,7 @@ class StateNode:
                 allocatable=self.allocatable(),
                 capacity=self.capacity() or None,
                 unschedulable=unschedulable,
+                initialized=self.initialized,
             )
             self._cache["existing"] = cached
         return cached

@@ -143,7 +143,8 @@ def existing_targets(nodes: Sequence[NodeSetup], tracker: TopologyTracker
     targets = []
     # Without any topology group a bound pod counts toward nothing.
     counted = bool(tracker.topology.groups)
-    for setup in nodes:
+    # Initialized nodes are tried first (Karpenter's sortExistingNodes).
+    for setup in sorted(nodes, key=lambda s: not s.usage.node.initialized):
         usage = setup.usage
         node = usage.node
         tracker.topology.add_node_domains(node.labels, usage.source)
