@@ -68,7 +68,8 @@ class Rule:
 
     - answer: not forwarded; answered `status` (with `Retry-After: retry_after`).
     - lose_answer: forwarded (the server acts on it), then its answer replaced by
-      `status`: the client cannot know whether its write happened.
+      `status` (0: the connection reset instead): the client cannot know whether its
+      write happened.
     - stall: not forwarded, not answered until the window ends; then the connection is
       reset (the client's request times out first if its timeout is shorter).
     - reset: not forwarded; the connection closed with a RST.
@@ -543,6 +544,10 @@ class FaultProxy:
         self.stats["forwarded"] += 1
         if rule is not None:  # lose_answer: the server acted; the client never hears how
             response.read()
+            if rule.status == 0:
+                self._record(method, target, None, True, rule.action, at)
+                self._doom(connection)
+                return False
             self._record(method, target, rule.status, True, rule.action, at)
             _answer(connection.client, rule.status, rule.answer_body(), rule.content_type,
                     rule.retry_after)

@@ -107,10 +107,10 @@ class TlsEchoServer:
             threading.Thread(target=self._echo, args=(client,), daemon=True).start()
 
     def _echo(self, client: socket.socket) -> None:
-        with contextlib.suppress(OSError, ssl.SSLError):
-            with self._context.wrap_socket(client, server_side=True) as tls:
-                while data := tls.recv(65536):
-                    tls.sendall(data)
+        with contextlib.suppress(OSError, ssl.SSLError), \
+                self._context.wrap_socket(client, server_side=True) as tls:
+            while data := tls.recv(65536):
+                tls.sendall(data)
 
     def stop(self) -> None:
         self._stopped.set()

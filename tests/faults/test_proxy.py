@@ -107,9 +107,9 @@ def test_a_partition_loses_what_is_sent_and_the_heal_resets_the_connection(
 
 
 def test_a_new_connection_made_during_a_partition_gets_nowhere(echo: TlsEchoServer) -> None:
-    with FaultProxy(f"127.0.0.1:{echo.port}") as proxy, proxy.partitioned():
-        with pytest.raises((TimeoutError, ssl.SSLError, OSError)):
-            tls_client(proxy.port, echo.ca_file, timeout=1.0)  # the handshake never ends
+    with FaultProxy(f"127.0.0.1:{echo.port}") as proxy, proxy.partitioned(), \
+            pytest.raises((TimeoutError, ssl.SSLError, OSError)):
+        tls_client(proxy.port, echo.ca_file, timeout=1.0)  # the handshake never ends
 
 
 def test_a_reset_closes_every_open_connection(echo: TlsEchoServer) -> None:
