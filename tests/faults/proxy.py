@@ -124,10 +124,11 @@ def fail(status: int, *, retry_after: float | None = None, share: float = 1.0,
 
 def lose_answer(status: int = 503, *, retry_after: float | None = None, share: float = 1.0,
                 limit: int | None = None, methods: Iterable[str] = (), path: str = "",
-                body: str = "") -> Rule:
+                body: str = "", content: bytes | None = None,
+                content_type: str = "application/json") -> Rule:
     """Matching requests reach the server; the client gets `status` instead of its answer."""
     return Rule("lose_answer", status, retry_after, share, limit, frozenset(methods), path,
-                body)
+                body, content, content_type)
 
 
 @dataclass
@@ -200,6 +201,7 @@ class FaultProxy:
         if tls and mode != "http":
             raise ValueError("FaultProxy: tls=True terminates TLS, which needs mode='http'")
         self.upstream = (parsed.hostname, parsed.port)
+        self._upstream_scheme = parsed.scheme or "http"
         self.mode = mode
         self.name = name
         self.upstream_tls = (ssl.create_default_context(cafile=str(upstream_ca))
@@ -228,7 +230,12 @@ class FaultProxy:
 
     @property
     def url(self) -> str:
-        scheme = "https" if self._server_tls is not None else "http"
+        """Where the client connects: in tcp mode with the upstream's scheme (TLS passes
+        through), in http mode https when the proxy terminates TLS."""
+        if self.mode == "tcp":
+            scheme = self._upstream_scheme
+        else:
+            scheme = "https" if self._server_tls is not None else "http"
         return f"{scheme}://127.0.0.1:{self.port}"
 
     # --- connection faults ----------------------------------------------------------------
