@@ -19,9 +19,11 @@ Two modes:
   chunk (a watch stays a watch). The connection faults above apply too, and `inject(rule)`
   sets a `Rule` in force for a window: matching requests (by method, path, body) are
   answered with a status (and Retry-After), have their answer lost after the server acted
-  on them, are held unanswered, have their connection reset, or (a watch) are told their
-  resourceVersion is too old (410 Gone). A rule hits a chosen `share` of the matching
-  requests (exactly: every 1/share-th) up to a `limit`.
+  on them (or held until the window ends), are held unanswered, have their connection
+  reset, or (a watch) are told their resourceVersion is too old (410 Gone). A rule hits a
+  chosen `share` of the matching requests (exactly: every 1/share-th) up to a `limit`.
+  The first window (in the order injected) that takes a request decides for it; a
+  request no window takes is forwarded.
 
 What it did is counted in `stats` (connections, resets, dropped bytes, requests,
 forwarded, faulted) and, in http mode, kept per request in `records` (time, method,
@@ -51,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-Action = Literal["answer", "lose_answer", "stall", "reset", "expire_watch"]
+Action = Literal["answer", "lose_answer", "hold_answer", "stall", "reset", "expire_watch"]
 # Headers that belong to one hop (RFC 9110 7.6.1), and the framing the proxy sets itself.
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authenticate",
                         "proxy-authorization", "te", "trailer", "transfer-encoding",
@@ -70,6 +72,9 @@ class Rule:
     - lose_answer: forwarded (the server acts on it), then its answer replaced by
       `status` (0: the connection reset instead): the client cannot know whether its
       write happened.
+    - hold_answer: forwarded (the server acts on it), then its answer held until the
+      window ends, and the connection reset: a client killed while it waits has done the
+      work and never learnt it.
     - stall: not forwarded, not answered until the window ends; then the connection is
       reset (the client's request times out first if its timeout is shorter).
     - reset: not forwarded; the connection closed with a RST.
@@ -320,8 +325,7 @@ class FaultProxy:
     # --- request faults (http mode) --------------------------------------------------------
 
     def inject(self, rule: Rule, *, seconds: float | None = None) -> Window:
-        """`rule` in force for `seconds` (None: until `end()`); the first window whose rule
-        matches a request decides for it."""
+        """`rule` in force for `seconds` (None: until `end()`)."""
         if self.mode != "http":
             raise ValueError("FaultProxy: request faults need mode='http'")
         window = Window(rule, None if seconds is None else time.monotonic() + seconds)
@@ -510,8 +514,8 @@ class FaultProxy:
         with self._lock:
             self._windows = [w for w in self._windows if w.active]
             for window in self._windows:
-                if window.rule.matches(method, target, body):
-                    return window if window.take() else None
+                if window.rule.matches(method, target, body) and window.take():
+                    return window
         return None
 
     def _record(self, method: str, target: str, status: int | None, forwarded: bool,
@@ -535,7 +539,7 @@ class FaultProxy:
         if rule is not None:
             self.stats["faulted"] += 1
             self.stats[f"faulted_{rule.action}"] += 1
-        if rule is not None and rule.action != "lose_answer":
+        if rule is not None and rule.action not in ("lose_answer", "hold_answer"):
             return self._fault(connection, rule, window, method, target, at)
         if self._delay:
             self.stats["delayed"] += 1
@@ -549,8 +553,13 @@ class FaultProxy:
             self._doom(connection)
             return False
         self.stats["forwarded"] += 1
-        if rule is not None:  # lose_answer: the server acted; the client never hears how
+        if rule is not None:  # the server acted; the client never hears how
             response.read()
+            if rule.action == "hold_answer":
+                self._record(method, target, None, True, rule.action, at)
+                self._hold(window)
+                self._doom(connection)
+                return False
             if rule.status == 0:
                 self._record(method, target, None, True, rule.action, at)
                 self._doom(connection)
@@ -573,12 +582,15 @@ class FaultProxy:
             upstream.close()
         return not client_closes
 
+    def _hold(self, window: Window | None) -> None:
+        while window is not None and window.active and not self._stopped.is_set():
+            window.ended.wait(TICK)
+
     def _fault(self, connection: _Connection, rule: Rule, window: Window | None,
                method: str, target: str, at: float) -> bool:
         if rule.action == "stall":
             self._record(method, target, None, False, rule.action, at)
-            while window is not None and window.active and not self._stopped.is_set():
-                window.ended.wait(TICK)
+            self._hold(window)
             self._doom(connection)
             return False
         if rule.action == "reset":

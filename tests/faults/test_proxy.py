@@ -212,6 +212,28 @@ def test_a_lost_answer_reaches_the_server_and_the_client_hears_only_the_failure(
         (503, True, "lose_answer"), (201, True, None)]
 
 
+def test_a_request_one_window_lets_pass_is_taken_by_the_next(
+        server: LocalHttpServer, http_proxy: FaultProxy) -> None:
+    first = http_proxy.inject(fail(503, limit=1))
+    second = http_proxy.inject(fail(429, share=0.5))
+    assert [get(http_proxy.port)[0] for _ in range(5)] == [503, 200, 429, 200, 429]
+    assert (first.seen, first.hits, second.seen, second.hits) == (5, 1, 4, 2)
+
+
+def test_a_held_answer_reaches_the_server_and_never_the_client(
+        server: LocalHttpServer, http_proxy: FaultProxy) -> None:
+    held = http_proxy.inject(Rule("hold_answer", methods=frozenset({"POST"})))
+    waiting = http.client.HTTPConnection("127.0.0.1", http_proxy.port, timeout=10)
+    waiting.request("POST", "/items", body=b"launched")
+    eventually(lambda: server.items == [b"launched"], "the server to act on it")
+    assert held.hits == 1
+    held.end()
+    with pytest.raises((http.client.RemoteDisconnected, ConnectionResetError)):
+        waiting.getresponse()
+    assert [(r.status, r.forwarded, r.fault) for r in http_proxy.records] == [
+        (None, True, "hold_answer")]
+
+
 def test_a_fault_can_match_on_the_request_body(
         server: LocalHttpServer, http_proxy: FaultProxy) -> None:
     """As moto's EC2 API has one path, and the action in the form body."""
