@@ -14,9 +14,10 @@ import yaml
 
 from tests.faults.proxy import FaultProxy, Rule, lose_answer
 
-# EC2's Query API (the one path; the action is in the form body).
+# EC2's Query API: one path, the action and the API version in the form body (IAM speaks
+# the Query API too, with another version; SQS, SSM and EKS speak JSON).
 CREATE_FLEET = r"(^|&)Action=CreateFleet(&|$)"
-EC2_ACTIONS = r"(^|&)Action=[A-Za-z]+(&|$)"
+EC2_ACTIONS = r"(^|&)Version=2016-11-15(&|$)"
 
 
 def kubeconfig_through(proxy: FaultProxy, source: Path, dest: Path) -> Path:
