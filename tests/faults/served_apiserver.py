@@ -54,7 +54,7 @@ class ServedApiServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.address = f"127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -66,3 +66,8 @@ class ServedApiServer:
         with contextlib.suppress(OSError):
             self._server.server_close()
         self._thread.join(10)
+
+
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone mid-request (a proxy's reset, a killed controller) is no error."""
