@@ -30,6 +30,7 @@ from tests.faults.proxy import FaultProxy, Rule
 from tests.faults.wiring import CREATE_FLEET, ec2_fault, ec2_lost_answer
 
 WINDOW_SECONDS = 5.0
+THROTTLED_CREATE_FLEETS = 3
 REPLICAS = 3  # 250m each: one node
 # Karpenter's (controller-runtime's) lease timing, which the controller runs with.
 LEASE_DURATION = 15.0
@@ -79,16 +80,17 @@ def test_ec2_throttling_errors_and_a_lost_create_fleet_answer_mid_launch(
     controller = start_aws(env={"AWS_ENDPOINT_URL": proxy.url})
     eventually(lambda: node_class_ready(plane), timeout=60, what="the EC2NodeClass Ready")
 
-    # For a few seconds CreateFleet is throttled and every other EC2 action fails half of
-    # the time; the first CreateFleet after that launches and its answer is lost.
-    throttled = proxy.inject(ec2_fault("RequestLimitExceeded", 503, body=CREATE_FLEET),
-                             seconds=WINDOW_SECONDS)
+    # The first three CreateFleets are throttled, and for a few seconds every other EC2
+    # call fails half of the time; the next CreateFleet launches and its answer is lost
+    # (botocore sends it again).
+    throttled = proxy.inject(ec2_fault("RequestLimitExceeded", 503, body=CREATE_FLEET,
+                                       limit=THROTTLED_CREATE_FLEETS))
     failing = proxy.inject(ec2_fault("InternalError", 500, share=0.5), seconds=WINDOW_SECONDS)
     lost = proxy.inject(ec2_lost_answer(limit=1))
     plane.kubectl("scale", "deployment", "checkout", "--replicas", str(REPLICAS))
 
     settle(plane, world)
-    assert throttled.hits > 0, "no CreateFleet came during the throttling window"
+    assert throttled.hits == THROTTLED_CREATE_FLEETS
     assert lost.hits == 1
     print(f"EC2 faults: {throttled.hits} throttled, {failing.hits} failed, 1 answer lost")
     assert controller.running()
@@ -114,7 +116,7 @@ def test_the_leader_killed_while_its_create_fleet_is_answered_leaves_one_instanc
 
     held = proxy.inject(Rule("hold_answer", methods=frozenset({"POST"}), body=CREATE_FLEET))
     plane.kubectl("scale", "deployment", "checkout", "--replicas", str(REPLICAS))
-    eventually(lambda: held.hits >= 1, timeout=60,
+    eventually(lambda: [r for r in proxy.records if r.fault == "hold_answer"], timeout=60,
                what="the leader's CreateFleet launched, its answer held")
     launched: list[dict[str, Any]] = world.instances("pending", "running")
     assert launched, "CreateFleet reached moto and launched nothing"

@@ -8,18 +8,23 @@ from __future__ import annotations
 import contextlib
 import http.server
 import threading
+from pathlib import Path
 from typing import Any
 
 import httpx2
 
+from tests.faults.proxy import self_signed
 from tests.kube.apiserver import FakeApiServer
 
 FRAMING = frozenset({"content-length", "transfer-encoding", "connection"})
 
 
 class ServedApiServer:
-    def __init__(self, fake: FakeApiServer) -> None:
+    """`fake` on 127.0.0.1 (`address`); over TLS with `tls=True`, its CA in `ca_file`."""
+
+    def __init__(self, fake: FakeApiServer, *, tls: bool = False) -> None:
         self.fake = fake
+        self.ca_file: Path | None = None
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -56,6 +61,9 @@ class ServedApiServer:
 
         self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if tls:
+            self.ca_file, context = self_signed()
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.address = f"127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()

@@ -9,16 +9,19 @@ once, writes that land once the window ends, caches that follow the server again
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from lightkube import Client, KubeConfig
 
-from nodewright.cluster.kube.cluster import FIELD_MANAGER, KubeCluster
+from nodewright.cluster.kube.cluster import FIELD_MANAGER, KubeCluster, connect
 from nodewright.cluster.kube.informer import Informer
 from nodewright.install import InstallSettings
 from tests.faults.proxy import WATCHES, FaultProxy, Rule, fail, lose_answer
 from tests.faults.served_apiserver import ServedApiServer
+from tests.faults.wiring import apiserver_proxy, kubeconfig_through
 from tests.kube.apiserver import Authorizer, FakeApiServer
 from tests.kube.conftest import NO_WAIT
 from tests.kube.waiting import eventually
@@ -174,3 +177,37 @@ def test_an_outage_then_restore_and_writes_and_the_cache_work_again(
     cluster.create(nodeclaim("after-the-outage"))
     assert sorted(names(server)) == ["after-the-outage", "made-in-the-outage"]
     assert cluster.problems() == []
+
+
+def test_the_controllers_kubeconfig_through_the_tls_terminating_proxy_reaches_the_server(
+        tmp_path: Path) -> None:
+    """The e2e stories' wiring: the ServiceAccount's kubeconfig (a token and the server's
+    CA) rewritten by `kubeconfig_through` for `apiserver_proxy`, read by the controller's
+    `connect`: TLS to the proxy checked against the proxy's CA, TLS to the server against
+    the server's, the token passed on."""
+    fake = FakeApiServer(Authorizer.for_install(InstallSettings(cluster_name="test",
+                                                                cloud="sim")))
+    served = ServedApiServer(fake, tls=True)
+    assert served.ca_file is not None
+    source = tmp_path / "sa.kubeconfig"
+    source.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "e2e", "cluster": {
+            "server": f"https://{served.address}",
+            "certificate-authority": str(served.ca_file)}}],
+        "users": [{"name": "sa", "user": {"token": "sa-token"}}],
+        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "sa"}}],
+        "current-context": "e2e"}))
+    try:
+        with apiserver_proxy(f"https://{served.address}", served.ca_file) as proxy:
+            kubeconfig = kubeconfig_through(proxy, source, tmp_path / "through.kubeconfig")
+            kube = KubeCluster(connect(str(kubeconfig)), sync_timeout=10.0)
+            try:
+                created = kube.create(nodeclaim())
+                assert kube.get("NodeClaim", created["metadata"]["name"])
+            finally:
+                kube.close()
+            assert {r.status for r in proxy.records} <= {200, 201}
+            assert any(r.method == "POST" and r.status == 201 for r in proxy.records)
+    finally:
+        served.stop()
