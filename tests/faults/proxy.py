@@ -34,16 +34,13 @@ the client sent.
 from __future__ import annotations
 
 import contextlib
-import datetime
 import http.client
-import ipaddress
 import json
 import re
 import select
 import socket
 import ssl
 import struct
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -51,16 +48,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Literal
+
+from tests.faults.certs import self_signed
+from tests.faults.http_wire import CHUNK, answer, forward, read_request, relay_response
 
 Action = Literal["answer", "lose_answer", "hold_answer", "stall", "reset", "expire_watch"]
-# Headers that belong to one hop (RFC 9110 7.6.1), and the framing the proxy sets itself.
-HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "proxy-authenticate",
-                        "proxy-authorization", "te", "trailer", "transfer-encoding",
-                        "upgrade", "content-length"})
 # The query of a Kubernetes watch request (`?watch=true` or `watch=1`).
 WATCHES = r"[?&]watch=(true|1)(&|$)"
-CHUNK = 65536
 TICK = 0.05
 
 
@@ -362,8 +357,9 @@ class FaultProxy:
         if listener is not None:
             _close_listener(listener)
         self.reset()
+        deadline = time.monotonic() + 10
         for thread in list(self._threads):
-            thread.join(5)
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> FaultProxy:
         return self
@@ -488,7 +484,7 @@ class FaultProxy:
                 connection.client.settimeout(None)
             reader = connection.client.makefile("rb")
             while not connection.doomed.is_set() and not self._stopped.is_set():
-                request = _read_request(reader)
+                request = read_request(reader)
                 if request is None:
                     return
                 if upstream is None:
@@ -545,8 +541,10 @@ class FaultProxy:
             self.stats["delayed"] += 1
             time.sleep(self._delay)
         try:
-            response = _forward(upstream, method, target, headers, body)
+            if upstream.sock is None:
+                upstream.connect()
             connection.upstream = upstream.sock  # for _doom to wake a read on it
+            response = forward(upstream, method, target, headers, body)
         except (OSError, http.client.HTTPException):
             upstream.close()
             self._record(method, target, None, False, "upstream unreachable", at)
@@ -565,7 +563,7 @@ class FaultProxy:
                 self._doom(connection)
                 return False
             self._record(method, target, rule.status, True, rule.action, at)
-            _answer(connection.client, rule.status, rule.answer_body(), rule.content_type,
+            answer(connection.client, rule.status, rule.answer_body(), rule.content_type,
                     rule.retry_after)
             if response.will_close:
                 upstream.close()
@@ -573,7 +571,7 @@ class FaultProxy:
         self._record(method, target, response.status, True, None, at)
         connection.streaming = target
         try:
-            _relay_response(connection.client, response, head_only=method == "HEAD")
+            relay_response(connection.client, response, head_only=method == "HEAD")
         finally:
             connection.streaming = ""
         client_closes = any(k.lower() == "connection" and v.lower() == "close"
@@ -601,10 +599,10 @@ class FaultProxy:
             self._record(method, target, 200, False, rule.action, at)
             status = kube_status(410, "too old resource version (injected by the fault proxy)")
             event = json.dumps({"type": "ERROR", "object": status}).encode() + b"\n"
-            _answer(connection.client, 200, event, "application/json", None)
+            answer(connection.client, 200, event, "application/json", None)
             return True
         self._record(method, target, rule.status, False, rule.action, at)
-        _answer(connection.client, rule.status, rule.answer_body(), rule.content_type,
+        answer(connection.client, rule.status, rule.answer_body(), rule.content_type,
                 rule.retry_after)
         return True
 
@@ -614,142 +612,3 @@ def _close_listener(listener: socket.socket) -> None:
     with contextlib.suppress(OSError):
         listener.shutdown(socket.SHUT_RDWR)
     listener.close()
-
-
-# --- HTTP/1.1 on a socket -----------------------------------------------------------------
-
-
-def _read_request(reader: BinaryIO) -> tuple[str, str, list[tuple[str, str]], bytes] | None:
-    """(method, target, headers, body) of the next request; None when the client closed."""
-    line = reader.readline(65537)
-    while line in (b"\r\n", b"\n"):  # tolerated between requests (RFC 9112 2.2)
-        line = reader.readline(65537)
-    if not line:
-        return None
-    parts = line.decode("latin-1").split()
-    if len(parts) != 3:
-        raise ValueError(f"not an HTTP request line: {line[:80]!r}")
-    method, target, _ = parts
-    message = http.client.parse_headers(reader)
-    headers = list(message.items())
-    length = message.get("Content-Length")
-    if "chunked" in (message.get("Transfer-Encoding") or "").lower():
-        body = _read_chunked(reader)
-    else:
-        body = reader.read(int(length)) if length else b""
-    return method.upper(), target, headers, body
-
-
-def _read_chunked(reader: BinaryIO) -> bytes:
-    body = b""
-    while True:
-        size = int(reader.readline(1024).split(b";")[0].strip() or b"0", 16)
-        if size == 0:
-            while reader.readline(65537) not in (b"\r\n", b"\n", b""):
-                pass  # trailers
-            return body
-        body += reader.read(size)
-        reader.readline(8)
-
-
-def _forward(upstream: http.client.HTTPConnection, method: str, target: str,
-             headers: list[tuple[str, str]], body: bytes) -> http.client.HTTPResponse:
-    upstream.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
-    host_sent = False
-    for key, value in headers:
-        if key.lower() in HOP_BY_HOP:
-            continue
-        if key.lower() == "host":
-            host_sent = True
-        upstream.putheader(key, value)
-    if not host_sent:
-        upstream.putheader("Host", f"{upstream.host}:{upstream.port}")
-    if body or method in ("POST", "PUT", "PATCH"):
-        upstream.putheader("Content-Length", str(len(body)))
-    upstream.endheaders(body or None)
-    return upstream.getresponse()
-
-
-def _answer(client: socket.socket, status: int, body: bytes, content_type: str,
-            retry_after: float | None) -> None:
-    reason = http.client.responses.get(status, "Fault")
-    head = [f"HTTP/1.1 {status} {reason}", f"Content-Type: {content_type}",
-            f"Content-Length: {len(body)}"]
-    if retry_after is not None:
-        head.append(f"Retry-After: {retry_after:g}")
-    client.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
-
-
-def _head(lines: list[str]) -> bytes:
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-def _relay_response(client: socket.socket, response: http.client.HTTPResponse, *,
-                    head_only: bool) -> None:
-    head = [f"HTTP/1.1 {response.status} {response.reason}"]
-    head += [f"{k}: {v}" for k, v in response.getheaders() if k.lower() not in HOP_BY_HOP]
-    no_body = head_only or response.status in (204, 304) or 100 <= response.status < 200
-    if no_body:
-        client.sendall(_head([*head, "Content-Length: 0"]))
-        response.read()
-        return
-    if response.length is not None:
-        client.sendall(_head([*head, f"Content-Length: {response.length}"]))
-        while data := response.read(CHUNK):
-            client.sendall(data)
-        return
-    client.sendall(_head([*head, "Transfer-Encoding: chunked"]))
-    while data := response.read1(CHUNK):
-        client.sendall(b"%x\r\n%s\r\n" % (len(data), data))
-    client.sendall(b"0\r\n\r\n")
-
-
-# --- the proxy's own CA, for TLS termination --------------------------------------------------
-
-
-def self_signed() -> tuple[Path, ssl.SSLContext]:
-    """A CA and a certificate for 127.0.0.1 and localhost signed by it: (the CA's file, a
-    server context with the certificate)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fault proxy CA")])
-    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(now - datetime.timedelta(minutes=5))
-          .not_valid_after(now + datetime.timedelta(days=2))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .add_extension(x509.KeyUsage(
-              digital_signature=True, key_cert_sign=True, crl_sign=True,
-              content_commitment=False, key_encipherment=False, data_encipherment=False,
-              key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    key = ec.generate_private_key(ec.SECP256R1())
-    leaf = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-            .issuer_name(ca_name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.SubjectAlternativeName([
-                x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                x509.DNSName("localhost")]), critical=False)
-            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]),
-                           critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    folder = Path(tempfile.mkdtemp(prefix="fault-proxy-"))
-    ca_file = folder / "ca.crt"
-    ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    chain = folder / "server.pem"
-    chain.write_bytes(leaf.public_bytes(serialization.Encoding.PEM) + key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption()))
-    chain.chmod(0o600)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(str(chain))
-    context.set_alpn_protocols(["http/1.1"])
-    return ca_file, context

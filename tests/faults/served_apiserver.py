@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx2
 
-from tests.faults.proxy import self_signed
+from tests.faults.certs import self_signed
 from tests.kube.apiserver import FakeApiServer
 
 FRAMING = frozenset({"content-length", "transfer-encoding", "connection"})

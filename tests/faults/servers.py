@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.faults.proxy import self_signed
+from tests.faults.certs import self_signed
 
 
 class LocalHttpServer:

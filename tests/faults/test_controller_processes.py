@@ -56,8 +56,9 @@ def start(tmp_path: Path) -> Iterator[Start]:
     when the story fails)."""
     started: list[Controller] = []
 
-    def start_one(name: str, kubeconfig: Path, **options: object) -> Controller:
-        controller = start_controller(name, kubeconfig, tmp_path, **options)  # type: ignore[arg-type]
+    def start_one(name: str, kubeconfig: Path, *,
+                  env: dict[str, str] | None = None) -> Controller:
+        controller = start_controller(name, kubeconfig, tmp_path, env=env)
         started.append(controller)
         return controller
 
