@@ -40,8 +40,11 @@ NODECLAIMS = r"/apis/karpenter\.sh/v1/nodeclaims"
 # Everything but the leader Lease: failing its renewals for long ends the leader, which is
 # the lease stories' subject (test_lease_loss.py), not this one's.
 NOT_THE_LEASE = r"^(?!.*/leases/)"
-# Short windows, well inside the renew deadline (10 s).
-WINDOW_SECONDS = 3.0
+# Windows of requests: how many are answered 500, and how many writes 429.
+ERRORS = 6
+THROTTLED = 4
+EXPIRED_WATCHES = 3
+# Well inside the renew deadline (10 s).
 PARTITION_SECONDS = 3.0
 OUTAGE_SECONDS = 30.0
 NO_LEADER_ELECTION = ("--leader-elect", "false")
@@ -85,13 +88,15 @@ def test_5xx_429_a_lost_create_answer_and_410s_leave_one_nodeclaim_per_node(
                what="the caches synced through the proxy")
 
     # The first NodeClaim is stored and its answer lost (503, Retry-After: 1): the
-    # transport sends it again. Meanwhile half of the requests fail with 500 and the
-    # other writes are throttled (429, Retry-After: 1).
+    # transport sends it again. Of the requests that follow, every other one fails with
+    # 500 (ERRORS of them) and the next THROTTLED writes are throttled (429,
+    # Retry-After: 1): windows of requests, not of time, so none closes before the
+    # scale-up's work comes through.
     lost = proxy.inject(lose_answer(503, retry_after=1, methods={"POST"},
                                     path=NODECLAIMS, limit=1))
-    errors = proxy.inject(fail(500, share=0.5, path=NOT_THE_LEASE), seconds=WINDOW_SECONDS)
-    throttled = proxy.inject(fail(429, retry_after=1, methods=WRITES, path=NOT_THE_LEASE),
-                             seconds=WINDOW_SECONDS)
+    errors = proxy.inject(fail(500, share=0.5, path=NOT_THE_LEASE, limit=ERRORS))
+    throttled = proxy.inject(fail(429, retry_after=1, methods=WRITES, path=NOT_THE_LEASE,
+                                  limit=THROTTLED))
     scale(plane, 5)
     eventually(lambda: settled(plane, 5, nodes=1), timeout=120,
                what="5 pods running on one node, one NodeClaim")
@@ -100,13 +105,14 @@ def test_5xx_429_a_lost_create_answer_and_410s_leave_one_nodeclaim_per_node(
     print(f"faulted: {errors.hits} answered 500, {throttled.hits} answered 429, "
           f"1 create answer lost, of {proxy.stats['requests']} requests")
 
-    # Running watches end, and each comes back to 410 Gone for a second: the informers
-    # list again, and see the scale-up made next.
-    gone = proxy.inject(Rule("expire_watch", path=WATCHES), seconds=1.0)
+    # Running watches end, and the next ones opened again are answered 410 Gone: those
+    # informers list again, and see the scale-up made next.
+    gone = proxy.inject(Rule("expire_watch", path=WATCHES, limit=EXPIRED_WATCHES))
     assert proxy.reset(streaming=WATCHES) > 0, "no watch came through the proxy"
+    eventually(lambda: gone.hits == EXPIRED_WATCHES, timeout=60,
+               what="watches opened again answered 410 Gone")
     eventually(lambda: controller.logged("expired (410 Gone); listing again"), timeout=30,
                what="a watch answered 410 Gone and listed again")
-    assert gone.hits > 0
     scale(plane, 12)  # seven pods more than the m5.large holds
     eventually(lambda: settled(plane, 12, nodes=2), timeout=120,
                what="12 pods running on two nodes, one NodeClaim each")

@@ -88,20 +88,21 @@ def test_request_faults_a_lost_create_answer_and_410s_leave_one_nodeclaim_per_no
                what="the caches synced through the proxy")
     lost = proxy.inject(lose_answer(503, retry_after=1, methods={"POST"}, path=NODECLAIMS,
                                     limit=1))
-    errors = proxy.inject(fail(500, share=0.5, path=NOT_THE_LEASE), seconds=3.0)
-    throttled = proxy.inject(fail(429, retry_after=1, methods=WRITES, path=NOT_THE_LEASE),
-                             seconds=3.0)
+    errors = proxy.inject(fail(500, share=0.5, path=NOT_THE_LEASE, limit=6))
+    throttled = proxy.inject(fail(429, retry_after=1, methods=WRITES, path=NOT_THE_LEASE,
+                                  limit=4))
     plane.pending_pods(3)
     eventually(lambda: plane.registered(nodeclaims=1), timeout=60,
                what="one NodeClaim for the three pods, with its Node")
     assert lost.hits == 1
     assert errors.hits > 0 and throttled.hits > 0
 
-    gone = proxy.inject(Rule("expire_watch", path=WATCHES), seconds=1.0)
+    gone = proxy.inject(Rule("expire_watch", path=WATCHES, limit=3))
     assert proxy.reset(streaming=WATCHES) > 0
+    eventually(lambda: gone.hits == 3, timeout=60,
+               what="watches opened again answered 410 Gone")
     eventually(lambda: controller.logged("expired (410 Gone); listing again"), timeout=30,
                what="a watch answered 410 Gone and listed again")
-    assert gone.hits > 0
     plane.pending_pods(1, memory="20Gi")  # more than the first node has left
     eventually(lambda: plane.registered(nodeclaims=2), timeout=60,
                what="a second NodeClaim for the pod made after the 410s, with its Node")
