@@ -1,0 +1,171 @@
+"""`nodewright controller` processes under faults, where no Kubernetes binaries are (issue
+28, part 8): the processes the e2e stories start (tests/e2e/harness.py), against the fake
+API server on a socket (tests/faults/fake_plane.py), the fault proxy between a replica
+and the server. What tests/e2e/test_faults.py and test_lease_loss.py tell on the real
+control plane, told here as far as it goes without a scheduler or kubelets: one NodeClaim
+per node needed, each with its Node; no write by a replica after the other took the Lease.
+
+The lease timing is Karpenter's (15 s lease, 10 s renew deadline), so the two-replica
+stories take some twenty seconds each.
+"""
+
+from __future__ import annotations
+
+import datetime
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import FAST_SIM, Controller, eventually, start_controller
+from tests.faults.fake_plane import FakePlane
+from tests.faults.proxy import WATCHES, FaultProxy, Rule, fail, lose_answer
+
+pytestmark = pytest.mark.slow
+
+LEASE_DURATION = 15.0
+RETRY_PERIOD = 2.0
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+NODECLAIMS = r"/apis/karpenter\.sh/v1/nodeclaims"
+LEASE_PATH = r"/leases/nodewright-leader-election"
+NOT_THE_LEASE = r"^(?!.*/leases/)"
+# Nodes that take 6 s to register: a leader can be killed between a launch and it.
+SLOW_REGISTRATION = FAST_SIM.replace("registrationDelay=2s", "registrationDelay=6s")
+
+Start = Callable[..., Controller]
+
+
+@pytest.fixture
+def plane(tmp_path: Path) -> Iterator[FakePlane]:
+    made = FakePlane.start(tmp_path)
+    yield made
+    made.stop()
+
+
+@pytest.fixture
+def proxy(plane: FakePlane) -> Iterator[FaultProxy]:
+    with FaultProxy(plane.address, mode="http", name="replica-a-proxy") as faulty:
+        yield faulty
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[Start]:
+    """Controller processes, stopped after the story; their logs' tails are printed (shown
+    when the story fails)."""
+    started: list[Controller] = []
+
+    def start_one(name: str, kubeconfig: Path, *,
+                  env: dict[str, str] | None = None) -> Controller:
+        controller = start_controller(name, kubeconfig, tmp_path, env=env)
+        started.append(controller)
+        return controller
+
+    yield start_one
+    for controller in started:
+        controller.stop()
+        print(f"--- {controller.name}\n" + "\n".join(controller.raw_log().splitlines()[-40:]))
+
+
+def exit_code(controller: Controller, timeout: float) -> int | None:
+    try:
+        return controller.wait_exit(timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+def acquired_at(plane: FakePlane) -> float:
+    stamp = str(plane.lease()["acquireTime"])
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def test_request_faults_a_lost_create_answer_and_410s_leave_one_nodeclaim_per_node(
+        plane: FakePlane, proxy: FaultProxy, start: Start) -> None:
+    """tests/e2e/test_faults.py's first story without pods to run."""
+    controller = start("replica-a", plane.kubeconfig(proxy, "through-proxy"))
+    eventually(lambda: controller.readyz()[0] == 200, timeout=60,
+               what="the caches synced through the proxy")
+    lost = proxy.inject(lose_answer(503, retry_after=1, methods={"POST"}, path=NODECLAIMS,
+                                    limit=1))
+    errors = proxy.inject(fail(500, share=0.5, path=NOT_THE_LEASE, limit=6))
+    throttled = proxy.inject(fail(429, retry_after=1, methods=WRITES, path=NOT_THE_LEASE,
+                                  limit=4))
+    plane.pending_pods(3)
+    eventually(lambda: plane.registered(nodeclaims=1), timeout=60,
+               what="one NodeClaim for the three pods, with its Node")
+    assert lost.hits == 1
+    assert errors.hits > 0 and throttled.hits > 0
+
+    gone = proxy.inject(Rule("expire_watch", path=WATCHES, limit=3))
+    assert proxy.reset(streaming=WATCHES) > 0
+    eventually(lambda: gone.hits == 3, timeout=60,
+               what="watches opened again answered 410 Gone")
+    eventually(lambda: controller.logged("expired (410 Gone); listing again"), timeout=30,
+               what="a watch answered 410 Gone and listed again")
+    plane.pending_pods(1, memory="20Gi")  # more than the first node has left
+    eventually(lambda: plane.registered(nodeclaims=2), timeout=60,
+               what="a second NodeClaim for the pod made after the 410s, with its Node")
+    assert controller.running()
+    eventually(lambda: controller.healthz()[0] == 200, timeout=30, what="/healthz ok")
+
+
+def test_a_leader_whose_renewals_stall_writes_nothing_once_the_standby_leads(
+        plane: FakePlane, proxy: FaultProxy, start: Start) -> None:
+    """tests/e2e/test_lease_loss.py's second story: only replica-a's Lease requests are
+    held; its other requests pass, and it is launching when they stall. The proxy's
+    record of what reached the server is the audit."""
+    first = start("replica-a", plane.kubeconfig(proxy, "through-proxy"))
+    eventually(lambda: plane.holder() == "replica-a", timeout=60, what="replica-a to lead")
+    second = start("replica-b", plane.kubeconfig(name="direct"))
+    eventually(lambda: second.readyz()[0] == 200, timeout=60, what="the standby ready")
+
+    cut_at = time.time()
+    renewals = proxy.inject(Rule("stall", path=LEASE_PATH))
+    plane.pending_pods(3)
+    try:
+        code = exit_code(first, timeout=LEASE_DURATION + 15)
+        assert code == 1, f"the leader did not step down (exit code {code})"
+        assert first.logged("lost the leader Lease")
+        eventually(lambda: plane.holder() == "replica-b",
+                   timeout=LEASE_DURATION + 2 * RETRY_PERIOD + 10,
+                   what="the standby to take the Lease")
+    finally:
+        renewals.end()
+
+    worked = proxy.writes(since=cut_at, path=NOT_THE_LEASE)
+    assert worked, "the leader wrote nothing after its renewals stalled"
+    taken = acquired_at(plane)
+    late = proxy.writes(since=taken)
+    assert late == [], ("the old leader wrote after the standby took the Lease:\n"
+                        + "\n".join(f"{r.method} {r.target}" for r in late[:10]))
+    print(f"replica-a: {len(worked)} writes after its renewals stalled, the last "
+          f"{taken - max(r.at for r in worked):.1f}s before replica-b led")
+    eventually(lambda: plane.registered(nodeclaims=1), timeout=60,
+               what="one NodeClaim for the three pods, with its Node")
+
+
+def test_the_leader_killed_between_a_launch_and_its_registration_leaves_one_nodeclaim(
+        plane: FakePlane, start: Start) -> None:
+    """tests/e2e/test_leader_failover.py's first story without pods to run: the simulated
+    instance dies with its process; the standby replaces its NodeClaim, and one NodeClaim
+    with its Node is left."""
+    env = {"NODEWRIGHT_SIM_TIMING": SLOW_REGISTRATION}
+    first = start("replica-a", plane.kubeconfig(name="replica-a"), env=env)
+    eventually(lambda: plane.holder() == "replica-a", timeout=60, what="replica-a to lead")
+    second = start("replica-b", plane.kubeconfig(name="replica-b"), env=env)
+    eventually(lambda: second.readyz()[0] == 200, timeout=60, what="the standby ready")
+
+    plane.pending_pods(3)
+    doomed = eventually(lambda: [c for c in plane.nodeclaims()
+                                 if c.get("status", {}).get("providerID")],
+                        timeout=60, what="a NodeClaim launched")
+    first.kill()
+    eventually(lambda: plane.holder() == "replica-b",
+               timeout=LEASE_DURATION + 2 * RETRY_PERIOD + 10,
+               what="the standby to take the Lease")
+    eventually(lambda: plane.registered(nodeclaims=1), timeout=90,
+               what="one NodeClaim with its Node, the dead one's replaced")
+    assert doomed[0]["metadata"]["name"] not in {
+        c["metadata"]["name"] for c in plane.nodeclaims()}
+    assert second.running()
