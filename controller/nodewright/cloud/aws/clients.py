@@ -22,7 +22,8 @@ MAX_ATTEMPTS: Final = 5
 
 
 def retry_config(max_attempts: int = MAX_ATTEMPTS) -> Config:
-    return Config(retries={"mode": "standard", "max_attempts": max_attempts})
+    # `total_max_attempts` counts the first try too (botocore's `max_attempts` counts retries).
+    return Config(retries={"mode": "standard", "total_max_attempts": max_attempts})
 
 
 def pricing_region(region: str) -> str:
