@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
-from nodewright.api.formats import parse_duration
+from nodewright.api.formats import parse_duration_or_never
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.cloud.provider import CloudProviderError, Instance, RepairPolicy
 from nodewright.cluster import objects
@@ -229,7 +229,7 @@ def _timing_lines(node: StateNode, state: ClusterState, now: datetime) -> list[L
     raw = str((claim.get("spec") or {}).get("expireAfter") or "Never")
     created = objects.creation_time(claim)
     try:
-        seconds = parse_duration(raw)
+        seconds = parse_duration_or_never(raw)
     except ValueError:
         seconds = None
     if seconds is not None and created is not None:

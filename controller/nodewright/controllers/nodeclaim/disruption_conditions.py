@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from nodewright.api.formats import parse_duration
+from nodewright.api.formats import parse_duration_or_never
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
@@ -43,7 +43,7 @@ _CATALOG_TTL = timedelta(minutes=5)
 
 def consolidate_after_seconds(nodepool: NodePool) -> float | None:
     """consolidateAfter in seconds; None for Never (consolidation disabled)."""
-    return parse_duration(nodepool.spec.disruption.consolidate_after)
+    return parse_duration_or_never(nodepool.spec.disruption.consolidate_after)
 
 
 def last_pod_event(claim: Mapping[str, Any], observed: datetime | None = None
