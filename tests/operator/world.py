@@ -40,10 +40,10 @@ from nodewright.cluster.kube.access import Request, request_for
 from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.wiring import ControllerOptions
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import OperatorDriver
 from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.process import Operator, OperatorSettings
+from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.reconciler import WatchEvent
 from tests.harness import ClusterReads, Source, documents
 from tests.kube.waiting import PATIENCE, eventually
@@ -190,7 +190,7 @@ class RealTimeWorld(ClusterReads):
                  capacity: Sequence[CapacityRule] = (),
                  zones: Sequence[str] | None = None) -> None:
         self.lock = threading.RLock()
-        self.clock = LoopClock()
+        self.clock = SystemClock()
         memory = InMemoryCluster(self.clock)
         self.memory = memory
         self.cluster = LockedCluster(memory, self.lock)
