@@ -47,6 +47,7 @@ from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.reconciler import WatchEvent
 from tests.harness import ClusterReads, Source, documents
 from tests.kube.waiting import PATIENCE, eventually
+from tests.support.operator import crash
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,7 @@ class RealTimeWorld(ClusterReads):
 
     def close(self) -> None:
         for running in self.operators:
-            running.crash()
+            crash(running)
         self.cluster_driver.stop(timeout=5)
 
     # --- controller processes dying -------------------------------------------------------
@@ -246,7 +247,7 @@ class RealTimeWorld(ClusterReads):
 
     def crash(self, operator: Operator) -> None:
         """The process dies (kill -9): its queued work and its state are gone."""
-        operator.crash()
+        crash(operator)
         self.operators.remove(operator)
 
     def pods_at_termination(self) -> dict[str, list[str]]:

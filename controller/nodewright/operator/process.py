@@ -132,12 +132,6 @@ class Operator:
                        lambda left: elector.stop(release=stopped, timeout=left))
         return budget.clean
 
-    def crash(self) -> None:
-        """Die without a word (kill -9): nothing is released; the Lease runs out."""
-        if self.elector is not None:
-            self.elector.stop(release=False)
-        self.driver.stop()
-
     # --- state ----------------------------------------------------------------------------
 
     def is_leader(self) -> bool:
