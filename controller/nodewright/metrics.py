@@ -865,14 +865,6 @@ class Store:
         for gauge, label_values in self._series.pop(key, set()):
             _remove(gauge, label_values)
 
-    def replace_all(
-        self, values: Mapping[str, Iterable[Sample]],
-    ) -> None:
-        for key in set(self._series) - set(values):
-            self.delete(key)
-        for key, series in values.items():
-            self.update(key, series)
-
     def keys(self) -> set[str]:
         return set(self._series)
 

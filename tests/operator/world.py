@@ -36,7 +36,6 @@ from nodewright.cluster.api import (
     Object,
     WatchStream,
 )
-from nodewright.cluster.kube.access import Request, request_for
 from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.wiring import ControllerOptions
@@ -48,6 +47,7 @@ from nodewright.runtime.reconciler import WatchEvent
 from tests.harness import ClusterReads, Source, documents
 from tests.kube.waiting import PATIENCE, eventually
 from tests.support.operator import crash
+from tests.support.rbac import Request, request_for
 
 
 @dataclass(frozen=True)

@@ -75,10 +75,6 @@ class LivePriceSource:
         price = self._spot.get((instance_type, zone))
         return price if price is not None else self.fallback.spot(instance_type, zone)
 
-    @property
-    def live_on_demand(self) -> bool:
-        return bool(self._on_demand)
-
     def _due(self, last: float | None) -> bool:
         return last is None or self.clock() - last >= self.refresh_seconds
 

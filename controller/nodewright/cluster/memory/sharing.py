@@ -54,11 +54,6 @@ class SubtreeSharing:
         if len(self._keys) >= self._next_sweep:
             self.sweep()
 
-    def is_shared(self, value: Any) -> bool:
-        """Whether `value` is a canonical container of this table."""
-        entry = self._keys.get(id(value))
-        return entry is not None and entry[0] is value
-
     def sweep(self) -> int:
         """Forget canonical containers nothing else refers to; returns how many."""
         removed = 0
