@@ -28,7 +28,7 @@ from nodewright.cloud.aws import tags as tag_keys
 from nodewright.cloud.aws.amis import STANDARD, Image, image_for
 from nodewright.cloud.aws.catalog import LiveCatalog
 from nodewright.cloud.aws.clients import AwsClients
-from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
+from nodewright.cloud.aws.clock import Seconds, TTLCache, system_clock
 from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
 from nodewright.cloud.aws.drift import drift_of, reservation_drift, static_drift
 from nodewright.cloud.aws.node_class_resolution import (
@@ -118,7 +118,7 @@ class GarbageReport:
 class AwsCloudProvider:
     clients: AwsClients
     cluster_name: str
-    clock: Clock = system_clock
+    clock: Seconds = system_clock
     prices: PriceSource | None = None
     provider_settings: ProviderSettings = field(default_factory=ProviderSettings)
     isolated_vpc: bool = False
