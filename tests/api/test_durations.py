@@ -50,6 +50,7 @@ def test_never_is_a_value_only_for_fields_that_take_it() -> None:
     ("soon", "is not a duration", 'time: invalid duration "soon"'),
     (" 5s", "is not a duration", 'time: invalid duration " 5s"'),
     ("1s.m", "is not a duration", 'time: invalid duration "1s.m"'),
+    ("3000000h", "is not a duration", 'time: invalid duration "3000000h"'),  # > int64 ns
 ])
 def test_bad_durations_say_what_is_wrong_for_people_and_in_gos_words(
         text: str, complaint: str, go_words: str) -> None:

@@ -79,6 +79,7 @@ _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3,
 _NUMBER = re.compile(r"([0-9]*)(\.[0-9]*)?")
 _UNIT = re.compile(r"[^0-9.]*")
 DURATION_EXAMPLES = "500ms, 30s, 2m or 1h30m"
+_LONGEST_GO_DURATION = (2**63 - 1) / 1e9  # int64 nanoseconds: about 292 years
 
 
 class DurationError(ValueError):
@@ -147,4 +148,6 @@ def _go_duration(text: str) -> float:
                 f"time: unknown unit {_go_quote(unit)} in duration {quoted}")
         body = body[len(unit):]
         total += float(f"{whole or 0}.{fraction or 0}") * _DURATION_UNITS[unit]
+        if total > _LONGEST_GO_DURATION:
+            raise invalid
     return sign * total
