@@ -13,7 +13,8 @@ ENTRY_POINTS: dict[str, str] = {
 
 # Called by tests only, kept on purpose until they move (each a known item of issue 29).
 TEST_ONLY: dict[str, str] = {
-    "is_leader": "LeaderElector/Operator state the leader-election tests wait on",
+    "is_leader": "client-go's LeaderElector.IsLeader (and the Operator's); the "
+                 "leader-election tests wait on it",
     "recover": "the simulated EC2's counterpart of impair(), driven by the stories",
     "greedy_pattern": "scheduling/knapsack.py, unused since column pricing; goes with the "
                       "packer split",
