@@ -846,7 +846,7 @@ def remove_matching(metric: Gauge, **labels: str) -> None:
 class Store:
     """Gauge series owned by keys (an object, or one whole reconcile), as Karpenter's
     metrics.Store: `update` replaces one key's series and removes those it no longer has,
-    `delete` removes them all, `replace_all` does both for every key at once."""
+    `delete` removes them all."""
 
     def __init__(self) -> None:
         self._series: dict[str, set[Series]] = {}
