@@ -119,6 +119,8 @@ def test(extra: list[str]) -> None:
     run([str(BIN / "ruff"), "check", "."])
     print("$ mypy", flush=True)
     run([str(BIN / "mypy")])
+    print("$ python tools/dead_code.py", flush=True)
+    run([str(PYTHON), str(ROOT / "tools" / "dead_code.py")])
     if extra:
         print(f"$ pytest {' '.join(extra)}", flush=True)
         run([str(PYTHON), "-m", "pytest", *extra])

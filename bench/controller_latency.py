@@ -62,6 +62,7 @@ from nodewright.runtime.clock import Clock, parse_time  # noqa: E402
 from nodewright.state.wellknown import TERMINATION_FINALIZER  # noqa: E402
 from tests.operator.slow_cloud import Gate, LongPollQueue, SlowCloud  # noqa: E402
 from tests.operator.world import LockedCluster  # noqa: E402
+from tests.support.operator import crash  # noqa: E402
 
 DISRUPTED_TAINT = "karpenter.sh/disrupted"
 REGISTERING = "registering"
@@ -398,7 +399,7 @@ def measure(nodes: int, pods: int, pending: int, slow: float = 0.0,
         queue = cloud.interruption_queue
         if isinstance(queue, LongPollQueue):
             queue.close()
-        operator.crash()
+        crash(operator)
         provisioning.solve = solve  # type: ignore[assignment]
 
 

@@ -91,7 +91,8 @@ def nodepool(families: str) -> str:
         """)
 
 
-def write_scale_1000(folder: Path) -> Path:
+def write_scale_1000(folder: Path, pods: int = 1000) -> Path:
+    """The scale-1000 scenario (`pods` replicas, then a tenth of them)."""
     (folder / "app.yaml").write_text(workload("app", "1", "2Gi"))
     (folder / "nodepool.yaml").write_text(nodepool("c5, m5"))
     scenario = folder / "scale-1000.yaml"
@@ -100,22 +101,23 @@ def write_scale_1000(folder: Path) -> Path:
         manifests: [{WORKSHOP / 'ec2nodeclass.yaml'}, {WORKSHOP / 'daemonsets.yaml'},
                     nodepool.yaml, app.yaml]
         steps:
-          - scale: {{name: app, replicas: 1000}}
+          - scale: {{name: app, replicas: {pods}}}
           - settle: {{timeout: 1h}}
           - expect: {{pendingPods: 0}}
-          - scale: {{name: app, replicas: 100}}
+          - scale: {{name: app, replicas: {pods // 10}}}
           - settle: {{timeout: 2h}}
           - expect: {{pendingPods: 0, violations: 0}}
         """))
     return scenario
 
 
-def write_day_10000(folder: Path) -> Path:
+def write_day_10000(folder: Path, peak: int = 10_000) -> Path:
+    """The day-10000 scenario (`peak` replicas at the daily peak)."""
     (folder / "app.yaml").write_text(workload("app", "250m", "512Mi"))
     (folder / "nodepool.yaml").write_text(nodepool("c6i, m6i, r6i, c5, m5, r5"))
     steps = []
     for share in DAY_CURVE:
-        steps.append(f"  - scale: {{name: app, replicas: {round(10_000 * share)}}}")
+        steps.append(f"  - scale: {{name: app, replicas: {round(peak * share)}}}")
         steps.append("  - wait: 1h")
     scenario = folder / "day-10000.yaml"
     scenario.write_text(textwrap.dedent(f"""\

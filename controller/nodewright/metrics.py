@@ -846,7 +846,7 @@ def remove_matching(metric: Gauge, **labels: str) -> None:
 class Store:
     """Gauge series owned by keys (an object, or one whole reconcile), as Karpenter's
     metrics.Store: `update` replaces one key's series and removes those it no longer has,
-    `delete` removes them all, `replace_all` does both for every key at once."""
+    `delete` removes them all."""
 
     def __init__(self) -> None:
         self._series: dict[str, set[Series]] = {}
@@ -864,14 +864,6 @@ class Store:
     def delete(self, key: str) -> None:
         for gauge, label_values in self._series.pop(key, set()):
             _remove(gauge, label_values)
-
-    def replace_all(
-        self, values: Mapping[str, Iterable[Sample]],
-    ) -> None:
-        for key in set(self._series) - set(values):
-            self.delete(key)
-        for key, series in values.items():
-            self.update(key, series)
 
     def keys(self) -> set[str]:
         return set(self._series)

@@ -11,7 +11,6 @@ from nodewright.api.crds import generate_crds
 from nodewright.api.kubelet import (
     KubeletConfigError,
     KubeletConfiguration,
-    go_duration_seconds,
     kubelet_problems,
     unmanaged,
 )
@@ -105,14 +104,3 @@ def test_parse_of_a_mistyped_field_names_it() -> None:
         KubeletConfiguration.parse({"podsPerCore": "many"})
 
 
-@pytest.mark.parametrize(
-    ("text", "seconds"), [("0", 0.0), ("90s", 90.0), ("1h30m", 5400.0), ("-5m", -300.0),
-                          ("1.5s", 1.5), ("300ms", 0.3)])
-def test_go_durations(text: str, seconds: float) -> None:
-    assert go_duration_seconds(text) == pytest.approx(seconds)
-
-
-@pytest.mark.parametrize("text", ["", "5", "m", "1d", "-", "1.s.m"])
-def test_not_go_durations(text: str) -> None:
-    with pytest.raises(ValueError, match="duration"):
-        go_duration_seconds(text)

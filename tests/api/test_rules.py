@@ -185,7 +185,7 @@ NODECLASS_CASES: list[tuple[str, str, Any, str | None, str]] = [
     ("any upstream kubelet field", "spec|kubelet|cpuManagerPolicy", "static", None, ""),
     ("upstream duration field", "spec|kubelet|shutdownGracePeriod", "30s", None, ""),
     ("upstream duration not a duration", "spec|kubelet|shutdownGracePeriod", "soon",
-     "spec.kubelet.shutdownGracePeriod", "must be a duration"),
+     "spec.kubelet.shutdownGracePeriod", "is not a duration"),
     ("upstream field of the wrong type", "spec|kubelet|featureGates", {"A": "yes"},
      "spec.kubelet.featureGates", "map of booleans"),
     ("not a kubelet field", "spec|kubelet|cpuManager", "static",

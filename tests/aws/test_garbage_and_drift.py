@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -20,7 +20,6 @@ from nodewright.cloud.aws.drift import (
     SUBNET_DRIFT,
     static_drift,
 )
-from nodewright.cloud.aws.garbage import orphaned_instances
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import NodeClaimNotFoundError
 from nodewright.cluster.memory import InMemoryCluster
@@ -34,6 +33,24 @@ from .conftest import CallRecorder
 from .world import CLUSTER, World, node_class, nodeclaim
 
 
+def _collector(provider: AwsCloudProvider, now: datetime,
+               *nodeclaims: tuple[str, str | None]) -> InstanceGarbageCollection:
+    """The instance garbage collector at `now`, over an API server holding these
+    NodeClaims (name, providerID or None while launching)."""
+    clock = VirtualClock(now)
+    cluster = InMemoryCluster(clock)
+    for name, provider_id in nodeclaims:
+        cluster.create({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                        "metadata": {"name": name},
+                        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws",
+                                                  "kind": "EC2NodeClass", "name": "default"},
+                                 "requirements": []}})
+        if provider_id is not None:
+            cluster.patch("NodeClaim", name, {"status": {"providerID": provider_id}},
+                          subresource="status")
+    return InstanceGarbageCollection(cluster, provider, clock, ClusterState(clock))
+
+
 def test_instances_without_a_nodeclaim_are_terminated_once_older_than_30s(
     provider: AwsCloudProvider,
 ) -> None:
@@ -41,19 +58,18 @@ def test_instances_without_a_nodeclaim_are_terminated_once_older_than_30s(
     orphan = provider.create(nodeclaim("gone-1", uid="uid-gone"), node_class())
     launched = provider.get(orphan.provider_id).launch_time
 
-    too_young = provider.collect_garbage(
-        {kept.provider_id}, {"kept-1"}, {"default"}, now=launched + timedelta(seconds=10)
-    )
-    assert too_young.terminated == ()
+    too_young = _collector(provider, launched + timedelta(seconds=10),
+                           ("kept-1", kept.provider_id))
+    too_young.reconcile("")
+    assert too_young.collected == []
 
-    report = provider.collect_garbage(
-        {kept.provider_id}, {"kept-1"}, {"default"}, now=launched + timedelta(seconds=31)
-    )
-    assert report.terminated == (orphan.instance_id,)
+    old_enough = _collector(provider, launched + timedelta(seconds=31),
+                            ("kept-1", kept.provider_id))
+    old_enough.reconcile("")
+    assert old_enough.collected == [orphan.provider_id]
     with pytest.raises(NodeClaimNotFoundError):
         provider.get(orphan.provider_id)
     assert provider.get(kept.provider_id).instance_id == kept.instance_id
-    assert report.deleted_templates == () and report.deleted_profiles == ()
 
 
 def test_a_controller_that_just_took_over_terminates_only_what_no_nodeclaim_claims(
@@ -82,23 +98,21 @@ def test_a_controller_that_just_took_over_terminates_only_what_no_nodeclaim_clai
         provider.get(orphan.provider_id)
 
 
-def test_a_nodeclaim_still_launching_protects_its_instance() -> None:
-    from nodewright.cloud.provider import Instance
+def test_a_nodeclaim_still_launching_protects_its_instance(
+    provider: AwsCloudProvider,
+) -> None:
+    """A NodeClaim whose controller died between the launch and the providerID write:
+    its instance is left for the lifecycle controller to adopt."""
+    launching = provider.create(nodeclaim("launching-1", uid="uid-launching"), node_class())
+    later = provider.get(launching.provider_id).launch_time + timedelta(days=1)
 
-    instance = Instance(
-        provider_id="aws:///us-west-2a/i-1",
-        instance_id="i-1",
-        instance_type="m5.large",
-        zone="us-west-2a",
-        capacity_type="on-demand",
-        image_id="ami-1",
-        state="running",
-        launch_time=datetime(2026, 1, 1, tzinfo=UTC),
-        nodeclaim_name="launching-1",
-    )
-    later = datetime(2026, 1, 2, tzinfo=UTC)
-    assert orphaned_instances([instance], set(), {"launching-1"}, later) == []
-    assert [o.instance for o in orphaned_instances([instance], set(), set(), later)] == [instance]
+    kept = _collector(provider, later, ("launching-1", None))
+    kept.reconcile("")
+    assert kept.collected == []
+
+    gone = _collector(provider, later)
+    gone.reconcile("")
+    assert gone.collected == [launching.provider_id]
 
 
 def test_templates_and_profiles_of_a_deleted_node_class_are_removed(
@@ -114,10 +128,10 @@ def test_templates_and_profiles_of_a_deleted_node_class_are_removed(
     }
     assert len(templates) == 3
 
-    kept = provider.collect_garbage(set(), set(), {"default"})
+    kept = provider.collect_cloud_garbage({"default"})
     assert kept.deleted_templates == () and kept.deleted_profiles == ()
 
-    report = provider.collect_garbage(set(), set(), set())
+    report = provider.collect_cloud_garbage(set())
     assert set(report.deleted_templates) == templates
     assert report.deleted_profiles == (profile,)
     assert clients.ec2.describe_launch_templates()["LaunchTemplates"] == []
@@ -299,7 +313,7 @@ def test_an_isolated_vpc_leaves_instance_profiles_alone(
     provider.delete(provider.create(nodeclaim(), node_class()).provider_id)
     before = len([a for a in recorder.actions if a.startswith("iam:")])
 
-    report = provider.collect_garbage(set(), set(), set())
+    report = provider.collect_cloud_garbage(set())
     finalized = provider.delete_node_class_resources("default")
 
     assert report.deleted_templates and report.deleted_profiles == ()

@@ -47,6 +47,7 @@ from nodewright.state import ClusterState
 from tests.aws.conftest import CallRecorder
 from tests.aws.test_launch import fleet_overrides
 from tests.aws.world import FakeClock, node_class, nodeclaim
+from tests.support.scheduling import available_offerings, single_values
 
 REGION = "us-west-2"
 ZONE = "us-west-2a"
@@ -695,7 +696,7 @@ def test_private_ipv4_address_on_windows() -> None:
 
 def claim_labels(result: SchedulingResult) -> dict[str, str]:
     (claim,) = result.nodeclaims
-    return claim.requirements.single_values() | {"karpenter.sh/capacity-type":
+    return single_values(claim.requirements) | {"karpenter.sh/capacity-type":
                                                   claim.capacity_type}
 
 
@@ -794,8 +795,8 @@ def test_dl1_keeps_its_offerings_with_interfaces_it_supports() -> None:
     after = dl1_with(networkInterfaces=[
         {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
         {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"}])
-    assert [len(it.available_offerings()) for it in after] == [
-        len(it.available_offerings()) for it in before] == [2]
+    assert [len(available_offerings(it)) for it in after] == [
+        len(available_offerings(it)) for it in before] == [2]
 
 
 def test_dl1_cannot_launch_with_more_efa_interfaces_than_it_has() -> None:
@@ -808,7 +809,7 @@ def test_dl1_cannot_launch_with_more_efa_interfaces_than_it_has() -> None:
         {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
         *({"networkCardIndex": card, "deviceIndex": 0, "interfaceType": "efa-only"}
           for card in range(1, 5))])
-    assert [o for it in types for o in it.available_offerings()] == []
+    assert [o for it in types for o in available_offerings(it)] == []
 
 
 # --- The provider's instance types (moto world: us-west-2a, b and c) ------------------------
@@ -820,7 +821,7 @@ def of(types: list[InstanceType], name: str) -> InstanceType:
 
 
 def available(it: InstanceType) -> set[tuple[str, str]]:
-    return {(o.zone, o.capacity_type) for o in it.available_offerings()}
+    return {(o.zone, o.capacity_type) for o in available_offerings(it)}
 
 
 def test_marked_offerings_are_unavailable(provider: AwsCloudProvider) -> None:

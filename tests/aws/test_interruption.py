@@ -110,7 +110,6 @@ def test_each_eventbridge_rule_delivers_a_typed_event_keyed_by_instance(
         "i-odcr": EventKind.CAPACITY_RESERVATION_INTERRUPTION,
     }
     assert by_instance["i-stopping"].detail == "stopping"
-    assert not by_instance["i-rebalance"].drains_node
     assert (result.received, result.deleted, result.failed) == (5, 5, 0)
     assert queue.poll_once(handle).received == 0
 

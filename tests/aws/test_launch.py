@@ -324,7 +324,7 @@ def test_every_call_the_provider_makes_is_in_the_action_list(
     provider.get(instance.provider_id)
     provider.list()
     provider.delete(instance.provider_id)
-    provider.collect_garbage(set(), set(), set())
+    provider.collect_cloud_garbage(set())
     called = set(recorder.actions)
     assert called <= {use.action for use in AWS_ACTIONS}
     assert {

@@ -26,8 +26,22 @@ from nodewright.scheduling.allocatable import (
     Overhead,
 )
 from nodewright.scheduling.catalog import InstanceType, Offering
-from nodewright.scheduling.launch_filters import Choice, filter_for_launch, filter_reject
+from nodewright.scheduling.launch_filters import _FILTERS, Choice, _Groups, filter_for_launch
 from nodewright.scheduling.requirements import Requirements
+
+
+def filter_reject(
+    name: str, choices: Sequence[Choice], requirements: Requirements,
+    requests: Mapping[str, int] | None = None,
+) -> tuple[list[Choice], list[str]]:
+    """One filter alone, as Karpenter's FilterReject: the choices it keeps and the instance
+    types it takes out (a filter that would leave nothing keeps everything, but the fit)."""
+    groups: _Groups = {}
+    for choice in choices:
+        groups.setdefault(choice.instance_type.name, []).append(choice)
+    kept = dict(_FILTERS)[name](groups, requirements, requests or {})
+    return ([choice for group in kept.values() for choice in group],
+            [type_name for type_name in groups if type_name not in kept])
 
 ZONES = ("zone-1a", "zone-1b", "forbidden-zone", "1", "2")
 EXOTIC = (NVIDIA_GPU, AMD_GPU, AWS_NEURON, AWS_NEURON_CORE, HABANA_GAUDI)

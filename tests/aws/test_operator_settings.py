@@ -11,10 +11,10 @@ import pytest
 from nodewright.api.quantity import MEMORY, PODS
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import add_arguments, load
 from nodewright.operator.main import build_cloud
 from nodewright.runtime import VirtualClock
+from nodewright.runtime.clock import SystemClock
 from nodewright.scheduling.catalog import InstanceType
 
 from .conftest import REGION, CallRecorder
@@ -27,7 +27,7 @@ def provider_from(env: dict[str, str]) -> AwsCloudProvider:
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     config = load(parser.parse_args([]), {"CLUSTER_NAME": CLUSTER, "AWS_REGION": REGION, **env})
-    cloud, _ = build_cloud(config, InMemoryCluster(VirtualClock()), LoopClock())  # type: ignore[arg-type]
+    cloud, _ = build_cloud(config, InMemoryCluster(VirtualClock()), SystemClock())  # type: ignore[arg-type]
     assert isinstance(cloud, AwsCloudProvider)
     return cloud
 

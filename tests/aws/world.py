@@ -21,7 +21,7 @@ X86_IMAGE = "ami-ekslinux"  # moto ships this x86_64 image
 
 @dataclass
 class FakeClock:
-    """A `nodewright.cloud.aws.clock.Clock` that tests move by hand."""
+    """A source of `nodewright.cloud.aws.clock.Seconds` that tests move by hand."""
 
     now: float = 1_000_000.0
 

@@ -239,7 +239,8 @@ def test_fleets_carry_the_sixty_cheapest_types_tried_cheapest_first(
     )
     choices = fleet.eligible(CATALOG, requirements, {}, ("us-east-1a", "us-east-1b"))
     overrides = fleet.overrides(choices, "on-demand")
-    order = fleet.launch_order(overrides, lambda *_: float("inf"), random.Random(seed))
+    order = list(fleet.launch_sequence(overrides, lambda *_: float("inf"),
+                                       random.Random(seed)))
 
     kept = {c.instance_type.name for c in overrides}
     cheapest: dict[str, float] = {}

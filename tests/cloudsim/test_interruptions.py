@@ -100,7 +100,6 @@ def test_scheduled_changes_and_rebalance_recommendations_only_warn(
         (EventKind.SCHEDULED_CHANGE, "AWS_EC2_PERSISTENT_INSTANCE_RETIREMENT_SCHEDULED"),
         (EventKind.REBALANCE_RECOMMENDATION, ""),
     ]
-    assert [e.drains_node for e in inbox.events] == [True, False]
     assert ec2.list()[0].state == "running"
 
 

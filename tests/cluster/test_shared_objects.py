@@ -9,22 +9,21 @@ from typing import Any
 import pytest
 
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.cluster.memory.read_only import ReadOnlyGuard, SharedObjectModifiedError
 from nodewright.runtime.clock import VirtualClock
 from tests.conftest import EXAMPLES
 from tests.harness import World
+from tests.support.read_only import (
+    ReadOnlyGuard,
+    SharedObjectModifiedError,
+    guarded_cluster,
+    verify_read_only,
+)
 
 
 def pod(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
             "spec": {"containers": [{"name": "app", "image": name}]}}
-
-
-def guarded_cluster() -> InMemoryCluster:
-    cluster = InMemoryCluster(VirtualClock())
-    cluster.read_only_guard = ReadOnlyGuard()
-    return cluster
 
 
 def test_watch_events_carry_the_stored_version_itself() -> None:
@@ -74,14 +73,14 @@ def test_the_guard_checks_objects_still_stored_and_deleted_ones() -> None:
     stored["spec"]["containers"].append({"name": "sidecar", "image": "x"})
 
     with pytest.raises(SharedObjectModifiedError, match="Pod default/db"):
-        cluster.verify_read_only()
+        verify_read_only(cluster)
     with pytest.raises(SharedObjectModifiedError, match="Pod default/db"):
         cluster.delete("Pod", "db", "default")
 
 
 def test_the_controllers_and_actors_never_modify_what_they_are_handed() -> None:
     world = World()
-    guard = world.cluster.read_only_guard = ReadOnlyGuard()
+    guard = ReadOnlyGuard.install(world.cluster)
     world.apply(EXAMPLES / "workshop")
     world.scale("inflate", 12)
     assert world.settle()
@@ -91,6 +90,6 @@ def test_the_controllers_and_actors_never_modify_what_they_are_handed() -> None:
     world.scale("inflate", 0)
     assert world.settle()
 
-    world.cluster.verify_read_only()
+    verify_read_only(world.cluster)
     assert guard.checked > 100
     assert not world.errors

@@ -54,6 +54,9 @@ def test_an_unreadable_value_is_ignored_with_a_warning_in_karpenters_words() -> 
         "soon": 'failed to parse "soon" as a duration: time: invalid duration "soon"',
         "10": 'failed to parse "10" as a duration: time: missing unit in duration "10"',
         "0s": 'duration "0s" must be positive',
+        # Go reads a negative duration; Karpenter then finds it not positive.
+        "-5m": 'duration "-5m" must be positive',
+        "1d": 'failed to parse "1d" as a duration: time: unknown unit "d" in duration "1d"',
     }
     for value, problem in cases.items():
         event = do_not_disrupt_event(pod(value), NOW)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodewright.cloud.sim import CapacityRule
 from nodewright.cluster import objects
 from nodewright.controllers.disruption import decision_log as ex
 from nodewright.metrics import REGISTRY
@@ -252,7 +253,7 @@ def test_a_node_is_untainted_when_its_drift_replacement_fails(world: World) -> N
     node_name = node_of(world, next(iter(originals)))
     for instance_type in world.cloud.catalog.instance_types(None):
         if instance_type.name.split(".")[0] in ("c5", "m5"):
-            world.cloud.set_capacity(instance_type.name, 0)
+            world.cloud.capacity.add(CapacityRule(instance_type.name, 0))
     drift(world)
     tainted = False
     for _ in range(300):

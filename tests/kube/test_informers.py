@@ -227,7 +227,8 @@ def test_a_watch_that_goes_silent_is_restarted_from_its_last_version(
         events = Collector(cluster, ["Node"])
         events.wait_for(("ADDED", "Node", "a"))
         informer = cluster.informer("Node")
-        eventually(informer.watching, "the watch of nodes to open")
+        eventually(lambda: informer.synced() and informer.disconnected_for() == 0,
+                   "the watch of nodes to open")
 
         # The connection dies without a word: the open stream sends nothing, ever.
         server.silence_watches()

@@ -11,10 +11,10 @@ from nodewright.cloud.aws.cluster_info import EksCluster
 from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.userdata.bootstrap import ClusterInfo
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import OperatorConfig
 from nodewright.operator.main import build_cloud
 from nodewright.runtime import VirtualClock
+from nodewright.runtime.clock import SystemClock
 
 DESCRIBED = EksCluster(ClusterInfo(name="prod", endpoint="https://described.eks.amazonaws.com",
                                    ca_bundle="Q0E="), kubernetes_version="1.31")
@@ -31,7 +31,7 @@ def aws_cloud(endpoint: str | None) -> InterruptibleAwsCloud:
     config = OperatorConfig(cluster_name="prod", region="us-west-2", cluster_endpoint=endpoint)
     cloud: Any
     cloud, _ = build_cloud(config, cluster=InMemoryCluster(VirtualClock()),  # type: ignore[arg-type]
-                           clock=LoopClock())
+                           clock=SystemClock())
     assert isinstance(cloud, InterruptibleAwsCloud)
     return cloud
 

@@ -17,10 +17,10 @@ from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.userdata.bootstrap import ClusterInfo
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import ConfigError, OperatorConfig, parse_ca_bundle
 from nodewright.operator.main import build_cloud
 from nodewright.runtime import VirtualClock
+from nodewright.runtime.clock import SystemClock
 
 DESCRIBED = EksCluster(ClusterInfo(name="prod", endpoint="https://described.eks.amazonaws.com",
                                    ca_bundle="Q0E=", service_cidr="172.20.0.0/16"),
@@ -59,7 +59,7 @@ def aws_cloud(*, kube_dns: str | None = "172.20.0.10", **settings: Any) -> Inter
                         "metadata": {"name": "kube-dns", "namespace": "kube-system"},
                         "spec": {"clusterIP": kube_dns}})
     cloud: Any
-    cloud, _ = build_cloud(config, cluster=cluster, clock=LoopClock())  # type: ignore[arg-type]
+    cloud, _ = build_cloud(config, cluster=cluster, clock=SystemClock())  # type: ignore[arg-type]
     assert isinstance(cloud, InterruptibleAwsCloud)
     return cloud
 
@@ -150,6 +150,6 @@ def test_an_unreadable_api_server_version_is_a_cloud_error(describe_calls: list[
     config = OperatorConfig(cluster_name="prod", region="us-west-2")
     cloud: Any
     cloud, _ = build_cloud(config, cluster=ServerDown(VirtualClock()),  # type: ignore[arg-type]
-                           clock=LoopClock())
+                           clock=SystemClock())
     with pytest.raises(CloudProviderError, match="connection refused"):
         cloud.cluster()

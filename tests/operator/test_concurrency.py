@@ -13,8 +13,8 @@ import pytest
 
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.provisioning import provisioner as provisioning
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import HealthLimits, OperatorDriver
+from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.reconciler import Result, WatchEvent
 from nodewright.runtime.statelock import StateLock
 from nodewright.scheduling.solver import SchedulingProblem, SchedulingResult, solve
@@ -46,7 +46,7 @@ class Watching(Quick):
 
 def started_driver(*reconcilers: Blocking | Quick,
                    lock: StateLock | None = None) -> OperatorDriver:
-    clock = LoopClock()
+    clock = SystemClock()
     driver = OperatorDriver(InMemoryCluster(clock), clock=clock, kinds=["NodePool"],
                             state_lock=lock or StateLock(),
                             health=HealthLimits(stall_budget=0.2, stall_budgets={}))
@@ -109,7 +109,7 @@ def test_an_ordinary_controller_stuck_holding_the_lock_keeps_events_from_the_cac
     lock = StateLock()
     stuck = Blocking("termination")
     seen: list[WatchEvent] = []
-    clock = LoopClock()
+    clock = SystemClock()
     cluster = InMemoryCluster(clock)
     driver = OperatorDriver(cluster, clock=clock, kinds=["Namespace"], state_lock=lock,
                             health=HealthLimits(stall_budget=0.2, stall_budgets={}))

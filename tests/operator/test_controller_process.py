@@ -20,10 +20,10 @@ from nodewright.cluster.kube.informer import Informer
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.wiring import build_controllers
 from nodewright.install import InstallSettings
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import OperatorConfig
 from nodewright.operator.driver import HealthLimits
 from nodewright.operator.main import ControllerProcess, build_cloud
+from nodewright.runtime.clock import SystemClock
 from tests.conftest import EXAMPLES
 from tests.kube.apiserver import Authorizer, FakeApiServer
 from tests.kube.conftest import NO_WAIT, make_client
@@ -135,7 +135,7 @@ def test_a_sim_controller_says_it_does_not_read_the_interruption_queue(
         caplog: pytest.LogCaptureFixture) -> None:
     config = OperatorConfig(cluster_name="demo", cloud="sim",
                             interruption_queue="demo-interruptions")
-    clock = LoopClock()
+    clock = SystemClock()
     cloud, _ = build_cloud(config, InMemoryCluster(clock), clock)  # type: ignore[arg-type]
     (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert "INTERRUPTION_QUEUE='demo-interruptions' is not read with --cloud sim" in (
@@ -150,7 +150,7 @@ def test_a_sim_controller_says_it_does_not_read_the_interruption_queue(
 
 def test_without_the_variable_a_sim_controller_says_nothing_about_it(
         caplog: pytest.LogCaptureFixture) -> None:
-    clock = LoopClock()
+    clock = SystemClock()
     build_cloud(OperatorConfig(cluster_name="demo", cloud="sim"),
                 InMemoryCluster(clock), clock)  # type: ignore[arg-type]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import ERRORS_KEPT, OperatorDriver
+from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.reconciler import Result, Watch
 from tests.kube.waiting import eventually
 
@@ -26,7 +26,7 @@ class FailingOnce:
 
 
 def test_only_the_latest_failures_are_kept() -> None:
-    clock = LoopClock()
+    clock = SystemClock()
     driver = OperatorDriver(InMemoryCluster(clock), clock=clock, kinds=["NodePool"])
     failing = FailingOnce()
     driver.add(failing)

@@ -16,11 +16,11 @@ from nodewright.cluster.api import ClusterAPI, Object, UnreachableError, WatchSt
 from nodewright.cluster.fencing import FencedError
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.disruption.commands import Command
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.events import EventWriter
 from nodewright.operator.fencing import fenced
 from nodewright.operator.leader import LeaderElector
 from nodewright.operator.process import Operator, OperatorSettings
+from nodewright.runtime.clock import SystemClock
 from nodewright.state.wellknown import DISRUPTED_TAINT
 from tests.disruption.helpers import nodepool_with
 from tests.kube.waiting import eventually
@@ -97,7 +97,7 @@ def event_about(obj: Object, reason: str) -> dict[str, Any]:
 def test_events_queued_while_leading_are_not_written_after_the_lease_is_lost(
         caplog: pytest.LogCaptureFixture) -> None:
     lock = threading.RLock()
-    cluster = LockedCluster(InMemoryCluster(LoopClock()), lock)
+    cluster = LockedCluster(InMemoryCluster(SystemClock()), lock)
     link = Partition(cluster)
     stepped_down = threading.Event()
     elector = LeaderElector(link, name="lease", namespace="default", identity="first",

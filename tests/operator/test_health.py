@@ -17,9 +17,9 @@ from nodewright.cluster.kube.informer import Subscription
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.metrics import REGISTRY
 from nodewright.operator import health
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.events import EventWriter
 from nodewright.operator.leader import LeaderElector
+from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.reconciler import WatchEvent
 from tests.kube.waiting import eventually
 from tests.operator.test_fencing import event_about
@@ -50,7 +50,7 @@ def dropped(buffer: str) -> float:
 
 def test_the_campaign_survives_an_unexpected_error_and_logs_it(
         caplog: pytest.LogCaptureFixture) -> None:
-    cluster = LockedCluster(InMemoryCluster(LoopClock()), threading.RLock())
+    cluster = LockedCluster(InMemoryCluster(SystemClock()), threading.RLock())
     elector = LeaderElector(Flaky(cluster, failures=2), name="lease", namespace="default",
                             identity="first", timing=FAST_LEASE)
     elector.start()
@@ -115,7 +115,7 @@ class Hanging:
 
 
 def test_an_event_queue_that_stops_moving_fails_healthz_past_its_budget() -> None:
-    cluster = LockedCluster(InMemoryCluster(LoopClock()), threading.RLock())
+    cluster = LockedCluster(InMemoryCluster(SystemClock()), threading.RLock())
     node = cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
     hanging = Hanging(cluster)
     writer = EventWriter(hanging)
@@ -138,7 +138,7 @@ def test_an_event_queue_that_stops_moving_fails_healthz_past_its_budget() -> Non
 
 def test_an_event_that_breaks_the_writer_is_logged_and_the_next_one_written(
         caplog: pytest.LogCaptureFixture) -> None:
-    cluster = LockedCluster(InMemoryCluster(LoopClock()), threading.RLock())
+    cluster = LockedCluster(InMemoryCluster(SystemClock()), threading.RLock())
     node = cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
     writer = EventWriter(cluster)
     correlate = writer.correlator.correlate

@@ -11,6 +11,7 @@ from nodewright.runtime.clock import parse_time
 from tests.kube.waiting import eventually
 from tests.operator.conftest import WORKSHOP
 from tests.operator.world import FAST_LEASE, RealTimeWorld
+from tests.support.operator import crash
 
 LEASE = ("Lease", "nodewright-leader-election", "kube-system")
 
@@ -38,7 +39,7 @@ def test_only_the_leader_writes_and_a_standby_takes_over_when_it_dies(
     assert second.driver.synced()  # and stays ready for the probe
     assert second.ready() is None
 
-    first.crash()
+    crash(first)
     last_renewal = parse_time(str(lease_spec(world)["renewTime"]))
     eventually(second.is_leader, "the standby to take the Lease")
     spec = lease_spec(world)

@@ -9,9 +9,9 @@ from nodewright.cloud.sim import SimulatedEC2
 from nodewright.cluster.kube.cluster import KubeCluster
 from nodewright.cluster.kube.transport import ClientLimits
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.leader import LeaderElector
 from nodewright.operator.process import Operator, OperatorSettings
+from nodewright.runtime.clock import SystemClock
 from tests.kube.apiserver import FakeApiServer
 from tests.kube.conftest import make_client
 from tests.kube.conftest import server as server
@@ -20,7 +20,7 @@ from tests.operator.world import FAST_LEASE
 
 
 def test_the_operator_elects_through_the_lease_client_it_is_given() -> None:
-    clock = LoopClock()
+    clock = SystemClock()
     cluster, lease_client = InMemoryCluster(clock), InMemoryCluster(clock)
     operator = Operator(cluster, SimulatedEC2(clock), OperatorSettings(identity="a"),
                         clock=clock, lease_cluster=lease_client)

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from nodewright.cluster.kube.access import WATCHED_KINDS
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import HealthLimits, OperatorDriver
+from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from tests.kube.apiserver import FakeApiServer
 from tests.kube.waiting import eventually
@@ -55,7 +55,7 @@ class Quick:
 
 
 def driver_with(*reconcilers: Blocking | Quick, health: HealthLimits) -> OperatorDriver:
-    clock = LoopClock()
+    clock = SystemClock()
     driver = OperatorDriver(InMemoryCluster(clock), clock=clock, kinds=["NodePool"],
                             health=health)
     driver.add(*reconcilers)

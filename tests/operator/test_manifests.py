@@ -11,12 +11,10 @@ from nodewright.cli import main
 from nodewright.cluster.kube.access import (
     WATCHED_KINDS,
     WRITES,
-    Request,
-    allows,
     permissions,
-    request_for,
 )
 from nodewright.install import InstallSettings, render
+from tests.support.rbac import Request, allows, request_for
 
 
 def manifests(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[str, Any]]:

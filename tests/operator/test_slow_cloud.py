@@ -30,6 +30,7 @@ from nodewright.state.wellknown import TERMINATION_FINALIZER
 from tests.kube.waiting import eventually
 from tests.operator.slow_cloud import Gate, LongPollQueue, SlowCloud, SlowWrites
 from tests.operator.world import LockedCluster
+from tests.support.operator import crash
 
 REGION = "us-east-1"
 ZONE = "us-east-1a"
@@ -155,7 +156,7 @@ def slow_world() -> Iterator[SlowWorld]:
         for gate in (*cloud.gates, api.gate):
             gate.open()
         queue.close()
-        operator.crash()
+        crash(operator)
 
 
 def slow_calls(world: SlowWorld) -> dict[str, tuple[Gate, Callable[[], None]]]:

@@ -4,7 +4,7 @@ work queues, reconciles run on the loop thread, timers fire for requeues."""
 from __future__ import annotations
 
 from nodewright import metrics
-from nodewright.cluster.kube.access import allows, permissions
+from nodewright.cluster.kube.access import permissions
 from tests.controllers.expectations import (
     claim_names,
     expect_consistent,
@@ -15,6 +15,7 @@ from tests.controllers.test_termination_story import PDB
 from tests.kube.waiting import eventually
 from tests.operator.conftest import WORKSHOP
 from tests.operator.world import RealTimeWorld
+from tests.support.rbac import allows
 
 
 def total(sample_name: str) -> float:

@@ -36,17 +36,18 @@ from nodewright.cluster.api import (
     Object,
     WatchStream,
 )
-from nodewright.cluster.kube.access import Request, request_for
 from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.wiring import ControllerOptions
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import OperatorDriver
 from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.process import Operator, OperatorSettings
+from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.reconciler import WatchEvent
 from tests.harness import ClusterReads, Source, documents
 from tests.kube.waiting import PATIENCE, eventually
+from tests.support.operator import crash
+from tests.support.rbac import Request, request_for
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ class RealTimeWorld(ClusterReads):
                  capacity: Sequence[CapacityRule] = (),
                  zones: Sequence[str] | None = None) -> None:
         self.lock = threading.RLock()
-        self.clock = LoopClock()
+        self.clock = SystemClock()
         memory = InMemoryCluster(self.clock)
         self.memory = memory
         self.cluster = LockedCluster(memory, self.lock)
@@ -223,7 +224,7 @@ class RealTimeWorld(ClusterReads):
 
     def close(self) -> None:
         for running in self.operators:
-            running.crash()
+            crash(running)
         self.cluster_driver.stop(timeout=5)
 
     # --- controller processes dying -------------------------------------------------------
@@ -246,7 +247,7 @@ class RealTimeWorld(ClusterReads):
 
     def crash(self, operator: Operator) -> None:
         """The process dies (kill -9): its queued work and its state are gone."""
-        operator.crash()
+        crash(operator)
         self.operators.remove(operator)
 
     def pods_at_termination(self) -> dict[str, list[str]]:

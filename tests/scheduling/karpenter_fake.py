@@ -17,6 +17,7 @@ from nodewright.scheduling.nodepools import NodePoolTemplate, cheapest_offering_
 from nodewright.scheduling.pods import ExistingNode, Pod, parse_pod_spec
 from nodewright.scheduling.requirements import Requirement, Requirements
 from nodewright.scheduling.solver import SchedulingProblem, SchedulingResult, solve
+from tests.support.scheduling import single_values
 
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
@@ -129,7 +130,7 @@ class Cluster:
             assert offering is not None
             self.launched += 1
             name = f"node-{self.launched}"
-            labels = {**claim.requirements.single_values(), **it.labels, ZONE: offering[2],
+            labels = {**single_values(claim.requirements), **it.labels, ZONE: offering[2],
                       CAPACITY_TYPE: offering[1], HOSTNAME: name}
             self.nodes.append(ExistingNode(name, labels, template.taints, dict(it.allocatable)))
             self.bound.extend(replace(by_key[key], node_name=name) for key in claim.pods)

@@ -11,6 +11,7 @@ import pytest
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.catalog import InstanceType, build_catalog, offline_catalog
 from tests.conftest import shared_path
+from tests.support.scheduling import available_offerings
 
 
 def by_name(catalog: list[InstanceType]) -> dict[str, InstanceType]:
@@ -104,7 +105,7 @@ def test_unavailable_offerings_are_kept_but_marked() -> None:
     m5 = catalog["m5.large"]
     unavailable = [o for o in m5.offerings if not o.available]
     assert [(o.zone, o.capacity_type) for o in unavailable] == [("us-east-1a", "spot")]
-    assert len(m5.available_offerings()) == 5
+    assert len(available_offerings(m5)) == 5
     cheapest = m5.cheapest_offering()
     assert cheapest is not None
     assert cheapest.zone != "us-east-1a" or cheapest.capacity_type != "spot"

@@ -20,6 +20,7 @@ from nodewright.scheduling.pods import Pod, Taint, daemonset_from_manifest, pars
 from nodewright.scheduling.requirements import Requirement
 from nodewright.scheduling.solver import SchedulingProblem, SchedulingResult, solve
 from tests.scheduling.test_solver import ZONE, ZONES, instance_type, nodepool
+from tests.support.scheduling import single_values
 
 TIERS = ("gold", "silver")
 TEAMS = ("red", "blue")
@@ -151,7 +152,7 @@ def check_plan(
     for claim in result.nodeclaims:
         pool = pools[claim.nodepool]
         node_type = types[claim.instance_type]
-        labels = {**node_type.labels, **pool.requirements.single_values()}
+        labels = {**node_type.labels, **single_values(pool.requirements)}
         if "tier" in pool.requirements:
             assert pool.requirements["tier"].has(labels["tier"])
         claim_pods = [by_key[key] for key in claim.pods]

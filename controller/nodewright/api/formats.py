@@ -6,6 +6,7 @@ copies the same pattern into the OpenAPI schema.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated
 
@@ -27,8 +28,6 @@ DURATION_PATTERN = r"^([0-9]+(s|m|h))+$"
 DURATION_OR_NEVER_PATTERN = r"^(([0-9]+(s|m|h))+|Never)$"
 BUDGET_DURATION_PATTERN = r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$"
 BUDGET_NODES_PATTERN = r"^((100|[0-9]{1,2})%|[0-9]+)$"
-# Any Go time.Duration (kubelet grace periods).
-GO_DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"
 # A qualified label key: an optional DNS-subdomain prefix, then a name.
 LABEL_KEY_PATTERN = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
@@ -72,17 +71,83 @@ CRON_PATTERN = (
 CronSchedule = Annotated[str, StringConstraints(pattern=CRON_PATTERN)]
 LABEL_VALUE_PATTERN = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 LabelValue = Annotated[str, StringConstraints(max_length=63, pattern=LABEL_VALUE_PATTERN)]
-GoDuration = Annotated[str, StringConstraints(pattern=GO_DURATION_PATTERN)]
 LabelKey = Annotated[str, StringConstraints(max_length=316, pattern=LABEL_KEY_PATTERN)]
 
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
+# Go's time.ParseDuration units (µ is U+00B5, μ U+03BC; Go takes both).
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0,
+                   "m": 60.0, "h": 3600.0}
+_NUMBER = re.compile(r"([0-9]*)(\.[0-9]*)?")
+_UNIT = re.compile(r"[^0-9.]*")
+DURATION_EXAMPLES = "500ms, 30s, 2m or 1h30m"
+_LONGEST_GO_DURATION = (2**63 - 1) / 1e9  # int64 nanoseconds: about 292 years
 
 
-def parse_duration(text: str) -> float | None:
-    """Seconds in a Go duration string; None for "Never"."""
-    if text == "Never":
-        return None
-    if not re.fullmatch(GO_DURATION_PATTERN, text):
-        raise ValueError(f"{text!r} is not a duration such as 30s, 5m or 720h")
-    return sum(float(n) * _DURATION_UNITS[unit] for n, unit in _DURATION_PART.findall(text))
+class DurationError(ValueError):
+    """A duration that cannot be read: str() says so for a person, `go_message` in the words
+    of Go's time.ParseDuration (which Karpenter copies into its events)."""
+
+    def __init__(self, message: str, go_message: str) -> None:
+        super().__init__(message)
+        self.go_message = go_message
+
+
+def parse_duration(text: str, *, allow_negative: bool = False) -> float:
+    """Seconds in a Go duration, read as Go's time.ParseDuration reads it: a sign, then
+    numbers each with a unit ("1h30m", "1.5h", ".5s", "500ms"); a bare "0" needs no unit.
+
+    Strictness: a negative duration ("-5m") is refused unless `allow_negative` (kubelet
+    settings and do-not-disrupt want Go's answer and judge the sign themselves). "Never" is
+    not a duration; fields that take it are read by `parse_duration_or_never`. Fields the
+    API restricts further (whole numbers of s, m or h) are checked by their CRD pattern, not
+    here."""
+    seconds = _go_duration(text)
+    if seconds < 0 and not allow_negative:
+        raise DurationError(f"{text!r} is negative; a duration here counts forward "
+                            f"({DURATION_EXAMPLES})", f"duration {_go_quote(text)} is negative")
+    return seconds
+
+
+def parse_duration_or_never(text: str) -> float | None:
+    """Seconds in a duration field that also takes "Never" (None), such as expireAfter and
+    consolidateAfter; negatives are refused."""
+    return None if text == "Never" else parse_duration(text)
+
+
+def _go_quote(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _go_duration(text: str) -> float:
+    quoted = _go_quote(text)
+    invalid = DurationError(f"{text!r} is not a duration such as {DURATION_EXAMPLES}",
+                            f"time: invalid duration {quoted}")
+    body = text[1:] if text[:1] in ("-", "+") else text
+    sign = -1.0 if text[:1] == "-" else 1.0
+    if body == "0":
+        return 0.0
+    if not body:
+        raise invalid
+    total = 0.0
+    while body:
+        number = _NUMBER.match(body)
+        assert number is not None  # both groups may be empty, so it always matches
+        whole, fraction = number[1], (number[2] or "")[1:]
+        if not whole and not fraction:
+            raise invalid
+        body = body[number.end():]
+        unit_match = _UNIT.match(body)
+        unit = unit_match[0] if unit_match else ""
+        if not unit:
+            raise DurationError(
+                f"{text!r} is not a duration such as {DURATION_EXAMPLES}: a unit is required "
+                "(ns, us, ms, s, m or h)", f"time: missing unit in duration {quoted}")
+        if unit not in _DURATION_UNITS:
+            raise DurationError(
+                f"{text!r} is not a duration such as {DURATION_EXAMPLES}: unknown unit "
+                f"{unit!r} (use ns, us, ms, s, m or h)",
+                f"time: unknown unit {_go_quote(unit)} in duration {quoted}")
+        body = body[len(unit):]
+        total += float(f"{whole or 0}.{fraction or 0}") * _DURATION_UNITS[unit]
+        if total > _LONGEST_GO_DURATION:
+            raise invalid
+    return sign * total

@@ -15,13 +15,13 @@ NodeConfig); the other families refuse them rather than drop them silently.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, Literal
 
 from pydantic import ConfigDict, Field, ValidationError
 
 from nodewright.api.base import KubeModel
+from nodewright.api.formats import parse_duration
 from nodewright.api.problems import FieldPath
 from nodewright.api.quantity import parse_quantity
 
@@ -116,30 +116,12 @@ SINGLE_DNS_FAMILIES: Final = frozenset(
 
 INT32 = (-(1 << 31), (1 << 31) - 1)
 INT64_FIELDS: Final = frozenset({"podPidsLimit", "maxOpenFiles"})
-_GO_DURATION = re.compile(r"^[-+]?(0|([0-9]*(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+)$")
-_DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
-          "h": 3600.0}
 
 Finding = tuple[FieldPath, str]
 
 
 class KubeletConfigError(ValueError):
     """spec.kubelet cannot be read; the message names the field."""
-
-
-def go_duration_seconds(text: str) -> float:
-    """Seconds in a Go duration (time.ParseDuration: "90s", "1h30m", "-5m", "0")."""
-    if not _GO_DURATION.match(text) or text in ("-", "+", ""):
-        raise ValueError(f"{text!r} must be a duration such as 30s, 5m or 1h30m")
-    sign = -1.0 if text.startswith("-") else 1.0
-    body = text.lstrip("+-")
-    if body == "0":
-        return 0.0
-    parts = _DURATION_PART.findall(body)
-    if any(number in ("", ".") for number, _ in parts):
-        raise ValueError(f"{text!r} must be a duration such as 30s, 5m or 1h30m")
-    return sign * sum(float(number) * _UNITS[unit] for number, unit in parts)
 
 
 def _is_int(value: object) -> bool:
@@ -165,7 +147,7 @@ def _shape_problem(kind: Kind, value: object) -> str | None:
         if not isinstance(value, str):
             return "must be a duration string such as 30s"
         try:
-            go_duration_seconds(value)
+            parse_duration(value, allow_negative=True)
         except ValueError as error:
             return str(error)
         return None
@@ -268,7 +250,7 @@ def semantic_problems(raw: Mapping[str, Any]) -> Iterator[Finding]:
             value = signals[signal]
             if field == "evictionSoftGracePeriod":
                 try:
-                    if go_duration_seconds(value) < 0:
+                    if parse_duration(value, allow_negative=True) < 0:
                         yield here, f"{value!r} can't be a negative duration"
                 except ValueError:
                     yield here, f"{value!r} must be a duration"

@@ -42,7 +42,6 @@ _PATTERN_MEANINGS = {
     formats.DURATION_OR_NEVER_PATTERN: "a duration such as 30s, 5m or 720h, or Never",
     formats.BUDGET_DURATION_PATTERN: "a duration in hours and minutes such as 8h or 1h30m",
     formats.BUDGET_NODES_PATTERN: "a node count such as 5 or a percentage such as 10%",
-    formats.GO_DURATION_PATTERN: "a duration such as 90s, 1m30s or 2h",
     formats.LABEL_KEY_PATTERN: "a label key such as example.com/name",
     formats.LABEL_VALUE_PATTERN: (
         "a label value (alphanumerics, '-', '_' or '.', starting and ending with an "

@@ -12,7 +12,9 @@ status changes.
 `set_condition` is the one way anything writes a condition (NodeClaims, NodePools,
 EC2NodeClasses, the in-memory cluster's PodDisruptionBudgets): it never changes a condition
 in place (the objects may be shared with a cache), stamps the object's generation as
-observedGeneration, and reports whether anything changed.
+observedGeneration, and reports whether anything changed. `remove_condition` is its
+counterpart, and `write_conditions` sends a changed list back guarded by the
+resourceVersion it was based on.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from nodewright.cluster import objects
+from nodewright.cluster.api import ClusterAPI
 from nodewright.runtime.clock import format_time, parse_time
 
 Object = dict[str, Any]
@@ -154,6 +157,33 @@ def set_condition(obj: Object, condition_type: str, status: str, now: datetime,
     items.sort(key=lambda c: str(c.get("type", "")))
     status_block["conditions"] = items
     return True
+
+
+def remove_condition(obj: Object, condition_type: str) -> bool:
+    """Drop one condition (without changing the list in place); True when it was there."""
+    status_block = obj.get("status")
+    if not isinstance(status_block, dict):
+        return False
+    items = list(status_block.get("conditions") or [])
+    kept = [item for item in items if item.get("type") != condition_type]
+    if len(kept) == len(items):
+        return False
+    status_block["conditions"] = kept
+    return True
+
+
+def write_conditions(cluster: ClusterAPI, before: Mapping[str, Any],
+                     conditions: Sequence[Mapping[str, Any]]) -> Object:
+    """Replace the object's status.conditions through the status subresource, guarded by
+    the resourceVersion `before` was read at: a concurrent write raises ConflictError (and
+    a deleted object NotFoundError) instead of being overwritten."""
+    metadata = before.get("metadata") or {}
+    return cluster.patch(
+        str(before.get("kind")), str(metadata.get("name") or ""),
+        {"metadata": {"resourceVersion": metadata.get("resourceVersion")},
+         "status": {"conditions": list(conditions)}},
+        metadata.get("namespace") or None, subresource="status",
+    )
 
 
 NODECLAIM = ConditionSet("Ready", ("Launched", "Registered", "Initialized"))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from nodewright import metrics
-from nodewright.api.formats import parse_duration
+from nodewright.api.formats import parse_duration_or_never
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder
@@ -52,7 +52,7 @@ class Expiration:
             return Result()
         raw = str((claim.get("spec") or {}).get("expireAfter") or "Never")
         try:
-            seconds = parse_duration(raw)
+            seconds = parse_duration_or_never(raw)
         except ValueError:
             log.warning("NodeClaim %s: expireAfter %r cannot be read; it never expires", key,
                         raw)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+# Durations in Go's syntax, as Karpenter's flags take them; negatives are refused.
+from nodewright.api.formats import parse_duration
 from nodewright.cloud.sim.settings import SCENARIO_KEYS as SIM_TIMING_KEYS
 from nodewright.cloud.sim.settings import SimSettings
 from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE
@@ -40,9 +42,6 @@ FEATURE_GATES: Mapping[str, bool] = {
     "CapacityBuffer": False,
 }
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
-                   "h": 3600.0}
 DEFAULT_KUBE_CLIENT_QPS = int(DEFAULT_QPS)
 DEFAULT_KUBE_CLIENT_BURST = DEFAULT_BURST
 _CLUSTER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,99}$")
@@ -121,22 +120,6 @@ class OperatorConfig:
 
 
 # --- parsers: text -> value, ValueError with the reason -----------------------------------
-
-
-def parse_duration(text: str) -> float:
-    """Go's time.Duration syntax, as Karpenter's flags take it ("1s", "500ms", "1m30s")."""
-    value = text.strip()
-    if value == "0":
-        return 0.0
-    position, total = 0, 0.0
-    for match in _DURATION_PART.finditer(value):
-        if match.start() != position:
-            break
-        total += float(match[1]) * _DURATION_UNITS[match[2]]
-        position = match.end()
-    if position != len(value) or not value:
-        raise ValueError("not a duration (use Go's syntax: 1s, 500ms, 1m30s)")
-    return total
 
 
 def _positive_duration(text: str) -> float:

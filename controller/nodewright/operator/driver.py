@@ -46,8 +46,8 @@ from nodewright.cluster.api import ApiError, ClusterAPI, ConflictError, WatchStr
 from nodewright.cluster.fencing import FencedError
 from nodewright.cluster.kube.access import WATCHED_KINDS
 from nodewright.operator import logs
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.workqueue import RateLimiter, WorkQueue
+from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.reconciler import (
     Reconciler,
     WatchEvent,
@@ -125,7 +125,7 @@ class OperatorDriver:
         self,
         cluster: ClusterAPI,
         *,
-        clock: LoopClock | None = None,
+        clock: SystemClock | None = None,
         kinds: Iterable[str] = WATCHED_KINDS,
         idle_interval: float = 0.02,
         rate_limiter: Callable[[], RateLimiter] = RateLimiter,
@@ -135,7 +135,7 @@ class OperatorDriver:
         health: HealthLimits | None = None,
     ) -> None:
         self.cluster = cluster
-        self.clock = clock or LoopClock()
+        self.clock = clock or SystemClock()
         self.clock.wake = self._wake
         self.name = name
         self._kinds = tuple(kinds)

@@ -25,12 +25,12 @@ from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE, watched_kinds
 from nodewright.controllers.wiring import ControllerOptions, Controllers, build_controllers
 from nodewright.operator import health
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import HealthLimits, OperatorDriver
 from nodewright.operator.events import EventWriter
 from nodewright.operator.fencing import fenced
 from nodewright.operator.leader import LeaderElector, LeaseTiming
 from nodewright.operator.shutdown import Shutdown
+from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.reconciler import Reconciler
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class Operator:
         cloud: CloudProvider,
         settings: OperatorSettings,
         *,
-        clock: LoopClock | None = None,
+        clock: SystemClock | None = None,
         extra: Sequence[Reconciler] = (),
         world_lock: AbstractContextManager[object] | None = None,
         lease_cluster: ClusterAPI | None = None,
@@ -66,7 +66,7 @@ class Operator:
         delays a renewal (as controller-runtime gives leader election its own client)."""
         self.settings = settings
         self.cluster = cluster
-        self.clock = clock or LoopClock()
+        self.clock = clock or SystemClock()
         self.lost_leadership = threading.Event()
         self.elector: LeaderElector | None = None
         if settings.leader_elect:
@@ -131,12 +131,6 @@ class Operator:
             budget.run("leader election",
                        lambda left: elector.stop(release=stopped, timeout=left))
         return budget.clean
-
-    def crash(self) -> None:
-        """Die without a word (kill -9): nothing is released; the Lease runs out."""
-        if self.elector is not None:
-            self.elector.stop(release=False)
-        self.driver.stop()
 
     # --- state ----------------------------------------------------------------------------
 

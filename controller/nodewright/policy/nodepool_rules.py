@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from nodewright.api.formats import DURATION_PATTERN, QUANTITY_PATTERN, parse_duration
+from nodewright.api.formats import DURATION_PATTERN, QUANTITY_PATTERN, parse_duration_or_never
 from nodewright.api.quantity import format_quantity, parse_quantity
 from nodewright.policy.fields import dig, is_list, items_of, mapping_of, strings_of
 from nodewright.policy.rule import Enforcement, FieldPath, Rule, RuleContext, Violation
@@ -74,7 +74,7 @@ def check_expire_after(body: Mapping[str, Any], context: RuleContext) -> Iterato
     path = (*TEMPLATE_SPEC, "expireAfter")
     value = dig(body, *path)
     maximum_text = str(context.option("maxExpireAfter"))
-    maximum = parse_duration(maximum_text)
+    maximum = parse_duration_or_never(maximum_text)
     if value is None:
         yield Violation(
             "spec.template.spec.expireAfter is not set: state how long nodes may live.",
@@ -82,7 +82,7 @@ def check_expire_after(body: Mapping[str, Any], context: RuleContext) -> Iterato
         )
         return
     try:
-        seconds = parse_duration(str(value))
+        seconds = parse_duration_or_never(str(value))
     except ValueError as error:
         yield Violation(f"spec.template.spec.expireAfter: {error}.", path)
         return

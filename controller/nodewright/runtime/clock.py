@@ -1,5 +1,8 @@
 """Time for controllers: `now()` and timers, never the wall clock or sleep directly.
 
+`Clock` is the one notion of time; two clocks implement it. `SystemClock` is real time
+for the operator, `VirtualClock` simulated time for the simulator and the tests.
+
 `VirtualClock` is also the discrete-event queue of the simulator: callbacks are kept in
 a heap by due time (ties in the order they were scheduled) and `run_until` executes
 them, moving time forward to each one. Nothing sleeps, so an hour of cluster life
@@ -11,6 +14,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
@@ -20,6 +24,8 @@ Callback = Callable[[], None]
 
 @runtime_checkable
 class Clock(Protocol):
+    """What controllers see of time. Every clock in the package implements it."""
+
     def now(self) -> datetime:
         """The current time, timezone-aware UTC."""
         ...
@@ -28,7 +34,9 @@ class Clock(Protocol):
         """Run `callback` once, at `when` or as soon after as the driver can."""
         ...
 
-    def call_later(self, seconds: float, callback: Callback) -> None: ...
+    def call_later(self, seconds: float, callback: Callback) -> None:
+        """Run `callback` once, `seconds` from now (at once when not positive)."""
+        ...
 
 
 def parse_time(value: str) -> datetime:
@@ -42,7 +50,7 @@ def format_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class VirtualClock:
+class VirtualClock(Clock):
     """Simulated time. `after_each` hooks run after every callback (the driver uses one
     to deliver the watch events the callback caused before anything else happens)."""
 
@@ -87,17 +95,45 @@ class VirtualClock:
         self.run_until(self._now + timedelta(seconds=seconds))
 
 
-class SystemClock:
-    """Real time for the operator. Timers run on daemon threads; callers that must not
-    run concurrently with their reconcilers hand the callback to their own queue."""
+class SystemClock(Clock):
+    """Real time for the operator, with timers that fire on the operator's dispatcher
+    thread: they wait in a heap the dispatcher empties (`due_callbacks`) under the state
+    lock, so a callback never runs at the same time as a watch listener or an ordinary
+    reconcile (the controllers were written for the single-threaded simulator; see
+    nodewright.runtime.statelock). `wake` is called when a timer is added, so a sleeping
+    dispatcher can look at the new deadline."""
+
+    def __init__(self) -> None:
+        self._timers: list[tuple[float, int, Callback]] = []
+        self._sequence = itertools.count()
+        self._lock = threading.Lock()
+        self.wake: Callback = lambda: None
 
     def now(self) -> datetime:
         return datetime.now(UTC)
+
+    @staticmethod
+    def monotonic() -> float:
+        return time.monotonic()
 
     def call_at(self, when: datetime, callback: Callback) -> None:
         self.call_later((when - self.now()).total_seconds(), callback)
 
     def call_later(self, seconds: float, callback: Callback) -> None:
-        timer = threading.Timer(max(0.0, seconds), callback)
-        timer.daemon = True
-        timer.start()
+        with self._lock:
+            due = time.monotonic() + max(0.0, seconds)
+            heapq.heappush(self._timers, (due, next(self._sequence), callback))
+        self.wake()
+
+    def due_callbacks(self, now: float) -> list[Callback]:
+        """Pop every timer due at monotonic time `now`, earliest first."""
+        ready: list[Callback] = []
+        with self._lock:
+            while self._timers and self._timers[0][0] <= now:
+                ready.append(heapq.heappop(self._timers)[2])
+        return ready
+
+    def next_due(self) -> float | None:
+        """The monotonic time the earliest timer is due (None: no timer)."""
+        with self._lock:
+            return self._timers[0][0] if self._timers else None

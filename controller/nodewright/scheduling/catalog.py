@@ -76,9 +76,6 @@ class InstanceType:
     def __post_init__(self) -> None:
         object.__setattr__(self, "allocatable", alloc.allocatable(self.capacity, self.overhead))
 
-    def available_offerings(self) -> list[Offering]:
-        return [offering for offering in self.offerings if offering.available]
-
     def cheapest_offering(
         self,
         zones: Collection[str] | None = None,

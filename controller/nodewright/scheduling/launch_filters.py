@@ -82,20 +82,6 @@ def filter_for_launch(
     return Filtered([choice for group in groups.values() for choice in group], rejected)
 
 
-def filter_reject(
-    name: str, choices: Sequence[Choice], requirements: Requirements,
-    requests: Mapping[str, int] | None = None,
-) -> tuple[list[Choice], list[str]]:
-    """One filter alone, as Karpenter's FilterReject: the choices it keeps and the instance
-    types it takes out (a filter that would leave nothing keeps everything, but the fit)."""
-    groups: _Groups = {}
-    for choice in choices:
-        groups.setdefault(choice.instance_type.name, []).append(choice)
-    kept = dict(_FILTERS)[name](groups, requirements, requests or {})
-    return ([choice for group in kept.values() for choice in group],
-            [type_name for type_name in groups if type_name not in kept])
-
-
 def allows(requirements: Requirements, capacity_type: str) -> bool:
     requirement = requirements.get(well_known.CAPACITY_TYPE)
     return requirement is None or requirement.has(capacity_type)

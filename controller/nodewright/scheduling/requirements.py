@@ -321,13 +321,5 @@ class Requirements(Mapping[str, Requirement]):
         """Kubernetes node-affinity semantics against a concrete node's labels."""
         return all(req.matches_label(labels.get(key)) for key, req in self._by_key.items())
 
-    def single_values(self) -> dict[str, str]:
-        """Labels fixed to one value: what a node launched from these will carry."""
-        return {
-            key: next(iter(req.values))
-            for key, req in sorted(self._by_key.items())
-            if not req.complement and len(req.values) == 1
-        }
-
     def describe(self) -> str:
         return ", ".join(self._by_key[k].describe() for k in sorted(self._by_key))

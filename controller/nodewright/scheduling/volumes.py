@@ -353,11 +353,6 @@ def _check_runtime_class(body: Object) -> None:
             raise SpecError("overhead.podFixed", str(error)) from None
 
 
-def runtime_overhead(runtime_class: Object) -> dict[str, Any]:
-    """The overhead the RuntimeClass admission plugin writes into a pod's spec."""
-    return dict((runtime_class.get("overhead") or {}).get("podFixed") or {})
-
-
 def manifest_lookup(bodies: Sequence[Object]) -> MappingLookup:
     """A lookup over manifests, with the claims a StatefulSet's volumeClaimTemplates would
     create (class: the template's, or the default StorageClass) where none is given."""

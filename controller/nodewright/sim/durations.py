@@ -1,35 +1,7 @@
-"""Durations as scenario files write them (Go syntax) and virtual time as the timeline
-prints it."""
+"""Durations and virtual time as the timeline prints them (scenario files are read by
+nodewright.api.formats.parse_duration)."""
 
 from __future__ import annotations
-
-import re
-
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_WHOLE = re.compile(r"(?:(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|ms|s|m|h))+")
-
-EXAMPLES = "500ms, 30s, 2m or 1h30m"
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a Go duration (`time.ParseDuration`): `500ms`, `30s`, `1h30m`, `1.5h`, `0`.
-
-    Negative durations make no sense for a scenario and are refused. ValueError says what
-    is wrong with the text."""
-    value = text.strip()
-    if value == "0":
-        return 0.0
-    if value.startswith("-"):
-        raise ValueError(f"{text!r} is negative; durations count forward ({EXAMPLES})")
-    if value.startswith("+"):
-        value = value[1:]
-    if not value or not _WHOLE.fullmatch(value):
-        hint = ""
-        if value and value[-1].isdigit():
-            hint = " (a unit is required: ns, us, ms, s, m or h)"
-        raise ValueError(f"{text!r} is not a duration such as {EXAMPLES}{hint}")
-    return sum(float(number) * _UNITS[unit] for number, unit in _PART.findall(value))
 
 
 def format_duration(seconds: float) -> str:

@@ -23,9 +23,9 @@ from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.hashes import (
     NODECLASS_HASH,
     NODEPOOL_HASH,
-    nodeclaim_hash_annotations,
 )
 from nodewright.api.nodeclaim import NodeClaim
+from nodewright.api.nodeclaim_template import nodeclaim_from_template
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.sim.machines import RUNNING
 from nodewright.cloud.sim.node import node_object
@@ -141,41 +141,21 @@ def _nodeclaim_manifest(
 ) -> dict[str, Any]:
     """As the provisioner would have written it for this one offering, with the hashes it
     was launched with."""
-    template = pool.spec.template
-    spec_model = template.spec.to_manifest()
-    requirements = [dict(r) for r in spec_model.get("requirements") or []
-                    if r.get("key") not in _PINNED]
+    requirements = [dict(r) for r in pool.spec.template.spec.to_manifest().get("requirements")
+                    or [] if r.get("key") not in _PINNED]
     requirements += [
         {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [claim.instance_type]},
         {"key": ZONE_LABEL, "operator": "In", "values": [claim.zone]},
         {"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": [claim.capacity_type]},
     ]
-    spec: dict[str, Any] = {"nodeClassRef": spec_model["nodeClassRef"],
-                            "requirements": requirements}
-    for field in ("taints", "startupTaints", "expireAfter", "terminationGracePeriod"):
-        if spec_model.get(field) not in (None, []):
-            spec[field] = spec_model[field]
-    labels = {**((template.metadata.labels if template.metadata else None) or {}),
-              **claim.labels, NODEPOOL_LABEL: claim.node_pool,
-              NODECLASS_LABEL: node_class.name}
-    annotations = {**((template.metadata.annotations if template.metadata else None) or {}),
-                   **nodeclaim_hash_annotations(pool, node_class)}
+    annotations: dict[str, str] = {}
     if claim.node_pool_hash is not None:
         annotations[NODEPOOL_HASH] = claim.node_pool_hash
     if claim.node_class_hash is not None:
         annotations[NODECLASS_HASH] = claim.node_class_hash
     annotations.update(claim.annotations)
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {
-            "name": claim.name, "labels": labels, "annotations": annotations,
-            "ownerReferences": [{"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
-                                 "name": claim.node_pool, "uid": pool_uid,
-                                 "blockOwnerDeletion": True}],
-        },
-        "spec": spec,
-    }
+    return nodeclaim_from_template(pool, node_class, pool_uid, requirements,
+                                   labels=claim.labels, annotations=annotations, name=claim.name)
 
 
 class _Placer:

@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from typing import Any
 
+from nodewright.api.formats import DURATION_EXAMPLES as EXAMPLES
+from nodewright.api.formats import parse_duration
 from nodewright.api.manifests import Document
 from nodewright.api.problems import FieldPath, Problem, format_path
-from nodewright.sim.durations import EXAMPLES, parse_duration
 
 
 def describe(value: object) -> str:
@@ -143,7 +144,7 @@ class FieldReader:
                              f"{describe(value)}")
             return None
         try:
-            return parse_duration(value)
+            return parse_duration(value.strip())
         except ValueError as error:
             self.error(path, f"{what}: {error}")
             return None

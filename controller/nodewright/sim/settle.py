@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from nodewright.api.formats import parse_duration
+from nodewright.api.formats import parse_duration_or_never
 from nodewright.cluster import objects
 from nodewright.runtime.clock import parse_time
 from nodewright.sim.world import World
@@ -76,7 +76,7 @@ def _next_consolidation(world: World, now: datetime) -> datetime | None:
         parsed = state.nodepool_model(node.nodepool)
         if parsed is None or parsed.model is None:
             continue
-        seconds = parse_duration(parsed.model.spec.disruption.consolidate_after)
+        seconds = parse_duration_or_never(parsed.model.spec.disruption.consolidate_after)
         initialized = objects.condition(claim, "Initialized")
         if seconds is None or initialized is None:
             continue

@@ -112,10 +112,11 @@ def build_world(scenario: Scenario) -> World:
         capacity_buffer=settings.feature_gates.get("CapacityBuffer", False),
     ))
     driver = VirtualDriver(clock, cluster)
-    detach = parse_duration(str(settings.raw.get("volumeDetachDelay", "10s")))
+    raw_detach = settings.raw.get("volumeDetachDelay")
+    detach = DETACH_DELAY if raw_detach is None else parse_duration(str(raw_detach).strip())
     driver.add(*cluster_actors(cluster, ActorSettings(
         pod_start_delay=settings.pod_start_delay,
-        volume_detach_delay=detach if detach is not None else DETACH_DELAY,
+        volume_detach_delay=detach,
     )))
     controllers.attach(driver)
     recorder = Recorder(scenario.start, clock.now, ec2, cluster,

@@ -162,10 +162,10 @@ def do_not_disrupt_active(pod: Pod, now: datetime) -> bool:
     if value == "true":
         return True
     try:
-        seconds = parse_duration(str(value))
+        seconds = parse_duration(str(value), allow_negative=True)
     except ValueError:
         return False
-    if seconds is None or seconds <= 0:
+    if seconds <= 0:
         return False
     started = _status(pod).get("startTime")
     if not started:

@@ -49,10 +49,6 @@ class ActionUse:
     def service(self) -> str:
         return self.action.split(":", 1)[0]
 
-    @property
-    def operation(self) -> str:
-        return self.action.split(":", 1)[1]
-
 
 AWS_ACTIONS: Final[tuple[ActionUse, ...]] = (
     # Catalog, prices and discovery (read-only).
@@ -107,8 +103,3 @@ AWS_ACTIONS: Final[tuple[ActionUse, ...]] = (
     # On-demand prices.
     ActionUse("pricing:GetProducts", "pricing", "on-demand list prices"),
 )
-
-
-def actions_in_scope(scope: ActionScope) -> tuple[str, ...]:
-    """The IAM action names of one scope, in declaration order."""
-    return tuple(use.action for use in AWS_ACTIONS if use.scope == scope)

@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
+from nodewright.cloud.aws.clock import Seconds, TTLCache, system_clock
 from nodewright.cloud.aws.errors import aws_call
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.scheduling.allocatable import ProviderSettings, node_settings
@@ -29,7 +29,7 @@ class LiveCatalog:
     region: str
     prices: PriceSource
     unavailable: UnavailableOfferings
-    clock: Clock = system_clock
+    clock: Seconds = system_clock
     provider: ProviderSettings = field(default_factory=ProviderSettings)
     _described: TTLCache[str, list[Mapping[str, Any]]] = field(init=False)
 

@@ -1,4 +1,6 @@
-"""Injectable time (`Clock`) and a small TTL cache, so expiry is testable without sleeping."""
+"""Injectable monotonic seconds (`Seconds`) and a small TTL cache, so expiry is testable
+without sleeping. Not a clock: the one `Clock` type is nodewright.runtime.clock's; this is
+the source of seconds the AWS provider's caches measure their TTLs by."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-Clock = Callable[[], float]  # seconds, monotonic enough for TTLs
+Seconds = Callable[[], float]  # monotonic enough for TTLs
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
@@ -23,7 +25,7 @@ class TTLCache(Generic[K, V]):
     controllers' threads (a launch runs outside the state lock)."""
 
     ttl_seconds: float
-    clock: Clock = system_clock
+    clock: Seconds = system_clock
     _entries: dict[K, tuple[float, V]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 

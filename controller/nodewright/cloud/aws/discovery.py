@@ -94,16 +94,6 @@ def discover_subnets(
     return subnets, unmatched
 
 
-def subnet_per_zone(subnets: Sequence[Subnet]) -> dict[str, Subnet]:
-    """The subnet with the most free IPs in each zone (ties broken by id)."""
-    best: dict[str, Subnet] = {}
-    for subnet in subnets:
-        current = best.get(subnet.zone)
-        if current is None or (subnet.free_ips, current.id) > (current.free_ips, subnet.id):
-            best[subnet.zone] = subnet
-    return best
-
-
 def discover_security_groups(
     ec2: EC2Client, terms: Sequence[SecurityGroupSelectorTerm]
 ) -> tuple[list[SecurityGroup], list[UnmatchedTerm]]:

@@ -58,11 +58,6 @@ class InterruptionEvent:
     detail: str = ""  # state for state changes, action for warnings, event type for health
     time: str = ""  # the EventBridge event's time (RFC 3339), for the queue-duration metric
 
-    @property
-    def drains_node(self) -> bool:
-        """Whether the node should be cordoned and drained (rebalance is advisory only)."""
-        return self.kind is not EventKind.REBALANCE_RECOMMENDATION
-
 
 @dataclass(frozen=True)
 class MalformedMessage:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from nodewright.cloud.aws.clock import Clock, system_clock
+from nodewright.cloud.aws.clock import Seconds, system_clock
 from nodewright.scheduling.pricing import OfflinePriceSource, PriceSource
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class LivePriceSource:
     ec2: EC2Client
     region: str
     fallback: PriceSource = field(default_factory=OfflinePriceSource)
-    clock: Clock = system_clock
+    clock: Seconds = system_clock
     refresh_seconds: float = PRICE_REFRESH_SECONDS
     # ISOLATED_VPC: the Pricing API has no VPC endpoint; on-demand prices stay the built-in
     # ones (spot prices come from EC2, which has one).
@@ -74,10 +74,6 @@ class LivePriceSource:
         self._refresh_spot()
         price = self._spot.get((instance_type, zone))
         return price if price is not None else self.fallback.spot(instance_type, zone)
-
-    @property
-    def live_on_demand(self) -> bool:
-        return bool(self._on_demand)
 
     def _due(self, last: float | None) -> bool:
         return last is None or self.clock() - last >= self.refresh_seconds

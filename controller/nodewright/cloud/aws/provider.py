@@ -28,7 +28,7 @@ from nodewright.cloud.aws import tags as tag_keys
 from nodewright.cloud.aws.amis import STANDARD, Image, image_for
 from nodewright.cloud.aws.catalog import LiveCatalog
 from nodewright.cloud.aws.clients import AwsClients
-from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
+from nodewright.cloud.aws.clock import Seconds, TTLCache, system_clock
 from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
 from nodewright.cloud.aws.drift import drift_of, reservation_drift, static_drift
 from nodewright.cloud.aws.node_class_resolution import (
@@ -110,7 +110,6 @@ REPAIR_POLICIES: Final = (
 
 @dataclass(frozen=True)
 class GarbageReport:
-    terminated: tuple[str, ...]
     deleted_templates: tuple[str, ...]
     deleted_profiles: tuple[str, ...]
 
@@ -119,7 +118,7 @@ class GarbageReport:
 class AwsCloudProvider:
     clients: AwsClients
     cluster_name: str
-    clock: Clock = system_clock
+    clock: Seconds = system_clock
     prices: PriceSource | None = None
     provider_settings: ProviderSettings = field(default_factory=ProviderSettings)
     isolated_vpc: bool = False
@@ -474,27 +473,6 @@ class AwsCloudProvider:
 
     # --- garbage collection -------------------------------------------------------------
 
-    def collect_garbage(
-        self,
-        known_provider_ids: Collection[str],
-        known_nodeclaims: Collection[str],
-        node_classes: Collection[str],
-        now: datetime | None = None,
-    ) -> GarbageReport:
-        ec2 = self.clients.ec2
-        orphans = garbage.orphaned_instances(
-            self.list(), known_provider_ids, known_nodeclaims, now or datetime.now(UTC)
-        )
-        for orphan in orphans:
-            log.info("terminating %s", orphan.why)
-            instances.terminate(ec2, orphan.instance.provider_id)
-        rest = self.collect_cloud_garbage(node_classes)
-        return GarbageReport(
-            tuple(o.instance.instance_id for o in orphans),
-            rest.deleted_templates,
-            rest.deleted_profiles,
-        )
-
     def collect_cloud_garbage(
         self, node_classes: Collection[str], with_role: Collection[str] | None = None
     ) -> GarbageReport:
@@ -527,7 +505,7 @@ class AwsCloudProvider:
         for profile in profiles:
             instance_profiles.delete_profile(iam, profile)
             log.info("deleted instance profile %s", profile.name)
-        return GarbageReport((), tuple(t.name for t in templates), tuple(p.name for p in profiles))
+        return GarbageReport(tuple(t.name for t in templates), tuple(p.name for p in profiles))
 
     def delete_node_class_resources(self, node_class: str) -> GarbageReport:
         """What an EC2NodeClass's finalizer removes once its NodeClaims are gone: its launch
@@ -547,7 +525,7 @@ class AwsCloudProvider:
         self._resolutions.clear()
         # Its validation verdicts go too (Karpenter clears them when the node class goes).
         self.validations.drop_where(lambda key: key.startswith(f"{node_class}:"))
-        return GarbageReport((), tuple(t.name for t in templates), tuple(p.name for p in profiles))
+        return GarbageReport(tuple(t.name for t in templates), tuple(p.name for p in profiles))
 
     # --- helpers ------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
-from nodewright.cloud.aws.clock import Clock, system_clock
+from nodewright.cloud.aws.clock import Seconds, system_clock
 from nodewright.cloud.aws.errors import aws_call
 from nodewright.cloud.provider import CloudProviderError
 
@@ -44,7 +44,7 @@ class ParameterCache:
     """GetParameter behind a cache. A parameter that does not exist reads as None and is
     not cached (as Karpenter caches only values)."""
 
-    def __init__(self, ssm: SSMClient, clock: Clock = system_clock) -> None:
+    def __init__(self, ssm: SSMClient, clock: Seconds = system_clock) -> None:
         self.ssm = ssm
         self.clock = clock
         self._entries: dict[str, Entry] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from nodewright.cloud.aws.clock import Clock, TTLCache, system_clock
+from nodewright.cloud.aws.clock import Seconds, TTLCache, system_clock
 
 UNAVAILABLE_OFFERING_TTL_SECONDS: Final = 180.0
 
@@ -19,7 +19,7 @@ OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type)
 
 @dataclass
 class UnavailableOfferings:
-    clock: Clock = system_clock
+    clock: Seconds = system_clock
     ttl_seconds: float = UNAVAILABLE_OFFERING_TTL_SECONDS
     _cache: TTLCache[OfferingKey, str] = field(init=False)
     # (instance type, zone, capacity type, placement group id)

@@ -144,17 +144,11 @@ def overrides(choices: Sequence[Choice], chosen_capacity_type: str) -> list[Choi
     return [c for c in of_type if c.instance_type.name in kept]
 
 
-def launch_order(
-    candidates: Sequence[Choice], remaining: Remaining, rng: random.Random
-) -> list[Choice]:
-    """The order a fleet tries its overrides; the first with capacity launches."""
-    return list(launch_sequence(candidates, remaining, rng))
-
-
 def launch_sequence(
     candidates: Sequence[Choice], remaining: Remaining, rng: random.Random
 ) -> Iterator[Choice]:
-    """`launch_order`, produced as it is consumed: a fleet stops at the first offering
+    """The order a fleet tries its overrides (the first with capacity launches), produced
+    as it is consumed: a fleet stops at the first offering
     with capacity, so usually only the first pick is worked out. The seeded tie breaks
     are drawn up front for every candidate, so the order does not depend on how far it
     is read."""

@@ -271,18 +271,6 @@ class SimulatedEC2:
         """Publish a new AMI (see `ImageCatalog.set_image`); running instances keep theirs."""
         self.images.set_image(alias_or_family, arch, ami_id)
 
-    def set_capacity(
-        self,
-        instance_type: str,
-        available: int,
-        zone: str | None = None,
-        capacity_type: str | None = None,
-    ) -> None:
-        """Add a capacity limit at run time (e.g. a pool that runs dry mid-scenario)."""
-        rule = CapacityRule(instance_type, available, zone, capacity_type)
-        self.catalog.check([rule], [])
-        self.capacity.add(rule)
-
     def interrupt(self, instance_id_or_provider_id: str, kind: str) -> None:
         """Do to the instance what AWS does for this kind of interruption, with its event."""
         event_kind = InterruptionKind.parse(kind)

@@ -2,9 +2,8 @@
 
 The operator watches `WATCHED_KINDS` (list + watch through informers; reads are served
 from their caches) and writes through the verbs in `WRITES`. `nodewright manifests` and
-infra/ render the ClusterRole and Roles from these tables, and `request_for` says which
-Kubernetes verb and resource each ClusterAPI call becomes, so tests can check every call
-the controllers make against the rendered RBAC.
+infra/ render the ClusterRole and Roles from these tables (tests/support/rbac.py checks
+every call the controllers make against them).
 
 The shape follows Karpenter's chart (clusterrole-core.yaml, clusterrole.yaml, role.yaml):
 read access to what the scheduler simulation needs, writes only where a controller writes,
@@ -13,7 +12,6 @@ the leader-election Lease writable by name only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -126,57 +124,3 @@ def permissions(cloud: Cloud) -> tuple[Access, ...]:
     """Everything the operator may do with this cloud, reads first."""
     return _reads() + tuple(a for a in WRITES if (cloud == "sim" or not a.sim_only)
                             and (cloud == "aws" or not a.aws_only))
-
-
-@dataclass(frozen=True)
-class Request:
-    """One API request as the RBAC authorizer sees it."""
-
-    verb: str
-    group: str
-    resource: str
-    namespace: str | None
-    name: str | None
-
-
-def request_for(
-    method: str,
-    kind: str,
-    *,
-    name: str | None = None,
-    namespace: str | None = None,
-    subresource: str | None = None,
-) -> Request:
-    """The request the adapter sends for a ClusterAPI call (`get`, `list`, `create`,
-    `update`, `patch`, `delete`, `evict`). Reads of watched kinds come from the informer
-    caches, which needed `list` and `watch` of the whole kind when they started."""
-    spec = kind_of(kind)
-    resource = spec.plural + (f"/{subresource}" if subresource else "")
-    if method in ("get", "list") and kind in WATCHED_KINDS:
-        return Request("watch", spec.group, resource, None, None)
-    if method == "evict":
-        return Request("create", "", "pods/eviction", namespace, name)
-    verbs = {"get": "get", "list": "list", "create": "create", "update": "update",
-             "patch": "patch", "delete": "delete"}
-    if method not in verbs:
-        raise ValueError(f"unknown ClusterAPI method {method!r}")
-    return Request(verbs[method], spec.group, resource, namespace, name)
-
-
-def allows(rules: Iterable[Access], request: Request, own_namespace: str) -> bool:
-    """Whether these permissions grant the request (as Kubernetes RBAC evaluates rules)."""
-    for rule in rules:
-        if rule.group != request.group or rule.resource != request.resource:
-            continue
-        if request.verb not in rule.verbs:
-            continue
-        if rule.scope == "own-namespace" and request.namespace != own_namespace:
-            continue
-        if rule.scope == "node-leases" and request.namespace != NODE_LEASE_NAMESPACE:
-            continue
-        if rule.scope == "kube-dns" and request.namespace != KUBE_DNS_NAMESPACE:
-            continue
-        if rule.names and request.name not in rule.names:
-            continue
-        return True
-    return False

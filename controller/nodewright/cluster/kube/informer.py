@@ -163,10 +163,6 @@ class Informer:
     def wait_synced(self, timeout: float | None) -> bool:
         return self._synced.wait(timeout)
 
-    def watching(self) -> bool:
-        """Whether a watch stream is open now."""
-        return self.synced() and self._down_since is None
-
     def disconnected_for(self) -> float:
         """Seconds since the informer last had an open watch (0 while it has one, and
         before its first sync: /readyz covers that)."""

@@ -2,12 +2,12 @@
 
 Ten thousand replicas of a pod carry the same containers, tolerations, affinity and
 labels; most NodeClaims repeat another's list of instance types; pods started at the same
-instant carry equal conditions. Stored versions are read-only (see `read_only`), so equal
-parts can be one object. `SubtreeSharing.share` is applied to each new version before it
-is stored: every dict and list two or more levels below the object's root (the root's own
-fields, `metadata`, `spec`, `status`, stay the object's) is replaced by the one canonical
-container equal to it, built bottom-up so that a canonical container's children are
-canonical too.
+instant carry equal conditions. Stored versions are read-only (tests/support/read_only.py
+checks it), so equal parts can be one object. `SubtreeSharing.share` is applied to each
+new version before it is stored: every dict and list two or more levels below the
+object's root (the root's own fields, `metadata`, `spec`, `status`, stay the object's) is
+replaced by the one canonical container equal to it, built bottom-up so that a canonical
+container's children are canonical too.
 
 Nothing already stored is modified: a container whose children change is rebuilt as a
 new container, and only the new version's root (which the writer hands over) is written
@@ -53,11 +53,6 @@ class SubtreeSharing:
                     obj[field] = shared
         if len(self._keys) >= self._next_sweep:
             self.sweep()
-
-    def is_shared(self, value: Any) -> bool:
-        """Whether `value` is a canonical container of this table."""
-        entry = self._keys.get(id(value))
-        return entry is not None and entry[0] is value
 
     def sweep(self) -> int:
         """Forget canonical containers nothing else refers to; returns how many."""

@@ -100,8 +100,6 @@ def active_window(budget: Budget, now: datetime) -> Window | None:
         seconds = parse_duration(budget.duration)
     except ValueError as error:
         raise BudgetScheduleError(f'duration "{budget.duration}": {error}') from None
-    if seconds is None:
-        raise BudgetScheduleError(f'duration "{budget.duration}" must be finite')
     length = timedelta(seconds=seconds)
     # The last hit no earlier than `length` ago: the first hit after (now - length).
     hit: datetime = croniter(schedule, now - length).get_next(datetime)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from nodewright.api.formats import parse_duration
+from nodewright.api.formats import parse_duration_or_never
 from nodewright.api.nodepool import NodePool
 from nodewright.cluster import objects
 from nodewright.cluster.events import EventRecorder
@@ -157,7 +157,7 @@ def lifetime_remaining(nodeclaim: Obj, now: datetime) -> float:
     """The share of the NodeClaim's expireAfter still ahead (1.0 when it never expires)."""
     spec = nodeclaim.get("spec") or {}
     try:
-        seconds = parse_duration(str(spec.get("expireAfter") or "Never"))
+        seconds = parse_duration_or_never(str(spec.get("expireAfter") or "Never"))
     except ValueError:
         return 1.0
     created = objects.creation_time(nodeclaim)

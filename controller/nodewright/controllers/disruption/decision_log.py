@@ -141,9 +141,6 @@ class DecisionLog:
     def __len__(self) -> int:
         return len(self._history)
 
-    def for_node(self, node: str) -> list[Decision]:
-        return [d for d in self._history if d.node == node]
-
 
 def _same(a: Decision, b: Decision) -> bool:
     return (a.method, a.outcome, a.cause, a.message, a.decision) == (

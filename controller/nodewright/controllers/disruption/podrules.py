@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from nodewright.api.formats import parse_duration
+from nodewright.api.formats import DurationError, parse_duration
 from nodewright.cluster import objects
 from nodewright.cluster.events import Event
 from nodewright.runtime.clock import format_time, parse_time
@@ -38,10 +38,10 @@ def do_not_disrupt_until(obj: Obj, now: datetime) -> tuple[bool, str]:
     if value == "true":
         return True, f'{DO_NOT_DISRUPT}: "true"'
     try:
-        seconds = parse_duration(value)
+        seconds = parse_duration(value, allow_negative=True)
     except ValueError:
         return False, ""
-    if seconds is None or seconds <= 0:
+    if seconds <= 0:
         return False, ""
     started_text = (obj.get("status") or {}).get("startTime")
     started = parse_time(started_text) if started_text else objects.creation_time(obj)
@@ -58,15 +58,10 @@ def _go_duration_error(value: str) -> str:
     positive, as Karpenter words it."""
     quoted = json.dumps(value)
     try:
-        seconds = parse_duration(value)
-    except ValueError:
-        seconds = None
-    if seconds is not None:  # parsed, so zero or negative
-        return f"duration {quoted} must be positive"
-    bare_number = value.lstrip("+-").replace(".", "", 1).isdigit()
-    why = (f"time: missing unit in duration {quoted}" if bare_number and value.strip("+-0.")
-           else f"time: invalid duration {quoted}")
-    return f"failed to parse {quoted} as a duration: {why}"
+        parse_duration(value, allow_negative=True)
+    except DurationError as error:
+        return f"failed to parse {quoted} as a duration: {error.go_message}"
+    return f"duration {quoted} must be positive"
 
 
 def do_not_disrupt_event(pod: Obj, now: datetime) -> Event | None:
@@ -80,7 +75,7 @@ def do_not_disrupt_event(pod: Obj, now: datetime) -> Event | None:
         return None
     uid = objects.uid(pod)
     try:
-        seconds = parse_duration(value)
+        seconds = parse_duration(value, allow_negative=True)
     except ValueError:
         seconds = None
     if seconds is None or seconds <= 0:

@@ -17,7 +17,7 @@ from typing import Any
 
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, ClusterAPI, ConflictError, NotFoundError
-from nodewright.cluster.conditions import set_condition
+from nodewright.cluster.conditions import remove_condition, set_condition, write_conditions
 from nodewright.cluster.events import Event, EventRecorder
 from nodewright.controllers.disruption import decision_log as ex
 from nodewright.state.statenode import StateNode
@@ -127,23 +127,16 @@ def set_nodeclaim_condition(cluster: ClusterAPI, name: str, condition_type: str,
         claim = cluster.get("NodeClaim", name)
     except NotFoundError:
         return False
-    holder: dict[str, Any] = {"status": {"conditions": [
-        dict(c) for c in objects.conditions(claim)]}}
+    holder: dict[str, Any] = {"status": {"conditions": objects.conditions(claim)}}
     if status is None:
-        kept = [c for c in holder["status"]["conditions"] if c.get("type") != condition_type]
-        if len(kept) == len(holder["status"]["conditions"]):
-            return True
-        holder["status"]["conditions"] = kept
-    elif not set_condition(holder, condition_type, status, now, reason=reason,
-                           message=message):
+        changed = remove_condition(holder, condition_type)
+    else:
+        changed = set_condition(holder, condition_type, status, now, reason=reason,
+                                message=message)
+    if not changed:
         return True
     try:
-        cluster.patch(
-            "NodeClaim", name,
-            {"metadata": {"resourceVersion": objects.meta(claim).get("resourceVersion")},
-             "status": {"conditions": holder["status"]["conditions"]}},
-            subresource="status",
-        )
+        write_conditions(cluster, claim, holder["status"]["conditions"])
     except (ConflictError, NotFoundError):
         return False
     except ApiError as error:

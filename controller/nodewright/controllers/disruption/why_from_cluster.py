@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
-from nodewright.api.formats import parse_duration
+from nodewright.api.formats import parse_duration_or_never
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.cloud.provider import CloudProviderError, Instance, RepairPolicy
 from nodewright.cluster import objects
@@ -31,6 +31,7 @@ from nodewright.controllers.disruption.candidates import Blocked, CandidateConte
 from nodewright.controllers.disruption.podrules import PdbLimits, do_not_disrupt_until
 from nodewright.controllers.nodeclaim.disruption_conditions import consolidatable_at
 from nodewright.controllers.provisioning.problem import scheduling_problem
+from nodewright.runtime.clock import VirtualClock
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.scheduling.catalog import InstanceType, offline_catalog
 from nodewright.scheduling.offline_data import regions as offline_regions
@@ -56,20 +57,6 @@ REGION_LABEL = "topology.kubernetes.io/region"
 class ExplainError(Exception):
     """The thing to explain does not exist, or cannot be explained (the message says what
     was looked for)."""
-
-
-class _FixedClock:
-    def __init__(self, now: datetime) -> None:
-        self._now = now
-
-    def now(self) -> datetime:
-        return self._now
-
-    def call_at(self, when: datetime, callback: Any) -> None:
-        return None
-
-    def call_later(self, seconds: float, callback: Any) -> None:
-        return None
 
 
 class OfflineCatalog:
@@ -108,7 +95,7 @@ class OfflineCatalog:
 
 def load_state(cluster: ClusterAPI, now: datetime) -> ClusterState:
     """A state cache filled from one list of every kind it keeps."""
-    state = ClusterState(_FixedClock(now))
+    state = ClusterState(VirtualClock(now))  # never advanced: time stands at `now`
     for kind in STATE_KINDS:
         for obj in cluster.list(kind):
             state.observe(WatchEvent("ADDED", obj))
@@ -229,7 +216,7 @@ def _timing_lines(node: StateNode, state: ClusterState, now: datetime) -> list[L
     raw = str((claim.get("spec") or {}).get("expireAfter") or "Never")
     created = objects.creation_time(claim)
     try:
-        seconds = parse_duration(raw)
+        seconds = parse_duration_or_never(raw)
     except ValueError:
         seconds = None
     if seconds is not None and created is not None:

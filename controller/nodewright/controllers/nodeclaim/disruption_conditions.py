@@ -17,13 +17,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from nodewright.api.formats import parse_duration
+from nodewright.api.formats import parse_duration_or_never
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
-from nodewright.cluster.conditions import set_condition
+from nodewright.cluster.conditions import remove_condition, set_condition, write_conditions
 from nodewright.controllers.disruption.drift import drift_of
 from nodewright.runtime.clock import Clock, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
@@ -43,7 +43,7 @@ _CATALOG_TTL = timedelta(minutes=5)
 
 def consolidate_after_seconds(nodepool: NodePool) -> float | None:
     """consolidateAfter in seconds; None for Never (consolidation disabled)."""
-    return parse_duration(nodepool.spec.disruption.consolidate_after)
+    return parse_duration_or_never(nodepool.spec.disruption.consolidate_after)
 
 
 def last_pod_event(claim: Mapping[str, Any], observed: datetime | None = None
@@ -73,7 +73,10 @@ def consolidatable_at(
 
 
 def _without(conditions: Sequence[Mapping[str, Any]], kind: str) -> list[Mapping[str, Any]]:
-    return [c for c in conditions if c.get("type") != kind]
+    holder: dict[str, Any] = {"status": {"conditions": conditions}}
+    remove_condition(holder, kind)
+    updated: list[Mapping[str, Any]] = holder["status"]["conditions"]
+    return updated
 
 
 class NodeClaimConditions:
@@ -138,18 +141,9 @@ class NodeClaimConditions:
             conditions = self._set(conditions, CONSOLIDATABLE, CONSOLIDATABLE, "", now,
                                    generation)
 
-        patch: dict[str, Any] = {}
         if conditions != list(status.get("conditions") or []):
-            patch["conditions"] = conditions
-        if patch:
             try:
-                self.cluster.patch(
-                    "NodeClaim",
-                    key,
-                    {"metadata": {"resourceVersion": objects.meta(claim).get("resourceVersion")},
-                     "status": patch},
-                    subresource="status",
-                )
+                write_conditions(self.cluster, claim, conditions)
             except ConflictError:
                 return Result(requeue_after=0.0)
             except NotFoundError:

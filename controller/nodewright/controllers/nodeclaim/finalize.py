@@ -116,7 +116,7 @@ class Finalizer:
         deleted = metadata.get("deletionTimestamp")
         if TERMINATION_TIMESTAMP_ANNOTATION in annotations or not grace or not deleted:
             return claim
-        seconds = parse_duration(str(grace)) or 0.0
+        seconds = parse_duration(str(grace))
         deadline = format_time(parse_time(str(deleted)) + timedelta(seconds=seconds))
         after = {**claim, "metadata": {
             **metadata, "annotations": {**annotations, TERMINATION_TIMESTAMP_ANNOTATION: deadline}

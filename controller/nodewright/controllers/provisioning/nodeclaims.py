@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodewright.api.hashes import nodeclaim_hash_annotations
 from nodewright.api.labels import restricted_label_problem
+from nodewright.api.nodeclaim_template import nodeclaim_from_template
 from nodewright.api.nodeoverlay import CAPACITY_OVERLAY_APPLIED, PRICE_OVERLAY_APPLIED
 from nodewright.api.quantity import Resources, format_resources
 from nodewright.controllers.provisioning.problem import PoolContext, without_hostname
@@ -30,7 +30,7 @@ from nodewright.scheduling.requirements import (
     is_well_known,
 )
 from nodewright.scheduling.targets import PlannedNodeClaim
-from nodewright.state.wellknown import NODECLASS_LABEL, NODEPOOL_LABEL
+from nodewright.state.wellknown import NODECLASS_LABEL
 
 MAX_INSTANCE_TYPES = 600
 # Whether MIN_VALUES_POLICY=BestEffort lowered a minValues of the NodeClaim (Karpenter
@@ -130,55 +130,22 @@ def claim_capacity(planned: PlannedNodeClaim, pool: PoolContext) -> Resources:
 def nodeclaim_manifest(
     planned: PlannedNodeClaim, pool: PoolContext, pods: Mapping[str, Pod]
 ) -> dict[str, Any]:
-    template = pool.model.spec.template
-    node_class_ref = template.spec.node_class_ref
+    node_class_ref = pool.model.spec.template.spec.node_class_ref
     type_names = [name for name, _ in planned.instance_types[:MAX_INSTANCE_TYPES]]
     requirements = without_hostname(planned.requirements)
-    labels: dict[str, str] = dict((template.metadata.labels if template.metadata else None) or {})
-    labels[NODEPOOL_LABEL] = pool.name
-    labels[NODECLASS_LABEL] = node_class_ref.name
     requirements.add(Requirement.single(NODECLASS_LABEL, node_class_ref.name))
     requirements.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(type_names)))
     chosen = [pool.instance_types[name] for name in type_names if name in pool.instance_types]
     capacity_types = _capacity_types(chosen, requirements)
     if capacity_types:
         requirements.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset(capacity_types)))
-    labels = {**custom_labels(requirements), **labels}
-    annotations = dict((template.metadata.annotations if template.metadata else None) or {})
-    annotations.update(nodeclaim_hash_annotations(pool.model, pool.node_class))
-    annotations[MIN_VALUES_RELAXED] = "true" if planned.min_values_relaxed else "false"
+    annotations = {MIN_VALUES_RELAXED: "true" if planned.min_values_relaxed else "false"}
     if any(o.price_overlaid for it in chosen for o in it.offerings):
         annotations[PRICE_OVERLAY_APPLIED] = "true"
     if any(it.capacity_overlaid for it in chosen):
         annotations[CAPACITY_OVERLAY_APPLIED] = "true"
-    spec_model = template.spec.to_manifest()
-    spec: dict[str, Any] = {
-        "nodeClassRef": spec_model["nodeClassRef"],
-        "requirements": render_requirements(requirements),
-        "resources": {
-            "requests": format_resources(claim_requests(
-                planned, pods, pool.daemon_overhead(name for name, _ in planned.instance_types)))
-        },
-    }
-    for field in ("taints", "startupTaints", "expireAfter", "terminationGracePeriod"):
-        if spec_model.get(field) not in (None, []):
-            spec[field] = spec_model[field]
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {
-            "generateName": f"{pool.name}-",
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [
-                {
-                    "apiVersion": "karpenter.sh/v1",
-                    "kind": "NodePool",
-                    "name": pool.name,
-                    "uid": pool.uid,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": spec,
-    }
+    requests = format_resources(claim_requests(
+        planned, pods, pool.daemon_overhead(name for name, _ in planned.instance_types)))
+    return nodeclaim_from_template(
+        pool.model, pool.node_class, pool.uid, render_requirements(requirements),
+        implied_labels=custom_labels(requirements), annotations=annotations, requests=requests)

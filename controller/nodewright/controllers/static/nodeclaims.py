@@ -9,52 +9,20 @@ from __future__ import annotations
 from typing import Any
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
-from nodewright.api.hashes import nodeclaim_hash_annotations
+from nodewright.api.nodeclaim_template import nodeclaim_from_template
 from nodewright.api.nodepool import NodePool
 from nodewright.controllers.provisioning.nodeclaims import custom_labels, render_requirements
 from nodewright.controllers.provisioning.problem import without_hostname
 from nodewright.scheduling.nodepools import nodepool_template
 from nodewright.scheduling.requirements import Requirement
-from nodewright.state.wellknown import NODECLASS_LABEL, NODEPOOL_LABEL
+from nodewright.state.wellknown import NODECLASS_LABEL
 
 
 def static_nodeclaim_manifest(
     nodepool: NodePool, node_class: EC2NodeClass | None, uid: str
 ) -> dict[str, Any]:
-    template = nodepool.spec.template
-    node_class_ref = template.spec.node_class_ref
+    node_class_ref = nodepool.spec.template.spec.node_class_ref
     requirements = without_hostname(nodepool_template(nodepool, []).requirements)
     requirements.add(Requirement.single(NODECLASS_LABEL, node_class_ref.name))
-    labels: dict[str, str] = dict((template.metadata.labels if template.metadata else None) or {})
-    labels[NODEPOOL_LABEL] = nodepool.name
-    labels[NODECLASS_LABEL] = node_class_ref.name
-    labels = {**custom_labels(requirements), **labels}
-    annotations = dict((template.metadata.annotations if template.metadata else None) or {})
-    annotations.update(nodeclaim_hash_annotations(nodepool, node_class))
-    spec_model = template.spec.to_manifest()
-    spec: dict[str, Any] = {
-        "nodeClassRef": spec_model["nodeClassRef"],
-        "requirements": render_requirements(requirements),
-    }
-    for field in ("taints", "startupTaints", "expireAfter", "terminationGracePeriod"):
-        if spec_model.get(field) not in (None, []):
-            spec[field] = spec_model[field]
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {
-            "generateName": f"{nodepool.name}-",
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [
-                {
-                    "apiVersion": "karpenter.sh/v1",
-                    "kind": "NodePool",
-                    "name": nodepool.name,
-                    "uid": uid,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": spec,
-    }
+    return nodeclaim_from_template(nodepool, node_class, uid, render_requirements(requirements),
+                                   implied_labels=custom_labels(requirements))

@@ -3,9 +3,10 @@
 The in-memory API server hands its stored versions to the in-process actors (`peek`) and
 to every watcher (watch events carry them), instead of a copy per reader. That is only
 sound while everyone treats them as read-only. With a `ReadOnlyGuard` installed
-(`cluster.read_only_guard = ReadOnlyGuard()`), the server fingerprints each version it
+(`guard = ReadOnlyGuard.install(cluster)`), the guard fingerprints each version the server
 stores and, when the version is replaced or deleted, checks that it still has that
 fingerprint: a reader that wrote into it fails the write that follows, naming the object.
+`guard.verify_all()` checks every version still stored.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import json
 from typing import Any
 
 from nodewright.cluster.api import Object
+from nodewright.cluster.memory import InMemoryCluster
+from nodewright.runtime.clock import VirtualClock
 
 StoreKey = tuple[str, str, str]  # kind, namespace ("" when cluster-scoped), name
 
@@ -30,6 +33,12 @@ class ReadOnlyGuard:
     def __init__(self) -> None:
         self._stored: dict[StoreKey, tuple[Object, str]] = {}
         self.checked = 0
+
+    @classmethod
+    def install(cls, cluster: InMemoryCluster) -> ReadOnlyGuard:
+        guard = cls()
+        cluster.before_replace = guard.replace
+        return guard
 
     def replace(self, kind: str, scope: str, current: Object | None, new: Object | None) -> None:
         """`current` (the stored version, if any) is about to give way to `new` (None when
@@ -59,9 +68,22 @@ class ReadOnlyGuard:
                 f"stored: {entry[1]}\nnow:    {now}"
             )
 
-    def verify_all(self, store: dict[str, dict[str, dict[str, Object]]]) -> None:
-        """Check every object still stored."""
-        for kind, scopes in store.items():
-            for scope, items in scopes.items():
-                for name, obj in items.items():
-                    self.verify((kind, scope, name), obj)
+    def verify_all(self) -> None:
+        """Check every version still stored (that the guard saw stored)."""
+        for key, (obj, _) in list(self._stored.items()):
+            self.verify(key, obj)
+
+
+def guarded_cluster() -> InMemoryCluster:
+    """An in-memory API server with a guard installed."""
+    cluster = InMemoryCluster(VirtualClock())
+    ReadOnlyGuard.install(cluster)
+    return cluster
+
+
+def verify_read_only(cluster: InMemoryCluster) -> None:
+    """Check that no object stored in `cluster` was modified in place (its guard's
+    `verify_all`)."""
+    guard = getattr(cluster.before_replace, "__self__", None)
+    assert isinstance(guard, ReadOnlyGuard), "the cluster has no ReadOnlyGuard installed"
+    guard.verify_all()
