@@ -6,7 +6,7 @@ the generated CRDs as CEL (see `cel_rules` on the models) where CEL can say them
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from croniter import croniter
 
@@ -15,12 +15,13 @@ from nodewright.api.core import NodeSelectorRequirementWithMinValues
 from nodewright.api.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass, EC2NodeClassSpec
 from nodewright.api.kubelet import kubelet_problems
 from nodewright.api.labels import (
+    key_length_problem,
     label_value_problem,
     restricted_label_problem,
     well_known_values_problem,
 )
 from nodewright.api.nodeclaim import NodeClaim
-from nodewright.api.nodeoverlay import RESTRICTED_CAPACITY, NodeOverlay
+from nodewright.api.nodeoverlay import RESTRICTED_CAPACITY, NodeOverlay, OverlayRequirement
 from nodewright.api.nodepool import NodePool
 from nodewright.api.problems import FieldPath
 from nodewright.api.quantity import parse_quantity
@@ -107,10 +108,37 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
 
 def check_nodepool_runtime(nodepool: NodePool) -> Iterator[Finding]:
     """What Karpenter's RuntimeValidate checks beyond the CRD (a NodePool failing it is
-    ValidationSucceeded=False and launches nothing): well-known capacity-type values and
-    taint key/effect pairs named once across taints and startupTaints."""
+    ValidationSucceeded=False and launches nothing): well-known capacity-type values,
+    taint key/effect pairs named once across taints and startupTaints, and label, taint and
+    requirement keys within Kubernetes' qualified-name lengths."""
     yield from _check_well_known_values(nodepool.spec.template.spec.requirements)
     yield from _check_duplicate_taints(nodepool)
+    template = nodepool.spec.template
+    labels = template.metadata.labels if template.metadata else None
+    keys: list[tuple[FieldPath, str]] = [
+        (("spec", "template", "metadata", "labels", key), key) for key in labels or {}]
+    for field, taints in (("taints", template.spec.taints),
+                          ("startupTaints", template.spec.startup_taints)):
+        keys += [(("spec", "template", "spec", field, index, "key"), taint.key)
+                 for index, taint in enumerate(taints or [])]
+    yield from _check_key_lengths(keys)
+    yield from _check_requirement_key_lengths(
+        template.spec.requirements, ("spec", "template", "spec", "requirements"))
+
+
+def _check_key_lengths(keys: list[tuple[FieldPath, str]]) -> Iterator[Finding]:
+    for where, key in keys:
+        reason = key_length_problem(key)
+        if reason:
+            yield where, reason
+
+
+def _check_requirement_key_lengths(
+    requirements: Sequence[NodeSelectorRequirementWithMinValues | OverlayRequirement],
+    path: FieldPath,
+) -> Iterator[Finding]:
+    yield from _check_key_lengths([((*path, index, "key"), requirement.key)
+                                   for index, requirement in enumerate(requirements)])
 
 
 def _check_well_known_values(
@@ -183,6 +211,7 @@ def check_nodeoverlay(overlay: NodeOverlay) -> Iterator[Finding]:
         for r in overlay.spec.requirements
     ]
     yield from check_requirements(requirements, ("spec", "requirements"), allow_nodepool=True)
+    yield from _check_requirement_key_lengths(overlay.spec.requirements, ("spec", "requirements"))
     for index, requirement in enumerate(overlay.spec.requirements):
         if requirement.operator == "NotIn" and not requirement.values:
             yield ("spec", "requirements", index, "values"), (
@@ -213,6 +242,8 @@ def check_nodeclaim(nodeclaim: NodeClaim) -> Iterator[Finding]:
     yield from check_requirements(
         nodeclaim.spec.requirements, ("spec", "requirements"), allow_nodepool=True
     )
+    yield from _check_requirement_key_lengths(nodeclaim.spec.requirements,
+                                              ("spec", "requirements"))
 
 
 def check_ec2nodeclass(nodeclass: EC2NodeClass) -> Iterator[Finding]:

@@ -44,6 +44,10 @@ _PATTERN_MEANINGS = {
     formats.BUDGET_NODES_PATTERN: "a node count such as 5 or a percentage such as 10%",
     formats.GO_DURATION_PATTERN: "a duration such as 90s, 1m30s or 2h",
     formats.LABEL_KEY_PATTERN: "a label key such as example.com/name",
+    formats.TAINT_VALUE_PATTERN: (
+        "a taint value (alphanumerics, '-', '_' or '.', starting and ending with an "
+        "alphanumeric, optionally after a DNS prefix and '/')"
+    ),
     formats.LABEL_VALUE_PATTERN: (
         "a label value (alphanumerics, '-', '_' or '.', starting and ending with an "
         "alphanumeric)"
