@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from croniter import croniter
-
 from nodewright.api.capacitybuffer import CapacityBuffer
+from nodewright.api.cron import cron_problem
 from nodewright.api.core import NodeSelectorRequirementWithMinValues
 from nodewright.api.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass, EC2NodeClassSpec
 from nodewright.api.kubelet import kubelet_problems
@@ -34,9 +33,6 @@ RESTRICTED_TAG_KEYS = (
     "karpenter.sh/nodepool",
     "karpenter.sh/nodeclaim",
     "karpenter.k8s.aws/ec2nodeclass",
-)
-CRON_SHORTHANDS = frozenset(
-    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 )
 MIN_VOLUME_BYTES = 1 << 30
 MAX_VOLUME_BYTES = 64 << 40
@@ -99,10 +95,11 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
         if (budget.schedule is None) != (budget.duration is None):
             missing = "duration" if budget.duration is None else "schedule"
             yield (*here, missing), "'schedule' must be set with 'duration'"
-        if budget.schedule is not None and not _valid_cron(budget.schedule):
+        reason = cron_problem(budget.schedule) if budget.schedule is not None else None
+        if reason:
             yield (*here, "schedule"), (
-                f"schedule {budget.schedule!r} is not a cron expression "
-                "(five fields such as '0 9 * * mon-fri', or @daily, @hourly, ...)"
+                f"schedule {budget.schedule!r} is not a cron expression ({reason}; five "
+                "fields such as '0 9 * * mon-fri', or @daily, @hourly, ...)"
             )
 
 
@@ -189,17 +186,6 @@ def _check_quantity(quantity: str, where: FieldPath) -> Iterator[Finding]:
         parse_quantity(quantity)
     except ValueError as error:
         yield where, str(error)
-
-
-def _valid_cron(expression: str) -> bool:
-    if expression in CRON_SHORTHANDS:
-        return True
-    if len(expression.split()) != 5:
-        return False
-    try:
-        return bool(croniter.is_valid(expression))
-    except (ValueError, KeyError, TypeError):
-        return False
 
 
 def check_nodeoverlay(overlay: NodeOverlay) -> Iterator[Finding]:
