@@ -397,3 +397,13 @@ def test_the_disruption_stanza_is_defaulted_when_undefined(cluster: InMemoryClus
     assert stored["spec"]["disruption"] == {
         "consolidateAfter": "0s", "consolidationPolicy": "WhenEmptyOrUnderutilized",
         "budgets": [{"nodes": "10%"}]}
+
+
+def test_a_budget_naming_a_reason_twice_is_refused(cluster: InMemoryCluster) -> None:
+    """Karpenter's CRD makes a budget's reasons a set (x-kubernetes-list-type: set): the API
+    server refuses a reason named twice, and so does our model."""
+    body = at(BUDGETS, [budget(reasons=["Drifted", "Empty", "Drifted"])])
+    body["metadata"]["name"] = "twice"
+    with pytest.raises(InvalidError, match=r'reasons\[2\]: Duplicate value: "Drifted"'):
+        cluster.create(body)
+    assert not runtime_valid(body)

@@ -92,6 +92,10 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
     yield from _check_static(nodepool)
     for index, budget in enumerate(nodepool.spec.disruption.budgets):
         here = ("spec", "disruption", "budgets", index)
+        reasons = budget.reasons or []
+        for position, reason_name in enumerate(reasons):
+            if reason_name in reasons[:position]:
+                yield (*here, "reasons", position), f"duplicate reason {reason_name!r}"
         if (budget.schedule is None) != (budget.duration is None):
             missing = "duration" if budget.duration is None else "schedule"
             yield (*here, missing), "'schedule' must be set with 'duration'"
