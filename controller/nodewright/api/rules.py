@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from nodewright.api.capacitybuffer import CapacityBuffer
-from nodewright.api.cron import cron_problem
 from nodewright.api.core import NodeSelectorRequirementWithMinValues
+from nodewright.api.cron import cron_problem
 from nodewright.api.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass, EC2NodeClassSpec
 from nodewright.api.kubelet import kubelet_problems
 from nodewright.api.labels import (
