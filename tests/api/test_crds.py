@@ -90,7 +90,9 @@ def test_printer_columns_match_karpenters(crds: dict[str, dict[str, Any]]) -> No
         return [c["name"] for c in crds[kind]["spec"]["versions"][0]["additionalPrinterColumns"]]
 
     assert columns("NodePool")[:5] == ["NodeClass", "Nodes", "Ready", "Age", "Weight"]
-    assert columns("NodeClaim")[:6] == ["Type", "Capacity", "Zone", "Node", "Ready", "Age"]
+    # All of Karpenter v1.14.1's NodeClaim columns, Drifted (priority 1) last.
+    assert columns("NodeClaim") == ["Type", "Capacity", "Zone", "Node", "Ready", "Age",
+                                    "ImageID", "ID", "NodePool", "NodeClass", "Drifted"]
     assert columns("EC2NodeClass")[:2] == ["Ready", "Age"]
     assert columns("CapacityBuffer") == ["Strategy", "PodTemplate", "Replicas", "ConditionsType",
                                          "ConditionsStatus", "ConditionsReason", "Age"]

@@ -111,10 +111,11 @@ def test_capacity_adds_an_extended_resource_pods_can_request() -> None:
     assert claim["spec"]["resources"]["requests"]["example.com/slices"] == "4"
 
 
-def test_an_overlay_with_a_restricted_requirement_fails_runtime_validation() -> None:
+def test_an_overlay_with_a_key_too_long_fails_runtime_validation() -> None:
+    # The CRD's pattern takes the key; Karpenter's RuntimeValidate (IsQualifiedName) does not.
     bad = overlay("bad", types=["m5.large"], price="0.01")
     bad["spec"]["requirements"].append(
-        {"key": "karpenter.k8s.aws/nonsense", "operator": "Exists"})
+        {"key": f"example.com/{'x' * 64}", "operator": "Exists"})
     world = _world(bad)
     world.apply(workload("app", 1, "1"))
     assert world.settle()
@@ -136,6 +137,8 @@ def test_without_the_gate_overlays_change_nothing() -> None:
     ({"capacity": {"cpu": "4"}}, "invalid resource restricted"),
     ({"priceAdjustment": "-150%"}, "priceAdjustment"),
     ({"weight": 0}, "weight"),
+    ({"requirements": [{"key": "karpenter.k8s.aws/nonsense", "operator": "Exists"}]},
+     'label domain "karpenter.k8s.aws" is restricted'),
 ])
 def test_the_api_server_refuses_what_karpenters_crd_refuses(
         spec: dict[str, Any], message: str) -> None:

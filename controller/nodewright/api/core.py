@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from nodewright.api.base import CelRule, KubeModel
-from nodewright.api.formats import LabelKey
+from nodewright.api.formats import TAINT_VALUE_PATTERN, LabelKey
 from nodewright.api.labels import label_key_cel_rules
 
 TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
@@ -45,7 +45,7 @@ class ObjectMeta(KubeModel):
 
 class Taint(KubeModel):
     key: LabelKey = Field(min_length=1)
-    value: str | None = None
+    value: str | None = Field(default=None, pattern=TAINT_VALUE_PATTERN)
     effect: TaintEffect
     time_added: str | None = None
 

@@ -68,6 +68,7 @@ _CRDS: tuple[_Entry, ...] = (
             _column("ID", ".status.providerID", priority=1),
             _column("NodePool", ".metadata.labels.karpenter\\.sh/nodepool", priority=1),
             _column("NodeClass", ".spec.nodeClassRef.name", priority=1),
+            _column("Drifted", '.status.conditions[?(@.type=="Drifted")].status', priority=1),
         ],
     ),
     (

@@ -34,6 +34,13 @@ LABEL_KEY_PATTERN = (
     r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
 
+# A taint value as Karpenter's CRDs pattern it (the qualified-name form, written as they
+# write it).
+TAINT_VALUE_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?"
+    r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
+)
+
 
 def _number_to_string(value: object) -> object:
     """YAML turns `nodes: 5` or `cpu: 1000` into numbers; the API keeps strings."""

@@ -97,6 +97,22 @@ def restricted_label_problem(key: str, *, allow_nodepool: bool = False) -> str |
     return None
 
 
+MAX_KEY_PREFIX = 253
+MAX_KEY_NAME = 63
+
+
+def key_length_problem(key: str) -> str | None:
+    """Kubernetes' IsQualifiedName bounds, which Karpenter's RuntimeValidate checks on label,
+    taint and requirement keys (the CRDs' patterns do not bound the parts)."""
+    prefix, _, name = key.rpartition("/")
+    if len(prefix) > MAX_KEY_PREFIX:
+        return (f"key {key!r}: the prefix before '/' must be at most {MAX_KEY_PREFIX} "
+                "characters")
+    if len(name) > MAX_KEY_NAME:
+        return f"key {key!r}: the name after any '/' must be at most {MAX_KEY_NAME} characters"
+    return None
+
+
 def label_value_problem(value: str) -> str | None:
     if len(value) > 63:
         return f"label value {value!r} is longer than 63 characters"

@@ -10,6 +10,7 @@ from pydantic import Field, StringConstraints
 from nodewright.api.base import CelRule, KubeModel, cel_extra
 from nodewright.api.core import Condition, ObjectMeta, RequirementValue
 from nodewright.api.formats import LabelKey, Quantity
+from nodewright.api.labels import label_key_cel_rules
 
 GROUP = "karpenter.sh"
 VERSION = "v1alpha1"
@@ -30,6 +31,11 @@ class OverlayRequirement(KubeModel):
     key: LabelKey
     operator: OverlayOperator
     values: list[RequirementValue] | None = None
+
+    # Karpenter's NodeOverlay CRD restricts the key as a NodeClaim's (karpenter.sh/nodepool
+    # allowed).
+    cel_rules = tuple(CelRule(rule["rule"], rule["message"])
+                      for rule in label_key_cel_rules("self.key", allow_nodepool=True))
 
 
 class NodeOverlaySpec(KubeModel):

@@ -91,7 +91,8 @@ class Budget(KubeModel):
     nodes: BudgetNodes = DEFAULT_BUDGET_NODES
     schedule: CronSchedule | None = None
     duration: BudgetDuration | None = None
-    reasons: list[DisruptionReason] | None = None
+    reasons: list[DisruptionReason] | None = Field(
+        default=None, max_length=50, json_schema_extra={"x-kubernetes-list-type": "set"})
 
     cel_rules = (
         CelRule(

@@ -6,21 +6,21 @@ the generated CRDs as CEL (see `cel_rules` on the models) where CEL can say them
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from croniter import croniter
+from collections.abc import Iterator, Sequence
 
 from nodewright.api.capacitybuffer import CapacityBuffer
 from nodewright.api.core import NodeSelectorRequirementWithMinValues
+from nodewright.api.cron import cron_problem
 from nodewright.api.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass, EC2NodeClassSpec
 from nodewright.api.kubelet import kubelet_problems
 from nodewright.api.labels import (
+    key_length_problem,
     label_value_problem,
     restricted_label_problem,
     well_known_values_problem,
 )
 from nodewright.api.nodeclaim import NodeClaim
-from nodewright.api.nodeoverlay import RESTRICTED_CAPACITY, NodeOverlay
+from nodewright.api.nodeoverlay import RESTRICTED_CAPACITY, NodeOverlay, OverlayRequirement
 from nodewright.api.nodepool import NodePool
 from nodewright.api.problems import FieldPath
 from nodewright.api.quantity import parse_quantity
@@ -33,9 +33,6 @@ RESTRICTED_TAG_KEYS = (
     "karpenter.sh/nodepool",
     "karpenter.sh/nodeclaim",
     "karpenter.k8s.aws/ec2nodeclass",
-)
-CRON_SHORTHANDS = frozenset(
-    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 )
 MIN_VOLUME_BYTES = 1 << 30
 MAX_VOLUME_BYTES = 64 << 40
@@ -95,22 +92,54 @@ def check_nodepool(nodepool: NodePool) -> Iterator[Finding]:
     yield from _check_static(nodepool)
     for index, budget in enumerate(nodepool.spec.disruption.budgets):
         here = ("spec", "disruption", "budgets", index)
+        reasons = budget.reasons or []
+        for position, reason_name in enumerate(reasons):
+            if reason_name in reasons[:position]:
+                yield (*here, "reasons", position), f"duplicate reason {reason_name!r}"
         if (budget.schedule is None) != (budget.duration is None):
             missing = "duration" if budget.duration is None else "schedule"
             yield (*here, missing), "'schedule' must be set with 'duration'"
-        if budget.schedule is not None and not _valid_cron(budget.schedule):
+        reason = cron_problem(budget.schedule) if budget.schedule is not None else None
+        if reason:
             yield (*here, "schedule"), (
-                f"schedule {budget.schedule!r} is not a cron expression "
-                "(five fields such as '0 9 * * mon-fri', or @daily, @hourly, ...)"
+                f"schedule {budget.schedule!r} is not a cron expression ({reason}; five "
+                "fields such as '0 9 * * mon-fri', or @daily, @hourly, ...)"
             )
 
 
 def check_nodepool_runtime(nodepool: NodePool) -> Iterator[Finding]:
     """What Karpenter's RuntimeValidate checks beyond the CRD (a NodePool failing it is
-    ValidationSucceeded=False and launches nothing): well-known capacity-type values and
-    taint key/effect pairs named once across taints and startupTaints."""
+    ValidationSucceeded=False and launches nothing): well-known capacity-type values,
+    taint key/effect pairs named once across taints and startupTaints, and label, taint and
+    requirement keys within Kubernetes' qualified-name lengths."""
     yield from _check_well_known_values(nodepool.spec.template.spec.requirements)
     yield from _check_duplicate_taints(nodepool)
+    template = nodepool.spec.template
+    labels = template.metadata.labels if template.metadata else None
+    keys: list[tuple[FieldPath, str]] = [
+        (("spec", "template", "metadata", "labels", key), key) for key in labels or {}]
+    for field, taints in (("taints", template.spec.taints),
+                          ("startupTaints", template.spec.startup_taints)):
+        keys += [(("spec", "template", "spec", field, index, "key"), taint.key)
+                 for index, taint in enumerate(taints or [])]
+    yield from _check_key_lengths(keys)
+    yield from _check_requirement_key_lengths(
+        template.spec.requirements, ("spec", "template", "spec", "requirements"))
+
+
+def _check_key_lengths(keys: list[tuple[FieldPath, str]]) -> Iterator[Finding]:
+    for where, key in keys:
+        reason = key_length_problem(key)
+        if reason:
+            yield where, reason
+
+
+def _check_requirement_key_lengths(
+    requirements: Sequence[NodeSelectorRequirementWithMinValues | OverlayRequirement],
+    path: FieldPath,
+) -> Iterator[Finding]:
+    yield from _check_key_lengths([((*path, index, "key"), requirement.key)
+                                   for index, requirement in enumerate(requirements)])
 
 
 def _check_well_known_values(
@@ -163,17 +192,6 @@ def _check_quantity(quantity: str, where: FieldPath) -> Iterator[Finding]:
         yield where, str(error)
 
 
-def _valid_cron(expression: str) -> bool:
-    if expression in CRON_SHORTHANDS:
-        return True
-    if len(expression.split()) != 5:
-        return False
-    try:
-        return bool(croniter.is_valid(expression))
-    except (ValueError, KeyError, TypeError):
-        return False
-
-
 def check_nodeoverlay(overlay: NodeOverlay) -> Iterator[Finding]:
     """Karpenter's RuntimeValidate of a NodeOverlay: its requirements follow the NodePool
     rules (karpenter.sh/nodepool allowed), NotIn needs values, capacity adds only
@@ -183,6 +201,7 @@ def check_nodeoverlay(overlay: NodeOverlay) -> Iterator[Finding]:
         for r in overlay.spec.requirements
     ]
     yield from check_requirements(requirements, ("spec", "requirements"), allow_nodepool=True)
+    yield from _check_requirement_key_lengths(overlay.spec.requirements, ("spec", "requirements"))
     for index, requirement in enumerate(overlay.spec.requirements):
         if requirement.operator == "NotIn" and not requirement.values:
             yield ("spec", "requirements", index, "values"), (
@@ -213,6 +232,8 @@ def check_nodeclaim(nodeclaim: NodeClaim) -> Iterator[Finding]:
     yield from check_requirements(
         nodeclaim.spec.requirements, ("spec", "requirements"), allow_nodepool=True
     )
+    yield from _check_requirement_key_lengths(nodeclaim.spec.requirements,
+                                              ("spec", "requirements"))
 
 
 def check_ec2nodeclass(nodeclass: EC2NodeClass) -> Iterator[Finding]:

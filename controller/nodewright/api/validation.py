@@ -43,6 +43,10 @@ _PATTERN_MEANINGS = {
     formats.BUDGET_DURATION_PATTERN: "a duration in hours and minutes such as 8h or 1h30m",
     formats.BUDGET_NODES_PATTERN: "a node count such as 5 or a percentage such as 10%",
     formats.LABEL_KEY_PATTERN: "a label key such as example.com/name",
+    formats.TAINT_VALUE_PATTERN: (
+        "a taint value (alphanumerics, '-', '_' or '.', starting and ending with an "
+        "alphanumeric, optionally after a DNS prefix and '/')"
+    ),
     formats.LABEL_VALUE_PATTERN: (
         "a label value (alphanumerics, '-', '_' or '.', starting and ending with an "
         "alphanumeric)"

@@ -14,10 +14,11 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from croniter import croniter
 
+from nodewright.api.cron import cron_problem
 from nodewright.api.formats import parse_duration
 from nodewright.api.nodepool import Budget
 
@@ -27,9 +28,6 @@ DRIFTED = "Drifted"
 REASONS = (EMPTY, UNDERUTILIZED, DRIFTED)
 
 UNLIMITED = 2**31 - 1
-_SHORTHANDS = frozenset(
-    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
-)
 _PERCENT = re.compile(r"^(\d{1,3})%$")
 
 
@@ -93,14 +91,16 @@ def active_window(budget: Budget, now: datetime) -> Window | None:
     if budget.schedule is None or budget.duration is None:
         raise BudgetScheduleError("schedule and duration must be set together")
     schedule = budget.schedule.strip()
-    fields = schedule.split()
-    if not (schedule in _SHORTHANDS or len(fields) == 5) or not croniter.is_valid(schedule):
-        raise BudgetScheduleError(f'schedule "{budget.schedule}" is not a 5-field cron schedule')
+    reason = cron_problem(schedule)
+    if reason:
+        raise BudgetScheduleError(f'schedule "{budget.schedule}": {reason}')
     try:
         seconds = parse_duration(budget.duration)
     except ValueError as error:
         raise BudgetScheduleError(f'duration "{budget.duration}": {error}') from None
     length = timedelta(seconds=seconds)
+    if now.tzinfo is not None:
+        now = now.astimezone(UTC)  # schedules are in UTC whatever zone `now` is given in
     # The last hit no earlier than `length` ago: the first hit after (now - length).
     hit: datetime = croniter(schedule, now - length).get_next(datetime)
     if hit > now:

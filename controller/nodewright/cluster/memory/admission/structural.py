@@ -18,6 +18,7 @@ from typing import Any
 from nodewright.cluster.copying import deep_copy
 from nodewright.cluster.memory.admission.cel import RuleSet
 from nodewright.cluster.memory.admission.field_errors import (
+    DUPLICATE,
     TOO_LONG,
     TOO_MANY,
     TYPE_INVALID,
@@ -53,6 +54,7 @@ class Node:
     max_length: int | None = None
     min_items: int | None = None
     max_items: int | None = None
+    unique_items: bool = False  # x-kubernetes-list-type: set
     min_properties: int | None = None
     max_properties: int | None = None
     default: Any = MISSING
@@ -73,6 +75,7 @@ def compile_schema(schema: Mapping[str, Any]) -> Node:
         max_length=schema.get("maxLength"),
         min_items=schema.get("minItems"),
         max_items=schema.get("maxItems"),
+        unique_items=schema.get("x-kubernetes-list-type") == "set",
         min_properties=schema.get("minProperties"),
         max_properties=schema.get("maxProperties"),
         default=schema.get("default", MISSING),
@@ -241,6 +244,10 @@ class Admission:
                     copied[index] = after
             if copied is not None:
                 result = copied
+        if node.unique_items:
+            for index, item in enumerate(result):
+                if item in result[:index]:
+                    self.errors.append(FieldError(DUPLICATE, f"{path}[{index}]", item))
         count = len(result)
         if node.min_items is not None and count < node.min_items:
             self.errors.append(invalid(path, count, (
