@@ -29,6 +29,7 @@ from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.prefilter import hopeless
 from nodewright.controllers.disruption.simulation import Simulation, SimulationBase
 from nodewright.scheduling.catalog import ON_DEMAND, SPOT, InstanceType
+from nodewright.scheduling.launch_filters import has_min_values
 from nodewright.scheduling.nodepools import cheapest_offering_of, min_values_problem
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
@@ -231,7 +232,14 @@ def _spot_to_spot(command: Command, claim: PlannedNodeClaim, types: Mapping[str,
                 f"SpotToSpotConsolidation requires {MIN_SPOT_TO_SPOT_TYPES} cheaper instance "
                 f"type options than the current candidate to consolidate, got {found}",
             )
-        kept = narrowed.instance_types[:MIN_SPOT_TO_SPOT_TYPES]
+        keep = MIN_SPOT_TO_SPOT_TYPES
+        if has_min_values(narrowed.requirements):
+            # As Karpenter: as many of the cheapest as minValues needs, if more than 15.
+            ordered = [types[name] for name, _ in narrowed.instance_types]
+            keep = max(keep, next((n for n in range(1, len(ordered) + 1)
+                                   if min_values_problem(ordered[:n], narrowed.requirements)
+                                   is None), len(ordered)))
+        kept = narrowed.instance_types[:keep]
         requirements = narrowed.requirements.copy()
         requirements.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(n for n, _ in kept)))
         narrowed = replace(narrowed, instance_types=kept, requirements=requirements)
