@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from nodewright.cluster import objects
 from nodewright.controllers.disruption import decision_log as ex
-from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
 from tests.disruption.helpers import decisions, nodepool_with
 from tests.disruption.test_consolidation_karpenter import (

@@ -18,6 +18,7 @@ from nodewright.controllers.disruption import decision_log as ex
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
 from tests.disruption.helpers import decisions, nodepool_with, started
+from tests.disruption.test_budget_and_drift_stories import BIG
 from tests.disruption.test_consolidation_karpenter import GUARD_ON
 from tests.disruption.test_consolidation_karpenter_budgets import (
     FILLER,
@@ -25,7 +26,6 @@ from tests.disruption.test_consolidation_karpenter_budgets import (
     fleet,
 )
 from tests.disruption.test_consolidation_karpenter_metrics import validating
-from tests.disruption.test_budget_and_drift_stories import BIG
 from tests.disruption.test_consolidation_karpenter_replace import SPOT_GATE
 from tests.disruption.test_policy_stories import SPOT_M5
 from tests.harness import World
