@@ -16,7 +16,9 @@ from tests.disruption.test_consolidation_karpenter import (
     PDB,
     annotate_pods,
     consolidated,
+    expect_one_deleted,
     one_m5_large_then_one_pod,
+    two_c5_large_one_pod_each,
     two_nodes_then_four_pods,
 )
 from tests.disruption.test_consolidation_karpenter_budgets import fleet
@@ -47,17 +49,10 @@ spec:
 """
 
 
-def expect_one_deleted(world: World) -> None:
-    assert world.run_until(lambda: len(world.nodes()) == 1, timeout=1800)
-    [deleted] = consolidated(world)
-    assert deleted.decision == "delete"
-    expect_running(world, 4, {"app": "spill"})
-
-
 def test_a_nodepool_without_its_node_class_does_not_stop_a_delete(world: World) -> None:
     """consolidation_test.go Delete: It("can delete nodes if another nodePool has no node
     template") (a NodePool whose EC2NodeClass does not exist)."""
-    two_nodes_then_four_pods(world, {"consolidateAfter": "2m"}, NO_NODE_CLASS)
+    two_c5_large_one_pod_each(world, NO_NODE_CLASS)
     expect_one_deleted(world)
     expect_no_controller_errors(world)
 
@@ -66,7 +61,8 @@ def test_an_invalid_nodepool_does_not_stop_a_delete(world: World) -> None:
     """consolidation_test.go Delete: It("can delete nodes while an invalid node pool exists")
     (a NodePool repeating a taint key and effect across taints and startupTaints, which
     Karpenter marks ValidationSucceeded=False)."""
-    two_nodes_then_four_pods(world, {"consolidateAfter": "2m"}, INVALID)
+    two_c5_large_one_pod_each(world, INVALID)
+    world.advance(5)
     invalid = world.cluster.get("NodePool", "invalid")
     assert objects.condition(invalid, "ValidationSucceeded") is not None
     assert not objects.condition_is_true(invalid, "ValidationSucceeded")
