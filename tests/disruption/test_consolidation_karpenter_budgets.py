@@ -237,3 +237,50 @@ def test_single_node_consolidation_held_by_a_budget_is_not_marked_consolidated(
     assert started(world) == []
     assert reopens(world, lambda: bool(started(world))) <= 60
     assert started(world)[0].method == ex.SINGLE_NODE
+
+
+def three_pools_spread_then_shrink(world: World) -> None:
+    """Three NodePools of two c5.large each, all with a zero budget until 01:00; six 800m
+    `filler` pods (any pool) one to a node, then every `big` pod goes."""
+    manifests: list[Any] = [WORKSHOP]
+    for pool in POOLS:
+        body = nodepool_with(disruption={"consolidateAfter": "0s",
+                                         **window_closing_in_an_hour()},
+                             labels={"type": f"karpenter-{pool}"})
+        body["metadata"]["name"] = pool
+        manifests.append(body)
+        manifests.append((BIG % 2).replace("big", f"big-{pool}").replace(
+            "type: karpenter}", f"type: karpenter-{pool}}}"))
+    world.apply(*manifests)
+    assert world.settle()
+    assert len(world.nodes()) == 6
+    world.apply((FILLER % (6, 0)).replace("      nodeSelector: {type: karpenter}\n", ""))
+    world.advance(5)
+    hosts = [p["spec"].get("nodeName") for p in world.pods(labels={"app": "filler"})]
+    assert len(set(hosts)) == 6, hosts
+    for pool in POOLS:
+        world.scale(f"big-{pool}", 0)
+
+
+def test_multi_node_consolidation_held_by_every_pools_budget_is_not_marked_consolidated(
+        world: World) -> None:
+    """consolidation_test.go Budgets: It("should not mark multi node consolidated if all
+    candidates can't be disrupted due to budgets with many nodepools")."""
+    three_pools_spread_then_shrink(world)
+    world.advance(120)
+    assert started(world) == []
+    assert reopens(world, lambda: bool(started(world))) <= 60
+    assert started(world)[0].method == ex.MULTI_NODE
+
+
+def test_single_node_consolidation_held_by_every_pools_budget_is_not_marked_consolidated(
+        make_world: Callable[..., World]) -> None:
+    """consolidation_test.go Budgets: It("should not mark single node consolidated if all
+    candidates can't be disrupted due to budgets with many nodepools")."""
+    world = make_world(options=ControllerOptions(disruption=DisruptionOptions(
+        methods=MethodOptions(multi_node_max_candidates=0))))
+    three_pools_spread_then_shrink(world)
+    world.advance(120)
+    assert started(world) == []
+    assert reopens(world, lambda: bool(started(world))) <= 60
+    assert started(world)[0].method == ex.SINGLE_NODE
