@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from nodewright.cloud.sim import PriceOverride
 from nodewright.cluster import objects
 from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption.controller import DisruptionOptions
@@ -51,6 +52,7 @@ kind: Namespace
 metadata: {name: other}
 """
 CAPACITY = ["on-demand", "spot"]
+ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 SPOT_GATE = ControllerOptions(disruption=DisruptionOptions(
     methods=MethodOptions(spot_to_spot=True)))
 
@@ -294,3 +296,34 @@ def test_no_replace_when_filtering_by_price_breaks_min_values(
     assert len(world.nodeclaims()) == 1
     assert any(n.startswith("Filtering by price: ") for n in unconsolidatable(world)), \
         set(unconsolidatable(world))
+
+
+def test_no_replace_when_a_spot_replacement_may_cost_more(
+        make_world: Callable[..., World]) -> None:
+    """consolidation_test.go Replace: It("won't replace node if any spot replacement is more
+    expensive"): an on-demand m5.large (its spot offerings priced out) whose pod would fit a
+    c5.large; the NodePool allows spot too, and c5.large spot is cheaper than the node in two
+    zones but dearer in the third. Karpenter prices a replacement at its worst launch price."""
+    prices = [PriceOverride("m5.large", "spot", 5.0, zone) for zone in ZONES] + [
+        PriceOverride("c5.large", "spot", 0.03, zone) for zone in ZONES[1:]] + [
+        PriceOverride("c5.large", "spot", 1.0, ZONES[0])]
+    world = make_world(prices=prices, zones=ZONES)
+
+    def allowing(types: list[str], capacity: list[str]) -> dict[str, Any]:
+        return nodepool_with(disruption={"consolidateAfter": "0s"}, template={"requirements": [
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": capacity},
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": types}]})
+
+    world.apply(WORKSHOP, allowing(["m5.large"], ["on-demand"]))
+    world.scale("inflate", 5)
+    assert world.settle()
+    # Widened: the node still meets the requirements (no drift).
+    world.apply(allowing(["m5.large", "c5.large"], ["on-demand", "spot"]))
+    [node] = world.nodes()
+    assert objects.labels(node)["karpenter.sh/capacity-type"] == "on-demand"
+    assert objects.labels(node)["node.kubernetes.io/instance-type"] == "m5.large"
+    world.scale("inflate", 1)
+    world.advance(600)
+    assert replaced(world) == []
+    assert [objects.name(n) for n in world.nodes()] == [objects.name(node)]
+    assert any(d.cause == ex.CAUSE_NO_CHEAPER for d in decisions(world, objects.name(node)))
