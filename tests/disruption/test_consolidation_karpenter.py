@@ -17,6 +17,7 @@ from tests.controllers.expectations import (
 )
 from tests.disruption.helpers import decisions, nodepool_with, started
 from tests.disruption.test_budget_and_drift_stories import BIG
+from tests.disruption.test_consolidation_karpenter_budgets import spread_then_shrink
 from tests.harness import World
 
 PDB = """
@@ -48,8 +49,8 @@ def two_nodes_then_four_pods(world: World, disruption: dict[str, Any] | None = N
     assert sorted(on_nodes.count(n) for n in set(on_nodes)) == [2, 2]
 
 
-def annotate_pods(world: World, value: str) -> None:
-    for pod in world.pods(labels={"app": "spill"}):
+def annotate_pods(world: World, value: str, app: str = "spill") -> None:
+    for pod in world.pods(labels={"app": app}):
         world.cluster.patch("Pod", objects.name(pod), {"metadata": {"annotations": {
             "karpenter.sh/do-not-disrupt": value}}}, "default")
 
@@ -58,14 +59,25 @@ def consolidated(world: World) -> list[ex.Decision]:
     return [d for d in started(world) if d.method in (ex.SINGLE_NODE, ex.MULTI_NODE)]
 
 
-def test_can_delete_nodes(world: World) -> None:
-    """consolidation_test.go Delete: It("can delete nodes")."""
-    two_nodes_then_four_pods(world)
-    assert world.settle()
-    expect_instance_types(world, "m5.large")
+def two_c5_large_one_pod_each(world: World, *extra: str) -> None:
+    """Two c5.large, each running one 800m `filler` pod: either can take the other's."""
+    spread_then_shrink(world, 2, {})
+    world.apply(*extra)
+
+
+def expect_one_deleted(world: World) -> None:
+    assert world.run_until(lambda: len(world.nodes()) == 1, timeout=1800)
     [deleted] = consolidated(world)
     assert deleted.decision == "delete"
-    expect_running(world, 4, {"app": "spill"})
+    assert world.settle()
+    expect_instance_types(world, "c5.large")
+    expect_running(world, 2, {"app": "filler"})
+
+
+def test_can_delete_nodes(world: World) -> None:
+    """consolidation_test.go Delete: It("can delete nodes")."""
+    two_c5_large_one_pod_each(world)
+    expect_one_deleted(world)
     expect_no_controller_errors(world)
 
 
@@ -121,10 +133,9 @@ def test_a_duration_do_not_disrupt_holds_consolidation_until_it_elapses(world: W
 def test_an_unreadable_do_not_disrupt_does_not_block(world: World) -> None:
     """consolidation_test.go Delete: It("can delete nodes, considers invalid do-not-disrupt
     annotation format as not blocking")."""
-    two_nodes_then_four_pods(world, {"consolidateAfter": "2m"})
-    annotate_pods(world, "invalid")
-    assert world.run_until(lambda: len(world.nodes()) == 1, timeout=1800)
-    expect_running(world, 4, {"app": "spill"})
+    two_c5_large_one_pod_each(world)
+    annotate_pods(world, "invalid", "filler")
+    expect_one_deleted(world)
 
 
 def test_a_node_is_not_deleted_when_anti_affinity_needs_it(world: World) -> None:
@@ -141,12 +152,18 @@ def test_a_node_is_not_deleted_when_anti_affinity_needs_it(world: World) -> None
 
 def test_a_non_empty_node_waits_for_consolidate_after(world: World) -> None:
     """consolidation_test.go TTL: It("should wait for the node TTL for non-empty nodes before
-    consolidating")."""
-    two_nodes_then_four_pods(world, {"consolidateAfter": "10m"})
+    consolidating"): an m5.large whose one pod would fit a c5.large waits out its ten
+    minutes of consolidateAfter first."""
+    world.apply(WORKSHOP, nodepool_with(disruption={"consolidateAfter": "10m"}))
+    world.scale("inflate", 5)
+    assert world.settle()
+    world.scale("inflate", 1)
     world.advance(9 * 60)
-    assert len(world.nodes()) == 2
+    expect_instance_types(world, "m5.large")
     assert consolidated(world) == []
-    assert world.run_until(lambda: len(world.nodes()) == 1, timeout=900)
+    assert world.run_until(lambda: bool(consolidated(world)), timeout=900)
+    assert world.settle()
+    expect_instance_types(world, "c5.large")
 
 
 def test_can_replace_a_node_with_a_cheaper_one(world: World) -> None:
@@ -247,12 +264,9 @@ spec:
 
 def test_a_permanently_pending_pod_does_not_stop_a_delete(world: World) -> None:
     """consolidation_test.go Delete: It("can delete nodes with a permanently pending pod")."""
-    two_nodes_then_four_pods(world, {"consolidateAfter": "2m"}, NEVER_FITS)
-    assert world.run_until(lambda: len(world.nodes()) == 1, timeout=1800)
-    [deleted] = consolidated(world)
-    assert deleted.decision == "delete"
+    two_c5_large_one_pod_each(world, NEVER_FITS)
+    expect_one_deleted(world)
     assert [objects.name(p) for p in world.pending_pods()] == ["never-fits"]
-    expect_running(world, 4, {"app": "spill"})
 
 
 def one_m5_large_then_one_pod(world: World, *extra: str) -> str:

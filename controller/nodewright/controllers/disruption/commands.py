@@ -28,8 +28,9 @@ from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.prefilter import hopeless
 from nodewright.controllers.disruption.simulation import Simulation, SimulationBase
-from nodewright.scheduling.catalog import ON_DEMAND, SPOT, InstanceType
-from nodewright.scheduling.nodepools import cheapest_offering_of, min_values_problem
+from nodewright.scheduling.catalog import ON_DEMAND, RESERVED, SPOT, InstanceType
+from nodewright.scheduling.launch_filters import has_min_values
+from nodewright.scheduling.nodepools import allowed_offerings, min_values_problem
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
     LABEL_HOSTNAME,
@@ -118,9 +119,7 @@ def narrow(
     priced: list[tuple[float, str, str]] = []
     for name, _ in claim.instance_types:
         instance_type = types.get(name)
-        offering = (
-            cheapest_offering_of(instance_type, requirements) if instance_type else None
-        )
+        offering = worst_launch_price(instance_type, requirements) if instance_type else None
         if offering is not None:
             priced.append((offering[0], name, offering[1]))
     priced.sort()
@@ -143,6 +142,18 @@ def narrow(
         price=cheaper[0][0],
         requirements=requirements,
     )
+
+
+def worst_launch_price(instance_type: InstanceType,
+                       requirements: Requirements) -> tuple[float, str] | None:
+    """Karpenter's WorstLaunchPrice: the dearest allowed offering of the capacity type the
+    launch would use (reserved, else spot, else on-demand), and that capacity type."""
+    offerings = list(allowed_offerings(instance_type, requirements))
+    for capacity_type in (RESERVED, SPOT, ON_DEMAND):
+        prices = [o.price for o in offerings if o.capacity_type == capacity_type]
+        if prices:
+            return max(prices), capacity_type
+    return None
 
 
 def decide_consolidation(
@@ -231,7 +242,14 @@ def _spot_to_spot(command: Command, claim: PlannedNodeClaim, types: Mapping[str,
                 f"SpotToSpotConsolidation requires {MIN_SPOT_TO_SPOT_TYPES} cheaper instance "
                 f"type options than the current candidate to consolidate, got {found}",
             )
-        kept = narrowed.instance_types[:MIN_SPOT_TO_SPOT_TYPES]
+        keep = MIN_SPOT_TO_SPOT_TYPES
+        if has_min_values(narrowed.requirements):
+            # As Karpenter: as many of the cheapest as minValues needs, if more than 15.
+            ordered = [types[name] for name, _ in narrowed.instance_types]
+            keep = max(keep, next((n for n in range(1, len(ordered) + 1)
+                                   if min_values_problem(ordered[:n], narrowed.requirements)
+                                   is None), len(ordered)))
+        kept = narrowed.instance_types[:keep]
         requirements = narrowed.requirements.copy()
         requirements.add(Requirement(LABEL_INSTANCE_TYPE, False, frozenset(n for n, _ in kept)))
         narrowed = replace(narrowed, instance_types=kept, requirements=requirements)

@@ -9,7 +9,9 @@ PDB or a do-not-disrupt annotation keeps in place is not planned for) and, as Ka
 does, the pods of machines already being deleted, so two commands never count on the same
 free room: every one of them must find a place, and every new NodeClaim the plan needs
 counts, whichever pods it is for. A plan that puts a candidate's pod on a machine that
-has not initialized yet is refused: that machine may never come up.
+has not initialized yet is refused: that machine may never come up. Nor may a candidate's
+pod move onto a machine still within its NodePool's consolidateAfter (Karpenter v1.14's
+destination check); pending pods and those of machines being deleted may.
 
 `SimulationBase` holds what does not depend on the candidates, built once per pass; each
 simulation only takes the candidates' machines and pods out of it.
@@ -34,6 +36,7 @@ from nodewright.controllers.disruption.podrules import (
     do_not_disrupt_until,
 )
 from nodewright.controllers.disruption.prefilter import FreeRoom, Offer, offers
+from nodewright.controllers.nodeclaim.disruption_conditions import consolidatable_at
 from nodewright.controllers.provisioning.problem import (
     PoolContext,
     ready_pools,
@@ -41,7 +44,7 @@ from nodewright.controllers.provisioning.problem import (
 )
 from nodewright.controllers.provisioning.solve_metrics import scheduling_simulation
 from nodewright.scheduling.catalog import InstanceType
-from nodewright.scheduling.pods import Pod, SpecError
+from nodewright.scheduling.pods import Pod, SpecError, Taint, Toleration
 from nodewright.scheduling.podvalidation import DRA_NOT_SUPPORTED
 from nodewright.scheduling.solver import (
     PreparedNodes,
@@ -89,6 +92,25 @@ class _View:
     bound_by_node: dict[str, list[Pod]]
     deleting_pods: list[Pod]
     deleting_failures: dict[str, str]
+    # Machines still within their NodePool's consolidateAfter (Karpenter's
+    # IsUnderConsolidateAfter): no candidate's pod may move there.
+    settling: frozenset[str] = frozenset()
+
+
+# How the solver is told to keep candidates' pods off a settling machine: the machine
+# carries this taint, which only the pods exempt (pending ones, those of machines already
+# being deleted) tolerate.
+_SETTLING = Taint("nodewright.io/under-consolidate-after", "", "NoSchedule")
+_SETTLING_OK = Toleration(_SETTLING.key, "Exists", "", _SETTLING.effect)
+
+
+# How a retry keeps the candidates' pods off machines that have not initialized.
+_NOT_READY = Taint("nodewright.io/not-initialized", "", "NoSchedule")
+_NOT_READY_OK = Toleration(_NOT_READY.key, "Exists", "", _NOT_READY.effect)
+
+
+def _exempt(pods: list[Pod]) -> list[Pod]:
+    return [replace(pod, tolerations=(*pod.tolerations, _SETTLING_OK)) for pod in pods]
 
 
 @dataclass(frozen=True)
@@ -185,7 +207,30 @@ class SimulationBase:
             bound_by_node=bound_by_node,
             deleting_pods=deleting_pods,
             deleting_failures=deleting_failures,
+            settling=frozenset(name for name, machine in built.nodes.items()
+                               if self._settling(machine.nodepool, machine.nodeclaim)),
         )
+
+    @cached_property
+    def _consolidation_view(self) -> tuple[SchedulingProblem, PreparedNodes, list[Pod]]:
+        """The problem, its prepared nodes and the deleting machines' pods as consolidation
+        simulates them: settling machines tainted, the deleting machines' pods exempt."""
+        view = self._view
+        if not view.settling:
+            return view.problem, view.prepared, view.deleting_pods
+        problem = replace(view.problem, nodes=[
+            replace(node, taints=(*node.taints, _SETTLING)) if node.name in view.settling
+            else node for node in view.problem.nodes])
+        return problem, PreparedNodes(problem), _exempt(view.deleting_pods)
+
+    def _settling(self, pool: str | None, claim: Mapping[str, Any] | None) -> bool:
+        """Whether the machine's last pod event (or initialization) is more recent than its
+        NodePool's consolidateAfter (not for 0s or Never, nor before it initialized)."""
+        nodepool = self.nodepools.get(pool or "")
+        if nodepool is None or claim is None:
+            return False
+        ready_at = consolidatable_at(claim, nodepool)
+        return ready_at is not None and ready_at > self.now
 
     @cached_property
     def pool_totals(self) -> Mapping[str, PoolTotals]:
@@ -254,7 +299,10 @@ class SimulationBase:
             return known.model.key, DRA_NOT_SUPPORTED
         return known.model
 
-    def simulate(self, candidates: Sequence[Candidate]) -> Simulation:
+    def simulate(self, candidates: Sequence[Candidate], *,
+                 consolidation: bool = True) -> Simulation:
+        """Where the candidates' pods would go. `consolidation` (Karpenter's
+        IsConsolidationSimulation, not drift's): not onto machines within consolidateAfter."""
         gone = {candidate.name for candidate in candidates}
         moving, failures = self.moving(pod for c in candidates for pod in c.pods)
         if failures:
@@ -266,20 +314,24 @@ class SimulationBase:
         # virtual pods to its simulation's pending set): a command that takes it away
         # needs a replacement that hosts it, and one it does not fit is no failure.
         virtual = buffers.all() if buffers is not None else []
-        simulated = moving + self.deleting_pods + virtual
+        base, prepared, deleting = ((self.problem, self._view.prepared, self.deleting_pods)
+                                    if not consolidation else self._consolidation_view)
+        if virtual and base is not self.problem:
+            virtual = _exempt(list(virtual))
+        simulated = moving + deleting + virtual
         if self.ignore_preferences:
             simulated = [ignore_preferences(pod) for pod in simulated]
         problem = replace(
-            self.problem,
+            base,
             pods=simulated,
-            nodes=[node for node in self.problem.nodes if node.name not in gone],
+            nodes=[node for node in base.nodes if node.name not in gone],
             bound_pods=[
                 pod for name, pods in self._view.bound_by_node.items() if name not in gone
                 for pod in pods
             ],
         )
         with scheduling_simulation("disruption", len(simulated)):
-            result = solve(problem, self._view.prepared)
+            result = solve(problem, prepared)
         result = onto_replacements_first(result, {pod.key: pod for pod in simulated}, own,
                                          self.uninitialized)
         # As Karpenter: every pod that is not already pending must find a place, those of
@@ -288,6 +340,12 @@ class SimulationBase:
                     if buffers is None or not buffers.is_virtual(key)}
         # A machine that has not initialized may never come up: only the pods of machines
         # already going (whose replacement it may well be) may count on it.
+        uninitialized = {pod for node_name, pods in result.existing
+                         if node_name in self.uninitialized for pod in pods if pod in own}
+        if uninitialized and not failures:
+            retried = self._initialized_first(problem, own)
+            if retried is not None:
+                return Simulation(retried, {})
         for node_name, pods in result.existing:
             if node_name not in self.uninitialized:
                 continue
@@ -295,6 +353,27 @@ class SimulationBase:
                 if pod in own:
                     failures[pod] = f"it would schedule against uninitialized node {node_name}"
         return Simulation(result, failures)
+
+    def _initialized_first(self, problem: SchedulingProblem,
+                           own: set[str]) -> SchedulingResult | None:
+        """As Karpenter's scheduler, which tries initialized nodes before uninitialized
+        ones: the plan with the candidates' pods kept off uninitialized machines, if every
+        one of them then lands on an existing (initialized) machine; None otherwise (one
+        that needs a new NodeClaim would have gone to the uninitialized machine first)."""
+        problem = replace(
+            problem,
+            nodes=[replace(node, taints=(*node.taints, _NOT_READY))
+                   if node.name in self.uninitialized else node for node in problem.nodes],
+            pods=[pod if pod.key in own
+                  else replace(pod, tolerations=(*pod.tolerations, _NOT_READY_OK))
+                  for pod in problem.pods])
+        self.simulations += 1
+        with scheduling_simulation("disruption", len(problem.pods)):
+            result = solve(problem)
+        if result.unschedulable or any(key in own for claim in result.nodeclaims
+                                       for key in claim.pods):
+            return None
+        return result
 
 
 def _interchangeable(one: Pod, other: Pod) -> bool:

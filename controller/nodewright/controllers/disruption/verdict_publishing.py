@@ -111,8 +111,11 @@ class VerdictPublisher:
         reason = decision.cause or ("Candidate" if status == "True" else "Blocked")
         message = f"{decision.method}: {decision.message}"
         current = objects.condition(claim, DISRUPTABLE)
+        # The same verdict from another method (multi-node consolidation runs again while a
+        # budget holds it, single-node's verdict stands) is no news: no write.
         if current is not None and (current.get("status"), current.get("reason"),
-                                    current.get("message")) == (status, reason, message):
+                                    str(current.get("message")).partition(": ")[2]) == (
+                                        status, reason, decision.message):
             return
         set_nodeclaim_condition(self.cluster, objects.name(claim), DISRUPTABLE, status,
                                 decision.time, reason, message)

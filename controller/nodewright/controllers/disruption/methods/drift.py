@@ -41,7 +41,7 @@ def drift(p: Pass) -> Command | None:
         if room is None or room.left <= 0:
             p.budget_blocked(candidate, room, ex.DRIFT)
             continue
-        simulation = p.base.simulate([candidate])
+        simulation = p.base.simulate([candidate], consolidation=False)
         if not simulation.all_scheduled:
             p.verdict(candidate.node, ex.DRIFT, ex.BLOCKED, ex.CAUSE_PODS_DO_NOT_FIT,
                       simulation.describe_failures())

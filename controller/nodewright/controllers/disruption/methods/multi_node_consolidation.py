@@ -26,6 +26,9 @@ def multi_node(p: Pass) -> Command | None:
     # at each of them and says why.
     allowed = [c for c in candidates
                if (room := rooms.get(c.nodepool_name)) is not None and room.take()]
+    if len(allowed) < len(candidates):
+        # As Karpenter: held back by a budget, the method is not marked consolidated.
+        p.stopped_early.add(ex.MULTI_NODE)
     if len(allowed) < 2:
         return None
     low, high = 1, min(len(allowed) - 1, p.options.multi_node_max_candidates)
