@@ -50,6 +50,7 @@ from nodewright.cloud.aws.offerings import (
     RESERVATION_TYPE_LABEL,
     RESERVED,
     TENANCY_LABEL,
+    ZONE_ID_LABEL,
     Choice,
     capacity_type_for,
     launchable,
@@ -91,6 +92,8 @@ DEFAULT_REFRESH_SECONDS: Final = 60.0
 # for a condition not reconciled yet).
 AWAITING_RECONCILIATION: Final = "AwaitingReconciliation"
 NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
+INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
+MIN_VALUES_RELAXED: Final = "karpenter.sh/nodeclaim-min-values-relaxed"
 PLACEMENT_GROUP_DRIFT: Final = "PlacementGroupDrift"
 
 log = logging.getLogger(__name__)
@@ -408,7 +411,10 @@ class AwsCloudProvider:
             candidates=tuple(candidates),
             tags=self._instance_tags(nodeclaim.name, nodepool, node_class),
             reservation_type=reservation_type,
-            context=node_class.spec.context,
+            # As Karpenter: a NodeClaim whose minValues were relaxed launches outside the
+            # node class's reserved-capacity context.
+            context=(None if (nodeclaim.metadata.annotations or {}).get(
+                MIN_VALUES_RELAXED) == "true" else node_class.spec.context),
             placement_group_id=(resolution.placement_group.id
                                 if resolution.placement_group else None),
             placement_partition=partition,
@@ -455,9 +461,11 @@ class AwsCloudProvider:
                      nodeclaim.name, launched_into or "none", group.id if group else "none")
             return PLACEMENT_GROUP_DRIFT
         instance = self.get(provider_id)
+        if nodeclaim.status and nodeclaim.status.image_id:
+            instance = replace(instance, image_id=nodeclaim.status.image_id)
         drift = drift_of(
             instance,
-            {image.id for image in resolution.images},
+            self._images_for(nodeclaim, instance, node_class, resolution),
             {subnet.id for subnet in resolution.subnets},
             {group.id for group in resolution.security_groups},
         )
@@ -468,6 +476,19 @@ class AwsCloudProvider:
             return None
         log.info("nodeclaim %s drifted: %s", nodeclaim.name, drift.message)
         return drift.reason
+
+    def _images_for(self, nodeclaim: NodeClaim, instance: Instance, node_class: EC2NodeClass,
+                    resolution: Resolution) -> set[str]:
+        """The image the NodeClaim's instance type boots now (Karpenter's isAMIDrifted maps
+        the instance type to the node class's AMIs): an instance running another of the
+        node class's images (an arm64 image on an amd64 type, a standard image where a GPU
+        image now serves its type) has drifted. Every resolved image when the type is no
+        longer in the catalog."""
+        name = (nodeclaim.metadata.labels or {}).get(INSTANCE_TYPE_LABEL) or instance.instance_type
+        found = next((t for t in self._instance_types(node_class, resolution)
+                      if t.name == name), None)
+        image = image_for(found.labels, resolution.images) if found else None
+        return {image.id} if image else {i.id for i in resolution.images}
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return REPAIR_POLICIES
@@ -692,6 +713,8 @@ class AwsCloudProvider:
             labels={
                 "node.kubernetes.io/instance-type": launched.instance_type,
                 "topology.kubernetes.io/zone": launched.zone,
+                **({ZONE_ID_LABEL: self._zone_ids[launched.zone]}
+                   if self._zone_ids.get(launched.zone) else {}),
                 "karpenter.sh/capacity-type": launched.capacity_type,
                 TENANCY_LABEL: tenancy,
                 **({RESERVATION_ID_LABEL: launched.reservation_id,
