@@ -353,8 +353,6 @@ def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
                     first[field] = {**first.get(field, {}), **inner}
                 else:
                     first[field] = inner
-        elif key == "tags":
-            out[key] = {**out[key], **value}
         elif isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = {**out[key], **value}
         else:
