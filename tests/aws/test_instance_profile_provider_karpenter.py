@@ -1,0 +1,109 @@
+"""Karpenter's instance profile provider suite (pkg/providers/instanceprofile/suite_test.go,
+v1.14.1), ported where it applies: each test names its It/Entry. IAM is moto.
+
+Nodewright names and places the profiles it creates its own way (`<cluster>_<digest>` under
+`/nodewright/<cluster>/`, tagged with the node class), where Karpenter uses
+`/karpenter/<region>/<cluster>/<node class uid>/`: the tests check ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nodewright.cloud.aws.clients import AwsClients
+from nodewright.cloud.aws.instance_profiles import (
+    delete_profile,
+    ensure_instance_profile,
+    list_cluster_profiles,
+    profile_name,
+    profile_path,
+)
+from tests.aws.world import CLUSTER
+
+NODE_ROLE = "KarpenterNodeRole-demo"
+
+
+@pytest.fixture
+def iam(clients: AwsClients) -> AwsClients:
+    for role in (NODE_ROLE, "role-1", "role-2", "role-3"):
+        clients.iam.create_role(RoleName=role, AssumeRolePolicyDocument="{}")
+    return clients
+
+
+def ensure(clients: AwsClients, node_class: str, role: str, cluster: str = CLUSTER) -> str:
+    return ensure_instance_profile(clients.iam, cluster=cluster, region=clients.region,
+                                   node_class=node_class, role=role, instance_profile=None)
+
+
+@pytest.mark.parametrize("role", [
+    pytest.param(f"CustomPath/{NODE_ROLE}", id="with custom paths"),
+    pytest.param(NODE_ROLE, id="without custom paths"),
+])
+def test_the_profile_holds_the_role_by_its_name(iam: AwsClients, role: str) -> None:
+    """DescribeTable("should support IAM roles"), its two Entries: a role given with a path
+    is added to the profile by its bare name (IAM refuses `path/name` there)."""
+    name = ensure(iam, "default", role)
+    profile = iam.iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
+    assert [r["RoleName"] for r in profile["Roles"]] == [NODE_ROLE]
+
+
+def test_a_profile_is_created_with_our_path_and_name(iam: AwsClients) -> None:
+    """It("should create an instance profile with the correct path and name")"""
+    name = ensure(iam, "default", NODE_ROLE)
+    profile = iam.iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
+    assert name == profile_name(CLUSTER, iam.region, "default")
+    assert profile["Path"] == profile_path(CLUSTER)
+    assert [p["InstanceProfileName"] for p in
+            iam.iam.list_instance_profiles()["InstanceProfiles"]] == [name]
+
+
+def test_the_profiles_of_one_node_class(iam: AwsClients) -> None:
+    """It("should list all instance profiles for a NodeClass"): the node class tag tells the
+    cluster's profiles apart."""
+    first = ensure(iam, "nodeclass-1", "role-1")
+    ensure(iam, "nodeclass-2", "role-2")
+
+    mine = [p for p in list_cluster_profiles(iam.iam, CLUSTER) if p.node_class == "nodeclass-1"]
+    assert [(p.name, p.roles) for p in mine] == [(first, ("role-1",))]
+
+
+def test_the_profiles_of_one_cluster(iam: AwsClients) -> None:
+    """It("should list all instance profiles for a Cluster"): another cluster's profile is
+    not among them."""
+    first = ensure(iam, "nodeclass-1", "role-1")
+    second = ensure(iam, "nodeclass-2", "role-2")
+    ensure(iam, "some-node-class", "role-3", cluster="other-cluster")
+
+    assert sorted(p.name for p in list_cluster_profiles(iam.iam, CLUSTER)) == sorted(
+        [first, second])
+
+
+def test_a_profile_is_deleted_by_its_name(iam: AwsClients) -> None:
+    """It("should delete an instance profile with the correct name")"""
+    name = ensure(iam, "default", NODE_ROLE)
+    [owned] = list_cluster_profiles(iam.iam, CLUSTER)
+
+    delete_profile(iam.iam, owned)
+
+    assert list_cluster_profiles(iam.iam, CLUSTER) == []
+    with pytest.raises(iam.iam.exceptions.NoSuchEntityException):
+        iam.iam.get_instance_profile(InstanceProfileName=name)
+
+
+def test_profiles_listed_without_tags_are_still_told_apart(iam: AwsClients) -> None:
+    """Ours: real IAM's ListInstanceProfiles leaves the tags out (moto includes them), so the
+    node class of each profile is read with GetInstanceProfile. Read from the listing, every
+    profile would belong to no node class, and garbage collection would delete the profiles
+    of node classes that still exist."""
+
+    def as_iam_lists(parsed: dict[str, Any], **_: Any) -> None:
+        for profile in parsed.get("InstanceProfiles", []):
+            profile.pop("Tags", None)
+
+    iam.iam.meta.events.register("after-call.iam.ListInstanceProfiles", as_iam_lists)
+    first = ensure(iam, "nodeclass-1", "role-1")
+
+    assert [(p.name, p.node_class) for p in list_cluster_profiles(iam.iam, CLUSTER)] == [
+        (first, "nodeclass-1")]
