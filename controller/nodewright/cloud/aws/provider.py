@@ -94,6 +94,8 @@ AWAITING_RECONCILIATION: Final = "AwaitingReconciliation"
 NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
 INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
 MIN_VALUES_RELAXED: Final = "karpenter.sh/nodeclaim-min-values-relaxed"
+# A NodeClaim asking for Nitro Enclave slots launches with enclaves enabled.
+NIP_SLOTS: Final = "eks.amazonaws.com/nip-slots"
 PLACEMENT_GROUP_DRIFT: Final = "PlacementGroupDrift"
 
 log = logging.getLogger(__name__)
@@ -600,8 +602,9 @@ class AwsCloudProvider:
         by_config: dict[tuple[str, int | None, str | None, int], str] = {}
         # Pods asking for EFA devices: launch with one EFA interface per device the type
         # has (Karpenter's getEFACountForInstance).
-        wants_efa = AWS_EFA in ((nodeclaim.spec.resources.requests or {})
-                                if nodeclaim.spec.resources else {})
+        requested = ((nodeclaim.spec.resources.requests or {})
+                     if nodeclaim.spec.resources else {})
+        wants_efa = AWS_EFA in requested
         result: dict[str, str] = {}
         for choice in choices:
             instance_type = choice.instance_type
@@ -666,6 +669,7 @@ class AwsCloudProvider:
                                         if resolution.placement_group else None),
                     placement_partition=partition,
                     tenancy=tenancy,
+                    enclave_enabled=NIP_SLOTS in requested,
                 )
                 by_config[key] = launch_templates.ensure_launch_template(self.clients.ec2, config)
                 self._template_use[by_config[key]] = self.clock()
