@@ -144,8 +144,10 @@ class Resolution:
         return EC2NodeClassStatus(
             capacity_reservations=[
                 r.to_status(moment) for r in self.capacity_reservations] or None,
+            # Most free IPs first, then by id (Karpenter's subnet status order).
             subnets=[
-                SubnetStatus(id=s.id, zone=s.zone, zone_id=s.zone_id or None) for s in self.subnets
+                SubnetStatus(id=s.id, zone=s.zone, zone_id=s.zone_id or None)
+                for s in sorted(self.subnets, key=lambda s: (-s.free_ips, s.id))
             ],
             security_groups=[
                 SecurityGroupStatus(id=g.id, name=g.name or None) for g in self.security_groups
