@@ -170,12 +170,18 @@ class Resolution:
                         *_windows_requirements(image),
                     ],
                 )
-                for image in self.images
+                for image in _newest_first(self.images)
                 for variant in image.variants or ("",)
             ],
             instance_profile=self.instance_profile,
             conditions=self.conditions(now),
         )
+
+
+def _newest_first(images: Sequence[Image]) -> list[Image]:
+    """Newest creation date first, then by id (Karpenter's AMIs.Sort)."""
+    return sorted(sorted(images, key=lambda i: i.id), key=lambda i: i.creation_date,
+                  reverse=True)
 
 
 def _windows_requirements(image: Image) -> list[NodeSelectorRequirement]:
