@@ -34,6 +34,7 @@ from nodewright.cloud.aws.drift import (
 )
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import (
+    CloudProviderError,
     Instance,
     InsufficientCapacityError,
     NodeClaimNotFoundError,
@@ -477,3 +478,70 @@ def test_no_hash_version_on_the_nodeclaim_is_no_static_drift(
     claim = drift_claim(launched)
     claim.metadata.annotations = {NODECLASS_HASH: "test-hash-222222"}
     assert provider.drift_reason(claim, node_class(tags={"Test Key": "Test Value"})) is None
+
+
+# --- Subnet Compatibility -------------------------------------------------------------------
+
+
+def zone_a_claim(name: str = "default-abcde") -> NodeClaim:
+    return nodeclaim(name, uid=f"uid-{name}", requirements=[
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-west-2a"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+    ])
+
+
+def tagged_subnet(clients: AwsClients, world: World, cidr: str, team: str) -> str:
+    return str(clients.ec2.create_subnet(
+        VpcId=world.vpc_id, CidrBlock=cidr, AvailabilityZone="us-west-2a",
+        TagSpecifications=[{"ResourceType": "subnet",
+                            "Tags": [{"Key": "team", "Value": team}]}])["Subnet"]["SubnetId"])
+
+
+def test_the_fleet_offers_every_zone_through_the_node_classs_subnets(
+    provider: AwsCloudProvider, world: World, ec2: FakeEC2
+) -> None:
+    """Context("Subnet Compatibility") It("should default to the cluster's subnets"): one
+    m5.large override per subnet, in its zone."""
+    provider.create(nodeclaim(), node_class())
+    m5 = {(o.subnet_id, o.zone) for o in ec2.overrides() if o.instance_type == "m5.large"}
+    assert m5 == {(subnet, zone) for zone, subnet in world.subnets.items()}
+
+
+def test_a_zone_launches_into_its_subnet_with_the_most_free_ips(
+    provider: AwsCloudProvider, clients: AwsClients, world: World, ec2: FakeEC2
+) -> None:
+    """Context("Subnet Compatibility") It("should launch instances into subnet with the most
+    available IP addresses"): a /28 (11 free) and a /25 (123 free) in one zone."""
+    tagged_subnet(clients, world, "10.0.30.0/28", "ml")
+    larger = tagged_subnet(clients, world, "10.0.31.0/25", "ml")
+    provider.create(zone_a_claim(), node_class(subnetSelectorTerms=[{"tags": {"team": "ml"}}]))
+    assert {o.subnet_id for o in ec2.overrides()} == {larger}
+
+
+def test_launches_between_subnet_refreshes_count_the_ips_they_took(
+    provider: AwsCloudProvider, clients: AwsClients, world: World, ec2: FakeEC2
+) -> None:
+    """Context("Subnet Compatibility") It("should launch instances into subnet with the most
+    available IP addresses in-between cache refreshes"): a /27 (27 free) and a /28 (11
+    free); the first m5.large (29 pods) takes the /27's IPs, so the next goes to the /28."""
+    larger = tagged_subnet(clients, world, "10.0.32.0/27", "ml")
+    smaller = tagged_subnet(clients, world, "10.0.33.0/28", "ml")
+    spec = node_class(subnetSelectorTerms=[{"tags": {"team": "ml"}}])
+
+    provider.create(zone_a_claim("first"), spec)
+    assert {o.subnet_id for o in ec2.overrides()} == {larger}
+    provider.create(zone_a_claim("second"), spec)
+    assert {o.subnet_id for o in ec2.overrides()} == {smaller}
+
+
+def test_a_failed_fleet_takes_no_ips(provider: AwsCloudProvider, world: World,
+                                     ec2: FakeEC2) -> None:
+    """Context("Subnet Compatibility") It("should update in-flight IPs when a CreateFleet
+    error occurs"): nothing launched, and the subnet's free IPs are what EC2 said."""
+    ec2.fail("CreateFleet", "InternalError", "CreateFleet synthetic error", status=500,
+             times=10)
+    with pytest.raises(CloudProviderError):
+        provider.create(zone_a_claim(), node_class())
+    subnet = next(s for s in provider.resolve(node_class()).subnets if s.zone == "us-west-2a")
+    assert provider.subnet_ips.free(subnet) == subnet.free_ips
