@@ -1,6 +1,7 @@
 """Karpenter's EC2NodeClass capacity reservation reconciler tests
-(pkg/controllers/nodeclass/capacityreservation_test.go, v1.14.1), ported: each test names its
-It/Entry. Karpenter's reconcile is `resolve_node_class` (at a given time), its status
+(pkg/controllers/nodeclass/capacityreservation_test.go, v1.14.1) and its capacity
+reservation provider suite (pkg/providers/capacityreservation/suite_test.go), ported: each
+test names its It/Entry. Karpenter's reconcile is `resolve_node_class` (at a given time), its status
 `Resolution.to_status()`; EC2's DescribeCapacityReservations is the fake of
 tests/aws/reservations.py, holding the Go suite's eight reservations (their ids without the
 dots and dashes the CRD's id pattern refuses: Karpenter's suite turns that validation off).
@@ -14,10 +15,13 @@ from typing import Any
 import pytest
 
 from nodewright.api.ec2nodeclass import CapacityReservationStatus
+from nodewright.cloud.aws.capacity_reservations import Availability, Reservation
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.node_class_resolution import Resolution, resolve_node_class
+from nodewright.cloud.aws.provider import AwsCloudProvider
+from nodewright.scheduling.pricing import OfflinePriceSource
 from tests.aws.reservations import FakeCapacityReservations, FakeReservation
-from tests.aws.world import ACCOUNT, CLUSTER, K8S_VERSION, World, node_class
+from tests.aws.world import ACCOUNT, CLUSTER, K8S_VERSION, FakeClock, World, node_class
 
 NOW = datetime(2026, 11, 28, 7, 0, tzinfo=UTC)
 SELF = ACCOUNT
@@ -202,3 +206,43 @@ def test_an_interruptible_reservation(clients: AwsClients,
     [status] = reserved(reconcile(clients, {"tags": INTERRUPTIBLE}))
     assert (status.id, status.interruptible, status.state) == ("cr-im5large1a1", True,
                                                                "active")
+
+
+# --- pkg/providers/capacityreservation/suite_test.go: Context("Availability Cache") ---------
+
+
+def test_listing_reservations_syncs_their_availability(
+    clients: AwsClients, fake: FakeCapacityReservations
+) -> None:
+    """It("should sync availability cache when listing reservations")"""
+    provider = AwsCloudProvider(clients, CLUSTER, clock=FakeClock(),
+                                prices=OfflinePriceSource(), wall_clock=lambda: NOW)
+    found = provider.resolve(node_class(capacityReservationSelectorTerms=[{"tags": DISCOVERY}]))
+    assert {r.id for r in found.capacity_reservations} == {"cr-m5large1a2", "cr-m5large1b2"}
+    assert provider.reservations.count("cr-m5large1a2") == 10
+    assert provider.reservations.count("cr-m5large1b2") == 15
+
+
+def five_left() -> Availability:
+    availability = Availability()
+    availability.sync([Reservation("cr-test", "m5.large", "us-west-2a", SELF, "targeted",
+                                   "default", available_count=5)])
+    return availability
+
+
+def test_a_launch_takes_one_from_its_reservation() -> None:
+    """It("should decrement availability when reservation is marked as launched")"""
+    availability = five_left()
+    availability.mark_launched("cr-test-2")
+    assert availability.count("cr-test") == 5
+    availability.mark_launched("cr-test")
+    assert availability.count("cr-test") == 4
+
+
+def test_a_termination_gives_one_back_to_its_reservation() -> None:
+    """It("should increment availability when reservation is marked as terminated")"""
+    availability = five_left()
+    availability.mark_terminated("cr-test-2")
+    assert availability.count("cr-test") == 5
+    availability.mark_terminated("cr-test")
+    assert availability.count("cr-test") == 6
