@@ -422,8 +422,10 @@ class AwsCloudProvider:
             placement_partition=partition,
         )
         self._zone_ids.update({s.zone: s.zone_id for s in resolution.subnets if s.zone_id})
-        launched = fleet.launch(self.clients.ec2, request, self.unavailable, self.reservations,
-                                zone_ids=self._zone_ids)
+        launched = fleet.launch(
+            self.clients.ec2, request, self.unavailable, self.reservations,
+            zone_ids=self._zone_ids,
+            subnet_exhausted=lambda subnet_id: self._subnet_exhausted(resolution, subnet_id))
         if launched.reservation_id:
             self.reservations.mark_launched(launched.reservation_id)
         self._take_subnet_ips(launched, resolution, picked)
@@ -573,6 +575,16 @@ class AwsCloudProvider:
         return GarbageReport((), tuple(t.name for t in templates), tuple(p.name for p in profiles))
 
     # --- helpers ------------------------------------------------------------------------
+
+    def _subnet_exhausted(self, resolution: Resolution, subnet_id: str) -> bool:
+        """EC2 found `subnet_id` full: no address is left there until EC2 counts again (the
+        next launch into its zone picks another subnet); whether the zone has one."""
+        subnet = next((s for s in resolution.subnets if s.id == subnet_id), None)
+        if subnet is None:
+            return False
+        self.subnet_ips.exhausted(subnet)
+        return any(self.subnet_ips.free(other) > 0 for other in resolution.subnets
+                   if other.zone == subnet.zone and other.id != subnet.id)
 
     def _take_subnet_ips(self, launched: fleet.Launched, resolution: Resolution,
                          picked: Sequence[Choice]) -> None:
