@@ -155,3 +155,20 @@ def test_a_full_subnet_is_passed_over_by_the_next_launch(
 
     assert {o.subnet_id for o in ec2.overrides()} == {smaller}
     assert instance.subnet_id == smaller
+
+
+def test_a_zone_marked_unavailable_offers_nothing(provider: AwsCloudProvider,
+                                                  world: World) -> None:
+    """instancetype/suite_test.go It("should not return a zone when marking a zone as
+    unavailable in the Insufficient Capacity Error Cache"): Karpenter marks each subnet of
+    the zone; here the zone is marked for each capacity type (what a zone's last full subnet
+    does)."""
+    def zones_offered() -> set[str]:
+        return {o.zone for it in provider.get_instance_types(node_class())
+                for o in it.offerings if o.available}
+
+    assert zones_offered() == set(ZONES)
+    for capacity_type in ("on-demand", "spot"):
+        provider.unavailable.mark_zone_unavailable("us-west-2a", capacity_type, NO_ADDRESSES)
+
+    assert zones_offered() == {"us-west-2b", "us-west-2c"}
