@@ -1,5 +1,6 @@
 """Karpenter's launch template suite (pkg/providers/launchtemplate/suite_test.go, v1.14.1): the
-Custom AMI selector, Custom block device and instance profile tests, ported: each test names
+Custom AMI selector, Custom block device, instance profile and Bottlerocket RAID0 tests,
+ported: each test names
 its It. A NodeClaim is launched through the real provider on moto and the launch templates
 sent are read from the FakeEC2 recorder. Karpenter's images are moto's own (its x86_64 and
 arm64 images of tests.aws.world), tagged where the Go test selects by tag.
@@ -8,6 +9,7 @@ arm64 images of tests.aws.world), tagged where the Go test selects by tag.
 from __future__ import annotations
 
 import base64
+import tomllib
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +21,15 @@ from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import CloudProviderError
 from tests.aws.fake_ec2 import FakeEC2
 from tests.aws.test_instance_karpenter import claim
-from tests.aws.world import ACCOUNT, X86_IMAGE, World, node_class, nodeclaim
+from tests.aws.world import (
+    ACCOUNT,
+    K8S_VERSION,
+    X86_IMAGE,
+    World,
+    node_class,
+    nodeclaim,
+    seed_public_parameter,
+)
 
 KMS_KEY = "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 CUSTOM_TAG = {"ami-family": "custom"}
@@ -178,3 +188,65 @@ def test_the_node_classs_instance_profile_is_launched_with(
     templates = list(ec2.template_data())
     assert templates and {t["IamInstanceProfile"]["Name"] for t in templates} == {
         "overridden-profile"}
+
+
+# --- User Data: RAID0 on Bottlerocket -------------------------------------------------------
+
+
+def bootstrap_commands(ec2: FakeEC2) -> list[dict[str, Any]]:
+    """settings.bootstrap-commands of every template's Bottlerocket TOML."""
+    found = []
+    for name in ec2.launch_templates():
+        settings = tomllib.loads(ec2.user_data(name))["settings"]
+        found.append(settings.get("bootstrap-commands", {}))
+    assert found, "no launch template was created"
+    return found
+
+
+def mount(*bind_dirs: str) -> dict[str, Any]:
+    return {"commands": [["apiclient", "ephemeral-storage", "init"],
+                         ["apiclient", "ephemeral-storage", "bind", *bind_dirs]],
+            "mode": "always", "essential": True}
+
+
+EXPLICIT_DIRS = ("--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
+
+
+@pytest.mark.parametrize(("alias", "expected"), [
+    pytest.param("bottlerocket@latest", mount(),
+                 id="should specify RAID0 bootstrap-command when instance-store policy is set "
+                    "on Bottlerocket"),
+    pytest.param("bottlerocket@v1.45.0", mount(*EXPLICIT_DIRS),
+                 id="should use explicit directories for Bottlerocket v1.45.0"),
+    pytest.param("bottlerocket@v1.46.0", mount(),
+                 id="should use default bind for Bottlerocket v1.46.0"),
+])
+def test_raid0_mounts_the_instance_store_on_bottlerocket(
+    provider: AwsCloudProvider, clients: AwsClients, world: World, ec2: FakeEC2, alias: str,
+    expected: dict[str, Any],
+) -> None:
+    """Context("User Data"), one It per test id: the bind names its directories before
+    Bottlerocket 1.46.0."""
+    release = alias.partition("@v")[2]
+    if release:
+        seed_public_parameter(clients.region, f"/aws/service/bottlerocket/aws-k8s-{K8S_VERSION}"
+                                              f"/x86_64/{release}/image_id", X86_IMAGE)
+    provider.create(nodeclaim(), node_class(amiSelectorTerms=[{"alias": alias}],
+                                            instanceStorePolicy="RAID0"))
+    assert all(commands == {"000-mount-instance-storage": expected}
+               for commands in bootstrap_commands(ec2))
+
+
+def test_raid0_merges_with_the_node_classs_bootstrap_commands(
+    provider: AwsCloudProvider, world: World, ec2: FakeEC2
+) -> None:
+    """Context("User Data") It("should merge bootstrap-commands when instance-store policy is
+    set on Bottlerocket")"""
+    hello = ("[settings.bootstrap-commands.111-say-hello]\ncommands = [['echo', 'hello']]\n"
+             "mode = 'always'\nessential = true\n")
+    provider.create(nodeclaim(), node_class(amiSelectorTerms=[{"alias": "bottlerocket@latest"}],
+                                            instanceStorePolicy="RAID0", userData=hello))
+    assert all(commands == {"000-mount-instance-storage": mount(),
+                            "111-say-hello": {"commands": [["echo", "hello"]], "mode": "always",
+                                              "essential": True}}
+               for commands in bootstrap_commands(ec2))
