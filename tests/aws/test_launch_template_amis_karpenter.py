@@ -1,9 +1,9 @@
 """Karpenter's launch template suite (pkg/providers/launchtemplate/suite_test.go, v1.14.1): the
 Custom AMI selector, Custom block device, instance profile and Bottlerocket RAID0 tests,
-ported: each test names
-its It. A NodeClaim is launched through the real provider on moto and the launch templates
-sent are read from the FakeEC2 recorder. Karpenter's images are moto's own (its x86_64 and
-arm64 images of tests.aws.world), tagged where the Go test selects by tag.
+ported: each test names its It. A NodeClaim is launched through the real provider on moto
+and the launch templates sent are read from the FakeEC2 recorder. Karpenter's images are
+moto's own (its x86_64 and arm64 images of tests.aws.world), tagged where the Go test selects
+by tag.
 """
 
 from __future__ import annotations
