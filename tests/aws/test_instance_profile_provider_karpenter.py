@@ -1,5 +1,7 @@
 """Karpenter's instance profile provider suite (pkg/providers/instanceprofile/suite_test.go,
-v1.14.1), ported where it applies: each test names its It/Entry. IAM is moto.
+v1.14.1) and its node class instance profile reconciler tests
+(pkg/controllers/nodeclass/instanceprofile_test.go), ported where they apply: each test
+names its It/Entry. IAM is moto.
 
 Nodewright names and places the profiles it creates its own way (`<cluster>_<digest>` under
 `/nodewright/<cluster>/`, tagged with the node class), where Karpenter uses
@@ -20,6 +22,7 @@ from nodewright.cloud.aws.instance_profiles import (
     profile_name,
     profile_path,
 )
+from nodewright.cloud.provider import CloudProviderError
 from tests.aws.world import CLUSTER
 
 NODE_ROLE = "KarpenterNodeRole-demo"
@@ -107,3 +110,82 @@ def test_profiles_listed_without_tags_are_still_told_apart(iam: AwsClients) -> N
 
     assert [(p.name, p.node_class) for p in list_cluster_profiles(iam.iam, CLUSTER)] == [
         (first, "nodeclass-1")]
+
+
+# --- pkg/controllers/nodeclass/instanceprofile_test.go --------------------------------------
+# Karpenter's reconcile of the node class's instance profile is `ensure_instance_profile`
+# (what the node class resolution calls); its InstanceProfileReady is whether it returns.
+
+
+class IamCalls:
+    """The IAM operations the client sends, by name."""
+
+    def __init__(self, clients: AwsClients) -> None:
+        self.names: list[str] = []
+        clients.iam.meta.events.register("provide-client-params.iam.*", self._record)
+
+    def _record(self, model: Any, **_: Any) -> None:
+        self.names.append(model.name)
+
+
+def test_a_missing_profile_is_created_with_the_role_and_tags(iam: AwsClients) -> None:
+    """It("should create the instance profile when it doesn't exist"), It("should properly tag
+    new instance profiles")"""
+    name = ensure(iam, "default", "role-1")
+    profile = iam.iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
+    assert [r["RoleName"] for r in profile["Roles"]] == ["role-1"]
+    assert {t["Key"]: t["Value"] for t in profile["Tags"]}.items() >= {
+        f"kubernetes.io/cluster/{CLUSTER}": "owned",
+        "karpenter.k8s.aws/ec2nodeclass": "default",
+        "eks:eks-cluster-name": CLUSTER,
+        "topology.kubernetes.io/region": iam.region}.items()
+
+
+def test_a_profile_with_the_right_role_is_left_alone(iam: AwsClients) -> None:
+    """It("should not call CreateInstanceProfile or AddRoleToInstanceProfile when instance
+    profile exists with correct role")"""
+    ensure(iam, "default", "role-1")
+    calls = IamCalls(iam)
+    ensure(iam, "default", "role-1")
+    assert "CreateInstanceProfile" not in calls.names
+    assert "AddRoleToInstanceProfile" not in calls.names
+
+
+def test_a_named_instance_profile_is_used_as_it_is(iam: AwsClients) -> None:
+    """It("should resolve the specified instance profile into the status when using
+    instanceProfile field"), It("should not call the the IAM API when specifying an instance
+    profile") (nothing is created or changed; Nodewright reads the profile to check it
+    exists)."""
+    iam.iam.create_instance_profile(InstanceProfileName="test-instance-profile")
+    calls = IamCalls(iam)
+    name = ensure_instance_profile(iam.iam, cluster=CLUSTER, region=iam.region,
+                                   node_class="default", role=None,
+                                   instance_profile="test-instance-profile")
+    assert name == "test-instance-profile"
+    assert not {"CreateInstanceProfile", "AddRoleToInstanceProfile",
+                "RemoveRoleFromInstanceProfile"} & set(calls.names)
+
+
+def test_node_classes_with_one_role_get_a_profile_each(iam: AwsClients) -> None:
+    """It("should allow different NodeClasses with same role to create instance profiles
+    independently")"""
+    first = ensure(iam, "nodeclass-1", "role-1")
+    second = ensure(iam, "nodeclass-2", "role-1")
+    assert first != second
+    for name in (first, second):
+        profile = iam.iam.get_instance_profile(InstanceProfileName=name)["InstanceProfile"]
+        assert [r["RoleName"] for r in profile["Roles"]] == ["role-1"]
+
+
+def test_a_failed_profile_read_is_an_error_and_creates_nothing(iam: AwsClients) -> None:
+    """It("should return error on transient failures getting instance profile")"""
+    def fail(**_: Any) -> None:
+        from botocore.exceptions import ClientError
+        raise ClientError({"Error": {"Code": "ServiceFailure",
+                                     "Message": "simulated transient error"}},
+                          "GetInstanceProfile")
+
+    iam.iam.meta.events.register("before-call.iam.GetInstanceProfile", fail)
+    with pytest.raises(CloudProviderError, match="simulated transient error"):
+        ensure(iam, "default", "role-1")
+    assert iam.iam.list_instance_profiles()["InstanceProfiles"] == []
