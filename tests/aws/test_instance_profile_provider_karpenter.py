@@ -21,6 +21,7 @@ from nodewright.cloud.aws.instance_profiles import (
     list_cluster_profiles,
     profile_name,
     profile_path,
+    profile_tags,
 )
 from nodewright.cloud.provider import CloudProviderError
 from tests.aws.world import CLUSTER
@@ -77,7 +78,13 @@ def test_the_profiles_of_one_cluster(iam: AwsClients) -> None:
     not among them."""
     first = ensure(iam, "nodeclass-1", "role-1")
     second = ensure(iam, "nodeclass-2", "role-2")
-    ensure(iam, "some-node-class", "role-3", cluster="other-cluster")
+    # Another cluster's controller made this one (under its own cluster's path).
+    other = "other-cluster_0123456789abcdef0123"
+    iam.iam.create_instance_profile(
+        InstanceProfileName=other, Path=profile_path("other-cluster"),
+        Tags=[{"Key": k, "Value": v} for k, v in profile_tags(
+            "other-cluster", iam.region, "some-node-class").items()])
+    iam.iam.add_role_to_instance_profile(InstanceProfileName=other, RoleName="role-3")
 
     assert sorted(p.name for p in list_cluster_profiles(iam.iam, CLUSTER)) == sorted(
         [first, second])
