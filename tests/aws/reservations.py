@@ -29,6 +29,7 @@ class FakeReservation:
     state: str = "active"
     owner: str = ACCOUNT
     tags: dict[str, str] = field(default_factory=dict)
+    interruptible: bool | None = None  # None: EC2 leaves the field out
 
     def to_api(self) -> dict[str, Any]:
         raw: dict[str, Any] = {
@@ -40,6 +41,8 @@ class FakeReservation:
         }
         if self.end is not None:
             raw["EndDate"] = self.end
+        if self.interruptible is not None:
+            raw["Interruptible"] = self.interruptible
         return raw
 
     def matches(self, name: str, values: list[str]) -> bool:

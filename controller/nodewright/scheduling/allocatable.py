@@ -131,6 +131,8 @@ class NodeSettings:
     # The strategy of the placement group the node class launches into: only types that
     # support it are kept (the group is resolved by the cloud, not read from the spec).
     placement_strategy: str | None = None
+    # spec.connectionTracking is set: only Nitro types take tracking timeouts.
+    connection_tracking: bool = False
 
     @property
     def efa_only_interfaces(self) -> int:
@@ -155,6 +157,7 @@ class NodeSettings:
             self.nested_virtualization,
             self.network_interfaces,
             self.placement_strategy,
+            self.connection_tracking,
         )
 
 
@@ -182,6 +185,8 @@ def node_settings(
     cpu_options = node_class.spec.cpu_options if node_class is not None else None
     if cpu_options is not None and cpu_options.nested_virtualization == "enabled":
         settings = replace(settings, nested_virtualization=True)
+    if node_class is not None and node_class.spec.connection_tracking is not None:
+        settings = replace(settings, connection_tracking=True)
     interfaces = node_class.spec.network_interfaces if node_class is not None else None
     if interfaces:
         settings = replace(settings, network_interfaces=tuple(

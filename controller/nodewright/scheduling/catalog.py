@@ -254,6 +254,12 @@ def _schedulable(facts: InstanceTypeFacts, settings: NodeSettings) -> bool:
     if (settings.placement_strategy is not None
             and settings.placement_strategy not in facts.placement_strategies):
         return False
+    # Karpenter's compatibility checks: AL2023 does not boot on a1 (Graviton 1) types, and
+    # EC2 takes connection tracking timeouts only on Nitro types.
+    if settings.ami_family == "AL2023" and facts.name.startswith("a1."):
+        return False
+    if settings.connection_tracking and facts.hypervisor != "nitro":
+        return False
     # Windows nodes only run on amd64.
     return not (settings.ami_family.startswith("Windows") and facts.architecture != "amd64")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -39,6 +39,7 @@ CLIENT_TOKEN_MAX: Final = 64
 SPREAD_LIMIT: Final = "limit of instances in this spread placement group"
 # Karpenter's event when the account may not create the Spot service-linked role.
 SPOT_SLR_EVENT: Final = "SpotServiceLinkedRoleCreationFailure"
+NO_FREE_ADDRESSES: Final = "InsufficientFreeAddressesInSubnet"
 SPOT_SLR_NOTE: Final = (f"Attempted to launch a spot instance but failed due to "
                         f"\"{SPOT_SERVICE_LINKED_ROLE}\"")
 # What an instant fleet creates. The fleet itself is tagged too: the controller's IAM
@@ -175,10 +176,15 @@ class Launched:
 
 def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferings,
            reservations_left: Availability | None = None,
-           zone_ids: Mapping[str, str] | None = None) -> Launched:
+           zone_ids: Mapping[str, str] | None = None,
+           subnet_exhausted: Callable[[str], bool] | None = None) -> Launched:
     """Send the fleet. Capacity errors mark their offerings unavailable (a reservation's: the
     reservation counts as empty); no instance at all raises InsufficientCapacityError when
-    capacity was the reason, CloudProviderError else."""
+    capacity was the reason, CloudProviderError else.
+
+    `subnet_exhausted(subnet id)`: EC2 found a subnet full; whether its zone has another
+    subnet to launch into. Only a zone left without one is marked unavailable (for every
+    type), as Karpenter scopes the error to the subnet."""
     resource = f"nodeclaim {request.nodeclaim_name}"
     with aws_call("ec2:CreateFleet", resource):
         response = ec2.create_fleet(**request.to_api())
@@ -202,6 +208,12 @@ def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferi
         provider_metrics.launch_failed(zone, (zone_ids or {}).get(zone, ""),
                                        request.capacity_type, code,
                                        str(error.get("ErrorMessage", "")))
+        subnet_id = str(override.get("SubnetId", ""))
+        if code == NO_FREE_ADDRESSES and subnet_exhausted is not None and subnet_id and zone:
+            if not subnet_exhausted(subnet_id):
+                unavailable.mark_zone_unavailable(zone, request.capacity_type, code)
+            capacity_failures.append(f"{subnet_id}/{zone}: {code}")
+            continue
         if code in CAPACITY_ERROR_CODES:
             group = request.placement_scope
             if group and zone and SPREAD_LIMIT in str(error.get("ErrorMessage", "")):

@@ -29,8 +29,10 @@ def profile_name(cluster: str, region: str, node_class: str) -> str:
 
 
 def role_name(role: str) -> str:
-    """A role name from a name or an ARN (arn:aws:iam::123:role/path/name -> name)."""
-    return role.rsplit("/", 1)[-1] if role.startswith("arn:") else role
+    """A role name from a name, a path and name, or an ARN (arn:aws:iam::123:role/path/name
+    and path/name -> name): IAM's AddRoleToInstanceProfile takes the bare name, as
+    Karpenter strips the path before it."""
+    return role.rsplit("/", 1)[-1]
 
 
 def profile_tags(cluster: str, region: str, node_class: str) -> dict[str, str]:
@@ -123,20 +125,29 @@ class OwnedProfile:
 
 
 def list_cluster_profiles(iam: IAMClient, cluster: str) -> list[OwnedProfile]:
-    """Profiles we created for this cluster (found by path, confirmed by tag)."""
+    """Profiles we created for this cluster: found by path, confirmed by the cluster's
+    ownership tag. IAM's ListInstanceProfiles answers without tags (its listings return a
+    subset of each resource), so each profile's tags are read with GetInstanceProfile."""
     found: list[OwnedProfile] = []
+    owner = tag_keys.ownership_tags(cluster)
     with aws_call("iam:ListInstanceProfiles", f"path {profile_path(cluster)}"):
         paginator = iam.get_paginator("list_instance_profiles")
-        for page in paginator.paginate(PathPrefix=profile_path(cluster)):
-            for raw in page.get("InstanceProfiles", []):
-                profile_tags_found = {t["Key"]: t["Value"] for t in raw.get("Tags", []) or []}
-                found.append(
-                    OwnedProfile(
-                        name=raw["InstanceProfileName"],
-                        node_class=profile_tags_found.get(tag_keys.NODECLASS, ""),
-                        roles=tuple(r["RoleName"] for r in raw.get("Roles", [])),
-                    )
-                )
+        listed = [raw for page in paginator.paginate(PathPrefix=profile_path(cluster))
+                  for raw in page.get("InstanceProfiles", [])]
+    for raw in listed:
+        described = _get(iam, raw["InstanceProfileName"])
+        if described is None:  # deleted since it was listed
+            continue
+        tagged = {t["Key"]: t["Value"] for t in described.get("Tags", []) or []}
+        if any(tagged.get(key) != value for key, value in owner.items()):
+            continue
+        found.append(
+            OwnedProfile(
+                name=str(described["InstanceProfileName"]),
+                node_class=tagged.get(tag_keys.NODECLASS, ""),
+                roles=tuple(str(r["RoleName"]) for r in described.get("Roles", [])),
+            )
+        )
     return found
 
 

@@ -73,12 +73,17 @@ class LaunchConfig:
     placement_partition: int | None = None
     # EC2's Placement.Tenancy: "dedicated" when the NodeClaim allows only dedicated hardware.
     tenancy: str = DEFAULT_TENANCY
+    # Nitro Enclaves (the NodeClaim asks for eks.amazonaws.com/nip-slots).
+    enclave_enabled: bool = False
 
     def fingerprint(self) -> str:
         fields = asdict(self)
         if fields["placement_partition"] is None:
             # Templates outside a partition group keep the names they had before it existed.
             del fields["placement_partition"]
+        if not fields["enclave_enabled"]:
+            # Likewise templates without enclaves (EC2's default is the same).
+            del fields["enclave_enabled"]
         canonical = json.dumps(fields, sort_keys=True, default=list)
         return hashlib.sha256(canonical.encode()).hexdigest()[:24]
 
@@ -100,6 +105,7 @@ class LaunchConfig:
             "IamInstanceProfile": {"Name": self.instance_profile},
             "MetadataOptions": dict(self.metadata_options),
             "Monitoring": {"Enabled": self.detailed_monitoring},
+            "EnclaveOptions": {"Enabled": self.enclave_enabled},
         }
         if self.capacity_reservation_id:
             data["CapacityReservationSpecification"] = {

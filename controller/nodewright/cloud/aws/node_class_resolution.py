@@ -144,8 +144,10 @@ class Resolution:
         return EC2NodeClassStatus(
             capacity_reservations=[
                 r.to_status(moment) for r in self.capacity_reservations] or None,
+            # Most free IPs first, then by id (Karpenter's subnet status order).
             subnets=[
-                SubnetStatus(id=s.id, zone=s.zone, zone_id=s.zone_id or None) for s in self.subnets
+                SubnetStatus(id=s.id, zone=s.zone, zone_id=s.zone_id or None)
+                for s in sorted(self.subnets, key=lambda s: (-s.free_ips, s.id))
             ],
             security_groups=[
                 SecurityGroupStatus(id=g.id, name=g.name or None) for g in self.security_groups
@@ -168,12 +170,18 @@ class Resolution:
                         *_windows_requirements(image),
                     ],
                 )
-                for image in self.images
+                for image in _newest_first(self.images)
                 for variant in image.variants or ("",)
             ],
             instance_profile=self.instance_profile,
             conditions=self.conditions(now),
         )
+
+
+def _newest_first(images: Sequence[Image]) -> list[Image]:
+    """Newest creation date first, then by id (Karpenter's AMIs.Sort)."""
+    return sorted(sorted(images, key=lambda i: i.id), key=lambda i: i.creation_date,
+                  reverse=True)
 
 
 def _windows_requirements(image: Image) -> list[NodeSelectorRequirement]:

@@ -31,8 +31,14 @@ ON_DEMAND_FILTERS: Final = (
 log = logging.getLogger(__name__)
 
 
-def parse_on_demand(price_list: list[str]) -> dict[str, float]:
-    """instance type -> USD per hour, from GetProducts PriceList entries (JSON strings)."""
+def currency_of(region: str) -> str:
+    """The currency the Price List API prices a region in (China's regions: yuan)."""
+    return "CNY" if region.startswith("cn-") else "USD"
+
+
+def parse_on_demand(price_list: list[str], currency: str = "USD") -> dict[str, float]:
+    """instance type -> price per hour in `currency`, from GetProducts PriceList entries
+    (JSON strings)."""
     prices: dict[str, float] = {}
     for entry in price_list:
         product = json.loads(entry)
@@ -41,9 +47,9 @@ def parse_on_demand(price_list: list[str]) -> dict[str, float]:
             continue
         for term in product.get("terms", {}).get("OnDemand", {}).values():
             for dimension in term.get("priceDimensions", {}).values():
-                usd = dimension.get("pricePerUnit", {}).get("USD")
-                if usd is not None and float(usd) > 0:
-                    prices[instance_type] = float(usd)
+                price = dimension.get("pricePerUnit", {}).get(currency)
+                if price is not None and float(price) > 0:
+                    prices[instance_type] = float(price)
     return prices
 
 
@@ -83,7 +89,8 @@ class LivePriceSource:
             return
         self._on_demand_at = self.clock()
         try:
-            self._on_demand = self._fetch_on_demand()
+            # As Karpenter: a type missing from this answer keeps its last price.
+            self._on_demand = {**self._on_demand, **self._fetch_on_demand()}
         except (ClientError, BotoCoreError) as error:
             log.warning("pricing:GetProducts unavailable, using offline prices: %s", error)
 
@@ -92,7 +99,7 @@ class LivePriceSource:
             return
         self._spot_at = self.clock()
         try:
-            self._spot = self._fetch_spot()
+            self._spot = {**self._spot, **self._fetch_spot()}
         except (ClientError, BotoCoreError) as error:
             log.warning("ec2:DescribeSpotPriceHistory unavailable, estimating spot: %s", error)
 
@@ -104,13 +111,16 @@ class LivePriceSource:
         prices: dict[str, float] = {}
         paginator = self.pricing.get_paginator("get_products")
         for page in paginator.paginate(ServiceCode="AmazonEC2", Filters=filters):
-            prices.update(parse_on_demand(list(page.get("PriceList", []))))
+            prices.update(parse_on_demand(list(page.get("PriceList", [])),
+                                          currency_of(self.region)))
         return prices
 
     def _fetch_spot(self) -> dict[tuple[str, str], float]:
         latest: dict[tuple[str, str], tuple[datetime, float]] = {}
         paginator = self.ec2.get_paginator("describe_spot_price_history")
-        pages = paginator.paginate(ProductDescriptions=["Linux/UNIX"], StartTime=datetime.now(UTC))
+        # Accounts that had EC2-Classic price VPC instances as "Linux/UNIX (Amazon VPC)".
+        pages = paginator.paginate(ProductDescriptions=["Linux/UNIX", "Linux/UNIX (Amazon VPC)"],
+                                   StartTime=datetime.now(UTC))
         for page in pages:
             for entry in page.get("SpotPriceHistory", []):
                 key = (str(entry.get("InstanceType")), str(entry.get("AvailabilityZone")))

@@ -50,6 +50,7 @@ from nodewright.cloud.aws.offerings import (
     RESERVATION_TYPE_LABEL,
     RESERVED,
     TENANCY_LABEL,
+    ZONE_ID_LABEL,
     Choice,
     capacity_type_for,
     launchable,
@@ -91,6 +92,10 @@ DEFAULT_REFRESH_SECONDS: Final = 60.0
 # for a condition not reconciled yet).
 AWAITING_RECONCILIATION: Final = "AwaitingReconciliation"
 NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
+INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
+MIN_VALUES_RELAXED: Final = "karpenter.sh/nodeclaim-min-values-relaxed"
+# A NodeClaim asking for Nitro Enclave slots launches with enclaves enabled.
+NIP_SLOTS: Final = "eks.amazonaws.com/nip-slots"
 PLACEMENT_GROUP_DRIFT: Final = "PlacementGroupDrift"
 
 log = logging.getLogger(__name__)
@@ -407,14 +412,19 @@ class AwsCloudProvider:
             candidates=tuple(candidates),
             tags=self._instance_tags(nodeclaim.name, nodepool, node_class),
             reservation_type=reservation_type,
-            context=node_class.spec.context,
+            # As Karpenter: a NodeClaim whose minValues were relaxed launches outside the
+            # node class's reserved-capacity context.
+            context=(None if (nodeclaim.metadata.annotations or {}).get(
+                MIN_VALUES_RELAXED) == "true" else node_class.spec.context),
             placement_group_id=(resolution.placement_group.id
                                 if resolution.placement_group else None),
             placement_partition=partition,
         )
         self._zone_ids.update({s.zone: s.zone_id for s in resolution.subnets if s.zone_id})
-        launched = fleet.launch(self.clients.ec2, request, self.unavailable, self.reservations,
-                                zone_ids=self._zone_ids)
+        launched = fleet.launch(
+            self.clients.ec2, request, self.unavailable, self.reservations,
+            zone_ids=self._zone_ids,
+            subnet_exhausted=lambda subnet_id: self._subnet_exhausted(resolution, subnet_id))
         if launched.reservation_id:
             self.reservations.mark_launched(launched.reservation_id)
         self._take_subnet_ips(launched, resolution, picked)
@@ -454,9 +464,11 @@ class AwsCloudProvider:
                      nodeclaim.name, launched_into or "none", group.id if group else "none")
             return PLACEMENT_GROUP_DRIFT
         instance = self.get(provider_id)
+        if nodeclaim.status and nodeclaim.status.image_id:
+            instance = replace(instance, image_id=nodeclaim.status.image_id)
         drift = drift_of(
             instance,
-            {image.id for image in resolution.images},
+            self._images_for(nodeclaim, instance, node_class, resolution),
             {subnet.id for subnet in resolution.subnets},
             {group.id for group in resolution.security_groups},
         )
@@ -467,6 +479,19 @@ class AwsCloudProvider:
             return None
         log.info("nodeclaim %s drifted: %s", nodeclaim.name, drift.message)
         return drift.reason
+
+    def _images_for(self, nodeclaim: NodeClaim, instance: Instance, node_class: EC2NodeClass,
+                    resolution: Resolution) -> set[str]:
+        """The image the NodeClaim's instance type boots now (Karpenter's isAMIDrifted maps
+        the instance type to the node class's AMIs): an instance running another of the
+        node class's images (an arm64 image on an amd64 type, a standard image where a GPU
+        image now serves its type) has drifted. Every resolved image when the type is no
+        longer in the catalog."""
+        name = (nodeclaim.metadata.labels or {}).get(INSTANCE_TYPE_LABEL) or instance.instance_type
+        found = next((t for t in self._instance_types(node_class, resolution)
+                      if t.name == name), None)
+        image = image_for(found.labels, resolution.images) if found else None
+        return {image.id} if image else {i.id for i in resolution.images}
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return REPAIR_POLICIES
@@ -529,6 +554,16 @@ class AwsCloudProvider:
 
     # --- helpers ------------------------------------------------------------------------
 
+    def _subnet_exhausted(self, resolution: Resolution, subnet_id: str) -> bool:
+        """EC2 found `subnet_id` full: no address is left there until EC2 counts again (the
+        next launch into its zone picks another subnet); whether the zone has one."""
+        subnet = next((s for s in resolution.subnets if s.id == subnet_id), None)
+        if subnet is None:
+            return False
+        self.subnet_ips.exhausted(subnet)
+        return any(self.subnet_ips.free(other) > 0 for other in resolution.subnets
+                   if other.zone == subnet.zone and other.id != subnet.id)
+
     def _take_subnet_ips(self, launched: fleet.Launched, resolution: Resolution,
                          picked: Sequence[Choice]) -> None:
         """The launched node's pods will take IPs of its subnet (in-flight IP accounting)."""
@@ -557,8 +592,9 @@ class AwsCloudProvider:
         by_config: dict[tuple[str, int | None, str | None, int], str] = {}
         # Pods asking for EFA devices: launch with one EFA interface per device the type
         # has (Karpenter's getEFACountForInstance).
-        wants_efa = AWS_EFA in ((nodeclaim.spec.resources.requests or {})
-                                if nodeclaim.spec.resources else {})
+        requested = ((nodeclaim.spec.resources.requests or {})
+                     if nodeclaim.spec.resources else {})
+        wants_efa = AWS_EFA in requested
         result: dict[str, str] = {}
         for choice in choices:
             instance_type = choice.instance_type
@@ -623,6 +659,7 @@ class AwsCloudProvider:
                                         if resolution.placement_group else None),
                     placement_partition=partition,
                     tenancy=tenancy,
+                    enclave_enabled=NIP_SLOTS in requested,
                 )
                 by_config[key] = launch_templates.ensure_launch_template(self.clients.ec2, config)
                 self._template_use[by_config[key]] = self.clock()
@@ -670,6 +707,8 @@ class AwsCloudProvider:
             labels={
                 "node.kubernetes.io/instance-type": launched.instance_type,
                 "topology.kubernetes.io/zone": launched.zone,
+                **({ZONE_ID_LABEL: self._zone_ids[launched.zone]}
+                   if self._zone_ids.get(launched.zone) else {}),
                 "karpenter.sh/capacity-type": launched.capacity_type,
                 TENANCY_LABEL: tenancy,
                 **({RESERVATION_ID_LABEL: launched.reservation_id,

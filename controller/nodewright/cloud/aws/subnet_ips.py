@@ -61,3 +61,8 @@ class SubnetIPs:
             if taken is None or taken.seen != subnet.free_ips:
                 taken = self._taken[subnet.id] = _Taken(subnet.free_ips, 0)
             taken.ips += ips
+
+    def exhausted(self, subnet: Subnet) -> None:
+        """EC2 found no address left in `subnet`: none is, until EC2 counts it again."""
+        with self._lock:
+            self._taken[subnet.id] = _Taken(subnet.free_ips, subnet.free_ips)
