@@ -53,10 +53,10 @@ from nodewright.cloud.provider import Instance, NodeClaimNotFoundError  # noqa: 
 from nodewright.cloud.sim import SimulatedEC2  # noqa: E402
 from nodewright.cloud.sim.node import node_object  # noqa: E402
 from nodewright.cluster.memory import InMemoryCluster  # noqa: E402
+from nodewright.controllers.nodeclass.status import CatalogRefresh, NodeClassStatus  # noqa: E402
 from nodewright.controllers.provisioning import provisioner as provisioning  # noqa: E402
 from nodewright.operator.clock import LoopClock  # noqa: E402
 from nodewright.operator.main import SWITCH_INTERVAL_SECONDS  # noqa: E402
-from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus  # noqa: E402
 from nodewright.operator.process import Operator, OperatorSettings  # noqa: E402
 from nodewright.runtime.clock import Clock, parse_time  # noqa: E402
 from nodewright.state.wellknown import TERMINATION_FINALIZER  # noqa: E402

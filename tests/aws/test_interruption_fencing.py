@@ -10,7 +10,7 @@ from nodewright.cloud.aws.interruption_queue import EventHandler, InterruptionQu
 from nodewright.cluster import objects
 from nodewright.cluster.events import EventRecorder
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.controllers.interruption import Interruption
+from nodewright.controllers.interruption.controller import Interruption
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.fencing import fenced
 from nodewright.operator.leader import LeaderElector

@@ -16,10 +16,10 @@ import pytest
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cluster.memory import InMemoryCluster
+from nodewright.controllers.nodeclass.ssm_invalidation import SsmInvalidation
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import ConfigError, OperatorConfig, add_arguments, load
 from nodewright.operator.main import build_cloud
-from nodewright.operator.ssm_invalidation import SsmInvalidation
 from nodewright.runtime import VirtualClock
 from nodewright.scheduling.pricing import OfflinePriceSource
 

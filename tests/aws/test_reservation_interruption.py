@@ -1,5 +1,5 @@
 """A capacity reservation interruption marks the reservation unavailable, as Karpenter
-v1.14.1's interruption handler does (pkg/controllers/interruption/utils.go: on a
+v1.14.1's interruption handler does (pkg/controllers/interruption/controller/utils.go: on a
 CapacityReservationInterruption, capacityReservationProvider.MarkUnavailable): the NodeClaim
 is replaced, and its replacement is not launched into the reservation EC2 is reclaiming."""
 
@@ -14,7 +14,7 @@ from nodewright.cloud.sim import SimulatedEC2
 from nodewright.cluster.events import EventRecorder
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.disruption.wiring import reservations_of
-from nodewright.controllers.interruption import InterruptionHandler
+from nodewright.controllers.interruption.controller import InterruptionHandler
 from nodewright.runtime.clock import VirtualClock
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.state import ClusterState

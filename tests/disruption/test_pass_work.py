@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.commands import Rejection
 from nodewright.controllers.disruption.controller import DisruptionController, DisruptionOptions

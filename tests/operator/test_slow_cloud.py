@@ -23,8 +23,8 @@ from nodewright.cloud.sim import SimulatedEC2
 from nodewright.cloud.sim.node import node_object
 from nodewright.cluster.api import NotFoundError
 from nodewright.cluster.memory import InMemoryCluster
+from nodewright.controllers.nodeclass.status import CatalogRefresh, NodeClassStatus
 from nodewright.operator.clock import LoopClock
-from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
 from nodewright.operator.process import Operator, OperatorSettings
 from nodewright.state.wellknown import TERMINATION_FINALIZER
 from tests.kube.waiting import eventually

@@ -28,14 +28,14 @@ from nodewright.cloud.provider import CloudProvider
 from nodewright.cloud.unreserved import WithoutReservedCapacity
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
-from nodewright.controllers.capacitybuffer import CapacityBufferController
+from nodewright.controllers.capacitybuffer.controller import CapacityBufferController
+from nodewright.controllers.common.registration_health import RegistrationHealth
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.wiring import DisruptionControllers, build_disruption
-from nodewright.controllers.garbagecollection import (
-    InstanceGarbageCollection,
-    NodeClaimGarbageCollection,
+from nodewright.controllers.interruption.instance_status import (
+    InstanceStatusChecks,
+    InstanceStatusSource,
 )
-from nodewright.controllers.instance_status import InstanceStatusChecks, InstanceStatusSource
 from nodewright.controllers.metrics import (
     NodeMetrics,
     NodePoolMetrics,
@@ -44,22 +44,25 @@ from nodewright.controllers.metrics import (
     StatusConditionMetrics,
 )
 from nodewright.controllers.metrics.status import REQUEUE_SECONDS as STATUS_REQUEUE_SECONDS
-from nodewright.controllers.node_health import NodeHealth
+from nodewright.controllers.node.health import NodeHealth
+from nodewright.controllers.node.termination import NodeTermination
 from nodewright.controllers.nodeclaim import (
     LAUNCH_TIMEOUT_SECONDS,
     REGISTRATION_TIMEOUT_SECONDS,
     NodeClaimLifecycle,
 )
 from nodewright.controllers.nodeclaim.consistency import NodeClaimConsistency
+from nodewright.controllers.nodeclaim.garbagecollection import (
+    InstanceGarbageCollection,
+    NodeClaimGarbageCollection,
+)
 from nodewright.controllers.nodeclaim.podevents import PodEvents
-from nodewright.controllers.nodeoverlay import NodeOverlayController
-from nodewright.controllers.nodepool.registration_health import RegistrationHealth
+from nodewright.controllers.nodeoverlay.controller import NodeOverlayController
 from nodewright.controllers.nodepool.status import NodePoolStatus
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions
 from nodewright.controllers.provisioning.batcher import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_SECONDS
 from nodewright.controllers.static.deprovisioning import StaticDeprovisioning
 from nodewright.controllers.static.provisioning import StaticProvisioning
-from nodewright.controllers.termination import NodeTermination
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.outside_lock import outside_state_lock, safe_from_any_thread
 from nodewright.runtime.reconciler import Reconciler, WatchEvent

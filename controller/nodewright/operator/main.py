@@ -28,16 +28,22 @@ from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
+from nodewright.cloud.sim.kubelet_actors import NodeHeartbeat, PodRunner
+from nodewright.cloud.sim.lost import LostInstances
 from nodewright.cluster.events import EventRecorder
 from nodewright.cluster.kube.access import WATCHED_KINDS, watched_kinds
 from nodewright.cluster.kube.cluster import KubeCluster, connect
 from nodewright.cluster.kube.discovery import ServerCheckError
 from nodewright.cluster.kube.transport import ClientLimits
+from nodewright.controllers.capacityreservation.capacitytype import ReservedCapacityDemotion
+from nodewright.controllers.capacityreservation.expiration import CapacityBlockExpiration
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
+from nodewright.controllers.nodeclass.cleanup import CloudGarbageCollection, NodeClassTermination
+from nodewright.controllers.nodeclass.ssm_invalidation import SsmInvalidation
+from nodewright.controllers.nodeclass.status import CatalogRefresh, NodeClassStatus
 from nodewright.controllers.wiring import ControllerOptions
 from nodewright.operator import health, logs
-from nodewright.operator.capacity_blocks import CapacityBlockExpiration
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import FEATURE_GATES, OperatorConfig
 from nodewright.operator.driver import HealthLimits
@@ -45,14 +51,8 @@ from nodewright.operator.endpoints import MetricsEndpoint, ProbeEndpoint
 from nodewright.operator.kube_dns import kube_dns_ip
 from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.memory_watch import MemoryWatch
-from nodewright.operator.nodeclass_cleanup import CloudGarbageCollection, NodeClassTermination
-from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
 from nodewright.operator.process import Operator, OperatorSettings
-from nodewright.operator.reservation_demotion import ReservedCapacityDemotion
 from nodewright.operator.shutdown import Shutdown
-from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
-from nodewright.operator.sim_lost import LostInstances
-from nodewright.operator.ssm_invalidation import SsmInvalidation
 from nodewright.runtime.reconciler import Reconciler
 from nodewright.scheduling.allocatable import ProviderSettings
 

@@ -25,10 +25,10 @@ from nodewright.api.nodeclaim import NodeClaim
 from nodewright.cloud.provider import CloudProviderError, Instance, RepairPolicy
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, NotFoundError
+from nodewright.controllers.common.podrules import PdbLimits, do_not_disrupt_until
 from nodewright.controllers.disruption.budget_room import count_nodes
 from nodewright.controllers.disruption.budgets import REASONS, UNLIMITED, allowed_disruptions
 from nodewright.controllers.disruption.candidates import Blocked, CandidateContext, evaluate
-from nodewright.controllers.disruption.podrules import PdbLimits, do_not_disrupt_until
 from nodewright.controllers.nodeclaim.disruption_conditions import consolidatable_at
 from nodewright.controllers.provisioning.problem import scheduling_problem
 from nodewright.runtime.reconciler import WatchEvent

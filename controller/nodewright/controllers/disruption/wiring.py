@@ -17,16 +17,16 @@ from nodewright.cloud.metered import MeteredCloud
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
+from nodewright.controllers.common.decision_log import DecisionLog
 from nodewright.controllers.disruption.controller import DisruptionController, DisruptionOptions
-from nodewright.controllers.disruption.decision_log import DecisionLog
-from nodewright.controllers.expiration import Expiration
-from nodewright.controllers.interruption import (
+from nodewright.controllers.interruption.controller import (
     Interruption,
     InterruptionSource,
     OfferingMarker,
     ReservationMarker,
 )
 from nodewright.controllers.nodeclaim.disruption_conditions import NodeClaimConditions
+from nodewright.controllers.nodeclaim.expiration import Expiration
 from nodewright.controllers.nodepool.hash_annotations import HashController
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Reconciler

@@ -34,8 +34,8 @@ from nodewright.cloud.aws.interruption_events import EventKind, InterruptionEven
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
-from nodewright.controllers.disruption import decision_log as ex
-from nodewright.controllers.interruption import InterruptionHandler
+from nodewright.controllers.common import decision_log as ex
+from nodewright.controllers.interruption.controller import InterruptionHandler
 from nodewright.runtime.clock import Clock, format_time
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState

@@ -35,7 +35,7 @@ from nodewright.cluster import conditions
 from nodewright.cluster.api import NotFoundError
 from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import Event
-from nodewright.controllers.logfields import nodeclaim_fields
+from nodewright.controllers.common.logfields import nodeclaim_fields
 from nodewright.controllers.nodeclaim.context import (
     LifecycleContext,
     Object,

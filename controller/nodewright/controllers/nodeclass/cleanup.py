@@ -21,7 +21,7 @@ from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder
-from nodewright.controllers.logfields import listed
+from nodewright.controllers.common.logfields import listed
 from nodewright.runtime.outside_lock import safe_from_any_thread
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent, singleton_key
 
