@@ -22,6 +22,7 @@ from typing import Any
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.formats import parse_duration
 from nodewright.api.nodeclaim import NodeClaim
+from nodewright.cloud.capabilities import CloudCapabilities
 from nodewright.cloud.provider import CloudProviderError, Instance, RepairPolicy
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, NotFoundError
@@ -104,6 +105,9 @@ class OfflineCatalog:
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return ()
+
+    def capabilities(self) -> CloudCapabilities:
+        return CloudCapabilities()
 
 
 def load_state(cluster: ClusterAPI, now: datetime) -> ClusterState:

@@ -42,6 +42,7 @@ from typing import Any, Protocol
 from nodewright import metrics
 from nodewright.cloud.aws.interruption_events import EventKind, InterruptionEvent
 from nodewright.cloud.aws.interruption_queue import EventHandler, PollResult
+from nodewright.cloud.capabilities import InterruptionSource, OfferingMarker, ReservationMarker
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder, EventType
@@ -61,22 +62,6 @@ log = logging.getLogger(__name__)
 
 SPOT = "spot"
 HANDLED_KEPT = 1000
-
-
-class InterruptionSource(Protocol):
-    def poll_once(self, handle: EventHandler) -> PollResult: ...
-
-
-class OfferingMarker(Protocol):
-    def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str,
-                         reason: str) -> None: ...
-
-
-class ReservationMarker(Protocol):
-    """The cloud's capacity reservations: one marked unavailable counts as empty until it
-    is next looked up (Karpenter's capacityreservation.Provider.MarkUnavailable)."""
-
-    def mark_unavailable(self, *reservation_ids: str) -> None: ...
 
 
 RESERVATION_ID_LABEL = "karpenter.k8s.aws/capacity-reservation-id"

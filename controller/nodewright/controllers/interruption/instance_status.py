@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Final, Protocol
 
 from nodewright import metrics
+from nodewright.cloud.capabilities import InstanceStatusSource
 from nodewright.cloud.aws.instance_statuses import UNAUTHORIZED_CODE, Category, HealthStatus
 from nodewright.cloud.aws.interruption_events import EventKind, InterruptionEvent
 from nodewright.cloud.provider import CloudProviderError
@@ -48,10 +49,6 @@ KINDS: Final = {
     Category.SYSTEM_STATUS: EventKind.SYSTEM_STATUS,
     Category.EVENT_STATUS: EventKind.EVENT_STATUS,
 }
-
-
-class InstanceStatusSource(Protocol):
-    def list(self) -> Sequence[HealthStatus]: ...
 
 
 class InstanceStatusChecks(InterruptionHandler):
