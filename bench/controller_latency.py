@@ -53,7 +53,7 @@ from nodewright.cloud.provider import Instance, NodeClaimNotFoundError  # noqa: 
 from nodewright.cloud.sim import SimulatedEC2  # noqa: E402
 from nodewright.cloud.sim.node import node_object  # noqa: E402
 from nodewright.cluster.memory import InMemoryCluster  # noqa: E402
-from nodewright.controllers.nodeclass.status import CatalogRefresh, NodeClassStatus  # noqa: E402
+from nodewright.controllers.nodeclass.status import CatalogRefresh  # noqa: E402
 from nodewright.controllers.provisioning import provisioner as provisioning  # noqa: E402
 from nodewright.operator.clock import LoopClock  # noqa: E402
 from nodewright.operator.main import SWITCH_INTERVAL_SECONDS  # noqa: E402
@@ -301,10 +301,11 @@ def measure(nodes: int, pods: int, pending: int, slow: float = 0.0,
     provisioning.solve = counted  # type: ignore[assignment]
     provisioning.solve = solves.wrap(provisioning.solve)  # type: ignore[assignment]
     settings = OperatorSettings(identity="bench", leader_elect=False)
-    resolution = NodeClassStatus(cluster, slow_cloud or cloud, clock)
+    # The EC2NodeClass status controller comes from the registry (the simulated EC2 resolves
+    # node classes); the catalog refresh the AWS provider would get, the slow cloud adds.
     refresh = CatalogRefresh(cluster, slow_cloud.refreshing_catalog()) if slow_cloud else None
     operator = Operator(cluster, slow_cloud or cloud, settings, clock=clock,
-                        extra=[resolution, *([refresh] if refresh else [])])
+                        extra=[refresh] if refresh else [])
     gates: tuple[Gate, ...] = ()
     if slow_cloud is not None:
         slow_cloud.use_lock(operator.controllers.state.lock)
@@ -343,7 +344,7 @@ def measure(nodes: int, pods: int, pending: int, slow: float = 0.0,
             for gate in gates:
                 gate.arm()
             operator.driver.enqueue(refresh, "")
-            operator.driver.enqueue(resolution, "default")
+            operator.driver.enqueue(operator.controllers.built["nodeclass.status"], "default")
             cluster.create(registering_claim(SLOW_LAUNCH))
             cluster.delete("NodeClaim", DOOMED)
             wait(lambda: any(gate.blocked() for gate in gates), 60, "a slow cloud call")

@@ -30,7 +30,7 @@ from nodewright.controllers.disruption.methods.drift import drift
 from nodewright.controllers.disruption.methods.single_node_consolidation import single_node
 from nodewright.controllers.disruption.prefilter import Room, identical_spill, new_node_need
 from nodewright.controllers.disruption.simulation import SimulationBase
-from nodewright.controllers.wiring import ControllerOptions
+from nodewright.controllers.options import ControllerOptions
 from tests.controllers.conftest import WORKSHOP
 from tests.disruption.helpers import nodepool_with
 from tests.harness import World

@@ -15,7 +15,7 @@ from nodewright.cloud.aws.instance_statuses import InstanceStatusProvider
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.interruption.instance_status import InstanceStatusChecks
-from nodewright.controllers.wiring import build_controllers
+from nodewright.controllers.registry import build_controllers
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import OperatorConfig
 from nodewright.operator.main import build_cloud

@@ -140,10 +140,11 @@ def slow_world() -> Iterator[SlowWorld]:
     queue = LongPollQueue(clock, REGION, 28)
     sim.interruption_queue = queue
     cloud = SlowCloud(sim, slow_launches={"slow-launch"})
-    resolution = NodeClassStatus(api, cloud, clock)
     catalog_refresh = CatalogRefresh(api, cloud.refreshing_catalog())
     operator = Operator(api, cloud, OperatorSettings(identity="slow", leader_elect=False),
-                        clock=clock, extra=[resolution, catalog_refresh])
+                        clock=clock, extra=[catalog_refresh])
+    # The registry's, resolving through the slow cloud (its `node_classes`).
+    resolution = operator.controllers.built["nodeclass.status"]
     cloud.use_lock(operator.controllers.state.lock)
     cluster.create(NODECLASS)
     cluster.create(NODEPOOL)

@@ -39,7 +39,7 @@ from nodewright.cluster.api import (
 from nodewright.cluster.kube.access import Request, request_for
 from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
 from nodewright.controllers.disruption.controller import DisruptionOptions
-from nodewright.controllers.wiring import ControllerOptions
+from nodewright.controllers.options import ControllerOptions
 from nodewright.operator.clock import LoopClock
 from nodewright.operator.driver import OperatorDriver
 from nodewright.operator.leader import LeaseTiming

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from nodewright.cluster import objects
 from nodewright.controllers.node.health import unhealthy_allowed
-from nodewright.controllers.wiring import ControllerOptions
+from nodewright.controllers.options import ControllerOptions
 from nodewright.runtime.clock import format_time
 from tests.controllers.expectations import expect_no_controller_errors
 from tests.harness import NODE_CLASS, World, node_pool

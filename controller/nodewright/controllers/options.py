@@ -7,7 +7,7 @@ in `GATE_OPTIONS`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from nodewright.controllers.disruption.controller import DisruptionOptions
@@ -17,17 +17,6 @@ from nodewright.controllers.nodeclaim import (
     REGISTRATION_TIMEOUT_SECONDS,
 )
 from nodewright.controllers.provisioning.batcher import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_SECONDS
-
-# The feature gates Nodewright implements, each with the option it sets. Karpenter's other
-# gates are accepted and have no effect.
-GATE_OPTIONS: Mapping[str, str] = {
-    "SpotToSpotConsolidation": "spot_to_spot",
-    "StaticCapacity": "static_capacity",
-    "NodeRepair": "node_repair",
-    "NodeOverlay": "node_overlay",
-    "CapacityBuffer": "capacity_buffer",
-    "ReservedCapacity": "reserved_capacity",
-}
 
 
 @dataclass(frozen=True)
@@ -69,24 +58,48 @@ class ControllerOptions:
         return max(2 * self.batch_max_seconds, 10.0)
 
 
+@dataclass(frozen=True)
+class GateOption:
+    """Where a feature gate lives in `ControllerOptions`."""
+
+    get: Callable[[ControllerOptions], bool]
+    set: Callable[[ControllerOptions, bool], ControllerOptions]
+
+
+def _spot_to_spot(options: ControllerOptions, on: bool) -> ControllerOptions:
+    methods = replace(options.disruption.methods, spot_to_spot=on)
+    return replace(options, disruption=replace(options.disruption, methods=methods))
+
+
+# The feature gates Nodewright implements, each with the option it sets. Karpenter's other
+# gates are accepted and have no effect.
+GATE_OPTIONS: Mapping[str, GateOption] = {
+    "SpotToSpotConsolidation": GateOption(lambda o: o.disruption.methods.spot_to_spot,
+                                          _spot_to_spot),
+    "StaticCapacity": GateOption(lambda o: o.static_capacity,
+                                 lambda o, on: replace(o, static_capacity=on)),
+    "NodeRepair": GateOption(lambda o: o.node_repair, lambda o, on: replace(o, node_repair=on)),
+    "NodeOverlay": GateOption(lambda o: o.node_overlay,
+                              lambda o, on: replace(o, node_overlay=on)),
+    "CapacityBuffer": GateOption(lambda o: o.capacity_buffer,
+                                 lambda o, on: replace(o, capacity_buffer=on)),
+    "ReservedCapacity": GateOption(lambda o: o.reserved_capacity,
+                                   lambda o, on: replace(o, reserved_capacity=on)),
+}
+
+
 def with_gates(options: ControllerOptions, gates: Mapping[str, bool]) -> ControllerOptions:
     """`options` as the feature gates set them (a gate not given keeps the option as is;
     a gate Nodewright does not implement changes nothing)."""
-    changes = {GATE_OPTIONS[gate]: bool(on) for gate, on in gates.items()
-               if gate in GATE_OPTIONS}
-    spot_to_spot = changes.pop("spot_to_spot", None)
-    options = replace(options, **changes)
-    if spot_to_spot is None:
-        return options
-    methods = replace(options.disruption.methods, spot_to_spot=spot_to_spot)
-    return replace(options, disruption=replace(options.disruption, methods=methods))
+    for gate, on in sorted(gates.items()):
+        if gate in GATE_OPTIONS:
+            options = GATE_OPTIONS[gate].set(options, bool(on))
+    return options
 
 
 def gate_enabled(options: ControllerOptions, gate: str) -> bool:
     """Whether `gate` is on in `options`."""
-    if GATE_OPTIONS[gate] == "spot_to_spot":
-        return options.disruption.methods.spot_to_spot
-    return bool(getattr(options, GATE_OPTIONS[gate]))
+    return GATE_OPTIONS[gate].get(options)
 
 
 def disruption_options(options: ControllerOptions) -> DisruptionOptions:

@@ -1,15 +1,27 @@
-"""The production wiring of the core controllers for one cluster, cloud and clock.
+"""The one list of Nodewright's controllers, and building them for one cluster, cloud and
+clock.
 
-`build_controllers(cluster, cloud, clock, options)` returns `Controllers`: one state cache,
-one event recorder and every reconciler sharing them. A driver (the `VirtualDriver` of
-the simulator and the tests, or the operator's work queues) must
+`SPECS` names every controller (Karpenter's `NewControllers`, core and AWS together): the
+object it owns, how it is built, the feature gate it needs and the cloud capability or
+option that must be there for it to run. Both the controller process (`operator.process`)
+and the simulator (`sim.world`) call `build_controllers(cluster, cloud, clock, options)`,
+so `nodewright simulate` runs every controller `nodewright controller` runs; only the
+cloud (AWS or the simulated EC2), what plays the kubelet and the clock differ. A
+controller's watches and workers are its own (`Reconciler.watches`,
+`concurrent_reconciles`).
+
+Adding a gated controller: its module, one `ControllerSpec` line in `SPECS` naming its
+gate, and the gate in `controllers.options.GATE_OPTIONS` if it is a new one.
+
+`build_controllers` returns `Controllers`: one state cache, one event recorder, one
+decision log and every reconciler sharing them. A driver (the `VirtualDriver` of the
+simulator and the tests, or the operator's work queues) must
 
 1. hand every watch event to `controllers.state.observe` before queueing keys
    (`controllers.attach(driver)` does this and adds the reconcilers), and
 2. run each of `controllers.singletons` once with the key "" after it starts (periodic
    loops that no watch event starts: garbage collection, the node and offering metrics,
-   the instance status health checks when the cloud has `instance_statuses`),
-   as `attach(..., start=True)` and `kick(driver)` do.
+   the instance status health checks), as `attach(..., start=True)` and `kick(driver)` do.
 
 Each controller talks to the cloud through its own `MeteredCloud`, which records
 karpenter_cloudprovider_* under that controller's name. The metrics reconcilers
@@ -19,23 +31,24 @@ simulator runs them too, and nothing they compute reaches a decision.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Protocol, cast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
+from nodewright.cloud.capabilities import CloudCapabilities
 from nodewright.cloud.metered import MeteredCloud
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cloud.unreserved import WithoutReservedCapacity
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
 from nodewright.controllers.capacitybuffer.controller import CapacityBufferController
+from nodewright.controllers.capacityreservation.capacitytype import ReservedCapacityDemotion
+from nodewright.controllers.capacityreservation.expiration import CapacityBlockExpiration
+from nodewright.controllers.common.decision_log import DecisionLog
 from nodewright.controllers.common.registration_health import RegistrationHealth
-from nodewright.controllers.disruption.controller import DisruptionOptions
-from nodewright.controllers.disruption.wiring import DisruptionControllers, build_disruption
-from nodewright.controllers.interruption.instance_status import (
-    InstanceStatusChecks,
-    InstanceStatusSource,
-)
+from nodewright.controllers.disruption.controller import DisruptionController
+from nodewright.controllers.interruption.controller import Interruption
+from nodewright.controllers.interruption.instance_status import InstanceStatusChecks
 from nodewright.controllers.metrics import (
     NodeMetrics,
     NodePoolMetrics,
@@ -43,32 +56,35 @@ from nodewright.controllers.metrics import (
     PodMetrics,
     StatusConditionMetrics,
 )
-from nodewright.controllers.metrics.status import REQUEUE_SECONDS as STATUS_REQUEUE_SECONDS
 from nodewright.controllers.node.health import NodeHealth
 from nodewright.controllers.node.termination import NodeTermination
-from nodewright.controllers.nodeclaim import (
-    LAUNCH_TIMEOUT_SECONDS,
-    REGISTRATION_TIMEOUT_SECONDS,
-    NodeClaimLifecycle,
-)
+from nodewright.controllers.nodeclaim import NodeClaimLifecycle
 from nodewright.controllers.nodeclaim.consistency import NodeClaimConsistency
+from nodewright.controllers.nodeclaim.disruption_conditions import NodeClaimConditions
+from nodewright.controllers.nodeclaim.expiration import Expiration
 from nodewright.controllers.nodeclaim.garbagecollection import (
     InstanceGarbageCollection,
     NodeClaimGarbageCollection,
 )
 from nodewright.controllers.nodeclaim.podevents import PodEvents
+from nodewright.controllers.nodeclass.cleanup import CloudGarbageCollection, NodeClassTermination
+from nodewright.controllers.nodeclass.ssm_invalidation import SsmInvalidation
+from nodewright.controllers.nodeclass.status import CatalogRefresh, NodeClassStatus
 from nodewright.controllers.nodeoverlay.controller import NodeOverlayController
+from nodewright.controllers.nodepool.hash_annotations import HashController
 from nodewright.controllers.nodepool.status import NodePoolStatus
+from nodewright.controllers.options import ControllerOptions, disruption_options, gate_enabled
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions
-from nodewright.controllers.provisioning.batcher import DEFAULT_IDLE_SECONDS, DEFAULT_MAX_SECONDS
 from nodewright.controllers.static.deprovisioning import StaticDeprovisioning
 from nodewright.controllers.static.provisioning import StaticProvisioning
 from nodewright.runtime.clock import Clock
-from nodewright.runtime.outside_lock import outside_state_lock, safe_from_any_thread
+from nodewright.runtime.outside_lock import outside_state_lock
 from nodewright.runtime.reconciler import Reconciler, WatchEvent
 from nodewright.scheduling.overlays import OverlayStore
 from nodewright.state import ClusterState
 from nodewright.state.buffers import BufferPods
+
+R = TypeVar("R", bound=Reconciler)
 
 
 class Runner(Protocol):
@@ -81,151 +97,252 @@ class Runner(Protocol):
     def enqueue(self, reconciler: Reconciler, key: str) -> None: ...
 
 
-@dataclass(frozen=True)
-class ControllerOptions:
-    batch_idle_seconds: float = DEFAULT_IDLE_SECONDS
-    batch_max_seconds: float = DEFAULT_MAX_SECONDS
-    launch_timeout_seconds: float = LAUNCH_TIMEOUT_SECONDS
-    registration_timeout_seconds: float = REGISTRATION_TIMEOUT_SECONDS
-    reporting_instance: str = "nodewright"
-    disruption: DisruptionOptions = field(default_factory=DisruptionOptions)
-    # How often operatorpkg's status metrics refresh each object's
-    # current_status_seconds without an event (None: on events only).
-    status_metrics_requeue_seconds: float | None = STATUS_REQUEUE_SECONDS
-    # The StaticCapacity feature gate: static NodePools' replicas are kept (Karpenter's
-    # static provisioning and deprovisioning controllers run only behind it).
-    static_capacity: bool = False
-    # MIN_VALUES_POLICY=BestEffort (Karpenter's default is Strict).
-    relax_min_values: bool = False
-    # SOLVE_DEADLINE: wall seconds a provisioning solve may spend improving its plan.
-    solve_deadline: float | None = None
-    # PREFERENCE_POLICY=Ignore: preferred affinities and ScheduleAnyway spreads are dropped.
-    ignore_preferences: bool = False
-    # The NodeRepair feature gate: unhealthy nodes are replaced (controllers.node_health).
-    node_repair: bool = False
-    # The NodeOverlay feature gate: NodeOverlays change instance types' prices and capacity.
-    node_overlay: bool = False
-    # The CapacityBuffer feature gate: CapacityBuffers keep headroom launched.
-    capacity_buffer: bool = False
-    # The ReservedCapacity feature gate (on by default): off, no instance type has a
-    # reserved offering and nothing launches into a capacity reservation.
-    reserved_capacity: bool = True
-    # False: DISABLE_CLUSTER_STATE_OBSERVABILITY, the pod, NodePool, Node and
-    # status-condition metrics controllers are not run (Karpenter's controllers.go).
-    cluster_state_observability: bool = True
+@dataclass
+class Parts:
+    """What every controller is built from. `cluster` makes its calls outside the state
+    lock (`runtime.outside_lock`), and so does `cloud` when its capabilities say it may;
+    `given_cloud` is the cloud as the caller gave it (no gate's wrapper, no metering)."""
+
+    cluster: ClusterAPI
+    cloud: CloudProvider
+    given_cloud: CloudProvider
+    clock: Clock
+    state: ClusterState
+    recorder: EventRecorder
+    options: ControllerOptions
+    capabilities: CloudCapabilities
+    decisions: DecisionLog
+    registration_health: RegistrationHealth
+    specs: Sequence[ControllerSpec]
+    built: dict[str, Reconciler] = field(default_factory=dict)
+
+    def metered(self, controller: str) -> CloudProvider:
+        """The cloud as `controller` calls it: timed under its name."""
+        inner = MeteredCloud(self._unlocked, controller)
+        if self.capabilities.launches_outside_state_lock:
+            return outside_state_lock(inner, self.state.lock)
+        return inner
 
     @property
-    def nomination_seconds(self) -> float:
-        """Karpenter: max(2 x batchMaxDuration, 10 s)."""
-        return max(2 * self.batch_max_seconds, 10.0)
+    def _unlocked(self) -> CloudProvider:
+        """The cloud without the outside-lock proxy (the gate's wrapper kept)."""
+        if self.options.reserved_capacity:
+            return self.given_cloud
+        return WithoutReservedCapacity(self.given_cloud)
+
+    def build(self, name: str, kind: type[R]) -> R:
+        """The controller of that name, for a constructor that needs another one."""
+        found = self.reconciler(name)
+        assert isinstance(found, kind), f"{name} is a {type(found).__name__}"
+        return found
+
+    def reconciler(self, name: str) -> Reconciler:
+        """The controller of that name, built now if the list has not reached it yet."""
+        if name not in self.built:
+            spec = next(spec for spec in self.specs if spec.name == name)
+            built = spec.build(self)
+            if built.name != spec.name:
+                raise ValueError(f"the spec {spec.name!r} built the reconciler {built.name!r}")
+            self.built[name] = built
+        return self.built[name]
+
+
+@dataclass(frozen=True)
+class ControllerSpec:
+    """One controller. `name` is its reconciler's name; `owner` the object it owns (its
+    folder); `gate` the feature gate it needs; `needs` what else must hold (a cloud
+    capability, an option); `singleton`: started once with the key "" (a loop no watch
+    event starts)."""
+
+    name: str
+    owner: str
+    build: Callable[[Parts], Reconciler]
+    gate: str | None = None
+    needs: Callable[[Parts], bool] | None = None
+    singleton: bool = False
+
+    def enabled(self, parts: Parts) -> bool:
+        if self.gate is not None and not gate_enabled(parts.options, self.gate):
+            return False
+        return self.needs is None or self.needs(parts)
+
+
+def _provisioner(p: Parts) -> Provisioner:
+    o = p.options
+    return Provisioner(p.cluster, p.metered(Provisioner.name), p.clock, p.state, p.recorder,
+                       ProvisionerOptions(o.batch_idle_seconds, o.batch_max_seconds,
+                                          relax_min_values=o.relax_min_values,
+                                          solve_deadline=o.solve_deadline,
+                                          ignore_preferences=o.ignore_preferences))
+
+
+def _lifecycle(p: Parts) -> NodeClaimLifecycle:
+    return NodeClaimLifecycle(p.cluster, p.metered(NodeClaimLifecycle.name), p.clock, p.state,
+                              p.recorder, launch_timeout=p.options.launch_timeout_seconds,
+                              registration_timeout=p.options.registration_timeout_seconds,
+                              registration_health=p.registration_health)
+
+
+def _interruption(p: Parts) -> Interruption:
+    queue = p.capabilities.interruption_queue
+    assert queue is not None
+    return Interruption(p.cluster, p.clock, p.state, p.recorder, queue,
+                        p.capabilities.unavailable, p.decisions,
+                        reservations=p.capabilities.reservations)
+
+
+def _instance_status(p: Parts) -> InstanceStatusChecks:
+    statuses = p.capabilities.instance_statuses
+    assert statuses is not None
+    return InstanceStatusChecks(p.cluster, p.clock, p.state, p.recorder, statuses, p.decisions)
+
+
+def _node_class_status(p: Parts) -> NodeClassStatus:
+    resolver = p.capabilities.node_classes
+    assert resolver is not None
+    return NodeClassStatus(p.cluster, resolver, p.clock,
+                           outside_state_lock=p.capabilities.launches_outside_state_lock)
+
+
+def _cloud_garbage(p: Parts) -> CloudGarbageCollection:
+    cleaner = p.capabilities.cleaner
+    assert cleaner is not None
+    return CloudGarbageCollection(p.cluster, cleaner,
+                                  outside_state_lock=p.capabilities.launches_outside_state_lock)
+
+
+def _ssm(p: Parts) -> SsmInvalidation:
+    parameters = p.capabilities.parameters
+    assert parameters is not None
+    return SsmInvalidation(parameters)
+
+
+def _cluster_state(p: Parts) -> bool:
+    return p.options.cluster_state_observability
+
+
+# Every controller, in the order a driver is given them (the order events reach them).
+SPECS: tuple[ControllerSpec, ...] = (
+    ControllerSpec("provisioner", "Pod", _provisioner),
+    ControllerSpec("nodeclaim.lifecycle", "NodeClaim", _lifecycle),
+    ControllerSpec("node.termination", "Node", lambda p: NodeTermination(
+        p.cluster, p.metered(NodeTermination.name), p.clock, p.state, p.recorder)),
+    ControllerSpec("nodepool.status", "NodePool", lambda p: NodePoolStatus(
+        p.cluster, p.clock, p.state, p.registration_health)),
+    ControllerSpec("instance.garbagecollection", "NodeClaim", lambda p: InstanceGarbageCollection(
+        p.cluster, p.metered(InstanceGarbageCollection.name), p.clock, p.state),
+        singleton=True),
+    ControllerSpec("nodeclaim.garbagecollection", "NodeClaim",
+                   lambda p: NodeClaimGarbageCollection(
+                       p.cluster, p.metered(NodeClaimGarbageCollection.name), p.clock,
+                       p.state), singleton=True),
+    ControllerSpec("nodeclaim.podevents", "NodeClaim", lambda p: PodEvents(
+        p.cluster, p.clock, p.state)),
+    ControllerSpec("nodeclaim.consistency", "NodeClaim", lambda p: NodeClaimConsistency(
+        p.cluster, p.clock, p.state, p.recorder)),
+    ControllerSpec("disruption", "NodePool", lambda p: DisruptionController(
+        p.cluster, p.metered(DisruptionController.name), p.clock, p.state, p.recorder,
+        p.decisions, disruption_options(p.options)), singleton=True),
+    ControllerSpec("nodeclaim.disruption", "NodeClaim", lambda p: NodeClaimConditions(
+        p.cluster, p.state, p.metered(NodeClaimConditions.name), p.clock)),
+    ControllerSpec("disruption.hash", "NodePool", lambda p: HashController(p.cluster, p.state)),
+    ControllerSpec("nodeclaim.expiration", "NodeClaim", lambda p: Expiration(
+        p.cluster, p.clock, p.state, p.recorder, p.decisions)),
+    ControllerSpec("interruption", "NodeClaim", _interruption, singleton=True,
+                   needs=lambda p: p.capabilities.interruption_queue is not None),
+    ControllerSpec("metrics.node", "Node", lambda p: NodeMetrics(p.clock, p.state),
+                   needs=_cluster_state, singleton=True),
+    ControllerSpec("metrics.nodepool", "NodePool", lambda p: NodePoolMetrics(
+        p.state, p.build("metrics.offerings", OfferingMetrics)), needs=_cluster_state),
+    ControllerSpec("metrics.pod", "Pod", lambda p: PodMetrics(p.clock, p.state),
+                   needs=_cluster_state),
+    ControllerSpec("metrics.status", "NodeClaim", lambda p: StatusConditionMetrics(
+        p.clock, p.state, p.options.status_metrics_requeue_seconds,
+        buffers=p.cluster if p.options.capacity_buffer else None, recorder=p.recorder),
+        needs=_cluster_state),
+    # Karpenter writes the offering metrics from GetInstanceTypes whatever the setting.
+    ControllerSpec("metrics.offerings", "NodePool", lambda p: OfferingMetrics(
+        p.metered(OfferingMetrics.name), p.state), singleton=True),
+    ControllerSpec("static.provisioning", "NodePool", lambda p: StaticProvisioning(
+        p.cluster, p.state), gate="StaticCapacity"),
+    ControllerSpec("static.deprovisioning", "NodePool", lambda p: StaticDeprovisioning(
+        p.cluster, p.clock, p.state), gate="StaticCapacity"),
+    ControllerSpec("node.health", "Node", lambda p: NodeHealth(
+        p.cluster, p.metered(NodeHealth.name), p.clock, p.state, p.recorder),
+        gate="NodeRepair", needs=lambda p: bool(p.cloud.repair_policies())),
+    ControllerSpec("nodeoverlay.controller", "NodeOverlay", lambda p: NodeOverlayController(
+        p.cluster, p.metered(NodeOverlayController.name), p.clock, p.state),
+        gate="NodeOverlay", singleton=True),
+    ControllerSpec("capacitybuffer", "CapacityBuffer", lambda p: CapacityBufferController(
+        p.cluster, p.clock, p.state), gate="CapacityBuffer"),
+    ControllerSpec("interruption.instancestatus", "NodeClaim", _instance_status,
+                   needs=lambda p: p.capabilities.instance_statuses is not None,
+                   singleton=True),
+    ControllerSpec("nodeclass.status", "EC2NodeClass", _node_class_status,
+                   needs=lambda p: p.capabilities.node_classes is not None),
+    ControllerSpec("catalog.refresh", "EC2NodeClass", lambda p: CatalogRefresh(
+        p.cluster, p.given_cloud), needs=lambda p: p.capabilities.catalog_cache),
+    ControllerSpec("capacityreservation.expiration", "NodeClaim",
+                   lambda p: CapacityBlockExpiration(p.cluster, p.clock)),
+    ControllerSpec("nodeclass.termination", "EC2NodeClass", lambda p: NodeClassTermination(
+        p.cluster, p.capabilities.cleaner, p.recorder,
+        outside_state_lock=p.capabilities.launches_outside_state_lock)),
+    ControllerSpec("nodeclass.garbagecollection", "EC2NodeClass", _cloud_garbage,
+                   needs=lambda p: p.capabilities.cleaner is not None),
+    ControllerSpec("providers.ssm.invalidation", "EC2NodeClass", _ssm,
+                   needs=lambda p: p.capabilities.parameters is not None),
+    ControllerSpec("capacityreservation.capacitytype", "NodeClaim",
+                   lambda p: ReservedCapacityDemotion(p.cluster, p.given_cloud)),
+)
+
+
+@dataclass
+class DisruptionControllers:
+    """The disruption side, as the stories look at it (one decision log)."""
+
+    decisions: DecisionLog
+    disruption: DisruptionController
+    conditions: NodeClaimConditions
+    hashes: HashController
+    expiration: Expiration
+    interruption: Interruption | None
 
 
 @dataclass
 class MetricsControllers:
-    nodes: NodeMetrics
-    nodepools: NodePoolMetrics
-    pods: PodMetrics
-    status: StatusConditionMetrics
     offerings: OfferingMetrics
-
-    # False (DISABLE_CLUSTER_STATE_OBSERVABILITY): only the offering metrics run, which
-    # Karpenter writes from its cloud provider's GetInstanceTypes whatever the setting.
-    cluster_state: bool = True
-
-    @property
-    def reconcilers(self) -> tuple[Reconciler, ...]:
-        if not self.cluster_state:
-            return (self.offerings,)
-        return (self.nodes, self.nodepools, self.pods, self.status, self.offerings)
-
-    @property
-    def singletons(self) -> tuple[Reconciler, ...]:
-        return (self.nodes, self.offerings) if self.cluster_state else (self.offerings,)
-
-
-def build_metrics(cloud: CloudProvider, clock: Clock, state: ClusterState,
-                  options: ControllerOptions | None = None,
-                  cluster: ClusterAPI | None = None,
-                  recorder: EventRecorder | None = None) -> MetricsControllers:
-    """`cluster`: where CapacityBuffers are read from, with the CapacityBuffer gate on;
-    `recorder`: where the status controller's transition and Finalized events go."""
-    options = options or ControllerOptions()
-    offerings = OfferingMetrics(MeteredCloud(cloud, OfferingMetrics.name), state)
-    return MetricsControllers(
-        nodes=NodeMetrics(clock, state),
-        nodepools=NodePoolMetrics(state, offerings),
-        pods=PodMetrics(clock, state),
-        status=StatusConditionMetrics(
-            clock, state, options.status_metrics_requeue_seconds,
-            buffers=cluster if options.capacity_buffer else None, recorder=recorder),
-        offerings=offerings,
-        cluster_state=options.cluster_state_observability,
-    )
+    nodes: NodeMetrics | None = None
+    nodepools: NodePoolMetrics | None = None
+    pods: PodMetrics | None = None
+    status: StatusConditionMetrics | None = None
 
 
 @dataclass
 class Controllers:
     state: ClusterState
     recorder: EventRecorder
-    provisioner: Provisioner
-    lifecycle: NodeClaimLifecycle
-    termination: NodeTermination
-    nodepool_status: NodePoolStatus
-    instance_gc: InstanceGarbageCollection
-    nodeclaim_gc: NodeClaimGarbageCollection
-    extra: list[Reconciler] = field(default_factory=list)
-    # Disruption, expiration, interruption, drift conditions (controllers.disruption.wiring).
-    disruption: DisruptionControllers | None = None
-    # NodeClaim status.lastPodEventTime (nodeclaim.podevents).
-    pod_events: PodEvents | None = None
-    # NodeClaims compared with their Nodes (nodeclaim.consistency).
-    consistency: NodeClaimConsistency | None = None
+    decisions: DecisionLog
     # NodePools' registration outcomes (NodeRegistrationHealthy), shared by the lifecycle
     # and the NodePool status controller.
-    registration_health: RegistrationHealth | None = None
-    # Karpenter's metrics controllers (controllers.metrics).
-    metrics: MetricsControllers | None = None
-    # Static NodePools' replicas (controllers.static).
-    static: tuple[StaticProvisioning, StaticDeprovisioning] | None = None
-    # Node auto-repair (controllers.node_health).
-    node_health: NodeHealth | None = None
-    # NodeOverlays (controllers.nodeoverlay).
-    node_overlay: NodeOverlayController | None = None
-    # CapacityBuffers (controllers.capacitybuffer).
-    capacity_buffer: CapacityBufferController | None = None
-    # Instance status health checks (controllers.instance_status), when the cloud reports
-    # instance statuses (the AWS provider the controller process runs).
-    instance_status: InstanceStatusChecks | None = None
+    registration_health: RegistrationHealth
+    # Every controller the list enabled, by name, in the list's order.
+    built: dict[str, Reconciler]
+    singleton_names: tuple[str, ...] = ()
+    # Reconcilers added by the caller (what plays the kubelet for `--cloud sim`).
+    extra: list[Reconciler] = field(default_factory=list)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.built)
 
     @property
     def reconcilers(self) -> tuple[Reconciler, ...]:
-        return (
-            self.provisioner,
-            self.lifecycle,
-            self.termination,
-            self.nodepool_status,
-            self.instance_gc,
-            self.nodeclaim_gc,
-            *((self.pod_events,) if self.pod_events else ()),
-            *((self.consistency,) if self.consistency else ()),
-            *(self.disruption.reconcilers if self.disruption else ()),
-            *(self.metrics.reconcilers if self.metrics else ()),
-            *(self.static or ()),
-            *((self.node_health,) if self.node_health else ()),
-            *((self.node_overlay,) if self.node_overlay else ()),
-            *((self.capacity_buffer,) if self.capacity_buffer else ()),
-            *((self.instance_status,) if self.instance_status else ()),
-            *self.extra,
-        )
+        return (*self.built.values(), *self.extra)
 
     @property
     def singletons(self) -> tuple[Reconciler, ...]:
         """Reconcilers to run once with the key "" at start."""
-        return (self.instance_gc, self.nodeclaim_gc,
-                *((self.node_overlay,) if self.node_overlay else ()),
-                *(self.disruption.singletons if self.disruption else ()),
-                *((self.instance_status,) if self.instance_status else ()),
-                *(self.metrics.singletons if self.metrics else ()))
+        return tuple(self.built[name] for name in self.singleton_names)
 
     def attach(self, driver: Runner, *, start: bool = False) -> None:
         driver.listen(self.state.observe)
@@ -237,14 +354,91 @@ class Controllers:
         for reconciler in self.singletons:
             driver.enqueue(reconciler, "")
 
+    def _get(self, name: str, kind: type[R]) -> R | None:
+        found = self.built.get(name)
+        return found if isinstance(found, kind) else None
 
-def _disruption_options(options: ControllerOptions) -> DisruptionOptions:
-    methods = options.disruption.methods
-    if options.relax_min_values:
-        methods = replace(methods, relax_min_values=True)
-    if options.ignore_preferences:
-        methods = replace(methods, ignore_preferences=True)
-    return replace(options.disruption, methods=methods)
+    def _must(self, name: str, kind: type[R]) -> R:
+        found = self._get(name, kind)
+        assert found is not None, f"{name} was not built"
+        return found
+
+    # --- the controllers the stories look at, typed ----------------------------------------
+
+    @property
+    def provisioner(self) -> Provisioner:
+        return self._must("provisioner", Provisioner)
+
+    @property
+    def lifecycle(self) -> NodeClaimLifecycle:
+        return self._must("nodeclaim.lifecycle", NodeClaimLifecycle)
+
+    @property
+    def termination(self) -> NodeTermination:
+        return self._must("node.termination", NodeTermination)
+
+    @property
+    def nodepool_status(self) -> NodePoolStatus:
+        return self._must("nodepool.status", NodePoolStatus)
+
+    @property
+    def instance_gc(self) -> InstanceGarbageCollection:
+        return self._must("instance.garbagecollection", InstanceGarbageCollection)
+
+    @property
+    def nodeclaim_gc(self) -> NodeClaimGarbageCollection:
+        return self._must("nodeclaim.garbagecollection", NodeClaimGarbageCollection)
+
+    @property
+    def pod_events(self) -> PodEvents | None:
+        return self._get("nodeclaim.podevents", PodEvents)
+
+    @property
+    def consistency(self) -> NodeClaimConsistency | None:
+        return self._get("nodeclaim.consistency", NodeClaimConsistency)
+
+    @property
+    def disruption(self) -> DisruptionControllers:
+        return DisruptionControllers(
+            decisions=self.decisions,
+            disruption=self._must("disruption", DisruptionController),
+            conditions=self._must("nodeclaim.disruption", NodeClaimConditions),
+            hashes=self._must("disruption.hash", HashController),
+            expiration=self._must("nodeclaim.expiration", Expiration),
+            interruption=self._get("interruption", Interruption))
+
+    @property
+    def metrics(self) -> MetricsControllers:
+        return MetricsControllers(
+            offerings=self._must("metrics.offerings", OfferingMetrics),
+            nodes=self._get("metrics.node", NodeMetrics),
+            nodepools=self._get("metrics.nodepool", NodePoolMetrics),
+            pods=self._get("metrics.pod", PodMetrics),
+            status=self._get("metrics.status", StatusConditionMetrics))
+
+    @property
+    def static(self) -> tuple[StaticProvisioning, StaticDeprovisioning] | None:
+        provisioning = self._get("static.provisioning", StaticProvisioning)
+        deprovisioning = self._get("static.deprovisioning", StaticDeprovisioning)
+        if provisioning is None or deprovisioning is None:
+            return None
+        return provisioning, deprovisioning
+
+    @property
+    def node_health(self) -> NodeHealth | None:
+        return self._get("node.health", NodeHealth)
+
+    @property
+    def node_overlay(self) -> NodeOverlayController | None:
+        return self._get("nodeoverlay.controller", NodeOverlayController)
+
+    @property
+    def capacity_buffer(self) -> CapacityBufferController | None:
+        return self._get("capacitybuffer", CapacityBufferController)
+
+    @property
+    def instance_status(self) -> InstanceStatusChecks | None:
+        return self._get("interruption.instancestatus", InstanceStatusChecks)
 
 
 def build_controllers(
@@ -252,8 +446,11 @@ def build_controllers(
     cloud: CloudProvider,
     clock: Clock,
     options: ControllerOptions | None = None,
+    *,
+    specs: Sequence[ControllerSpec] = SPECS,
 ) -> Controllers:
     options = options or ControllerOptions()
+    given_cloud = cloud
     if not options.reserved_capacity:
         cloud = WithoutReservedCapacity(cloud)
     state = ClusterState(clock, nomination_seconds=options.nomination_seconds)
@@ -263,62 +460,18 @@ def build_controllers(
         # No NodePool launches before the overlay controller has evaluated it.
         state.overlay_store = OverlayStore()
     recorder = EventRecorder(cluster, clock, reporting_instance=options.reporting_instance)
-    registration_health = RegistrationHealth()
+    capabilities = cloud.capabilities()
     # Requests run outside the state lock (runtime.outside_lock): the API client always
     # (it is safe from any thread), the cloud when it says it is. The recorder keeps the
     # bare client: it writes under a lock of its own.
-    raw_cloud = cloud
-    cluster = outside_state_lock(cluster, state.lock)
-    if safe_from_any_thread(cloud):
+    if capabilities.launches_outside_state_lock:
         cloud = outside_state_lock(cloud, state.lock)
-
-    def metered(controller: str) -> CloudProvider:
-        inner = MeteredCloud(raw_cloud, controller)
-        return outside_state_lock(inner, state.lock) if safe_from_any_thread(raw_cloud) \
-            else inner
-
-    provisioner = Provisioner(
-        cluster, metered(Provisioner.name), clock, state, recorder,
-        ProvisionerOptions(options.batch_idle_seconds, options.batch_max_seconds,
-                           relax_min_values=options.relax_min_values,
-                           solve_deadline=options.solve_deadline,
-                           ignore_preferences=options.ignore_preferences),
-    )
-    lifecycle = NodeClaimLifecycle(
-        cluster, metered(NodeClaimLifecycle.name), clock, state, recorder,
-        launch_timeout=options.launch_timeout_seconds,
-        registration_timeout=options.registration_timeout_seconds,
-        registration_health=registration_health,
-    )
-    disruption = build_disruption(cluster, cloud, clock, state, recorder,
-                                  options=_disruption_options(options))
-    statuses = cast("InstanceStatusSource | None", getattr(cloud, "instance_statuses", None))
-    return Controllers(
-        state=state,
-        recorder=recorder,
-        provisioner=provisioner,
-        lifecycle=lifecycle,
-        termination=NodeTermination(cluster, metered(NodeTermination.name), clock, state,
-                                    recorder),
-        nodepool_status=NodePoolStatus(cluster, clock, state, registration_health),
-        instance_gc=InstanceGarbageCollection(
-            cluster, metered(InstanceGarbageCollection.name), clock, state),
-        nodeclaim_gc=NodeClaimGarbageCollection(
-            cluster, metered(NodeClaimGarbageCollection.name), clock, state),
-        disruption=disruption,
-        pod_events=PodEvents(cluster, clock, state),
-        consistency=NodeClaimConsistency(cluster, clock, state, recorder),
-        registration_health=registration_health,
-        metrics=build_metrics(cloud, clock, state, options, cluster, recorder),
-        static=(StaticProvisioning(cluster, state), StaticDeprovisioning(cluster, clock, state))
-        if options.static_capacity else None,
-        node_health=NodeHealth(cluster, metered(NodeHealth.name), clock, state, recorder)
-        if options.node_repair and cloud.repair_policies() else None,
-        node_overlay=NodeOverlayController(cluster, metered(NodeOverlayController.name), clock,
-                                           state) if options.node_overlay else None,
-        capacity_buffer=CapacityBufferController(cluster, clock, state)
-        if options.capacity_buffer else None,
-        instance_status=InstanceStatusChecks(cluster, clock, state, recorder, statuses,
-                                             disruption.decisions)
-        if statuses is not None else None,
-    )
+    parts = Parts(cluster=outside_state_lock(cluster, state.lock), cloud=cloud,
+                  given_cloud=given_cloud, clock=clock, state=state, recorder=recorder,
+                  options=options, capabilities=capabilities, decisions=DecisionLog(),
+                  registration_health=RegistrationHealth(), specs=specs)
+    enabled = [spec for spec in specs if spec.enabled(parts)]
+    built = {spec.name: parts.reconciler(spec.name) for spec in enabled}
+    return Controllers(state=state, recorder=recorder, decisions=parts.decisions,
+                       registration_health=parts.registration_health, built=built,
+                       singleton_names=tuple(s.name for s in enabled if s.singleton))

@@ -19,11 +19,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
+from nodewright.cloud.sim.lost import LostInstances
+from nodewright.cloud.sim.provider import SimulatedEC2
 from nodewright.cluster import objects
 from nodewright.cluster.api import AlreadyExistsError, ApiError, ClusterAPI, NotFoundError
 from nodewright.cluster.kube.access import NODE_LEASE_NAMESPACE
 from nodewright.runtime.clock import Clock, format_time, parse_time
-from nodewright.runtime.reconciler import Result, Watch, WatchEvent
+from nodewright.runtime.reconciler import Reconciler, Result, Watch, WatchEvent
 
 log = logging.getLogger(__name__)
 
@@ -232,3 +234,12 @@ def _pod_ip(key: str) -> str:
     """A stable address in 10.244.0.0/16 (nothing routes to it; kwok does the same)."""
     digest = hashlib.sha256(key.encode()).digest()
     return f"10.244.{digest[0]}.{max(1, digest[1])}"
+
+
+def sim_kubelet(cluster: ClusterAPI, cloud: SimulatedEC2, clock: Clock) -> list[Reconciler]:
+    """What plays the kubelet of the simulated EC2's instances on a real cluster (the
+    `--cloud sim` controller process), beside the simulated EC2's own node agent: node
+    Leases and Ready heartbeats, pods run and their deletion confirmed, and NodeClaims
+    whose instance died with another process replaced (`cloud.sim.lost`)."""
+    return [NodeHeartbeat(cluster, cloud, clock), PodRunner(cluster, cloud, clock),
+            LostInstances(cluster, cloud)]

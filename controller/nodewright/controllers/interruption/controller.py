@@ -37,11 +37,10 @@ import logging
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from nodewright import metrics
 from nodewright.cloud.aws.interruption_events import EventKind, InterruptionEvent
-from nodewright.cloud.aws.interruption_queue import EventHandler, PollResult
 from nodewright.cloud.capabilities import InterruptionSource, OfferingMarker, ReservationMarker
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Final, Protocol
+from typing import Final
 
 from nodewright import metrics
-from nodewright.cloud.capabilities import InstanceStatusSource
 from nodewright.cloud.aws.instance_statuses import UNAUTHORIZED_CODE, Category, HealthStatus
 from nodewright.cloud.aws.interruption_events import EventKind, InterruptionEvent
+from nodewright.cloud.capabilities import InstanceStatusSource
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
