@@ -24,6 +24,7 @@ from nodewright.cloud.sim.provider import SimulatedEC2
 from nodewright.cluster import objects
 from nodewright.cluster.api import AlreadyExistsError, ApiError, ClusterAPI, NotFoundError
 from nodewright.cluster.kube.access import NODE_LEASE_NAMESPACE
+from nodewright.cluster.kubelet_status import confirm_deletion, running_status
 from nodewright.runtime.clock import Clock, format_time, parse_time
 from nodewright.runtime.reconciler import Reconciler, Result, Watch, WatchEvent
 
@@ -192,33 +193,14 @@ class PodRunner:
 
     def _finish_deletion(self, pod: Mapping[str, Any]) -> None:
         try:
-            self.cluster.delete("Pod", objects.name(pod), objects.namespace(pod),
-                                grace_period_seconds=0, uid=objects.uid(pod))
-        except NotFoundError:
-            return
+            confirm_deletion(self.cluster, pod)
         except ApiError as error:
             log.info("deleting pod %s: %s; will retry", objects.key(pod), error)
             raise
 
     def _start(self, pod: Mapping[str, Any], node: Mapping[str, Any]) -> None:
-        stamp = format_time(self.clock.now())
-        containers = (pod.get("spec") or {}).get("containers") or []
-        status = {
-            "phase": "Running",
-            "hostIP": _node_ip(node),
-            "podIP": _pod_ip(objects.key(pod)),
-            "startTime": stamp,
-            "conditions": [
-                {"type": kind, "status": "True", "lastTransitionTime": stamp}
-                for kind in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
-            ],
-            "containerStatuses": [
-                {"name": c.get("name", ""), "image": c.get("image", ""), "imageID": "",
-                 "ready": True, "started": True, "restartCount": 0,
-                 "state": {"running": {"startedAt": stamp}}}
-                for c in containers
-            ],
-        }
+        status = running_status(pod, self.clock.now(), {
+            "hostIP": _node_ip(node), "podIP": _pod_ip(objects.key(pod))})
         self.cluster.patch("Pod", objects.name(pod), {"status": status},
                            objects.namespace(pod), subresource="status")
 
