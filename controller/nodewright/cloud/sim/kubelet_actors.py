@@ -24,7 +24,7 @@ from nodewright.cloud.sim.provider import SimulatedEC2
 from nodewright.cluster import objects
 from nodewright.cluster.api import AlreadyExistsError, ApiError, ClusterAPI, NotFoundError
 from nodewright.cluster.kube.access import NODE_LEASE_NAMESPACE
-from nodewright.cluster.kubelet_status import confirm_deletion, running_status
+from nodewright.cluster.memory.kubelet_status import confirm_deletion, running_status
 from nodewright.runtime.clock import Clock, format_time, parse_time
 from nodewright.runtime.reconciler import Reconciler, Result, Watch, WatchEvent
 

@@ -24,7 +24,11 @@ from typing import Any
 from nodewright.api.formats import parse_duration
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, NotFoundError
-from nodewright.cluster.kubelet_status import completed_status, confirm_deletion, running_status
+from nodewright.cluster.memory.kubelet_status import (
+    completed_status,
+    confirm_deletion,
+    running_status,
+)
 from nodewright.cluster.memory.pod_status import (
     PENDING,
     is_terminal,
