@@ -41,6 +41,11 @@ class InstanceStatusSource(Protocol):
 class InterruptionSource(Protocol):
     def poll_once(self, handle: EventHandler) -> PollResult: ...
 
+    @property
+    def wait_seconds(self) -> float:
+        """How long a receive may wait for a message (a long poll); 0: it returns at once."""
+        ...
+
 
 class OfferingMarker(Protocol):
     def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str,

@@ -267,7 +267,7 @@ class Interruption(InterruptionHandler):
         message arrives, and is polled again at once (as Karpenter does); messages are
         handled under the lock. A queue that answers at once (the simulated EC2's, which
         its own timers fill under the lock) is read under it, every few seconds."""
-        long_poll = float(getattr(self.queue, "wait_seconds", 0) or 0) > 0
+        long_poll = self.queue.wait_seconds > 0
         if long_poll:
             result = self.queue.poll_once(self._handle_locked)
         else:
