@@ -48,15 +48,15 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))  # tests.operator.world
 
 from disruption import TYPE, ZONES, write_cluster  # noqa: E402
+from nodewright.operator.clock import SystemClock  # noqa: E402
 
 from nodewright.cloud.provider import Instance, NodeClaimNotFoundError  # noqa: E402
 from nodewright.cloud.sim import SimulatedEC2  # noqa: E402
 from nodewright.cloud.sim.node import node_object  # noqa: E402
 from nodewright.cluster.memory import InMemoryCluster  # noqa: E402
+from nodewright.controllers.nodeclass.status import CatalogRefresh  # noqa: E402
 from nodewright.controllers.provisioning import provisioner as provisioning  # noqa: E402
-from nodewright.operator.clock import LoopClock  # noqa: E402
 from nodewright.operator.main import SWITCH_INTERVAL_SECONDS  # noqa: E402
-from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus  # noqa: E402
 from nodewright.operator.process import Operator, OperatorSettings  # noqa: E402
 from nodewright.runtime.clock import Clock, parse_time  # noqa: E402
 from nodewright.state.wellknown import TERMINATION_FINALIZER  # noqa: E402
@@ -273,7 +273,7 @@ def measure(nodes: int, pods: int, pending: int, slow: float = 0.0,
             patience: float = 300.0) -> dict[str, Any]:
     """One run (see the module); `patience`: the longest each step may take."""
     started = time.perf_counter()
-    clock = LoopClock()
+    clock = SystemClock()
     memory = InMemoryCluster(clock)
     write_cluster(memory, clock, nodes, pods, "full", finalizers=(TERMINATION_FINALIZER,))
     interrupted = f"node-{INTERRUPTED_NODE:05d}"
@@ -302,10 +302,11 @@ def measure(nodes: int, pods: int, pending: int, slow: float = 0.0,
     provisioning.solve = counted  # type: ignore[assignment]
     provisioning.solve = solves.wrap(provisioning.solve)  # type: ignore[assignment]
     settings = OperatorSettings(identity="bench", leader_elect=False)
-    resolution = NodeClassStatus(cluster, slow_cloud or cloud, clock)
+    # The EC2NodeClass status controller comes from the registry (the simulated EC2 resolves
+    # node classes); the catalog refresh the AWS provider would get, the slow cloud adds.
     refresh = CatalogRefresh(cluster, slow_cloud.refreshing_catalog()) if slow_cloud else None
     operator = Operator(cluster, slow_cloud or cloud, settings, clock=clock,
-                        extra=[resolution, *([refresh] if refresh else [])])
+                        extra=[refresh] if refresh else [])
     gates: tuple[Gate, ...] = ()
     if slow_cloud is not None:
         slow_cloud.use_lock(operator.controllers.state.lock)
@@ -344,7 +345,7 @@ def measure(nodes: int, pods: int, pending: int, slow: float = 0.0,
             for gate in gates:
                 gate.arm()
             operator.driver.enqueue(refresh, "")
-            operator.driver.enqueue(resolution, "default")
+            operator.driver.enqueue(operator.controllers.built["nodeclass.status"], "default")
             cluster.create(registering_claim(SLOW_LAUNCH))
             cluster.delete("NodeClaim", DOOMED)
             wait(lambda: any(gate.blocked() for gate in gates), 60, "a slow cloud call")

@@ -25,7 +25,8 @@ from nodewright.cloud.sim import CapacityRule, PriceOverride, SimSettings, Simul
 from nodewright.cluster.api import KINDS, ClusterAPI, NotFoundError, Object
 from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
 from nodewright.controllers.driver import VirtualDriver
-from nodewright.controllers.wiring import ControllerOptions, Controllers, build_controllers
+from nodewright.controllers.options import ControllerOptions
+from nodewright.controllers.registry import Controllers, build_controllers
 from nodewright.runtime.clock import VirtualClock
 
 Source = str | Path | Mapping[str, Any] | Sequence[Mapping[str, Any]]

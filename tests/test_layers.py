@@ -224,3 +224,56 @@ def test_test_doubles_and_harnesses_live_under_tests() -> None:
                or any(line.startswith(("class Fake", "class Stub"))
                       for line in path.read_text().splitlines())]
     assert shipped == []
+
+
+# The folders (and modules) of `controllers/`, bottom first (docs/design/layout.md): one
+# imports only itself and those of lower rows, so no two sibling folders import each other.
+# `common` holds what they share (the decision log, patching, log fields, pod rules,
+# NodePools' registration health); `registry` builds them all from its one list.
+CONTROLLER_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("common", "driver"),
+    ("provisioning",),
+    ("nodeclaim",),
+    ("node", "nodepool", "static", "interruption", "metrics", "nodeclass",
+     "capacityreservation", "nodeoverlay", "capacitybuffer"),
+    ("disruption",),
+    ("options",),
+    ("registry",),
+)
+
+
+def _controller_folder(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "controllers" else None
+
+
+def controller_folder_edges() -> dict[tuple[str, str], set[str]]:
+    """(folder, folder it imports) -> the module imports behind it."""
+    edges: dict[tuple[str, str], set[str]] = {}
+    for module, targets in import_graph().items():
+        source = _controller_folder(module)
+        for target in targets:
+            dest = _controller_folder(target)
+            if source and dest and source != dest:
+                edges.setdefault((source, dest), set()).add(f"{module} -> {target}")
+    return edges
+
+
+def test_no_two_controller_folders_import_each_other() -> None:
+    edges = controller_folder_edges()
+    both_ways = sorted(f"{a} <-> {b}: {sorted(edges[(a, b)])[0]}; {sorted(edges[(b, a)])[0]}"
+                       for a, b in edges if (b, a) in edges and a < b)
+    assert both_ways == []
+
+
+def test_controller_folders_import_only_lower_rows() -> None:
+    rank = {folder: row for row, folders in enumerate(CONTROLLER_LAYERS) for folder in folders}
+    package = PACKAGE / "controllers"
+    present = {path.stem if path.is_file() else path.name for path in package.iterdir()
+               if path.name != "__init__.py" and not path.name.startswith(("_", "."))
+               and (path.suffix == ".py" or (path / "__init__.py").is_file())}
+    assert sorted(present - set(rank)) == [], "a controllers/ folder in no row"
+    upward = sorted(f"{sorted(imports)[0]} ({source} -> {dest})"
+                    for (source, dest), imports in controller_folder_edges().items()
+                    if rank[dest] >= rank[source])
+    assert upward == []

@@ -23,7 +23,7 @@ from nodewright.cloud.aws.drift import (
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import NodeClaimNotFoundError
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.controllers.garbagecollection import InstanceGarbageCollection
+from nodewright.controllers.nodeclaim.garbagecollection import InstanceGarbageCollection
 from nodewright.runtime import VirtualClock
 from nodewright.scheduling.pricing import OfflinePriceSource
 from nodewright.state import ClusterState

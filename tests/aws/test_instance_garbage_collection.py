@@ -19,7 +19,7 @@ from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import NodeClaimNotFoundError
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.controllers.garbagecollection import InstanceGarbageCollection
+from nodewright.controllers.nodeclaim.garbagecollection import InstanceGarbageCollection
 from nodewright.runtime import VirtualClock, WatchEvent
 from nodewright.state import ClusterState
 

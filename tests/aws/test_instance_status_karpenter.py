@@ -20,7 +20,7 @@ from nodewright.cloud.aws.instance_statuses import HealthStatus, health_statuses
 from nodewright.cluster import objects
 from nodewright.cluster.events import EventRecorder
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.controllers.instance_status import InstanceStatusChecks
+from nodewright.controllers.interruption.instance_status import InstanceStatusChecks
 from nodewright.metrics import REGISTRY
 from nodewright.runtime.clock import VirtualClock
 from nodewright.runtime.reconciler import WatchEvent

@@ -10,10 +10,10 @@ from nodewright.cloud.aws.interruption_queue import EventHandler, InterruptionQu
 from nodewright.cluster import objects
 from nodewright.cluster.events import EventRecorder
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.controllers.interruption import Interruption
-from nodewright.operator.clock import LoopClock
+from nodewright.controllers.interruption.controller import Interruption
 from nodewright.operator.fencing import fenced
 from nodewright.operator.leader import LeaderElector
+from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.state import ClusterState
 from tests.controllers.test_state import nodeclaim
@@ -57,7 +57,7 @@ def test_an_sqs_message_received_after_the_lease_was_lost_is_left_for_the_next_l
     queue.wait_seconds = 1  # a long poll: handled outside the state lock, as in production
     put_event(clients, *RULES["spot"], {"instance-id": "i-spot", "instance-action": "terminate"})
 
-    clock = LoopClock()
+    clock = SystemClock()
     cluster = LockedCluster(InMemoryCluster(clock), threading.RLock())
     launched = nodeclaim("spot-claim", "aws:///us-east-1a/i-spot")
     created = cluster.create(launched)

@@ -24,7 +24,7 @@ from nodewright.cloud.aws.interruption_queue import InterruptionQueue
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cluster.events import EventRecorder
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.controllers.interruption import Interruption
+from nodewright.controllers.interruption.controller import Interruption
 from nodewright.metrics import REGISTRY
 from nodewright.runtime.clock import VirtualClock
 from nodewright.runtime.reconciler import WatchEvent

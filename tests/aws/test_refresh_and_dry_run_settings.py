@@ -16,11 +16,12 @@ import pytest
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.operator.clock import LoopClock
+from nodewright.controllers.nodeclass.ssm_invalidation import SsmInvalidation
+from nodewright.controllers.registry import build_controllers
 from nodewright.operator.config import ConfigError, OperatorConfig, add_arguments, load
 from nodewright.operator.main import build_cloud
-from nodewright.operator.ssm_invalidation import SsmInvalidation
 from nodewright.runtime import VirtualClock
+from nodewright.runtime.clock import SystemClock
 from nodewright.scheduling.pricing import OfflinePriceSource
 
 from .conftest import REGION
@@ -69,15 +70,18 @@ def test_a_refresh_interval_under_a_minute_is_refused(name: str) -> None:
 
 
 def test_the_operator_runs_the_provider_with_the_settings(world: Any) -> None:
-    cloud, reconcilers = build_cloud(
+    cloud, kubelet = build_cloud(
         config([], {"DISABLE_DRY_RUN": "true", "AMI_REFRESH_INTERVAL": "5m"}),
-        InMemoryCluster(VirtualClock()), LoopClock())  # type: ignore[arg-type]
+        InMemoryCluster(VirtualClock()), SystemClock())  # type: ignore[arg-type]
     assert isinstance(cloud, AwsCloudProvider)
     assert (cloud.dry_run, cloud.ami_refresh_seconds, cloud.subnet_refresh_seconds) == (
         False, 300.0, 60.0)
-    assert any(isinstance(r, SsmInvalidation) for r in reconcilers)
+    assert kubelet == []  # real instances have real kubelets
+    clock = VirtualClock()
+    controllers = build_controllers(InMemoryCluster(clock), cloud, clock)
+    assert any(isinstance(r, SsmInvalidation) for r in controllers.reconcilers)
     default, _ = build_cloud(config([], {}), InMemoryCluster(VirtualClock()),
-                             LoopClock())  # type: ignore[arg-type]
+                             SystemClock())  # type: ignore[arg-type]
     assert isinstance(default, AwsCloudProvider) and default.dry_run  # Karpenter's default
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.operator.reservation_demotion import ReservedCapacityDemotion
+from nodewright.controllers.capacityreservation.capacitytype import ReservedCapacityDemotion
 from nodewright.runtime.clock import VirtualClock
 
 from .reservations import FakeCapacityReservations, FakeReservation

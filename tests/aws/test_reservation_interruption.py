@@ -1,5 +1,5 @@
 """A capacity reservation interruption marks the reservation unavailable, as Karpenter
-v1.14.1's interruption handler does (pkg/controllers/interruption/utils.go: on a
+v1.14.1's interruption handler does (pkg/controllers/interruption/controller/utils.go: on a
 CapacityReservationInterruption, capacityReservationProvider.MarkUnavailable): the NodeClaim
 is replaced, and its replacement is not launched into the reservation EC2 is reclaiming."""
 
@@ -13,8 +13,7 @@ from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.sim import SimulatedEC2
 from nodewright.cluster.events import EventRecorder
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.controllers.disruption.wiring import reservations_of
-from nodewright.controllers.interruption import InterruptionHandler
+from nodewright.controllers.interruption.controller import InterruptionHandler
 from nodewright.runtime.clock import VirtualClock
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.state import ClusterState
@@ -50,7 +49,7 @@ def handler_with_reserved_claim(provider: AwsCloudProvider) -> tuple[Interruptio
     state = ClusterState(clock)
     state.observe(WatchEvent("ADDED", claim))
     handler = InterruptionHandler(cluster, clock, state, EventRecorder(cluster, clock),
-                                  reservations=reservations_of(provider))
+                                  reservations=provider.capabilities().reservations)
     (node,) = handler.machines_by_instance().values()
     return handler, node
 
@@ -87,6 +86,8 @@ def test_other_interruptions_leave_the_reservation_alone(
     assert provider.reservations.count("cr-1") == 3
 
 
-def test_only_a_cloud_whose_reservations_can_be_marked_is_wired() -> None:
-    assert reservations_of(SimulatedEC2(VirtualClock())) is None
-    assert reservations_of(object()) is None
+def test_only_a_cloud_whose_reservations_can_be_marked_says_so(
+    provider: AwsCloudProvider,
+) -> None:
+    assert provider.capabilities().reservations is provider.reservations
+    assert SimulatedEC2(VirtualClock()).capabilities().reservations is None

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from tests.harness import NODE_CLASS, World, node_pool
 from tests.static.helpers import workload
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodewright.cluster import objects
-from nodewright.controllers.wiring import ControllerOptions
+from nodewright.controllers.options import ControllerOptions
 from tests.harness import NODE_CLASS, World, node_pool
 
 POOL = node_pool(types=["m5.large", "m5.xlarge", "m5.2xlarge"], disruption={

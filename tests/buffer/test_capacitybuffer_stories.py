@@ -4,7 +4,7 @@ headroom launched before any pod asks for it, used by real pods and refilled."""
 
 from __future__ import annotations
 
-from nodewright.controllers.capacitybuffer import (
+from nodewright.controllers.capacitybuffer.controller import (
     compute_replicas,
     limit_replicas,
     percentage_replicas,
@@ -155,7 +155,7 @@ def test_nodepool_limits_cap_the_headroom() -> None:
 
 class _Shape:
     def __init__(self, requests: dict[str, int], workload: int | None = None) -> None:
-        from nodewright.controllers.capacitybuffer import Resolution
+        from nodewright.controllers.capacitybuffer.controller import Resolution
         from nodewright.scheduling.pods import Pod
         self.resolution = Resolution(Pod("default", "x", {}, requests),
                                      workload_replicas=workload)

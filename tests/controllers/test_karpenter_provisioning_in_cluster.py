@@ -12,10 +12,10 @@ from typing import Any
 
 from nodewright import metrics
 from nodewright.api.hashes import nodepool_hash_annotations
+from nodewright.controllers.options import ControllerOptions
 from nodewright.controllers.provisioning.batcher import Batcher
 from nodewright.controllers.provisioning.nodeclaims import nodeclaim_manifest
 from nodewright.controllers.provisioning.problem import scheduling_problem
-from nodewright.controllers.wiring import ControllerOptions
 from nodewright.runtime import VirtualClock
 from nodewright.scheduling.solver import solve
 from tests.controllers.conftest import WORKSHOP

@@ -9,6 +9,7 @@ from typing import Any
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cloud.sim import CapacityRule, SimSettings
 from nodewright.cluster.api import ConflictError
+from nodewright.controllers.nodeclaim.garbagecollection import InstanceGarbageCollection
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import (
     claim_names,
@@ -111,7 +112,9 @@ def test_an_instance_without_a_nodeclaim_is_terminated() -> None:
     orphan = claim["status"]["providerID"]
     assert world.run_until(
         lambda: orphan not in {i.provider_id for i in world.live_instances()}, timeout=300)
-    assert orphan in world.controllers.instance_gc.collected
+    instance_gc = world.controllers.get("instance.garbagecollection", InstanceGarbageCollection)
+    assert instance_gc is not None
+    assert orphan in instance_gc.collected
     assert world.settle()
     expect_running(world, 5)
     expect_consistent(world)

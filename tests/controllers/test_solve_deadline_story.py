@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from nodewright.controllers.options import ControllerOptions
 from nodewright.controllers.provisioning import provisioner
-from nodewright.controllers.wiring import ControllerOptions
 from tests.harness import NODE_CLASS, World, node_pool
 
 POOL = node_pool(requirements=[

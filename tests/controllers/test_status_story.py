@@ -10,7 +10,7 @@ from typing import Any
 
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cloud.sim import SimSettings
-from nodewright.controllers.nodepool.registration_health import Health
+from nodewright.controllers.common.registration_health import Health
 from nodewright.runtime.clock import format_time, parse_time
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running

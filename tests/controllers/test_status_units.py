@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 
 from nodewright.cluster import objects
 from nodewright.cluster.conditions import NODEPOOL
-from nodewright.controllers.nodeclaim.podevents import PodPhase, is_pod_event
-from nodewright.controllers.nodepool.registration_health import (
+from nodewright.controllers.common.registration_health import (
     BUFFER_SIZE,
     Health,
     RegistrationHealth,
     health_of,
 )
+from nodewright.controllers.nodeclaim.podevents import PodPhase, is_pod_event
 
 UID = "pool-uid"
 

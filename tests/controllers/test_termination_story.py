@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from nodewright.cloud.sim import SimEvent
-from nodewright.controllers.termination import drain_groups
+from nodewright.controllers.node.termination import drain_groups
 from nodewright.runtime.clock import parse_time
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import (

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from tests.controllers.conftest import WORKSHOP
 from tests.harness import World
 

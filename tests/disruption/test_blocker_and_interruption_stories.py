@@ -5,7 +5,7 @@ interruption re-provisions before the notice ends and the offering is avoided fo
 from __future__ import annotations
 
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import (
     expect_instance_types,

@@ -14,7 +14,7 @@ import pytest
 from nodewright.cluster import objects
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
-from nodewright.controllers.wiring import ControllerOptions
+from nodewright.controllers.options import ControllerOptions
 from nodewright.metrics import REGISTRY
 from tests.controllers.conftest import WORKSHOP
 from tests.disruption.helpers import decisions, nodepool_with, started

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from nodewright.cluster import objects
 from nodewright.controllers.disruption import decision_log as ex
-from nodewright.controllers.wiring import ControllerOptions
+from nodewright.controllers.options import ControllerOptions
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_instance_types, expect_running
 from tests.disruption.helpers import decisions, nodepool_with, started

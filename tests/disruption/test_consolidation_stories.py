@@ -4,7 +4,7 @@ several nodes merge into one cheaper node, and every decision is explained."""
 
 from __future__ import annotations
 
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import (
     expect_consistent,

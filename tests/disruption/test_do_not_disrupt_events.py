@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from nodewright.controllers.disruption.podrules import do_not_disrupt_event
+from nodewright.controllers.common.podrules import do_not_disrupt_event
 from nodewright.runtime.clock import format_time, parse_time
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors

@@ -12,7 +12,7 @@ import yaml
 from nodewright.api import hashes
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodepool import NodePool
-from nodewright.controllers.disruption.drift import (
+from nodewright.controllers.nodeclaim.drift import (
     INSTANCE_TYPE_NOT_FOUND,
     NODECLASS_DRIFTED,
     NODEPOOL_DRIFTED,

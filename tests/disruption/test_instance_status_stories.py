@@ -20,8 +20,8 @@ from botocore.stub import Stubber
 from nodewright import metrics
 from nodewright.cloud.aws.instance_statuses import InstanceStatusProvider
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
-from nodewright.controllers.instance_status import InstanceStatusChecks
+from nodewright.controllers.common import decision_log as ex
+from nodewright.controllers.interruption.instance_status import InstanceStatusChecks
 from nodewright.state.wellknown import TERMINATION_TIMESTAMP_ANNOTATION
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
@@ -70,8 +70,8 @@ def counts() -> Counts:
 
 
 def checks(world: World) -> InstanceStatusChecks:
-    assert world.controllers.instance_status is not None
-    return world.controllers.instance_status
+    assert world.controllers.get("interruption.instancestatus", InstanceStatusChecks) is not None
+    return world.controllers.get("interruption.instancestatus", InstanceStatusChecks)
 
 
 def workshop(world: World, nodes: int = 1) -> list[Any]:
@@ -273,7 +273,7 @@ def test_without_the_permission_one_error_says_so_and_the_rest_keeps_working(
 ) -> None:
     world.cloud.instance_statuses = InstanceStatusProvider(  # type: ignore[assignment]
         denied_ec2, lambda: world.clock.now())
-    caplog.set_level(logging.ERROR, logger="nodewright.controllers.instance_status")
+    caplog.set_level(logging.ERROR, logger="nodewright.controllers.interruption.instance_status")
     world.restart_controllers()
 
     workshop(world)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nodewright.cloud.aws.interruption_events import EventKind, InterruptionEvent
-from nodewright.controllers.interruption import action_for, instance_id_of, message_kind
+from nodewright.controllers.interruption.controller import action_for, instance_id_of, message_kind
 
 
 @pytest.mark.parametrize(

@@ -28,12 +28,12 @@ def test_an_interruption_is_logged_with_the_nodeclaim_and_its_instance(
     assert world.settle()
     [instance] = world.live_instances()
     [claim] = world.nodeclaims()
-    caplog.set_level(logging.INFO, "nodewright.controllers.interruption")
+    caplog.set_level(logging.INFO, "nodewright.controllers.interruption.controller")
 
     world.cloud.interrupt(instance.instance_id, "spot")
     world.advance(5)
 
-    [fields] = fields_of(caplog, "nodewright.controllers.interruption")
+    [fields] = fields_of(caplog, "nodewright.controllers.interruption.controller")
     assert fields["NodeClaim"] == objects.name(claim)
     assert fields["NodePool"] == "default"
     assert fields["provider-id"] == instance.provider_id
@@ -47,11 +47,11 @@ def test_an_expiration_is_logged_with_the_nodeclaim(
     world.scale("inflate", 5)
     assert world.settle()
     [claim] = world.nodeclaims()
-    caplog.set_level(logging.INFO, "nodewright.controllers.expiration")
+    caplog.set_level(logging.INFO, "nodewright.controllers.nodeclaim.expiration")
 
     world.advance(3600 + 60)
 
-    first = fields_of(caplog, "nodewright.controllers.expiration")[0]
+    first = fields_of(caplog, "nodewright.controllers.nodeclaim.expiration")[0]
     assert first["NodeClaim"] == objects.name(claim)
     assert first["NodePool"] == "default" and first["controller"] == "nodeclaim.expiration"
     assert first["provider-id"].startswith("aws:///")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from nodewright.cloud.sim.settings import SimSettings
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from tests.controllers.expectations import expect_consistent, expect_no_controller_errors
 from tests.disruption.helpers import started
 from tests.disruption.rollout import drifted_fleet, karpenter_roll_out_seconds

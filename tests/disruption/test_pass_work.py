@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.commands import Rejection
 from nodewright.controllers.disruption.controller import DisruptionController, DisruptionOptions
@@ -30,7 +30,7 @@ from nodewright.controllers.disruption.methods.drift import drift
 from nodewright.controllers.disruption.methods.single_node_consolidation import single_node
 from nodewright.controllers.disruption.prefilter import Room, identical_spill, new_node_need
 from nodewright.controllers.disruption.simulation import SimulationBase
-from nodewright.controllers.wiring import ControllerOptions
+from nodewright.controllers.options import ControllerOptions
 from tests.controllers.conftest import WORKSHOP
 from tests.disruption.helpers import nodepool_with
 from tests.harness import World

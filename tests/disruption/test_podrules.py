@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from nodewright.controllers.disruption.podrules import (
+from nodewright.controllers.common.podrules import (
     PdbLimits,
     do_not_disrupt_until,
     eviction_cost,

@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 from nodewright.api import hashes
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
-from nodewright.controllers.wiring import ControllerOptions
+from nodewright.controllers.options import ControllerOptions
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_instance_types, expect_no_controller_errors
 from tests.disruption.helpers import decisions, nodepool_with, started

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.budget_room import count_nodes
 from nodewright.controllers.disruption.budgets import allowed_disruptions
 from nodewright.controllers.disruption.commands import Command

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
 from tests.disruption.test_drift_karpenter import drift, drifted, fleet, gone, node_of
 from tests.harness import World

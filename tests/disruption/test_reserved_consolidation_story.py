@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from nodewright.cloud.sim.reservations import ReservationBook, SimReservation
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import (
     expect_consistent,

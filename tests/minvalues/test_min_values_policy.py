@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodewright import metrics
-from nodewright.controllers.wiring import ControllerOptions
+from nodewright.controllers.options import ControllerOptions
 from tests.harness import NODE_CLASS, World, node_pool
 from tests.static.helpers import workload
 

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 
 from nodewright.cluster.memory import kubelet
+from nodewright.controllers.node.termination import controller as termination
+from nodewright.controllers.node.termination import eviction
 from nodewright.controllers.nodeclaim import finalize, launch
 from nodewright.controllers.provisioning import provisioner
-from nodewright.controllers.termination import controller as termination
-from nodewright.controllers.termination import eviction
 from nodewright.operator import logs
 from nodewright.runtime.ratelimit import Backoff
 from tests.conftest import EXAMPLES

@@ -22,11 +22,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.cloud.aws.interruption_queue import EventHandler, PollResult
+from nodewright.cloud.capabilities import CloudCapabilities
 from nodewright.cloud.provider import Instance
 from nodewright.cloud.sim import SimulatedEC2
 from nodewright.cloud.sim.interruptions import SimulatedInterruptionQueue
@@ -114,6 +116,12 @@ class SlowCloud:
             with self.lock:
                 return value(*args, **kwargs)
         return locked
+
+    def capabilities(self) -> CloudCapabilities:
+        """The simulated EC2's, with calls allowed outside the state lock (as AWS)."""
+        with self.lock:
+            found = self.sim.capabilities()
+        return replace(found, node_classes=self, launches_outside_state_lock=True)
 
     def resolve(self, node_class: EC2NodeClass) -> Any:
         self.resolution.pass_through()

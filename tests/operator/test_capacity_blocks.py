@@ -11,9 +11,9 @@ from typing import Any
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.cloud.aws.capacity_reservations import Reservation
 from nodewright.cluster.memory import InMemoryCluster
+from nodewright.controllers.capacityreservation.expiration import CapacityBlockExpiration
 from nodewright.controllers.driver import VirtualDriver
-from nodewright.operator.capacity_blocks import CapacityBlockExpiration
-from nodewright.operator.nodeclass_status import NodeClassStatus
+from nodewright.controllers.nodeclass.status import NodeClassStatus
 from nodewright.runtime.clock import VirtualClock
 from tests.operator.test_nodeclass_and_sim_kubelet import NODE_CLASS, RESOLVED, Resolver
 

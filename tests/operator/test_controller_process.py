@@ -18,7 +18,7 @@ from nodewright.cloud.sim import SimulatedEC2
 from nodewright.cluster.kube.cluster import KubeCluster
 from nodewright.cluster.kube.informer import Informer
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.controllers.wiring import build_controllers
+from nodewright.controllers.registry import build_controllers
 from nodewright.install import InstallSettings
 from nodewright.operator.config import OperatorConfig
 from nodewright.operator.driver import HealthLimits

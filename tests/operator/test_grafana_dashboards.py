@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import nodewright.controllers.wiring  # noqa: F401  (registers every controller's metrics)
+import nodewright.controllers.registry  # noqa: F401  (registers every controller's metrics)
 from nodewright import metrics
 
 DASHBOARDS = sorted((Path(__file__).parents[2] / "deploy" / "grafana").glob("*.json"))

@@ -14,12 +14,11 @@ from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.instance_statuses import InstanceStatusProvider
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.controllers.instance_status import InstanceStatusChecks
-from nodewright.controllers.wiring import build_controllers
-from nodewright.operator.clock import LoopClock
+from nodewright.controllers.interruption.instance_status import InstanceStatusChecks
+from nodewright.controllers.registry import build_controllers
 from nodewright.operator.config import OperatorConfig
 from nodewright.operator.main import build_cloud
-from nodewright.runtime.clock import VirtualClock
+from nodewright.runtime.clock import SystemClock, VirtualClock
 
 
 @pytest.fixture(autouse=True)
@@ -31,17 +30,18 @@ def credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 def checks_of(cloud: Any) -> InstanceStatusChecks | None:
     clock = VirtualClock()
     controllers = build_controllers(InMemoryCluster(clock), cloud, clock)
-    if controllers.instance_status is not None:
-        assert controllers.instance_status in controllers.singletons
-        assert controllers.instance_status in controllers.reconcilers
-    return controllers.instance_status
+    checks = controllers.get("interruption.instancestatus", InstanceStatusChecks)
+    if checks is not None:
+        assert checks in controllers.singletons
+        assert checks in controllers.reconcilers
+    return checks
 
 
 def test_the_aws_controller_process_polls_ec2_instance_statuses_without_a_queue() -> None:
     config = OperatorConfig(cluster_name="prod", region="us-west-2")
     cloud: Any
     cloud, _ = build_cloud(config, cluster=InMemoryCluster(VirtualClock()),  # type: ignore[arg-type]
-                           clock=LoopClock())
+                           clock=SystemClock())
 
     checks = checks_of(cloud)
 
@@ -54,7 +54,7 @@ def test_the_aws_controller_process_polls_ec2_instance_statuses_without_a_queue(
 
 def test_the_sim_controller_process_checks_the_simulated_instances() -> None:
     config = OperatorConfig(cluster_name="prod", cloud="sim")
-    clock = LoopClock()
+    clock = SystemClock()
     cloud: Any
     cloud, _ = build_cloud(config, InMemoryCluster(VirtualClock()), clock)  # type: ignore[arg-type]
 

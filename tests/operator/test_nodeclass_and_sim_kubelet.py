@@ -13,11 +13,11 @@ from nodewright.cloud.aws.amis import Image
 from nodewright.cloud.aws.discovery import SecurityGroup, Subnet
 from nodewright.cloud.aws.node_class_resolution import Resolution
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
+from nodewright.cloud.sim.kubelet_actors import NodeHeartbeat, PodRunner
+from nodewright.cloud.sim.lost import LostInstances
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.driver import VirtualDriver
-from nodewright.operator.nodeclass_status import NodeClassStatus
-from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
-from nodewright.operator.sim_lost import LostInstances
+from nodewright.controllers.nodeclass.status import NodeClassStatus
 from nodewright.runtime.clock import VirtualClock
 from nodewright.runtime.reconciler import WatchEvent
 from tests.conftest import EXAMPLES

@@ -10,7 +10,7 @@ from typing import Any
 from nodewright.cluster.events import EventRecorder
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.driver import VirtualDriver
-from nodewright.operator.nodeclass_cleanup import (
+from nodewright.controllers.nodeclass.cleanup import (
     FINALIZER,
     CloudGarbageCollection,
     NodeClassTermination,

@@ -23,9 +23,9 @@ from nodewright.cloud.sim import SimulatedEC2
 from nodewright.cloud.sim.node import node_object
 from nodewright.cluster.api import NotFoundError
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.operator.clock import LoopClock
-from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
+from nodewright.controllers.nodeclass.status import CatalogRefresh, NodeClassStatus
 from nodewright.operator.process import Operator, OperatorSettings
+from nodewright.runtime.clock import SystemClock
 from nodewright.state.wellknown import TERMINATION_FINALIZER
 from tests.kube.waiting import eventually
 from tests.operator.slow_cloud import Gate, LongPollQueue, SlowCloud, SlowWrites
@@ -132,7 +132,7 @@ class SlowWorld:
 
 @pytest.fixture
 def slow_world() -> Iterator[SlowWorld]:
-    clock = LoopClock()
+    clock = SystemClock()
     memory = InMemoryCluster(clock)
     lock = threading.RLock()
     cluster = LockedCluster(memory, lock)
@@ -141,10 +141,11 @@ def slow_world() -> Iterator[SlowWorld]:
     queue = LongPollQueue(clock, REGION, 28)
     sim.interruption_queue = queue
     cloud = SlowCloud(sim, slow_launches={"slow-launch"})
-    resolution = NodeClassStatus(api, cloud, clock)
     catalog_refresh = CatalogRefresh(api, cloud.refreshing_catalog())
     operator = Operator(api, cloud, OperatorSettings(identity="slow", leader_elect=False),
-                        clock=clock, extra=[resolution, catalog_refresh])
+                        clock=clock, extra=[catalog_refresh])
+    # The registry's, resolving through the slow cloud (its `node_classes`).
+    resolution = operator.controllers.built["nodeclass.status"]
     cloud.use_lock(operator.controllers.state.lock)
     cluster.create(NODECLASS)
     cluster.create(NODEPOOL)

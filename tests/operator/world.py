@@ -38,7 +38,7 @@ from nodewright.cluster.api import (
 )
 from nodewright.cluster.memory import ActorSettings, InMemoryCluster, cluster_actors
 from nodewright.controllers.disruption.controller import DisruptionOptions
-from nodewright.controllers.wiring import ControllerOptions
+from nodewright.controllers.options import ControllerOptions
 from nodewright.operator.driver import OperatorDriver
 from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.process import Operator, OperatorSettings

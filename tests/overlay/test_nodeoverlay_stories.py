@@ -10,7 +10,7 @@ import pytest
 
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError
-from nodewright.controllers.wiring import ControllerOptions
+from nodewright.controllers.options import ControllerOptions
 from nodewright.scheduling.overlays import adjusted_price
 from tests.harness import NODE_CLASS, World, node_pool
 from tests.static.helpers import workload

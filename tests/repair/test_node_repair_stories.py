@@ -8,8 +8,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from nodewright.cluster import objects
-from nodewright.controllers.node_health import unhealthy_allowed
-from nodewright.controllers.wiring import ControllerOptions
+from nodewright.controllers.node.health import unhealthy_allowed
+from nodewright.controllers.options import ControllerOptions
 from nodewright.runtime.clock import format_time
 from tests.controllers.expectations import expect_no_controller_errors
 from tests.harness import NODE_CLASS, World, node_pool

@@ -4,10 +4,15 @@ out of, and takes it back before returning (docs/decisions.md, "Concurrency").""
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime
 
 import pytest
 
-from nodewright.runtime.outside_lock import outside_state_lock, safe_from_any_thread
+from nodewright.cloud.metered import MeteredCloud
+from nodewright.cloud.sim import SimulatedEC2
+from nodewright.cloud.unreserved import WithoutReservedCapacity
+from nodewright.runtime.clock import VirtualClock
+from nodewright.runtime.outside_lock import outside_state_lock
 from nodewright.runtime.statelock import StateLock
 
 
@@ -76,8 +81,13 @@ def test_a_call_made_without_the_lock_is_made_as_it_is() -> None:
 
 
 def test_a_cloud_says_whether_its_calls_are_safe_from_any_thread() -> None:
-    class Aws:
+    """A typed capability, forwarded by every wrapper (no attribute probing)."""
+
+    class Aws(SimulatedEC2):
         launches_outside_state_lock = True
 
-    assert safe_from_any_thread(Aws())
-    assert not safe_from_any_thread(object())
+    clock = VirtualClock(datetime(2026, 1, 1, tzinfo=UTC))
+    for cloud, safe in ((Aws(clock), True), (SimulatedEC2(clock), False)):
+        wrapped = outside_state_lock(WithoutReservedCapacity(MeteredCloud(cloud, "test")),
+                                     StateLock())
+        assert wrapped.capabilities().launches_outside_state_lock is safe

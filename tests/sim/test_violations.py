@@ -11,7 +11,7 @@ import pytest
 from nodewright.cloud.sim.ledger import Ledger, LedgerEntry
 from nodewright.cluster.api import TooManyRequestsError
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.controllers.disruption.decision_log import Decision
+from nodewright.controllers.common.decision_log import Decision
 from nodewright.runtime.clock import VirtualClock
 from nodewright.sim.observed import ObservedCluster
 from nodewright.sim.violations import ViolationMonitor

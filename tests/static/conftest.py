@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from nodewright.controllers.wiring import ControllerOptions
+from nodewright.controllers.options import ControllerOptions
 from tests.harness import World
 
 

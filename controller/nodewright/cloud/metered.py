@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from nodewright import metrics
+from nodewright.cloud.capabilities import CloudCapabilities
 from nodewright.cloud.provider import (
     CloudProvider,
     Instance,
@@ -72,6 +73,9 @@ class MeteredCloud:
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return self.inner.repair_policies()
+
+    def capabilities(self) -> CloudCapabilities:
+        return self.inner.capabilities()
 
     def __getattr__(self, name: str) -> object:
         # Anything beyond the protocol (a simulator's hooks, a catalog) is the inner cloud's.

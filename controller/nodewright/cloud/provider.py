@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from nodewright.api.ec2nodeclass import EC2NodeClass
     from nodewright.api.nodeclaim import NodeClaim
+    from nodewright.cloud.capabilities import CloudCapabilities
     from nodewright.scheduling.catalog import InstanceType
 
 
@@ -127,3 +128,7 @@ class CloudProvider(Protocol):
         ...
 
     def repair_policies(self) -> Sequence[RepairPolicy]: ...
+
+    def capabilities(self) -> CloudCapabilities:
+        """What it offers beyond these calls (`cloud.capabilities`); wrappers forward it."""
+        ...

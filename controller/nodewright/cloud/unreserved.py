@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from nodewright.api.core import NodeSelectorRequirementWithMinValues
 from nodewright.api.nodeclaim import NodeClaim
+from nodewright.cloud.capabilities import CloudCapabilities
 from nodewright.cloud.provider import CloudProvider, Instance, RepairPolicy
 
 if TYPE_CHECKING:
@@ -77,6 +78,9 @@ class WithoutReservedCapacity:
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return self.inner.repair_policies()
+
+    def capabilities(self) -> CloudCapabilities:
+        return self.inner.capabilities()
 
     def __getattr__(self, name: str) -> object:
         # Anything beyond the protocol (a simulator's hooks, instance statuses) is the

@@ -28,31 +28,22 @@ from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
-from nodewright.cluster.events import EventRecorder
+from nodewright.cloud.sim.kubelet_actors import sim_kubelet
 from nodewright.cluster.kube.access import WATCHED_KINDS, watched_kinds
 from nodewright.cluster.kube.cluster import KubeCluster, connect
 from nodewright.cluster.kube.discovery import ServerCheckError
 from nodewright.cluster.kube.transport import ClientLimits
-from nodewright.controllers.disruption.controller import DisruptionOptions
-from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
-from nodewright.controllers.wiring import ControllerOptions
+from nodewright.controllers.options import GATE_OPTIONS, ControllerOptions, with_gates
 from nodewright.operator import health, logs
-from nodewright.operator.capacity_blocks import CapacityBlockExpiration
-from nodewright.operator.clock import LoopClock
 from nodewright.operator.config import FEATURE_GATES, OperatorConfig
 from nodewright.operator.driver import HealthLimits
 from nodewright.operator.endpoints import MetricsEndpoint, ProbeEndpoint
 from nodewright.operator.kube_dns import kube_dns_ip
 from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.memory_watch import MemoryWatch
-from nodewright.operator.nodeclass_cleanup import CloudGarbageCollection, NodeClassTermination
-from nodewright.operator.nodeclass_status import CatalogRefresh, NodeClassStatus
 from nodewright.operator.process import Operator, OperatorSettings
-from nodewright.operator.reservation_demotion import ReservedCapacityDemotion
 from nodewright.operator.shutdown import Shutdown
-from nodewright.operator.sim_kubelet import NodeHeartbeat, PodRunner
-from nodewright.operator.sim_lost import LostInstances
-from nodewright.operator.ssm_invalidation import SsmInvalidation
+from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.reconciler import Reconciler
 from nodewright.scheduling.allocatable import ProviderSettings
 
@@ -61,8 +52,7 @@ log = logging.getLogger("nodewright.controller")
 SIM_DEFAULT_REGION = "us-east-1"  # as `simulate`, `plan` and `catalog` default
 # Gates whose features Nodewright has; the others are accepted (a chart may set them) and
 # reported as having no effect.
-IMPLEMENTED_GATES = frozenset({"SpotToSpotConsolidation", "StaticCapacity", "NodeRepair",
-                               "NodeOverlay", "CapacityBuffer", "ReservedCapacity"})
+IMPLEMENTED_GATES = frozenset(GATE_OPTIONS)
 # Leave the kubelet's grace period (install.settings.TERMINATION_GRACE_PERIOD_SECONDS, 30 s)
 # some room: every phase of the stop together ends within 25 s (operator.shutdown).
 STOP_TIMEOUT_SECONDS = 25.0
@@ -83,10 +73,12 @@ class StartupError(Exception):
     what to fix."""
 
 
-def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
+def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: SystemClock,
                 sim_settings: SimSettings | None = None,
                 ) -> tuple[CloudProvider, list[Reconciler]]:
-    """The cloud and the reconcilers that come with it."""
+    """The cloud, and what plays the kubelet for its instances when nothing real does
+    (the simulated EC2's nodes on a real cluster). The controllers, those of the
+    EC2NodeClass included, come from `controllers.registry` whatever the cloud."""
     if config.cloud == "sim":
         if config.interruption_queue:
             # A real queue carries EC2's events about real instances: none of them is one
@@ -101,10 +93,7 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                            region=config.region or SIM_DEFAULT_REGION,
                            seed=random.SystemRandom().randrange(2**63),
                            settings=sim_settings or config.sim_timing)
-        return sim, [NodeHeartbeat(cluster, sim, clock), PodRunner(cluster, sim, clock),
-                     NodeClassStatus(cluster, sim, clock), LostInstances(cluster, sim),
-                     CapacityBlockExpiration(cluster, clock),
-                     NodeClassTermination(cluster, None, EventRecorder(cluster, clock))]
+        return sim, sim_kubelet(cluster, sim, clock)
     region = config.region or boto3.session.Session().region_name
     if not region:
         raise StartupError("AWS_REGION is not set and the AWS SDK found no default region")
@@ -125,11 +114,7 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: LoopClock,
                                 dry_run=not config.disable_dry_run,
                                 ami_refresh_seconds=config.ami_refresh_interval,
                                 subnet_refresh_seconds=config.subnet_refresh_interval)
-    return aws, [NodeClassStatus(cluster, aws, clock), CatalogRefresh(cluster, aws),
-                 CapacityBlockExpiration(cluster, clock),
-                 NodeClassTermination(cluster, aws, EventRecorder(cluster, clock)),
-                 CloudGarbageCollection(cluster, aws), SsmInvalidation(aws),
-                 ReservedCapacityDemotion(cluster, aws)]
+    return aws, []
 
 
 def _queue_url(clients: AwsClients, name: str) -> str:
@@ -144,20 +129,15 @@ def controller_options(config: OperatorConfig) -> ControllerOptions:
         # Karpenter turns ReservedCapacity on by default: only a user's choice is reported.
         if enabled and gate not in IMPLEMENTED_GATES and not FEATURE_GATES[gate]:
             log.warning("feature gate %s is enabled but has no effect in nodewright", gate)
-    methods = MethodOptions(spot_to_spot=config.feature_gates["SpotToSpotConsolidation"])
-    return ControllerOptions(batch_idle_seconds=config.batch_idle_duration,
-                             batch_max_seconds=config.batch_max_duration,
-                             reporting_instance=config.identity,
-                             disruption=DisruptionOptions(methods=methods),
-                             static_capacity=config.feature_gates["StaticCapacity"],
-                             relax_min_values=config.min_values_policy == "BestEffort",
-                             solve_deadline=config.solve_deadline,
-                             ignore_preferences=config.preference_policy == "Ignore",
-                             node_repair=config.feature_gates["NodeRepair"],
-                             node_overlay=config.feature_gates["NodeOverlay"],
-                             capacity_buffer=config.feature_gates["CapacityBuffer"],
-                             reserved_capacity=config.feature_gates["ReservedCapacity"],
-                             cluster_state_observability=config.cluster_state_observability)
+    return with_gates(ControllerOptions(
+        batch_idle_seconds=config.batch_idle_duration,
+        batch_max_seconds=config.batch_max_duration,
+        reporting_instance=config.identity,
+        relax_min_values=config.min_values_policy == "BestEffort",
+        solve_deadline=config.solve_deadline,
+        ignore_preferences=config.preference_policy == "Ignore",
+        cluster_state_observability=config.cluster_state_observability,
+    ), config.feature_gates)
 
 
 class ControllerProcess:
@@ -194,7 +174,7 @@ class ControllerProcess:
             raise StartupError(str(error)) from error
         log.info("connected to the API server", extra={"version": server_version})
         cluster.start()
-        clock = LoopClock()
+        clock = SystemClock()
         cloud, extra = build_cloud(config, cluster, clock, self._sim_settings)
         options = controller_options(config)
         settings = OperatorSettings(

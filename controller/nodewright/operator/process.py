@@ -1,4 +1,4 @@
-"""One controller process: the controllers of `controllers.wiring` on the operator's driver,
+"""One controller process: the controllers of `controllers.registry` on the operator's driver,
 behind leader election, with probes and a clean stop.
 
     operator = Operator(cluster, cloud, OperatorSettings(...))
@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.kube.access import LEADER_ELECTION_LEASE, watched_kinds
-from nodewright.controllers.wiring import ControllerOptions, Controllers, build_controllers
+from nodewright.controllers.options import ControllerOptions
+from nodewright.controllers.registry import Controllers, build_controllers
 from nodewright.operator import health
 from nodewright.operator.driver import HealthLimits, OperatorDriver
 from nodewright.operator.events import EventWriter

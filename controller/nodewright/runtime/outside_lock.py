@@ -28,15 +28,6 @@ from nodewright.runtime.statelock import StateLock
 
 T = TypeVar("T")
 
-# A cloud says its calls are safe from any thread with this attribute (the AWS provider;
-# the simulated EC2, written for one thread, keeps its calls under the state lock).
-THREAD_SAFE_CLOUD = "launches_outside_state_lock"
-
-
-def safe_from_any_thread(client: object) -> bool:
-    return bool(getattr(client, THREAD_SAFE_CLOUD, False))
-
-
 class _OutsideStateLock:
     def __init__(self, target: object, lock: StateLock) -> None:
         self._target = target

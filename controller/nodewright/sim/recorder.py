@@ -20,7 +20,7 @@ from nodewright.cloud.sim.provider import SimEvent, SimulatedEC2
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, WatchStream
 from nodewright.cluster.events import REPORTING_CONTROLLER
-from nodewright.controllers.disruption.decision_log import Decision
+from nodewright.controllers.common.decision_log import Decision
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.sim.durations import format_offset
 from nodewright.sim.timeline import DecisionRecord, Sample, TimelineEvent

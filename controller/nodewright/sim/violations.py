@@ -25,8 +25,8 @@ from nodewright.api.nodepool import NodePool
 from nodewright.cloud.sim.ledger import Ledger
 from nodewright.cluster import objects
 from nodewright.cluster.memory import InMemoryCluster
+from nodewright.controllers.common.decision_log import Decision
 from nodewright.controllers.disruption.budgets import allowed_disruptions
-from nodewright.controllers.disruption.decision_log import Decision
 from nodewright.scheduling.pods import SpecError, parse_label_selector
 from nodewright.sim.timeline import Violation
 from nodewright.state.wellknown import DISRUPTED_TAINT, NODEPOOL_LABEL, has_taint

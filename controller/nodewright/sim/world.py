@@ -1,6 +1,7 @@
 """Building the simulated world of a scenario: the virtual clock, the in-memory cluster
-and its actors, the simulated EC2, the controllers, the driver that runs them, and the
-recorder and violation monitor watching it all."""
+and its actors (kube-scheduler, the kubelets, the workload controllers), the simulated EC2,
+the controllers (every one of `controllers.registry`, as `nodewright controller` builds
+them), the driver that runs them, and the recorder and violation monitor watching it all."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from nodewright.controllers.disruption.methods.disruption_pass import (
     MethodOptions,
 )
 from nodewright.controllers.driver import VirtualDriver
-from nodewright.controllers.wiring import ControllerOptions, Controllers, build_controllers
+from nodewright.controllers.options import ControllerOptions, with_gates
+from nodewright.controllers.registry import Controllers, build_controllers
 from nodewright.runtime.clock import VirtualClock
 from nodewright.sim.observed import ObservedCluster
 from nodewright.sim.recorder import Recorder
@@ -93,11 +95,10 @@ def build_world(scenario: Scenario) -> World:
                 for rule in scenario.prices],
         reservations=scenario.reservations,
     )
-    controllers = build_controllers(observed, ec2, clock, ControllerOptions(
+    controllers = build_controllers(observed, ec2, clock, with_gates(ControllerOptions(
         batch_idle_seconds=settings.batch_idle_duration,
         batch_max_seconds=settings.batch_max_duration,
         disruption=DisruptionOptions(methods=MethodOptions(
-            spot_to_spot=settings.feature_gates.get("SpotToSpotConsolidation", False),
             # Consolidation's compute budgets are wall-clock seconds; a simulation must not
             # depend on how fast the machine is, so they never run out here; single-node
             # consolidation counts its simulations instead.
@@ -105,12 +106,8 @@ def build_world(scenario: Scenario) -> World:
             single_node_timeout=math.inf,
             single_node_max_simulations=SINGLE_NODE_SIMULATIONS,
         )),
-        static_capacity=settings.feature_gates.get("StaticCapacity", False),
         relax_min_values=settings.min_values_policy == "BestEffort",
-        node_repair=settings.feature_gates.get("NodeRepair", False),
-        node_overlay=settings.feature_gates.get("NodeOverlay", False),
-        capacity_buffer=settings.feature_gates.get("CapacityBuffer", False),
-    ))
+    ), settings.feature_gates))
     driver = VirtualDriver(clock, cluster)
     raw_detach = settings.raw.get("volumeDetachDelay")
     detach = DETACH_DELAY if raw_detach is None else parse_duration(str(raw_detach).strip())
@@ -122,9 +119,8 @@ def build_world(scenario: Scenario) -> World:
     recorder = Recorder(scenario.start, clock.now, ec2, cluster,
                         nominations=_nomination_counter(controllers))
     monitor = ViolationMonitor(cluster, clock.now, scenario.start)
-    if controllers.disruption is not None:
-        controllers.disruption.decisions.subscribe(recorder.on_decision)
-        controllers.disruption.decisions.subscribe(monitor.on_decision)
+    controllers.decisions.subscribe(recorder.on_decision)
+    controllers.decisions.subscribe(monitor.on_decision)
     driver.listen(recorder.on_watch)
     ec2.listen(recorder.on_ec2)
     observed.before_evict.extend((monitor.before_evict, monitor.before_pod_eviction))

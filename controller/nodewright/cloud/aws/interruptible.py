@@ -1,23 +1,24 @@
 """The AWS provider as the controller process runs it: with its SQS interruption queue and
-its instance statuses (DescribeInstanceStatus) where the controllers' wiring looks for them,
+its instance statuses (DescribeInstanceStatus) among its capabilities,
 and what the operator's settings say about the cluster (CLUSTER_ENDPOINT, CLUSTER_CA_BUNDLE,
 EKS_CONTROL_PLANE)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from nodewright.cloud.aws.cluster_info import EksCluster
 from nodewright.cloud.aws.cluster_settings import ClusterSettings
 from nodewright.cloud.aws.instance_statuses import InstanceStatusProvider
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
 from nodewright.cloud.aws.provider import AwsCloudProvider
+from nodewright.cloud.capabilities import CloudCapabilities
 
 
 @dataclass
 class InterruptibleAwsCloud(AwsCloudProvider):
-    """The AWS provider with its SQS interruption queue, where the wiring looks for it.
+    """The AWS provider with its SQS interruption queue among its capabilities.
     Short polls: the interruption controller runs on the operator's loop and asks every
     2 s, where a 20 s long poll would hold every other controller up.
 
@@ -37,6 +38,10 @@ class InterruptibleAwsCloud(AwsCloudProvider):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.instance_statuses = InstanceStatusProvider(self.clients.ec2, self.wall_clock)
+
+    def capabilities(self) -> CloudCapabilities:
+        return replace(super().capabilities(), interruption_queue=self.interruption_queue,
+                       instance_statuses=self.instance_statuses)
 
     def cluster(self) -> EksCluster:
         settings = ClusterSettings(self.cluster_endpoint, self.cluster_ca_bundle,

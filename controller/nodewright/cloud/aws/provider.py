@@ -65,6 +65,7 @@ from nodewright.cloud.aws.ssm_parameters import ParameterCache
 from nodewright.cloud.aws.subnet_ips import SubnetIPs
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.aws.userdata import NodeBootstrap, render_user_data
+from nodewright.cloud.capabilities import CloudCapabilities
 from nodewright.cloud.provider import (
     CloudProviderError,
     Instance,
@@ -495,6 +496,12 @@ class AwsCloudProvider:
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return REPAIR_POLICIES
+
+    def capabilities(self) -> CloudCapabilities:
+        return CloudCapabilities(unavailable=self.unavailable, reservations=self.reservations,
+                                 node_classes=self, cleaner=self, parameters=self,
+                                 catalog_cache=True,
+                                 launches_outside_state_lock=self.launches_outside_state_lock)
 
     # --- garbage collection -------------------------------------------------------------
 

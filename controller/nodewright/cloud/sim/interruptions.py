@@ -64,6 +64,9 @@ class _Message:
 
 
 class SimulatedInterruptionQueue:
+    # A receive returns at once (a short poll).
+    wait_seconds: float = 0.0
+
     def __init__(self, clock: Clock, region: str, seed: int = 0) -> None:
         self.clock = clock
         self.region = region

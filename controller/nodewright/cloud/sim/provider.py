@@ -17,7 +17,7 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Final
+from typing import ClassVar, Final
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
@@ -34,6 +34,7 @@ from nodewright.cloud.aws.node_class_resolution import Resolution
 from nodewright.cloud.aws.node_identity import node_labels
 from nodewright.cloud.aws.offerings import Choice
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
+from nodewright.cloud.capabilities import CloudCapabilities
 from nodewright.cloud.provider import (
     CloudProviderError,
     Instance,
@@ -96,6 +97,8 @@ class SimEvent:
 
 class SimulatedEC2:
     name = "sim"
+    # Written for one thread: its calls stay under the state lock.
+    launches_outside_state_lock: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -264,6 +267,14 @@ class SimulatedEC2:
         from nodewright.cloud.aws.provider import REPAIR_POLICIES  # boto3: load on demand
 
         return REPAIR_POLICIES
+
+    def capabilities(self) -> CloudCapabilities:
+        """Its reservation book cannot be marked unavailable (an interruption leaves it);
+        it leaves nothing behind to clean up and keeps no price cache to refresh."""
+        return CloudCapabilities(instance_statuses=self.instance_statuses,
+                                 interruption_queue=self.interruption_queue,
+                                 unavailable=self.unavailable, node_classes=self,
+                                 launches_outside_state_lock=self.launches_outside_state_lock)
 
     # --- simulation controls ------------------------------------------------------------
 

@@ -24,17 +24,18 @@ from typing import Any
 from nodewright.api.formats import parse_duration
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, NotFoundError
+from nodewright.cluster.memory.kubelet_status import (
+    completed_status,
+    confirm_deletion,
+    running_status,
+)
 from nodewright.cluster.memory.pod_status import (
     PENDING,
-    RUNNING,
-    SUCCEEDED,
     is_terminal,
     node_name,
     phase,
-    set_pod_condition,
 )
 from nodewright.cluster.memory.store import InMemoryCluster
-from nodewright.cluster.memory.timestamps import time_text
 from nodewright.runtime.clock import format_time, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 
@@ -42,7 +43,6 @@ log = logging.getLogger(__name__)
 
 RUN_DURATION_ANNOTATION = "nodewright.io/run-duration"
 ORPHAN_QUARANTINE = 40.0
-RUNNING_CONDITIONS = ("Initialized", "ContainersReady", "Ready")
 
 
 class Kubelet:
@@ -101,10 +101,7 @@ class Kubelet:
 
     def _delete_now(self, pod: Mapping[str, Any]) -> None:
         try:
-            self.cluster.delete("Pod", objects.name(pod), objects.namespace(pod),
-                                grace_period_seconds=0, uid=objects.uid(pod))
-        except NotFoundError:
-            pass
+            confirm_deletion(self.cluster, pod)
         except ApiError as error:
             log.info("kubelet: removing %s: %s", objects.key(pod), error)
 
@@ -112,15 +109,7 @@ class Kubelet:
         start_at = _bound_at(pod, now) + timedelta(seconds=self.pod_start_delay)
         if now < start_at:
             return Result(requeue_after=(start_at - now).total_seconds())
-        status = _status_copy(pod)
-        status["phase"] = RUNNING
-        status.setdefault("startTime", time_text(now))
-        holder = {"status": status}
-        for condition in RUNNING_CONDITIONS:
-            set_pod_condition(holder, condition, "True", now)
-        status["containerStatuses"] = [
-            _container_status(container, now) for container in _containers(pod)
-        ]
+        status = running_status(pod, now)
         self._write_status(pod, status)
         run_for = _run_duration(pod)
         return Result() if run_for is None else Result(requeue_after=run_for)
@@ -133,27 +122,13 @@ class Kubelet:
         finish_at = started + timedelta(seconds=run_for)
         if now < finish_at:
             return Result(requeue_after=(finish_at - now).total_seconds())
-        status = _status_copy(pod)
-        status["phase"] = SUCCEEDED
-        holder = {"status": status}
-        for condition in ("ContainersReady", "Ready"):
-            set_pod_condition(holder, condition, "False", now, reason="PodCompleted")
-        status["containerStatuses"] = [
-            _container_status(container, now, finished_at=now) for container in _containers(pod)
-        ]
+        status = completed_status(pod, now)
         self._write_status(pod, status)
         return Result()
 
     def _write_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> None:
         with contextlib.suppress(NotFoundError):
             self.cluster.set_status("Pod", objects.name(pod), objects.namespace(pod), status)
-
-
-def _status_copy(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """The pod's status with its own conditions list (the rest is replaced or shared)."""
-    status = dict(pod.get("status") or {})
-    status["conditions"] = [dict(c) for c in status.get("conditions") or []]
-    return status
 
 
 def _bound_at(pod: Mapping[str, Any], now: datetime) -> datetime:
@@ -164,29 +139,6 @@ def _bound_at(pod: Mapping[str, Any], now: datetime) -> datetime:
             "lastTransitionTime"):
         bound = max(bound, parse_time(str(scheduled["lastTransitionTime"])))
     return bound
-
-
-def _containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    containers = (pod.get("spec") or {}).get("containers") or []
-    return [c for c in containers if isinstance(c, Mapping)]
-
-
-def _container_status(container: Mapping[str, Any], now: datetime,
-                      finished_at: datetime | None = None) -> dict[str, Any]:
-    state: dict[str, Any]
-    if finished_at is None:
-        state = {"running": {"startedAt": time_text(now)}}
-    else:
-        state = {"terminated": {"exitCode": 0, "reason": "Completed",
-                                "finishedAt": format_time(finished_at)}}
-    return {
-        "name": container.get("name", ""),
-        "image": container.get("image", ""),
-        "ready": finished_at is None,
-        "started": finished_at is None,
-        "restartCount": 0,
-        "state": state,
-    }
 
 
 def _run_duration(pod: Mapping[str, Any]) -> float | None:

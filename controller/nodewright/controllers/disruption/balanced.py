@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodewright.api.nodepool import NodePool
+from nodewright.controllers.common.podrules import eviction_cost
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.candidates import (
     PER_NODE_DISRUPTION_COST,
     Candidate,
     offering_price,
 )
-from nodewright.controllers.disruption.podrules import eviction_cost
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.state import podutil
 from nodewright.state.statenode import StateNode

@@ -18,18 +18,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from nodewright.api.formats import parse_duration_or_never
 from nodewright.api.nodepool import NodePool
 from nodewright.cluster import objects
 from nodewright.cluster.events import EventRecorder
-from nodewright.controllers.disruption import decision_log as ex
-from nodewright.controllers.disruption.podrules import (
+from nodewright.controllers.common import decision_log as ex
+from nodewright.controllers.common.podrules import (
     DO_NOT_DISRUPT,
     PdbLimits,
     do_not_disrupt_event,
     do_not_disrupt_until,
     eviction_cost,
 )
+from nodewright.controllers.nodeclaim.expiration import lifetime_remaining
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.state import podutil
 from nodewright.state.statenode import StateNode
@@ -151,20 +151,6 @@ class CandidateContext:
     pod_facts: PodFacts = field(default_factory=PodFacts)
     # Where the pods' do-not-disrupt events go (None: the check says nothing).
     recorder: EventRecorder | None = None
-
-
-def lifetime_remaining(nodeclaim: Obj, now: datetime) -> float:
-    """The share of the NodeClaim's expireAfter still ahead (1.0 when it never expires)."""
-    spec = nodeclaim.get("spec") or {}
-    try:
-        seconds = parse_duration_or_never(str(spec.get("expireAfter") or "Never"))
-    except ValueError:
-        return 1.0
-    created = objects.creation_time(nodeclaim)
-    if seconds is None or seconds <= 0 or created is None:
-        return 1.0
-    age = (now - created).total_seconds()
-    return min(1.0, max(0.0, (seconds - age) / seconds))
 
 
 def offering_price(instance_type: InstanceType | None, zone: str, capacity_type: str) -> float:

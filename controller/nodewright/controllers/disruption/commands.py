@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption import balanced
-from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.prefilter import hopeless
 from nodewright.controllers.disruption.simulation import Simulation, SimulationBase

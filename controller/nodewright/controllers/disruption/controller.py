@@ -28,7 +28,8 @@ from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import Event, EventRecorder
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
+from nodewright.controllers.common.podrules import PdbLimits
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.budgets import REASONS, next_change
 from nodewright.controllers.disruption.candidates import CandidateContext, PodFacts
@@ -37,7 +38,6 @@ from nodewright.controllers.disruption.methods.disruption_pass import MethodOpti
 from nodewright.controllers.disruption.methods.order import METHODS, VALIDATED
 from nodewright.controllers.disruption.methods.validation import validate
 from nodewright.controllers.disruption.orchestration import CommandFailed, Orchestrator
-from nodewright.controllers.disruption.podrules import PdbLimits
 from nodewright.controllers.disruption.simulation import PodModels, SimulationBase
 from nodewright.controllers.disruption.verdict_publishing import PassVerdicts, VerdictPublisher
 from nodewright.runtime.clock import Clock

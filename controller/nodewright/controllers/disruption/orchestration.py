@@ -27,14 +27,14 @@ from nodewright import metrics
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
+from nodewright.controllers.common.logfields import listed
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.commands import Command
 from nodewright.controllers.disruption.verdict_publishing import (
     DISRUPTION_REASON,
     set_nodeclaim_condition,
 )
-from nodewright.controllers.logfields import listed
 from nodewright.controllers.provisioning.nodeclaims import MIN_VALUES_RELAXED, nodeclaim_manifest
 from nodewright.controllers.provisioning.problem import PoolContext
 from nodewright.controllers.static.nodeclaims import static_nodeclaim_manifest

@@ -28,13 +28,13 @@ from typing import Any
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster import objects
-from nodewright.controllers.disruption.balanced import PoolTotals, pool_totals
-from nodewright.controllers.disruption.candidates import Candidate
-from nodewright.controllers.disruption.podrules import (
+from nodewright.controllers.common.podrules import (
     DO_NOT_DISRUPT,
     PdbLimits,
     do_not_disrupt_until,
 )
+from nodewright.controllers.disruption.balanced import PoolTotals, pool_totals
+from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.prefilter import FreeRoom, Offer, offers
 from nodewright.controllers.nodeclaim.disruption_conditions import consolidatable_at
 from nodewright.controllers.provisioning.problem import (

@@ -19,7 +19,7 @@ from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import remove_condition, set_condition, write_conditions
 from nodewright.cluster.events import Event, EventRecorder
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.state.statenode import StateNode
 
 log = logging.getLogger(__name__)

@@ -22,13 +22,14 @@ from typing import Any
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.formats import parse_duration_or_never
 from nodewright.api.nodeclaim import NodeClaim
+from nodewright.cloud.capabilities import CloudCapabilities
 from nodewright.cloud.provider import CloudProviderError, Instance, RepairPolicy
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, NotFoundError
+from nodewright.controllers.common.podrules import PdbLimits, do_not_disrupt_until
 from nodewright.controllers.disruption.budget_room import count_nodes
 from nodewright.controllers.disruption.budgets import REASONS, UNLIMITED, allowed_disruptions
 from nodewright.controllers.disruption.candidates import Blocked, CandidateContext, evaluate
-from nodewright.controllers.disruption.podrules import PdbLimits, do_not_disrupt_until
 from nodewright.controllers.nodeclaim.disruption_conditions import consolidatable_at
 from nodewright.controllers.provisioning.problem import scheduling_problem
 from nodewright.runtime.clock import VirtualClock
@@ -91,6 +92,9 @@ class OfflineCatalog:
 
     def repair_policies(self) -> Sequence[RepairPolicy]:
         return ()
+
+    def capabilities(self) -> CloudCapabilities:
+        return CloudCapabilities()
 
 
 def load_state(cluster: ClusterAPI, now: datetime) -> ClusterState:

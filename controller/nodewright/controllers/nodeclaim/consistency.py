@@ -22,7 +22,7 @@ from nodewright.cluster.conditions import FALSE, TRUE, set_condition
 from nodewright.cluster.copying import copy_object
 from nodewright.cluster.events import Event, EventRecorder
 from nodewright.cluster.objects import condition_is_true, is_deleting, uid
-from nodewright.controllers.patching import patch_status
+from nodewright.controllers.common.patching import patch_status
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState

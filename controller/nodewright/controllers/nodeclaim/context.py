@@ -12,7 +12,7 @@ from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
-from nodewright.controllers.nodepool.registration_health import RegistrationHealthWriter
+from nodewright.controllers.common.registration_health import RegistrationHealthWriter
 from nodewright.runtime.clock import Clock
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.state import ClusterState

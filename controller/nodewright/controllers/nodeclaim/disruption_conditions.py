@@ -24,7 +24,7 @@ from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import remove_condition, set_condition, write_conditions
-from nodewright.controllers.disruption.drift import drift_of
+from nodewright.controllers.nodeclaim.drift import drift_of
 from nodewright.runtime.clock import Clock, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.scheduling.catalog import InstanceType

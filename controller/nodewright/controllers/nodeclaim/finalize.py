@@ -20,7 +20,8 @@ from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import Event
-from nodewright.controllers.logfields import nodeclaim_fields
+from nodewright.controllers.common.logfields import nodeclaim_fields
+from nodewright.controllers.common.patching import patch_object, patch_status
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,
     LifecycleContext,
@@ -31,7 +32,6 @@ from nodewright.controllers.nodeclaim.context import (
     provider_id_of,
 )
 from nodewright.controllers.nodeclaim.registration import REGISTERED
-from nodewright.controllers.patching import patch_object, patch_status
 from nodewright.runtime.clock import format_time, parse_time
 from nodewright.state.wellknown import TERMINATION_FINALIZER, TERMINATION_TIMESTAMP_ANNOTATION
 

@@ -13,7 +13,8 @@ from nodewright.api.quantity import parse_quantity
 from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODECLAIM
-from nodewright.controllers.logfields import nodeclaim_fields
+from nodewright.controllers.common.logfields import nodeclaim_fields
+from nodewright.controllers.common.patching import patch_object
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,
     LifecycleContext,
@@ -21,7 +22,6 @@ from nodewright.controllers.nodeclaim.context import (
     labels_of,
 )
 from nodewright.controllers.nodeclaim.registration import REGISTERED, find_node
-from nodewright.controllers.patching import patch_object
 from nodewright.state.wellknown import (
     INITIALIZED_LABEL,
     is_known_ephemeral,

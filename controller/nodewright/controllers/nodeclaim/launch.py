@@ -35,7 +35,7 @@ from nodewright.cluster import conditions
 from nodewright.cluster.api import NotFoundError
 from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import Event
-from nodewright.controllers.logfields import nodeclaim_fields
+from nodewright.controllers.common.logfields import nodeclaim_fields
 from nodewright.controllers.nodeclaim.context import (
     LifecycleContext,
     Object,
@@ -143,7 +143,7 @@ class Launch:
         uid = str((claim.get("metadata") or {}).get("uid") or name_of(claim))
         asked = self._without_overlaid(model)
         cloud = self.context.cloud
-        outside = bool(getattr(cloud, "launches_outside_state_lock", False))
+        outside = cloud.capabilities().launches_outside_state_lock
         with self.context.state.lock.released() if outside else nullcontext():
             with self._cache_lock:
                 self._launched = {key: entry for key, entry in self._launched.items()

@@ -18,6 +18,11 @@ from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.copying import copy_object, deep_copy
 from nodewright.cluster.events import EventRecorder
+from nodewright.controllers.common.patching import patch_object, write
+from nodewright.controllers.common.registration_health import (
+    RegistrationHealth,
+    RegistrationHealthWriter,
+)
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,
     LifecycleContext,
@@ -32,11 +37,6 @@ from nodewright.controllers.nodeclaim.liveness import (
     Liveness,
 )
 from nodewright.controllers.nodeclaim.registration import Registration
-from nodewright.controllers.nodepool.registration_health import (
-    RegistrationHealth,
-    RegistrationHealthWriter,
-)
-from nodewright.controllers.patching import patch_object, write
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.copying import copy_object
-from nodewright.controllers.patching import patch_status
+from nodewright.controllers.common.patching import patch_status
 from nodewright.runtime.clock import Clock, format_time, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState, podutil

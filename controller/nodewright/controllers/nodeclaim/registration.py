@@ -17,7 +17,8 @@ from nodewright.cluster.api import ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import Event
 from nodewright.cluster.names import CREATE_ID_ANNOTATION
-from nodewright.controllers.logfields import nodeclaim_fields
+from nodewright.controllers.common.logfields import nodeclaim_fields
+from nodewright.controllers.common.patching import patch_object
 from nodewright.controllers.nodeclaim.context import (
     CONFLICT_RETRY_SECONDS,
     LifecycleContext,
@@ -27,7 +28,6 @@ from nodewright.controllers.nodeclaim.context import (
     nodepool_of,
     provider_id_of,
 )
-from nodewright.controllers.patching import patch_object
 from nodewright.state.wellknown import (
     DO_NOT_SYNC_TAINTS_LABEL,
     REGISTERED_LABEL,

@@ -25,12 +25,12 @@ from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODEPOOL
 from nodewright.cluster.copying import copy_object, deep_copy
-from nodewright.controllers.nodepool.registration_health import (
+from nodewright.controllers.common.patching import patch_status
+from nodewright.controllers.common.registration_health import (
     NODE_REGISTRATION_HEALTHY,
     Health,
     RegistrationHealth,
 )
-from nodewright.controllers.patching import patch_status
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import NODES_RESOURCE, ClusterState

@@ -18,7 +18,7 @@ from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, ClusterAPI
 from nodewright.cluster.conditions import FALSE, TRUE, set_condition
 from nodewright.cluster.copying import copy_object, deep_copy
-from nodewright.controllers.patching import patch_status
+from nodewright.controllers.common.patching import patch_status
 from nodewright.controllers.provisioning.problem import StateProblem
 from nodewright.scheduling.solver import SchedulingResult
 from nodewright.state.buffers import BufferPods

@@ -25,8 +25,8 @@ from nodewright.api.quantity import format_quantity, parse_quantity
 from nodewright.cloud.provider import CloudProvider
 from nodewright.cluster.api import ApiError, ClusterAPI
 from nodewright.cluster.events import Event, EventRecorder
-from nodewright.controllers.disruption.podrules import PdbLimits, do_not_disrupt_until
-from nodewright.controllers.logfields import duration, listed, nodeclaim_fields
+from nodewright.controllers.common.logfields import duration, listed, nodeclaim_fields
+from nodewright.controllers.common.podrules import PdbLimits, do_not_disrupt_until
 from nodewright.controllers.provisioning.batcher import (
     DEFAULT_IDLE_SECONDS,
     DEFAULT_MAX_SECONDS,

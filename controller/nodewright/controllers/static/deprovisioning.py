@@ -23,8 +23,8 @@ from typing import Any
 from nodewright.api.nodepool import NodePool
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, ClusterAPI, NotFoundError
-from nodewright.controllers.disruption.candidates import lifetime_remaining
-from nodewright.controllers.disruption.podrules import eviction_cost
+from nodewright.controllers.common.podrules import eviction_cost
+from nodewright.controllers.nodeclaim.expiration import lifetime_remaining
 from nodewright.controllers.static.counts import (
     DISRUPTION_REASON,
     is_deleting,

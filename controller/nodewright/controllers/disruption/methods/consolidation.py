@@ -4,7 +4,7 @@ has passed, the NodePool's policy allows it, its instance type is known."""
 from __future__ import annotations
 
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.commands import Rejection
 from nodewright.controllers.disruption.methods.disruption_pass import Pass

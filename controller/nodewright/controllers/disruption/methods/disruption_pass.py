@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.budget_room import Room, room_by_pool
 from nodewright.controllers.disruption.candidates import (
     Blocked,

@@ -4,7 +4,7 @@ whatever the solver says its pods need."""
 from __future__ import annotations
 
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.budgets import DRIFTED
 from nodewright.controllers.disruption.candidates import Candidate, drift_order

@@ -3,7 +3,7 @@ allows, in one delete command."""
 
 from __future__ import annotations
 
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.budgets import EMPTY
 from nodewright.controllers.disruption.candidates import Candidate, consolidation_order

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption import balanced
-from nodewright.controllers.disruption import decision_log as ex
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.budgets import UNDERUTILIZED
 from nodewright.controllers.disruption.candidates import Candidate, consolidation_order

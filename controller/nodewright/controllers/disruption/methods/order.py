@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.commands import Command
 from nodewright.controllers.disruption.methods.disruption_pass import Pass
 from nodewright.controllers.disruption.methods.drift import drift

@@ -9,7 +9,7 @@ it is done, so a drift never replaces a node that is about to go anyway.
 from __future__ import annotations
 
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.budgets import DRIFTED
 from nodewright.controllers.disruption.candidates import Candidate, drift_order
 from nodewright.controllers.disruption.commands import Command

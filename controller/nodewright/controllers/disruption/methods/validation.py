@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.commands import Command, still_valid
 from nodewright.controllers.disruption.methods.consolidation import consolidation_candidates

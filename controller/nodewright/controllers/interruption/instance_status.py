@@ -26,16 +26,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Final, Protocol
+from typing import Final
 
 from nodewright import metrics
 from nodewright.cloud.aws.instance_statuses import UNAUTHORIZED_CODE, Category, HealthStatus
 from nodewright.cloud.aws.interruption_events import EventKind, InterruptionEvent
+from nodewright.cloud.capabilities import InstanceStatusSource
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
-from nodewright.controllers.disruption import decision_log as ex
-from nodewright.controllers.interruption import InterruptionHandler
+from nodewright.controllers.common import decision_log as ex
+from nodewright.controllers.interruption.controller import InterruptionHandler
 from nodewright.runtime.clock import Clock, format_time
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState
@@ -48,10 +49,6 @@ KINDS: Final = {
     Category.SYSTEM_STATUS: EventKind.SYSTEM_STATUS,
     Category.EVENT_STATUS: EventKind.EVENT_STATUS,
 }
-
-
-class InstanceStatusSource(Protocol):
-    def list(self) -> Sequence[HealthStatus]: ...
 
 
 class InstanceStatusChecks(InterruptionHandler):

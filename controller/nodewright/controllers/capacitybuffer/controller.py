@@ -27,7 +27,7 @@ from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import FALSE, TRUE, set_condition
 from nodewright.cluster.copying import copy_object, deep_copy
-from nodewright.controllers.patching import patch_status
+from nodewright.controllers.common.patching import patch_status
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.scheduling.pods import Pod, SpecError, parse_pod_spec

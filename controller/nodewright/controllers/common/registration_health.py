@@ -26,7 +26,7 @@ from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODEPOOL
 from nodewright.cluster.copying import deep_copy
-from nodewright.controllers.patching import patch_status
+from nodewright.controllers.common.patching import patch_status
 from nodewright.runtime.clock import Clock
 from nodewright.state.wellknown import NODEPOOL_LABEL
 

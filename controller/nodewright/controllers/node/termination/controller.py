@@ -29,13 +29,13 @@ from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.copying import deep_copy
 from nodewright.cluster.events import Event, EventRecorder
-from nodewright.controllers.logfields import node_fields
+from nodewright.controllers.common.logfields import node_fields
+from nodewright.controllers.common.patching import patch_object, patch_status
+from nodewright.controllers.node.termination.eviction import Evictor
+from nodewright.controllers.node.termination.terminator import Terminator
+from nodewright.controllers.node.termination.volumes import pending_attachments
 from nodewright.controllers.nodeclaim.context import LifecycleContext
 from nodewright.controllers.nodeclaim.finalize import INSTANCE_TERMINATING, instance_gone
-from nodewright.controllers.patching import patch_object, patch_status
-from nodewright.controllers.termination.eviction import Evictor
-from nodewright.controllers.termination.terminator import Terminator
-from nodewright.controllers.termination.volumes import pending_attachments
 from nodewright.runtime.clock import Clock, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState, podutil

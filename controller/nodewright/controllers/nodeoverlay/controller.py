@@ -25,7 +25,7 @@ from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import ConditionSet
 from nodewright.cluster.copying import copy_object, deep_copy
-from nodewright.controllers.patching import patch_status
+from nodewright.controllers.common.patching import patch_status
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, singleton_key
 from nodewright.scheduling.catalog import InstanceType

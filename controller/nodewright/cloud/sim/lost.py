@@ -25,7 +25,7 @@ import logging
 from collections.abc import Sequence
 
 from nodewright import metrics
-from nodewright.cloud.sim import SimulatedEC2
+from nodewright.cloud.sim.provider import SimulatedEC2
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, NotFoundError
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent

@@ -19,11 +19,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
+from nodewright.cloud.sim.lost import LostInstances
+from nodewright.cloud.sim.provider import SimulatedEC2
 from nodewright.cluster import objects
 from nodewright.cluster.api import AlreadyExistsError, ApiError, ClusterAPI, NotFoundError
 from nodewright.cluster.kube.access import NODE_LEASE_NAMESPACE
+from nodewright.cluster.memory.kubelet_status import confirm_deletion, running_status
 from nodewright.runtime.clock import Clock, format_time, parse_time
-from nodewright.runtime.reconciler import Result, Watch, WatchEvent
+from nodewright.runtime.reconciler import Reconciler, Result, Watch, WatchEvent
 
 log = logging.getLogger(__name__)
 
@@ -190,33 +193,14 @@ class PodRunner:
 
     def _finish_deletion(self, pod: Mapping[str, Any]) -> None:
         try:
-            self.cluster.delete("Pod", objects.name(pod), objects.namespace(pod),
-                                grace_period_seconds=0, uid=objects.uid(pod))
-        except NotFoundError:
-            return
+            confirm_deletion(self.cluster, pod)
         except ApiError as error:
             log.info("deleting pod %s: %s; will retry", objects.key(pod), error)
             raise
 
     def _start(self, pod: Mapping[str, Any], node: Mapping[str, Any]) -> None:
-        stamp = format_time(self.clock.now())
-        containers = (pod.get("spec") or {}).get("containers") or []
-        status = {
-            "phase": "Running",
-            "hostIP": _node_ip(node),
-            "podIP": _pod_ip(objects.key(pod)),
-            "startTime": stamp,
-            "conditions": [
-                {"type": kind, "status": "True", "lastTransitionTime": stamp}
-                for kind in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
-            ],
-            "containerStatuses": [
-                {"name": c.get("name", ""), "image": c.get("image", ""), "imageID": "",
-                 "ready": True, "started": True, "restartCount": 0,
-                 "state": {"running": {"startedAt": stamp}}}
-                for c in containers
-            ],
-        }
+        status = running_status(pod, self.clock.now(), {
+            "hostIP": _node_ip(node), "podIP": _pod_ip(objects.key(pod))})
         self.cluster.patch("Pod", objects.name(pod), {"status": status},
                            objects.namespace(pod), subresource="status")
 
@@ -232,3 +216,12 @@ def _pod_ip(key: str) -> str:
     """A stable address in 10.244.0.0/16 (nothing routes to it; kwok does the same)."""
     digest = hashlib.sha256(key.encode()).digest()
     return f"10.244.{digest[0]}.{max(1, digest[1])}"
+
+
+def sim_kubelet(cluster: ClusterAPI, cloud: SimulatedEC2, clock: Clock) -> list[Reconciler]:
+    """What plays the kubelet of the simulated EC2's instances on a real cluster (the
+    `--cloud sim` controller process), beside the simulated EC2's own node agent: node
+    Leases and Ready heartbeats, pods run and their deletion confirmed, and NodeClaims
+    whose instance died with another process replaced (`cloud.sim.lost`)."""
+    return [NodeHeartbeat(cluster, cloud, clock), PodRunner(cluster, cloud, clock),
+            LostInstances(cluster, cloud)]

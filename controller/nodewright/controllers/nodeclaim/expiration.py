@@ -7,16 +7,17 @@ makes room for them by its normal path. `expireAfter: Never` never expires.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from datetime import timedelta
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
 
 from nodewright import metrics
 from nodewright.api.formats import parse_duration_or_never
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder
-from nodewright.controllers import logfields
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
+from nodewright.controllers.common import logfields
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState, podutil
@@ -25,6 +26,20 @@ from nodewright.state.wellknown import CAPACITY_TYPE_LABEL, NODEPOOL_LABEL
 log = logging.getLogger(__name__)
 
 EXPIRED = "Expired"
+
+
+def lifetime_remaining(nodeclaim: Mapping[str, Any], now: datetime) -> float:
+    """The share of the NodeClaim's expireAfter still ahead (1.0 when it never expires)."""
+    spec = nodeclaim.get("spec") or {}
+    try:
+        seconds = parse_duration_or_never(str(spec.get("expireAfter") or "Never"))
+    except ValueError:
+        return 1.0
+    created = objects.creation_time(nodeclaim)
+    if seconds is None or seconds <= 0 or created is None:
+        return 1.0
+    age = (now - created).total_seconds()
+    return min(1.0, max(0.0, (seconds - age) / seconds))
 
 
 class Expiration:

@@ -18,7 +18,7 @@ Deleting the NodeClaim starts the normal termination (cordon, drain through the 
 API) and the provisioner places the pods elsewhere, well within a spot notice's 2 minutes.
 
 `InterruptionHandler` is that table and the acting on it; the instance status health checks
-(`controllers.instance_status`) act through it too, with three more kinds:
+(`controllers.interruption.instance_status`) act through it too, with three more kinds:
 
 | DescribeInstanceStatus reports                  | action                                |
 |-------------------------------------------------|---------------------------------------|
@@ -37,15 +37,15 @@ import logging
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from nodewright import metrics
 from nodewright.cloud.aws.interruption_events import EventKind, InterruptionEvent
-from nodewright.cloud.aws.interruption_queue import EventHandler, PollResult
+from nodewright.cloud.capabilities import InterruptionSource, OfferingMarker, ReservationMarker
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder, EventType
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.runtime.clock import Clock, format_time, parse_time
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState
@@ -61,22 +61,6 @@ log = logging.getLogger(__name__)
 
 SPOT = "spot"
 HANDLED_KEPT = 1000
-
-
-class InterruptionSource(Protocol):
-    def poll_once(self, handle: EventHandler) -> PollResult: ...
-
-
-class OfferingMarker(Protocol):
-    def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str,
-                         reason: str) -> None: ...
-
-
-class ReservationMarker(Protocol):
-    """The cloud's capacity reservations: one marked unavailable counts as empty until it
-    is next looked up (Karpenter's capacityreservation.Provider.MarkUnavailable)."""
-
-    def mark_unavailable(self, *reservation_ids: str) -> None: ...
 
 
 RESERVATION_ID_LABEL = "karpenter.k8s.aws/capacity-reservation-id"
@@ -283,7 +267,7 @@ class Interruption(InterruptionHandler):
         message arrives, and is polled again at once (as Karpenter does); messages are
         handled under the lock. A queue that answers at once (the simulated EC2's, which
         its own timers fill under the lock) is read under it, every few seconds."""
-        long_poll = float(getattr(self.queue, "wait_seconds", 0) or 0) > 0
+        long_poll = self.queue.wait_seconds > 0
         if long_poll:
             result = self.queue.poll_once(self._handle_locked)
         else:

@@ -7,23 +7,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Protocol
 
 from nodewright.cloud.aws.ssm_parameters import INVALIDATION_INTERVAL_SECONDS
+from nodewright.cloud.capabilities import ParameterInvalidator
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.runtime.reconciler import Result, Watch, singleton_key
 
 log = logging.getLogger(__name__)
 
 
-class Invalidates(Protocol):
-    def invalidate_deprecated_parameters(self) -> list[str]: ...
-
-
 class SsmInvalidation:
     name = "providers.ssm.invalidation"
 
-    def __init__(self, cloud: Invalidates) -> None:
+    def __init__(self, cloud: ParameterInvalidator) -> None:
         self.cloud = cloud
 
     @property

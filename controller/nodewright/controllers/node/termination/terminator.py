@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from nodewright.controllers.termination.eviction import Evictor, needs_force_delete
+from nodewright.controllers.node.termination.eviction import Evictor, needs_force_delete
 from nodewright.state import ClusterState, podutil
 from nodewright.state.pods import pod_key
 

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Collection, Iterable, Sequence
-from typing import Any, Final, Protocol
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
 
+from nodewright.cloud.capabilities import CloudCleaner
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.events import Event, EventRecorder
-from nodewright.controllers.logfields import listed
-from nodewright.runtime.outside_lock import safe_from_any_thread
+from nodewright.controllers.common.logfields import listed
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent, singleton_key
 
 log = logging.getLogger(__name__)
@@ -30,14 +30,6 @@ log = logging.getLogger(__name__)
 FINALIZER: Final = "karpenter.k8s.aws/termination"
 WAIT_SECONDS: Final = 600.0  # NodeClaim deletions wake it sooner
 GC_SECONDS: Final = 60.0
-
-
-class Cleaner(Protocol):
-    def delete_node_class_resources(self, node_class: str) -> object: ...
-
-    def collect_cloud_garbage(
-        self, node_classes: Collection[str], with_role: Collection[str] | None = None,
-    ) -> object: ...
 
 
 def _node_class_of(event: WatchEvent) -> Iterable[str]:
@@ -53,12 +45,15 @@ def _uses(claim: dict[str, Any], node_class: str) -> bool:
 class NodeClassTermination:
     name = "nodeclass.termination"
 
-    def __init__(self, cluster: ClusterAPI, cleaner: Cleaner | None,
-                 recorder: EventRecorder | None = None) -> None:
+    def __init__(self, cluster: ClusterAPI, cleaner: CloudCleaner | None,
+                 recorder: EventRecorder | None = None, *,
+                 outside_state_lock: bool = False) -> None:
+        """`outside_state_lock`: the cleaner's calls are safe from any thread (the cloud's
+        `launches_outside_state_lock`)."""
         self.cluster = cluster
         self.cleaner = cleaner
         # No state cache read: outside the state lock, unless the cloud needs it.
-        self.manages_state_lock = cleaner is None or safe_from_any_thread(cleaner)
+        self.manages_state_lock = cleaner is None or outside_state_lock
         self.recorder = recorder
 
     @property
@@ -111,10 +106,11 @@ class NodeClassTermination:
 class CloudGarbageCollection:
     name = "nodeclass.garbagecollection"
 
-    def __init__(self, cluster: ClusterAPI, cleaner: Cleaner) -> None:
+    def __init__(self, cluster: ClusterAPI, cleaner: CloudCleaner, *,
+                 outside_state_lock: bool = False) -> None:
         self.cluster = cluster
         self.cleaner = cleaner
-        self.manages_state_lock = safe_from_any_thread(cleaner)
+        self.manages_state_lock = outside_state_lock
 
     @property
     def watches(self) -> Sequence[Watch]:

@@ -24,7 +24,7 @@ from nodewright.cluster.api import (
     TooManyRequestsError,
 )
 from nodewright.cluster.events import Event, EventRecorder
-from nodewright.controllers.disruption.podrules import do_not_disrupt_event
+from nodewright.controllers.common.podrules import do_not_disrupt_event
 from nodewright.runtime.clock import Clock, format_time, parse_time
 from nodewright.runtime.ratelimit import Backoff
 from nodewright.state import podutil

@@ -19,19 +19,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import ValidationError
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.cloud.aws.node_class_resolution import Resolution
+from nodewright.cloud.capabilities import NodeClassResolver
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, NotFoundError
 from nodewright.cluster.conditions import EC2NODECLASS
 from nodewright.cluster.merge_patch import merge_patch_between
 from nodewright.runtime.clock import Clock
-from nodewright.runtime.outside_lock import safe_from_any_thread
 from nodewright.runtime.reconciler import Result, Watch, singleton_key
 
 log = logging.getLogger(__name__)
@@ -40,18 +40,17 @@ RESOLVE_SECONDS = 60.0
 CATALOG_REFRESH_SECONDS = 12 * 3600.0
 
 
-class Resolver(Protocol):
-    def resolve(self, node_class: EC2NodeClass) -> Resolution: ...
-
-
 class NodeClassStatus:
     name = "nodeclass.status"
 
-    def __init__(self, cluster: ClusterAPI, resolver: Resolver, clock: Clock) -> None:
+    def __init__(self, cluster: ClusterAPI, resolver: NodeClassResolver, clock: Clock, *,
+                 outside_state_lock: bool = False) -> None:
+        """`outside_state_lock`: the resolver's calls are safe from any thread (the cloud's
+        `launches_outside_state_lock`)."""
         self.cluster = cluster
         self.resolver = resolver
         self.clock = clock
-        self.manages_state_lock = safe_from_any_thread(resolver)
+        self.manages_state_lock = outside_state_lock
 
     @property
     def watches(self) -> Sequence[Watch]:
@@ -109,7 +108,7 @@ class CatalogRefresh:
     def __init__(self, cluster: ClusterAPI, cloud: CloudProvider) -> None:
         self.cluster = cluster
         self.cloud = cloud
-        self.manages_state_lock = safe_from_any_thread(cloud)
+        self.manages_state_lock = cloud.capabilities().launches_outside_state_lock
 
     @property
     def watches(self) -> Sequence[Watch]:

@@ -1,0 +1,90 @@
+"""What a cloud may offer beyond the `CloudProvider` calls, typed: each provider says what
+it has in one `CloudCapabilities` record (`cloud.capabilities()`), and every wrapper
+(`MeteredCloud`, `WithoutReservedCapacity`, the outside-lock proxy) forwards it. A
+controller that needs one is built only when the record has it (`controllers.registry`).
+
+- `instance_statuses`: EC2's instance status checks (the AWS provider the controller
+  process runs, the simulated EC2), polled by the instance status health checks;
+- `interruption_queue`: EC2's interruption events (the SQS queue, the simulated EC2's
+  own queue), read by the interruption controller;
+- `unavailable`: the offerings cache a spot interruption marks unavailable;
+- `reservations`: capacity reservations an interruption marks unavailable;
+- `node_classes`: resolves an EC2NodeClass's subnets, security groups, images and instance
+  profile, for the EC2NodeClass status controller (the AWS provider, the simulated EC2);
+- `cleaner`: deletes what launches leave behind (launch templates, instance profiles),
+  for the EC2NodeClass finalizer and the cloud garbage collection (AWS);
+- `parameters`: SSM alias parameters whose image was deprecated are read again (AWS);
+- `catalog_cache`: instance types and prices are cached and worth refreshing outside any
+  provisioning (AWS: the Pricing API);
+- `launches_outside_state_lock`: every call is safe from any thread, so controllers make
+  them outside the state lock (the AWS provider; the simulated EC2, written for one
+  thread, keeps its calls under it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from nodewright.api.ec2nodeclass import EC2NodeClass
+    from nodewright.cloud.aws.instance_statuses import HealthStatus
+    from nodewright.cloud.aws.interruption_queue import EventHandler, PollResult
+    from nodewright.cloud.aws.node_class_resolution import Resolution
+
+
+class InstanceStatusSource(Protocol):
+    def list(self) -> Sequence[HealthStatus]: ...
+
+
+class InterruptionSource(Protocol):
+    def poll_once(self, handle: EventHandler) -> PollResult: ...
+
+    @property
+    def wait_seconds(self) -> float:
+        """How long a receive may wait for a message (a long poll); 0: it returns at once."""
+        ...
+
+
+class OfferingMarker(Protocol):
+    def mark_unavailable(self, instance_type: str, zone: str, capacity_type: str,
+                         reason: str) -> None: ...
+
+
+class ReservationMarker(Protocol):
+    """The cloud's capacity reservations: one marked unavailable counts as empty until it
+    is next looked up (Karpenter's capacityreservation.Provider.MarkUnavailable)."""
+
+    def mark_unavailable(self, *reservation_ids: str) -> None: ...
+
+
+class NodeClassResolver(Protocol):
+    def resolve(self, node_class: EC2NodeClass) -> Resolution: ...
+
+
+class CloudCleaner(Protocol):
+    def delete_node_class_resources(self, node_class: str) -> object: ...
+
+    def collect_cloud_garbage(
+        self, node_classes: Collection[str], with_role: Collection[str] | None = None,
+    ) -> object: ...
+
+
+class ParameterInvalidator(Protocol):
+    def invalidate_deprecated_parameters(self) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class CloudCapabilities:
+    """None (False): the cloud does not have it."""
+
+    instance_statuses: InstanceStatusSource | None = None
+    interruption_queue: InterruptionSource | None = None
+    unavailable: OfferingMarker | None = None
+    reservations: ReservationMarker | None = None
+    node_classes: NodeClassResolver | None = None
+    cleaner: CloudCleaner | None = None
+    parameters: ParameterInvalidator | None = None
+    catalog_cache: bool = False
+    launches_outside_state_lock: bool = False

@@ -1,0 +1,1 @@
+"""CapacityBuffers: the buffer controller (Karpenter's capacitybuffer controller)."""

@@ -1,0 +1,1 @@
+"""The Node controllers: termination (drain, terminate, release) and health (auto-repair)."""

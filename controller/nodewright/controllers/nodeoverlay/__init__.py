@@ -1,0 +1,1 @@
+"""NodeOverlays: the overlay controller (Karpenter's nodeoverlay controller)."""
