@@ -48,7 +48,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))  # tests.operator.world
 
 from disruption import TYPE, ZONES, write_cluster  # noqa: E402
-from nodewright.operator.clock import SystemClock  # noqa: E402
 
 from nodewright.cloud.provider import Instance, NodeClaimNotFoundError  # noqa: E402
 from nodewright.cloud.sim import SimulatedEC2  # noqa: E402
@@ -58,7 +57,11 @@ from nodewright.controllers.nodeclass.status import CatalogRefresh  # noqa: E402
 from nodewright.controllers.provisioning import provisioner as provisioning  # noqa: E402
 from nodewright.operator.main import SWITCH_INTERVAL_SECONDS  # noqa: E402
 from nodewright.operator.process import Operator, OperatorSettings  # noqa: E402
-from nodewright.runtime.clock import Clock, parse_time  # noqa: E402
+from nodewright.runtime.clock import (  # noqa: E402
+    Clock,
+    SystemClock,
+    parse_time,
+)
 from nodewright.state.wellknown import TERMINATION_FINALIZER  # noqa: E402
 from tests.operator.slow_cloud import Gate, LongPollQueue, SlowCloud  # noqa: E402
 from tests.operator.world import LockedCluster  # noqa: E402

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
 from nodewright.controllers.options import ControllerOptions

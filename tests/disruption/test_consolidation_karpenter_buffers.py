@@ -8,7 +8,7 @@ that holds both."""
 from __future__ import annotations
 
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from tests.buffer.helpers import buffer, conditions, pod_template, world
 from tests.disruption.helpers import decisions, started
 from tests.harness import World

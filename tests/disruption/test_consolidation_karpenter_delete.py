@@ -8,7 +8,7 @@ validation a pod arrives that changes the answer."""
 from __future__ import annotations
 
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
 from tests.disruption.helpers import decisions, nodepool_with
 from tests.disruption.test_consolidation_karpenter import (

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from nodewright.cloud.sim import SimSettings
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_running
 from tests.disruption.helpers import decisions, nodepool_with, started

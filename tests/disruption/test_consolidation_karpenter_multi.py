@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
 from tests.disruption.helpers import decisions, nodepool_with, started

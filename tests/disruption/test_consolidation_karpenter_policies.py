@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.options import ControllerOptions
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_instance_types, expect_running

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodewright.cluster import objects
-from nodewright.controllers.disruption import decision_log as ex
+from nodewright.controllers.common import decision_log as ex
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
 from tests.disruption.helpers import nodepool_with, started

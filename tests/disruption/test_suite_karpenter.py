@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from nodewright.cluster import objects
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.common.podrules import eviction_cost
-from nodewright.controllers.disruption import decision_log as ex
 from tests.controllers.conftest import WORKSHOP
 from tests.disruption.helpers import decisions, nodepool_with
 from tests.disruption.test_consolidation_karpenter import consolidated

@@ -54,9 +54,12 @@ class OfferingMarker(Protocol):
 
 class ReservationMarker(Protocol):
     """The cloud's capacity reservations: one marked unavailable counts as empty until it
-    is next looked up (Karpenter's capacityreservation.Provider.MarkUnavailable)."""
+    is next looked up (Karpenter's capacityreservation.Provider.MarkUnavailable); one whose
+    instance is gone has a slot back (MarkTerminated)."""
 
     def mark_unavailable(self, *reservation_ids: str) -> None: ...
+
+    def mark_terminated(self, reservation_id: str) -> None: ...
 
 
 class NodeClassResolver(Protocol):

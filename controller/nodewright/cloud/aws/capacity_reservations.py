@@ -158,6 +158,12 @@ class Availability:
             if self._counts.get(reservation_id, 0) > 0:
                 self._counts[reservation_id] -= 1
 
+    def mark_terminated(self, reservation_id: str) -> None:
+        """An instance of the reservation is gone: one more slot until the next lookup."""
+        with self._lock:
+            if reservation_id in self._counts:
+                self._counts[reservation_id] += 1
+
     def mark_unavailable(self, *reservation_ids: str) -> None:
         with self._lock:
             for reservation_id in reservation_ids:

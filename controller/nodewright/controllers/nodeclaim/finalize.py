@@ -33,6 +33,7 @@ from nodewright.controllers.nodeclaim.context import (
 )
 from nodewright.controllers.nodeclaim.registration import REGISTERED
 from nodewright.runtime.clock import format_time, parse_time
+from nodewright.scheduling.requirements import LABEL_RESERVATION_ID
 from nodewright.state.wellknown import TERMINATION_FINALIZER, TERMINATION_TIMESTAMP_ANNOTATION
 
 log = logging.getLogger(__name__)
@@ -41,14 +42,20 @@ INSTANCE_TERMINATING = "InstanceTerminating"
 INSTANCE_CHECK_SECONDS = 5.0
 
 
-def instance_gone(context: LifecycleContext, provider_id: str) -> bool:
-    """Terminate the instance (idempotent) and say whether the cloud no longer has it."""
+def instance_gone(context: LifecycleContext, provider_id: str, claim: Object) -> bool:
+    """Terminate the instance (idempotent) and say whether the cloud no longer has it. An
+    instance of a capacity reservation gives its slot back once gone (Karpenter's
+    CloudProvider.Delete calls MarkTerminated when the instance is not found)."""
     context.cloud.delete(provider_id)
     try:
-        instance = context.cloud.get(provider_id)
+        gone = context.cloud.get(provider_id).state == "terminated"
     except NodeClaimNotFoundError:
-        return True
-    return instance.state == "terminated"
+        gone = True
+    reservation = labels_of(claim).get(LABEL_RESERVATION_ID)
+    reservations = context.cloud.capabilities().reservations
+    if gone and reservation and reservations is not None:
+        reservations.mark_terminated(reservation)
+    return gone
 
 
 class Finalizer:
@@ -88,7 +95,7 @@ class Finalizer:
         provider_id = provider_id_of(claim)
         if provider_id:
             try:
-                gone = instance_gone(context, provider_id)
+                gone = instance_gone(context, provider_id, claim)
             except CloudProviderError as error:
                 log.warning("terminating the instance of nodeclaim %s: %s", name_of(claim), error)
                 return INSTANCE_CHECK_SECONDS

@@ -294,7 +294,7 @@ class NodeTermination:
         if not provider_id:
             return None
         try:
-            gone = instance_gone(self.context, provider_id)
+            gone = instance_gone(self.context, provider_id, claim)
         except CloudProviderError as error:
             log.warning("terminating instance %s: %s", provider_id, error)
             return Result(requeue_after=INSTANCE_CHECK_SECONDS)
