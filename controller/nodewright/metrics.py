@@ -855,7 +855,13 @@ class Store:
         fresh: set[Series] = set()
         for gauge, labels, value in values:
             label_values = tuple(labels[name] for name in gauge._labelnames)
-            gauge.labels(*label_values).set(value)
+            # The series' child as `labels` would return it when it exists (the same
+            # lookup, without its argument checks: status reconciles set hundreds of
+            # thousands of series again); `labels` creates it otherwise.
+            child = gauge._metrics.get(label_values)
+            if child is None:
+                child = gauge.labels(*label_values)
+            child.set(value)
             fresh.add((gauge, label_values))
         for gauge, label_values in self._series.get(key, set()) - fresh:
             _remove(gauge, label_values)

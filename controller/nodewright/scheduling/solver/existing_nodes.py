@@ -96,6 +96,10 @@ class PreparedNodes:
             node.name: node_usage(node, bound.get(node.name, []), problem.daemonsets)
             for node in problem.nodes
         }
+        self.order = sorted(self.by_name)
+        # Each node's usage as vectors, per resource slots (`node_setups`): the same for
+        # every problem cut from this one whose slots are these.
+        self.setups: dict[tuple[str, ...], dict[str, NodeSetup]] = {}
 
     def usable_for(self, problem: SchedulingProblem) -> bool:
         """Whether the problem keeps the same DaemonSets, nodes among these, and every
@@ -124,11 +128,23 @@ def node_setups(problem: SchedulingProblem, prepared: PreparedNodes | None,
                 index: ResourceIndex) -> list[NodeSetup]:
     """The problem's existing nodes by name, with their usage as resource vectors."""
     if prepared is not None:
-        usages = [prepared.by_name[node.name] for node in problem.nodes]
-    else:
-        bound = bound_by_node(problem)
-        usages = [node_usage(node, bound.get(node.name, []), problem.daemonsets)
-                  for node in problem.nodes]
+        known = prepared.setups.setdefault(index.names, {})
+        kept = {node.name for node in problem.nodes}
+        setups = []
+        for name in prepared.order:
+            if name not in kept:
+                continue
+            setup = known.get(name)
+            if setup is None:
+                usage = prepared.by_name[name]
+                setup = NodeSetup(usage, index.vector(usage.requested),
+                                  index.vector(usage.node.allocatable or {}))
+                known[name] = setup
+            setups.append(setup)
+        return setups
+    bound = bound_by_node(problem)
+    usages = [node_usage(node, bound.get(node.name, []), problem.daemonsets)
+              for node in problem.nodes]
     return [
         NodeSetup(usage, index.vector(usage.requested),
                   index.vector(usage.node.allocatable or {}))
@@ -163,7 +179,8 @@ def existing_targets(nodes: Sequence[NodeSetup], tracker: TopologyTracker
         )
         target.host_ports.extend(usage.host_ports)
         for pod in usage.running:
-            target.add_volumes(pod)
+            if pod.volumes:
+                target.add_volumes(pod)
         for pod in usage.running if counted else ():
             tracker.record(target, pod)
         targets.append(target)
