@@ -34,6 +34,7 @@ class NodeUsage:
     requested: dict[str, int]  # bound pods and the DaemonSets that will run there
     host_ports: list[HostPort]
     names: frozenset[str]  # the resources its bound pods request
+    with_volumes: tuple[Pod, ...] = ()  # its bound pods that mount volumes
 
 
 def node_usage(node: ExistingNode, running: list[Pod],
@@ -70,6 +71,7 @@ def node_usage(node: ExistingNode, running: list[Pod],
         requested=requested,
         host_ports=[port for pod in running for port in pod.host_ports] + daemon_ports,
         names=frozenset(name for pod in running for name in pod.requests),
+        with_volumes=tuple(pod for pod in running if pod.volumes),
     )
 
 
@@ -178,9 +180,8 @@ def existing_targets(nodes: Sequence[NodeSetup], tracker: TopologyTracker
             volume_limits=node.volume_limits,
         )
         target.host_ports.extend(usage.host_ports)
-        for pod in usage.running:
-            if pod.volumes:
-                target.add_volumes(pod)
+        for pod in usage.with_volumes:
+            target.add_volumes(pod)
         for pod in usage.running if counted else ():
             tracker.record(target, pod)
         targets.append(target)

@@ -21,6 +21,10 @@ from nodewright.scheduling.targets import (
     fits,
 )
 
+# An existing node without room for the pod: one instance, so that placement can tell it
+# from the other permanent rejections (`Placement` remembers it per request vector).
+NODE_FULL = Rejection("node is full", True)
+
 
 class FitCheck:
     """One plan's checks. `efficient_growth` lets a NodeClaim grow into a type that costs
@@ -58,7 +62,7 @@ class FitCheck:
         # checks changes no placement.
         need = self.index.add(target.used, context.vector)
         if not fits(need, target.allocatable):
-            return Rejection("node is full", True)
+            return NODE_FULL
         if not context.requirements.satisfied_by_labels(target.labels):
             return Rejection("node labels do not match", True)
         if pod.volumes and target.volume_limits:
