@@ -93,6 +93,8 @@ class PreparedNodes:
         # NodePool setups, shared by the solves of the problems cut from this one (their
         # templates and DaemonSets are these).
         self.pool_memo: PoolMemo = {}
+        # The NodePool setups of their NodeClaims' re-plans (`Setup.tail_pools`).
+        self.tail_pool_memo: PoolMemo = {}
         bound = bound_by_node(problem)
         self.by_name = {
             node.name: node_usage(node, bound.get(node.name, []), problem.daemonsets)

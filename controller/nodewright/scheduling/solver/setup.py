@@ -31,10 +31,12 @@ class Setup:
                  pool_memo: PoolMemo | None = None
                  ) -> None:
         self.problem = problem
-        # NodePool setups by template, kept across the re-plans of one solve's NodeClaims
-        # (`results.PlanResults`): each would filter the whole catalog again.
-        self.tail_pools: PoolMemo = {}
         self.prepared = prepared if prepared is not None and prepared.usable_for(problem) else None
+        # NodePool setups by template, kept across the re-plans of one solve's NodeClaims
+        # (`results.PlanResults`; each would filter the whole catalog again), and across
+        # the solves of a disruption pass when the problem was cut from a prepared one.
+        self.tail_pools: PoolMemo = (
+            self.prepared.tail_pool_memo if self.prepared is not None else {})
         if pool_memo is None and self.prepared is not None:
             pool_memo = self.prepared.pool_memo
         self.pool_memo = pool_memo
