@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Metric
 
@@ -858,7 +858,7 @@ class Store:
             # The series' child as `labels` would return it when it exists (the same
             # lookup, without its argument checks: status reconciles set hundreds of
             # thousands of series again); `labels` creates it otherwise.
-            child = gauge._metrics.get(label_values)
+            child = cast("Gauge | None", gauge._metrics.get(label_values))
             if child is None:
                 child = gauge.labels(*label_values)
             child.set(value)
