@@ -75,6 +75,12 @@ def node_usage(node: ExistingNode, running: list[Pod],
     )
 
 
+def is_tied(pod: Pod) -> bool:
+    """Whether topology ties the pod to others (spread or (anti-)affinity terms)."""
+    return bool(pod.spread or pod.pod_affinity or pod.preferred_pod_affinity
+                or pod.pod_anti_affinity or pod.preferred_pod_anti_affinity)
+
+
 def bound_by_node(problem: SchedulingProblem) -> dict[str, list[Pod]]:
     bound: dict[str, list[Pod]] = {}
     for pod in problem.bound_pods:
@@ -101,6 +107,8 @@ class PreparedNodes:
             for node in problem.nodes
         }
         self.order = sorted(self.by_name)
+        # Whether any bound pod has spread or (anti-)affinity terms (`Setup.tied`).
+        self.any_tied = any(is_tied(pod) for pod in problem.bound_pods)
         # Each node's usage as vectors, per resource slots (`node_setups`): the same for
         # every problem cut from this one whose slots are these.
         self.setups: dict[tuple[str, ...], dict[str, NodeSetup]] = {}
