@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Metric
 
@@ -855,7 +855,13 @@ class Store:
         fresh: set[Series] = set()
         for gauge, labels, value in values:
             label_values = tuple(labels[name] for name in gauge._labelnames)
-            gauge.labels(*label_values).set(value)
+            # The series' child as `labels` would return it when it exists (the same
+            # lookup, without its argument checks: status reconciles set hundreds of
+            # thousands of series again); `labels` creates it otherwise.
+            child = cast("Gauge | None", gauge._metrics.get(label_values))
+            if child is None:
+                child = gauge.labels(*label_values)
+            child.set(value)
             fresh.add((gauge, label_values))
         for gauge, label_values in self._series.get(key, set()) - fresh:
             _remove(gauge, label_values)

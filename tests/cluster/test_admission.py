@@ -451,3 +451,37 @@ def test_a_long_generate_name_is_cut_as_the_server_cuts_it(cluster: InMemoryClus
     created = cluster.create({**claim(), "metadata": {"generateName": prefix}})
     assert created["metadata"]["name"].startswith("a" * 58)
     assert len(created["metadata"]["name"]) == 63
+
+
+def test_a_transition_rule_is_evaluated_once_per_new_and_old_value(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A NodeClaim's status updates send its immutable spec again and again: the verdict of
+    `self == oldSelf` depends on both values only, so it is worked out once per pair, and a
+    different old value is a different question."""
+    from nodewright.cluster.memory.admission import celpy_runtime
+
+    evaluated: list[tuple[Any, Any]] = []
+    real = celpy_runtime.evaluate
+
+    def counting(text: str, message: str, value: Any, old: Any = None, *,
+                 has_old: bool = False) -> str | None:
+        evaluated.append((value, old))
+        return real(text, message, value, old, has_old=has_old)
+
+    monkeypatch.setattr(celpy_runtime, "evaluate", counting)
+    schema = compile_schema({"type": "object", "properties": {"spec": {
+        "type": "object", "properties": {"size": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "self == oldSelf",
+                                      "message": "spec is immutable"}]}}})
+
+    def update(new: int, old: int) -> list[str]:
+        admission = Admission()
+        admission.visit(schema, {"spec": {"size": new}}, {"spec": {"size": old}}, "")
+        return [str(e) for e in admission.finish()]
+
+    for _ in range(3):
+        assert update(4, 4) == []
+    assert len(evaluated) == 1, "the same spec against the same stored spec: one evaluation"
+    assert update(4, 5) == ['spec: Invalid value: "object": spec is immutable']
+    assert update(5, 5) == []
+    assert len(evaluated) == 3

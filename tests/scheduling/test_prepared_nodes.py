@@ -49,14 +49,17 @@ def test_a_cut_problem_plans_the_same_with_the_prepared_nodes(
     base = SchedulingProblem(pods=[], nodepools=[nodepool()], nodes=nodes, bound_pods=bound)
     prepared = PreparedNodes(base)
 
-    gone = nodes[removed % len(nodes)].name
-    moving = [replace(p, node_name=None) for p in bound if p.node_name == gone]
-    cut = replace(base, pods=moving,
-                  nodes=[n for n in nodes if n.name != gone],
-                  bound_pods=[p for p in bound if p.node_name != gone])
+    # As a disruption pass does: each node taken away in turn (from `removed` on), every
+    # cut solved with the same prepared nodes (whose resource vectors it keeps).
+    for offset in range(len(nodes)):
+        gone = nodes[(removed + offset) % len(nodes)].name
+        moving = [replace(p, node_name=None) for p in bound if p.node_name == gone]
+        cut = replace(base, pods=moving,
+                      nodes=[n for n in nodes if n.name != gone],
+                      bound_pods=[p for p in bound if p.node_name != gone])
 
-    assert prepared.usable_for(cut)
-    assert solve(cut, prepared) == solve(cut)
+        assert prepared.usable_for(cut)
+        assert solve(cut, prepared) == solve(cut)
 
 
 def test_a_problem_not_cut_from_the_prepared_one_is_solved_from_scratch() -> None:

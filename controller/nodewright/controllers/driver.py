@@ -92,11 +92,12 @@ class VirtualDriver:
         events = self._stream.poll()
         while events:
             for event in events:
+                kind = event.kind  # read from the object each time it is asked for
                 for listener in self._listeners:
                     listener(event)
                 for reconciler in self._reconcilers:
                     for watch in reconciler.watches:
-                        if watch.kind == event.kind:
+                        if watch.kind == kind:
                             for key in watch.keys(event):
                                 self.enqueue(reconciler, key)
             # Listeners may write (rarely); deliver what that caused too.

@@ -41,6 +41,7 @@ def settle(world: World, timeout: float) -> SettleOutcome:
     deadline = began + timedelta(seconds=timeout)
     quiet_gap = timedelta(seconds=world.scenario.settings.batch_max_duration
                           + 2 * DISRUPTION_POLL_SECONDS + VALIDATION_SECONDS)
+    memo = _ReadyMemo()
     while True:
         now = clock.now()
         busy = bool(recorder.busy_claims or recorder.busy_nodes)
@@ -48,7 +49,7 @@ def settle(world: World, timeout: float) -> SettleOutcome:
         # what the step before did (an interruption message waits on a queue).
         quiet_at = max(recorder.last_change, began) + quiet_gap
         if not busy and now >= quiet_at:
-            timer = _next_consolidation(world, now)
+            timer = _next_consolidation(world, now, memo)
             if timer is None or timer + quiet_gap <= now:
                 return SettleOutcome(True, _pending_note(world))
             quiet_at = timer + quiet_gap
@@ -65,8 +66,34 @@ def settle(world: World, timeout: float) -> SettleOutcome:
             clock.run_until(target)
 
 
-def _next_consolidation(world: World, now: datetime) -> datetime | None:
+class _ReadyMemo:
+    """`_latest_ready` of one state at one generation: the state changes only by the events
+    it applies, each of which bumps its generation, so while that holds the answer does."""
+
+    def __init__(self) -> None:
+        self.key: tuple[object, int] | None = None
+        self.latest: datetime | None = None
+
+    def latest_ready(self, world: World) -> datetime | None:
+        state = world.controllers.state
+        key = (state, state.generation)
+        if self.key is None or self.key[0] is not state or self.key[1] != key[1]:
+            self.key, self.latest = key, _latest_ready(world)
+        return self.latest
+
+
+def _next_consolidation(world: World, now: datetime,
+                        memo: _ReadyMemo | None = None) -> datetime | None:
     """The latest moment a node still becomes consolidatable (after now), if any."""
+    latest = memo.latest_ready(world) if memo is not None else _latest_ready(world)
+    if latest is not None and latest > now - timedelta(
+            seconds=DISRUPTION_POLL_SECONDS + VALIDATION_SECONDS):
+        return latest
+    return None
+
+
+def _latest_ready(world: World) -> datetime | None:
+    """The latest moment any node becomes consolidatable, past or future."""
     state = world.controllers.state
     latest: datetime | None = None
     for node in state.nodes():
@@ -84,8 +111,7 @@ def _next_consolidation(world: World, now: datetime) -> datetime | None:
         if node.last_pod_event is not None:
             since = max(since, node.last_pod_event)
         ready = since + timedelta(seconds=seconds)
-        if ready > now - timedelta(seconds=DISRUPTION_POLL_SECONDS + VALIDATION_SECONDS) and (
-                latest is None or ready > latest):
+        if latest is None or ready > latest:
             latest = ready
     return latest
 

@@ -34,6 +34,7 @@ class NodeUsage:
     requested: dict[str, int]  # bound pods and the DaemonSets that will run there
     host_ports: list[HostPort]
     names: frozenset[str]  # the resources its bound pods request
+    with_volumes: tuple[Pod, ...] = ()  # its bound pods that mount volumes
 
 
 def node_usage(node: ExistingNode, running: list[Pod],
@@ -70,7 +71,14 @@ def node_usage(node: ExistingNode, running: list[Pod],
         requested=requested,
         host_ports=[port for pod in running for port in pod.host_ports] + daemon_ports,
         names=frozenset(name for pod in running for name in pod.requests),
+        with_volumes=tuple(pod for pod in running if pod.volumes),
     )
+
+
+def is_tied(pod: Pod) -> bool:
+    """Whether topology ties the pod to others (spread or (anti-)affinity terms)."""
+    return bool(pod.spread or pod.pod_affinity or pod.preferred_pod_affinity
+                or pod.pod_anti_affinity or pod.preferred_pod_anti_affinity)
 
 
 def bound_by_node(problem: SchedulingProblem) -> dict[str, list[Pod]]:
@@ -91,11 +99,19 @@ class PreparedNodes:
         # NodePool setups, shared by the solves of the problems cut from this one (their
         # templates and DaemonSets are these).
         self.pool_memo: PoolMemo = {}
+        # The NodePool setups of their NodeClaims' re-plans (`Setup.tail_pools`).
+        self.tail_pool_memo: PoolMemo = {}
         bound = bound_by_node(problem)
         self.by_name = {
             node.name: node_usage(node, bound.get(node.name, []), problem.daemonsets)
             for node in problem.nodes
         }
+        self.order = sorted(self.by_name)
+        # Whether any bound pod has spread or (anti-)affinity terms (`Setup.tied`).
+        self.any_tied = any(is_tied(pod) for pod in problem.bound_pods)
+        # Each node's usage as vectors, per resource slots (`node_setups`): the same for
+        # every problem cut from this one whose slots are these.
+        self.setups: dict[tuple[str, ...], dict[str, NodeSetup]] = {}
 
     def usable_for(self, problem: SchedulingProblem) -> bool:
         """Whether the problem keeps the same DaemonSets, nodes among these, and every
@@ -124,11 +140,23 @@ def node_setups(problem: SchedulingProblem, prepared: PreparedNodes | None,
                 index: ResourceIndex) -> list[NodeSetup]:
     """The problem's existing nodes by name, with their usage as resource vectors."""
     if prepared is not None:
-        usages = [prepared.by_name[node.name] for node in problem.nodes]
-    else:
-        bound = bound_by_node(problem)
-        usages = [node_usage(node, bound.get(node.name, []), problem.daemonsets)
-                  for node in problem.nodes]
+        known = prepared.setups.setdefault(index.names, {})
+        kept = {node.name for node in problem.nodes}
+        setups = []
+        for name in prepared.order:
+            if name not in kept:
+                continue
+            setup = known.get(name)
+            if setup is None:
+                usage = prepared.by_name[name]
+                setup = NodeSetup(usage, index.vector(usage.requested),
+                                  index.vector(usage.node.allocatable or {}))
+                known[name] = setup
+            setups.append(setup)
+        return setups
+    bound = bound_by_node(problem)
+    usages = [node_usage(node, bound.get(node.name, []), problem.daemonsets)
+              for node in problem.nodes]
     return [
         NodeSetup(usage, index.vector(usage.requested),
                   index.vector(usage.node.allocatable or {}))
@@ -163,7 +191,7 @@ def existing_targets(nodes: Sequence[NodeSetup], tracker: TopologyTracker
             volume_limits=node.volume_limits,
         )
         target.host_ports.extend(usage.host_ports)
-        for pod in usage.running:
+        for pod in usage.with_volumes:
             target.add_volumes(pod)
         for pod in usage.running if counted else ():
             tracker.record(target, pod)

@@ -21,6 +21,10 @@ from nodewright.scheduling.targets import (
     fits,
 )
 
+# An existing node without room for the pod: one instance, so that placement can tell it
+# from the other permanent rejections (`Placement` remembers it per request vector).
+NODE_FULL = Rejection("node is full", True)
+
 
 class FitCheck:
     """One plan's checks. `efficient_growth` lets a NodeClaim grow into a type that costs
@@ -52,6 +56,13 @@ class FitCheck:
 
     def _on_node(self, target: ExistingTarget, pod: Pod, context: PodContext
                  ) -> Change | Rejection:
+        # Room first: it is the cheapest check, and a node too full for a pod shape stays
+        # so for the rest of the solve (pods are only added), so the shape closes it for
+        # good. Which permanent reason rejects a node is never shown, so the order of the
+        # checks changes no placement.
+        need = self.index.add(target.used, context.vector)
+        if not fits(need, target.allocatable):
+            return NODE_FULL
         if not context.requirements.satisfied_by_labels(target.labels):
             return Rejection("node labels do not match", True)
         if pod.volumes and target.volume_limits:
@@ -61,9 +72,6 @@ class FitCheck:
         extra = self.tracker.requirements(target, pod, context)
         if isinstance(extra, Rejection):
             return extra
-        need = self.index.add(target.used, context.vector)
-        if not fits(need, target.allocatable):
-            return Rejection("node is full", True)
         return Change(need=need)
 
     def _on_claim(self, target: ClaimTarget, pod: Pod, context: PodContext, planned: bool

@@ -11,13 +11,20 @@ from nodewright.scheduling.pods import Pod, untolerated
 from nodewright.scheduling.requirements import LABEL_HOSTNAME, Requirement
 from nodewright.scheduling.solver.context import PodContext, PodContexts
 from nodewright.scheduling.solver.existing_nodes import existing_targets
-from nodewright.scheduling.solver.fit import FitCheck
+from nodewright.scheduling.solver.fit import NODE_FULL, FitCheck
 from nodewright.scheduling.solver.pools import pool_state
 from nodewright.scheduling.solver.preferences import relax
 from nodewright.scheduling.solver.setup import Setup
 from nodewright.scheduling.solver.topology import TopologyTracker
 from nodewright.scheduling.solver.verdicts import Change, Rejection
-from nodewright.scheduling.targets import ClaimTarget, ExistingTarget, PoolState, Target, fits
+from nodewright.scheduling.targets import (
+    ClaimTarget,
+    ExistingTarget,
+    PoolState,
+    Target,
+    Vector,
+    fits,
+)
 from nodewright.scheduling.topology import Topology
 
 
@@ -40,6 +47,11 @@ class Placement:
         # Existing nodes first (by name), then the NodeClaims in the order they open.
         self.targets: list[Target] = [*existing_targets(setup.nodes, self.tracker)]
         self.claim_count = 0
+        # Per request vector, the existing nodes found too full for it (pods only land, so
+        # they stay so) and how many from the first are all such: a pod shape seen for the
+        # first time starts past those, as its own checks would close them.
+        self._full: dict[Vector, set[int]] = {}
+        self._full_prefix: dict[Vector, int] = {}
 
     def context(self, pod: Pod) -> PodContext:
         return self.contexts.of(pod)
@@ -84,8 +96,9 @@ class Placement:
         context = self.context(pod)
         # Targets this pod shape has not found permanently closed, in the order they opened.
         open_targets = context.open_targets
-        for position in range(context.seen_targets, len(self.targets)):
-            open_targets[position] = None
+        start = context.seen_targets or self._full_prefix.get(context.vector, 0)
+        if start < len(self.targets):
+            open_targets.update(dict.fromkeys(range(start, len(self.targets))))
         context.seen_targets = len(self.targets)
         closed: list[int] = []
         placed = False
@@ -98,9 +111,19 @@ class Placement:
                 break
             if outcome.permanent:
                 closed.append(position)
+                if outcome is NODE_FULL:
+                    self._note_full(context.vector, position)
         for position in closed:
             del open_targets[position]
         return placed
+
+    def _note_full(self, vector: Vector, position: int) -> None:
+        full = self._full.setdefault(vector, set())
+        full.add(position)
+        prefix = self._full_prefix.get(vector, 0)
+        while prefix in full:
+            prefix += 1
+        self._full_prefix[vector] = prefix
 
     def apply(self, target: Target, pod: Pod, context: PodContext, change: Change) -> None:
         """Put the pod on the target as `change` says, and count it toward topology."""

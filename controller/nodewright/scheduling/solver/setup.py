@@ -10,7 +10,12 @@ from itertools import chain
 from nodewright.api.quantity import CPU, MEMORY, PODS
 from nodewright.scheduling.growth import GrowthJudge
 from nodewright.scheduling.nodepools import NodePoolTemplate
-from nodewright.scheduling.solver.existing_nodes import NodeSetup, PreparedNodes, node_setups
+from nodewright.scheduling.solver.existing_nodes import (
+    NodeSetup,
+    PreparedNodes,
+    is_tied,
+    node_setups,
+)
 from nodewright.scheduling.solver.pools import (
     PoolMemo,
     PoolSetup,
@@ -31,10 +36,12 @@ class Setup:
                  pool_memo: PoolMemo | None = None
                  ) -> None:
         self.problem = problem
-        # NodePool setups by template, kept across the re-plans of one solve's NodeClaims
-        # (`results.PlanResults`): each would filter the whole catalog again.
-        self.tail_pools: PoolMemo = {}
         self.prepared = prepared if prepared is not None and prepared.usable_for(problem) else None
+        # NodePool setups by template, kept across the re-plans of one solve's NodeClaims
+        # (`results.PlanResults`; each would filter the whole catalog again), and across
+        # the solves of a disruption pass when the problem was cut from a prepared one.
+        self.tail_pools: PoolMemo = (
+            self.prepared.tail_pool_memo if self.prepared is not None else {})
         if pool_memo is None and self.prepared is not None:
             pool_memo = self.prepared.pool_memo
         self.pool_memo = pool_memo
@@ -50,11 +57,11 @@ class Setup:
                 names.update(pod.requests)
         self.index = ResourceIndex(sorted(names))
         # Registering a pod without spread or (anti-)affinity terms creates no group.
-        self.tied = [
-            pod for pod in chain(problem.pods, problem.bound_pods)
-            if pod.spread or pod.pod_affinity or pod.preferred_pod_affinity
-            or pod.pod_anti_affinity or pod.preferred_pod_anti_affinity
-        ]
+        # A problem cut from a prepared one whose bound pods none are tied has none either
+        # (its bound pods are those of the kept nodes): tens of thousands not walked.
+        bound = (problem.bound_pods if self.prepared is None or self.prepared.any_tied
+                 else ())
+        self.tied = [pod for pod in chain(problem.pods, bound) if is_tied(pod)]
         self._pools: list[PoolSetup] | None = None
         self._nodes: list[NodeSetup] | None = None
         # The growth rule's memo (best price per unit of a mix, per NodePool): the same

@@ -73,15 +73,17 @@ class RuleSet:
 
     def check(self, value: Any, old: Any = None, *, has_old: bool = False) -> list[Verdict]:
         if self.has_transition:
-            runtime = _runtime()
-            failures = []
-            for rule in self.rules:
-                if rule.transition and not has_old:
-                    continue
-                detail = runtime.evaluate(rule.text, rule.message, value, old, has_old=has_old)
-                if detail is not None:
-                    failures.append(Verdict(detail))
-            return failures
+            # A transition rule's verdict depends on `self` and `oldSelf` alone (CEL has no
+            # clock, no randomness), so the verdicts are remembered by both: a status
+            # update of a NodeClaim sends the same immutable spec again and again.
+            pair = (freeze(value), freeze(old) if has_old else None)
+            known = self._memo.get(pair)
+            if known is None:
+                known = self._check_transition(value, old, has_old)
+                if len(self._memo) >= MEMO_LIMIT:
+                    self._memo.clear()
+                self._memo[pair] = known
+            return known
         key = freeze(value)
         found = self._memo.get(key)
         if found is None:
@@ -90,6 +92,17 @@ class RuleSet:
                 self._memo.clear()
             self._memo[key] = found
         return found
+
+    def _check_transition(self, value: Any, old: Any, has_old: bool) -> list[Verdict]:
+        runtime = _runtime()
+        failures = []
+        for rule in self.rules:
+            if rule.transition and not has_old:
+                continue
+            detail = runtime.evaluate(rule.text, rule.message, value, old, has_old=has_old)
+            if detail is not None:
+                failures.append(Verdict(detail))
+        return failures
 
     def _check_rules(self, value: Any) -> list[Verdict]:
         failures = []
