@@ -290,3 +290,33 @@ def test_a_nodeclaim_keeps_the_hash_of_the_nodepool_it_was_planned_from() -> Non
 
     manifest = nodeclaim_manifest(claim, context, {p.key: p for p in planned.problem.pods})
     assert manifest["metadata"]["annotations"][hash_key] == before
+
+
+# -- Context("Labels") -------------------------------------------------------------------
+
+
+def test_the_nodepools_labels_and_requirements_label_the_node() -> None:
+    # It("should label nodes"): a template label, and one requirement of each operator on
+    # keys of the user's own; Karpenter's resolveCustomLabelsFromRequirements gives In its
+    # value, NotIn/Exists/Gt/Lt an integer the requirement allows, DoesNotExist nothing.
+    pool = node_pool(families=["m5"], labels={"test-key-1": "test-value-1"}, requirements=[
+        {"key": "test-key-2", "operator": "In", "values": ["test-value-2"]},
+        {"key": "test-key-3", "operator": "NotIn", "values": ["test-value-3"]},
+        {"key": "test-key-4", "operator": "Lt", "values": ["4"]},
+        {"key": "test-key-5", "operator": "Gt", "values": ["5"]},
+        {"key": "test-key-6", "operator": "Exists"},
+        {"key": "test-key-7", "operator": "DoesNotExist"},
+    ])
+    world = World()
+    world.apply(NODE_CLASS, pool, a_pod("app"))
+    assert world.settle()
+    (node,) = world.nodes()
+    labels = node["metadata"]["labels"]
+    assert labels["karpenter.sh/nodepool"] == "default"
+    assert labels["test-key-1"] == "test-value-1"
+    assert labels["test-key-2"] == "test-value-2"
+    assert labels["test-key-3"] != "test-value-3"
+    assert 0 <= int(labels["test-key-4"]) < 4
+    assert int(labels["test-key-5"]) > 5
+    assert "test-key-6" in labels
+    assert "test-key-7" not in labels

@@ -11,6 +11,8 @@ capacity types those offer, and resource requests (its pods plus DaemonSet overh
 
 from __future__ import annotations
 
+import random
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,6 +35,10 @@ from nodewright.scheduling.targets import PlannedNodeClaim
 from nodewright.state.wellknown import NODECLASS_LABEL
 
 MAX_INSTANCE_TYPES = 600
+MAX_INT64 = 2**63 - 1
+# Draws for a NotIn/Exists label value before giving up (each hits an excluded value with
+# a chance of about len(values) / 2**63).
+ANY_INTEGER_TRIES = 10
 # Whether MIN_VALUES_POLICY=BestEffort lowered a minValues of the NodeClaim (Karpenter
 # writes it on every NodeClaim the scheduler creates).
 MIN_VALUES_RELAXED = "karpenter.sh/nodeclaim-min-values-relaxed"
@@ -89,16 +95,39 @@ def _capacity_types(types: Sequence[InstanceType], requirements: Requirements) -
     return sorted(found)
 
 
-def custom_labels(requirements: Requirements) -> dict[str, str]:
-    """Labels with one possible value that are neither well-known nor restricted (a
-    requirement such as `team In [a]` becomes the label `team: a`)."""
+def custom_labels(requirements: Requirements, seed: str = "") -> dict[str, str]:
+    """The labels a NodeClaim's requirements give its node, for keys that are neither
+    well-known nor restricted (Karpenter's resolveCustomLabelsFromRequirements): `In` one of
+    its values (the first in order; Karpenter takes any); `NotIn`, `Exists`, `Gt` and `Lt`
+    a random integer within the bounds and not excluded; `DoesNotExist` none. The random
+    values come from `seed`, so one plan always gives the same labels."""
+    rng = random.Random(zlib.crc32(seed.encode()))
     labels = {}
-    for key, requirement in requirements.items():
+    for key in sorted(requirements):
+        requirement = requirements[key]
         if is_well_known(key) or restricted_label_problem(key) is not None:
             continue
-        if not requirement.complement and len(requirement.values) == 1:
-            labels[key] = next(iter(requirement.values))
+        if not requirement.complement:
+            if requirement.values:
+                labels[key] = min(requirement.values)
+            continue
+        value = _any_integer(requirement, rng)
+        if value is not None:
+            labels[key] = value
     return labels
+
+
+def _any_integer(requirement: Requirement, rng: random.Random) -> str | None:
+    """An integer `requirement` allows, as Karpenter's Requirement.Any picks one."""
+    low = 0 if requirement.greater_than is None else requirement.greater_than + 1
+    high = MAX_INT64 - 1 if requirement.less_than is None else requirement.less_than - 1
+    if low > high:
+        return None
+    for _ in range(ANY_INTEGER_TRIES):
+        value = str(rng.randint(low, high))
+        if value not in requirement.values:
+            return value
+    return None
 
 
 def claim_requests(
@@ -148,4 +177,5 @@ def nodeclaim_manifest(
         planned, pods, pool.daemon_overhead(name for name, _ in planned.instance_types)))
     return nodeclaim_from_template(
         pool.model, pool.node_class, pool.uid, render_requirements(requirements),
-        implied_labels=custom_labels(requirements), annotations=annotations, requests=requests)
+        implied_labels=custom_labels(requirements, seed="|".join(sorted(planned.pods))),
+        annotations=annotations, requests=requests)
