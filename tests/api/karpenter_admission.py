@@ -50,3 +50,14 @@ def runtime_valid(body: dict[str, Any]) -> bool:
     """Whether our model takes `body` without a problem (Karpenter's RuntimeValidate)."""
     _, problems = parse_document(Document("karpenter.yaml", 1, body))
     return not problems
+
+
+def expect_decisions(cluster: InMemoryCluster, karpenter: str, bodies: list[dict[str, Any]],
+                     admit: bool, runtime: bool | None = None) -> None:
+    """Each body is admitted by the API server exactly when Karpenter's test expects it
+    (`karpenter` names the It or Entry), and, where `runtime` is given, passes or fails
+    runtime validation as it does there."""
+    for body in bodies:
+        assert admitted(cluster, body) is admit, f"{karpenter}: {body['spec']}"
+        if runtime is not None:
+            assert runtime_valid(body) is runtime, f"{karpenter}: {body['spec']}"

@@ -14,7 +14,7 @@ import pytest
 
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.runtime.clock import VirtualClock
-from tests.api.karpenter_admission import admitted, changed
+from tests.api.karpenter_admission import changed, expect_decisions
 
 # Karpenter's BeforeEach NodeClaim.
 BASE: dict[str, Any] = {
@@ -148,5 +148,4 @@ def test_the_api_server_decides_as_karpenter_does(
         admit: bool) -> None:
     # Karpenter: nodeclaim_validation_cel_test.go, Describe "Validation", the It or Entry
     # named by `karpenter` (an It looping over values is one case with its bodies).
-    for body in bodies:
-        assert admitted(cluster, body) is admit, f"{karpenter}: {body['spec']}"
+    expect_decisions(cluster, karpenter, bodies, admit)

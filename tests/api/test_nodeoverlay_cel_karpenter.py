@@ -15,7 +15,7 @@ import pytest
 
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.runtime.clock import VirtualClock
-from tests.api.karpenter_admission import admitted, changed, runtime_valid
+from tests.api.karpenter_admission import changed, expect_decisions
 
 # Karpenter's BeforeEach NodeOverlay.
 BASE: dict[str, Any] = {
@@ -144,7 +144,4 @@ def test_the_api_server_and_runtime_validation_decide_as_karpenter_does(
         runtime: bool | None) -> None:
     # Karpenter: nodeoverlay_validation_test.go, Describe "CEL/Validation", the It or Entry
     # named by `karpenter` (an It looping over values is one case with its bodies).
-    for body in bodies:
-        assert admitted(cluster, body) is admit, f"{karpenter}: {body['spec']}"
-        if runtime is not None:
-            assert runtime_valid(body) is runtime, f"{karpenter}: {body['spec']}"
+    expect_decisions(cluster, karpenter, bodies, admit, runtime)

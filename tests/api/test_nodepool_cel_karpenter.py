@@ -21,7 +21,12 @@ import pytest
 from nodewright.cluster.api import InvalidError
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.runtime.clock import VirtualClock
-from tests.api.karpenter_admission import DELETE, admitted, changed, runtime_valid
+from tests.api.karpenter_admission import (
+    DELETE,
+    changed,
+    expect_decisions,
+    runtime_valid,
+)
 
 # Karpenter's BeforeEach NodePool.
 BASE: dict[str, Any] = {
@@ -348,10 +353,7 @@ def test_the_api_server_and_runtime_validation_decide_as_karpenter_does(
         runtime: bool | None) -> None:
     # Karpenter: nodepool_validation_cel_test.go, Describe "CEL/Validation", the It or
     # Entry named by `karpenter` (an It looping over values is one case with its bodies).
-    for body in bodies:
-        assert admitted(cluster, body) is admit, f"{karpenter}: {body['spec']}"
-        if runtime is not None:
-            assert runtime_valid(body) is runtime, f"{karpenter}: {body['spec']}"
+    expect_decisions(cluster, karpenter, bodies, admit, runtime)
 
 
 def _stored(cluster: InMemoryCluster, name: str, **changes: Any) -> dict[str, Any]:
