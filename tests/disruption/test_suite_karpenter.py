@@ -69,8 +69,10 @@ def test_a_lower_priority_lowers_it() -> None:
 # Describe("Candidate Filtering"), told on the workshop: an m5.large whose one inflate pod
 # would fit a c5.large is a candidate, unless what the It names keeps it out.
 
-def m5_large_with_one_pod(world: World, *extra: str) -> str:
-    world.apply(WORKSHOP, nodepool_with(disruption={"consolidateAfter": "0s"}))
+def m5_large_with_one_pod(world: World, *extra: str,
+                          template: dict[str, Any] | None = None) -> str:
+    world.apply(WORKSHOP, nodepool_with(disruption={"consolidateAfter": "0s"},
+                                        template=template))
     world.scale("inflate", 5)
     assert world.settle()
     [node] = world.nodes()
