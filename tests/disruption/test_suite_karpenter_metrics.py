@@ -139,7 +139,7 @@ def test_multi_node_consolidation_out_of_time_decides_nothing(
     world, originals = big_nodes_then_small_pods(make_world, "on-demand", 3)
     world.options = ControllerOptions(disruption=DisruptionOptions(methods=over))
     world.restart_controllers()
-    world.advance(300)
+    world.advance(900)
     assert sorted(objects.name(n) for n in world.nodes()) == originals
     assert not any(has_taint(n["spec"].get("taints") or [], DISRUPTED_TAINT)
                    for n in world.nodes())
