@@ -1,4 +1,5 @@
-"""Karpenter v1.14.1 pkg/controllers/disruption/suite_test.go, Describe("BuildDisruptionBudgetMapping"):
+"""Karpenter v1.14.1 pkg/controllers/disruption/suite_test.go,
+Describe("BuildDisruptionBudgetMapping"):
 how many more nodes a NodePool may start disrupting, per reason. Karpenter's map is the
 room a pass of Nodewright's loop computes (`budget_room.room_by_pool`, `Room.left`), over
 the workshop's NodePool of ten c5.large (one `big` pod each keeps them from being
