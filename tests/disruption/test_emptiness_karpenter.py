@@ -271,3 +271,38 @@ def test_an_empty_drifted_node_is_deleted_without_a_replacement(world: World) ->
     assert world.nodeclaims() == [] and most == 1, "a replacement was launched"
     [decision] = [d for d in started(world) if d.nodeclaim in originals]
     assert decision.decision == "delete"
+
+
+HOG = """
+apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: default}
+spec:
+  nodeSelector: {type: karpenter}
+  terminationGracePeriodSeconds: 0
+  containers: [{name: app, resources: {requests: {cpu: "%s"}}}]
+"""
+# Pending and marked Unschedulable, but no kube-scheduler of this world binds it (its
+# scheduler is another): it stays pending while it fits the node, as Karpenter's pod does.
+WAITING = (HOG % ("waiting", "62")).replace("spec:\n", "spec:\n  schedulerName: elsewhere\n")
+
+
+def test_a_pending_pod_that_needs_the_large_node_keeps_it(world: World) -> None:
+    """emptiness_test.go: It("considers pending pods when consolidating"): a c5.18xlarge runs
+    a 1-CPU pod while a 62-CPU pod is pending that only it can hold; consolidation sees the
+    pending pod and neither replaces nor deletes the node."""
+    world.apply(WORKSHOP, nodepool_with(disruption={"consolidateAfter": "0s"}), HOG % ("hog", 60))
+    assert world.settle()
+    [node] = world.nodes()
+    assert objects.labels(node)["node.kubernetes.io/instance-type"] == "c5.18xlarge"
+    world.apply(HOG % ("small", 1))
+    world.advance(5)
+    world.delete("Pod", "hog", "default")
+    world.apply(WAITING)
+    world.cluster.patch("Pod", "waiting", {"status": {"conditions": [{
+        "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+        "message": "0/1 nodes are available"}]}}, "default", subresource="status")
+    world.advance(600)
+    assert [objects.name(n) for n in world.nodes()] == [objects.name(node)]
+    assert len(world.nodeclaims()) == 1
+    assert started(world) == []
