@@ -119,6 +119,55 @@ def test_a_drifted_node_running_a_do_not_disrupt_pod_gets_no_replacement(world: 
     assert drifted(world) == []
 
 
+GRACE = {"terminationGracePeriod": "300s"}
+GUARD_PDB = """
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: guard, namespace: default}
+spec:
+  maxUnavailable: 0
+  selector: {matchLabels: {app: guard}}
+"""
+
+
+def drift_without_replacement(world: World, *guards: str) -> None:
+    """A node whose only pod cannot be evicted, launched with a terminationGracePeriod, drifts:
+    it is a candidate of drift's eventual class, but its pod is not counted as moving
+    (Karpenter's IsCurrentlyReschedulable), so the command deletes it and no replacement
+    is ever created; the drain forces the pod out when the grace period ends."""
+    world.apply(WORKSHOP, nodepool_with(template=GRACE), *guards)
+    assert world.settle()
+    originals = {objects.name(c) for c in world.nodeclaims()}
+    assert len(originals) == 1
+    drift(world, template=GRACE)
+    seen: set[str] = set()
+    for _ in range(90):
+        world.advance(10)
+        seen |= {objects.name(c) for c in world.nodeclaims()}
+    assert seen == originals
+    [decision] = drifted(world)
+    assert (decision.decision, decision.replacements) == ("delete", ())
+    assert world.nodeclaims() == []
+
+
+def test_a_drifted_node_with_a_do_not_disrupt_pod_and_a_grace_period_gets_no_replacement(
+        world: World) -> None:
+    """drift_test.go Drift: It("should not create replacements for drifted nodes that have pods
+    with the karpenter.sh/do-not-disrupt annotation set to true when the NodePool's
+    TerminationGracePeriod is not nil") (Karpenter's NodeClaim there has no grace period,
+    the plain case above; here it inherits the NodePool's)."""
+    drift_without_replacement(world, GUARD.replace("annotations:", "labels: {app: guard}\n"
+                                                    "  annotations:") % "true")
+
+
+def test_a_drifted_node_with_a_pdb_blocked_pod_and_a_grace_period_gets_no_replacement(
+        world: World) -> None:
+    """drift_test.go Drift: It("should not create replacements for drifted nodes that have pods
+    with the blocking PDBs when the NodePool's TerminationGracePeriod is not nil")."""
+    drift_without_replacement(world, GUARD.replace(
+        "annotations: {karpenter.sh/do-not-disrupt: \"%s\"}", "labels: {app: guard}"), GUARD_PDB)
+
+
 def test_a_duration_do_not_disrupt_holds_drift_until_it_elapses(world: World) -> None:
     """drift_test.go Drift: It("should not drift nodes with pods that have a duration-based
     do-not-disrupt annotation that is still active")."""
