@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from nodewright.cloud.sim import PriceOverride
+from nodewright.cluster.memory.actors import ActorSettings
 from nodewright.cluster import objects
 from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.controller import DisruptionOptions
@@ -144,6 +145,39 @@ def test_a_pdb_that_allows_nothing_stops_a_replace(
     Entry("if the candidate is on-demand node"), Entry("if the candidate is spot node")."""
     world = oversized(make_world, capacity, PDB % "default")
     expect_kept(world, ex.CAUSE_PDB)
+
+
+ALWAYS_ALLOW_UNHEALTHY = (PDB % "default").replace(
+    "  maxUnavailable: 0\n", "  maxUnavailable: 0\n  unhealthyPodEvictionPolicy: AlwaysAllow\n")
+
+
+@pytest.mark.parametrize("capacity", CAPACITY)
+def test_a_pdb_that_always_allows_unhealthy_pods_out_does_not_stop_a_replace(
+        make_world: Callable[..., World], capacity: str) -> None:
+    """consolidation_test.go Replace: DescribeTable("can replace nodes, considers PDB
+    policy"), Entry("if the candidate is on-demand node"), Entry("if the candidate is spot
+    node"): three pods that are not Ready (here they never start: the world's kubelet takes
+    forever) under a PDB that allows nothing but always lets unhealthy pods go; the
+    2xlarge is replaced by a cheaper node all the same."""
+    world = make_world(options=SPOT_GATE,
+                       actor_settings=ActorSettings(pod_start_delay=10.0**6))
+    wanted = dict(SPOT_M5) if capacity == "spot" else {}
+    world.apply(WORKSHOP, nodepool_with(requirements=wanted,
+                                        disruption={"consolidateAfter": "5m"}),
+                HOG, ALWAYS_ALLOW_UNHEALTHY)
+    world.scale("inflate", 3)
+    assert world.settle()
+    [original] = world.nodeclaims()
+    [node] = world.nodes()
+    assert objects.labels(node)["node.kubernetes.io/instance-type"].endswith(".2xlarge")
+    assert not any(objects.condition_is_true(p, "Ready") for p in world.pods())
+    world.scale("hog", 0)
+    assert world.run_until(lambda: bool(replaced(world)), timeout=900)
+    assert world.run_until(lambda: objects.name(original) not in {
+        objects.name(c) for c in world.nodeclaims()}, timeout=900)
+    [claim] = world.nodeclaims()
+    assert not any(t.endswith(".2xlarge") for t in instance_types_of(claim))
+    assert objects.labels(claim)["karpenter.sh/capacity-type"] == capacity
 
 
 @pytest.mark.parametrize("capacity", CAPACITY)
