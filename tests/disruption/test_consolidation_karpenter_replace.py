@@ -22,6 +22,8 @@ from nodewright.controllers.options import ControllerOptions
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
 from tests.disruption.helpers import decisions, nodepool_with, started
+from tests.disruption.test_budget_and_drift_stories import BIG
+from tests.disruption.test_consolidation_karpenter_budgets import FILLER
 from tests.disruption.test_policy_stories import SPOT_M5
 from tests.harness import World
 
@@ -361,3 +363,35 @@ def test_no_replace_when_a_spot_replacement_may_cost_more(
     assert replaced(world) == []
     assert [objects.name(n) for n in world.nodes()] == [objects.name(node)]
     assert any(d.cause == ex.CAUSE_NO_CHEAPER for d in decisions(world, objects.name(node)))
+
+
+def pool_of_types(types: list[str], min_values: int) -> dict[str, Any]:
+    body = nodepool_with(disruption={"consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]})
+    body["spec"]["template"]["spec"]["requirements"].append({
+        "key": "node.kubernetes.io/instance-type", "operator": "In", "values": types,
+        "minValues": min_values})
+    return body
+
+
+def test_a_merge_whose_only_cheaper_type_breaks_min_values_falls_back_to_a_delete(
+        world: World) -> None:
+    """consolidation_test.go Replace: It("should handle failing filterOutSameInstanceType
+    correctly (without a panic) when minValues isn't satisfied"): three m5.large running
+    one, one and two 800m pods; the NodePool allows m5.large and c5.large with minValues 2.
+    Merging the two one-pod nodes would fit either type, but the candidates' own type is
+    filtered out, leaving c5.large alone, short of minValues: no merge. One of them is
+    deleted instead (its pod joins the other), and two m5.large stay."""
+    world.apply(WORKSHOP, pool_of_types(["m5.large"], 1), BIG % 3)
+    assert world.settle()
+    world.apply(pool_of_types(["m5.large", "c5.large"], 2), FILLER % (4, 0))
+    world.advance(5)
+    hosts = [p["spec"].get("nodeName") for p in world.pods(labels={"app": "filler"})]
+    assert sorted(hosts.count(h) for h in set(hosts)) == [1, 1, 2]
+    world.scale("big", 0)
+    assert world.run_until(lambda: len(world.nodes()) == 2, timeout=900)
+    assert world.settle()
+    assert [objects.labels(n)["node.kubernetes.io/instance-type"]
+            for n in world.nodes()] == ["m5.large", "m5.large"]
+    assert {d.decision for d in started(world)} == {"delete"}
+    expect_running(world, 4, {"app": "filler"})
+    expect_no_controller_errors(world)
