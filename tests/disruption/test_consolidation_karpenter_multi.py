@@ -137,8 +137,7 @@ def test_two_nodes_of_the_cheapest_type_are_not_swapped_for_one_of_the_same_type
         make_world: Callable[..., World], capacity: str) -> None:
     """consolidation_test.go Multi-NodeClaim: DescribeTable("won't merge 2 nodes into 1 of the
     same type"), Entry("if the candidate is on-demand node"): one of them is deleted instead,
-    the one with fewer pods. (The spot Entry is not told: on two spot t3a.small the in-memory
-    kube-scheduler stacks the small pods on one node, leaving the other empty.)"""
+    the one with fewer pods. (The spot Entry is the story below.)"""
     world = make_world(options=SPOT_GATE)
     wanted = SPOT_M5 if capacity == "spot" else {}
     world.apply(WORKSHOP, nodepool_with(requirements=wanted, disruption={
@@ -159,6 +158,41 @@ def test_two_nodes_of_the_cheapest_type_are_not_swapped_for_one_of_the_same_type
     assert {objects.name(c) for c in world.nodeclaims()} <= claims
     assert {d.decision for d in started(world)} == {"delete"}
     expect_running(world, 3, {"app": "filler"})
+
+
+def small_pod(name: str, node: str) -> dict[str, Any]:
+    """A pod bound to `node` by hand, as Karpenter's ExpectManualBinding does."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "small"}},
+            "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "app",
+                                     "resources": {"requests": {"memory": "64Mi"}}}]}}
+
+
+def test_two_spot_nodes_of_the_cheapest_type_are_not_swapped_for_one_of_the_same_type(
+        make_world: Callable[..., World]) -> None:
+    """consolidation_test.go Multi-NodeClaim: DescribeTable("won't merge 2 nodes into 1 of the
+    same type"), Entry("if the candidate is spot node"): two spot t3a.small running one and
+    two small pods (bound by hand: kube-scheduler would stack them on one node); the one
+    with fewer pods is deleted, not both swapped for a third t3a.small."""
+    world = make_world(options=SPOT_GATE)
+    world.apply(WORKSHOP, nodepool_with(requirements=SPOT_M5, disruption={
+        "consolidateAfter": "0s", "budgets": [{"nodes": "100%"}]}), BIG % 2)
+    assert world.settle()
+    [kind] = {objects.labels(n)["node.kubernetes.io/instance-type"] for n in world.nodes()}
+    heavier, lighter = sorted(objects.name(n) for n in world.nodes())
+    world.apply(small_pod("a", heavier), small_pod("b", heavier), small_pod("c", lighter))
+    world.advance(5)
+    claims = {objects.name(c) for c in world.nodeclaims()}
+    world.scale("big", 0)
+    assert world.run_until(lambda: len(world.nodes()) == 1, timeout=900)
+    assert world.settle()
+    [node] = world.nodes()
+    assert objects.name(node) == heavier
+    assert objects.labels(node)["node.kubernetes.io/instance-type"] == kind
+    assert {objects.name(c) for c in world.nodeclaims()} <= claims
+    assert {d.decision for d in started(world)} == {"delete"}
+    assert [d.node for d in started(world)] == [lighter]
 
 
 @pytest.mark.parametrize("capacity", CAPACITY)

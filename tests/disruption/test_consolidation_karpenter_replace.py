@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from nodewright.cloud.sim import PriceOverride
-from nodewright.cluster.memory.actors import ActorSettings
 from nodewright.cluster import objects
+from nodewright.cluster.memory.actors import ActorSettings
 from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
