@@ -548,7 +548,10 @@ class ClusterState:
                 self._change(node)
 
     def mark_unconsolidated(self) -> datetime:
-        self._consolidation_state = self.clock.now()
+        # Strictly later than the last mark: a change at the very instant of a disruption
+        # pass (a virtual clock's ticks) must still tell the next pass something changed.
+        self._consolidation_state = max(self.clock.now(),
+                                        self._consolidation_state + timedelta(microseconds=1))
         return self._consolidation_state
 
     def consolidation_state(self) -> datetime:
