@@ -13,7 +13,7 @@ from nodewright.cloud.aws.amis import Image
 from nodewright.cloud.aws.discovery import SecurityGroup, Subnet
 from nodewright.cloud.aws.node_class_resolution import Resolution
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
-from nodewright.cloud.sim.kubelet_actors import NodeHeartbeat, PodRunner
+from nodewright.cloud.sim.kubelet_actors import instances_kubelet
 from nodewright.cloud.sim.lost import LostInstances
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.driver import VirtualDriver
@@ -115,7 +115,7 @@ def test_simulated_nodes_renew_their_lease_and_run_their_pods(
     cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "real-node"},
                     "spec": {"providerID": "aws:///us-west-2a/i-someone-elses"}})
     driver = VirtualDriver(clock, cluster, raise_errors=True)
-    driver.add(NodeHeartbeat(cluster, cloud, clock), PodRunner(cluster, cloud, clock))
+    driver.add(*instances_kubelet(cluster, cloud, clock))
     driver.start()
     clock.advance(1)
     lease = cluster.get("Lease", name, "kube-node-lease")
@@ -152,7 +152,7 @@ def test_simulated_nodes_renew_their_lease_and_run_their_pods(
 def test_a_node_event_makes_due_the_pods_bound_to_it_and_only_those() -> None:
     clock = VirtualClock()
     cluster = InMemoryCluster(clock)
-    runner = PodRunner(cluster, SimulatedEC2(clock), clock)
+    _, runner = instances_kubelet(cluster, SimulatedEC2(clock), clock)
     pods, nodes = (next(w for w in runner.watches if w.kind == kind) for kind in ("Pod", "Node"))
 
     def pod(name: str, node: str | None) -> dict[str, object]:
