@@ -168,9 +168,10 @@ def decide_consolidation(
                       spot_to_spot=spot_to_spot)
     if not isinstance(outcome, Command):
         return outcome
-    outcome.scores = balanced.evaluate(outcome.candidates, outcome.savings, base.pool_totals)
+    approved, outcome.scores = balanced.approve(outcome.candidates, outcome.savings,
+                                                base.pool_totals)
     refused = {pool: score for pool, score in outcome.scores.items() if not score.approved}
-    if refused:
+    if not approved:
         return Rejection(
             ex.CAUSE_BALANCED,
             "consolidationPolicy Balanced: the savings are not worth the disruption ("

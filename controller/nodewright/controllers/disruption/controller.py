@@ -30,6 +30,7 @@ from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import Event, EventRecorder
 from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.common.podrules import PdbLimits
+from nodewright.controllers.disruption import balanced
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.budgets import REASONS, next_change
 from nodewright.controllers.disruption.candidates import CandidateContext, PodFacts
@@ -308,20 +309,9 @@ class DisruptionController:
         self.publisher.publish(verdicts)
 
     def _approved_events(self, command: Command) -> None:
-        """ConsolidationApproved with the Balanced score: on the node and NodeClaim of a
-        single-node move, on each Balanced NodePool of a multi-node one."""
-        for pool, score in sorted(command.scores.items()):
-            if len(command.candidates) == 1:
-                candidate = command.candidates[0]
-                regarding = [obj for obj in (candidate.node.node, candidate.node.nodeclaim)
-                             if obj is not None]
-            else:
-                nodepool = self.state.nodepool(pool)
-                regarding = [nodepool] if nodepool is not None else []
-            for obj in regarding:
-                self.recorder.publish(Event(
-                    regarding=obj, type="Normal", reason=ex.CONSOLIDATION_APPROVED,
-                    note=score.describe(), dedupe_values=(objects.uid(obj),)))
+        for event in balanced.approved_events(command.candidates, command.scores,
+                                              self.state.nodepool):
+            self.recorder.publish(event)
 
     def _budget_events(self, current: Pass, state: ClusterState) -> None:
         """A DisruptionBlocked event on each NodePool whose budget allows nothing now."""
