@@ -37,7 +37,12 @@ from nodewright.controllers.disruption.candidates import CandidateContext, PodFa
 from nodewright.controllers.disruption.commands import Command
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions, Pass, Resume
 from nodewright.controllers.disruption.methods.order import METHODS, VALIDATED
-from nodewright.controllers.disruption.methods.validation import validate
+from nodewright.controllers.disruption.methods.validation import (
+    CHURN,
+    Invalid,
+    failure_reason,
+    validate,
+)
 from nodewright.controllers.disruption.orchestration import CommandFailed, Orchestrator
 from nodewright.controllers.disruption.simulation import PodModels, SimulationBase
 from nodewright.controllers.disruption.verdict_publishing import PassVerdicts, VerdictPublisher
@@ -260,13 +265,14 @@ class DisruptionController:
             current = self.new_pass(now, snapshot)
             outcome = validate(current, command)
         if not isinstance(outcome, str) and self._changed_since(outcome, snapshot):
-            outcome = "a candidate changed while it was validated"
+            outcome = Invalid("a candidate changed while it was validated", CHURN)
         if isinstance(outcome, str):
             disruption_metrics.FAILED_VALIDATIONS.labels(
                 consolidation_type=command.consolidation_type).inc(len(command.candidates))
             for candidate in command.candidates:
                 current.verdict(candidate.node, command.method, ex.REJECTED, ex.CAUSE_VALIDATION,
-                                f"consolidation rejected after validation: {outcome} "
+                                f"consolidation rejected after validation (reason: "
+                                f"{failure_reason(outcome)}): {outcome} "
                                 f"({command.describe()})", ex.CONSOLIDATION_REJECTED)
             self.publisher.publish(current.verdicts)
             self._consolidated.clear()
