@@ -172,9 +172,10 @@ def test_template_names_follow_the_bootstrap_configuration() -> None:
     data (Karpenter's ContainerRuntime option has no counterpart: containerd only), and the
     cluster DNS and instance-store policy of the amifamily options."""
 
-    def user_data(cluster: ClusterInfo = CLUSTER_INFO, **options: Any) -> str:
-        return render_user_data("AL2023", NodeBootstrap.build(cluster, **{"labels": {},
-                                                                          **options}))
+    def user_data(cluster: ClusterInfo = CLUSTER_INFO, labels: dict[str, str] | None = None,
+                  **options: Any) -> str:
+        bootstrap = NodeBootstrap.build(cluster, labels=labels or {}, **options)
+        return render_user_data("AL2023", bootstrap)
 
     bootstraps = [
         user_data(),
