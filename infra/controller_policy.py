@@ -119,6 +119,8 @@ def _create_tagged(target: PolicyTarget, names: list[str]) -> list[Statement]:
     creates = [name for name in names if name != "ec2:CreateTags"]
     owned = [_ec2(target, kind) for kind in (
         "fleet", "instance", "volume", "network-interface", "launch-template",
+        # A spot launch's request, tagged by the launch template (as Karpenter's policy).
+        "spot-instances-request",
     )]
     statements: list[Statement] = []
     launches = _split(creates, _LAUNCH_ACTIONS)
@@ -135,7 +137,6 @@ def _create_tagged(target: PolicyTarget, names: list[str]) -> list[Statement]:
                 _ec2(target, "capacity-reservation"),
                 # An EC2NodeClass's placementGroupSelector: the launch templates name the group.
                 _ec2(target, "placement-group"),
-                _ec2(target, "spot-instances-request"),
             ],
         })
         statements.append({

@@ -119,7 +119,8 @@ def _launch(call: Call, template: Mapping[str, Any], node_role: str) -> Iterator
         created.append("spot-instances-request")
     request_tags: dict[str, str] = {}
     tagged: set[str] = set()
-    for spec in asked.get("TagSpecifications", []):
+    # The launch template's own tag specifications are part of the launch's request.
+    for spec in [*asked.get("TagSpecifications", []), *data.get("TagSpecifications", [])]:
         request_tags.update(_tags(spec.get("Tags")))
         tagged.add(str(spec.get("ResourceType")))
     for kind in created:

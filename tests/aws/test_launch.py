@@ -83,7 +83,6 @@ def test_create_sends_an_instant_fleet_cheapest_first_and_tags_everything(
         "fleet",
         "instance",
         "volume",
-        "network-interface",
     }
 
     assert instance.provider_id == f"aws:///{instance.zone}/{instance.instance_id}"

@@ -274,8 +274,10 @@ def test_node_class_tags_go_on_instances_volumes_and_the_fleet(
     provider: AwsCloudProvider, ec2: FakeEC2
 ) -> None:
     """Context("Tags") It("should request that tags be applied to both instances and
-    volumes") (our fleet also tags the network interfaces it creates)"""
+    volumes"): exactly these three (network interfaces are tagged by the launch template)"""
     launch(provider, ec2, tags={"tag1": "tag1value", "tag2": "tag2value"})
+    assert [spec["ResourceType"] for spec in ec2.last("CreateFleet")["TagSpecifications"]] == [
+        "instance", "volume", "fleet"]
     for kind in ("instance", "volume", "fleet"):
         tags = ec2.fleet_tags(kind)
         assert (tags["tag1"], tags["tag2"]) == ("tag1value", "tag2value"), kind

@@ -61,7 +61,7 @@ def test_launching_uses_only_existing_shared_resources_without_tags(prod: Progra
     assert "Condition" not in shared
     kinds = {arn.split(":")[5].split("/")[0] for arn in shared["Resource"]}
     assert kinds == {"image", "snapshot", "security-group", "subnet", "capacity-reservation",
-                     "placement-group", "spot-instances-request"}
+                     "placement-group"}
     assert all(":eu-west-1:" in arn for arn in shared["Resource"])
 
 

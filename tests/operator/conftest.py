@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from nodewright.cluster.memory import kubelet
+from nodewright.cluster.memory.kubelet import pods as kubelet
 from nodewright.controllers.node.termination import controller as termination
 from nodewright.controllers.node.termination import eviction
 from nodewright.controllers.nodeclaim import finalize, launch

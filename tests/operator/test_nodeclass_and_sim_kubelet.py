@@ -1,5 +1,5 @@
 """The reconcilers the operator adds per cloud: the EC2NodeClass status controller (aws)
-and the kubelet's part for simulated nodes (sim), each on the virtual driver."""
+and, for sim, the simulated kubelet of the simulated nodes, each on the virtual driver."""
 
 from __future__ import annotations
 
@@ -13,14 +13,19 @@ from nodewright.cloud.aws.amis import Image
 from nodewright.cloud.aws.discovery import SecurityGroup, Subnet
 from nodewright.cloud.aws.node_class_resolution import Resolution
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
-from nodewright.cloud.sim.kubelet_actors import NodeHeartbeat, PodRunner
+from nodewright.cloud.sim.kubelet_actors import instances_kubelet, sim_kubelet
 from nodewright.cloud.sim.lost import LostInstances
+from nodewright.cluster import objects
+from nodewright.cluster.kube.access import permissions
 from nodewright.cluster.memory import InMemoryCluster
+from nodewright.cluster.memory.workloads import JobController
 from nodewright.controllers.driver import VirtualDriver
 from nodewright.controllers.nodeclass.status import NodeClassStatus
 from nodewright.runtime.clock import VirtualClock
 from nodewright.runtime.reconciler import WatchEvent
 from tests.conftest import EXAMPLES
+from tests.operator.world import AuditedCluster
+from tests.support.rbac import Request, allows, request_for
 
 NODE_CLASS = yaml.safe_load((EXAMPLES / "workshop" / "ec2nodeclass.yaml").read_text())
 
@@ -115,7 +120,7 @@ def test_simulated_nodes_renew_their_lease_and_run_their_pods(
     cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "real-node"},
                     "spec": {"providerID": "aws:///us-west-2a/i-someone-elses"}})
     driver = VirtualDriver(clock, cluster, raise_errors=True)
-    driver.add(NodeHeartbeat(cluster, cloud, clock), PodRunner(cluster, cloud, clock))
+    driver.add(*instances_kubelet(cluster, cloud, clock))
     driver.start()
     clock.advance(1)
     lease = cluster.get("Lease", name, "kube-node-lease")
@@ -152,7 +157,7 @@ def test_simulated_nodes_renew_their_lease_and_run_their_pods(
 def test_a_node_event_makes_due_the_pods_bound_to_it_and_only_those() -> None:
     clock = VirtualClock()
     cluster = InMemoryCluster(clock)
-    runner = PodRunner(cluster, SimulatedEC2(clock), clock)
+    _, runner = instances_kubelet(cluster, SimulatedEC2(clock), clock)
     pods, nodes = (next(w for w in runner.watches if w.kind == kind) for kind in ("Pod", "Node"))
 
     def pod(name: str, node: str | None) -> dict[str, object]:
@@ -168,6 +173,58 @@ def test_a_node_event_makes_due_the_pods_bound_to_it_and_only_those() -> None:
     pods.keys(WatchEvent("DELETED", pod("p1", "a")))
     assert list(nodes.keys(WatchEvent("MODIFIED", node_a))) == ["default/p2"]
     assert list(nodes.keys(WatchEvent("DELETED", node_a))) == []
+
+
+def test_a_job_pod_with_a_run_duration_completes_on_a_simulated_node(
+        sim_world: tuple[VirtualClock, InMemoryCluster, SimulatedEC2]) -> None:
+    """The `--cloud sim` process plays its nodes' kubelet with the simulated kubelet
+    `simulate` runs: a Job's pod that runs for 30 s (`nodewright.io/run-duration`) starts
+    with its addresses, succeeds 30 s later, and the Job is Complete (kube-controller-
+    manager's part, played here by the in-memory Job controller). The kubelet talks to the
+    cluster as to a real API server, and the sim's RBAC grants every request it makes."""
+    clock, cluster, cloud = sim_world
+    node_name = launch_node(clock, cluster, cloud)
+    requests: list[Request] = []
+    driver = VirtualDriver(clock, cluster, raise_errors=True)
+    driver.add(*sim_kubelet(AuditedCluster(cluster, requests), cloud, clock),
+               JobController(cluster))
+    driver.start()
+    cluster.create({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "report", "namespace": "default"},
+        "spec": {"template": {
+            "metadata": {"annotations": {"nodewright.io/run-duration": "30s"}},
+            "spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "report", "image": "busybox"}]}}},
+    })
+    driver.deliver()
+    clock.advance(1)
+    (pod,) = cluster.list("Pod", "default")
+    pod_name = pod["metadata"]["name"]
+    cluster.bind(pod_name, "default", node_name)  # as kube-scheduler does
+    driver.deliver()
+    clock.advance(1)
+    running = cluster.get("Pod", pod_name, "default")
+    assert running["status"]["phase"] == "Running"
+    internal_ip = next(a["address"] for a in cluster.get("Node", node_name)["status"]["addresses"]
+                       if a["type"] == "InternalIP")
+    assert running["status"]["hostIP"] == internal_ip
+    assert running["status"]["podIP"].startswith("10.244.")
+
+    clock.advance(27)
+    assert cluster.get("Pod", pod_name, "default")["status"]["phase"] == "Running"
+    clock.advance(3)
+    done = cluster.get("Pod", pod_name, "default")
+    assert done["status"]["phase"] == "Succeeded"
+    assert done["status"]["containerStatuses"][0]["state"]["terminated"]["reason"] == "Completed"
+    job = cluster.get("Job", "report", "default")
+    assert job["status"]["succeeded"] == 1
+    assert objects.condition_is_true(job, "Complete")
+
+    status_write = request_for("patch", "Pod", name=pod_name, namespace="default",
+                               subresource="status")
+    assert requests.count(status_write) == 2  # started, then completed
+    assert [r for r in requests if not allows(permissions("sim"), r, "nodewright")] == []
 
 
 def claim_with_instance(cluster: InMemoryCluster, name: str, provider_id: str,

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nodewright.cluster.memory import InMemoryCluster
+from nodewright.cluster.memory import InMemoryCluster, cluster_actors
+from nodewright.cluster.memory.kubelet import Kubelet
 from nodewright.controllers.options import GATE_OPTIONS
 from nodewright.controllers.registry import SPECS
 from nodewright.operator.config import FEATURE_GATES, OperatorConfig
@@ -85,3 +86,14 @@ def test_only_the_cloud_s_missing_capabilities_keep_a_controller_out() -> None:
     left_out = {spec.name for spec in SPECS} - names
     assert left_out == {"catalog.refresh", "nodeclass.garbagecollection",
                         "providers.ssm.invalidation"}
+
+
+def test_simulate_and_the_sim_controller_process_run_one_simulated_kubelet() -> None:
+    """What plays the kubelet differs only in its settings and the nodes it plays: the
+    in-memory cluster's actors (`simulate`) and the `--cloud sim` process's `sim_kubelet`
+    run the same pod reconciler, and it is the only class they share."""
+    clock = SystemClock()
+    config = OperatorConfig(cluster_name="demo", cloud="sim")
+    _, process = build_cloud(config, InMemoryCluster(clock), clock)  # type: ignore[arg-type]
+    simulated = cluster_actors(InMemoryCluster(clock))
+    assert {type(r) for r in process} & {type(r) for r in simulated} == {Kubelet}

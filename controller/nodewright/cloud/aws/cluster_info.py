@@ -12,7 +12,6 @@ from nodewright.cloud.aws.userdata.bootstrap import ClusterInfo
 if TYPE_CHECKING:
     from mypy_boto3_eks import EKSClient
 
-DEFAULT_SERVICE_CIDR: Final = "10.100.0.0/16"
 # EKS gives kube-dns this address of the service CIDR (10.100.0.10, fd30:...::a), which is
 # also what bootstrap.sh and nodeadm derive when told nothing else.
 DNS_HOST_INDEX: Final = 10
@@ -59,7 +58,8 @@ def describe_cluster(eks: EKSClient, name: str) -> EksCluster:
             name=name,
             endpoint=str(cluster.get("endpoint", "")),
             ca_bundle=str(cluster.get("certificateAuthority", {}).get("data", "")),
-            service_cidr=str(cidr or DEFAULT_SERVICE_CIDR),
+            # Empty when EKS names none: AL2023 user data then refuses to render.
+            service_cidr=str(cidr or ""),
         ),
         kubernetes_version=str(cluster.get("version", "")),
         ip_family=ip_family,

@@ -43,8 +43,9 @@ NO_FREE_ADDRESSES: Final = "InsufficientFreeAddressesInSubnet"
 SPOT_SLR_NOTE: Final = (f"Attempted to launch a spot instance but failed due to "
                         f"\"{SPOT_SERVICE_LINKED_ROLE}\"")
 # What an instant fleet creates. The fleet itself is tagged too: the controller's IAM
-# policy only allows creating resources that carry the cluster's ownership tags.
-TAGGED_RESOURCE_TYPES: Final = ("fleet", "instance", "volume", "network-interface")
+# policy only allows creating resources that carry the cluster's ownership tags. As
+# Karpenter, network interfaces (and spot requests) are tagged by the launch template.
+TAGGED_RESOURCE_TYPES: Final = ("instance", "volume", "fleet")
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,8 @@ class LaunchConfig:
     tenancy: str = DEFAULT_TENANCY
     # Nitro Enclaves (the NodeClaim asks for eks.amazonaws.com/nip-slots).
     enclave_enabled: bool = False
+    # The capacity type the template launches: a spot template also tags its spot request.
+    capacity_type: str = "on-demand"
 
     def fingerprint(self) -> str:
         fields = asdict(self)
@@ -100,7 +102,16 @@ class LaunchConfig:
         }
 
     def template_data(self) -> dict[str, Any]:
+        tagged = ["network-interface"]
+        if self.capacity_type == "spot":
+            tagged.append("spot-instances-request")
         data: dict[str, Any] = {
+            # As Karpenter: what an instance launched from the template creates besides the
+            # instance and its volumes (which CreateFleet tags) carries the template's tags.
+            "TagSpecifications": [
+                {"ResourceType": kind, "Tags": tags.as_aws(self.template_tags())}
+                for kind in tagged
+            ],
             "ImageId": self.image_id,
             "IamInstanceProfile": {"Name": self.instance_profile},
             "MetadataOptions": dict(self.metadata_options),

@@ -65,6 +65,7 @@ from nodewright.cloud.aws.ssm_parameters import ParameterCache
 from nodewright.cloud.aws.subnet_ips import SubnetIPs
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.aws.userdata import NodeBootstrap, render_user_data
+from nodewright.cloud.aws.userdata.bootstrap import UnresolvedClusterError
 from nodewright.cloud.capabilities import CloudCapabilities
 from nodewright.cloud.provider import (
     CloudProviderError,
@@ -390,7 +391,7 @@ class AwsCloudProvider:
             picked = [c for c in picked if c.offering.reservation_type == reservation_type]
         tenancy = tenancy_for(requirements)
         templates = self._templates_for(nodeclaim, node_class, resolution, picked, partition,
-                                        tenancy)
+                                        tenancy, capacity_type)
         candidates = fleet.cheapest_first(
             [
                 fleet.Candidate(
@@ -588,6 +589,7 @@ class AwsCloudProvider:
         choices: Sequence[Choice],
         partition: int | None = None,
         tenancy: str = launch_templates.DEFAULT_TENANCY,
+        capacity_type: str = ON_DEMAND,
     ) -> dict[str, str]:
         """_template_key(choice) -> launch template name; one template per (image, max pods,
         reservation, EFA interfaces)."""
@@ -628,6 +630,11 @@ class AwsCloudProvider:
                 )
                 try:
                     user_data = render_user_data(family, bootstrap)
+                except UnresolvedClusterError as error:
+                    raise NodeClassNotReadyError(
+                        f"EC2NodeClass {node_class.name}: {error}",
+                        resource=f"ec2nodeclass {node_class.name}",
+                    ) from error
                 except ValueError as error:
                     raise CloudProviderError(
                         f"EC2NodeClass {node_class.name}: {error}",
@@ -667,6 +674,7 @@ class AwsCloudProvider:
                     placement_partition=partition,
                     tenancy=tenancy,
                     enclave_enabled=NIP_SLOTS in requested,
+                    capacity_type=capacity_type,
                 )
                 by_config[key] = launch_templates.ensure_launch_template(self.clients.ec2, config)
                 self._template_use[by_config[key]] = self.clock()

@@ -2,7 +2,8 @@
 
 `cluster_actors(cluster, settings)` returns them in a fixed order (kube-scheduler,
 kubelet, the workload controllers, the disruption controller, the volume controller) for
-a driver to `add`.
+a driver to `add`. The kubelet is the simulated kubelet (`kubelet`) of every node, as
+this cluster's kubelet and pod garbage collector.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 from nodewright.cluster.memory.disruption import DisruptionController
 from nodewright.cluster.memory.kube_scheduler import KubeScheduler
-from nodewright.cluster.memory.kubelet import Kubelet
+from nodewright.cluster.memory.kubelet import Kubelet, KubeletSettings
 from nodewright.cluster.memory.store import InMemoryCluster
 from nodewright.cluster.memory.volumes import DETACH_DELAY, VolumeController
 from nodewright.cluster.memory.workloads import (
@@ -47,7 +48,7 @@ def cluster_actors(
     settings = settings or ActorSettings()
     return [
         KubeScheduler(cluster),
-        Kubelet(cluster, pod_start_delay=settings.pod_start_delay),
+        Kubelet(cluster, cluster.clock, KubeletSettings(start_delay=settings.pod_start_delay)),
         DeploymentController(cluster),
         ReplicaSetController(cluster),
         StatefulSetController(cluster),

@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodewright.api.nodepool import NodePool
-from nodewright.controllers.common.podrules import eviction_cost
+from nodewright.cluster import objects
+from nodewright.cluster.events import Event
+from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.candidates import (
-    PER_NODE_DISRUPTION_COST,
     Candidate,
     offering_price,
+    reschedule_disruption_cost,
 )
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.state import podutil
@@ -79,7 +81,7 @@ class Score:
 
 def disruption_cost(pods: Iterable[Mapping[str, Any]]) -> float:
     """Karpenter's RescheduleDisruptionCost of a node whose reschedulable pods these are."""
-    return PER_NODE_DISRUPTION_COST + sum(max(0.0, eviction_cost(pod)) for pod in pods)
+    return reschedule_disruption_cost(list(pods))
 
 
 def pool_totals(
@@ -107,11 +109,13 @@ def pool_totals(
     return {pool: PoolTotals(cost[pool], disruption[pool]) for pool in cost}
 
 
-def score_move(savings: float, cost: float, totals: PoolTotals | None) -> Score | None:
-    """The move's score against its pool, or None when there is nothing to measure it by."""
-    if totals is None or totals.cost <= 0 or totals.disruption_cost <= 0:
+def score_move(savings: float, cost: float, totals: PoolTotals | None,
+               k: int = BALANCED_K) -> Score | None:
+    """The move's score against its pool, or None when there is nothing to measure it by
+    (Karpenter's zero result, which no threshold approves)."""
+    if totals is None or not totals.cost > 0 or not totals.disruption_cost > 0:
         return None
-    return Score(savings / totals.cost, cost / totals.disruption_cost)
+    return Score(savings / totals.cost, cost / totals.disruption_cost, k)
 
 
 def evaluate(candidates: Sequence[Candidate], savings: float,
@@ -132,6 +136,16 @@ def evaluate(candidates: Sequence[Candidate], savings: float,
         cost = sum(disruption_cost(c.pods) for c in members)
         scores[pool] = score_move(share, cost, totals.get(pool)) or Score(0.0, 0.0)
     return scores
+
+
+def approve(candidates: Sequence[Candidate], savings: float,
+            totals: Mapping[str, PoolTotals]) -> tuple[bool, dict[str, Score]]:
+    """Karpenter's EvaluateBalancedMove: whether every Balanced NodePool of the move
+    approves it (a move of nothing is never approved), and each one's score."""
+    if not candidates:
+        return False, {}
+    scores = evaluate(candidates, savings, totals)
+    return all(score.approved for score in scores.values()), scores
 
 
 def can_pass(candidate: Candidate, totals: Mapping[str, PoolTotals]) -> Score | None:
@@ -164,3 +178,24 @@ def record_move(candidates: Sequence[Candidate], scores: Mapping[str, Score],
             disruption_metrics.CONSOLIDATION_SCORE.labels(
                 decision=pool_decision, nodepool=pool, policy=policy).observe(
                     min(score.value, 1e9))
+
+
+def approved_events(candidates: Sequence[Candidate], scores: Mapping[str, Score],
+                    nodepool_of: Callable[[str], Mapping[str, Any] | None]) -> list[Event]:
+    """ConsolidationApproved with each approving Balanced NodePool's score: on the node and
+    NodeClaim of a single-node move, on the NodePool of a multi-node one. Pools without a
+    score (not Balanced) and rejections say nothing (Karpenter: rejections are too many)."""
+    found: list[Event] = []
+    for pool, score in sorted(scores.items()):
+        if not score.approved:
+            continue
+        if len(candidates) == 1:
+            node = candidates[0].node
+            regarding = [obj for obj in (node.node, node.nodeclaim) if obj is not None]
+        else:
+            nodepool = nodepool_of(pool)
+            regarding = [nodepool] if nodepool is not None else []
+        found.extend(Event(regarding=obj, type="Normal", reason=ex.CONSOLIDATION_APPROVED,
+                           note=score.describe(), dedupe_values=(objects.uid(obj),))
+                     for obj in regarding)
+    return found

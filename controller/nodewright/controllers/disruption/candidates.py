@@ -13,6 +13,7 @@ the annotation, which the loop turns into an explanation.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -77,10 +78,16 @@ class Candidate:
         return not self.pods
 
     @property
+    def reschedule_disruption_cost(self) -> float:
+        """Karpenter's RescheduleDisruptionCost: 1 for draining the node plus each moving
+        pod's eviction cost, clamped at zero (what Balanced scores a move by)."""
+        return reschedule_disruption_cost(self.pods)
+
+    @property
     def savings_ratio(self) -> float:
-        """Price per unit of disruption, price / (1 + disruption cost): consolidation looks
-        at the best value first (an old node near expiry costs little to disrupt)."""
-        return self.price / (PER_NODE_DISRUPTION_COST + max(0.0, self.disruption_cost))
+        """Karpenter's SavingsRatio, price per unit of disruption: consolidation looks at
+        the best value first."""
+        return self.price / self.reschedule_disruption_cost
 
 
 @dataclass(frozen=True)
@@ -153,13 +160,19 @@ class CandidateContext:
     recorder: EventRecorder | None = None
 
 
+def reschedule_disruption_cost(pods: Sequence[Obj]) -> float:
+    return PER_NODE_DISRUPTION_COST + sum(max(0.0, eviction_cost(pod)) for pod in pods)
+
+
 def offering_price(instance_type: InstanceType | None, zone: str, capacity_type: str) -> float:
+    """What a running node costs: its offering's price, available or not (a node already
+    running is paid for even when no more can be launched); 0 when unknown or NaN."""
     if instance_type is None:
         return 0.0
     prices = [
         o.price
         for o in instance_type.offerings
-        if o.zone == zone and o.capacity_type == capacity_type
+        if o.zone == zone and o.capacity_type == capacity_type and not math.isnan(o.price)
     ]
     return min(prices) if prices else 0.0
 
@@ -240,8 +253,8 @@ def evaluate(
 
 
 def consolidation_order(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """Best value first: price over (1 + disruption), then the cheaper disruption, then the
-    name (so the same cluster always gives the same order)."""
+    """Best value first (Karpenter's sortCandidates: savings ratio descending), then the
+    cheaper disruption, then the name (so the same cluster always gives the same order)."""
     return sorted(
         candidates,
         key=lambda c: (-c.savings_ratio, c.disruption_cost, c.name),

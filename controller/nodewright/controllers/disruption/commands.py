@@ -63,6 +63,8 @@ class Command:
     initialized: set[str] = field(default_factory=set)
     # consolidationPolicy Balanced: each Balanced NodePool's score of the move.
     scores: Mapping[str, balanced.Score] = field(default_factory=dict)
+    # What each replacement is expected to cost (`estimated_price`), when known.
+    replacement_estimates: list[float] = field(default_factory=list)
 
     @property
     def decision(self) -> str:
@@ -74,6 +76,9 @@ class Command:
 
     @property
     def savings(self) -> float:
+        """Karpenter's EstimatedSavings: the candidates' prices less the replacements'."""
+        if len(self.replacement_estimates) == len(self.replacements):
+            return self.source_price - sum(self.replacement_estimates)
         return self.source_price - sum(r.price for r in self.replacements)
 
     def describe(self) -> str:
@@ -144,6 +149,17 @@ def narrow(
     )
 
 
+def estimated_price(claim: PlannedNodeClaim, types: Mapping[str, InstanceType]) -> float:
+    """What a replacement is expected to cost (Karpenter's EstimatedSavings): the cheapest
+    available offering its requirements allow of its first (cheapest) instance type; 0 when
+    there is none. The price compared when narrowing is the worst launch price instead."""
+    first = types.get(claim.instance_types[0][0]) if claim.instance_types else None
+    if first is None:
+        return 0.0
+    prices = [o.price for o in allowed_offerings(first, claim.requirements)]
+    return min(prices) if prices else 0.0
+
+
 def worst_launch_price(instance_type: InstanceType,
                        requirements: Requirements) -> tuple[float, str] | None:
     """Karpenter's WorstLaunchPrice: the dearest allowed offering of the capacity type the
@@ -168,9 +184,12 @@ def decide_consolidation(
                       spot_to_spot=spot_to_spot)
     if not isinstance(outcome, Command):
         return outcome
-    outcome.scores = balanced.evaluate(outcome.candidates, outcome.savings, base.pool_totals)
+    outcome.replacement_estimates = [
+        estimated_price(r, _types_by_name(base, r.nodepool)) for r in outcome.replacements]
+    approved, outcome.scores = balanced.approve(outcome.candidates, outcome.savings,
+                                                base.pool_totals)
     refused = {pool: score for pool, score in outcome.scores.items() if not score.approved}
-    if refused:
+    if not approved:
         return Rejection(
             ex.CAUSE_BALANCED,
             "consolidationPolicy Balanced: the savings are not worth the disruption ("

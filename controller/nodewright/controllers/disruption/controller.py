@@ -30,13 +30,19 @@ from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import Event, EventRecorder
 from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.common.podrules import PdbLimits
+from nodewright.controllers.disruption import balanced
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.budgets import REASONS, next_change
 from nodewright.controllers.disruption.candidates import CandidateContext, PodFacts
 from nodewright.controllers.disruption.commands import Command
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions, Pass, Resume
 from nodewright.controllers.disruption.methods.order import METHODS, VALIDATED
-from nodewright.controllers.disruption.methods.validation import validate
+from nodewright.controllers.disruption.methods.validation import (
+    CHURN,
+    Invalid,
+    failure_reason,
+    validate,
+)
 from nodewright.controllers.disruption.orchestration import CommandFailed, Orchestrator
 from nodewright.controllers.disruption.simulation import PodModels, SimulationBase
 from nodewright.controllers.disruption.verdict_publishing import PassVerdicts, VerdictPublisher
@@ -259,13 +265,14 @@ class DisruptionController:
             current = self.new_pass(now, snapshot)
             outcome = validate(current, command)
         if not isinstance(outcome, str) and self._changed_since(outcome, snapshot):
-            outcome = "a candidate changed while it was validated"
+            outcome = Invalid("a candidate changed while it was validated", CHURN)
         if isinstance(outcome, str):
             disruption_metrics.FAILED_VALIDATIONS.labels(
                 consolidation_type=command.consolidation_type).inc(len(command.candidates))
             for candidate in command.candidates:
                 current.verdict(candidate.node, command.method, ex.REJECTED, ex.CAUSE_VALIDATION,
-                                f"consolidation rejected after validation: {outcome} "
+                                f"consolidation rejected after validation (reason: "
+                                f"{failure_reason(outcome)}): {outcome} "
                                 f"({command.describe()})", ex.CONSOLIDATION_REJECTED)
             self.publisher.publish(current.verdicts)
             self._consolidated.clear()
@@ -308,20 +315,9 @@ class DisruptionController:
         self.publisher.publish(verdicts)
 
     def _approved_events(self, command: Command) -> None:
-        """ConsolidationApproved with the Balanced score: on the node and NodeClaim of a
-        single-node move, on each Balanced NodePool of a multi-node one."""
-        for pool, score in sorted(command.scores.items()):
-            if len(command.candidates) == 1:
-                candidate = command.candidates[0]
-                regarding = [obj for obj in (candidate.node.node, candidate.node.nodeclaim)
-                             if obj is not None]
-            else:
-                nodepool = self.state.nodepool(pool)
-                regarding = [nodepool] if nodepool is not None else []
-            for obj in regarding:
-                self.recorder.publish(Event(
-                    regarding=obj, type="Normal", reason=ex.CONSOLIDATION_APPROVED,
-                    note=score.describe(), dedupe_values=(objects.uid(obj),)))
+        for event in balanced.approved_events(command.candidates, command.scores,
+                                              self.state.nodepool):
+            self.recorder.publish(event)
 
     def _budget_events(self, current: Pass, state: ClusterState) -> None:
         """A DisruptionBlocked event on each NodePool whose budget allows nothing now."""

@@ -15,16 +15,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from pydantic import ValidationError
 
 from nodewright import metrics
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
-from nodewright.api.quantity import format_resources
+from nodewright.api.quantity import Resources, format_resources
 from nodewright.cloud.provider import (
     CloudProviderError,
     Instance,
@@ -44,6 +46,7 @@ from nodewright.controllers.nodeclaim.context import (
 )
 from nodewright.controllers.provisioning.problem import node_class_problem
 from nodewright.runtime.ratelimit import Backoff
+from nodewright.scheduling.allocatable import AWS_EFA
 from nodewright.state.objects import describe_validation_error
 from nodewright.state.wellknown import NODEPOOL_LABEL
 
@@ -183,8 +186,9 @@ class Launch:
             status["imageID"] = instance.image_id
         found = context.instance_type(node_class, instance.instance_type)
         if found is not None:
-            status["capacity"] = format_resources(found.capacity)
-            status["allocatable"] = format_resources(found.allocatable)
+            launched = _launched_resources(claim, node_class)
+            status["capacity"] = format_resources(launched(found.capacity))
+            status["allocatable"] = format_resources(launched(found.allocatable))
         NODECLAIM.set_true(claim, LAUNCHED, context.clock.now())
 
     def _failed(self, claim: Object, reason: str, message: str) -> LaunchResult:
@@ -212,6 +216,22 @@ class Launch:
             context.cluster.delete("NodeClaim", name)
         metrics.NODECLAIMS_DISRUPTED.labels(**metrics.disrupted_labels(claim, metric_reason)).inc()
         return LaunchResult(deleted=True)
+
+
+def _launched_resources(
+    claim: Mapping[str, Any], node_class: EC2NodeClass
+) -> Callable[[Resources], Resources]:
+    """What the launched node offers of its type's resources. As Karpenter: EFA devices only
+    when the NodeClaim asked for them or the EC2NodeClass lists its interfaces (else the
+    instance boots with a plain ENI and has none to offer)."""
+    requests = ((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}
+    efa = AWS_EFA in requests or node_class.spec.network_interfaces is not None
+
+    def launched(resources: Resources) -> Resources:
+        return {name: value for name, value in resources.items()
+                if value and (efa or name != AWS_EFA)}
+
+    return launched
 
 
 def log_launched(fields: dict[str, object]) -> None:

@@ -8,7 +8,11 @@ from typing import Any
 import yaml
 
 from nodewright.cloud.aws.userdata import mime
-from nodewright.cloud.aws.userdata.bootstrap import NodeBootstrap, UserDataError
+from nodewright.cloud.aws.userdata.bootstrap import (
+    NodeBootstrap,
+    UnresolvedClusterError,
+    UserDataError,
+)
 
 
 def _taint(key: str, value: str, effect: str) -> dict[str, str]:
@@ -47,6 +51,12 @@ def node_config(bootstrap: NodeBootstrap) -> dict[str, Any]:
         labels = ",".join(f"{key}={value}" for key, value in bootstrap.labels.items())
         kubelet_section["flags"] = [f"--node-labels={labels}"]
     cluster = bootstrap.cluster
+    if not cluster.service_cidr:
+        # As Karpenter: nodeadm needs the service CIDR; a node guessing it could get the
+        # wrong cluster DNS address and never run a pod.
+        raise UnresolvedClusterError(
+            f"cluster {cluster.name}: the service CIDR is unresolved (eks:DescribeCluster "
+            "returned no kubernetesNetworkConfig.serviceIpv4Cidr or serviceIpv6Cidr)")
     spec: dict[str, Any] = {
         "cluster": {
             "name": cluster.name,

@@ -22,6 +22,10 @@ class UserDataError(ValueError):
     """The user's spec.userData cannot be merged with ours; the message names the field."""
 
 
+class UnresolvedClusterError(UserDataError):
+    """Something about the cluster the user data must carry is not known (yet)."""
+
+
 @dataclass(frozen=True)
 class NodeTaint:
     key: str

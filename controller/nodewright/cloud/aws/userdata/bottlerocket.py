@@ -1,5 +1,6 @@
 """Bottlerocket: TOML settings. The user's settings are the base; the fields we must control
-(cluster, labels, taints, kubelet limits) are merged over them."""
+(cluster, labels, taints, kubelet limits) are merged over them: labels key by key, while the
+taints and each kubelet map the EC2NodeClass sets replace the user's whole (as Karpenter)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from nodewright.cloud.aws.userdata.bootstrap import NodeBootstrap, UserDataError
 __all__ = ["MOUNT_INSTANCE_STORAGE", "UserDataError", "kubernetes_settings", "render"]
 
 
+# settings.kubernetes tables ours replace whole when we write them (node-taints always).
+_REPLACED_TABLES = ("node-taints", "system-reserved", "kube-reserved", "eviction-hard",
+                    "eviction-soft", "eviction-soft-grace-period")
 # Bottlerocket's own way to put containerd, kubelet and pod logs on the instance store.
 MOUNT_INSTANCE_STORAGE = "000-mount-instance-storage"
 _BIND_DIRS = ["--dirs", "/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"]
@@ -120,8 +124,13 @@ def render(bootstrap: NodeBootstrap) -> str:
             raise UserDataError(
                 f"spec.userData: Bottlerocket user data must be TOML: {error}"
             ) from error
-    ours: dict[str, Any] = {"settings": {"kubernetes": kubernetes_settings(bootstrap)}}
+    kubernetes = kubernetes_settings(bootstrap)
+    ours: dict[str, Any] = {"settings": {"kubernetes": kubernetes}}
     if bootstrap.instance_store_policy == "RAID0":
         ours["settings"]["bootstrap-commands"] = {
             MOUNT_INSTANCE_STORAGE: _raid0_command(bootstrap.bottlerocket_version)}
-    return toml_writer.dumps(_merge(user, ours))
+    merged = _merge(user, ours)
+    for table in _REPLACED_TABLES:
+        if table in kubernetes:
+            merged["settings"]["kubernetes"][table] = kubernetes[table]
+    return toml_writer.dumps(merged)

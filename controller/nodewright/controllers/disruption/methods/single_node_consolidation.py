@@ -22,7 +22,9 @@ from nodewright.controllers.disruption.methods.disruption_pass import Pass
 SINGLE_TYPE = "single"
 
 
-def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
+def interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Each NodePool's best, then each one's second best, ... (Karpenter's
+    shuffleCandidates), keeping the order within a NodePool."""
     by_pool: dict[str, list[Candidate]] = {}
     for candidate in candidates:
         by_pool.setdefault(candidate.nodepool_name, []).append(candidate)
@@ -36,7 +38,7 @@ def _interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 def single_node(p: Pass) -> Command | None:
-    candidates = _interleaved(consolidation_order(consolidation_candidates(p, ex.SINGLE_NODE)))
+    candidates = interleaved(consolidation_order(consolidation_candidates(p, ex.SINGLE_NODE)))
     resume = p.resume
     if resume.mark is not None and resume.mark == p.state_mark:
         # The same cluster as when the last pass stopped: go on where it stopped.

@@ -1,6 +1,9 @@
 """Static drift (Karpenter's StaticDrift): drifted nodes of static NodePools, each replaced
 by a NodeClaim from its NodePool's template (no simulation: a static pool's nodes do not
-follow its pods), as many per NodePool as its Drifted budget and limits.nodes allow.
+follow its pods), as many per NodePool as its Drifted budget and limits.nodes allow. As
+Karpenter, each node is a command of its own: a pass starts the first, and the loop, which
+decides again at once, the others (the command in flight counts against the budget, its
+replacement against limits.nodes).
 
 A NodePool that is still scaling down (more NodeClaims than replicas) is left alone until
 it is done, so a drift never replaces a node that is about to go anyway.
@@ -56,5 +59,5 @@ def static_drift(p: Pass) -> Command | None:
                 p.budget_blocked(candidate, room, ex.DRIFT)
     if not chosen:
         return None
-    return Command(ex.DRIFT, DRIFTED, "", chosen,
-                   static_replacements=[c.nodepool_name for c in chosen])
+    first = chosen[0]
+    return Command(ex.DRIFT, DRIFTED, "", [first], static_replacements=[first.nodepool_name])

@@ -1,5 +1,6 @@
 """The validation that re-checks a command 15 seconds after it was decided, on the
-cluster as it is then."""
+cluster as it is then. A command dropped says why, and of which kind the reason is
+(Karpenter's getValidationFailureReason, told in ConsolidationRejected)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,42 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from nodewright.controllers.common import decision_log as ex
-from nodewright.controllers.disruption.candidates import Candidate
+from nodewright.controllers.disruption.candidates import Blocked, Candidate
 from nodewright.controllers.disruption.commands import Command, still_valid
 from nodewright.controllers.disruption.methods.consolidation import consolidation_candidates
 from nodewright.controllers.disruption.methods.disruption_pass import Pass
 from nodewright.controllers.disruption.methods.emptiness import empty_candidates
 
+BUDGET = "budget"
+SCHEDULING = "scheduling"
+CHURN = "churn"
+UNKNOWN = "unknown"
 
-def validate(p: Pass, command: Command) -> Command | str:
+
+class Invalid(str):
+    """Why validation dropped a command (the text), with the kind of reason: budget (a
+    budget or a nomination stands in the way), scheduling (the pods would now go
+    elsewhere), churn (the candidates changed) or unknown."""
+
+    reason: str
+
+    def __new__(cls, message: str, reason: str = UNKNOWN) -> Invalid:
+        made = super().__new__(cls, message)
+        made.reason = reason
+        return made
+
+
+def failure_reason(why: str) -> str:
+    """Karpenter's getValidationFailureReason: the kind of a dropped command's reason."""
+    return why.reason if isinstance(why, Invalid) else UNKNOWN
+
+
+def _nominated(p: Pass, gone: set[str]) -> bool:
+    return any(isinstance(item, Blocked) and item.node.provider_id in gone
+               and item.cause == ex.CAUSE_NOMINATED for item in p.evaluated())
+
+
+def validate(p: Pass, command: Command) -> Command | Invalid:
     """The command re-decided on the current cluster: the candidates (refreshed) it may
     still disrupt, or why it must be dropped."""
     if command.method == ex.EMPTINESS:
@@ -22,11 +51,14 @@ def validate(p: Pass, command: Command) -> Command | str:
     else:
         eligible = {c.provider_id: c for c in consolidation_candidates(p, command.method)}
     fresh = [eligible[c.provider_id] for c in command.candidates if c.provider_id in eligible]
+    gone = {c.provider_id for c in command.candidates} - set(eligible)
+    if gone and _nominated(p, gone) and (command.method != ex.EMPTINESS or not fresh):
+        return Invalid("a candidate was nominated during validation", BUDGET)
     if command.method != ex.EMPTINESS and len(fresh) != len(command.candidates):
-        return (f"{len(command.candidates) - len(fresh)} candidate(s) are no longer valid "
-                "(pods or annotations changed)")
+        return Invalid(f"{len(command.candidates) - len(fresh)} candidate(s) are no longer "
+                       "valid (pods or annotations changed)", CHURN)
     if not fresh:
-        return "the candidates are no longer empty or disruptable"
+        return Invalid("the candidates are no longer empty or disruptable", CHURN)
     rooms = p.rooms(command.reason)
     within = []
     for candidate in fresh:
@@ -34,12 +66,13 @@ def validate(p: Pass, command: Command) -> Command | str:
         if room is not None and room.take():
             within.append(candidate)
         elif command.method != ex.EMPTINESS:
-            return f"disrupting {candidate.name} would exceed the disruption budget"
+            return Invalid(f"disrupting {candidate.name} would exceed the disruption budget",
+                           BUDGET)
     if not within:
-        return "the disruption budget no longer allows it"
+        return Invalid("the disruption budget no longer allows it", BUDGET)
     if command.method == ex.EMPTINESS:
         return replace(command, candidates=within)
     why = still_valid(replace(command, candidates=within), p.base.simulate(within))
     if why is not None:
-        return why
+        return Invalid(why, SCHEDULING)
     return replace(command, candidates=within)

@@ -1,16 +1,15 @@
-"""What a kubelet writes for the pods it runs, on any cluster: one implementation for both
-stand-ins of the kubelet of a simulated instance, the in-memory cluster's kubelets
-(`cluster.memory.kubelet`, what `nodewright simulate` runs) and the `--cloud sim`
-controller process's pod runner on a real cluster (`cloud.sim.kubelet_actors`).
+"""What the simulated kubelet writes for the pods it runs, on any cluster.
 
 - `running_status`: the pod started (phase Running, Initialized, ContainersReady and Ready
-  True, every container running);
+  True, every container running), with `pod_addresses` when the cluster's clients read
+  them;
 - `completed_status`: a pod that may finish has (phase Succeeded, not ready);
 - `confirm_deletion`: a pod being deleted is removed (the kubelet deletes it with grace 0).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -79,6 +78,20 @@ def completed_status(pod: Mapping[str, Any], now: datetime) -> dict[str, Any]:
     status["containerStatuses"] = [container_status(c, now, finished_at=now)
                                    for c in containers(pod)]
     return status
+
+
+def pod_addresses(pod: Mapping[str, Any], node: Mapping[str, Any]) -> dict[str, str]:
+    """hostIP: the node's InternalIP; podIP: a stable address in 10.244.0.0/16 (nothing
+    routes to it; kwok does the same)."""
+    digest = hashlib.sha256(objects.key(pod).encode()).digest()
+    return {"hostIP": _node_ip(node), "podIP": f"10.244.{digest[0]}.{max(1, digest[1])}"}
+
+
+def _node_ip(node: Mapping[str, Any]) -> str:
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            return str(address.get("address"))
+    return str(objects.annotations(node).get("alpha.kubernetes.io/provided-node-ip", ""))
 
 
 def confirm_deletion(cluster: ClusterAPI, pod: Mapping[str, Any]) -> None:
