@@ -159,3 +159,22 @@ def refuse_launches(world: World, code: str = "UnauthorizedOperation") -> None:
                                  call="ec2:CreateFleet", code=code)
 
     world.cloud.create = refuses  # type: ignore[method-assign]
+
+
+def fail_next_launch(world: World, error: CloudProviderError | None, times: int = 1
+                     ) -> list[str]:
+    """Karpenter's `cloudProvider.NextCreateErr`: the next `times` Creates fail with
+    `error` (None: none fails); the returned list records every Create asked (the
+    NodeClaim's name), as its `CreateCalls`."""
+    create_calls: list[str] = []
+    launch = world.cloud.create
+    pending = [error] * times if error is not None else []
+
+    def create_once(nodeclaim: Any, node_class: Any) -> Any:
+        create_calls.append(nodeclaim.metadata.name)
+        if pending:
+            raise pending.pop()
+        return launch(nodeclaim, node_class)
+
+    world.cloud.create = create_once  # type: ignore[method-assign]
+    return create_calls
