@@ -387,8 +387,12 @@ class ClusterState:
         return sorted(self._unlaunched)
 
     def node_names_for_provider_id(self, provider_id: str) -> list[str]:
+        """Every Node with this provider ID, the one the state joined to it first (more
+        than one is an invariant violated: Karpenter's MultipleNodesFound)."""
         node = self._nodes.get(provider_id)
-        return [node.node_name] if node is not None and node.node is not None else []
+        names = [node.node_name] if node is not None and node.node is not None else []
+        return names + [name for name, key in self._node_keys.items()
+                        if key == provider_id and name not in names]
 
     def pod(self, key: str) -> Object | None:
         return self.pods.objects.get(key)
