@@ -178,3 +178,15 @@ def fail_next_launch(world: World, error: CloudProviderError | None, times: int 
 
     world.cloud.create = create_once  # type: ignore[method-assign]
     return create_calls
+
+
+def counter(metric: str, **labels: str) -> float:
+    """The sum of a counter's samples whose labels include `labels`."""
+    from nodewright import metrics
+
+    total = 0.0
+    for family in metrics.REGISTRY.collect():
+        for sample in family.samples:
+            if sample.name == metric and labels.items() <= sample.labels.items():
+                total += sample.value
+    return total
