@@ -62,6 +62,7 @@ from nodewright.controllers.nodeclaim import NodeClaimLifecycle
 from nodewright.controllers.nodeclaim.consistency import NodeClaimConsistency
 from nodewright.controllers.nodeclaim.disruption_conditions import NodeClaimConditions
 from nodewright.controllers.nodeclaim.expiration import Expiration
+from nodewright.controllers.nodeclaim.hydration import NodeClaimHydration
 from nodewright.controllers.nodeclaim.garbagecollection import (
     InstanceGarbageCollection,
     NodeClaimGarbageCollection,
@@ -240,6 +241,8 @@ SPECS: tuple[ControllerSpec, ...] = (
         p.cluster, p.clock, p.state)),
     ControllerSpec("nodeclaim.consistency", "NodeClaim", lambda p: NodeClaimConsistency(
         p.cluster, p.clock, p.state, p.recorder)),
+    ControllerSpec("nodeclaim.hydration", "NodeClaim",
+                   lambda p: NodeClaimHydration(p.cluster, p.state)),
     ControllerSpec("disruption", "NodePool", lambda p: DisruptionController(
         p.cluster, p.metered(DisruptionController.name), p.clock, p.state, p.recorder,
         p.decisions, disruption_options(p.options)), singleton=True),
