@@ -62,11 +62,11 @@ from nodewright.controllers.nodeclaim import NodeClaimLifecycle
 from nodewright.controllers.nodeclaim.consistency import NodeClaimConsistency
 from nodewright.controllers.nodeclaim.disruption_conditions import NodeClaimConditions
 from nodewright.controllers.nodeclaim.expiration import Expiration
-from nodewright.controllers.nodeclaim.hydration import NodeClaimHydration
 from nodewright.controllers.nodeclaim.garbagecollection import (
     InstanceGarbageCollection,
     NodeClaimGarbageCollection,
 )
+from nodewright.controllers.nodeclaim.hydration import NodeClaimHydration
 from nodewright.controllers.nodeclaim.podevents import PodEvents
 from nodewright.controllers.nodeclass.cleanup import CloudGarbageCollection, NodeClassTermination
 from nodewright.controllers.nodeclass.ssm_invalidation import SsmInvalidation
