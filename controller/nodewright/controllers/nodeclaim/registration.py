@@ -1,9 +1,11 @@
 """Registration: the Node of a launched NodeClaim joined the cluster (matched by provider
 ID). The Node gets the NodeClaim's labels, annotations and taints (startup taints too,
 unless it is labelled karpenter.sh/do-not-sync-taints), an owner reference to the
-NodeClaim and the karpenter.sh/termination finalizer; then the
-karpenter.sh/unregistered:NoExecute taint comes off and karpenter.sh/registered=true goes
-on. The NodeClaim records Registered=True and its node's name."""
+NodeClaim and the karpenter.sh/termination finalizer; then, once the provider's
+registration hooks are all ready (until then Registered=Unknown, RegistrationHookPending),
+the karpenter.sh/unregistered:NoExecute taint comes off and karpenter.sh/registered=true
+goes on. The NodeClaim records Registered=True and its node's name. Two Nodes with its
+provider ID are an invariant violated: Registered=False, MultipleNodesFound."""
 
 from __future__ import annotations
 
