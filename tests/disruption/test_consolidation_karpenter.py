@@ -347,8 +347,13 @@ def test_a_pod_arriving_during_a_replace_gets_no_extra_node(world: World) -> Non
 
 def one_busy_node_without(world: World, label: str) -> str:
     """One m5.large running a pod, its Node and NodeClaim stripped of `label`; the notes of
-    the Unconsolidatable events that follow."""
-    world.apply(WORKSHOP)
+    the Unconsolidatable events that follow. Karpenter's NodePool requires none of these
+    labels; the workshop's requires a capacity type, and a node without a label its NodePool
+    requires is drifted (RequirementsDrifted), so that requirement goes."""
+    pool = nodepool_with()
+    template = pool["spec"]["template"]["spec"]
+    template["requirements"] = [r for r in template["requirements"] if r["key"] != label]
+    world.apply(WORKSHOP, pool)
     world.scale("inflate", 1)
     assert world.settle()
     [node] = world.nodes()

@@ -31,6 +31,7 @@ M5_LABELS = {
     "kubernetes.io/os": "linux",
     "karpenter.k8s.aws/instance-category": "m",
     "karpenter.k8s.aws/instance-family": "m5",
+    "karpenter.k8s.aws/instance-generation": "5",
     "type": "karpenter",
 }
 

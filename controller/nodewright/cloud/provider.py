@@ -61,6 +61,20 @@ class NodeClassNotReadyError(CloudProviderError):
     Retryable once the node class status changes."""
 
 
+class RegistrationHook(Protocol):
+    """A provider's gate on node registration (Karpenter's cloudprovider.NodeLifecycleHook,
+    `Registered`): while any hook is not ready, the Node keeps the karpenter.sh/unregistered
+    taint and the NodeClaim stays Registered=Unknown (RegistrationHookPending, the pending
+    hooks' names as message). `registered` answers None when ready, or the seconds after
+    which to ask again; it may add labels to the NodeClaim, which are synced to the Node.
+    An exception counts as pending and is logged."""
+
+    @property
+    def name(self) -> str: ...
+
+    def registered(self, nodeclaim: dict[str, object]) -> float | None: ...
+
+
 @dataclass(frozen=True)
 class Instance:
     """A launched machine as the controllers see it (cloud-neutral)."""

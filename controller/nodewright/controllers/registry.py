@@ -66,6 +66,7 @@ from nodewright.controllers.nodeclaim.garbagecollection import (
     InstanceGarbageCollection,
     NodeClaimGarbageCollection,
 )
+from nodewright.controllers.nodeclaim.hydration import NodeClaimHydration
 from nodewright.controllers.nodeclaim.podevents import PodEvents
 from nodewright.controllers.nodeclass.cleanup import CloudGarbageCollection, NodeClassTermination
 from nodewright.controllers.nodeclass.ssm_invalidation import SsmInvalidation
@@ -240,6 +241,8 @@ SPECS: tuple[ControllerSpec, ...] = (
         p.cluster, p.clock, p.state)),
     ControllerSpec("nodeclaim.consistency", "NodeClaim", lambda p: NodeClaimConsistency(
         p.cluster, p.clock, p.state, p.recorder)),
+    ControllerSpec("nodeclaim.hydration", "NodeClaim",
+                   lambda p: NodeClaimHydration(p.cluster, p.state)),
     ControllerSpec("disruption", "NodePool", lambda p: DisruptionController(
         p.cluster, p.metered(DisruptionController.name), p.clock, p.state, p.recorder,
         p.decisions, disruption_options(p.options)), singleton=True),

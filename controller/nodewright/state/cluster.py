@@ -34,7 +34,12 @@ from nodewright.state.buffers import BufferPods
 from nodewright.state.objects import ConfigObjects, Parsed, with_copied_containers
 from nodewright.state.pods import PodStore, pod_key
 from nodewright.state.statenode import NodePods, StateNode
-from nodewright.state.wellknown import INITIALIZED_LABEL, INSTANCE_TYPE_LABEL, NODEPOOL_LABEL
+from nodewright.state.wellknown import (
+    INITIALIZED_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODEPOOL_LABEL,
+    is_managed_nodeclaim,
+)
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +177,8 @@ class ClusterState:
             else:
                 self._update_node(obj)
         elif kind == "NodeClaim":
-            if deleted:
+            # Another provider's NodeClaims are not this Karpenter's (its informer's filter).
+            if deleted or not is_managed_nodeclaim(obj):
                 self._delete_nodeclaim(_name(obj))
             else:
                 self._update_nodeclaim(obj)
@@ -215,7 +221,8 @@ class ClusterState:
         if self._has_synced:
             return True
         try:
-            claims = {_name(obj) for obj in cluster.list("NodeClaim")}
+            claims = {_name(obj) for obj in cluster.list("NodeClaim")
+                      if is_managed_nodeclaim(obj)}
             nodes = {_name(obj) for obj in cluster.list("Node")}
         except ApiError as error:
             log.error("failed checking cluster state sync: %s", error)
@@ -380,8 +387,12 @@ class ClusterState:
         return sorted(self._unlaunched)
 
     def node_names_for_provider_id(self, provider_id: str) -> list[str]:
+        """Every Node with this provider ID, the one the state joined to it first (more
+        than one is an invariant violated: Karpenter's MultipleNodesFound)."""
         node = self._nodes.get(provider_id)
-        return [node.node_name] if node is not None and node.node is not None else []
+        names = [node.node_name] if node is not None and node.node is not None else []
+        return names + [name for name, key in self._node_keys.items()
+                        if key == provider_id and name not in names]
 
     def pod(self, key: str) -> Object | None:
         return self.pods.objects.get(key)

@@ -26,12 +26,12 @@ from nodewright.controllers.common.patching import patch_status
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState
+from nodewright.state.wellknown import is_managed_nodeclaim
 
 SCAN_PERIOD_SECONDS = 600.0
 CONFLICT_RETRY_SECONDS = 0.1
 CONSISTENT_STATE_FOUND = "ConsistentStateFound"
 FAILED_CONSISTENCY_CHECK = "FailedConsistencyCheck"
-MANAGED_NODE_CLASS = ("karpenter.k8s.aws", "EC2NodeClass")
 # NodeShape: a Node with less than this share of an expected resource is inconsistent.
 MIN_SHARE = 0.90
 
@@ -59,8 +59,7 @@ def node_shape_issues(node: Mapping[str, Any], claim: Mapping[str, Any]) -> list
 
 
 def is_managed(claim: Mapping[str, Any]) -> bool:
-    reference = (claim.get("spec") or {}).get("nodeClassRef") or {}
-    return (reference.get("group"), reference.get("kind")) == MANAGED_NODE_CLASS
+    return bool((claim.get("spec") or {}).get("nodeClassRef")) and is_managed_nodeclaim(claim)
 
 
 class NodeClaimConsistency:

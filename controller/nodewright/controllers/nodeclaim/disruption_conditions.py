@@ -29,7 +29,7 @@ from nodewright.runtime.clock import Clock, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.state.cluster import ClusterState
-from nodewright.state.wellknown import NODEPOOL_LABEL
+from nodewright.state.wellknown import NODEPOOL_LABEL, is_managed_nodeclaim
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class NodeClaimConditions:
             claim = self.cluster.get("NodeClaim", key)
         except NotFoundError:
             return Result()
-        if objects.is_deleting(claim):
+        if objects.is_deleting(claim) or not is_managed_nodeclaim(claim):
             return Result()
         parsed = self.state.nodepool_model(objects.labels(claim).get(NODEPOOL_LABEL, ""))
         if parsed is None or parsed.model is None:

@@ -22,13 +22,14 @@ from nodewright.scheduling.requirements import (
     LABEL_ZONE,
     Requirement,
     RequirementError,
-    is_well_known,
 )
 
 NODEPOOL_DRIFTED = "NodePoolDrifted"
 REQUIREMENTS_DRIFTED = "RequirementsDrifted"
 NODECLASS_DRIFTED = "NodeClassDrift"
 INSTANCE_TYPE_NOT_FOUND = "InstanceTypeNotFound"
+CAPACITY_TYPE_RESERVED = "reserved"
+CAPACITY_TYPE_ON_DEMAND = "on-demand"
 
 # Instance types are a cloud-generated list: give a new NodeClaim time before judging.
 INSTANCE_TYPE_CHECK_AFTER = timedelta(hours=1)
@@ -58,8 +59,9 @@ def template_drift(nodepool: NodePool, annotations: Mapping[str, str]) -> Drift 
 
 
 def requirements_drift(nodepool: NodePool, labels: Mapping[str, str]) -> Drift | None:
-    """A NodePool requirement the node's labels no longer satisfy. A well-known label the
-    node does not carry is not held against it (its value is unknown, not wrong)."""
+    """A NodePool requirement the node's labels no longer satisfy (Karpenter's
+    Requirements.Compatible of the NodeClaim's labels: a key the node does not carry
+    drifts it unless the requirement allows the label to be absent, well-known or not)."""
     for item in nodepool.spec.template.spec.requirements:
         try:
             requirement = Requirement.build(item.key, item.operator, item.values or [])
@@ -67,7 +69,7 @@ def requirements_drift(nodepool: NodePool, labels: Mapping[str, str]) -> Drift |
             continue
         value = labels.get(item.key)
         if value is None:
-            if requirement.allows_absent() or is_well_known(item.key):
+            if requirement.allows_absent():
                 continue
             return Drift(
                 REQUIREMENTS_DRIFTED,
@@ -107,9 +109,13 @@ def instance_type_drift(
     if name is None or found is None:
         return Drift(INSTANCE_TYPE_NOT_FOUND, f"instance type {name!r} is no longer offered")
     zone, capacity_type = labels.get(LABEL_ZONE), labels.get(LABEL_CAPACITY_TYPE)
+    # A reserved node may be demoted to on-demand after launch (its reservation ended):
+    # either offering keeps it, and its reservation is the provider's to judge.
+    accepted = ({CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_ON_DEMAND}
+                if capacity_type == CAPACITY_TYPE_RESERVED else {capacity_type})
     if any(
         (zone is None or offering.zone == zone)
-        and (capacity_type is None or offering.capacity_type == capacity_type)
+        and (capacity_type is None or offering.capacity_type in accepted)
         for offering in found.offerings
     ):
         return None

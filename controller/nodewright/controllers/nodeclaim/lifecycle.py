@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from nodewright.cloud.provider import CloudProvider
+from nodewright.cloud.provider import CloudProvider, RegistrationHook
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.copying import copy_object, deep_copy
@@ -60,12 +60,13 @@ class NodeClaimLifecycle:
         launch_timeout: float = LAUNCH_TIMEOUT_SECONDS,
         registration_timeout: float = REGISTRATION_TIMEOUT_SECONDS,
         registration_health: RegistrationHealth | None = None,
+        registration_hooks: Sequence[RegistrationHook] = (),
     ) -> None:
         writer = (RegistrationHealthWriter(cluster, clock, registration_health)
                   if registration_health is not None else None)
         self.context = LifecycleContext(cluster, cloud, clock, state, recorder, writer)
         self.launch = Launch(self.context)
-        self.registration = Registration(self.context)
+        self.registration = Registration(self.context, registration_hooks)
         self.initialization = Initialization(self.context)
         self.liveness = Liveness(self.context, launch_timeout, registration_timeout)
         self.finalizer = Finalizer(self.context)

@@ -1,17 +1,20 @@
 """Registration: the Node of a launched NodeClaim joined the cluster (matched by provider
 ID). The Node gets the NodeClaim's labels, annotations and taints (startup taints too,
 unless it is labelled karpenter.sh/do-not-sync-taints), an owner reference to the
-NodeClaim and the karpenter.sh/termination finalizer; then the
-karpenter.sh/unregistered:NoExecute taint comes off and karpenter.sh/registered=true goes
-on. The NodeClaim records Registered=True and its node's name."""
+NodeClaim and the karpenter.sh/termination finalizer; then, once the provider's
+registration hooks are all ready (until then Registered=Unknown, RegistrationHookPending),
+the karpenter.sh/unregistered:NoExecute taint comes off and karpenter.sh/registered=true
+goes on. The NodeClaim records Registered=True and its node's name. Two Nodes with its
+provider ID are an invariant violated: Registered=False, MultipleNodesFound."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodewright import metrics
+from nodewright.cloud.provider import RegistrationHook
 from nodewright.cluster import conditions
 from nodewright.cluster.api import ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODECLAIM
@@ -46,17 +49,24 @@ REGISTERED = "Registered"
 REGISTRATION_RECHECK_SECONDS = 10.0
 
 
-def find_node(context: LifecycleContext, claim: Mapping[str, Any]) -> Object | None:
-    """The Node with the NodeClaim's provider ID (a fresh copy), or None."""
+def find_nodes(context: LifecycleContext, claim: Mapping[str, Any]) -> list[Object]:
+    """Every Node with the NodeClaim's provider ID (fresh copies)."""
     provider_id = provider_id_of(claim)
     if not provider_id:
-        return None
+        return []
+    found = []
     for node_name in context.state.node_names_for_provider_id(provider_id):
         try:
-            return context.cluster.get("Node", node_name)
+            found.append(context.cluster.get("Node", node_name))
         except NotFoundError:
             continue
-    return None
+    return found
+
+
+def find_node(context: LifecycleContext, claim: Mapping[str, Any]) -> Object | None:
+    """The Node with the NodeClaim's provider ID (a fresh copy), or None."""
+    nodes = find_nodes(context, claim)
+    return nodes[0] if nodes else None
 
 
 def merge_taints(current: list[Mapping[str, Any]], wanted: list[Mapping[str, Any]]
@@ -103,18 +113,25 @@ def sync_node(claim: Mapping[str, Any], node: Object) -> None:
 
 
 class Registration:
-    def __init__(self, context: LifecycleContext) -> None:
+    def __init__(self, context: LifecycleContext,
+                 hooks: Sequence[RegistrationHook] = ()) -> None:
         self.context = context
+        self.hooks = list(hooks)
 
     def reconcile(self, claim: Object) -> float | None:
         if conditions.status_of(claim, REGISTERED) in (conditions.TRUE, conditions.FALSE):
             return None
         now = self.context.clock.now()
-        node = find_node(self.context, claim)
-        if node is None:
+        nodes = find_nodes(self.context, claim)
+        if not nodes:
             NODECLAIM.set_unknown(claim, REGISTERED, now, "NodeNotFound",
                                   "Node not registered with cluster")
             return REGISTRATION_RECHECK_SECONDS if provider_id_of(claim) else None
+        if len(nodes) > 1:
+            NODECLAIM.set_false(claim, REGISTERED, now, "MultipleNodesFound",
+                                "Invariant violated, matched multiple nodes")
+            return None
+        (node,) = nodes
         node_labels = labels_of(node)
         spec_taints = (node.get("spec") or {}).get("taints") or []
         has_unregistered = any(matches(taint_of(t), UNREGISTERED_TAINT) for t in spec_taints)
@@ -129,17 +146,27 @@ class Registration:
         after: Object = {**node, "metadata": dict(node.get("metadata") or {}),
                          "spec": dict(node.get("spec") or {})}
         sync_node(claim, after)
-        after["spec"]["taints"] = [
-            t for t in after["spec"].get("taints") or []
-            if not matches(taint_of(t), UNREGISTERED_TAINT)
-        ]
-        after["metadata"]["labels"] = {**after["metadata"]["labels"], REGISTERED_LABEL: "true"}
+        pending, wait = self._pending_hooks(claim)
+        if not pending:
+            # Again: a hook may have labelled the NodeClaim.
+            sync_node(claim, after)
+            after["spec"]["taints"] = [
+                t for t in after["spec"].get("taints") or []
+                if not matches(taint_of(t), UNREGISTERED_TAINT)
+            ]
+            after["metadata"]["labels"] = {**after["metadata"]["labels"],
+                                           REGISTERED_LABEL: "true"}
         try:
-            patch_object(self.context.cluster, before, after)
+            if after != before:
+                patch_object(self.context.cluster, before, after)
         except ConflictError:
             return CONFLICT_RETRY_SECONDS
         except NotFoundError:
             return None
+        if pending:
+            NODECLAIM.set_unknown(claim, REGISTERED, now, "RegistrationHookPending",
+                                  ", ".join(pending))
+            return wait
         NODECLAIM.set_true(claim, REGISTERED, now)
         claim.setdefault("status", {})["nodeName"] = name_of(node)
         metrics.NODES_CREATED.labels(
@@ -150,3 +177,22 @@ class Registration:
         if self.context.health is not None:
             self.context.health.registered(claim)
         return None
+
+    def _pending_hooks(self, claim: Object) -> tuple[list[str], float]:
+        """The names of the hooks not ready yet (every hook is asked), and the shortest
+        wait any of them asked for."""
+        pending: list[str] = []
+        waits: list[float] = []
+        for hook in self.hooks:
+            try:
+                wait = hook.registered(claim)
+            except Exception as error:  # a provider's failure: pending, asked again later
+                log.warning("registration hook %s of nodeclaim %s failed: %s", hook.name,
+                            name_of(claim), error)
+                pending.append(hook.name)
+                waits.append(REGISTRATION_RECHECK_SECONDS)
+                continue
+            if wait is not None:
+                pending.append(hook.name)
+                waits.append(wait)
+        return pending, min(waits, default=REGISTRATION_RECHECK_SECONDS)
