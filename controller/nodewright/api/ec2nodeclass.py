@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, StringConstraints
 
 from nodewright.api.base import CelRule, KubeModel, cel_extra
 from nodewright.api.core import Condition, NodeSelectorRequirement, ObjectMeta
-from nodewright.api.formats import Quantity
 from nodewright.api.kubelet import KubeletConfiguration as KubeletConfiguration
 
 GROUP = "karpenter.k8s.aws"
@@ -145,6 +144,16 @@ class AMISelectorTerm(KubeModel):
         return self.alias.split("@", 1)[0] if self.alias else None
 
 
+# Karpenter's CRD pattern for ebs.volumeSize (v1.14.1, quirks included: "18Ti" is refused
+# and a bare "Ti" admitted): 1-59000Gi, 1-64000G, up to 58Ti or 64T.
+VOLUME_SIZE_PATTERN: Final = (
+    r"^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi"
+    r"|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G"
+    r"|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$"
+)
+VolumeSize = Annotated[str, StringConstraints(pattern=VOLUME_SIZE_PATTERN)]
+
+
 class BlockDevice(KubeModel):
     delete_on_termination: bool | None = None
     encrypted: bool | None = None
@@ -153,7 +162,7 @@ class BlockDevice(KubeModel):
     snapshot_id: str | None = Field(default=None, alias="snapshotID")
     throughput: int | None = Field(default=None, ge=0)
     volume_initialization_rate: int | None = Field(default=None, ge=100, le=300)
-    volume_size: Quantity | None = None
+    volume_size: VolumeSize | None = None
     volume_type: VolumeType | None = None
 
     cel_rules = (
