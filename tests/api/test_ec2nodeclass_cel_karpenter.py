@@ -310,6 +310,12 @@ CASES += [
      {BDM: volume("20Gi", snapshotID="snap-1", volumeInitializationRate=99)}, False),
     ("BlockDeviceMappings: should fail if VolumeInitializationRate too high",
      {BDM: volume("20Gi", snapshotID="snap-1", volumeInitializationRate=888)}, False),
+    ("AMISelectorTerms: (ours, the CRD rule Karpenter's has) a windows alias other than "
+     "latest is refused", {"amiFamily": "Windows2022",
+                           "amiSelectorTerms": [{"alias": "windows2022@v20240807"}]}, False),
+    ("AMISelectorTerms: (ours) windows2022@latest is admitted",
+     {"amiFamily": "Windows2022", "amiSelectorTerms": [{"alias": "windows2022@latest"}]},
+     True),
     ("BlockDeviceMappings: (ours) a valid rate with its snapshot is admitted",
      {BDM: volume("20Gi", snapshotID="snap-1", volumeInitializationRate=200)}, True),
 ]

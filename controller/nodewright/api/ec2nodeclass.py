@@ -136,6 +136,12 @@ class AMISelectorTerm(KubeModel):
             "family is not supported, must be one of the following: 'al2', 'al2023', "
             "'bottlerocket', 'windows2019', 'windows2022', 'windows2025'",
         ),
+        CelRule(
+            "has(self.alias) && self.alias.find('^[^@]+') in "
+            "['windows2019', 'windows2022', 'windows2025'] "
+            "? self.alias.find('[^@]+$') == 'latest' : true",
+            "windows families may only specify version 'latest'",
+        ),
         _NOT_EMPTY_TAGS,
     )
 

@@ -384,6 +384,7 @@ class AwsCloudProvider:
                 code="NoCompatibleOffering",
             )
         choices = _filter_for_launch(nodeclaim, choices, requirements)
+        _check_truncation(nodeclaim, choices)
         capacity_type = capacity_type_for(choices)
         assert capacity_type is not None, "the launch filters leave some offering or raise"
         picked = [c for c in choices if c.offering.capacity_type == capacity_type]
@@ -771,6 +772,25 @@ def _filter_for_launch(
                   ", ".join(types[:5]) + (f" and {len(types) - 5} other(s)"
                                           if len(types) > 5 else ""))
     return filtered.choices
+
+
+def _check_truncation(nodeclaim: NodeClaim, choices: Sequence[Choice]) -> None:
+    """A fleet carries the 60 cheapest types: when those no longer meet the NodeClaim's
+    minValues, the launch has no capacity (Karpenter's Truncate), unless its minValues were
+    already relaxed (MIN_VALUES_POLICY=BestEffort)."""
+    if (nodeclaim.metadata.annotations or {}).get(MIN_VALUES_RELAXED) == "true":
+        return
+    wanted = {r.key: r.min_values for r in nodeclaim.spec.requirements if r.min_values}
+    if not wanted:
+        return
+    unmet = fleet.unmet_min_values(choices, wanted)
+    if unmet:
+        raise InsufficientCapacityError(
+            f"nodeclaim {nodeclaim.name}: truncating instance types based on the passed-in "
+            "requirements, minValues requirement is not met for label(s) "
+            + ", ".join(f"{key} ({found} of {wanted[key]})"
+                        for key, found in sorted(unmet.items())),
+            resource=f"nodeclaim {nodeclaim.name}", code="NoCompatibleOffering")
 
 
 def _requests_of(nodeclaim: NodeClaim) -> Resources:
