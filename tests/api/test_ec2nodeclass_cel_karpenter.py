@@ -316,6 +316,9 @@ CASES += [
     ("AMISelectorTerms: (ours) windows2022@latest is admitted",
      {"amiFamily": "Windows2022", "amiSelectorTerms": [{"alias": "windows2022@latest"}]},
      True),
+    ("Tags: (ours, the CRD rule Karpenter's has) an empty tag key is refused",
+     {"tags": {"": "value"}}, False),
+    ("Tags: (ours) an empty tag value is admitted", {"tags": {"team": ""}}, True),
     ("BlockDeviceMappings: (ours) a valid rate with its snapshot is admitted",
      {BDM: volume("20Gi", snapshotID="snap-1", volumeInitializationRate=200)}, True),
 ]

@@ -313,6 +313,8 @@ class EC2NodeClassSpec(KubeModel):
             "self.blockDeviceMappings.filter(x, has(x.rootVolume) && x.rootVolume).size() <= 1",
             "must have only one blockDeviceMappings with rootVolume",
         ),
+        CelRule("!has(self.tags) || self.tags.all(k, k != '')",
+                "empty tag keys aren't supported"),
         CelRule(
             "!has(self.tags) || self.tags.all(k, k != 'eks:eks-cluster-name' && "
             "!k.startsWith('kubernetes.io/cluster') && k != 'karpenter.sh/nodepool' && "

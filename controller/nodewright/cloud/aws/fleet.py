@@ -153,6 +153,7 @@ class FleetRequest:
 
 
 ZONE_LABEL: Final = "topology.kubernetes.io/zone"
+ZONE_ID_LABEL: Final = "topology.k8s.aws/zone-id"
 CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
 
 
@@ -170,6 +171,8 @@ def unmet_min_values(choices: Sequence[Choice], min_values: Mapping[str, int],
         for key in min_values:
             if key == ZONE_LABEL:
                 found.setdefault(key, set()).add(choice.offering.zone)
+            elif key == ZONE_ID_LABEL and choice.offering.zone_id:
+                found.setdefault(key, set()).add(choice.offering.zone_id)
             elif key == CAPACITY_TYPE_LABEL:
                 found.setdefault(key, set()).add(choice.offering.capacity_type)
             elif key in choice.instance_type.labels:
