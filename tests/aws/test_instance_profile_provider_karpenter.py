@@ -207,9 +207,12 @@ def test_another_regions_cluster_of_the_same_name_keeps_its_profiles(iam: AwsCli
     same name in another region has profiles with our path and ownership tag; only the
     region tag tells them apart, and garbage collection must not take them."""
     mine = ensure(iam, "default", "role-1")
-    theirs = ensure_instance_profile(iam.iam, cluster=CLUSTER, region="eu-west-1",
-                                     node_class="default", role="role-2",
-                                     instance_profile=None)
+    # The other region's controller made this one (its calls are not ours).
+    theirs = profile_name(CLUSTER, "eu-west-1", "default", role="role-2")
+    iam.iam.create_instance_profile(
+        InstanceProfileName=theirs, Path=profile_path(CLUSTER),
+        Tags=[{"Key": k, "Value": v}
+              for k, v in profile_tags(CLUSTER, "eu-west-1", "default").items()])
 
     assert [p.name for p in list_cluster_profiles(iam.iam, CLUSTER, iam.region)] == [mine]
     assert theirs in [p.name for p in list_cluster_profiles(iam.iam, CLUSTER)]
