@@ -295,12 +295,32 @@ CASES += [
      {BDM: [{"deviceName": "map-device-1", "ebs": {"volumeSize": "50G"}, "rootVolume": True},
             {"deviceName": "map-device-2", "ebs": {"volumeSize": "50G"},
              "rootVolume": True}]}, False),
+    ("BlockDeviceMappings: should fail VolumeSize is less then 1Gi/1G", {BDM: volume("1m")},
+     False),
+    ("BlockDeviceMappings: should fail VolumeSize is greater then 64T", {BDM: volume("100T")},
+     False),
+    # Go's empty Quantity, as its client sends it.
+    ("BlockDeviceMappings: should fail for VolumeSize that do not parse into quantity values",
+     {BDM: volume("0")}, False),
+    # Karpenter's three send the empty Quantity ("0") too, which its volumeSize pattern
+    # refuses whatever the rate; a valid size here keeps each case about its rate rule.
     ("BlockDeviceMappings: should fail if VolumeInitializationRate set but SnapshotID not "
-     "specified", {BDM: volume("0", volumeInitializationRate=100)}, False),
+     "specified", {BDM: volume("20Gi", volumeInitializationRate=100)}, False),
     ("BlockDeviceMappings: should fail if VolumeInitializationRate too low",
-     {BDM: volume("0", snapshotID="snap-1", volumeInitializationRate=99)}, False),
+     {BDM: volume("20Gi", snapshotID="snap-1", volumeInitializationRate=99)}, False),
     ("BlockDeviceMappings: should fail if VolumeInitializationRate too high",
-     {BDM: volume("0", snapshotID="snap-1", volumeInitializationRate=888)}, False),
+     {BDM: volume("20Gi", snapshotID="snap-1", volumeInitializationRate=888)}, False),
+    ("AMISelectorTerms: (ours, the CRD rule Karpenter's has) a windows alias other than "
+     "latest is refused", {"amiFamily": "Windows2022",
+                           "amiSelectorTerms": [{"alias": "windows2022@v20240807"}]}, False),
+    ("AMISelectorTerms: (ours) windows2022@latest is admitted",
+     {"amiFamily": "Windows2022", "amiSelectorTerms": [{"alias": "windows2022@latest"}]},
+     True),
+    ("Tags: (ours, the CRD rule Karpenter's has) an empty tag key is refused",
+     {"tags": {"": "value"}}, False),
+    ("Tags: (ours) an empty tag value is admitted", {"tags": {"team": ""}}, True),
+    ("BlockDeviceMappings: (ours) a valid rate with its snapshot is admitted",
+     {BDM: volume("20Gi", snapshotID="snap-1", volumeInitializationRate=200)}, True),
 ]
 
 NI = "networkInterfaces"

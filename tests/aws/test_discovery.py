@@ -67,6 +67,7 @@ def test_instance_profile_is_created_once_tagged_and_holds_the_role(clients: Aws
     assert profile["Path"] == f"/nodewright/{CLUSTER}/"
     tags = {t["Key"]: t["Value"] for t in profile.get("Tags", [])}
     assert tags == {
+        "team": "payments",  # the node class's spec.tags, as Karpenter's InstanceProfileTags
         f"kubernetes.io/cluster/{CLUSTER}": "owned",
         "eks:eks-cluster-name": CLUSTER,
         "topology.kubernetes.io/region": clients.region,

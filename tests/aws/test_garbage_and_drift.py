@@ -118,6 +118,7 @@ def test_a_nodeclaim_still_launching_protects_its_instance(
 def test_templates_and_profiles_of_a_deleted_node_class_are_removed(
     provider: AwsCloudProvider,
     clients: AwsClients,
+    clock: FakeClock,
 ) -> None:
     instance = provider.create(nodeclaim(), node_class())
     provider.delete(instance.provider_id)
@@ -131,6 +132,7 @@ def test_templates_and_profiles_of_a_deleted_node_class_are_removed(
     kept = provider.collect_cloud_garbage({"default"})
     assert kept.deleted_templates == () and kept.deleted_profiles == ()
 
+    clock.advance(3601)  # the profile's protection after its creation is over
     report = provider.collect_cloud_garbage(set())
     assert set(report.deleted_templates) == templates
     assert report.deleted_profiles == (profile,)
@@ -262,15 +264,20 @@ def test_templates_left_by_an_earlier_controller_get_a_minute_before_they_go(
     assert set(successor.collect_cloud_garbage({"default"}).deleted_templates) == left
 
 
-def test_the_profile_created_for_a_role_goes_when_the_node_class_drops_the_role(
-    provider: AwsCloudProvider, clients: AwsClients,
+def test_the_profile_created_for_a_role_goes_once_no_status_names_it_and_it_is_unprotected(
+    provider: AwsCloudProvider, clients: AwsClients, clock: FakeClock,
 ) -> None:
+    """Karpenter's instance profile garbage collection: a profile no node class's status
+    names (the node class dropped its role) goes once its hour of protection is over."""
     created = provider.resolve(node_class()).instance_profile
     assert created is not None
 
-    assert provider.collect_cloud_garbage({"default"}, with_role={"default"}) \
+    assert provider.collect_cloud_garbage({"default"}, current_profiles={created}) \
         .deleted_profiles == ()
-    report = provider.collect_cloud_garbage({"default"}, with_role=set())
+    assert provider.collect_cloud_garbage({"default"}, current_profiles=set()) \
+        .deleted_profiles == ()  # protected: just created
+    clock.advance(3601)
+    report = provider.collect_cloud_garbage({"default"}, current_profiles=set())
 
     assert report.deleted_profiles == (created,)
     names = [p["InstanceProfileName"]
@@ -278,7 +285,9 @@ def test_the_profile_created_for_a_role_goes_when_the_node_class_drops_the_role(
     assert created not in names
 
 
-def test_a_profile_an_instance_still_runs_with_is_kept(provider: AwsCloudProvider) -> None:
+def test_a_profile_an_instance_still_runs_with_is_kept(
+    provider: AwsCloudProvider, clock: FakeClock,
+) -> None:
     from dataclasses import replace
 
     created = provider.resolve(node_class()).instance_profile
@@ -286,7 +295,21 @@ def test_a_profile_an_instance_still_runs_with_is_kept(provider: AwsCloudProvide
     instance = provider.create(nodeclaim(), node_class())
     running = replace(instance, instance_profile=created)
     provider.list = lambda: [running]  # type: ignore[method-assign]
-    assert provider.collect_cloud_garbage({"default"}, with_role=set()).deleted_profiles == ()
+    clock.advance(3601)
+    assert provider.collect_cloud_garbage({"default"}, current_profiles=set()) \
+        .deleted_profiles == ()
+
+
+def test_a_profile_a_nodeclaim_was_launched_with_is_kept(
+    provider: AwsCloudProvider, clock: FakeClock,
+) -> None:
+    """Karpenter's getActiveProfiles: the NodeClaims' karpenter.k8s.aws/instance-profile-name
+    keeps a profile, even before EC2 lists the instance."""
+    created = provider.resolve(node_class()).instance_profile
+    assert created is not None
+    clock.advance(3601)
+    assert provider.collect_cloud_garbage(
+        {"default"}, current_profiles=set(), active_profiles={created}).deleted_profiles == ()
 
 
 def test_a_deleted_node_class_takes_its_templates_and_profile_with_it(

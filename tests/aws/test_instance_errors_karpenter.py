@@ -18,7 +18,7 @@ from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import InsufficientCapacityError
 from tests.aws.fake_ec2 import FakeEC2
 from tests.aws.test_instance_karpenter import claim
-from tests.aws.world import CLUSTER, World, node_class
+from tests.aws.world import CLUSTER, World, node_class, nodeclaim
 
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
 NO_ADDRESSES = "InsufficientFreeAddressesInSubnet"
@@ -172,3 +172,26 @@ def test_a_zone_marked_unavailable_offers_nothing(provider: AwsCloudProvider,
         provider.unavailable.mark_zone_unavailable("us-west-2a", capacity_type, NO_ADDRESSES)
 
     assert zones_offered() == {"us-west-2b", "us-west-2c"}
+
+
+def test_truncation_that_breaks_min_values_is_a_capacity_error(
+    provider: AwsCloudProvider, world: World, ec2: FakeEC2,
+) -> None:
+    """It("should return an ICE error when instance type truncation fails minValues
+    validation"): 50 zones asked, three offered; nothing is launched."""
+    claim = nodeclaim(requirements=[{"key": "topology.kubernetes.io/zone",
+                                     "operator": "Exists", "minValues": 50}])
+    with pytest.raises(InsufficientCapacityError, match="truncating instance types"):
+        provider.create(claim, node_class())
+    assert ec2.calls("CreateFleet") == []
+
+
+def test_min_values_met_within_the_cheapest_sixty_types_launch(
+    provider: AwsCloudProvider, world: World, ec2: FakeEC2,
+) -> None:
+    """Ours, the other side of Truncate: three zones asked, three offered."""
+    claim = nodeclaim(requirements=[{"key": "topology.kubernetes.io/zone",
+                                     "operator": "Exists", "minValues": 3},
+                                    {"key": "karpenter.sh/capacity-type", "operator": "In",
+                                     "values": ["on-demand"]}])
+    assert provider.create(claim, node_class()).instance_id

@@ -157,8 +157,8 @@ def drive_every_path(clients: AwsClients, world: World, clock: FakeClock) -> Non
     # Deletion, drift and garbage collection of instances, templates and profiles.
     for instance in (on_demand, spot, reserved, grouped):
         provider.delete(instance.provider_id)
-    clock.advance(120)
-    provider.collect_cloud_garbage({"default"}, with_role=set())
+    clock.advance(3601)  # past the profiles' protection
+    provider.collect_cloud_garbage({"default"}, current_profiles=set())
     provider.delete_node_class_resources("default")
     # Prices: the Pricing API (answered here: moto has none) and spot prices.
     with failing(clients.pricing) as pricing:

@@ -22,7 +22,20 @@ from nodewright.api.ec2nodeclass import AMISelectorTerm
 from nodewright.cloud.aws.amis import resolve_amis
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.node_class_resolution import Resolution
-from tests.aws.world import K8S_VERSION, seed_public_parameter
+from nodewright.cloud.aws.provider import AwsCloudProvider
+from nodewright.cluster.memory import InMemoryCluster
+from nodewright.controllers.nodeclass.status import NodeClassStatus
+from nodewright.runtime.clock import VirtualClock
+from nodewright.scheduling.pricing import OfflinePriceSource
+from tests.aws.fake_ec2 import FakeEC2
+from tests.aws.world import (
+    CLUSTER,
+    K8S_VERSION,
+    FakeClock,
+    World,
+    node_class,
+    seed_public_parameter,
+)
 
 NOW = datetime(2026, 11, 28, 7, 0, tzinfo=UTC)
 ARCH = "kubernetes.io/arch"
@@ -278,3 +291,32 @@ def test_a_new_image_replaces_the_deprecated_one(clients: AwsClients,
     assert amis(clients, {"tags": {"*": "*"}}, now=later) == [
         ("test-ami-4", "ami-id-123", False, reqs("amd64")),
         ("test-ami-2", "ami-id-456", False, reqs("arm64"))]
+
+
+def test_a_failed_image_lookup_leaves_amis_ready_not_true(
+    clients: AwsClients, world: World, clock: FakeClock,
+) -> None:
+    """It("should get error when resolving AMIs and have status condition set to false"): the
+    reconcile fails (it is retried) and writes no AMIsReady=True; as in Karpenter, whose AMI
+    reconciler returns the error and leaves the condition as it was."""
+    cluster = InMemoryCluster(VirtualClock())
+    cluster.create(node_class().to_manifest())
+    provider = AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource())
+    status = NodeClassStatus(cluster, provider, VirtualClock())
+    ec2 = FakeEC2.attach(clients.ec2)
+    try:
+        ec2.fail("DescribeImages", "InternalError", "unable to resolve AMI")
+        result = status.reconcile("default")
+    finally:
+        ec2.detach()
+
+    assert result.requeue_after is not None  # tried again
+    conditions = {c["type"]: c["status"] for c in
+                  (cluster.get("EC2NodeClass", "default").get("status") or {}).get(
+                      "conditions", [])}
+    assert conditions.get("AMIsReady") != "True"
+
+    status.reconcile("default")  # EC2 answers again
+    conditions = {c["type"]: c["status"] for c in
+                  cluster.get("EC2NodeClass", "default")["status"]["conditions"]}
+    assert conditions["AMIsReady"] == "True"

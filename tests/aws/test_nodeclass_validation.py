@@ -8,6 +8,7 @@ moto, which answers DryRun with DryRunOperation; refusals are queued in front of
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -20,7 +21,15 @@ from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.scheduling.pricing import OfflinePriceSource
 
 from .failing_calls import FailingCalls, error, failing
-from .world import CLUSTER, FakeClock, World, node_class
+from .world import (
+    CLUSTER,
+    K8S_VERSION,
+    X86_IMAGE,
+    FakeClock,
+    World,
+    node_class,
+    seed_public_parameter,
+)
 
 
 @pytest.fixture
@@ -292,3 +301,28 @@ def test_the_failure_message_names_the_refused_call() -> None:
     verdict = validation.failure("RunInstancesAuthCheckFailed",
                                  "UnauthorizedOperation: You are not authorized")
     assert verdict.message == f"Controller isn't authorized to call ec2:RunInstances: {NO_POLICY}"
+
+
+@pytest.mark.parametrize(("year", "kubernetes"), [
+    pytest.param("2019", K8S_VERSION, id="Windows2019 with m5.large"),
+    pytest.param("2022", K8S_VERSION, id="Windows2022 with m5.large"),
+    # Karpenter's Entry is named m6g.large but expects m5.large, as every Windows image is
+    # amd64; Windows Server 2025 needs Kubernetes 1.35.
+    pytest.param("2025", "1.35", id="Windows2025 with m6g.large"),
+])
+def test_windows_images_validate_with_the_static_fallback_type(
+    checked: AwsCloudProvider, calls: FailingCalls, clients: AwsClients, year: str,
+    kubernetes: str,
+) -> None:
+    """Context("Windows AMI Validation") DescribeTable("should fallback to static instance
+    types when windows ami is used"): the dry runs use m5.large with the Windows image."""
+    seed_public_parameter(
+        clients.region, f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-"
+        f"EKS_Optimized-{kubernetes}/image_id", X86_IMAGE)
+    checked._cluster.put(CLUSTER, replace(checked.cluster(), kubernetes_version=kubernetes))
+    windows = node_class(amiSelectorTerms=[{"alias": f"windows{year}@latest"}])
+
+    assert validation_of(checked, windows).status == "True"
+    run = calls.params["RunInstances"][-1]
+    assert run["InstanceType"] == "m5.large"
+    assert "LaunchTemplate" in run

@@ -15,10 +15,10 @@ import pytest
 from nodewright.api.ec2nodeclass import PlacementGroupSelector
 from nodewright.cloud.aws import placement_groups
 from nodewright.cloud.aws.clients import AwsClients
-from nodewright.cloud.aws.node_class_resolution import PLACEMENT_GROUP
+from nodewright.cloud.aws.node_class_resolution import PLACEMENT_GROUP, resolve_node_class
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from tests.aws.fake_ec2 import FakeEC2
-from tests.aws.world import World, node_class
+from tests.aws.world import CLUSTER, K8S_VERSION, World, node_class
 
 CLUSTER_PG = {"GroupId": "pg-cluster123", "GroupName": "my-cluster-pg", "State": "available",
               "Strategy": "cluster"}
@@ -158,3 +158,21 @@ def test_removing_the_selector_clears_the_group(provider: AwsCloudProvider, worl
     assert provider.resolve(grouped).placement_group is not None
 
     assert provider.resolve(node_class()).placement_group is None
+
+
+def test_a_failed_lookup_is_an_error_the_status_names(
+    clients: AwsClients, world: World, ec2: FakeEC2,
+) -> None:
+    """It("should return an error and stale data when EC2 API returns an error"), its error:
+    PlacementGroupReady is False with Karpenter's reason PlacementGroupResolutionFailed.
+    Karpenter also hands its launch and drift paths the group it saw last; ours judge no
+    placement group drift while the lookup fails and launch nothing while the node class is
+    not ready, which is what the stale group is for there."""
+    ec2.fail("DescribePlacementGroups", "InternalError", "something went wrong")
+    resolution = resolve_node_class(clients, node_class(placementGroupSelector={
+        "name": "my-cluster-pg"}), cluster=CLUSTER, kubernetes_version=K8S_VERSION,
+        with_instance_profile=False)
+
+    (condition,) = [c for c in resolution.conditions() if c.type == PLACEMENT_GROUP]
+    assert (condition.status, condition.reason) == ("False", "PlacementGroupResolutionFailed")
+    assert "something went wrong" in (condition.message or "")

@@ -262,3 +262,18 @@ def test_spot_prices_missing_from_a_later_answer_are_kept(
     assert len(ec2.calls("DescribeSpotPriceHistory")) == 2
     assert prices.spot("c98.large", "us-west-2a") == 1.20
     assert prices.spot("c99.large", "us-west-2a") == 1.30
+
+
+def test_govcloud_keeps_offline_on_demand_prices_without_asking(
+    clients: AwsClients, clock: FakeClock, pricing: Answers
+) -> None:
+    """It("should return static on-demand data when in an AWS GovCloud region"): GetProducts
+    is not called, the offline prices stand (the catalog estimates a GovCloud price from the
+    list price and the region's factor, where Karpenter has a generated GovCloud table)."""
+    products(pricing, on_demand_price("c5.12xlarge", 9.99))
+    prices = source(clients, clock, region="us-gov-east-1")
+
+    price = prices.on_demand("c5.12xlarge", "us-gov-east-1")
+
+    assert price == OfflinePriceSource().on_demand("c5.12xlarge", "us-gov-east-1")
+    assert "GetProducts" not in pricing.calls

@@ -22,15 +22,18 @@ from tests.operator.test_nodeclass_and_sim_kubelet import NODE_CLASS
 class Cleaner:
     def __init__(self) -> None:
         self.deleted: list[str] = []
-        self.collected: list[tuple[set[str], set[str] | None]] = []
+        self.collected: list[tuple[set[str], set[str] | None, set[str]]] = []
 
     def delete_node_class_resources(self, node_class: str) -> object:
         self.deleted.append(node_class)
         return None
 
     def collect_cloud_garbage(self, node_classes: Collection[str],
-                              with_role: Collection[str] | None = None) -> object:
-        self.collected.append((set(node_classes), set(with_role) if with_role else None))
+                              current_profiles: Collection[str] | None = None,
+                              active_profiles: Collection[str] = ()) -> object:
+        self.collected.append((set(node_classes),
+                               set(current_profiles) if current_profiles is not None else None,
+                               set(active_profiles)))
         return None
 
 
@@ -68,20 +71,30 @@ def test_a_deleted_node_class_waits_for_its_nodeclaims_then_cleans_up_and_goes()
     assert [c["metadata"]["name"] for c in cluster.list("EC2NodeClass")] == []
 
 
-def test_garbage_collection_names_the_node_classes_and_those_with_a_role() -> None:
+def test_garbage_collection_names_the_node_classes_and_the_profiles_in_use() -> None:
+    """Karpenter's instance profile garbage collection (pkg/controllers/nodeclass/
+    garbagecollection/controller.go): the profiles the node classes' statuses name are
+    current, those the NodeClaims' karpenter.k8s.aws/instance-profile-name names active."""
     clock = VirtualClock()
     cluster = InMemoryCluster(clock)
     cluster.create(NODE_CLASS)
+    cluster.patch("EC2NodeClass", "default", {"status": {"instanceProfile": "demo_new"}},
+                  subresource="status")
     other = {**NODE_CLASS, "metadata": {"name": "fixed-profile"},
              "spec": {**{k: v for k, v in NODE_CLASS["spec"].items() if k != "role"},
                       "instanceProfile": "ops-profile"}}
     cluster.create(other)
+    launched = claim("launched-before-the-role-changed")
+    launched["metadata"]["annotations"] = {
+        "karpenter.k8s.aws/instance-profile-name": "demo_old"}
+    cluster.create(launched)
+    cluster.create(claim("not-launched-yet"))
     cleaner = Cleaner()
     driver = VirtualDriver(clock, cluster, raise_errors=True)
     driver.add(CloudGarbageCollection(cluster, cleaner))
     driver.start()
     clock.advance(1)
-    assert cleaner.collected == [({"default", "fixed-profile"}, {"default"})]
+    assert cleaner.collected == [({"default", "fixed-profile"}, {"demo_new"}, {"demo_old"})]
     clock.advance(60)
     assert len(cleaner.collected) == 2
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, StringConstraints
 
 from nodewright.api.base import CelRule, KubeModel, cel_extra
 from nodewright.api.core import Condition, NodeSelectorRequirement, ObjectMeta
-from nodewright.api.formats import Quantity
 from nodewright.api.kubelet import KubeletConfiguration as KubeletConfiguration
 
 GROUP = "karpenter.k8s.aws"
@@ -137,12 +136,28 @@ class AMISelectorTerm(KubeModel):
             "family is not supported, must be one of the following: 'al2', 'al2023', "
             "'bottlerocket', 'windows2019', 'windows2022', 'windows2025'",
         ),
+        CelRule(
+            "has(self.alias) && self.alias.find('^[^@]+') in "
+            "['windows2019', 'windows2022', 'windows2025'] "
+            "? self.alias.find('[^@]+$') == 'latest' : true",
+            "windows families may only specify version 'latest'",
+        ),
         _NOT_EMPTY_TAGS,
     )
 
     @property
     def alias_family(self) -> str | None:
         return self.alias.split("@", 1)[0] if self.alias else None
+
+
+# Karpenter's CRD pattern for ebs.volumeSize (v1.14.1, quirks included: "18Ti" is refused
+# and a bare "Ti" admitted): 1-59000Gi, 1-64000G, up to 58Ti or 64T.
+VOLUME_SIZE_PATTERN: Final = (
+    r"^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi"
+    r"|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G"
+    r"|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$"
+)
+VolumeSize = Annotated[str, StringConstraints(pattern=VOLUME_SIZE_PATTERN)]
 
 
 class BlockDevice(KubeModel):
@@ -153,7 +168,7 @@ class BlockDevice(KubeModel):
     snapshot_id: str | None = Field(default=None, alias="snapshotID")
     throughput: int | None = Field(default=None, ge=0)
     volume_initialization_rate: int | None = Field(default=None, ge=100, le=300)
-    volume_size: Quantity | None = None
+    volume_size: VolumeSize | None = None
     volume_type: VolumeType | None = None
 
     cel_rules = (
@@ -298,6 +313,8 @@ class EC2NodeClassSpec(KubeModel):
             "self.blockDeviceMappings.filter(x, has(x.rootVolume) && x.rootVolume).size() <= 1",
             "must have only one blockDeviceMappings with rootVolume",
         ),
+        CelRule("!has(self.tags) || self.tags.all(k, k != '')",
+                "empty tag keys aren't supported"),
         CelRule(
             "!has(self.tags) || self.tags.all(k, k != 'eks:eks-cluster-name' && "
             "!k.startsWith('kubernetes.io/cluster') && k != 'karpenter.sh/nodepool' && "

@@ -15,7 +15,7 @@ from pydantic_core import ErrorDetails
 from nodewright.api import formats, rules
 from nodewright.api.base import KubeModel
 from nodewright.api.capacitybuffer import CapacityBuffer
-from nodewright.api.ec2nodeclass import ALIAS_PATTERN, EC2NodeClass
+from nodewright.api.ec2nodeclass import ALIAS_PATTERN, VOLUME_SIZE_PATTERN, EC2NodeClass
 from nodewright.api.manifests import Document
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodeoverlay import NodeOverlay
@@ -53,6 +53,8 @@ _PATTERN_MEANINGS = {
     ),
     formats.CRON_PATTERN: "a cron schedule such as '0 9 * * mon-fri' or @daily",
     ALIAS_PATTERN: "an alias in the format family@version, such as al2023@latest",
+    VOLUME_SIZE_PATTERN: (
+        "an EBS volume size in Gi, G, Ti or T between 1Gi and 64T, such as 20Gi or 100G"),
     r"^subnet-[0-9a-z]+$": "a subnet ID such as subnet-0123456789abcdef0",
     r"^sg-[0-9a-z]+$": "a security group ID such as sg-0123456789abcdef0",
     r"^ami-[0-9a-z]+$": "an AMI ID such as ami-0123456789abcdef0",

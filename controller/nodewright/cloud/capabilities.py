@@ -70,7 +70,8 @@ class CloudCleaner(Protocol):
     def delete_node_class_resources(self, node_class: str) -> object: ...
 
     def collect_cloud_garbage(
-        self, node_classes: Collection[str], with_role: Collection[str] | None = None,
+        self, node_classes: Collection[str], current_profiles: Collection[str] | None = None,
+        active_profiles: Collection[str] = (),
     ) -> object: ...
 
 

@@ -96,6 +96,8 @@ class Instance:
     # Well-known labels the node will carry (instance type, zone, capacity type, ...).
     labels: Mapping[str, str] = field(default_factory=dict)
     instance_profile: str = ""  # the IAM instance profile it runs with (AWS)
+    # Annotations the NodeClaim takes from its launch (the AWS instance profile's name).
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

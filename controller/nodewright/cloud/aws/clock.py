@@ -49,6 +49,9 @@ class TTLCache(Generic[K, V]):
             keys = list(self._entries)
         return [key for key in keys if self.get(key) is not None]
 
+    def values(self) -> list[V]:
+        return [value for key in self.live_keys() if (value := self.get(key)) is not None]
+
     def drop_where(self, matches: Callable[[K], bool]) -> None:
         with self._lock:
             for key in [key for key in self._entries if matches(key)]:

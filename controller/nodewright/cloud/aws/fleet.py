@@ -28,6 +28,8 @@ from nodewright.cloud.provider import CloudProviderError, InsufficientCapacityEr
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
 
+    from nodewright.scheduling.launch_filters import Choice
+
 MAX_INSTANCE_TYPES: Final = 60
 ON_DEMAND: Final = "on-demand"
 SPOT: Final = "spot"
@@ -149,6 +151,38 @@ class FleetRequest:
         elif self.target_capacity_type != CAPACITY_BLOCK:
             request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
         return request
+
+
+ZONE_LABEL: Final = "topology.kubernetes.io/zone"
+ZONE_ID_LABEL: Final = "topology.k8s.aws/zone-id"
+CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
+
+
+def unmet_min_values(choices: Sequence[Choice], min_values: Mapping[str, int],
+                     max_types: int = MAX_INSTANCE_TYPES) -> dict[str, int]:
+    """The minValues (key -> values found) that the `max_types` cheapest instance types of
+    `choices` no longer meet (Karpenter's InstanceTypes.Truncate then SatisfiesMinValues):
+    cutting a fleet to 60 types must not undo the flexibility a NodePool asked for."""
+    cheapest: dict[str, float] = {}
+    values: dict[str, dict[str, set[str]]] = {}
+    for choice in choices:
+        name = choice.instance_type.name
+        cheapest[name] = min(choice.offering.price, cheapest.get(name, choice.offering.price))
+        found = values.setdefault(name, {})
+        for key in min_values:
+            if key == ZONE_LABEL:
+                found.setdefault(key, set()).add(choice.offering.zone)
+            elif key == ZONE_ID_LABEL and choice.offering.zone_id:
+                found.setdefault(key, set()).add(choice.offering.zone_id)
+            elif key == CAPACITY_TYPE_LABEL:
+                found.setdefault(key, set()).add(choice.offering.capacity_type)
+            elif key in choice.instance_type.labels:
+                found.setdefault(key, set()).add(choice.instance_type.labels[key])
+    kept = sorted(cheapest, key=lambda name: (cheapest[name], name))[:max_types]
+    seen = {key: set[str]().union(*(values[name].get(key, set()) for name in kept))
+            for key in min_values}
+    return {key: len(seen[key]) for key, wanted in min_values.items()
+            if len(seen[key]) < wanted}
 
 
 def cheapest_first(candidates: Sequence[Candidate]) -> list[Candidate]:

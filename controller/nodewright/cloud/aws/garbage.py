@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from nodewright.cloud.aws import tags as tag_keys
 from nodewright.cloud.aws.instance_profiles import OwnedProfile
@@ -27,14 +27,15 @@ def unreferenced_templates(
 
 def unreferenced_profiles(
     profiles: Sequence[OwnedProfile], node_classes: Collection[str],
-    with_role: Collection[str] | None = None, in_use: Collection[str] = (),
+    current: Collection[str] | None = None, active: Collection[str] = (),
+    protected: Callable[[str], bool] = lambda _: False,
 ) -> list[OwnedProfile]:
-    """Profiles we created for node classes that no longer exist; and, given `with_role`
-    (the node classes that still launch with a `role`), those of node classes that dropped
-    their role for an `instanceProfile`. A profile a live instance runs with is kept."""
+    """Profiles we created that nothing needs (Karpenter's shouldDeleteProfile): not named
+    by a node class's status (`current`), not launched with by a live NodeClaim (`active`),
+    not protected. Without `current`, only profiles of node classes that are gone."""
     return [
         profile for profile in profiles
-        if profile.name not in in_use and (
-            profile.node_class not in node_classes
-            or (with_role is not None and profile.node_class not in with_role))
+        if profile.name not in active and not protected(profile.name) and (
+            profile.name not in current if current is not None
+            else profile.node_class not in node_classes)
     ]

@@ -35,7 +35,11 @@ from nodewright.cloud.aws.discovery import (
     discover_security_groups,
     discover_subnets,
 )
-from nodewright.cloud.aws.instance_profiles import ensure_instance_profile
+from nodewright.cloud.aws.instance_profiles import (
+    NodeClassIdentity,
+    ProfileMemory,
+    ensure_instance_profile,
+)
 from nodewright.cloud.aws.placement_groups import PlacementGroup
 from nodewright.cloud.aws.ssm_parameters import ParameterCache
 from nodewright.cloud.provider import CloudProviderError
@@ -52,6 +56,7 @@ RESERVATIONS = "CapacityReservationsReady"
 PLACEMENT_GROUP = "PlacementGroupReady"
 INVALID_KUBELET = "InvalidKubeletConfiguration"
 AMIS = "AMIsReady"
+PLACEMENT_GROUP_FAILED = "PlacementGroupResolutionFailed"
 
 ImageLookup = tuple[list[Image], list[UnmatchedTerm]]
 SubnetLookup = tuple[list[Subnet], list[UnmatchedTerm]]
@@ -219,8 +224,10 @@ def resolve_node_class(
     with_instance_profile: bool = True,
     now: datetime | None = None,
     lookups: Lookups | None = None,
+    profiles: ProfileMemory | None = None,
 ) -> Resolution:
-    """`lookups`: the caches to read through (none: everything is read afresh)."""
+    """`lookups`: the caches to read through (none: everything is read afresh);
+    `profiles`: the instance profiles protected and the roles found missing so far."""
     spec = node_class.spec
     problems = validation_problems(node_class)
     reasons: dict[str, str] = {}
@@ -258,9 +265,10 @@ def resolve_node_class(
                 clients.iam,
                 cluster=cluster,
                 region=clients.region,
-                node_class=node_class.name,
+                node_class=identity_of(node_class),
                 role=spec.role,
                 instance_profile=spec.instance_profile,
+                memory=profiles,
             )
         except CloudProviderError as error:
             problems["InstanceProfileReady"] = str(error)
@@ -277,7 +285,9 @@ def resolve_node_class(
         try:
             group = placement_groups.describe(clients.ec2, selector)
         except CloudProviderError as error:
-            problems[PLACEMENT_GROUP] = str(error)
+            # Karpenter's reason and message for a failed lookup (not a missing group).
+            problems[PLACEMENT_GROUP] = f"Failed to resolve placement group: {error}"
+            reasons[PLACEMENT_GROUP] = PLACEMENT_GROUP_FAILED
         else:
             if group is None:
                 problems[PLACEMENT_GROUP] = (
@@ -293,6 +303,14 @@ def resolve_node_class(
         problems=problems,
         reasons=reasons,
     )
+
+
+def identity_of(node_class: EC2NodeClass) -> NodeClassIdentity:
+    meta = node_class.metadata
+    return NodeClassIdentity(
+        name=node_class.name, uid=meta.uid or "", generation=meta.generation or 0,
+        current=node_class.status.instance_profile if node_class.status else None,
+        tags=dict(node_class.spec.tags or {}))
 
 
 def _images(clients: AwsClients, terms: Sequence[AMISelectorTerm], kubernetes_version: str,

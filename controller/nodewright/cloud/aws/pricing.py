@@ -31,6 +31,9 @@ ON_DEMAND_FILTERS: Final = (
 log = logging.getLogger(__name__)
 
 
+GOVCLOUD_PREFIX: Final = "us-gov-"
+
+
 def currency_of(region: str) -> str:
     """The currency the Price List API prices a region in (China's regions: yuan)."""
     return "CNY" if region.startswith("cn-") else "USD"
@@ -85,7 +88,10 @@ class LivePriceSource:
         return last is None or self.clock() - last >= self.refresh_seconds
 
     def _refresh_on_demand(self) -> None:
-        if self.isolated_vpc or not self._due(self._on_demand_at):
+        # GovCloud: the Pricing API lists no GovCloud prices (Karpenter does not ask there
+        # either and keeps its static prices).
+        if (self.isolated_vpc or self.region.startswith(GOVCLOUD_PREFIX)
+                or not self._due(self._on_demand_at)):
             return
         self._on_demand_at = self.clock()
         try:

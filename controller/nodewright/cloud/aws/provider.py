@@ -157,6 +157,8 @@ class AwsCloudProvider:
     # never create the same instance profile or launch template at once.
     _resolving: threading.Lock = field(init=False, default_factory=threading.Lock)
     _cluster: TTLCache[str, EksCluster] = field(init=False)
+    # Instance profiles protected from garbage collection, roles IAM does not know.
+    profiles: instance_profiles.ProfileMemory = field(init=False)
     # ValidationSucceeded verdicts, by validation.cache_key (30 minutes).
     validations: TTLCache[str, validation.Verdict] = field(init=False)
     # IPs launches took from each subnet since EC2 last counted them.
@@ -179,6 +181,7 @@ class AwsCloudProvider:
         self._resolutions = TTLCache(RESOLUTION_CACHE_SECONDS, self.clock)
         self._unready_resolutions = TTLCache(UNREADY_RESOLUTION_CACHE_SECONDS, self.clock)
         self._cluster = TTLCache(CLUSTER_CACHE_SECONDS, self.clock)
+        self.profiles = instance_profiles.ProfileMemory(self.clock)
         self.validations = TTLCache(validation.VALIDATION_TTL_SECONDS, self.clock)
         self.lookups = Lookups(ParameterCache(self.clients.ssm, self.clock),
                                TTLCache(self.ami_refresh_seconds, self.clock),
@@ -207,6 +210,7 @@ class AwsCloudProvider:
                     kubernetes_version=self.cluster().kubernetes_version,
                     now=self.wall_clock(),
                     lookups=self.lookups,
+                    profiles=self.profiles,
                 )
                 cached = self._validated(node_class, cached)
                 self.reservations.sync(cached.capacity_reservations)
@@ -381,6 +385,7 @@ class AwsCloudProvider:
                 code="NoCompatibleOffering",
             )
         choices = _filter_for_launch(nodeclaim, choices, requirements)
+        _check_truncation(nodeclaim, choices)
         capacity_type = capacity_type_for(choices)
         assert capacity_type is not None, "the launch filters leave some offering or raise"
         picked = [c for c in choices if c.offering.capacity_type == capacity_type]
@@ -507,13 +512,17 @@ class AwsCloudProvider:
     # --- garbage collection -------------------------------------------------------------
 
     def collect_cloud_garbage(
-        self, node_classes: Collection[str], with_role: Collection[str] | None = None
+        self, node_classes: Collection[str], current_profiles: Collection[str] | None = None,
+        active_profiles: Collection[str] = (),
     ) -> GarbageReport:
-        """Launch templates and instance profiles nothing needs any more: those of node
-        classes that are gone, templates no launch used for a minute (one first seen now
-        counts as used now), and, given `with_role` (node classes launching with a role),
-        profiles we created for a node class that no longer has a role and that no live
-        instance runs with."""
+        """Launch templates and instance profiles nothing needs any more: templates of node
+        classes that are gone and templates no launch used for a minute (one first seen now
+        counts as used now); and the profiles we created that no node class's status names
+        (`current_profiles`), that no NodeClaim was launched with (`active_profiles`, their
+        karpenter.k8s.aws/instance-profile-name), that are not protected (created or
+        replaced within the hour) and that no live instance runs with (Karpenter's
+        instance profile garbage collection). Without `current_profiles`, only the profiles
+        of node classes that are gone are candidates."""
         ec2, iam = self.clients.ec2, self.clients.iam
         now = self.clock()
         owned = launch_templates.list_cluster_templates(ec2, self.cluster_name)
@@ -529,16 +538,26 @@ class AwsCloudProvider:
         profiles: list[instance_profiles.OwnedProfile] = []
         # ISOLATED_VPC: IAM has no VPC endpoint; Karpenter leaves profiles alone then.
         if not self.isolated_vpc:
-            in_use = ({i.instance_profile for i in self.list() if i.instance_profile}
-                      if with_role is not None else set())
-            profiles = garbage.unreferenced_profiles(
-                instance_profiles.list_cluster_profiles(iam, self.cluster_name), node_classes,
-                with_role, in_use,
-            )
+            candidates = garbage.unreferenced_profiles(
+                instance_profiles.list_cluster_profiles(iam, self.cluster_name,
+                                                        self.clients.region),
+                node_classes, current_profiles,
+                {*active_profiles, *self._resolved_profiles()},
+                self.profiles.is_protected)
+            if candidates:
+                in_use = {i.instance_profile for i in self.list() if i.instance_profile}
+                profiles = [p for p in candidates if p.name not in in_use]
         for profile in profiles:
             instance_profiles.delete_profile(iam, profile)
+            self.profiles.unprotect(profile.name)
             log.info("deleted instance profile %s", profile.name)
         return GarbageReport(tuple(t.name for t in templates), tuple(p.name for p in profiles))
+
+    def _resolved_profiles(self) -> set[str]:
+        """The profiles the cached resolutions launch with (their status may not say so
+        yet)."""
+        return {r.instance_profile for cache in (self._resolutions, self._unready_resolutions)
+                for r in cache.values() if r.instance_profile}
 
     def delete_node_class_resources(self, node_class: str) -> GarbageReport:
         """What an EC2NodeClass's finalizer removes once its NodeClaims are gone: its launch
@@ -551,10 +570,12 @@ class AwsCloudProvider:
             self._template_use.pop(template.name, None)
         provider_metrics.node_class_gone(node_class)
         profiles = [] if self.isolated_vpc else [
-            p for p in instance_profiles.list_cluster_profiles(iam, self.cluster_name)
+            p for p in instance_profiles.list_cluster_profiles(iam, self.cluster_name,
+                                                               self.clients.region)
             if p.node_class == node_class]
         for profile in profiles:
             instance_profiles.delete_profile(iam, profile)
+            self.profiles.unprotect(profile.name)
         self._resolutions.clear()
         # Its validation verdicts go too (Karpenter clears them when the node class goes).
         self.validations.drop_where(lambda key: key.startswith(f"{node_class}:"))
@@ -719,6 +740,11 @@ class AwsCloudProvider:
             nodepool_name=nodepool,
             node_class_name=node_class.name,
             tags=dict(request.tags),
+            instance_profile=resolution.instance_profile or "",
+            # The profile the instance was launched with, whatever the node class names
+            # later: garbage collection keeps it while the NodeClaim lives.
+            annotations=({instance_profiles.PROFILE_ANNOTATION: resolution.instance_profile}
+                         if resolution.instance_profile else {}),
             labels={
                 "node.kubernetes.io/instance-type": launched.instance_type,
                 "topology.kubernetes.io/zone": launched.zone,
@@ -754,6 +780,25 @@ def _filter_for_launch(
                   ", ".join(types[:5]) + (f" and {len(types) - 5} other(s)"
                                           if len(types) > 5 else ""))
     return filtered.choices
+
+
+def _check_truncation(nodeclaim: NodeClaim, choices: Sequence[Choice]) -> None:
+    """A fleet carries the 60 cheapest types: when those no longer meet the NodeClaim's
+    minValues, the launch has no capacity (Karpenter's Truncate), unless its minValues were
+    already relaxed (MIN_VALUES_POLICY=BestEffort)."""
+    if (nodeclaim.metadata.annotations or {}).get(MIN_VALUES_RELAXED) == "true":
+        return
+    wanted = {r.key: r.min_values for r in nodeclaim.spec.requirements if r.min_values}
+    if not wanted:
+        return
+    unmet = fleet.unmet_min_values(choices, wanted)
+    if unmet:
+        raise InsufficientCapacityError(
+            f"nodeclaim {nodeclaim.name}: truncating instance types based on the passed-in "
+            "requirements, minValues requirement is not met for label(s) "
+            + ", ".join(f"{key} ({found} of {wanted[key]})"
+                        for key, found in sorted(unmet.items())),
+            resource=f"nodeclaim {nodeclaim.name}", code="NoCompatibleOffering")
 
 
 def _requests_of(nodeclaim: NodeClaim) -> Resources:

@@ -10,6 +10,9 @@ from nodewright.api.core import Taint
 from nodewright.cloud.provider import Instance
 from nodewright.scheduling.catalog import InstanceType
 
+# The NodeClaim annotation naming the instance's profile (as the AWS provider writes it).
+PROFILE_ANNOTATION: Final = "karpenter.k8s.aws/instance-profile-name"
+
 PENDING: Final = "pending"
 RUNNING: Final = "running"
 STOPPING: Final = "stopping"
@@ -57,6 +60,7 @@ class SimInstance:
     terminated_at: datetime | None = None
     node_name: str = ""
     interruptions: list[str] = field(default_factory=list)
+    instance_profile: str = ""
 
     @property
     def provider_id(self) -> str:
@@ -83,4 +87,8 @@ class SimInstance:
             node_class_name=self.node_class,
             tags=dict(self.tags),
             labels=dict(self.labels),
+            instance_profile=self.instance_profile,
+            # As on AWS: the NodeClaim names the profile its instance was launched with.
+            annotations=({PROFILE_ANNOTATION: self.instance_profile}
+                         if self.instance_profile else {}),
         )

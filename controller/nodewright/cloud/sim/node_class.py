@@ -31,10 +31,14 @@ def resolve(node_class: EC2NodeClass, *, cluster_name: str, zones: tuple[str, ..
     resolved = tuple(Image(id=images.image_for(node_class, arch), name="", architecture=arch,
                            creation_date=CREATED, deprecated=False, windows_build=build)
                      for arch in ARCHITECTURES if build is None or arch == "amd64")
-    profile = node_class.spec.instance_profile or (
-        f"{cluster_name}_{_digest(node_class.spec.role or node_class.name)}")
     return Resolution(subnets=subnets, security_groups=(group,), images=resolved,
-                      instance_profile=profile, problems=validation_problems(node_class))
+                      instance_profile=instance_profile_of(node_class, cluster_name),
+                      problems=validation_problems(node_class))
+
+
+def instance_profile_of(node_class: EC2NodeClass, cluster_name: str) -> str:
+    return node_class.spec.instance_profile or (
+        f"{cluster_name}_{_digest(node_class.spec.role or node_class.name)}")
 
 
 def _windows_build(node_class: EC2NodeClass) -> str | None:

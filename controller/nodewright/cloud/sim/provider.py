@@ -390,6 +390,8 @@ class SimulatedEC2:
             ),
             launched_at=self.clock.now(),
             node_name=self._identities.hostname(address),
+            instance_profile=node_class_resolution.instance_profile_of(
+                node_class, self.cluster_name),
         )
         self._instances[instance_id] = instance
         self._by_nodeclaim[nodeclaim.name] = instance_id

@@ -180,6 +180,9 @@ class Launch:
         context = self.context
         metadata = claim.setdefault("metadata", {})
         metadata["labels"] = {**dict(instance.labels), **labels_of(claim)}
+        if instance.annotations:
+            metadata["annotations"] = {**(metadata.get("annotations") or {}),
+                                       **instance.annotations}
         status = claim.setdefault("status", {})
         status["providerID"] = instance.provider_id
         if instance.image_id:

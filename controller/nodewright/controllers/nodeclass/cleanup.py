@@ -7,7 +7,10 @@ launch template cache evictions and its instance profile garbage collection):
   profile created for its role, and lets the EC2NodeClass go.
 - `CloudGarbageCollection`: every minute, launch templates no launch used for a minute and
   those of node classes that are gone are deleted, and instance profiles created for a
-  role, once the node class is gone or has dropped its role, unless an instance runs with it.
+  role that no node class's status names and no NodeClaim was launched with (its
+  karpenter.k8s.aws/instance-profile-name annotation), unless the cloud still protects
+  it or an instance runs with it: a role change leaves the old profile to the nodes
+  launched with it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from nodewright.runtime.reconciler import Result, Watch, WatchEvent, singleton_k
 log = logging.getLogger(__name__)
 
 FINALIZER: Final = "karpenter.k8s.aws/termination"
+# The instance profile a NodeClaim was launched with (set from the cloud's Instance).
+PROFILE_ANNOTATION: Final = "karpenter.k8s.aws/instance-profile-name"
 WAIT_SECONDS: Final = 600.0  # NodeClaim deletions wake it sooner
 GC_SECONDS: Final = 60.0
 
@@ -119,10 +124,13 @@ class CloudGarbageCollection:
     def reconcile(self, key: str) -> Result:
         classes = self.cluster.list("EC2NodeClass")
         names = {objects.name(body) for body in classes}
-        with_role = {objects.name(body) for body in classes
-                     if (body.get("spec") or {}).get("role")}
+        current = {str(profile) for body in classes
+                   if (profile := (body.get("status") or {}).get("instanceProfile"))}
+        active = {str(profile) for claim in self.cluster.list("NodeClaim")
+                  if (profile := (objects.meta(claim).get("annotations") or {}).get(
+                      PROFILE_ANNOTATION))}
         try:
-            self.cleaner.collect_cloud_garbage(names, with_role)
+            self.cleaner.collect_cloud_garbage(names, current, active)
         except CloudProviderError as error:
             log.warning("collecting launch templates and instance profiles failed: %s", error)
         return Result(requeue_after=GC_SECONDS)
