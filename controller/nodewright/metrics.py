@@ -495,6 +495,25 @@ EC2NODECLASS_USERDATA_BYTES = Gauge(
     ["nodeclass"],
     registry=REGISTRY,
 )
+# Karpenter's batcher size buckets (pkg/batcher/metrics.go SizeBuckets).
+BATCH_SIZE_BUCKETS = (
+    1, 2, 4, 5, 10, 15, 20, 25, 30, 40, 50, 60, 70, 80, 90, 100, 125, 150, 175, 200, 225, 250,
+    275, 300, 350, 400, 450, 500, 550, 600, 700, 800, 900, 1000,
+)
+BATCHER_BATCH_TIME = Histogram(
+    "karpenter_cloudprovider_batcher_batch_time_seconds",
+    "Duration of the batching window per batcher",
+    ["batcher"],
+    buckets=DURATION_BUCKETS,
+    registry=REGISTRY,
+)
+BATCHER_BATCH_SIZE = Histogram(
+    "karpenter_cloudprovider_batcher_batch_size",
+    "Size of the request batch per batcher",
+    ["batcher"],
+    buckets=BATCH_SIZE_BUCKETS,
+    registry=REGISTRY,
+)
 
 # --- NodePools ----------------------------------------------------------------------------
 

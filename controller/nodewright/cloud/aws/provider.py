@@ -31,6 +31,7 @@ from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.clock import Seconds, TTLCache, system_clock
 from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
 from nodewright.cloud.aws.drift import drift_of, reservation_drift, static_drift
+from nodewright.cloud.aws.ec2_batcher import BatchWindows, EC2Batcher
 from nodewright.cloud.aws.node_class_resolution import (
     PLACEMENT_GROUP,
     RESERVATIONS,
@@ -70,6 +71,7 @@ from nodewright.cloud.provider import (
     CloudProviderError,
     Instance,
     InsufficientCapacityError,
+    NodeClaimNotFoundError,
     NodeClassNotReadyError,
     RepairPolicy,
 )
@@ -145,6 +147,10 @@ class AwsCloudProvider:
     # Prove each node class's launches authorized with dry runs (the operator turns this on
     # unless DISABLE_DRY_RUN; off here so a bare provider makes only the calls asked of it).
     dry_run: bool = False
+    # How long CreateFleet, DescribeInstances and TerminateInstances calls wait for others
+    # to go out with (Karpenter's batcher windows).
+    batch_windows: BatchWindows = field(default_factory=BatchWindows)
+    batch: EC2Batcher = field(init=False)
     unavailable: UnavailableOfferings = field(init=False)
     lookups: Lookups = field(init=False)
     reservations: capacity_reservations.Availability = field(init=False)
@@ -164,6 +170,7 @@ class AwsCloudProvider:
     _zone_ids: dict[str, str] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.batch = EC2Batcher(self.clients.ec2, self.batch_windows)
         self.unavailable = UnavailableOfferings(self.clock)
         self.reservations = capacity_reservations.Availability()
         self._template_use = {}
@@ -425,7 +432,8 @@ class AwsCloudProvider:
         launched = fleet.launch(
             self.clients.ec2, request, self.unavailable, self.reservations,
             zone_ids=self._zone_ids,
-            subnet_exhausted=lambda subnet_id: self._subnet_exhausted(resolution, subnet_id))
+            subnet_exhausted=lambda subnet_id: self._subnet_exhausted(resolution, subnet_id),
+            batch=self.batch)
         if launched.reservation_id:
             self.reservations.mark_launched(launched.reservation_id)
         self._take_subnet_ips(launched, resolution, picked)
@@ -433,14 +441,23 @@ class AwsCloudProvider:
                                           tenancy)
 
     def get(self, provider_id: str) -> Instance:
-        return instances.get_instance(self.clients.ec2, provider_id)
+        return instances.get_instance(self.batch, provider_id)
 
     def list(self) -> list[Instance]:
         return instances.list_instances(self.clients.ec2, self.cluster_name)
 
     def delete(self, provider_id: str) -> None:
+        """Terminate, unless EC2 says the instance is gone or already shutting down
+        (Karpenter's instance provider looks first, so a NodeClaim whose deletion is retried
+        costs no TerminateInstances call once one went through)."""
         try:
-            instances.terminate(self.clients.ec2, provider_id)
+            instance = self.get(provider_id)
+        except NodeClaimNotFoundError:
+            return
+        if instance.state == "shutting-down":
+            return
+        try:
+            instances.terminate(self.batch, provider_id)
         except CloudProviderError:
             zone = instances.zone_of(provider_id)
             provider_metrics.termination_failed(zone, self._zone_ids.get(zone, ""))
