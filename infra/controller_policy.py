@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from infra.naming import NODECLASS_TAG, NODEPOOL_TAG, cluster_owned_tag
+from infra.naming import NODECLAIM_TAG, NODECLASS_TAG, NODEPOOL_TAG, cluster_owned_tag
 from nodewright.cloud.aws.actions import AWS_ACTIONS, ActionUse
 from nodewright.cloud.aws.instance_profiles import PATH_ROOT
 
@@ -153,9 +153,6 @@ def _create_tagged(target: PolicyTarget, names: list[str]) -> list[Statement]:
             "Resource": owned,
             "Condition": _request_tags(target),
         })
-    # Tags are written only when a resource is created: no controller retags an instance
-    # afterwards (Karpenter's tagging controller and its AllowScopedResourceTagging statement
-    # have no counterpart), so CreateTags on existing instances is not granted.
     if "ec2:CreateTags" in names:
         on_create = _request_tags(target)
         on_create["StringEquals"]["ec2:CreateAction"] = [name.split(":", 1)[1] for name in creates]
@@ -165,6 +162,22 @@ def _create_tagged(target: PolicyTarget, names: list[str]) -> list[Statement]:
             "Action": "ec2:CreateTags",
             "Resource": owned,
             "Condition": on_create,
+        })
+        # NodeClaims that shared one fleet (the CreateFleet batcher) each tag their instance
+        # with their own Name and karpenter.sh/nodeclaim afterwards: Karpenter's
+        # AllowScopedResourceTagging, on the cluster's instances and those keys only.
+        statements.append({
+            "Sid": "AllowScopedResourceTagging",
+            "Effect": "Allow",
+            "Action": "ec2:CreateTags",
+            "Resource": _ec2(target, "instance"),
+            "Condition": {
+                **_resource_tags(target),
+                "StringEqualsIfExists": {
+                    f"aws:RequestTag/{EKS_CLUSTER_NAME_TAG}": target.cluster_name},
+                "ForAllValues:StringEquals": {
+                    "aws:TagKeys": [EKS_CLUSTER_NAME_TAG, NODECLAIM_TAG, "Name"]},
+            },
         })
     return statements
 

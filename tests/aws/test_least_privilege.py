@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -19,7 +20,9 @@ from typing import Any
 import pytest
 
 from infra.controller_policy import PolicyTarget, controller_policy_document
+from nodewright.cloud.aws.batcher import Window
 from nodewright.cloud.aws.clients import AwsClients
+from nodewright.cloud.aws.ec2_batcher import BatchWindows
 from nodewright.cloud.aws.instance_statuses import InstanceStatusProvider
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
 from nodewright.cloud.aws.pricing import LivePriceSource
@@ -70,6 +73,8 @@ def _holds(condition: Mapping[str, Mapping[str, Any]], request: Request) -> bool
             elif operator == "StringLike":
                 ok = actual is not None and any(
                     fnmatch.fnmatchcase(str(actual), pattern) for pattern in allowed)
+            elif operator == "StringEqualsIfExists":
+                ok = actual is None or str(actual) in allowed
             elif operator == "ForAllValues:StringEquals":
                 ok = all(str(value) in allowed for value in actual or [])
             else:
@@ -152,10 +157,17 @@ def drive_every_path(clients: AwsClients, world: World, clock: FakeClock) -> Non
         node_class("reserving", capacityReservationSelectorTerms=[{"tags": {"team": "ml"}}]))
     grouped = provider.create(nodeclaim("pg-1", uid="uid-pg"),
                               node_class("grouped", placementGroupSelector={"name": "training"}))
+    # Two NodeClaims asking the same, launched together: one fleet, then each instance is
+    # tagged with its own NodeClaim (the fleet window closes on the second launch).
+    together = AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource(),
+                                batch_windows=BatchWindows(create_fleet=Window(30, 30, 2)))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        shared = list(pool.map(lambda name: together.create(
+            nodeclaim(name, uid=f"uid-{name}"), node_class()), ("shared-1", "shared-2")))
     provider.get(on_demand.provider_id)
     InstanceStatusProvider(clients.ec2).list()
     # Deletion, drift and garbage collection of instances, templates and profiles.
-    for instance in (on_demand, spot, reserved, grouped):
+    for instance in (on_demand, spot, reserved, grouped, *shared):
         provider.delete(instance.provider_id)
     clock.advance(120)
     provider.collect_cloud_garbage({"default"}, with_role=set())
@@ -204,6 +216,7 @@ KARPENTER_STATEMENTS: Mapping[str, tuple[str, ...]] = {
     "AllowLaunchWithOwnedLaunchTemplates": ("AllowScopedEC2LaunchTemplateAccessActions",),
     "AllowScopedCreationWithTags": ("AllowScopedEC2InstanceActionsWithTags",),
     "AllowTaggingOnCreation": ("AllowScopedResourceCreationTagging",),
+    "AllowScopedResourceTagging": ("AllowScopedResourceTagging",),
     "AllowScopedDeletion": ("AllowScopedDeletion",),
     "AllowPassingNodeRole": ("AllowPassingInstanceRole",),
     "AllowScopedInstanceProfileCreation": ("AllowScopedInstanceProfileCreationActions",),
