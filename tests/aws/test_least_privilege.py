@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
