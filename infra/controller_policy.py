@@ -281,6 +281,19 @@ def _pricing(target: PolicyTarget, names: list[str]) -> list[Statement]:
     return [{"Sid": "AllowPricingReads", "Effect": "Allow", "Action": names, "Resource": "*"}]
 
 
+def _zonal_shift(target: PolicyTarget, names: list[str]) -> list[Statement]:
+    """ENABLE_ZONAL_SHIFT: the cluster's zonal shifts, and no other resource's (Karpenter's
+    ZonalShiftPolicy)."""
+    cluster = _arn(target, "eks", f"cluster/{target.cluster_name}", account=target.account_id)
+    return [{
+        "Sid": "AllowZonalShiftStatusReadOnly",
+        "Effect": "Allow",
+        "Action": names,
+        "Resource": "*",
+        "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster}},
+    }]
+
+
 _SCOPE_BUILDERS = {
     "describe": _describe,
     "create-tagged": _create_tagged,
@@ -291,4 +304,5 @@ _SCOPE_BUILDERS = {
     "queue": _queue,
     "ssm": _ssm,
     "pricing": _pricing,
+    "zonal-shift": _zonal_shift,
 }

@@ -173,6 +173,9 @@ def requests_of(call: Call, node_role: str) -> list[Request]:
         return [Request(action, "*", context={"aws:RequestedRegion": region})]
     if action == "ssm:GetParameter":
         return [Request(action, f"arn:aws:ssm:{region}::parameter{params['Name']}")]
+    if action == "arc-zonal-shift:GetManagedResource":
+        return [Request(action, "*", context={
+            "arc-zonal-shift:ResourceIdentifier": str(params["resourceIdentifier"])})]
     if action in ("pricing:GetProducts",):
         return [Request(action, "*")]
     if action == "eks:DescribeCluster":

@@ -17,7 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 
 from infra.controller_policy import PolicyTarget, controller_policy_document
 from nodewright.cloud.aws.batcher import Window
@@ -27,6 +29,7 @@ from nodewright.cloud.aws.instance_statuses import InstanceStatusProvider
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
 from nodewright.cloud.aws.pricing import LivePriceSource
 from nodewright.cloud.aws.provider import AwsCloudProvider
+from nodewright.cloud.aws.zonal_shift import ZonalShifts
 from nodewright.scheduling.pricing import OfflinePriceSource
 
 from . import provider_calls
@@ -178,6 +181,15 @@ def drive_every_path(clients: AwsClients, world: World, clock: FakeClock) -> Non
         prices = LivePriceSource(clients.pricing, clients.ec2, REGION, clock=clock)
         prices.on_demand("m5.large", REGION)
         prices.spot("m5.large", f"{REGION}a")
+    # ENABLE_ZONAL_SHIFT: the cluster's zonal shifts (moto has no ARC: botocore's Stubber).
+    arc = boto3.session.Session().client("arc-zonal-shift", region_name=REGION)
+    provider_calls.record(arc)
+    cluster_arn = f"arn:aws:eks:{REGION}:{ACCOUNT}:cluster/{CLUSTER}"
+    with Stubber(arc) as stubbed:
+        stubbed.add_response("get_managed_resource", {"zonalShifts": [], "appliedWeights": {},
+                                                    "autoshifts": []},
+                             {"resourceIdentifier": cluster_arn})
+        ZonalShifts(arc, cluster_arn).update()
     # The interruption queue.
     clients.sqs.create_queue(QueueName=QUEUE)
     queue = InterruptionQueue.by_name(clients.sqs, QUEUE)
@@ -228,6 +240,7 @@ KARPENTER_STATEMENTS: Mapping[str, tuple[str, ...]] = {
     "AllowInterruptionQueueActions": ("AllowInterruptionQueueActions",),
     "AllowPublicParameterReads": ("AllowSSMReadActions",),
     "AllowPricingReads": ("AllowPricingReadActions",),
+    "AllowZonalShiftStatusReadOnly": ("AllowZonalShiftStatusReadOnly",),
 }
 
 

@@ -20,6 +20,7 @@ ActionScope = Literal[
     "queue",
     "ssm",
     "pricing",
+    "zonal-shift",
 ]
 
 ACTION_SCOPES: Final[tuple[ActionScope, ...]] = get_args(ActionScope)
@@ -39,6 +40,7 @@ class ActionUse:
     - queue: the one interruption queue.
     - ssm: public parameters under /aws/service/*.
     - pricing: the Pricing API (no resource-level scoping exists).
+    - zonal-shift: ARC zonal shift status of the one EKS cluster (ENABLE_ZONAL_SHIFT).
     """
 
     action: str
@@ -103,4 +105,7 @@ AWS_ACTIONS: Final[tuple[ActionUse, ...]] = (
     ActionUse("ssm:GetParameter", "ssm", "resolve AMI aliases via public EKS parameters"),
     # On-demand prices.
     ActionUse("pricing:GetProducts", "pricing", "on-demand list prices"),
+    # ENABLE_ZONAL_SHIFT.
+    ActionUse("arc-zonal-shift:GetManagedResource", "zonal-shift",
+              "the EKS cluster's active zonal shifts, every 30 s"),
 )
