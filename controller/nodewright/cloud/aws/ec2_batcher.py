@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -109,7 +109,7 @@ class EC2Batcher:
         tokens = sorted(str(r.get("ClientToken", "")) for r in requests)
         merged["ClientToken"] = hashlib.sha256(
             json.dumps(tokens).encode()).hexdigest()[:CLIENT_TOKEN_MAX]
-        response = dict(self.ec2.create_fleet(**merged))
+        response: dict[str, Any] = dict(self.ec2.create_fleet(**merged))
         launched = [(instance, str(instance_id))
                     for instance in response.get("Instances", []) or []
                     for instance_id in instance.get("InstanceIds", []) or []]
@@ -139,7 +139,8 @@ class EC2Batcher:
         if not tags:
             return
         try:
-            self.ec2.create_tags(Resources=[instance_id], Tags=tag_keys.as_aws(tags))
+            self.ec2.create_tags(Resources=[instance_id],
+                                 Tags=cast(Any, tag_keys.as_aws(tags)))
         except (ClientError, BotoCoreError) as error:
             log.warning("tagging instance %s with %s: %s", instance_id,
                         ", ".join(sorted(tags)), error)

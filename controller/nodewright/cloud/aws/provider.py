@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import threading
@@ -616,8 +617,8 @@ class AwsCloudProvider:
 
     # --- zonal shift ----------------------------------------------------------------------
 
-    def _without_shifted_zones(self, catalog: list[InstanceType],
-                               zone_ids: Mapping[str, str]) -> list[InstanceType]:
+    def _without_shifted_zones(self, catalog: builtins.list[InstanceType],
+                               zone_ids: Mapping[str, str]) -> builtins.list[InstanceType]:
         """Offerings in a zone ARC shifted traffic away from are unavailable."""
         shifts = self.zonal_shifts
         if shifts is None:
