@@ -26,6 +26,7 @@ import boto3
 
 from nodewright.cloud.aws.clients import AwsClients, retry_config
 from nodewright.cloud.aws.errors import aws_call
+from nodewright.cloud.aws.sdk_metrics import instrument
 from nodewright.cloud.provider import CloudProviderError
 
 log = logging.getLogger(__name__)
@@ -101,8 +102,8 @@ def enable(clients: AwsClients, cluster_name: str,
     the cluster is not enabled for zonal shift or the controller may not ask."""
     with aws_call("eks:DescribeCluster", f"cluster {cluster_name}"):
         arn = str(clients.eks.describe_cluster(name=cluster_name)["cluster"]["arn"])
-    client = (session or boto3.session.Session()).client(
-        "arc-zonal-shift", region_name=clients.region, config=retry_config())
+    client = instrument((session or boto3.session.Session()).client(
+        "arc-zonal-shift", region_name=clients.region, config=retry_config()))
     shifts = ZonalShifts(client, arn)
     try:
         shifts.update()
