@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from botocore.awsrequest import AWSResponse
+from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import ClientError
 
 from nodewright import metrics
@@ -47,7 +47,7 @@ class ThrottleOnce:
         if not self.left:
             return None
         self.left -= 1
-        return AWSResponse(request.url, 503, {}, Body(THROTTLED))
+        return AWSResponse(request.url, 503, HTTPHeaders(), Body(THROTTLED))
 
 
 def test_a_call_is_counted_once_with_its_status_latency_and_no_retry(
@@ -73,7 +73,8 @@ def test_a_throttled_attempt_is_counted_as_an_attempt_and_a_retry_of_one_call(
     throttled = value("aws_sdk_go_request_attempts_total", action, "503")
     answered = value("aws_sdk_go_request_attempts_total", action, "200")
     retries = value("aws_sdk_go_request_retry_count_sum", action, "200")
-    clients.ec2.meta.events.register_first(f"before-send.ec2.{action}", ThrottleOnce())
+    throttle: Any = ThrottleOnce()  # a before-send hook answers instead of the endpoint
+    clients.ec2.meta.events.register_first(f"before-send.ec2.{action}", throttle)
 
     clients.ec2.describe_security_groups()
 
