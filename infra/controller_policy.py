@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from infra.naming import NODECLASS_TAG, NODEPOOL_TAG, cluster_owned_tag
+from infra.naming import NODECLAIM_TAG, NODECLASS_TAG, NODEPOOL_TAG, cluster_owned_tag
 from nodewright.cloud.aws.actions import AWS_ACTIONS, ActionUse
 from nodewright.cloud.aws.instance_profiles import PATH_ROOT
 
@@ -154,9 +154,6 @@ def _create_tagged(target: PolicyTarget, names: list[str]) -> list[Statement]:
             "Resource": owned,
             "Condition": _request_tags(target),
         })
-    # Tags are written only when a resource is created: no controller retags an instance
-    # afterwards (Karpenter's tagging controller and its AllowScopedResourceTagging statement
-    # have no counterpart), so CreateTags on existing instances is not granted.
     if "ec2:CreateTags" in names:
         on_create = _request_tags(target)
         on_create["StringEquals"]["ec2:CreateAction"] = [name.split(":", 1)[1] for name in creates]
@@ -166,6 +163,22 @@ def _create_tagged(target: PolicyTarget, names: list[str]) -> list[Statement]:
             "Action": "ec2:CreateTags",
             "Resource": owned,
             "Condition": on_create,
+        })
+        # NodeClaims that shared one fleet (the CreateFleet batcher) each tag their instance
+        # with their own Name and karpenter.sh/nodeclaim afterwards: Karpenter's
+        # AllowScopedResourceTagging, on the cluster's instances and those keys only.
+        statements.append({
+            "Sid": "AllowScopedResourceTagging",
+            "Effect": "Allow",
+            "Action": "ec2:CreateTags",
+            "Resource": _ec2(target, "instance"),
+            "Condition": {
+                **_resource_tags(target),
+                "StringEqualsIfExists": {
+                    f"aws:RequestTag/{EKS_CLUSTER_NAME_TAG}": target.cluster_name},
+                "ForAllValues:StringEquals": {
+                    "aws:TagKeys": [EKS_CLUSTER_NAME_TAG, NODECLAIM_TAG, "Name"]},
+            },
         })
     return statements
 
@@ -269,6 +282,19 @@ def _pricing(target: PolicyTarget, names: list[str]) -> list[Statement]:
     return [{"Sid": "AllowPricingReads", "Effect": "Allow", "Action": names, "Resource": "*"}]
 
 
+def _zonal_shift(target: PolicyTarget, names: list[str]) -> list[Statement]:
+    """ENABLE_ZONAL_SHIFT: the cluster's zonal shifts, and no other resource's (Karpenter's
+    ZonalShiftPolicy)."""
+    cluster = _arn(target, "eks", f"cluster/{target.cluster_name}", account=target.account_id)
+    return [{
+        "Sid": "AllowZonalShiftStatusReadOnly",
+        "Effect": "Allow",
+        "Action": names,
+        "Resource": "*",
+        "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster}},
+    }]
+
+
 _SCOPE_BUILDERS = {
     "describe": _describe,
     "create-tagged": _create_tagged,
@@ -279,4 +305,5 @@ _SCOPE_BUILDERS = {
     "queue": _queue,
     "ssm": _ssm,
     "pricing": _pricing,
+    "zonal-shift": _zonal_shift,
 }

@@ -8,6 +8,7 @@ DISCOVERY_TAG = "karpenter.sh/discovery"
 # The tag keys the controller writes on what it creates (its IAM policy is scoped by them).
 NODEPOOL_TAG = provider_tags.NODEPOOL
 NODECLASS_TAG = provider_tags.NODECLASS
+NODECLAIM_TAG = provider_tags.NODECLAIM
 
 # The system node group runs the controller and cluster add-ons, never nodes it manages.
 SYSTEM_NODE_LABEL = "nodewright.io/system-node"

@@ -495,6 +495,56 @@ EC2NODECLASS_USERDATA_BYTES = Gauge(
     ["nodeclass"],
     registry=REGISTRY,
 )
+# Karpenter's batcher size buckets (pkg/batcher/metrics.go SizeBuckets).
+BATCH_SIZE_BUCKETS = (
+    1, 2, 4, 5, 10, 15, 20, 25, 30, 40, 50, 60, 70, 80, 90, 100, 125, 150, 175, 200, 225, 250,
+    275, 300, 350, 400, 450, 500, 550, 600, 700, 800, 900, 1000,
+)
+BATCHER_BATCH_TIME = Histogram(
+    "karpenter_cloudprovider_batcher_batch_time_seconds",
+    "Duration of the batching window per batcher",
+    ["batcher"],
+    buckets=DURATION_BUCKETS,
+    registry=REGISTRY,
+)
+BATCHER_BATCH_SIZE = Histogram(
+    "karpenter_cloudprovider_batcher_batch_size",
+    "Size of the request batch per batcher",
+    ["batcher"],
+    buckets=BATCH_SIZE_BUCKETS,
+    registry=REGISTRY,
+)
+
+# --- AWS SDK requests (Karpenter's aws-sdk-go-prometheus names) ---------------------------
+
+AWS_SDK_LABELS = ("service", "action", "status_code")
+# Milliseconds, as the Go library's buckets.
+AWS_SDK_LATENCY_BUCKETS = (
+    10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 125, 150, 175, 200, 225, 250, 275, 300, 400, 500,
+    600, 700, 800, 900, 1_000, 1_500, 2_000, 2_500, 3_000, 3_500, 4_000, 4_500, 5_000, 6_000,
+    7_000, 8_000, 9_000, 10_000,
+)
+AWS_SDK_REQUESTS = Counter(
+    "aws_sdk_go_requests", "The total number of AWS SDK Go requests", AWS_SDK_LABELS,
+    registry=REGISTRY,
+)
+AWS_SDK_REQUEST_ATTEMPTS = Counter(
+    "aws_sdk_go_request_attempts", "The total number of AWS SDK Go request attempts",
+    AWS_SDK_LABELS, registry=REGISTRY,
+)
+AWS_SDK_REQUEST_LATENCY = Histogram(
+    "aws_sdk_go_request_latency", "Latency of AWS SDK Go requests", AWS_SDK_LABELS,
+    buckets=AWS_SDK_LATENCY_BUCKETS, registry=REGISTRY,
+)
+AWS_SDK_REQUEST_ATTEMPT_LATENCY = Histogram(
+    "aws_sdk_go_request_attempt_latency", "Latency of AWS SDK Go request attempts",
+    AWS_SDK_LABELS, buckets=AWS_SDK_LATENCY_BUCKETS, registry=REGISTRY,
+)
+AWS_SDK_REQUEST_RETRY_COUNT = Histogram(
+    "aws_sdk_go_request_retry_count",
+    "The total number of AWS SDK Go retry attempts per request", AWS_SDK_LABELS,
+    buckets=tuple(range(11)), registry=REGISTRY,
+)
 
 # --- NodePools ----------------------------------------------------------------------------
 

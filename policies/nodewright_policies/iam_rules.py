@@ -223,6 +223,8 @@ SCOPING_CONDITION_KEYS = (
     "aws:ResourceAccount",
     "aws:ResourceOrgID",
     "aws:ResourceOrgPaths",
+    # ARC zonal shift has no resource-level permissions; this key names the one resource.
+    "arc-zonal-shift:ResourceIdentifier",
 )
 
 NO_WILDCARDS = Rule(

@@ -54,6 +54,9 @@ def _snapshot(action: str, params: Mapping[str, Any], region: str) -> dict[str, 
     if action == "ec2:TerminateInstances":
         ec2 = ec2_backends[ACCOUNT][region]
         return {i: dict(ec2.tags.get(i, {})) for i in params.get("InstanceIds", [])}
+    if action == "ec2:CreateTags":
+        ec2 = ec2_backends[ACCOUNT][region]
+        return {str(r): dict(ec2.tags.get(r, {})) for r in params.get("Resources", [])}
     if action == "ec2:DeleteLaunchTemplate":
         ec2 = ec2_backends[ACCOUNT][region]
         name = params.get("LaunchTemplateName")
@@ -171,6 +174,9 @@ def requests_of(call: Call, node_role: str) -> list[Request]:
         return [Request(action, "*", context={"aws:RequestedRegion": region})]
     if action == "ssm:GetParameter":
         return [Request(action, f"arn:aws:ssm:{region}::parameter{params['Name']}")]
+    if action == "arc-zonal-shift:GetManagedResource":
+        return [Request(action, "*", context={
+            "arc-zonal-shift:ResourceIdentifier": str(params["resourceIdentifier"])})]
     if action in ("pricing:GetProducts",):
         return [Request(action, "*")]
     if action == "eks:DescribeCluster":
@@ -194,6 +200,11 @@ def requests_of(call: Call, node_role: str) -> list[Request]:
             template = TEMPLATES.get(name, {"LaunchTemplateName": name})
             found.extend(_launch(call, template, node_role))
         return found
+    if action == "ec2:CreateTags":
+        # Tagging an existing instance (a NodeClaim's own tags after a shared fleet).
+        return [Request(action, _ec2(region, "instance", name),
+                        request_tags=_tags(params.get("Tags")), resource_tags=tags)
+                for name, tags in call.resource_tags.items()]
     if action in ("ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"):
         kind = "instance" if action == "ec2:TerminateInstances" else "launch-template"
         return [Request(action, _ec2(region, kind, name), resource_tags=tags)

@@ -13,17 +13,23 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 
 from infra.controller_policy import PolicyTarget, controller_policy_document
+from nodewright.cloud.aws.batcher import Window
 from nodewright.cloud.aws.clients import AwsClients
+from nodewright.cloud.aws.ec2_batcher import BatchWindows
 from nodewright.cloud.aws.instance_statuses import InstanceStatusProvider
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
 from nodewright.cloud.aws.pricing import LivePriceSource
 from nodewright.cloud.aws.provider import AwsCloudProvider
+from nodewright.cloud.aws.zonal_shift import ZonalShifts
 from nodewright.scheduling.pricing import OfflinePriceSource
 
 from . import provider_calls
@@ -70,6 +76,8 @@ def _holds(condition: Mapping[str, Mapping[str, Any]], request: Request) -> bool
             elif operator == "StringLike":
                 ok = actual is not None and any(
                     fnmatch.fnmatchcase(str(actual), pattern) for pattern in allowed)
+            elif operator == "StringEqualsIfExists":
+                ok = actual is None or str(actual) in allowed
             elif operator == "ForAllValues:StringEquals":
                 ok = all(str(value) in allowed for value in actual or [])
             else:
@@ -152,10 +160,17 @@ def drive_every_path(clients: AwsClients, world: World, clock: FakeClock) -> Non
         node_class("reserving", capacityReservationSelectorTerms=[{"tags": {"team": "ml"}}]))
     grouped = provider.create(nodeclaim("pg-1", uid="uid-pg"),
                               node_class("grouped", placementGroupSelector={"name": "training"}))
+    # Two NodeClaims asking the same, launched together: one fleet, then each instance is
+    # tagged with its own NodeClaim (the fleet window closes on the second launch).
+    together = AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource(),
+                                batch_windows=BatchWindows(create_fleet=Window(30, 30, 2)))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        shared = list(pool.map(lambda name: together.create(
+            nodeclaim(name, uid=f"uid-{name}"), node_class()), ("shared-1", "shared-2")))
     provider.get(on_demand.provider_id)
     InstanceStatusProvider(clients.ec2).list()
     # Deletion, drift and garbage collection of instances, templates and profiles.
-    for instance in (on_demand, spot, reserved, grouped):
+    for instance in (on_demand, spot, reserved, grouped, *shared):
         provider.delete(instance.provider_id)
     clock.advance(3601)  # past the profiles' protection
     provider.collect_cloud_garbage({"default"}, current_profiles=set())
@@ -166,6 +181,15 @@ def drive_every_path(clients: AwsClients, world: World, clock: FakeClock) -> Non
         prices = LivePriceSource(clients.pricing, clients.ec2, REGION, clock=clock)
         prices.on_demand("m5.large", REGION)
         prices.spot("m5.large", f"{REGION}a")
+    # ENABLE_ZONAL_SHIFT: the cluster's zonal shifts (moto has no ARC: botocore's Stubber).
+    arc = boto3.session.Session().client("arc-zonal-shift", region_name=REGION)
+    provider_calls.record(arc)
+    cluster_arn = f"arn:aws:eks:{REGION}:{ACCOUNT}:cluster/{CLUSTER}"
+    with Stubber(arc) as stubbed:
+        stubbed.add_response("get_managed_resource", {"zonalShifts": [], "appliedWeights": {},
+                                                    "autoshifts": []},
+                             {"resourceIdentifier": cluster_arn})
+        ZonalShifts(arc, cluster_arn).update()
     # The interruption queue.
     clients.sqs.create_queue(QueueName=QUEUE)
     queue = InterruptionQueue.by_name(clients.sqs, QUEUE)
@@ -204,6 +228,7 @@ KARPENTER_STATEMENTS: Mapping[str, tuple[str, ...]] = {
     "AllowLaunchWithOwnedLaunchTemplates": ("AllowScopedEC2LaunchTemplateAccessActions",),
     "AllowScopedCreationWithTags": ("AllowScopedEC2InstanceActionsWithTags",),
     "AllowTaggingOnCreation": ("AllowScopedResourceCreationTagging",),
+    "AllowScopedResourceTagging": ("AllowScopedResourceTagging",),
     "AllowScopedDeletion": ("AllowScopedDeletion",),
     "AllowPassingNodeRole": ("AllowPassingInstanceRole",),
     "AllowScopedInstanceProfileCreation": ("AllowScopedInstanceProfileCreationActions",),
@@ -215,6 +240,7 @@ KARPENTER_STATEMENTS: Mapping[str, tuple[str, ...]] = {
     "AllowInterruptionQueueActions": ("AllowInterruptionQueueActions",),
     "AllowPublicParameterReads": ("AllowSSMReadActions",),
     "AllowPricingReads": ("AllowPricingReadActions",),
+    "AllowZonalShiftStatusReadOnly": ("AllowZonalShiftStatusReadOnly",),
 }
 
 

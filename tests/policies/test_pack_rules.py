@@ -214,10 +214,12 @@ def test_scoping_condition_keys_are_configurable() -> None:
 
     [message] = only(policy, "iam-no-unconditioned-wildcards")
     assert f"{NOT_SCOPED} (StringEquals aws:SourceVpc;" in message
+    # (arc-zonal-shift:ResourceIdentifier scopes the zonal shift statement.)
     assert only(policy, "iam-no-unconditioned-wildcards",
-                scopingConditionKeys=["aws:RequestedRegion", "aws:SourceVpc"]) == []
+                scopingConditionKeys=["aws:RequestedRegion", "aws:SourceVpc",
+                                      "arc-zonal-shift:ResourceIdentifier"]) == []
     [regional] = only(infra("dev", "aws:iam/policy:Policy"), "iam-no-unconditioned-wildcards",
-                      scopingConditionKeys=["aws:SourceVpc"])
+                      scopingConditionKeys=["aws:SourceVpc", "arc-zonal-shift:ResourceIdentifier"])
     assert regional.startswith("statement 'AllowRegionalReadActions' applies to every resource")
 
 

@@ -14,6 +14,8 @@ controller that needs one is built only when the record has it (`controllers.reg
 - `cleaner`: deletes what launches leave behind (launch templates, instance profiles),
   for the EC2NodeClass finalizer and the cloud garbage collection (AWS);
 - `parameters`: SSM alias parameters whose image was deprecated are read again (AWS);
+- `zonal_shifts`: ARC's zonal shifts on the cluster (AWS with ENABLE_ZONAL_SHIFT), read
+  every 30 seconds by the zonal shift controller;
 - `catalog_cache`: instance types and prices are cached and worth refreshing outside any
   provisioning (AWS: the Pricing API);
 - `launches_outside_state_lock`: every call is safe from any thread, so controllers make
@@ -79,6 +81,12 @@ class ParameterInvalidator(Protocol):
     def invalidate_deprecated_parameters(self) -> list[str]: ...
 
 
+class ZonalShiftSource(Protocol):
+    def update(self) -> None: ...
+
+    def shifted_zones(self) -> frozenset[str]: ...
+
+
 @dataclass(frozen=True)
 class CloudCapabilities:
     """None (False): the cloud does not have it."""
@@ -90,5 +98,6 @@ class CloudCapabilities:
     node_classes: NodeClassResolver | None = None
     cleaner: CloudCleaner | None = None
     parameters: ParameterInvalidator | None = None
+    zonal_shifts: ZonalShiftSource | None = None
     catalog_cache: bool = False
     launches_outside_state_lock: bool = False

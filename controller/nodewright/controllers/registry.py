@@ -74,6 +74,7 @@ from nodewright.controllers.nodeclass.status import CatalogRefresh, NodeClassSta
 from nodewright.controllers.nodeoverlay.controller import NodeOverlayController
 from nodewright.controllers.nodepool.hash_annotations import HashController
 from nodewright.controllers.nodepool.status import NodePoolStatus
+from nodewright.controllers.nodepool.zonal_shift import ZonalShiftEvents
 from nodewright.controllers.options import ControllerOptions, disruption_options, gate_enabled
 from nodewright.controllers.provisioning import Provisioner, ProvisionerOptions
 from nodewright.controllers.static.deprovisioning import StaticDeprovisioning
@@ -218,6 +219,12 @@ def _ssm(p: Parts) -> SsmInvalidation:
     return SsmInvalidation(parameters)
 
 
+def _zonal_shift(p: Parts) -> ZonalShiftEvents:
+    shifts = p.capabilities.zonal_shifts
+    assert shifts is not None
+    return ZonalShiftEvents(p.cluster, p.recorder, shifts)
+
+
 def _cluster_state(p: Parts) -> bool:
     return p.options.cluster_state_observability
 
@@ -294,6 +301,8 @@ SPECS: tuple[ControllerSpec, ...] = (
                    needs=lambda p: p.capabilities.cleaner is not None),
     ControllerSpec("providers.ssm.invalidation", "EC2NodeClass", _ssm,
                    needs=lambda p: p.capabilities.parameters is not None),
+    ControllerSpec("zonalshift", "NodePool", _zonal_shift, singleton=True,
+                   needs=lambda p: p.capabilities.zonal_shifts is not None),
     ControllerSpec("capacityreservation.capacitytype", "NodeClaim",
                    lambda p: ReservedCapacityDemotion(p.cluster, p.given_cloud)),
 )

@@ -93,6 +93,9 @@ class OperatorConfig:
     # Karpenter's AWS settings: skip the EC2NodeClass dry-run authorization checks; how long
     # resolved AMIs and subnets are kept.
     disable_dry_run: bool = False
+    # Karpenter's ENABLE_ZONAL_SHIFT: ARC's zonal shifts on the cluster make their zones'
+    # offerings unavailable (and NodePools get ZonalShiftActive/Cleared events).
+    enable_zonal_shift: bool = False
     ami_refresh_interval: float = 60.0
     subnet_refresh_interval: float = 60.0
     # Ignore: preferred node/pod affinities and ScheduleAnyway spreads are dropped before
@@ -456,6 +459,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("--disable-dry-run", "DISABLE_DRY_RUN", "with --cloud aws: skip the dry-run "
            "authorization checks (CreateLaunchTemplate, CreateFleet and RunInstances) behind "
            "each EC2NodeClass's ValidationSucceeded condition", parse_bool, "false", "BOOL"),
+    Option("--enable-zonal-shift", "ENABLE_ZONAL_SHIFT", "with --cloud aws: watch ARC "
+           "zonal shifts on the EKS cluster (arc-zonal-shift:GetManagedResource every 30s): "
+           "no launch into a zone traffic is shifted away from, no EC2 call about its "
+           "instances; the cluster must be enabled for zonal shift", parse_bool, "false",
+           "BOOL"),
     Option("--ami-refresh-interval", "AMI_REFRESH_INTERVAL", "with --cloud aws: how long "
            "the images amiSelectorTerms resolve to are kept before EC2 is asked again (at "
            "least 1m; alias SSM parameters are kept 24h regardless)", parse_refresh_interval,
@@ -549,6 +557,7 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
         reserved_enis=values["reserved_enis"],
         isolated_vpc=values["isolated_vpc"],
         disable_dry_run=values["disable_dry_run"],
+        enable_zonal_shift=values["enable_zonal_shift"],
         ami_refresh_interval=values["ami_refresh_interval"],
         subnet_refresh_interval=values["subnet_refresh_interval"],
         preference_policy=values["preference_policy"],

@@ -26,6 +26,8 @@ from nodewright import __version__, metrics
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
+from nodewright.cloud.aws.zonal_shift import ZonalShifts
+from nodewright.cloud.aws.zonal_shift import enable as enable_zonal_shift
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
 from nodewright.cloud.sim.kubelet_actors import sim_kubelet
@@ -113,8 +115,18 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: SystemClock
                                 kube_dns_ip=kube_dns_ip(cluster),
                                 dry_run=not config.disable_dry_run,
                                 ami_refresh_seconds=config.ami_refresh_interval,
-                                subnet_refresh_seconds=config.subnet_refresh_interval)
+                                subnet_refresh_seconds=config.subnet_refresh_interval,
+                                zonal_shifts=_zonal_shifts(config, clients))
     return aws, []
+
+
+def _zonal_shifts(config: OperatorConfig, clients: AwsClients) -> ZonalShifts | None:
+    if not config.enable_zonal_shift:
+        return None
+    try:
+        return enable_zonal_shift(clients, config.cluster_name)
+    except CloudProviderError as error:
+        raise StartupError(str(error)) from error
 
 
 def _queue_url(clients: AwsClients, name: str) -> str:

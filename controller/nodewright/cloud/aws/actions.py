@@ -20,6 +20,7 @@ ActionScope = Literal[
     "queue",
     "ssm",
     "pricing",
+    "zonal-shift",
 ]
 
 ACTION_SCOPES: Final[tuple[ActionScope, ...]] = get_args(ActionScope)
@@ -39,6 +40,7 @@ class ActionUse:
     - queue: the one interruption queue.
     - ssm: public parameters under /aws/service/*.
     - pricing: the Pricing API (no resource-level scoping exists).
+    - zonal-shift: ARC zonal shift status of the one EKS cluster (ENABLE_ZONAL_SHIFT).
     """
 
     action: str
@@ -75,7 +77,8 @@ AWS_ACTIONS: Final[tuple[ActionUse, ...]] = (
     ActionUse("ec2:CreateFleet", "create-tagged", "launch one instance per NodeClaim"),
     ActionUse("ec2:RunInstances", "create-tagged", "CreateFleet launches through RunInstances"),
     ActionUse("ec2:CreateLaunchTemplate", "create-tagged", "one template per launch config"),
-    ActionUse("ec2:CreateTags", "create-tagged", "tag fleets, instances, volumes and ENIs"),
+    ActionUse("ec2:CreateTags", "create-tagged", "tag fleets, instances, volumes and ENIs; "
+              "a NodeClaim's own tags on its instance of a shared (batched) fleet"),
     # Cleaning up what we own (only resources carrying the cluster's tags).
     ActionUse("ec2:TerminateInstances", "mutate-tagged", "delete NodeClaims, garbage collection"),
     ActionUse("ec2:DeleteLaunchTemplate", "mutate-tagged", "drop unreferenced launch templates"),
@@ -102,4 +105,7 @@ AWS_ACTIONS: Final[tuple[ActionUse, ...]] = (
     ActionUse("ssm:GetParameter", "ssm", "resolve AMI aliases via public EKS parameters"),
     # On-demand prices.
     ActionUse("pricing:GetProducts", "pricing", "on-demand list prices"),
+    # ENABLE_ZONAL_SHIFT.
+    ActionUse("arc-zonal-shift:GetManagedResource", "zonal-shift",
+              "the EKS cluster's active zonal shifts, every 30 s"),
 )

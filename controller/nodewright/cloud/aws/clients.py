@@ -1,6 +1,7 @@
 """boto3 clients with botocore's standard retry mode (throttling and transient errors are
 retried with exponential backoff and a retry quota). boto3 honours AWS_ENDPOINT_URL, so the
-same code runs against AWS, moto or any AWS-compatible endpoint."""
+same code runs against AWS, moto or any AWS-compatible endpoint. Every client counts its
+calls in Karpenter's AWS SDK request metrics (`sdk_metrics`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import TYPE_CHECKING, Final
 
 import boto3
 from botocore.config import Config
+
+from nodewright.cloud.aws.sdk_metrics import instrument
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
@@ -53,7 +56,7 @@ class AwsClients:
     def create(cls, region: str, session: boto3.session.Session | None = None) -> AwsClients:
         session = session or boto3.session.Session()
         config = retry_config()
-        return cls(
+        built = cls(
             region=region,
             ec2=session.client("ec2", region_name=region, config=config),
             ssm=session.client("ssm", region_name=region, config=config),
@@ -62,3 +65,6 @@ class AwsClients:
             sqs=session.client("sqs", region_name=region, config=config),
             pricing=session.client("pricing", region_name=pricing_region(region), config=config),
         )
+        for client in (built.ec2, built.ssm, built.iam, built.eks, built.sqs, built.pricing):
+            instrument(client)
+        return built

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 from nodewright.cloud.aws import provider_metrics
 from nodewright.cloud.aws import tags as tag_keys
 from nodewright.cloud.aws.capacity_reservations import Availability
+from nodewright.cloud.aws.ec2_batcher import EC2Batcher
 from nodewright.cloud.aws.errors import (
     CAPACITY_ERROR_CODES,
     SPOT_SERVICE_LINKED_ROLE,
@@ -212,17 +213,21 @@ class Launched:
 def launch(ec2: EC2Client, request: FleetRequest, unavailable: UnavailableOfferings,
            reservations_left: Availability | None = None,
            zone_ids: Mapping[str, str] | None = None,
-           subnet_exhausted: Callable[[str], bool] | None = None) -> Launched:
+           subnet_exhausted: Callable[[str], bool] | None = None,
+           batch: EC2Batcher | None = None) -> Launched:
     """Send the fleet. Capacity errors mark their offerings unavailable (a reservation's: the
     reservation counts as empty); no instance at all raises InsufficientCapacityError when
     capacity was the reason, CloudProviderError else.
 
     `subnet_exhausted(subnet id)`: EC2 found a subnet full; whether its zone has another
     subnet to launch into. Only a zone left without one is marked unavailable (for every
-    type), as Karpenter scopes the error to the subnet."""
+    type), as Karpenter scopes the error to the subnet.
+
+    `batch`: send it through the CreateFleet batcher (with others asking the same)."""
     resource = f"nodeclaim {request.nodeclaim_name}"
     with aws_call("ec2:CreateFleet", resource):
-        response = ec2.create_fleet(**request.to_api())
+        response: Mapping[str, Any] = (batch.create_fleet(request.to_api()) if batch
+                                       else ec2.create_fleet(**request.to_api()))
     by_subnet = {c.subnet_id: c.zone for c in request.candidates}
     images = {(c.instance_type, c.zone): c.image_id for c in request.candidates}
     reservations = {(c.instance_type, c.zone): c.reservation_id for c in request.candidates}

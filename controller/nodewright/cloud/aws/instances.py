@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from nodewright.cloud.aws import tags as tag_keys
+from nodewright.cloud.aws.ec2_batcher import EC2Batcher
 from nodewright.cloud.aws.errors import aws_call
 from nodewright.cloud.provider import CloudProviderError, Instance, NodeClaimNotFoundError
 
@@ -98,10 +99,12 @@ def _describe(ec2: EC2Client, resource: str, **request: Any) -> list[Instance]:
     return found
 
 
-def get_instance(ec2: EC2Client, provider_id_value: str) -> Instance:
+def get_instance(batch: EC2Batcher, provider_id_value: str) -> Instance:
+    """The live instance, asked of EC2 (DescribeInstances, batched with other look-ups)."""
     instance_id = instance_id_of(provider_id_value)
     try:
-        found = _describe(ec2, f"instance {instance_id}", InstanceIds=[instance_id])
+        with aws_call("ec2:DescribeInstances", f"instance {instance_id}"):
+            found = [instance_of(raw) for raw in batch.describe_instance(instance_id)]
     except NodeClaimNotFoundError:
         found = []
     live = [instance for instance in found if instance.state in LIVE_STATES]
@@ -145,11 +148,12 @@ def find_for_nodeclaim(ec2: EC2Client, cluster: str, nodeclaim: str) -> Instance
     return min(found, key=lambda i: (i.launch_time, i.instance_id)) if found else None
 
 
-def terminate(ec2: EC2Client, provider_id_value: str) -> None:
-    """Terminate; an instance that no longer exists counts as terminated."""
+def terminate(batch: EC2Batcher, provider_id_value: str) -> None:
+    """Terminate (TerminateInstances, batched); an instance that no longer exists counts as
+    terminated."""
     instance_id = instance_id_of(provider_id_value)
     try:
         with aws_call("ec2:TerminateInstances", f"instance {instance_id}"):
-            ec2.terminate_instances(InstanceIds=[instance_id])
+            batch.terminate_instance(instance_id)
     except NodeClaimNotFoundError:
         return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import threading
@@ -31,6 +32,7 @@ from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.clock import Seconds, TTLCache, system_clock
 from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
 from nodewright.cloud.aws.drift import drift_of, reservation_drift, static_drift
+from nodewright.cloud.aws.ec2_batcher import BatchWindows, EC2Batcher
 from nodewright.cloud.aws.node_class_resolution import (
     PLACEMENT_GROUP,
     RESERVATIONS,
@@ -66,11 +68,13 @@ from nodewright.cloud.aws.subnet_ips import SubnetIPs
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.aws.userdata import NodeBootstrap, render_user_data
 from nodewright.cloud.aws.userdata.bootstrap import UnresolvedClusterError
+from nodewright.cloud.aws.zonal_shift import ZonalShifts
 from nodewright.cloud.capabilities import CloudCapabilities
 from nodewright.cloud.provider import (
     CloudProviderError,
     Instance,
     InsufficientCapacityError,
+    NodeClaimNotFoundError,
     NodeClassNotReadyError,
     RepairPolicy,
 )
@@ -146,6 +150,12 @@ class AwsCloudProvider:
     # Prove each node class's launches authorized with dry runs (the operator turns this on
     # unless DISABLE_DRY_RUN; off here so a bare provider makes only the calls asked of it).
     dry_run: bool = False
+    # How long CreateFleet, DescribeInstances and TerminateInstances calls wait for others
+    # to go out with (Karpenter's batcher windows).
+    batch_windows: BatchWindows = field(default_factory=BatchWindows)
+    batch: EC2Batcher = field(init=False)
+    # ENABLE_ZONAL_SHIFT: ARC's zonal shifts on the cluster (None: not watched).
+    zonal_shifts: ZonalShifts | None = None
     unavailable: UnavailableOfferings = field(init=False)
     lookups: Lookups = field(init=False)
     reservations: capacity_reservations.Availability = field(init=False)
@@ -165,8 +175,14 @@ class AwsCloudProvider:
     subnet_ips: SubnetIPs = field(init=False, default_factory=SubnetIPs)
     # Zone -> zone id of the subnets launched into (the failure metrics' zone_id label).
     _zone_ids: dict[str, str] = field(init=False, default_factory=dict)
+    # The instances last seen (launched, got or listed), by id: what a zonal shift guard
+    # answers with instead of asking EC2 about an instance in a shifted zone (Karpenter's
+    # instance cache; never expires, List evicts what EC2 no longer returns).
+    _seen: dict[str, Instance] = field(init=False, default_factory=dict)
+    _seen_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
+        self.batch = EC2Batcher(self.clients.ec2, self.batch_windows)
         self.unavailable = UnavailableOfferings(self.clock)
         self.reservations = capacity_reservations.Availability()
         self._template_use = {}
@@ -212,6 +228,8 @@ class AwsCloudProvider:
                     lookups=self.lookups,
                     profiles=self.profiles,
                 )
+                self._zone_ids.update({s.zone: s.zone_id for s in cached.subnets
+                                       if s.zone_id})
                 cached = self._validated(node_class, cached)
                 self.reservations.sync(cached.capacity_reservations)
                 cache = self._resolutions if cached.ready else self._unready_resolutions
@@ -248,6 +266,7 @@ class AwsCloudProvider:
                        for t in catalog]
         catalog = capacity_reservations.with_reserved_offerings(
             catalog, resolution.capacity_reservations, self.reservations, self.wall_clock())
+        catalog = self._without_shifted_zones(catalog, zone_ids)
         return placement_groups.with_partition_offerings(
             catalog, group,
             lambda name, offering, partition: offering.capacity_type != RESERVED
@@ -431,22 +450,59 @@ class AwsCloudProvider:
         launched = fleet.launch(
             self.clients.ec2, request, self.unavailable, self.reservations,
             zone_ids=self._zone_ids,
-            subnet_exhausted=lambda subnet_id: self._subnet_exhausted(resolution, subnet_id))
+            subnet_exhausted=lambda subnet_id: self._subnet_exhausted(resolution, subnet_id),
+            batch=self.batch)
         if launched.reservation_id:
             self.reservations.mark_launched(launched.reservation_id)
         self._take_subnet_ips(launched, resolution, picked)
-        return self._instance_from_launch(launched, request, nodepool, node_class, resolution,
-                                          tenancy)
+        return self._remember(self._instance_from_launch(
+            launched, request, nodepool, node_class, resolution, tenancy))
 
     def get(self, provider_id: str) -> Instance:
-        return instances.get_instance(self.clients.ec2, provider_id)
+        """The instance as EC2 has it now; in a zone ARC shifted traffic away from, as last
+        seen (Karpenter's Get: no DescribeInstances against an impaired zone)."""
+        seen = self._seen_instance(provider_id)
+        if seen is not None and self._shifted(seen):
+            return seen
+        try:
+            instance = instances.get_instance(self.batch, provider_id)
+        except NodeClaimNotFoundError:
+            with self._seen_lock:
+                self._seen.pop(instances.instance_id_of(provider_id), None)
+            raise
+        return self._remember(instance)
 
     def list(self) -> list[Instance]:
-        return instances.list_instances(self.clients.ec2, self.cluster_name)
+        found = instances.list_instances(self.clients.ec2, self.cluster_name)
+        live = {instance.instance_id: instance for instance in found}
+        with self._seen_lock:
+            previous = dict(self._seen)
+        # What EC2 no longer returns is forgotten, unless its zone is shifted away from (EC2
+        # may not answer for it then).
+        kept = {key: seen for key, seen in previous.items()
+                if key not in live and self._shifted(seen)}
+        with self._seen_lock:
+            self._seen = {**kept, **live}
+        return found
 
     def delete(self, provider_id: str) -> None:
+        """Terminate, unless EC2 says the instance is gone or already shutting down
+        (Karpenter's instance provider looks first, so a NodeClaim whose deletion is retried
+        costs no TerminateInstances call once one went through)."""
         try:
-            instances.terminate(self.clients.ec2, provider_id)
+            instance = self.get(provider_id)
+        except NodeClaimNotFoundError:
+            return
+        if self._shifted(instance):
+            # Not counted as a termination failure: a choice, retried once the shift ends.
+            raise CloudProviderError(
+                f"instance {instance.instance_id} is in zonally shifted availability zone "
+                f"{instance.zone} ({self._zone_id(instance)}), skipping termination",
+                call="ec2:TerminateInstances", resource=f"instance {instance.instance_id}")
+        if instance.state == "shutting-down":
+            return
+        try:
+            instances.terminate(self.batch, provider_id)
         except CloudProviderError:
             zone = instances.zone_of(provider_id)
             provider_metrics.termination_failed(zone, self._zone_ids.get(zone, ""))
@@ -506,7 +562,7 @@ class AwsCloudProvider:
     def capabilities(self) -> CloudCapabilities:
         return CloudCapabilities(unavailable=self.unavailable, reservations=self.reservations,
                                  node_classes=self, cleaner=self, parameters=self,
-                                 catalog_cache=True,
+                                 zonal_shifts=self.zonal_shifts, catalog_cache=True,
                                  launches_outside_state_lock=self.launches_outside_state_lock)
 
     # --- garbage collection -------------------------------------------------------------
@@ -580,6 +636,37 @@ class AwsCloudProvider:
         # Its validation verdicts go too (Karpenter clears them when the node class goes).
         self.validations.drop_where(lambda key: key.startswith(f"{node_class}:"))
         return GarbageReport(tuple(t.name for t in templates), tuple(p.name for p in profiles))
+
+    # --- zonal shift ----------------------------------------------------------------------
+
+    def _without_shifted_zones(self, catalog: builtins.list[InstanceType],
+                               zone_ids: Mapping[str, str]) -> builtins.list[InstanceType]:
+        """Offerings in a zone ARC shifted traffic away from are unavailable."""
+        shifts = self.zonal_shifts
+        if shifts is None:
+            return catalog
+        shifted = {zone for zone, zone_id in zone_ids.items() if shifts.is_shifted(zone_id)}
+        if not shifted:
+            return catalog
+        return [replace(t, offerings=tuple(
+                    replace(o, available=False) if o.zone in shifted else o
+                    for o in t.offerings)) for t in catalog]
+
+    def _zone_id(self, instance: Instance) -> str:
+        return instance.labels.get(ZONE_ID_LABEL) or self._zone_ids.get(instance.zone, "")
+
+    def _shifted(self, instance: Instance) -> bool:
+        return self.zonal_shifts is not None and self.zonal_shifts.is_shifted(
+            self._zone_id(instance))
+
+    def _seen_instance(self, provider_id: str) -> Instance | None:
+        with self._seen_lock:
+            return self._seen.get(instances.instance_id_of(provider_id))
+
+    def _remember(self, instance: Instance) -> Instance:
+        with self._seen_lock:
+            self._seen[instance.instance_id] = instance
+        return instance
 
     # --- helpers ------------------------------------------------------------------------
 
