@@ -113,6 +113,7 @@ def test_a_deleted_node_is_drained_terminated_and_released(world: World) -> None
     ((claim, node),) = launched(world)
     world.delete("Node", node)
     assert finalized(world, node)
+    assert not world.cluster.get("NodeClaim", claim)["metadata"].get("deletionTimestamp")
     assert world.live_instances() == []
     expect_no_controller_errors(world)
 
@@ -528,8 +529,27 @@ def test_termination_metrics_fire_once_per_node(world: World, fresh_metrics: Non
     ((claim, node),) = launched(world)
     world.delete("Node", node)
     assert finalized(world, node)
+    assert not world.cluster.get("NodeClaim", claim)["metadata"].get("deletionTimestamp")
     assert sample("karpenter_nodes_termination_duration_seconds_count",
                   nodepool="default") == 1
     assert sample("karpenter_nodes_terminated_total", nodepool="default") == 1
     assert sample("karpenter_nodes_drained_total", nodepool="default") == 1
     assert sample("karpenter_nodes_lifetime_duration_seconds_count", nodepool="default") == 1
+
+
+def test_a_node_two_nodeclaims_claim_is_released_as_if_it_had_none(world: World) -> None:
+    """It("should delete nodes with duplicate nodeclaims"): with no single source of truth
+    the Node is finalized as one without a NodeClaim."""
+    ((claim, node),) = launched(world)
+    original = world.cluster.get("NodeClaim", claim)
+    copy = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": f"{claim}-2", "labels": original["metadata"]["labels"],
+                         "finalizers": ["karpenter.sh/termination"]},
+            "spec": original["spec"]}
+    world.cluster.create(copy)
+    world.cluster.patch("NodeClaim", f"{claim}-2", {"status": {
+        "providerID": original["status"]["providerID"], "nodeName": node,
+        "conditions": original["status"]["conditions"]}}, subresource="status")
+    world.delete("Node", node)
+    assert finalized(world, node)
+    assert not world.cluster.get("NodeClaim", claim)["metadata"].get("deletionTimestamp")
