@@ -5,7 +5,9 @@ Karpenter's fake cloud provider has one repair policy, BadNode=False for 30 minu
 AWS provider's StorageReady=False (30 minutes) plays it here, and its
 AcceleratedHardwareReady=False (10 minutes) is the second policy where a story needs two.
 The nodes run a do-not-disrupt pod under a PodDisruptionBudget that allows nothing, in a
-NodePool whose disruption budget is zero nodes: repair ignores all three."""
+NodePool whose disruption budget is zero nodes: repair ignores all three. "should ignore
+unhealthy nodes if more then 20% of the nodes are unhealthy in a nodepool" is
+tests/repair/test_node_repair_stories.py test_more_than_a_fifth_of_the_pool_unhealthy_blocks_repair."""
 
 from __future__ import annotations
 
