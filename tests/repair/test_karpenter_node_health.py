@@ -7,7 +7,8 @@ AcceleratedHardwareReady=False (10 minutes) is the second policy where a story n
 The nodes run a do-not-disrupt pod under a PodDisruptionBudget that allows nothing, in a
 NodePool whose disruption budget is zero nodes: repair ignores all three. "should ignore
 unhealthy nodes if more then 20% of the nodes are unhealthy in a nodepool" is
-tests/repair/test_node_repair_stories.py test_more_than_a_fifth_of_the_pool_unhealthy_blocks_repair."""
+tests/repair/test_node_repair_stories.py
+test_more_than_a_fifth_of_the_pool_unhealthy_blocks_repair."""
 
 from __future__ import annotations
 
