@@ -1,0 +1,387 @@
+"""Karpenter's cluster state suite, ported where it maps to our state package:
+kubernetes-sigs/karpenter v1.14.1 pkg/controllers/state/suite_test.go. Each test names
+its Describe and It.
+
+Karpenter reconciles its node, nodeclaim and pod informer controllers into `state.Cluster`;
+ours is `ClusterState.observe`, fed here the watch events those controllers would see.
+Resources are in thousandths (cpu in millicores, memory in thousandths of a byte)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from nodewright.runtime import VirtualClock, WatchEvent
+from nodewright.scheduling.pods import Taint
+from nodewright.state import ClusterState
+
+START = datetime(2026, 1, 5, tzinfo=UTC)
+GI = 1024**3 * 1000
+
+
+def fresh() -> tuple[ClusterState, VirtualClock]:
+    clock = VirtualClock(START)
+    return ClusterState(clock), clock
+
+
+def feed(state: ClusterState, *events: tuple[str, dict[str, Any]]) -> None:
+    for kind, obj in events:
+        state.observe(WatchEvent(kind, obj))  # type: ignore[arg-type]
+
+
+def nodeclaim(name: str, provider_id: str = "", *, pool: str = "default", cpu: str = "2",
+              startup_taints: list[dict[str, str]] | None = None,
+              deleting: bool = False) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "labels": {
+        "karpenter.sh/nodepool": pool, "node.kubernetes.io/instance-type": "m5.large"}}
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-01-05T00:00:00Z"
+    spec: dict[str, Any] = {"nodeClassRef": {"group": "karpenter.k8s.aws",
+                                             "kind": "EC2NodeClass", "name": "default"},
+                            "requirements": []}
+    if startup_taints:
+        spec["startupTaints"] = startup_taints
+    status: dict[str, Any] = {}
+    if provider_id:
+        status = {"providerID": provider_id, "capacity": {"cpu": cpu, "memory": "8Gi"},
+                  "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "29"}}
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": metadata,
+            "spec": spec, "status": status}
+
+
+def node(name: str, provider_id: str = "", *, pool: str | None = "default", cpu: str = "4",
+         memory: str = "8Gi", initialized: bool = True, taints: list[dict[str, str]] | None
+         = None, deleting: bool = False) -> dict[str, Any]:
+    labels = {"node.kubernetes.io/instance-type": "m5.large"}
+    if pool is not None:
+        labels["karpenter.sh/nodepool"] = pool
+        labels["karpenter.sh/registered"] = "true"
+        if initialized:
+            labels["karpenter.sh/initialized"] = "true"
+    metadata: dict[str, Any] = {"name": name, "labels": labels}
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-01-05T00:00:00Z"
+    spec: dict[str, Any] = {"providerID": provider_id} if provider_id else {}
+    if taints:
+        spec["taints"] = taints
+    return {"apiVersion": "v1", "kind": "Node", "metadata": metadata, "spec": spec,
+            "status": {"capacity": {"cpu": cpu, "memory": memory, "pods": "110"},
+                       "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}}}
+
+
+def pod(name: str, node_name: str = "", *, cpu: str = "1500m", memory: str | None = None,
+        phase: str | None = None, daemon: bool = False) -> dict[str, Any]:
+    requests = {"cpu": cpu} | ({"memory": memory} if memory else {})
+    metadata: dict[str, Any] = {"name": name, "namespace": "default", "uid": name}
+    if daemon:
+        metadata["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                                        "name": "ds", "uid": "ds", "controller": True}]
+    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    status: dict[str, Any] = {"phase": phase or ("Running" if node_name else "Pending")}
+    if not node_name:
+        status["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                 "reason": "Unschedulable"}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec,
+            "status": status}
+
+
+def cpu_of(resources: Any) -> int:
+    return int(resources.get("cpu", 0))
+
+
+# -- Describe("Node Resource Level") --------------------------------------------------------
+
+
+def test_pods_not_bound_to_nodes_are_not_counted() -> None:
+    """Node Resource Level, It("should not count pods not bound to nodes")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", node("n1", "aws:///a/i-1")), ("ADDED", pod("p1")), ("ADDED", pod("p2")))
+    (machine,) = state.nodes()
+    assert cpu_of(machine.available()) == 4000
+    assert cpu_of(machine.pod_requests()) == 0
+
+
+def test_new_pods_bound_to_a_node_are_counted() -> None:
+    """Node Resource Level, It("should count new pods bound to nodes")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", node("n1", "aws:///a/i-1")), ("ADDED", pod("p1")),
+         ("MODIFIED", pod("p1", "n1")))
+    (machine,) = state.nodes()
+    assert cpu_of(machine.available()) == 2500
+    assert cpu_of(machine.pod_requests()) == 1500
+    feed(state, ("ADDED", pod("p2", "n1", cpu="2")))
+    assert cpu_of(machine.available()) == 500
+    assert cpu_of(machine.pod_requests()) == 3500
+
+
+def test_pods_seen_before_their_node_are_counted() -> None:
+    """Node Resource Level, It("should count existing pods bound to nodes")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", pod("p1", "n1")), ("ADDED", pod("p2", "n1", cpu="2")),
+         ("ADDED", node("n1", "aws:///a/i-1")))
+    (machine,) = state.nodes()
+    assert cpu_of(machine.available()) == 500
+    assert cpu_of(machine.pod_requests()) == 3500
+
+
+def test_a_deleted_pods_requests_are_subtracted() -> None:
+    """Node Resource Level, It("should subtract requests if the pod is deleted")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", node("n1", "aws:///a/i-1")), ("ADDED", pod("p1", "n1")),
+         ("ADDED", pod("p2", "n1", cpu="2")))
+    (machine,) = state.nodes()
+    assert cpu_of(machine.pod_requests()) == 3500
+    feed(state, ("DELETED", pod("p2", "n1", cpu="2")))
+    assert cpu_of(machine.available()) == 2500
+    assert cpu_of(machine.pod_requests()) == 1500
+
+
+def test_a_terminal_pods_requests_are_not_added() -> None:
+    """Node Resource Level, It("should not add requests if the pod is terminal")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", node("n1", "aws:///a/i-1")),
+         ("ADDED", pod("failed", "n1", phase="Failed")),
+         ("ADDED", pod("succeeded", "n1", cpu="2", phase="Succeeded")))
+    (machine,) = state.nodes()
+    assert cpu_of(machine.available()) == 4000
+    assert cpu_of(machine.pod_requests()) == 0
+
+
+def test_a_deleted_node_is_no_longer_tracked() -> None:
+    """Node Resource Level, It("should stop tracking nodes that are deleted")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", node("n1", "aws:///a/i-1")), ("ADDED", pod("p1", "n1")))
+    (machine,) = state.nodes()
+    assert (cpu_of(machine.available()), cpu_of(machine.pod_requests())) == (2500, 1500)
+    feed(state, ("DELETED", node("n1", "aws:///a/i-1")))
+    assert state.nodes() == []
+
+
+def test_usage_stays_right_as_pods_come_and_go() -> None:
+    """Node Resource Level, It("should maintain a correct count of resource usage as pods are
+    deleted/added"): 25 pods of 100m each added and deleted in turn."""
+    state, _ = fresh()
+    feed(state, ("ADDED", node("n1", "aws:///a/i-1", cpu="200")))
+    (machine,) = state.nodes()
+    pods = [pod(f"p{i}", "n1", cpu="100m") for i in range(25)]
+    total = 0
+    for i, body in enumerate(pods):
+        feed(state, ("ADDED", body))
+        total += 100
+        assert cpu_of(machine.pod_requests()) == total
+        if i % 3 == 0:
+            feed(state, ("DELETED", body))
+            total -= 100
+            assert cpu_of(machine.pod_requests()) == total
+    assert cpu_of(machine.available()) == 200_000 - total
+
+
+def test_daemonset_requests_are_kept_apart() -> None:
+    """Node Resource Level, It("should track daemonset requested resources separately")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", node("n1", "aws:///a/i-1")), ("ADDED", pod("p1", "n1")))
+    (machine,) = state.nodes()
+    assert cpu_of(machine.daemonset_requests()) == 0
+    assert cpu_of(machine.pod_requests()) == 1500
+    daemon = pod("ds-pod", "n1", cpu="1", memory="2Gi", daemon=True)
+    feed(state, ("ADDED", daemon))
+    assert dict(machine.daemonset_requests()) | {"pods": 0} == {
+        "cpu": 1000, "memory": 2 * GI, "pods": 0}
+    assert cpu_of(machine.pod_requests()) == 2500
+    feed(state, ("DELETED", daemon))
+    assert cpu_of(machine.daemonset_requests()) == 0
+    assert cpu_of(machine.pod_requests()) == 1500
+
+
+def test_a_deleting_node_is_marked_for_deletion() -> None:
+    """Node Resource Level, It("should mark node for deletion when node is deleted"): a Node
+    no NodeClaim owns, with a deletion timestamp (its finalizer keeps it)."""
+    state, _ = fresh()
+    feed(state, ("ADDED", node("n1", "aws:///a/i-1")))
+    (machine,) = state.nodes()
+    assert not machine.is_marked_for_deletion
+    feed(state, ("MODIFIED", node("n1", "aws:///a/i-1", deleting=True)))
+    assert state.nodes()[0].is_marked_for_deletion
+
+
+def test_a_deleting_nodeclaim_marks_its_node_for_deletion() -> None:
+    """Node Resource Level, It("should mark node for deletion when nodeclaim is deleted")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1")),
+         ("ADDED", node("n1", "aws:///a/i-1")))
+    assert len(state.nodes()) == 1
+    feed(state, ("MODIFIED", nodeclaim("c1", "aws:///a/i-1", deleting=True)))
+    machine = state.node_for_nodeclaim("c1")
+    assert machine is not None and machine.is_marked_for_deletion
+    assert state.node_by_name("n1") is machine
+
+
+def test_a_nomination_holds_for_its_window() -> None:
+    """Node Resource Level, It("should nominate the node until the nomination time
+    passes"): 20 s by default (twice the batcher's maximum, at least 10 s)."""
+    state, clock = fresh()
+    feed(state, ("ADDED", node("n1", "aws:///a/i-1")))
+    (machine,) = state.nodes()
+    state.nominate(machine)
+    assert machine.nominated(clock.now())
+    clock.advance(10)
+    assert machine.nominated(clock.now())
+    clock.advance(11)
+    assert not machine.nominated(clock.now())
+
+
+def test_a_node_that_gets_its_provider_id_later_stays_one_node() -> None:
+    """Node Resource Level, It("should handle a node changing from no providerID to
+    registering a providerID")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", node("n1", pool=None)))
+    assert [m.node_name for m in state.nodes()] == ["n1"]
+    feed(state, ("MODIFIED", node("n1", "aws:///a/i-1", pool=None)))
+    assert [m.node_name for m in state.nodes()] == ["n1"]
+    assert state.nodes()[0].provider_id == "aws:///a/i-1"
+
+
+def test_a_nodeclaim_and_node_of_one_name_leak_nothing() -> None:
+    """Describe("Volume Usage/Node Deletion"), It("should not leak a state node when the
+    NodeClaim and Node names match")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", nodeclaim("same", "aws:///a/i-1")),
+         ("ADDED", node("same", "aws:///a/i-1")))
+    assert len(state.nodes()) == 1
+    feed(state, ("DELETED", nodeclaim("same", "aws:///a/i-1")))
+    assert len(state.nodes()) == 1
+    feed(state, ("DELETED", node("same", "aws:///a/i-1")))
+    assert state.nodes() == []
+
+
+# -- Describe("Taints") ---------------------------------------------------------------------
+
+
+EPHEMERAL = [
+    {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"},
+    {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true",
+     "effect": "NoSchedule"},
+]
+STARTUP = [{"key": "taint-key", "value": "taint-value", "effect": "NoSchedule"},
+           {"key": "taint-key2", "value": "taint-value2", "effect": "NoExecute"}]
+
+
+def taints_of(state: ClusterState) -> set[Taint]:
+    (machine,) = state.nodes()
+    return set(machine.taints())
+
+
+def as_taints(bodies: list[dict[str, str]]) -> set[Taint]:
+    return {Taint(b["key"], b.get("value", ""), b["effect"]) for b in bodies}
+
+
+def test_ephemeral_taints_of_an_uninitialized_managed_node_do_not_count() -> None:
+    """Taints, Managed, It("should not consider ephemeral taints on a managed node that
+    isn't initialized")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1")),
+         ("ADDED", node("n1", "aws:///a/i-1", initialized=False, taints=EPHEMERAL)))
+    assert taints_of(state) == set()
+
+
+def test_node_readiness_controller_taints_of_an_uninitialized_node_do_not_count() -> None:
+    """Taints, Managed, It("should not consider NodeReadinessController taints on a managed
+    node that isn't initialized")."""
+    state, _ = fresh()
+    readiness = [{"key": "readiness.k8s.io/some-rule", "effect": "NoSchedule"},
+                 {"key": "readiness.k8s.io/another-rule", "effect": "NoExecute"}]
+    feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1")),
+         ("ADDED", node("n1", "aws:///a/i-1", initialized=False, taints=readiness)))
+    assert taints_of(state) == set()
+
+
+def test_ephemeral_taints_of_an_initialized_managed_node_count() -> None:
+    """Taints, Managed, It("should consider ephemeral taints on a managed node after the
+    node is initialized")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1")),
+         ("ADDED", node("n1", "aws:///a/i-1", taints=EPHEMERAL)))
+    assert taints_of(state) == as_taints(EPHEMERAL)
+
+
+def test_startup_taints_of_an_uninitialized_managed_node_do_not_count() -> None:
+    """Taints, Managed, It("should consider startup taints on a managed node that isn't
+    initialized") (none counted, as Karpenter's expectation)."""
+    state, _ = fresh()
+    feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1", startup_taints=STARTUP)),
+         ("ADDED", node("n1", "aws:///a/i-1", initialized=False, taints=STARTUP)))
+    assert taints_of(state) == set()
+
+
+def test_startup_taints_of_an_initialized_managed_node_count() -> None:
+    """Taints, Managed, It("should consider startup taints on a managed node after the node
+    is initialized")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1", startup_taints=STARTUP)),
+         ("ADDED", node("n1", "aws:///a/i-1", taints=STARTUP)))
+    assert taints_of(state) == as_taints(STARTUP)
+
+
+def test_ephemeral_taints_of_an_unmanaged_node_count_before_initialization() -> None:
+    """Taints, Unmanaged, It("should consider ephemeral taints on an unmanaged node that
+    isn't initialized")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", node("n1", "aws:///a/i-1", pool=None, taints=EPHEMERAL)))
+    assert taints_of(state) == as_taints(EPHEMERAL)
+
+
+def test_ephemeral_taints_of_an_unmanaged_node_count_after_initialization() -> None:
+    """Taints, Unmanaged, It("should consider ephemeral taints on an unmanaged node after
+    the node is initialized")."""
+    state, _ = fresh()
+    body = node("n1", "aws:///a/i-1", pool=None, taints=EPHEMERAL)
+    body["metadata"]["labels"]["karpenter.sh/initialized"] = "true"
+    feed(state, ("ADDED", body))
+    assert taints_of(state) == as_taints(EPHEMERAL)
+
+
+# -- Describe("Consolidated State") ---------------------------------------------------------
+
+
+def test_marking_unconsolidated_changes_the_consolidation_state() -> None:
+    """Consolidated State, It("should update the consolidated value when setting
+    consolidation")."""
+    state, clock = fresh()
+    before = state.consolidation_state()
+    assert state.consolidation_state() == before
+    clock.advance(1)
+    state.mark_unconsolidated()
+    assert state.consolidation_state() != before
+
+
+def test_the_consolidation_state_changes_by_itself_after_five_minutes() -> None:
+    """Consolidated State, It("should update the consolidated value when state timeout (5m)
+    has passed and state hasn't changed")."""
+    state, clock = fresh()
+    before = state.consolidation_state()
+    clock.advance(60)
+    assert state.consolidation_state() == before
+    clock.advance(120)
+    assert state.consolidation_state() == before
+    clock.advance(120)
+    assert state.consolidation_state() != before
+
+
+def test_a_nodepool_update_changes_the_consolidation_state() -> None:
+    """Consolidated State, It("should cause consolidation state to change when a NodePool is
+    updated")."""
+    state, clock = fresh()
+    state.mark_unconsolidated()
+    clock.advance(60)
+    before = state.consolidation_state()
+    feed(state, ("ADDED", {"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+                           "metadata": {"name": "default", "generation": 1},
+                           "spec": {"template": {"spec": {
+                               "nodeClassRef": {"group": "karpenter.k8s.aws",
+                                                "kind": "EC2NodeClass", "name": "default"},
+                               "requirements": []}}}}))
+    assert state.consolidation_state() != before
