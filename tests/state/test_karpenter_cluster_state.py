@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from nodewright import metrics
+from nodewright.cluster.memory import InMemoryCluster
 from nodewright.runtime import VirtualClock, WatchEvent
 from nodewright.scheduling.pods import Taint
 from nodewright.state import ClusterState
@@ -385,3 +387,203 @@ def test_a_nodepool_update_changes_the_consolidation_state() -> None:
                                                 "kind": "EC2NodeClass", "name": "default"},
                                "requirements": []}}}}))
     assert state.consolidation_state() != before
+
+
+# -- Describe("Cluster State Sync") ---------------------------------------------------------
+# Karpenter applies 1000 objects from goroutines; 60 here, one after another.
+
+
+class Synced:
+    """An API server and a state fed only what `track` hands it (Karpenter's informer
+    controllers reconciling an object)."""
+
+    def __init__(self) -> None:
+        self.clock = VirtualClock(START)
+        self.cluster = InMemoryCluster(self.clock)
+        self.state = ClusterState(self.clock)
+        self.count = 0
+
+    def apply(self, body: dict[str, Any], *, track: bool = True) -> dict[str, Any]:
+        status = body.pop("status", None)
+        created = self.cluster.create(body)
+        if status and body["kind"] == "NodeClaim":
+            created = self.cluster.patch("NodeClaim", created["metadata"]["name"],
+                                         {"status": status}, subresource="status")
+        if track:
+            self.state.observe(WatchEvent("ADDED", created))
+        return created
+
+    def new_id(self) -> str:
+        self.count += 1
+        return f"aws:///us-east-1a/i-{self.count:017x}"
+
+    def synced(self) -> bool:
+        return self.state.synced(self.cluster)
+
+
+def unmanaged_node(name: str, provider_id: str = "") -> dict[str, Any]:
+    return node(name, provider_id, pool=None)
+
+
+def test_synced_when_every_node_is_tracked() -> None:
+    """Cluster State Sync, It("should consider the cluster state synced when all nodes are
+    tracked") (with the synced gauge at 1 and the unsynced time at 0)."""
+    bench = Synced()
+    for i in range(60):
+        bench.apply(unmanaged_node(f"n{i}", bench.new_id()))
+    assert bench.synced()
+    assert metrics.CLUSTER_STATE_SYNCED._value.get() == 1
+    assert metrics.CLUSTER_STATE_UNSYNCED_TIME._value.get() == 0
+
+
+def test_synced_when_nodes_register_their_provider_ids() -> None:
+    """Cluster State Sync, It("should consider the cluster state synced when nodes register
+    provider id")."""
+    bench = Synced()
+    nodes = [bench.apply(unmanaged_node(f"n{i}")) for i in range(60)]
+    assert bench.synced()
+    for body in nodes:
+        body["spec"]["providerID"] = bench.new_id()
+        updated = bench.cluster.update(body)
+        bench.state.observe(WatchEvent("MODIFIED", updated))
+    assert bench.synced()
+    assert len(bench.state.nodes()) == 60
+
+
+def test_synced_when_every_nodeclaim_is_tracked() -> None:
+    """Cluster State Sync, It("should consider the cluster state synced when all nodeclaims
+    are tracked")."""
+    bench = Synced()
+    for i in range(60):
+        bench.apply(nodeclaim(f"c{i}", bench.new_id()))
+    assert bench.synced()
+
+
+def test_synced_with_nodeclaims_and_nodes_tracked_together() -> None:
+    """Cluster State Sync, It("should consider the cluster state synced when a combination
+    of nodeclaims and node are tracked")."""
+    bench = Synced()
+    for i in range(15):
+        provider_id = bench.new_id()
+        bench.apply(node(f"n{i}", provider_id))
+        bench.apply(nodeclaim(f"c{i}", provider_id))
+    for i in range(15, 30):
+        bench.apply(unmanaged_node(f"n{i}", bench.new_id()))
+    for i in range(30, 60):
+        bench.apply(nodeclaim(f"c{i}", bench.new_id()))
+    assert bench.synced()
+
+
+def test_synced_when_nodeclaims_and_their_nodes_are_one_machine_each() -> None:
+    """Cluster State Sync, It("should consider the cluster state synced when the
+    representation of nodes is the same"): each NodeClaim and its Node, seen in turn."""
+    bench = Synced()
+    for i in range(30):
+        provider_id = bench.new_id()
+        bench.apply(nodeclaim(f"c{i}", provider_id))
+        bench.apply(node(f"n{i}", provider_id))
+    assert bench.synced()
+    assert len(bench.state.nodes()) == 30
+
+
+def test_not_synced_while_a_nodeclaim_is_untracked() -> None:
+    """Cluster State Sync, It("shouldn't consider the cluster state synced if a nodeclaim
+    isn't tracked")."""
+    bench = Synced()
+    for i in range(60):
+        bench.apply(nodeclaim(f"c{i}", bench.new_id()), track=i != 45)
+    assert not bench.synced()
+
+
+def test_not_synced_with_a_nodeclaim_only_the_state_knows_without_a_provider_id() -> None:
+    """Cluster State Sync, It("shouldn't consider the cluster state synced if a nodeclaim is
+    added manually with UpdateNodeClaim")."""
+    bench = Synced()
+    bench.state.observe(WatchEvent("ADDED", nodeclaim("manual")))
+    assert not bench.synced()
+
+
+def test_a_node_added_after_the_first_sync_keeps_it_synced() -> None:
+    """Cluster State Sync, It("should consider the cluster state synced when a new node is
+    added after the initial sync")."""
+    bench = Synced()
+    for i in range(15):
+        provider_id = bench.new_id()
+        bench.apply(node(f"n{i}", provider_id))
+        bench.apply(nodeclaim(f"c{i}", provider_id))
+    for i in range(15, 30):
+        bench.apply(unmanaged_node(f"n{i}", bench.new_id()))
+    assert bench.synced()
+    bench.apply(unmanaged_node("late", bench.new_id()), track=False)
+    assert bench.synced()
+
+
+# -- Describe("NodePool Resources") ---------------------------------------------------------
+
+
+def claimed(pool: str = "blue") -> tuple[dict[str, Any], dict[str, Any]]:
+    """A NodeClaim with 2 CPU of capacity and its registered (uninitialized) Node."""
+    claim = nodeclaim("c1", "aws:///a/i-1", pool=pool, cpu="2")
+    body = node("n1", "aws:///a/i-1", pool=pool, cpu="2", initialized=False)
+    return claim, body
+
+
+def pool_cpu(state: ClusterState, pool: str = "blue") -> int:
+    return int(state.nodepool_resources(pool).get("cpu", 0))
+
+
+def test_each_nodepool_counts_its_own_machines() -> None:
+    """NodePool Resources, It("should calculate nodepool resources for multiple
+    nodepools")."""
+    state, _ = fresh()
+    for i in range(3):
+        feed(state, ("ADDED", nodeclaim(f"a{i}", f"aws:///a/i-a{i}", pool="a", cpu="2")),
+             ("ADDED", nodeclaim(f"b{i}", f"aws:///a/i-b{i}", pool="b", cpu="4")))
+    assert pool_cpu(state, "a") == 6000
+    assert pool_cpu(state, "b") == 12000
+    assert state.nodepool_resources("a")["nodes"] == 3000
+
+
+def test_a_deleting_nodeclaim_stops_counting() -> None:
+    """NodePool Resources, It("should update nodepool resources when node is terminating
+    (deletionTimestamp set)")."""
+    state, _ = fresh()
+    claim, body = claimed()
+    feed(state, ("ADDED", claim), ("ADDED", body))
+    assert pool_cpu(state) == 2000
+    feed(state, ("MODIFIED", nodeclaim("c1", "aws:///a/i-1", pool="blue", deleting=True)))
+    assert pool_cpu(state) == 0
+
+
+def test_marking_for_deletion_uncounts_and_unmarking_counts_again() -> None:
+    """NodePool Resources, It("should update nodepool resources when node is marked/unmarked
+    for deletion")."""
+    state, _ = fresh()
+    claim, body = claimed()
+    feed(state, ("ADDED", claim), ("ADDED", body))
+    state.mark_for_deletion("aws:///a/i-1")
+    assert pool_cpu(state) == 0
+    state.unmark_for_deletion("aws:///a/i-1")
+    assert pool_cpu(state) == 2000
+
+
+def test_marking_then_deleting_subtracts_once() -> None:
+    """NodePool Resources, It("should not double subtract resources when marking for
+    deletion and then deleting")."""
+    state, _ = fresh()
+    claim, body = claimed()
+    feed(state, ("ADDED", claim), ("ADDED", body))
+    state.mark_for_deletion("aws:///a/i-1")
+    assert pool_cpu(state) == 0
+    deleting_claim = nodeclaim("c1", "aws:///a/i-1", pool="blue", cpu="2", deleting=True)
+    feed(state, ("MODIFIED", deleting_claim))
+    assert pool_cpu(state) == 0
+    deleting_node = node("n1", "aws:///a/i-1", pool="blue", cpu="2", initialized=False,
+                         deleting=True)
+    feed(state, ("MODIFIED", deleting_node))
+    assert pool_cpu(state) == 0
+    feed(state, ("DELETED", deleting_claim))
+    assert pool_cpu(state) == 0
+    feed(state, ("DELETED", deleting_node))
+    assert pool_cpu(state) == 0
+    assert state.nodepool_resources("blue").get("nodes", 0) == 0
