@@ -587,3 +587,79 @@ def test_marking_then_deleting_subtracts_once() -> None:
     feed(state, ("DELETED", deleting_node))
     assert pool_cpu(state) == 0
     assert state.nodepool_resources("blue").get("nodes", 0) == 0
+
+
+# -- Describe("DaemonSet Controller") -------------------------------------------------------
+# Karpenter's GetDaemonSetPod is the pod a DaemonSet is sized by; ours is the DaemonSet
+# model's pod (its requests tell which pod sized it: the template asks 1 CPU, each pod
+# of a story another amount, as a LimitRange would make it).
+
+
+DAEMONSET = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+             "metadata": {"name": "ds", "namespace": "default", "uid": "ds-uid"},
+             "spec": {"selector": {"matchLabels": {"app": "ds"}}, "template": {
+                 "metadata": {"labels": {"app": "ds"}},
+                 "spec": {"containers": [{"name": "c", "resources": {
+                     "requests": {"cpu": "1", "memory": "1Gi"}}}]}}}}
+
+
+def daemon_pod(name: str, cpu: str, created: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": name, "namespace": "default", "uid": name, "creationTimestamp": created,
+        "labels": {"app": "ds"},
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds",
+                             "uid": "ds-uid", "controller": True}]},
+        "spec": {"containers": [{"name": "c", "resources": {
+            "requests": {"cpu": cpu, "memory": "1Gi"}}}]},
+        "status": {"phase": "Pending"}}
+
+
+def daemon_cpu(state: ClusterState) -> list[int]:
+    return [int(d.pod.requests.get("cpu", 0)) for d in state.daemonsets()]
+
+
+def test_a_daemonset_without_a_pod_is_sized_by_its_template() -> None:
+    """DaemonSet Controller, It("should not update daemonsetCache when daemonset pod is not
+    present")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", DAEMONSET))
+    assert daemon_cpu(state) == [1000]
+
+
+def test_a_daemonset_is_sized_by_its_pod_once_created() -> None:
+    """DaemonSet Controller, It("should update daemonsetCache when daemonset pod is
+    created")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", DAEMONSET), ("ADDED", daemon_pod("p1", "2", "2026-01-05T00:00:00Z")))
+    assert daemon_cpu(state) == [2000]
+
+
+def test_a_daemonset_is_sized_by_its_newest_pod() -> None:
+    """DaemonSet Controller, It("should update daemonsetCache with the newest created
+    pod")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", DAEMONSET), ("ADDED", daemon_pod("p1", "2", "2026-01-05T00:00:00Z")))
+    assert daemon_cpu(state) == [2000]
+    feed(state, ("ADDED", daemon_pod("p2", "3", "2026-01-05T00:00:01Z")))
+    assert daemon_cpu(state) == [3000]
+
+
+def test_a_deleted_daemonset_leaves_the_cache() -> None:
+    """DaemonSet Controller, It("should delete daemonset in cache when daemonset is
+    deleted")."""
+    state, _ = fresh()
+    pod_body = daemon_pod("p1", "2", "2026-01-05T00:00:00Z")
+    feed(state, ("ADDED", DAEMONSET), ("ADDED", pod_body))
+    assert daemon_cpu(state) == [2000]
+    feed(state, ("DELETED", DAEMONSET), ("DELETED", pod_body))
+    assert daemon_cpu(state) == []
+
+
+def test_only_the_daemonsets_own_pods_size_it() -> None:
+    """DaemonSet Controller, It("should only return daemonset pods from the daemonset
+    cache"): 100 other pods in its namespace (Karpenter's 1000) change nothing."""
+    state, _ = fresh()
+    feed(state, ("ADDED", DAEMONSET))
+    for i in range(100):
+        feed(state, ("ADDED", pod(f"other-{i}", cpu="5")))
+    assert daemon_cpu(state) == [1000]
