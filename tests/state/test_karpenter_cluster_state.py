@@ -663,3 +663,43 @@ def test_only_the_daemonsets_own_pods_size_it() -> None:
     for i in range(100):
         feed(state, ("ADDED", pod(f"other-{i}", cpu="5")))
     assert daemon_cpu(state) == [1000]
+
+
+# -- Describe("StateNode Capacity") ---------------------------------------------------------
+# Karpenter adds resources.Node (1) to a StateNode's capacity so a NodePool's `nodes` limit
+# counts it; ours adds it to what the machine counts against its NodePool (pool_usage).
+
+
+def nodes_counted_for(state: ClusterState, name: str) -> int:
+    machine = state.node_for_nodeclaim(name)
+    assert machine is not None
+    usage = machine.pool_usage()
+    assert usage is not None
+    return usage[1]["nodes"] // 1000
+
+
+def test_an_initialized_node_counts_one_node() -> None:
+    """StateNode Capacity, It("should include resources.Node in capacity for an initialized
+    node")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1", cpu="4")),
+         ("ADDED", node("n1", "aws:///a/i-1")))
+    assert nodes_counted_for(state, "c1") == 1
+    assert state.nodepool_resources("default")["nodes"] == 1000
+
+
+def test_a_nodeclaim_without_a_node_counts_one_node() -> None:
+    """StateNode Capacity, It("should include resources.Node in capacity for a NodeClaim
+    without a Node")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1", cpu="4")))
+    assert nodes_counted_for(state, "c1") == 1
+
+
+def test_an_uninitialized_node_counts_one_node() -> None:
+    """StateNode Capacity, It("should include resources.Node in capacity for uninitialized
+    node with NodeClaim")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1", cpu="4")),
+         ("ADDED", node("n1", "aws:///a/i-1", initialized=False)))
+    assert nodes_counted_for(state, "c1") == 1
