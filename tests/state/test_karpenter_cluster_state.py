@@ -703,3 +703,52 @@ def test_an_uninitialized_node_counts_one_node() -> None:
     feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1", cpu="4")),
          ("ADDED", node("n1", "aws:///a/i-1", initialized=False)))
     assert nodes_counted_for(state, "c1") == 1
+
+
+# -- Describe("Pod Ack") ----------------------------------------------------------------------
+# Karpenter's MarkPodSchedulingDecisions is our record_scheduling_decisions (tried, placed)
+# with record_pod_nominations for the NodeClaim a pod was placed on; an error for a pod is
+# the provisioner's clear_pod_scheduling.
+
+
+def test_a_pod_is_marked_schedulable_once() -> None:
+    """Pod Ack, It("should only mark pods as schedulable once")."""
+    state, clock = fresh()
+    feed(state, ("ADDED", pod("p1")))
+    assert state.pod_schedulable_time("default/p1") is None
+    state.record_scheduling_decisions(["default/p1"], ["default/p1"])
+    state.record_pod_nominations({"default/p1": "nodeclaim/nc1"})
+    first = state.pod_schedulable_time("default/p1")
+    assert first is not None
+    clock.advance(60)
+    state.record_scheduling_decisions(["default/p1"], ["default/p1"])
+    assert state.pod_schedulable_time("default/p1") == first
+    feed(state, ("ADDED", nodeclaim("nc1", "aws:///a/i-9")))
+    assert state.pod_nomination("default/p1") == "nodeclaim/nc1"
+
+
+def test_an_error_for_the_pod_forgets_its_scheduling_times() -> None:
+    """Pod Ack, It("should delete pod schedulable time and pod to nodeClaim mapping if we
+    get error for the pod")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", pod("p1")))
+    state.record_scheduling_decisions(["default/p1"], ["default/p1"])
+    assert state.pod_schedulable_time("default/p1") is not None
+    state.clear_pod_scheduling("default/p1")
+    assert state.pod_schedulable_time("default/p1") is None
+    assert state.pod_nomination("default/p1") is None
+
+
+def test_a_deleted_pod_forgets_its_scheduling_times_and_nomination() -> None:
+    """Pod Ack, It("should delete the pod mappings from memory when the pod is deleted")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", pod("p1")), ("ADDED", nodeclaim("nc1", "aws:///a/i-9")))
+    state.record_scheduling_decisions(["default/p1"], ["default/p1"])
+    state.record_pod_nominations({"default/p1": "nodeclaim/nc1"})
+    assert state.pod_schedulable_time("default/p1") is not None
+    assert state.pod_decision_time("default/p1") is not None
+    assert state.pod_nomination("default/p1") == "nodeclaim/nc1"
+    feed(state, ("DELETED", pod("p1")))
+    assert state.pod_schedulable_time("default/p1") is None
+    assert state.pod_decision_time("default/p1") is None
+    assert state.pod_nomination("default/p1") is None
