@@ -161,6 +161,23 @@ def test_a_deleted_node_is_no_longer_tracked() -> None:
     assert state.nodes() == []
 
 
+def test_a_pod_seen_again_on_another_node_leaves_the_first() -> None:
+    """Node Resource Level, It("should track pods correctly if we miss events or they are
+    consolidated"): the pod's deletion is never seen; a pod of the same name bound to a
+    bigger node is."""
+    state, _ = fresh()
+    feed(state, ("ADDED", node("n1", "aws:///a/i-1")),
+         ("ADDED", pod("stateful-set-pod", "n1")))
+    first = state.node_by_name("n1")
+    assert first is not None and cpu_of(first.pod_requests()) == 1500
+    feed(state, ("ADDED", node("n2", "aws:///a/i-2", cpu="8")),
+         ("MODIFIED", pod("stateful-set-pod", "n2", cpu="5")))
+    second = state.node_by_name("n2")
+    assert second is not None
+    assert (cpu_of(first.available()), cpu_of(first.pod_requests())) == (4000, 0)
+    assert (cpu_of(second.available()), cpu_of(second.pod_requests())) == (3000, 5000)
+
+
 def test_usage_stays_right_as_pods_come_and_go() -> None:
     """Node Resource Level, It("should maintain a correct count of resource usage as pods are
     deleted/added"): 25 pods of 100m each added and deleted in turn."""
@@ -752,3 +769,55 @@ def test_a_deleted_pod_forgets_its_scheduling_times_and_nomination() -> None:
     assert state.pod_schedulable_time("default/p1") is None
     assert state.pod_decision_time("default/p1") is None
     assert state.pod_nomination("default/p1") is None
+
+
+def test_a_node_moving_to_another_nodepool_takes_its_count_along() -> None:
+    """NodePool Resources, It("should update nodepool resources when a node switches from
+    one nodepool to another"): a registered node's NodePool is its Node's label."""
+    state, _ = fresh()
+    feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1", pool="old", cpu="2")),
+         ("ADDED", node("n1", "aws:///a/i-1", pool="old", cpu="2", initialized=False)))
+    assert (pool_cpu(state, "old"), pool_cpu(state, "new")) == (2000, 0)
+    feed(state, ("MODIFIED", nodeclaim("c1", "aws:///a/i-1", pool="new", cpu="2")))
+    assert (pool_cpu(state, "old"), pool_cpu(state, "new")) == (2000, 0)
+    feed(state, ("MODIFIED", node("n1", "aws:///a/i-1", pool="new", cpu="2",
+                                  initialized=False)))
+    assert (pool_cpu(state, "old"), pool_cpu(state, "new")) == (0, 2000)
+
+
+def test_a_nodeclaim_changing_provider_id_counts_twice_until_its_node_follows() -> None:
+    """NodePool Resources, It("should update nodepool resources when the node changes
+    providerID")."""
+    state, _ = fresh()
+    feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1", pool="blue", cpu="2")),
+         ("ADDED", node("n1", "aws:///a/i-1", pool="blue", cpu="2", initialized=False)))
+    assert pool_cpu(state) == 2000
+    feed(state, ("MODIFIED", nodeclaim("c1", "aws:///a/i-2", pool="blue", cpu="2")))
+    assert pool_cpu(state) == 4000
+    feed(state, ("MODIFIED", node("n1", "aws:///a/i-2", pool="blue", cpu="2",
+                                  initialized=False)))
+    assert pool_cpu(state) == 2000
+
+
+def test_a_removed_node_leaves_its_nodeclaims_count() -> None:
+    """NodePool Resources, It("should handle nodepool resources when node inside of the
+    state node is removed") (the Node deleted): the Node's capacity (1 CPU) counts while it
+    is there, the NodeClaim's (2) once it is gone."""
+    state, _ = fresh()
+    feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1", pool="blue", cpu="2")),
+         ("ADDED", node("n1", "aws:///a/i-1", pool="blue", cpu="1", initialized=False)))
+    assert pool_cpu(state) == 1000
+    feed(state, ("DELETED", node("n1", "aws:///a/i-1", pool="blue", cpu="1",
+                                 initialized=False)))
+    assert pool_cpu(state) == 2000
+
+
+def test_a_removed_nodeclaim_leaves_its_nodes_count() -> None:
+    """NodePool Resources, It("should handle nodepool resources when node inside of the
+    state node is removed") (the NodeClaim deleted): the Node's 1 CPU still counts."""
+    state, _ = fresh()
+    feed(state, ("ADDED", nodeclaim("c1", "aws:///a/i-1", pool="blue", cpu="2")),
+         ("ADDED", node("n1", "aws:///a/i-1", pool="blue", cpu="1", initialized=False)))
+    assert pool_cpu(state) == 1000
+    feed(state, ("DELETED", nodeclaim("c1", "aws:///a/i-1", pool="blue", cpu="2")))
+    assert pool_cpu(state) == 1000
