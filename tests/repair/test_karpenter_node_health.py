@@ -16,9 +16,14 @@ from datetime import timedelta
 from typing import Any
 
 from nodewright import metrics
+from nodewright.cloud.sim import SimulatedEC2
 from nodewright.cluster import objects
-from nodewright.controllers.node.health import UNHEALTHY_DISRUPTED
-from nodewright.runtime.clock import format_time, parse_time
+from nodewright.cluster.events import EventRecorder
+from nodewright.cluster.memory import InMemoryCluster
+from nodewright.controllers.node.health import UNHEALTHY_DISRUPTED, NodeHealth
+from nodewright.runtime.clock import VirtualClock, format_time, parse_time
+from nodewright.runtime.reconciler import WatchEvent
+from nodewright.state import ClusterState
 from tests.harness import World
 from tests.repair.test_node_repair_stories import _node_names, _set_condition, _world
 
@@ -180,3 +185,43 @@ def test_a_repair_counts_as_an_unhealthy_disruption() -> None:
                  nodepool="default") == 1
     assert total("karpenter_nodeclaims_unhealthy_disrupted_total", condition="storage_ready",
                  nodepool="default") == 1
+
+
+def test_more_than_a_fifth_of_the_cluster_unhealthy_blocks_repair() -> None:
+    """It("should ignore unhealthy nodes if more then 20% of the nodes are unhealthy in a
+    cluster"): NodeClaims without a NodePool are measured against every node; three of ten
+    unhealthy is more than two, so none is repaired and each is looked at again in five
+    minutes. Told on the health controller alone, as Karpenter's (no story launches
+    NodeClaims without a NodePool)."""
+    clock = VirtualClock()
+    cluster = InMemoryCluster(clock)
+    state = ClusterState(clock)
+    now = clock.now()
+    stale = format_time(now - timedelta(hours=1))
+    for i in range(10):
+        provider_id = f"aws:///us-east-1a/i-{i:017x}"
+        claim = cluster.create({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": f"claim-{i}", "finalizers": ["karpenter.sh/termination"]},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                      "name": "default"}, "requirements": []}})
+        claim = cluster.patch("NodeClaim", f"claim-{i}", {"status": {
+            "providerID": provider_id}}, subresource="status")
+        conditions = [{"type": "Ready", "status": "True", "lastTransitionTime": stale}]
+        if i < 3:
+            conditions.append({"type": BAD, "status": "False", "lastTransitionTime": stale})
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": f"node-{i}", "labels": {"node.kubernetes.io/instance-type": "m5.large",
+                                            "karpenter.sh/registered": "true",
+                                            "karpenter.sh/initialized": "true"}},
+            "spec": {"providerID": provider_id}, "status": {"conditions": conditions}}
+        for obj in (claim, node):
+            state.observe(WatchEvent("ADDED", obj))
+    health = NodeHealth(cluster, SimulatedEC2(clock, cluster=cluster), clock, state,
+                        EventRecorder(cluster, clock))
+    for i in range(3):
+        result = health.reconcile(f"node-{i}")
+        assert result.requeue_after == 300
+        assert not objects.is_deleting(cluster.get("NodeClaim", f"claim-{i}"))
+    blocked = [e for e in cluster.list("Event") if e.get("reason") == "NodeRepairBlocked"]
+    assert blocked and "unhealthy in the cluster" in blocked[0]["note"]
