@@ -419,6 +419,15 @@ def test_a_nodepool_on_a_node_class_not_ready_is_not_ready() -> None:
     assert [(c["reason"], c["message"]) for c in ready] == [("reason", "message")]
 
 
+def test_a_nodepool_on_a_node_class_without_conditions_is_not_ready() -> None:
+    """readiness/suite_test.go It("should have status condition on nodePool as not ready if
+    nodeClass does not have status conditions")."""
+    written = readiness({"conditions": []})
+    assert condition(written, "Ready") == "False"
+    ready = [c for c in written["status"]["conditions"] if c["type"] == "NodeClassReady"]
+    assert [c["reason"] for c in ready] == ["NodeClassReadinessUnknown"]
+
+
 def test_a_nodepool_on_a_terminating_node_class_is_not_ready(world: World) -> None:
     """readiness/suite_test.go It("should mark NodeClassReady status condition on nodePool
     as NotReady if nodeClass is terminating")."""

@@ -129,11 +129,12 @@ class NodePoolStatus:
             NODEPOOL.set_false(pool, "NodeClassReady", now, "NodeClassInvalid",
                                f"EC2NodeClass {name!r} is invalid: {parsed.problem}")
             return
-        # A node class nobody has reported on yet (the simulator's) counts as ready.
+        # A node class nobody has reported on yet is not known to be ready (Karpenter's
+        # NodeClassReadinessUnknown); its controller writes Ready on its first reconcile.
         ready = objects.condition(node_class, "Ready")
-        if ready is None or ready.get("status") == conditions.TRUE:
+        if ready is not None and ready.get("status") == conditions.TRUE:
             NODEPOOL.set_true(pool, "NodeClassReady", now)
-        elif ready.get("status") == conditions.FALSE:
+        elif ready is not None and ready.get("status") == conditions.FALSE:
             NODEPOOL.set_false(pool, "NodeClassReady", now, str(ready.get("reason") or
                                                                "NodeClassNotReady"),
                                str(ready.get("message") or ""))
