@@ -247,6 +247,7 @@ def test_pods_do_not_go_to_a_node_being_deleted() -> None:
     node = {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": "old", "finalizers": ["karpenter.sh/termination"],
                          "labels": {"karpenter.sh/nodepool": "default",
+                                    "karpenter.k8s.aws/ec2nodeclass": "default",
                                     "node.kubernetes.io/instance-type": "m5.large",
                                     "kubernetes.io/hostname": "old"}},
             "spec": {},

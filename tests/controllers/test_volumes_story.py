@@ -283,6 +283,8 @@ def instance_alive(world: World, provider_id: str) -> bool:
 
 def test_the_instance_is_terminated_only_once_its_volumes_are_detached(
         make_world: Any) -> None:
+    """Karpenter v1.14.1 pkg/controllers/node/termination/suite_test.go, It("should wait for
+    volume attachments")."""
     world: World = make_world(actor_settings=ActorSettings(pod_start_delay=2.0,
                                                            volume_detach_delay=120.0))
     name, provider_id = volume_story(world)
@@ -309,6 +311,8 @@ def test_the_instance_is_terminated_only_once_its_volumes_are_detached(
 
 
 def test_the_termination_grace_period_ends_the_wait_for_detachment(make_world: Any) -> None:
+    """Karpenter v1.14.1 pkg/controllers/node/termination/suite_test.go, It("should wait for
+    volume attachments until the nodeclaim's termination grace period expires")."""
     world: World = make_world(actor_settings=ActorSettings(pod_start_delay=2.0,
                                                            volume_detach_delay=3600.0))
     name, provider_id = volume_story(world, GRACEFUL_POOL)
@@ -328,6 +332,8 @@ def test_the_termination_grace_period_ends_the_wait_for_detachment(make_world: A
 
 def test_volumes_of_pods_that_are_not_drained_do_not_hold_termination(
         make_world: Any) -> None:
+    """Karpenter v1.14.1 pkg/controllers/node/termination/suite_test.go, It("should only
+    wait for volume attachments associated with drainable pods")."""
     world: World = make_world(actor_settings=ActorSettings(pod_start_delay=2.0,
                                                            volume_detach_delay=3600.0))
     tolerant = pod("db", "data")

@@ -79,6 +79,8 @@ def test_a_condition_no_policy_names_or_a_healthy_status_is_left_alone() -> None
 
 
 def test_more_than_a_fifth_of_the_pool_unhealthy_blocks_repair() -> None:
+    """Karpenter v1.14.1 pkg/controllers/node/health/suite_test.go, It("should ignore
+    unhealthy nodes if more then 20% of the nodes are unhealthy in a nodepool")."""
     world = _world(5)
     first, second = _node_names(world)[:2]
     # Two of five is more than 20 % (one allowed): neither is repaired.

@@ -57,6 +57,7 @@ from nodewright.controllers.metrics import (
     StatusConditionMetrics,
 )
 from nodewright.controllers.node.health import NodeHealth
+from nodewright.controllers.node.hydration import NodeHydration
 from nodewright.controllers.node.termination import NodeTermination
 from nodewright.controllers.nodeclaim import NodeClaimLifecycle
 from nodewright.controllers.nodeclaim.consistency import NodeClaimConsistency
@@ -235,6 +236,7 @@ SPECS: tuple[ControllerSpec, ...] = (
     ControllerSpec("nodeclaim.lifecycle", "NodeClaim", _lifecycle),
     ControllerSpec("node.termination", "Node", lambda p: NodeTermination(
         p.cluster, p.metered(NodeTermination.name), p.clock, p.state, p.recorder)),
+    ControllerSpec("node.hydration", "Node", lambda p: NodeHydration(p.cluster, p.state)),
     ControllerSpec("nodepool.status", "NodePool", lambda p: NodePoolStatus(
         p.cluster, p.clock, p.state, p.registration_health)),
     ControllerSpec("instance.garbagecollection", "NodeClaim", lambda p: InstanceGarbageCollection(

@@ -59,6 +59,18 @@ def _name(obj: Object) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
 
 
+def _nodepool_spec_changed(before: Object | None, after: Object) -> bool:
+    """A managed NodePool (on an EC2NodeClass) that is new or has a new generation."""
+    spec = ((after.get("spec") or {}).get("template") or {}).get("spec") or {}
+    reference = spec.get("nodeClassRef") or {}
+    if (reference.get("group"), reference.get("kind")) != ("karpenter.k8s.aws", "EC2NodeClass"):
+        return False
+    if before is None:
+        return True
+    return bool((before.get("metadata") or {}).get("generation")
+                != (after.get("metadata") or {}).get("generation"))
+
+
 def _version(obj: Object) -> int | None:
     """The object's resourceVersion as etcd's integer (opaque elsewhere: None)."""
     raw = str((obj.get("metadata") or {}).get("resourceVersion") or "")
@@ -183,6 +195,11 @@ class ClusterState:
             else:
                 self._update_nodeclaim(obj)
         else:
+            if kind == "NodePool" and not deleted and _nodepool_spec_changed(
+                    self.config.nodepools.get(_name(obj)), obj):
+                # Karpenter's state.nodepool informer: a NodePool created or changed (its
+                # generation) makes consolidation look again.
+                self.mark_unconsolidated()
             self.config.observe(kind, obj, deleted)
 
     # -- sync ----------------------------------------------------------------------------

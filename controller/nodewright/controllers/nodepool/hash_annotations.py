@@ -17,6 +17,7 @@ from typing import Any
 from nodewright.api import hashes
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
+from nodewright.controllers.common.managed import nodepool_is_managed
 from nodewright.controllers.nodeclaim.disruption_conditions import DRIFTED
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state.cluster import ClusterState
@@ -43,6 +44,9 @@ class HashController:
     def reconcile(self, key: str) -> Result:
         kind, _, name = key.partition("/")
         if kind == "NodePool":
+            pool = self.state.nodepool(name)
+            if pool is None or not nodepool_is_managed(pool):
+                return Result()
             parsed = self.state.nodepool_model(name)
             if parsed is None or parsed.model is None:
                 return Result()

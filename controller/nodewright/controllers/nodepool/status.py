@@ -12,6 +12,8 @@ its spec (generation) or its EC2NodeClass's generation changed since the conditi
 written; `status.nodeClassObservedGeneration` remembers the latter. The NodeClaim
 lifecycle sets it True or False (see `registration_health`). Written only once the state
 is synced, so a restarted controller never writes a smaller count than the truth.
+A NodePool on another provider's node class (its nodeClassRef's group and kind) is not
+ours: its status is left alone.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODEPOOL
 from nodewright.cluster.copying import copy_object, deep_copy
+from nodewright.controllers.common.managed import nodepool_is_managed
 from nodewright.controllers.common.patching import patch_status
 from nodewright.controllers.common.registration_health import (
     NODE_REGISTRATION_HEALTHY,
@@ -74,7 +77,7 @@ class NodePoolStatus:
 
     def reconcile(self, key: str) -> Result:
         cached = self.state.nodepool(key)
-        if cached is None:
+        if cached is None or not nodepool_is_managed(cached):
             return Result()
         pool: dict[str, Any] = copy_object(cached)
         if not self.state.synced(self.cluster):
@@ -126,11 +129,12 @@ class NodePoolStatus:
             NODEPOOL.set_false(pool, "NodeClassReady", now, "NodeClassInvalid",
                                f"EC2NodeClass {name!r} is invalid: {parsed.problem}")
             return
-        # A node class nobody has reported on yet (the simulator's) counts as ready.
+        # A node class nobody has reported on yet is not known to be ready (Karpenter's
+        # NodeClassReadinessUnknown); its controller writes Ready on its first reconcile.
         ready = objects.condition(node_class, "Ready")
-        if ready is None or ready.get("status") == conditions.TRUE:
+        if ready is not None and ready.get("status") == conditions.TRUE:
             NODEPOOL.set_true(pool, "NodeClassReady", now)
-        elif ready.get("status") == conditions.FALSE:
+        elif ready is not None and ready.get("status") == conditions.FALSE:
             NODEPOOL.set_false(pool, "NodeClassReady", now, str(ready.get("reason") or
                                                                "NodeClassNotReady"),
                                str(ready.get("message") or ""))

@@ -42,6 +42,7 @@ from nodewright.state import ClusterState, podutil
 from nodewright.state.wellknown import (
     DISRUPTED_TAINT,
     EXCLUDE_LOAD_BALANCERS_LABEL,
+    NODECLASS_LABEL,
     NODEPOOL_LABEL,
     TERMINATION_FINALIZER,
     TERMINATION_TIMESTAMP_ANNOTATION,
@@ -133,8 +134,8 @@ class NodeTermination:
             return Result()
         if TERMINATION_FINALIZER not in (metadata.get("finalizers") or []):
             return Result()
-        if not (metadata.get("labels") or {}).get(NODEPOOL_LABEL):
-            return Result()
+        if NODECLASS_LABEL not in (metadata.get("labels") or {}):
+            return Result()  # not ours: Karpenter's IsManaged reads the node class label
         try:
             return self._finalize(node)
         except ConflictError:

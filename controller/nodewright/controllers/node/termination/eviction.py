@@ -33,6 +33,8 @@ from nodewright.state.pods import pod_key
 log = logging.getLogger(__name__)
 
 BACKOFF = Backoff(initial=0.1, maximum=10.0)
+# The eviction subresource's 500 for a pod that more than one budget selects.
+MULTIPLE_BUDGETS = "more than one PodDisruptionBudget"
 Pod = Mapping[str, Any]
 
 
@@ -112,10 +114,12 @@ class Evictor:
             self._backoff.pop(entry, None)
             return
         self._back_off(entry)
-        if isinstance(error, TooManyRequestsError):
+        if isinstance(error, TooManyRequestsError) or MULTIPLE_BUDGETS in error.message:
+            why = ("violates a PDB" if isinstance(error, TooManyRequestsError)
+                   else "is refused: eviction does not support multiple PDBs")
             self.recorder.publish(Event(
                 regarding=node, type="Warning", reason="FailedDraining",
-                note=f"Failed to drain node, evicting pod {key} violates a PDB ({error.message})",
+                note=f"Failed to drain node, evicting pod {key} {why} ({error.message})",
                 action="Drain", dedupe_values=(str((node.get("metadata") or {}).get("name")),),
             ))
             return
