@@ -76,6 +76,18 @@ def test_a_launched_nodeclaim_carries_the_hash_version() -> None:
     assert annotations[NODECLASS_HASH_VERSION] == NODECLASS_HASH_VERSION_VALUE
 
 
+def test_the_provider_annotates_a_nodeclaim_with_exactly_three_keys() -> None:
+    """It("should expect a strict set of annotation keys"): what the AWS provider adds to a
+    launched NodeClaim is the node class hash, its version and the instance profile the
+    instance runs with (the karpenter.sh/ annotations are core's, from the NodePool)."""
+    annotations, raw = provisioned_claim_annotations()
+    provider_keys = {key for key in annotations if key.startswith("karpenter.k8s.aws/")}
+    assert provider_keys == {NODECLASS_HASH, NODECLASS_HASH_VERSION,
+                             "karpenter.k8s.aws/instance-profile-name"}
+    assert annotations["karpenter.k8s.aws/instance-profile-name"] == \
+        raw["status"]["instanceProfile"]
+
+
 # --- Capacity Reservations ------------------------------------------------------------------
 
 
