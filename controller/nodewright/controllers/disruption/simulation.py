@@ -185,6 +185,7 @@ class SimulationBase:
         }
         self.simulations = 0  # how many times `simulate` solved
         self._moving: dict[int, tuple[Mapping[str, Any], Pod | tuple[str, str] | None]] = {}
+        self._not_ready: dict[bool, tuple[SchedulingProblem, PreparedNodes]] = {}
 
     @cached_property
     def _view(self) -> _View:
@@ -343,7 +344,7 @@ class SimulationBase:
         uninitialized = {pod for node_name, pods in result.existing
                          if node_name in self.uninitialized for pod in pods if pod in own}
         if uninitialized and not failures:
-            retried = self._initialized_first(problem, own)
+            retried = self._initialized_first(problem, own, consolidation)
             if retried is not None:
                 return Simulation(retried, {})
         for node_name, pods in result.existing:
@@ -354,31 +355,59 @@ class SimulationBase:
                     failures[pod] = f"it would schedule against uninitialized node {node_name}"
         return Simulation(result, failures)
 
-    def _initialized_first(self, problem: SchedulingProblem,
-                           own: set[str]) -> SchedulingResult | None:
+    def _initialized_first(self, problem: SchedulingProblem, own: set[str],
+                           consolidation: bool) -> SchedulingResult | None:
         """As Karpenter's scheduler, which tries initialized nodes before uninitialized
         ones: the plan with the candidates' pods kept off uninitialized machines, if every
         one of them then lands on an existing (initialized) machine; None otherwise (one
         that needs a new NodeClaim would have gone to the uninitialized machine first)."""
+        tainted, prepared = self._not_ready_view(consolidation)
+        kept = {node.name for node in problem.nodes}
         problem = replace(
             problem,
-            nodes=[replace(node, taints=(*node.taints, _NOT_READY))
-                   if node.name in self.uninitialized else node for node in problem.nodes],
+            nodes=[node for node in tainted.nodes if node.name in kept],
             pods=[pod if pod.key in own
                   else replace(pod, tolerations=(*pod.tolerations, _NOT_READY_OK))
                   for pod in problem.pods])
         self.simulations += 1
         with scheduling_simulation("disruption", len(problem.pods)):
-            result = solve(problem)
+            result = solve(problem, prepared)
         if result.unschedulable or any(key in own for claim in result.nodeclaims
                                        for key in claim.pods):
             return None
         return result
 
+    def _not_ready_view(self, consolidation: bool) -> tuple[SchedulingProblem, PreparedNodes]:
+        """The problem `simulate` cuts from, with the uninitialized machines tainted, and
+        its prepared nodes: built once per pass, for the retries of `_initialized_first`."""
+        found = self._not_ready.get(consolidation)
+        if found is None:
+            base = self._consolidation_view[0] if consolidation else self.problem
+            tainted = replace(base, nodes=[
+                replace(node, taints=(*node.taints, _NOT_READY))
+                if node.name in self.uninitialized else node for node in base.nodes])
+            found = (tainted, PreparedNodes(tainted))
+            self._not_ready[consolidation] = found
+        return found
 
-def _interchangeable(one: Pod, other: Pod) -> bool:
-    """Replicas alike: the same requests, constraints, labels and owner."""
-    return replace(one, name="", node_name=None) == replace(other, name="", node_name=None)
+
+class _Alike:
+    """Replicas alike: the same requests, constraints, labels and owner. Each pod's
+    nameless copy is made once (a search compares each pod with many)."""
+
+    def __init__(self, models: Mapping[str, Pod]) -> None:
+        self.models = models
+        self._shapes: dict[str, Pod] = {}
+
+    def _shape(self, key: str) -> Pod:
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = replace(self.models[key], name="", node_name=None)
+            self._shapes[key] = shape
+        return shape
+
+    def __call__(self, one: str, other: str) -> bool:
+        return self._shape(one) == self._shape(other)
 
 
 def onto_replacements_first(result: SchedulingResult, models: Mapping[str, Pod],
@@ -405,6 +434,7 @@ def onto_replacements_first(result: SchedulingResult, models: Mapping[str, Pod],
         return result
     claims = [list(claim.pods) for claim in result.nodeclaims]
     existing = [list(keys) for _, keys in result.existing]
+    interchangeable = _Alike(models)
     swapped = False
     for index, (node_name, _) in enumerate(result.existing):
         if node_name not in uninitialized:
@@ -415,7 +445,7 @@ def onto_replacements_first(result: SchedulingResult, models: Mapping[str, Pod],
             for choice, (where, other_index, other_at) in enumerate(spare):
                 holder = claims[other_index] if where == "new" else existing[other_index]
                 other = holder[other_at]
-                if other in models and _interchangeable(models[key], models[other]):
+                if other in models and interchangeable(key, other):
                     existing[index][at], holder[other_at] = other, key
                     del spare[choice]
                     swapped = True
