@@ -222,7 +222,7 @@ class SimulationBase:
         problem = replace(view.problem, nodes=[
             replace(node, taints=(*node.taints, _SETTLING)) if node.name in view.settling
             else node for node in view.problem.nodes])
-        return problem, PreparedNodes(problem), _exempt(view.deleting_pods)
+        return problem, PreparedNodes(problem, view.prepared), _exempt(view.deleting_pods)
 
     def _settling(self, pool: str | None, claim: Mapping[str, Any] | None) -> bool:
         """Whether the machine's last pod event (or initialization) is more recent than its
@@ -377,6 +377,9 @@ class SimulationBase:
             return None
         return result
 
+    def _not_ready_base(self, consolidation: bool) -> PreparedNodes:
+        return self._consolidation_view[1] if consolidation else self._view.prepared
+
     def _not_ready_view(self, consolidation: bool) -> tuple[SchedulingProblem, PreparedNodes]:
         """The problem `simulate` cuts from, with the uninitialized machines tainted, and
         its prepared nodes: built once per pass, for the retries of `_initialized_first`."""
@@ -386,7 +389,7 @@ class SimulationBase:
             tainted = replace(base, nodes=[
                 replace(node, taints=(*node.taints, _NOT_READY))
                 if node.name in self.uninitialized else node for node in base.nodes])
-            found = (tainted, PreparedNodes(tainted))
+            found = (tainted, PreparedNodes(tainted, self._not_ready_base(consolidation)))
             self._not_ready[consolidation] = found
         return found
 

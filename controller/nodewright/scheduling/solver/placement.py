@@ -37,7 +37,7 @@ class Placement:
         for pod in setup.tied:
             topology.register(pod)
         self.tracker = TopologyTracker(topology)
-        self.contexts = PodContexts(topology, setup.index)
+        self.contexts = PodContexts(topology, setup.index, setup.signatures)
         self.fit = FitCheck(setup.index, self.tracker, setup.growth, efficient_growth)
         self.pools: list[PoolState] = []
         for pool_setup in setup.pools:
