@@ -150,11 +150,12 @@ class NodeSetup:
     usage: NodeUsage
     used: Vector
     allocatable: Vector
-    # The node as a target before any new pod lands, built once: each plan of each
-    # problem cut from the prepared nodes takes a copy (`existing_targets`).
+    # The node as a target before any new pod lands, built once and shared by every plan
+    # of every problem cut from the prepared nodes; a plan copies it when a pod lands
+    # there (`Placement`). Never changed.
     _empty: ExistingTarget | None = field(default=None, repr=False, compare=False)
 
-    def target(self) -> ExistingTarget:
+    def empty_target(self) -> ExistingTarget:
         if self._empty is None:
             usage = self.usage
             node = usage.node
@@ -170,7 +171,7 @@ class NodeSetup:
             for pod in usage.with_volumes:
                 empty.add_volumes(pod)
             self._empty = empty
-        return self._empty.copy()
+        return self._empty
 
 
 def node_setups(problem: SchedulingProblem, prepared: PreparedNodes | None,
@@ -203,8 +204,10 @@ def node_setups(problem: SchedulingProblem, prepared: PreparedNodes | None,
 
 def existing_targets(nodes: Sequence[NodeSetup], tracker: TopologyTracker
                      ) -> list[ExistingTarget]:
-    """The nodes new pods may land on; every node's domains and bound pods are counted
-    toward topology (a cordoned node's too, though it takes no new pods)."""
+    """The nodes new pods may land on, as they are before any pod lands (shared: copy one
+    before changing it); every node's domains and bound pods are counted toward topology
+    (a cordoned node's too, though it takes no new pods). An existing node's bound pods
+    never wait on it for a domain (it has one per key), so counting leaves it unchanged."""
     targets = []
     # Without any topology group a bound pod counts toward nothing.
     counted = bool(tracker.topology.groups)
@@ -219,7 +222,7 @@ def existing_targets(nodes: Sequence[NodeSetup], tracker: TopologyTracker
             for pod in usage.running if counted else ():
                 tracker.record(cordoned, pod)
             continue
-        target = setup.target()
+        target = setup.empty_target()
         for pod in usage.running if counted else ():
             tracker.record(target, pod)
         targets.append(target)
