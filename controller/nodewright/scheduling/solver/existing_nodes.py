@@ -123,8 +123,8 @@ class PreparedNodes:
             self.by_name[node.name] = node_usage(node, running, problem.daemonsets)
         self.order = sorted(self.by_name)
         # Whether any bound pod has spread or (anti-)affinity terms (`Setup.tied`).
-        self.any_tied = (like.any_tied if like is not None
-                         else any(is_tied(pod) for pod in problem.bound_pods))
+        self.any_tied: bool = (like.any_tied if like is not None
+                               else any(is_tied(pod) for pod in problem.bound_pods))
         # Each node's usage as vectors, per resource slots (`node_setups`): the same for
         # every problem cut from this one whose slots are these.
         self.setups: dict[tuple[str, ...], dict[str, NodeSetup]] = {}
