@@ -185,7 +185,6 @@ class SimulationBase:
         }
         self.simulations = 0  # how many times `simulate` solved
         self._moving: dict[int, tuple[Mapping[str, Any], Pod | tuple[str, str] | None]] = {}
-        self._not_ready: dict[bool, tuple[SchedulingProblem, PreparedNodes]] = {}
 
     @cached_property
     def _view(self) -> _View:
@@ -344,7 +343,7 @@ class SimulationBase:
         uninitialized = {pod for node_name, pods in result.existing
                          if node_name in self.uninitialized for pod in pods if pod in own}
         if uninitialized and not failures:
-            retried = self._initialized_first(problem, own, consolidation)
+            retried = self._initialized_first(problem, own)
             if retried is not None:
                 return Simulation(retried, {})
         for node_name, pods in result.existing:
@@ -355,43 +354,26 @@ class SimulationBase:
                     failures[pod] = f"it would schedule against uninitialized node {node_name}"
         return Simulation(result, failures)
 
-    def _initialized_first(self, problem: SchedulingProblem, own: set[str],
-                           consolidation: bool) -> SchedulingResult | None:
+    def _initialized_first(self, problem: SchedulingProblem,
+                           own: set[str]) -> SchedulingResult | None:
         """As Karpenter's scheduler, which tries initialized nodes before uninitialized
         ones: the plan with the candidates' pods kept off uninitialized machines, if every
         one of them then lands on an existing (initialized) machine; None otherwise (one
         that needs a new NodeClaim would have gone to the uninitialized machine first)."""
-        tainted, prepared = self._not_ready_view(consolidation)
-        kept = {node.name for node in problem.nodes}
         problem = replace(
             problem,
-            nodes=[node for node in tainted.nodes if node.name in kept],
+            nodes=[replace(node, taints=(*node.taints, _NOT_READY))
+                   if node.name in self.uninitialized else node for node in problem.nodes],
             pods=[pod if pod.key in own
                   else replace(pod, tolerations=(*pod.tolerations, _NOT_READY_OK))
                   for pod in problem.pods])
         self.simulations += 1
         with scheduling_simulation("disruption", len(problem.pods)):
-            result = solve(problem, prepared)
+            result = solve(problem)
         if result.unschedulable or any(key in own for claim in result.nodeclaims
                                        for key in claim.pods):
             return None
         return result
-
-    def _not_ready_base(self, consolidation: bool) -> PreparedNodes:
-        return self._consolidation_view[1] if consolidation else self._view.prepared
-
-    def _not_ready_view(self, consolidation: bool) -> tuple[SchedulingProblem, PreparedNodes]:
-        """The problem `simulate` cuts from, with the uninitialized machines tainted, and
-        its prepared nodes: built once per pass, for the retries of `_initialized_first`."""
-        found = self._not_ready.get(consolidation)
-        if found is None:
-            base = self._consolidation_view[0] if consolidation else self.problem
-            tainted = replace(base, nodes=[
-                replace(node, taints=(*node.taints, _NOT_READY))
-                if node.name in self.uninitialized else node for node in base.nodes])
-            found = (tainted, PreparedNodes(tainted, self._not_ready_base(consolidation)))
-            self._not_ready[consolidation] = found
-        return found
 
 
 class _Alike:
