@@ -901,8 +901,10 @@ class Store:
     def __init__(self) -> None:
         self._series: dict[str, set[Series]] = {}
 
-    def update(self, key: str, values: Iterable[Sample]) -> None:
+    def update(self, key: str, values: Iterable[Sample]) -> list[Series]:
+        """The key's series now, in the order of `values` (for `set_again`)."""
         fresh: set[Series] = set()
+        ordered: list[Series] = []
         for gauge, labels, value in values:
             label_values = tuple(labels[name] for name in gauge._labelnames)
             # The series' child as `labels` would return it when it exists (the same
@@ -913,9 +915,20 @@ class Store:
                 child = gauge.labels(*label_values)
             child.set(value)
             fresh.add((gauge, label_values))
+            ordered.append((gauge, label_values))
         for gauge, label_values in self._series.get(key, set()) - fresh:
             _remove(gauge, label_values)
         self._series[key] = fresh
+        return ordered
+
+    def set_again(self, values: Iterable[tuple[Series, float]]) -> None:
+        """New values for series an `update` of the same key gave (the set unchanged):
+        no labels to read, nothing to remove."""
+        for (gauge, label_values), value in values:
+            child = cast("Gauge | None", gauge._metrics.get(label_values))
+            if child is None:
+                child = gauge.labels(*label_values)
+            child.set(value)
 
     def delete(self, key: str) -> None:
         for gauge, label_values in self._series.pop(key, set()):

@@ -128,6 +128,10 @@ def test_node_metrics_follow_the_node_and_go_with_it(world: World) -> None:
         parse_quantity(node["status"]["allocatable"]["cpu"]) / 1000)
     assert value("karpenter_nodes_current_lifetime_seconds", node_name=node_name) > 0
     assert value("karpenter_cluster_utilization_percent", resource_type="cpu") > 0
+    lifetime = value("karpenter_nodes_current_lifetime_seconds", node_name=node_name)
+    world.advance(20)  # the node unchanged meanwhile: only its lifetime is set again
+    assert value("karpenter_nodes_current_lifetime_seconds", node_name=node_name) == (
+        lifetime + 20)
     world.scale("inflate", 0)
     assert world.settle()
     world.advance(60)

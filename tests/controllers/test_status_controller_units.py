@@ -133,3 +133,31 @@ def test_a_relabelled_object_leaves_no_series_under_its_old_labels() -> None:
     pools = [s["karpenter_sh_nodepool"]
              for s in series("operator_nodeclaim_status_condition_count", name=rig.name)]
     assert pools == ["second"]
+
+
+def value(metric: str, /, **match: str) -> list[float]:
+    return [s.value for s in _samples(metric)
+            if all(s.labels.get(k) == v for k, v in match.items())]
+
+
+def test_an_unchanged_object_reconciled_again_has_its_ages_moved_on_and_nothing_else() -> None:
+    """Each requeue of an object nothing changed sets how long its conditions and its
+    termination have lasted to the time then; no transition, event or series appears."""
+    rig = Rig("requeued-claim")
+    rig.claim("True", "Ready", deleting=True)
+    transitions = total("operator_nodeclaim_status_condition_transitions_total",
+                        name=rig.name)
+    rig.clock.advance(25)
+    rig.controller.reconcile(f"NodeClaim/{rig.name}")
+    rig.clock.advance(10)
+    rig.controller.reconcile(f"NodeClaim/{rig.name}")
+
+    for metric in ("operator_nodeclaim_status_condition_current_status_seconds",
+                   "operator_status_condition_current_status_seconds",
+                   "operator_nodeclaim_termination_current_time_seconds",
+                   "operator_termination_current_time_seconds"):
+        assert value(metric, name=rig.name) == [35.0], metric
+    assert value("operator_nodeclaim_status_condition_count", name=rig.name) == [1.0]
+    assert total("operator_nodeclaim_status_condition_transitions_total",
+                 name=rig.name) == transitions
+    assert rig.sink.events == []

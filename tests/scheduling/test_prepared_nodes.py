@@ -9,7 +9,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodewright.scheduling.pods import ExistingNode, Pod
+from nodewright.scheduling.pods import ExistingNode, Pod, Taint
 from nodewright.scheduling.solver import PreparedNodes, SchedulingProblem, solve
 from tests.scheduling.test_solver import GIB, HOSTNAME, ZONE, nodepool, pod
 
@@ -74,3 +74,36 @@ def test_a_problem_not_cut_from_the_prepared_one_is_solved_from_scratch() -> Non
     assert not prepared.usable_for(other)
     assert solve(other, prepared) == solve(other)
     assert solve(other).existing == (("node-1", ("default/new",)),)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    sizes=st.lists(st.sampled_from([2, 4, 8]), min_size=2, max_size=5),
+    load=st.lists(st.tuples(st.integers(0, 4), st.sampled_from([250, 500, 1000]),
+                            st.booleans()), max_size=14),
+    tainted=st.sets(st.integers(0, 4)),
+)
+def test_nodes_prepared_like_another_problem_plan_as_nodes_prepared_from_scratch(
+    sizes: list[int], load: list[tuple[int, int, bool]], tainted: set[int],
+) -> None:
+    """A disruption pass taints some machines (not initialized yet, within consolidateAfter)
+    and prepares that problem's nodes from the untainted one's: the usage of every node
+    left as it was is reused, a tainted node's is worked out again."""
+    nodes = [_node(i, cpu) for i, cpu in enumerate(sizes)]
+    bound = [_pod(f"bound-{n}", cpu, spread, nodes[where % len(nodes)].name)
+             for n, (where, cpu, spread) in enumerate(load)]
+    base = SchedulingProblem(pods=[], nodepools=[nodepool()], nodes=nodes, bound_pods=bound)
+    marked = replace(base, nodes=[
+        replace(n, taints=(Taint("example.com/not-ready", "", "NoSchedule"),))
+        if i in tainted else n for i, n in enumerate(nodes)])
+    prepared = PreparedNodes(marked, like=PreparedNodes(base))
+
+    fresh = PreparedNodes(marked)
+    assert prepared.by_name == fresh.by_name
+    assert prepared.any_tied == fresh.any_tied
+    gone = nodes[0].name
+    moving = [replace(p, node_name=None) for p in bound if p.node_name == gone]
+    cut = replace(marked, pods=moving, nodes=[n for n in marked.nodes if n.name != gone],
+                  bound_pods=[p for p in bound if p.node_name != gone])
+    assert prepared.usable_for(cut)
+    assert solve(cut, prepared) == solve(cut)

@@ -123,6 +123,26 @@ def test_a_command_beyond_the_nodepool_budget_is_a_violation(
             "NodePool default: 2 of 3 nodes disrupting for Drifted (n0, n1)")
 
 
+def test_a_multi_node_command_is_checked_node_by_node_against_the_cluster_as_it_is() -> None:
+    """A command's decisions arrive one per node: each node it takes counts toward the
+    budget for the next, and a node changed meanwhile is seen as it is now."""
+    cluster = InMemoryCluster(VirtualClock(START))
+    pool_with_nodes(cluster, "2", 0)
+    monitor = ViolationMonitor(cluster, cluster.clock.now, START)
+
+    monitor.on_decision(decision("n0", "multi-node consolidation"))
+    monitor.on_decision(decision("n1", "multi-node consolidation"))
+    assert monitor.found == []
+    # Meanwhile n2 went NotReady: with the two taken, three are disrupting.
+    cluster.patch("Node", "n2", {"status": {"conditions": [{"type": "Ready",
+                                                            "status": "False"}]}},
+                  subresource="status")
+    monitor.on_decision(decision("n1", "multi-node consolidation"))
+
+    assert [v.message.split(" when")[0] for v in monitor.found] == [
+        "NodePool default: 3 of 3 nodes disrupting for Underutilized (n0, n1, n2)"]
+
+
 def replacement_story(cluster: InMemoryCluster, initialized: bool) -> ViolationMonitor:
     cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "old-node"}})
     claim: dict[str, Any] = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",

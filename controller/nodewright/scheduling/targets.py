@@ -98,6 +98,19 @@ class ExistingTarget(Target):
     # Claims mounted there, by CSI driver (counted against `volume_limits`).
     volumes: dict[str, frozenset[str]] = field(default_factory=dict)
 
+    def copy(self) -> ExistingTarget:
+        """The same target, its pods, ports, unrecorded pods and volumes a list (or dict)
+        of its own; cheaper than building one (a disruption pass copies every node for
+        each plan of each simulation)."""
+        twin = object.__new__(ExistingTarget)
+        state = twin.__dict__
+        state.update(self.__dict__)
+        state["pods"] = list(self.pods)
+        state["host_ports"] = list(self.host_ports)
+        state["unrecorded"] = list(self.unrecorded)
+        state["volumes"] = dict(self.volumes)
+        return twin
+
     def volume_limit_reason(self, pod: Pod) -> str | None:
         return limits_exceeded(self.volumes, self.volume_limits, pod.volumes)
 

@@ -298,6 +298,10 @@ class Topology:
         ]
 
     def _selecting(self, pod: Pod) -> list[TopologyGroup]:
+        if not self.groups:
+            # No group selects anything (most disruption simulations have none); a new
+            # group clears the cache anyway.
+            return []
         signature = (pod.namespace, tuple(sorted(pod.labels.items())))
         cached = self._selecting_cache.get(signature)
         if cached is None:

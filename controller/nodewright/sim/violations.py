@@ -63,6 +63,12 @@ class ViolationMonitor:
     _commands: dict[str, _Command] = field(default_factory=dict)  # candidate node uid -> ...
     _marked: set[str] = field(default_factory=set)  # uids of nodes a command took
     _leaks: set[str] = field(default_factory=set)
+    # A NodePool's budget and the nodes counted against it, by (pool, the versions of the
+    # NodePool, NodeClaim and Node kinds): a command disrupting many nodes checks the
+    # budget once per node, against the same cluster.
+    _counted: dict[str, tuple[tuple[int, ...], NodePool,
+                              list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]]] = field(
+        default_factory=dict)
 
     def _add(self, kind: str, message: str, when: datetime | None = None) -> None:
         at = ((when or self.now()) - self.start).total_seconds()
@@ -119,22 +125,17 @@ class ViolationMonitor:
         self._check_budget(decision.nodepool, reason, decision.node)
 
     def _check_budget(self, pool_name: str, reason: str, node_name: str) -> None:
-        stored = self.cluster.peek("NodePool", pool_name)
-        try:
-            pool = NodePool.model_validate(stored)
-        except ValidationError:  # gone (None) or unreadable
-            return
-        claims = {str((c.get("status") or {}).get("providerID") or ""): c
-                   for c in self.cluster.peek_all("NodeClaim")}
-        counted = []
-        for node in self.cluster.peek_all("Node", sort=True):
-            if objects.labels(node).get(NODEPOOL_LABEL) != pool_name:
-                continue
-            claim = claims.get(str((node.get("spec") or {}).get("providerID") or ""))
-            if objects.labels(node).get(INITIALIZED_LABEL) != "true" or (
-                    claim is not None and objects.condition_is_true(claim, INSTANCE_TERMINATING)):
-                continue
-            counted.append((node, claim))
+        versions = tuple(self.cluster.kind_version(kind)
+                         for kind in ("NodePool", "NodeClaim", "Node"))
+        known = self._counted.get(pool_name)
+        if known is not None and known[0] == versions:
+            _, pool, counted = known
+        else:
+            found = self._count(pool_name)
+            if found is None:
+                return
+            pool, counted = found
+            self._counted = {pool_name: (versions, pool, counted)}
         disrupting = [
             objects.name(node) for node, claim in counted
             if objects.uid(node) in self._marked or objects.is_deleting(node)
@@ -148,6 +149,29 @@ class ViolationMonitor:
             self._add("budget", f"NodePool {pool_name}: {len(disrupting)} of {len(counted)} "
                                 f"nodes disrupting for {reason} ({', '.join(sorted(disrupting))})"
                                 f" when disrupting {node_name}, but {limit.describe()}")
+
+    def _count(self, pool_name: str) -> tuple[
+            NodePool, list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]] | None:
+        """The NodePool and its nodes Karpenter counts against its budget (initialized,
+        not terminating), each with its NodeClaim; None when the NodePool is gone or
+        unreadable."""
+        stored = self.cluster.peek("NodePool", pool_name)
+        try:
+            pool = NodePool.model_validate(stored)
+        except ValidationError:  # gone (None) or unreadable
+            return None
+        claims = {str((c.get("status") or {}).get("providerID") or ""): c
+                   for c in self.cluster.peek_all("NodeClaim")}
+        counted: list[tuple[Mapping[str, Any], Mapping[str, Any] | None]] = []
+        for node in self.cluster.peek_all("Node", sort=True):
+            if objects.labels(node).get(NODEPOOL_LABEL) != pool_name:
+                continue
+            claim = claims.get(str((node.get("spec") or {}).get("providerID") or ""))
+            if objects.labels(node).get(INITIALIZED_LABEL) != "true" or (
+                    claim is not None and objects.condition_is_true(claim, INSTANCE_TERMINATING)):
+                continue
+            counted.append((node, claim))
+        return pool, counted
 
     def before_drain(self, node_name: str) -> None:
         """A candidate node is about to lose a pod or its NodeClaim."""

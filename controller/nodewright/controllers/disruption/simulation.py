@@ -221,7 +221,7 @@ class SimulationBase:
         problem = replace(view.problem, nodes=[
             replace(node, taints=(*node.taints, _SETTLING)) if node.name in view.settling
             else node for node in view.problem.nodes])
-        return problem, PreparedNodes(problem), _exempt(view.deleting_pods)
+        return problem, PreparedNodes(problem, view.prepared), _exempt(view.deleting_pods)
 
     def _settling(self, pool: str | None, claim: Mapping[str, Any] | None) -> bool:
         """Whether the machine's last pod event (or initialization) is more recent than its
@@ -376,9 +376,23 @@ class SimulationBase:
         return result
 
 
-def _interchangeable(one: Pod, other: Pod) -> bool:
-    """Replicas alike: the same requests, constraints, labels and owner."""
-    return replace(one, name="", node_name=None) == replace(other, name="", node_name=None)
+class _Alike:
+    """Replicas alike: the same requests, constraints, labels and owner. Each pod's
+    nameless copy is made once (a search compares each pod with many)."""
+
+    def __init__(self, models: Mapping[str, Pod]) -> None:
+        self.models = models
+        self._shapes: dict[str, Pod] = {}
+
+    def _shape(self, key: str) -> Pod:
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = replace(self.models[key], name="", node_name=None)
+            self._shapes[key] = shape
+        return shape
+
+    def __call__(self, one: str, other: str) -> bool:
+        return self._shape(one) == self._shape(other)
 
 
 def onto_replacements_first(result: SchedulingResult, models: Mapping[str, Pod],
@@ -405,6 +419,7 @@ def onto_replacements_first(result: SchedulingResult, models: Mapping[str, Pod],
         return result
     claims = [list(claim.pods) for claim in result.nodeclaims]
     existing = [list(keys) for _, keys in result.existing]
+    interchangeable = _Alike(models)
     swapped = False
     for index, (node_name, _) in enumerate(result.existing):
         if node_name not in uninitialized:
@@ -415,7 +430,7 @@ def onto_replacements_first(result: SchedulingResult, models: Mapping[str, Pod],
             for choice, (where, other_index, other_at) in enumerate(spare):
                 holder = claims[other_index] if where == "new" else existing[other_index]
                 other = holder[other_at]
-                if other in models and _interchangeable(models[key], models[other]):
+                if other in models and interchangeable(key, other):
                     existing[index][at], holder[other_at] = other, key
                     del spare[choice]
                     swapped = True

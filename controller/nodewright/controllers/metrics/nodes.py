@@ -9,6 +9,7 @@ its age is set every run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from nodewright import metrics
@@ -54,6 +55,11 @@ class NodeMetrics:
         self.state = state
         self.store = metrics.Store()
         self._fingerprints: dict[str, tuple[Any, ...]] = {}
+        # Per node: the node object and managed flag its labels were read for (kept, so
+        # that its id is not reused), those labels, its creation time and its lifetime
+        # series: a node that did not change only has its lifetime set again.
+        self._read: dict[str, tuple[Mapping[str, Any], bool, dict[str, str],
+                                    datetime | None, metrics.Series]] = {}
 
     @property
     def watches(self) -> Sequence[Watch]:
@@ -70,10 +76,17 @@ class NodeMetrics:
         for node in nodes:
             name = node.node_name
             seen.add(name)
-            labels = node_labels(node)
-            created = creation_time(node.node or {})
+            obj = node.node or {}
+            read = self._read.get(name)
+            if read is None or read[0] is not obj or read[1] != node.managed:
+                labels = node_labels(node)
+                series = (metrics.NODES_CURRENT_LIFETIME, tuple(
+                    labels[key] for key in metrics.NODES_CURRENT_LIFETIME._labelnames))
+                read = (obj, node.managed, labels, creation_time(obj), series)
+                self._read[name] = read
+            _, _, labels, created, series = read
             lifetime = (now - created).total_seconds() if created is not None else 0.0
-            metrics.NODES_CURRENT_LIFETIME.labels(**labels).set(lifetime)
+            self.store.set_again([(series, lifetime)])
             fingerprint = (id(node.node), len(node.pods), tuple(node.pods.total.items()))
             if self._fingerprints.get(name) != fingerprint:
                 self._fingerprints[name] = fingerprint
@@ -83,6 +96,8 @@ class NodeMetrics:
                 ])
             _add(allocatable_total, node.allocatable())
             _add(requested_total, node.pod_requests())
+        for name in set(self._read) - seen:
+            del self._read[name]
         for name in set(self._fingerprints) - seen:
             del self._fingerprints[name]
             self.store.delete(name)

@@ -22,9 +22,11 @@ operatorpkg: a condition that flips and flips back between two looks is not coun
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from prometheus_client import Gauge
 
 from nodewright import metrics
 from nodewright.cluster.api import ClusterAPI, NotFoundError
@@ -77,6 +79,11 @@ class _Seen:
     finalizers: list[str]
     extra: tuple[str, ...]
     obj: Mapping[str, Any]
+    # The series set for `obj`, each with the moment its value counts from (the value is
+    # the seconds since then) or None and its constant value: a reconcile that finds the
+    # same object (the state replaces an object on update, never changes one) only sets
+    # the ages again.
+    series: list[tuple[metrics.Series, datetime | None, float]] = field(default_factory=list)
 
 
 def _key(event: WatchEvent) -> Iterable[str]:
@@ -152,40 +159,50 @@ class StatusConditionMetrics:
             self._gone(key, kind)
             return Result()
         now = self.clock.now()
+        seen = self._seen.get(key)
+        if seen is not None and seen.obj is obj:
+            self.store.set_again(
+                (series, value if since is None else (now - since).total_seconds())
+                for series, since, value in seen.series)
+            return Result(requeue_after=self.requeue_seconds)
         per_kind = self._metrics[kind]
         object_labels = labels(obj)
         extra = tuple(object_labels.get(k, "") for k in spec.label_keys)
         extra_labels = dict(zip(per_kind.extra_labels, extra, strict=True))
-        seen = self._seen.get(key)
         self._finalized(seen, obj)
         generic = {"group": spec.group, "kind": kind}
         ids = {"namespace": namespace, "name": name}
-        series: list[metrics.Sample] = []
+        # (gauge, labels, the moment the value is the seconds since or None, else the value)
+        timed: list[tuple[Gauge, dict[str, str], datetime | None, float]] = []
         current: dict[str, Mapping[str, Any]] = {}
         for cond in conditions(obj):
             type_, status = str(cond.get("type") or ""), str(cond.get("status") or "")
             since = _time(cond.get("lastTransitionTime"))
             labels_ = {**ids, "type": type_, "status": status,
                        "reason": str(cond.get("reason") or "")}
-            age = (now - since).total_seconds() if since is not None else 0.0
-            series += [(per_kind.count, {**labels_, **extra_labels}, 1.0),
-                       (per_kind.current_status_seconds, {**labels_, **extra_labels}, age)]
+            timed += [(per_kind.count, {**labels_, **extra_labels}, None, 1.0),
+                      (per_kind.current_status_seconds, {**labels_, **extra_labels}, since, 0.0)]
             if spec.deprecated:
-                series += [(metrics.STATUS_CONDITION_COUNT, {**labels_, **generic}, 1.0),
-                           (metrics.STATUS_CONDITION_CURRENT_STATUS_SECONDS,
-                            {**labels_, **generic}, age)]
+                timed += [(metrics.STATUS_CONDITION_COUNT, {**labels_, **generic}, None, 1.0),
+                          (metrics.STATUS_CONDITION_CURRENT_STATUS_SECONDS,
+                           {**labels_, **generic}, since, 0.0)]
             current[type_] = cond
             before = seen.conditions.get(type_) if seen is not None else None
             self._transition(obj, kind, cond, before, extra_labels)
         deleting = deletion_time(obj)
         if deleting is not None:
-            waited = (now - deleting).total_seconds()
-            series.append((per_kind.termination_current_time, {**ids, **extra_labels}, waited))
+            timed.append((per_kind.termination_current_time, {**ids, **extra_labels},
+                          deleting, 0.0))
             if spec.deprecated:
-                series.append((metrics.TERMINATION_CURRENT_TIME, {**ids, **generic}, waited))
+                timed.append((metrics.TERMINATION_CURRENT_TIME, {**ids, **generic},
+                              deleting, 0.0))
             self._terminating[key] = (deleting, extra)
-        self.store.update(key, series)
-        self._seen[key] = _Seen(current, finalizers(obj), extra, obj)
+        ordered = self.store.update(key, [
+            (gauge, labels_, value if since is None else (now - since).total_seconds())
+            for gauge, labels_, since, value in timed])
+        self._seen[key] = _Seen(current, finalizers(obj), extra, obj, [
+            (series, since, value)
+            for series, (_, _, since, value) in zip(ordered, timed, strict=True)])
         return Result(requeue_after=self.requeue_seconds)
 
     def _gone(self, key: str, kind: str) -> None:

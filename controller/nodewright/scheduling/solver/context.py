@@ -31,6 +31,22 @@ def signature(pod: Pod) -> tuple[object, ...]:
     )
 
 
+class Signatures:
+    """Each pod object's signature, shared by the plans of one problem (the same pods)."""
+
+    def __init__(self) -> None:
+        # The pod is kept with its signature, so that its id is not reused meanwhile.
+        self._by_pod: dict[int, tuple[Pod, tuple[object, ...]]] = {}
+
+    def of(self, pod: Pod) -> tuple[object, ...]:
+        known = self._by_pod.get(id(pod))
+        if known is not None and known[0] is pod:
+            return known[1]
+        key = signature(pod)
+        self._by_pod[id(pod)] = (pod, key)
+        return key
+
+
 @dataclass
 class PodContext:
     """What the solver works out once per distinct pod shape."""
@@ -50,13 +66,21 @@ class PodContext:
 class PodContexts:
     """Each pod shape's context, worked out the first time a pod of that shape is seen."""
 
-    def __init__(self, topology: Topology, index: ResourceIndex) -> None:
+    def __init__(self, topology: Topology, index: ResourceIndex,
+                 signatures: Signatures | None = None) -> None:
         self.topology = topology
         self.index = index
+        self.signatures = signatures if signatures is not None else Signatures()
         self.by_signature: dict[tuple[object, ...], PodContext] = {}
+        # Each pod object's context: a plan asks for a pod's several times. The pod is
+        # kept with it, so that its id is not reused meanwhile.
+        self._by_pod: dict[int, tuple[Pod, PodContext]] = {}
 
     def of(self, pod: Pod) -> PodContext:
-        key = signature(pod)
+        known = self._by_pod.get(id(pod))
+        if known is not None and known[0] is pod:
+            return known[1]
+        key = self.signatures.of(pod)
         context = self.by_signature.get(key)
         if context is None:
             owned = self.topology.owned_groups(pod)
@@ -69,4 +93,5 @@ class PodContexts:
                 needs_company=bool(pod.pod_affinity or pod.preferred_pod_affinity),
             )
             self.by_signature[key] = context
+        self._by_pod[id(pod)] = (pod, context)
         return context

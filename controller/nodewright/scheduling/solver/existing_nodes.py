@@ -5,7 +5,7 @@ turned into targets new pods may land on (`existing_targets`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nodewright.scheduling.pods import (
     UNSCHEDULABLE_TAINT,
@@ -92,23 +92,39 @@ def bound_by_node(problem: SchedulingProblem) -> dict[str, list[Pod]]:
 class PreparedNodes:
     """The existing nodes of a problem with their usage, worked out once for solving
     problems cut from it by taking some nodes away with their bound pods (a disruption
-    pass simulates each candidate's removal that way)."""
+    pass simulates each candidate's removal that way).
 
-    def __init__(self, problem: SchedulingProblem) -> None:
+    `like`: the prepared nodes of a problem with the same bound pods and DaemonSets whose
+    nodes differ only in some being replaced (tainted): the usage of every node left as
+    it was is taken from there."""
+
+    def __init__(self, problem: SchedulingProblem, like: PreparedNodes | None = None) -> None:
         self.daemonsets = problem.daemonsets
         # NodePool setups, shared by the solves of the problems cut from this one (their
         # templates and DaemonSets are these).
         self.pool_memo: PoolMemo = {}
         # The NodePool setups of their NodeClaims' re-plans (`Setup.tail_pools`).
         self.tail_pool_memo: PoolMemo = {}
-        bound = bound_by_node(problem)
-        self.by_name = {
-            node.name: node_usage(node, bound.get(node.name, []), problem.daemonsets)
-            for node in problem.nodes
-        }
+        if like is not None and like.daemonsets is not problem.daemonsets:
+            like = None
+        bound: dict[str, list[Pod]] | None = None
+        self.by_name: dict[str, NodeUsage] = {}
+        for node in problem.nodes:
+            known = like.by_name.get(node.name) if like is not None else None
+            if known is not None and known.node is node:
+                self.by_name[node.name] = known
+                continue
+            if known is not None:
+                running = known.running
+            else:
+                if bound is None:
+                    bound = bound_by_node(problem)
+                running = bound.get(node.name, [])
+            self.by_name[node.name] = node_usage(node, running, problem.daemonsets)
         self.order = sorted(self.by_name)
         # Whether any bound pod has spread or (anti-)affinity terms (`Setup.tied`).
-        self.any_tied = any(is_tied(pod) for pod in problem.bound_pods)
+        self.any_tied: bool = (like.any_tied if like is not None
+                               else any(is_tied(pod) for pod in problem.bound_pods))
         # Each node's usage as vectors, per resource slots (`node_setups`): the same for
         # every problem cut from this one whose slots are these.
         self.setups: dict[tuple[str, ...], dict[str, NodeSetup]] = {}
@@ -134,6 +150,28 @@ class NodeSetup:
     usage: NodeUsage
     used: Vector
     allocatable: Vector
+    # The node as a target before any new pod lands, built once and shared by every plan
+    # of every problem cut from the prepared nodes; a plan copies it when a pod lands
+    # there (`Placement`). Never changed.
+    _empty: ExistingTarget | None = field(default=None, repr=False, compare=False)
+
+    def empty_target(self) -> ExistingTarget:
+        if self._empty is None:
+            usage = self.usage
+            node = usage.node
+            empty = ExistingTarget(
+                hostname=node.name,
+                taints=usage.taints,
+                used=self.used,
+                labels=node.labels,
+                allocatable=self.allocatable,
+                volume_limits=node.volume_limits,
+            )
+            empty.host_ports.extend(usage.host_ports)
+            for pod in usage.with_volumes:
+                empty.add_volumes(pod)
+            self._empty = empty
+        return self._empty
 
 
 def node_setups(problem: SchedulingProblem, prepared: PreparedNodes | None,
@@ -166,8 +204,10 @@ def node_setups(problem: SchedulingProblem, prepared: PreparedNodes | None,
 
 def existing_targets(nodes: Sequence[NodeSetup], tracker: TopologyTracker
                      ) -> list[ExistingTarget]:
-    """The nodes new pods may land on; every node's domains and bound pods are counted
-    toward topology (a cordoned node's too, though it takes no new pods)."""
+    """The nodes new pods may land on, as they are before any pod lands (shared: copy one
+    before changing it); every node's domains and bound pods are counted toward topology
+    (a cordoned node's too, though it takes no new pods). An existing node's bound pods
+    never wait on it for a domain (it has one per key), so counting leaves it unchanged."""
     targets = []
     # Without any topology group a bound pod counts toward nothing.
     counted = bool(tracker.topology.groups)
@@ -182,17 +222,7 @@ def existing_targets(nodes: Sequence[NodeSetup], tracker: TopologyTracker
             for pod in usage.running if counted else ():
                 tracker.record(cordoned, pod)
             continue
-        target = ExistingTarget(
-            hostname=node.name,
-            taints=usage.taints,
-            used=setup.used,
-            labels=node.labels,
-            allocatable=setup.allocatable,
-            volume_limits=node.volume_limits,
-        )
-        target.host_ports.extend(usage.host_ports)
-        for pod in usage.with_volumes:
-            target.add_volumes(pod)
+        target = setup.empty_target()
         for pod in usage.running if counted else ():
             tracker.record(target, pod)
         targets.append(target)

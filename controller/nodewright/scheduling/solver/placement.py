@@ -37,7 +37,7 @@ class Placement:
         for pod in setup.tied:
             topology.register(pod)
         self.tracker = TopologyTracker(topology)
-        self.contexts = PodContexts(topology, setup.index)
+        self.contexts = PodContexts(topology, setup.index, setup.signatures)
         self.fit = FitCheck(setup.index, self.tracker, setup.growth, efficient_growth)
         self.pools: list[PoolState] = []
         for pool_setup in setup.pools:
@@ -46,6 +46,10 @@ class Placement:
             self.pools.append(pool)
         # Existing nodes first (by name), then the NodeClaims in the order they open.
         self.targets: list[Target] = [*existing_targets(setup.nodes, self.tracker)]
+        # The existing nodes' targets are shared with the other plans until a pod lands on
+        # one; the positions of those this plan has copied.
+        self._existing = len(self.targets)
+        self._copied: set[int] = set()
         self.claim_count = 0
         # Per request vector, the existing nodes found too full for it (pods only land, so
         # they stay so) and how many from the first are all such: a pod shape seen for the
@@ -106,6 +110,10 @@ class Placement:
             target = self.targets[position]
             outcome = self.fit.check(target, pod, context)
             if isinstance(outcome, Change):
+                if position < self._existing and position not in self._copied:
+                    assert isinstance(target, ExistingTarget)
+                    target = self.targets[position] = target.copy()
+                    self._copied.add(position)
                 self.apply(target, pod, context, outcome)
                 placed = True
                 break

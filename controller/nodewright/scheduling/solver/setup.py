@@ -10,6 +10,7 @@ from itertools import chain
 from nodewright.api.quantity import CPU, MEMORY, PODS
 from nodewright.scheduling.growth import GrowthJudge
 from nodewright.scheduling.nodepools import NodePoolTemplate
+from nodewright.scheduling.solver.context import Signatures
 from nodewright.scheduling.solver.existing_nodes import (
     NodeSetup,
     PreparedNodes,
@@ -67,6 +68,8 @@ class Setup:
         # The growth rule's memo (best price per unit of a mix, per NodePool): the same
         # for every solver of this setup (its pools are this setup's).
         self.growth = GrowthJudge()
+        # Each pod's signature, for every plan's pod contexts.
+        self.signatures = Signatures()
 
     @property
     def pools(self) -> list[PoolSetup]:
