@@ -44,13 +44,6 @@ def profile_path(cluster: str) -> str:
     return f"{PATH_ROOT}{cluster}/"
 
 
-def legacy_profile_name(cluster: str, region: str, node_class: str) -> str:
-    """The one name per node class Nodewright used before profiles followed role changes:
-    such a profile stays in use while the node class's status names it with its role."""
-    digest = hashlib.sha256(f"{region}/{node_class}".encode()).hexdigest()[:20]
-    return f"{cluster}_{digest}"[:128]
-
-
 def profile_name(cluster: str, region: str, node_class: str, *, uid: str = "",
                  generation: int = 0, role: str = "") -> str:
     """A new profile's name. Karpenter draws a random one at each role change; ours is a
