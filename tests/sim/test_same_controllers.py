@@ -81,12 +81,13 @@ def test_simulate_runs_every_controller_the_controller_process_runs(
 
 def test_only_the_cloud_s_missing_capabilities_keep_a_controller_out() -> None:
     """The simulated EC2 leaves nothing behind to clean up, keeps no price cache, has no
-    SSM parameters and no zonal shifts: those four AWS controllers are the only ones it does
-    not get."""
+    SSM parameters, no zonal shifts and no memory to learn (its nodes report the capacity
+    it planned): those five AWS controllers are the only ones it does not get."""
     names = set(controller_process_names(dict.fromkeys(GATE_OPTIONS, True)))
     left_out = {spec.name for spec in SPECS} - names
     assert left_out == {"catalog.refresh", "nodeclass.garbagecollection",
-                        "providers.ssm.invalidation", "zonalshift"}
+                        "providers.ssm.invalidation", "zonalshift",
+                        "providers.instancetype.capacity"}
 
 
 def test_simulate_and_the_sim_controller_process_run_one_simulated_kubelet() -> None:

@@ -16,6 +16,9 @@ controller that needs one is built only when the record has it (`controllers.reg
 - `parameters`: SSM alias parameters whose image was deprecated are read again (AWS);
 - `zonal_shifts`: ARC's zonal shifts on the cluster (AWS with ENABLE_ZONAL_SHIFT), read
   every 30 seconds by the zonal shift controller;
+- `capacity_discovery`: learns the memory a registered Node reports for its instance type
+  and node class images, and plans with it instead of the estimate (AWS), fed by the
+  discovered capacity controller;
 - `catalog_cache`: instance types and prices are cached and worth refreshing outside any
   provisioning (AWS: the Pricing API);
 - `launches_outside_state_lock`: every call is safe from any thread, so controllers make
@@ -25,7 +28,7 @@ controller that needs one is built only when the record has it (`controllers.reg
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -81,6 +84,11 @@ class ParameterInvalidator(Protocol):
     def invalidate_deprecated_parameters(self) -> list[str]: ...
 
 
+class CapacityLearner(Protocol):
+    def update_capacity_from_node(self, node_class: EC2NodeClass, labels: Mapping[str, str],
+                                  memory: int, image_id: str | None) -> bool: ...
+
+
 class ZonalShiftSource(Protocol):
     def update(self) -> None: ...
 
@@ -99,5 +107,6 @@ class CloudCapabilities:
     cleaner: CloudCleaner | None = None
     parameters: ParameterInvalidator | None = None
     zonal_shifts: ZonalShiftSource | None = None
+    capacity_discovery: CapacityLearner | None = None
     catalog_cache: bool = False
     launches_outside_state_lock: bool = False

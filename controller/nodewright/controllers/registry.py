@@ -56,6 +56,7 @@ from nodewright.controllers.metrics import (
     PodMetrics,
     StatusConditionMetrics,
 )
+from nodewright.controllers.node.discovered_capacity import DiscoveredCapacity
 from nodewright.controllers.node.health import NodeHealth
 from nodewright.controllers.node.hydration import NodeHydration
 from nodewright.controllers.node.termination import NodeTermination
@@ -220,6 +221,14 @@ def _ssm(p: Parts) -> SsmInvalidation:
     return SsmInvalidation(parameters)
 
 
+def _discovered_capacity(p: Parts) -> DiscoveredCapacity:
+    learner = p.capabilities.capacity_discovery
+    assert learner is not None
+    if p.capabilities.launches_outside_state_lock:
+        learner = outside_state_lock(learner, p.state.lock)
+    return DiscoveredCapacity(p.cluster, p.state, learner)
+
+
 def _zonal_shift(p: Parts) -> ZonalShiftEvents:
     shifts = p.capabilities.zonal_shifts
     assert shifts is not None
@@ -305,6 +314,8 @@ SPECS: tuple[ControllerSpec, ...] = (
                    needs=lambda p: p.capabilities.parameters is not None),
     ControllerSpec("zonalshift", "NodePool", _zonal_shift, singleton=True,
                    needs=lambda p: p.capabilities.zonal_shifts is not None),
+    ControllerSpec("providers.instancetype.capacity", "Node", _discovered_capacity,
+                   needs=lambda p: p.capabilities.capacity_discovery is not None),
     ControllerSpec("capacityreservation.capacitytype", "NodeClaim",
                    lambda p: ReservedCapacityDemotion(p.cluster, p.given_cloud)),
 )

@@ -31,6 +31,7 @@ from nodewright.cloud.aws.catalog import LiveCatalog
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.clock import Seconds, TTLCache, system_clock
 from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
+from nodewright.cloud.aws.discovered_capacity import DiscoveredCapacity
 from nodewright.cloud.aws.drift import drift_of, reservation_drift, static_drift
 from nodewright.cloud.aws.ec2_batcher import BatchWindows, EC2Batcher
 from nodewright.cloud.aws.node_class_resolution import (
@@ -161,6 +162,8 @@ class AwsCloudProvider:
     reservations: capacity_reservations.Availability = field(init=False)
     _template_use: dict[str, float] = field(init=False)
     catalog: LiveCatalog = field(init=False)
+    # Memory capacity registered Nodes reported, per type and image set (60 days).
+    discovered: DiscoveredCapacity = field(init=False)
     _resolutions: TTLCache[str, Resolution] = field(init=False)
     _unready_resolutions: TTLCache[str, Resolution] = field(init=False)
     # Controllers resolve from their own threads: one resolution at a time, so two of them
@@ -194,6 +197,7 @@ class AwsCloudProvider:
             self.clients.ec2, self.clients.region, price_source, self.unavailable, self.clock,
             provider=self.provider_settings,
         )
+        self.discovered = DiscoveredCapacity(self.clock)
         self._resolutions = TTLCache(RESOLUTION_CACHE_SECONDS, self.clock)
         self._unready_resolutions = TTLCache(UNREADY_RESOLUTION_CACHE_SECONDS, self.clock)
         self._cluster = TTLCache(CLUSTER_CACHE_SECONDS, self.clock)
@@ -259,6 +263,7 @@ class AwsCloudProvider:
             node_class, zones=zones, zone_ids=zone_ids,
             placement_strategy=group.strategy if group else None,
             placement_group=group.id if group else None)
+        catalog = self.discovered.apply(catalog, resolution.images)
         if group is not None:
             # As Karpenter: the group's id is a requirement of every type, so pods can
             # select it and the NodeClaim (then the node) carries it.
@@ -272,6 +277,21 @@ class AwsCloudProvider:
             lambda name, offering, partition: offering.capacity_type != RESERVED
             and group is not None and self.unavailable.is_unavailable(
                 name, offering.zone, offering.capacity_type, f"{group.id}:{partition}"))
+
+    def update_capacity_from_node(self, node_class: EC2NodeClass, labels: Mapping[str, str],
+                                  memory: int, image_id: str | None) -> bool:
+        """Learn a registered Node's memory capacity (milli-units) for its instance type and
+        the node class's current images, when it booted the image the node class gives
+        that type now (Karpenter's UpdateInstanceTypeCapacityFromNode). True when what
+        plans see changed."""
+        name = labels.get(INSTANCE_TYPE_LABEL)
+        if not name:
+            return False
+        images = self.resolve(node_class).images
+        image = image_for(labels, images)
+        if image is None or image.id != image_id:
+            return False
+        return self.discovered.record(name, images, memory)
 
     # --- validation (ValidationSucceeded) -------------------------------------------------
 
@@ -563,6 +583,7 @@ class AwsCloudProvider:
         return CloudCapabilities(unavailable=self.unavailable, reservations=self.reservations,
                                  node_classes=self, cleaner=self, parameters=self,
                                  zonal_shifts=self.zonal_shifts, catalog_cache=True,
+                                 capacity_discovery=self,
                                  launches_outside_state_lock=self.launches_outside_state_lock)
 
     # --- garbage collection -------------------------------------------------------------
