@@ -4,9 +4,9 @@ offerings one CreateFleet request may carry.
 Both clouds run them before building the fleet's overrides, in Karpenter's order
 (pkg/providers/instance/filter at v1.14.1): the requests fit the type's allocatable; one
 kind of reservation (the cheapest; at equal prices a default reservation, then a capacity
-block, then an interruptible one); a single capacity block (CreateFleet takes one); one reservation per type
-and zone (the one with the most instances left); no exotic types (metal, GPUs,
-accelerators) unless nothing else is left; no spot offering dearer than the cheapest
+block, then an interruptible one); a single capacity block (CreateFleet takes one); one
+reservation per type and zone (the one with the most instances left); no exotic types
+(metal, GPUs, accelerators) unless nothing else is left; no spot offering dearer than the cheapest
 on-demand one when both are allowed. The exotic and spot filters stand aside for a
 NodeClaim with minValues, whose flexibility they would cut. A filter that would leave
 nothing leaves everything, except the fit, which leaves nothing: the launch has no
