@@ -12,6 +12,7 @@ import pytest
 from nodewright.api.ec2nodeclass import CapacityReservationSelectorTerm
 from nodewright.cloud.aws import capacity_reservations
 from nodewright.cloud.aws.clients import AwsClients
+from nodewright.cloud.aws.instances import instance_of
 from nodewright.cloud.aws.node_class_resolution import resolve_node_class
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.scheduling.pricing import OfflinePriceSource
@@ -273,3 +274,32 @@ def test_a_planned_nodeclaim_launches_into_its_reservation_and_the_overflow_stay
     assert "karpenter.k8s.aws/capacity-reservation-id" not in outside.labels
     assert [c["TargetCapacitySpecification"]["DefaultTargetCapacityType"]
             for c in recorder.calls_of("ec2:CreateFleet")] == ["on-demand", "spot"]
+
+
+@pytest.mark.parametrize(("lifecycle", "kind", "interruptible"), [
+    (None, "default", "false"),
+    ("capacity-block", "capacity-block", "false"),
+    ("interruptible-capacity-reservation", "default", "true"),
+])
+def test_a_described_reserved_instance_names_its_reservation_kind(
+    lifecycle: str | None, kind: str, interruptible: str
+) -> None:
+    """As Karpenter's NewInstance (pkg/providers/instance/types.go): an instance listed from
+    EC2 in a reservation it targeted is reserved capacity, and its InstanceLifecycle says
+    whether the reservation is a capacity block or interruptible."""
+    raw: dict[str, Any] = {
+        "InstanceId": "i-0123456789abcdef0", "InstanceType": "m5.large",
+        "Placement": {"AvailabilityZone": ZONE}, "State": {"Name": "running"},
+        "CapacityReservationId": "cr-1",
+        "CapacityReservationSpecification": {
+            "CapacityReservationPreference": "capacity-reservations-only"},
+    }
+    if lifecycle:
+        raw["InstanceLifecycle"] = lifecycle
+
+    instance = instance_of(raw)
+
+    assert instance.capacity_type == "reserved"
+    assert instance.labels["karpenter.k8s.aws/capacity-reservation-id"] == "cr-1"
+    assert instance.labels["karpenter.k8s.aws/capacity-reservation-type"] == kind
+    assert instance.labels["karpenter.k8s.aws/capacity-reservation-interruptible"] == interruptible

@@ -152,6 +152,52 @@ def test_a_reservation_slot_comes_back_once_its_instance_is_gone(
     assert reserving.reservations.count(RESERVATION) == 10
 
 
+RESERVATION_KINDS = [("default", False), ("default", True), ("capacity-block", False)]
+
+
+@pytest.mark.parametrize(("kind", "interruptible"), RESERVATION_KINDS,
+                         ids=["default-non-interruptible", "default-interruptible",
+                              "capacity-block"])
+def test_a_reserved_nodeclaim_carries_its_reservation_labels(
+    kind: str, interruptible: bool, clients: AwsClients, world: World, clock: FakeClock,
+    ec2: FakeEC2,
+) -> None:
+    """Context("Capacity Reservations") DescribeTable("should include capacity reservation
+    labels"), Entry("when the capacity reservation type is default non-interruptible"),
+    Entry("... default interruptible") and Entry("... capacity-block"): one reservation of
+    each kind for m5.large in one zone; a pod selecting a type and an interruptibility gets
+    a NodeClaim labelled with that reservation's id, type and interruptible flag."""
+    FakeCapacityReservations(clients).add(*(
+        FakeReservation(f"cr-m5.large-1a-{k}-{str(flag).lower()}", "m5.large", ZONE,
+                        available=10, total=10, reservation_type=k, interruptible=flag,
+                        tags={"team": "ml"})
+        for k, flag in RESERVATION_KINDS))
+    provider = AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource(),
+                                wall_clock=lambda: NOW)
+    claim = nodeclaim(requirements=[
+        {"key": INSTANCE_TYPE, "operator": "In", "values": ["m5.large"]},
+        {"key": CAPACITY_TYPE, "operator": "In", "values": ["reserved"]},
+        {"key": "karpenter.k8s.aws/capacity-reservation-type", "operator": "In",
+         "values": [kind]},
+        {"key": "karpenter.k8s.aws/capacity-reservation-interruptible", "operator": "In",
+         "values": [str(interruptible).lower()]}])
+    # moto's CreateFleet knows neither capacity blocks nor reserved-capacity targets: EC2's
+    # answer is given.
+    ec2.respond("CreateFleet", {"Errors": [], "Instances": [{
+        "InstanceIds": ["i-0123456789abcdef0"], "InstanceType": "m5.large",
+        "LaunchTemplateAndOverrides": {"Overrides": {
+            "InstanceType": "m5.large", "AvailabilityZone": ZONE}}}]})
+
+    instance = provider.create(claim, RESERVING_CLASS)
+
+    assert instance.labels[CAPACITY_TYPE] == "reserved"
+    assert instance.labels["karpenter.k8s.aws/capacity-reservation-id"] == (
+        f"cr-m5.large-1a-{kind}-{str(interruptible).lower()}")
+    assert instance.labels["karpenter.k8s.aws/capacity-reservation-type"] == kind
+    assert instance.labels["karpenter.k8s.aws/capacity-reservation-interruptible"] == (
+        str(interruptible).lower())
+
+
 # --- MinValues ------------------------------------------------------------------------------
 
 

@@ -58,13 +58,19 @@ SPOT = "spot-offering-filter"
 
 def offer(capacity_type: str, available: bool = True, *, price: float = 1.0,
           zone: str = "zone-1a", reservation_type: str | None = None,
-          reservation_id: str | None = None, left: int = 0) -> Offering:
+          reservation_id: str | None = None, left: int = 0,
+          interruptible: bool = False) -> Offering:
     if capacity_type == "reserved":
         reservation_type = reservation_type or "default"
-        reservation_id = reservation_id or f"cr-{reservation_type}-{zone}-{price}"
+        reservation_id = reservation_id or (
+            f"cr-{reservation_type}-{interruptible}-{zone}-{price}")
     return Offering(zone, None, capacity_type, price, available=available,
                     reservation_id=reservation_id, reservation_type=reservation_type,
-                    reservation_capacity=left)
+                    reservation_interruptible=interruptible, reservation_capacity=left)
+
+
+# Karpenter's reservation kinds: (type, interruptible); capacity blocks are never interruptible.
+RESERVATION_KINDS = [("default", False), ("capacity-block", False), ("default", True)]
 
 
 def itype(name: str, *offerings: Offering, cpu_millis: int = 2000, size: str = "large",
@@ -153,57 +159,80 @@ def test_compatible_available_keeps_types_with_an_available_offering() -> None:
 # --- CapacityReservationTypeFilter --------------------------------------------------------
 
 
-@pytest.mark.parametrize("selected", ["default", "capacity-block"])
-def test_the_reservation_type_with_the_cheapest_offering_is_chosen(selected: str) -> None:
+@pytest.mark.parametrize(("selected", "interruptible"), RESERVATION_KINDS)
+def test_the_reservation_type_with_the_cheapest_offering_is_chosen(
+    selected: str, interruptible: bool
+) -> None:
     """DescribeTable("should prioritize the capacity reservation type with the cheapest
-    offering"), Entry("when the type is default") and Entry("when the type is
-    capacity-block"); unavailable and other-zone offerings that are cheaper do not count."""
-    other = "capacity-block" if selected == "default" else "default"
+    offering"), Entry("when the type is default"), Entry("when the type is capacity-block")
+    and Entry("when the type is default interruptible"); unavailable and other-zone
+    offerings that are cheaper do not count."""
+    others = [kind for kind in RESERVATION_KINDS if kind != (selected, interruptible)]
     catalog = [
-        itype(f"cheap-instance-{selected}",
-              offer("reserved", price=5.0, reservation_type=selected)),
-        itype(f"expensive-instance-{selected}",
-              offer("reserved", price=10.0, reservation_type=selected)),
-        itype(f"expensive-instance-{other}",
-              offer("reserved", price=10.0, reservation_type=other),
-              offer("reserved", False, price=1.0, reservation_type=other),
-              offer("reserved", price=1.0, zone="zone-1b", reservation_type=other)),
+        itype(f"cheap-instance-{selected}-{interruptible}",
+              offer("reserved", price=5.0, reservation_type=selected,
+                    interruptible=interruptible)),
+        itype(f"expensive-instance-{selected}-{interruptible}",
+              offer("reserved", price=10.0, reservation_type=selected,
+                    interruptible=interruptible)),
+        *(itype(f"expensive-instance-{kind}-{flag}",
+                offer("reserved", price=10.0, reservation_type=kind, interruptible=flag),
+                offer("reserved", False, price=1.0, reservation_type=kind, interruptible=flag),
+                offer("reserved", price=1.0, zone="zone-1b", reservation_type=kind,
+                      interruptible=flag))
+          for kind, flag in others),
     ]
     kept, rejected = run(RESERVATION_TYPE, catalog,
                          requirements(RESERVED_ONLY, zone_in("zone-1a")))
-    assert sorted(kept) == sorted([f"cheap-instance-{selected}",
-                                   f"expensive-instance-{selected}"])
-    assert rejected == [f"expensive-instance-{other}"]
+    assert sorted(kept) == sorted([f"cheap-instance-{selected}-{interruptible}",
+                                   f"expensive-instance-{selected}-{interruptible}"])
+    assert sorted(rejected) == sorted(f"expensive-instance-{kind}-{flag}"
+                                      for kind, flag in others)
 
 
-def test_equal_prices_prefer_a_default_reservation_to_a_capacity_block() -> None:
+@pytest.mark.parametrize(("selected", "rejected_kind"), [
+    (("default", False), ("capacity-block", False)),
+    (("capacity-block", False), ("default", True)),
+    (("default", False), ("default", True)),
+], ids=["default-over-capacity-block", "capacity-block-over-interruptible",
+        "default-over-interruptible"])
+def test_equal_prices_are_broken_by_reservation_priority(
+    selected: tuple[str, bool], rejected_kind: tuple[str, bool]
+) -> None:
     """DescribeTable("should break ties by priority"), Entry("when the two capacity
-    reservations are default and capacity-block")"""
+    reservations are default and capacity-block"), Entry("... are capacity-block and
+    interruptible default") and Entry("... are default and interruptible default")"""
+    selected_name = f"{selected[0]}-{selected[1]}"
+    rejected_name = f"{rejected_kind[0]}-{rejected_kind[1]}"
     kept, rejected = run(RESERVATION_TYPE, [
-        itype("default-false", offer("reserved", price=5.0, reservation_type="default")),
-        itype("capacity-block-false",
-              offer("reserved", price=5.0, reservation_type="capacity-block")),
+        itype(selected_name, offer("reserved", price=5.0, reservation_type=selected[0],
+                                   interruptible=selected[1])),
+        itype(rejected_name, offer("reserved", price=5.0, reservation_type=rejected_kind[0],
+                                   interruptible=rejected_kind[1])),
     ], requirements(RESERVED_ONLY))
-    assert list(kept) == ["default-false"]
-    assert rejected == ["capacity-block-false"]
+    assert list(kept) == [selected_name]
+    assert rejected == [rejected_name]
 
 
-@pytest.mark.parametrize("selected", ["default", "capacity-block"])
-def test_offerings_of_the_other_reservation_type_are_removed(selected: str) -> None:
+@pytest.mark.parametrize(("selected", "interruptible"), RESERVATION_KINDS)
+def test_offerings_of_the_other_reservation_type_are_removed(
+    selected: str, interruptible: bool
+) -> None:
     """DescribeTable("should remove offerings which aren't the selected capacity
-    reservation type"), Entry("when the type is default") and Entry("when the type is
-    capacity-block")"""
+    reservation type"), Entry("when the type is default"), Entry("when the type is default
+    interruptible") and Entry("when the type is capacity-block")"""
     kept, rejected = run(RESERVATION_TYPE, [
-        itype("pin-instance", offer("reserved", price=1.0, reservation_type=selected)),
+        itype("pin-instance", offer("reserved", price=1.0, reservation_type=selected,
+                                    interruptible=interruptible)),
         itype("filter-instance",
-              offer("reserved", price=5.0, reservation_type="default"),
-              offer("reserved", price=5.0, reservation_type="capacity-block")),
+              *(offer("reserved", price=5.0, reservation_type=kind, interruptible=flag)
+                for kind, flag in RESERVATION_KINDS)),
     ], requirements(RESERVED_ONLY))
     assert sorted(kept) == ["filter-instance", "pin-instance"]
     assert rejected == []
     for offerings in kept.values():
-        assert [(o.capacity_type, o.reservation_type) for o in offerings] == [
-            ("reserved", selected)]
+        assert [(o.capacity_type, o.reservation_type, o.reservation_interruptible)
+                for o in offerings] == [("reserved", selected, interruptible)]
 
 
 def test_reservation_types_are_left_alone_when_the_nodeclaim_refuses_reserved() -> None:

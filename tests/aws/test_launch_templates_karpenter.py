@@ -511,6 +511,66 @@ def test_a_capacity_block_launches_in_the_capacity_block_market(
     assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
 
 
+def test_an_interruptible_reservation_launches_in_its_own_market(
+    provider: AwsCloudProvider, ec2: FakeEC2, clients: AwsClients
+) -> None:
+    """DescribeTable("should correctly assign the market type for reserved capacity"),
+    Entry("with default interruptible reservation type"); and the fleet Karpenter's
+    CreateFleetInputBuilder sends for it (pkg/providers/instance/types.go): a reserved-capacity
+    target, interruptible reservations only, no on-demand options."""
+    FakeCapacityReservations(clients).add(FakeReservation(
+        "cr-m5.large-1a-1", "m5.large", "us-west-2a", available=10, total=10,
+        interruptible=True, tags={"team": "ml"}))
+    reserved = nodeclaim(requirements=[
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]}])
+
+    # moto's CreateFleet knows no reserved-capacity target: EC2's answer is given.
+    ec2.respond("CreateFleet", {"Errors": [], "Instances": [{
+        "InstanceIds": ["i-0123456789abcdef0"], "InstanceType": "m5.large",
+        "LaunchTemplateAndOverrides": {"Overrides": {
+            "InstanceType": "m5.large", "AvailabilityZone": "us-west-2a"}}}]})
+    launched = provider.create(reserved, node_class(
+        capacityReservationSelectorTerms=[{"tags": {"team": "ml"}}]))
+
+    (data,) = ec2.template_data()
+    assert data["InstanceMarketOptions"] == {"MarketType": "interruptible-capacity-reservation"}
+    assert data["CapacityReservationSpecification"] == {
+        "CapacityReservationPreference": "capacity-reservations-only",
+        "CapacityReservationTarget": {"CapacityReservationId": "cr-m5.large-1a-1"}}
+    request = ec2.last("CreateFleet")
+    assert request["TargetCapacitySpecification"][
+        "DefaultTargetCapacityType"] == "reserved-capacity"
+    assert request["ReservedCapacityOptions"] == {
+        "ReservationTypes": ["interruptible-capacity-reservation"]}
+    assert "OnDemandOptions" not in request and "SpotOptions" not in request
+    assert launched.labels["karpenter.k8s.aws/capacity-reservation-interruptible"] == "true"
+
+
+def test_an_ordinary_reservation_has_no_market_type_and_an_on_demand_target(
+    provider: AwsCloudProvider, ec2: FakeEC2, clients: AwsClients
+) -> None:
+    """The other side of Karpenter's market choice: a default, non-interruptible reservation
+    launches with no InstanceMarketOptions, as on-demand capacity (lowest-price)."""
+    FakeCapacityReservations(clients).add(FakeReservation(
+        "cr-m5.large-1a-1", "m5.large", "us-west-2a", available=10, total=10,
+        interruptible=False, tags={"team": "ml"}))
+    reserved = nodeclaim(requirements=[
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]}])
+
+    launched = provider.create(reserved, node_class(
+        capacityReservationSelectorTerms=[{"tags": {"team": "ml"}}]))
+
+    (data,) = ec2.template_data()
+    assert "InstanceMarketOptions" not in data
+    request = ec2.last("CreateFleet")
+    assert request["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "on-demand"
+    assert request["OnDemandOptions"] == {"AllocationStrategy": "lowest-price"}
+    assert "ReservedCapacityOptions" not in request
+    assert launched.labels["karpenter.k8s.aws/capacity-reservation-interruptible"] == "false"
+
+
 # --- User Data: AL2023 ----------------------------------------------------------------------
 
 

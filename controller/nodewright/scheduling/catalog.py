@@ -47,10 +47,11 @@ class Offering:
     # A NodeOverlay set or adjusted the price.
     price_overlaid: bool = False
     # A `reserved` offering: the capacity reservation it launches into, and its type
-    # (default or capacity-block), and how many instances it has left (what a plan may
-    # launch into it).
+    # (default or capacity-block), whether EC2 may reclaim it (an interruptible reservation),
+    # and how many instances it has left (what a plan may launch into it).
     reservation_id: str | None = None
     reservation_type: str | None = None
+    reservation_interruptible: bool = False
     reservation_capacity: int = 0
     # The partition of a partition placement group this offering launches into (AWS).
     partition: str | None = None

@@ -3,10 +3,10 @@ offerings one CreateFleet request may carry.
 
 Both clouds run them before building the fleet's overrides, in Karpenter's order
 (pkg/providers/instance/filter at v1.14.1): the requests fit the type's allocatable; one
-kind of reservation (the cheapest; a capacity block only when cheaper than a default
-reservation); a single capacity block (CreateFleet takes one); one reservation per type
-and zone (the one with the most instances left); no exotic types (metal, GPUs,
-accelerators) unless nothing else is left; no spot offering dearer than the cheapest
+kind of reservation (the cheapest; at equal prices a default reservation, then a capacity
+block, then an interruptible one); a single capacity block (CreateFleet takes one); one
+reservation per type and zone (the one with the most instances left); no exotic types
+(metal, GPUs, accelerators) unless nothing else is left; no spot offering dearer than the cheapest
 on-demand one when both are allowed. The exotic and spot filters stand aside for a
 NodeClaim with minValues, whose flexibility they would cut. A filter that would leave
 nothing leaves everything, except the fit, which leaves nothing: the launch has no
@@ -30,8 +30,11 @@ ON_DEMAND: Final = "on-demand"
 RESERVED: Final = "reserved"
 DEFAULT_RESERVATION: Final = "default"
 CAPACITY_BLOCK: Final = "capacity-block"
-# Equal prices: a default reservation before a capacity block (Karpenter's priorities).
-_RESERVATION_PRIORITY: Final = {DEFAULT_RESERVATION: 0, CAPACITY_BLOCK: 1}
+# Equal prices: a default reservation, then a capacity block, then an interruptible default
+# reservation (Karpenter's priorities; capacity blocks are never interruptible).
+_RESERVATION_PRIORITY: Final = {
+    (DEFAULT_RESERVATION, False): 0, (CAPACITY_BLOCK, False): 1, (DEFAULT_RESERVATION, True): 2,
+}
 EXOTIC_RESOURCES: Final = (
     allocatable.AWS_NEURON,
     allocatable.AWS_NEURON_CORE,
@@ -107,23 +110,25 @@ def _reserved(group: Sequence[Choice]) -> list[Choice]:
     return [choice for choice in group if choice.offering.capacity_type == RESERVED]
 
 
-def _reservation_type(choice: Choice) -> str:
-    return choice.offering.reservation_type or DEFAULT_RESERVATION
+def _reservation_kind(choice: Choice) -> tuple[str, bool]:
+    """The reservation type and whether it is interruptible: CreateFleet's market."""
+    offering = choice.offering
+    return offering.reservation_type or DEFAULT_RESERVATION, offering.reservation_interruptible
 
 
 def _one_reservation_type(groups: _Groups, requirements: Requirements,
                           _: Mapping[str, int]) -> _Groups:
-    """CreateFleet takes one market: the reservation type with the cheapest offering, and
-    only its reserved offerings."""
+    """CreateFleet takes one market: the reservation type (default, capacity block or
+    interruptible default) with the cheapest offering, and only its reserved offerings."""
     if not allows(requirements, RESERVED):
         return groups
     reserved = [choice for group in groups.values() for choice in _reserved(group)]
     if not reserved:
         return groups
     cheapest = min(reserved, key=lambda c: (c.offering.price,
-                                            _RESERVATION_PRIORITY.get(_reservation_type(c), 2)))
-    kind = _reservation_type(cheapest)
-    kept = {name: [c for c in _reserved(group) if _reservation_type(c) == kind]
+                                            _RESERVATION_PRIORITY.get(_reservation_kind(c), 3)))
+    kind = _reservation_kind(cheapest)
+    kept = {name: [c for c in _reserved(group) if _reservation_kind(c) == kind]
             for name, group in groups.items()}
     return {name: group for name, group in kept.items() if group}
 

@@ -199,6 +199,7 @@ def with_reserved_offerings(
                            and not r.expiring(now)),
                 reservation_id=r.id,
                 reservation_type=r.reservation_type,
+                reservation_interruptible=r.interruptible,
                 reservation_capacity=availability.count(r.id),
             )
             for r in mine

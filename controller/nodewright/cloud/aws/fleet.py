@@ -36,6 +36,8 @@ ON_DEMAND: Final = "on-demand"
 SPOT: Final = "spot"
 RESERVED: Final = "reserved"
 CAPACITY_BLOCK: Final = "capacity-block"
+RESERVED_CAPACITY: Final = "reserved-capacity"
+INTERRUPTIBLE_CAPACITY_RESERVATION: Final = "interruptible-capacity-reservation"
 CLIENT_TOKEN_MAX: Final = 64
 # How EC2 words a spread placement group's seven-instances-per-zone limit (its error code is
 # InsufficientInstanceCapacity).
@@ -71,8 +73,10 @@ class FleetRequest:
     capacity_type: str
     candidates: tuple[Candidate, ...]
     tags: Mapping[str, str] = field(default_factory=dict)
-    # A reserved launch: the reservations' type (default or capacity-block).
+    # A reserved launch: the reservations' type (default or capacity-block), and whether they
+    # are interruptible reservations (EC2's reserved-capacity target).
     reservation_type: str | None = None
+    reservation_interruptible: bool = False
     # spec.context: the reserved-capacity context (EC2 Context) the fleet launches in.
     context: str | None = None
     # The placement group the launch templates launch into: capacity errors count there only.
@@ -90,10 +94,13 @@ class FleetRequest:
     @property
     def target_capacity_type(self) -> str:
         """EC2's name for what is asked: a reservation is on-demand capacity (or a capacity
-        block); the launch template names the reservation."""
+        block, or for an interruptible reservation reserved capacity); the launch template
+        names the reservation."""
         if self.capacity_type != RESERVED:
             return self.capacity_type
-        return CAPACITY_BLOCK if self.reservation_type == CAPACITY_BLOCK else ON_DEMAND
+        if self.reservation_type == CAPACITY_BLOCK:
+            return CAPACITY_BLOCK
+        return RESERVED_CAPACITY if self.reservation_interruptible else ON_DEMAND
 
     def overrides_by_template(self) -> dict[str, list[dict[str, Any]]]:
         grouped: dict[str, list[dict[str, Any]]] = {}
@@ -149,6 +156,9 @@ class FleetRequest:
             request["Context"] = self.context
         if self.capacity_type == SPOT:
             request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+        elif self.target_capacity_type == RESERVED_CAPACITY:
+            request["ReservedCapacityOptions"] = {
+                "ReservationTypes": [INTERRUPTIBLE_CAPACITY_RESERVATION]}
         elif self.target_capacity_type != CAPACITY_BLOCK:
             request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
         return request

@@ -53,7 +53,15 @@ def instance_of(raw: Mapping[str, Any]) -> Instance:
     if reservation and preference == "capacity-reservations-only":
         # Launched into a reservation it targeted (an open reservation's match is on-demand).
         capacity_type = "reserved"
-        reserved = {"karpenter.k8s.aws/capacity-reservation-id": reservation}
+        # As Karpenter, the reservation's kind is read from the instance's lifecycle.
+        lifecycle = raw.get("InstanceLifecycle")
+        reserved = {
+            "karpenter.k8s.aws/capacity-reservation-id": reservation,
+            "karpenter.k8s.aws/capacity-reservation-type": (
+                "capacity-block" if lifecycle == "capacity-block" else "default"),
+            "karpenter.k8s.aws/capacity-reservation-interruptible": (
+                "true" if lifecycle == "interruptible-capacity-reservation" else "false"),
+        }
     instance_type = str(raw.get("InstanceType", ""))
     placement = raw.get("Placement", {}) or {}
     if placement.get("GroupId"):

@@ -68,6 +68,8 @@ class LaunchConfig:
     # reservations (Karpenter's targeted launch mode), so only selected ones are used.
     capacity_reservation_id: str | None = None
     capacity_reservation_type: str | None = None
+    # An interruptible reservation (EC2 may reclaim it): its own market type.
+    capacity_reservation_interruptible: bool = False
     # The placement group every launch goes into, and for a partition group the partition.
     placement_group_id: str | None = None
     placement_partition: int | None = None
@@ -86,6 +88,9 @@ class LaunchConfig:
         if not fields["enclave_enabled"]:
             # Likewise templates without enclaves (EC2's default is the same).
             del fields["enclave_enabled"]
+        if not fields["capacity_reservation_interruptible"]:
+            # Likewise templates for other reservations and for no reservation.
+            del fields["capacity_reservation_interruptible"]
         canonical = json.dumps(fields, sort_keys=True, default=list)
         return hashlib.sha256(canonical.encode()).hexdigest()[:24]
 
@@ -126,6 +131,9 @@ class LaunchConfig:
             }
             if self.capacity_reservation_type == "capacity-block":
                 data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+            elif self.capacity_reservation_interruptible:
+                data["InstanceMarketOptions"] = {
+                    "MarketType": "interruptible-capacity-reservation"}
         else:
             data["CapacityReservationSpecification"] = {"CapacityReservationPreference": "none"}
         if self.block_device_mappings:

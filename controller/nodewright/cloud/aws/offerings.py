@@ -18,10 +18,16 @@ ON_DEMAND: Final = "on-demand"
 RESERVED: Final = "reserved"
 RESERVATION_ID_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-id"
 RESERVATION_TYPE_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-type"
+RESERVATION_INTERRUPTIBLE_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-interruptible"
 PARTITION_LABEL: Final = "karpenter.k8s.aws/placement-group-partition"
 TENANCY_LABEL: Final = "karpenter.k8s.aws/instance-tenancy"
 DEFAULT_TENANCY: Final = "default"
 DEDICATED_TENANCY: Final = "dedicated"
+
+
+def interruptible_value(interruptible: bool) -> str:
+    """The capacity-reservation-interruptible label's value, as Go formats a bool."""
+    return "true" if interruptible else "false"
 
 
 def _compatible(requirements: Requirements, labels: Mapping[str, str]) -> bool:
@@ -60,6 +66,8 @@ def launchable(
             if offering.reservation_id:
                 offering_labels[RESERVATION_ID_LABEL] = offering.reservation_id
                 offering_labels[RESERVATION_TYPE_LABEL] = offering.reservation_type or "default"
+                offering_labels[RESERVATION_INTERRUPTIBLE_LABEL] = interruptible_value(
+                    offering.reservation_interruptible)
             if offering.partition:
                 offering_labels[PARTITION_LABEL] = offering.partition
             if _compatible(requirements, offering_labels):

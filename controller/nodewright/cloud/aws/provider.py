@@ -50,12 +50,14 @@ from nodewright.cloud.aws.node_identity import (
 from nodewright.cloud.aws.offerings import (
     ON_DEMAND,
     RESERVATION_ID_LABEL,
+    RESERVATION_INTERRUPTIBLE_LABEL,
     RESERVATION_TYPE_LABEL,
     RESERVED,
     TENANCY_LABEL,
     ZONE_ID_LABEL,
     Choice,
     capacity_type_for,
+    interruptible_value,
     launchable,
     tenancy_for,
 )
@@ -429,10 +431,15 @@ class AwsCloudProvider:
         assert capacity_type is not None, "the launch filters leave some offering or raise"
         picked = [c for c in choices if c.offering.capacity_type == capacity_type]
         reservation_type = None
+        reservation_interruptible = False
         if capacity_type == RESERVED:
-            # One kind of reservation per fleet (a capacity block is its own market).
-            reservation_type = min(picked, key=lambda c: c.offering.price).offering.reservation_type
-            picked = [c for c in picked if c.offering.reservation_type == reservation_type]
+            # One kind of reservation per fleet (a capacity block, and an interruptible
+            # reservation, are markets of their own).
+            cheapest = min(picked, key=lambda c: c.offering.price).offering
+            reservation_type = cheapest.reservation_type
+            reservation_interruptible = cheapest.reservation_interruptible
+            picked = [c for c in picked if c.offering.reservation_type == reservation_type
+                      and c.offering.reservation_interruptible == reservation_interruptible]
         tenancy = tenancy_for(requirements)
         templates = self._templates_for(nodeclaim, node_class, resolution, picked, partition,
                                         tenancy, capacity_type)
@@ -458,6 +465,7 @@ class AwsCloudProvider:
             candidates=tuple(candidates),
             tags=self._instance_tags(nodeclaim.name, nodepool, node_class),
             reservation_type=reservation_type,
+            reservation_interruptible=reservation_interruptible,
             # As Karpenter: a NodeClaim whose minValues were relaxed launches outside the
             # node class's reserved-capacity context.
             context=(None if (nodeclaim.metadata.annotations or {}).get(
@@ -798,6 +806,8 @@ class AwsCloudProvider:
                     extra_tags=dict(spec.tags or {}),
                     capacity_reservation_id=choice.offering.reservation_id,
                     capacity_reservation_type=choice.offering.reservation_type,
+                    capacity_reservation_interruptible=(
+                        choice.offering.reservation_interruptible),
                     placement_group_id=(resolution.placement_group.id
                                         if resolution.placement_group else None),
                     placement_partition=partition,
@@ -861,7 +871,9 @@ class AwsCloudProvider:
                 "karpenter.sh/capacity-type": launched.capacity_type,
                 TENANCY_LABEL: tenancy,
                 **({RESERVATION_ID_LABEL: launched.reservation_id,
-                    RESERVATION_TYPE_LABEL: request.reservation_type or "default"}
+                    RESERVATION_TYPE_LABEL: request.reservation_type or "default",
+                    RESERVATION_INTERRUPTIBLE_LABEL: interruptible_value(
+                        request.reservation_interruptible)}
                    if launched.reservation_id else {}),
                 **({PLACEMENT_GROUP_ID_LABEL: resolution.placement_group.id}
                    if resolution.placement_group else {}),
