@@ -151,7 +151,7 @@ def test_no_drift_without_room_under_the_node_limit(world: World) -> None:
     setup(world, static("static", 5, node_limit=5))
     names = {objects.name(c) for c in claims(world, "static")}
     world.apply(drifted(static("static", 5, node_limit=5)))
-    seen = roll_out(world, {"static": 5}, until_replaced=False, seconds=600)
+    seen = roll_out(world, {"static": 5}, until_replaced=False, seconds=120)
     assert seen.commands == 0
     assert {objects.name(c) for c in claims(world, "static")} == names
     assert any(d.cause == ex.CAUSE_NODE_LIMIT for d in decisions(world))
