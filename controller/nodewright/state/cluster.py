@@ -496,9 +496,14 @@ class ClusterState:
 
     def record_scheduling_decisions(self, tried: Iterable[str], placed: Iterable[str]) -> None:
         """A scheduling simulation tried these pods and placed some: observe how long each
-        waited for its first try (karpenter_pods_scheduling_decision_duration_seconds)."""
+        waited for its first try (karpenter_pods_scheduling_decision_duration_seconds). A
+        pod it could not place is no longer schedulable since an earlier solve placed it,
+        as Karpenter's MarkPodSchedulingDecisions forgets it for the pods with errors."""
         now = self.clock.now()
+        kept = set(placed)
         for key in tried:
+            if key not in kept:
+                self._pod_schedulable.pop(key, None)
             if key in self._pod_decided:
                 continue
             self._pod_decided[key] = now
@@ -506,7 +511,7 @@ class ClusterState:
             if acked is not None:
                 metrics.PODS_SCHEDULING_DECISION_DURATION.observe(
                     (now - acked).total_seconds())
-        for key in placed:
+        for key in kept:
             self._pod_schedulable.setdefault(key, now)
 
     def pod_ack_time(self, key: str) -> datetime | None:
