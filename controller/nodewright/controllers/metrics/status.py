@@ -235,7 +235,9 @@ class StatusConditionMetrics:
                     before: Mapping[str, Any] | None, extra_labels: Mapping[str, str]) -> None:
         spec, per_kind = self._kinds[kind], self._metrics[kind]
         type_, status = str(cond.get("type") or ""), str(cond.get("status") or "")
-        if before is not None and str(before.get("status") or "") == status:
+        # operatorpkg reads a condition it has not seen as Unknown: first seen Unknown is
+        # no transition.
+        if str((before or {}).get("status") or "Unknown") == status:
             return
         reason = str(cond.get("reason") or "")
         per_kind.transitions.labels(type=type_, status=status, reason=reason,
