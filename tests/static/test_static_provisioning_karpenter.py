@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from nodewright.cluster import objects
+from nodewright.cluster.api import ApiError
 from nodewright.controllers.static.provisioning import (
     LIMIT_REQUEUE_SECONDS,
     REQUEUE_SECONDS,
+    UNSYNCED_RETRY_SECONDS,
     StaticProvisioning,
 )
 from tests.controllers.expectations import expect_no_controller_errors
@@ -70,6 +72,11 @@ def test_a_pool_at_its_replicas_creates_nothing_more(world: World) -> None:
         assert provisioner(world).reconcile("static").requeue_after == REQUEUE_SECONDS
     assert sorted(objects.name(c) for c in claims_of(world, "static")) == before
     assert len(before) == 3
+    # More than the replicas (before deprovisioning removes the surplus): nothing created.
+    world.cluster.patch("NodePool", "static", {"spec": {"replicas": 1}})
+    world.deliver()
+    assert provisioner(world).reconcile("static").requeue_after == REQUEUE_SECONDS
+    assert sorted(objects.name(c) for c in claims_of(world, "static")) == before
 
 
 def test_nodeclaims_are_created_up_to_the_replicas_with_the_pools_nodeclass(
@@ -163,3 +170,62 @@ def test_a_large_replica_count_is_reached(world: World) -> None:
     world.apply(NODE_CLASS, static_pool(replicas=60))
     assert world.settle()
     assert len(claims_of(world, "static")) == 60
+
+
+class RefusingCreates:
+    """The cluster, except that every create is refused (Karpenter's failingClient)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def create(self, obj: Any) -> Any:
+        raise ApiError("simulated create failure")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_refused_create_leaves_no_nodeclaim_and_is_retried(world: World) -> None:
+    """suite_test.go "should handle CreateNodeClaims errors gracefully": Karpenter returns
+    the error (controller-runtime backs off); ours logs it and comes back in a second."""
+    world.apply(NODE_CLASS, static_pool(replicas=1))
+    assert world.settle()
+    world.cluster.patch("NodePool", "static", {"spec": {"replicas": 2}})
+    world.deliver()
+    assert len(claims_of(world, "static")) == 1
+    failing = StaticProvisioning(
+        RefusingCreates(world.cluster), provisioner(world).state)  # type: ignore[arg-type]
+    assert failing.reconcile("static").requeue_after == UNSYNCED_RETRY_SECONDS
+    assert len(claims_of(world, "static")) == 1
+
+
+def test_a_nodepool_of_another_providers_nodeclass_launches_nothing(world: World) -> None:
+    """suite_test.go "should return early if nodepool is not managed by cloud provider"."""
+    body = static_pool(replicas=1)
+    body["spec"]["template"]["spec"]["nodeClassRef"] = {
+        "group": "test.group", "kind": "UnmanagedNodeClass", "name": "test"}
+    world.apply(NODE_CLASS, body)
+    assert world.settle()
+    assert claims_of(world, "static") == []
+    assert provisioner(world).reconcile("static").requeue_after is None
+
+
+def test_an_unsynced_cache_never_over_provisions(world: World) -> None:
+    """suite_test.go "should wait for cluster to be synced and not over provision": fifty
+    reconciles before the first NodeClaims launch (their providerIDs unknown, so the cache
+    is not synced) create no more than the replicas. Karpenter's test ends at the limit
+    (10) because its envtest cache never sees the created NodeClaims; ours sees them and
+    ends at the replicas (5)."""
+    world.apply(NODE_CLASS, static_pool(replicas=0, node_limit=10))
+    assert world.settle()  # the NodePool is Ready
+    world.cluster.patch("NodePool", "static", {"spec": {"replicas": 5}})
+    world.deliver()
+    results = []
+    for _ in range(50):
+        results.append(provisioner(world).reconcile("static").requeue_after)
+        assert len(claims_of(world, "static")) <= 10
+    assert len(claims_of(world, "static")) == 5
+    # After the first created them, the NodeClaims wait for their providerIDs.
+    assert results[1:] == [UNSYNCED_RETRY_SECONDS] * 49
+    assert world.settle()
+    assert len(claims_of(world, "static")) == 5
