@@ -23,6 +23,7 @@ from typing import Any
 from nodewright.api.nodepool import NodePool
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, ClusterAPI, NotFoundError
+from nodewright.controllers.common.managed import nodepool_is_managed
 from nodewright.controllers.common.podrules import eviction_cost
 from nodewright.controllers.nodeclaim.expiration import lifetime_remaining
 from nodewright.controllers.static.counts import (
@@ -69,7 +70,7 @@ class StaticDeprovisioning:
         if raw is None or parsed is None or parsed.model is None:
             return Result()
         nodepool = parsed.model
-        if not nodepool.is_static or objects.is_deleting(raw):
+        if not nodepool.is_static or objects.is_deleting(raw) or not nodepool_is_managed(raw):
             return Result()
         desired = nodepool.spec.replicas or 0
         active = node_counts(self.state, key).active

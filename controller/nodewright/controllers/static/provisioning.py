@@ -16,6 +16,7 @@ from nodewright import metrics
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, ClusterAPI
 from nodewright.controllers.common.logfields import nodeclaim_fields
+from nodewright.controllers.common.managed import nodepool_is_managed
 from nodewright.controllers.static.counts import node_counts, room_under_limit
 from nodewright.controllers.static.nodeclaims import static_nodeclaim_manifest
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
@@ -67,7 +68,7 @@ class StaticProvisioning:
         if raw is None or parsed is None or parsed.model is None:
             return Result()
         nodepool = parsed.model
-        if not nodepool.is_static or objects.is_deleting(raw):
+        if not nodepool.is_static or objects.is_deleting(raw) or not nodepool_is_managed(raw):
             return Result()
         if not objects.condition_is_true(raw, "Ready"):
             return Result()  # its status update (Ready) brings it back
