@@ -164,11 +164,15 @@ def measure(scale: float = 1.0, create_fleet: float = 1.0, launch_delay: float =
 
 
 def follow(world: RealTimeWorld, pods: int, started: float, timeout: float,
-           trace: bool = False) -> dict[str, float | None]:
-    """Seconds from `started` to the first NodeClaim, the last launch seen and every pod
-    Running (None: not within `timeout`). `trace`: the counts every second on stderr."""
+           trace: bool = False) -> dict[str, Any]:
+    """Seconds from `started` to the first NodeClaim, to every NodeClaim of the first
+    provisioning round launched, to the last launch seen and to every pod Running (None:
+    not within `timeout`); the NodeClaim count at each change. `trace`: the counts every
+    second on stderr."""
     first_claim: float | None = None
+    first_round_launched: float | None = None
     last_launch: float | None = None
+    claims_at: list[tuple[float, int]] = []
     launched_before = 0
     traced = -1.0
     while time.monotonic() - started < timeout:
@@ -188,14 +192,20 @@ def follow(world: RealTimeWorld, pods: int, started: float, timeout: float,
                   file=sys.stderr, flush=True)
         if claims and first_claim is None:
             first_claim = now
+        if claims and first_round_launched is None and launched == len(claims):
+            first_round_launched = now
+        if not claims_at or claims_at[-1][1] != len(claims):
+            claims_at.append((now, len(claims)))
         if launched > launched_before:
             last_launch, launched_before = now, launched
         if running >= pods:
-            return {"first_nodeclaim_s": first_claim, "last_launch_s": last_launch,
-                    "all_running": round(now, 2)}
+            return {"first_nodeclaim_s": first_claim,
+                    "first_round_launched_s": first_round_launched,
+                    "last_launch_s": last_launch, "all_running": now,
+                    "nodeclaims_at": claims_at}
         time.sleep(POLL_SECONDS)
-    return {"first_nodeclaim_s": first_claim, "last_launch_s": last_launch,
-            "all_running": None}
+    return {"first_nodeclaim_s": first_claim, "first_round_launched_s": first_round_launched,
+            "last_launch_s": last_launch, "all_running": None, "nodeclaims_at": claims_at}
 
 
 def main() -> int:
