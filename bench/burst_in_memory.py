@@ -23,6 +23,11 @@ and its actors included) and the controller's own threads.
     python bench/burst_in_memory.py [--scale 1] [--create-fleet 1.0] [--runs 1] [--json]
         [--lifecycle-workers N] [--termination-workers N]   # e.g. 4: the count before
         [--cpu-requests 1000]                              # issue 32's change
+        [--max-vcpus 16]   # Karpenter's NodePool narrowed to small instances (ours)
+
+Karpenter's NodePool lets the solve pick 48xlarge instances: the burst needs 13 to 17
+NodeClaims. `--max-vcpus 16` (not Karpenter's test: instance-cpu < 17 added to its
+NodePool) makes it need about 150, as kwok's small instance types do on Karpenter's run.
 """
 
 from __future__ import annotations
@@ -110,7 +115,8 @@ def start_operator(world: RealTimeWorld, cloud: SlowCloud, cpu_requests: int) ->
 def measure(scale: float = 1.0, create_fleet: float = 1.0, launch_delay: float = 2.0,
             registration_delay: float = 3.0, cpu_requests: int = 1000,
             lifecycle_workers: int | None = None, termination_workers: int | None = None,
-            timeout: float = 900.0, trace: bool = False) -> dict[str, Any]:
+            timeout: float = 900.0, trace: bool = False,
+            max_vcpus: int | None = None) -> dict[str, Any]:
     replicas = max(1, round(REPLICAS * scale))
     pods = 2 * replicas
     sim = SimSettings(launch_delay=launch_delay, registration_delay=registration_delay,
@@ -122,7 +128,12 @@ def measure(scale: float = 1.0, create_fleet: float = 1.0, launch_delay: float =
                               launch_window=CREATE_FLEET_WINDOW)
             cloud.use_lock(world.lock)
             cloud.launch.arm()
-            world.apply(NODE_CLASS, perf_nodepool())
+            pool = perf_nodepool()
+            if max_vcpus is not None:
+                pool["spec"]["template"]["spec"]["requirements"].append(
+                    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lt",
+                     "values": [str(max_vcpus + 1)]})
+            world.apply(NODE_CLASS, pool)
             operator = start_operator(world, cloud, cpu_requests)
             lifecycle = operator.driver.workers(operator.controllers.lifecycle)
             termination = operator.driver.workers(
@@ -144,6 +155,7 @@ def measure(scale: float = 1.0, create_fleet: float = 1.0, launch_delay: float =
                 launched = world.cloud.counters.launched
             return {
                 "in_memory": True, "pods": pods, "replicas_each": replicas,
+                "max_vcpus": max_vcpus,
                 "lifecycle_workers": lifecycle, "termination_workers": termination,
                 "cpu_requests": cpu_requests, "create_fleet_s": create_fleet,
                 "launch_delay_s": launch_delay, "registration_delay_s": registration_delay,
@@ -219,6 +231,8 @@ def main() -> int:
     parser.add_argument("--cpu-requests", type=int, default=1000, metavar="MILLICORES")
     parser.add_argument("--lifecycle-workers", type=int, default=None)
     parser.add_argument("--termination-workers", type=int, default=None)
+    parser.add_argument("--max-vcpus", type=int, default=None,
+                        help="only instance types of at most this many vCPUs (not Karpenter's)")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--json", action="store_true")
@@ -234,7 +248,7 @@ def main() -> int:
     for _ in range(args.runs):
         row = measure(args.scale, args.create_fleet, args.launch_delay,
                       args.registration_delay, args.cpu_requests, args.lifecycle_workers,
-                      args.termination_workers, args.timeout, args.trace)
+                      args.termination_workers, args.timeout, args.trace, args.max_vcpus)
         rows.append(row)
         if not args.json:
             print(", ".join(f"{key}={value}" for key, value in row.items()), flush=True)
