@@ -21,6 +21,8 @@ controller that needs one is built only when the record has it (`controllers.reg
   discovered capacity controller;
 - `catalog_cache`: instance types and prices are cached and worth refreshing outside any
   provisioning (AWS: the Pricing API);
+- `overlay_prices`: launches read the NodeOverlay store (the gate on), so a fleet's
+  overrides carry the overlays' prices as priorities (AWS);
 - `launches_outside_state_lock`: every call is safe from any thread, so controllers make
   them outside the state lock (the AWS provider; the simulated EC2, written for one
   thread, keeps its calls under it).
@@ -28,7 +30,7 @@ controller that needs one is built only when the record has it (`controllers.reg
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from nodewright.cloud.aws.instance_statuses import HealthStatus
     from nodewright.cloud.aws.interruption_queue import EventHandler, PollResult
     from nodewright.cloud.aws.node_class_resolution import Resolution
+    from nodewright.scheduling.overlays import OverlayStore
 
 
 class InstanceStatusSource(Protocol):
@@ -95,6 +98,10 @@ class ZonalShiftSource(Protocol):
     def shifted_zones(self) -> frozenset[str]: ...
 
 
+class OverlayUser(Protocol):
+    def use_overlays(self, store: Callable[[], OverlayStore | None]) -> None: ...
+
+
 @dataclass(frozen=True)
 class CloudCapabilities:
     """None (False): the cloud does not have it."""
@@ -108,5 +115,6 @@ class CloudCapabilities:
     parameters: ParameterInvalidator | None = None
     zonal_shifts: ZonalShiftSource | None = None
     capacity_discovery: CapacityLearner | None = None
+    overlay_prices: OverlayUser | None = None
     catalog_cache: bool = False
     launches_outside_state_lock: bool = False

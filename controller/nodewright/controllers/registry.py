@@ -455,6 +455,10 @@ def build_controllers(
         state.overlay_store = OverlayStore()
     recorder = EventRecorder(cluster, clock, reporting_instance=options.reporting_instance)
     capabilities = cloud.capabilities()
+    if options.node_overlay and capabilities.overlay_prices is not None:
+        # The cloud launches a NodePool's NodeClaims from its types as the overlays make
+        # them (their prices become the fleet's priorities), read from the current store.
+        capabilities.overlay_prices.use_overlays(lambda: state.overlay_store)
     # Requests run outside the state lock (runtime.outside_lock): the API client always
     # (it is safe from any thread), the cloud when it says it is. The recorder keeps the
     # bare client: it writes under a lock of its own.

@@ -2,7 +2,10 @@
 
 The request is an instant fleet for one instance. Overrides are the NodeClaim's instance
 types (cheapest first, at most 60) x one subnet per allowed zone (the one with the most free
-IPs). Spot asks for price-capacity-optimized, on-demand for lowest-price."""
+IPs), each override's Priority its offering's price. Spot asks for price-capacity-optimized,
+on-demand for lowest-price; when NodeOverlay prices chose the NodeClaim's types
+(karpenter.sh/price-overlay-applied), EC2 follows the priorities instead: spot
+capacity-optimized-prioritized, on-demand prioritized (Karpenter's CreateFleetInputBuilder)."""
 
 from __future__ import annotations
 
@@ -64,6 +67,9 @@ class Candidate:
     template_name: str
     image_id: str
     reservation_id: str | None = None
+    # The override's Priority (lower goes first): the offering's price, NodeOverlay's where
+    # one applies, as Karpenter's getOverrides. None: not sent (validation's dry run).
+    priority: float | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,9 @@ class FleetRequest:
     placement_group_id: str | None = None
     # The partition of a partition group the launch targets: capacity errors count there.
     placement_partition: int | None = None
+    # NodeOverlay prices chose the NodeClaim's types: EC2 allocates by the overrides'
+    # priorities (prioritized, capacity-optimized-prioritized).
+    prioritized: bool = False
 
     @property
     def placement_scope(self) -> str | None:
@@ -105,14 +114,15 @@ class FleetRequest:
     def overrides_by_template(self) -> dict[str, list[dict[str, Any]]]:
         grouped: dict[str, list[dict[str, Any]]] = {}
         for candidate in self.candidates:
-            grouped.setdefault(candidate.template_name, []).append(
-                {
-                    "InstanceType": candidate.instance_type,
-                    "SubnetId": candidate.subnet_id,
-                    "AvailabilityZone": candidate.zone,
-                    "ImageId": candidate.image_id,
-                }
-            )
+            override: dict[str, Any] = {
+                "InstanceType": candidate.instance_type,
+                "SubnetId": candidate.subnet_id,
+                "AvailabilityZone": candidate.zone,
+                "ImageId": candidate.image_id,
+            }
+            if candidate.priority is not None:
+                override["Priority"] = candidate.priority
+            grouped.setdefault(candidate.template_name, []).append(override)
         return grouped
 
     def client_token(self) -> str:
@@ -155,12 +165,15 @@ class FleetRequest:
         if self.context:
             request["Context"] = self.context
         if self.capacity_type == SPOT:
-            request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+            request["SpotOptions"] = {"AllocationStrategy": (
+                "capacity-optimized-prioritized" if self.prioritized
+                else "price-capacity-optimized")}
         elif self.target_capacity_type == RESERVED_CAPACITY:
             request["ReservedCapacityOptions"] = {
                 "ReservationTypes": [INTERRUPTIBLE_CAPACITY_RESERVATION]}
         elif self.target_capacity_type != CAPACITY_BLOCK:
-            request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+            request["OnDemandOptions"] = {"AllocationStrategy": (
+                "prioritized" if self.prioritized else "lowest-price")}
         return request
 
 

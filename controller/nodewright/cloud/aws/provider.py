@@ -84,6 +84,7 @@ from nodewright.cloud.provider import (
 from nodewright.scheduling.allocatable import AWS_EFA, ProviderSettings
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.launch_filters import filter_for_launch
+from nodewright.scheduling.overlays import OverlayStore
 from nodewright.scheduling.pricing import PriceSource
 from nodewright.scheduling.requirements import Requirements
 
@@ -103,6 +104,7 @@ AWAITING_RECONCILIATION: Final = "AwaitingReconciliation"
 NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
 INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
 MIN_VALUES_RELAXED: Final = "karpenter.sh/nodeclaim-min-values-relaxed"
+PRICE_OVERLAY_APPLIED: Final = "karpenter.sh/price-overlay-applied"
 # A NodeClaim asking for Nitro Enclave slots launches with enclaves enabled.
 NIP_SLOTS: Final = "eks.amazonaws.com/nip-slots"
 PLACEMENT_GROUP_DRIFT: Final = "PlacementGroupDrift"
@@ -185,6 +187,10 @@ class AwsCloudProvider:
     # instance cache; never expires, List evicts what EC2 no longer returns).
     _seen: dict[str, Instance] = field(init=False, default_factory=dict)
     _seen_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    # The NodeOverlay gate's store, read at each launch (Karpenter hands its CloudProvider
+    # the InstanceTypeStore): a NodePool's NodeClaims launch from its instance types as the
+    # overlays make them. None: the gate is off.
+    _overlays: Callable[[], OverlayStore | None] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.batch = EC2Batcher(self.clients.ec2, self.batch_windows)
@@ -255,6 +261,26 @@ class AwsCloudProvider:
 
     def get_instance_types(self, node_class: EC2NodeClass) -> list[InstanceType]:
         return self._instance_types(node_class, self.resolve(node_class))
+
+    def use_overlays(self, store: Callable[[], OverlayStore | None]) -> None:
+        """Launch with the NodeOverlays' prices and capacity (the NodeOverlay gate)."""
+        self._overlays = store
+
+    def _overlaid(self, nodeclaim: NodeClaim,
+                  catalog: builtins.list[InstanceType]) -> builtins.list[InstanceType]:
+        """The catalog as the NodeClaim's NodePool sees it through the overlays (a NodeClaim
+        of no NodePool: as the cloud offers it, as in Karpenter)."""
+        store = self._overlays() if self._overlays is not None else None
+        pool = (nodeclaim.metadata.labels or {}).get(NODEPOOL_LABEL)
+        if store is None or not pool:
+            return catalog
+        applied = store.apply(pool, catalog)
+        if applied is None:
+            raise CloudProviderError(
+                f"nodeclaim {nodeclaim.name}: nodepool {pool} is awaiting nodeoverlay "
+                "evaluation", resource=f"nodeclaim {nodeclaim.name}",
+                code="UnevaluatedNodePool")
+        return applied
 
     def _instance_types(self, node_class: EC2NodeClass,
                         resolution: Resolution) -> list[InstanceType]:
@@ -405,7 +431,8 @@ class AwsCloudProvider:
         choices = [
             choice
             for choice in launchable(
-                self.get_instance_types(node_class), requirements, sorted(subnets),
+                self._overlaid(nodeclaim, self.get_instance_types(node_class)),
+                requirements, sorted(subnets),
                 sorted({image.architecture for image in resolution.images}),
             )
             if image_for(choice.instance_type.labels, resolution.images) is not None
@@ -453,6 +480,7 @@ class AwsCloudProvider:
                     template_name=templates[_template_key(choice)],
                     image_id=_image_of(choice.instance_type.labels, resolution).id,
                     reservation_id=choice.offering.reservation_id,
+                    priority=choice.offering.price,
                 )
                 for choice in picked
             ]
@@ -473,6 +501,7 @@ class AwsCloudProvider:
             placement_group_id=(resolution.placement_group.id
                                 if resolution.placement_group else None),
             placement_partition=partition,
+            prioritized=PRICE_OVERLAY_APPLIED in (nodeclaim.metadata.annotations or {}),
         )
         self._zone_ids.update({s.zone: s.zone_id for s in resolution.subnets if s.zone_id})
         launched = fleet.launch(
@@ -591,7 +620,7 @@ class AwsCloudProvider:
         return CloudCapabilities(unavailable=self.unavailable, reservations=self.reservations,
                                  node_classes=self, cleaner=self, parameters=self,
                                  zonal_shifts=self.zonal_shifts, catalog_cache=True,
-                                 capacity_discovery=self,
+                                 capacity_discovery=self, overlay_prices=self,
                                  launches_outside_state_lock=self.launches_outside_state_lock)
 
     # --- garbage collection -------------------------------------------------------------
