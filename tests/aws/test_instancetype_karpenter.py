@@ -38,6 +38,7 @@ from nodewright.scheduling.allocatable import (
     eni_limited_pods,
     node_settings,
     pod_eni,
+    private_ipv4_addresses,
 )
 from nodewright.scheduling.catalog import InstanceType, build_catalog
 from nodewright.scheduling.ec2_info import read_instance_type
@@ -689,6 +690,33 @@ def test_private_ipv4_address_on_windows() -> None:
         amiSelectorTerms=[{"alias": "windows2022@latest"}])
     (name,) = placed(result).values()
     assert _INFOS[name]["NetworkInfo"]["Ipv4AddressesPerInterface"] > 0
+    assert private_ipv4_addresses(name) > 0  # the VPC resource controller lists it
+
+
+# A type EC2 describes with IPv4 addresses, which the VPC resource controller's table lacks.
+UNLISTED_TYPE: dict[str, Any] = {
+    "InstanceType": "test", "SupportedUsageClasses": ["on-demand", "spot"],
+    "ProcessorInfo": {"SupportedArchitectures": ["x86_64"]},
+    "VCpuInfo": {"DefaultCores": 1, "DefaultVCpus": 2}, "MemoryInfo": {"SizeInMiB": 8192},
+    "NetworkInfo": {"Ipv4AddressesPerInterface": 10, "DefaultNetworkCardIndex": 0,
+                    "MaximumNetworkInterfaces": 3,
+                    "NetworkCards": [{"NetworkCardIndex": 0, "MaximumNetworkInterfaces": 3}]},
+}
+
+
+def test_no_private_ipv4_address_on_a_type_the_vpc_resource_controller_lacks() -> None:
+    """"should not launch instance type for vpc.amazonaws.com/PrivateIPv4Address if VPC
+    resource controller doesn't advertise it": the NodePool is narrowed to the test type
+    (moto's other types are in the table)."""
+    def windows(requests: dict[str, str]) -> SchedulingResult:
+        return provisioned([pod_manifest("pod", requests=requests)],
+                           requirements=only_types("test"), extra_types=[UNLISTED_TYPE],
+                           amiSelectorTerms=[{"alias": "windows2022@latest"}])
+
+    assert placed(windows({"cpu": "100m"})) == {"pod": "test"}
+    result = windows({"vpc.amazonaws.com/PrivateIPv4Address": "1"})
+    assert result.nodeclaims == ()
+    assert len(result.unschedulable) == 1
 
 
 # --- Tenancy and capacity type ------------------------------------------------------------

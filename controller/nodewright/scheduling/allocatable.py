@@ -46,6 +46,9 @@ AWS_POD_ENI = "vpc.amazonaws.com/pod-eni"
 # to Windows pods (its webhook adds a request for one to each Windows pod).
 AWS_PRIVATE_IPV4 = "vpc.amazonaws.com/PrivateIPv4Address"
 POD_ENI_FILE = Path(__file__).parent / "data" / "pod-eni.json"
+# The VPC resource controller's IPv4 addresses per interface (Karpenter's VPC limits table):
+# a type it does not list gets no PrivateIPv4Address, whatever EC2 says of the type.
+VPC_IPV4_FILE = Path(__file__).parent / "data" / "vpc-ipv4.json"
 
 # kube-reserved cpu: a share of each range of millicores (first core 6 %, second 1 %,
 # cores three and four 0.5 %, every further core 0.25 %).
@@ -240,11 +243,23 @@ def capacity(facts: InstanceTypeFacts, settings: NodeSettings) -> Resources:
         AWS_EFA: (facts.efa_interfaces if settings.network_interfaces is None
                   else settings.efa_only_interfaces),
         AWS_POD_ENI: pod_eni(facts.name),
-        AWS_PRIVATE_IPV4: (max(facts.ipv4_per_interface - 1, 0)
+        AWS_PRIVATE_IPV4: (private_ipv4_addresses(facts.name)
                            if settings.ami_family.startswith("Windows") else 0),
     }
     result.update({name: count * 1000 for name, count in extended.items() if count > 0})
     return result
+
+
+def private_ipv4_addresses(instance_type: str) -> int:
+    """Secondary IPv4 addresses the VPC resource controller hands Windows pods on this type:
+    its table's addresses per interface less the primary (0 for a type it does not list)."""
+    return max(_ipv4_per_interface().get(instance_type, 0) - 1, 0)
+
+
+@cache
+def _ipv4_per_interface() -> dict[str, int]:
+    with VPC_IPV4_FILE.open() as data:
+        return dict(json.load(data)["ipv4PerInterface"])
 
 
 @cache
