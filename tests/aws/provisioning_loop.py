@@ -22,6 +22,7 @@ import yaml
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.manifests import parse_documents
 from nodewright.api.nodeclaim import NodeClaim
+from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import Instance, InsufficientCapacityError
 from nodewright.controllers.provisioning.nodeclaims import render_requirements
@@ -32,10 +33,23 @@ from nodewright.scheduling.requirements import (
     LABEL_INSTANCE_TYPE,
     Requirements,
 )
+from tests.aws.world import K8S_VERSION, X86_IMAGE, seed_public_parameter
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 ZONE = "topology.kubernetes.io/zone"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
+
+
+def publish_accelerated_images(clients: AwsClients) -> None:
+    """The AL2023 NVIDIA and Neuron images (two more x86_64 images moto ships): GPU and
+    accelerator types boot only those."""
+    x86 = clients.ec2.describe_images(
+        Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]}])["Images"]
+    others = sorted(i["ImageId"] for i in x86 if i["ImageId"] != X86_IMAGE)
+    for image, variant in zip(others, ("nvidia", "neuron"), strict=False):
+        seed_public_parameter(
+            clients.region, f"/aws/service/eks/optimized-ami/{K8S_VERSION}/amazon-linux-2023/"
+            f"x86_64/{variant}/recommended/image_id", image)
 
 
 @dataclass

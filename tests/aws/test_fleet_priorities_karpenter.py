@@ -27,6 +27,7 @@ from nodewright.controllers.registry import build_controllers
 from nodewright.runtime import VirtualClock
 from nodewright.scheduling.overlays import OverlayStore, build_store
 from tests.aws.fake_ec2 import FakeEC2
+from tests.aws.provisioning_loop import publish_accelerated_images
 from tests.aws.test_instance_karpenter import claim
 from tests.aws.world import node_class
 
@@ -171,3 +172,30 @@ def test_without_the_gate_the_provider_ignores_overlays(
     provider.create(claim(["m5.large"], ["on-demand"]), node_class())
 
     assert 0.002 not in set(priorities(ec2).values())
+
+
+
+def test_an_overlay_prices_an_unpriced_preview_type_at_launch(
+    provider: AwsCloudProvider, clients: AwsClients, ec2: FakeEC2
+) -> None:
+    """Context("NodeOverlay Preview Instance Pricing") It("should mark offerings as available
+    when a NodeOverlay defines a price for an unpriced instance type"), its intent: the
+    preview type (p5e.48xlarge, which moto describes and no price list here knows) is
+    launchable at the overlay's price. Nodewright keeps an unpriced type's
+    offerings available at an estimated price whether or not an overlay prices it (its two
+    sibling Its, unavailable without an overlay or with the gate off, are that difference:
+    docs/karpenter-differences.md 'Unpriced offerings stay launchable'); with the overlay the
+    NodePool's NodeClaims launch it with the overlay's price as its fleet priority."""
+
+    publish_accelerated_images(clients)  # it has GPUs: it boots the NVIDIA image
+    (preview,) = [it for it in provider.get_instance_types(node_class())
+                  if it.name == "p5e.48xlarge"]
+    on_demand = [o for o in preview.offerings if o.capacity_type == "on-demand"]
+    assert on_demand and all(o.available and o.price_estimated for o in on_demand)
+    store = store_for(provider, overlay("preview-price", ["p5e.48xlarge"], price="98.32"))
+    provider.use_overlays(lambda: store)
+
+    provider.create(annotated(claim(["p5e.48xlarge"], ["on-demand"])), node_class())
+
+    assert {o.instance_type for o in ec2.overrides()} == {"p5e.48xlarge"}
+    assert set(priorities(ec2).values()) == {98.32}

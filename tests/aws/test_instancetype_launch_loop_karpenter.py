@@ -21,17 +21,9 @@ from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.aws.unavailable import UNAVAILABLE_OFFERING_TTL_SECONDS
 from nodewright.scheduling.pricing import OfflinePriceSource
 from tests.aws.fake_ec2 import FakeEC2
-from tests.aws.provisioning_loop import Provisioning
+from tests.aws.provisioning_loop import Provisioning, publish_accelerated_images
 from tests.aws.test_instancetype_karpenter import DL1_24XLARGE, pod_manifest
-from tests.aws.world import (
-    CLUSTER,
-    K8S_VERSION,
-    X86_IMAGE,
-    FakeClock,
-    World,
-    node_class,
-    seed_public_parameter,
-)
+from tests.aws.world import CLUSTER, FakeClock, World, node_class
 
 ZONE_A, ZONE_B = "us-west-2a", "us-west-2b"
 LOCAL_ZONE, LOCAL_ZONE_ID = "us-west-2-lax-1a", "usw2-lax1-az1"
@@ -59,15 +51,7 @@ class Repriced:
 
 @pytest.fixture
 def accelerated_images(clients: AwsClients, world: World) -> None:
-    """The AL2023 NVIDIA and Neuron images (two more x86_64 images moto ships): GPU and
-    accelerator types boot only those."""
-    x86 = clients.ec2.describe_images(
-        Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]}])["Images"]
-    others = sorted(i["ImageId"] for i in x86 if i["ImageId"] != X86_IMAGE)
-    for image, variant in zip(others, ("nvidia", "neuron"), strict=False):
-        seed_public_parameter(
-            clients.region, f"/aws/service/eks/optimized-ami/{K8S_VERSION}/amazon-linux-2023/"
-            f"x86_64/{variant}/recommended/image_id", image)
+    publish_accelerated_images(clients)
 
 
 @pytest.fixture
