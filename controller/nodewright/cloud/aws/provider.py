@@ -159,6 +159,10 @@ class AwsCloudProvider:
     batch: EC2Batcher = field(init=False)
     # ENABLE_ZONAL_SHIFT: ARC's zonal shifts on the cluster (None: not watched).
     zonal_shifts: ZonalShifts | None = None
+    # FEATURE_GATES ReservedCapacity. Off, as Karpenter: node classes' reservations are not
+    # looked up (no CapacityReservationsReady, no reserved offerings), launch templates use
+    # the open launch mode, and an instance in a reservation is on-demand.
+    reserved_capacity: bool = True
     unavailable: UnavailableOfferings = field(init=False)
     lookups: Lookups = field(init=False)
     reservations: capacity_reservations.Availability = field(init=False)
@@ -233,6 +237,7 @@ class AwsCloudProvider:
                     now=self.wall_clock(),
                     lookups=self.lookups,
                     profiles=self.profiles,
+                    reserved_capacity=self.reserved_capacity,
                 )
                 self._zone_ids.update({s.zone: s.zone_id for s in cached.subnets
                                        if s.zone_id})
@@ -389,7 +394,7 @@ class AwsCloudProvider:
     def create(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> Instance:
         existing = instances.find_for_nodeclaim(self.clients.ec2, self.cluster_name, nodeclaim.name)
         if existing is not None:
-            return existing
+            return self._as_gated(existing)
         resolution = self.resolve(node_class)
         if not resolution.ready:
             detail = "; ".join(f"{k}: {v}" for k, v in sorted(resolution.problems.items()))
@@ -501,7 +506,8 @@ class AwsCloudProvider:
         return self._remember(instance)
 
     def list(self) -> list[Instance]:
-        found = instances.list_instances(self.clients.ec2, self.cluster_name)
+        found = [self._as_gated(i)
+                 for i in instances.list_instances(self.clients.ec2, self.cluster_name)]
         live = {instance.instance_id: instance for instance in found}
         with self._seen_lock:
             previous = dict(self._seen)
@@ -692,7 +698,11 @@ class AwsCloudProvider:
         with self._seen_lock:
             return self._seen.get(instances.instance_id_of(provider_id))
 
+    def _as_gated(self, instance: Instance) -> Instance:
+        return instance if self.reserved_capacity else instances.without_reservation(instance)
+
     def _remember(self, instance: Instance) -> Instance:
+        instance = self._as_gated(instance)
         with self._seen_lock:
             self._seen[instance.instance_id] = instance
         return instance
@@ -804,6 +814,7 @@ class AwsCloudProvider:
                     nested_virtualization=(spec.cpu_options.nested_virtualization
                                            if spec.cpu_options else None),
                     extra_tags=dict(spec.tags or {}),
+                    targeted_reservations=self.reserved_capacity,
                     capacity_reservation_id=choice.offering.reservation_id,
                     capacity_reservation_type=choice.offering.reservation_type,
                     capacity_reservation_interruptible=(
