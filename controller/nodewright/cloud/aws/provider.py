@@ -95,6 +95,7 @@ UNREADY_RESOLUTION_CACHE_SECONDS: Final = 10.0
 # cache TTL, whose evictions delete the template).
 LAUNCH_TEMPLATE_TTL_SECONDS: Final = 60.0
 CLUSTER_CACHE_SECONDS: Final = 300.0
+RESERVATION_CACHE_SECONDS: Final = 60.0
 # AMI_REFRESH_INTERVAL and SUBNET_REFRESH_INTERVAL's defaults (and least values).
 DEFAULT_REFRESH_SECONDS: Final = 60.0
 # The reason of a ValidationSucceeded whose check could not tell yet (operatorpkg's reason
@@ -176,6 +177,9 @@ class AwsCloudProvider:
     # never create the same instance profile or launch template at once.
     _resolving: threading.Lock = field(init=False, default_factory=threading.Lock)
     _cluster: TTLCache[str, EksCluster] = field(init=False)
+    # Reservations looked up by id, a minute each (Karpenter's reservation query cache).
+    _reservations_by_id: TTLCache[str, tuple[capacity_reservations.Reservation, ...]] = field(
+        init=False)
     # Instance profiles protected from garbage collection, roles IAM does not know.
     profiles: instance_profiles.ProfileMemory = field(init=False)
     # ValidationSucceeded verdicts, by validation.cache_key (30 minutes).
@@ -207,6 +211,7 @@ class AwsCloudProvider:
         self._resolutions = TTLCache(RESOLUTION_CACHE_SECONDS, self.clock)
         self._unready_resolutions = TTLCache(UNREADY_RESOLUTION_CACHE_SECONDS, self.clock)
         self._cluster = TTLCache(CLUSTER_CACHE_SECONDS, self.clock)
+        self._reservations_by_id = TTLCache(RESERVATION_CACHE_SECONDS, self.clock)
         self.profiles = instance_profiles.ProfileMemory(self.clock)
         self.validations = TTLCache(validation.VALIDATION_TTL_SECONDS, self.clock)
         self.lookups = Lookups(ParameterCache(self.clients.ssm, self.clock),
@@ -246,6 +251,23 @@ class AwsCloudProvider:
                 cache = self._resolutions if cached.ready else self._unready_resolutions
                 cache.put(key, cached)
             return cached
+
+    def describe_reservations(
+            self, reservation_ids: Collection[str]) -> list[capacity_reservations.Reservation]:
+        """The capacity reservations of these ids as EC2 describes them (active, unexpired),
+        each looked up at most once a minute; their counts refresh the availability, as
+        Karpenter's capacity reservation provider's List does."""
+        found: list[capacity_reservations.Reservation] = []
+        for reservation_id in sorted(set(reservation_ids)):
+            cached = self._reservations_by_id.get(reservation_id)
+            if cached is None:
+                cached = tuple(capacity_reservations.describe_ids(
+                    self.clients.ec2, [reservation_id], self.wall_clock()))
+                self.reservations.sync(cached)
+                self._reservations_by_id.put(reservation_id, cached)
+            now = self.wall_clock()
+            found.extend(r for r in cached if r.end_time is None or r.end_time > now)
+        return found
 
     def invalidate_deprecated_parameters(self) -> list[str]:
         """Forget the `latest` alias parameters whose image AWS has deprecated, and the
@@ -595,6 +617,7 @@ class AwsCloudProvider:
 
     def capabilities(self) -> CloudCapabilities:
         return CloudCapabilities(unavailable=self.unavailable, reservations=self.reservations,
+                                 reservation_lookup=self,
                                  node_classes=self, cleaner=self, parameters=self,
                                  zonal_shifts=self.zonal_shifts, catalog_cache=True,
                                  capacity_discovery=self,
