@@ -58,6 +58,9 @@ def template_of_an_on_demand_launch(clients: AwsClients, clock: FakeClock, ec2: 
 def test_with_the_gate_on_an_on_demand_launch_opts_out_of_open_reservations(
         clients: AwsClients, clock: FakeClock, ec2: FakeEC2,
         reservations: FakeCapacityReservations) -> None:
+    """pkg/providers/launchtemplate/suite_test.go DescribeTable("should set the capacity
+    reservation specification according to the capacity reservation feature flag"),
+    Entry("enabled")"""
     data = template_of_an_on_demand_launch(clients, clock, ec2, reserved_capacity=True)
     assert data["CapacityReservationSpecification"] == {"CapacityReservationPreference": "none"}
 
@@ -65,8 +68,11 @@ def test_with_the_gate_on_an_on_demand_launch_opts_out_of_open_reservations(
 def test_with_the_gate_off_launch_templates_use_the_open_launch_mode(
         clients: AwsClients, clock: FakeClock, ec2: FakeEC2,
         reservations: FakeCapacityReservations) -> None:
-    """Karpenter's CreateLaunchTemplateInputBuilder with LaunchModeOpen: neither a
-    CapacityReservationSpecification nor a reservation's InstanceMarketOptions."""
+    """pkg/providers/launchtemplate/suite_test.go DescribeTable("should set the capacity
+    reservation specification according to the capacity reservation feature flag"),
+    Entry("disabled"): Karpenter's CreateLaunchTemplateInputBuilder with LaunchModeOpen
+    sends neither a CapacityReservationSpecification nor a reservation's
+    InstanceMarketOptions."""
     data = template_of_an_on_demand_launch(clients, clock, ec2, reserved_capacity=False)
     assert "CapacityReservationSpecification" not in data
     assert "InstanceMarketOptions" not in data
