@@ -253,7 +253,8 @@ class AwsCloudProvider:
             return cached
 
     def describe_reservations(
-            self, reservation_ids: Collection[str]) -> list[capacity_reservations.Reservation]:
+            self, reservation_ids: Collection[str],
+    ) -> builtins.list[capacity_reservations.Reservation]:
         """The capacity reservations of these ids as EC2 describes them (active, unexpired),
         each looked up at most once a minute; their counts refresh the availability, as
         Karpenter's capacity reservation provider's List does."""

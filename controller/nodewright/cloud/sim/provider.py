@@ -272,7 +272,7 @@ class SimulatedEC2:
 
         return REPAIR_POLICIES
 
-    def describe_reservations(self, reservation_ids: Collection[str]) -> list[Reservation]:
+    def describe_reservations(self, reservation_ids: Collection[str]) -> Sequence[Reservation]:
         """The unexpired reservations of these ids, as DescribeCapacityReservations has them."""
         return self.reservations.described(reservation_ids, self.clock.now())
 
