@@ -200,6 +200,26 @@ def test_the_node_class_is_ready_with_its_reservations(clients: AwsClients,
     assert next(c for c in conditions if c.type == "Ready").status == "True"
 
 
+def test_without_the_reserved_capacity_gate_no_reservation_is_reconciled(
+        clients: AwsClients, fake: FakeCapacityReservations) -> None:
+    """DescribeTable("should update status condition on nodeClass as Ready")
+    Entry("when reserved capacity feature flag is disabled"): seven conditions, Ready true;
+    the capacity reservation reconciler does not run (pkg/controllers/nodeclass/
+    controller.go), so even a node class selecting reservations resolves none and EC2 is
+    not asked."""
+    selecting = node_class(capacityReservationSelectorTerms=[{"tags": DISCOVERY}])
+    resolution = resolve_node_class(clients, selecting, cluster=CLUSTER,
+                                    kubernetes_version=K8S_VERSION, now=NOW,
+                                    reserved_capacity=False)
+    status = resolution.to_status(NOW)
+    conditions = status.conditions or []
+    assert len(conditions) == 7
+    assert "CapacityReservationsReady" not in {c.type for c in conditions}
+    assert next(c for c in conditions if c.type == "Ready").status == "True"
+    assert status.capacity_reservations is None
+    assert fake.requests == []
+
+
 def test_an_interruptible_reservation(clients: AwsClients,
                                       fake: FakeCapacityReservations) -> None:
     """It("should discover interruptible reservations")"""

@@ -66,3 +66,10 @@ def test_an_isolated_vpc_never_calls_the_pricing_api(world: Any, recorder: CallR
     called = "pricing:GetProducts" in recorder.actions
     assert called is not isolated
     assert "ec2:DescribeSpotPriceHistory" in recorder.actions  # EC2 has a VPC endpoint
+
+
+def test_the_reserved_capacity_gate_reaches_the_aws_provider(world: Any) -> None:
+    """FEATURE_GATES=ReservedCapacity=false: the provider the operator builds resolves no
+    reservations and launches in the open mode (tests/aws/test_reserved_capacity_gate.py)."""
+    assert provider_from({}).reserved_capacity is True
+    assert provider_from({"FEATURE_GATES": "ReservedCapacity=false"}).reserved_capacity is False

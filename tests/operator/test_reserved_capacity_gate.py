@@ -68,6 +68,33 @@ def test_with_the_gate_off_the_reservation_is_not_used() -> None:
     assert launched_capacity_type({"FEATURE_GATES": "ReservedCapacity=false"}) == "on-demand"
 
 
+def node_class_status(env: dict[str, str]) -> dict[str, Any]:
+    world = world_with(env)
+    world.apply(RESERVING_CLASS)
+    assert world.settle()
+    status: dict[str, Any] = world.cluster.get("EC2NodeClass", "default")["status"]
+    return status
+
+
+def test_with_the_gate_on_the_node_class_reports_its_reservations() -> None:
+    status = node_class_status({})
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert conditions["CapacityReservationsReady"] == "True"
+    assert [r["id"] for r in status["capacityReservations"]] == ["cr-ml"]
+
+
+def test_with_the_gate_off_the_node_class_reconciles_no_reservation() -> None:
+    """Karpenter's nodeclass controller skips its capacity reservation reconciler without
+    the gate: no CapacityReservationsReady, no status.capacityReservations, Ready all the
+    same (capacityreservation_test.go Entry "when reserved capacity feature flag is
+    disabled", on the controllers the operator runs)."""
+    status = node_class_status({"FEATURE_GATES": "ReservedCapacity=false"})
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert "CapacityReservationsReady" not in conditions
+    assert conditions["Ready"] == "True"
+    assert "capacityReservations" not in status
+
+
 def test_without_reserved_capacity_no_reserved_offering_is_offered() -> None:
     ec2 = SimulatedEC2(World().clock, reservations=[RESERVATION])
     reserving = node_class(capacityReservationSelectorTerms=[{"tags": {"team": "ml"}}])

@@ -9,6 +9,8 @@ controller that needs one is built only when the record has it (`controllers.reg
   own queue), read by the interruption controller;
 - `unavailable`: the offerings cache a spot interruption marks unavailable;
 - `reservations`: capacity reservations an interruption marks unavailable;
+- `reservation_lookup`: describes capacity reservations by id as EC2 has them now (their
+  kind and end), for the capacity-block expiration controller (AWS, the simulated EC2);
 - `node_classes`: resolves an EC2NodeClass's subnets, security groups, images and instance
   profile, for the EC2NodeClass status controller (the AWS provider, the simulated EC2);
 - `cleaner`: deletes what launches leave behind (launch templates, instance profiles),
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from nodewright.api.ec2nodeclass import EC2NodeClass
+    from nodewright.cloud.aws.capacity_reservations import Reservation
     from nodewright.cloud.aws.instance_statuses import HealthStatus
     from nodewright.cloud.aws.interruption_queue import EventHandler, PollResult
     from nodewright.cloud.aws.node_class_resolution import Resolution
@@ -68,6 +71,12 @@ class ReservationMarker(Protocol):
     def mark_unavailable(self, *reservation_ids: str) -> None: ...
 
     def mark_terminated(self, reservation_id: str) -> None: ...
+
+
+class ReservationLookup(Protocol):
+    def describe_reservations(self, reservation_ids: Collection[str]) -> Sequence[Reservation]:
+        """The active, unexpired reservations among these ids (unknown ones left out)."""
+        ...
 
 
 class NodeClassResolver(Protocol):
@@ -110,6 +119,7 @@ class CloudCapabilities:
     interruption_queue: InterruptionSource | None = None
     unavailable: OfferingMarker | None = None
     reservations: ReservationMarker | None = None
+    reservation_lookup: ReservationLookup | None = None
     node_classes: NodeClassResolver | None = None
     cleaner: CloudCleaner | None = None
     parameters: ParameterInvalidator | None = None

@@ -5,7 +5,9 @@ reserved-capacity resolver returns none, so no instance type has a `reserved` of
 and the scheduler reserves nothing (`offeringsToReserve` returns nil). The same here: the
 instance types this cloud returns keep their on-demand and spot offerings only, so
 `karpenter.sh/capacity-type: reserved` is never offered and no NodeClaim launches into a
-capacity reservation; a type offered only as reserved capacity is left out.
+capacity reservation; a type offered only as reserved capacity is left out. The node class
+resolution the EC2NodeClass status controller writes has no reservations and no
+CapacityReservationsReady condition (Karpenter skips its capacity reservation reconciler).
 """
 
 from __future__ import annotations
@@ -16,15 +18,17 @@ from typing import TYPE_CHECKING
 
 from nodewright.api.core import NodeSelectorRequirementWithMinValues
 from nodewright.api.nodeclaim import NodeClaim
-from nodewright.cloud.capabilities import CloudCapabilities
+from nodewright.cloud.capabilities import CloudCapabilities, NodeClassResolver
 from nodewright.cloud.provider import CloudProvider, Instance, RepairPolicy
 
 if TYPE_CHECKING:
     from nodewright.api.ec2nodeclass import EC2NodeClass
+    from nodewright.cloud.aws.node_class_resolution import Resolution
     from nodewright.scheduling.catalog import InstanceType
 
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 RESERVED = "reserved"  # its value for capacity reservations
+RESERVATIONS_READY = "CapacityReservationsReady"
 
 
 def without_reserved(instance_types: Sequence[InstanceType]) -> list[InstanceType]:
@@ -48,6 +52,23 @@ def unreserved_nodeclaim(nodeclaim: NodeClaim) -> NodeClaim:
         NodeSelectorRequirementWithMinValues(key=CAPACITY_TYPE, operator="NotIn",
                                              values=[RESERVED])]})
     return nodeclaim.model_copy(update={"spec": spec})
+
+
+def unreserved_resolution(resolution: Resolution) -> Resolution:
+    """The resolution as with the gate off: no reservations, no CapacityReservationsReady."""
+    if not resolution.reserved_capacity:
+        return resolution
+    return dataclasses.replace(
+        resolution, capacity_reservations=(), reserved_capacity=False,
+        problems={k: v for k, v in resolution.problems.items() if k != RESERVATIONS_READY})
+
+
+class UnreservedResolver:
+    def __init__(self, inner: NodeClassResolver) -> None:
+        self.inner = inner
+
+    def resolve(self, node_class: EC2NodeClass) -> Resolution:
+        return unreserved_resolution(self.inner.resolve(node_class))
 
 
 class WithoutReservedCapacity:
@@ -80,7 +101,11 @@ class WithoutReservedCapacity:
         return self.inner.repair_policies()
 
     def capabilities(self) -> CloudCapabilities:
-        return self.inner.capabilities()
+        capabilities = self.inner.capabilities()
+        if capabilities.node_classes is None:
+            return capabilities
+        return dataclasses.replace(capabilities,
+                                   node_classes=UnreservedResolver(capabilities.node_classes))
 
     def __getattr__(self, name: str) -> object:
         # Anything beyond the protocol (a simulator's hooks, instance statuses) is the

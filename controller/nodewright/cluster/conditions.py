@@ -188,8 +188,11 @@ def write_conditions(cluster: ClusterAPI, before: Mapping[str, Any],
 
 NODECLAIM = ConditionSet("Ready", ("Launched", "Registered", "Initialized"))
 NODEPOOL = ConditionSet("Ready", ("ValidationSucceeded", "NodeClassReady"))
-# Karpenter's EC2NodeClass (aws/karpenter-provider-aws pkg/apis/v1/ec2nodeclass_status.go),
-# CapacityReservationsReady included as with the ReservedCapacity gate on (its default).
+# Karpenter's EC2NodeClass (aws/karpenter-provider-aws pkg/apis/v1/ec2nodeclass_status.go):
+# CapacityReservationsReady is one of them only with the ReservedCapacity gate on (its
+# default); with it off the reservations are not reconciled and Ready does not wait on them.
 EC2NODECLASS = ConditionSet("Ready", (
     "AMIsReady", "SubnetsReady", "SecurityGroupsReady", "InstanceProfileReady",
     "ValidationSucceeded", "CapacityReservationsReady", "PlacementGroupReady"))
+EC2NODECLASS_UNRESERVED = ConditionSet("Ready", tuple(
+    kind for kind in EC2NODECLASS.dependents if kind != "CapacityReservationsReady"))

@@ -201,6 +201,14 @@ def _instance_status(p: Parts) -> InstanceStatusChecks:
     return InstanceStatusChecks(p.cluster, p.clock, p.state, p.recorder, statuses, p.decisions)
 
 
+def _capacity_block_expiration(p: Parts) -> Reconciler:
+    lookup = p.capabilities.reservation_lookup
+    assert lookup is not None
+    return CapacityBlockExpiration(
+        p.cluster, p.clock, lookup,
+        outside_state_lock=p.capabilities.launches_outside_state_lock)
+
+
 def _node_class_status(p: Parts) -> NodeClassStatus:
     resolver = p.capabilities.node_classes
     assert resolver is not None
@@ -303,8 +311,8 @@ SPECS: tuple[ControllerSpec, ...] = (
                    needs=lambda p: p.capabilities.node_classes is not None),
     ControllerSpec("catalog.refresh", "EC2NodeClass", lambda p: CatalogRefresh(
         p.cluster, p.given_cloud), needs=lambda p: p.capabilities.catalog_cache),
-    ControllerSpec("capacityreservation.expiration", "NodeClaim",
-                   lambda p: CapacityBlockExpiration(p.cluster, p.clock)),
+    ControllerSpec("capacityreservation.expiration", "NodeClaim", _capacity_block_expiration,
+                   needs=lambda p: p.capabilities.reservation_lookup is not None),
     ControllerSpec("nodeclass.termination", "EC2NodeClass", lambda p: NodeClassTermination(
         p.cluster, p.capabilities.cleaner, p.recorder,
         outside_state_lock=p.capabilities.launches_outside_state_lock)),

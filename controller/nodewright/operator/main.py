@@ -116,7 +116,8 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: SystemClock
                                 dry_run=not config.disable_dry_run,
                                 ami_refresh_seconds=config.ami_refresh_interval,
                                 subnet_refresh_seconds=config.subnet_refresh_interval,
-                                zonal_shifts=_zonal_shifts(config, clients))
+                                zonal_shifts=_zonal_shifts(config, clients),
+                                reserved_capacity=config.feature_gates["ReservedCapacity"])
     return aws, []
 
 

@@ -297,7 +297,7 @@ def _reservations(
         return None
     found: list[SimReservation] = []
     keys = ("id", "instanceType", "zone", "count", "type", "endsAfter", "tags",
-            "instanceMatchCriteria")
+            "instanceMatchCriteria", "interruptible")
     for index, item in enumerate(items):
         where: FieldPath = ("capacityReservations", index)
         body = reader.mapping(item, where, "a capacity reservation", keys,
@@ -326,6 +326,16 @@ def _reservations(
         if kind == "capacity-block" and "endsAfter" not in body:
             reader.error((*where, "endsAfter"), "a capacity block needs endsAfter")
             continue
+        interruptible = body.get("interruptible", False)
+        if not isinstance(interruptible, bool):
+            reader.error((*where, "interruptible"),
+                         f"interruptible is true or false, got {describe(interruptible)}")
+            continue
+        if interruptible and kind == "capacity-block":
+            reader.error((*where, "interruptible"),
+                         "a capacity block cannot be interruptible (only a default "
+                         "reservation can)")
+            continue
         if (ident is None or offering is None or count is None or kind is None
                 or criteria is None or start is None
                 or ("endsAfter" in body and ends is None)):
@@ -334,7 +344,8 @@ def _reservations(
         found.append(SimReservation(
             id=ident, instance_type=instance_type, zone=zone or "", count=count,
             reservation_type=kind, tags=dict(tags), match_criteria=criteria,
-            end=start + timedelta(seconds=ends) if ends is not None else None))
+            end=start + timedelta(seconds=ends) if ends is not None else None,
+            interruptible=interruptible))
     return tuple(found) if len(found) == len(items) else None
 
 

@@ -19,7 +19,7 @@ DEFAULT_START = datetime(2026, 1, 5, tzinfo=UTC)  # a Monday, midnight
 DEFAULT_SETTLE_TIMEOUT = 30 * 60.0
 
 DISRUPTION_REASONS = ("Empty", "Underutilized", "Drifted", "Expired", "Interrupted")
-INTERRUPTION_KINDS = ("spot", "scheduled", "stop", "terminate", "rebalance")
+INTERRUPTION_KINDS = ("spot", "scheduled", "stop", "terminate", "rebalance", "reservation")
 CAPACITY_TYPES = ("on-demand", "spot")
 # What a node can be: also launched into a capacity reservation (`capacityReservations`).
 NODE_CAPACITY_TYPES = (*CAPACITY_TYPES, "reserved")

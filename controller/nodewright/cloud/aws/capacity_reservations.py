@@ -52,9 +52,15 @@ class Reservation:
     end_time: datetime | None = None
     interruptible: bool = False
 
+    @property
+    def expires_at(self) -> datetime | None:
+        """When a capacity block starts expiring (its nodes must go); None for the others."""
+        if self.reservation_type != CAPACITY_BLOCK or self.end_time is None:
+            return None
+        return self.end_time - EXPIRATION_LEAD
+
     def expiring(self, now: datetime) -> bool:
-        return (self.reservation_type == CAPACITY_BLOCK and self.end_time is not None
-                and now >= self.end_time - EXPIRATION_LEAD)
+        return self.expires_at is not None and now >= self.expires_at
 
     def to_status(self, now: datetime) -> CapacityReservationStatus:
         return CapacityReservationStatus.model_validate({
@@ -115,8 +121,22 @@ def reservation_of(raw: Mapping[str, Any]) -> Reservation | None:
 def describe(ec2: EC2Client, terms: Sequence[CapacityReservationSelectorTerm],
              now: datetime) -> list[Reservation]:
     """The active, unexpired reservations the terms select, once each, sorted by id."""
+    return _described(ec2, queries(terms), now)
+
+
+def describe_ids(ec2: EC2Client, reservation_ids: Iterable[str],
+                 now: datetime) -> list[Reservation]:
+    """The active, unexpired reservations of these ids (one query per id, as Karpenter's
+    List with id terms: an unknown id is skipped, not an error of the others)."""
+    return _described(ec2, [{"CapacityReservationIds": [reservation_id],
+                             "Filters": [{"Name": "state", "Values": ["active"]}]}
+                            for reservation_id in sorted(set(reservation_ids))], now)
+
+
+def _described(ec2: EC2Client, requests: Sequence[dict[str, Any]],
+               now: datetime) -> list[Reservation]:
     found: dict[str, Reservation] = {}
-    for request in queries(terms):
+    for request in requests:
         where = f"capacity reservations {request.get('CapacityReservationIds') or 'by filter'}"
         with aws_call("ec2:DescribeCapacityReservations", where):
             try:

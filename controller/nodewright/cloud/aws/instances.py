@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -16,6 +17,12 @@ if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
 
 LIVE_STATES: Final = ("pending", "running", "stopping", "stopped", "shutting-down")
+CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
+RESERVATION_LABELS: Final = (
+    "karpenter.k8s.aws/capacity-reservation-id",
+    "karpenter.k8s.aws/capacity-reservation-type",
+    "karpenter.k8s.aws/capacity-reservation-interruptible",
+)
 _PROVIDER_ID = re.compile(r"^aws:///(?P<zone>[^/]*)/(?P<id>i-[0-9a-z]+)$")
 
 
@@ -95,6 +102,18 @@ def instance_of(raw: Mapping[str, Any]) -> Instance:
             **reserved,
         },
     )
+
+
+def without_reservation(instance: Instance) -> Instance:
+    """The instance as Karpenter reads it with the ReservedCapacity gate off
+    (capacityTypeFromInstance): one in a capacity reservation is on-demand, and carries no
+    reservation labels."""
+    if instance.capacity_type != "reserved":
+        return instance
+    labels = {key: value for key, value in instance.labels.items()
+              if key not in RESERVATION_LABELS}
+    labels[CAPACITY_TYPE_LABEL] = "on-demand"
+    return replace(instance, capacity_type="on-demand", labels=labels)
 
 
 def _describe(ec2: EC2Client, resource: str, **request: Any) -> list[Instance]:

@@ -64,8 +64,11 @@ class LaunchConfig:
     # are attached, whatever the pods ask for.
     network_interfaces: tuple[tuple[int, int, str], ...] = ()
     extra_tags: Mapping[str, str] = field(default_factory=dict)
-    # Reserved launches target their reservation; every other launch opts out of open
-    # reservations (Karpenter's targeted launch mode), so only selected ones are used.
+    # Karpenter's launch mode. Targeted (the ReservedCapacity gate on): reserved launches
+    # target their reservation, every other launch opts out of open reservations, so only
+    # selected ones are used. Open (the gate off): no CapacityReservationSpecification at
+    # all, so EC2 may match any open reservation, as before native reservation support.
+    targeted_reservations: bool = True
     capacity_reservation_id: str | None = None
     capacity_reservation_type: str | None = None
     # An interruptible reservation (EC2 may reclaim it): its own market type.
@@ -91,6 +94,9 @@ class LaunchConfig:
         if not fields["capacity_reservation_interruptible"]:
             # Likewise templates for other reservations and for no reservation.
             del fields["capacity_reservation_interruptible"]
+        if fields["targeted_reservations"]:
+            # Likewise templates of the targeted mode (the gate's default).
+            del fields["targeted_reservations"]
         canonical = json.dumps(fields, sort_keys=True, default=list)
         return hashlib.sha256(canonical.encode()).hexdigest()[:24]
 
@@ -105,6 +111,22 @@ class LaunchConfig:
             tags.NODEPOOL: self.nodepool,
             tags.NODECLASS: self.node_class,
         }
+
+    def _reservation_targeting(self) -> dict[str, Any]:
+        """CapacityReservationSpecification (and a reservation's market) of the targeted
+        launch mode; the open mode sends neither."""
+        if not self.capacity_reservation_id:
+            return {"CapacityReservationSpecification": {"CapacityReservationPreference": "none"}}
+        targeting: dict[str, Any] = {"CapacityReservationSpecification": {
+            "CapacityReservationPreference": "capacity-reservations-only",
+            "CapacityReservationTarget": {"CapacityReservationId": self.capacity_reservation_id},
+        }}
+        if self.capacity_reservation_type == "capacity-block":
+            targeting["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+        elif self.capacity_reservation_interruptible:
+            targeting["InstanceMarketOptions"] = {
+                "MarketType": "interruptible-capacity-reservation"}
+        return targeting
 
     def template_data(self) -> dict[str, Any]:
         tagged = ["network-interface"]
@@ -123,19 +145,8 @@ class LaunchConfig:
             "Monitoring": {"Enabled": self.detailed_monitoring},
             "EnclaveOptions": {"Enabled": self.enclave_enabled},
         }
-        if self.capacity_reservation_id:
-            data["CapacityReservationSpecification"] = {
-                "CapacityReservationPreference": "capacity-reservations-only",
-                "CapacityReservationTarget": {
-                    "CapacityReservationId": self.capacity_reservation_id},
-            }
-            if self.capacity_reservation_type == "capacity-block":
-                data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
-            elif self.capacity_reservation_interruptible:
-                data["InstanceMarketOptions"] = {
-                    "MarketType": "interruptible-capacity-reservation"}
-        else:
-            data["CapacityReservationSpecification"] = {"CapacityReservationPreference": "none"}
+        if self.targeted_reservations:
+            data.update(self._reservation_targeting())
         if self.block_device_mappings:
             # None (the Custom family without mappings): the AMI's own block devices apply.
             data["BlockDeviceMappings"] = [dict(m) for m in self.block_device_mappings]

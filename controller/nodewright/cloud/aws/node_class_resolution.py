@@ -44,7 +44,7 @@ from nodewright.cloud.aws.placement_groups import PlacementGroup
 from nodewright.cloud.aws.ssm_parameters import ParameterCache
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster import objects
-from nodewright.cluster.conditions import EC2NODECLASS
+from nodewright.cluster.conditions import EC2NODECLASS, EC2NODECLASS_UNRESERVED, ConditionSet
 
 if TYPE_CHECKING:
     from nodewright.api.ec2nodeclass import AMISelectorTerm, EC2NodeClass
@@ -89,6 +89,14 @@ class Resolution:
     reasons: dict[str, str] = field(default_factory=dict)
     # condition types whose state is not known yet (Unknown, not False)
     unknown: frozenset[str] = frozenset()
+    # The ReservedCapacity gate: off, capacity reservations are not looked up and
+    # CapacityReservationsReady is no condition of the node class (Karpenter's nodeclass
+    # controller skips its capacity reservation reconciler).
+    reserved_capacity: bool = True
+
+    @property
+    def condition_set(self) -> ConditionSet:
+        return EC2NODECLASS if self.reserved_capacity else EC2NODECLASS_UNRESERVED
 
     @property
     def valid(self) -> bool:
@@ -117,8 +125,11 @@ class Resolution:
             (PLACEMENT_GROUP, PLACEMENT_GROUP not in self.problems, "PlacementGroupNotFound"),
             (VALIDATION, self.valid, INVALID_KUBELET),
         )
+        kinds = self.condition_set
         conditions: list[Condition] = []
         for kind, ok, reason in checks:
+            if kind not in kinds.dependents:
+                continue
             message = self.problems.get(kind) or f"{kind.removesuffix('Ready')} not resolved"
             conditions.append(
                 Condition(type=kind, status="True", reason=kind, last_transition_time=stamp)
@@ -135,11 +146,11 @@ class Resolution:
         scratch: dict[str, object] = {"metadata": {}, "status": {}}
         moment = now or datetime.now(UTC)
         for condition in conditions:
-            EC2NODECLASS.set(scratch, condition.type, condition.status, moment,
-                             condition.reason, condition.message or "")
-        ready = objects.condition(scratch, EC2NODECLASS.root) or {}
+            kinds.set(scratch, condition.type, condition.status, moment,
+                      condition.reason, condition.message or "")
+        ready = objects.condition(scratch, kinds.root) or {}
         conditions.append(Condition(
-            type=EC2NODECLASS.root, status="True" if ready.get("status") == "True" else "False",
+            type=kinds.root, status="True" if ready.get("status") == "True" else "False",
             reason=str(ready.get("reason")), message=str(ready.get("message") or "") or None,
             last_transition_time=stamp))
         return conditions
@@ -225,9 +236,11 @@ def resolve_node_class(
     now: datetime | None = None,
     lookups: Lookups | None = None,
     profiles: ProfileMemory | None = None,
+    reserved_capacity: bool = True,
 ) -> Resolution:
     """`lookups`: the caches to read through (none: everything is read afresh);
-    `profiles`: the instance profiles protected and the roles found missing so far."""
+    `profiles`: the instance profiles protected and the roles found missing so far;
+    `reserved_capacity`: the ReservedCapacity gate (off: no reservation is looked up)."""
     spec = node_class.spec
     problems = validation_problems(node_class)
     reasons: dict[str, str] = {}
@@ -273,7 +286,7 @@ def resolve_node_class(
         except CloudProviderError as error:
             problems["InstanceProfileReady"] = str(error)
     reservations: list[Reservation] = []
-    if spec.capacity_reservation_selector_terms:
+    if spec.capacity_reservation_selector_terms and reserved_capacity:
         try:
             reservations = capacity_reservations.describe(
                 clients.ec2, spec.capacity_reservation_selector_terms, now or datetime.now(UTC))
@@ -302,6 +315,7 @@ def resolve_node_class(
         unmatched=unmatched,
         problems=problems,
         reasons=reasons,
+        reserved_capacity=reserved_capacity,
     )
 
 

@@ -96,6 +96,7 @@ UNREADY_RESOLUTION_CACHE_SECONDS: Final = 10.0
 # cache TTL, whose evictions delete the template).
 LAUNCH_TEMPLATE_TTL_SECONDS: Final = 60.0
 CLUSTER_CACHE_SECONDS: Final = 300.0
+RESERVATION_CACHE_SECONDS: Final = 60.0
 # AMI_REFRESH_INTERVAL and SUBNET_REFRESH_INTERVAL's defaults (and least values).
 DEFAULT_REFRESH_SECONDS: Final = 60.0
 # The reason of a ValidationSucceeded whose check could not tell yet (operatorpkg's reason
@@ -161,6 +162,10 @@ class AwsCloudProvider:
     batch: EC2Batcher = field(init=False)
     # ENABLE_ZONAL_SHIFT: ARC's zonal shifts on the cluster (None: not watched).
     zonal_shifts: ZonalShifts | None = None
+    # FEATURE_GATES ReservedCapacity. Off, as Karpenter: node classes' reservations are not
+    # looked up (no CapacityReservationsReady, no reserved offerings), launch templates use
+    # the open launch mode, and an instance in a reservation is on-demand.
+    reserved_capacity: bool = True
     unavailable: UnavailableOfferings = field(init=False)
     lookups: Lookups = field(init=False)
     reservations: capacity_reservations.Availability = field(init=False)
@@ -174,6 +179,9 @@ class AwsCloudProvider:
     # never create the same instance profile or launch template at once.
     _resolving: threading.Lock = field(init=False, default_factory=threading.Lock)
     _cluster: TTLCache[str, EksCluster] = field(init=False)
+    # Reservations looked up by id, a minute each (Karpenter's reservation query cache).
+    _reservations_by_id: TTLCache[str, tuple[capacity_reservations.Reservation, ...]] = field(
+        init=False)
     # Instance profiles protected from garbage collection, roles IAM does not know.
     profiles: instance_profiles.ProfileMemory = field(init=False)
     # ValidationSucceeded verdicts, by validation.cache_key (30 minutes).
@@ -209,6 +217,7 @@ class AwsCloudProvider:
         self._resolutions = TTLCache(RESOLUTION_CACHE_SECONDS, self.clock)
         self._unready_resolutions = TTLCache(UNREADY_RESOLUTION_CACHE_SECONDS, self.clock)
         self._cluster = TTLCache(CLUSTER_CACHE_SECONDS, self.clock)
+        self._reservations_by_id = TTLCache(RESERVATION_CACHE_SECONDS, self.clock)
         self.profiles = instance_profiles.ProfileMemory(self.clock)
         self.validations = TTLCache(validation.VALIDATION_TTL_SECONDS, self.clock)
         self.lookups = Lookups(ParameterCache(self.clients.ssm, self.clock),
@@ -239,6 +248,7 @@ class AwsCloudProvider:
                     now=self.wall_clock(),
                     lookups=self.lookups,
                     profiles=self.profiles,
+                    reserved_capacity=self.reserved_capacity,
                 )
                 self._zone_ids.update({s.zone: s.zone_id for s in cached.subnets
                                        if s.zone_id})
@@ -247,6 +257,24 @@ class AwsCloudProvider:
                 cache = self._resolutions if cached.ready else self._unready_resolutions
                 cache.put(key, cached)
             return cached
+
+    def describe_reservations(
+            self, reservation_ids: Collection[str],
+    ) -> builtins.list[capacity_reservations.Reservation]:
+        """The capacity reservations of these ids as EC2 describes them (active, unexpired),
+        each looked up at most once a minute; their counts refresh the availability, as
+        Karpenter's capacity reservation provider's List does."""
+        found: list[capacity_reservations.Reservation] = []
+        for reservation_id in sorted(set(reservation_ids)):
+            cached = self._reservations_by_id.get(reservation_id)
+            if cached is None:
+                cached = tuple(capacity_reservations.describe_ids(
+                    self.clients.ec2, [reservation_id], self.wall_clock()))
+                self.reservations.sync(cached)
+                self._reservations_by_id.put(reservation_id, cached)
+            now = self.wall_clock()
+            found.extend(r for r in cached if r.end_time is None or r.end_time > now)
+        return found
 
     def invalidate_deprecated_parameters(self) -> list[str]:
         """Forget the `latest` alias parameters whose image AWS has deprecated, and the
@@ -415,7 +443,7 @@ class AwsCloudProvider:
     def create(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> Instance:
         existing = instances.find_for_nodeclaim(self.clients.ec2, self.cluster_name, nodeclaim.name)
         if existing is not None:
-            return existing
+            return self._as_gated(existing)
         resolution = self.resolve(node_class)
         if not resolution.ready:
             detail = "; ".join(f"{k}: {v}" for k, v in sorted(resolution.problems.items()))
@@ -530,7 +558,8 @@ class AwsCloudProvider:
         return self._remember(instance)
 
     def list(self) -> list[Instance]:
-        found = instances.list_instances(self.clients.ec2, self.cluster_name)
+        found = [self._as_gated(i)
+                 for i in instances.list_instances(self.clients.ec2, self.cluster_name)]
         live = {instance.instance_id: instance for instance in found}
         with self._seen_lock:
             previous = dict(self._seen)
@@ -618,6 +647,7 @@ class AwsCloudProvider:
 
     def capabilities(self) -> CloudCapabilities:
         return CloudCapabilities(unavailable=self.unavailable, reservations=self.reservations,
+                                 reservation_lookup=self,
                                  node_classes=self, cleaner=self, parameters=self,
                                  zonal_shifts=self.zonal_shifts, catalog_cache=True,
                                  capacity_discovery=self, overlay_prices=self,
@@ -721,7 +751,11 @@ class AwsCloudProvider:
         with self._seen_lock:
             return self._seen.get(instances.instance_id_of(provider_id))
 
+    def _as_gated(self, instance: Instance) -> Instance:
+        return instance if self.reserved_capacity else instances.without_reservation(instance)
+
     def _remember(self, instance: Instance) -> Instance:
+        instance = self._as_gated(instance)
         with self._seen_lock:
             self._seen[instance.instance_id] = instance
         return instance
@@ -833,6 +867,7 @@ class AwsCloudProvider:
                     nested_virtualization=(spec.cpu_options.nested_virtualization
                                            if spec.cpu_options else None),
                     extra_tags=dict(spec.tags or {}),
+                    targeted_reservations=self.reserved_capacity,
                     capacity_reservation_id=choice.offering.reservation_id,
                     capacity_reservation_type=choice.offering.reservation_type,
                     capacity_reservation_interruptible=(

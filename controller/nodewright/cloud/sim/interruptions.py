@@ -44,6 +44,8 @@ class InterruptionKind(StrEnum):
     STOP = "stop"
     TERMINATE = "terminate"
     REBALANCE = "rebalance"
+    # An interruptible capacity reservation's owner takes capacity back.
+    RESERVATION = "reservation"
 
     @classmethod
     def parse(cls, value: str) -> InterruptionKind:
@@ -89,6 +91,12 @@ class SimulatedInterruptionQueue:
             "aws.ec2",
             "EC2 Spot Instance Interruption Warning",
             instance_id,
+            {"instance-id": instance_id, "instance-action": "terminate"},
+        )
+
+    def reservation_interruption(self, instance_id: str) -> str:
+        return self._event(
+            "aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning", instance_id,
             {"instance-id": instance_id, "instance-action": "terminate"},
         )
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import ClassVar, Final
@@ -32,7 +32,11 @@ from nodewright.cloud.aws.capacity_reservations import (
 )
 from nodewright.cloud.aws.node_class_resolution import Resolution
 from nodewright.cloud.aws.node_identity import node_labels
-from nodewright.cloud.aws.offerings import Choice
+from nodewright.cloud.aws.offerings import (
+    RESERVATION_INTERRUPTIBLE_LABEL,
+    Choice,
+    interruptible_value,
+)
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.capabilities import CloudCapabilities
 from nodewright.cloud.provider import (
@@ -268,12 +272,18 @@ class SimulatedEC2:
 
         return REPAIR_POLICIES
 
+    def describe_reservations(self, reservation_ids: Collection[str]) -> Sequence[Reservation]:
+        """The unexpired reservations of these ids, as DescribeCapacityReservations has them."""
+        return self.reservations.described(reservation_ids, self.clock.now())
+
     def capabilities(self) -> CloudCapabilities:
-        """Its reservation book cannot be marked unavailable (an interruption leaves it);
-        it leaves nothing behind to clean up and keeps no price cache to refresh."""
+        """Its reservation book cannot be marked unavailable (a reclaim already shrinks the
+        reservation); it leaves nothing behind to clean up and keeps no price cache to
+        refresh."""
         return CloudCapabilities(instance_statuses=self.instance_statuses,
                                  interruption_queue=self.interruption_queue,
                                  unavailable=self.unavailable, node_classes=self,
+                                 reservation_lookup=self,
                                  launches_outside_state_lock=self.launches_outside_state_lock)
 
     # --- simulation controls ------------------------------------------------------------
@@ -297,6 +307,13 @@ class SimulatedEC2:
                 f"interrupt: instance {instance.instance_id} is {instance.capacity_type}; only "
                 "spot instances receive spot interruption warnings"
             )
+        reservation = self._reservation_of.get(instance.instance_id, "")
+        if event_kind is InterruptionKind.RESERVATION and not self._interruptible(reservation):
+            raise ValueError(
+                f"interrupt: instance {instance.instance_id} is not in an interruptible "
+                "capacity reservation; only those receive capacity reservation interruption "
+                "warnings"
+            )
         instance.interruptions.append(event_kind.value)
         counts = self.counters.interruptions
         counts[event_kind.value] = counts.get(event_kind.value, 0) + 1
@@ -308,12 +325,22 @@ class SimulatedEC2:
             self.clock.call_later(self.settings.spot_notice, lambda: self._reclaim(instance))
         elif event_kind is InterruptionKind.SCHEDULED:
             queue.scheduled_change(instance.instance_id, self.clock.now())
+        elif event_kind is InterruptionKind.RESERVATION:
+            # The owner takes the capacity back: the reservation is one instance smaller,
+            # and this instance goes after the same two-minute warning as a spot one.
+            self.reservations.reclaim(reservation)
+            queue.reservation_interruption(instance.instance_id)
+            self.clock.call_later(self.settings.spot_notice, lambda: self._reclaim(instance))
         elif event_kind is InterruptionKind.REBALANCE:
             queue.rebalance_recommendation(instance.instance_id)
         elif event_kind is InterruptionKind.STOP:
             self._stop(instance)
         else:
             self._terminate(instance, announce=True)
+
+    def _interruptible(self, reservation_id: str) -> bool:
+        reservation = self.reservations.reservations.get(reservation_id)
+        return reservation is not None and reservation.interruptible
 
     def impair(self, instance_id_or_provider_id: str, impairment: str,
                since: datetime | None = None) -> None:
@@ -365,6 +392,8 @@ class SimulatedEC2:
         if offering.reservation_id:
             labels[RESERVATION_ID_LABEL] = offering.reservation_id
             labels[RESERVATION_TYPE_LABEL] = offering.reservation_type or "default"
+            labels[RESERVATION_INTERRUPTIBLE_LABEL] = interruptible_value(
+                offering.reservation_interruptible)
         instance = SimInstance(
             instance_id=instance_id,
             instance_type=it,

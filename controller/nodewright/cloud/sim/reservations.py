@@ -5,12 +5,15 @@ A node class selects them with capacityReservationSelectorTerms as EC2 would ans
 DescribeCapacityReservations (an id; or tags, `*` matching any value, and
 instanceMatchCriteria). A launch into a reservation uses one of its instances until the
 instance terminates; a full reservation offers nothing (the launch goes elsewhere), and a
-capacity block's instances are reclaimed when it ends.
+capacity block's instances are reclaimed when it ends. An interruptible reservation (a
+default one its owner may take capacity back from) launches into its own market; EC2 may
+reclaim one of its instances with a two-minute warning, and the reservation is one
+instance smaller from then on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
@@ -33,6 +36,7 @@ class SimReservation:
     end: datetime | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
     match_criteria: str = "targeted"
+    interruptible: bool = False
 
     def selected_by(self, term: CapacityReservationSelectorTerm) -> bool:
         if term.id:
@@ -51,22 +55,40 @@ class ReservationBook:
     def __init__(self, reservations: Iterable[SimReservation] = ()) -> None:
         self.reservations = {r.id: r for r in reservations}
         self._used = dict.fromkeys(self.reservations, 0)
+        self._reclaimed = dict.fromkeys(self.reservations, 0)
 
     def left(self, reservation_id: str) -> int:
         reservation = self.reservations.get(reservation_id)
-        return reservation.count - self._used[reservation_id] if reservation else 0
+        if reservation is None:
+            return 0
+        return max(reservation.count - self._reclaimed[reservation_id]
+                   - self._used[reservation_id], 0)
 
     def selected(self, terms: Sequence[CapacityReservationSelectorTerm],
                  now: datetime) -> list[Reservation]:
         """The unexpired reservations the terms select, as DescribeCapacityReservations
         describes them, sorted by id."""
+        return self._described(lambda r: any(r.selected_by(t) for t in terms), now)
+
+    def described(self, reservation_ids: Collection[str], now: datetime) -> list[Reservation]:
+        """The unexpired reservations of these ids (unknown ones left out), sorted by id."""
+        return self._described(lambda r: r.id in reservation_ids, now)
+
+    def _described(self, wanted: Callable[[SimReservation], bool],
+                   now: datetime) -> list[Reservation]:
         return [
             Reservation(id=r.id, instance_type=r.instance_type, zone=r.zone, owner_id=OWNER,
                         match_criteria=r.match_criteria, reservation_type=r.reservation_type,
-                        available_count=self.left(r.id), end_time=r.end)
+                        available_count=self.left(r.id), end_time=r.end,
+                        interruptible=r.interruptible)
             for r in sorted(self.reservations.values(), key=lambda r: r.id)
-            if (r.end is None or r.end > now) and any(r.selected_by(t) for t in terms)
+            if (r.end is None or r.end > now) and wanted(r)
         ]
+
+    def reclaim(self, reservation_id: str) -> None:
+        """The owner takes one instance's capacity back from an interruptible reservation."""
+        if reservation_id in self._reclaimed:
+            self._reclaimed[reservation_id] += 1
 
     def availability(self, reservations: Iterable[Reservation]) -> Availability:
         counts = Availability()

@@ -1,9 +1,10 @@
 """The EC2NodeClass status controller (Karpenter's nodeclass status controller), for the AWS
 cloud: it resolves each EC2NodeClass's selector terms (subnets, security groups, AMIs) and
 instance profile, and writes them to `status` with one condition per part and `Ready`
-following them (`cluster.conditions.EC2NODECLASS`: reason `UnhealthyDependents` and the
-parts that failed), so `kubectl get ec2nodeclass` tells a user
-why nothing launches. It resolves again every minute: subnets, groups and AMIs change
+following them (`Resolution.condition_set`, `cluster.conditions.EC2NODECLASS` without
+CapacityReservationsReady when the ReservedCapacity gate is off: reason
+`UnhealthyDependents` and the parts that failed), so `kubectl get ec2nodeclass` tells a
+user why nothing launches. It resolves again every minute: subnets, groups and AMIs change
 under it (a new AMI release, a deleted subnet).
 
 And the catalog refresh: every 12 hours, outside any provisioning, it asks the cloud for
@@ -29,7 +30,6 @@ from nodewright.cloud.capabilities import NodeClassResolver
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, NotFoundError
-from nodewright.cluster.conditions import EC2NODECLASS
 from nodewright.cluster.merge_patch import merge_patch_between
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, singleton_key
@@ -92,10 +92,11 @@ class NodeClassStatus:
             dict(c) for c in objects.conditions(current)]}}
         working["metadata"] = dict(objects.meta(current))
         now = self.clock.now()
+        kinds = resolution.condition_set
         for condition in resolution.conditions(now):
-            if condition.type != EC2NODECLASS.root:  # the set recomputes it, as operatorpkg
-                EC2NODECLASS.set(working, condition.type, condition.status, now,
-                                 reason=condition.reason, message=condition.message or "")
+            if condition.type != kinds.root:  # the set recomputes it, as operatorpkg
+                kinds.set(working, condition.type, condition.status, now,
+                          reason=condition.reason, message=condition.message or "")
         status: dict[str, Any] = working["status"]
         return status
 
