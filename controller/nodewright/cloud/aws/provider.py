@@ -19,6 +19,7 @@ from nodewright.cloud.aws import (
     fleet,
     garbage,
     instance_profiles,
+    instance_tagging,
     instances,
     launch_templates,
     placement_groups,
@@ -536,6 +537,27 @@ class AwsCloudProvider:
             provider_metrics.termination_failed(zone, self._zone_ids.get(zone, ""))
             raise
 
+    def tag_registered(self, provider_id: str, nodeclaim: str, node_name: str
+                       ) -> dict[str, str]:
+        """Tag the registered NodeClaim's instance with its Node's name, the NodeClaim and
+        the cluster, each where the instance lacks that key (`instance_tagging`); the tags
+        written. Raises NodeClaimNotFoundError when the instance is gone, CloudProviderError
+        when it is in a zone ARC shifted traffic away from (as Karpenter, no CreateTags
+        there; retried)."""
+        instance = self.get(provider_id)
+        missing = instance_tagging.missing_tags(instance, instance_tagging.registration_tags(
+            node_name, nodeclaim, self.cluster_name))
+        if not missing:
+            return {}
+        if self._shifted(instance):
+            raise CloudProviderError(
+                f"instance {instance.instance_id} is in zonally shifted availability zone "
+                f"{instance.zone} ({self._zone_id(instance)}), skipping tag creation",
+                call="ec2:CreateTags", resource=f"instance {instance.instance_id}")
+        instance_tagging.create_tags(self.clients.ec2, instance.instance_id, missing)
+        self._remember(replace(instance, tags={**instance.tags, **missing}))
+        return missing
+
     def drift_reason(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> str | None:
         provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
         if not provider_id:
@@ -591,7 +613,7 @@ class AwsCloudProvider:
         return CloudCapabilities(unavailable=self.unavailable, reservations=self.reservations,
                                  node_classes=self, cleaner=self, parameters=self,
                                  zonal_shifts=self.zonal_shifts, catalog_cache=True,
-                                 capacity_discovery=self,
+                                 capacity_discovery=self, instance_tagger=self,
                                  launches_outside_state_lock=self.launches_outside_state_lock)
 
     # --- garbage collection -------------------------------------------------------------
@@ -823,10 +845,10 @@ class AwsCloudProvider:
     def _instance_tags(
         self, nodeclaim: str, nodepool: str, node_class: EC2NodeClass
     ) -> dict[str, str]:
+        # No Name: the NodeClaim tagging controller names the instance after its Node once
+        # registered, unless the node class's tags give it one (as Karpenter). The
+        # ownership tags cannot be replaced.
         return {
-            # A Name of the node class's own replaces ours (as Karpenter, which only
-            # defaults it); the ownership tags cannot be replaced.
-            tag_keys.NAME: f"{nodepool}/{nodeclaim}" if nodepool else nodeclaim,
             **(node_class.spec.tags or {}),
             **tag_keys.ownership_tags(self.cluster_name),
             tag_keys.NODEPOOL: nodepool,
