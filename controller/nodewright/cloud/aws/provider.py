@@ -62,6 +62,7 @@ from nodewright.cloud.aws.offerings import (
     launchable,
     tenancy_for,
 )
+from nodewright.cloud.aws.placement_group_hook import PlacementGroupRegistrationHook
 from nodewright.cloud.aws.placement_groups import (
     PLACEMENT_GROUP_ID_LABEL,
     PLACEMENT_GROUP_PARTITION_LABEL,
@@ -614,6 +615,7 @@ class AwsCloudProvider:
                                  node_classes=self, cleaner=self, parameters=self,
                                  zonal_shifts=self.zonal_shifts, catalog_cache=True,
                                  capacity_discovery=self, instance_tagger=self,
+                                 registration_hooks=(PlacementGroupRegistrationHook(self),),
                                  launches_outside_state_lock=self.launches_outside_state_lock)
 
     # --- garbage collection -------------------------------------------------------------
@@ -899,10 +901,20 @@ class AwsCloudProvider:
                    if launched.reservation_id else {}),
                 **({PLACEMENT_GROUP_ID_LABEL: resolution.placement_group.id}
                    if resolution.placement_group else {}),
-                **({PLACEMENT_GROUP_PARTITION_LABEL: str(request.placement_partition)}
-                   if request.placement_partition is not None else {}),
+                **_partition_label(resolution.placement_group, request.placement_partition),
             },
         )
+
+
+def _partition_label(group: placement_groups.PlacementGroup | None, partition: int | None
+                     ) -> dict[str, str]:
+    """The partition a launch targeted; "" when EC2 picks one in a partition group, for the
+    placement group registration hook to fill in (as Karpenter)."""
+    if partition is not None:
+        return {PLACEMENT_GROUP_PARTITION_LABEL: str(partition)}
+    if group is not None and group.strategy == placement_groups.PARTITION:
+        return {PLACEMENT_GROUP_PARTITION_LABEL: ""}
+    return {}
 
 
 def _filter_for_launch(
