@@ -35,6 +35,7 @@ from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
 from nodewright.cloud.aws.discovered_capacity import DiscoveredCapacity
 from nodewright.cloud.aws.drift import drift_of, reservation_drift, static_drift
 from nodewright.cloud.aws.ec2_batcher import BatchWindows, EC2Batcher
+from nodewright.cloud.aws.kubernetes_version import VersionWatch
 from nodewright.cloud.aws.node_class_resolution import (
     PLACEMENT_GROUP,
     RESERVATIONS,
@@ -174,6 +175,9 @@ class AwsCloudProvider:
     # never create the same instance profile or launch template at once.
     _resolving: threading.Lock = field(init=False, default_factory=threading.Lock)
     _cluster: TTLCache[str, EksCluster] = field(init=False)
+    # The Kubernetes version last discovered: a new one out of the supported range is
+    # logged as an error (Karpenter's version controller).
+    versions: VersionWatch = field(init=False, default_factory=VersionWatch)
     # Instance profiles protected from garbage collection, roles IAM does not know.
     profiles: instance_profiles.ProfileMemory = field(init=False)
     # ValidationSucceeded verdicts, by validation.cache_key (30 minutes).
@@ -231,7 +235,8 @@ class AwsCloudProvider:
                     self.clients,
                     node_class,
                     cluster=self.cluster_name,
-                    kubernetes_version=self.cluster().kubernetes_version,
+                    kubernetes_version=self.versions.observe(
+                        self.cluster().kubernetes_version),
                     now=self.wall_clock(),
                     lookups=self.lookups,
                     profiles=self.profiles,
