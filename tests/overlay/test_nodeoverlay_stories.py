@@ -109,6 +109,13 @@ def test_capacity_adds_an_extended_resource_pods_can_request() -> None:
     (claim,) = world.nodeclaims()
     assert objects.annotations(claim)["karpenter.sh/capacity-overlay-applied"] == "true"
     assert claim["spec"]["resources"]["requests"]["example.com/slices"] == "4"
+    # As Karpenter's provider reads the launched type from the overlaid list (AWS
+    # pkg/cloudprovider/cloudprovider.go Create), the NodeClaim's status has the slices.
+    assert world.run_until(lambda: "capacity" in (world.nodeclaims()[0].get("status") or {}),
+                           timeout=60)
+    status = world.nodeclaims()[0]["status"]
+    assert status["capacity"]["example.com/slices"] == "4"
+    assert status["allocatable"]["example.com/slices"] == "4"
 
 
 def test_an_overlay_with_a_key_too_long_fails_runtime_validation() -> None:

@@ -224,4 +224,6 @@ def test_more_than_a_fifth_of_the_cluster_unhealthy_blocks_repair() -> None:
         assert result.requeue_after == 300
         assert not objects.is_deleting(cluster.get("NodeClaim", f"claim-{i}"))
     blocked = [e for e in cluster.list("Event") if e.get("reason") == "NodeRepairBlocked"]
-    assert blocked and "unhealthy in the cluster" in blocked[0]["note"]
+    # events.go NodeRepairBlockedUnmanagedNodeClaim: on the Node, Karpenter's message.
+    assert blocked and blocked[0]["note"] == "more then 20% nodes are unhealthy in the cluster"
+    assert {e["regarding"]["kind"] for e in blocked} == {"Node"}

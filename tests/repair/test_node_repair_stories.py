@@ -90,6 +90,9 @@ def test_more_than_a_fifth_of_the_pool_unhealthy_blocks_repair() -> None:
     assert {first, second} <= set(_node_names(world))
     blocked = world.events(reason="NodeRepairBlocked")
     assert blocked and "more than 20% nodes are unhealthy in the nodepool" in blocked[0]["note"]
+    # As Karpenter's events.go NodeRepairBlocked: every copy is on the Node.
+    assert {e["regarding"]["kind"] for e in blocked} == {"Node"}
+    assert {e["regarding"]["name"] for e in blocked} <= {first, second}
     # One recovers: the other is within the threshold again and is repaired.
     _set_condition(world, second, "Ready", "True")
     world.advance(400)

@@ -8,12 +8,13 @@ The count follows Cluster Autoscaler as Karpenter does: the larger of `replicas`
 `percentage` (of the workload's replicas, rounded up, at least 1), capped by how many
 chunks fit `limits`; with neither, as many as fit `limits`. A missing PodTemplate or
 workload is the user's to fix (ReadyForProvisioning False, looked at again on the usual
-30 s requeue or when the referent appears); anything else is retried.
+30 s requeue or when the referent appears); anything else (an unsupported kind or API
+group, an API error) fails the reconcile after the status is written, so the driver logs
+it and retries with backoff, as controller-runtime does with Karpenter's error.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -34,8 +35,6 @@ from nodewright.scheduling.pods import Pod, SpecError, parse_pod_spec
 from nodewright.state import ClusterState
 from nodewright.state.buffers import BufferPods, virtual_pods
 
-log = logging.getLogger(__name__)
-
 REQUEUE_SECONDS = 30.0
 RETRY_SECONDS = 1.0
 
@@ -47,6 +46,9 @@ RESOLUTION_FAILED = "ResolutionFailed"
 
 
 class ResolveError(Exception):
+    """Why a buffer did not resolve: the ReadyForProvisioning reason, and whether the
+    reconcile fails (retried with backoff) rather than waiting for the referent."""
+
     def __init__(self, reason: str, message: str, *, retry: bool) -> None:
         super().__init__(message)
         self.reason = reason
@@ -150,8 +152,7 @@ class CapacityBufferController:
         except (ConflictError, NotFoundError):
             return Result(requeue_after=RETRY_SECONDS)
         if error is not None and error.retry:
-            log.warning("resolving CapacityBuffer %s: %s", key, error)
-            return Result(requeue_after=RETRY_SECONDS)
+            raise error
         return Result(requeue_after=REQUEUE_SECONDS)
 
     def _resolve(self, namespace: str, spec: Mapping[str, Any]) -> Resolution:

@@ -152,15 +152,23 @@ class NodeHealth:
 
     def _blocked(self, node: Mapping[str, Any], claim: Mapping[str, Any],
                  pool: str | None) -> None:
-        where = "nodepool" if pool else "cluster"
-        note = f"more than {ALLOWED_UNHEALTHY_PERCENT}% nodes are unhealthy in the {where}"
-        regarding = [node, claim]
-        nodepool = self.state.nodepool(pool) if pool else None
-        if nodepool is not None:
-            regarding.append(nodepool)
-        for obj in regarding:
+        """Karpenter's NodeRepairBlocked events: every copy is on the Node, one deduplicated
+        by the Node's UID, one by the NodeClaim's and, for a NodePool's node, one by the
+        NodePool's (so a NodePool blocked on many nodes says so once per 15 minutes on
+        each). Nothing when the NodePool is gone, as Karpenter's Get of it ignores
+        NotFound; its cluster-wide message says "then"."""
+        deduped_by: list[Mapping[str, Any]] = [node, claim]
+        if pool:
+            nodepool = self.state.nodepool(pool)
+            if nodepool is None:
+                return
+            deduped_by.append(nodepool)
+            note = f"more than {ALLOWED_UNHEALTHY_PERCENT}% nodes are unhealthy in the nodepool"
+        else:
+            note = f"more then {ALLOWED_UNHEALTHY_PERCENT}% nodes are unhealthy in the cluster"
+        for obj in deduped_by:
             self.recorder.publish(Event(
-                regarding=obj, type="Warning", reason=NODE_REPAIR_BLOCKED, note=note,
+                regarding=node, type="Warning", reason=NODE_REPAIR_BLOCKED, note=note,
                 dedupe_values=(objects.uid(obj),), dedupe_seconds=15 * 60.0))
 
     def _annotate(self, claim: Mapping[str, Any], now: datetime) -> None:

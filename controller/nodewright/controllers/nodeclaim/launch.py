@@ -47,6 +47,7 @@ from nodewright.controllers.nodeclaim.context import (
 from nodewright.controllers.provisioning.problem import node_class_problem
 from nodewright.runtime.ratelimit import Backoff
 from nodewright.scheduling.allocatable import AWS_EFA
+from nodewright.scheduling.catalog import InstanceType
 from nodewright.state.objects import describe_validation_error
 from nodewright.state.wellknown import NODEPOOL_LABEL
 
@@ -176,6 +177,18 @@ class Launch:
             "resources": resources.model_copy(update={"requests": kept})})
         return model.model_copy(update={"spec": spec})
 
+    def _overlaid(self, claim: Object, found: InstanceType) -> InstanceType:
+        """The launched type with its NodePool's overlays, as Karpenter's provider reads
+        the type's capacity for the NodeClaim's status from the overlaid list: the
+        extended resources a capacity overlay adds are in status.capacity and
+        allocatable. A NodeClaim without a NodePool gets none, as in Karpenter."""
+        store = self.context.state.overlay_store
+        pool = labels_of(claim).get(NODEPOOL_LABEL)
+        if store is None or not pool:
+            return found
+        overlaid = store.apply(pool, [found])
+        return overlaid[0] if overlaid else found
+
     def _populate(self, claim: Object, instance: Instance, node_class: EC2NodeClass) -> None:
         context = self.context
         metadata = claim.setdefault("metadata", {})
@@ -189,6 +202,7 @@ class Launch:
             status["imageID"] = instance.image_id
         found = context.instance_type(node_class, instance.instance_type)
         if found is not None:
+            found = self._overlaid(claim, found)
             launched = _launched_resources(claim, node_class)
             status["capacity"] = format_resources(launched(found.capacity))
             status["allocatable"] = format_resources(launched(found.allocatable))

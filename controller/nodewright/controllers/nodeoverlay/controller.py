@@ -6,12 +6,13 @@ requirements or capacity break Karpenter's rules, with Conflict when an overlay 
 same weight already changes what it would) and Ready following it.
 
 A NodePool whose instance types cannot be read (no EC2NodeClass yet) stays out of the
-store, so it launches nothing until a later pass includes it, as in Karpenter.
+store, so it launches nothing until a later pass includes it, as in Karpenter: the pass
+stores what the healthy NodePools get, writes the statuses, then fails naming the broken
+NodePools, so the driver logs it and retries with backoff.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,12 +33,14 @@ from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.overlays import build_store
 from nodewright.state import ClusterState
 
-log = logging.getLogger(__name__)
-
 OVERLAY = ConditionSet("Ready", ("ValidationSucceeded",))
 VALIDATION_SUCCEEDED = "ValidationSucceeded"
 REQUEUE_SECONDS = 6 * 3600.0
 UNSYNCED_RETRY_SECONDS = 1.0
+
+
+class UnevaluatedNodePools(Exception):
+    """NodePools whose instance types could not be read; the store was built without them."""
 
 
 class NodeOverlayController:
@@ -59,7 +62,7 @@ class NodeOverlayController:
     def reconcile(self, key: str) -> Result:
         if not self.state.synced(self.cluster):
             return Result(requeue_after=UNSYNCED_RETRY_SECONDS)
-        pools, failed = self._pools()
+        pools, failures = self._pools()
         valid: list[NodeOverlay] = []
         invalid: dict[str, str] = {}
         for raw in self.state.overlays():
@@ -81,11 +84,14 @@ class NodeOverlayController:
             if not self._write_status(raw, invalid.get(objects.name(raw)),
                                       objects.name(raw) in conflicting):
                 return Result(requeue_after=0.1)
-        return Result(requeue_after=UNSYNCED_RETRY_SECONDS if failed else REQUEUE_SECONDS)
+        if failures:
+            raise UnevaluatedNodePools("; ".join(failures))
+        return Result(requeue_after=REQUEUE_SECONDS)
 
-    def _pools(self) -> tuple[dict[str, tuple[NodePool, list[InstanceType]]], bool]:
+    def _pools(self) -> tuple[dict[str, tuple[NodePool, list[InstanceType]]], list[str]]:
+        """The NodePools with their instance types, and what kept the others out."""
         pools: dict[str, tuple[NodePool, list[InstanceType]]] = {}
-        failed = False
+        failures: list[str] = []
         cache: dict[str, list[InstanceType]] = {}
         for raw in self.state.nodepools():
             name = objects.name(raw)
@@ -95,18 +101,18 @@ class NodeOverlayController:
             reference = parsed.model.spec.template.spec.node_class_ref
             node_class = self.state.node_class_model(reference.name)
             if node_class is None or node_class.model is None:
-                failed = True
+                failures.append(f'listing instance types for nodepool "{name}", '
+                                f'EC2NodeClass "{reference.name}" not found')
                 continue
             types = cache.get(reference.name)
             if types is None:
                 try:
                     types = cache[reference.name] = self._types(node_class.model)
                 except CloudProviderError as error:
-                    log.warning("listing instance types for nodepool %s: %s", name, error)
-                    failed = True
+                    failures.append(f'listing instance types for nodepool "{name}", {error}')
                     continue
             pools[name] = (parsed.model, types)
-        return pools, failed
+        return pools, failures
 
     def _types(self, node_class: EC2NodeClass) -> list[InstanceType]:
         return list(self.cloud.get_instance_types(node_class))
