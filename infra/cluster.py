@@ -136,7 +136,7 @@ def _system_node_group(
     role = aws.iam.Role(
         "system-node-role",
         name=system_node_role_name(name),
-        assume_role_policy=node_trust_policy(),
+        assume_role_policy=node_trust_policy(settings.partition),
         tags=settings.tags,
     )
     attachments = [

@@ -52,7 +52,7 @@ def build_node_role(settings: StackSettings, cluster: Cluster) -> NodeRole:
         "node-role",
         name=name,
         description=f"Nodes launched by Nodewright in EKS cluster {settings.cluster_name}",
-        assume_role_policy=node_trust_policy(),
+        assume_role_policy=node_trust_policy(settings.partition),
         tags=settings.tags,
     )
     for short, arn in worker_policy_arns(settings.partition).items():

@@ -5,13 +5,19 @@ from __future__ import annotations
 import json
 
 
-def node_trust_policy() -> str:
-    """EC2 instances may assume the role (nodes launched by Nodewright or the system group)."""
+def url_suffix(partition: str) -> str:
+    """CloudFormation's AWS::URLSuffix: the domain of the partition's service endpoints."""
+    return "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"
+
+
+def node_trust_policy(partition: str) -> str:
+    """EC2 instances may assume the role (nodes launched by Nodewright or the system group):
+    the partition's EC2 principal, `ec2.${AWS::URLSuffix}` as Karpenter's KarpenterNodeRole."""
     return json.dumps({
         "Version": "2012-10-17",
         "Statement": [{
             "Effect": "Allow",
-            "Principal": {"Service": "ec2.amazonaws.com"},
+            "Principal": {"Service": f"ec2.{url_suffix(partition)}"},
             "Action": "sts:AssumeRole",
         }],
     })

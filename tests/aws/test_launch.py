@@ -95,9 +95,8 @@ def test_create_sends_an_instant_fleet_cheapest_first_and_tags_everything(
         "karpenter.sh/nodepool": "default",
         "karpenter.sh/nodeclaim": "default-abcde",
         "karpenter.k8s.aws/ec2nodeclass": "default",
-        "Name": "default/default-abcde",
         "team": "payments",
-    }
+    }  # no Name before the Node registers (controllers/nodeclaim/tagging.py)
 
 
 def test_spot_uses_price_capacity_optimized(

@@ -87,7 +87,7 @@ def test_only_the_cloud_s_missing_capabilities_keep_a_controller_out() -> None:
     left_out = {spec.name for spec in SPECS} - names
     assert left_out == {"catalog.refresh", "nodeclass.garbagecollection",
                         "providers.ssm.invalidation", "zonalshift",
-                        "providers.instancetype.capacity"}
+                        "providers.instancetype.capacity", "nodeclaim.tagging"}
 
 
 def test_simulate_and_the_sim_controller_process_run_one_simulated_kubelet() -> None:

@@ -21,6 +21,10 @@ controller that needs one is built only when the record has it (`controllers.reg
 - `capacity_discovery`: learns the memory a registered Node reports for its instance type
   and node class images, and plans with it instead of the estimate (AWS), fed by the
   discovered capacity controller;
+- `instance_tagger`: tags a registered NodeClaim's instance with its Node's name, the
+  NodeClaim and the cluster (AWS), for the NodeClaim tagging controller;
+- `registration_hooks`: the provider's gates on node registration (AWS: the placement
+  group partition hook), run by the NodeClaim lifecycle's registration;
 - `catalog_cache`: instance types and prices are cached and worth refreshing outside any
   provisioning (AWS: the Pricing API);
 - `overlay_prices`: launches read the NodeOverlay store (the gate on), so a fleet's
@@ -42,6 +46,7 @@ if TYPE_CHECKING:
     from nodewright.cloud.aws.instance_statuses import HealthStatus
     from nodewright.cloud.aws.interruption_queue import EventHandler, PollResult
     from nodewright.cloud.aws.node_class_resolution import Resolution
+    from nodewright.cloud.provider import RegistrationHook
     from nodewright.scheduling.overlays import OverlayStore
 
 
@@ -101,6 +106,11 @@ class CapacityLearner(Protocol):
                                   memory: int, image_id: str | None) -> bool: ...
 
 
+class InstanceTagger(Protocol):
+    def tag_registered(self, provider_id: str, nodeclaim: str, node_name: str
+                       ) -> Mapping[str, str]: ...
+
+
 class ZonalShiftSource(Protocol):
     def update(self) -> None: ...
 
@@ -126,5 +136,7 @@ class CloudCapabilities:
     zonal_shifts: ZonalShiftSource | None = None
     capacity_discovery: CapacityLearner | None = None
     overlay_prices: OverlayUser | None = None
+    instance_tagger: InstanceTagger | None = None
+    registration_hooks: tuple[RegistrationHook, ...] = ()
     catalog_cache: bool = False
     launches_outside_state_lock: bool = False

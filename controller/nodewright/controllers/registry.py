@@ -37,7 +37,7 @@ from typing import Protocol, TypeVar
 
 from nodewright.cloud.capabilities import CloudCapabilities
 from nodewright.cloud.metered import MeteredCloud
-from nodewright.cloud.provider import CloudProvider
+from nodewright.cloud.provider import CloudProvider, RegistrationHook
 from nodewright.cloud.unreserved import WithoutReservedCapacity
 from nodewright.cluster.api import ClusterAPI
 from nodewright.cluster.events import EventRecorder
@@ -70,6 +70,7 @@ from nodewright.controllers.nodeclaim.garbagecollection import (
 )
 from nodewright.controllers.nodeclaim.hydration import NodeClaimHydration
 from nodewright.controllers.nodeclaim.podevents import PodEvents
+from nodewright.controllers.nodeclaim.tagging import NodeClaimTagging
 from nodewright.controllers.nodeclass.cleanup import CloudGarbageCollection, NodeClassTermination
 from nodewright.controllers.nodeclass.ssm_invalidation import SsmInvalidation
 from nodewright.controllers.nodeclass.status import CatalogRefresh, NodeClassStatus
@@ -184,7 +185,15 @@ def _lifecycle(p: Parts) -> NodeClaimLifecycle:
     return NodeClaimLifecycle(p.cluster, p.metered(NodeClaimLifecycle.name), p.clock, p.state,
                               p.recorder, launch_timeout=p.options.launch_timeout_seconds,
                               registration_timeout=p.options.registration_timeout_seconds,
-                              registration_health=p.registration_health)
+                              registration_health=p.registration_health,
+                              registration_hooks=_registration_hooks(p))
+
+
+def _registration_hooks(p: Parts) -> tuple[RegistrationHook, ...]:
+    hooks = p.capabilities.registration_hooks
+    if p.capabilities.launches_outside_state_lock:
+        return tuple(outside_state_lock(hook, p.state.lock) for hook in hooks)
+    return hooks
 
 
 def _interruption(p: Parts) -> Interruption:
@@ -241,6 +250,14 @@ def _zonal_shift(p: Parts) -> ZonalShiftEvents:
     shifts = p.capabilities.zonal_shifts
     assert shifts is not None
     return ZonalShiftEvents(p.cluster, p.recorder, shifts)
+
+
+def _tagging(p: Parts) -> NodeClaimTagging:
+    tagger = p.capabilities.instance_tagger
+    assert tagger is not None
+    if p.capabilities.launches_outside_state_lock:
+        tagger = outside_state_lock(tagger, p.state.lock)
+    return NodeClaimTagging(p.cluster, tagger, p.clock)
 
 
 def _cluster_state(p: Parts) -> bool:
@@ -324,6 +341,8 @@ SPECS: tuple[ControllerSpec, ...] = (
                    needs=lambda p: p.capabilities.zonal_shifts is not None),
     ControllerSpec("providers.instancetype.capacity", "Node", _discovered_capacity,
                    needs=lambda p: p.capabilities.capacity_discovery is not None),
+    ControllerSpec("nodeclaim.tagging", "NodeClaim", _tagging,
+                   needs=lambda p: p.capabilities.instance_tagger is not None),
     ControllerSpec("capacityreservation.capacitytype", "NodeClaim",
                    lambda p: ReservedCapacityDemotion(p.cluster, p.given_cloud)),
 )

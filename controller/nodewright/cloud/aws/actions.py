@@ -78,7 +78,8 @@ AWS_ACTIONS: Final[tuple[ActionUse, ...]] = (
     ActionUse("ec2:RunInstances", "create-tagged", "CreateFleet launches through RunInstances"),
     ActionUse("ec2:CreateLaunchTemplate", "create-tagged", "one template per launch config"),
     ActionUse("ec2:CreateTags", "create-tagged", "tag fleets, instances, volumes and ENIs; "
-              "a NodeClaim's own tags on its instance of a shared (batched) fleet"),
+              "a NodeClaim's own tags on its instance of a shared (batched) fleet, and its "
+              "Node's name once registered (the NodeClaim tagging controller)"),
     # Cleaning up what we own (only resources carrying the cluster's tags).
     ActionUse("ec2:TerminateInstances", "mutate-tagged", "delete NodeClaims, garbage collection"),
     ActionUse("ec2:DeleteLaunchTemplate", "mutate-tagged", "drop unreferenced launch templates"),

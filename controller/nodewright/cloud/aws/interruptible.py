@@ -44,14 +44,18 @@ class InterruptibleAwsCloud(AwsCloudProvider):
                        instance_statuses=self.instance_statuses)
 
     def cluster(self) -> EksCluster:
-        settings = ClusterSettings(self.cluster_endpoint, self.cluster_ca_bundle,
-                                   self.eks_control_plane, self.server_version)
-        if settings.needs_eks(self.kube_dns_ip):
-            return settings.over(super().cluster())
+        """EKS's answer under the settings, kept as long as EKS's (5 minutes): the API
+        server's version too is read again at most that often (Karpenter's version
+        controller)."""
         key = f"settings:{self.cluster_name}"
         cached = self._cluster.get(key)
         if cached is None:
-            assert self.kube_dns_ip is not None
-            cached = settings.without_eks(self.cluster_name, self.kube_dns_ip)
+            settings = ClusterSettings(self.cluster_endpoint, self.cluster_ca_bundle,
+                                       self.eks_control_plane, self.server_version)
+            if settings.needs_eks(self.kube_dns_ip):
+                cached = settings.over(super().cluster())
+            else:
+                assert self.kube_dns_ip is not None
+                cached = settings.without_eks(self.cluster_name, self.kube_dns_ip)
             self._cluster.put(key, cached)
         return cached

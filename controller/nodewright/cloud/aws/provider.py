@@ -19,6 +19,7 @@ from nodewright.cloud.aws import (
     fleet,
     garbage,
     instance_profiles,
+    instance_tagging,
     instances,
     launch_templates,
     placement_groups,
@@ -34,6 +35,7 @@ from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
 from nodewright.cloud.aws.discovered_capacity import DiscoveredCapacity
 from nodewright.cloud.aws.drift import drift_of, reservation_drift, static_drift
 from nodewright.cloud.aws.ec2_batcher import BatchWindows, EC2Batcher
+from nodewright.cloud.aws.kubernetes_version import VersionWatch
 from nodewright.cloud.aws.node_class_resolution import (
     PLACEMENT_GROUP,
     RESERVATIONS,
@@ -61,6 +63,7 @@ from nodewright.cloud.aws.offerings import (
     launchable,
     tenancy_for,
 )
+from nodewright.cloud.aws.placement_group_hook import PlacementGroupRegistrationHook
 from nodewright.cloud.aws.placement_groups import (
     PLACEMENT_GROUP_ID_LABEL,
     PLACEMENT_GROUP_PARTITION_LABEL,
@@ -182,6 +185,9 @@ class AwsCloudProvider:
     # Reservations looked up by id, a minute each (Karpenter's reservation query cache).
     _reservations_by_id: TTLCache[str, tuple[capacity_reservations.Reservation, ...]] = field(
         init=False)
+    # The Kubernetes version last discovered: a new one out of the supported range is
+    # logged as an error (Karpenter's version controller).
+    versions: VersionWatch = field(init=False, default_factory=VersionWatch)
     # Instance profiles protected from garbage collection, roles IAM does not know.
     profiles: instance_profiles.ProfileMemory = field(init=False)
     # ValidationSucceeded verdicts, by validation.cache_key (30 minutes).
@@ -244,7 +250,8 @@ class AwsCloudProvider:
                     self.clients,
                     node_class,
                     cluster=self.cluster_name,
-                    kubernetes_version=self.cluster().kubernetes_version,
+                    kubernetes_version=self.versions.observe(
+                        self.cluster().kubernetes_version),
                     now=self.wall_clock(),
                     lookups=self.lookups,
                     profiles=self.profiles,
@@ -594,6 +601,27 @@ class AwsCloudProvider:
             provider_metrics.termination_failed(zone, self._zone_ids.get(zone, ""))
             raise
 
+    def tag_registered(self, provider_id: str, nodeclaim: str, node_name: str
+                       ) -> dict[str, str]:
+        """Tag the registered NodeClaim's instance with its Node's name, the NodeClaim and
+        the cluster, each where the instance lacks that key (`instance_tagging`); the tags
+        written. Raises NodeClaimNotFoundError when the instance is gone, CloudProviderError
+        when it is in a zone ARC shifted traffic away from (as Karpenter, no CreateTags
+        there; retried)."""
+        instance = self.get(provider_id)
+        missing = instance_tagging.missing_tags(instance, instance_tagging.registration_tags(
+            node_name, nodeclaim, self.cluster_name))
+        if not missing:
+            return {}
+        if self._shifted(instance):
+            raise CloudProviderError(
+                f"instance {instance.instance_id} is in zonally shifted availability zone "
+                f"{instance.zone} ({self._zone_id(instance)}), skipping tag creation",
+                call="ec2:CreateTags", resource=f"instance {instance.instance_id}")
+        instance_tagging.create_tags(self.clients.ec2, instance.instance_id, missing)
+        self._remember(replace(instance, tags={**instance.tags, **missing}))
+        return missing
+
     def drift_reason(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> str | None:
         provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
         if not provider_id:
@@ -651,6 +679,8 @@ class AwsCloudProvider:
                                  node_classes=self, cleaner=self, parameters=self,
                                  zonal_shifts=self.zonal_shifts, catalog_cache=True,
                                  capacity_discovery=self, overlay_prices=self,
+                                 instance_tagger=self,
+                                 registration_hooks=(PlacementGroupRegistrationHook(self),),
                                  launches_outside_state_lock=self.launches_outside_state_lock)
 
     # --- garbage collection -------------------------------------------------------------
@@ -887,10 +917,10 @@ class AwsCloudProvider:
     def _instance_tags(
         self, nodeclaim: str, nodepool: str, node_class: EC2NodeClass
     ) -> dict[str, str]:
+        # No Name: the NodeClaim tagging controller names the instance after its Node once
+        # registered, unless the node class's tags give it one (as Karpenter). The
+        # ownership tags cannot be replaced.
         return {
-            # A Name of the node class's own replaces ours (as Karpenter, which only
-            # defaults it); the ownership tags cannot be replaced.
-            tag_keys.NAME: f"{nodepool}/{nodeclaim}" if nodepool else nodeclaim,
             **(node_class.spec.tags or {}),
             **tag_keys.ownership_tags(self.cluster_name),
             tag_keys.NODEPOOL: nodepool,
@@ -941,10 +971,20 @@ class AwsCloudProvider:
                    if launched.reservation_id else {}),
                 **({PLACEMENT_GROUP_ID_LABEL: resolution.placement_group.id}
                    if resolution.placement_group else {}),
-                **({PLACEMENT_GROUP_PARTITION_LABEL: str(request.placement_partition)}
-                   if request.placement_partition is not None else {}),
+                **_partition_label(resolution.placement_group, request.placement_partition),
             },
         )
+
+
+def _partition_label(group: placement_groups.PlacementGroup | None, partition: int | None
+                     ) -> dict[str, str]:
+    """The partition a launch targeted; "" when EC2 picks one in a partition group, for the
+    placement group registration hook to fill in (as Karpenter)."""
+    if partition is not None:
+        return {PLACEMENT_GROUP_PARTITION_LABEL: str(partition)}
+    if group is not None and group.strategy == placement_groups.PARTITION:
+        return {PLACEMENT_GROUP_PARTITION_LABEL: ""}
+    return {}
 
 
 def _filter_for_launch(

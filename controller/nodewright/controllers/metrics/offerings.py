@@ -1,6 +1,7 @@
 """The AWS provider's metrics controller: for every instance type the NodePools' node
 classes can launch, whether each offering (instance type x capacity type x zone) is
-available and its estimated hourly price, plus each type's vCPUs and memory, every minute.
+available and its estimated hourly price, plus each type's vCPUs and memory (EC2's, before
+the VM overhead), every minute.
 
 The series are only rewritten when the cloud answers with different instance types (the
 catalogs hand back the same objects while nothing changed), so a long simulation pays
@@ -18,6 +19,7 @@ from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.controllers.metrics.nodes import value
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.labels import INSTANCE_MEMORY
 from nodewright.state import ClusterState
 
 log = logging.getLogger(__name__)
@@ -88,10 +90,20 @@ class OfferingMetrics:
             series.append((metrics.INSTANCE_TYPE_CPU_CORES, {"instance_type": it.name},
                            value(it.capacity.get("cpu", 0))))
             series.append((metrics.INSTANCE_TYPE_MEMORY_BYTES, {"instance_type": it.name},
-                           value(it.capacity.get("memory", 0))))
+                           _raw_memory_bytes(it)))
         for dims, is_available in available.items():
             labels = dict(zip(metrics.OFFERING_LABELS, dims, strict=True))
             series.append((metrics.OFFERING_AVAILABLE, labels, 1.0 if is_available else 0.0))
             series.append((metrics.OFFERING_PRICE_ESTIMATE, labels, prices[dims]))
         self._prices = prices
         self.store.update("", series)
+
+
+def _raw_memory_bytes(instance_type: InstanceType) -> float:
+    """The type's memory as EC2 describes it (SizeInMiB x 2^20, Karpenter's gauge), not the
+    capacity planned with (less VM_MEMORY_OVERHEAD_PERCENT); a type without the
+    karpenter.k8s.aws/instance-memory label reports its capacity."""
+    mib = instance_type.labels.get(INSTANCE_MEMORY, "")
+    if mib.isdigit():
+        return float(int(mib) * 2**20)
+    return value(instance_type.capacity.get("memory", 0))
