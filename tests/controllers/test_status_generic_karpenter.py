@@ -10,39 +10,21 @@ Unknown first is no transition."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-from nodewright import metrics
-from nodewright.cluster.events import EventRecorder
-from nodewright.controllers.metrics.status import StatusConditionMetrics
-from nodewright.runtime.clock import VirtualClock, format_time
+from nodewright.runtime.clock import format_time
 from nodewright.runtime.reconciler import WatchEvent
-from nodewright.state import ClusterState
+from tests.controllers.metric_samples import samples, series, total
+from tests.controllers.status_rig import StatusRig
 
 
-class Sink:
-    """Where the recorder writes Events."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        self.events.append(body)
-        return body
-
-
-class Rig:
+class Rig(StatusRig):
     """One object of `kind` (Node or NodeClaim) in its own NodePool, so the per-kind
     counters (which have no object name label) read only this story's object."""
 
     def __init__(self, kind: str, name: str) -> None:
+        super().__init__()
         self.kind, self.name, self.pool = kind, name, f"pool-of-{name}"
-        self.clock = VirtualClock()
-        self.state = ClusterState(self.clock)
-        self.sink = Sink()
-        recorder = EventRecorder(self.sink, self.clock)  # type: ignore[arg-type]
-        self.controller = StatusConditionMetrics(self.clock, self.state, recorder=recorder)
         self.last: dict[str, Any] | None = None
 
     def write(self, *conds: tuple[str, str, str], deleting: bool = False) -> None:
@@ -84,21 +66,6 @@ class Rig:
                      karpenter_sh_nodepool=self.pool, type=type_, status=status)
 
 
-def _samples(metric: str) -> Iterator[Any]:
-    for family in metrics.REGISTRY.restricted_registry([metric]).collect():
-        yield from (sample for sample in family.samples if sample.name == metric)
-
-
-def series(metric: str, /, **match: str) -> list[dict[str, str]]:
-    return [dict(s.labels) for s in _samples(metric)
-            if all(s.labels.get(k) == v for k, v in match.items())]
-
-
-def total(metric: str, /, **match: str) -> float:
-    return sum(s.value for s in _samples(metric)
-               if all(s.labels.get(k) == v for k, v in match.items()))
-
-
 def test_a_terminating_node_is_measured_while_it_terminates_and_once_gone() -> None:
     """Describe "Generic Controller", It "should emit termination metrics when deletion
     timestamp is set" (Karpenter's Node controller: no deprecated operator_termination_*)."""
@@ -107,7 +74,7 @@ def test_a_terminating_node_is_measured_while_it_terminates_and_once_gone() -> N
     rig.write(("Ready", "True", "KubeletReady"), deleting=True)
     rig.clock.advance(30)
     rig.controller.reconcile(f"Node/{rig.name}")
-    (current,) = [s.value for s in _samples("operator_node_termination_current_time_seconds")
+    (current,) = [s.value for s in samples("operator_node_termination_current_time_seconds")
                   if s.labels.get("name") == rig.name]
     assert current == 30.0
     assert series("operator_termination_current_time_seconds", name=rig.name) == []
