@@ -21,6 +21,7 @@ from typing import Any
 
 from nodewright import metrics
 from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.managed import nodeclaim_is_managed, nodepool_is_managed
 from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.nodepool import NodePool
 from nodewright.cluster.api import ApiError, ClusterAPI
@@ -38,7 +39,6 @@ from nodewright.state.wellknown import (
     INITIALIZED_LABEL,
     INSTANCE_TYPE_LABEL,
     NODEPOOL_LABEL,
-    is_managed_nodeclaim,
 )
 
 log = logging.getLogger(__name__)
@@ -61,9 +61,7 @@ def _name(obj: Object) -> str:
 
 def _nodepool_spec_changed(before: Object | None, after: Object) -> bool:
     """A managed NodePool (on an EC2NodeClass) that is new or has a new generation."""
-    spec = ((after.get("spec") or {}).get("template") or {}).get("spec") or {}
-    reference = spec.get("nodeClassRef") or {}
-    if (reference.get("group"), reference.get("kind")) != ("karpenter.k8s.aws", "EC2NodeClass"):
+    if not nodepool_is_managed(after):
         return False
     if before is None:
         return True
@@ -190,7 +188,7 @@ class ClusterState:
                 self._update_node(obj)
         elif kind == "NodeClaim":
             # Another provider's NodeClaims are not this Karpenter's (its informer's filter).
-            if deleted or not is_managed_nodeclaim(obj):
+            if deleted or not nodeclaim_is_managed(obj):
                 self._delete_nodeclaim(_name(obj))
             else:
                 self._update_nodeclaim(obj)
@@ -239,7 +237,7 @@ class ClusterState:
             return True
         try:
             claims = {_name(obj) for obj in cluster.list("NodeClaim")
-                      if is_managed_nodeclaim(obj)}
+                      if nodeclaim_is_managed(obj)}
             nodes = {_name(obj) for obj in cluster.list("Node")}
         except ApiError as error:
             log.error("failed checking cluster state sync: %s", error)
