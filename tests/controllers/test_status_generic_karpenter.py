@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from nodewright.runtime.clock import format_time
 from nodewright.runtime.reconciler import WatchEvent
 from tests.controllers.metric_samples import samples, series, total
@@ -27,8 +29,10 @@ class Rig(StatusRig):
         self.kind, self.name, self.pool = kind, name, f"pool-of-{name}"
         self.last: dict[str, Any] | None = None
 
-    def write(self, *conds: tuple[str, str, str], deleting: bool = False) -> None:
-        """Write the object with these (type, status, reason) conditions and reconcile."""
+    def write(self, *conds: tuple[str, str, str], deleting: bool = False,
+              labels: dict[str, str] | None = None) -> None:
+        """Write the object with these (type, status, reason) conditions and reconcile;
+        `labels` replace its usual ones (node class, NodePool, instance type)."""
         now = format_time(self.clock.now())
         before = {c["type"]: c for c in (self.last or {}).get("status", {}).get(
             "conditions", [])}
@@ -42,9 +46,10 @@ class Rig(StatusRig):
         obj: dict[str, Any] = {
             "apiVersion": api, "kind": self.kind,
             "metadata": {"name": self.name, "uid": f"uid-{self.name}",
-                         "labels": {"karpenter.sh/nodepool": self.pool,
-                                    "karpenter.k8s.aws/ec2nodeclass": "default",
-                                    "node.kubernetes.io/instance-type": "m5.large"},
+                         "labels": labels if labels is not None else {
+                             "karpenter.sh/nodepool": self.pool,
+                             "karpenter.k8s.aws/ec2nodeclass": "default",
+                             "node.kubernetes.io/instance-type": "m5.large"},
                          "finalizers": ["karpenter.sh/termination"],
                          **({"deletionTimestamp": now} if deleting else {})},
             "spec": {"providerID": f"aws:///us-west-2a/i-{self.name}"},
@@ -114,6 +119,24 @@ def test_a_node_condition_transition_is_counted_timed_and_told() -> None:
     assert [(e["type"], e["reason"], e["note"]) for e in rig.sink.events] == [
         ("Normal", "Ready", "Status condition transitioned, Type: Ready, "
                             "Status: Unknown -> True, Reason: KubeletReady")]
+
+
+@pytest.mark.parametrize("labels", [
+    pytest.param({"karpenter.sh/nodepool": "pool-of-registering-node"},
+                 id="a managed Node not yet labelled with its instance type"),
+    pytest.param({}, id="a Node no NodePool owns"),
+])
+def test_every_node_is_measured_not_only_those_the_state_tracks(
+        labels: dict[str, str]) -> None:
+    """Karpenter's Node status controller (GenericObjectController[*corev1.Node]) watches
+    every Node: one without the instance-type and initialized labels (which the cluster
+    state waits for) or of no NodePool still has its conditions measured."""
+    rig = Rig("Node", "registering-node")
+    rig.write(("Ready", "False", "KubeletNotReady"), labels=labels)
+    assert [s["status"] for s in series("operator_node_status_condition_count",
+                                        name=rig.name, type="Ready")] == ["False"]
+    rig.gone()
+    assert series("operator_node_status_condition_count", name=rig.name) == []
 
 
 def abnormal_condition_story(rig: Rig, ready: tuple[str, str, str], abnormal: str) -> None:
