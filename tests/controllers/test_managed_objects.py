@@ -1,17 +1,21 @@
 """One answer to "is this NodeClaim or NodePool ours" (Karpenter's nodeclaimutils.IsManaged and
 nodepoolutils.IsManaged: its nodeClassRef's group and kind are a node class the provider
-supports), and the callers that had their own answer before it was one: the provisioner, the
-cluster state's consolidation mark, the EC2NodeClass finalizer and `nodewright plan`'s
-manifest check. The other callers are proved by their Karpenter ports (nodepool metrics,
-consistency, counter/hash/readiness/validation, static, hydration, disruption conditions)."""
+supports), and the callers that had their own answer before it was one: the provisioner,
+the cluster state (its NodeClaims and consolidation mark), the EC2NodeClass finalizer and
+`nodewright validate`'s manifest check. The other callers are proved by their Karpenter
+ports (nodepool metrics, consistency, counter/hash/readiness/validation, static,
+hydration, disruption conditions)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+import yaml
 
 from nodewright.api.managed import nodeclaim_is_managed, nodepool_is_managed
+from nodewright.api.manifests import parse_documents
+from nodewright.api.validation import validate_documents
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.driver import VirtualDriver
 from nodewright.controllers.nodeclass.cleanup import NodeClassTermination
@@ -102,3 +106,30 @@ def test_a_deleted_node_class_does_not_wait_for_a_nodeclaim_of_another_group() -
     clock.advance(5)
     assert cleaner.deleted == ["default"]
     assert cluster.list("EC2NodeClass") == []
+
+
+@pytest.mark.parametrize(("reference", "kept"), [
+    pytest.param(OURS, True, id="ours"),
+    pytest.param(KWOK, False, id="another provider's"),
+    pytest.param(LOOKALIKE, False, id="our kind in another group"),
+])
+def test_the_cluster_state_keeps_only_our_nodeclaims(
+        reference: dict[str, str], kept: bool) -> None:
+    """Karpenter's state.nodeclaim informer is filtered by nodeclaimutils.IsManaged."""
+    state = ClusterState(VirtualClock())
+    claim_of_class = claim("somebodys")
+    claim_of_class["spec"]["nodeClassRef"] = dict(reference)
+    state.observe(WatchEvent("ADDED", claim_of_class))
+    assert (state.nodeclaim("somebodys") is not None) is kept
+
+
+def test_nodewright_validate_names_a_nodepool_on_a_node_class_it_does_not_run() -> None:
+    """The manifest check (`nodewright validate` / `plan`) answers with the same rule."""
+    text = "\n---\n".join(yaml.safe_dump(body) for body in (
+        yaml.safe_load(NODE_CLASS), pool_on(LOOKALIKE, "lookalike"), pool_on(OURS, "ours")))
+    documents, problems = parse_documents(text, "pools.yaml")
+    assert problems == []
+    _, found = validate_documents(documents)
+    assert [(p.name, p.message) for p in found] == [
+        ("lookalike", "nodeClassRef must name a karpenter.k8s.aws EC2NodeClass, got "
+                      "karpenter.test.sh/EC2NodeClass")]
