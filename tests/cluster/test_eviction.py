@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from nodewright.cluster import objects
-from nodewright.cluster.api import ApiError, TooManyRequestsError
+from nodewright.cluster.api import ApiError, ConflictError, TooManyRequestsError
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.runtime.clock import VirtualClock
 
@@ -117,3 +117,26 @@ def test_pods_outside_any_budget_or_not_running_are_just_deleted(
     cluster.evict("waiting", "default")
     assert deleting(cluster) == ["other"]
     assert [objects.name(p) for p in cluster.list("Pod")] == ["other"]
+
+
+def test_an_eviction_for_a_pod_since_recreated_is_a_conflict(cluster: InMemoryCluster) -> None:
+    """The Eviction's deleteOptions.preconditions.uid, as the API server checks it: a pod
+    deleted and created again under its name is another pod (409), and stays."""
+    running_pod(cluster, "a")
+    old_uid = objects.uid(cluster.get("Pod", "a", "default"))
+    cluster.delete("Pod", "a", "default", grace_period_seconds=0)
+    running_pod(cluster, "a")
+    with pytest.raises(ConflictError, match=f"UID in precondition: {old_uid}"):
+        cluster.evict("a", "default", uid=old_uid)
+    assert deleting(cluster) == []
+    cluster.evict("a", "default", uid=objects.uid(cluster.get("Pod", "a", "default")))
+    assert deleting(cluster) == ["a"]
+
+
+def test_a_budget_that_refuses_answers_before_the_uid_precondition(
+        cluster: InMemoryCluster) -> None:
+    """The API server asks the budget first and checks the precondition in the delete."""
+    running_pod(cluster, "a")
+    budget(cluster, maxUnavailable=0)
+    with pytest.raises(TooManyRequestsError):
+        cluster.evict("a", "default", uid="not-this-pod")

@@ -104,6 +104,22 @@ def test_a_replaced_pod_is_not_the_one_waiting(bench: Bench) -> None:
     assert bench.evictor.next_attempt() is None
 
 
+def test_a_pod_recreated_under_the_name_is_not_evicted_for_the_old_one(bench: Bench) -> None:
+    """Karpenter's Queue.Reconcile (terminator/eviction.go) sends the queued pod's UID as the
+    Eviction's precondition, and its It("should succeed with no event when the pod UID
+    conflicts"): the pod is deleted and created again between the drain reading it and the
+    eviction; the new pod is not evicted, no event is told and nothing waits to retry."""
+    old = bench.pod()
+    bench.cluster.patch("Pod", "app", {"metadata": {"finalizers": None}}, "default")
+    bench.cluster.delete("Pod", "app", "default", grace_period_seconds=0)
+    bench.pod()
+    bench.evictor.remove(old, None, bench.node, "Forceful Termination")
+    assert not bench.terminating()
+    assert bench.events() == []
+    assert bench.evictor.next_attempt() is None
+    assert counter("karpenter_pods_eviction_requests_total", code="409") == 1
+
+
 def test_a_pod_without_budgets_is_evicted_with_an_event(bench: Bench) -> None:
     """It("should succeed with an evicted event when there are no PDBs")."""
     bench.evictor.remove(bench.pod(), None, bench.node, "Forceful Termination")

@@ -18,6 +18,7 @@ from nodewright import metrics
 from nodewright.api.quantity import parse_quantity
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors
+from tests.controllers.metric_samples import samples, series
 from tests.disruption.helpers import nodepool_with
 from tests.harness import World
 
@@ -42,26 +43,13 @@ def fresh_gauges() -> Iterator[None]:
     yield
 
 
-def _samples(metric: str) -> Iterator[Any]:
-    """The samples named `metric`, collected from its own family only: collecting the whole
-    process-wide registry, grown by every earlier test of the process, takes long."""
-    for family in metrics.REGISTRY.restricted_registry([metric]).collect():
-        yield from (sample for sample in family.samples if sample.name == metric)
-
-
 def value(metric: str, /, **labels: str) -> float:
-    return next((s.value for s in _samples(metric) if s.labels == labels), 0.0)
-
-
-def series(metric: str, /, **match: str) -> list[dict[str, str]]:
-    """The label sets of a metric's samples that carry these labels."""
-    return [dict(sample.labels) for sample in _samples(metric)
-            if all(sample.labels.get(k) == v for k, v in match.items())]
+    return next((s.value for s in samples(metric) if s.labels == labels), 0.0)
 
 
 def sample(metric: str, /, **labels: str) -> float:
     """The one sample with these labels (among others): fails when there is none or more."""
-    found = [s.value for s in _samples(metric)
+    found = [s.value for s in samples(metric)
              if all(s.labels.get(k) == v for k, v in labels.items())]
     assert len(found) == 1, f"{metric}{labels}: {len(found)} samples"
     return found[0]

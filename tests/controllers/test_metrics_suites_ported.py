@@ -18,6 +18,7 @@ from nodewright.runtime.clock import VirtualClock
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.state import ClusterState
 from tests.controllers.conftest import WORKSHOP
+from tests.controllers.metric_samples import samples, series
 from tests.harness import World, node_pool
 
 PENDING = """
@@ -42,18 +43,8 @@ def fresh_gauges() -> Iterator[None]:
     yield
 
 
-def _samples(metric: str) -> Iterator[Any]:
-    for family in metrics.REGISTRY.restricted_registry([metric]).collect():
-        yield from (sample for sample in family.samples if sample.name == metric)
-
-
-def series(metric: str, /, **match: str) -> list[dict[str, str]]:
-    return [dict(s.labels) for s in _samples(metric)
-            if all(s.labels.get(k) == v for k, v in match.items())]
-
-
 def value(metric: str, /, **labels: str) -> float:
-    found = [s.value for s in _samples(metric)
+    found = [s.value for s in samples(metric)
              if all(s.labels.get(k) == v for k, v in labels.items())]
     assert len(found) == 1, f"{metric}{labels}: {len(found)} samples"
     return found[0]

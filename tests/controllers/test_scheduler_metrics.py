@@ -5,33 +5,20 @@ pods by effective zone (computeEffectiveZoneFromPod)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
-from nodewright import metrics
 from nodewright.controllers.provisioning.solve_metrics import scheduling_simulation
 from nodewright.scheduling.effective_zone import effective_zone
 from nodewright.scheduling.pods import Pod
 from nodewright.scheduling.requirements import Requirement, Requirements
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors
+from tests.controllers.metric_samples import samples, series
 from tests.harness import World
 
 ZONE = "topology.kubernetes.io/zone"
 
 
-def _samples(metric: str) -> Iterator[Any]:
-    for family in metrics.REGISTRY.restricted_registry([metric]).collect():
-        yield from (sample for sample in family.samples if sample.name == metric)
-
-
 def value(metric: str, /, **labels: str) -> float:
-    return next((s.value for s in _samples(metric) if s.labels == labels), 0.0)
-
-
-def series(metric: str, /, **match: str) -> list[dict[str, str]]:
-    return [dict(s.labels) for s in _samples(metric)
-            if all(s.labels.get(k) == v for k, v in match.items())]
+    return next((s.value for s in samples(metric) if s.labels == labels), 0.0)
 
 
 def pod(*, selector: dict[str, str] | None = None, zones: tuple[str, ...] = (),

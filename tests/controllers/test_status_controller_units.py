@@ -4,36 +4,16 @@ v1.14.1 pins 4da4c353c5fa); each test names the It it comes from."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
-from nodewright import metrics
-from nodewright.cluster.events import EventRecorder
-from nodewright.controllers.metrics.status import StatusConditionMetrics
-from nodewright.runtime.clock import VirtualClock, format_time
+from nodewright.runtime.clock import format_time
 from nodewright.runtime.reconciler import WatchEvent
-from nodewright.state import ClusterState
+from tests.controllers.metric_samples import samples, series, total
+from tests.controllers.status_rig import StatusRig
 
 
-class Sink:
-    """Where the recorder writes Events."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        self.events.append(body)
-        return body
-
-
-class Rig:
+class Rig(StatusRig):
     def __init__(self, name: str) -> None:
+        super().__init__()
         self.name = name
-        self.clock = VirtualClock()
-        self.state = ClusterState(self.clock)
-        self.sink = Sink()
-        recorder = EventRecorder(self.sink, self.clock)  # type: ignore[arg-type]
-        self.controller = StatusConditionMetrics(self.clock, self.state, recorder=recorder)
 
     def claim(self, status: str, reason: str, *, pool: str = "default",
               deleting: bool = False) -> None:
@@ -57,21 +37,6 @@ class Rig:
         assert last is not None
         self.state.observe(WatchEvent("DELETED", last))
         self.controller.reconcile(f"NodeClaim/{self.name}")
-
-
-def _samples(metric: str) -> Iterator[Any]:
-    for family in metrics.REGISTRY.restricted_registry([metric]).collect():
-        yield from (sample for sample in family.samples if sample.name == metric)
-
-
-def series(metric: str, /, **match: str) -> list[dict[str, str]]:
-    return [dict(s.labels) for s in _samples(metric)
-            if all(s.labels.get(k) == v for k, v in match.items())]
-
-
-def total(metric: str, /, **match: str) -> float:
-    return sum(s.value for s in _samples(metric)
-               if all(s.labels.get(k) == v for k, v in match.items()))
 
 
 def test_termination_is_measured_while_it_runs_and_once_done() -> None:
@@ -136,7 +101,7 @@ def test_a_relabelled_object_leaves_no_series_under_its_old_labels() -> None:
 
 
 def value(metric: str, /, **match: str) -> list[float]:
-    return [s.value for s in _samples(metric)
+    return [s.value for s in samples(metric)
             if all(s.labels.get(k) == v for k, v in match.items())]
 
 

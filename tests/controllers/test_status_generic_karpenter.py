@@ -10,43 +10,29 @@ Unknown first is no transition."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-from nodewright import metrics
-from nodewright.cluster.events import EventRecorder
-from nodewright.controllers.metrics.status import StatusConditionMetrics
-from nodewright.runtime.clock import VirtualClock, format_time
+import pytest
+
+from nodewright.runtime.clock import format_time
 from nodewright.runtime.reconciler import WatchEvent
-from nodewright.state import ClusterState
+from tests.controllers.metric_samples import samples, series, total
+from tests.controllers.status_rig import StatusRig
 
 
-class Sink:
-    """Where the recorder writes Events."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-
-    def create(self, body: dict[str, Any]) -> dict[str, Any]:
-        self.events.append(body)
-        return body
-
-
-class Rig:
+class Rig(StatusRig):
     """One object of `kind` (Node or NodeClaim) in its own NodePool, so the per-kind
     counters (which have no object name label) read only this story's object."""
 
     def __init__(self, kind: str, name: str) -> None:
+        super().__init__()
         self.kind, self.name, self.pool = kind, name, f"pool-of-{name}"
-        self.clock = VirtualClock()
-        self.state = ClusterState(self.clock)
-        self.sink = Sink()
-        recorder = EventRecorder(self.sink, self.clock)  # type: ignore[arg-type]
-        self.controller = StatusConditionMetrics(self.clock, self.state, recorder=recorder)
         self.last: dict[str, Any] | None = None
 
-    def write(self, *conds: tuple[str, str, str], deleting: bool = False) -> None:
-        """Write the object with these (type, status, reason) conditions and reconcile."""
+    def write(self, *conds: tuple[str, str, str], deleting: bool = False,
+              labels: dict[str, str] | None = None) -> None:
+        """Write the object with these (type, status, reason) conditions and reconcile;
+        `labels` replace its usual ones (node class, NodePool, instance type)."""
         now = format_time(self.clock.now())
         before = {c["type"]: c for c in (self.last or {}).get("status", {}).get(
             "conditions", [])}
@@ -60,9 +46,10 @@ class Rig:
         obj: dict[str, Any] = {
             "apiVersion": api, "kind": self.kind,
             "metadata": {"name": self.name, "uid": f"uid-{self.name}",
-                         "labels": {"karpenter.sh/nodepool": self.pool,
-                                    "karpenter.k8s.aws/ec2nodeclass": "default",
-                                    "node.kubernetes.io/instance-type": "m5.large"},
+                         "labels": labels if labels is not None else {
+                             "karpenter.sh/nodepool": self.pool,
+                             "karpenter.k8s.aws/ec2nodeclass": "default",
+                             "node.kubernetes.io/instance-type": "m5.large"},
                          "finalizers": ["karpenter.sh/termination"],
                          **({"deletionTimestamp": now} if deleting else {})},
             "spec": {"providerID": f"aws:///us-west-2a/i-{self.name}"},
@@ -84,21 +71,6 @@ class Rig:
                      karpenter_sh_nodepool=self.pool, type=type_, status=status)
 
 
-def _samples(metric: str) -> Iterator[Any]:
-    for family in metrics.REGISTRY.restricted_registry([metric]).collect():
-        yield from (sample for sample in family.samples if sample.name == metric)
-
-
-def series(metric: str, /, **match: str) -> list[dict[str, str]]:
-    return [dict(s.labels) for s in _samples(metric)
-            if all(s.labels.get(k) == v for k, v in match.items())]
-
-
-def total(metric: str, /, **match: str) -> float:
-    return sum(s.value for s in _samples(metric)
-               if all(s.labels.get(k) == v for k, v in match.items()))
-
-
 def test_a_terminating_node_is_measured_while_it_terminates_and_once_gone() -> None:
     """Describe "Generic Controller", It "should emit termination metrics when deletion
     timestamp is set" (Karpenter's Node controller: no deprecated operator_termination_*)."""
@@ -107,7 +79,7 @@ def test_a_terminating_node_is_measured_while_it_terminates_and_once_gone() -> N
     rig.write(("Ready", "True", "KubeletReady"), deleting=True)
     rig.clock.advance(30)
     rig.controller.reconcile(f"Node/{rig.name}")
-    (current,) = [s.value for s in _samples("operator_node_termination_current_time_seconds")
+    (current,) = [s.value for s in samples("operator_node_termination_current_time_seconds")
                   if s.labels.get("name") == rig.name]
     assert current == 30.0
     assert series("operator_termination_current_time_seconds", name=rig.name) == []
@@ -147,6 +119,24 @@ def test_a_node_condition_transition_is_counted_timed_and_told() -> None:
     assert [(e["type"], e["reason"], e["note"]) for e in rig.sink.events] == [
         ("Normal", "Ready", "Status condition transitioned, Type: Ready, "
                             "Status: Unknown -> True, Reason: KubeletReady")]
+
+
+@pytest.mark.parametrize("labels", [
+    pytest.param({"karpenter.sh/nodepool": "pool-of-registering-node"},
+                 id="a managed Node not yet labelled with its instance type"),
+    pytest.param({}, id="a Node no NodePool owns"),
+])
+def test_every_node_is_measured_not_only_those_the_state_tracks(
+        labels: dict[str, str]) -> None:
+    """Karpenter's Node status controller (GenericObjectController[*corev1.Node]) watches
+    every Node: one without the instance-type and initialized labels (which the cluster
+    state waits for) or of no NodePool still has its conditions measured."""
+    rig = Rig("Node", "registering-node")
+    rig.write(("Ready", "False", "KubeletNotReady"), labels=labels)
+    assert [s["status"] for s in series("operator_node_status_condition_count",
+                                        name=rig.name, type="Ready")] == ["False"]
+    rig.gone()
+    assert series("operator_node_status_condition_count", name=rig.name) == []
 
 
 def abnormal_condition_story(rig: Rig, ready: tuple[str, str, str], abnormal: str) -> None:

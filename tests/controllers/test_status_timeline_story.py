@@ -16,6 +16,7 @@ from nodewright import metrics
 from nodewright.controllers.metrics.status import FAMILIES, transition_note
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors
+from tests.controllers.metric_samples import series
 from tests.harness import World
 
 
@@ -30,16 +31,6 @@ def fresh_gauges() -> Iterator[None]:
     metrics.STATUS_CONDITION_COUNT.clear()
     metrics.STATUS_CONDITION_CURRENT_STATUS_SECONDS.clear()
     yield
-
-
-def _samples(metric: str) -> Iterator[Any]:
-    for family in metrics.REGISTRY.restricted_registry([metric]).collect():
-        yield from (sample for sample in family.samples if sample.name == metric)
-
-
-def series(metric: str, /, **match: str) -> list[dict[str, str]]:
-    return [dict(sample.labels) for sample in _samples(metric)
-            if all(sample.labels.get(k) == v for k, v in match.items())]
 
 
 def notes(world: World, kind: str, name: str) -> list[tuple[str, str]]:

@@ -10,8 +10,7 @@ from typing import Any
 from nodewright.cloud.sim.settings import SimSettings
 from nodewright.cluster import objects
 from tests.controllers.conftest import WORKSHOP
-from tests.disruption.helpers import nodepool_with
-from tests.disruption.test_budget_and_drift_stories import BIG
+from tests.disruption.helpers import BIG, nodepool_with
 from tests.harness import World
 
 # Karpenter's disruption loop: the wait after a pass that started nothing.

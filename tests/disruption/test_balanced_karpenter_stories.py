@@ -18,9 +18,8 @@ from nodewright.controllers.disruption.methods.consolidation import consolidatio
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors
 from tests.disruption.balanced_fixtures import candidate, nodepool, pods, priced
-from tests.disruption.helpers import nodepool_with, started
+from tests.disruption.helpers import HOGS, nodepool_with, started
 from tests.disruption.test_consolidation_karpenter_budgets import spread_then_shrink
-from tests.disruption.test_consolidation_karpenter_multi import HOGS
 from tests.harness import NODE_CLASS, World, node_pool
 from tests.static.helpers import workload
 

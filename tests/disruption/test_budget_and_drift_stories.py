@@ -16,27 +16,8 @@ from tests.controllers.expectations import (
     expect_no_controller_errors,
     expect_running,
 )
-from tests.disruption.helpers import decisions, nodepool_with, started
+from tests.disruption.helpers import BIG, decisions, nodepool_with, started
 from tests.harness import World
-
-BIG = """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: big, namespace: default}
-spec:
-  replicas: %d
-  selector: {matchLabels: {app: big}}
-  template:
-    metadata: {labels: {app: big}}
-    spec:
-      nodeSelector: {type: karpenter}
-      terminationGracePeriodSeconds: 0
-      affinity:
-        podAntiAffinity:
-          requiredDuringSchedulingIgnoredDuringExecution:
-            - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: big}}}
-      containers: [{name: app, resources: {requests: {memory: 1Gi}}}]
-"""
 
 
 def two_nodes_then_five_replicas(world: World) -> None:

@@ -15,8 +15,7 @@ from tests.controllers.expectations import (
     expect_no_controller_errors,
     expect_running,
 )
-from tests.disruption.helpers import decisions, nodepool_with, started
-from tests.disruption.test_budget_and_drift_stories import BIG
+from tests.disruption.helpers import BIG, decisions, nodepool_with, started
 from tests.disruption.test_consolidation_karpenter_budgets import spread_then_shrink
 from tests.harness import World
 

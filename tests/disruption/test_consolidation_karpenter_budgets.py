@@ -20,8 +20,7 @@ from nodewright.controllers.options import ControllerOptions
 from nodewright.metrics import REGISTRY
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
-from tests.disruption.helpers import nodepool_with, started
-from tests.disruption.test_budget_and_drift_stories import BIG
+from tests.disruption.helpers import BIG, nodepool_with, started
 from tests.harness import World
 
 FILLER = """

@@ -13,8 +13,7 @@ from nodewright.cluster import objects
 from nodewright.controllers.common import decision_log as ex
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_running
-from tests.disruption.helpers import decisions, nodepool_with, started
-from tests.disruption.test_budget_and_drift_stories import BIG
+from tests.disruption.helpers import BIG, decisions, nodepool_with, started
 from tests.disruption.test_consolidation_karpenter import GUARD_ON, consolidated
 from tests.disruption.test_consolidation_karpenter_budgets import FILLER, spread_then_shrink
 from tests.harness import World

@@ -17,8 +17,7 @@ from nodewright.cluster import objects
 from nodewright.controllers.common import decision_log as ex
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
-from tests.disruption.helpers import decisions, nodepool_with, started
-from tests.disruption.test_budget_and_drift_stories import BIG
+from tests.disruption.helpers import BIG, HOGS, decisions, nodepool_with, started
 from tests.disruption.test_consolidation_karpenter import GUARD_ON
 from tests.disruption.test_consolidation_karpenter_budgets import (
     FILLER,
@@ -30,24 +29,6 @@ from tests.disruption.test_consolidation_karpenter_replace import SPOT_GATE
 from tests.disruption.test_policy_stories import SPOT_M5
 from tests.harness import World
 
-HOGS = """
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: hog, namespace: default}
-spec:
-  replicas: %d
-  selector: {matchLabels: {app: hog}}
-  template:
-    metadata: {labels: {app: hog}}
-    spec:
-      nodeSelector: {type: karpenter}
-      terminationGracePeriodSeconds: 0
-      affinity:
-        podAntiAffinity:
-          requiredDuringSchedulingIgnoredDuringExecution:
-            - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: hog}}}
-      containers: [{name: app, resources: {requests: {cpu: "6"}}}]
-"""
 CAPACITY = ["on-demand", "spot"]
 # Three small pods, two on one node and one on the other: they ask for memory, which both
 # nodes' scores (least allocated, balanced allocation) spread.

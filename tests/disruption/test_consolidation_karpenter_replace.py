@@ -21,8 +21,7 @@ from nodewright.controllers.disruption.methods.disruption_pass import MethodOpti
 from nodewright.controllers.options import ControllerOptions
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
-from tests.disruption.helpers import decisions, nodepool_with, started
-from tests.disruption.test_budget_and_drift_stories import BIG
+from tests.disruption.helpers import BIG, decisions, nodepool_with, started
 from tests.disruption.test_consolidation_karpenter_budgets import FILLER
 from tests.disruption.test_policy_stories import SPOT_M5
 from tests.harness import World

@@ -12,8 +12,8 @@ from nodewright.controllers.common import decision_log as ex
 from nodewright.metrics import REGISTRY
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
-from tests.disruption.helpers import nodepool_with, started
-from tests.disruption.test_budget_and_drift_stories import BIG, originals_disrupting
+from tests.disruption.helpers import BIG, nodepool_with, started
+from tests.disruption.test_budget_and_drift_stories import originals_disrupting
 from tests.harness import World
 
 GUARD = """

@@ -12,8 +12,7 @@ from nodewright.controllers.common import decision_log as ex
 from nodewright.metrics import REGISTRY
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
-from tests.disruption.helpers import nodepool_with, started
-from tests.disruption.test_budget_and_drift_stories import BIG
+from tests.disruption.helpers import BIG, nodepool_with, started, statefulset
 from tests.harness import World
 
 
@@ -205,27 +204,12 @@ def test_a_node_whose_deployment_pods_are_terminating_is_empty(world: World) -> 
     assert decision.decision == "delete"
 
 
-STATEFUL = """
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db, namespace: default}
-spec:
-  replicas: 1
-  serviceName: db
-  selector: {matchLabels: {app: db}}
-  template:
-    metadata: {labels: {app: db}}
-    spec:
-      nodeSelector: {type: karpenter}
-      terminationGracePeriodSeconds: 3600
-      containers: [{name: app, resources: {requests: {memory: 1Gi}}}]
-"""
 
 
 def test_a_node_whose_statefulset_pod_is_terminating_is_not_empty(world: World) -> None:
     """emptiness_test.go: It("will not consider a node with a terminating StatefulSet pod as
     empty")."""
-    world.apply(WORKSHOP, STATEFUL)
+    world.apply(WORKSHOP, statefulset(grace_seconds=3600, requests={"memory": "1Gi"}))
     assert world.settle()
     world.scale("db", 0, kind="StatefulSet")
     world.advance(5)

@@ -17,7 +17,7 @@ from nodewright.controllers.disruption.verdict_publishing import DISRUPTION_REAS
 from nodewright.state.wellknown import DISRUPTED_TAINT, has_taint, taint_dict
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.test_volumes_story import claim, storage_class, volume
-from tests.disruption.helpers import nodepool_with, started
+from tests.disruption.helpers import nodepool_with, started, statefulset
 from tests.disruption.test_drift_karpenter import drift, drifted, fleet
 from tests.harness import World
 
@@ -85,22 +85,6 @@ def test_replacements_go_on_one_after_another_up_to_the_budget(world: World) -> 
     assert len(drifted(world)) == 10
 
 
-STATEFUL = """
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db, namespace: default}
-spec:
-  replicas: 1
-  serviceName: db
-  selector: {matchLabels: {app: db}}
-  template:
-    metadata: {labels: {app: db}}
-    spec:
-      nodeSelector: {type: karpenter}
-      terminationGracePeriodSeconds: 0
-      containers: [{name: db, resources: {requests: {cpu: 100m}}}]
-      volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
-"""
 
 
 def test_a_node_with_a_local_volume_is_replaced(world: World) -> None:
@@ -116,7 +100,8 @@ def test_a_node_with_a_local_volume_is_replaced(world: World) -> None:
     host = objects.labels(node)["kubernetes.io/hostname"]
     world.apply(storage_class("local", provisioner="kubernetes.io/no-provisioner"),
                 volume("pv-local", local_host=host, storage="local"),
-                claim("data", storage="local", volume="pv-local"), STATEFUL)
+                claim("data", storage="local", volume="pv-local"),
+                statefulset(grace_seconds=0, requests={"cpu": "100m"}, claim="data"))
     assert world.run_until(lambda: any(p["spec"].get("nodeName") == objects.name(node)
                                        for p in world.pods(labels={"app": "db"})), timeout=120)
     world.scale("inflate", 0)

@@ -5,7 +5,8 @@ limit/continue paging and label selectors), watch (newline-delimited JSON events
 resourceVersion, BOOKMARK events when asked, 410 Gone for a version older than its
 history), get, create (generateName, AlreadyExists), replace and merge patch (with
 resourceVersion preconditions and the status subresource), delete (uid precondition,
-finalizers), pods/eviction (429 for pods a test marks as protected by a PDB).
+finalizers), pods/eviction (429 for pods a test marks as protected by a PDB, the Eviction's
+deleteOptions passed to the delete).
 
 Every request is checked against the RBAC rules `nodewright manifests` renders for the
 controller's service account, so a test that makes the adapter call something the
@@ -107,6 +108,7 @@ class FakeApiServer:
         self.calls: list[Call] = []
         self.forbidden: list[Call] = []
         self.protected_pods: set[tuple[str, str]] = set()
+        self.evictions: list[dict[str, Any]] = []  # the Eviction bodies received
         self._objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self._history: list[tuple[int, str, str, dict[str, Any]]] = []
         self._version = itertools.count(100)
@@ -307,7 +309,7 @@ class FakeApiServer:
                 return _not_found(route)
             return _json(200, found)
         if method == "POST" and route.subresource == "eviction":
-            return self._evict(route)
+            return self._evict(route, body or {})
         if verb == "create":
             return self._create(route, body)
         if verb == "update":
@@ -515,11 +517,14 @@ class FakeApiServer:
         self._record("DELETED", stored)
         return _json(200, {"kind": "Status", "apiVersion": "v1", "status": "Success"})
 
-    def _evict(self, route: _Route) -> httpx2.Response:
+    def _evict(self, route: _Route, eviction: dict[str, Any]) -> httpx2.Response:
+        self.evictions.append(eviction)
         if (route.namespace, route.name) in self.protected_pods:
             return _status(429, "TooManyRequests",
                            "Cannot evict pod as it would violate the pod's disruption budget.")
-        return self._delete(_Route(KINDS["Pod"], route.namespace, route.name, None), {})
+        # The Eviction's deleteOptions (a uid precondition) go to the pod's delete.
+        return self._delete(_Route(KINDS["Pod"], route.namespace, route.name, None),
+                            eviction.get("deleteOptions") or {})
 
     # --- bookkeeping ----------------------------------------------------------------------
 

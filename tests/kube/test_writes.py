@@ -211,6 +211,24 @@ def test_eviction_is_refused_while_a_budget_protects_the_pod(
     assert server.verbs("pods/eviction") == ["create", "create", "create"]
 
 
+def test_an_eviction_names_the_pod_it_means_by_uid(
+        server: FakeApiServer, cluster: KubeCluster) -> None:
+    """As Karpenter's eviction queue (terminator/eviction.go): the Eviction carries
+    deleteOptions.preconditions.uid, so a pod created again under the name is not evicted
+    (409 Conflict) and the one meant is."""
+    old_uid = server.seed(pod("web"))["metadata"]["uid"]
+    server.remove("Pod", "web", "default")
+    server.seed(pod("web"))
+    with pytest.raises(ConflictError, match="Precondition failed: UID in precondition"):
+        cluster.evict("web", "default", uid=old_uid)
+    assert server.stored("Pod", "web", "default") is not None
+    assert server.evictions[-1]["deleteOptions"]["preconditions"] == {"uid": old_uid}
+    current = server.stored("Pod", "web", "default")
+    assert current is not None
+    cluster.evict("web", "default", uid=current["metadata"]["uid"])
+    assert server.stored("Pod", "web", "default") is None
+
+
 def test_events_are_written_through_events_k8s_io(server: FakeApiServer,
                                                   cluster: KubeCluster) -> None:
     event = {

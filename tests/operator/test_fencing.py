@@ -76,9 +76,9 @@ class Partition:
                           uid=uid)
 
     def evict(self, name: str, namespace: str, *,
-              grace_period_seconds: int | None = None) -> None:
+              grace_period_seconds: int | None = None, uid: str | None = None) -> None:
         self._reach()
-        self.inner.evict(name, namespace, grace_period_seconds=grace_period_seconds)
+        self.inner.evict(name, namespace, grace_period_seconds=grace_period_seconds, uid=uid)
 
     def watch(self, kinds: Iterable[str]) -> WatchStream:
         return self.inner.watch(kinds)

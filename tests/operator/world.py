@@ -124,9 +124,9 @@ class LockedCluster:
                                grace_period_seconds=grace_period_seconds, uid=uid)
 
     def evict(self, name: str, namespace: str, *,
-              grace_period_seconds: int | None = None) -> None:
+              grace_period_seconds: int | None = None, uid: str | None = None) -> None:
         with self._lock:
-            self.memory.evict(name, namespace, grace_period_seconds=grace_period_seconds)
+            self.memory.evict(name, namespace, grace_period_seconds=grace_period_seconds, uid=uid)
 
     def watch(self, kinds: Iterable[str]) -> LockedStream:
         with self._lock:
@@ -175,9 +175,9 @@ class AuditedCluster:
                           uid=uid)
 
     def evict(self, name: str, namespace: str, *,
-              grace_period_seconds: int | None = None) -> None:
+              grace_period_seconds: int | None = None, uid: str | None = None) -> None:
         self.requests.append(request_for("evict", "Pod", name=name, namespace=namespace))
-        self.inner.evict(name, namespace, grace_period_seconds=grace_period_seconds)
+        self.inner.evict(name, namespace, grace_period_seconds=grace_period_seconds, uid=uid)
 
     def watch(self, kinds: Iterable[str]) -> WatchStream:
         for kind in kinds:

@@ -22,8 +22,9 @@ START = datetime(2026, 1, 5, tzinfo=UTC)
 class BudgetBlindCluster(InMemoryCluster):
     """An API server whose eviction ignores PodDisruptionBudgets (a bug to be caught)."""
 
-    def evict(self, name: str, namespace: str, *, grace_period_seconds: int | None = None) -> None:
-        self.delete("Pod", name, namespace, grace_period_seconds=0)
+    def evict(self, name: str, namespace: str, *, grace_period_seconds: int | None = None,
+              uid: str | None = None) -> None:
+        self.delete("Pod", name, namespace, grace_period_seconds=0, uid=uid)
 
 
 def watched(cluster: InMemoryCluster) -> tuple[ObservedCluster, ViolationMonitor]:

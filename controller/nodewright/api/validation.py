@@ -16,6 +16,7 @@ from nodewright.api import formats, rules
 from nodewright.api.base import KubeModel
 from nodewright.api.capacitybuffer import CapacityBuffer
 from nodewright.api.ec2nodeclass import ALIAS_PATTERN, VOLUME_SIZE_PATTERN, EC2NodeClass
+from nodewright.api.managed import supports_node_class
 from nodewright.api.manifests import Document
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodeoverlay import NodeOverlay
@@ -374,7 +375,7 @@ def _cross_check(placed: list[tuple[Document, Model]]) -> Iterator[Problem]:
             continue
         ref = model.spec.template.spec.node_class_ref
         path = ("spec", "template", "spec", "nodeClassRef")
-        if ref.group != "karpenter.k8s.aws" or ref.kind != "EC2NodeClass":
+        if not supports_node_class(ref.group, ref.kind):
             yield document.problem(
                 (*path, "kind"),
                 f"nodeClassRef must name a karpenter.k8s.aws EC2NodeClass, got "

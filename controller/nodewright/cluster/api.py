@@ -200,10 +200,12 @@ class ClusterAPI(Protocol):
         NotFoundError."""
         ...
 
-    def evict(self, name: str, namespace: str, *, grace_period_seconds: int | None = None) -> None:
+    def evict(self, name: str, namespace: str, *, grace_period_seconds: int | None = None,
+              uid: str | None = None) -> None:
         """The Eviction API (policy/v1). Raises TooManyRequestsError when a
         PodDisruptionBudget of the pod allows no disruption, NotFoundError when the pod
-        is gone."""
+        is gone. `uid` is the Eviction's deleteOptions.preconditions.uid: ConflictError when
+        the pod of that name is another one (deleted and created again)."""
         ...
 
     def watch(self, kinds: Iterable[str]) -> WatchStream:

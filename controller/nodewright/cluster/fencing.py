@@ -110,6 +110,6 @@ class FencedCluster:
                           uid=uid)
 
     def evict(self, name: str, namespace: str, *,
-              grace_period_seconds: int | None = None) -> None:
+              grace_period_seconds: int | None = None, uid: str | None = None) -> None:
         self.fence.check("evict", "Pod", name)
-        self.inner.evict(name, namespace, grace_period_seconds=grace_period_seconds)
+        self.inner.evict(name, namespace, grace_period_seconds=grace_period_seconds, uid=uid)

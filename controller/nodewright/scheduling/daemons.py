@@ -19,12 +19,9 @@ from dataclasses import dataclass
 
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.nodepools import NodePoolTemplate, labels_compatible
+from nodewright.scheduling.offering_labels import OFFERING_VALUES
 from nodewright.scheduling.pods import DaemonSet, HostPort, untolerated
 from nodewright.scheduling.requirements import (
-    LABEL_CAPACITY_TYPE,
-    LABEL_PARTITION,
-    LABEL_ZONE,
-    LABEL_ZONE_ID,
     Requirement,
     Requirements,
 )
@@ -55,17 +52,14 @@ NO_DAEMONS = DaemonLoad((), {}, ())
 
 def _offerings_intersect(instance_type: InstanceType, requirements: Requirements) -> bool:
     """Key by key, some available offering has a value each offering key allows (the
-    instance type's requirements list every zone and capacity type it offers)."""
-    for key in (LABEL_ZONE, LABEL_CAPACITY_TYPE, LABEL_ZONE_ID, LABEL_PARTITION):
+    instance type's requirements list every zone, capacity type and reservation it offers;
+    an offering without a reservation offers the reservation labels' absence)."""
+    available = [o for o in instance_type.offerings if o.available]
+    for key, value in OFFERING_VALUES.items():
         wanted = requirements.get(key)
         if wanted is None:
             continue
-        values = {
-            {LABEL_ZONE: o.zone, LABEL_CAPACITY_TYPE: o.capacity_type,
-             LABEL_ZONE_ID: o.zone_id, LABEL_PARTITION: o.partition}[key]
-            for o in instance_type.offerings if o.available
-        }
-        if not any(wanted.matches_label(value) for value in values):
+        if not any(wanted.matches_label(v) for v in {value(o) for o in available}):
             return False
     return True
 

@@ -10,6 +10,11 @@ REGION = "topology.kubernetes.io/region"
 ZONE_ID = "topology.k8s.aws/zone-id"
 # The partition of a partition placement group: an offering's label, like the zone.
 PLACEMENT_GROUP_PARTITION = "karpenter.k8s.aws/placement-group-partition"
+# A reserved offering's capacity reservation: its id, type (default or capacity-block) and
+# whether EC2 may reclaim it. On-demand and spot offerings have none of the three.
+RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
+RESERVATION_TYPE = "karpenter.k8s.aws/capacity-reservation-type"
+RESERVATION_INTERRUPTIBLE = "karpenter.k8s.aws/capacity-reservation-interruptible"
 ARCH = "kubernetes.io/arch"
 OS = "kubernetes.io/os"
 HOSTNAME = "kubernetes.io/hostname"

@@ -10,13 +10,13 @@ from nodewright.api.nodepool import NodePool
 from nodewright.api.quantity import parse_quantity
 from nodewright.scheduling.catalog import InstanceType, Offering
 from nodewright.scheduling.labels import OFFERED_VALUES
+from nodewright.scheduling.offering_labels import OFFERING_VALUES, OfferingCheck
 from nodewright.scheduling.pods import Taint
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
     LABEL_HOSTNAME,
     LABEL_NODEPOOL,
     LABEL_PARTITION,
-    LABEL_RESERVATION_ID,
     LABEL_ZONE,
     LABEL_ZONE_ID,
     Requirement,
@@ -26,8 +26,7 @@ from nodewright.scheduling.requirements import (
 
 # Keys an instance type answers through its offerings, not its labels.
 OFFERING_KEYS = (LABEL_ZONE, LABEL_CAPACITY_TYPE, LABEL_ZONE_ID, LABEL_PARTITION)
-_NOT_FROM_INSTANCE_TYPE = frozenset((*OFFERING_KEYS, LABEL_HOSTNAME, LABEL_NODEPOOL,
-                                     LABEL_RESERVATION_ID))
+_NOT_FROM_INSTANCE_TYPE = frozenset((*OFFERING_VALUES, LABEL_HOSTNAME, LABEL_NODEPOOL))
 
 
 @dataclass(frozen=True)
@@ -113,47 +112,20 @@ def labels_compatible(instance_type: InstanceType, requirements: Requirements) -
 
 def cheapest_price(instance_type: InstanceType, requirements: Requirements) -> float | None:
     """The lowest price among available offerings the requirements allow, or None."""
-    zone = requirements.get(LABEL_ZONE)
-    capacity_type = requirements.get(LABEL_CAPACITY_TYPE)
-    zone_id = requirements.get(LABEL_ZONE_ID)
-    reservation = requirements.get(LABEL_RESERVATION_ID)
-    partition = requirements.get(LABEL_PARTITION)
+    allowed = OfferingCheck(requirements)
     best: float | None = None
     for offering in instance_type.offerings:
-        if not offering.available:
-            continue
-        if zone is not None and not zone.has(offering.zone):
-            continue
-        if capacity_type is not None and not capacity_type.has(offering.capacity_type):
-            continue
-        if zone_id is not None and not zone_id.matches_label(offering.zone_id):
-            continue
-        if reservation is not None and not reservation.matches_label(offering.reservation_id):
-            continue
-        if partition is not None and not partition.matches_label(offering.partition):
-            continue
-        if best is None or offering.price < best:
+        if offering.available and (best is None or offering.price < best) and allowed(offering):
             best = offering.price
     return best
 
 
 def allowed_offerings(instance_type: InstanceType, requirements: Requirements) -> list[Offering]:
-    """The available offerings the requirements allow, the reservation id included."""
-    zone = requirements.get(LABEL_ZONE)
-    capacity_type = requirements.get(LABEL_CAPACITY_TYPE)
-    zone_id = requirements.get(LABEL_ZONE_ID)
-    reservation = requirements.get(LABEL_RESERVATION_ID)
-    partition = requirements.get(LABEL_PARTITION)
-    return [
-        offering
-        for offering in instance_type.offerings
-        if offering.available
-        and (zone is None or zone.has(offering.zone))
-        and (capacity_type is None or capacity_type.has(offering.capacity_type))
-        and (zone_id is None or zone_id.matches_label(offering.zone_id))
-        and (reservation is None or reservation.matches_label(offering.reservation_id))
-        and (partition is None or partition.matches_label(offering.partition))
-    ]
+    """The available offerings the requirements allow (zone, capacity type, zone ID,
+    partition and the capacity reservation's labels)."""
+    allowed = OfferingCheck(requirements)
+    return [offering for offering in instance_type.offerings
+            if offering.available and allowed(offering)]
 
 
 def cheapest_offering_of(

@@ -26,7 +26,9 @@ LABEL_HOSTNAME = labels.HOSTNAME
 LABEL_CAPACITY_TYPE = labels.CAPACITY_TYPE
 LABEL_NODEPOOL = labels.NODEPOOL
 # A `reserved` offering's capacity reservation (an offering's label, like the zone).
-LABEL_RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
+LABEL_RESERVATION_ID = labels.RESERVATION_ID
+LABEL_RESERVATION_TYPE = labels.RESERVATION_TYPE
+LABEL_RESERVATION_INTERRUPTIBLE = labels.RESERVATION_INTERRUPTIBLE
 AWS_LABEL_PREFIX = "karpenter.k8s.aws/instance-"
 
 # Keys whose value the cloud provider decides (from the instance type and offering).
@@ -44,6 +46,8 @@ WELL_KNOWN_LABELS: frozenset[str] = frozenset(
         LABEL_CAPACITY_TYPE,
         LABEL_NODEPOOL,
         LABEL_RESERVATION_ID,
+        LABEL_RESERVATION_TYPE,
+        LABEL_RESERVATION_INTERRUPTIBLE,
         "node.kubernetes.io/windows-build",
     }
 )

@@ -66,11 +66,12 @@ class ObservedCluster:
         self.inner.delete(kind, name, namespace, grace_period_seconds=grace_period_seconds,
                           uid=uid)
 
-    def evict(self, name: str, namespace: str, *, grace_period_seconds: int | None = None) -> None:
+    def evict(self, name: str, namespace: str, *, grace_period_seconds: int | None = None,
+              uid: str | None = None) -> None:
         for hook in self.before_evict:
             hook(name, namespace)
         try:
-            self.inner.evict(name, namespace, grace_period_seconds=grace_period_seconds)
+            self.inner.evict(name, namespace, grace_period_seconds=grace_period_seconds, uid=uid)
         except ApiError:
             self.refused_evictions += 1
             raise

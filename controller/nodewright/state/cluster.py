@@ -21,6 +21,7 @@ from typing import Any
 
 from nodewright import metrics
 from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.managed import nodeclaim_is_managed, nodepool_is_managed
 from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.nodepool import NodePool
 from nodewright.cluster.api import ApiError, ClusterAPI
@@ -38,7 +39,6 @@ from nodewright.state.wellknown import (
     INITIALIZED_LABEL,
     INSTANCE_TYPE_LABEL,
     NODEPOOL_LABEL,
-    is_managed_nodeclaim,
 )
 
 log = logging.getLogger(__name__)
@@ -61,9 +61,7 @@ def _name(obj: Object) -> str:
 
 def _nodepool_spec_changed(before: Object | None, after: Object) -> bool:
     """A managed NodePool (on an EC2NodeClass) that is new or has a new generation."""
-    spec = ((after.get("spec") or {}).get("template") or {}).get("spec") or {}
-    reference = spec.get("nodeClassRef") or {}
-    if (reference.get("group"), reference.get("kind")) != ("karpenter.k8s.aws", "EC2NodeClass"):
+    if not nodepool_is_managed(after):
         return False
     if before is None:
         return True
@@ -83,6 +81,9 @@ class ClusterState:
         self.nomination_seconds = nomination_seconds
         self._nodes: dict[str, StateNode] = {}
         self._node_keys: dict[str, str] = {}  # node name -> state key
+        # Every Node as last observed, tracked or not (a managed Node is tracked once it has
+        # its instance type label or is initialized): what reads all Nodes reads here.
+        self._node_objects: dict[str, Object] = {}
         self._claim_keys: dict[str, str] = {}  # nodeclaim name -> provider id ("" unlaunched)
         self._nodeclaims: dict[str, Object] = {}
         self._unlaunched: set[str] = set()
@@ -161,7 +162,7 @@ class ClusterState:
         event corrects, and the state would never sync again."""
         kind = str(obj.get("kind") or "")
         name = _name(obj)
-        held = self._nodeclaims.get(name) if kind == "NodeClaim" else self._node_object(name)
+        held = (self._nodeclaims if kind == "NodeClaim" else self._node_objects).get(name)
         written = _version(obj)
         if held is not None:
             current = _version(held)
@@ -170,10 +171,6 @@ class ClusterState:
         elif written is not None and written <= self._watched_versions.get(kind, 0):
             return  # the watch is past it and no longer has it: deleted since
         self._apply(WatchEvent("MODIFIED" if held is not None else "ADDED", obj))
-
-    def _node_object(self, name: str) -> Object | None:
-        node = self.node_by_name(name)
-        return node.node if node is not None else None
 
     def _apply(self, event: WatchEvent) -> None:
         kind = event.kind
@@ -185,12 +182,14 @@ class ClusterState:
             self.config.daemonsets.observe_pod(obj, deleted)
         elif kind == "Node":
             if deleted:
+                self._node_objects.pop(_name(obj), None)
                 self._delete_node(_name(obj))
             else:
+                self._node_objects[_name(obj)] = obj
                 self._update_node(obj)
         elif kind == "NodeClaim":
             # Another provider's NodeClaims are not this Karpenter's (its informer's filter).
-            if deleted or not is_managed_nodeclaim(obj):
+            if deleted or not nodeclaim_is_managed(obj):
                 self._delete_nodeclaim(_name(obj))
             else:
                 self._update_nodeclaim(obj)
@@ -239,7 +238,7 @@ class ClusterState:
             return True
         try:
             claims = {_name(obj) for obj in cluster.list("NodeClaim")
-                      if is_managed_nodeclaim(obj)}
+                      if nodeclaim_is_managed(obj)}
             nodes = {_name(obj) for obj in cluster.list("Node")}
         except ApiError as error:
             log.error("failed checking cluster state sync: %s", error)
@@ -379,6 +378,10 @@ class ClusterState:
 
     def node(self, provider_id: str) -> StateNode | None:
         return self._nodes.get(provider_id)
+
+    def node_object(self, node_name: str) -> Object | None:
+        """The Node of that name as last observed, whether or not the state tracks it."""
+        return self._node_objects.get(node_name)
 
     def node_by_name(self, node_name: str) -> StateNode | None:
         key = self._node_keys.get(node_name)

@@ -25,7 +25,6 @@ TERMINATION_TIMESTAMP_ANNOTATION = "karpenter.sh/nodeclaim-termination-timestamp
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 
 # The node class this provider supports (Karpenter's CloudProvider.GetSupportedNodeClasses).
-MANAGED_NODE_CLASS = ("karpenter.k8s.aws", "EC2NodeClass")
 
 UNREGISTERED_TAINT = Taint("karpenter.sh/unregistered", "", "NoExecute")
 DISRUPTED_TAINT = Taint("karpenter.sh/disrupted", "", "NoSchedule")
@@ -41,17 +40,6 @@ KNOWN_EPHEMERAL_TAINTS = (
 # Taint families whose keys end in a controller's own suffix (the Node Readiness
 # Controller's readiness.k8s.io/<rule>), ephemeral whatever the suffix.
 KNOWN_EPHEMERAL_TAINT_KEY_PREFIXES = ("readiness.k8s.io/",)
-
-
-def is_managed_nodeclaim(claim: Mapping[str, Any]) -> bool:
-    """Karpenter's nodeclaimutils.IsManaged: the NodeClaim's nodeClassRef names this
-    provider's node class. A NodeClaim of another provider's class (another Karpenter runs
-    it) is left alone by every controller and by the cluster state. One without a
-    nodeClassRef (the CRD requires it; only hand-made objects lack it) counts as ours."""
-    reference = (claim.get("spec") or {}).get("nodeClassRef")
-    if not reference:
-        return True
-    return (reference.get("group"), reference.get("kind")) == MANAGED_NODE_CLASS
 
 
 def is_known_ephemeral(taint: Taint) -> bool:

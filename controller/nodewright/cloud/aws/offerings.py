@@ -7,6 +7,8 @@ from typing import Final
 
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.launch_filters import Choice as Choice
+from nodewright.scheduling.offering_labels import OfferingCheck
+from nodewright.scheduling.offering_labels import interruptible_value as interruptible_value
 from nodewright.scheduling.requirements import Requirements
 
 ZONE_LABEL: Final = "topology.kubernetes.io/zone"
@@ -23,11 +25,6 @@ PARTITION_LABEL: Final = "karpenter.k8s.aws/placement-group-partition"
 TENANCY_LABEL: Final = "karpenter.k8s.aws/instance-tenancy"
 DEFAULT_TENANCY: Final = "default"
 DEDICATED_TENANCY: Final = "dedicated"
-
-
-def interruptible_value(interruptible: bool) -> str:
-    """The capacity-reservation-interruptible label's value, as Go formats a bool."""
-    return "true" if interruptible else "false"
 
 
 def _compatible(requirements: Requirements, labels: Mapping[str, str]) -> bool:
@@ -47,30 +44,17 @@ def launchable(
     architectures: Sequence[str],
 ) -> list[Choice]:
     """Available offerings compatible with the requirements, in zones we have a subnet in,
-    for architectures we have an image for."""
+    for architectures we have an image for. An offering that is not a reservation has no
+    reservation labels: requirements needing one rule it out."""
     choices: list[Choice] = []
+    allowed = OfferingCheck(requirements)
     for instance_type in catalog:
         if instance_type.labels.get(ARCH_LABEL) not in architectures:
             continue
         if not _compatible(requirements, instance_type.labels):
             continue
         for offering in instance_type.offerings:
-            if not offering.available or offering.zone not in zones:
-                continue
-            offering_labels = {
-                ZONE_LABEL: offering.zone,
-                CAPACITY_TYPE_LABEL: offering.capacity_type,
-            }
-            if offering.zone_id:
-                offering_labels[ZONE_ID_LABEL] = offering.zone_id
-            if offering.reservation_id:
-                offering_labels[RESERVATION_ID_LABEL] = offering.reservation_id
-                offering_labels[RESERVATION_TYPE_LABEL] = offering.reservation_type or "default"
-                offering_labels[RESERVATION_INTERRUPTIBLE_LABEL] = interruptible_value(
-                    offering.reservation_interruptible)
-            if offering.partition:
-                offering_labels[PARTITION_LABEL] = offering.partition
-            if _compatible(requirements, offering_labels):
+            if offering.available and offering.zone in zones and allowed(offering):
                 choices.append(Choice(instance_type, offering))
     return choices
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from nodewright.cloud.aws.offerings import Choice, capacity_type_for
-from nodewright.scheduling import labels as well_known
 from nodewright.scheduling.catalog import InstanceType, Offering
 from nodewright.scheduling.launch_filters import filter_for_launch
+from nodewright.scheduling.offering_labels import OFFERING_VALUES, OfferingCheck
 from nodewright.scheduling.requirements import Requirement, Requirements
 
 MAX_INSTANCE_TYPES: Final = 60
@@ -191,28 +191,22 @@ def _satisfies(
 
 
 class _OfferingFilter:
-    """Whether an offering is in the allowed zones and its zone, zone ID and capacity
-    type labels satisfy the requirements; judged once per distinct (zone, zone ID,
-    capacity type), of which a region has a handful."""
+    """Whether an offering is in the allowed zones and the requirements allow its offering
+    labels (zone, zone ID, capacity type, capacity reservation, partition); judged once per
+    distinct set of those, of which a region has a handful."""
 
     def __init__(self, checks: Sequence[tuple[str, Requirement]], zones: Sequence[str]) -> None:
-        keys = (well_known.ZONE, well_known.CAPACITY_TYPE, well_known.ZONE_ID)
-        self._checks = [(key, requirement) for key, requirement in checks if key in keys]
+        self._allowed = OfferingCheck(Requirements(
+            requirement for key, requirement in checks if key in OFFERING_VALUES))
         self._zones = frozenset(zones)
-        self._verdicts: dict[tuple[str, str | None, str], bool] = {}
+        self._verdicts: dict[tuple[str | None, ...], bool] = {}
 
     def __call__(self, offering: Offering) -> bool:
-        key = (offering.zone, offering.zone_id, offering.capacity_type)
+        key = (offering.zone, offering.zone_id, offering.capacity_type, offering.reservation_id,
+               offering.reservation_type, str(offering.reservation_interruptible),
+               offering.partition)
         verdict = self._verdicts.get(key)
         if verdict is None:
-            verdict = self._verdicts[key] = offering.zone in self._zones and _satisfies(
-                self._checks, _offering_labels(offering)
-            )
+            verdict = self._verdicts[key] = (
+                offering.zone in self._zones and self._allowed(offering))
         return verdict
-
-
-def _offering_labels(offering: Offering) -> dict[str, str]:
-    labels = {well_known.ZONE: offering.zone, well_known.CAPACITY_TYPE: offering.capacity_type}
-    if offering.zone_id:
-        labels[well_known.ZONE_ID] = offering.zone_id
-    return labels

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import httpx2
 from lightkube import ApiError as LightkubeApiError
 from lightkube import Client, KubeConfig
-from lightkube.models.meta_v1 import DeleteOptions, ObjectMeta
+from lightkube.models.meta_v1 import DeleteOptions, ObjectMeta, Preconditions
 from lightkube.resources.core_v1 import Pod
 from lightkube.types import PatchType
 
@@ -370,9 +370,10 @@ class KubeCluster:
                                      grace_period_seconds=grace_period_seconds, uid=uid)
 
     def evict(self, name: str, namespace: str, *, grace_period_seconds: int | None = None,
-              ) -> None:
-        options = (DeleteOptions(gracePeriodSeconds=grace_period_seconds)
-                   if grace_period_seconds is not None else None)
+              uid: str | None = None) -> None:
+        options = (DeleteOptions(gracePeriodSeconds=grace_period_seconds,
+                                 preconditions=Preconditions(uid=uid) if uid else None)
+                   if grace_period_seconds is not None or uid else None)
         eviction = Pod.Eviction(metadata=ObjectMeta(name=name, namespace=namespace),
                                 deleteOptions=options)
         with _translated():

@@ -344,11 +344,15 @@ class InMemoryCluster:
         else:
             self._commit(info, new, "MODIFIED")
 
-    def evict(self, name: str, namespace: str, *, grace_period_seconds: int | None = None) -> None:
-        """The eviction subresource: PodDisruptionBudgets decide (see `budgets`)."""
+    def evict(self, name: str, namespace: str, *, grace_period_seconds: int | None = None,
+              uid: str | None = None) -> None:
+        """The eviction subresource: PodDisruptionBudgets decide (see `budgets`). A `uid`
+        precondition is checked by the delete, after the budget, as the API server's
+        eviction does (a budget that refuses answers 429 first)."""
         pod = self._require(KINDS["Pod"], name, namespace)
         if _ignores_budgets(pod):
-            self.delete("Pod", name, namespace, grace_period_seconds=grace_period_seconds)
+            self.delete("Pod", name, namespace, grace_period_seconds=grace_period_seconds,
+                        uid=uid)
             return
         matching = [pdb for pdb in self.peek_all("PodDisruptionBudget", namespace, sort=True)
                     if budgets.selects(pdb, pod)]
@@ -359,7 +363,7 @@ class InMemoryCluster:
             )
         if matching:
             self._charge_budget(matching[0], pod)
-        self.delete("Pod", name, namespace, grace_period_seconds=grace_period_seconds)
+        self.delete("Pod", name, namespace, grace_period_seconds=grace_period_seconds, uid=uid)
 
     def bind(self, name: str, namespace: str, node_name: str) -> None:
         """The binding subresource: set spec.nodeName and PodScheduled=True in one write."""

@@ -6,14 +6,13 @@ provider's node class has none."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from nodewright import metrics
+from nodewright.api.managed import nodepool_is_managed
 from nodewright.api.quantity import parse_quantity
 from nodewright.controllers.metrics.nodes import resource_label, value
 from nodewright.controllers.metrics.offerings import OfferingMetrics
-from nodewright.controllers.provisioning.problem import NODE_CLASS_GROUP, NODE_CLASS_KIND
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState
 from nodewright.state.wellknown import (
@@ -24,13 +23,6 @@ from nodewright.state.wellknown import (
 )
 
 INTERVAL_SECONDS = 10.0
-
-
-def _managed(pool: Mapping[str, Any]) -> bool:
-    """Karpenter reports only NodePools on a node class of this provider (IsManaged)."""
-    spec = ((pool.get("spec") or {}).get("template") or {}).get("spec") or {}
-    reference = spec.get("nodeClassRef") or {}
-    return (reference.get("group"), reference.get("kind")) == (NODE_CLASS_GROUP, NODE_CLASS_KIND)
 
 
 class NodePoolMetrics:
@@ -48,7 +40,7 @@ class NodePoolMetrics:
 
     def reconcile(self, key: str) -> Result:
         pool = self.state.nodepool(key)
-        if pool is None or not _managed(pool):
+        if pool is None or not nodepool_is_managed(pool):
             self.store.delete(key)
             return Result()
         series: list[metrics.Sample] = []

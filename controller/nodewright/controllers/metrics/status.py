@@ -139,8 +139,9 @@ class StatusConditionMetrics:
         if kind == "NodePool":
             return self.state.nodepool(name)
         if kind == "Node":
-            machine = self.state.node_by_name(name)
-            return machine.node if machine is not None else None
+            # Every Node, as Karpenter's generic status controller watches them all: not
+            # only those the state tracks (it waits for the instance type label).
+            return self.state.node_object(name)
         if kind == "CapacityBuffer":
             if self.buffers is None:
                 return None

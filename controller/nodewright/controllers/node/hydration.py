@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from nodewright.api.managed import nodeclaim_is_managed
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState
 from nodewright.state.wellknown import NODECLASS_LABEL
-
-MANAGED_NODE_CLASS = ("karpenter.k8s.aws", "EC2NodeClass")
 
 
 class NodeHydration:
@@ -46,10 +45,8 @@ class NodeHydration:
         if len(names) != 1:
             return Result()
         claim = self.state.nodeclaim(names[0])
-        if claim is None:
-            return Result()
-        reference = (claim.get("spec") or {}).get("nodeClassRef") or {}
-        if (reference.get("group"), reference.get("kind")) != MANAGED_NODE_CLASS:
+        reference = ((claim or {}).get("spec") or {}).get("nodeClassRef") or {}
+        if claim is None or not reference or not nodeclaim_is_managed(claim):
             return Result()
         try:
             self.cluster.patch("Node", key, {"metadata": {

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from nodewright.api.managed import nodeclaim_is_managed
 from nodewright.api.quantity import format_quantity, parse_quantity
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import FALSE, TRUE, set_condition
@@ -26,7 +27,6 @@ from nodewright.controllers.common.patching import patch_status
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState
-from nodewright.state.wellknown import is_managed_nodeclaim
 
 SCAN_PERIOD_SECONDS = 600.0
 CONFLICT_RETRY_SECONDS = 0.1
@@ -58,10 +58,6 @@ def node_shape_issues(node: Mapping[str, Any], claim: Mapping[str, Any]) -> list
     return issues
 
 
-def is_managed(claim: Mapping[str, Any]) -> bool:
-    return bool((claim.get("spec") or {}).get("nodeClassRef")) and is_managed_nodeclaim(claim)
-
-
 class NodeClaimConsistency:
     name = "nodeclaim.consistency"
 
@@ -90,7 +86,7 @@ class NodeClaimConsistency:
         if claim is None:
             return Result()
         provider_id = str((claim.get("status") or {}).get("providerID") or "")
-        if not is_managed(claim) or not provider_id:
+        if not nodeclaim_is_managed(claim) or not provider_id:
             return Result()
         now = self.clock.now()
         self._forget_expired(now)

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from nodewright.api.formats import parse_duration_or_never
+from nodewright.api.managed import nodeclaim_is_managed
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
@@ -29,7 +30,7 @@ from nodewright.runtime.clock import Clock, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.state.cluster import ClusterState
-from nodewright.state.wellknown import NODEPOOL_LABEL, is_managed_nodeclaim
+from nodewright.state.wellknown import NODEPOOL_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,7 @@ class NodeClaimConditions:
             claim = self.cluster.get("NodeClaim", key)
         except NotFoundError:
             return Result()
-        if objects.is_deleting(claim) or not is_managed_nodeclaim(claim):
+        if objects.is_deleting(claim) or not nodeclaim_is_managed(claim):
             return Result()
         parsed = self.state.nodepool_model(objects.labels(claim).get(NODEPOOL_LABEL, ""))
         if parsed is None or parsed.model is None:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nodewright.api.managed import nodeclaim_is_managed
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState
-from nodewright.state.wellknown import NODECLASS_LABEL, is_managed_nodeclaim
+from nodewright.state.wellknown import NODECLASS_LABEL
 
 CONFLICT_RETRY_SECONDS = 0.1
 
@@ -30,7 +31,7 @@ class NodeClaimHydration:
 
     def reconcile(self, key: str) -> Result:
         claim = self.state.nodeclaim(key)
-        if claim is None or not is_managed_nodeclaim(claim):
+        if claim is None or not nodeclaim_is_managed(claim):
             return Result()
         reference = (claim.get("spec") or {}).get("nodeClassRef") or {}
         wanted = str(reference.get("name") or "")

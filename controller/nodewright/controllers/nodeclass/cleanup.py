@@ -20,6 +20,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
+from nodewright.api.managed import supports_node_class
 from nodewright.cloud.capabilities import CloudCleaner
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster import objects
@@ -39,12 +40,13 @@ GC_SECONDS: Final = 60.0
 
 def _node_class_of(event: WatchEvent) -> Iterable[str]:
     ref = ((event.object or {}).get("spec") or {}).get("nodeClassRef") or {}
-    return (str(ref["name"]),) if ref.get("kind") == "EC2NodeClass" and ref.get("name") else ()
+    managed = supports_node_class(ref.get("group"), ref.get("kind"))
+    return (str(ref["name"]),) if managed and ref.get("name") else ()
 
 
 def _uses(claim: dict[str, Any], node_class: str) -> bool:
     ref = (claim.get("spec") or {}).get("nodeClassRef") or {}
-    return bool(ref.get("kind") == "EC2NodeClass" and ref.get("name") == node_class)
+    return supports_node_class(ref.get("group"), ref.get("kind")) and ref.get("name") == node_class
 
 
 class NodeClassTermination:

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodewright.api import hashes
+from nodewright.api.managed import nodepool_is_managed
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
-from nodewright.controllers.common.managed import nodepool_is_managed
 from nodewright.controllers.nodeclaim.disruption_conditions import DRIFTED
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state.cluster import ClusterState

@@ -22,12 +22,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from nodewright.api.managed import nodepool_is_managed
 from nodewright.api.quantity import format_quantity
 from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODEPOOL
 from nodewright.cluster.copying import copy_object, deep_copy
-from nodewright.controllers.common.managed import nodepool_is_managed
 from nodewright.controllers.common.patching import patch_status
 from nodewright.controllers.common.registration_health import (
     NODE_REGISTRATION_HEALTHY,

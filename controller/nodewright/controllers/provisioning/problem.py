@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.managed import supports_node_class
 from nodewright.api.nodepool import NodePool
 from nodewright.api.quantity import Resources
 from nodewright.cloud.provider import CloudProvider, CloudProviderError
@@ -27,9 +28,6 @@ from nodewright.scheduling.requirements import Requirements
 from nodewright.scheduling.solver import SchedulingProblem
 from nodewright.scheduling.solver import ignore_preferences as ignore_preferences_of
 from nodewright.state import ClusterState, StateNode
-
-NODE_CLASS_GROUP = "karpenter.k8s.aws"
-NODE_CLASS_KIND = "EC2NodeClass"
 
 
 @dataclass(frozen=True)
@@ -95,7 +93,7 @@ def ready_pools(
             skipped[name] = STATIC_POOL
             continue
         reference = model.spec.template.spec.node_class_ref
-        if reference.group != NODE_CLASS_GROUP or reference.kind != NODE_CLASS_KIND:
+        if not supports_node_class(reference.group, reference.kind):
             skipped[name] = f"nodeClassRef {reference.group}/{reference.kind} is not supported"
             continue
         why = node_class_problem(state, reference.name)

@@ -20,10 +20,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from nodewright.api.managed import nodepool_is_managed
 from nodewright.api.nodepool import NodePool
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, ClusterAPI, NotFoundError
-from nodewright.controllers.common.managed import nodepool_is_managed
 from nodewright.controllers.common.podrules import eviction_cost
 from nodewright.controllers.nodeclaim.expiration import lifetime_remaining
 from nodewright.controllers.static.counts import (

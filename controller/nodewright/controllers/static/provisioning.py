@@ -13,10 +13,10 @@ import logging
 from collections.abc import Iterable, Sequence
 
 from nodewright import metrics
+from nodewright.api.managed import nodepool_is_managed
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, ClusterAPI
 from nodewright.controllers.common.logfields import nodeclaim_fields
-from nodewright.controllers.common.managed import nodepool_is_managed
 from nodewright.controllers.static.counts import node_counts, room_under_limit
 from nodewright.controllers.static.nodeclaims import static_nodeclaim_manifest
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent

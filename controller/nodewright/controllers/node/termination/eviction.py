@@ -95,7 +95,8 @@ class Evictor:
             return
         namespace, name = key.split("/", 1)
         try:
-            self.cluster.evict(name, namespace)
+            # Only this pod: one recreated under its name since is not evicted (409).
+            self.cluster.evict(name, namespace, uid=uid or None)
         except ApiError as error:
             metrics.PODS_EVICTION_REQUESTS.labels(code=str(error.status)).inc()
             self._eviction_failed(entry, key, node, error)
