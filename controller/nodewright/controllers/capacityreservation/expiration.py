@@ -18,13 +18,13 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from nodewright.api.managed import nodeclaim_is_managed
 from nodewright.cloud.capabilities import ReservationLookup
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
-from nodewright.state.wellknown import is_managed_nodeclaim
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class CapacityBlockExpiration:
 
     def reconcile(self, key: str) -> Result:
         in_blocks = [(claim, reservation) for claim in self.cluster.list("NodeClaim")
-                     if is_managed_nodeclaim(claim)
+                     if nodeclaim_is_managed(claim)
                      and (reservation := capacity_block_of(claim)) is not None]
         if not in_blocks:
             return Result()  # until a NodeClaim in a capacity block shows up

@@ -18,11 +18,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final, Protocol
 
+from nodewright.api.managed import nodeclaim_is_managed
 from nodewright.cloud.aws.instances import instance_id_of
 from nodewright.cloud.provider import CloudProviderError, NodeClaimNotFoundError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, NotFoundError
-from nodewright.controllers.common.managed import NODE_CLASS_GROUP, NODE_CLASS_KIND
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 
@@ -48,9 +48,7 @@ def is_taggable(claim: Mapping[str, Any]) -> bool:
         return False
     if objects.is_deleting(claim):
         return False
-    reference = (claim.get("spec") or {}).get("nodeClassRef") or {}
-    return (reference.get("group"), reference.get("kind")) == (NODE_CLASS_GROUP,
-                                                               NODE_CLASS_KIND)
+    return nodeclaim_is_managed(claim)
 
 
 def _taggable_key(event: WatchEvent) -> Iterable[str]:
