@@ -41,6 +41,7 @@ from nodewright.scheduling.allocatable import (
 )
 from nodewright.scheduling.catalog import InstanceType, build_catalog
 from nodewright.scheduling.ec2_info import read_instance_type
+from nodewright.scheduling.karpenter_tables import ipv4_per_interface
 from nodewright.scheduling.planning import offline_catalogs, plan
 from nodewright.scheduling.solver import SchedulingResult
 from nodewright.state import ClusterState
@@ -688,7 +689,28 @@ def test_private_ipv4_address_on_windows() -> None:
         [pod_manifest("pod", requests={"vpc.amazonaws.com/PrivateIPv4Address": "1"})],
         amiSelectorTerms=[{"alias": "windows2022@latest"}])
     (name,) = placed(result).values()
-    assert _INFOS[name]["NetworkInfo"]["Ipv4AddressesPerInterface"] > 0
+    assert ipv4_per_interface(name)
+
+
+def test_private_ipv4_address_not_offered_by_a_type_the_vpc_limits_lack() -> None:
+    """"should not launch instance type for vpc.amazonaws.com/PrivateIPv4Address if VPC
+    resource controller doesn't advertise it": EC2 gives the type IPv4 addresses, but the
+    VPC limits table does not list it, so a Windows node of it offers none."""
+    test_type = {
+        "InstanceType": "test", "SupportedUsageClasses": ["on-demand", "spot"],
+        "ProcessorInfo": {"SupportedArchitectures": ["x86_64"]},
+        "VCpuInfo": {"DefaultCores": 1, "DefaultVCpus": 2}, "MemoryInfo": {"SizeInMiB": 8192},
+        "NetworkInfo": {"Ipv4AddressesPerInterface": 10, "DefaultNetworkCardIndex": 0,
+                        "NetworkCards": [{"NetworkCardIndex": 0, "MaximumNetworkInterfaces": 3}]},
+    }
+    result = provisioned(
+        [pod_manifest("pod", requests={"vpc.amazonaws.com/PrivateIPv4Address": "1"})],
+        requirements=[
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["test"]}],
+        extra_types=[test_type], amiSelectorTerms=[{"alias": "windows2022@latest"}])
+    assert placed(result) == {}
+    assert len(result.unschedulable) == 1
 
 
 # --- Tenancy and capacity type ------------------------------------------------------------

@@ -26,6 +26,7 @@ from nodewright.api.quantity import (
     parse_quantity,
     subtract,
 )
+from nodewright.scheduling import karpenter_tables
 from nodewright.scheduling.ec2_info import InstanceTypeFacts
 
 MIB = 2**20
@@ -240,7 +241,7 @@ def capacity(facts: InstanceTypeFacts, settings: NodeSettings) -> Resources:
         AWS_EFA: (facts.efa_interfaces if settings.network_interfaces is None
                   else settings.efa_only_interfaces),
         AWS_POD_ENI: pod_eni(facts.name),
-        AWS_PRIVATE_IPV4: (max(facts.ipv4_per_interface - 1, 0)
+        AWS_PRIVATE_IPV4: (private_ipv4_addresses(facts.name)
                            if settings.ami_family.startswith("Windows") else 0),
     }
     result.update({name: count * 1000 for name, count in extended.items() if count > 0})
@@ -258,6 +259,14 @@ def pod_eni(instance_type: str) -> int:
     (`vpc.amazonaws.com/pod-eni`): those of ENI-trunking types, from Karpenter's VPC
     limits table; 0 on the others."""
     return _branch_interfaces().get(instance_type, 0)
+
+
+def private_ipv4_addresses(instance_type: str) -> int:
+    """Secondary IPv4 addresses a Windows node offers its pods
+    (`vpc.amazonaws.com/PrivateIPv4Address`): the VPC limits table's addresses per interface
+    less the primary one, as the VPC resource controller counts them; 0 for unlisted types."""
+    per_interface = karpenter_tables.ipv4_per_interface(instance_type)
+    return max(per_interface - 1, 0) if per_interface is not None else 0
 
 
 def overhead(facts: InstanceTypeFacts, settings: NodeSettings) -> Overhead:
