@@ -834,6 +834,17 @@ def test_dl1_cannot_launch_with_more_efa_interfaces_than_it_has() -> None:
     assert [o for it in types for o in available_offerings(it)] == []
 
 
+def test_an_empty_interface_list_is_a_list_of_interfaces() -> None:
+    """Karpenter keeps `networkInterfaces: []` apart from a missing list (a nil slice in
+    types.go efas and compatibility.go networkInterfaceCheck): the types' EFA devices are
+    not advertised, and a type without ENA support (c4) is not compatible."""
+    plain = built_all(["c6in.32xlarge", "c4.large"])
+    empty = built_all(["c6in.32xlarge", "c4.large"], networkInterfaces=[])
+    assert plain["c6in.32xlarge"].capacity["vpc.amazonaws.com/efa"] == 2_000
+    assert "vpc.amazonaws.com/efa" not in empty["c6in.32xlarge"].capacity
+    assert "c4.large" in plain and "c4.large" not in empty
+
+
 # --- The provider's instance types (moto world: us-west-2a, b and c) ------------------------
 
 

@@ -189,7 +189,8 @@ def node_settings(
     if node_class is not None and node_class.spec.connection_tracking is not None:
         settings = replace(settings, connection_tracking=True)
     interfaces = node_class.spec.network_interfaces if node_class is not None else None
-    if interfaces:
+    # An empty list is set, as in Karpenter: types need ENA network cards, EFA devices go.
+    if interfaces is not None:
         settings = replace(settings, network_interfaces=tuple(
             (i.network_card_index, i.device_index, i.interface_type) for i in interfaces))
     if provider is None:
