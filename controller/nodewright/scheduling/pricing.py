@@ -45,7 +45,13 @@ ARM64_PRICE_SHARE = 0.80
 
 
 class PriceSource(Protocol):
-    """Hourly prices in USD; None means "not known here" (the catalog then estimates)."""
+    """Hourly prices in USD; None means "not known here".
+
+    What the catalog does then is the source's to say (`estimates_unpriced`): a source with
+    an `ESTIMATES_UNPRICED = False` attribute (the live AWS prices) has the offering marked
+    unavailable, as Karpenter does; the others (offline tables, test fakes) have it
+    estimated and marked so.
+    """
 
     def on_demand(self, instance_type: str, region: str) -> float | None: ...
 
@@ -109,6 +115,11 @@ class OfflinePriceSource:
     def base_price(self, instance_type: str) -> float | None:
         """The list price in the list-price regions, wherever the caller is."""
         return self.on_demand(instance_type, next(iter(sorted(self._regions)), ""))
+
+
+def estimates_unpriced(prices: PriceSource) -> bool:
+    """Whether the catalog estimates the prices `prices` lacks (else: unavailable)."""
+    return bool(getattr(prices, "ESTIMATES_UNPRICED", True))
 
 
 def estimate_on_demand(facts: InstanceTypeFacts, region: str) -> float:
