@@ -46,8 +46,9 @@ from nodewright.scheduling.planning import offline_catalogs, plan
 from nodewright.scheduling.solver import SchedulingResult
 from nodewright.state import ClusterState
 from tests.aws.conftest import CallRecorder
+from tests.aws.fake_ec2 import FakeEC2
 from tests.aws.test_launch import fleet_overrides
-from tests.aws.world import FakeClock, node_class, nodeclaim
+from tests.aws.world import CLUSTER, FakeClock, node_class, nodeclaim
 from tests.support.scheduling import available_offerings, single_values
 
 REGION = "us-west-2"
@@ -1214,6 +1215,27 @@ def test_spot_launches_where_zonal_availability_exists() -> None:
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}])
     assert placed(result) == {"pod": "m5.large"}
     assert [claim.nodepool for claim in result.nodeclaims] == ["default"]
+
+
+def test_spot_cannot_launch_in_a_zone_without_a_spot_price(
+    clients: AwsClients, world: object, clock: FakeClock
+) -> None:
+    """CapacityType: "should fail to launch capacity when there is no zonal availability for
+    spot": the spot price history lists m5.large in us-west-2a only, so with live prices its
+    spot offerings elsewhere are unavailable (a pod needing spot m5.large in us-west-2b
+    cannot be placed)."""
+    fake = FakeEC2.attach(clients.ec2)
+    try:
+        fake.respond("DescribeSpotPriceHistory", {"SpotPriceHistory": [{
+            "AvailabilityZone": "us-west-2a", "InstanceType": "m5.large",
+            "SpotPrice": "0.004", "Timestamp": datetime.now(UTC)}]})
+        live = AwsCloudProvider(clients, CLUSTER, clock=clock)
+        m5 = of(live.get_instance_types(node_class()), "m5.large")
+    finally:
+        fake.detach()
+    spot = {o.zone: o.available for o in m5.offerings if o.capacity_type == "spot"}
+    assert spot == {"us-west-2a": True, "us-west-2b": False, "us-west-2c": False}
+    assert all(o.available for o in m5.offerings if o.capacity_type == "on-demand")
 
 
 A1_MEDIUM = {

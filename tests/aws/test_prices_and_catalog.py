@@ -14,6 +14,7 @@ from nodewright.cloud.aws.pricing import LivePriceSource
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.scheduling.karpenter_tables import static_on_demand_prices
 from nodewright.scheduling.pricing import OfflinePriceSource
+from tests.aws.fake_ec2 import FakeEC2
 from tests.aws.world import FakeClock
 
 from .conftest import CallRecorder
@@ -129,18 +130,33 @@ def test_pricing_endpoint_region_follows_karpenter() -> None:
     assert pricing_region("eu-west-1") == "eu-central-1"
 
 
-def test_instance_type_descriptions_are_cached_for_five_minutes(
+def test_instance_type_descriptions_are_read_again_every_12_hours(
     clients: AwsClients, clock: FakeClock, recorder: CallRecorder
 ) -> None:
+    """Karpenter's instance type controller (pkg/controllers/providers/instancetype)
+    refreshes the types and their offerings every 12 hours, asking for HVM types of the two
+    architectures Kubernetes runs."""
     catalog = LiveCatalog(
         clients.ec2, "us-west-2", OfflinePriceSource(), UnavailableOfferings(clock), clock
     )
-    first = catalog.instance_types(None, zones={"us-west-2a"})
-    catalog.instance_types(None, zones={"us-west-2a"})
-    assert recorder.actions.count("ec2:DescribeInstanceTypes") == 1
-    clock.advance(301)
-    catalog.instance_types(None, zones={"us-west-2a"})
-    assert recorder.actions.count("ec2:DescribeInstanceTypes") == 2
+    fake = FakeEC2.attach(clients.ec2)
+    try:
+        first = catalog.instance_types(None, zones={"us-west-2a"})
+        clock.advance(11 * 3600)
+        catalog.instance_types(None, zones={"us-west-2a"})
+        assert len(fake.calls("DescribeInstanceTypes")) == 1
+        assert len(fake.calls("DescribeInstanceTypeOfferings")) == 1
+        clock.advance(3600)
+        catalog.instance_types(None, zones={"us-west-2a"})
+        assert len(fake.calls("DescribeInstanceTypes")) == 2
+        assert len(fake.calls("DescribeInstanceTypeOfferings")) == 2
+        asked = fake.last("DescribeInstanceTypes")
+    finally:
+        fake.detach()
+    assert asked["Filters"] == [
+        {"Name": "supported-virtualization-type", "Values": ["hvm"]},
+        {"Name": "processor-info.supported-architecture", "Values": ["x86_64", "arm64"]}]
+    assert asked["MaxResults"] == 100
 
     m5 = next(it for it in first if it.name == "m5.large")
     assert {o.zone for o in m5.offerings} == {"us-west-2a"}

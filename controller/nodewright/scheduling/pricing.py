@@ -1,8 +1,9 @@
 """Instance prices: the PriceSource interface, the offline list-price table and estimates.
 
 The AWS provider backs PriceSource with the Pricing API and spot price history. Offline,
-`OfflinePriceSource` reads Nodewright's own on-demand table (data/ondemand-list-prices.json) and
-has no spot data; the catalog then uses the documented estimates below (docs/pricing.md).
+`OfflinePriceSource` reads Nodewright's own on-demand table (data/ondemand-list-prices.json;
+GovCloud and China from Karpenter's generated tables) and has no spot data; the catalog then
+uses the documented estimates below (docs/pricing.md).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Protocol
 
+from nodewright.scheduling import karpenter_tables
 from nodewright.scheduling.ec2_info import InstanceTypeFacts, category_and_generation
 
 _TABLE_FILE = "ondemand-list-prices.json"
@@ -103,6 +105,9 @@ class OfflinePriceSource:
         return sorted(self._families)
 
     def on_demand(self, instance_type: str, region: str) -> float | None:
+        if region not in self._regions and region in karpenter_tables.static_price_regions():
+            # GovCloud and China: Karpenter's generated tables list their own prices.
+            return karpenter_tables.static_on_demand_prices(region).get(instance_type)
         if region not in self._regions or "." not in instance_type:
             return None
         family, size = instance_type.split(".", 1)
