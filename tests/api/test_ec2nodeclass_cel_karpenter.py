@@ -319,6 +319,13 @@ CASES += [
     ("Tags: (ours, the CRD rule Karpenter's has) an empty tag key is refused",
      {"tags": {"": "value"}}, False),
     ("Tags: (ours) an empty tag value is admitted", {"tags": {"team": ""}}, True),
+    ("AMISelectorTerms: (ours, Karpenter's exclusivity rules do not name ssmParameter) an "
+     "ssmParameter next to an id is admitted",
+     {"amiSelectorTerms": [{"id": "ami-12345678", "ssmParameter": "/team/ami"}]}, True),
+    ("AMISelectorTerms: (ours, as above) an ssmParameter next to an alias is admitted",
+     {"amiSelectorTerms": [{"alias": "al2023@latest", "ssmParameter": "/team/ami"}]}, True),
+    ("AMISelectorTerms: (ours) an ssmParameter with tags is admitted",
+     {"amiSelectorTerms": [{"ssmParameter": "/team/ami", "tags": {"team": "a"}}]}, True),
     ("BlockDeviceMappings: (ours) a valid rate with its snapshot is admitted",
      {BDM: volume("20Gi", snapshotID="snap-1", volumeInitializationRate=200)}, True),
 ]
@@ -416,3 +423,16 @@ def test_the_role_and_instance_profile_may_change_on_update(
     spec = cluster.get("EC2NodeClass", "default")["spec"]
     assert (spec.get("role"), spec.get("instanceProfile")) == (
         updated["spec"].get("role"), updated["spec"].get("instanceProfile"))
+
+
+@pytest.mark.parametrize("key", ["eks:eks-cluster-name", "kubernetes.io/cluster/test",
+                                 "karpenter.sh/nodepool", "karpenter.sh/nodeclaim",
+                                 "karpenter.k8s.aws/ec2nodeclass"])
+def test_a_restricted_tag_is_refused_with_karpenters_message(
+        cluster: InMemoryCluster, key: str) -> None:
+    # Karpenter's CRD (pkg/apis/v1/ec2nodeclass.go, spec.tags): one rule per restricted key,
+    # "tag contains a restricted tag matching <key>" (kubernetes.io/cluster/ as a prefix).
+    matching = "kubernetes.io/cluster/" if key.startswith("kubernetes.io/cluster") else key
+    with pytest.raises(InvalidError) as refusal:
+        cluster.create(node_class(tags={key: "value"}))
+    assert f"tag contains a restricted tag matching {matching}" in str(refusal.value)

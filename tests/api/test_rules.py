@@ -239,6 +239,13 @@ NODECLASS_CASES: list[tuple[str, str, Any, str | None, str]] = [
      "spec.tags[karpenter.k8s.aws/ec2nodeclass]", "restricted"),
     ("restricted tag nodeclaim", "spec|tags", {"karpenter.sh/nodeclaim": "x"},
      "spec.tags[karpenter.sh/nodeclaim]", "restricted"),
+    ("restricted tag cluster prefix without the slash", "spec|tags",
+     {"kubernetes.io/clusterfoo": "x"}, "spec.tags[kubernetes.io/clusterfoo]",
+     "tag contains a restricted tag matching kubernetes.io/cluster/"),
+    # As Karpenter's CRD: an empty tag value is taken, and ssmParameter may sit next to an id.
+    ("empty tag value", "spec|tags", {"team": ""}, None, ""),
+    ("ami id with an ssm parameter", "spec|amiSelectorTerms|0|ssmParameter", "/team/ami",
+     None, ""),
     ("image GC high below low", "spec|kubelet|imageGCHighThresholdPercent", 70,
      "spec.kubelet", "must be greater than imageGCLowThresholdPercent"),
     ("evictionSoft without grace", "spec|kubelet|evictionSoftGracePeriod",

@@ -15,11 +15,12 @@ from moto import mock_aws
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.scheduling.pricing import OfflinePriceSource
-from tests.aws import process_cache, provider_calls
+from tests.aws import moto_fixes, process_cache, provider_calls
 from tests.aws.world import CLUSTER, FakeClock, World, build_world
 
 REGION = "us-west-2"
 process_cache.install()
+moto_fixes.install()
 
 
 @pytest.fixture(autouse=True)

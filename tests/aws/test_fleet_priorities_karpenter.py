@@ -11,6 +11,7 @@ follow the priorities (on-demand prioritized, spot capacity-optimized-prioritize
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -29,7 +30,7 @@ from nodewright.scheduling.overlays import OverlayStore, build_store
 from tests.aws.fake_ec2 import FakeEC2
 from tests.aws.provisioning_loop import publish_accelerated_images
 from tests.aws.test_instance_karpenter import claim
-from tests.aws.world import node_class
+from tests.aws.world import CLUSTER, FakeClock, node_class
 
 PRICE_OVERLAY_APPLIED = "karpenter.sh/price-overlay-applied"
 
@@ -181,11 +182,11 @@ def test_an_overlay_prices_an_unpriced_preview_type_at_launch(
     """Context("NodeOverlay Preview Instance Pricing") It("should mark offerings as available
     when a NodeOverlay defines a price for an unpriced instance type"), its intent: the
     preview type (p5e.48xlarge, which moto describes and no price list here knows) is
-    launchable at the overlay's price. Nodewright keeps an unpriced type's
-    offerings available at an estimated price whether or not an overlay prices it (its two
-    sibling Its, unavailable without an overlay or with the gate off, are that difference:
-    docs/karpenter-differences.md 'Unpriced offerings stay launchable'); with the overlay the
-    NodePool's NodeClaims launch it with the overlay's price as its fleet priority."""
+    launchable at the overlay's price. With offline prices (this provider's) an unpriced
+    type's offerings stay available at an estimated price (docs/pricing.md); with the
+    overlay the NodePool's NodeClaims launch it with the overlay's price as its fleet
+    priority. With prices from AWS it is unavailable until an overlay prices it: see the
+    gate test below and tests/scheduling/test_unpriced_offerings.py."""
 
     publish_accelerated_images(clients)  # it has GPUs: it boots the NVIDIA image
     (preview,) = [it for it in provider.get_instance_types(node_class())
@@ -199,3 +200,36 @@ def test_an_overlay_prices_an_unpriced_preview_type_at_launch(
 
     assert {o.instance_type for o in ec2.overrides()} == {"p5e.48xlarge"}
     assert set(priorities(ec2).values()) == {98.32}
+
+
+@pytest.mark.parametrize("gate", [True, False])
+def test_an_unpriced_preview_type_launches_only_through_an_overlay_with_the_gate_on(
+    clients: AwsClients, world: object, clock: FakeClock, ec2: FakeEC2, gate: bool
+) -> None:
+    """Context("NodeOverlay Preview Instance Pricing") It("should not mark offerings as
+    available when NodeOverlay feature gate is disabled"), beside its gate-on sibling: with
+    prices read from AWS (no price list knows p5e.48xlarge, so its offerings are unpriced and
+    unavailable), a NodeOverlay pricing it makes it launchable only when the NodeOverlay gate
+    hands the overlay store to the provider."""
+    publish_accelerated_images(clients)  # it has GPUs: it boots the NVIDIA image
+    ec2.respond("DescribeSpotPriceHistory", {"SpotPriceHistory": [{
+        "AvailabilityZone": "us-west-2a", "InstanceType": "m5.large", "SpotPrice": "0.04",
+        "Timestamp": datetime.now(UTC)}]})  # moto would price every type
+    live = AwsCloudProvider(clients, CLUSTER, clock=clock)
+    (preview,) = [it for it in live.get_instance_types(node_class())
+                  if it.name == "p5e.48xlarge"]
+    assert not any(o.available for o in preview.offerings)
+    virtual = VirtualClock()
+    controllers = build_controllers(InMemoryCluster(virtual), live, virtual,
+                                    ControllerOptions(node_overlay=gate))
+    controllers.state.overlay_store = store_for(
+        live, overlay("preview-price", ["p5e.48xlarge"], price="98.32"))
+    launch = annotated(claim(["p5e.48xlarge"], ["on-demand"]))
+
+    if gate:
+        live.create(launch, node_class())
+        assert {o.instance_type for o in ec2.overrides()} == {"p5e.48xlarge"}
+    else:
+        with pytest.raises(CloudProviderError):
+            live.create(launch, node_class())
+        assert ec2.calls("CreateFleet") == []

@@ -38,16 +38,17 @@ from nodewright.scheduling.allocatable import (
     eni_limited_pods,
     node_settings,
     pod_eni,
-    private_ipv4_addresses,
 )
 from nodewright.scheduling.catalog import InstanceType, build_catalog
 from nodewright.scheduling.ec2_info import read_instance_type
+from nodewright.scheduling.karpenter_tables import ipv4_per_interface
 from nodewright.scheduling.planning import offline_catalogs, plan
 from nodewright.scheduling.solver import SchedulingResult
 from nodewright.state import ClusterState
 from tests.aws.conftest import CallRecorder
+from tests.aws.fake_ec2 import FakeEC2
 from tests.aws.test_launch import fleet_overrides
-from tests.aws.world import FakeClock, node_class, nodeclaim
+from tests.aws.world import CLUSTER, FakeClock, node_class, nodeclaim
 from tests.support.scheduling import available_offerings, single_values
 
 REGION = "us-west-2"
@@ -689,33 +690,27 @@ def test_private_ipv4_address_on_windows() -> None:
         [pod_manifest("pod", requests={"vpc.amazonaws.com/PrivateIPv4Address": "1"})],
         amiSelectorTerms=[{"alias": "windows2022@latest"}])
     (name,) = placed(result).values()
-    assert _INFOS[name]["NetworkInfo"]["Ipv4AddressesPerInterface"] > 0
-    assert private_ipv4_addresses(name) > 0  # the VPC resource controller lists it
+    assert ipv4_per_interface(name)
 
 
-# A type EC2 describes with IPv4 addresses, which the VPC resource controller's table lacks.
-UNLISTED_TYPE: dict[str, Any] = {
-    "InstanceType": "test", "SupportedUsageClasses": ["on-demand", "spot"],
-    "ProcessorInfo": {"SupportedArchitectures": ["x86_64"]},
-    "VCpuInfo": {"DefaultCores": 1, "DefaultVCpus": 2}, "MemoryInfo": {"SizeInMiB": 8192},
-    "NetworkInfo": {"Ipv4AddressesPerInterface": 10, "DefaultNetworkCardIndex": 0,
-                    "MaximumNetworkInterfaces": 3,
-                    "NetworkCards": [{"NetworkCardIndex": 0, "MaximumNetworkInterfaces": 3}]},
-}
-
-
-def test_no_private_ipv4_address_on_a_type_the_vpc_resource_controller_lacks() -> None:
+def test_private_ipv4_address_not_offered_by_a_type_the_vpc_limits_lack() -> None:
     """"should not launch instance type for vpc.amazonaws.com/PrivateIPv4Address if VPC
-    resource controller doesn't advertise it": the NodePool is narrowed to the test type
-    (moto's other types are in the table)."""
-    def windows(requests: dict[str, str]) -> SchedulingResult:
-        return provisioned([pod_manifest("pod", requests=requests)],
-                           requirements=only_types("test"), extra_types=[UNLISTED_TYPE],
-                           amiSelectorTerms=[{"alias": "windows2022@latest"}])
-
-    assert placed(windows({"cpu": "100m"})) == {"pod": "test"}
-    result = windows({"vpc.amazonaws.com/PrivateIPv4Address": "1"})
-    assert result.nodeclaims == ()
+    resource controller doesn't advertise it": EC2 gives the type IPv4 addresses, but the
+    VPC limits table does not list it, so a Windows node of it offers none."""
+    test_type = {
+        "InstanceType": "test", "SupportedUsageClasses": ["on-demand", "spot"],
+        "ProcessorInfo": {"SupportedArchitectures": ["x86_64"]},
+        "VCpuInfo": {"DefaultCores": 1, "DefaultVCpus": 2}, "MemoryInfo": {"SizeInMiB": 8192},
+        "NetworkInfo": {"Ipv4AddressesPerInterface": 10, "DefaultNetworkCardIndex": 0,
+                        "NetworkCards": [{"NetworkCardIndex": 0, "MaximumNetworkInterfaces": 3}]},
+    }
+    result = provisioned(
+        [pod_manifest("pod", requests={"vpc.amazonaws.com/PrivateIPv4Address": "1"})],
+        requirements=[
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["test"]}],
+        extra_types=[test_type], amiSelectorTerms=[{"alias": "windows2022@latest"}])
+    assert placed(result) == {}
     assert len(result.unschedulable) == 1
 
 
@@ -838,6 +833,17 @@ def test_dl1_cannot_launch_with_more_efa_interfaces_than_it_has() -> None:
         *({"networkCardIndex": card, "deviceIndex": 0, "interfaceType": "efa-only"}
           for card in range(1, 5))])
     assert [o for it in types for o in available_offerings(it)] == []
+
+
+def test_an_empty_interface_list_is_a_list_of_interfaces() -> None:
+    """Karpenter keeps `networkInterfaces: []` apart from a missing list (a nil slice in
+    types.go efas and compatibility.go networkInterfaceCheck): the types' EFA devices are
+    not advertised, and a type without ENA support (c4) is not compatible."""
+    plain = built_all(["c6in.32xlarge", "c4.large"])
+    empty = built_all(["c6in.32xlarge", "c4.large"], networkInterfaces=[])
+    assert plain["c6in.32xlarge"].capacity["vpc.amazonaws.com/efa"] == 2_000
+    assert "vpc.amazonaws.com/efa" not in empty["c6in.32xlarge"].capacity
+    assert "c4.large" in plain and "c4.large" not in empty
 
 
 # --- The provider's instance types (moto world: us-west-2a, b and c) ------------------------
@@ -1209,6 +1215,27 @@ def test_spot_launches_where_zonal_availability_exists() -> None:
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}])
     assert placed(result) == {"pod": "m5.large"}
     assert [claim.nodepool for claim in result.nodeclaims] == ["default"]
+
+
+def test_spot_cannot_launch_in_a_zone_without_a_spot_price(
+    clients: AwsClients, world: object, clock: FakeClock
+) -> None:
+    """CapacityType: "should fail to launch capacity when there is no zonal availability for
+    spot": the spot price history lists m5.large in us-west-2a only, so with live prices its
+    spot offerings elsewhere are unavailable (a pod needing spot m5.large in us-west-2b
+    cannot be placed)."""
+    fake = FakeEC2.attach(clients.ec2)
+    try:
+        fake.respond("DescribeSpotPriceHistory", {"SpotPriceHistory": [{
+            "AvailabilityZone": "us-west-2a", "InstanceType": "m5.large",
+            "SpotPrice": "0.004", "Timestamp": datetime.now(UTC)}]})
+        live = AwsCloudProvider(clients, CLUSTER, clock=clock)
+        m5 = of(live.get_instance_types(node_class()), "m5.large")
+    finally:
+        fake.detach()
+    spot = {o.zone: o.available for o in m5.offerings if o.capacity_type == "spot"}
+    assert spot == {"us-west-2a": True, "us-west-2b": False, "us-west-2c": False}
+    assert all(o.available for o in m5.offerings if o.capacity_type == "on-demand")
 
 
 A1_MEDIUM = {

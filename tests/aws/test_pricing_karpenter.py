@@ -17,7 +17,7 @@ from botocore.awsrequest import AWSResponse
 
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.pricing import PRICE_REFRESH_SECONDS, LivePriceSource
-from nodewright.scheduling.pricing import OfflinePriceSource
+from nodewright.scheduling.karpenter_tables import static_on_demand_prices, static_price_regions
 from tests.aws.fake_ec2 import FakeEC2
 from tests.aws.world import FakeClock
 
@@ -115,7 +115,48 @@ def test_offline_on_demand_prices_when_the_pricing_api_fails(
     prices = source(clients, clock)
     price = prices.on_demand("c5.large", "us-west-2")
     assert price is not None and price > 0
-    assert price == OfflinePriceSource().on_demand("c5.large", "us-west-2")
+    assert price == static_on_demand_prices("us-east-1")["c5.large"]
+
+
+@pytest.mark.parametrize("partition", ["aws", "aws-us-gov", "aws-cn"])
+def test_static_prices_of_every_partition(clients: AwsClients, clock: FakeClock,
+                                          pricing: Answers, partition: str) -> None:
+    """DescribeTable("should return correct static data for all partitions"), its Entries
+    "aws", "aws-us-gov" and "aws-cn": before any answer, each region Karpenter has a table
+    for is priced by it (the Pricing API fails here, so only the tables answer)."""
+    pricing.failing.add("GetProducts")
+    regions = {"aws": ["us-east-1"], "aws-us-gov": ["us-gov-east-1", "us-gov-west-1"],
+               "aws-cn": ["cn-north-1"]}[partition]
+    assert set(regions) <= static_price_regions()
+    for region in regions:
+        prices = source(clients, clock, region=region)
+        table = static_on_demand_prices(region)
+        assert len(table) > 300
+        assert all(prices.on_demand(name, region) == price for name, price in table.items())
+
+
+def test_static_spot_prices_when_the_spot_price_history_fails(
+    clients: AwsClients, clock: FakeClock, pricing: Answers, ec2: FakeEC2
+) -> None:
+    """Context("Spot") It("should return static spot data if EC2 describeSpotPriceHistory API
+    fails"): until a history is read, a type's spot price is its static on-demand price."""
+    pricing.failing.add("GetProducts")
+    ec2.fail("DescribeSpotPriceHistory", "InternalError")
+    price = source(clients, clock).spot("c5.large", "us-west-2a")
+    assert price is not None and price > 0
+    assert price == static_on_demand_prices("us-east-1")["c5.large"]
+
+
+def test_a_type_without_any_price_is_unpriced(clients: AwsClients, clock: FakeClock,
+                                              pricing: Answers, ec2: FakeEC2) -> None:
+    """A type neither the static table nor the Pricing API lists has no on-demand price,
+    and no spot price once the history (which does not list it) is read."""
+    products(pricing, on_demand_price("c5.large", 0.085))
+    history(ec2, spot_price("c5.large", "us-west-2a", 0.03))
+    prices = source(clients, clock)
+    assert prices.on_demand("c99.large", "us-west-2") is None
+    assert prices.spot("c99.large", "us-west-2a") is None
+    assert prices.spot("c5.large", "us-west-2a") == 0.03
 
 
 def test_on_demand_prices_come_from_the_pricing_api(
@@ -162,7 +203,9 @@ def test_on_demand_prices_of_every_page(clients: AwsClients, clock: FakeClock,
     prices = source(clients, clock)
     assert [prices.on_demand(f"c9{n}.large", "us-west-2") for n in range(4, 10)] == [
         1.10, 1.20, 1.30, 1.40, 1.50, 1.60]
-    assert pricing.calls["GetProducts"] == 3
+    # The three pages of the shared-tenancy query, then the bare-metal query (which gets
+    # the last answer again).
+    assert pricing.calls["GetProducts"] == 4
 
 
 def test_on_demand_prices_missing_from_a_later_answer_are_kept(
@@ -177,7 +220,7 @@ def test_on_demand_prices_missing_from_a_later_answer_are_kept(
 
     refresh(prices, clock)
 
-    assert pricing.calls["GetProducts"] == 2
+    assert pricing.calls["GetProducts"] == 4  # two queries (shared, bare metal) per refresh
     assert prices.on_demand("c98.large", "us-west-2") == 1.10
     assert prices.on_demand("c99.large", "us-west-2") == 1.20
 
@@ -239,8 +282,8 @@ def test_an_isolated_vpc_keeps_offline_on_demand_and_reads_spot(
     products(pricing, on_demand_price("c5.large", 9.99))
     prices = source(clients, clock, isolated_vpc=True)
 
-    assert prices.on_demand("c5.large", "us-west-2") == OfflinePriceSource().on_demand(
-        "c5.large", "us-west-2")
+    assert prices.on_demand("c5.large", "us-west-2") == static_on_demand_prices(
+        "us-east-1")["c5.large"]
     assert prices.spot("c98.large", "us-west-2b") == 1.10
     assert "GetProducts" not in pricing.calls
 
@@ -268,12 +311,12 @@ def test_govcloud_keeps_offline_on_demand_prices_without_asking(
     clients: AwsClients, clock: FakeClock, pricing: Answers
 ) -> None:
     """It("should return static on-demand data when in an AWS GovCloud region"): GetProducts
-    is not called, the offline prices stand (the catalog estimates a GovCloud price from the
-    list price and the region's factor, where Karpenter has a generated GovCloud table)."""
+    is not called, Karpenter's static GovCloud prices stand."""
     products(pricing, on_demand_price("c5.12xlarge", 9.99))
     prices = source(clients, clock, region="us-gov-east-1")
 
     price = prices.on_demand("c5.12xlarge", "us-gov-east-1")
 
-    assert price == OfflinePriceSource().on_demand("c5.12xlarge", "us-gov-east-1")
+    assert price == static_on_demand_prices("us-gov-east-1")["c5.12xlarge"]
+    assert price != static_on_demand_prices("us-east-1")["c5.12xlarge"]
     assert "GetProducts" not in pricing.calls

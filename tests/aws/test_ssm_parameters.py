@@ -286,3 +286,15 @@ def test_images_that_are_not_available_are_ignored(clients: AwsClients, state: s
         (query,) = calls.params["DescribeImages"]
     assert [i.id for i in found] == ["ami-123"]
     assert {"Name": "state", "Values": ["available"]} in query["Filters"]
+
+
+def test_a_term_with_an_id_and_an_ssm_parameter_resolves_by_the_id(
+    provider: AwsCloudProvider, clients: AwsClients, world: World,
+) -> None:
+    """Karpenter's CRD admits ssmParameter next to an id, and its DescribeImageQueries
+    (pkg/providers/amifamily/ami.go) takes the id: the parameter is not read."""
+    clients.ssm.put_parameter(Name="/team/node-ami", Value=another_x86_image(clients),
+                              Type="String")
+    term = {"amiFamily": "AL2023",
+            "amiSelectorTerms": [{"id": X86_IMAGE, "ssmParameter": "/team/node-ami"}]}
+    assert images_of(provider, term) == {X86_IMAGE}

@@ -9,6 +9,7 @@ import pytest
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.catalog import offline_catalog
 from nodewright.scheduling.ec2_info import InstanceTypeFacts, read_instance_type
+from nodewright.scheduling.karpenter_tables import static_on_demand_prices
 from nodewright.scheduling.pricing import (
     OfflinePriceSource,
     PriceSource,
@@ -118,3 +119,13 @@ def test_estimates_follow_the_documented_rules() -> None:
 def test_the_offline_source_is_a_price_source() -> None:
     source: PriceSource = OfflinePriceSource()
     assert source.spot("m5.large", "us-east-1a") is None
+
+
+@pytest.mark.parametrize("region", ["us-gov-east-1", "us-gov-west-1", "cn-north-1"])
+def test_govcloud_and_china_are_priced_from_karpenters_tables_offline(region: str) -> None:
+    """Karpenter ships generated price tables for these regions: the offline catalog takes
+    their prices (yuan in China, as Karpenter's table) instead of scaling US list prices."""
+    table = static_on_demand_prices(region)
+    assert OfflinePriceSource().on_demand("c5.large", region) == table["c5.large"]
+    assert OfflinePriceSource().on_demand("c5.large", region) != OfflinePriceSource(
+        ).on_demand("c5.large", "us-east-1")

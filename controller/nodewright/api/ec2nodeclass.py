@@ -127,8 +127,10 @@ class AMISelectorTerm(KubeModel):
             "|| has(self.ssmParameter)",
             "expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']",
         ),
-        _exclusive("alias", ["tags", "name", "owner", "id", "ssmParameter"], "amiSelectorTerms"),
-        _exclusive("id", ["alias", "tags", "name", "owner", "ssmParameter"], "amiSelectorTerms"),
+        # As Karpenter's: ssmParameter may sit next to an alias or id (the alias, else the
+        # id, is what resolves the term).
+        _exclusive("alias", ["tags", "name", "owner", "id"], "amiSelectorTerms"),
+        _exclusive("id", ["alias", "tags", "name", "owner"], "amiSelectorTerms"),
         CelRule(
             "has(self.alias) ? self.alias.find('^[^@]+') in "
             "['al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'] "
@@ -315,13 +317,17 @@ class EC2NodeClassSpec(KubeModel):
         ),
         CelRule("!has(self.tags) || self.tags.all(k, k != '')",
                 "empty tag keys aren't supported"),
-        CelRule(
-            "!has(self.tags) || self.tags.all(k, k != 'eks:eks-cluster-name' && "
-            "!k.startsWith('kubernetes.io/cluster') && k != 'karpenter.sh/nodepool' && "
-            "k != 'karpenter.sh/nodeclaim' && k != 'karpenter.k8s.aws/ec2nodeclass')",
-            "tags may not use the restricted keys eks:eks-cluster-name, "
-            "kubernetes.io/cluster/*, karpenter.sh/nodepool, karpenter.sh/nodeclaim, "
-            "karpenter.k8s.aws/ec2nodeclass",
+        # Karpenter's rules on spec.tags, one per restricted key, with its messages.
+        *(
+            CelRule(f"!has(self.tags) || self.tags.all(k, {condition})",
+                    f"tag contains a restricted tag matching {key}")
+            for key, condition in (
+                ("eks:eks-cluster-name", "k != 'eks:eks-cluster-name'"),
+                ("kubernetes.io/cluster/", "!k.startsWith('kubernetes.io/cluster')"),
+                ("karpenter.sh/nodepool", "k != 'karpenter.sh/nodepool'"),
+                ("karpenter.sh/nodeclaim", "k != 'karpenter.sh/nodeclaim'"),
+                ("karpenter.k8s.aws/ec2nodeclass", "k != 'karpenter.k8s.aws/ec2nodeclass'"),
+            )
         ),
     )
 

@@ -243,12 +243,17 @@ def check_ec2nodeclass(nodeclass: EC2NodeClass) -> Iterator[Finding]:
     if (spec.role is None) == (spec.instance_profile is None):
         where: FieldPath = ("spec", "instanceProfile") if spec.role else ("spec",)
         yield where, "must specify exactly one of ['role', 'instanceProfile']"
-    for key, value in (spec.tags or {}).items():
+    for key in spec.tags or {}:
+        # Karpenter's CRD rules: empty values are taken, empty keys and its own keys are not.
         where = ("spec", "tags", key)
-        if not key or not value:
-            yield where, "empty tag keys or values aren't supported"
-        if key in RESTRICTED_TAG_KEYS or key.startswith("kubernetes.io/cluster/"):
-            yield where, f"tag {key!r} is restricted: Nodewright sets it itself"
+        if not key:
+            yield where, "empty tag keys aren't supported"
+        restricted = next((r for r in RESTRICTED_TAG_KEYS if key == r), None)
+        if restricted is None and key.startswith("kubernetes.io/cluster"):
+            restricted = "kubernetes.io/cluster/"
+        if restricted is not None:
+            yield where, (f"tag contains a restricted tag matching {restricted} "
+                          "(Nodewright sets it itself)")
     yield from _check_kubelet(spec)
     yield from _check_block_devices(spec)
     yield from _check_network_interfaces(spec)
@@ -335,9 +340,11 @@ def _check_ami_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
         if not fields:
             yield here, "each of amiSelectorTerms must set at least one selector field"
             continue
+        # ssmParameter may sit next to an alias or an id, as in Karpenter's CRD.
+        selectors = set(fields) - {"ssmParameter"}
         if term.alias is not None:
             family, _, version = term.alias.partition("@")
-            if len(fields) > 1:
+            if len(selectors) > 1:
                 yield (*here, "alias"), (
                     "'alias' is mutually exclusive, cannot be set with a combination of other "
                     "fields in amiSelectorTerms"
@@ -356,7 +363,7 @@ def _check_ami_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
                     f"alias version {version!r} must be 'latest' or a pinned version such as "
                     "v20240807 (al2, al2023) or 1.26.0 / v1.26.0 (bottlerocket)"
                 )
-        if term.id is not None and len(fields) > 1:
+        if term.id is not None and len(selectors) > 1:
             yield (*here, "id"), (
                 "'id' is mutually exclusive, cannot be set with a combination of other fields "
                 "in amiSelectorTerms"

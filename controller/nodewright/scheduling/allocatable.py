@@ -26,6 +26,7 @@ from nodewright.api.quantity import (
     parse_quantity,
     subtract,
 )
+from nodewright.scheduling import karpenter_tables
 from nodewright.scheduling.ec2_info import InstanceTypeFacts
 
 MIB = 2**20
@@ -46,9 +47,6 @@ AWS_POD_ENI = "vpc.amazonaws.com/pod-eni"
 # to Windows pods (its webhook adds a request for one to each Windows pod).
 AWS_PRIVATE_IPV4 = "vpc.amazonaws.com/PrivateIPv4Address"
 POD_ENI_FILE = Path(__file__).parent / "data" / "pod-eni.json"
-# The VPC resource controller's IPv4 addresses per interface (Karpenter's VPC limits table):
-# a type it does not list gets no PrivateIPv4Address, whatever EC2 says of the type.
-VPC_IPV4_FILE = Path(__file__).parent / "data" / "vpc-ipv4.json"
 
 # kube-reserved cpu: a share of each range of millicores (first core 6 %, second 1 %,
 # cores three and four 0.5 %, every further core 0.25 %).
@@ -191,7 +189,8 @@ def node_settings(
     if node_class is not None and node_class.spec.connection_tracking is not None:
         settings = replace(settings, connection_tracking=True)
     interfaces = node_class.spec.network_interfaces if node_class is not None else None
-    if interfaces:
+    # An empty list is set, as in Karpenter: types need ENA network cards, EFA devices go.
+    if interfaces is not None:
         settings = replace(settings, network_interfaces=tuple(
             (i.network_card_index, i.device_index, i.interface_type) for i in interfaces))
     if provider is None:
@@ -250,18 +249,6 @@ def capacity(facts: InstanceTypeFacts, settings: NodeSettings) -> Resources:
     return result
 
 
-def private_ipv4_addresses(instance_type: str) -> int:
-    """Secondary IPv4 addresses the VPC resource controller hands Windows pods on this type:
-    its table's addresses per interface less the primary (0 for a type it does not list)."""
-    return max(_ipv4_per_interface().get(instance_type, 0) - 1, 0)
-
-
-@cache
-def _ipv4_per_interface() -> dict[str, int]:
-    with VPC_IPV4_FILE.open() as data:
-        return dict(json.load(data)["ipv4PerInterface"])
-
-
 @cache
 def _branch_interfaces() -> dict[str, int]:
     with POD_ENI_FILE.open() as data:
@@ -273,6 +260,14 @@ def pod_eni(instance_type: str) -> int:
     (`vpc.amazonaws.com/pod-eni`): those of ENI-trunking types, from Karpenter's VPC
     limits table; 0 on the others."""
     return _branch_interfaces().get(instance_type, 0)
+
+
+def private_ipv4_addresses(instance_type: str) -> int:
+    """Secondary IPv4 addresses a Windows node offers its pods
+    (`vpc.amazonaws.com/PrivateIPv4Address`): the VPC limits table's addresses per interface
+    less the primary one, as the VPC resource controller counts them; 0 for unlisted types."""
+    per_interface = karpenter_tables.ipv4_per_interface(instance_type)
+    return max(per_interface - 1, 0) if per_interface is not None else 0
 
 
 def overhead(facts: InstanceTypeFacts, settings: NodeSettings) -> Overhead:

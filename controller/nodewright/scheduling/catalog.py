@@ -23,6 +23,7 @@ from nodewright.scheduling.pricing import (
     PriceSource,
     estimate_on_demand,
     estimate_spot,
+    estimates_unpriced,
 )
 
 ON_DEMAND = "on-demand"
@@ -55,6 +56,9 @@ class Offering:
     reservation_capacity: int = 0
     # The partition of a partition placement group this offering launches into (AWS).
     partition: str | None = None
+    # Unavailable only because no price is known (a live price source without one, as
+    # Karpenter); a NodeOverlay that sets a price makes it available again.
+    unpriced: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +124,9 @@ def build_catalog(
     instance_types: DescribeInstanceTypes entries (or a whole response with "InstanceTypes").
     offerings: DescribeInstanceTypeOfferings entries with LocationType availability-zone (or a
     response with "InstanceTypeOfferings"); a type is offered where it has an entry.
-    prices: where prices come from; a missing price is estimated and marked so.
+    prices: where prices come from; a missing price is estimated and marked so when the
+    source says so (`estimates_unpriced`: offline sources), else the offering is unavailable
+    (live prices, as Karpenter: an offering without a price is never launched).
     kubelet / node_class / settings / provider: what changes allocatable (see
     allocatable.node_settings; `settings` wins over the others).
     zone_ids: zone name -> zone id; zones: keep only these zones; unavailable: offerings known
@@ -128,6 +134,7 @@ def build_catalog(
     Types without an offering, or with an architecture Kubernetes cannot run, are left out.
     """
     price_source = prices if prices is not None else OfflinePriceSource()
+    estimate = estimates_unpriced(price_source)
     resolved = (settings if settings is not None
                 else alloc.node_settings(kubelet, node_class, provider))
     is_unavailable = _unavailable_predicate(unavailable)
@@ -144,7 +151,7 @@ def build_catalog(
         catalog.append(
             _instance_type(
                 facts, region, sorted(type_zones), price_source, resolved, zone_ids or {},
-                is_unavailable,
+                is_unavailable, estimate,
             )
         )
     catalog.sort(key=lambda it: it.name)
@@ -211,6 +218,7 @@ def _instance_type(
     settings: NodeSettings,
     zone_ids: Mapping[str, str],
     is_unavailable: Callable[[str, str, str], bool],
+    estimate: bool,
 ) -> InstanceType:
     listed = prices.on_demand(facts.name, region)
     on_demand_price = listed if listed is not None else estimate_on_demand(facts, region)
@@ -224,14 +232,17 @@ def _instance_type(
                 spot = prices.spot(facts.name, zone)
                 price = spot if spot is not None else estimate_spot(facts, on_demand_price)
                 estimated = spot is None
+            unavailable = is_unavailable(facts.name, zone, capacity_type)
+            unpriced = estimated and not estimate and not unavailable
             offerings.append(
                 Offering(
                     zone=zone,
                     zone_id=zone_ids.get(zone),
                     capacity_type=capacity_type,
                     price=price,
-                    available=not is_unavailable(facts.name, zone, capacity_type),
+                    available=not unavailable and not unpriced,
                     price_estimated=estimated,
+                    unpriced=unpriced,
                 )
             )
     return InstanceType(

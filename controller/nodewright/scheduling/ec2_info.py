@@ -6,11 +6,12 @@ data set moto ships, so live and offline catalogs share this reader.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from nodewright.scheduling import karpenter_tables
 
 # EC2 architecture names -> Kubernetes architecture names (others are not schedulable).
 KUBE_ARCHITECTURES = {"x86_64": "amd64", "arm64": "arm64"}
@@ -44,6 +45,7 @@ class InstanceTypeFacts:
     sustained_clock_mhz: int | None
     hypervisor: str | None
     encryption_in_transit: bool
+    # Karpenter's generated bandwidth table (scheduling/karpenter_tables.py), not EC2's.
     network_bandwidth_mbps: int | None
     ebs_bandwidth_mbps: int | None
     local_nvme_gb: int | None
@@ -115,7 +117,7 @@ def read_instance_type(info: Mapping[str, Any]) -> InstanceTypeFacts:
         encryption_in_transit=bool(
             reader.optional(("NetworkInfo", "EncryptionInTransitSupported"), False)
         ),
-        network_bandwidth_mbps=_network_bandwidth(reader),
+        network_bandwidth_mbps=karpenter_tables.network_bandwidth_megabits(name),
         ebs_bandwidth_mbps=_ebs_bandwidth(reader),
         local_nvme_gb=int(storage_gb) if storage_gb is not None and nvme != "unsupported" else None,
         instance_storage_gb=int(storage_gb) if storage_gb is not None else None,
@@ -154,15 +156,6 @@ def _default_card_interfaces(reader: _Reader) -> int:
                 return int(card.get("MaximumNetworkInterfaces", 0))
         return int(cards[0].get("MaximumNetworkInterfaces", 0))
     return int(reader.optional(("NetworkInfo", "MaximumNetworkInterfaces"), 0))
-
-
-def _network_bandwidth(reader: _Reader) -> int | None:
-    # Baseline bandwidth over all network cards, in megabits per second. Karpenter reads a
-    # generated table instead; this agrees with it for all but a few dozen types.
-    cards = reader.optional(("NetworkInfo", "NetworkCards"), None) or []
-    key = "BaselineBandwidthInGbps"
-    baselines = [float(card[key]) for card in cards if key in card]
-    return math.floor(sum(baselines) * 1000 + 0.5) if baselines else None
 
 
 def _ebs_bandwidth(reader: _Reader) -> int | None:

@@ -101,6 +101,8 @@ def instance_type_labels(facts: InstanceTypeFacts, region: str, ami_family: str)
         INSTANCE_MEMORY: str(facts.memory_mib),
         INSTANCE_ENCRYPTION_IN_TRANSIT_SUPPORTED: str(facts.encryption_in_transit).lower(),
         INSTANCE_CAPABILITY_FLEX: str("-flex" in facts.family).lower(),
+        # Always set, as Karpenter's requirement is: "" when EC2 names no hypervisor (metal).
+        INSTANCE_HYPERVISOR: facts.hypervisor or "",
     }
     if ami_family in WINDOWS_BUILDS:
         labels[WINDOWS_BUILD] = WINDOWS_BUILDS[ami_family]
@@ -113,7 +115,6 @@ def instance_type_labels(facts: InstanceTypeFacts, region: str, ami_family: str)
     optional = {
         INSTANCE_CPU_MANUFACTURER: facts.cpu_manufacturer,
         INSTANCE_CPU_SUSTAINED_CLOCK_SPEED_MHZ: facts.sustained_clock_mhz,
-        INSTANCE_HYPERVISOR: facts.hypervisor,
         INSTANCE_LOCAL_NVME: facts.local_nvme_gb,
         INSTANCE_NETWORK_BANDWIDTH: facts.network_bandwidth_mbps,
         INSTANCE_EBS_BANDWIDTH: facts.ebs_bandwidth_mbps,

@@ -123,15 +123,24 @@ class OverlayStore:
 
 def _applied(instance_type: InstanceType, update: _TypeUpdate) -> InstanceType:
     offerings = tuple(
-        replace(offering, price=adjusted_price(offering.price, update.prices[index].change),
-                price_overlaid=True)
-        if index in update.prices else offering
+        _priced(offering, update.prices[index].change) if index in update.prices else offering
         for index, offering in enumerate(instance_type.offerings))
     if update.capacity is None or not update.capacity.resources:
         return replace(instance_type, offerings=offerings)
     capacity = {**instance_type.capacity, **update.capacity.resources}
     return replace(instance_type, offerings=offerings, capacity=capacity,
                    capacity_overlaid=True)
+
+
+def _priced(offering: Offering, change: str) -> Offering:
+    """The offering at the overlay's price. An offering unavailable only for want of a price
+    becomes available when the overlay sets one outright (Karpenter's GetOverlayPrice in
+    the AWS provider's offering resolver); an adjustment has nothing to adjust there."""
+    absolute = bool(change) and not change.startswith(("+", "-"))
+    if offering.unpriced and not absolute:
+        return offering
+    return replace(offering, price=adjusted_price(offering.price, change), price_overlaid=True,
+                   available=offering.available or offering.unpriced, unpriced=False)
 
 
 def build_store(

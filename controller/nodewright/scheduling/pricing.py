@@ -1,8 +1,9 @@
 """Instance prices: the PriceSource interface, the offline list-price table and estimates.
 
 The AWS provider backs PriceSource with the Pricing API and spot price history. Offline,
-`OfflinePriceSource` reads Nodewright's own on-demand table (data/ondemand-list-prices.json) and
-has no spot data; the catalog then uses the documented estimates below (docs/pricing.md).
+`OfflinePriceSource` reads Nodewright's own on-demand table (data/ondemand-list-prices.json;
+GovCloud and China from Karpenter's generated tables) and has no spot data; the catalog then
+uses the documented estimates below (docs/pricing.md).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Protocol
 
+from nodewright.scheduling import karpenter_tables
 from nodewright.scheduling.ec2_info import InstanceTypeFacts, category_and_generation
 
 _TABLE_FILE = "ondemand-list-prices.json"
@@ -45,7 +47,13 @@ ARM64_PRICE_SHARE = 0.80
 
 
 class PriceSource(Protocol):
-    """Hourly prices in USD; None means "not known here" (the catalog then estimates)."""
+    """Hourly prices in USD; None means "not known here".
+
+    What the catalog does then is the source's to say (`estimates_unpriced`): a source with
+    an `ESTIMATES_UNPRICED = False` attribute (the live AWS prices) has the offering marked
+    unavailable, as Karpenter does; the others (offline tables, test fakes) have it
+    estimated and marked so.
+    """
 
     def on_demand(self, instance_type: str, region: str) -> float | None: ...
 
@@ -97,6 +105,9 @@ class OfflinePriceSource:
         return sorted(self._families)
 
     def on_demand(self, instance_type: str, region: str) -> float | None:
+        if region not in self._regions and region in karpenter_tables.static_price_regions():
+            # GovCloud and China: Karpenter's generated tables list their own prices.
+            return karpenter_tables.static_on_demand_prices(region).get(instance_type)
         if region not in self._regions or "." not in instance_type:
             return None
         family, size = instance_type.split(".", 1)
@@ -109,6 +120,11 @@ class OfflinePriceSource:
     def base_price(self, instance_type: str) -> float | None:
         """The list price in the list-price regions, wherever the caller is."""
         return self.on_demand(instance_type, next(iter(sorted(self._regions)), ""))
+
+
+def estimates_unpriced(prices: PriceSource) -> bool:
+    """Whether the catalog estimates the prices `prices` lacks (else: unavailable)."""
+    return bool(getattr(prices, "ESTIMATES_UNPRICED", True))
 
 
 def estimate_on_demand(facts: InstanceTypeFacts, region: str) -> float:

@@ -306,7 +306,7 @@ def resolve_amis(
                             windows_build=builds.get(image.id))
                     for image in described
                 ]
-        elif term.ssm_parameter:
+        elif term.ssm_parameter and not term.id:  # Karpenter: an id wins over the parameter
             image_id = parameters.get(term.ssm_parameter, custom=True,
                                       resource=f"{where} {term.ssm_parameter}")
             if image_id and not image_id.startswith("ami-"):

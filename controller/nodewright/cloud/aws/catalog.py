@@ -1,6 +1,6 @@
-"""The live instance catalog: DescribeInstanceTypes and DescribeInstanceTypeOfferings (cached
-five minutes), prices, and the unavailable-offerings cache, fed through the scheduling
-engine's `build_catalog`."""
+"""The live instance catalog: DescribeInstanceTypes and DescribeInstanceTypeOfferings (read
+again every 12 hours, as Karpenter's instance type controller refreshes them), prices, and the
+unavailable-offerings cache, fed through the scheduling engine's `build_catalog`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,12 @@ if TYPE_CHECKING:
 
     from nodewright.api.ec2nodeclass import EC2NodeClass
 
-DESCRIBE_CACHE_SECONDS: Final = 300.0
+DESCRIBE_CACHE_SECONDS: Final = 12 * 3600.0
+# Karpenter's DescribeInstanceTypes filters: HVM types of the architectures Kubernetes runs.
+INSTANCE_TYPE_FILTERS: Final = (
+    {"Name": "supported-virtualization-type", "Values": ["hvm"]},
+    {"Name": "processor-info.supported-architecture", "Values": ["x86_64", "arm64"]},
+)
 
 
 @dataclass
@@ -67,7 +72,10 @@ class LiveCatalog:
             return cached
         found: list[Mapping[str, Any]] = []
         with aws_call("ec2:DescribeInstanceTypes", f"region {self.region}"):
-            for page in self.ec2.get_paginator("describe_instance_types").paginate():
+            pages = self.ec2.get_paginator("describe_instance_types").paginate(
+                Filters=[dict(f) for f in INSTANCE_TYPE_FILTERS],  # type: ignore[misc]
+                PaginationConfig={"PageSize": 100})
+            for page in pages:
                 found.extend(page.get("InstanceTypes", []))
         self._described.put("types", found)
         return found

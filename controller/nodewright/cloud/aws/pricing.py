@@ -1,6 +1,10 @@
-"""Live prices: on-demand from the Pricing API, spot from DescribeSpotPriceHistory, refreshed
-every 12 hours. When a source cannot be reached (isolated VPCs have no Pricing endpoint) the
-offline price source answers instead, and the next refresh tries again."""
+"""Live prices as Karpenter's pricing provider keeps them: on-demand prices start as its
+static table for the region (us-east-1's where it has none) and are replaced by the Pricing
+API's answers; spot prices are the static on-demand ones until the first spot price history
+is read, then the history's (a type or zone without one has no spot price). Both are
+refreshed every 12 hours. A type or zone without a price is never launched
+(`ESTIMATES_UNPRICED`). Isolated VPCs (no Pricing endpoint) and GovCloud (no GovCloud
+prices in the Price List API) keep the static on-demand prices."""
 
 from __future__ import annotations
 
@@ -8,24 +12,31 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodewright.cloud.aws.clock import Seconds, system_clock
-from nodewright.scheduling.pricing import OfflinePriceSource, PriceSource
+from nodewright.scheduling.karpenter_tables import static_on_demand_prices
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
     from mypy_boto3_pricing import PricingClient
 
 PRICE_REFRESH_SECONDS: Final = 12 * 3600.0
-# GetProducts filters for plain Linux on shared hardware (besides the region).
+# Karpenter's GetProducts filters (besides the region): plain Linux, on-demand ...
 ON_DEMAND_FILTERS: Final = (
-    ("operatingSystem", "Linux"),
-    ("tenancy", "Shared"),
+    ("serviceCode", "AmazonEC2"),
     ("preInstalledSw", "NA"),
+    ("operatingSystem", "Linux"),
     ("capacitystatus", "Used"),
+    ("marketoption", "OnDemand"),
+)
+# ... asked twice: virtualised types on shared hardware, and bare-metal types (which the
+# Price List API files under Dedicated tenancy).
+ON_DEMAND_QUERIES: Final = (
+    (("tenancy", "Shared"), ("productFamily", "Compute Instance")),
+    (("tenancy", "Dedicated"), ("productFamily", "Compute Instance (bare metal)")),
 )
 
 log = logging.getLogger(__name__)
@@ -61,28 +72,36 @@ class LivePriceSource:
     pricing: PricingClient
     ec2: EC2Client
     region: str
-    fallback: PriceSource = field(default_factory=OfflinePriceSource)
     clock: Seconds = system_clock
     refresh_seconds: float = PRICE_REFRESH_SECONDS
-    # ISOLATED_VPC: the Pricing API has no VPC endpoint; on-demand prices stay the built-in
+    # ISOLATED_VPC: the Pricing API has no VPC endpoint; on-demand prices stay the static
     # ones (spot prices come from EC2, which has one).
     isolated_vpc: bool = False
-    _on_demand: dict[str, float] = field(default_factory=dict)
+    # As Karpenter: an offering without a price is unavailable, not estimated.
+    ESTIMATES_UNPRICED: ClassVar[bool] = False
+    _on_demand: dict[str, float] = field(init=False)
+    _static: dict[str, float] = field(init=False)
     _spot: dict[tuple[str, str], float] = field(default_factory=dict)
+    _spot_read: bool = False
     _on_demand_at: float | None = None
     _spot_at: float | None = None
 
+    def __post_init__(self) -> None:
+        self._static = dict(static_on_demand_prices(self.region))
+        self._on_demand = dict(self._static)
+
     def on_demand(self, instance_type: str, region: str) -> float | None:
-        if region == self.region:
-            self._refresh_on_demand()
-            if instance_type in self._on_demand:
-                return self._on_demand[instance_type]
-        return self.fallback.on_demand(instance_type, region)
+        if region != self.region:
+            return static_on_demand_prices(region).get(instance_type)
+        self._refresh_on_demand()
+        return self._on_demand.get(instance_type)
 
     def spot(self, instance_type: str, zone: str) -> float | None:
         self._refresh_spot()
-        price = self._spot.get((instance_type, zone))
-        return price if price is not None else self.fallback.spot(instance_type, zone)
+        if not self._spot_read:
+            # Until the history is read, a type's spot price is its static on-demand price.
+            return self._static.get(instance_type)
+        return self._spot.get((instance_type, zone))
 
     def _due(self, last: float | None) -> bool:
         return last is None or self.clock() - last >= self.refresh_seconds
@@ -95,28 +114,43 @@ class LivePriceSource:
             return
         self._on_demand_at = self.clock()
         try:
-            # As Karpenter: a type missing from this answer keeps its last price.
-            self._on_demand = {**self._on_demand, **self._fetch_on_demand()}
+            shared, metal = (self._fetch_on_demand(query) for query in ON_DEMAND_QUERIES)
         except (ClientError, BotoCoreError) as error:
-            log.warning("pricing:GetProducts unavailable, using offline prices: %s", error)
+            log.warning("pricing:GetProducts unavailable, keeping the last prices: %s", error)
+            return
+        if not shared or not metal:
+            # Karpenter takes neither answer unless both list prices.
+            log.warning("pricing:GetProducts listed no on-demand prices, keeping the last ones")
+            return
+        # As Karpenter: a type missing from this answer keeps its last price.
+        self._on_demand = {**self._on_demand, **shared, **metal}
 
     def _refresh_spot(self) -> None:
         if not self._due(self._spot_at):
             return
         self._spot_at = self.clock()
         try:
-            self._spot = {**self._spot, **self._fetch_spot()}
+            found = self._fetch_spot()
         except (ClientError, BotoCoreError) as error:
-            log.warning("ec2:DescribeSpotPriceHistory unavailable, estimating spot: %s", error)
+            log.warning("ec2:DescribeSpotPriceHistory unavailable, keeping the last spot "
+                        "prices: %s", error)
+            return
+        if not found:
+            log.warning("ec2:DescribeSpotPriceHistory listed no spot prices, keeping the last "
+                        "ones")
+            return
+        self._spot = {**self._spot, **found}
+        self._spot_read = True
 
-    def _fetch_on_demand(self) -> dict[str, float]:
+    def _fetch_on_demand(self, query: tuple[tuple[str, str], ...]) -> dict[str, float]:
         filters: list[Any] = [
             {"Type": "TERM_MATCH", "Field": name, "Value": value}
-            for name, value in (("regionCode", self.region), *ON_DEMAND_FILTERS)
+            for name, value in (("regionCode", self.region), *ON_DEMAND_FILTERS, *query)
         ]
         prices: dict[str, float] = {}
         paginator = self.pricing.get_paginator("get_products")
-        for page in paginator.paginate(ServiceCode="AmazonEC2", Filters=filters):
+        for page in paginator.paginate(ServiceCode="AmazonEC2", Filters=filters,
+                                       PaginationConfig={"PageSize": 100}):
             prices.update(parse_on_demand(list(page.get("PriceList", [])),
                                           currency_of(self.region)))
         return prices

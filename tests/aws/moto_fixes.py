@@ -1,0 +1,47 @@
+"""Where moto answers differently from EC2, made to answer as EC2 does.
+
+- DescribeInstanceTypes with `processor-info.supported-architecture`: moto compares a list
+  attribute by its first element only, so t2.small (`[i386, x86_64]`) fails the x86_64 value
+  that EC2 matches it by. The filter is taken off the request moto sees and applied to its
+  answer as EC2 applies it (any listed architecture matches), page by page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.handlers import BUILTIN_HANDLERS
+
+ARCHITECTURE_FILTER = "processor-info.supported-architecture"
+_KEY = "tests.aws.moto_fixes.architectures"
+
+
+def _take_architecture_filter(params: dict[str, Any], context: dict[str, Any],
+                              **_: Any) -> dict[str, Any] | None:
+    # A new dict for the request: recorders of the call still see what the code asked.
+    filters = params.get("Filters") or []
+    wanted = [f for f in filters if f.get("Name") == ARCHITECTURE_FILTER]
+    if not wanted:
+        return None
+    context[_KEY] = {value for f in wanted for value in f.get("Values", [])}
+    sent = {key: value for key, value in params.items() if key != "Filters"}
+    rest = [f for f in filters if f.get("Name") != ARCHITECTURE_FILTER]
+    return {**sent, "Filters": rest} if rest else sent
+
+
+def _apply_architecture_filter(parsed: dict[str, Any], context: dict[str, Any],
+                               **_: Any) -> None:
+    wanted = context.get(_KEY)
+    if wanted is None or "InstanceTypes" not in parsed:
+        return
+    parsed["InstanceTypes"] = [
+        t for t in parsed["InstanceTypes"]
+        if wanted & set(t.get("ProcessorInfo", {}).get("SupportedArchitectures", []))]
+
+
+def install() -> None:
+    """For every botocore session made from now on."""
+    for spec in (("provide-client-params.ec2.DescribeInstanceTypes", _take_architecture_filter),
+                 ("after-call.ec2.DescribeInstanceTypes", _apply_architecture_filter)):
+        if spec not in BUILTIN_HANDLERS:
+            BUILTIN_HANDLERS.append(spec)
