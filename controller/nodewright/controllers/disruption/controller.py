@@ -102,6 +102,10 @@ class DisruptionController:
             cluster, state, recorder, self.decisions,
             timedelta(seconds=self.options.command_timeout_seconds))
         self.pending: _Pending | None = None
+        # When a pass that found nothing to do is followed by the next (Karpenter's polling
+        # period): commands in flight move on every second meanwhile, but no pass is
+        # worked out before then (Karpenter's queue is a controller of its own).
+        self._next_pass: datetime | None = None
         self._consolidated: dict[str, tuple[object, ...]] = {}
         self._resume = Resume()
         self._pod_facts = PodFacts()
@@ -137,6 +141,8 @@ class DisruptionController:
                 result = Result(requeue_after=(self.pending.due - now).total_seconds())
             else:
                 result = self._validate_and_start(self.pending.command, now)
+        elif self._next_pass is not None and now < self._next_pass:
+            result = Result(requeue_after=(self._next_pass - now).total_seconds())
         else:
             result = self._decide(now)
         if in_flight and (result.requeue_after is None
@@ -181,7 +187,10 @@ class DisruptionController:
         with self.state.lock.released():
             current, command = self._work_out(now, snapshot, consolidation_mark)
         if command is None:
-            return Result(requeue_after=self._idle_requeue(current, now))
+            wait = self._idle_requeue(current, now)
+            self._next_pass = now + timedelta(seconds=wait)
+            return Result(requeue_after=wait)
+        self._next_pass = None
         if self._changed_since(command, snapshot):
             self._consolidated.clear()
             return Result(requeue_after=0.0)

@@ -44,7 +44,7 @@ from nodewright.controllers.provisioning.problem import (
 )
 from nodewright.controllers.provisioning.solve_metrics import scheduling_simulation
 from nodewright.scheduling.catalog import InstanceType
-from nodewright.scheduling.pods import Pod, SpecError, Taint, Toleration
+from nodewright.scheduling.pods import ExistingNode, Pod, SpecError, Taint, Toleration
 from nodewright.scheduling.podvalidation import DRA_NOT_SUPPORTED
 from nodewright.scheduling.solver import (
     PreparedNodes,
@@ -185,6 +185,10 @@ class SimulationBase:
         }
         self.simulations = 0  # how many times `simulate` solved
         self._moving: dict[int, tuple[Mapping[str, Any], Pod | tuple[str, str] | None]] = {}
+        # The initialized-first retry's view of each problem simulations are cut from
+        # (`_not_ready_view`), and each pod's copy that tolerates the retry's taint.
+        self._not_ready: dict[int, tuple[SchedulingProblem, _NotReadyView]] = {}
+        self._tolerant: dict[int, tuple[Pod, Pod]] = {}
 
     @cached_property
     def _view(self) -> _View:
@@ -343,7 +347,7 @@ class SimulationBase:
         uninitialized = {pod for node_name, pods in result.existing
                          if node_name in self.uninitialized for pod in pods if pod in own}
         if uninitialized and not failures:
-            retried = self._initialized_first(problem, own)
+            retried = self._initialized_first(problem, own, self._not_ready_view(base, prepared))
             if retried is not None:
                 return Simulation(retried, {})
         for node_name, pods in result.existing:
@@ -354,26 +358,58 @@ class SimulationBase:
                     failures[pod] = f"it would schedule against uninitialized node {node_name}"
         return Simulation(result, failures)
 
-    def _initialized_first(self, problem: SchedulingProblem,
-                           own: set[str]) -> SchedulingResult | None:
+    def _not_ready_view(self, base: SchedulingProblem, prepared: PreparedNodes
+                        ) -> _NotReadyView:
+        """The retry's view of `base` (a problem simulations are cut from, and its prepared
+        nodes): its uninitialized machines tainted, worked out once per pass; only those
+        machines' usage is worked out again."""
+        known = self._not_ready.get(id(base))
+        if known is None or known[0] is not base:
+            nodes = [replace(node, taints=(*node.taints, _NOT_READY))
+                     if node.name in self.uninitialized else node for node in base.nodes]
+            view = _NotReadyView({node.name: node for node in nodes},
+                                 PreparedNodes(replace(base, nodes=nodes), prepared))
+            # The problem is kept with its view, so that its id is not reused meanwhile.
+            known = (base, view)
+            self._not_ready[id(base)] = known
+        return known[1]
+
+    def _tolerating(self, pod: Pod) -> Pod:
+        """The pod tolerating the retry's taint (one copy per pod object and pass)."""
+        known = self._tolerant.get(id(pod))
+        if known is None or known[0] is not pod:
+            known = (pod, replace(pod, tolerations=(*pod.tolerations, _NOT_READY_OK)))
+            self._tolerant[id(pod)] = known
+        return known[1]
+
+    def _initialized_first(self, problem: SchedulingProblem, own: set[str],
+                           view: _NotReadyView) -> SchedulingResult | None:
         """As Karpenter's scheduler, which tries initialized nodes before uninitialized
         ones: the plan with the candidates' pods kept off uninitialized machines, if every
         one of them then lands on an existing (initialized) machine; None otherwise (one
-        that needs a new NodeClaim would have gone to the uninitialized machine first)."""
+        that needs a new NodeClaim would have gone to the uninitialized machine first).
+        `problem` is cut from the problem `view` was made of: its machines are taken from
+        the view, so the solve reuses the view's prepared usage."""
         problem = replace(
             problem,
-            nodes=[replace(node, taints=(*node.taints, _NOT_READY))
-                   if node.name in self.uninitialized else node for node in problem.nodes],
-            pods=[pod if pod.key in own
-                  else replace(pod, tolerations=(*pod.tolerations, _NOT_READY_OK))
-                  for pod in problem.pods])
+            nodes=[view.nodes[node.name] for node in problem.nodes],
+            pods=[pod if pod.key in own else self._tolerating(pod) for pod in problem.pods])
         self.simulations += 1
         with scheduling_simulation("disruption", len(problem.pods)):
-            result = solve(problem)
+            result = solve(problem, view.prepared)
         if result.unschedulable or any(key in own for claim in result.nodeclaims
                                        for key in claim.pods):
             return None
         return result
+
+
+@dataclass(frozen=True)
+class _NotReadyView:
+    """A problem's machines as the initialized-first retry sees them (uninitialized ones
+    tainted), by name, with their prepared usage."""
+
+    nodes: Mapping[str, ExistingNode]
+    prepared: PreparedNodes
 
 
 class _Alike:
