@@ -9,6 +9,7 @@ from __future__ import annotations
 from nodewright.api.quantity import PODS, format_quantity
 from nodewright.scheduling.pods import Pod, untolerated
 from nodewright.scheduling.requirements import LABEL_HOSTNAME, Requirement
+from nodewright.scheduling.reservations import has_reservations
 from nodewright.scheduling.solver.context import PodContext, PodContexts
 from nodewright.scheduling.solver.existing_nodes import existing_targets
 from nodewright.scheduling.solver.fit import NODE_FULL, FitCheck
@@ -44,6 +45,16 @@ class Placement:
             pool = pool_state(pool_setup)
             self.tracker.add_pool_domains(pool_setup, pool)
             self.pools.append(pool)
+        # Capacity reservations, counted as NodeClaims take pods (Karpenter's
+        # ReservationManager); pods refused for want of one wait (`deferred`).
+        self.reservations = setup.reservations.copy() if setup.reservations else None
+        if self.reservations is not None:
+            self.fit.reservations = self.reservations
+            self.fit.strict_reservations = not setup.problem.reserved_capacity_fallback
+            self.fit.reserving_pools = frozenset(
+                pool.name for pool in self.pools
+                if has_reservations(c.instance_type for c in pool.candidates))
+        self.deferred: set[str] = set()
         # Existing nodes first (by name), then the NodeClaims in the order they open.
         self.targets: list[Target] = [*existing_targets(setup.nodes, self.tracker)]
         # The existing nodes' targets are shared with the other plans until a pod lands on
@@ -79,10 +90,15 @@ class Placement:
             reason = self._place(current)
             if reason is None:
                 return None
+            if current.key in self.deferred:
+                # A reservation may free up later: the pod keeps its preferences (Karpenter
+                # does not relax a pod refused with a ReservedOfferingError).
+                return reason
             current = relax(current)
         return reason
 
     def _place(self, pod: Pod) -> str | None:
+        self.deferred.discard(pod.key)
         if self.place_on_targets(pod):
             return None
         context = self.context(pod)
@@ -91,6 +107,11 @@ class Placement:
             claim_or_reason = self.open_claim(pool, pod, context)
             if isinstance(claim_or_reason, ClaimTarget):
                 return None
+            if isinstance(claim_or_reason, Rejection):
+                # The NodePool could launch into a reservation it cannot hold now: no
+                # lower-weight NodePool is tried (Karpenter's addToNewNodeClaim).
+                self.deferred.add(pod.key)
+                return f'NodePool "{pool.name}": {claim_or_reason.reason}'
             reason, is_requirement = claim_or_reason
             reasons.append((pool.name, reason, is_requirement))
         return _explain(pod, reasons)
@@ -141,6 +162,11 @@ class Placement:
         if isinstance(target, ExistingTarget) and pod.volumes:
             target.add_volumes(pod)
         if isinstance(target, ClaimTarget):
+            if change.reservations is not None and self.reservations is not None:
+                self.reservations.reserve(target.hostname, change.reservations - target.held)
+                self.reservations.release(target.hostname, target.held - change.reservations)
+                target.held = change.reservations
+                target.kept_out |= change.kept_out
             target.grew_by_efficiency |= change.grew_by_efficiency
             if change.requirements is not None:
                 target.set_requirements(change.requirements)
@@ -152,9 +178,10 @@ class Placement:
 
     def open_claim(
         self, pool: PoolState, pod: Pod, context: PodContext
-    ) -> ClaimTarget | tuple[str, bool]:
+    ) -> ClaimTarget | tuple[str, bool] | Rejection:
         """A new NodeClaim of the pool holding the pod, or why there can be none (and
-        whether that is the pod's requirements)."""
+        whether that is the pod's requirements); a deferred Rejection when it would need a
+        capacity reservation that is used up (strict mode)."""
         taint = untolerated(pool.template.taints, pod.tolerations)
         if taint is not None:
             return f"taint {taint.describe()} is not tolerated", False
@@ -186,6 +213,8 @@ class Placement:
         claim.set_candidates(candidates)
         outcome = self.fit.check(claim, pod, context)
         if isinstance(outcome, Rejection):
+            if outcome.deferred:
+                return outcome
             if outcome.reason == "no instance type has room":
                 return self._resource_reason(pool, claim, context), False
             return outcome.reason, False
