@@ -59,7 +59,6 @@ class SchedulingResult:
             ],
             "existing": [{"node": node, "pods": list(pods)} for node, pods in self.existing],
             "unschedulable": [{"pod": pod, "reason": reason} for pod, reason in self.unschedulable],
-            "deferred": [{"pod": pod, "reason": reason} for pod, reason in self.deferred],
             "cost": {"hourly": round(self.hourly_cost, 6)},
         }
 
