@@ -58,7 +58,7 @@ from nodewright.scheduling.nodepools import (
 )
 from nodewright.scheduling.pods import Pod, SpecError
 from nodewright.scheduling.podvalidation import DRA_NOT_SUPPORTED
-from nodewright.scheduling.solver import SchedulingResult, solve
+from nodewright.scheduling.solver import SchedulingResult, solve, zone_constraints
 from nodewright.scheduling.targets import PlannedNodeClaim
 from nodewright.state import NODES_RESOURCE, ClusterState, StateNode, podutil
 from nodewright.state.pods import pod_key
@@ -312,13 +312,14 @@ class Provisioner:
         kept = [replace(pod, node_name=machine.name) for pod, machine in placed]
         started = self.clock.now()
         pending = [pod for pod in pods if podutil.phase(self.state.pod(pod.key) or {}) == "Pending"]
-        with scheduling_simulation(self.name, len(pods), pending), \
+        with scheduling_simulation(self.name, len(pods), pending) as simulation, \
                 metrics.measure(metrics.PROVISIONER_SCHEDULING_DURATION):
             built = scheduling_problem(self.state, self.cloud, pods, placed=kept,
                                        relax_min_values=self.relax_min_values,
                                        ignore_preferences=self.ignore_preferences,
                                        reserved_capacity_fallback=False)
             with self.state.lock.released():
+                simulation.zones = zone_constraints(built.problem, pending)
                 result = solve(built.problem, deadline=self.solve_deadline)
         self._report_incompatible_pools(built)
         outcome.skipped_pools = built.skipped_pools

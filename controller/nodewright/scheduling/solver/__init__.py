@@ -36,6 +36,7 @@ from nodewright.scheduling.solver.preferences import ignore_preferences, relax
 from nodewright.scheduling.solver.problem import SchedulingProblem
 from nodewright.scheduling.solver.results import SchedulingResult
 from nodewright.scheduling.solver.setup import Setup
+from nodewright.scheduling.solver.zones import zone_constraints
 
 __all__ = [
     "PreparedNodes",
@@ -49,6 +50,7 @@ __all__ = [
     "ignore_preferences",
     "relax",
     "solve",
+    "zone_constraints",
 ]
 
 # The names `Setup` and `Solver` had when they were private to one module (tests still
