@@ -6,6 +6,8 @@ reason."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from nodewright.api.quantity import PODS, format_quantity
 from nodewright.scheduling.pods import Pod, untolerated
 from nodewright.scheduling.requirements import LABEL_HOSTNAME, Requirement
@@ -78,6 +80,7 @@ class Placement:
             context.spread_free
             and not context.needs_company
             and not pod.host_ports
+            and len(pod.volume_requirements) <= 1
             and not self.topology.selecting_groups(pod)
         )
 
@@ -99,22 +102,45 @@ class Placement:
 
     def _place(self, pod: Pod) -> str | None:
         self.deferred.discard(pod.key)
-        if self.place_on_targets(pod):
+        # A pod whose volumes allow several topologies tries each on every node in turn
+        # (Karpenter's CanAdd over its VolumeRequirements), before its preferences relax.
+        variants = alternatives(pod)
+        if len(variants) == 1:
+            if self.place_on_targets(pod):
+                return None
+        elif self._place_on_targets_per_node(variants):
             return None
-        context = self.context(pod)
         reasons: list[tuple[str, str, bool]] = []
         for pool in self.pools:
-            claim_or_reason = self.open_claim(pool, pod, context)
-            if isinstance(claim_or_reason, ClaimTarget):
-                return None
-            if isinstance(claim_or_reason, Rejection):
-                # The NodePool could launch into a reservation it cannot hold now: no
-                # lower-weight NodePool is tried (Karpenter's addToNewNodeClaim).
-                self.deferred.add(pod.key)
-                return f'NodePool "{pool.name}": {claim_or_reason.reason}'
+            for variant in variants:
+                claim_or_reason = self.open_claim(pool, variant, self.context(variant))
+                if isinstance(claim_or_reason, ClaimTarget):
+                    return None
+                if isinstance(claim_or_reason, Rejection):
+                    # The NodePool could launch into a reservation it cannot hold now: no
+                    # lower-weight NodePool is tried (Karpenter's addToNewNodeClaim).
+                    self.deferred.add(pod.key)
+                    return f'NodePool "{pool.name}": {claim_or_reason.reason}'
             reason, is_requirement = claim_or_reason
             reasons.append((pool.name, reason, is_requirement))
         return _explain(pod, reasons)
+
+    def _place_on_targets_per_node(self, variants: list[Pod]) -> bool:
+        """Place one of the variants on the first target (existing nodes, then NodeClaims,
+        in order) that takes one of them, trying them in order on each target."""
+        for position, target in enumerate(self.targets):
+            for variant in variants:
+                context = self.context(variant)
+                outcome = self.fit.check(target, variant, context)
+                if not isinstance(outcome, Change):
+                    continue
+                if position < self._existing and position not in self._copied:
+                    assert isinstance(target, ExistingTarget)
+                    target = self.targets[position] = target.copy()
+                    self._copied.add(position)
+                self.apply(target, variant, context, outcome)
+                return True
+        return False
 
     def place_on_targets(self, pod: Pod) -> bool:
         """Place the pod on an existing node or a NodeClaim opened so far, if one takes it."""
@@ -253,6 +279,14 @@ class Placement:
         )
         return f"no single instance type has {wanted} allocatable together"
 
+
+
+def alternatives(pod: Pod) -> list[Pod]:
+    """The pod once per topology its volumes allow (each with that one alternative)."""
+    if len(pod.volume_requirements) <= 1:
+        return [pod]
+    return [replace(pod, volume_requirements=(alternative,))
+            for alternative in pod.volume_requirements]
 
 
 def _limits_reason(pool: PoolState) -> str:
