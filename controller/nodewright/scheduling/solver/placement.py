@@ -112,6 +112,7 @@ class Placement:
             return None
         reasons: list[tuple[str, str, bool]] = []
         for pool in self.pools:
+            why: tuple[str, bool] = ("", False)
             for variant in variants:
                 claim_or_reason = self.open_claim(pool, variant, self.context(variant))
                 if isinstance(claim_or_reason, ClaimTarget):
@@ -121,8 +122,8 @@ class Placement:
                     # lower-weight NodePool is tried (Karpenter's addToNewNodeClaim).
                     self.deferred.add(pod.key)
                     return f'NodePool "{pool.name}": {claim_or_reason.reason}'
-            reason, is_requirement = claim_or_reason
-            reasons.append((pool.name, reason, is_requirement))
+                why = claim_or_reason
+            reasons.append((pool.name, *why))
         return _explain(pod, reasons)
 
     def _place_on_targets_per_node(self, variants: list[Pod]) -> bool:
