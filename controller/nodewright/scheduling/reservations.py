@@ -67,13 +67,8 @@ class ReservationBook:
         share it, read at different times) counts its least capacity."""
         capacity: dict[str, int] = {}
         for template in templates:
-            for instance_type in template.instance_types:
-                for offering in instance_type.offerings:
-                    if offering.capacity_type != RESERVED or not offering.reservation_id:
-                        continue
-                    rid = offering.reservation_id
-                    left = offering.reservation_capacity
-                    capacity[rid] = min(left, capacity.get(rid, left))
+            for rid, left in _catalog_capacity(template.instance_types).items():
+                capacity[rid] = min(left, capacity.get(rid, left))
         return cls(capacity)
 
     def __bool__(self) -> bool:
@@ -142,6 +137,31 @@ class ReservationBook:
         return reservable, compatible, None
 
 
+_CACHED_CATALOGS = 64
+# Capacity per reservation, by catalog (kept with the catalog so that its id is not reused
+# while cached): most catalogs have none, and a disruption pass solves many times against
+# the same ones.
+_CAPACITY: dict[int, tuple[Sequence[InstanceType], dict[str, int]]] = {}
+
+
+def _catalog_capacity(instance_types: Sequence[InstanceType]) -> dict[str, int]:
+    cached = _CAPACITY.get(id(instance_types))
+    if cached is not None and cached[0] is instance_types:
+        return cached[1]
+    capacity: dict[str, int] = {}
+    for instance_type in instance_types:
+        for offering in instance_type.offerings:
+            if offering.capacity_type != RESERVED or not offering.reservation_id:
+                continue
+            rid = offering.reservation_id
+            left = offering.reservation_capacity
+            capacity[rid] = min(left, capacity.get(rid, left))
+    if len(_CAPACITY) >= _CACHED_CATALOGS:
+        _CAPACITY.pop(next(iter(_CAPACITY)))
+    _CAPACITY[id(instance_types)] = (instance_types, capacity)
+    return capacity
+
+
 def reservations_of(types: Iterable[InstanceType], requirements: Requirements) -> frozenset[str]:
     """The reservations of available reserved offerings of `types` the requirements allow."""
     return frozenset(
@@ -152,9 +172,11 @@ def reservations_of(types: Iterable[InstanceType], requirements: Requirements) -
     )
 
 
-def has_reservations(types: Iterable[InstanceType]) -> bool:
-    return any(offering.capacity_type == RESERVED and offering.reservation_id
-               for instance_type in types for offering in instance_type.offerings)
+def with_reservations(types: Iterable[InstanceType]) -> frozenset[str]:
+    """The names of the types with a reserved offering."""
+    return frozenset(instance_type.name for instance_type in types
+                     if any(offering.capacity_type == RESERVED and offering.reservation_id
+                            for offering in instance_type.offerings))
 
 
 def outside(requirements: Requirements, reservations: Collection[str]) -> Requirements:

@@ -40,10 +40,10 @@ class FitCheck:
         self.efficient_growth = efficient_growth
         # The cheapest node of a pool for one pod alone, by pool name and pod shape.
         self.standalone: dict[tuple[str, tuple[object, ...]], float] = {}
-        # The plan's capacity reservations, the NodePools whose types offer some, and
+        # The plan's capacity reservations, the types offering some by NodePool, and
         # whether a NodeClaim that cannot hold one refuses the pod (`reservations`).
         self.reservations: ReservationBook | None = None
-        self.reserving_pools: frozenset[str] = frozenset()
+        self.reserving_types: dict[str, frozenset[str]] = {}
         self.strict_reservations = False
 
     def check(
@@ -116,18 +116,24 @@ class FitCheck:
                 if not by_efficiency:
                     return Rejection("growing this node costs more than a new one", True)
         change = Change(merged if changed else None, kept, need, by_efficiency)
-        if self.reservations is not None and target.pool is not None \
-                and target.pool.name in self.reserving_pools:
-            return self._reserve(self.reservations, target, change, merged, need)
+        if self.reservations is not None and target.pool is not None:
+            reserving = self.reserving_types.get(target.pool.name)
+            if reserving:
+                return self._reserve(self.reservations, reserving, target, change, merged,
+                                     need)
         return change
 
-    def _reserve(self, book: ReservationBook, target: ClaimTarget, change: Change,
-                 requirements: Requirements, need: Vector) -> Change | Rejection:
-        """Karpenter's offeringsToReserve for the NodeClaim with the pod added. In fallback
-        mode a NodeClaim that can hold none of the reservations it could launch into is
-        kept out of them at once, so that it is priced (and grows) as what it will be."""
+    def _reserve(self, book: ReservationBook, reserving: frozenset[str], target: ClaimTarget,
+                 change: Change, requirements: Requirements, need: Vector
+                 ) -> Change | Rejection:
+        """Karpenter's offeringsToReserve for the NodeClaim with the pod added (over the
+        types that still hold its pods and offer a reservation). In fallback mode a
+        NodeClaim that can hold none of the reservations it could launch into is kept out
+        of them at once, so that it is priced (and grows) as what it will be."""
         assert change.candidates is not None
-        types = [c.instance_type for c in change.candidates.fitting(need)]
+        kept = change.candidates
+        types = [c.instance_type for c in kept.candidates[kept.start:]
+                 if c.instance_type.name in reserving and fits(need, c.allocatable)]
         reservable, compatible, error = book.to_reserve(
             target.hostname, target.held, types, requirements, self.strict_reservations)
         if error is not None:

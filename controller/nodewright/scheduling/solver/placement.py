@@ -11,7 +11,7 @@ from dataclasses import replace
 from nodewright.api.quantity import PODS, format_quantity
 from nodewright.scheduling.pods import Pod, untolerated
 from nodewright.scheduling.requirements import LABEL_HOSTNAME, Requirement
-from nodewright.scheduling.reservations import has_reservations
+from nodewright.scheduling.reservations import with_reservations
 from nodewright.scheduling.solver.context import PodContext, PodContexts
 from nodewright.scheduling.solver.existing_nodes import existing_targets
 from nodewright.scheduling.solver.fit import NODE_FULL, FitCheck
@@ -53,9 +53,10 @@ class Placement:
         if self.reservations is not None:
             self.fit.reservations = self.reservations
             self.fit.strict_reservations = not setup.problem.reserved_capacity_fallback
-            self.fit.reserving_pools = frozenset(
-                pool.name for pool in self.pools
-                if has_reservations(c.instance_type for c in pool.candidates))
+            for pool in self.pools:
+                reserving = with_reservations(c.instance_type for c in pool.candidates)
+                if reserving:
+                    self.fit.reserving_types[pool.name] = reserving
         self.deferred: set[str] = set()
         # Existing nodes first (by name), then the NodeClaims in the order they open.
         self.targets: list[Target] = [*existing_targets(setup.nodes, self.tracker)]
