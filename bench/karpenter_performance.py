@@ -23,7 +23,9 @@ run it alone on a quiet machine (it prints the load average).
     python bench/karpenter_performance.py [--test basic,drift|all] [--scale 1] [--json]
         [--large]   # the 5,000-pod shape (basic x5) and the memory per 1,000 pods / 100 nodes
 
-Without the Kubernetes binaries (../shared/k8s/README.md) it says so and exits 3.
+Without the Kubernetes binaries (../shared/k8s/README.md) it says so and exits 3;
+bench/burst_in_memory.py runs the basic test's burst against the operator in memory (not
+the real control plane) instead.
 """
 
 from __future__ import annotations
@@ -378,7 +380,8 @@ def main() -> int:
     plane, why_not, was_running = start_control_plane(script, home)
     if plane is None:
         print(f"{why_not}\n(the benchmark needs the Kubernetes binaries: see "
-              f"{script.parent / 'README.md'})", file=sys.stderr)
+              f"{script.parent / 'README.md'}; bench/burst_in_memory.py runs the basic "
+              f"burst in memory, not on the real control plane)", file=sys.stderr)
         return 3
     print(f"Kubernetes {plane.version}, load average {os.getloadavg()[0]:.2f} "
           f"on {os.cpu_count()} CPUs", flush=True)

@@ -777,6 +777,20 @@ RECONCILE_TIME = Histogram(
     buckets=DURATION_BUCKETS,
     registry=REGISTRY,
 )
+# controller-runtime's pkg/internal/controller/metrics: each controller's workers and how
+# many of them are reconciling now.
+MAX_CONCURRENT_RECONCILES = Gauge(
+    "controller_runtime_max_concurrent_reconciles",
+    "Maximum number of concurrent reconciles per controller",
+    [CONTROLLER],
+    registry=REGISTRY,
+)
+ACTIVE_WORKERS = Gauge(
+    "controller_runtime_active_workers",
+    "Number of currently used workers per controller",
+    [CONTROLLER],
+    registry=REGISTRY,
+)
 # client-go's workqueue metrics as controller-runtime registers them (pkg/metrics/
 # workqueue.go): `name` and `controller` both carry the controller's name; `priority` is
 # empty (no priority queue).

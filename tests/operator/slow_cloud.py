@@ -5,10 +5,14 @@ bench/controller_latency.py.
 its calls are safe from any thread (so the operator makes them outside the state lock),
 and a few of them are slow once their `Gate` is armed: the catalog refresh (the paged
 DescribeInstanceTypes and the pricing download), the EC2NodeClass resolution, the
-TerminateInstances of chosen instances and the CreateFleet of chosen NodeClaims. A slow
-call waits at its gate outside any lock, as a request waits on the network; then the
-simulated EC2, written for one thread, does its own quick work under the state lock its
-timers also run under.
+TerminateInstances of chosen instances and the CreateFleet of chosen NodeClaims (or of
+every NodeClaim: `every_launch`). A slow call waits at its gate outside any lock, as a
+request waits on the network; then the simulated EC2, written for one thread, does its own
+quick work under the state lock its timers also run under. With a `launch_window`,
+launches go through the AWS provider's CreateFleet batcher (`cloud.aws.batcher`): the
+launches of one window with the same requirements are one CreateFleet, which waits at the
+launch gate once; `batch_sizes` and `most_launches_in_flight` say how many launches the
+controllers had in flight together.
 
 `SlowWrites` is the in-memory API server as a slow one answers: writes to chosen objects
 wait at a gate first, as a request sleeping out a 429's Retry-After does.
@@ -19,14 +23,17 @@ poll: a receive returns as soon as a message arrives.
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Iterable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from typing import Any
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
+from nodewright.cloud.aws.batcher import Batcher, Window
+from nodewright.cloud.aws.batcher import Result as BatchResult
 from nodewright.cloud.aws.interruption_queue import EventHandler, PollResult
 from nodewright.cloud.capabilities import CloudCapabilities
 from nodewright.cloud.provider import Instance
@@ -88,7 +95,9 @@ class SlowCloud:
 
     def __init__(self, sim: SimulatedEC2, *, seconds: float | None = None,
                  slow_launches: Iterable[str] = (),
-                 slow_terminations: Iterable[str] = ()) -> None:
+                 slow_terminations: Iterable[str] = (),
+                 every_launch: bool = False,
+                 launch_window: Window | None = None) -> None:
         self.sim = sim
         self.name = sim.name
         # The operator's state lock once there is one (`use_lock`).
@@ -99,6 +108,14 @@ class SlowCloud:
         self.termination = Gate("termination", seconds)
         self.slow_launches = set(slow_launches)
         self.slow_terminations = set(slow_terminations)
+        self.every_launch = every_launch
+        self._counts = threading.Lock()
+        self.launches_in_flight = 0
+        self.most_launches_in_flight = 0
+        self.batch_sizes: list[int] = []
+        self._fleet: Batcher[tuple[NodeClaim, EC2NodeClass], Instance] | None = (
+            None if launch_window is None else
+            Batcher("create_fleet", launch_window, self._create_fleet, key=_fleet_key))
 
     @property
     def gates(self) -> tuple[Gate, ...]:
@@ -137,16 +154,55 @@ class SlowCloud:
             return self.sim.get_instance_types(node_class)
 
     def create(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> Instance:
-        if nodeclaim.name in self.slow_launches:
-            self.launch.pass_through()
-        with self.lock:
-            return self.sim.create(nodeclaim, node_class)
+        with self._in_flight():
+            if self._fleet is not None:
+                return self._fleet.add((nodeclaim, node_class))
+            if self.every_launch or nodeclaim.name in self.slow_launches:
+                self.launch.pass_through()
+            with self.lock:
+                return self.sim.create(nodeclaim, node_class)
+
+    @contextmanager
+    def _in_flight(self) -> Iterator[None]:
+        with self._counts:
+            self.launches_in_flight += 1
+            self.most_launches_in_flight = max(self.most_launches_in_flight,
+                                               self.launches_in_flight)
+        try:
+            yield
+        finally:
+            with self._counts:
+                self.launches_in_flight -= 1
+
+    def _create_fleet(self, launches: list[tuple[NodeClaim, EC2NodeClass]]
+                      ) -> list[BatchResult[Instance]]:
+        """One CreateFleet for a window's launches of the same requirements: slow once,
+        then one instance for each."""
+        with self._counts:
+            self.batch_sizes.append(len(launches))
+        self.launch.pass_through()
+        results: list[BatchResult[Instance]] = []
+        for nodeclaim, node_class in launches:
+            try:
+                with self.lock:
+                    results.append(BatchResult(output=self.sim.create(nodeclaim, node_class)))
+            except Exception as error:  # this launch's caller gets its own failure
+                results.append(BatchResult(error=error))
+        return results
 
     def delete(self, provider_id: str) -> None:
         if provider_id in self.slow_terminations:
             self.termination.pass_through()
         with self.lock:
             self.sim.delete(provider_id)
+
+
+def _fleet_key(launch: tuple[NodeClaim, EC2NodeClass]) -> str:
+    """Launches batch together when their CreateFleet requests would be the same."""
+    nodeclaim, node_class = launch
+    return json.dumps([node_class.metadata.name,
+                       [r.model_dump(mode="json") for r in nodeclaim.spec.requirements]],
+                      sort_keys=True)
 
 
 class CatalogRefreshing:

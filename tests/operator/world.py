@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nodewright.cloud.provider import Instance
+from nodewright.cloud.provider import CloudProvider, Instance
 from nodewright.cloud.sim import CapacityRule, SimEvent, SimSettings, SimulatedEC2
 from nodewright.cluster.api import (
     KINDS,
@@ -212,12 +212,18 @@ class RealTimeWorld(ClusterReads):
 
     def operator(self, identity: str, *, leader_elect: bool = True,
                  timing: LeaseTiming = FAST_LEASE,
-                 options: ControllerOptions = FAST_CONTROLLERS) -> Operator:
+                 options: ControllerOptions = FAST_CONTROLLERS,
+                 cloud: CloudProvider | None = None) -> Operator:
+        """A controller process. With `cloud` (one safe from any thread, such as
+        `tests.operator.slow_cloud.SlowCloud` over `world.cloud` and `world.lock`) it runs
+        as `nodewright controller` does, taking no turn at the world lock: its workers
+        run side by side, each call to the cluster or the cloud taking its turn."""
         settings = OperatorSettings(identity=identity, leader_elect=leader_elect,
                                     lease_namespace="kube-system", timing=timing,
                                     controllers=options, idle_interval=0.01)
-        started = Operator(AuditedCluster(self.cluster, self.controller_requests), self.cloud,
-                           settings, world_lock=self.lock)
+        started = Operator(AuditedCluster(self.cluster, self.controller_requests),
+                           cloud or self.cloud, settings,
+                           world_lock=self.lock if cloud is None else None)
         started.start()
         self.operators.append(started)
         return started

@@ -404,7 +404,8 @@ OPTIONS: tuple[Option, ...] = (
            "Karpenter's chart sets it (-1: none); above 0, a warning is logged when the "
            "process's resident memory passes 90%% of it", parse_int64, "-1", "BYTES"),
     Option("--cpu-requests", "CPU_REQUESTS", "the container's CPU request in millicores, as "
-           "Karpenter's chart sets it (0 or less: 1000); accepted, sizes nothing here",
+           "Karpenter's chart sets it (0 or less: 1000); sizes the workers of the "
+           "controllers Karpenter sizes with it, up to a ceiling",
            parse_cpu_requests, "1000", "MILLICORES"),
     Option("--karpenter-service", "KARPENTER_SERVICE", "Karpenter's webhook Service name; "
            "accepted, unused (nodewright has no webhook)", default="", metavar="NAME"),

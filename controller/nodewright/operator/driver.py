@@ -4,8 +4,10 @@ The same contract as `nodewright.controllers.driver.VirtualDriver`: `add` reconc
 `listen` to every watch event (the state cache), `enqueue` keys. As in controller-runtime,
 each controller has its own work queue (deduplicated keys, rate-limited retries, delays
 for `requeue_after`) and its own worker thread (or several, when the reconciler says
-`max_concurrent_reconciles`), so a provisioning solve or a disruption pass never holds
-up an interruption, a drain or a registration. One dispatcher thread
+`max_concurrent_reconciles`: sized with the container's CPU request as Karpenter sizes
+them, and capped, `runtime.concurrency`), so a provisioning solve or a disruption pass
+never holds up an interruption, a drain or a registration, and a burst of launches runs
+side by side. The queue never hands one key to two workers at once. One dispatcher thread
 reads the watch stream, hands each event to the listeners, queues the keys the
 controllers' `watches` map it to, and fires the clock's timers.
 
@@ -48,6 +50,7 @@ from nodewright.cluster.kube.access import WATCHED_KINDS
 from nodewright.operator import logs
 from nodewright.operator.workqueue import RateLimiter, WorkQueue
 from nodewright.runtime.clock import SystemClock
+from nodewright.runtime.concurrency import DEFAULT_CPU_REQUESTS
 from nodewright.runtime.reconciler import (
     Reconciler,
     WatchEvent,
@@ -133,8 +136,12 @@ class OperatorDriver:
         world_lock: AbstractContextManager[object] | None = None,
         state_lock: StateLock | None = None,
         health: HealthLimits | None = None,
+        cpu_requests: int = DEFAULT_CPU_REQUESTS,
     ) -> None:
+        """`cpu_requests` (millicores, Karpenter's CPU_REQUESTS) sizes the controllers
+        whose workers scale with the CPU (`runtime.concurrency`)."""
         self.cluster = cluster
+        self.cpu_requests = cpu_requests
         self.clock = clock or SystemClock()
         self.clock.wake = self._wake
         self.name = name
@@ -196,8 +203,15 @@ class OperatorDriver:
         for worker in list(self._workers):
             self._start_worker(worker)
 
+    def workers(self, reconciler: Reconciler) -> int:
+        """How many threads work `reconciler`'s queue."""
+        return concurrent_reconciles(reconciler, self.cpu_requests)
+
     def _start_worker(self, worker: _Worker) -> None:
-        count = concurrent_reconciles(worker.reconciler)
+        count = self.workers(worker.reconciler)
+        name = worker.reconciler.name
+        metrics.MAX_CONCURRENT_RECONCILES.labels(controller=name).set(count)
+        metrics.ACTIVE_WORKERS.labels(controller=name).set(0)
         for number in range(count):
             suffix = f"-{number}" if count > 1 else ""
             thread = threading.Thread(
@@ -288,7 +302,7 @@ class OperatorDriver:
     def _wake_workers(self) -> None:
         with self._lock:
             for worker in self._workers:
-                worker.wakeup.notify()
+                worker.wakeup.notify_all()
 
     # --- the dispatcher: watch events and timers ---------------------------------------
 
@@ -372,6 +386,8 @@ class OperatorDriver:
                     if key is None:
                         continue
                     worker.in_flight[threading.get_ident()] = time.monotonic()
+                    metrics.ACTIVE_WORKERS.labels(controller=worker.reconciler.name).set(
+                        len(worker.in_flight))
                     self.reconciles += 1
                 self._reconcile(worker, key)
 
@@ -382,7 +398,12 @@ class OperatorDriver:
             now = time.monotonic()
             if not worker.queue.busy():
                 worker.progress = now
+            ready = worker.queue.ready()
             worker.queue.promote_due(now)
+            promoted = worker.queue.ready() - ready
+            if promoted > 1:
+                # Keys that came due together: one more worker for each beyond this one's.
+                worker.wakeup.notify(promoted - 1)
             leading = self.leading.is_set()
             if leading and worker.queue.ready():
                 return True
@@ -431,4 +452,6 @@ class OperatorDriver:
     @staticmethod
     def _finished(worker: _Worker) -> None:
         worker.in_flight.pop(threading.get_ident(), None)
+        metrics.ACTIVE_WORKERS.labels(controller=worker.reconciler.name).set(
+            len(worker.in_flight))
         worker.progress = time.monotonic()

@@ -194,6 +194,7 @@ class ControllerProcess:
             lease_name=config.leader_election_name,
             lease_namespace=config.leader_election_namespace,
             timing=self._timing, controllers=options, health=self._health,
+            cpu_requests=config.cpu_requests,
         )
         if self._given_cluster is None and config.leader_elect:
             self.lease_cluster = self._connect(cached_kinds=())

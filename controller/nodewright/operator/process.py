@@ -32,6 +32,7 @@ from nodewright.operator.fencing import fenced
 from nodewright.operator.leader import LeaderElector, LeaseTiming
 from nodewright.operator.shutdown import Shutdown
 from nodewright.runtime.clock import SystemClock
+from nodewright.runtime.concurrency import DEFAULT_CPU_REQUESTS
 from nodewright.runtime.reconciler import Reconciler
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,8 @@ class OperatorSettings:
     # How long the driver may idle between looks at the watch stream.
     idle_interval: float = 0.02
     health: HealthLimits = field(default_factory=HealthLimits)
+    # CPU_REQUESTS (millicores): sizes the controllers whose workers scale with the CPU.
+    cpu_requests: int = DEFAULT_CPU_REQUESTS
 
 
 class Operator:
@@ -89,7 +92,8 @@ class Operator:
                                      idle_interval=settings.idle_interval,
                                      name=settings.identity, world_lock=world_lock,
                                      state_lock=self.controllers.state.lock,
-                                     health=settings.health)
+                                     health=settings.health,
+                                     cpu_requests=settings.cpu_requests)
         self.controllers.attach(self.driver)
         self.events = EventWriter(self.writer, world_lock=world_lock, clock=self.clock)
         self.controllers.recorder.send_to(self.events.submit)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from nodewright.runtime.concurrency import DEFAULT_CPU_REQUESTS, LinearScale, worker_count
+
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
 
@@ -87,8 +89,15 @@ def manages_state_lock(reconciler: Reconciler) -> bool:
     return bool(getattr(reconciler, "manages_state_lock", False))
 
 
-def concurrent_reconciles(reconciler: Reconciler) -> int:
-    """How many keys of this controller the operator reconciles at once
-    (`max_concurrent_reconciles`, controller-runtime's MaxConcurrentReconciles; default
-    1). One key never runs twice at once. The simulator runs one at a time regardless."""
-    return max(1, int(getattr(reconciler, "max_concurrent_reconciles", 1)))
+def concurrent_reconciles(reconciler: Reconciler,
+                          cpu_requests: int = DEFAULT_CPU_REQUESTS) -> int:
+    """How many keys of this controller the operator reconciles at once in a container
+    requesting `cpu_requests` millicores: its `max_concurrent_reconciles`
+    (controller-runtime's MaxConcurrentReconciles: a count, or Karpenter's CPU-scaled
+    `LinearScale`; default 1), capped (`runtime.concurrency`). One key never runs twice at
+    once. The simulator runs one at a time regardless."""
+    declared = getattr(reconciler, "max_concurrent_reconciles", 1)
+    if not isinstance(declared, int | LinearScale):
+        raise TypeError(f"controller {reconciler.name}: max_concurrent_reconciles is "
+                        f"{declared!r}, not a count or a LinearScale")
+    return worker_count(declared, cpu_requests)

@@ -38,6 +38,7 @@ from nodewright.controllers.nodeclaim.liveness import (
 )
 from nodewright.controllers.nodeclaim.registration import Registration
 from nodewright.runtime.clock import Clock
+from nodewright.runtime.concurrency import LinearScale
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState
 from nodewright.state.wellknown import TERMINATION_FINALIZER
@@ -45,9 +46,10 @@ from nodewright.state.wellknown import TERMINATION_FINALIZER
 
 class NodeClaimLifecycle:
     name = "nodeclaim.lifecycle"
-    # Workers in the operator, so a registration or a deletion is not queued behind a
-    # burst of launches (Karpenter runs 1000; each here still takes the state lock).
-    max_concurrent_reconciles = 4
+    # Karpenter's (1,000 workers at one core, 5,000 at 60; capped, runtime.concurrency):
+    # a burst's launches wait out their CreateFleet side by side, and a registration or a
+    # deletion is not queued behind them. Each still takes the state lock between requests.
+    max_concurrent_reconciles = LinearScale(1000, 5000)
 
     def __init__(
         self,

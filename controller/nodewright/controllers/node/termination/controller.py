@@ -37,6 +37,7 @@ from nodewright.controllers.node.termination.volumes import pending_attachments
 from nodewright.controllers.nodeclaim.context import LifecycleContext
 from nodewright.controllers.nodeclaim.finalize import INSTANCE_TERMINATING, instance_gone
 from nodewright.runtime.clock import Clock, parse_time
+from nodewright.runtime.concurrency import LinearScale
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState, podutil
 from nodewright.state.wellknown import (
@@ -73,8 +74,9 @@ def _node_ready(node: Mapping[str, Any]) -> bool:
 
 class NodeTermination:
     name = "node.termination"
-    # Workers in the operator: one node's drain does not wait behind another's.
-    max_concurrent_reconciles = 4
+    # Karpenter's (100 workers at one core, 5,000 at 60; capped, runtime.concurrency): one
+    # node's drain or TerminateInstances does not wait behind another's.
+    max_concurrent_reconciles = LinearScale(100, 5000)
 
     def __init__(
         self,
