@@ -105,21 +105,34 @@ class ClusterCost:
         instance_types: Callable[[str], Sequence[InstanceType]],
     ) -> None:
         """Count a NodeClaim not counted yet. Without all of `NECESSARY_LABELS` it is left
-        for a later event (its launch has not labelled it yet)."""
+        for a later event (its launch has not labelled it yet). The callbacks run outside
+        the tracker's lock (they may wait on the cluster state's or the cloud's)."""
+        if any(label not in labels for label in NECESSARY_LABELS):
+            return
+        nodepool = labels[NODEPOOL_LABEL]
+        key = OfferingKey(labels[ZONE_LABEL], labels[CAPACITY_TYPE_LABEL],
+                          labels[INSTANCE_TYPE_LABEL])
         with self._lock:
             if name in self._claims:
                 return
-            if any(label not in labels for label in NECESSARY_LABELS):
+            pool = self._pools.get(nodepool)
+            known = pool is not None and key in pool.offerings
+        try:
+            price = self._price(nodepool, key, known, nodepool_exists, instance_types)
+        except CostTrackingError as error:
+            metrics.NODEPOOLS_COST_TRACKER_ERRORS.labels(nodepool=nodepool).inc()
+            raise CostTrackingError(f"{error} (nodeclaim {name}, nodepool {nodepool})"
+                                    ) from None
+        with self._lock:
+            if name in self._claims:
                 return
-            nodepool = labels[NODEPOOL_LABEL]
-            key = OfferingKey(labels[ZONE_LABEL], labels[CAPACITY_TYPE_LABEL],
-                              labels[INSTANCE_TYPE_LABEL])
-            try:
-                self._add(nodepool, key, nodepool_exists, instance_types)
-            except CostTrackingError as error:
-                metrics.NODEPOOLS_COST_TRACKER_ERRORS.labels(nodepool=nodepool).inc()
-                raise CostTrackingError(f"{error} (nodeclaim {name}, nodepool {nodepool})"
-                                        ) from None
+            pool = self._pools.setdefault(nodepool, _NodePoolCost())
+            counted = pool.offerings.get(key)
+            if counted is None:
+                counted = _Offering(0, price or 0.0)
+                pool.offerings[key] = counted
+            counted.count += 1
+            pool.cost += counted.price
             self._claims[name] = (nodepool, key)
 
     def delete_nodeclaim(self, name: str) -> None:
@@ -156,29 +169,28 @@ class ClusterCost:
         with self._lock:
             return sum(pool.cost for pool in self._pools.values())
 
-    def _add(self, nodepool: str, key: OfferingKey, nodepool_exists: Callable[[str], bool],
-             instance_types: Callable[[str], Sequence[InstanceType]]) -> None:
+    @staticmethod
+    def _price(nodepool: str, key: OfferingKey, known: bool,
+               nodepool_exists: Callable[[str], bool],
+               instance_types: Callable[[str], Sequence[InstanceType]]) -> float | None:
+        """The offering's price when it is not counted yet (None when it is, or unknown)."""
         if not nodepool_exists(nodepool):
             raise CostTrackingError(f'NodePool "{nodepool}" not found')
-        pool = self._pools.setdefault(nodepool, _NodePoolCost())
-        counted = pool.offerings.get(key)
-        if counted is None:
-            try:
-                types = instance_types(nodepool)
-            except Exception as error:
-                raise CostTrackingError(
-                    f'failed to get instance types for nodepool "{nodepool}" while adding '
-                    f'offering for instance "{key.instance_type}", {error}') from error
-            price = offering_price(types, key)
-            if price is None:
-                log.error("offering price unknown — cost tracking will undercount for this "
-                          "nodeclaim until next update: failed to find offering for instance "
-                          "%r in zone %r with capacity %r in nodepool %r",
-                          key.instance_type, key.zone, key.capacity_type, nodepool)
-            counted = _Offering(0, price or 0.0)
-            pool.offerings[key] = counted
-        counted.count += 1
-        pool.cost += counted.price
+        if known:
+            return None
+        try:
+            types = instance_types(nodepool)
+        except Exception as error:
+            raise CostTrackingError(
+                f'failed to get instance types for nodepool "{nodepool}" while adding '
+                f'offering for instance "{key.instance_type}", {error}') from error
+        price = offering_price(types, key)
+        if price is None:
+            log.error("offering price unknown — cost tracking will undercount for this "
+                      "nodeclaim until next update: failed to find offering for instance "
+                      "%r in zone %r with capacity %r in nodepool %r",
+                      key.instance_type, key.zone, key.capacity_type, nodepool)
+        return price
 
     def _remove(self, nodepool: str, key: OfferingKey) -> None:
         where = (f'(instance "{key.instance_type}", zone "{key.zone}", capacity '
