@@ -569,6 +569,13 @@ NODEPOOLS_COST = Gauge(
     [NODEPOOL],
     registry=REGISTRY,
 )
+NODEPOOLS_COST_TRACKER_ERRORS = Counter(
+    "karpenter_nodepools_cost_tracker_errors_total",
+    "Number of errors encountered during cost tracking operations. Labeled by nodepool and "
+    "nodeclaim.",
+    [NODEPOOL],
+    registry=REGISTRY,
+)
 NODEPOOLS_ALLOWED_DISRUPTIONS = Gauge(
     "karpenter_nodepools_allowed_disruptions",
     "The number of nodes for a given NodePool that can be concurrently disrupting at a point "

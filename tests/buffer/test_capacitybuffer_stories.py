@@ -314,3 +314,23 @@ def test_without_the_gate_no_buffer_is_in_the_status_condition_metrics() -> None
     assert w.settle()
     assert series("operator_status_condition_count", kind="CapacityBuffer",
                   name="unmetered") == []
+
+
+def test_a_chunk_s_claim_volumes_are_dropped_before_it_is_simulated() -> None:
+    """Karpenter's sanitizeVirtualPodSpec (pkg/state/virtualpods/utilities.go): a template's
+    PersistentVolumeClaim and generic ephemeral volumes are dropped, as a virtual pod's
+    claims never exist; the headroom is launched all the same."""
+    volumes = [{"name": "data", "persistentVolumeClaim": {"claimName": "never-created"}},
+               {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+               {"name": "cache", "emptyDir": {}}]
+    w = world(pod_template("chunk", "1", volumes=volumes),
+              buffer(podTemplateRef={"name": "chunk"}, replicas=2))
+    assert w.settle()
+    assert conditions(w)["ReadyForProvisioning"] == ("True", "Resolved")
+    assert w.nodeclaims()
+    assert conditions(w)["Provisioning"] == ("True", "FitsExistingCapacity")
+    # What the solver got: the virtual pods, without the template's claims.
+    buffers = w.controllers.state.buffers
+    virtual = buffers.all() if buffers is not None else []
+    assert len(virtual) == 2
+    assert all(not pod.volume_claims and not pod.volumes for pod in virtual)

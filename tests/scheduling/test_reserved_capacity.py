@@ -12,7 +12,6 @@ import pytest
 
 from nodewright.scheduling.catalog import InstanceType, Offering
 from nodewright.scheduling.requirements import Requirement
-from nodewright.scheduling.reservations import assign_reservations
 from nodewright.scheduling.solver import SchedulingResult
 
 from .test_solver import instance_type, nodepool, pod, replicas, run
@@ -91,19 +90,26 @@ def test_an_exhausted_reservation_takes_nothing() -> None:
     assert result.hourly_cost == pytest.approx(3 * 0.08)
 
 
-def test_two_reservations_are_each_used_up_before_falling_back() -> None:
+def test_two_reservations_are_held_pessimistically_then_used_up() -> None:
+    # As Karpenter's offeringsToReserve: the first NodeClaim may become either type, so it
+    # holds an instance of both reservations (its launch may pick either); the second
+    # holds cr-b's last instance; the rest fall back.
     other = instance_type("n.1", 4, 16, 0.30, capacity_types=("on-demand", "spot"))
     catalog = [reserved(PLAIN, ("cr-a", 1)), reserved(other, ("cr-b", 2), zone="zone-b")]
 
     result = run(whole_nodes(5), [nodepool(catalog=catalog)])
 
-    assert by_reservation(result) == {"cr-a": 1, "cr-b": 2, None: 2}
-    into_b = [c for c in result.nodeclaims if c.requirements[RESERVATION_ID].values == {"cr-b"}
-              and not c.requirements[RESERVATION_ID].complement]
-    assert {c.instance_type for c in into_b} == {"n.1"}
+    held = [c.requirements[RESERVATION_ID].values for c in result.nodeclaims
+            if c.capacity_type == "reserved"]
+    assert sorted(map(sorted, held)) == [["cr-a", "cr-b"], ["cr-b"]]
+    (into_b,) = [c for c in result.nodeclaims if c.capacity_type == "reserved"
+                 and c.requirements[RESERVATION_ID].values == {"cr-b"}]
+    assert into_b.instance_types == (("n.1", pytest.approx(0.30 / 10_000_000)),)
     fallback = [c for c in result.nodeclaims if c.capacity_type != "reserved"]
+    assert len(fallback) == 3
     assert {(c.instance_type, c.capacity_type) for c in fallback} == {("m.1", "spot")}
-    assert fallback[0].requirements[RESERVATION_ID].values == {"cr-a", "cr-b"}
+    assert all(c.requirements[RESERVATION_ID] == Requirement(
+        RESERVATION_ID, True, frozenset({"cr-a", "cr-b"})) for c in fallback)
 
 
 def test_a_reservation_shared_by_two_nodepools_is_counted_once() -> None:
@@ -147,11 +153,10 @@ def test_a_nodeclaim_that_fits_reserved_and_other_types_prefers_the_reservation(
 
 def test_a_plan_without_reservations_is_left_as_it_is() -> None:
     result = run(whole_nodes(3), [nodepool(catalog=[PLAIN])])
-    claims, failed = assign_reservations(result.nodeclaims, [nodepool(catalog=[PLAIN])])
 
-    assert failed == []
-    assert all(a is b for a, b in zip(claims, result.nodeclaims, strict=True))
+    assert result.unschedulable == () and result.deferred == ()
     assert all(RESERVATION_ID not in c.requirements for c in result.nodeclaims)
+    assert all("reservation" not in c.why for c in result.nodeclaims)
 
 
 def _zones(result: SchedulingResult) -> Sequence[str | None]:

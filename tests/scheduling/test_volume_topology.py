@@ -41,6 +41,19 @@ def test_the_next_alternative_is_tried_when_the_first_cannot_be_met() -> None:
     assert claim.zone == "zone-c"
 
 
+def test_each_alternative_is_tried_on_a_node_before_a_new_one_opens() -> None:
+    # Karpenter's ExistingNode.CanAdd / NodeClaim.CanAdd try every volume alternative on a
+    # node before the next node (nodeclaim.go, existingnode.go): the running node in zone-b
+    # takes the pod through the second alternative rather than a new node in zone-a.
+    node = ExistingNode("node-b", {ZONE: "zone-b", HOSTNAME: "node-b"}, (),
+                        {"cpu": 64_000, "memory": 64 * GIB, "pods": 110_000})
+    result = run([with_volumes(pod("db-0", cpu="100m"), "data",
+                               alternatives=(zones("zone-a"), zones("zone-b")))],
+                 nodes=[node])
+    assert result.nodeclaims == ()
+    assert result.existing == (("node-b", ("default/db-0",)),)
+
+
 def test_volume_zones_do_not_count_toward_spread() -> None:
     # Karpenter keeps volume requirements out of the pod's affinity: a spread with
     # nodeAffinityPolicy Honor still counts every zone, so the pod in zone-a (its

@@ -75,6 +75,7 @@ from nodewright.controllers.nodeclass.cleanup import CloudGarbageCollection, Nod
 from nodewright.controllers.nodeclass.ssm_invalidation import SsmInvalidation
 from nodewright.controllers.nodeclass.status import CatalogRefresh, NodeClassStatus
 from nodewright.controllers.nodeoverlay.controller import NodeOverlayController
+from nodewright.controllers.nodepool.cost import NodeClaimCost, NodePoolCost, Pricing
 from nodewright.controllers.nodepool.hash_annotations import HashController
 from nodewright.controllers.nodepool.status import NodePoolStatus
 from nodewright.controllers.nodepool.zonal_shift import ZonalShiftEvents
@@ -298,8 +299,14 @@ SPECS: tuple[ControllerSpec, ...] = (
                    needs=lambda p: p.capabilities.interruption_queue is not None),
     ControllerSpec("metrics.node", "Node", lambda p: NodeMetrics(p.clock, p.state),
                    needs=_cluster_state, singleton=True),
-    ControllerSpec("metrics.nodepool", "NodePool", lambda p: NodePoolMetrics(
-        p.state, p.build("metrics.offerings", OfferingMetrics)), needs=_cluster_state),
+    ControllerSpec("metrics.nodepool", "NodePool", lambda p: NodePoolMetrics(p.state),
+                   needs=_cluster_state),
+    # Karpenter's ClusterCost feeders (state informers): they run whatever the settings.
+    ControllerSpec("state.cost.nodeclaim", "NodeClaim", lambda p: NodeClaimCost(
+        p.state, p.metered(NodeClaimCost.name))),
+    ControllerSpec("state.cost.nodepool", "NodePool", lambda p: NodePoolCost(p.state)),
+    ControllerSpec("state.pricing", "NodePool", lambda p: Pricing(
+        p.state, p.metered(Pricing.name)), singleton=True),
     ControllerSpec("metrics.pod", "Pod", lambda p: PodMetrics(p.clock, p.state),
                    needs=_cluster_state),
     ControllerSpec("metrics.status", "NodeClaim", lambda p: StatusConditionMetrics(

@@ -1,10 +1,9 @@
 """A pending pod's effective zone, as Karpenter's scheduler reports it in
 karpenter_scheduler_pending_pods_by_effective_zone_count (computeEffectiveZoneFromPod): the
-intersection of the zones the pod's strict node requirements allow and those its volumes
-allow. One zone is named; several are "flexible"; none left is "none".
-
-Karpenter also intersects the zones its topology spread constraints leave valid at that
-moment; here spreads do not narrow the answer (docs/karpenter-differences.md).
+intersection of the zones the pod's strict node requirements allow, those its volumes allow
+and those its zonal topology terms (spread, pod affinity and anti-affinity) leave it before
+the solve (`solver.zone_constraints`). One zone is named; several are "flexible"; none left
+is "none".
 """
 
 from __future__ import annotations
@@ -30,7 +29,11 @@ def _volume_zones(pod: Pod) -> frozenset[str] | None:
     return frozenset(zones)
 
 
-def effective_zone(pod: Pod) -> str:
+def effective_zone(pod: Pod, topology: frozenset[str] | None = frozenset()) -> str:
+    """`topology`: the zones the pod's topology terms allow (empty: no constraint; None:
+    they allow none, and the answer is "none")."""
+    if topology is None:
+        return NONE
     strict = Requirements.from_labels(pod.node_selector)
     if pod.required_terms:
         strict = strict.merged(pod.required_terms[0])
@@ -40,10 +43,13 @@ def effective_zone(pod: Pod) -> str:
         candidates = sorted(zone.values)
     elif volumes is not None:
         candidates = sorted(volumes)
+    elif topology:
+        candidates = sorted(topology)
     else:
         return FLEXIBLE
     matched = [z for z in candidates
-               if (zone is None or zone.has(z)) and (volumes is None or z in volumes)]
+               if (zone is None or zone.has(z)) and (volumes is None or z in volumes)
+               and (not topology or z in topology)]
     if len(matched) > 1:
         return FLEXIBLE
     return matched[0] if matched else NONE

@@ -1,20 +1,30 @@
-"""Capacity reservations in a plan: no more NodeClaims go into a reservation than it has
-instances left (the effect of Karpenter's reservation manager).
+"""Capacity reservations while a plan is built, as Karpenter's scheduler counts them
+(pkg/controllers/provisioning/scheduling/reservationmanager.go and NodeClaim
+offeringsToReserve).
 
-Reserved offerings are priced near zero, so the solver packs as if a reservation had no
-end. This pass then goes over the planned NodeClaims in order. A NodeClaim whose cheapest
-offering is in a reservation with an instance left takes that instance and is restricted
-to it (`karpenter.sh/capacity-type In [reserved]` and its
-`karpenter.k8s.aws/capacity-reservation-id`), so the launch goes there. A NodeClaim whose
-reservations are used up is kept out of them (`capacity-reservation-id NotIn [...]`) and
-re-priced at its next offering: another reservation, spot or on-demand. A plan no
-reservation takes part in is returned as it is.
+`ReservationBook` is Karpenter's ReservationManager: the instances each reservation has
+left (the least any NodePool's catalog says), and the reservations each NodeClaim (by
+hostname) holds one instance of. A NodeClaim holds one instance of every reservation it
+could still launch into ("pessimistically": the launch may pick any of its types), and
+gives back those its pods rule out as they are added.
+
+`to_reserve` is offeringsToReserve: the reservations a NodeClaim may hold once a pod is
+added. In strict mode (the provisioner's, Karpenter's DisableReservedCapacityFallback) a
+NodeClaim that could launch into a reservation but can hold none, or that would lose all it
+held, refuses the pod (`ReservedOfferingError`): the pod waits for a later simulation rather
+than falling back to on-demand, spot or a lower-weight NodePool. In fallback mode
+(disruption's) the NodeClaim takes the pod and launches outside the reservations it could
+not hold.
+
+`pin` finishes a planned NodeClaim as Karpenter's FinalizeScheduling does: one holding
+reservations is restricted to them (`karpenter.sh/capacity-type In [reserved]` and
+`karpenter.k8s.aws/capacity-reservation-id In [...]`), so that its launch goes there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, replace
 
 from nodewright.scheduling.catalog import RESERVED, InstanceType, Offering
 from nodewright.scheduling.nodepools import (
@@ -32,125 +42,197 @@ from nodewright.scheduling.requirements import (
 )
 from nodewright.scheduling.targets import PlannedNodeClaim
 
-_CACHED_COUNTS = 64
-# Instances left per reservation, by catalog (the catalog is kept in the value so that its
-# id cannot be reused while cached): most catalogs have no reservation at all, and the
-# disruption controller solves many times against the same ones.
-_COUNTS: dict[int, tuple[Sequence[InstanceType], dict[str, int]]] = {}
+# Karpenter's messages (nodeclaim.go offeringsToReserve).
+NONE_RESERVABLE = ("one or more instance types with compatible reserved offerings are "
+                   "available, but could not be reserved")
+ALL_REMOVED = ("satisfying updated nodeclaim constraints would remove all compatible "
+               "reserved offering options")
 
 
-def reservation_counts(templates: Iterable[NodePoolTemplate]) -> dict[str, int]:
-    """Instances left per reservation the NodePools' catalogs offer. A reservation seen in
-    several catalogs (NodePools sharing it, read at different times) counts its least."""
-    counts: dict[str, int] = {}
-    for template in templates:
-        for reservation, left in _catalog_counts(template.instance_types).items():
-            counts[reservation] = min(left, counts.get(reservation, left))
-    return counts
+class ReservationError(ValueError):
+    """Karpenter panics here: a reservation no catalog offers, or one held beyond its
+    instances. Either is a bug in the solver."""
 
 
-def _catalog_counts(instance_types: Sequence[InstanceType]) -> dict[str, int]:
-    cached = _COUNTS.get(id(instance_types))
+class ReservationBook:
+    """Instances left per reservation and the reservations each NodeClaim holds."""
+
+    def __init__(self, capacity: dict[str, int]) -> None:
+        self.capacity = dict(capacity)
+        self.held: dict[str, set[str]] = {}
+
+    @classmethod
+    def of(cls, templates: Iterable[NodePoolTemplate]) -> ReservationBook:
+        """From the NodePools' catalogs: a reservation two catalogs offer (NodePools that
+        share it, read at different times) counts its least capacity."""
+        capacity: dict[str, int] = {}
+        for template in templates:
+            for rid, left in _catalog_capacity(template.instance_types).items():
+                capacity[rid] = min(left, capacity.get(rid, left))
+        return cls(capacity)
+
+    def __bool__(self) -> bool:
+        return bool(self.capacity)
+
+    def copy(self) -> ReservationBook:
+        book = ReservationBook(self.capacity)
+        book.held = {host: set(ids) for host, ids in self.held.items()}
+        return book
+
+    def can_reserve(self, hostname: str, reservation: str) -> bool:
+        if reservation in self.held.get(hostname, ()):
+            return True
+        if reservation not in self.capacity:
+            raise ReservationError(
+                f"attempted to reserve non-existent offering with reservation id "
+                f"{reservation!r}")
+        return self.capacity[reservation] > 0
+
+    def reserve(self, hostname: str, reservations: Iterable[str]) -> None:
+        for reservation in reservations:
+            held = self.held.setdefault(hostname, set())
+            if reservation in held:
+                continue
+            if reservation not in self.capacity:
+                raise ReservationError(
+                    f"attempted to reserve non-existent offering with reservation id "
+                    f"{reservation!r}")
+            if self.capacity[reservation] <= 0:
+                raise ReservationError(
+                    f"attempted to over-reserve an offering with reservation id "
+                    f"{reservation!r}")
+            self.capacity[reservation] -= 1
+            held.add(reservation)
+
+    def release(self, hostname: str, reservations: Iterable[str]) -> None:
+        held = self.held.get(hostname)
+        if held is None:
+            return
+        for reservation in reservations:
+            if reservation in held:
+                held.discard(reservation)
+                self.capacity[reservation] += 1
+
+    def has_reservation(self, hostname: str, reservation: str) -> bool:
+        return reservation in self.held.get(hostname, ())
+
+    def remaining(self, reservation: str) -> int:
+        return self.capacity.get(reservation, 0)
+
+    def to_reserve(
+        self, hostname: str, held: Collection[str], types: Iterable[InstanceType],
+        requirements: Requirements, strict: bool,
+    ) -> tuple[frozenset[str], frozenset[str], str | None]:
+        """offeringsToReserve for a NodeClaim that may become any of `types` under
+        `requirements`: the reservations it can hold, those it could launch into (available
+        reserved offerings the requirements allow), and, in strict mode, why it must refuse
+        the pod (None when it need not)."""
+        compatible = reservations_of(types, requirements)
+        reservable = frozenset(r for r in compatible if self.can_reserve(hostname, r))
+        if strict:
+            if compatible and not reservable:
+                return reservable, compatible, NONE_RESERVABLE
+            if held and not reservable:
+                return reservable, compatible, ALL_REMOVED
+        return reservable, compatible, None
+
+
+_CACHED_CATALOGS = 64
+# Capacity per reservation, by catalog (kept with the catalog so that its id is not reused
+# while cached): most catalogs have none, and a disruption pass solves many times against
+# the same ones.
+_CAPACITY: dict[int, tuple[Sequence[InstanceType], dict[str, int]]] = {}
+
+
+def _catalog_capacity(instance_types: Sequence[InstanceType]) -> dict[str, int]:
+    cached = _CAPACITY.get(id(instance_types))
     if cached is not None and cached[0] is instance_types:
         return cached[1]
-    counts: dict[str, int] = {}
+    capacity: dict[str, int] = {}
     for instance_type in instance_types:
         for offering in instance_type.offerings:
             if offering.capacity_type != RESERVED or not offering.reservation_id:
                 continue
-            left = offering.reservation_capacity if offering.available else 0
-            counts[offering.reservation_id] = min(left,
-                                                  counts.get(offering.reservation_id, left))
-    if len(_COUNTS) >= _CACHED_COUNTS:
-        _COUNTS.pop(next(iter(_COUNTS)))
-    _COUNTS[id(instance_types)] = (instance_types, counts)
-    return counts
+            rid = offering.reservation_id
+            left = offering.reservation_capacity
+            capacity[rid] = min(left, capacity.get(rid, left))
+    if len(_CAPACITY) >= _CACHED_CATALOGS:
+        _CAPACITY.pop(next(iter(_CAPACITY)))
+    _CAPACITY[id(instance_types)] = (instance_types, capacity)
+    return capacity
+
+
+def reservations_of(types: Iterable[InstanceType], requirements: Requirements) -> frozenset[str]:
+    """The reservations of available reserved offerings of `types` the requirements allow."""
+    return frozenset(
+        offering.reservation_id
+        for instance_type in types
+        for offering in allowed_offerings(instance_type, requirements)
+        if offering.capacity_type == RESERVED and offering.reservation_id
+    )
+
+
+def with_reservations(types: Iterable[InstanceType]) -> frozenset[str]:
+    """The names of the types with a reserved offering."""
+    return frozenset(instance_type.name for instance_type in types
+                     if any(offering.capacity_type == RESERVED and offering.reservation_id
+                            for offering in instance_type.offerings))
+
+
+def outside(requirements: Requirements, reservations: Collection[str]) -> Requirements:
+    """The requirements kept out of `reservations` (a NodeClaim that could not hold them
+    launches elsewhere, priced there)."""
+    return _with(requirements, Requirement(LABEL_RESERVATION_ID, True, frozenset(reservations)))
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """A finished NodeClaim, or why its pods can launch nowhere (`claim` None)."""
+
+    claim: PlannedNodeClaim | None
+    reason: str = ""
+
+
+def pin(claim: PlannedNodeClaim, types: Sequence[InstanceType], held: Collection[str],
+        kept_out: Collection[str] = ()) -> Pinned:
+    """FinalizeScheduling: a NodeClaim holding reservations is restricted to them; one that
+    could launch into reservations it does not hold is kept out of them (`kept_out`: those
+    it was kept out of while pods were added). When its minValues cannot be met inside its
+    reservations it launches outside all of them."""
+    compatible = reservations_of(types, claim.requirements)
+    if not compatible:
+        if kept_out:
+            note = _taken(kept_out)
+            return Pinned(replace(claim, why=f"{claim.why}; {note}" if claim.why else note))
+        return Pinned(claim)
+    if held:
+        reserved = _with(_with(claim.requirements,
+                               Requirement.single(LABEL_CAPACITY_TYPE, RESERVED)),
+                         Requirement(LABEL_RESERVATION_ID, False, frozenset(held)))
+        kept = _priced(types, reserved)
+        if kept and min_values_problem([it for _, it in kept], reserved) is None:
+            ids = ", ".join(sorted(held))
+            return Pinned(_planned(claim, kept, reserved,
+                                   f"launches into capacity reservation {ids}"))
+        note = "its minValues cannot be met inside a capacity reservation"
+    else:
+        note = _taken(compatible)
+    requirements = outside(claim.requirements, compatible)
+    priced = _priced(types, requirements)
+    if not priced:
+        return Pinned(None, "the capacity reservations it may launch into have no instances "
+                            "left: " + ", ".join(sorted(compatible)))
+    return Pinned(_planned(claim, priced, requirements, note))
+
+
+def _taken(reservations: Collection[str]) -> str:
+    return (f"capacity reservation(s) {', '.join(sorted(reservations))} taken by earlier "
+            "NodeClaims")
 
 
 def _cheapest(offerings: Sequence[Offering]) -> Offering:
     return min(offerings, key=lambda o: (o.price, o.capacity_type, o.zone,
                                          o.reservation_id or ""))
-
-
-def assign_reservations(
-    claims: Sequence[PlannedNodeClaim], templates: Sequence[NodePoolTemplate],
-) -> tuple[list[PlannedNodeClaim], list[tuple[str, str]]]:
-    """The claims with reservations counted, and the pods of claims that can launch
-    nowhere once the reservations they need are used up (with why)."""
-    counts = reservation_counts(templates)
-    if not counts:
-        return list(claims), []
-    catalogs: dict[str, Mapping[str, InstanceType]] = {}
-    pools = {template.name: template for template in templates}
-    result: list[PlannedNodeClaim] = []
-    failed: list[tuple[str, str]] = []
-    for claim in claims:
-        template = pools.get(claim.nodepool)
-        if template is None:
-            result.append(claim)
-            continue
-        if claim.nodepool not in catalogs:
-            catalogs[claim.nodepool] = {it.name: it for it in template.instance_types}
-        catalog = catalogs[claim.nodepool]
-        types = [catalog[name] for name, _ in claim.instance_types if name in catalog]
-        counted = _count(claim, types, counts)
-        if counted is None:
-            compatible = sorted(_reservations(types, claim.requirements))
-            reason = ("the capacity reservations it may launch into have no instances left: "
-                      + ", ".join(compatible))
-            failed.extend((pod, reason) for pod in claim.pods)
-        else:
-            result.append(counted)
-    return result, failed
-
-
-def _reservations(types: Sequence[InstanceType], requirements: Requirements) -> set[str]:
-    return {
-        offering.reservation_id
-        for instance_type in types
-        for offering in allowed_offerings(instance_type, requirements)
-        if offering.reservation_id
-    }
-
-
-def _count(
-    claim: PlannedNodeClaim, types: Sequence[InstanceType], counts: dict[str, int],
-) -> PlannedNodeClaim | None:
-    """The claim restricted to the reservation it takes an instance of, or kept out of the
-    used-up ones; None when nothing is left for it."""
-    compatible = _reservations(types, claim.requirements)
-    if not compatible:
-        return claim
-    requirements = claim.requirements
-    exhausted = sorted(r for r in compatible if counts.get(r, 0) <= 0)
-    if exhausted:
-        requirements = _with(requirements, Requirement(LABEL_RESERVATION_ID, True,
-                                                       frozenset(exhausted)))
-    priced = _priced(types, requirements)
-    if not priced:
-        return None
-    best = _cheapest(allowed_offerings(priced[0][1], requirements))
-    if best.reservation_id:
-        reserved = _with(_with(requirements, Requirement.single(LABEL_CAPACITY_TYPE, RESERVED)),
-                         Requirement.single(LABEL_RESERVATION_ID, best.reservation_id))
-        kept = _priced(types, reserved)
-        if min_values_problem([it for _, it in kept], reserved) is None:
-            counts[best.reservation_id] -= 1
-            return _planned(claim, kept, reserved,
-                            f"launches into capacity reservation {best.reservation_id}")
-        # Its minValues cannot be met inside the reservation: it launches outside all of them.
-        requirements = _with(requirements, Requirement(LABEL_RESERVATION_ID, True,
-                                                       frozenset(compatible)))
-        priced = _priced(types, requirements)
-        if not priced:
-            return None
-    if not exhausted and requirements is claim.requirements:
-        return claim
-    if exhausted:
-        note = f"capacity reservation(s) {', '.join(exhausted)} taken by earlier NodeClaims"
-    else:
-        note = "its minValues cannot be met inside a capacity reservation"
-    return _planned(claim, priced, requirements, note)
 
 
 def _with(requirements: Requirements, requirement: Requirement) -> Requirements:

@@ -326,6 +326,10 @@ class ClaimTarget(Target):
     merge_cache: dict[object, tuple[Requirements, bool]] = field(default_factory=dict)
     # Why its pods are together (shown by `plan`).
     why: str = ""
+    # The capacity reservations it holds an instance of (`reservations.ReservationBook`).
+    held: frozenset[str] = frozenset()
+    # Those it could have launched into but found taken (it launches outside them).
+    kept_out: frozenset[str] = frozenset()
 
     @property
     def cheapest(self) -> Candidate:

@@ -382,6 +382,35 @@ class Topology:
         return [d for d in node_domains
                 if counts.get(d, 0) == 0 and _allowed(pod_requirement, d)]
 
+    def valid_domains(self, group: TopologyGroup, constraint: SpreadConstraint | None,
+                      pod: Pod, pod_requirement: Requirement | None) -> set[str]:
+        """Every domain of the group `pod` could go to now, on a node that may be in any
+        (Karpenter's TopologyGroup.Get validDomains with nodeDomains Exists): for a spread,
+        those within the skew; for affinity, those holding a matching pod (else, for a pod of
+        its own kind, the first one it may start); for anti-affinity, those without one."""
+        kind = group.key.kind
+        counts = group.counts
+        if kind == SPREAD:
+            assert constraint is not None
+            eligible = self.eligible_domains(group)
+            supported = [d for d in eligible if _allowed(pod_requirement, d)]
+            minimum = min((counts.get(d, 0) for d in supported), default=None)
+            if constraint.min_domains is not None and len(supported) < constraint.min_domains:
+                minimum = 0
+            if minimum is None:
+                return set(eligible)
+            own = 1 if group.selects(pod) else 0
+            return {d for d in eligible
+                    if counts.get(d, 0) + own - minimum <= constraint.max_skew}
+        universe = sorted(self.domains(group.topology_key))
+        if kind == AFFINITY:
+            found = {d for d in universe if counts.get(d, 0) > 0 and _allowed(pod_requirement, d)}
+            if not found and group.selects(pod):
+                first = next((d for d in universe if _allowed(pod_requirement, d)), None)
+                return {first} if first is not None else set()
+            return found
+        return {d for d in universe if counts.get(d, 0) == 0 and _allowed(pod_requirement, d)}
+
     def _spread_domain(
         self,
         group: TopologyGroup,

@@ -19,8 +19,11 @@ NAME_PREFIX = "capacity-buffer-"
 
 
 def virtual_pods(namespace: str, name: str, shape: Pod, replicas: int) -> list[Pod]:
-    """`replicas` copies of the buffer's chunk, named as Karpenter names them."""
-    base = replace(shape, namespace=namespace, node_name=None, owner=f"CapacityBuffer/{name}")
+    """`replicas` copies of the buffer's chunk, named as Karpenter names them, without the
+    chunk's PersistentVolumeClaim and ephemeral volumes (Karpenter's sanitizeVirtualPodSpec:
+    a virtual pod's claims never exist, so they cannot constrain where it goes)."""
+    base = replace(shape, namespace=namespace, node_name=None, owner=f"CapacityBuffer/{name}",
+                   volume_claims=(), volume_requirements=(), volumes=())
     return [replace(base, name=f"{NAME_PREFIX}{name}-{n}") for n in range(1, replicas + 1)]
 
 

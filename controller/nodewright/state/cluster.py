@@ -32,6 +32,7 @@ from nodewright.scheduling import volumes
 from nodewright.scheduling.overlays import OverlayStore
 from nodewright.scheduling.pods import DaemonSet, Pod
 from nodewright.state.buffers import BufferPods
+from nodewright.state.cost import ClusterCost
 from nodewright.state.objects import ConfigObjects, Parsed, with_copied_containers
 from nodewright.state.pods import PodStore, pod_key
 from nodewright.state.statenode import NodePods, StateNode
@@ -79,6 +80,8 @@ class ClusterState:
     def __init__(self, clock: Clock, *, nomination_seconds: float = DEFAULT_NOMINATION_SECONDS):
         self.clock = clock
         self.nomination_seconds = nomination_seconds
+        # Each NodePool's cost, kept by the state.cost controllers (Karpenter's ClusterCost).
+        self.cost = ClusterCost()
         self._nodes: dict[str, StateNode] = {}
         self._node_keys: dict[str, str] = {}  # node name -> state key
         # Every Node as last observed, tracked or not (a managed Node is tracked once it has

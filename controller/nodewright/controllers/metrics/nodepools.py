@@ -1,8 +1,8 @@
 """Karpenter's metrics.nodepool controller: per NodePool its usage (status.resources, what
-its machines hold), its limits, and its cost (the hourly price of its machines'
-offerings, when the offerings reconciler has priced them), every 10 seconds and whenever
-the NodePool changes; a deleted NodePool's series go away, and a NodePool on another
-provider's node class has none."""
+its machines hold), its limits, and its cost (the cluster state's `ClusterCost`: the
+hourly price of its NodeClaims' offerings), every 10 seconds and whenever the NodePool
+changes; a deleted NodePool's series go away, and a NodePool on another provider's node
+class has none."""
 
 from __future__ import annotations
 
@@ -12,15 +12,8 @@ from nodewright import metrics
 from nodewright.api.managed import nodepool_is_managed
 from nodewright.api.quantity import parse_quantity
 from nodewright.controllers.metrics.nodes import resource_label, value
-from nodewright.controllers.metrics.offerings import OfferingMetrics
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState
-from nodewright.state.wellknown import (
-    CAPACITY_TYPE_LABEL,
-    INSTANCE_TYPE_LABEL,
-    NODEPOOL_LABEL,
-    ZONE_LABEL,
-)
 
 INTERVAL_SECONDS = 10.0
 
@@ -28,9 +21,8 @@ INTERVAL_SECONDS = 10.0
 class NodePoolMetrics:
     name = "metrics.nodepool"
 
-    def __init__(self, state: ClusterState, offerings: OfferingMetrics | None = None) -> None:
+    def __init__(self, state: ClusterState) -> None:
         self.state = state
-        self.offerings = offerings
         self.store = metrics.Store()
         self._watches = (Watch("NodePool"),)
 
@@ -55,19 +47,7 @@ class NodePoolMetrics:
                     continue
                 series.append((gauge, {metrics.RESOURCE_TYPE: resource_label(str(name)),
                                        metrics.NODEPOOL: key}, value(amount)))
-        if self.offerings is not None:
-            series.append((metrics.NODEPOOLS_COST, {metrics.NODEPOOL: key}, self._cost(key)))
+        series.append((metrics.NODEPOOLS_COST, {metrics.NODEPOOL: key},
+                       self.state.cost.nodepool_cost(key)))
         self.store.update(key, series)
         return Result(requeue_after=INTERVAL_SECONDS)
-
-    def _cost(self, pool: str) -> float:
-        assert self.offerings is not None
-        total = 0.0
-        for node in self.state.nodes():
-            labels = node.labels
-            if labels.get(NODEPOOL_LABEL) != pool or node.is_marked_for_deletion:
-                continue
-            total += self.offerings.price(labels.get(INSTANCE_TYPE_LABEL, ""),
-                                          labels.get(CAPACITY_TYPE_LABEL, ""),
-                                          labels.get(ZONE_LABEL, ""))
-        return total

@@ -146,12 +146,15 @@ def scheduling_problem(
     placed: Sequence[Pod] = (),
     relax_min_values: bool = False,
     ignore_preferences: bool = False,
+    reserved_capacity_fallback: bool = True,
 ) -> StateProblem:
     """The problem of placing `pods` on `nodes` (default: the state's active machines)
     and on new NodeClaims of the ready NodePools (default: all of them). `placed` are
     pods already promised to machines of the problem (their `node_name` is the machine's
     `name`): they take room there as if bound. `relax_min_values`: MIN_VALUES_POLICY is
-    BestEffort; `ignore_preferences`: PREFERENCE_POLICY is Ignore."""
+    BestEffort; `ignore_preferences`: PREFERENCE_POLICY is Ignore;
+    `reserved_capacity_fallback`: False for the provisioner (Karpenter's
+    DisableReservedCapacityFallback), see `SchedulingProblem`."""
     machines = list(state.active_nodes() if nodes is None else nodes)
     existing: list[ExistingNode] = []
     by_name: dict[str, StateNode] = {}
@@ -197,6 +200,7 @@ def scheduling_problem(
         bound_pods=bound,
         daemonsets=daemonsets,
         namespaces=state.namespaces(),
+        reserved_capacity_fallback=reserved_capacity_fallback,
     )
     return StateProblem(problem, pools, skipped, by_name)
 

@@ -58,7 +58,7 @@ from nodewright.scheduling.nodepools import (
 )
 from nodewright.scheduling.pods import Pod, SpecError
 from nodewright.scheduling.podvalidation import DRA_NOT_SUPPORTED
-from nodewright.scheduling.solver import SchedulingResult, solve
+from nodewright.scheduling.solver import SchedulingResult, solve, zone_constraints
 from nodewright.scheduling.targets import PlannedNodeClaim
 from nodewright.state import NODES_RESOURCE, ClusterState, StateNode, podutil
 from nodewright.state.pods import pod_key
@@ -94,6 +94,8 @@ class ProvisioningOutcome:
     created: list[str] = field(default_factory=list)
     nominated: dict[str, str] = field(default_factory=dict)
     unschedulable: dict[str, str] = field(default_factory=dict)
+    # Pods left for the next solve for want of a capacity reservation (with why).
+    deferred: dict[str, str] = field(default_factory=dict)
     skipped_pools: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -310,12 +312,14 @@ class Provisioner:
         kept = [replace(pod, node_name=machine.name) for pod, machine in placed]
         started = self.clock.now()
         pending = [pod for pod in pods if podutil.phase(self.state.pod(pod.key) or {}) == "Pending"]
-        with scheduling_simulation(self.name, len(pods), pending), \
+        with scheduling_simulation(self.name, len(pods), pending) as simulation, \
                 metrics.measure(metrics.PROVISIONER_SCHEDULING_DURATION):
             built = scheduling_problem(self.state, self.cloud, pods, placed=kept,
                                        relax_min_values=self.relax_min_values,
-                                       ignore_preferences=self.ignore_preferences)
+                                       ignore_preferences=self.ignore_preferences,
+                                       reserved_capacity_fallback=False)
             with self.state.lock.released():
+                simulation.zones = zone_constraints(built.problem, pending)
                 result = solve(built.problem, deadline=self.solve_deadline)
         self._report_incompatible_pools(built)
         outcome.skipped_pools = built.skipped_pools
@@ -340,6 +344,13 @@ class Provisioner:
             pod = self.state.pod(key)
             if pod is not None:
                 self._failed(pod, f"Failed to schedule pod, {reason}")
+        if result.deferred:
+            # Not unschedulable: the reservation they need is taken by NodeClaims this
+            # solve launches; the next solve sees it used up (no event, as Karpenter).
+            outcome.deferred = dict(result.deferred)
+            log.debug("deferring scheduling decision for provisionable pod(s) to future "
+                      "simulation due to limited reserved offering capacity",
+                      extra={"Pods": listed([key for key, _ in result.deferred])})
         if buffers is not None:
             # Virtual pods are never nominated nor have decisions: nothing waits for them.
             outcome.nominated = {key: target for key, target in outcome.nominated.items()

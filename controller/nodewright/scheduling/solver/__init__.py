@@ -28,9 +28,7 @@ The stages, one module each (docs/design/scheduling.md draws the map):
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
-from nodewright.scheduling.reservations import assign_reservations
 from nodewright.scheduling.solver.existing_nodes import PreparedNodes
 from nodewright.scheduling.solver.order import balanced_order
 from nodewright.scheduling.solver.plan import Solver
@@ -38,6 +36,7 @@ from nodewright.scheduling.solver.preferences import ignore_preferences, relax
 from nodewright.scheduling.solver.problem import SchedulingProblem
 from nodewright.scheduling.solver.results import SchedulingResult
 from nodewright.scheduling.solver.setup import Setup
+from nodewright.scheduling.solver.zones import zone_constraints
 
 __all__ = [
     "PreparedNodes",
@@ -51,6 +50,7 @@ __all__ = [
     "ignore_preferences",
     "relax",
     "solve",
+    "zone_constraints",
 ]
 
 # The names `Setup` and `Solver` had when they were private to one module (tests still
@@ -79,27 +79,16 @@ def solve(problem: SchedulingProblem, prepared: PreparedNodes | None = None,
     due = None if deadline is None else time.monotonic() + deadline
     setup = Setup(problem, prepared)
     solver = Solver(problem, setup=setup, due=due)
-    result = _with_reservations(solver.run(balanced=True), problem)
+    result = solver.run(balanced=True)
     if solver.all_free and len(problem.pods) > 1:
         for balanced in (True, False):
             if due is not None and time.monotonic() >= due:
                 break
             greedy = Solver(problem, pack_free=False, setup=setup, due=due,
                             cutoff=result.hourly_cost).run(balanced=balanced)
-            greedy = _with_reservations(greedy, problem)
-            if greedy.hourly_cost < result.hourly_cost - 1e-9:
+            # A plan that leaves more pods waiting for reservations is not cheaper.
+            if (len(greedy.deferred), greedy.hourly_cost) < (
+                    len(result.deferred), result.hourly_cost - 1e-9):
                 result = greedy
     return result
-
-
-def _with_reservations(result: SchedulingResult, problem: SchedulingProblem
-                       ) -> SchedulingResult:
-    """The plan with capacity reservations counted (`reservations`); the same plan when
-    no reservation takes part."""
-    claims, failed = assign_reservations(result.nodeclaims, problem.nodepools)
-    if not failed and len(claims) == len(result.nodeclaims) and all(
-            a is b for a, b in zip(claims, result.nodeclaims, strict=True)):
-        return result
-    unschedulable = tuple(sorted((*result.unschedulable, *failed)))
-    return replace(result, nodeclaims=tuple(claims), unschedulable=unschedulable)
 

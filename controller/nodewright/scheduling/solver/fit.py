@@ -9,6 +9,7 @@ from itertools import chain
 from nodewright.scheduling.growth import GrowthJudge
 from nodewright.scheduling.pods import Pod, untolerated
 from nodewright.scheduling.requirements import LABEL_INSTANCE_TYPE, Requirement, Requirements
+from nodewright.scheduling.reservations import ReservationBook, outside
 from nodewright.scheduling.solver.context import PodContext
 from nodewright.scheduling.solver.topology import TopologyTracker
 from nodewright.scheduling.solver.verdicts import Change, Rejection
@@ -18,6 +19,7 @@ from nodewright.scheduling.targets import (
     PoolState,
     ResourceIndex,
     Target,
+    Vector,
     fits,
 )
 
@@ -38,6 +40,11 @@ class FitCheck:
         self.efficient_growth = efficient_growth
         # The cheapest node of a pool for one pod alone, by pool name and pod shape.
         self.standalone: dict[tuple[str, tuple[object, ...]], float] = {}
+        # The plan's capacity reservations, the types offering some by NodePool, and
+        # whether a NodeClaim that cannot hold one refuses the pod (`reservations`).
+        self.reservations: ReservationBook | None = None
+        self.reserving_types: dict[str, frozenset[str]] = {}
+        self.strict_reservations = False
 
     def check(
         self, target: Target, pod: Pod, context: PodContext, planned: bool = False
@@ -108,7 +115,40 @@ class FitCheck:
                 )
                 if not by_efficiency:
                     return Rejection("growing this node costs more than a new one", True)
-        return Change(merged if changed else None, kept, need, by_efficiency)
+        change = Change(merged if changed else None, kept, need, by_efficiency)
+        if self.reservations is not None and target.pool is not None:
+            reserving = self.reserving_types.get(target.pool.name)
+            if reserving:
+                return self._reserve(self.reservations, reserving, target, change, merged,
+                                     need)
+        return change
+
+    def _reserve(self, book: ReservationBook, reserving: frozenset[str], target: ClaimTarget,
+                 change: Change, requirements: Requirements, need: Vector
+                 ) -> Change | Rejection:
+        """Karpenter's offeringsToReserve for the NodeClaim with the pod added (over the
+        types that still hold its pods and offer a reservation). In fallback mode a
+        NodeClaim that can hold none of the reservations it could launch into is kept out
+        of them at once, so that it is priced (and grows) as what it will be."""
+        assert change.candidates is not None
+        kept = change.candidates
+        types = [c.instance_type for c in kept.candidates[kept.start:]
+                 if c.instance_type.name in reserving and fits(need, c.allocatable)]
+        reservable, compatible, error = book.to_reserve(
+            target.hostname, target.held, types, requirements, self.strict_reservations)
+        if error is not None:
+            return Rejection(error, False, deferred=True)
+        if compatible and not reservable:
+            kept_out = outside(requirements, compatible)
+            narrowed, _ = target.narrow(kept_out, True, need)
+            if narrowed is None:
+                return Rejection("the capacity reservations it may launch into have no "
+                                 "instances left: " + ", ".join(sorted(compatible)), False)
+            change.requirements = kept_out
+            change.candidates = narrowed
+            change.kept_out = compatible
+        change.reservations = reservable
+        return change
 
     def standalone_price(self, pool: PoolState, context: PodContext) -> float:
         """What the cheapest node of this pool holding just this pod would cost."""

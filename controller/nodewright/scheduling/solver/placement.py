@@ -6,9 +6,12 @@ reason."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from nodewright.api.quantity import PODS, format_quantity
 from nodewright.scheduling.pods import Pod, untolerated
 from nodewright.scheduling.requirements import LABEL_HOSTNAME, Requirement
+from nodewright.scheduling.reservations import with_reservations
 from nodewright.scheduling.solver.context import PodContext, PodContexts
 from nodewright.scheduling.solver.existing_nodes import existing_targets
 from nodewright.scheduling.solver.fit import NODE_FULL, FitCheck
@@ -44,6 +47,17 @@ class Placement:
             pool = pool_state(pool_setup)
             self.tracker.add_pool_domains(pool_setup, pool)
             self.pools.append(pool)
+        # Capacity reservations, counted as NodeClaims take pods (Karpenter's
+        # ReservationManager); pods refused for want of one wait (`deferred`).
+        self.reservations = setup.reservations.copy() if setup.reservations else None
+        if self.reservations is not None:
+            self.fit.reservations = self.reservations
+            self.fit.strict_reservations = not setup.problem.reserved_capacity_fallback
+            for pool in self.pools:
+                reserving = with_reservations(c.instance_type for c in pool.candidates)
+                if reserving:
+                    self.fit.reserving_types[pool.name] = reserving
+        self.deferred: set[str] = set()
         # Existing nodes first (by name), then the NodeClaims in the order they open.
         self.targets: list[Target] = [*existing_targets(setup.nodes, self.tracker)]
         # The existing nodes' targets are shared with the other plans until a pod lands on
@@ -67,6 +81,7 @@ class Placement:
             context.spread_free
             and not context.needs_company
             and not pod.host_ports
+            and len(pod.volume_requirements) <= 1
             and not self.topology.selecting_groups(pod)
         )
 
@@ -79,21 +94,55 @@ class Placement:
             reason = self._place(current)
             if reason is None:
                 return None
+            if current.key in self.deferred:
+                # A reservation may free up later: the pod keeps its preferences (Karpenter
+                # does not relax a pod refused with a ReservedOfferingError).
+                return reason
             current = relax(current)
         return reason
 
     def _place(self, pod: Pod) -> str | None:
-        if self.place_on_targets(pod):
+        self.deferred.discard(pod.key)
+        # A pod whose volumes allow several topologies tries each on every node in turn
+        # (Karpenter's CanAdd over its VolumeRequirements), before its preferences relax.
+        variants = alternatives(pod)
+        if len(variants) == 1:
+            if self.place_on_targets(pod):
+                return None
+        elif self._place_on_targets_per_node(variants):
             return None
-        context = self.context(pod)
         reasons: list[tuple[str, str, bool]] = []
         for pool in self.pools:
-            claim_or_reason = self.open_claim(pool, pod, context)
-            if isinstance(claim_or_reason, ClaimTarget):
-                return None
-            reason, is_requirement = claim_or_reason
-            reasons.append((pool.name, reason, is_requirement))
+            why: tuple[str, bool] = ("", False)
+            for variant in variants:
+                claim_or_reason = self.open_claim(pool, variant, self.context(variant))
+                if isinstance(claim_or_reason, ClaimTarget):
+                    return None
+                if isinstance(claim_or_reason, Rejection):
+                    # The NodePool could launch into a reservation it cannot hold now: no
+                    # lower-weight NodePool is tried (Karpenter's addToNewNodeClaim).
+                    self.deferred.add(pod.key)
+                    return f'NodePool "{pool.name}": {claim_or_reason.reason}'
+                why = claim_or_reason
+            reasons.append((pool.name, *why))
         return _explain(pod, reasons)
+
+    def _place_on_targets_per_node(self, variants: list[Pod]) -> bool:
+        """Place one of the variants on the first target (existing nodes, then NodeClaims,
+        in order) that takes one of them, trying them in order on each target."""
+        for position, target in enumerate(self.targets):
+            for variant in variants:
+                context = self.context(variant)
+                outcome = self.fit.check(target, variant, context)
+                if not isinstance(outcome, Change):
+                    continue
+                if position < self._existing and position not in self._copied:
+                    assert isinstance(target, ExistingTarget)
+                    target = self.targets[position] = target.copy()
+                    self._copied.add(position)
+                self.apply(target, variant, context, outcome)
+                return True
+        return False
 
     def place_on_targets(self, pod: Pod) -> bool:
         """Place the pod on an existing node or a NodeClaim opened so far, if one takes it."""
@@ -141,6 +190,11 @@ class Placement:
         if isinstance(target, ExistingTarget) and pod.volumes:
             target.add_volumes(pod)
         if isinstance(target, ClaimTarget):
+            if change.reservations is not None and self.reservations is not None:
+                self.reservations.reserve(target.hostname, change.reservations - target.held)
+                self.reservations.release(target.hostname, target.held - change.reservations)
+                target.held = change.reservations
+                target.kept_out |= change.kept_out
             target.grew_by_efficiency |= change.grew_by_efficiency
             if change.requirements is not None:
                 target.set_requirements(change.requirements)
@@ -152,9 +206,10 @@ class Placement:
 
     def open_claim(
         self, pool: PoolState, pod: Pod, context: PodContext
-    ) -> ClaimTarget | tuple[str, bool]:
+    ) -> ClaimTarget | tuple[str, bool] | Rejection:
         """A new NodeClaim of the pool holding the pod, or why there can be none (and
-        whether that is the pod's requirements)."""
+        whether that is the pod's requirements); a deferred Rejection when it would need a
+        capacity reservation that is used up (strict mode)."""
         taint = untolerated(pool.template.taints, pod.tolerations)
         if taint is not None:
             return f"taint {taint.describe()} is not tolerated", False
@@ -186,6 +241,8 @@ class Placement:
         claim.set_candidates(candidates)
         outcome = self.fit.check(claim, pod, context)
         if isinstance(outcome, Rejection):
+            if outcome.deferred:
+                return outcome
             if outcome.reason == "no instance type has room":
                 return self._resource_reason(pool, claim, context), False
             return outcome.reason, False
@@ -224,6 +281,14 @@ class Placement:
         )
         return f"no single instance type has {wanted} allocatable together"
 
+
+
+def alternatives(pod: Pod) -> list[Pod]:
+    """The pod once per topology its volumes allow (each with that one alternative)."""
+    if len(pod.volume_requirements) <= 1:
+        return [pod]
+    return [replace(pod, volume_requirements=(alternative,))
+            for alternative in pod.volume_requirements]
 
 
 def _limits_reason(pool: PoolState) -> str:

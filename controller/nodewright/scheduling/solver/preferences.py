@@ -22,13 +22,11 @@ def ignore_preferences(pod: Pod) -> Pod:
 def relax(pod: Pod) -> Pod | None:
     """The pod with its next preference dropped, or None when nothing is left to relax.
 
-    Order: other volume topology alternatives, other required node-affinity terms,
-    preferred pod affinity, preferred pod anti-affinity, preferred node affinity
-    (heaviest first), ScheduleAnyway spread constraints, and last a toleration for
-    PreferNoSchedule taints.
+    Order: other required node-affinity terms, preferred pod affinity, preferred pod
+    anti-affinity, preferred node affinity (heaviest first), ScheduleAnyway spread
+    constraints, and last a toleration for PreferNoSchedule taints. Volume topology
+    alternatives are not relaxed: each is tried on every node (`placement`).
     """
-    if len(pod.volume_requirements) > 1:
-        return replace(pod, volume_requirements=pod.volume_requirements[1:])
     if len(pod.required_terms) > 1:
         return replace(pod, required_terms=pod.required_terms[1:])
     if pod.preferred_pod_affinity:

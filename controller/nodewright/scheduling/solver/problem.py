@@ -21,6 +21,10 @@ class SchedulingProblem:
     pods bound to it count toward spread and (anti-)affinity, as in Kubernetes.
     `namespaces` maps Namespace names to their labels (for affinity terms with a
     namespaceSelector); a namespace not in it has only `kubernetes.io/metadata.name`.
+    `reserved_capacity_fallback`: False is Karpenter's DisableReservedCapacityFallback
+    (the provisioner's): a pod whose NodeClaim would need a capacity reservation that is
+    used up waits for a later simulation (`SchedulingResult.deferred`) instead of launching
+    outside it (`nodewright.scheduling.reservations`).
     """
 
     pods: Sequence[Pod]
@@ -29,4 +33,5 @@ class SchedulingProblem:
     bound_pods: Sequence[Pod] = ()
     daemonsets: Sequence[DaemonSet] = ()
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    reserved_capacity_fallback: bool = True
 

@@ -11,11 +11,13 @@ from typing import Any
 
 from nodewright.scheduling.pods import Pod
 from nodewright.scheduling.requirements import LABEL_HOSTNAME, Requirement, Requirements
+from nodewright.scheduling.reservations import Pinned, pin
 from nodewright.scheduling.solver.placement import Placement
 from nodewright.scheduling.solver.problem import SchedulingProblem
 from nodewright.scheduling.targets import (
     ClaimTarget,
     ExistingTarget,
+    Narrowed,
     PlannedNodeClaim,
     PoolState,
     finish_claim,
@@ -30,6 +32,9 @@ class SchedulingResult:
     nodeclaims: tuple[PlannedNodeClaim, ...]
     existing: tuple[tuple[str, tuple[str, ...]], ...]
     unschedulable: tuple[tuple[str, str], ...]
+    # Pods left for a later simulation because the capacity reservation their NodeClaim
+    # would need is used up (strict mode; Karpenter's ReservedOfferingErrors), with why.
+    deferred: tuple[tuple[str, str], ...] = ()
 
     @property
     def hourly_cost(self) -> float:
@@ -77,8 +82,19 @@ class PlanResults:
     def build(self, failures: Mapping[str, str]) -> SchedulingResult:
         """`failures`: the reason of each pod that fits nowhere, by pod key."""
         claims: list[PlannedNodeClaim] = []
-        finished = [(t, finish_claim(t)) for t in self.placement.targets
-                    if isinstance(t, ClaimTarget)]
+        failures = dict(failures)
+        finished = []
+        for target in self.placement.targets:
+            if not isinstance(target, ClaimTarget):
+                continue
+            planned = finish_claim(target)
+            if self.placement.reservations is not None:
+                pinned = self._pinned(target, planned)
+                if pinned.claim is None:
+                    failures.update((pod.key, pinned.reason) for pod in target.pods)
+                    continue
+                planned = pinned.claim
+            finished.append((target, planned))
         if self.cutoff is not None and self._at_least(finished) >= self.cutoff - 1e-9:
             # Re-plans only lower a claim's price, and not below `_replan_floor`: this plan
             # cannot beat the cutoff, so its re-plans would be wasted.
@@ -92,13 +108,22 @@ class PlanResults:
             if isinstance(t, ExistingTarget)
         )
         existing = tuple(item for item in existing if item[1])
-        unschedulable = tuple(sorted(failures.items()))
-        return SchedulingResult(tuple(claims), existing, unschedulable)
+        deferred = self.placement.deferred
+        unschedulable = tuple(sorted((k, v) for k, v in failures.items() if k not in deferred))
+        waiting = tuple(sorted((k, v) for k, v in failures.items() if k in deferred))
+        return SchedulingResult(tuple(claims), existing, unschedulable, waiting)
+
+    @staticmethod
+    def _pinned(claim: ClaimTarget, planned: PlannedNodeClaim) -> Pinned:
+        fitting = Narrowed(claim.candidates, claim.start).fitting(claim.used)
+        return pin(planned, [c.instance_type for c in fitting], claim.held, claim.kept_out)
 
     def _replannable(self, claim: ClaimTarget) -> bool:
         pool = claim.pool
         return not (
             not self.efficient_growth
+            # A re-plan would count the reservations again from the start.
+            or self.placement.reservations is not None
             or pool is None
             or pool.remaining is not None
             or not claim.grew_by_efficiency

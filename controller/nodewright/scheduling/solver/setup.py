@@ -10,6 +10,7 @@ from itertools import chain
 from nodewright.api.quantity import CPU, MEMORY, PODS
 from nodewright.scheduling.growth import GrowthJudge
 from nodewright.scheduling.nodepools import NodePoolTemplate
+from nodewright.scheduling.reservations import ReservationBook
 from nodewright.scheduling.solver.context import Signatures
 from nodewright.scheduling.solver.existing_nodes import (
     NodeSetup,
@@ -70,6 +71,8 @@ class Setup:
         self.growth = GrowthJudge()
         # Each pod's signature, for every plan's pod contexts.
         self.signatures = Signatures()
+        # The instances each capacity reservation has left (each plan counts a copy).
+        self.reservations = ReservationBook.of(problem.nodepools)
 
     @property
     def pools(self) -> list[PoolSetup]:

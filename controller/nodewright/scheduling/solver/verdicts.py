@@ -11,13 +11,15 @@ from nodewright.scheduling.targets import Narrowed, Vector
 
 class Rejection:
     """Why the target does not take the pod; `permanent` when no later placement can change
-    that for this pod shape (the target is then skipped for identical pods)."""
+    that for this pod shape (the target is then skipped for identical pods). `deferred`:
+    Karpenter's ReservedOfferingError (the pod waits for a later simulation)."""
 
-    __slots__ = ("permanent", "reason")
+    __slots__ = ("deferred", "permanent", "reason")
 
-    def __init__(self, reason: str, permanent: bool) -> None:
+    def __init__(self, reason: str, permanent: bool, deferred: bool = False) -> None:
         self.reason = reason
         self.permanent = permanent
+        self.deferred = deferred
 
 
 @dataclass
@@ -28,3 +30,8 @@ class Change:
     candidates: Narrowed | None = None
     need: Vector = ()
     grew_by_efficiency: bool = False
+    # The capacity reservations the NodeClaim holds once the pod is added (None: no
+    # reservation is involved).
+    reservations: frozenset[str] | None = None
+    # Reservations it could have launched into but could hold none of (fallback mode).
+    kept_out: frozenset[str] = frozenset()
