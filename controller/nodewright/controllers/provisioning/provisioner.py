@@ -36,6 +36,7 @@ from nodewright.controllers.provisioning.buffers import (
     BufferPlacements,
     write_provisioning_conditions,
 )
+from nodewright.controllers.provisioning.nominations import still_fitting
 from nodewright.controllers.provisioning.nodeclaims import (
     claim_capacity,
     nodeclaim_manifest,
@@ -230,8 +231,9 @@ class Provisioner:
         (unreadable ones reported and skipped) and the currently reschedulable pods of
         machines being deleted (they will need a place once their node drains). Already
         placed: pending pods whose nomination to a machine still holds
-        (`ClusterState.nominated_machine`); they keep their room there, so a later solve
-        does not launch for them again."""
+        (`ClusterState.nominated_machine`) and that still fit there beside what is bound
+        (`nominations.still_fitting`); they keep their room there, so a later solve does not
+        launch for them again, and the others are placed anew."""
         pods: list[Pod] = []
         placed: list[tuple[Pod, StateNode]] = []
         refreshed: dict[str, str] = {}
@@ -261,6 +263,9 @@ class Provisioner:
                 pods.append(model)
                 continue
             placed.append((model, machine))
+        placed, released = still_fitting(self.state, placed)
+        pods.extend(released)
+        for model, machine in placed:
             if not machine.initialized:
                 refreshed[model.key] = str(self.state.pod_nomination(model.key))
         self.state.record_pod_nominations(refreshed)
