@@ -16,7 +16,9 @@ NodeClaims already created are machines of the next solve and their pods fit the
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,11 +38,11 @@ from nodewright.controllers.provisioning.buffers import (
     BufferPlacements,
     write_provisioning_conditions,
 )
-from nodewright.controllers.provisioning.nominations import still_fitting
 from nodewright.controllers.provisioning.nodeclaims import (
     claim_capacity,
     nodeclaim_manifest,
 )
+from nodewright.controllers.provisioning.nominations import still_fitting
 from nodewright.controllers.provisioning.problem import (
     STATIC_POOL,
     PoolContext,
@@ -49,6 +51,7 @@ from nodewright.controllers.provisioning.problem import (
 )
 from nodewright.controllers.provisioning.solve_metrics import scheduling_simulation
 from nodewright.runtime.clock import Clock
+from nodewright.runtime.concurrency import WORKER_CEILING
 from nodewright.runtime.ratelimit import TokenBucket, clock_seconds
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.scheduling.nodepools import (
@@ -71,6 +74,9 @@ PENDING_RECHECK_SECONDS = 10.0
 UNSYNCED_RETRY_SECONDS = 1.0
 FAILED_SCHEDULING_DEDUPE_SECONDS = 300.0
 NO_COMPATIBLE_DEDUPE_SECONDS = 60.0
+# NodeClaim creates in flight at once (Karpenter sends all of a round's together; the API
+# client queues whatever its rate limits do not let through).
+CREATE_WORKERS = WORKER_CEILING
 NO_COMPATIBLE_TYPES = "NodePool requirements filtered out all compatible available instance types"
 
 
@@ -367,8 +373,12 @@ class Provisioner:
         pods: Mapping[str, Pod],
         outcome: ProvisioningOutcome,
     ) -> None:
+        """Create the round's NodeClaims within their NodePools' limits, all at once (as
+        Karpenter's CreateNodeClaims), then record each in the state. A NodeClaim's room
+        under its NodePool's limits is taken before the requests go out: one whose create
+        fails leaves it unused until the next round."""
         usage = {name: self.state.nodepool_resources(name) for name in built.pools}
-        errors: list[ApiError] = []
+        launches: list[tuple[PlannedNodeClaim, PoolContext, Mapping[str, Any]]] = []
         for planned in result.nodeclaims:
             pool = built.pools[planned.nodepool]
             limited = bool(pool.model.spec.limits)
@@ -382,18 +392,18 @@ class Provisioner:
                     if pod is not None:
                         self._failed(pod, f"Failed to schedule pod, {reason}")
                 continue
-            manifest = nodeclaim_manifest(planned, pool, pods)
-            try:
-                with self.state.lock.released():  # a request: others may use the cache
-                    created = self.cluster.create(manifest)
-            except ApiError as error:
-                log.error("creating a NodeClaim for NodePool %s: %s", pool.name, error)
-                errors.append(error)
+            _add(usage[pool.name], capacity)
+            usage[pool.name][NODES_RESOURCE] = usage[pool.name].get(NODES_RESOURCE, 0) + 1000
+            launches.append((planned, pool, nodeclaim_manifest(planned, pool, pods)))
+        answers = self._create_all([manifest for _, _, manifest in launches])
+        errors: list[ApiError] = []
+        for (planned, pool, _), created in zip(launches, answers, strict=True):
+            if isinstance(created, ApiError):
+                log.error("creating a NodeClaim for NodePool %s: %s", pool.name, created)
+                errors.append(created)
                 continue
             # Seen at once, not only when its watch event arrives (Karpenter does the same).
             self.state.observe_written(created)
-            _add(usage[pool.name], capacity)
-            usage[pool.name][NODES_RESOURCE] = usage[pool.name].get(NODES_RESOURCE, 0) + 1000
             name = str(created["metadata"]["name"])
             outcome.created.append(name)
             metrics.NODECLAIMS_CREATED.labels(
@@ -408,6 +418,27 @@ class Provisioner:
                 self._nominated(key, f"nodeclaim/{name}")
         if errors:
             raise errors[0]
+
+    def _create_all(
+        self, manifests: Sequence[Mapping[str, Any]]
+    ) -> list[Mapping[str, Any] | ApiError]:
+        """Each manifest created (or the API's refusal), in order. With other threads
+        about (the operator), up to CREATE_WORKERS requests are in flight at once, with
+        the state lock released; under the simulator's single thread one after another,
+        so the NodeClaims' generated names stay those of the seed."""
+        with self.state.lock.released():  # requests: others may use the cache meanwhile
+            if len(manifests) < 2 or not self.state.lock.concurrent:
+                return [self._create(manifest) for manifest in manifests]
+            prefix = f"{threading.current_thread().name}-create"
+            with ThreadPoolExecutor(max_workers=min(len(manifests), CREATE_WORKERS),
+                                    thread_name_prefix=prefix) as creates:
+                return list(creates.map(self._create, manifests))
+
+    def _create(self, manifest: Mapping[str, Any]) -> Mapping[str, Any] | ApiError:
+        try:
+            return self.cluster.create(manifest)
+        except ApiError as error:
+            return error
 
     def _nominate_existing(
         self, built: StateProblem, result: SchedulingResult, outcome: ProvisioningOutcome
