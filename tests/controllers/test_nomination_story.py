@@ -1,9 +1,9 @@
 """A pending pod keeps the room a solve gave it on an in-flight machine only while it
 still fits there. kube-scheduler binds pods wherever they fit, not where Karpenter
 nominated them, so a machine can fill up with other pods before its nominees bind; a
-nominee that no longer fits is planned again on the next pass (Karpenter simulates every
-pending pod against each machine's free room on each pass), and one that still fits gets
-nothing new.
+nominee that no longer fits (or no longer tolerates the machine's taints) is planned again
+on the next pass (Karpenter simulates every pending pod against each machine's free room
+on each pass), and one that still fits gets nothing new.
 
 The machines here keep their startup taint (they never initialize), so kube-scheduler
 cannot bind the nominees and the room is taken by a pod bound to the node directly."""
@@ -93,3 +93,15 @@ def test_only_the_nominees_that_no_longer_fit_are_planned_again() -> None:
     (second,) = [name for name in claim_names(world) if name != first]
     last = sorted(nominations(world, name)[-1] for name in ("a", "b"))
     assert last == sorted([f"nodeclaim/{first}", f"nodeclaim/{second}"])
+
+
+def test_a_nominee_whose_machine_took_a_taint_it_does_not_tolerate_is_planned_again() -> None:
+    world, first, node_name = in_flight_world(pending("late", "1"))
+    node = world.cluster.get("Node", node_name)
+    world.cluster.patch("Node", node_name, {"spec": {"taints": [
+        *node["spec"].get("taints", []),
+        {"key": "example.com/dedicated", "value": "batch", "effect": "NoSchedule"}]}})
+    world.advance(15)
+
+    (second,) = [name for name in claim_names(world) if name != first]
+    assert nominations(world, "late")[-1] == f"nodeclaim/{second}"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from nodewright.scheduling.pods import Pod
+from nodewright.scheduling.pods import Pod, untolerated
 from nodewright.scheduling.solver.existing_nodes import node_usage
 from nodewright.state import ClusterState, StateNode
 
@@ -25,7 +25,8 @@ def still_fitting(
     """(the nominees that keep their place, those that give it up). Per machine, its free
     room is its allocatable less what its bound pods and the DaemonSets still to run there
     take, as the solver counts it; the nominees are kept in the order given while each
-    fits in what is left."""
+    fits in what is left and tolerates the machine's taints. Giving a place up is always
+    safe: the solve then decides, and puts the pod back there if it can."""
     by_machine: dict[str, list[Pod]] = {}
     machines: dict[str, StateNode] = {}
     for pod, machine in nominated:
@@ -37,12 +38,17 @@ def still_fitting(
     for key, pods in by_machine.items():
         machine = machines[key]
         node = machine.existing_node()
+        if node.unschedulable:  # cordoned: what its pods take is not counted (node_usage)
+            released.extend(pods)
+            continue
         running = list(state.bound_pod_models([machine.node_name])) if machine.node_name else []
-        requested = node_usage(node, running, daemonsets).requested
-        room = {name: amount - requested.get(name, 0)
+        usage = node_usage(node, running, daemonsets)
+        taints = [taint for taint in usage.taints if taint.effect != "PreferNoSchedule"]
+        room = {name: amount - usage.requested.get(name, 0)
                 for name, amount in (node.allocatable or {}).items()}
         for pod in pods:
-            if _fits(pod.requests, room):
+            # A taint since (a cordon included) and the pod cannot go there either.
+            if untolerated(taints, pod.tolerations) is None and _fits(pod.requests, room):
                 for name, amount in pod.requests.items():
                     room[name] = room.get(name, 0) - amount
                 kept.append((pod, machine))
