@@ -378,7 +378,7 @@ class Provisioner:
         under its NodePool's limits is taken before the requests go out: one whose create
         fails leaves it unused until the next round."""
         usage = {name: self.state.nodepool_resources(name) for name in built.pools}
-        launches: list[tuple[PlannedNodeClaim, PoolContext, Mapping[str, Any]]] = []
+        launches: list[tuple[PlannedNodeClaim, PoolContext, dict[str, Any]]] = []
         for planned in result.nodeclaims:
             pool = built.pools[planned.nodepool]
             limited = bool(pool.model.spec.limits)
@@ -420,7 +420,7 @@ class Provisioner:
             raise errors[0]
 
     def _create_all(
-        self, manifests: Sequence[Mapping[str, Any]]
+        self, manifests: Sequence[dict[str, Any]]
     ) -> list[Mapping[str, Any] | ApiError]:
         """Each manifest created (or the API's refusal), in order. With other threads
         about (the operator), up to CREATE_WORKERS requests are in flight at once, with
@@ -434,7 +434,7 @@ class Provisioner:
                                     thread_name_prefix=prefix) as creates:
                 return list(creates.map(self._create, manifests))
 
-    def _create(self, manifest: Mapping[str, Any]) -> Mapping[str, Any] | ApiError:
+    def _create(self, manifest: dict[str, Any]) -> Mapping[str, Any] | ApiError:
         try:
             return self.cluster.create(manifest)
         except ApiError as error:
