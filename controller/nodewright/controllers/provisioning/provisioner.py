@@ -16,9 +16,7 @@ NodeClaims already created are machines of the next solve and their pods fit the
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -51,7 +49,6 @@ from nodewright.controllers.provisioning.problem import (
 )
 from nodewright.controllers.provisioning.solve_metrics import scheduling_simulation
 from nodewright.runtime.clock import Clock
-from nodewright.runtime.concurrency import WORKER_CEILING
 from nodewright.runtime.ratelimit import TokenBucket, clock_seconds
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.scheduling.nodepools import (
@@ -74,9 +71,6 @@ PENDING_RECHECK_SECONDS = 10.0
 UNSYNCED_RETRY_SECONDS = 1.0
 FAILED_SCHEDULING_DEDUPE_SECONDS = 300.0
 NO_COMPATIBLE_DEDUPE_SECONDS = 60.0
-# NodeClaim creates in flight at once (Karpenter sends all of a round's together; the API
-# client queues whatever its rate limits do not let through).
-CREATE_WORKERS = WORKER_CEILING
 NO_COMPATIBLE_TYPES = "NodePool requirements filtered out all compatible available instance types"
 
 
@@ -373,8 +367,8 @@ class Provisioner:
         pods: Mapping[str, Pod],
         outcome: ProvisioningOutcome,
     ) -> None:
-        """Create the round's NodeClaims within their NodePools' limits, all at once (as
-        Karpenter's CreateNodeClaims), then record each in the state. A NodeClaim's room
+        """Create the round's NodeClaims within their NodePools' limits, then record each
+        in the state. A NodeClaim's room
         under its NodePool's limits is taken before the requests go out: one whose create
         fails leaves it unused until the next round."""
         usage = {name: self.state.nodepool_resources(name) for name in built.pools}
@@ -422,17 +416,11 @@ class Provisioner:
     def _create_all(
         self, manifests: Sequence[dict[str, Any]]
     ) -> list[Mapping[str, Any] | ApiError]:
-        """Each manifest created (or the API's refusal), in order. With other threads
-        about (the operator), up to CREATE_WORKERS requests are in flight at once, with
-        the state lock released; under the simulator's single thread one after another,
-        so the NodeClaims' generated names stay those of the seed."""
+        """Each manifest created (or the API's refusal), in order, one after another with
+        the state lock released (Karpenter creates a round's in parallel; see
+        docs/karpenter-differences.md, Controller workers)."""
         with self.state.lock.released():  # requests: others may use the cache meanwhile
-            if len(manifests) < 2 or not self.state.lock.concurrent:
-                return [self._create(manifest) for manifest in manifests]
-            prefix = f"{threading.current_thread().name}-create"
-            with ThreadPoolExecutor(max_workers=min(len(manifests), CREATE_WORKERS),
-                                    thread_name_prefix=prefix) as creates:
-                return list(creates.map(self._create, manifests))
+            return [self._create(manifest) for manifest in manifests]
 
     def _create(self, manifest: dict[str, Any]) -> Mapping[str, Any] | ApiError:
         try:
