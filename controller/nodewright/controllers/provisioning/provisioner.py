@@ -40,6 +40,7 @@ from nodewright.controllers.provisioning.nodeclaims import (
     claim_capacity,
     nodeclaim_manifest,
 )
+from nodewright.controllers.provisioning.nominations import still_fitting
 from nodewright.controllers.provisioning.problem import (
     STATIC_POOL,
     PoolContext,
@@ -232,8 +233,9 @@ class Provisioner:
         (unreadable ones reported and skipped) and the currently reschedulable pods of
         machines being deleted (they will need a place once their node drains). Already
         placed: pending pods whose nomination to a machine still holds
-        (`ClusterState.nominated_machine`); they keep their room there, so a later solve
-        does not launch for them again."""
+        (`ClusterState.nominated_machine`) and that still fit there beside what is bound
+        (`nominations.still_fitting`); they keep their room there, so a later solve does not
+        launch for them again, and the others are placed anew."""
         pods: list[Pod] = []
         placed: list[tuple[Pod, StateNode]] = []
         refreshed: dict[str, str] = {}
@@ -263,6 +265,9 @@ class Provisioner:
                 pods.append(model)
                 continue
             placed.append((model, machine))
+        placed, released = still_fitting(self.state, placed)
+        pods.extend(released)
+        for model, machine in placed:
             if not machine.initialized:
                 refreshed[model.key] = str(self.state.pod_nomination(model.key))
         self.state.record_pod_nominations(refreshed)
@@ -373,8 +378,12 @@ class Provisioner:
         pods: Mapping[str, Pod],
         outcome: ProvisioningOutcome,
     ) -> None:
+        """Create the round's NodeClaims within their NodePools' limits, then record each
+        in the state. A NodeClaim's room
+        under its NodePool's limits is taken before the requests go out: one whose create
+        fails leaves it unused until the next round."""
         usage = {name: self.state.nodepool_resources(name) for name in built.pools}
-        errors: list[ApiError] = []
+        launches: list[tuple[PlannedNodeClaim, PoolContext, dict[str, Any]]] = []
         for planned in result.nodeclaims:
             pool = built.pools[planned.nodepool]
             limited = bool(pool.model.spec.limits)
@@ -388,18 +397,18 @@ class Provisioner:
                     if pod is not None:
                         self._failed(pod, f"Failed to schedule pod, {reason}")
                 continue
-            manifest = nodeclaim_manifest(planned, pool, pods)
-            try:
-                with self.state.lock.released():  # a request: others may use the cache
-                    created = self.cluster.create(manifest)
-            except ApiError as error:
-                log.error("creating a NodeClaim for NodePool %s: %s", pool.name, error)
-                errors.append(error)
+            _add(usage[pool.name], capacity)
+            usage[pool.name][NODES_RESOURCE] = usage[pool.name].get(NODES_RESOURCE, 0) + 1000
+            launches.append((planned, pool, nodeclaim_manifest(planned, pool, pods)))
+        answers = self._create_all([manifest for _, _, manifest in launches])
+        errors: list[ApiError] = []
+        for (planned, pool, _), created in zip(launches, answers, strict=True):
+            if isinstance(created, ApiError):
+                log.error("creating a NodeClaim for NodePool %s: %s", pool.name, created)
+                errors.append(created)
                 continue
             # Seen at once, not only when its watch event arrives (Karpenter does the same).
             self.state.observe_written(created)
-            _add(usage[pool.name], capacity)
-            usage[pool.name][NODES_RESOURCE] = usage[pool.name].get(NODES_RESOURCE, 0) + 1000
             name = str(created["metadata"]["name"])
             outcome.created.append(name)
             metrics.NODECLAIMS_CREATED.labels(
@@ -414,6 +423,21 @@ class Provisioner:
                 self._nominated(key, f"nodeclaim/{name}")
         if errors:
             raise errors[0]
+
+    def _create_all(
+        self, manifests: Sequence[dict[str, Any]]
+    ) -> list[Mapping[str, Any] | ApiError]:
+        """Each manifest created (or the API's refusal), in order, one after another with
+        the state lock released (Karpenter creates a round's in parallel; see
+        docs/karpenter-differences.md, Controller workers)."""
+        with self.state.lock.released():  # requests: others may use the cache meanwhile
+            return [self._create(manifest) for manifest in manifests]
+
+    def _create(self, manifest: dict[str, Any]) -> Mapping[str, Any] | ApiError:
+        try:
+            return self.cluster.create(manifest)
+        except ApiError as error:
+            return error
 
     def _nominate_existing(
         self, built: StateProblem, result: SchedulingResult, outcome: ProvisioningOutcome
