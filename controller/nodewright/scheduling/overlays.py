@@ -22,12 +22,9 @@ from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.nodepool import NodePool
 from nodewright.api.quantity import parse_quantity
 from nodewright.scheduling.catalog import InstanceType, Offering
+from nodewright.scheduling.offering_labels import offering_labels
 from nodewright.scheduling.requirements import (
-    LABEL_CAPACITY_TYPE,
     LABEL_NODEPOOL,
-    LABEL_PARTITION,
-    LABEL_ZONE,
-    LABEL_ZONE_ID,
     Requirement,
     Requirements,
 )
@@ -56,15 +53,6 @@ def requirements_of(overlay: NodeOverlay) -> Requirements:
                         for r in overlay.spec.requirements)
 
 
-def _offering_labels(base: Mapping[str, str], offering: Offering) -> dict[str, str]:
-    labels = {**base, LABEL_ZONE: offering.zone, LABEL_CAPACITY_TYPE: offering.capacity_type}
-    if offering.zone_id:
-        labels[LABEL_ZONE_ID] = offering.zone_id
-    if offering.partition:
-        labels[LABEL_PARTITION] = offering.partition
-    return labels
-
-
 def selected_offerings(nodepool: NodePool, instance_type: InstanceType,
                        requirements: Requirements) -> list[int]:
     """Indices of the instance type's offerings the overlay selects in this NodePool."""
@@ -72,7 +60,7 @@ def selected_offerings(nodepool: NodePool, instance_type: InstanceType,
     base = {**instance_type.labels, **((template.labels if template else None) or {}),
             LABEL_NODEPOOL: nodepool.name}
     return [index for index, offering in enumerate(instance_type.offerings)
-            if requirements.satisfied_by_labels(_offering_labels(base, offering))]
+            if requirements.satisfied_by_labels({**base, **offering_labels(offering)})]
 
 
 @dataclass

@@ -113,9 +113,6 @@ class ReservationBook:
                 held.discard(reservation)
                 self.capacity[reservation] += 1
 
-    def has_reservation(self, hostname: str, reservation: str) -> bool:
-        return reservation in self.held.get(hostname, ())
-
     def remaining(self, reservation: str) -> int:
         return self.capacity.get(reservation, 0)
 

@@ -165,10 +165,6 @@ class ClusterCost:
             pool = self._pools.get(nodepool)
             return pool.cost if pool is not None else 0.0
 
-    def cluster_cost(self) -> float:
-        with self._lock:
-            return sum(pool.cost for pool in self._pools.values())
-
     @staticmethod
     def _price(nodepool: str, key: OfferingKey, known: bool,
                nodepool_exists: Callable[[str], bool],

@@ -24,13 +24,6 @@ def _minor(version: str) -> tuple[int, int] | None:
     return (int(parts[0]), int(minor)) if minor.isdigit() else None
 
 
-def supported_versions() -> list[str]:
-    """Every `1.x` in the range (Karpenter's SupportedK8sVersions)."""
-    low, high = _minor(MIN_K8S_VERSION), _minor(MAX_K8S_VERSION)
-    assert low is not None and high is not None
-    return [f"1.{minor}" for minor in range(low[1], high[1] + 1)]
-
-
 def compatibility_problem(version: str) -> str | None:
     """Why the controller is not made for `version`, or None when it is."""
     parsed = _minor(version)
