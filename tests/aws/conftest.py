@@ -16,6 +16,7 @@ from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.scheduling.pricing import OfflinePriceSource
 from tests.aws import moto_fixes, process_cache, provider_calls
+from tests.aws.fake_ec2 import FakeEC2
 from tests.aws.world import CLUSTER, FakeClock, World, build_world
 
 REGION = "us-west-2"
@@ -93,6 +94,14 @@ def world(clients: AwsClients) -> World:
 @pytest.fixture
 def provider(clients: AwsClients, world: World, clock: FakeClock) -> AwsCloudProvider:
     return AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource())
+
+
+@pytest.fixture
+def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
+    """EC2's answers recorded and scripted (FakeEC2) for the test, detached after it."""
+    fake = FakeEC2.attach(clients.ec2)
+    yield fake
+    fake.detach()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

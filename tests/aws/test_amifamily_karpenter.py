@@ -283,13 +283,6 @@ def test_imds_ipv6_per_region(region: str, expected: str | None) -> None:
     assert options.get("HttpProtocolIpv6") == expected
 
 
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
-
-
 def enclave_flags(provider: AwsCloudProvider, ec2: FakeEC2,
                   requests: dict[str, str] | None) -> list[bool]:
     """The templates Karpenter's resolver would make for t3.medium and m5.large."""

@@ -9,7 +9,6 @@ cluster); the launches themselves run through the real provider on moto.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any, cast
@@ -40,13 +39,6 @@ ZONE = "us-west-2a"
 RESERVATION = "cr-m5.large-1a"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
-
-
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
 
 
 # --- Create: hash annotations ---------------------------------------------------------------

@@ -12,7 +12,6 @@ selector terms or the AWS resources they match instead.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -44,13 +43,6 @@ from tests.aws.fake_ec2 import FakeEC2
 from tests.aws.world import ACCOUNT, X86_IMAGE, World, node_class, nodeclaim
 
 CONTEXT = "context-1234"
-
-
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
 
 
 class InstanceView:

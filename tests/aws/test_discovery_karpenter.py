@@ -12,7 +12,6 @@ EC2 is counted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,13 +59,6 @@ def data(clients: AwsClients) -> KarpenterData:
                 Name=f"test-security-group-{index + 1}", foo="bar", **extra)}],
         )["GroupId"]
     return found
-
-
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
 
 
 def subnet_terms(*terms: dict[str, Any]) -> list[SubnetSelectorTerm]:

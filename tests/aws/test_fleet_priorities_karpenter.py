@@ -10,7 +10,6 @@ follow the priorities (on-demand prioritized, spot capacity-optimized-prioritize
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,13 +32,6 @@ from tests.aws.test_instance_karpenter import claim
 from tests.aws.world import CLUSTER, FakeClock, node_class
 
 PRICE_OVERLAY_APPLIED = "karpenter.sh/price-overlay-applied"
-
-
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
 
 
 def annotated(built: NodeClaim) -> NodeClaim:

@@ -7,7 +7,6 @@ FakeEC2 answers it (`respond`); Karpenter's InstanceProvider.Create is
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,13 +21,6 @@ from tests.aws.world import CLUSTER, World, node_class, nodeclaim
 
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
 NO_ADDRESSES = "InsufficientFreeAddressesInSubnet"
-
-
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
 
 
 def fleet_errors(*errors: tuple[str, str, str, str]) -> dict[str, Any]:

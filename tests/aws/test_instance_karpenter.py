@@ -5,7 +5,6 @@ offering."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,13 +19,6 @@ from tests.aws.reservations import FakeCapacityReservations, FakeReservation
 from tests.aws.world import CLUSTER, FakeClock, World, node_class, nodeclaim
 
 ZONES = ("us-west-2a", "us-west-2b", "us-west-2c")
-
-
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
 
 
 def claim(types: list[str], capacity_types: list[str], name: str = "default-abcde",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import tomllib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,13 +32,6 @@ from tests.aws.world import (
 
 KMS_KEY = "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 CUSTOM_TAG = {"ami-family": "custom"}
-
-
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
 
 
 def tag_images(world: World, *image_ids: str) -> None:

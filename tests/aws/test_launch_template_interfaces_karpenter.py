@@ -11,7 +11,6 @@ only types with two EFA devices.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -34,13 +33,6 @@ FOUR_INTERFACES = [
     {"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"},
     {"networkCardIndex": 1, "deviceIndex": 1, "interfaceType": "interface"},
 ]
-
-
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
 
 
 @pytest.fixture

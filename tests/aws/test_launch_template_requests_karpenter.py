@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -40,13 +39,6 @@ from tests.aws.world import (
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 UNREGISTERED = "karpenter.sh/unregistered"
-
-
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
 
 
 def claim(capacity_type: str = "on-demand", name: str = "default-abcde",

@@ -10,7 +10,6 @@ on-demand), which is all the launch template provider sees in either case.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,13 +26,6 @@ from tests.aws.reservations import FakeCapacityReservations, FakeReservation
 from tests.aws.world import CLUSTER, FakeClock, World, node_class, nodeclaim
 
 KMS_KEY = "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
-
-
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
 
 
 def launch(provider: AwsCloudProvider, ec2: FakeEC2, **spec: Any) -> list[dict[str, Any]]:

@@ -11,7 +11,6 @@ NodeClaim lifecycle's registration."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,13 +29,6 @@ from .test_placement_groups import GROUP_ID_LABEL, PARTITION_LABEL, RACKS, group
 from .world import node_class, nodeclaim
 
 __all__ = ["groups"]  # the fixture, used by name
-
-
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
 
 
 def launched_claim(instance: Instance, claim: NodeClaim | None = None) -> dict[str, Any]:

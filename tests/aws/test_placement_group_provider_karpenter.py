@@ -7,10 +7,7 @@ FakeEC2, as the Go suite sets DescribePlacementGroupsOutput.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from nodewright.api.ec2nodeclass import PlacementGroupSelector
 from nodewright.cloud.aws import placement_groups
@@ -22,13 +19,6 @@ from tests.aws.world import CLUSTER, K8S_VERSION, World, node_class
 
 CLUSTER_PG = {"GroupId": "pg-cluster123", "GroupName": "my-cluster-pg", "State": "available",
               "Strategy": "cluster"}
-
-
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
 
 
 def selector(**field: str) -> PlacementGroupSelector:

@@ -75,13 +75,6 @@ def pricing(clients: AwsClients) -> Iterator[Answers]:
     answers.detach()
 
 
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
-
-
 def products(pricing: Answers, *entries: str, more: bool = False, token: str = "") -> None:
     pricing.add("GetProducts", {"PriceList": list(entries), "FormatVersion": "aws_v1",
                                 **({"NextToken": token} if more else {})})

@@ -9,7 +9,6 @@ capacityTypeFromInstance). The requests are read as sent, through tests/aws/fake
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,13 +23,6 @@ from tests.aws.world import CLUSTER, FakeClock, World, node_class, nodeclaim
 
 RESERVING = {"capacityReservationSelectorTerms": [{"tags": {"team": "ml"}}]}
 RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
-
-
-@pytest.fixture
-def ec2(clients: AwsClients) -> Iterator[FakeEC2]:
-    fake = FakeEC2.attach(clients.ec2)
-    yield fake
-    fake.detach()
 
 
 @pytest.fixture
