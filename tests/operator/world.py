@@ -217,15 +217,18 @@ class RealTimeWorld(ClusterReads):
     def operator(self, identity: str, *, leader_elect: bool = True,
                  timing: LeaseTiming = FAST_LEASE,
                  options: ControllerOptions = FAST_CONTROLLERS,
-                 cloud: CloudProvider | None = None) -> Operator:
+                 cloud: CloudProvider | None = None,
+                 client: Callable[[ClusterAPI], ClusterAPI] | None = None) -> Operator:
         """A controller process. With `cloud` (one safe from any thread, such as
         `tests.operator.slow_cloud.SlowCloud` over `world.cloud` and `world.lock`) it runs
         as `nodewright controller` does, taking no turn at the world lock: its workers
-        run side by side, each call to the cluster or the cloud taking its turn."""
+        run side by side, each call to the cluster or the cloud taking its turn. `client`
+        wraps the API client it is given (an API server whose creates take time)."""
         settings = OperatorSettings(identity=identity, leader_elect=leader_elect,
                                     lease_namespace="kube-system", timing=timing,
                                     controllers=options, idle_interval=0.01)
-        started = Operator(AuditedCluster(self.cluster, self.controller_requests),
+        api: ClusterAPI = AuditedCluster(self.cluster, self.controller_requests)
+        started = Operator(api if client is None else client(api),
                            cloud or self.cloud, settings,
                            world_lock=self.lock if cloud is None else None)
         started.start()
