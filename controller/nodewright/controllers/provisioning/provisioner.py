@@ -4,7 +4,8 @@ A singleton reconciler. Pod events for pods kube-scheduler marked unschedulable 
 events for nodes tainted `karpenter.sh/disrupted`) trigger the batcher; when the window
 closes and the state is synced, every provisionable pod (plus the reschedulable pods of
 machines being deleted) is solved against the machines that exist or are launching and
-the ready NodePools. New NodeClaims are created within their NodePool's limits; pods get
+the ready NodePools. New NodeClaims are created within their NodePool's limits, a
+round's together (`creates`: the ones refused are reported, the others stand); pods get
 a Nominated event naming where they should land, or FailedScheduling with the solver's
 reason. While pods stay pending the provisioner looks again every 10 seconds (Karpenter's
 pod controller requeues each pending pod that often).
