@@ -24,10 +24,14 @@ and its actors included) and the controller's own threads.
         [--lifecycle-workers N] [--termination-workers N]   # e.g. 4: the count before
         [--cpu-requests 1000]                              # issue 32's change
         [--max-vcpus 16]   # Karpenter's NodePool narrowed to small instances (ours)
+        [--create-latency 0.05]   # each NodeClaim create answers after 50 ms
 
 Karpenter's NodePool lets the solve pick 48xlarge instances: the burst needs 13 to 17
 NodeClaims. `--max-vcpus 16` (not Karpenter's test: instance-cpu < 17 added to its
 NodePool) makes it need about 150, as kwok's small instance types do on Karpenter's run.
+The in-memory API server answers a create at once; `--create-latency` makes each NodeClaim
+create answer after that many seconds, as a real API server's round trip (the most creates
+in flight at once is reported).
 """
 
 from __future__ import annotations
@@ -101,12 +105,41 @@ def thread_cpu_seconds(prefix: str) -> float:
     return total
 
 
-def start_operator(world: RealTimeWorld, cloud: SlowCloud, cpu_requests: int) -> Operator:
+class SlowNodeClaimCreates:
+    """The operator's API client, whose NodeClaim creates answer after `seconds` (a real
+    API server's round trip); counts the most in flight at once."""
+
+    def __init__(self, inner: Any, seconds: float) -> None:
+        self.inner = inner
+        self.seconds = seconds
+        self._counts = threading.Lock()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def create(self, obj: dict[str, Any]) -> Any:
+        if obj.get("kind") != "NodeClaim":
+            return self.inner.create(obj)
+        with self._counts:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            time.sleep(self.seconds)
+            return self.inner.create(obj)
+        finally:
+            with self._counts:
+                self.in_flight -= 1
+
+
+def start_operator(world: RealTimeWorld, cloud: SlowCloud, cpu_requests: int,
+                   api: Any) -> Operator:
     """The controller process as `nodewright controller` runs it: no turn at the world lock,
     Karpenter's batching windows and module waits, CPU_REQUESTS given."""
     settings = OperatorSettings(identity=IDENTITY, leader_elect=False,
                                 controllers=ControllerOptions(), cpu_requests=cpu_requests)
-    operator = Operator(world.cluster, cloud, settings)
+    operator = Operator(api, cloud, settings)
     operator.start()
     world.operators.append(operator)
     return operator
@@ -116,7 +149,7 @@ def measure(scale: float = 1.0, create_fleet: float = 1.0, launch_delay: float =
             registration_delay: float = 3.0, cpu_requests: int = 1000,
             lifecycle_workers: int | None = None, termination_workers: int | None = None,
             timeout: float = 900.0, trace: bool = False,
-            max_vcpus: int | None = None) -> dict[str, Any]:
+            max_vcpus: int | None = None, create_latency: float = 0.0) -> dict[str, Any]:
     replicas = max(1, round(REPLICAS * scale))
     pods = 2 * replicas
     sim = SimSettings(launch_delay=launch_delay, registration_delay=registration_delay,
@@ -134,7 +167,8 @@ def measure(scale: float = 1.0, create_fleet: float = 1.0, launch_delay: float =
                     {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lt",
                      "values": [str(max_vcpus + 1)]})
             world.apply(NODE_CLASS, pool)
-            operator = start_operator(world, cloud, cpu_requests)
+            api = SlowNodeClaimCreates(world.cluster, create_latency)
+            operator = start_operator(world, cloud, cpu_requests, api)
             lifecycle = operator.driver.workers(operator.controllers.lifecycle)
             termination = operator.driver.workers(
                 operator.controllers.built["node.termination"])
@@ -163,6 +197,8 @@ def measure(scale: float = 1.0, create_fleet: float = 1.0, launch_delay: float =
                 "nodeclaims": claims, "instances_launched": launched,
                 "create_fleet_batches": sorted(cloud.batch_sizes, reverse=True),
                 "most_launches_in_flight": cloud.most_launches_in_flight,
+                "create_latency_s": create_latency,
+                "most_creates_in_flight": api.most_in_flight,
                 "cpu_utilization": round(average_utilization(nodes, bound, "cpu"), 3),
                 "memory_utilization": round(average_utilization(nodes, bound, "memory"), 3),
                 "process_cpu_s": round(cpu, 2), "controller_cpu_s": round(controller_cpu, 2),
@@ -233,6 +269,8 @@ def main() -> int:
     parser.add_argument("--termination-workers", type=int, default=None)
     parser.add_argument("--max-vcpus", type=int, default=None,
                         help="only instance types of at most this many vCPUs (not Karpenter's)")
+    parser.add_argument("--create-latency", type=float, default=0.0, metavar="SECONDS",
+                        help="how long each NodeClaim create takes to answer")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--json", action="store_true")
@@ -248,7 +286,8 @@ def main() -> int:
     for _ in range(args.runs):
         row = measure(args.scale, args.create_fleet, args.launch_delay,
                       args.registration_delay, args.cpu_requests, args.lifecycle_workers,
-                      args.termination_workers, args.timeout, args.trace, args.max_vcpus)
+                      args.termination_workers, args.timeout, args.trace, args.max_vcpus,
+                      args.create_latency)
         rows.append(row)
         if not args.json:
             print(", ".join(f"{key}={value}" for key, value in row.items()), flush=True)

@@ -7,10 +7,11 @@ leader elector) talks to the same cluster. Delays are a fraction of a second, so
 that takes minutes in a real cluster takes a second or two.
 
 The in-memory cluster and the simulated EC2 are not thread-safe, so every driver holds
-`world.lock` while it works and every call from another thread (the leader electors)
-goes through `LockedCluster`: the threads take turns, as the processes of a real
-cluster take turns at the API server. A test that reads several things at once (the
-expectations of tests/controllers) holds `world.lock` too, to see one moment.
+`world.lock` while it works, but for the operators' requests, and every call to the
+cluster goes through `LockedCluster`, which takes it for the call: the threads take turns,
+as the processes of a real cluster take turns at the API server. A test that reads several
+things at once (the expectations of tests/controllers) holds `world.lock` too, to see one
+moment.
 
 The query helpers have the names of `tests.harness.World`, so the core
 stories' expectations read both worlds. `freeze_when` stops a controller process at an
@@ -23,6 +24,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +46,7 @@ from nodewright.operator.leader import LeaseTiming
 from nodewright.operator.process import Operator, OperatorSettings
 from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.reconciler import WatchEvent
+from nodewright.runtime.statelock import StateLock
 from tests.harness import ClusterReads, Source, documents
 from tests.kube.waiting import PATIENCE, eventually
 from tests.support.operator import crash
@@ -71,7 +74,7 @@ FAST_LEASE = LeaseTiming(lease_duration=1.0, renew_deadline=0.7, retry_period=0.
 
 
 class LockedStream:
-    def __init__(self, stream: WatchStream, lock: threading.RLock) -> None:
+    def __init__(self, stream: WatchStream, lock: AbstractContextManager[object]) -> None:
         self._stream = stream
         self._lock = lock
 
@@ -91,7 +94,7 @@ class LockedStream:
 class LockedCluster:
     """ClusterAPI over the in-memory cluster, one caller at a time."""
 
-    def __init__(self, cluster: InMemoryCluster, lock: threading.RLock) -> None:
+    def __init__(self, cluster: InMemoryCluster, lock: AbstractContextManager[object]) -> None:
         self.memory = cluster
         self._lock = lock
 
@@ -190,7 +193,8 @@ class RealTimeWorld(ClusterReads):
                  actors: ActorSettings | None = None,
                  capacity: Sequence[CapacityRule] = (),
                  zones: Sequence[str] | None = None) -> None:
-        self.lock = threading.RLock()
+        # A StateLock: the operators' requests step out of it (StateLock.requesting).
+        self.lock = StateLock()
         self.clock = SystemClock()
         memory = InMemoryCluster(self.clock)
         self.memory = memory
@@ -213,15 +217,18 @@ class RealTimeWorld(ClusterReads):
     def operator(self, identity: str, *, leader_elect: bool = True,
                  timing: LeaseTiming = FAST_LEASE,
                  options: ControllerOptions = FAST_CONTROLLERS,
-                 cloud: CloudProvider | None = None) -> Operator:
+                 cloud: CloudProvider | None = None,
+                 client: Callable[[ClusterAPI], ClusterAPI] | None = None) -> Operator:
         """A controller process. With `cloud` (one safe from any thread, such as
         `tests.operator.slow_cloud.SlowCloud` over `world.cloud` and `world.lock`) it runs
         as `nodewright controller` does, taking no turn at the world lock: its workers
-        run side by side, each call to the cluster or the cloud taking its turn."""
+        run side by side, each call to the cluster or the cloud taking its turn. `client`
+        wraps the API client it is given (an API server whose creates take time)."""
         settings = OperatorSettings(identity=identity, leader_elect=leader_elect,
                                     lease_namespace="kube-system", timing=timing,
                                     controllers=options, idle_interval=0.01)
-        started = Operator(AuditedCluster(self.cluster, self.controller_requests),
+        api: ClusterAPI = AuditedCluster(self.cluster, self.controller_requests)
+        started = Operator(api if client is None else client(api),
                            cloud or self.cloud, settings,
                            world_lock=self.lock if cloud is None else None)
         started.start()

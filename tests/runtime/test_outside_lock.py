@@ -80,6 +80,44 @@ def test_a_call_made_without_the_lock_is_made_as_it_is() -> None:
     assert client.held_during == [False] and not lock.held()
 
 
+def test_a_call_steps_out_of_the_outer_lock_too_and_takes_both_back_in_order() -> None:
+    """The tests' world lock is the state lock's `outer`: held around a unit of work by the
+    operator's driver, stepped out of for each request, so another thread (the in-memory
+    cluster's client, a thread creating for this one) can take it meanwhile."""
+    world, lock = StateLock(), StateLock()
+    lock.outer = world
+    seen: list[tuple[bool, bool]] = []
+    other_took_world = threading.Event()
+
+    def take_world() -> None:
+        with world:
+            other_took_world.set()
+
+    class Request:
+        def send(self) -> None:
+            seen.append((world.held(), lock.held()))
+            thread = threading.Thread(target=take_world)
+            thread.start()
+            thread.join(30)
+
+    with world, lock, lock:
+        outside_state_lock(Request(), lock).send()
+        assert world.held() and lock.held()
+    assert seen == [(False, False)]
+    assert other_took_world.is_set()
+
+
+def test_the_outer_lock_alone_is_stepped_out_of_by_a_thread_that_holds_only_it() -> None:
+    """A reconciler that manages the state lock itself runs with the world lock only."""
+    world, lock = StateLock(), StateLock()
+    lock.outer = world
+    client = Client(world)
+    with world:
+        outside_state_lock(client, lock).request(1)
+        assert world.held()
+    assert client.held_during == [False]
+
+
 def test_a_cloud_says_whether_its_calls_are_safe_from_any_thread() -> None:
     """A typed capability, forwarded by every wrapper (no attribute probing)."""
 

@@ -20,8 +20,13 @@ themselves, read (or copy) what they need, and compute outside it (docs/decision
 "Concurrency").
 
 `world_lock`, when given, is held around every unit of work (a reconcile, a timer, a batch
-of events): tests run several drivers (the cluster's actors, two operators) against one
-in-memory cluster that is not thread-safe, and the lock makes them take turns.
+of events) but for its requests: tests run several drivers (the cluster's actors, two
+operators) against one in-memory cluster that is not thread-safe, and the lock makes them
+take turns. A request steps out of it as out of the state lock (it is the state lock's
+`outer`: `StateLock.requesting`), and that cluster's client takes it for each call: held
+through a request it would keep the other drivers waiting on the network, and a reconcile
+waiting on requests its own threads make (a round's NodeClaims created together) would
+wait forever for the lock it holds.
 
 `stalled()` is the liveness of each controller (/healthz): one that has had work for
 longer than its budget without finishing a reconcile, or one reconcile running past its
@@ -136,7 +141,7 @@ class OperatorDriver:
         idle_interval: float = 0.02,
         rate_limiter: Callable[[], RateLimiter] | None = None,
         name: str = "nodewright",
-        world_lock: AbstractContextManager[object] | None = None,
+        world_lock: StateLock | None = None,
         state_lock: StateLock | None = None,
         health: HealthLimits | None = None,
         cpu_requests: int = DEFAULT_CPU_REQUESTS,
@@ -157,6 +162,8 @@ class OperatorDriver:
         self._state_lock: AbstractContextManager[object] = state_lock or nullcontext()
         if state_lock is not None:
             state_lock.concurrent = True
+            # Taken before the state lock here, and stepped out of with it for requests.
+            state_lock.outer = world_lock
         self._workers: list[_Worker] = []
         self._by_reconciler: dict[int, _Worker] = {}
         self._listeners: list[Listener] = []

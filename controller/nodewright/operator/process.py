@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from nodewright.cloud.provider import CloudProvider
@@ -34,6 +33,7 @@ from nodewright.operator.shutdown import Shutdown
 from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.concurrency import DEFAULT_CPU_REQUESTS
 from nodewright.runtime.reconciler import Reconciler
+from nodewright.runtime.statelock import StateLock
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class Operator:
         *,
         clock: SystemClock | None = None,
         extra: Sequence[Reconciler] = (),
-        world_lock: AbstractContextManager[object] | None = None,
+        world_lock: StateLock | None = None,
         lease_cluster: ClusterAPI | None = None,
     ) -> None:
         """`lease_cluster` is the client leader election uses (default: `cluster`): a

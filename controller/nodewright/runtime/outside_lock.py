@@ -4,9 +4,10 @@ A request (to the API server, to EC2, to the Pricing API) can take seconds: a pa
 DescribeInstanceTypes, a CreateFleet, a 429 slept out under Retry-After. Made under the
 state lock it would hold up every other controller, a spot interruption included. So the
 controllers are handed their clients wrapped: each call steps out of the state lock for
-its duration (`StateLock.released`) and takes it back before it returns, as
-controller-runtime's reconcilers read from the informers' cache and make their requests
-without any lock another controller needs (docs/decisions.md, "Concurrency").
+its duration (`StateLock.requesting`, with the tests' world lock) and takes it back before
+it returns, as controller-runtime's reconcilers read from the informers' cache and make
+their requests without any lock another controller needs (docs/decisions.md,
+"Concurrency").
 
 The contract for code that makes a call: what it read from the state cache before the call
 may have changed by the time the call returns. Read what the call needs first, and after
@@ -41,7 +42,7 @@ class _OutsideStateLock:
 
         @functools.wraps(value)
         def outside(*args: Any, **kwargs: Any) -> Any:
-            with lock.released():
+            with lock.requesting():
                 return value(*args, **kwargs)
 
         return outside

@@ -13,6 +13,13 @@ each call (`runtime.outside_lock`).
 driver runs every controller on one thread and leaves it False, so a controller that
 would copy the state before stepping out needs no copy there (and the simulator stays
 byte-for-byte what it was).
+
+`outer` is a lock a request must step out of besides this one (`requesting`): the tests'
+world lock, which the operator's driver holds around each unit of work so that several
+drivers take turns at one in-memory cluster, and which that cluster's client takes for
+each call. Held through a request, it would keep every other driver waiting on the
+network, and a thread waiting on requests made by other threads (a round's NodeClaims
+created together) would wait forever for them.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ class StateLock:
         self._lock = threading.RLock()
         self._local = threading.local()
         self.concurrent = False
+        # Taken before this lock by whoever takes both (the operator's driver).
+        self.outer: StateLock | None = None
 
     def _depth(self) -> int:
         return int(getattr(self._local, "depth", 0))
@@ -59,3 +68,15 @@ class StateLock:
         finally:
             for _ in range(depth):
                 self.__enter__()
+
+    @contextmanager
+    def requesting(self) -> Iterator[None]:
+        """Step out of this lock and of `outer` for a request, or for a wait on requests
+        other threads make (no call to the API server or the cloud is made under a lock
+        another thread needs); taken back as they are taken, `outer` first."""
+        with self.released():
+            if self.outer is None:
+                yield
+            else:
+                with self.outer.released():
+                    yield

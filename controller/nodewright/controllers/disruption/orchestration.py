@@ -4,7 +4,9 @@ deciding the next (budgets count the candidates of commands in flight, which are
 for deletion, and no node is in two commands).
 
 Start: taint each candidate `karpenter.sh/disrupted:NoSchedule` (no new pods land there)
-and set its NodeClaim's `DisruptionReason` condition; create the replacement NodeClaims;
+and set its NodeClaim's `DisruptionReason` condition; create the replacement NodeClaims
+(together, as Karpenter's CreateNodeClaims: one refused fails the command, those created
+stay as capacity);
 only then mark the candidates for deletion in the state cache (marking first would let the
 provisioner launch capacity for their pods a second time). Progress: once every
 replacement's NodeClaim is Initialized, delete the candidates' NodeClaims (the termination
@@ -35,6 +37,7 @@ from nodewright.controllers.disruption.verdict_publishing import (
     DISRUPTION_REASON,
     set_nodeclaim_condition,
 )
+from nodewright.controllers.provisioning.creates import create_together, failures
 from nodewright.controllers.provisioning.nodeclaims import MIN_VALUES_RELAXED, nodeclaim_manifest
 from nodewright.controllers.provisioning.problem import PoolContext
 from nodewright.controllers.static.nodeclaims import static_nodeclaim_manifest
@@ -134,8 +137,10 @@ class Orchestrator:
             manifests = [nodeclaim_manifest(planned, pools[planned.nodepool], pods)
                          for planned in command.replacements]
             manifests.extend(self._static_manifest(pool) for pool in command.static_replacements)
-            for manifest in manifests:
-                created = self.cluster.create(manifest)
+            answers = create_together(self.cluster, self.state.lock, manifests)
+            for created in answers:
+                if isinstance(created, ApiError):
+                    continue
                 nodepool = objects.labels(created).get(NODEPOOL_LABEL, "")
                 self.state.observe_written(created)
                 name = str(created["metadata"]["name"])
@@ -148,6 +153,10 @@ class Orchestrator:
                     regarding=created, type="Normal", reason=ex.DISRUPTION_LAUNCHING,
                     note=f"Launching NodeClaim: {_title(command.reason)}",
                     dedupe_values=(objects.uid(created), command.reason)))
+            failed = failures(answers)
+            if failed is not None:
+                # The replacements created stay as capacity; the candidates are left alone.
+                raise failed
         except (ApiError, CommandFailed) as error:
             log.error("disruption command %s could not start: %s", command.describe(), error)
             self._release(marked, now)

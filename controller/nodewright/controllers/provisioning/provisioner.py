@@ -4,7 +4,8 @@ A singleton reconciler. Pod events for pods kube-scheduler marked unschedulable 
 events for nodes tainted `karpenter.sh/disrupted`) trigger the batcher; when the window
 closes and the state is synced, every provisionable pod (plus the reschedulable pods of
 machines being deleted) is solved against the machines that exist or are launching and
-the ready NodePools. New NodeClaims are created within their NodePool's limits; pods get
+the ready NodePools. New NodeClaims are created within their NodePool's limits, a
+round's together (`creates`: the ones refused are reported, the others stand); pods get
 a Nominated event naming where they should land, or FailedScheduling with the solver's
 reason. While pods stay pending the provisioner looks again every 10 seconds (Karpenter's
 pod controller requeues each pending pod that often).
@@ -36,6 +37,7 @@ from nodewright.controllers.provisioning.buffers import (
     BufferPlacements,
     write_provisioning_conditions,
 )
+from nodewright.controllers.provisioning.creates import create_together, failures
 from nodewright.controllers.provisioning.nodeclaims import (
     claim_capacity,
     nodeclaim_manifest,
@@ -340,7 +342,7 @@ class Provisioner:
                 continue
             log.info("NodePool %s is not used for provisioning: %s", name, why)
         by_key = {pod.key: pod for pod in pods}
-        self._create_nodeclaims(built, result, by_key, outcome)
+        failed = self._create_nodeclaims(built, result, by_key, outcome)
         self._nominate_existing(built, result, outcome)
         for key, reason in result.unschedulable:
             if buffers is not None and buffers.is_virtual(key):
@@ -369,6 +371,9 @@ class Provisioner:
             len(outcome.unschedulable))
         self.outcomes.append(outcome)
         del self.outcomes[:-20]
+        if failed is not None:
+            # Once the round is recorded: the NodeClaims created stand, the key is retried.
+            raise failed
         return outcome
 
     def _create_nodeclaims(
@@ -377,11 +382,13 @@ class Provisioner:
         result: SchedulingResult,
         pods: Mapping[str, Pod],
         outcome: ProvisioningOutcome,
-    ) -> None:
-        """Create the round's NodeClaims within their NodePools' limits, then record each
-        in the state. A NodeClaim's room
-        under its NodePool's limits is taken before the requests go out: one whose create
-        fails leaves it unused until the next round."""
+    ) -> ApiError | None:
+        """Create the round's NodeClaims within their NodePools' limits, all together (as
+        Karpenter's CreateNodeClaims), then record each created one in the state; what to
+        report for the refused ones. A NodeClaim's room under its NodePool's limits is
+        taken, one NodeClaim after another, before any request goes out, so creates in
+        flight together never exceed a limit; one whose create fails leaves its room
+        unused until the next round."""
         usage = {name: self.state.nodepool_resources(name) for name in built.pools}
         launches: list[tuple[PlannedNodeClaim, PoolContext, dict[str, Any]]] = []
         for planned in result.nodeclaims:
@@ -400,12 +407,11 @@ class Provisioner:
             _add(usage[pool.name], capacity)
             usage[pool.name][NODES_RESOURCE] = usage[pool.name].get(NODES_RESOURCE, 0) + 1000
             launches.append((planned, pool, nodeclaim_manifest(planned, pool, pods)))
-        answers = self._create_all([manifest for _, _, manifest in launches])
-        errors: list[ApiError] = []
+        answers = create_together(self.cluster, self.state.lock,
+                                  [manifest for _, _, manifest in launches])
         for (planned, pool, _), created in zip(launches, answers, strict=True):
             if isinstance(created, ApiError):
                 log.error("creating a NodeClaim for NodePool %s: %s", pool.name, created)
-                errors.append(created)
                 continue
             # Seen at once, not only when its watch event arrives (Karpenter does the same).
             self.state.observe_written(created)
@@ -421,23 +427,7 @@ class Provisioner:
             for key in self._real(planned.pods):
                 outcome.nominated[key] = f"nodeclaim/{name}"
                 self._nominated(key, f"nodeclaim/{name}")
-        if errors:
-            raise errors[0]
-
-    def _create_all(
-        self, manifests: Sequence[dict[str, Any]]
-    ) -> list[Mapping[str, Any] | ApiError]:
-        """Each manifest created (or the API's refusal), in order, one after another with
-        the state lock released (Karpenter creates a round's in parallel; see
-        docs/karpenter-differences.md, Controller workers)."""
-        with self.state.lock.released():  # requests: others may use the cache meanwhile
-            return [self._create(manifest) for manifest in manifests]
-
-    def _create(self, manifest: dict[str, Any]) -> Mapping[str, Any] | ApiError:
-        try:
-            return self.cluster.create(manifest)
-        except ApiError as error:
-            return error
+        return failures(answers)
 
     def _nominate_existing(
         self, built: StateProblem, result: SchedulingResult, outcome: ProvisioningOutcome

@@ -1,10 +1,12 @@
 """Static provisioning (Karpenter's static.provisioning controller): a static NodePool
 that is Ready gets NodeClaims until it has `spec.replicas` of them, within limits.nodes.
 
-Scaling down is `deprovisioning`'s. NodeClaims held by a disruption command (static drift
-replacing one) count as the NodePool's, so a drift never makes it launch a second
-replacement. Nothing is created before the state cache has synced: an unsynced cache
-undercounts, and every NodeClaim launched from that count would be one too many.
+The missing NodeClaims are created together (Karpenter's CreateNodeClaims); those refused
+are created on the next look. Scaling down is `deprovisioning`'s. NodeClaims held by a
+disruption command (static drift replacing one) count as the NodePool's, so a drift never
+makes it launch a second replacement. Nothing is created before the state cache has
+synced: an unsynced cache undercounts, and every NodeClaim launched from that count would
+be one too many.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from nodewright.api.managed import nodepool_is_managed
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, ClusterAPI
 from nodewright.controllers.common.logfields import nodeclaim_fields
+from nodewright.controllers.provisioning.creates import create_together, failures
 from nodewright.controllers.static.counts import node_counts, room_under_limit
 from nodewright.controllers.static.nodeclaims import static_nodeclaim_manifest
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
@@ -89,14 +92,16 @@ class StaticProvisioning:
         node_class = self.state.node_class_model(reference.name)
         manifest = static_nodeclaim_manifest(
             nodepool, node_class.model if node_class is not None else None, objects.uid(raw))
-        for _ in range(count):
-            try:
-                created = self.cluster.create(manifest)
-            except ApiError as error:
-                log.error("creating a NodeClaim for static NodePool %s: %s", key, error)
-                return Result(requeue_after=UNSYNCED_RETRY_SECONDS)
+        answers = create_together(self.cluster, self.state.lock, [manifest] * count)
+        for created in answers:
+            if isinstance(created, ApiError):
+                log.error("creating a NodeClaim for static NodePool %s: %s", key, created)
+                continue
             self.state.observe_written(created)
             metrics.NODECLAIMS_CREATED.labels(
                 reason=PROVISIONED, nodepool=key, min_values_relaxed="false").inc()
             log.info("created nodeclaim", extra=nodeclaim_fields(created))
+        if failures(answers) is not None:
+            # Those created count next time; the missing ones are created then.
+            return Result(requeue_after=UNSYNCED_RETRY_SECONDS)
         return Result(requeue_after=REQUEUE_SECONDS)
