@@ -944,7 +944,8 @@ class Store:
                 child = removed.pop((gauge, label_values), None)
                 if child is not None:
                     with gauge._lock:
-                        child = gauge._metrics.setdefault(label_values, child)
+                        metrics_ = cast("dict[tuple[str, ...], Gauge]", gauge._metrics)
+                        child = metrics_.setdefault(label_values, child)
             if child is None:
                 child = gauge.labels(*label_values)
             child.set(value)
