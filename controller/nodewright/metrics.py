@@ -917,27 +917,45 @@ def remove_matching(metric: Gauge, **labels: str) -> None:
 class Store:
     """Gauge series owned by keys (an object, or one whole reconcile), as Karpenter's
     metrics.Store: `update` replaces one key's series and removes those it no longer has,
-    `delete` removes them all."""
+    `delete` removes them all.
 
-    def __init__(self) -> None:
+    `keep_removed`: the series an `update` removes stay with their key, out of the
+    gauge, and come back when the key has them again (a status condition flipping back
+    and forth: the same label sets over and over), instead of each being built again by
+    prometheus_client's `labels()`. A key's kept series go with `delete`."""
+
+    def __init__(self, *, keep_removed: bool = False) -> None:
         self._series: dict[str, set[Series]] = {}
+        self._keep_removed = keep_removed
+        self._removed: dict[str, dict[Series, Gauge]] = {}
 
     def update(self, key: str, values: Iterable[Sample]) -> list[Series]:
         """The key's series now, in the order of `values` (for `set_again`)."""
         fresh: set[Series] = set()
         ordered: list[Series] = []
+        removed = self._removed.get(key)
         for gauge, labels, value in values:
             label_values = tuple(labels[name] for name in gauge._labelnames)
             # The series' child as `labels` would return it when it exists (the same
             # lookup, without its argument checks: status reconciles set hundreds of
             # thousands of series again); `labels` creates it otherwise.
             child = cast("Gauge | None", gauge._metrics.get(label_values))
+            if child is None and removed:
+                child = removed.pop((gauge, label_values), None)
+                if child is not None:
+                    with gauge._lock:
+                        metrics_ = cast("dict[tuple[str, ...], Gauge]", gauge._metrics)
+                        child = metrics_.setdefault(label_values, child)
             if child is None:
                 child = gauge.labels(*label_values)
             child.set(value)
             fresh.add((gauge, label_values))
             ordered.append((gauge, label_values))
         for gauge, label_values in self._series.get(key, set()) - fresh:
+            if self._keep_removed:
+                child = cast("Gauge | None", gauge._metrics.get(label_values))
+                if child is not None:
+                    self._removed.setdefault(key, {})[(gauge, label_values)] = child
             _remove(gauge, label_values)
         self._series[key] = fresh
         return ordered
@@ -952,6 +970,7 @@ class Store:
             child.set(value)
 
     def delete(self, key: str) -> None:
+        self._removed.pop(key, None)
         for gauge, label_values in self._series.pop(key, set()):
             _remove(gauge, label_values)
 

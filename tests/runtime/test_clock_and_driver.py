@@ -166,3 +166,50 @@ def test_a_stopped_driver_does_no_more_work() -> None:
 
     assert len(reconciler.calls) == 1
     assert cluster.stream.closed
+
+
+class CountingWatches(Recorder):
+    """A recorder that counts how often its watches are read."""
+
+    def __init__(self, clock: VirtualClock) -> None:
+        super().__init__(clock)
+        self.watch_reads = 0
+
+    @property
+    def watches(self) -> Sequence[Watch]:
+        self.watch_reads += 1
+        return (Watch("Node"), Watch("Pod", singleton_key))
+
+
+def test_watches_are_read_once_not_per_event() -> None:
+    """A reconciler's watches are fixed when it is built: the driver routes events by
+    kind from one reading, instead of asking every reconciler for its watches at every
+    event (tens of thousands of events, dozens of reconcilers)."""
+    reconciler = CountingWatches(VirtualClock(START))
+    clock, cluster, driver = running(reconciler)
+    for index in range(20):
+        cluster.emit("Node", f"n{index}")
+        cluster.emit("Pod", f"p{index}")
+        cluster.emit("Namespace", f"ns{index}")
+    driver.deliver()
+    clock.advance(1)
+
+    assert reconciler.watch_reads == 1
+    assert len(reconciler.calls) == 21  # 20 nodes and the singleton
+
+
+def test_a_reconciler_added_later_gets_the_events_after_it() -> None:
+    first = Recorder(VirtualClock(START))
+    clock, cluster, driver = running(first)
+    cluster.emit("Node", "a")
+    driver.deliver()
+
+    second = Recorder(clock)
+    second.name = "second"
+    driver.add(second)
+    cluster.emit("Node", "b")
+    driver.deliver()
+    clock.advance(1)
+
+    assert [key for key, _ in first.calls] == ["a", "b"]
+    assert [key for key, _ in second.calls] == ["b"]

@@ -23,6 +23,7 @@ from nodewright.runtime.ratelimit import RECONCILE_BACKOFF
 from nodewright.runtime.reconciler import Reconciler, WatchEvent
 
 Listener = Callable[[WatchEvent], None]
+KeyMap = Callable[[WatchEvent], Iterable[str]]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,10 @@ class VirtualDriver:
         self.raise_errors = raise_errors
         self._kinds = tuple(kinds)
         self._reconcilers: list[Reconciler] = []
+        # Per kind, the (reconciler, key mapping) pairs its events go to, in the order the
+        # reconcilers were added: built at the first delivery after an `add` (a
+        # reconciler's watches are fixed when it is built).
+        self._routes: dict[str, list[tuple[Reconciler, KeyMap]]] | None = None
         self._listeners: list[Listener] = []
         self._due: dict[tuple[int, str], datetime] = {}
         self._failures: dict[tuple[int, str], int] = {}
@@ -53,6 +58,16 @@ class VirtualDriver:
 
     def add(self, *reconcilers: Reconciler) -> None:
         self._reconcilers.extend(reconcilers)
+        self._routes = None
+
+    def _routing(self) -> dict[str, list[tuple[Reconciler, KeyMap]]]:
+        if self._routes is None:
+            routes: dict[str, list[tuple[Reconciler, KeyMap]]] = {}
+            for reconciler in self._reconcilers:
+                for watch in reconciler.watches:
+                    routes.setdefault(watch.kind, []).append((reconciler, watch.keys))
+            self._routes = routes
+        return self._routes
 
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -92,14 +107,11 @@ class VirtualDriver:
         events = self._stream.poll()
         while events:
             for event in events:
-                kind = event.kind  # read from the object each time it is asked for
                 for listener in self._listeners:
                     listener(event)
-                for reconciler in self._reconcilers:
-                    for watch in reconciler.watches:
-                        if watch.kind == kind:
-                            for key in watch.keys(event):
-                                self.enqueue(reconciler, key)
+                for reconciler, keys in self._routing().get(event.kind, ()):
+                    for key in keys(event):
+                        self.enqueue(reconciler, key)
             # Listeners may write (rarely); deliver what that caused too.
             events = self._stream.poll()
 

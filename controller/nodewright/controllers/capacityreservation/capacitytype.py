@@ -57,7 +57,11 @@ class ReservedCapacityDemotion:
         except CloudProviderError as error:
             log.warning("listing instances for the reserved capacity check failed: %s", error)
             return Result(requeue_after=POLL_SECONDS)
-        nodes = self.cluster.list("Node")
+        # Karpenter finds a NodeClaim's Nodes through an index on spec.providerID.
+        nodes: dict[str, list[dict[str, Any]]] = {}
+        for node in self.cluster.list("Node"):
+            nodes.setdefault(str((node.get("spec") or {}).get("providerID") or ""), []
+                             ).append(node)
         demoted: list[str] = []
         for claim in self.cluster.list("NodeClaim"):
             provider_id = str((claim.get("status") or {}).get("providerID") or "")
@@ -68,9 +72,8 @@ class ReservedCapacityDemotion:
             changed = False
             if objects.labels(claim).get(CAPACITY_TYPE_LABEL) == RESERVED:
                 changed = self._demote("NodeClaim", claim)
-            for node in nodes:
-                if ((node.get("spec") or {}).get("providerID") == provider_id
-                        and _registered_reserved(node)):
+            for node in nodes.get(provider_id, ()):
+                if _registered_reserved(node):
                     changed = self._demote("Node", node) or changed
             if changed:
                 demoted.append(objects.name(claim))

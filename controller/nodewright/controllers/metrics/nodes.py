@@ -60,6 +60,10 @@ class NodeMetrics:
         # series: a node that did not change only has its lifetime set again.
         self._read: dict[str, tuple[Mapping[str, Any], bool, dict[str, str],
                                     datetime | None, metrics.Series]] = {}
+        # Per node, per pod bound to it: the pod object its limits were read from (kept, so
+        # that its id is not reused), those limits and whether a DaemonSet owns it. A node
+        # whose series are rebuilt reads again only the pods that changed.
+        self._limits: dict[str, dict[str, tuple[Mapping[str, Any], dict[str, int], bool]]] = {}
 
     @property
     def watches(self) -> Sequence[Watch]:
@@ -100,6 +104,7 @@ class NodeMetrics:
             del self._read[name]
         for name in set(self._fingerprints) - seen:
             del self._fingerprints[name]
+            self._limits.pop(name, None)
             self.store.delete(name)
         self.store.update("cluster", [
             (metrics.CLUSTER_UTILIZATION, {metrics.RESOURCE_TYPE: resource_label(name)},
@@ -119,11 +124,19 @@ class NodeMetrics:
         overhead = {name: amount - allocatable.get(name, 0) for name, amount in capacity.items()}
         pod_limits: dict[str, int] = {}
         daemon_limits: dict[str, int] = {}
+        known = self._limits.get(node.node_name, {})
+        read: dict[str, tuple[Mapping[str, Any], dict[str, int], bool]] = {}
         for pod in state.pods_on(node.node_name):
-            limits = _container_limits(pod)
+            key = _pod_key(pod)
+            kept = known.get(key)
+            if kept is None or kept[0] is not pod:
+                kept = (pod, _container_limits(pod), is_owned_by_daemonset(pod))
+            read[key] = kept
+            _, limits, daemon = kept
             _add(pod_limits, limits)
-            if is_owned_by_daemonset(pod):
+            if daemon:
                 _add(daemon_limits, limits)
+        self._limits[node.node_name] = read
         for gauge, resources in (
             (metrics.NODES_SYSTEM_OVERHEAD, overhead),
             (metrics.NODES_TOTAL_POD_REQUESTS, node.pod_requests()),
@@ -134,6 +147,11 @@ class NodeMetrics:
         ):
             for name, amount in resources.items():
                 yield gauge, {**labels, metrics.RESOURCE_TYPE: resource_label(name)}, value(amount)
+
+
+def _pod_key(pod: Mapping[str, Any]) -> str:
+    metadata = pod.get("metadata") or {}
+    return f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
 
 
 def node_labels(node: StateNode) -> dict[str, str]:

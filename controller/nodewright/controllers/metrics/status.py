@@ -121,7 +121,9 @@ class StatusConditionMetrics:
         self.requeue_seconds = requeue_seconds
         self.buffers = buffers
         self.recorder = recorder
-        self.store = metrics.Store()
+        # Conditions flip back and forth (Disruptable, Consolidatable): their series are
+        # kept while the object lives and set again when it has them again.
+        self.store = metrics.Store(keep_removed=True)
         self._seen: dict[str, _Seen] = {}
         self._terminating: dict[str, tuple[datetime, tuple[str, ...]]] = {}
         self._kinds = {kind: spec for kind, spec in KINDS.items()

@@ -94,8 +94,11 @@ class NodeClaimConsistency:
         if scanned is not None and (now - scanned).total_seconds() < SCAN_PERIOD_SECONDS:
             return Result(requeue_after=SCAN_PERIOD_SECONDS - (now - scanned).total_seconds())
         self._last_scanned[uid(claim)] = now
-        nodes = [machine.node for machine in self.state.nodes()
-                 if machine.node is not None and machine.provider_id == provider_id]
+        # Karpenter lists the Nodes by a providerID index; the state keys its machines by
+        # providerID, so the one that can carry a Node of this providerID is looked up.
+        machine = self.state.node(provider_id)
+        nodes = [machine.node] if (machine is not None and machine.node is not None
+                                   and machine.provider_id == provider_id) else []
         if len(nodes) != 1:
             return Result()
         (node,) = nodes

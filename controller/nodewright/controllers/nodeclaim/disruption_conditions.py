@@ -6,17 +6,29 @@ initialized when no pod event was recorded).
 Drift is re-checked every 5 minutes (the cloud's AMIs change without any cluster object
 changing) and whenever the NodePool or EC2NodeClass changes; consolidatability is
 re-checked when consolidateAfter runs out.
+
+Every reconcile asks the cloud provider, as Karpenter's does; the rules before it (the
+NodePool and EC2NodeClass hashes, the requirements, the offering check) are a function of
+what they read, so their verdict is kept per NodeClaim with those inputs and worked out
+again only when one changes (a NodeClaim's labels or annotations, the NodePool's hash or
+requirements, the EC2NodeClass's hash, the catalog, or the NodeClaim coming of age for
+the offering check). Most reconciles come from writes that change none of them (the
+conditions, `lastPodEventTime`). The NodeClaim's model for the cloud is built once per
+resourceVersion.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
 
+from nodewright.api import hashes
+from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.formats import parse_duration_or_never
 from nodewright.api.managed import nodeclaim_is_managed
 from nodewright.api.nodeclaim import NodeClaim
@@ -25,7 +37,12 @@ from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import remove_condition, set_condition, write_conditions
-from nodewright.controllers.nodeclaim.drift import drift_of
+from nodewright.controllers.nodeclaim.drift import (
+    Drift,
+    cloud_drift,
+    instance_type_check_due,
+    static_drift,
+)
 from nodewright.runtime.clock import Clock, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.scheduling.catalog import InstanceType
@@ -73,6 +90,33 @@ def consolidatable_at(
     return since + timedelta(seconds=seconds)
 
 
+@dataclass(frozen=True)
+class _StaticVerdict:
+    """The rules before the cloud's, with everything they read (the catalog by identity:
+    a refresh is a new list)."""
+
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    pool: tuple[Any, ...]
+    node_class: tuple[str, str] | None
+    instance_types: Sequence[InstanceType] | None
+    drift: Drift | None
+
+    def holds_for(self, labels: Mapping[str, str], annotations: Mapping[str, str],
+                  pool: tuple[Any, ...], node_class: tuple[str, str] | None,
+                  instance_types: Sequence[InstanceType] | None) -> bool:
+        return (self.instance_types is instance_types and self.pool == pool
+                and self.node_class == node_class and self.labels == labels
+                and self.annotations == annotations)
+
+
+def _pool_inputs(nodepool: NodePool) -> tuple[Any, ...]:
+    """What the NodePool rules read: its name, template hash and requirements."""
+    return (nodepool.name, hashes.nodepool_hash(nodepool),
+            tuple((r.key, r.operator, tuple(r.values or ()))
+                  for r in nodepool.spec.template.spec.requirements))
+
+
 def _without(conditions: Sequence[Mapping[str, Any]], kind: str) -> list[Mapping[str, Any]]:
     holder: dict[str, Any] = {"status": {"conditions": conditions}}
     remove_condition(holder, kind)
@@ -93,6 +137,14 @@ class NodeClaimConditions:
         self.provider = provider
         self.clock = clock
         self._catalogs: dict[str, tuple[datetime, list[InstanceType]]] = {}
+        self._verdicts: dict[str, _StaticVerdict] = {}
+        # Per NodePool / EC2NodeClass name: the model last seen and what the rules read of
+        # it (a model is built once per object version).
+        self._pools: dict[str, tuple[NodePool, tuple[Any, ...]]] = {}
+        self._classes: dict[str, tuple[EC2NodeClass, tuple[str, str]]] = {}
+        self._models: dict[str, tuple[str, NodeClaim | None]] = {}
+        # How many times the rules before the cloud's were worked out (for tests).
+        self.static_checks = 0
 
     @property
     def watches(self) -> Sequence[Watch]:
@@ -116,8 +168,10 @@ class NodeClaimConditions:
         try:
             claim = self.cluster.get("NodeClaim", key)
         except NotFoundError:
+            self._forget(key)
             return Result()
         if objects.is_deleting(claim) or not nodeclaim_is_managed(claim):
+            self._forget(key)
             return Result()
         parsed = self.state.nodepool_model(objects.labels(claim).get(NODEPOOL_LABEL, ""))
         if parsed is None or parsed.model is None:
@@ -171,16 +225,9 @@ class NodeClaimConditions:
         state_node = self.state.node_for_nodeclaim(objects.name(claim))
         if state_node is not None:
             labels.update(state_node.labels)
-        found = drift_of(
-            nodepool=nodepool,
-            annotations=objects.annotations(claim),
-            labels=labels,
-            node_class=node_class,
-            instance_types=self._catalog(node_class, class_name, now),
-            created=objects.creation_time(claim),
-            now=now,
-            cloud=(lambda: self._cloud_drift(claim, node_class)) if node_class else None,
-        )
+        found = self._static(claim, nodepool, node_class, class_name, labels, now)
+        if found is None and node_class is not None:
+            found = cloud_drift(lambda: self._cloud_drift(claim, node_class))
         if found is None:
             return _without(conditions, DRIFTED)
         existing = next((c for c in conditions if c.get("type") == DRIFTED), None)
@@ -188,6 +235,48 @@ class NodeClaimConditions:
                 "reason") == found.reason:
             return conditions
         return self._set(conditions, DRIFTED, found.reason, found.message, now, generation)
+
+    def _static(self, claim: Mapping[str, Any], nodepool: NodePool,
+                node_class: EC2NodeClass | None, class_name: str, labels: Mapping[str, str],
+                now: datetime) -> Drift | None:
+        name = objects.name(claim)
+        annotations = objects.annotations(claim)
+        pool = self._inputs_of_pool(nodepool)
+        klass = self._inputs_of_class(node_class)
+        due = instance_type_check_due(objects.creation_time(claim), now)
+        catalog = self._catalog(node_class, class_name, now)
+        instance_types = catalog if due else None
+        kept = self._verdicts.get(name)
+        if kept is not None and kept.holds_for(labels, annotations, pool, klass,
+                                               instance_types):
+            return kept.drift
+        self.static_checks += 1
+        found = static_drift(nodepool=nodepool, annotations=annotations, labels=labels,
+                             node_class=node_class, instance_types=instance_types,
+                             instance_type_due=due)
+        self._verdicts[name] = _StaticVerdict(dict(labels), dict(annotations), pool, klass,
+                                              instance_types, found)
+        return found
+
+    def _inputs_of_pool(self, nodepool: NodePool) -> tuple[Any, ...]:
+        seen = self._pools.get(nodepool.name)
+        if seen is None or seen[0] is not nodepool:
+            seen = (nodepool, _pool_inputs(nodepool))
+            self._pools[nodepool.name] = seen
+        return seen[1]
+
+    def _inputs_of_class(self, node_class: EC2NodeClass | None) -> tuple[str, str] | None:
+        if node_class is None:
+            return None
+        seen = self._classes.get(node_class.name)
+        if seen is None or seen[0] is not node_class:
+            seen = (node_class, (node_class.name, hashes.node_class_hash(node_class)))
+            self._classes[node_class.name] = seen
+        return seen[1]
+
+    def _forget(self, name: str) -> None:
+        self._verdicts.pop(name, None)
+        self._models.pop(name, None)
 
     def _catalog(self, node_class: Any, class_name: str, now: datetime
                  ) -> list[InstanceType] | None:
@@ -205,15 +294,30 @@ class NodeClaimConditions:
         return types
 
     def _cloud_drift(self, claim: Mapping[str, Any], node_class: Any) -> str | None:
-        try:
-            model = NodeClaim.model_validate(
-                {k: v for k, v in claim.items() if k in ("apiVersion", "kind", "metadata",
-                                                         "spec", "status")})
-        except ValidationError as error:
-            log.warning("drift: NodeClaim %s cannot be read: %s", objects.name(claim), error)
+        model = self._model(claim)
+        if model is None:
             return None
         try:
             return self.provider.drift_reason(model, node_class)
         except CloudProviderError as error:
             log.warning("drift: cloud check of NodeClaim %s: %s", objects.name(claim), error)
             return None
+
+    def _model(self, claim: Mapping[str, Any]) -> NodeClaim | None:
+        """The NodeClaim's model, built once per resourceVersion (the same version is the
+        same object). The provider reads it and must not change it, as Karpenter's
+        IsDrifted is handed the reconciled NodeClaim."""
+        name = objects.name(claim)
+        version = str(objects.meta(claim).get("resourceVersion") or "")
+        kept = self._models.get(name)
+        if kept is not None and version and kept[0] == version:
+            return kept[1]
+        try:
+            model: NodeClaim | None = NodeClaim.model_validate(
+                {k: v for k, v in claim.items() if k in ("apiVersion", "kind", "metadata",
+                                                         "spec", "status")})
+        except ValidationError as error:
+            log.warning("drift: NodeClaim %s cannot be read: %s", name, error)
+            model = None
+        self._models[name] = (version, model)
+        return model

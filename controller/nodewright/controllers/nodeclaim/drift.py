@@ -125,6 +125,30 @@ def instance_type_drift(
     )
 
 
+def static_drift(
+    *,
+    nodepool: NodePool,
+    annotations: Mapping[str, str],
+    labels: Mapping[str, str],
+    node_class: EC2NodeClass | None,
+    instance_types: Sequence[InstanceType] | None,
+    instance_type_due: bool,
+) -> Drift | None:
+    """The first drift found before the cloud's own checks: a function of its arguments
+    alone (`instance_type_due`: the NodeClaim is old enough for the offering check and the
+    catalog could be read)."""
+    found = template_drift(nodepool, annotations) or requirements_drift(nodepool, labels)
+    if found is None and node_class is not None:
+        found = node_class_drift(node_class, annotations)
+    if found is None and instance_type_due and instance_types is not None:
+        found = instance_type_drift(labels, instance_types)
+    return found
+
+
+def instance_type_check_due(created: datetime | None, now: datetime) -> bool:
+    return created is not None and now - created > INSTANCE_TYPE_CHECK_AFTER
+
+
 def drift_of(
     *,
     nodepool: NodePool,
@@ -138,18 +162,12 @@ def drift_of(
 ) -> Drift | None:
     """The first drift found, or None. `instance_types` None skips the offering check
     (the catalog could not be read); `cloud` asks the cloud provider last."""
-    found = template_drift(nodepool, annotations) or requirements_drift(nodepool, labels)
-    if found is None and node_class is not None:
-        found = node_class_drift(node_class, annotations)
-    if (
-        found is None
-        and instance_types is not None
-        and created is not None
-        and now - created > INSTANCE_TYPE_CHECK_AFTER
-    ):
-        found = instance_type_drift(labels, instance_types)
-    if found is None and cloud is not None:
-        reason = cloud()
-        if reason:
-            found = Drift(reason, f"the cloud provider reports {reason}")
-    return found
+    found = static_drift(nodepool=nodepool, annotations=annotations, labels=labels,
+                         node_class=node_class, instance_types=instance_types,
+                         instance_type_due=instance_type_check_due(created, now))
+    return found if found is not None else cloud_drift(cloud)
+
+
+def cloud_drift(cloud: CloudDrift | None) -> Drift | None:
+    reason = cloud() if cloud is not None else None
+    return Drift(reason, f"the cloud provider reports {reason}") if reason else None

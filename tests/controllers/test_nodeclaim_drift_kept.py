@@ -1,0 +1,163 @@
+"""The drift rules before the cloud's are worked out again only when what they read
+changes; the cloud provider is still asked on every reconcile, as Karpenter's Drift
+reconciler asks `IsDrifted` each time.
+
+Most reconciles of `nodeclaim.disruption` come from writes that touch nothing drift reads
+(the NodeClaim's conditions, `lastPodEventTime`, the NodePool's status). The verdict of the
+NodePool hash, requirement, EC2NodeClass hash and offering rules is kept per NodeClaim with
+their inputs; these stories count how often it is worked out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodewright.api import hashes
+from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.controllers.nodeclaim.disruption_conditions import NodeClaimConditions
+from nodewright.controllers.nodeclaim.drift import NODECLASS_DRIFTED, REQUIREMENTS_DRIFTED
+from tests.controllers.nodeclaim_bench import (
+    QUIET_POOL,
+    bench,
+    condition_of,
+    create,
+    get,
+    nodeclaim,
+    set_condition,
+    status_of,
+)
+from tests.harness import World
+
+TEAM = "example.com/team"
+
+
+class CountingCloud:
+    """The bench's cloud, counting the drift questions it is asked."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.asked = 0
+        self.reason: str | None = None
+
+    def drift_reason(self, *args: Any) -> str | None:
+        self.asked += 1
+        return self.reason
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def controller_of(world: World) -> tuple[NodeClaimConditions, CountingCloud]:
+    controller = world.controllers.get("nodeclaim.disruption", NodeClaimConditions)
+    assert controller is not None
+    cloud = CountingCloud(controller.provider)
+    controller.provider = cloud  # type: ignore[assignment]
+    return controller, cloud
+
+
+def launched(world: World, **options: Any) -> str:
+    (claim,) = create(world, nodeclaim(**options))
+    world.advance(5)
+    name = str(claim["metadata"]["name"])
+    assert status_of(get(world, name), "Launched") == "True"
+    return name
+
+
+def pool_requiring(*teams: str) -> dict[str, Any]:
+    body: dict[str, Any] = {**QUIET_POOL, "spec": dict(QUIET_POOL["spec"])}
+    body["spec"]["template"] = {**body["spec"]["template"], "spec": {
+        **body["spec"]["template"]["spec"],
+        "requirements": [{"key": TEAM, "operator": "In", "values": list(teams)}]}}
+    return body
+
+
+def test_an_unchanged_nodeclaim_is_not_judged_again_but_the_cloud_is_asked() -> None:
+    world = bench(pool=pool_requiring("a"))
+    controller, cloud = controller_of(world)
+    name = launched(world, labels={TEAM: "a"})
+    controller.reconcile(name)
+    checks, asked = controller.static_checks, cloud.asked
+    assert checks >= 1
+
+    controller.reconcile(name)  # a requeue: nothing changed
+    set_condition(world, "NodeClaim", name, "Example", "True")  # a write drift ignores
+    controller.reconcile(name)
+
+    assert controller.static_checks == checks
+    assert cloud.asked == asked + 2
+    assert status_of(get(world, name), "Drifted") is None
+
+
+def test_the_clouds_new_answer_is_seen_at_the_next_reconcile() -> None:
+    """Karpenter's "should remove the status condition from the nodeClaim if the nodeClaim
+    is no longer drifted", the other way round: nothing in the cluster changed, the cloud
+    now says drifted."""
+    world = bench(pool=pool_requiring("a"))
+    controller, cloud = controller_of(world)
+    name = launched(world, labels={TEAM: "a"})
+    controller.reconcile(name)
+    cloud.reason = "AMIDrift"
+    controller.reconcile(name)
+    assert condition_of(get(world, name), "Drifted") == ("True", "AMIDrift")
+
+
+def test_a_changed_nodepool_requirement_is_judged_again() -> None:
+    world = bench(pool=pool_requiring("a"))
+    controller, _ = controller_of(world)
+    name = launched(world, labels={TEAM: "a"})
+    controller.reconcile(name)
+    checks = controller.static_checks
+
+    world.apply(pool_requiring("b"))
+    controller.reconcile(name)
+
+    assert controller.static_checks == checks + 1
+    assert condition_of(get(world, name), "Drifted") == ("True", REQUIREMENTS_DRIFTED)
+
+
+def test_a_changed_nodeclaim_label_is_judged_again() -> None:
+    world = bench(pool=pool_requiring("a"))
+    controller, _ = controller_of(world)
+    name = launched(world, labels={TEAM: "a"})
+    controller.reconcile(name)
+    checks = controller.static_checks
+
+    world.cluster.patch("NodeClaim", name, {"metadata": {"labels": {TEAM: "c"}}})
+    world.deliver()
+    controller.reconcile(name)
+
+    assert controller.static_checks == checks + 1
+    assert condition_of(get(world, name), "Drifted") == ("True", REQUIREMENTS_DRIFTED)
+
+
+def test_a_changed_ec2nodeclass_is_judged_again() -> None:
+    world = bench(pool=pool_requiring("a"))
+    controller, _ = controller_of(world)
+    node_class = EC2NodeClass.model_validate(world.cluster.get("EC2NodeClass", "default"))
+    name = launched(world, labels={TEAM: "a"},
+                    annotations=hashes.node_class_hash_annotations(node_class))
+    controller.reconcile(name)
+    assert status_of(get(world, name), "Drifted") is None
+    checks = controller.static_checks
+
+    world.cluster.patch("EC2NodeClass", "default", {"spec": {"tags": {"cost-center": "42"}}})
+    world.deliver()
+    controller.reconcile(name)
+
+    assert controller.static_checks == checks + 1
+    assert condition_of(get(world, name), "Drifted") == ("True", NODECLASS_DRIFTED)
+
+
+def test_a_nodepool_status_write_keeps_the_verdict() -> None:
+    """The NodePool controllers write its status (resources, conditions) all the time: the
+    template hash and the requirements are what the rules read."""
+    world = bench(pool=pool_requiring("a"))
+    controller, _ = controller_of(world)
+    name = launched(world, labels={TEAM: "a"})
+    controller.reconcile(name)
+    checks = controller.static_checks
+
+    set_condition(world, "NodePool", "default", "Example", "True")
+    controller.reconcile(name)
+
+    assert controller.static_checks == checks
