@@ -69,7 +69,7 @@ class Candidate:
     image_id: str
     reservation_id: str | None = None
     # The override's Priority (lower goes first): the offering's price, NodeOverlay's where
-    # one applies, as Karpenter's getOverrides. None: not sent (validation's dry run).
+    # one applies, as Karpenter's getOverrides. None: not sent.
     priority: float | None = None
 
 
