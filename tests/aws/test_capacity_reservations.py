@@ -18,8 +18,9 @@ from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.scheduling.pricing import OfflinePriceSource
 
 from .conftest import CallRecorder
+from .fleet_injector import fake_response
 from .reservations import FakeCapacityReservations, FakeReservation
-from .test_launch import fake_response, fleet_overrides, launch_template_user_data
+from .test_launch import fleet_overrides, launch_template_user_data
 from .world import ACCOUNT, CLUSTER, K8S_VERSION, FakeClock, World, node_class
 from .world import nodeclaim as make_nodeclaim
 

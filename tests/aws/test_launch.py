@@ -20,6 +20,7 @@ from nodewright.cloud.provider import (
 from tests.aws.world import FakeClock
 
 from .conftest import CallRecorder
+from .fleet_injector import FleetInjector, fake_response
 from .world import CLUSTER, X86_IMAGE, World, node_class, nodeclaim
 
 
@@ -29,35 +30,6 @@ def fleet_overrides(request: dict[str, Any]) -> list[tuple[str, str]]:
         for config in request["LaunchTemplateConfigs"]
         for override in config["Overrides"]
     ]
-
-
-def fake_response(status: int, parsed: dict[str, Any]) -> tuple[AWSResponse, dict[str, Any]]:
-    return AWSResponse("https://ec2.amazonaws.com", status, {}, None), parsed  # type: ignore[arg-type]
-
-
-class FleetInjector:
-    """Answers the next CreateFleet calls with canned responses instead of moto. A callable
-    answer is given the request's API parameters."""
-
-    def __init__(self, recorder: CallRecorder) -> None:
-        self.recorder = recorder
-        self.pending: list[Any] = []
-
-    def __call__(self, **_: Any) -> Any:
-        if not self.pending:
-            return None
-        answer = self.pending.pop(0)
-        if callable(answer):
-            return answer(self.recorder.calls_of("ec2:CreateFleet")[-1])
-        return answer
-
-
-@pytest.fixture
-def injector(clients: AwsClients, recorder: CallRecorder) -> Iterator[FleetInjector]:
-    injector = FleetInjector(recorder)
-    clients.ec2.meta.events.register("before-call.ec2.CreateFleet", injector)
-    yield injector
-    clients.ec2.meta.events.unregister("before-call.ec2.CreateFleet", injector)
 
 
 def test_create_sends_an_instant_fleet_cheapest_first_and_tags_everything(

@@ -586,6 +586,24 @@ def edited_claim(*, labels: dict[str, str] | None = None,
     return NodeClaim.model_validate(manifest)
 
 
+# The two label Its of each family's Context("Kubelet"): the NodePool's labels given as
+# template labels, or as single-value requirements.
+LABELLED_BY = pytest.mark.parametrize("as_requirements", [
+    pytest.param(False, id="should specify labels in the Kubelet flags when specified in "
+                          "NodePool"),
+    pytest.param(True, id="should specify labels in the Kubelet flags when single value "
+                         "requirements are specified in NodePool"),
+])
+WANTED_LABELS = {"test-label-1": "value-1", "test-label-2": "value-2"}
+
+
+def labelled_claim(as_requirements: bool) -> NodeClaim:
+    if as_requirements:
+        return edited_claim(requirements=[{"key": key, "operator": "In", "values": [value]}
+                                          for key, value in WANTED_LABELS.items()])
+    return edited_claim(labels=WANTED_LABELS)
+
+
 def test_al2023_taints_in_the_kubelet_configuration(provider: AwsCloudProvider,
                                                     ec2: FakeEC2) -> None:
     """Context("AL2023") Context("Kubelet") It("should specify taints in the
@@ -598,26 +616,15 @@ def test_al2023_taints_in_the_kubelet_configuration(provider: AwsCloudProvider,
         assert len(taints) == 3 and all(taint in taints for taint in wanted)
 
 
-@pytest.mark.parametrize("as_requirements", [
-    pytest.param(False, id="should specify labels in the Kubelet flags when specified in "
-                          "NodePool"),
-    pytest.param(True, id="should specify labels in the Kubelet flags when single value "
-                         "requirements are specified in NodePool"),
-])
+@LABELLED_BY
 def test_al2023_labels_in_the_kubelet_flags(provider: AwsCloudProvider, ec2: FakeEC2,
                                             as_requirements: bool) -> None:
     """Context("AL2023") Context("Kubelet"), its two label Its (the test ids)"""
-    wanted = {"test-label-1": "value-1", "test-label-2": "value-2"}
-    if as_requirements:
-        claim = edited_claim(requirements=[{"key": key, "operator": "In", "values": [value]}
-                                           for key, value in wanted.items()])
-    else:
-        claim = edited_claim(labels=wanted)
-    provider.create(claim, node_class())
+    provider.create(labelled_claim(as_requirements), node_class())
     for config in node_configs(ec2):
         (flag,) = [f for f in config["spec"]["kubelet"]["flags"]
                    if f.startswith("--node-labels")]
-        assert all(f"{key}={value}" in flag for key, value in wanted.items())
+        assert all(f"{key}={value}" in flag for key, value in WANTED_LABELS.items())
 
 
 SOFT = {"memory.available": "10%", "nodefs.available": "15%", "nodefs.inodesFree": "5%"}
@@ -736,22 +743,13 @@ def test_bottlerocket_max_pod_grace_period(clients: AwsClients, world: World, cl
                 settings["eviction-max-pod-grace-period"]) == (CLUSTER, "10.0.100.10", 35, 10)
 
 
-@pytest.mark.parametrize("as_requirements", [
-    pytest.param(False, id="should specify labels in the Kubelet flags when specified in "
-                          "NodePool"),
-    pytest.param(True, id="should specify labels in the Kubelet flags when single value "
-                         "requirements are specified in NodePool"),
-])
+@LABELLED_BY
 def test_bottlerocket_node_labels(provider: AwsCloudProvider, ec2: FakeEC2,
                                   as_requirements: bool) -> None:
     """Context("Bottlerocket"), its two label Its (the test ids)"""
-    wanted = {"test-label-1": "value-1", "test-label-2": "value-2"}
-    claim = (edited_claim(requirements=[{"key": key, "operator": "In", "values": [value]}
-                                        for key, value in wanted.items()])
-             if as_requirements else edited_claim(labels=wanted))
-    provider.create(claim, node_class(amiSelectorTerms=BOTTLEROCKET))
+    provider.create(labelled_claim(as_requirements), node_class(amiSelectorTerms=BOTTLEROCKET))
     for settings in bottlerocket_settings(ec2):
-        assert wanted.items() <= settings["node-labels"].items()
+        assert WANTED_LABELS.items() <= settings["node-labels"].items()
 
 
 def test_bottlerocket_refuses_user_data_that_is_not_toml(provider: AwsCloudProvider,
