@@ -21,7 +21,7 @@ from tests.aws.world import FakeClock
 
 from .conftest import CallRecorder
 from .fleet_injector import FleetInjector, fake_response
-from .world import CLUSTER, X86_IMAGE, World, node_class, nodeclaim
+from .world import CLUSTER, X86_IMAGE, World, custom_node_class, node_class, nodeclaim
 
 
 def fleet_overrides(request: dict[str, Any]) -> list[tuple[str, str]]:
@@ -358,10 +358,7 @@ def launch_template_data(clients: AwsClients) -> list[dict[str, Any]]:
 def test_the_custom_family_leaves_block_devices_to_the_ami(
     provider: AwsCloudProvider, clients: AwsClients
 ) -> None:
-    custom = node_class(
-        amiFamily="Custom", amiSelectorTerms=[{"id": X86_IMAGE}],
-        userData="#!/bin/bash\n/etc/eks/bootstrap.sh demo\n",
-    )
+    custom = custom_node_class()
     provider.create(nodeclaim(), custom)
 
     (data,) = launch_template_data(clients)
@@ -371,9 +368,7 @@ def test_the_custom_family_leaves_block_devices_to_the_ami(
 def test_the_custom_family_uses_the_block_devices_the_node_class_lists(
     provider: AwsCloudProvider, clients: AwsClients
 ) -> None:
-    custom = node_class(
-        amiFamily="Custom", amiSelectorTerms=[{"id": X86_IMAGE}],
-        userData="#!/bin/bash\n/etc/eks/bootstrap.sh demo\n",
+    custom = custom_node_class(
         blockDeviceMappings=[{"deviceName": "/dev/sda1", "rootVolume": True,
                               "ebs": {"volumeSize": "50Gi", "volumeType": "gp3"}}],
     )

@@ -143,33 +143,26 @@ def test_different_max_pods_get_different_launch_templates(
     assert max_pods == sorted(set(max_pods)) and len(max_pods) == 3  # 17, 29, 58
 
 
+# Karpenter's kubelet settings in these tables: reserved resources, eviction thresholds and
+# soft-eviction grace periods.
+SOFT = {"memory.available": "10%", "nodefs.available": "15%", "nodefs.inodesFree": "5%"}
+SOFT_GRACE = {"memory.available": "1m0s", "nodefs.available": "3m0s",
+              "nodefs.inodesFree": "5m0s"}
+RESERVED = {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2Gi"}
+
+
 @pytest.mark.parametrize(("field", "kubelet", "expected"), [
-    pytest.param("systemReserved", {"systemReserved": {
-        "cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2Gi"}},
-        {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2Gi"},
-        id="should specify systemReserved when overriding system reserved values"),
-    pytest.param("kubeReserved", {"kubeReserved": {
-        "cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2Gi"}},
-        {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2Gi"},
-        id="should specify kubeReserved when overriding system reserved values"),
-    pytest.param("evictionHard", {"evictionHard": {
-        "memory.available": "10%", "nodefs.available": "15%", "nodefs.inodesFree": "5%"}},
-        {"memory.available": "10%", "nodefs.available": "15%", "nodefs.inodesFree": "5%"},
-        id="should pass evictionHard threshold values when specified"),
-    pytest.param("evictionSoft", {
-        "evictionSoft": {"memory.available": "10%", "nodefs.available": "15%",
-                         "nodefs.inodesFree": "5%"},
-        "evictionSoftGracePeriod": {"memory.available": "1m0s", "nodefs.available": "3m0s",
-                                    "nodefs.inodesFree": "5m0s"}},
-        {"memory.available": "10%", "nodefs.available": "15%", "nodefs.inodesFree": "5%"},
-        id="should pass evictionSoft threshold values when specified"),
-    pytest.param("evictionSoftGracePeriod", {
-        "evictionSoftGracePeriod": {"memory.available": "1m0s", "nodefs.available": "3m0s",
-                                    "nodefs.inodesFree": "5m0s"},
-        "evictionSoft": {"memory.available": "10%", "nodefs.available": "15%",
-                         "nodefs.inodesFree": "5%"}},
-        {"memory.available": "1m0s", "nodefs.available": "3m0s", "nodefs.inodesFree": "5m0s"},
-        id="should pass evictionSoftGracePeriod values when specified"),
+    pytest.param("systemReserved", {"systemReserved": RESERVED}, RESERVED,
+                 id="should specify systemReserved when overriding system reserved values"),
+    pytest.param("kubeReserved", {"kubeReserved": RESERVED}, RESERVED,
+                 id="should specify kubeReserved when overriding system reserved values"),
+    pytest.param("evictionHard", {"evictionHard": SOFT}, SOFT,
+                 id="should pass evictionHard threshold values when specified"),
+    pytest.param("evictionSoft", {"evictionSoft": SOFT, "evictionSoftGracePeriod": SOFT_GRACE},
+                 SOFT, id="should pass evictionSoft threshold values when specified"),
+    pytest.param("evictionSoftGracePeriod",
+                 {"evictionSoftGracePeriod": SOFT_GRACE, "evictionSoft": SOFT}, SOFT_GRACE,
+                 id="should pass evictionSoftGracePeriod values when specified"),
     pytest.param("evictionMaxPodGracePeriod", {"evictionMaxPodGracePeriod": 300}, 300,
                  id="should pass evictionMaxPodGracePeriod when specified"),
     pytest.param("podsPerCore", {"podsPerCore": 2}, 2, id="should specify podsPerCore"),
@@ -627,10 +620,6 @@ def test_al2023_labels_in_the_kubelet_flags(provider: AwsCloudProvider, ec2: Fak
         assert all(f"{key}={value}" in flag for key, value in WANTED_LABELS.items())
 
 
-SOFT = {"memory.available": "10%", "nodefs.available": "15%", "nodefs.inodesFree": "5%"}
-SOFT_GRACE = {"memory.available": "1m0s", "nodefs.available": "3m0s",
-              "nodefs.inodesFree": "5m0s"}
-RESERVED = {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2Gi"}
 
 
 @pytest.mark.parametrize(("field", "kubelet"), [
