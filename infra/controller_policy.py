@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from infra.iam_roles import url_suffix
 from infra.naming import NODECLAIM_TAG, NODECLASS_TAG, NODEPOOL_TAG, cluster_owned_tag
 from nodewright.cloud.aws.actions import AWS_ACTIONS, ActionUse
 from nodewright.cloud.aws.instance_profiles import PATH_ROOT
@@ -194,7 +195,8 @@ def _mutate_tagged(target: PolicyTarget, names: list[str]) -> list[Statement]:
 
 
 def _pass_role(target: PolicyTarget, names: list[str]) -> list[Statement]:
-    service = "ec2.amazonaws.com.cn" if target.partition == "aws-cn" else "ec2.amazonaws.com"
+    # The partition's EC2 principal, the one the node role trusts (infra/iam_roles.py).
+    service = f"ec2.{url_suffix(target.partition)}"
     return [{
         "Sid": "AllowPassingNodeRole",
         "Effect": "Allow",

@@ -58,6 +58,12 @@ def irsa_trust_policy(
     })
 
 
+# EKS Pod Identity's service principal is the same in every partition: the EKS user guide of
+# the China regions (docs.amazonaws.cn, "Create IAM role with trust policy required by EKS Pod
+# Identity") trusts pods.eks.amazonaws.com too, unlike EC2's ec2.amazonaws.com.cn there.
+POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+
+
 def pod_identity_trust_policy(account_id: str, cluster_arn: str) -> str:
     """EKS Pod Identity; the association binds the role to the one service account.
 
@@ -67,7 +73,7 @@ def pod_identity_trust_policy(account_id: str, cluster_arn: str) -> str:
         "Version": "2012-10-17",
         "Statement": [{
             "Effect": "Allow",
-            "Principal": {"Service": "pods.eks.amazonaws.com"},
+            "Principal": {"Service": POD_IDENTITY_PRINCIPAL},
             "Action": ["sts:AssumeRole", "sts:TagSession"],
             "Condition": {
                 "StringEquals": {"aws:SourceAccount": account_id},

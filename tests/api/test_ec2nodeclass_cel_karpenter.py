@@ -14,7 +14,11 @@ import copy
 from typing import Any
 
 import pytest
+import yaml
 
+from nodewright.api.crds import render_crds_yaml
+from nodewright.api.manifests import Document
+from nodewright.api.validation import parse_document
 from nodewright.cluster.api import InvalidError
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.runtime.clock import VirtualClock
@@ -207,6 +211,36 @@ CASES += [
      "instanceMatchCriteria", {CR: [{"id": "cr-12345749", "instanceMatchCriteria": "open"}]},
      False),
 ]
+
+# (ours) Karpenter's exclusivity rules on these lists quantify over the list
+# (`!self.all(x, has(x.id) && ...)`): they refuse a combination only when every term has it.
+# Ours are the same rules, so the same verdicts on lists Karpenter's tests do not try.
+SELECTOR_LIST_CASES: list[tuple[str, dict[str, Any], bool]] = [
+    ("SubnetSelectorTerms: (ours) id with tags next to a tags term is admitted",
+     {"subnetSelectorTerms": [{"id": "subnet-12345749", "tags": {"test": "testvalue"}},
+                              {"tags": {"test": "testvalue"}}]}, True),
+    ("SubnetSelectorTerms: (ours) id with tags in every term is refused",
+     {"subnetSelectorTerms": [{"id": "subnet-12345749", "tags": {"test": "testvalue"}},
+                              {"id": "subnet-22345749", "tags": {"test": "other"}}]}, False),
+    ("SecurityGroupSelectorTerms: (ours) id with name next to an id term is admitted",
+     {"securityGroupSelectorTerms": [{"id": "sg-12345749", "name": "my-security-group"},
+                                     {"id": "sg-22345749"}]}, True),
+    ("SecurityGroupSelectorTerms: (ours) name with tags next to a name term is admitted",
+     {"securityGroupSelectorTerms": [{"name": "a", "tags": {"test": "testvalue"}},
+                                     {"name": "b"}]}, True),
+    ("SecurityGroupSelectorTerms: (ours) name combined in every term is refused",
+     {"securityGroupSelectorTerms": [{"name": "a", "tags": {"test": "testvalue"}},
+                                     {"name": "b", "id": "sg-12345749"}]}, False),
+    ("CapacityReservationSelectorTerms: (ours) id with tags next to a tags term is admitted",
+     {CR: [{"id": "cr-12345749", "tags": {"test": "testvalue"}},
+           {"tags": {"test": "testvalue"}}]}, True),
+    ("CapacityReservationSelectorTerms: (ours) id with an owner in every term is refused",
+     {CR: [{"id": "cr-12345749", "ownerID": "012345678901"},
+           {"id": "cr-22345749", "instanceMatchCriteria": "open"}]}, False),
+    ("CapacityReservationSelectorTerms: (ours) an empty list is refused, as `!self.all` over "
+     "no terms is false in Karpenter's CRD", {CR: []}, False),
+]
+CASES += SELECTOR_LIST_CASES
 
 AMI = "amiSelectorTerms"
 OTHER_AMI_FIELDS: list[tuple[str, dict[str, Any]]] = [
@@ -436,3 +470,100 @@ def test_a_restricted_tag_is_refused_with_karpenters_message(
     with pytest.raises(InvalidError) as refusal:
         cluster.create(node_class(tags={key: "value"}))
     assert f"tag contains a restricted tag matching {matching}" in str(refusal.value)
+
+
+# Karpenter v1.14.1 pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml, the
+# x-kubernetes-validations of each selector term list, in its order.
+KARPENTER_SELECTOR_LIST_RULES: dict[str, list[tuple[str, str]]] = {
+    "subnetSelectorTerms": [
+        ("subnetSelectorTerms cannot be empty", "self.size() != 0"),
+        ("expected at least one, got none, ['tags', 'id']",
+         "self.all(x, has(x.tags) || has(x.id))"),
+        ("'id' is mutually exclusive, cannot be set with a combination of other fields in a "
+         "subnet selector term", "!self.all(x, has(x.id) && has(x.tags))"),
+    ],
+    "securityGroupSelectorTerms": [
+        ("securityGroupSelectorTerms cannot be empty", "self.size() != 0"),
+        ("expected at least one, got none, ['tags', 'id', 'name']",
+         "self.all(x, has(x.tags) || has(x.id) || has(x.name))"),
+        ("'id' is mutually exclusive, cannot be set with a combination of other fields in a "
+         "security group selector term", "!self.all(x, has(x.id) && (has(x.tags) || "
+         "has(x.name)))"),
+        ("'name' is mutually exclusive, cannot be set with a combination of other fields in a "
+         "security group selector term", "!self.all(x, has(x.name) && (has(x.tags) || "
+         "has(x.id)))"),
+    ],
+    "capacityReservationSelectorTerms": [
+        ("expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']",
+         "self.all(x, has(x.tags) || has(x.id) || has(x.instanceMatchCriteria))"),
+        ("'id' is mutually exclusive, cannot be set along with other fields in a capacity "
+         "reservation selector term", "!self.all(x, has(x.id) && (has(x.tags) || "
+         "has(x.ownerID) || has(x.instanceMatchCriteria)))"),
+    ],
+}
+
+
+@pytest.mark.parametrize("field", sorted(KARPENTER_SELECTOR_LIST_RULES))
+def test_the_selector_term_lists_carry_karpenters_rules(field: str) -> None:
+    """Our generated CRD has Karpenter's rules and messages on each selector term list, and
+    no exclusivity rule of its own on the terms."""
+    (crd,) = [doc for doc in yaml.safe_load_all(render_crds_yaml())
+              if doc["spec"]["names"]["kind"] == "EC2NodeClass"]
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    terms = schema["properties"]["spec"]["properties"][field]
+    assert [(r["message"], r["rule"]) for r in terms["x-kubernetes-validations"]] == (
+        KARPENTER_SELECTOR_LIST_RULES[field])
+    assert [r["message"] for r in terms["items"]["x-kubernetes-validations"]] == [
+        "empty tag keys or values aren't supported"]
+
+
+def _karpenter_message(field: str, key: str) -> str:
+    """The message of Karpenter's rule that `key` is exclusive in `field`'s terms."""
+    (message,) = [m for m, rule in KARPENTER_SELECTOR_LIST_RULES[field]
+                  if rule.startswith(f"!self.all(x, has(x.{key}) &&")]
+    return message
+
+
+@pytest.mark.parametrize(("karpenter", "changes", "key"), [
+    ("SubnetSelectorTerms: should fail when specifying id with tags",
+     {"subnetSelectorTerms": [{"id": "subnet-12345749", "tags": {"test": "testvalue"}}]}, "id"),
+    ("SecurityGroupSelectorTerms: should fail when specifying id with tags",
+     {"securityGroupSelectorTerms": [{"id": "sg-12345749", "tags": {"test": "testvalue"}}]},
+     "id"),
+    ("SecurityGroupSelectorTerms: should fail when specifying name with tags",
+     {"securityGroupSelectorTerms": [{"name": "my-security-group",
+                                      "tags": {"test": "testvalue"}}]}, "name"),
+    ("CapacityReservationSelectorTerms: should fail when specifying id with ownerID in a "
+     "single term", {CR: [{"ownerID": "012345678901", "id": "cr-12345749"}]}, "id"),
+], ids=lambda value: value if isinstance(value, str) and ":" in value else "")
+def test_a_combined_selector_term_is_refused_with_karpenters_message(
+        cluster: InMemoryCluster, karpenter: str, changes: dict[str, Any], key: str) -> None:
+    # Karpenter: Describe "CEL/Validation", the It named by `karpenter`; the message is its
+    # CRD's, and `nodewright validate` gives the same one at the list.
+    field = next(iter(changes))
+    body = node_class(**changes)
+    message = _karpenter_message(field, key)
+    with pytest.raises(InvalidError) as refusal:
+        cluster.create(body)
+    assert message in str(refusal.value)
+    assert [m.split(" (", 1)[0] for path, m in problems_of(body)
+            if path == f"spec.{field}"] == [message]
+
+
+@pytest.mark.parametrize(("karpenter", "changes", "expected"), [
+    case for case in CASES if case[0].split(":", 1)[0] in (
+        "SubnetSelectorTerms", "SecurityGroupSelectorTerms", "CapacityReservationSelectorTerms")
+], ids=lambda value: value if isinstance(value, str) else "")
+def test_nodewright_validate_decides_the_selector_terms_as_the_api_server(
+        cluster: InMemoryCluster, karpenter: str, changes: dict[str, Any],
+        expected: bool) -> None:
+    # Karpenter: Describe "CEL/Validation", the It named by `karpenter` (or ours).
+    body = node_class(**changes)
+    assert accepted(cluster, body) is expected
+    assert (problems_of(body) == []) is expected, problems_of(body)
+
+
+def problems_of(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """What `nodewright validate` finds in the node class: (field path, message)."""
+    _, problems = parse_document(Document("nodeclass.yaml", 1, copy.deepcopy(body)))
+    return [(problem.path, problem.message) for problem in problems]

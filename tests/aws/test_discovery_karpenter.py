@@ -123,6 +123,15 @@ def test_subnets_by_ids_intersected_with_tags(clients: AwsClients, data: Karpent
         data.subnets["subnet-test2"]}
 
 
+def test_a_subnet_terms_id_wins_over_its_tags(clients: AwsClients, data: KarpenterData) -> None:
+    """(ours) Karpenter's getFilterSets filters a term with an id by the id alone: tags that
+    the subnet does not carry do not drop it (v1.14.1's CRD admits such a term beside a
+    plain one)."""
+    assert subnets_of(clients, {"id": data.subnets["subnet-test1"],
+                                "tags": {"Name": "test-subnet-2"}}) == {
+        data.subnets["subnet-test1"]}
+
+
 def page(kind: str, items: list[dict[str, Any]], more: bool, token: str = "next") -> dict[str, Any]:
     return {kind: items, **({"NextToken": token} if more else {})}
 
@@ -307,6 +316,17 @@ def test_security_groups_by_names_intersected_with_tags(clients: AwsClients,
     """It("should discover security groups by names intersected with tags")"""
     assert groups_of(clients, {"name": "securityGroup-test3", "tags": {"TestTag": "*"}}) == {
         (data.groups["sg-test3"], "securityGroup-test3")}
+
+
+def test_a_security_group_terms_id_then_name_win_over_the_rest(clients: AwsClients,
+                                                              data: KarpenterData) -> None:
+    """(ours) Karpenter's getFilterSets: a term's id alone, else its name alone, else its tags."""
+    assert groups_of(clients, {"id": data.groups["sg-test1"], "name": "securityGroup-test2",
+                               "tags": {"Name": "test-security-group-3"}}) == {
+        (data.groups["sg-test1"], "securityGroup-test1")}
+    assert groups_of(clients, {"name": "securityGroup-test2",
+                               "tags": {"Name": "test-security-group-3"}}) == {
+        (data.groups["sg-test2"], "securityGroup-test2")}
 
 
 @pytest.mark.parametrize("term", [

@@ -4,7 +4,7 @@ candidates built straight from them, outside any cluster."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from nodewright.api.nodepool import NodePool
@@ -73,14 +73,11 @@ def candidate(name: str, pool: NodePool, it: InstanceType | None,
                      pods=[dict(p) for p in moving], disruption_cost=float(len(moving)))
 
 
-def totals(candidates: Iterable[Candidate]) -> dict[str, PoolTotals]:
-    """computeNodePoolTotals over these candidates as the pools' only nodes."""
+def totals(candidates: Iterable[Candidate],
+           nodepool_cost: Callable[[str], float] | None = None) -> dict[str, PoolTotals]:
+    """computeNodePoolTotals over these candidates as the pools' only nodes (without a
+    cost tracker unless given one, as Karpenter's unit tests pass nil)."""
     members = list(candidates)
     by_node = {c.node.node_name: c for c in members}
-    return pool_totals(
-        [c.node for c in members],
-        {c.nodepool_name: c.nodepool for c in members},
-        {c.nodepool_name: {c.instance_type.name: c.instance_type
-                           for c in members if c.instance_type is not None}
-         for c in members},
-        lambda node_name: list(by_node[node_name].pods))
+    return pool_totals(members, [c.node for c in members], nodepool_cost,
+                       lambda node_name: list(by_node[node_name].pods))

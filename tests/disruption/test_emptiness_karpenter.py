@@ -290,3 +290,28 @@ def test_a_pending_pod_that_needs_the_large_node_keeps_it(world: World) -> None:
     assert [objects.name(n) for n in world.nodes()] == [objects.name(node)]
     assert len(world.nodeclaims()) == 1
     assert started(world) == []
+
+
+def test_a_node_whose_pods_cost_nothing_to_evict_counts_as_empty(world: World) -> None:
+    """types.go Candidate.IsEmpty (v1.14.1): a node is empty when no pod adds a positive
+    eviction cost. Its one pod has the lowest pod-deletion-cost (its cost clamps below
+    zero), so even a WhenEmpty pool's Emptiness deletes the node, and the pod is placed
+    again on a new one."""
+    cheap = BIG.replace("metadata: {labels: {app: big}}", "metadata: {labels: {app: big}, "
+                        "annotations: {controller.kubernetes.io/pod-deletion-cost: "
+                        "'-2147483647'}}")
+    assert cheap != BIG
+    world.apply(WORKSHOP, nodepool_with(disruption={"consolidationPolicy": "WhenEmpty"}),
+                cheap % 1)
+    # It never settles: each node the pod lands on is empty in Karpenter's sense.
+    assert world.run_until(lambda: bool(world.nodes()) and bool(world.running_pods()),
+                           timeout=600)
+    [node] = world.nodes()
+    assert world.run_until(lambda: bool(emptied(world)), timeout=600)
+    [decision] = emptied(world)[:1]
+    assert decision.decision == "delete"
+    assert decision.node == objects.name(node)
+    assert world.run_until(
+        lambda: objects.name(node) not in {objects.name(n) for n in world.nodes()}
+        and bool(world.nodes()), timeout=600)
+    expect_running(world, 1, {"app": "big"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+from typing import Any
 
 import pytest
 
@@ -57,3 +58,57 @@ def test_launches_may_use_every_existing_resource_karpenter_allows(kind: str, ac
         and any(fnmatch.fnmatchcase(arn, pattern) for pattern in statement["Resource"])
     ]
     assert [statement["Sid"] for statement in granting] == ["AllowLaunchWithExistingResources"]
+
+
+# Karpenter v1.14.1 getting-started CloudFormation: spot-instances-request/* is granted in
+# AllowScopedEC2InstanceActionsWithTags and AllowScopedResourceCreationTagging only, both with
+# the request tags its launch templates put on spot requests
+# (pkg/providers/launchtemplate/types.go, LaunchTemplateData.TagSpecifications).
+KARPENTER_REQUEST_TAGS = {
+    "StringEquals": {
+        "aws:RequestTag/kubernetes.io/cluster/demo": "owned",
+        "aws:RequestTag/eks:eks-cluster-name": "demo",
+    },
+    "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"},
+}
+KARPENTER_SPOT_REQUEST_GRANTS = {
+    ("ec2:CreateFleet", "ec2:CreateLaunchTemplate", "ec2:RunInstances"): KARPENTER_REQUEST_TAGS,
+    ("ec2:CreateTags",): {
+        "StringEquals": {**KARPENTER_REQUEST_TAGS["StringEquals"],
+                         "ec2:CreateAction": ["RunInstances", "CreateFleet",
+                                              "CreateLaunchTemplate"]},
+        "StringLike": KARPENTER_REQUEST_TAGS["StringLike"],
+    },
+}
+
+
+def test_spot_requests_are_granted_only_with_karpenters_request_tags() -> None:
+    """A spot launch creates a spot instance request, tagged by its launch template: the
+    policy lets launches create and tag it only when the request carries the cluster's
+    ownership tag, its eks:eks-cluster-name and a NodePool, exactly Karpenter's conditions,
+    and no statement grants it without them."""
+    arn = "arn:aws-cn:ec2:cn-north-1:111122223333:spot-instances-request/sir-0123"
+    granting = {
+        actions: s.get("Condition")
+        for s in controller_policy_document(TARGET)["Statement"]
+        # EC2 writes: the reads (Describe*, Resource "*") create and tag nothing.
+        if (actions := _ec2_writes(s["Action"]))
+        and any(fnmatch.fnmatchcase(arn, pattern) for pattern in (
+            [s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"]))
+    }
+    assert {actions: _normalized(condition) for actions, condition in granting.items()} == {
+        actions: _normalized(condition)
+        for actions, condition in KARPENTER_SPOT_REQUEST_GRANTS.items()}
+
+
+def _ec2_writes(actions: str | list[str]) -> tuple[str, ...]:
+    return tuple(sorted(a for a in ([actions] if isinstance(actions, str) else actions)
+                        if a.startswith("ec2:") and not a.startswith("ec2:Describe")))
+
+
+def _normalized(condition: dict[str, Any] | None) -> Any:
+    """A condition with its value lists order-free (IAM reads them as sets)."""
+    if condition is None:
+        return None
+    return {op: {key: sorted(value) if isinstance(value, list) else value
+                 for key, value in keys.items()} for op, keys in condition.items()}

@@ -46,17 +46,40 @@ def _exclusive(field: str, others: list[str], where: str) -> CelRule:
     )
 
 
+def _exclusive_in_list(field: str, others: list[str], message: str) -> CelRule:
+    """Karpenter's rule on the whole list, as its CRD has it: it refuses the combination only
+    when every term has it (one plain term next to a combined one passes, and an empty list
+    fails)."""
+    return CelRule(
+        f"!self.all(x, has(x.{field}) && "
+        + (f"has(x.{others[0]}))" if len(others) == 1
+           else f"({' || '.join(f'has(x.{o})' for o in others)}))"),
+        message,
+    )
+
+
+def _at_least_one(fields: list[str]) -> CelRule:
+    return CelRule(
+        f"self.all(x, {' || '.join(f'has(x.{f})' for f in fields)})",
+        f"expected at least one, got none, {fields!r}",
+    )
+
+
 class SubnetSelectorTerm(KubeModel):
     tags: TagMap | None = None
     id: Annotated[str, StringConstraints(pattern=r"^subnet-[0-9a-z]+$")] | None = None
 
-    cel_rules = (
-        CelRule(
-            "has(self.tags) || has(self.id)", "expected at least one, got none, ['tags', 'id']"
-        ),
-        _exclusive("id", ["tags"], "subnetSelectorTerms"),
-        _NOT_EMPTY_TAGS,
-    )
+    cel_rules = (_NOT_EMPTY_TAGS,)
+
+
+# Karpenter v1.14.1's rules and messages on the selector term lists
+# (pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml).
+SUBNET_SELECTOR_TERMS_RULES = (
+    CelRule("self.size() != 0", "subnetSelectorTerms cannot be empty"),
+    _at_least_one(["tags", "id"]),
+    _exclusive_in_list("id", ["tags"], "'id' is mutually exclusive, cannot be set with a "
+                       "combination of other fields in a subnet selector term"),
+)
 
 
 class SecurityGroupSelectorTerm(KubeModel):
@@ -64,15 +87,17 @@ class SecurityGroupSelectorTerm(KubeModel):
     id: Annotated[str, StringConstraints(pattern=r"^sg-[0-9a-z]+$")] | None = None
     name: str | None = None
 
-    cel_rules = (
-        CelRule(
-            "has(self.tags) || has(self.id) || has(self.name)",
-            "expected at least one, got none, ['tags', 'id', 'name']",
-        ),
-        _exclusive("id", ["tags", "name"], "securityGroupSelectorTerms"),
-        _exclusive("name", ["tags", "id"], "securityGroupSelectorTerms"),
-        _NOT_EMPTY_TAGS,
-    )
+    cel_rules = (_NOT_EMPTY_TAGS,)
+
+
+SECURITY_GROUP_SELECTOR_TERMS_RULES = (
+    CelRule("self.size() != 0", "securityGroupSelectorTerms cannot be empty"),
+    _at_least_one(["tags", "id", "name"]),
+    _exclusive_in_list("id", ["tags", "name"], "'id' is mutually exclusive, cannot be set "
+                       "with a combination of other fields in a security group selector term"),
+    _exclusive_in_list("name", ["tags", "id"], "'name' is mutually exclusive, cannot be set "
+                       "with a combination of other fields in a security group selector term"),
+)
 
 
 class CapacityReservationSelectorTerm(KubeModel):
@@ -84,16 +109,15 @@ class CapacityReservationSelectorTerm(KubeModel):
     # open: reservations any matching launch uses; targeted: only launches that name them.
     instance_match_criteria: Literal["open", "targeted"] | None = None
 
-    cel_rules = (
-        CelRule(
-            "has(self.tags) || has(self.id) || has(self.instanceMatchCriteria)",
-            "expected at least one, got none, ['tags', 'id', 'instanceMatchCriteria']",
-        ),
-        _exclusive(
-            "id", ["tags", "ownerID", "instanceMatchCriteria"], "capacityReservationSelectorTerms"
-        ),
-        _NOT_EMPTY_TAGS,
-    )
+    cel_rules = (_NOT_EMPTY_TAGS,)
+
+
+CAPACITY_RESERVATION_SELECTOR_TERMS_RULES = (
+    _at_least_one(["tags", "id", "instanceMatchCriteria"]),
+    _exclusive_in_list("id", ["tags", "ownerID", "instanceMatchCriteria"],
+                       "'id' is mutually exclusive, cannot be set along with other fields in a "
+                       "capacity reservation selector term"),
+)
 
 
 class PlacementGroupSelector(KubeModel):
@@ -251,12 +275,19 @@ NETWORK_INTERFACE_RULES = (
 
 
 class EC2NodeClassSpec(KubeModel):
-    subnet_selector_terms: list[SubnetSelectorTerm] = Field(min_length=1, max_length=30)
+    subnet_selector_terms: list[SubnetSelectorTerm] = Field(
+        min_length=1, max_length=30,
+        json_schema_extra=cel_extra(rule.to_schema() for rule in SUBNET_SELECTOR_TERMS_RULES),
+    )
     security_group_selector_terms: list[SecurityGroupSelectorTerm] = Field(
-        min_length=1, max_length=30
+        min_length=1, max_length=30,
+        json_schema_extra=cel_extra(
+            rule.to_schema() for rule in SECURITY_GROUP_SELECTOR_TERMS_RULES),
     )
     capacity_reservation_selector_terms: list[CapacityReservationSelectorTerm] | None = Field(
-        default=None, max_length=30
+        default=None, max_length=30,
+        json_schema_extra=cel_extra(
+            rule.to_schema() for rule in CAPACITY_RESERVATION_SELECTOR_TERMS_RULES),
     )
     placement_group_selector: PlacementGroupSelector | None = None
     associate_public_ip_address: bool | None = Field(default=None, alias="associatePublicIPAddress")

@@ -295,23 +295,54 @@ def _check_network_interfaces(spec: EC2NodeClassSpec) -> Iterator[Finding]:
             efa_cards.add(interface.network_card_index)
 
 
+# The fields of which each selector term must set one (Karpenter's "expected at least one").
+_SELECTOR_FIELDS: dict[str, tuple[str, ...]] = {
+    "subnetSelectorTerms": ("tags", "id"),
+    "securityGroupSelectorTerms": ("tags", "id", "name"),
+    "capacityReservationSelectorTerms": ("tags", "id", "instanceMatchCriteria"),
+}
+# Karpenter's CRD rules on the selector term lists (key, fields it may not be combined with,
+# message). They quantify over the list: a combination is refused only when every term of
+# the list has it, so an empty list fails them too.
+_EXCLUSIVE_IN_LIST: dict[str, list[tuple[str, tuple[str, ...], str]]] = {
+    "subnetSelectorTerms": [
+        ("id", ("tags",), "'id' is mutually exclusive, cannot be set with a combination of "
+         "other fields in a subnet selector term"),
+    ],
+    "securityGroupSelectorTerms": [
+        ("id", ("tags", "name"), "'id' is mutually exclusive, cannot be set with a "
+         "combination of other fields in a security group selector term"),
+        ("name", ("tags", "id"), "'name' is mutually exclusive, cannot be set with a "
+         "combination of other fields in a security group selector term"),
+    ],
+    "capacityReservationSelectorTerms": [
+        ("id", ("tags", "ownerID", "instanceMatchCriteria"), "'id' is mutually exclusive, "
+         "cannot be set along with other fields in a capacity reservation selector term"),
+    ],
+}
+
+
 def _check_selector_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
-    groups: list[tuple[str, list[dict[str, object]]]] = [
+    groups: list[tuple[str, list[dict[str, object]] | None]] = [
         ("subnetSelectorTerms", [t.model_dump(by_alias=True, exclude_none=True)
                                  for t in spec.subnet_selector_terms]),
         ("securityGroupSelectorTerms", [t.model_dump(by_alias=True, exclude_none=True)
                                         for t in spec.security_group_selector_terms]),
-        ("capacityReservationSelectorTerms", [
-            t.model_dump(by_alias=True, exclude_none=True)
-            for t in spec.capacity_reservation_selector_terms or []
-        ]),
+        ("capacityReservationSelectorTerms", None
+         if spec.capacity_reservation_selector_terms is None else [
+             t.model_dump(by_alias=True, exclude_none=True)
+             for t in spec.capacity_reservation_selector_terms
+         ]),
     ]
-    exclusive = {"id": "id", "name": "name"}
     for field, terms in groups:
+        if terms is None:
+            continue
         for index, term in enumerate(terms):
             here = ("spec", field, index)
-            if not term:
-                yield here, f"each of {field} must set at least one selector field"
+            selectors = _SELECTOR_FIELDS[field]
+            if not any(key in term for key in selectors):
+                yield here, (f"each of {field} must set at least one selector field: "
+                             f"expected at least one, got none, {list(selectors)!r}")
                 continue
             for key, value in term.items():
                 if key == "tags" and isinstance(value, dict):
@@ -322,13 +353,12 @@ def _check_selector_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
                             yield (*here, "tags", tag_key), (
                                 "empty tag keys or values aren't supported"
                             )
-            for key in exclusive:
-                others = [k for k in term if k != key]
-                if key in term and others:
-                    yield (*here, key), (
-                        f"'{key}' is mutually exclusive, cannot be set with a combination of "
-                        f"other fields in {field} (also set: {', '.join(sorted(others))})"
-                    )
+        for key, others, message in _EXCLUSIVE_IN_LIST[field]:
+            if all(key in term and any(o in term for o in others) for term in terms):
+                yield ("spec", field), message + (
+                    f" (every term of {field} sets it with another field)" if terms
+                    else f" (an empty {field} fails this rule too, as in Karpenter's CRD: "
+                    "leave the field out instead)")
 
 
 def _check_ami_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:

@@ -5,11 +5,12 @@ The same contract as `nodewright.controllers.driver.VirtualDriver`: `add` reconc
 each controller has its own work queue (deduplicated keys, rate-limited retries, delays
 for `requeue_after`) and its own worker thread (or several, when the reconciler says
 `max_concurrent_reconciles`: sized with the container's CPU request as Karpenter sizes
-them, and capped, `runtime.concurrency`), so a provisioning solve or a disruption pass
-never holds up an interruption, a drain or a registration, and a burst of launches runs
-side by side. The queue never hands one key to two workers at once. One dispatcher thread
-reads the watch stream, hands each event to the listeners, queues the keys the
-controllers' `watches` map it to, and fires the clock's timers.
+them, and capped, `runtime.concurrency`; the queue's retries are paced by the controller's
+`retry_limits`, `runtime.ratelimit`), so a provisioning solve or a disruption pass never
+holds up an interruption, a drain or a registration, and a burst of launches runs side by
+side. The queue never hands one key to two workers at once. One dispatcher thread reads
+the watch stream, hands each event to the listeners, queues the keys the controllers'
+`watches` map it to, and fires the clock's timers.
 
 The state cache and what the controllers share were written for one thread. `state_lock`
 (the cache's `StateLock`) is held while the dispatcher delivers events or fires timers
@@ -56,6 +57,8 @@ from nodewright.runtime.reconciler import (
     WatchEvent,
     concurrent_reconciles,
     manages_state_lock,
+    retry_limiter,
+    size_for_cpu,
 )
 from nodewright.runtime.statelock import StateLock
 
@@ -131,7 +134,7 @@ class OperatorDriver:
         clock: SystemClock | None = None,
         kinds: Iterable[str] = WATCHED_KINDS,
         idle_interval: float = 0.02,
-        rate_limiter: Callable[[], RateLimiter] = RateLimiter,
+        rate_limiter: Callable[[], RateLimiter] | None = None,
         name: str = "nodewright",
         world_lock: AbstractContextManager[object] | None = None,
         state_lock: StateLock | None = None,
@@ -139,7 +142,9 @@ class OperatorDriver:
         cpu_requests: int = DEFAULT_CPU_REQUESTS,
     ) -> None:
         """`cpu_requests` (millicores, Karpenter's CPU_REQUESTS) sizes the controllers
-        whose workers scale with the CPU (`runtime.concurrency`)."""
+        whose workers scale with the CPU (`runtime.concurrency`), and the retry buckets
+        sized with those workers. `rate_limiter`, when given, replaces every controller's
+        own retry limiter (`retry_limiter`)."""
         self.cluster = cluster
         self.cpu_requests = cpu_requests
         self.clock = clock or SystemClock()
@@ -179,8 +184,10 @@ class OperatorDriver:
                     f"operator does not watch (nodewright.cluster.kube.access.WATCHED_KINDS "
                     f"is also the source of the RBAC rules: add the kind there)"
                 )
-            worker = _Worker(reconciler, WorkQueue(reconciler.name, self._rate_limiter()),
-                             self._lock)
+            limiter = (self._rate_limiter() if self._rate_limiter is not None
+                       else retry_limiter(reconciler, self.cpu_requests))
+            size_for_cpu(reconciler, self.cpu_requests)
+            worker = _Worker(reconciler, WorkQueue(reconciler.name, limiter), self._lock)
             with self._lock:
                 self._workers.append(worker)
                 self._by_reconciler[id(reconciler)] = worker
@@ -206,6 +213,11 @@ class OperatorDriver:
     def workers(self, reconciler: Reconciler) -> int:
         """How many threads work `reconciler`'s queue."""
         return concurrent_reconciles(reconciler, self.cpu_requests)
+
+    def retry_limiter(self, reconciler: Reconciler) -> RateLimiter:
+        """What paces the retries of `reconciler`'s failed keys."""
+        with self._lock:
+            return self._by_reconciler[id(reconciler)].queue.limiter
 
     def _start_worker(self, worker: _Worker) -> None:
         count = self.workers(worker.reconciler)

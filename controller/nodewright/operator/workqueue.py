@@ -4,9 +4,11 @@
   being reconciled marks it dirty, and it is queued again when that reconcile is done (so
   one key never runs twice at once and no change is lost).
 - `add_after` keeps the earliest time a key is wanted (a requeue, or a retry).
-- `add_rate_limited` retries with controller-runtime's default limiter: the larger of a
-  per-key exponential backoff (5 ms doubling to 1000 s) and an overall token bucket
-  (10 per second, bursts of 100); `forget` resets a key's failures after a success.
+- `add_rate_limited` retries with the controller's limiter (`runtime.ratelimit`): the
+  larger of a per-key exponential backoff and an overall token bucket, by default
+  controller-runtime's (5 ms doubling to 1000 s; 10 per second, bursts of 100), else what
+  the controller declares in `retry_limits`; `forget` resets a key's failures after a
+  success.
 
 Not thread-safe on its own: the operator's driver touches each queue under its own lock
 (the dispatcher adds keys, the controller's worker takes them).
@@ -28,37 +30,9 @@ from collections import deque
 from collections.abc import Callable
 
 from nodewright import metrics
-from nodewright.runtime.ratelimit import RECONCILE_BACKOFF, Backoff, TokenBucket
+from nodewright.runtime.ratelimit import RateLimiter
 
-BACKOFF_BASE = RECONCILE_BACKOFF.initial
-BACKOFF_MAX = RECONCILE_BACKOFF.maximum
-BUCKET_QPS = 10.0
-BUCKET_BURST = 100
-
-
-class RateLimiter:
-    """controller-runtime's DefaultControllerRateLimiter: per-item exponential backoff,
-    overall token bucket; `when` gives the delay before a retry of `key` at time `now`."""
-
-    def __init__(self, base: float = BACKOFF_BASE, maximum: float = BACKOFF_MAX,
-                 qps: float = BUCKET_QPS, burst: int = BUCKET_BURST) -> None:
-        self.backoff = Backoff(initial=base, maximum=maximum)
-        self._now = 0.0
-        # The bucket reads the time `when` was given.
-        self._bucket = TokenBucket(qps, burst, now=lambda: self._now)
-        self._failures: dict[str, int] = {}
-
-    def when(self, key: str, now: float) -> float:
-        failures = self._failures.get(key, 0) + 1
-        self._failures[key] = failures
-        self._now = now
-        return max(self.backoff.delay(failures), self._bucket.reserve())
-
-    def failures(self, key: str) -> int:
-        return self._failures.get(key, 0)
-
-    def forget(self, key: str) -> None:
-        self._failures.pop(key, None)
+__all__ = ["RateLimiter", "WorkQueue"]
 
 
 class WorkQueue:

@@ -25,6 +25,12 @@ request, and a count is capped at `WORKER_CEILING`:
 
 More cores do not lift the ceiling: the interpreter runs one thread at a time however
 many cores the container has. Below it, Karpenter's formula decides.
+
+Three of Karpenter's controllers (the NodeClaim lifecycle, node termination and the
+eviction queue) also size the token bucket that paces their retries from their workers:
+`bucket_config` is its `GetTypedBucketConfigs`, and `ScaledBucket` declares one
+(runtime.ratelimit.RetryLimits). The bucket follows Karpenter's count, not the capped one:
+it paces how often failed keys come back, which the interpreter lock does not change.
 """
 
 from __future__ import annotations
@@ -61,10 +67,39 @@ class LinearScale:
 Concurrency = int | LinearScale
 
 
+def bucket_config(min_qps: int, min_reconciles: int, concurrent_reconciles: int
+                  ) -> tuple[int, int]:
+    """Karpenter's `GetTypedBucketConfigs(minQPS, minReconciles, concurrentReconciles)`:
+    `min_qps` retries a second at `min_reconciles` workers, rising in proportion to the
+    workers (rounded up), with a burst of ten seconds' worth: (qps, burst)."""
+    if min_qps < 1 or min_reconciles < 1:
+        raise ValueError(f"bucket_config({min_qps}, {min_reconciles}, ...): need a "
+                         f"minimum QPS and a minimum of workers of at least 1")
+    qps = math.ceil(concurrent_reconciles * (min_qps / min_reconciles))
+    return qps, qps * 10
+
+
+@dataclass(frozen=True)
+class ScaledBucket:
+    """A retry bucket sized with the controller's workers as Karpenter sizes it:
+    `bucket_config(min_qps, workers.minimum, workers.at(cores))`."""
+
+    min_qps: int
+    workers: LinearScale
+
+    def at(self, cores: float) -> tuple[int, int]:
+        return bucket_config(self.min_qps, self.workers.minimum, self.workers.at(cores))
+
+
+def cores(cpu_requests: int) -> float:
+    """Karpenter's CPUCount: the container's CPU request (millicores) in cores; 0 or less
+    means the default request."""
+    return (cpu_requests if cpu_requests > 0 else DEFAULT_CPU_REQUESTS) / 1000
+
+
 def worker_count(declared: Concurrency, cpu_requests: int = DEFAULT_CPU_REQUESTS,
                  ceiling: int = WORKER_CEILING) -> int:
     """The workers of a controller that declares `declared`, in a container requesting
     `cpu_requests` millicores: Karpenter's count, at most `ceiling`, at least 1."""
-    millicores = cpu_requests if cpu_requests > 0 else DEFAULT_CPU_REQUESTS
-    wanted = declared.at(millicores / 1000) if isinstance(declared, LinearScale) else declared
+    wanted = declared.at(cores(cpu_requests)) if isinstance(declared, LinearScale) else declared
     return max(1, min(int(wanted), ceiling))

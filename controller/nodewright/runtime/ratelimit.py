@@ -8,6 +8,10 @@
 - `Backoff`: `initial` multiplied by `factor` per failure up to `maximum`, with optional
   jitter (client-go's reflector adds up to 100 %; the simulator's drivers add none, to
   stay deterministic).
+- `RetryLimits`: what a controller declares for its work queue's retries (its
+  `retry_limits`): a per-key `Backoff` and an overall bucket, fixed or sized with its
+  workers as Karpenter sizes it (`runtime.concurrency.ScaledBucket`); `RateLimiter` is the
+  limiter built from it (controller-runtime's MaxOf(per-item exponential, bucket)).
 
 Time is given (`now`, seconds), never read here, so the virtual clock drives both in the
 simulator and tests count waits without sleeping.
@@ -20,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from nodewright.runtime.clock import Clock
+from nodewright.runtime.concurrency import DEFAULT_CPU_REQUESTS, ScaledBucket, cores
 
 Seconds = Callable[[], float]
 
@@ -80,3 +85,58 @@ class Backoff:
 REFLECTOR_BACKOFF = Backoff(initial=0.8, maximum=30.0, jitter=1.0)
 # controller-runtime's per-item retry: 5 ms doubling to 1000 s.
 RECONCILE_BACKOFF = Backoff(initial=0.005, maximum=1000.0)
+
+# controller-runtime's default overall retry bucket: 10 a second, bursts of 100.
+DEFAULT_BUCKET = (10.0, 100)
+
+
+@dataclass(frozen=True)
+class RetryLimits:
+    """A controller's retry rate limit: the larger of `backoff` for the key and a wait
+    for a token of the controller's bucket (`bucket`: (qps, burst), or sized with the
+    workers). The default is controller-runtime's DefaultTypedControllerRateLimiter."""
+
+    backoff: Backoff = RECONCILE_BACKOFF
+    bucket: tuple[float, int] | ScaledBucket = DEFAULT_BUCKET
+
+    def bucket_at(self, cpu_requests: int = DEFAULT_CPU_REQUESTS) -> tuple[float, int]:
+        """(qps, burst) in a container requesting `cpu_requests` millicores."""
+        if isinstance(self.bucket, ScaledBucket):
+            qps, burst = self.bucket.at(cores(cpu_requests))
+            return float(qps), burst
+        return self.bucket
+
+    def limiter(self, cpu_requests: int = DEFAULT_CPU_REQUESTS) -> RateLimiter:
+        qps, burst = self.bucket_at(cpu_requests)
+        return RateLimiter(self.backoff.initial, self.backoff.maximum, qps, burst)
+
+
+DEFAULT_RETRY = RetryLimits()
+
+
+class RateLimiter:
+    """controller-runtime's MaxOf(per-item exponential backoff, overall token bucket):
+    `when` gives the delay before a retry of `key` at time `now` (seconds)."""
+
+    def __init__(self, base: float = RECONCILE_BACKOFF.initial,
+                 maximum: float = RECONCILE_BACKOFF.maximum,
+                 qps: float = DEFAULT_BUCKET[0], burst: int = DEFAULT_BUCKET[1]) -> None:
+        self.backoff = Backoff(initial=base, maximum=maximum)
+        self.qps = qps
+        self.burst = burst
+        self._now = 0.0
+        # The bucket reads the time `when` was given.
+        self._bucket = TokenBucket(qps, burst, now=lambda: self._now)
+        self._failures: dict[str, int] = {}
+
+    def when(self, key: str, now: float) -> float:
+        failures = self._failures.get(key, 0) + 1
+        self._failures[key] = failures
+        self._now = now
+        return max(self.backoff.delay(failures), self._bucket.reserve())
+
+    def failures(self, key: str) -> int:
+        return self._failures.get(key, 0)
+
+    def forget(self, key: str) -> None:
+        self._failures.pop(key, None)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from nodewright.runtime.concurrency import DEFAULT_CPU_REQUESTS, LinearScale, worker_count
+from nodewright.runtime.ratelimit import DEFAULT_RETRY, RateLimiter, RetryLimits
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
@@ -101,3 +102,25 @@ def concurrent_reconciles(reconciler: Reconciler,
         raise TypeError(f"controller {reconciler.name}: max_concurrent_reconciles is "
                         f"{declared!r}, not a count or a LinearScale")
     return worker_count(declared, cpu_requests)
+
+
+def retry_limiter(reconciler: Reconciler,
+                  cpu_requests: int = DEFAULT_CPU_REQUESTS) -> RateLimiter:
+    """The rate limiter of this controller's failed keys in a container requesting
+    `cpu_requests` millicores: its `retry_limits` (Karpenter's per-controller
+    RateLimiter option), by default controller-runtime's."""
+    declared = getattr(reconciler, "retry_limits", DEFAULT_RETRY)
+    if not isinstance(declared, RetryLimits):
+        raise TypeError(f"controller {reconciler.name}: retry_limits is {declared!r}, "
+                        f"not a RetryLimits")
+    return declared.limiter(cpu_requests)
+
+
+def size_for_cpu(reconciler: Reconciler, cpu_requests: int = DEFAULT_CPU_REQUESTS) -> None:
+    """Tell a controller that sizes more than its workers and its queue with the CPU (a
+    `size_for_cpu(millicores)` method: node termination's eviction retries) the
+    container's request. The operator's driver calls it once, when it adds the
+    controller; without it a controller keeps its one-core sizes."""
+    sizer = getattr(reconciler, "size_for_cpu", None)
+    if callable(sizer):
+        sizer(cpu_requests)

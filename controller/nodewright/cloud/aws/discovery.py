@@ -72,9 +72,11 @@ def discover_subnets(
     unmatched: list[UnmatchedTerm] = []
     for index, term in enumerate(terms):
         filters: list[dict[str, Any]] = [{"Name": "state", "Values": ["available"]}]
+        # As Karpenter's getFilterSets: a term's id wins, its tags are not applied.
         if term.id:
             filters.append({"Name": "subnet-id", "Values": [term.id]})
-        filters.extend(tag_filters(term.tags or {}))
+        else:
+            filters.extend(tag_filters(term.tags or {}))
         matched = 0
         with aws_call("ec2:DescribeSubnets", f"subnetSelectorTerms[{index}]"):
             for page in ec2.get_paginator("describe_subnets").paginate(Filters=cast(Any, filters)):
@@ -101,11 +103,13 @@ def discover_security_groups(
     unmatched: list[UnmatchedTerm] = []
     for index, term in enumerate(terms):
         filters: list[dict[str, Any]] = []
+        # As Karpenter's getFilterSets: id, else name, else tags; the others are not applied.
         if term.id:
             filters.append({"Name": "group-id", "Values": [term.id]})
-        if term.name:
+        elif term.name:
             filters.append({"Name": "group-name", "Values": [term.name]})
-        filters.extend(tag_filters(term.tags or {}))
+        else:
+            filters.extend(tag_filters(term.tags or {}))
         matched = 0
         with aws_call("ec2:DescribeSecurityGroups", f"securityGroupSelectorTerms[{index}]"):
             paginator = ec2.get_paginator("describe_security_groups")

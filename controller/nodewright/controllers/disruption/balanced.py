@@ -5,12 +5,15 @@ only when what it saves is worth what it disrupts, both measured against its Nod
     disruption fraction = the move's disruption cost / the NodePool's total disruption cost
     score               = savings fraction / disruption fraction, approved at >= 1/k (k = 2)
 
-A node's disruption cost is 1 (draining it at all) plus, per pod that would move,
-max(0, eviction cost) (1 by default, moved by pod-deletion-cost and priority). Every node
-of the pool counts in the totals, candidates or not. A move spanning several NodePools is
-scored per Balanced NodePool, its net savings split by each pool's share of the candidates'
-price; every Balanced pool must approve. Other policies are not scored. Before simulating,
-a candidate whose best case (deleting it outright) cannot pass is skipped.
+A node's disruption cost is 1 (draining it at all) plus, per pod that would move, max(0,
+eviction cost) (1 by default, moved by pod-deletion-cost and priority). Every node of the
+pool counts in the totals, candidates or not (a node that is no candidate by all its
+pods); the pool's price is what the cost tracker counts for it (the cluster state's
+`ClusterCost`, Karpenter's pkg/state/cost), or the candidates' prices while it counts
+nothing. A move spanning several NodePools is scored per Balanced NodePool, its net
+savings split by each pool's share of the candidates' price; every Balanced pool must
+approve. Other policies are not scored. Before simulating, a candidate whose best case
+(deleting it outright) cannot pass is skipped.
 """
 
 from __future__ import annotations
@@ -24,16 +27,15 @@ from nodewright.api.nodepool import NodePool
 from nodewright.cluster import objects
 from nodewright.cluster.events import Event
 from nodewright.controllers.common import decision_log as ex
+from nodewright.controllers.common.podrules import eviction_cost
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.candidates import (
+    PER_NODE_DISRUPTION_COST,
     Candidate,
-    offering_price,
     reschedule_disruption_cost,
 )
-from nodewright.scheduling.catalog import InstanceType
 from nodewright.state import podutil
 from nodewright.state.statenode import StateNode
-from nodewright.state.wellknown import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, ZONE_LABEL
 
 BALANCED = "Balanced"
 BALANCED_K = 2
@@ -84,29 +86,47 @@ def disruption_cost(pods: Iterable[Mapping[str, Any]]) -> float:
     return reschedule_disruption_cost(list(pods))
 
 
+def node_disruption_cost(pods: Iterable[Mapping[str, Any]]) -> float:
+    """Karpenter's StateNode.DisruptionCost: 1 plus the positive eviction cost of each pod
+    on the node that is not a DaemonSet's and has not finished."""
+    return PER_NODE_DISRUPTION_COST + sum(
+        max(0.0, eviction_cost(pod)) for pod in pods
+        if not podutil.is_terminal(pod) and not podutil.is_owned_by_daemonset(pod))
+
+
 def pool_totals(
+    candidates: Sequence[Candidate],
     nodes: Iterable[StateNode],
-    nodepools: Mapping[str, NodePool],
-    instance_types: Mapping[str, Mapping[str, InstanceType]],
+    nodepool_cost: Callable[[str], float] | None,
     pods_on: Callable[[str], list[Mapping[str, Any]]],
 ) -> dict[str, PoolTotals]:
-    """Totals of every Balanced NodePool over all its nodes."""
-    cost: dict[str, float] = {}
+    """Karpenter's computeNodePoolTotals, for the Balanced NodePools among `candidates`
+    (every candidate of the pass, before any method filters them; the other pools' totals
+    are never read). The cost is the NodePool's in the cost tracker (`nodepool_cost`,
+    the cluster state's ClusterCost) and, while it has none, the candidates' prices added
+    up. The disruption cost counts every node of the pool: a candidate by the pods that
+    would move, any other node by all its pods (`node_disruption_cost`)."""
+    fallback: dict[str, float] = {}
+    by_name: dict[str, Candidate] = {}
+    for candidate in candidates:
+        if is_balanced(candidate.nodepool):
+            pool = candidate.nodepool_name
+            fallback[pool] = fallback.get(pool, 0.0) + candidate.price
+            by_name[candidate.name] = candidate
     disruption: dict[str, float] = {}
     for node in nodes:
         pool = node.nodepool
-        nodepool = nodepools.get(pool)
-        if nodepool is None or not is_balanced(nodepool) or node.nodeclaim is None:
+        if pool not in fallback:
             continue
-        labels = node.labels
-        types = instance_types.get(pool, {})
-        cost[pool] = cost.get(pool, 0.0) + offering_price(
-            types.get(labels.get(INSTANCE_TYPE_LABEL, "")), labels.get(ZONE_LABEL, ""),
-            labels.get(CAPACITY_TYPE_LABEL, ""))
-        moving = [pod for pod in pods_on(node.node_name) if podutil.is_reschedulable(pod)] \
-            if node.node_name else []
-        disruption[pool] = disruption.get(pool, 0.0) + disruption_cost(moving)
-    return {pool: PoolTotals(cost[pool], disruption[pool]) for pool in cost}
+        found = by_name.get(node.name)
+        cost = (found.reschedule_disruption_cost if found is not None
+                else node_disruption_cost(pods_on(node.node_name) if node.node_name else ()))
+        disruption[pool] = disruption.get(pool, 0.0) + cost
+    totals: dict[str, PoolTotals] = {}
+    for pool, summed in fallback.items():
+        tracked = nodepool_cost(pool) if nodepool_cost is not None else 0.0
+        totals[pool] = PoolTotals(tracked if tracked > 0 else summed, disruption.get(pool, 0.0))
+    return totals
 
 
 def score_move(savings: float, cost: float, totals: PoolTotals | None,

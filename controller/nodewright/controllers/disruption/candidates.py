@@ -75,6 +75,13 @@ class Candidate:
 
     @property
     def empty(self) -> bool:
+        """Karpenter's Candidate.IsEmpty: no moving pod adds a positive eviction cost. A node
+        whose pods' costs all clamp to zero (very negative priority or pod-deletion-cost)
+        counts as empty, and Emptiness deletes it without planning where they go."""
+        return not self.pods or self.reschedule_disruption_cost <= PER_NODE_DISRUPTION_COST
+
+    @property
+    def has_no_pods(self) -> bool:
         return not self.pods
 
     @property
@@ -266,5 +273,5 @@ def drift_order(candidates: Sequence[Candidate], drifted_at: Mapping[str, str]) 
     would otherwise land on an empty drifted one and move twice)."""
     return sorted(
         candidates,
-        key=lambda c: (not c.empty, drifted_at.get(c.nodeclaim_name, ""), c.name),
+        key=lambda c: (not c.has_no_pods, drifted_at.get(c.nodeclaim_name, ""), c.name),
     )

@@ -179,15 +179,17 @@ def decide_consolidation(
     method: str,
     consolidation_type: str,
     spot_to_spot: bool,
+    totals: Mapping[str, balanced.PoolTotals],
 ) -> Command | Rejection:
+    """The consolidation of `candidates`, or why not; Balanced NodePools score it against
+    `totals` (the pass's `pool_totals`)."""
     outcome = _decide(base, candidates, method=method, consolidation_type=consolidation_type,
                       spot_to_spot=spot_to_spot)
     if not isinstance(outcome, Command):
         return outcome
     outcome.replacement_estimates = [
         estimated_price(r, _types_by_name(base, r.nodepool)) for r in outcome.replacements]
-    approved, outcome.scores = balanced.approve(outcome.candidates, outcome.savings,
-                                                base.pool_totals)
+    approved, outcome.scores = balanced.approve(outcome.candidates, outcome.savings, totals)
     refused = {pool: score for pool, score in outcome.scores.items() if not score.approved}
     if not approved:
         return Rejection(

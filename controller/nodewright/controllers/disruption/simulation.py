@@ -33,7 +33,6 @@ from nodewright.controllers.common.podrules import (
     PdbLimits,
     do_not_disrupt_until,
 )
-from nodewright.controllers.disruption.balanced import PoolTotals, pool_totals
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.prefilter import FreeRoom, Offer, offers
 from nodewright.controllers.nodeclaim.disruption_conditions import consolidatable_at
@@ -235,12 +234,6 @@ class SimulationBase:
             return False
         ready_at = consolidatable_at(claim, nodepool)
         return ready_at is not None and ready_at > self.now
-
-    @cached_property
-    def pool_totals(self) -> Mapping[str, PoolTotals]:
-        """Balanced NodePools' totals (price, disruption cost) over all their nodes."""
-        return pool_totals(self.state.nodes(), self.nodepools, self.instance_types,
-                           self.state.pods_on)
 
     @cached_property
     def offers(self) -> list[Offer]:

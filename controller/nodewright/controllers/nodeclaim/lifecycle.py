@@ -38,7 +38,8 @@ from nodewright.controllers.nodeclaim.liveness import (
 )
 from nodewright.controllers.nodeclaim.registration import Registration
 from nodewright.runtime.clock import Clock
-from nodewright.runtime.concurrency import LinearScale
+from nodewright.runtime.concurrency import LinearScale, ScaledBucket
+from nodewright.runtime.ratelimit import Backoff, RetryLimits
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState
 from nodewright.state.wellknown import TERMINATION_FINALIZER
@@ -50,6 +51,10 @@ class NodeClaimLifecycle:
     # a burst's launches wait out their CreateFleet side by side, and a registration or a
     # deletion is not queued behind them. Each still takes the state lock between requests.
     max_concurrent_reconciles = LinearScale(1000, 5000)
+    # Karpenter's: a failed key retried after 1 s doubling to a minute, and all retries
+    # at 10 a second per 1,000 workers (1 % of them), bursts of ten seconds' worth.
+    retry_limits = RetryLimits(Backoff(initial=1.0, maximum=60.0),
+                               ScaledBucket(10, max_concurrent_reconciles))
 
     def __init__(
         self,

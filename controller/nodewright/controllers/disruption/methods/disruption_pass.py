@@ -4,10 +4,12 @@ options and compute budgets, and where the last single-node pass stopped."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from nodewright.controllers.common import decision_log as ex
+from nodewright.controllers.disruption.balanced import PoolTotals, pool_totals
 from nodewright.controllers.disruption.budget_room import Room, room_by_pool
 from nodewright.controllers.disruption.candidates import (
     Blocked,
@@ -73,6 +75,7 @@ class Pass:
     stopped_early: set[str] = field(default_factory=set)
     _graceful: dict[str, Candidate | Blocked] = field(default_factory=dict)
     _eventual: dict[str, Candidate | Blocked] = field(default_factory=dict)
+    _pool_totals: Mapping[str, PoolTotals] | None = None
 
     def nodes(self) -> list[StateNode]:
         return [n for n in self.state.nodes() if n.managed and not n.is_marked_for_deletion]
@@ -86,6 +89,16 @@ class Pass:
 
     def candidates(self, eventual: bool = False) -> list[Candidate]:
         return [c for c in self.evaluated(eventual) if isinstance(c, Candidate)]
+
+    def pool_totals(self) -> Mapping[str, PoolTotals]:
+        """What Balanced NodePools measure a consolidation against (Karpenter's
+        GetCandidatesWithTotals): every candidate of the pass, every node of the cluster,
+        each NodePool's cost from the cost tracker."""
+        if self._pool_totals is None:
+            self._pool_totals = pool_totals(self.candidates(), self.state.nodes(),
+                                            self.state.cost.nodepool_cost,
+                                            self.state.pods_on)
+        return self._pool_totals
 
     def rooms(self, reason: str) -> dict[str, Room]:
         return room_by_pool(self.state.nodes(), self.context.nodepools, reason, self.now)

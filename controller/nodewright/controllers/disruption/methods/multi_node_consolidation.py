@@ -42,7 +42,7 @@ def multi_node(p: Pass) -> Command | None:
         middle = (low + high) // 2
         outcome = decide_consolidation(
             p.base, allowed[: middle + 1], method=ex.MULTI_NODE, consolidation_type=MULTI_TYPE,
-            spot_to_spot=p.options.spot_to_spot)
+            spot_to_spot=p.options.spot_to_spot, totals=p.pool_totals())
         if isinstance(outcome, Command):
             best = outcome
             low = middle + 1

@@ -65,7 +65,7 @@ def single_node(p: Pass) -> Command | None:
         if room is None or room.left <= 0:
             p.budget_blocked(candidate, room, ex.SINGLE_NODE)
             continue
-        best = balanced.can_pass(candidate, p.base.pool_totals)
+        best = balanced.can_pass(candidate, p.pool_totals())
         if best is not None:
             p.verdict(candidate.node, ex.SINGLE_NODE, ex.KEPT, ex.CAUSE_BALANCED,
                       "consolidationPolicy Balanced: even deleting it would not be worth the "
@@ -73,7 +73,7 @@ def single_node(p: Pass) -> Command | None:
             continue
         outcome = decide_consolidation(
             p.base, [candidate], method=ex.SINGLE_NODE, consolidation_type=SINGLE_TYPE,
-            spot_to_spot=p.options.spot_to_spot)
+            spot_to_spot=p.options.spot_to_spot, totals=p.pool_totals())
         if isinstance(outcome, Command):
             balanced.record_move(outcome.candidates, outcome.scores, True)
             return outcome

@@ -37,7 +37,8 @@ from nodewright.controllers.node.termination.volumes import pending_attachments
 from nodewright.controllers.nodeclaim.context import LifecycleContext
 from nodewright.controllers.nodeclaim.finalize import INSTANCE_TERMINATING, instance_gone
 from nodewright.runtime.clock import Clock, parse_time
-from nodewright.runtime.concurrency import LinearScale
+from nodewright.runtime.concurrency import LinearScale, ScaledBucket
+from nodewright.runtime.ratelimit import Backoff, RetryLimits
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState, podutil
 from nodewright.state.wellknown import (
@@ -77,6 +78,10 @@ class NodeTermination:
     # Karpenter's (100 workers at one core, 5,000 at 60; capped, runtime.concurrency): one
     # node's drain or TerminateInstances does not wait behind another's.
     max_concurrent_reconciles = LinearScale(100, 5000)
+    # Karpenter's: a key retried after 100 ms doubling to 10 s, and all retries at 10 a
+    # second per 100 workers (10 % of them), bursts of ten seconds' worth.
+    retry_limits = RetryLimits(Backoff(initial=0.1, maximum=10.0),
+                               ScaledBucket(10, max_concurrent_reconciles))
 
     def __init__(
         self,
@@ -103,6 +108,10 @@ class NodeTermination:
     @property
     def watches(self) -> Sequence[Watch]:
         return self._watches
+
+    def size_for_cpu(self, cpu_requests: int) -> None:
+        """The eviction queue's retry bucket follows the container's CPU request."""
+        self.terminator.evictor.size_for_cpu(cpu_requests)
 
     def _node_of_pod(self, event: WatchEvent) -> Iterable[str]:
         node_name = podutil.node_name(event.object)

@@ -2,10 +2,13 @@
 
 Before the node's deadline a pod only leaves through the Eviction API, which respects
 PodDisruptionBudgets: a 429 is retried with per-pod exponential backoff (100 ms doubling
-to 10 s). A pod with an active karpenter.sh/do-not-disrupt annotation is left alone and
-retried. Once the pod's own grace period would run past the node's deadline
-(karpenter.sh/nodeclaim-termination-timestamp), it is deleted directly with a grace
-period that ends at the deadline (at least 1 s): PDBs and do-not-disrupt no longer hold.
+to 10 s), and all the retries together are paced by a token bucket sized with the eviction
+queue's workers as Karpenter sizes it (100 a second per 100 workers, bursts of ten
+seconds' worth: `RETRY_BUCKET`). A pod with an active karpenter.sh/do-not-disrupt
+annotation is left alone and retried. Once the pod's own grace period would run past the
+node's deadline (karpenter.sh/nodeclaim-termination-timestamp), it is deleted directly
+with a grace period that ends at the deadline (at least 1 s): PDBs and do-not-disrupt no
+longer hold.
 """
 
 from __future__ import annotations
@@ -26,13 +29,23 @@ from nodewright.cluster.api import (
 from nodewright.cluster.events import Event, EventRecorder
 from nodewright.controllers.common.podrules import do_not_disrupt_event
 from nodewright.runtime.clock import Clock, format_time, parse_time
-from nodewright.runtime.ratelimit import Backoff
+from nodewright.runtime.concurrency import (
+    DEFAULT_CPU_REQUESTS,
+    LinearScale,
+    ScaledBucket,
+    cores,
+)
+from nodewright.runtime.ratelimit import Backoff, TokenBucket, clock_seconds
 from nodewright.state import podutil
 from nodewright.state.pods import pod_key
 
 log = logging.getLogger(__name__)
 
 BACKOFF = Backoff(initial=0.1, maximum=10.0)
+# Karpenter's eviction queue: LinearScaleReconciles(cores, 100, 5000) workers and
+# GetTypedBucketConfigs(100, 100, workers) for its retries.
+WORKERS = LinearScale(100, 5000)
+RETRY_BUCKET = ScaledBucket(100, WORKERS)
 # The eviction subresource's 500 for a pod that more than one budget selects.
 MULTIPLE_BUDGETS = "more than one PodDisruptionBudget"
 Pod = Mapping[str, Any]
@@ -53,12 +66,19 @@ def needs_force_delete(pod: Pod, deadline: datetime | None, now: datetime) -> bo
 
 
 class Evictor:
-    def __init__(self, cluster: ClusterAPI, clock: Clock, recorder: EventRecorder) -> None:
+    def __init__(self, cluster: ClusterAPI, clock: Clock, recorder: EventRecorder,
+                 cpu_requests: int = DEFAULT_CPU_REQUESTS) -> None:
         self.cluster = cluster
         self.clock = clock
         self.recorder = recorder
+        self.size_for_cpu(cpu_requests)
         # (node, pod key, uid) -> (failed attempts, next attempt)
         self._backoff: dict[tuple[str, str, str], tuple[int, datetime]] = {}
+
+    def size_for_cpu(self, cpu_requests: int) -> None:
+        """The retry bucket for a container requesting `cpu_requests` millicores."""
+        qps, burst = RETRY_BUCKET.at(cores(cpu_requests))
+        self.retry_bucket = TokenBucket(qps, burst, now=clock_seconds(self.clock))
 
     def next_attempt(self) -> datetime | None:
         return min((when for _, when in self._backoff.values()), default=None)
@@ -128,7 +148,8 @@ class Evictor:
 
     def _back_off(self, entry: tuple[str, str, str]) -> None:
         attempts = self._backoff.get(entry, (0, self.clock.now()))[0] + 1
-        delay = BACKOFF.delay(attempts)
+        # Karpenter's MaxOf(per-item exponential, bucket) limiter.
+        delay = max(BACKOFF.delay(attempts), self.retry_bucket.reserve())
         self._backoff[entry] = (attempts, self.clock.now() + timedelta(seconds=delay))
 
     def _force_delete(self, pod: Pod, deadline: datetime, reason: str) -> None:
