@@ -41,6 +41,8 @@ spec:
   subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
   securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
 """
+# NODE_CLASS selecting the capacity reservations tagged team=ml.
+RESERVING_CLASS = NODE_CLASS + "  capacityReservationSelectorTerms: [{tags: {team: ml}}]\n"
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 INSTANCE_FAMILY = "karpenter.k8s.aws/instance-family"

@@ -17,6 +17,7 @@ from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.scheduling.pricing import OfflinePriceSource
 from tests.aws import moto_fixes, process_cache, provider_calls
 from tests.aws.fake_ec2 import FakeEC2
+from tests.aws.fleet_injector import FleetInjector
 from tests.aws.world import CLUSTER, FakeClock, World, build_world
 
 REGION = "us-west-2"
@@ -94,6 +95,15 @@ def world(clients: AwsClients) -> World:
 @pytest.fixture
 def provider(clients: AwsClients, world: World, clock: FakeClock) -> AwsCloudProvider:
     return AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource())
+
+
+@pytest.fixture
+def injector(clients: AwsClients, recorder: CallRecorder) -> Iterator[FleetInjector]:
+    """CreateFleet answered with the canned responses the test queues (FleetInjector)."""
+    injector = FleetInjector(recorder)
+    clients.ec2.meta.events.register("before-call.ec2.CreateFleet", injector)
+    yield injector
+    clients.ec2.meta.events.unregister("before-call.ec2.CreateFleet", injector)
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ no capacity reservations: DescribeCapacityReservations is answered by tests/aws/
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -18,14 +18,15 @@ from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.scheduling.pricing import OfflinePriceSource
 
 from .conftest import CallRecorder
+from .fleet_injector import fake_response
 from .reservations import FakeCapacityReservations, FakeReservation
-from .test_launch import fake_response, fleet_overrides, launch_template_user_data
+from .reserving import NOW, TERMS, ZONE, fake, provider
+from .test_launch import fleet_overrides, launch_template_user_data
 from .world import ACCOUNT, CLUSTER, K8S_VERSION, FakeClock, World, node_class
 from .world import nodeclaim as make_nodeclaim
 
-NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
-ZONE = "us-west-2a"
-TERMS = [{"tags": {"team": "ml"}}]
+__all__ = ["fake", "provider"]  # the fixtures of tests/aws/reserving.py
+
 ANY_CAPACITY = ["reserved", "spot", "on-demand"]
 
 
@@ -37,17 +38,6 @@ def nodeclaim(name: str = "default-abcde", uid: str = "6f1c1b7e-1111-4a4a-9c9c-0
         {"key": "karpenter.sh/capacity-type", "operator": "In",
          "values": capacity_types or ANY_CAPACITY},
     ])
-
-
-@pytest.fixture
-def fake(clients: AwsClients) -> FakeCapacityReservations:
-    return FakeCapacityReservations(clients)
-
-
-@pytest.fixture
-def provider(clients: AwsClients, world: World, clock: FakeClock) -> AwsCloudProvider:
-    return AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource(),
-                            wall_clock=lambda: NOW)
 
 
 def term(**fields: Any) -> CapacityReservationSelectorTerm:

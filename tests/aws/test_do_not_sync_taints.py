@@ -14,7 +14,7 @@ from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.node_identity import DO_NOT_SYNC_TAINTS_LABEL, with_do_not_sync_taints
 from nodewright.cloud.aws.provider import AwsCloudProvider
 
-from .world import X86_IMAGE, node_class, nodeclaim
+from .world import custom_node_class, node_class, nodeclaim
 
 
 def test_the_custom_family_gets_no_do_not_sync_taints_label() -> None:
@@ -62,10 +62,7 @@ def test_a_custom_node_boots_without_the_label(
     provider: AwsCloudProvider, clients: AwsClients
 ) -> None:
     """A Custom image's user data is the user's: registration keeps syncing its taints."""
-    custom = node_class(
-        amiFamily="Custom", amiSelectorTerms=[{"id": X86_IMAGE}],
-        userData="#!/bin/bash\n/etc/eks/bootstrap.sh demo\n",
-    )
+    custom = custom_node_class()
     provider.create(nodeclaim(), custom)
 
     assert "do-not-sync-taints" not in launched_user_data(clients)

@@ -29,9 +29,7 @@ from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.launch_templates import block_devices_of
 from nodewright.cloud.aws.offerings import tenancy_for
 from nodewright.cloud.aws.provider import AwsCloudProvider
-from nodewright.controllers.metrics.offerings import OfferingMetrics
 from nodewright.metrics import REGISTRY
-from nodewright.runtime import VirtualClock, WatchEvent
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.allocatable import (
     ProviderSettings,
@@ -44,9 +42,9 @@ from nodewright.scheduling.ec2_info import read_instance_type
 from nodewright.scheduling.karpenter_tables import ipv4_per_interface
 from nodewright.scheduling.planning import offline_catalogs, plan
 from nodewright.scheduling.solver import SchedulingResult
-from nodewright.state import ClusterState
 from tests.aws.conftest import CallRecorder
 from tests.aws.fake_ec2 import FakeEC2
+from tests.aws.offering_metrics import publish
 from tests.aws.test_launch import fleet_overrides
 from tests.aws.world import CLUSTER, FakeClock, node_class, nodeclaim
 from tests.support.scheduling import available_offerings, single_values
@@ -1290,18 +1288,7 @@ def test_an_offering_for_a_capacity_block(state: str, end: datetime) -> None:
 
 def published_offerings(provider: AwsCloudProvider) -> list[InstanceType]:
     """The offering metrics controller's pass over a NodePool of the world's node class."""
-    state = ClusterState(VirtualClock(BLOCK_START))
-    nodepool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool",
-                "metadata": {"name": "default", "resourceVersion": "1"},
-                "spec": {"template": {"spec": {"nodeClassRef": {
-                    "group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
-                    "requirements": []}}}}
-    nodeclass = node_class().model_dump(by_alias=True, exclude_none=True)
-    nodeclass["metadata"]["resourceVersion"] = "1"
-    for obj in (nodeclass, nodepool):
-        state.observe(WatchEvent("ADDED", obj))
-    OfferingMetrics(provider, state).reconcile("")
-    return provider.get_instance_types(node_class())
+    return publish(provider, node_class())
 
 
 def test_vcpu_metrics(provider: AwsCloudProvider) -> None:

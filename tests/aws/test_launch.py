@@ -20,7 +20,8 @@ from nodewright.cloud.provider import (
 from tests.aws.world import FakeClock
 
 from .conftest import CallRecorder
-from .world import CLUSTER, X86_IMAGE, World, node_class, nodeclaim
+from .fleet_injector import FleetInjector, fake_response
+from .world import CLUSTER, X86_IMAGE, World, custom_node_class, node_class, nodeclaim
 
 
 def fleet_overrides(request: dict[str, Any]) -> list[tuple[str, str]]:
@@ -29,35 +30,6 @@ def fleet_overrides(request: dict[str, Any]) -> list[tuple[str, str]]:
         for config in request["LaunchTemplateConfigs"]
         for override in config["Overrides"]
     ]
-
-
-def fake_response(status: int, parsed: dict[str, Any]) -> tuple[AWSResponse, dict[str, Any]]:
-    return AWSResponse("https://ec2.amazonaws.com", status, {}, None), parsed  # type: ignore[arg-type]
-
-
-class FleetInjector:
-    """Answers the next CreateFleet calls with canned responses instead of moto. A callable
-    answer is given the request's API parameters."""
-
-    def __init__(self, recorder: CallRecorder) -> None:
-        self.recorder = recorder
-        self.pending: list[Any] = []
-
-    def __call__(self, **_: Any) -> Any:
-        if not self.pending:
-            return None
-        answer = self.pending.pop(0)
-        if callable(answer):
-            return answer(self.recorder.calls_of("ec2:CreateFleet")[-1])
-        return answer
-
-
-@pytest.fixture
-def injector(clients: AwsClients, recorder: CallRecorder) -> Iterator[FleetInjector]:
-    injector = FleetInjector(recorder)
-    clients.ec2.meta.events.register("before-call.ec2.CreateFleet", injector)
-    yield injector
-    clients.ec2.meta.events.unregister("before-call.ec2.CreateFleet", injector)
 
 
 def test_create_sends_an_instant_fleet_cheapest_first_and_tags_everything(
@@ -386,10 +358,7 @@ def launch_template_data(clients: AwsClients) -> list[dict[str, Any]]:
 def test_the_custom_family_leaves_block_devices_to_the_ami(
     provider: AwsCloudProvider, clients: AwsClients
 ) -> None:
-    custom = node_class(
-        amiFamily="Custom", amiSelectorTerms=[{"id": X86_IMAGE}],
-        userData="#!/bin/bash\n/etc/eks/bootstrap.sh demo\n",
-    )
+    custom = custom_node_class()
     provider.create(nodeclaim(), custom)
 
     (data,) = launch_template_data(clients)
@@ -399,9 +368,7 @@ def test_the_custom_family_leaves_block_devices_to_the_ami(
 def test_the_custom_family_uses_the_block_devices_the_node_class_lists(
     provider: AwsCloudProvider, clients: AwsClients
 ) -> None:
-    custom = node_class(
-        amiFamily="Custom", amiSelectorTerms=[{"id": X86_IMAGE}],
-        userData="#!/bin/bash\n/etc/eks/bootstrap.sh demo\n",
+    custom = custom_node_class(
         blockDeviceMappings=[{"deviceName": "/dev/sda1", "rootVolume": True,
                               "ebs": {"volumeSize": "50Gi", "volumeType": "gp3"}}],
     )

@@ -143,33 +143,26 @@ def test_different_max_pods_get_different_launch_templates(
     assert max_pods == sorted(set(max_pods)) and len(max_pods) == 3  # 17, 29, 58
 
 
+# Karpenter's kubelet settings in these tables: reserved resources, eviction thresholds and
+# soft-eviction grace periods.
+SOFT = {"memory.available": "10%", "nodefs.available": "15%", "nodefs.inodesFree": "5%"}
+SOFT_GRACE = {"memory.available": "1m0s", "nodefs.available": "3m0s",
+              "nodefs.inodesFree": "5m0s"}
+RESERVED = {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2Gi"}
+
+
 @pytest.mark.parametrize(("field", "kubelet", "expected"), [
-    pytest.param("systemReserved", {"systemReserved": {
-        "cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2Gi"}},
-        {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2Gi"},
-        id="should specify systemReserved when overriding system reserved values"),
-    pytest.param("kubeReserved", {"kubeReserved": {
-        "cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2Gi"}},
-        {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2Gi"},
-        id="should specify kubeReserved when overriding system reserved values"),
-    pytest.param("evictionHard", {"evictionHard": {
-        "memory.available": "10%", "nodefs.available": "15%", "nodefs.inodesFree": "5%"}},
-        {"memory.available": "10%", "nodefs.available": "15%", "nodefs.inodesFree": "5%"},
-        id="should pass evictionHard threshold values when specified"),
-    pytest.param("evictionSoft", {
-        "evictionSoft": {"memory.available": "10%", "nodefs.available": "15%",
-                         "nodefs.inodesFree": "5%"},
-        "evictionSoftGracePeriod": {"memory.available": "1m0s", "nodefs.available": "3m0s",
-                                    "nodefs.inodesFree": "5m0s"}},
-        {"memory.available": "10%", "nodefs.available": "15%", "nodefs.inodesFree": "5%"},
-        id="should pass evictionSoft threshold values when specified"),
-    pytest.param("evictionSoftGracePeriod", {
-        "evictionSoftGracePeriod": {"memory.available": "1m0s", "nodefs.available": "3m0s",
-                                    "nodefs.inodesFree": "5m0s"},
-        "evictionSoft": {"memory.available": "10%", "nodefs.available": "15%",
-                         "nodefs.inodesFree": "5%"}},
-        {"memory.available": "1m0s", "nodefs.available": "3m0s", "nodefs.inodesFree": "5m0s"},
-        id="should pass evictionSoftGracePeriod values when specified"),
+    pytest.param("systemReserved", {"systemReserved": RESERVED}, RESERVED,
+                 id="should specify systemReserved when overriding system reserved values"),
+    pytest.param("kubeReserved", {"kubeReserved": RESERVED}, RESERVED,
+                 id="should specify kubeReserved when overriding system reserved values"),
+    pytest.param("evictionHard", {"evictionHard": SOFT}, SOFT,
+                 id="should pass evictionHard threshold values when specified"),
+    pytest.param("evictionSoft", {"evictionSoft": SOFT, "evictionSoftGracePeriod": SOFT_GRACE},
+                 SOFT, id="should pass evictionSoft threshold values when specified"),
+    pytest.param("evictionSoftGracePeriod",
+                 {"evictionSoftGracePeriod": SOFT_GRACE, "evictionSoft": SOFT}, SOFT_GRACE,
+                 id="should pass evictionSoftGracePeriod values when specified"),
     pytest.param("evictionMaxPodGracePeriod", {"evictionMaxPodGracePeriod": 300}, 300,
                  id="should pass evictionMaxPodGracePeriod when specified"),
     pytest.param("podsPerCore", {"podsPerCore": 2}, 2, id="should specify podsPerCore"),
@@ -586,6 +579,24 @@ def edited_claim(*, labels: dict[str, str] | None = None,
     return NodeClaim.model_validate(manifest)
 
 
+# The two label Its of each family's Context("Kubelet"): the NodePool's labels given as
+# template labels, or as single-value requirements.
+LABELLED_BY = pytest.mark.parametrize("as_requirements", [
+    pytest.param(False, id="should specify labels in the Kubelet flags when specified in "
+                          "NodePool"),
+    pytest.param(True, id="should specify labels in the Kubelet flags when single value "
+                         "requirements are specified in NodePool"),
+])
+WANTED_LABELS = {"test-label-1": "value-1", "test-label-2": "value-2"}
+
+
+def labelled_claim(as_requirements: bool) -> NodeClaim:
+    if as_requirements:
+        return edited_claim(requirements=[{"key": key, "operator": "In", "values": [value]}
+                                          for key, value in WANTED_LABELS.items()])
+    return edited_claim(labels=WANTED_LABELS)
+
+
 def test_al2023_taints_in_the_kubelet_configuration(provider: AwsCloudProvider,
                                                     ec2: FakeEC2) -> None:
     """Context("AL2023") Context("Kubelet") It("should specify taints in the
@@ -598,32 +609,17 @@ def test_al2023_taints_in_the_kubelet_configuration(provider: AwsCloudProvider,
         assert len(taints) == 3 and all(taint in taints for taint in wanted)
 
 
-@pytest.mark.parametrize("as_requirements", [
-    pytest.param(False, id="should specify labels in the Kubelet flags when specified in "
-                          "NodePool"),
-    pytest.param(True, id="should specify labels in the Kubelet flags when single value "
-                         "requirements are specified in NodePool"),
-])
+@LABELLED_BY
 def test_al2023_labels_in_the_kubelet_flags(provider: AwsCloudProvider, ec2: FakeEC2,
                                             as_requirements: bool) -> None:
     """Context("AL2023") Context("Kubelet"), its two label Its (the test ids)"""
-    wanted = {"test-label-1": "value-1", "test-label-2": "value-2"}
-    if as_requirements:
-        claim = edited_claim(requirements=[{"key": key, "operator": "In", "values": [value]}
-                                           for key, value in wanted.items()])
-    else:
-        claim = edited_claim(labels=wanted)
-    provider.create(claim, node_class())
+    provider.create(labelled_claim(as_requirements), node_class())
     for config in node_configs(ec2):
         (flag,) = [f for f in config["spec"]["kubelet"]["flags"]
                    if f.startswith("--node-labels")]
-        assert all(f"{key}={value}" in flag for key, value in wanted.items())
+        assert all(f"{key}={value}" in flag for key, value in WANTED_LABELS.items())
 
 
-SOFT = {"memory.available": "10%", "nodefs.available": "15%", "nodefs.inodesFree": "5%"}
-SOFT_GRACE = {"memory.available": "1m0s", "nodefs.available": "3m0s",
-              "nodefs.inodesFree": "5m0s"}
-RESERVED = {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2Gi"}
 
 
 @pytest.mark.parametrize(("field", "kubelet"), [
@@ -736,22 +732,13 @@ def test_bottlerocket_max_pod_grace_period(clients: AwsClients, world: World, cl
                 settings["eviction-max-pod-grace-period"]) == (CLUSTER, "10.0.100.10", 35, 10)
 
 
-@pytest.mark.parametrize("as_requirements", [
-    pytest.param(False, id="should specify labels in the Kubelet flags when specified in "
-                          "NodePool"),
-    pytest.param(True, id="should specify labels in the Kubelet flags when single value "
-                         "requirements are specified in NodePool"),
-])
+@LABELLED_BY
 def test_bottlerocket_node_labels(provider: AwsCloudProvider, ec2: FakeEC2,
                                   as_requirements: bool) -> None:
     """Context("Bottlerocket"), its two label Its (the test ids)"""
-    wanted = {"test-label-1": "value-1", "test-label-2": "value-2"}
-    claim = (edited_claim(requirements=[{"key": key, "operator": "In", "values": [value]}
-                                        for key, value in wanted.items()])
-             if as_requirements else edited_claim(labels=wanted))
-    provider.create(claim, node_class(amiSelectorTerms=BOTTLEROCKET))
+    provider.create(labelled_claim(as_requirements), node_class(amiSelectorTerms=BOTTLEROCKET))
     for settings in bottlerocket_settings(ec2):
-        assert wanted.items() <= settings["node-labels"].items()
+        assert WANTED_LABELS.items() <= settings["node-labels"].items()
 
 
 def test_bottlerocket_refuses_user_data_that_is_not_toml(provider: AwsCloudProvider,

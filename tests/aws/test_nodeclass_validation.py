@@ -8,6 +8,7 @@ moto, which answers DryRun with DryRunOperation; refusals are queued in front of
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -199,26 +200,74 @@ def test_an_unauthorized_call_fails_validation_until_the_cache_expires(
     assert validation_of(checked, node_class()).status == "True"
 
 
-def test_the_checks_are_dry_runs_with_the_launch_tags(
-    checked: AwsCloudProvider, calls: FailingCalls, world: World,
+LAUNCH_TAGS = [{"Key": "eks:eks-cluster-name", "Value": CLUSTER},
+               {"Key": "karpenter.k8s.aws/ec2nodeclass", "Value": "default"},
+               {"Key": "karpenter.sh/nodepool", "Value": ""},
+               {"Key": f"kubernetes.io/cluster/{CLUSTER}", "Value": "owned"},
+               {"Key": "team", "Value": "payments"}]
+
+
+def test_the_checks_send_karpenters_requests_field_for_field(
+    checked: AwsCloudProvider, calls: FailingCalls,
 ) -> None:
-    """What validation.go sends: a real CreateLaunchTemplate, then CreateFleet and
-    RunInstances with DryRun, tagged as every launch of the node class."""
+    """What validation.go sends, as sent: a real CreateLaunchTemplate, then the dry-run
+    CreateFleet of getFleetLaunchTemplateConfig + CreateFleetInputBuilder(on-demand) (the
+    template's one type in every subnet of the node class: no zone, image, priority,
+    context or client token) and the dry-run RunInstances of getRunInstancesInput, all
+    tagged as a NodeClaim of no NodePool (utils.GetTags)."""
     assert validation_of(checked, node_class()).status == "True"
+    (template,) = calls.params["CreateLaunchTemplate"]
+    name = template["LaunchTemplateName"]
+    subnets = [subnet.id for subnet in checked.resolve(node_class()).subnets]
+    assert len(subnets) > 1
+
     (fleet,) = calls.params["CreateFleet"]
-    assert fleet["DryRun"] is True
-    assert fleet["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "on-demand"
-    overrides = fleet["LaunchTemplateConfigs"][0]["Overrides"]
-    assert {o["SubnetId"] for o in overrides} == set(world.subnets.values())
+    # The SDK's own idempotency token, as the Go SDK fills it for Karpenter's nil one.
+    assert uuid.UUID(fleet.pop("ClientToken"))
+    assert fleet == {
+        "DryRun": True, "Type": "instant",
+        "LaunchTemplateConfigs": [{
+            "LaunchTemplateSpecification": {"LaunchTemplateName": name, "Version": "$Latest"},
+            "Overrides": [{"InstanceType": "m5.large", "SubnetId": subnet}
+                          for subnet in subnets]}],
+        "TargetCapacitySpecification": {"DefaultTargetCapacityType": "on-demand",
+                                        "TotalTargetCapacity": 1},
+        "TagSpecifications": [{"ResourceType": kind, "Tags": LAUNCH_TAGS}
+                              for kind in ("instance", "volume", "fleet")],
+        "OnDemandOptions": {"AllocationStrategy": "lowest-price"},
+    }
     (first_run,) = calls.params["RunInstances"]  # the first subnet passed: done
-    assert first_run["DryRun"] is True and first_run["InstanceType"] == "m5.large"
-    tags = {t["Key"]: t["Value"] for t in first_run["TagSpecifications"][0]["Tags"]}
-    assert tags == {"team": "payments", f"kubernetes.io/cluster/{CLUSTER}": "owned",
-                    "eks:eks-cluster-name": CLUSTER, "karpenter.sh/nodepool": "",
-                    "karpenter.k8s.aws/ec2nodeclass": "default"}
-    assert {t["ResourceType"] for t in first_run["TagSpecifications"]} == {
-        "instance", "volume", "network-interface"}
-    assert count(calls, "CreateLaunchTemplate") == 1
+    assert uuid.UUID(first_run.pop("ClientToken"))
+    assert first_run == {
+        "DryRun": True, "MinCount": 1, "MaxCount": 1,
+        "LaunchTemplate": {"LaunchTemplateName": name, "Version": "$Latest"},
+        "InstanceType": "m5.large",
+        "NetworkInterfaces": [{"DeviceIndex": 0, "SubnetId": subnets[0]}],
+        "TagSpecifications": [{"ResourceType": kind, "Tags": LAUNCH_TAGS}
+                              for kind in ("instance", "volume", "network-interface")],
+    }
+    assert template["LaunchTemplateData"]["TagSpecifications"] == [
+        {"ResourceType": "network-interface", "Tags": LAUNCH_TAGS}]
+
+
+def test_the_dry_run_instances_name_the_node_class_interfaces_in_each_subnet(
+    checked: AwsCloudProvider, calls: FailingCalls,
+) -> None:
+    """validation.go getNetworkInterfacesInput: with spec.networkInterfaces, each one's
+    card, device index and type, in the subnet being tried (here the first subnet is
+    refused, so the second is tried too)."""
+    interfaces = [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                  {"networkCardIndex": 1, "deviceIndex": 1, "interfaceType": "efa-only"}]
+    calls.queue("RunInstances", error("InternalError", "try again", status=500))
+    efa = node_class(networkInterfaces=interfaces)
+    assert validation_of(checked, efa).status == "True"
+    subnets = [subnet.id for subnet in checked.resolve(efa).subnets]
+
+    sent = [run["NetworkInterfaces"] for run in calls.params["RunInstances"]]
+    assert sent == [[{"NetworkCardIndex": 0, "DeviceIndex": 0, "InterfaceType": "interface",
+                      "SubnetId": subnet},
+                     {"NetworkCardIndex": 1, "DeviceIndex": 1, "InterfaceType": "efa-only",
+                      "SubnetId": subnet}] for subnet in subnets[:2]]
 
 
 def test_a_server_error_on_the_first_subnet_does_not_fail_validation(

@@ -16,11 +16,11 @@ from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.node_class_resolution import resolve_node_class
 from nodewright.cloud.aws.provider import PLACEMENT_GROUP_DRIFT, AwsCloudProvider
 from nodewright.cloud.provider import InsufficientCapacityError, NodeClassNotReadyError
-from nodewright.scheduling.pricing import OfflinePriceSource
 
 from .conftest import CallRecorder
-from .test_launch import FleetInjector, fleet_overrides
-from .world import CLUSTER, K8S_VERSION, FakeClock, World, build_world, node_class, nodeclaim
+from .fleet_injector import FleetInjector, fake_response
+from .test_launch import fleet_overrides
+from .world import CLUSTER, K8S_VERSION, World, node_class, nodeclaim
 
 GROUP_ID_LABEL = "karpenter.k8s.aws/placement-group-id"
 
@@ -48,14 +48,10 @@ class PlacementGroups:
                  and (ids is None or g["GroupId"] in ids)
                  and (names is None or g["GroupName"] in names)]
         if names and not found:
-            return _response(400, {"Error": {"Code": "InvalidPlacementGroup.Unknown",
+            return fake_response(400, {"Error": {"Code": "InvalidPlacementGroup.Unknown",
                                               "Message": f"The Placement Group '{names[0]}' "
                                                          "is unknown."}})
-        return _response(200, {"PlacementGroups": found})
-
-
-def _response(status: int, parsed: dict[str, Any]) -> tuple[AWSResponse, dict[str, Any]]:
-    return AWSResponse("https://ec2.amazonaws.com", status, {}, None), parsed  # type: ignore[arg-type]
+        return fake_response(200, {"PlacementGroups": found})
 
 
 @pytest.fixture
@@ -72,16 +68,6 @@ def groups(clients: AwsClients) -> Iterator[PlacementGroups]:
     clients.ec2.meta.events.unregister("provide-client-params.ec2.DescribePlacementGroups",
                                        served.remember)
     clients.ec2.meta.events.unregister("before-call.ec2.DescribePlacementGroups", served)
-
-
-@pytest.fixture
-def world(clients: AwsClients) -> World:
-    return build_world(clients)
-
-
-@pytest.fixture
-def provider(clients: AwsClients, world: World, clock: FakeClock) -> AwsCloudProvider:
-    return AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource())
 
 
 def resolve(clients: AwsClients, **spec: Any) -> Any:
@@ -208,20 +194,12 @@ def test_a_nodeclaim_outside_the_node_classs_group_drifts(
     assert provider.drift_reason(claim({}), removed) is None
 
 
-@pytest.fixture
-def injector(clients: AwsClients, recorder: CallRecorder) -> Iterator[FleetInjector]:
-    injector = FleetInjector(recorder)
-    clients.ec2.meta.events.register("before-call.ec2.CreateFleet", injector)
-    yield injector
-    clients.ec2.meta.events.unregister("before-call.ec2.CreateFleet", injector)
-
-
 def no_capacity(message: str) -> Any:
     """A fleet answer: the request's first override has no capacity, nothing launched."""
 
     def answer(request: dict[str, Any]) -> tuple[AWSResponse, dict[str, Any]]:
         override = request["LaunchTemplateConfigs"][0]["Overrides"][0]
-        return _response(200, {"Instances": [], "Errors": [{
+        return fake_response(200, {"Instances": [], "Errors": [{
             "LaunchTemplateAndOverrides": {"Overrides": override},
             "Lifecycle": "on-demand", "ErrorCode": "InsufficientInstanceCapacity",
             "ErrorMessage": message}]})

@@ -14,10 +14,11 @@ from nodewright.controllers.capacityreservation.capacitytype import ReservedCapa
 from nodewright.runtime.clock import VirtualClock
 
 from .reservations import FakeCapacityReservations, FakeReservation
-from .test_reservation_drift import TERMS, ZONE, InstanceReservation, fake, provider, reserved_claim
+from .reserving import TERMS, ZONE, fake, provider
+from .test_reservation_drift import InstanceReservation, reserved_claim
 from .world import World
 
-__all__ = ["fake", "provider"]  # the fixtures, shared with the drift tests
+__all__ = ["fake", "provider"]  # the fixtures of tests/aws/reserving.py
 
 RESERVED_LABELS = {
     "karpenter.sh/capacity-type": "reserved",

@@ -5,34 +5,18 @@ Ported from pkg/cloudprovider/suite_test.go (It names in each test)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
-
-import pytest
 
 from nodewright.api.nodeclaim import NodeClaimStatus
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.drift import CAPACITY_RESERVATION_DRIFT
 from nodewright.cloud.aws.provider import AwsCloudProvider
-from nodewright.scheduling.pricing import OfflinePriceSource
 
 from .reservations import FakeCapacityReservations, FakeReservation
-from .world import CLUSTER, FakeClock, World, node_class, nodeclaim
+from .reserving import TERMS, ZONE, fake, provider
+from .world import World, node_class, nodeclaim
 
-NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
-ZONE = "us-west-2a"
-TERMS = [{"tags": {"team": "ml"}}]
-
-
-@pytest.fixture
-def fake(clients: AwsClients) -> FakeCapacityReservations:
-    return FakeCapacityReservations(clients)
-
-
-@pytest.fixture
-def provider(clients: AwsClients, world: World, clock: FakeClock) -> AwsCloudProvider:
-    return AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource(),
-                            wall_clock=lambda: NOW)
+__all__ = ["fake", "provider"]  # the fixtures of tests/aws/reserving.py
 
 
 class InstanceReservation:

@@ -20,10 +20,10 @@ from nodewright.state import ClusterState
 from tests.controllers.test_state import nodeclaim
 
 from .reservations import FakeCapacityReservations, FakeReservation
-from .test_reservation_drift import TERMS, ZONE, fake, provider
+from .reserving import TERMS, ZONE, fake, provider
 from .world import World, node_class
 
-__all__ = ["fake", "provider"]  # the fixtures, shared with the drift tests
+__all__ = ["fake", "provider"]  # the fixtures of tests/aws/reserving.py
 
 PROVIDER_ID = f"aws:///{ZONE}/i-0123456789abcdef0"
 

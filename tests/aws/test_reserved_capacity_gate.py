@@ -14,15 +14,19 @@ from typing import Any
 
 import pytest
 
+from nodewright import metrics
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.scheduling.pricing import OfflinePriceSource
 from tests.aws.fake_ec2 import FakeEC2
+from tests.aws.offering_metrics import offering_series, publish
 from tests.aws.reservations import FakeCapacityReservations, FakeReservation
 from tests.aws.world import CLUSTER, FakeClock, World, node_class, nodeclaim
 
 RESERVING = {"capacityReservationSelectorTerms": [{"tags": {"team": "ml"}}]}
 RESERVATION_ID = "karpenter.k8s.aws/capacity-reservation-id"
+AVAILABLE = "karpenter_cloudprovider_instance_type_offering_available"
+PRICE = "karpenter_cloudprovider_instance_type_offering_price_estimate"
 
 
 @pytest.fixture
@@ -73,15 +77,28 @@ def test_with_the_gate_off_launch_templates_use_the_open_launch_mode(
 
 def test_with_the_gate_off_a_reservation_is_no_offering(
         clients: AwsClients, clock: FakeClock, reservations: FakeCapacityReservations) -> None:
-    """pkg/providers/instancetype/offering/reserved_capacity_resolver.go: no reserved
-    offering without the gate, whatever the node class selects."""
-    def capacity_types(reserved_capacity: bool) -> set[str]:
+    """pkg/controllers/metrics/suite_test.go, Context "Availability" and Context "Pricing":
+    It("should not expose the reserved capacity type if feature gate isn't enabled"). The
+    metrics controller publishes an availability and a price series for every offering of
+    the node class, and none of them is reserved, though the node class selects an active
+    reservation with room (as the gate on shows)."""
+    def published(reserved_capacity: bool) -> set[str]:
         provider = provider_with(clients, clock, reserved_capacity=reserved_capacity)
-        return {o.capacity_type for it in provider.get_instance_types(node_class(**RESERVING))
-                if it.name == "m5.large" for o in it.offerings}
+        types = publish(provider, node_class(**RESERVING))
+        assert types
+        offerings = {(it.name, o.capacity_type, o.zone) for it in types for o in it.offerings}
+        for metric in (AVAILABLE, PRICE):
+            assert offerings <= offering_series(metric).keys(), metric
+        return {o.capacity_type for it in types if it.name == "m5.large" for o in it.offerings}
 
-    assert "reserved" in capacity_types(True)
-    assert capacity_types(False) == {"on-demand", "spot"}
+    assert "reserved" in published(True)
+    metrics.OFFERING_AVAILABLE.clear()
+    metrics.OFFERING_PRICE_ESTIMATE.clear()
+
+    assert published(False) == {"on-demand", "spot"}
+    for metric in (AVAILABLE, PRICE):
+        assert {capacity_type for _, capacity_type, _ in offering_series(metric)} == {
+            "on-demand", "spot"}, metric
 
 
 def test_with_the_gate_off_the_node_class_has_no_reservation_condition(

@@ -152,6 +152,12 @@ def node_class(name: str = "default", **spec: Any) -> EC2NodeClass:
     )
 
 
+def custom_node_class(**spec: Any) -> EC2NodeClass:
+    """A Custom-family node class booting X86_IMAGE with the user's own bootstrap script."""
+    return node_class(amiFamily="Custom", amiSelectorTerms=[{"id": X86_IMAGE}],
+                      userData="#!/bin/bash\n/etc/eks/bootstrap.sh demo\n", **spec)
+
+
 def nodeclaim(
     name: str = "default-abcde",
     uid: str = "6f1c1b7e-1111-4a4a-9c9c-000000000001",

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from nodewright.cloud.sim import SimulatedEC2
 from nodewright.cloud.sim.reservations import SimReservation
-from tests.harness import CAPACITY_TYPE, World, node_pool
-from tests.operator.test_reserved_capacity_gate import RESERVING_CLASS
+from tests.harness import CAPACITY_TYPE, RESERVING_CLASS, World, node_pool
 from tests.static.helpers import workload
 
 RESERVATION = SimReservation("cr-ml", "m5.large", "us-east-1a", 1, tags={"team": "ml"})

@@ -19,20 +19,9 @@ from nodewright.cloud.unreserved import WithoutReservedCapacity, without_reserve
 from nodewright.operator.config import add_arguments, load
 from nodewright.operator.main import IMPLEMENTED_GATES, controller_options
 from tests.cloudsim.conftest import node_class, nodeclaim
-from tests.harness import CAPACITY_TYPE, World, node_pool
+from tests.harness import CAPACITY_TYPE, RESERVING_CLASS, World, node_pool
 from tests.static.helpers import workload
 
-RESERVING_CLASS = """
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiSelectorTerms: [{alias: al2023@latest}]
-  role: KarpenterNodeRole
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  capacityReservationSelectorTerms: [{tags: {team: ml}}]
-"""
 RESERVATION = SimReservation("cr-ml", "m5.large", "us-east-1a", 2, tags={"team": "ml"})
 ANY = ("reserved", "spot", "on-demand")
 

@@ -14,7 +14,7 @@ import pytest
 from nodewright.cli import main
 from nodewright.cloud.sim import SimulatedEC2
 from nodewright.cloud.sim.reservations import SimReservation
-from tests.harness import CAPACITY_TYPE, World, node_pool
+from tests.harness import CAPACITY_TYPE, RESERVING_CLASS, World, node_pool
 from tests.sim.conftest import SCENARIOS, ScenarioWriter
 from tests.static.helpers import workload
 
@@ -86,17 +86,6 @@ def test_a_capacity_block_cannot_be_interruptible(
             in captured.out + captured.err)
 
 
-RESERVING_CLASS = """
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiSelectorTerms: [{alias: al2023@latest}]
-  role: KarpenterNodeRole
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  capacityReservationSelectorTerms: [{tags: {team: ml}}]
-"""
 
 
 def test_the_nodeclaim_and_the_node_class_say_the_reservation_is_interruptible() -> None:

@@ -273,7 +273,7 @@ SPECS: tuple[ControllerSpec, ...] = (
         p.cluster, p.metered(NodeTermination.name), p.clock, p.state, p.recorder)),
     ControllerSpec("node.hydration", "Node", lambda p: NodeHydration(p.cluster, p.state)),
     ControllerSpec("nodepool.status", "NodePool", lambda p: NodePoolStatus(
-        p.cluster, p.clock, p.state, p.registration_health)),
+        p.cluster, p.clock, p.state, p.registration_health, p.recorder)),
     ControllerSpec("instance.garbagecollection", "NodeClaim", lambda p: InstanceGarbageCollection(
         p.cluster, p.metered(InstanceGarbageCollection.name), p.clock, p.state),
         singleton=True),

@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 RESERVED: Final = "reserved"
 CAPACITY_BLOCK: Final = "capacity-block"
 DEFAULT: Final = "default"
-RESERVATION_ID_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-id"
-RESERVATION_TYPE_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-type"
 # A capacity block's nodes are drained this long before it ends (EC2 starts reclaiming the
 # instances 30 minutes before; Karpenter leaves 10 minutes for the drain).
 EXPIRATION_LEAD: Final = timedelta(minutes=40)

@@ -13,6 +13,7 @@ from nodewright.api.hashes import (
     NODECLASS_HASH_VERSION,
     node_class_hash_annotations,
 )
+from nodewright.cloud.aws.offerings import RESERVATION_ID_LABEL
 from nodewright.cloud.provider import Instance
 
 NODECLASS_DRIFT = "NodeClassDrift"
@@ -20,7 +21,6 @@ AMI_DRIFT = "AMIDrift"
 SUBNET_DRIFT = "SubnetDrift"
 SECURITY_GROUP_DRIFT = "SecurityGroupDrift"
 CAPACITY_RESERVATION_DRIFT = "CapacityReservationDrift"
-RESERVATION_ID_LABEL = "karpenter.k8s.aws/capacity-reservation-id"
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from nodewright.cloud.aws.errors import (
     describe_failure,
     reason_message,
 )
+from nodewright.cloud.aws.offerings import CAPACITY_TYPE_LABEL, ZONE_ID_LABEL, ZONE_LABEL
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.provider import CloudProviderError, InsufficientCapacityError
 
@@ -68,7 +69,7 @@ class Candidate:
     image_id: str
     reservation_id: str | None = None
     # The override's Priority (lower goes first): the offering's price, NodeOverlay's where
-    # one applies, as Karpenter's getOverrides. None: not sent (validation's dry run).
+    # one applies, as Karpenter's getOverrides. None: not sent.
     priority: float | None = None
 
 
@@ -176,10 +177,6 @@ class FleetRequest:
                 "prioritized" if self.prioritized else "lowest-price")}
         return request
 
-
-ZONE_LABEL: Final = "topology.kubernetes.io/zone"
-ZONE_ID_LABEL: Final = "topology.k8s.aws/zone-id"
-CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
 
 
 def unmet_min_values(choices: Sequence[Choice], min_values: Mapping[str, int],

@@ -11,18 +11,21 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from nodewright.cloud.aws import tags as tag_keys
 from nodewright.cloud.aws.ec2_batcher import EC2Batcher
 from nodewright.cloud.aws.errors import aws_call
+from nodewright.cloud.aws.offerings import (
+    CAPACITY_TYPE_LABEL,
+    PARTITION_LABEL,
+    RESERVATION_ID_LABEL,
+    RESERVATION_INTERRUPTIBLE_LABEL,
+    RESERVATION_LABELS,
+    RESERVATION_TYPE_LABEL,
+    interruptible_value,
+)
 from nodewright.cloud.provider import CloudProviderError, Instance, NodeClaimNotFoundError
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
 
 LIVE_STATES: Final = ("pending", "running", "stopping", "stopped", "shutting-down")
-CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
-RESERVATION_LABELS: Final = (
-    "karpenter.k8s.aws/capacity-reservation-id",
-    "karpenter.k8s.aws/capacity-reservation-type",
-    "karpenter.k8s.aws/capacity-reservation-interruptible",
-)
 _PROVIDER_ID = re.compile(r"^aws:///(?P<zone>[^/]*)/(?P<id>i-[0-9a-z]+)$")
 
 
@@ -63,18 +66,18 @@ def instance_of(raw: Mapping[str, Any]) -> Instance:
         # As Karpenter, the reservation's kind is read from the instance's lifecycle.
         lifecycle = raw.get("InstanceLifecycle")
         reserved = {
-            "karpenter.k8s.aws/capacity-reservation-id": reservation,
-            "karpenter.k8s.aws/capacity-reservation-type": (
+            RESERVATION_ID_LABEL: reservation,
+            RESERVATION_TYPE_LABEL: (
                 "capacity-block" if lifecycle == "capacity-block" else "default"),
-            "karpenter.k8s.aws/capacity-reservation-interruptible": (
-                "true" if lifecycle == "interruptible-capacity-reservation" else "false"),
+            RESERVATION_INTERRUPTIBLE_LABEL: interruptible_value(
+                lifecycle == "interruptible-capacity-reservation"),
         }
     instance_type = str(raw.get("InstanceType", ""))
     placement = raw.get("Placement", {}) or {}
     if placement.get("GroupId"):
         reserved["karpenter.k8s.aws/placement-group-id"] = str(placement["GroupId"])
         if placement.get("PartitionNumber"):
-            reserved["karpenter.k8s.aws/placement-group-partition"] = str(
+            reserved[PARTITION_LABEL] = str(
                 placement["PartitionNumber"])
     return Instance(
         provider_id=provider_id(zone, raw["InstanceId"]),

@@ -5,23 +5,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from nodewright.scheduling import labels as wellknown
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.launch_filters import Choice as Choice
 from nodewright.scheduling.offering_labels import OfferingCheck
 from nodewright.scheduling.offering_labels import interruptible_value as interruptible_value
 from nodewright.scheduling.requirements import Requirements
 
-ZONE_LABEL: Final = "topology.kubernetes.io/zone"
-ZONE_ID_LABEL: Final = "topology.k8s.aws/zone-id"
-CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
-ARCH_LABEL: Final = "kubernetes.io/arch"
+# The offering labels, defined once in scheduling/labels.py.
+ZONE_LABEL: Final = wellknown.ZONE
+ZONE_ID_LABEL: Final = wellknown.ZONE_ID
+CAPACITY_TYPE_LABEL: Final = wellknown.CAPACITY_TYPE
+ARCH_LABEL: Final = wellknown.ARCH
 SPOT: Final = "spot"
 ON_DEMAND: Final = "on-demand"
 RESERVED: Final = "reserved"
-RESERVATION_ID_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-id"
-RESERVATION_TYPE_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-type"
-RESERVATION_INTERRUPTIBLE_LABEL: Final = "karpenter.k8s.aws/capacity-reservation-interruptible"
-PARTITION_LABEL: Final = "karpenter.k8s.aws/placement-group-partition"
+RESERVATION_ID_LABEL: Final = wellknown.RESERVATION_ID
+RESERVATION_TYPE_LABEL: Final = wellknown.RESERVATION_TYPE
+RESERVATION_INTERRUPTIBLE_LABEL: Final = wellknown.RESERVATION_INTERRUPTIBLE
+# The reservation labels an offering (and a NodeClaim launched into it) carries.
+RESERVATION_LABELS: Final = (RESERVATION_ID_LABEL, RESERVATION_TYPE_LABEL,
+                             RESERVATION_INTERRUPTIBLE_LABEL)
+PARTITION_LABEL: Final = wellknown.PLACEMENT_GROUP_PARTITION
 TENANCY_LABEL: Final = "karpenter.k8s.aws/instance-tenancy"
 DEFAULT_TENANCY: Final = "default"
 DEDICATED_TENANCY: Final = "dedicated"

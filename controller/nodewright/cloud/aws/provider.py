@@ -410,13 +410,8 @@ class AwsCloudProvider:
         except CloudProviderError as error:
             return validation.launch_template_verdict(error)
         name = choice.instance_type.name
-        image = _image_of(choice.instance_type.labels, resolution).id
-        request = fleet.FleetRequest(
-            nodeclaim_name=claim.name, nodeclaim_uid=f"validation-{node_class.name}",
-            capacity_type=ON_DEMAND, tags=tags,
-            candidates=tuple(fleet.Candidate(name, subnet.zone, subnet.id, 0.0, template,
-                                             image) for subnet in resolution.subnets))
-        verdict = validation.dry_run_fleet(self.clients.ec2, request.to_api())
+        verdict = validation.dry_run_fleet(self.clients.ec2, validation.fleet_request(
+            template, name, [subnet.id for subnet in resolution.subnets], tags))
         if not verdict.passed:
             return verdict
         interfaces = [(i.network_card_index, i.device_index, i.interface_type)

@@ -32,6 +32,8 @@ from nodewright.cloud.aws.errors import (
     is_server_fault,
     reason_message,
 )
+from nodewright.cloud.aws.fleet import ON_DEMAND
+from nodewright.cloud.aws.fleet import TAGGED_RESOURCE_TYPES as FLEET_TAGGED_RESOURCE_TYPES
 from nodewright.cloud.provider import CloudProviderError
 
 if TYPE_CHECKING:
@@ -161,9 +163,31 @@ def _refused(error: ClientError, reason: str, call: str) -> Verdict:
     return failure(reason, text)
 
 
-def dry_run_fleet(ec2: EC2Client, fleet_request: Mapping[str, Any]) -> Verdict:
-    """CreateFleet with DryRun: the on-demand fleet a launch would send."""
-    refused = _dry_run(ec2.create_fleet, {**fleet_request, "DryRun": True})
+def fleet_request(template: str, instance_type: str, subnet_ids: Sequence[str],
+                  tags: Mapping[str, str]) -> dict[str, Any]:
+    """Karpenter's dry-run CreateFleet (validation.go getFleetLaunchTemplateConfig and
+    CreateFleetInputBuilder, on-demand): the template's one instance type in each of the
+    node class's subnets, no zone, image, priority, context or client token."""
+    tag_list = tag_keys.as_aws(tags)
+    return {
+        "DryRun": True, "Type": "instant",
+        "LaunchTemplateConfigs": [{
+            "LaunchTemplateSpecification": {"LaunchTemplateName": template,
+                                            "Version": "$Latest"},
+            "Overrides": [{"InstanceType": instance_type, "SubnetId": subnet_id}
+                          for subnet_id in subnet_ids],
+        }],
+        "TargetCapacitySpecification": {"DefaultTargetCapacityType": ON_DEMAND,
+                                        "TotalTargetCapacity": 1},
+        "TagSpecifications": [{"ResourceType": kind, "Tags": tag_list}
+                              for kind in FLEET_TAGGED_RESOURCE_TYPES],
+        "OnDemandOptions": {"AllocationStrategy": "lowest-price"},
+    }
+
+
+def dry_run_fleet(ec2: EC2Client, request: Mapping[str, Any]) -> Verdict:
+    """CreateFleet with DryRun (`fleet_request`)."""
+    refused = _dry_run(ec2.create_fleet, request)
     if refused is None:
         return PASSED
     return _refused(refused, CREATE_FLEET_AUTH_FAILED, "ec2:CreateFleet")

@@ -24,8 +24,6 @@ from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.quantity import parse_resources
 from nodewright.cloud.aws import tags as tag_keys
 from nodewright.cloud.aws.capacity_reservations import (
-    RESERVATION_ID_LABEL,
-    RESERVATION_TYPE_LABEL,
     RESERVED,
     Reservation,
     with_reserved_offerings,
@@ -33,7 +31,9 @@ from nodewright.cloud.aws.capacity_reservations import (
 from nodewright.cloud.aws.node_class_resolution import Resolution
 from nodewright.cloud.aws.node_identity import node_labels
 from nodewright.cloud.aws.offerings import (
+    RESERVATION_ID_LABEL,
     RESERVATION_INTERRUPTIBLE_LABEL,
+    RESERVATION_TYPE_LABEL,
     Choice,
     interruptible_value,
 )

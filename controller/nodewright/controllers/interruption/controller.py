@@ -48,6 +48,7 @@ from nodewright.cluster.events import Event, EventRecorder, EventType
 from nodewright.controllers.common import decision_log as ex
 from nodewright.runtime.clock import Clock, format_time, parse_time
 from nodewright.runtime.reconciler import Result, Watch
+from nodewright.scheduling.labels import RESERVATION_ID as RESERVATION_ID_LABEL
 from nodewright.state import ClusterState
 from nodewright.state.statenode import StateNode
 from nodewright.state.wellknown import (
@@ -61,9 +62,6 @@ log = logging.getLogger(__name__)
 
 SPOT = "spot"
 HANDLED_KEPT = 1000
-
-
-RESERVATION_ID_LABEL = "karpenter.k8s.aws/capacity-reservation-id"
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from nodewright.cluster.api import NotFoundError
 from nodewright.cluster.conditions import NODECLAIM
 from nodewright.cluster.events import Event
 from nodewright.controllers.common.logfields import nodeclaim_fields
+from nodewright.controllers.common.node_class_events import failed_resolving_node_class
 from nodewright.controllers.nodeclaim.context import (
     LifecycleContext,
     Object,
@@ -58,10 +59,6 @@ _MESSAGE_LIMIT = 300
 # Launch retries: 1 s doubling to 1 min.
 BACKOFF = Backoff(initial=1.0, maximum=60.0)
 LAUNCH_CACHE_TTL = timedelta(minutes=1)
-
-
-# Karpenter's event has no reason (core/v1 Events allow that; events.k8s.io/v1 needs one).
-FAILED_RESOLVING_NODE_CLASS = "FailedResolvingNodeClass"
 
 
 @dataclass
@@ -100,11 +97,7 @@ class Launch:
         parsed = context.state.node_class_model(str(reference))
         if context.state.node_class(str(reference)) is None:
             # Karpenter's NodeClaimFailedToResolveNodeClass, before the NodeClaim goes.
-            context.recorder.publish(Event(
-                regarding=claim, type="Warning", reason=FAILED_RESOLVING_NODE_CLASS,
-                note="Failed resolving NodeClass", action="Launch",
-                dedupe_values=(str((claim.get("metadata") or {}).get("uid") or name_of(claim)),),
-            ))
+            context.recorder.publish(failed_resolving_node_class(claim, action="Launch"))
         if problem is not None or parsed is None or parsed.model is None:
             return self._give_up(claim, "NodeClassNotReady",
                                  problem or f"EC2NodeClass {reference!r} is invalid")

@@ -14,6 +14,13 @@ lifecycle sets it True or False (see `registration_health`). Written only once t
 is synced, so a restarted controller never writes a smaller count than the truth.
 A NodePool on another provider's node class (its nodeClassRef's group and kind) is not
 ours: its status is left alone.
+
+While a NodePool's EC2NodeClass is missing or being deleted, the NodePool also gets the
+Warning 'Failed resolving NodeClass' every two minutes (the recorder's dedupe window).
+Karpenter's AWS cloud provider publishes NodePoolFailedToResolveNodeClass whenever it is
+asked about such a NodePool (GetInstanceTypes from the disruption loop's NodePool map, the
+pricing and NodeOverlay controllers; IsDrifted; an instance's type), which its disruption
+loop does every few seconds: in effect once per window for as long as it lasts.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODEPOOL
 from nodewright.cluster.copying import copy_object, deep_copy
+from nodewright.cluster.events import DEFAULT_DEDUPE_SECONDS, EventRecorder
+from nodewright.controllers.common.node_class_events import failed_resolving_node_class
 from nodewright.controllers.common.patching import patch_status
 from nodewright.controllers.common.registration_health import (
     NODE_REGISTRATION_HEALTHY,
@@ -47,11 +56,13 @@ class NodePoolStatus:
     name = "nodepool.status"
 
     def __init__(self, cluster: ClusterAPI, clock: Clock, state: ClusterState,
-                 registration_health: RegistrationHealth | None = None) -> None:
+                 registration_health: RegistrationHealth | None = None,
+                 recorder: EventRecorder | None = None) -> None:
         self.cluster = cluster
         self.clock = clock
         self.state = state
         self.registration_health = registration_health
+        self.recorder = recorder
         self._watches = (
             Watch("NodePool"),
             Watch("EC2NodeClass", keys=self._pools_of_node_class),
@@ -112,6 +123,10 @@ class NodePoolStatus:
             return Result(requeue_after=0.1)
         except NotFoundError:
             return Result()
+        if node_class is None or objects.is_deleting(node_class):
+            if self.recorder is not None:
+                self.recorder.publish(failed_resolving_node_class(pool))
+            return Result(requeue_after=DEFAULT_DEDUPE_SECONDS)
         return Result()
 
     def _node_class_ready(self, pool: dict[str, Any], name: str,

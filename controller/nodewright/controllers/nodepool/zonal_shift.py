@@ -5,7 +5,9 @@ gets an event: `ZonalShiftActive` (Warning) or `ZonalShiftCleared` (Normal).
 
 A NodePool can launch into a zone when its EC2NodeClass has a subnet there (status.subnets
 maps the shift's zone id to the zone's name) and its requirements allow the zone's name and
-zone id (none: any zone).
+zone id (none: any zone). Only this provider's NodePools (api/managed.py) are told: one
+whose nodeClassRef names another provider's node class is another controller's, whatever
+the name of its node class.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from nodewright.api.managed import nodepool_is_managed
 from nodewright.cloud.capabilities import ZonalShiftSource
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster import objects
@@ -66,6 +69,8 @@ class ZonalShiftEvents:
             return
         classes = {objects.name(c): c for c in self.cluster.list("EC2NodeClass")}
         for pool in self.cluster.list("NodePool"):
+            if not nodepool_is_managed(pool):
+                continue
             template = ((pool.get("spec") or {}).get("template") or {}).get("spec") or {}
             ref = template.get("nodeClassRef") or {}
             node_class = classes.get(str(ref.get("name", "")))
