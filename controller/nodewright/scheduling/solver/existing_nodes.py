@@ -157,9 +157,9 @@ class PreparedNodes:
         for source in (like, earlier):
             if source is None:
                 continue
-            for names, known in source.setups.items():
+            for names, theirs in source.setups.items():
                 kept = self.setups.setdefault(names, {})
-                for name, setup in known.items():
+                for name, setup in theirs.items():
                     usage = self.by_name.get(name)
                     if usage is setup.usage:
                         kept[name] = setup
