@@ -1,76 +1,56 @@
-"""`solve` keeps the cheapest of three plans (the packer's, the greedy balanced and the
-greedy plain order). The greedy plans skip their NodeClaims' re-plans when a lower bound
-shows they cannot beat the packer's plan: the choice must be the one made with them."""
+"""`solve` cross-checks the packer's plan of free pods with two greedy plans and keeps the
+cheapest; a first plan that needs no new NodeClaim (every pod onto existing nodes, as in
+a consolidation that deletes) cannot be beaten, prices never being negative, and is kept
+without the cross-check."""
 
 from __future__ import annotations
 
 import pytest
 
-from nodewright.scheduling.allocatable import Overhead
-from nodewright.scheduling.catalog import InstanceType, Offering, offline_catalog
-from nodewright.scheduling.nodepools import NodePoolTemplate
-from nodewright.scheduling.pods import Pod, parse_pod_spec
-from nodewright.scheduling.requirements import Requirement, Requirements
-from nodewright.scheduling.solver import SchedulingProblem, _Setup, _Solver, solve
-
-GIB_MILLIS = 2**30 * 1000
+from nodewright.scheduling.solver import SchedulingProblem, Solver, solve
+from nodewright.scheduling.solver.results import SchedulingResult
+from tests.scheduling.test_prepared_nodes import _node, _pod
+from tests.scheduling.test_solver import nodepool
 
 
-def _uniform_catalog() -> list[InstanceType]:
-    """Every type the same price per vCPU and GiB: the packer's LP is degenerate and a
-    greedy plan can win."""
-    types = []
-    for i in range(40):
-        vcpu, gib = i + 1, 2 * (i + 1)
-        price = round(0.1 * vcpu + 0.1 * gib, 6)
-        name = f"uniform.{vcpu}x"
-        types.append(InstanceType(
-            name=name,
-            labels={"node.kubernetes.io/instance-type": name, "kubernetes.io/arch": "amd64",
-                    "kubernetes.io/os": "linux"},
-            capacity={"cpu": vcpu * 1000, "memory": gib * GIB_MILLIS, "pods": 110_000},
-            overhead=Overhead({}, {}, {}),
-            offerings=tuple(Offering(z, None, "on-demand", price) for z in ("a", "b")),
-        ))
-    return types
+def _plans(monkeypatch: pytest.MonkeyPatch, problem: SchedulingProblem
+           ) -> list[SchedulingResult]:
+    """The plans of `problem` (not the re-plans of a NodeClaim's pods alone)."""
+    plans: list[SchedulingResult] = []
+    original = Solver.run
+
+    def counting(self: Solver, balanced: bool = True) -> SchedulingResult:
+        result = original(self, balanced)
+        if self.problem is problem:
+            plans.append(result)
+        return result
+
+    monkeypatch.setattr(Solver, "run", counting)
+    return plans
 
 
-def _pool(catalog: list[InstanceType], realistic: bool) -> NodePoolTemplate:
-    requirements = Requirements([
-        Requirement.build("kubernetes.io/os", "In", ["linux"]),
-        Requirement.single("karpenter.sh/nodepool", "default"),
-    ])
-    if realistic:
-        requirements.add(Requirement.build("karpenter.k8s.aws/instance-category", "In",
-                                           ["c", "m", "r"]))
-        requirements.add(Requirement.build("karpenter.k8s.aws/instance-cpu", "Lt", ["17"]))
-    return NodePoolTemplate("default", requirements, catalog)
+def test_pods_that_all_fit_on_existing_nodes_are_planned_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = SchedulingProblem(pods=[_pod(f"web-{i}", 500, False) for i in range(4)],
+                                nodepools=[nodepool()], nodes=[_node(0, 4), _node(1, 4)])
+    plans = _plans(monkeypatch, problem)
+
+    result = solve(problem)
+
+    assert not result.nodeclaims
+    assert sorted(key for _, keys in result.existing for key in keys) == [
+        f"default/web-{i}" for i in range(4)]
+    assert len(plans) == 1
 
 
-def _pods(count: int, seed: int) -> list[Pod]:
-    cpus, mems = ("100m", "250m", "500m", "1000m", "1500m"), ("100Mi", "512Mi", "2048Mi")
-    return [
-        parse_pod_spec("default", f"app-{n}", {"app": "generic"}, {"containers": [
-            {"name": "app", "resources": {"requests": {
-                "cpu": cpus[(n * seed) % 5], "memory": mems[(n * 7 + seed) % 3]}}}]}, "spec")
-        for n in range(count)
-    ]
+def test_pods_that_need_a_new_node_are_cross_checked_by_the_greedy_plans(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    problem = SchedulingProblem(pods=[_pod(f"web-{i}", 1500, False) for i in range(4)],
+                                nodepools=[nodepool()], nodes=[_node(0, 2)])
+    plans = _plans(monkeypatch, problem)
 
+    result = solve(problem)
 
-@pytest.mark.parametrize(("uniform", "count", "seed"), [
-    # a greedy plan wins the last three (by 8 %, 4 % and 4.5 %)
-    (True, 23, 1), (False, 37, 2), (False, 90, 5), (False, 17, 1), (False, 29, 1),
-    (False, 29, 4),
-])
-def test_the_cheapest_of_the_three_full_plans_is_kept(uniform: bool, count: int,
-                                                      seed: int) -> None:
-    catalog = _uniform_catalog() if uniform else offline_catalog("us-east-1")
-    problem = SchedulingProblem(pods=_pods(count, seed),
-                                nodepools=[_pool(catalog, realistic=not uniform)])
-    plans = [_Solver(problem, setup=_Setup(problem)).run(True)]
-    plans += [_Solver(problem, pack_free=False, setup=_Setup(problem)).run(balanced)
-              for balanced in (True, False)]
-    chosen = solve(problem)
-    assert chosen.hourly_cost == pytest.approx(min(p.hourly_cost for p in plans), abs=1e-9)
-    assert chosen.hourly_cost <= plans[0].hourly_cost + 1e-9
-    assert not chosen.unschedulable
+    assert result.nodeclaims
+    assert len(plans) == 3
+    assert result.hourly_cost == min(plan.hourly_cost for plan in plans)

@@ -107,3 +107,48 @@ def test_nodes_prepared_like_another_problem_plan_as_nodes_prepared_from_scratch
                   bound_pods=[p for p in bound if p.node_name != gone])
     assert prepared.usable_for(cut)
     assert solve(cut, prepared) == solve(cut)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.sampled_from([2, 4, 8]), min_size=2, max_size=5),
+    load=st.lists(st.tuples(st.integers(0, 4), st.sampled_from([250, 500, 1000]),
+                            st.booleans()), max_size=14),
+    moved=st.lists(st.tuples(st.integers(0, 13), st.integers(0, 4)), max_size=3),
+    tainted=st.sets(st.integers(0, 4)),
+    gone=st.integers(0, 4),
+)
+def test_nodes_prepared_from_the_pass_before_plan_as_nodes_prepared_from_scratch(
+    sizes: list[int], load: list[tuple[int, int, bool]], moved: list[tuple[int, int]],
+    tainted: set[int], gone: int,
+) -> None:
+    """The next disruption pass prepares its machines from the pass before's: a machine
+    whose model is equal and whose bound pods are the same objects keeps its usage; one
+    whose pods moved, or that was tainted meanwhile (models made again, equal or not), is
+    worked out again."""
+    nodes = [_node(i, cpu) for i, cpu in enumerate(sizes)]
+    bound = [_pod(f"bound-{n}", cpu, spread, nodes[where % len(nodes)].name)
+             for n, (where, cpu, spread) in enumerate(load)]
+    before = SchedulingProblem(pods=[], nodepools=[nodepool()], nodes=nodes, bound_pods=bound)
+    earlier = PreparedNodes(before)
+    solve(before, earlier)  # its resource vectors and targets are worked out
+
+    # Meanwhile some pods moved to other machines, some machines were tainted, and the
+    # state made every machine's model again.
+    now_bound = list(bound)
+    for which, where in moved:
+        if which < len(now_bound):
+            now_bound[which] = replace(now_bound[which], node_name=nodes[where % len(nodes)].name)
+    now_nodes = [replace(node, taints=(Taint("example.com/cordon", "", "NoSchedule"),))
+                 if index in tainted else replace(node) for index, node in enumerate(nodes)]
+    after = replace(before, nodes=now_nodes, bound_pods=now_bound)
+    prepared = PreparedNodes(after, earlier=earlier)
+
+    assert prepared.by_name == PreparedNodes(after).by_name
+    name = now_nodes[gone % len(now_nodes)].name
+    cut = replace(after, pods=[replace(p, node_name=None) for p in now_bound
+                               if p.node_name == name],
+                  nodes=[n for n in now_nodes if n.name != name],
+                  bound_pods=[p for p in now_bound if p.node_name != name])
+    assert prepared.usable_for(cut)
+    assert solve(cut, prepared) == solve(cut)

@@ -44,7 +44,11 @@ from nodewright.controllers.disruption.methods.validation import (
     validate,
 )
 from nodewright.controllers.disruption.orchestration import CommandFailed, Orchestrator
-from nodewright.controllers.disruption.simulation import PodModels, SimulationBase
+from nodewright.controllers.disruption.simulation import (
+    EarlierPass,
+    PodModels,
+    SimulationBase,
+)
 from nodewright.controllers.disruption.verdict_publishing import PassVerdicts, VerdictPublisher
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
@@ -110,6 +114,7 @@ class DisruptionController:
         self._resume = Resume()
         self._pod_facts = PodFacts()
         self._pod_models = PodModels()
+        self._earlier = EarlierPass()
         self.commands: list[Command] = []  # started commands, newest last (kept short)
         self.last_pass: Pass | None = None
         self._watches = (Watch("NodePool", _on_start),)
@@ -167,7 +172,8 @@ class DisruptionController:
             log.warning("disruption: %s", problem)
         base = SimulationBase(state, self.cloud, pdbs, now, self._pod_models,
                               relax_min_values=self.options.methods.relax_min_values,
-                              ignore_preferences=self.options.methods.ignore_preferences)
+                              ignore_preferences=self.options.methods.ignore_preferences,
+                              earlier=self._earlier)
         context = CandidateContext(
             now=now,
             nodepools=base.nodepools,

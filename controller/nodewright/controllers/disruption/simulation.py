@@ -152,6 +152,30 @@ def _read(pod: Mapping[str, Any], state: ClusterState) -> _PodModel:
                      DO_NOT_DISRUPT in objects.annotations(pod), model)
 
 
+class EarlierPass:
+    """The machines the last pass prepared for the solver (`PreparedNodes`), per view
+    (as they are, with settling machines tainted, with uninitialized ones tainted), kept
+    for the same view of the next pass: a machine whose model is as it was, with the same
+    bound pods and DaemonSets, keeps its usage and its target instead of being worked out
+    again from its pods."""
+
+    def __init__(self) -> None:
+        self.views: dict[str, PreparedNodes] = {}
+
+    def prepare(self, view: str, problem: SchedulingProblem,
+                like: PreparedNodes | None = None) -> PreparedNodes:
+        prepared = PreparedNodes(problem, like, earlier=self.views.get(view))
+        self.views[view] = prepared
+        return prepared
+
+
+def _prepare(earlier: EarlierPass | None, view: str, problem: SchedulingProblem,
+             like: PreparedNodes | None = None) -> PreparedNodes:
+    if earlier is None:
+        return PreparedNodes(problem, like)
+    return earlier.prepare(view, problem, like)
+
+
 class SimulationBase:
     """The cluster as the solver sees it, before any candidate is taken away. Most passes
     simulate nothing (consolidation is skipped while nothing changed), so the solver's
@@ -167,8 +191,10 @@ class SimulationBase:
         *,
         relax_min_values: bool = False,
         ignore_preferences: bool = False,
+        earlier: EarlierPass | None = None,
     ) -> None:
         self.state = state
+        self.earlier = earlier
         self.relax_min_values = relax_min_values
         self.ignore_preferences = ignore_preferences
         self.models = models if models is not None else PodModels()
@@ -202,7 +228,7 @@ class SimulationBase:
         )
         return _View(
             problem=built.problem,
-            prepared=PreparedNodes(built.problem),
+            prepared=_prepare(self.earlier, "plain", built.problem),
             pools=built.pools,
             free=FreeRoom.of(built.nodes.values()),
             uninitialized={name for name, node in built.nodes.items()
@@ -224,7 +250,8 @@ class SimulationBase:
         problem = replace(view.problem, nodes=[
             replace(node, taints=(*node.taints, _SETTLING)) if node.name in view.settling
             else node for node in view.problem.nodes])
-        return problem, PreparedNodes(problem, view.prepared), _exempt(view.deleting_pods)
+        return (problem, _prepare(self.earlier, "settling", problem, view.prepared),
+                _exempt(view.deleting_pods))
 
     def _settling(self, pool: str | None, claim: Mapping[str, Any] | None) -> bool:
         """Whether the machine's last pod event (or initialization) is more recent than its
@@ -360,8 +387,10 @@ class SimulationBase:
         if known is None or known[0] is not base:
             nodes = [replace(node, taints=(*node.taints, _NOT_READY))
                      if node.name in self.uninitialized else node for node in base.nodes]
+            kind = "not-ready" if base is self.problem else "not-ready, settling"
             view = _NotReadyView({node.name: node for node in nodes},
-                                 PreparedNodes(replace(base, nodes=nodes), prepared))
+                                 _prepare(self.earlier, kind, replace(base, nodes=nodes),
+                                          prepared))
             # The problem is kept with its view, so that its id is not reused meanwhile.
             known = (base, view)
             self._not_ready[id(base)] = known

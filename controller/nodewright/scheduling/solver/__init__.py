@@ -66,7 +66,8 @@ def solve(problem: SchedulingProblem, prepared: PreparedNodes | None = None,
     planned greedily, in the balanced and in Karpenter's plain order, and the cheapest of
     the three plans is kept: the packer wins on catalogs with many small types of
     different shapes; the greedy balanced order can win when every type has the same
-    price per unit (the packer's LP is degenerate there and its rounding wastes).
+    price per unit (the packer's LP is degenerate there and its rounding wastes). A first
+    plan that needs no NodeClaim is kept without the cross-check: nothing costs less.
 
     `prepared` (optional) holds the existing nodes of a larger problem this one was cut
     from by taking nodes away with their bound pods; nodes found there are not worked out
@@ -80,7 +81,10 @@ def solve(problem: SchedulingProblem, prepared: PreparedNodes | None = None,
     setup = Setup(problem, prepared)
     solver = Solver(problem, setup=setup, due=due)
     result = solver.run(balanced=True)
-    if solver.all_free and len(problem.pods) > 1:
+    # A plan with no new NodeClaim and no pod waiting for a reservation cannot be beaten
+    # (prices are never negative): the cross-check would only confirm it. A consolidation
+    # that deletes is such a plan.
+    if solver.all_free and len(problem.pods) > 1 and (result.nodeclaims or result.deferred):
         for balanced in (True, False):
             if due is not None and time.monotonic() >= due:
                 break

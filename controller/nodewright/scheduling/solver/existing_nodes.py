@@ -5,7 +5,7 @@ turned into targets new pods may land on (`existing_targets`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from nodewright.scheduling.pods import (
     UNSCHEDULABLE_TAINT,
@@ -16,6 +16,7 @@ from nodewright.scheduling.pods import (
     Taint,
     untolerated,
 )
+from nodewright.scheduling.solver.context import Signatures
 from nodewright.scheduling.solver.pools import PoolMemo
 from nodewright.scheduling.solver.problem import SchedulingProblem
 from nodewright.scheduling.solver.topology import TopologyTracker
@@ -96,19 +97,33 @@ class PreparedNodes:
 
     `like`: the prepared nodes of a problem with the same bound pods and DaemonSets whose
     nodes differ only in some being replaced (tainted): the usage of every node left as
-    it was is taken from there."""
+    it was is taken from there.
 
-    def __init__(self, problem: SchedulingProblem, like: PreparedNodes | None = None) -> None:
+    `earlier`: the prepared nodes of any earlier problem (the same view in the disruption
+    pass before, tainted alike): a node equal to its model there, with the very same
+    bound pod objects in the same order and the same DaemonSet objects, keeps its usage,
+    its resource vectors and its empty target; every other node is worked out again.
+    Between two passes most machines are untouched, so a pass works out only what
+    changed."""
+
+    def __init__(self, problem: SchedulingProblem, like: PreparedNodes | None = None,
+                 earlier: PreparedNodes | None = None) -> None:
         self.daemonsets = problem.daemonsets
         # NodePool setups, shared by the solves of the problems cut from this one (their
         # templates and DaemonSets are these).
         self.pool_memo: PoolMemo = {}
         # The NodePool setups of their NodeClaims' re-plans (`Setup.tail_pools`).
         self.tail_pool_memo: PoolMemo = {}
+        # Each pod's signature (a function of the pod object alone): the moving pods of a
+        # pass are the same objects in each of its simulations.
+        self.signatures: Signatures = like.signatures if like is not None else Signatures()
         if like is not None and like.daemonsets is not problem.daemonsets:
             like = None
+        if earlier is not None and not _same(earlier.daemonsets, problem.daemonsets):
+            earlier = None
         bound: dict[str, list[Pod]] | None = None
         self.by_name: dict[str, NodeUsage] = {}
+        renewed: dict[str, NodeUsage] = {}  # usage kept from `earlier`, for an equal node
         for node in problem.nodes:
             known = like.by_name.get(node.name) if like is not None else None
             if known is not None and known.node is node:
@@ -120,14 +135,36 @@ class PreparedNodes:
                 if bound is None:
                     bound = bound_by_node(problem)
                 running = bound.get(node.name, [])
+            before = earlier.by_name.get(node.name) if earlier is not None else None
+            if before is not None and _same(before.running, running):
+                if before.node is node:
+                    self.by_name[node.name] = before
+                    continue
+                if before.node == node:
+                    # The state (or a view tainting it) made the machine's model again.
+                    self.by_name[node.name] = replace(before, node=node)
+                    renewed[node.name] = before
+                    continue
             self.by_name[node.name] = node_usage(node, running, problem.daemonsets)
         self.order = sorted(self.by_name)
         # Whether any bound pod has spread or (anti-)affinity terms (`Setup.tied`).
         self.any_tied: bool = (like.any_tied if like is not None
                                else any(is_tied(pod) for pod in problem.bound_pods))
         # Each node's usage as vectors, per resource slots (`node_setups`): the same for
-        # every problem cut from this one whose slots are these.
+        # every problem cut from this one whose slots are these, and kept from `like` or
+        # `earlier` for each node whose usage is kept.
         self.setups: dict[tuple[str, ...], dict[str, NodeSetup]] = {}
+        for source in (like, earlier):
+            if source is None:
+                continue
+            for names, theirs in source.setups.items():
+                kept = self.setups.setdefault(names, {})
+                for name, setup in theirs.items():
+                    usage = self.by_name.get(name)
+                    if usage is setup.usage:
+                        kept[name] = setup
+                    elif usage is not None and renewed.get(name) is setup.usage:
+                        kept[name] = replace(setup, usage=usage)
 
     def usable_for(self, problem: SchedulingProblem) -> bool:
         """Whether the problem keeps the same DaemonSets, nodes among these, and every
@@ -143,6 +180,9 @@ class PreparedNodes:
         return kept == len(problem.bound_pods)
 
 
+def _same(one: Sequence[object], other: Sequence[object]) -> bool:
+    """The same objects in the same order."""
+    return len(one) == len(other) and all(a is b for a, b in zip(one, other, strict=True))
 
 
 @dataclass

@@ -69,8 +69,10 @@ class Setup:
         # The growth rule's memo (best price per unit of a mix, per NodePool): the same
         # for every solver of this setup (its pools are this setup's).
         self.growth = GrowthJudge()
-        # Each pod's signature, for every plan's pod contexts.
-        self.signatures = Signatures()
+        # Each pod's signature, for every plan's pod contexts (and every problem cut from
+        # the prepared one).
+        self.signatures = (self.prepared.signatures if self.prepared is not None
+                           else Signatures())
         # The instances each capacity reservation has left (each plan counts a copy).
         self.reservations = ReservationBook.of(problem.nodepools)
 
