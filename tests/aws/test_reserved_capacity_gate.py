@@ -84,7 +84,8 @@ def test_with_the_gate_off_a_reservation_is_no_offering(
     reservation with room (as the gate on shows)."""
     def published(reserved_capacity: bool) -> set[str]:
         provider = provider_with(clients, clock, reserved_capacity=reserved_capacity)
-        types = publish(provider, node_class(**RESERVING))
+        types = publish(provider, node_class(**RESERVING),
+                        reserved_capacity=reserved_capacity)
         assert types
         offerings = {(it.name, o.capacity_type, o.zone) for it in types for o in it.offerings}
         for metric in (AVAILABLE, PRICE):

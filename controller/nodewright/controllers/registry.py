@@ -315,7 +315,8 @@ SPECS: tuple[ControllerSpec, ...] = (
         needs=_cluster_state),
     # Karpenter writes the offering metrics from GetInstanceTypes whatever the setting.
     ControllerSpec("metrics.offerings", "NodePool", lambda p: OfferingMetrics(
-        p.metered(OfferingMetrics.name), p.state), singleton=True),
+        p.metered(OfferingMetrics.name), p.state,
+        reserved_capacity=p.options.reserved_capacity), singleton=True),
     ControllerSpec("static.provisioning", "NodePool", lambda p: StaticProvisioning(
         p.cluster, p.state), gate="StaticCapacity"),
     ControllerSpec("static.deprovisioning", "NodePool", lambda p: StaticDeprovisioning(

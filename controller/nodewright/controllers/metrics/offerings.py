@@ -3,6 +3,11 @@ classes can launch, whether each offering (instance type x capacity type x zone)
 available and its estimated hourly price, plus each type's vCPUs and memory (EC2's, before
 the VM overhead), every minute.
 
+With the ReservedCapacity gate on, every zone an instance type is offered in also has a
+`reserved` availability and price series, 0 unless a reservation there says otherwise (as
+Karpenter's controller injects them): a reservation the node class no longer selects, or
+one that never existed, reads 0 rather than vanishing.
+
 The series are only rewritten when the cloud answers with different instance types (the
 catalogs hand back the same objects while nothing changed), so a long simulation pays
 for a catalog walk only when an offering's availability or price moved.
@@ -26,6 +31,7 @@ log = logging.getLogger(__name__)
 
 INTERVAL_SECONDS = 60.0
 Dimensions = tuple[str, str, str]
+RESERVED = "reserved"  # karpenter.sh/capacity-type of a capacity reservation's offering
 
 
 class OfferingMetrics:
@@ -33,9 +39,11 @@ class OfferingMetrics:
     # Reads the NodePools under the state lock; asks the cloud and publishes outside it.
     manages_state_lock = True
 
-    def __init__(self, cloud: CloudProvider, state: ClusterState) -> None:
+    def __init__(self, cloud: CloudProvider, state: ClusterState, *,
+                 reserved_capacity: bool = True) -> None:
         self.cloud = cloud
         self.state = state
+        self.reserved_capacity = reserved_capacity
         self.store = metrics.Store()
         self._last: tuple[int, ...] | None = None
         self._prices: dict[Dimensions, float] = {}
@@ -87,6 +95,12 @@ class OfferingMetrics:
                 dims = (it.name, offering.capacity_type, offering.zone)
                 available[dims] = available.get(dims, False) or offering.available
                 prices[dims] = offering.price
+            if self.reserved_capacity:
+                for zone in {offering.zone for offering in it.offerings}:
+                    dims = (it.name, RESERVED, zone)
+                    if dims not in available:
+                        available[dims] = False
+                        prices[dims] = 0.0
             series.append((metrics.INSTANCE_TYPE_CPU_CORES, {"instance_type": it.name},
                            value(it.capacity.get("cpu", 0))))
             series.append((metrics.INSTANCE_TYPE_MEMORY_BYTES, {"instance_type": it.name},
