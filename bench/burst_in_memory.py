@@ -32,6 +32,11 @@ NodePool) makes it need about 150, as kwok's small instance types do on Karpente
 The in-memory API server answers a create at once; `--create-latency` makes each NodeClaim
 create answer after that many seconds, as a real API server's round trip (the most creates
 in flight at once is reported).
+
+With `--test`, Karpenter's six performance tests, every phase (bench/suite_in_memory.py):
+
+    python bench/burst_in_memory.py --test basic,hostname,hostname-xl,do-not-disrupt,\
+        interference,drift|all [--scale 0.2] [--quiet 60] [--trace 5] [--json]
 """
 
 from __future__ import annotations
@@ -134,15 +139,55 @@ class SlowNodeClaimCreates:
 
 
 def start_operator(world: RealTimeWorld, cloud: SlowCloud, cpu_requests: int,
-                   api: Any) -> Operator:
+                   api: Any, options: ControllerOptions | None = None) -> Operator:
     """The controller process as `nodewright controller` runs it: no turn at the world lock,
-    Karpenter's batching windows and module waits, CPU_REQUESTS given."""
+    Karpenter's batching windows and module waits (unless `options`, for a smoke run),
+    CPU_REQUESTS given."""
     settings = OperatorSettings(identity=IDENTITY, leader_elect=False,
-                                controllers=ControllerOptions(), cpu_requests=cpu_requests)
+                                controllers=options or ControllerOptions(),
+                                cpu_requests=cpu_requests)
     operator = Operator(api, cloud, settings)
     operator.start()
     world.operators.append(operator)
     return operator
+
+
+@contextmanager
+def operator_world(create_fleet: float = 1.0, launch_delay: float = 2.0,
+                   registration_delay: float = 3.0, cpu_requests: int = 1000,
+                   max_vcpus: int | None = None, create_latency: float = 0.0,
+                   consolidate_after: str | None = None,
+                   options: ControllerOptions | None = None,
+                   ) -> Iterator[tuple[RealTimeWorld, SlowCloud, Operator, SlowNodeClaimCreates]]:
+    """The in-memory cluster with the node class and Karpenter's performance NodePool (with
+    `max_vcpus`: narrowed to instance types of at most that many vCPUs; `consolidate_after`
+    instead of its 30s, and the operator's `options`, for smoke runs), the simulated EC2
+    behind SlowCloud, and the operator started and synced; all torn down on leaving."""
+    sim = SimSettings(launch_delay=launch_delay, registration_delay=registration_delay,
+                      termination_delay=1.0, startup_taint_delay=1.0)
+    world = RealTimeWorld(cloud=sim, actors=ActorSettings(pod_start_delay=0.5))
+    try:
+        cloud = SlowCloud(world.cloud, seconds=create_fleet, launch_window=CREATE_FLEET_WINDOW)
+        cloud.use_lock(world.lock)
+        cloud.launch.arm()
+        pool = perf_nodepool()
+        if max_vcpus is not None:
+            pool["spec"]["template"]["spec"]["requirements"].append(
+                {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lt",
+                 "values": [str(max_vcpus + 1)]})
+        if consolidate_after is not None:
+            pool["spec"]["disruption"]["consolidateAfter"] = consolidate_after
+        world.apply(NODE_CLASS, pool)
+        api = SlowNodeClaimCreates(world.cluster, create_latency)
+        operator = start_operator(world, cloud, cpu_requests, api, options)
+        while not operator.driver.synced():
+            time.sleep(POLL_SECONDS)
+        yield world, cloud, operator, api
+    finally:
+        for running in world.operators:
+            crash(running)
+        world.operators.clear()
+        world.close()
 
 
 def measure(scale: float = 1.0, create_fleet: float = 1.0, launch_delay: float = 2.0,
@@ -152,63 +197,41 @@ def measure(scale: float = 1.0, create_fleet: float = 1.0, launch_delay: float =
             max_vcpus: int | None = None, create_latency: float = 0.0) -> dict[str, Any]:
     replicas = max(1, round(REPLICAS * scale))
     pods = 2 * replicas
-    sim = SimSettings(launch_delay=launch_delay, registration_delay=registration_delay,
-                      termination_delay=1.0, startup_taint_delay=1.0)
-    with workers(lifecycle_workers, termination_workers):
-        world = RealTimeWorld(cloud=sim, actors=ActorSettings(pod_start_delay=0.5))
-        try:
-            cloud = SlowCloud(world.cloud, seconds=create_fleet,
-                              launch_window=CREATE_FLEET_WINDOW)
-            cloud.use_lock(world.lock)
-            cloud.launch.arm()
-            pool = perf_nodepool()
-            if max_vcpus is not None:
-                pool["spec"]["template"]["spec"]["requirements"].append(
-                    {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lt",
-                     "values": [str(max_vcpus + 1)]})
-            world.apply(NODE_CLASS, pool)
-            api = SlowNodeClaimCreates(world.cluster, create_latency)
-            operator = start_operator(world, cloud, cpu_requests, api)
-            lifecycle = operator.driver.workers(operator.controllers.lifecycle)
-            termination = operator.driver.workers(
-                operator.controllers.built["node.termination"])
-            while not operator.driver.synced():
-                time.sleep(POLL_SECONDS)
-            cpu_before = time.process_time()
-            controller_cpu_before = thread_cpu_seconds(IDENTITY)
-            started = time.monotonic()
-            world.apply(*burst(replicas))
-            timeline = follow(world, pods, started, timeout, trace)
-            wall = time.monotonic() - started
-            cpu = time.process_time() - cpu_before
-            controller_cpu = thread_cpu_seconds(IDENTITY) - controller_cpu_before
-            with world.lock:
-                nodes = world.memory.peek_all("Node")
-                bound = world.memory.peek_all("Pod", "default")
-                claims = len(world.memory.peek_all("NodeClaim"))
-                launched = world.cloud.counters.launched
-            return {
-                "in_memory": True, "pods": pods, "replicas_each": replicas,
-                "max_vcpus": max_vcpus,
-                "lifecycle_workers": lifecycle, "termination_workers": termination,
-                "cpu_requests": cpu_requests, "create_fleet_s": create_fleet,
-                "launch_delay_s": launch_delay, "registration_delay_s": registration_delay,
-                "scale_out_s": timeline["all_running"], **timeline,
-                "nodeclaims": claims, "instances_launched": launched,
-                "create_fleet_batches": sorted(cloud.batch_sizes, reverse=True),
-                "most_launches_in_flight": cloud.most_launches_in_flight,
-                "create_latency_s": create_latency,
-                "most_creates_in_flight": api.most_in_flight,
-                "cpu_utilization": round(average_utilization(nodes, bound, "cpu"), 3),
-                "memory_utilization": round(average_utilization(nodes, bound, "memory"), 3),
-                "process_cpu_s": round(cpu, 2), "controller_cpu_s": round(controller_cpu, 2),
-                "wall_s": round(wall, 2), "load": round(os.getloadavg()[0], 2),
-            }
-        finally:
-            for running in world.operators:
-                crash(running)
-            world.operators.clear()
-            world.close()
+    with workers(lifecycle_workers, termination_workers), \
+            operator_world(create_fleet, launch_delay, registration_delay, cpu_requests,
+                           max_vcpus, create_latency) as (world, cloud, operator, api):
+        lifecycle = operator.driver.workers(operator.controllers.lifecycle)
+        termination = operator.driver.workers(operator.controllers.built["node.termination"])
+        cpu_before = time.process_time()
+        controller_cpu_before = thread_cpu_seconds(IDENTITY)
+        started = time.monotonic()
+        world.apply(*burst(replicas))
+        timeline = follow(world, pods, started, timeout, trace)
+        wall = time.monotonic() - started
+        cpu = time.process_time() - cpu_before
+        controller_cpu = thread_cpu_seconds(IDENTITY) - controller_cpu_before
+        with world.lock:
+            nodes = world.memory.peek_all("Node")
+            bound = world.memory.peek_all("Pod", "default")
+            claims = len(world.memory.peek_all("NodeClaim"))
+            launched = world.cloud.counters.launched
+        return {
+            "in_memory": True, "pods": pods, "replicas_each": replicas,
+            "max_vcpus": max_vcpus,
+            "lifecycle_workers": lifecycle, "termination_workers": termination,
+            "cpu_requests": cpu_requests, "create_fleet_s": create_fleet,
+            "launch_delay_s": launch_delay, "registration_delay_s": registration_delay,
+            "scale_out_s": timeline["all_running"], **timeline,
+            "nodeclaims": claims, "instances_launched": launched,
+            "create_fleet_batches": sorted(cloud.batch_sizes, reverse=True),
+            "most_launches_in_flight": cloud.most_launches_in_flight,
+            "create_latency_s": create_latency,
+            "most_creates_in_flight": api.most_in_flight,
+            "cpu_utilization": round(average_utilization(nodes, bound, "cpu"), 3),
+            "memory_utilization": round(average_utilization(nodes, bound, "memory"), 3),
+            "process_cpu_s": round(cpu, 2), "controller_cpu_s": round(controller_cpu, 2),
+            "wall_s": round(wall, 2), "load": round(os.getloadavg()[0], 2),
+        }
 
 
 def follow(world: RealTimeWorld, pods: int, started: float, timeout: float,
@@ -257,6 +280,10 @@ def follow(world: RealTimeWorld, pods: int, started: float, timeout: float,
 
 
 def main() -> int:
+    if any(arg == "--test" or arg.startswith("--test=") for arg in sys.argv[1:]):
+        import suite_in_memory  # Karpenter's six tests, every phase
+
+        return suite_in_memory.main(sys.argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0,
                         help="replicas times this (0.02 for a smoke run)")

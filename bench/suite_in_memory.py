@@ -1,0 +1,299 @@
+"""Karpenter's six performance tests, every phase, against the operator IN MEMORY: NOT the real
+control plane.
+
+bench/burst_in_memory.py runs this with `--test`. The tests, phases and bounds are
+bench/perf_shapes.py's (Karpenter v1.14.1 `test/suites/performance/`); the phases run and
+are measured by bench/karpenter_performance.py's `Run` (its wait, its utilization, its
+table), here over the in-memory cluster of tests/operator/world.py and the operator of
+`burst_in_memory.operator_world`: scale-out until the phase's pods are Running,
+consolidation until no node has been draining or deleting for `--quiet` seconds, the
+interference test's second scale-out, drift of every node (an annotation on the NodePool's
+template, after Karpenter's 30 s of settling).
+
+What differs from the real control plane's measure: the API server, kube-scheduler, the
+Deployment controller, the kubelets and the simulated EC2 run in this process, so the RSS
+is the whole process's; the controller's CPU is the operator's own threads (its driver,
+workers and the threads they start), sampled every second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import burst_in_memory
+from burst_in_memory import IDENTITY, operator_world
+from karpenter_performance import (
+    DISCOVERY_LABEL,
+    NODEPOOL_LABEL,
+    PhaseResult,
+    Run,
+    draining,
+    run_phases,
+)
+from perf_shapes import TESTS, PerfTest, Phase, scaled
+
+from nodewright.operator.logs import json_handler
+from tests.operator.world import RealTimeWorld
+
+# The brief's short names for Karpenter's tests.
+ALIASES = {"hostname": "hostname-spreading", "hostname-xl": "hostname-spreading-xl"}
+
+
+def test_names(text: str) -> list[str]:
+    """`basic,hostname,...` or `all` as perf_shapes' test names; a clear error otherwise."""
+    if text == "all":
+        return list(TESTS)
+    names = [ALIASES.get(name.strip(), name.strip()) for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in TESTS]
+    if unknown:
+        raise ValueError(f"--test: unknown test(s) {', '.join(unknown)}; there are "
+                         f"{', '.join(TESTS)} (or hostname, hostname-xl, all)")
+    return names
+
+
+def thread_cpu(prefix: str) -> dict[tuple[int, int], float]:
+    """CPU seconds of each live thread of this process whose name starts with `prefix`."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    found: dict[tuple[int, int], float] = {}
+    for thread in threading.enumerate():
+        if not thread.name.startswith(prefix) or thread.native_id is None:
+            continue
+        try:
+            stat = Path(f"/proc/self/task/{thread.native_id}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        found[(thread.native_id, thread.ident or 0)] = (int(fields[11]) + int(fields[12])) / ticks
+    return found
+
+
+def rss_mb() -> float:
+    found = re.search(r"VmRSS:\s+(\d+)", Path("/proc/self/status").read_text())
+    return int(found[1]) / 1024 if found else 0.0
+
+
+class InMemorySampler:
+    """The process's RSS and the operator threads' CPU every `interval` seconds; with
+    `trace`, the cluster's counts on stderr every `trace` seconds."""
+
+    def __init__(self, world: RealTimeWorld, interval: float = 1.0,
+                 trace: float = 0.0) -> None:
+        self.world, self.interval, self.trace = world, interval, trace
+        self.rss: list[float] = []
+        self._first = thread_cpu(IDENTITY)
+        self._last = dict(self._first)
+        self._process_first = time.process_time()
+        self._started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        self.rss.append(rss_mb())
+        self._last.update(thread_cpu(IDENTITY))
+
+    def _run(self) -> None:
+        traced = 0.0
+        while not self._stop.is_set():
+            self._sample()
+            now = time.monotonic() - self._started
+            if self.trace and now - traced >= self.trace:
+                traced = now
+                print(f"  {now:6.1f}s {census(self.world)}", file=sys.stderr, flush=True)
+            self._stop.wait(self.interval)
+
+    def controller_cpu_seconds(self) -> float:
+        """The operator's threads' CPU since the start (a thread that ended between two
+        samples counts up to its last sample)."""
+        return sum(cpu - self._first.get(key, 0.0) for key, cpu in self._last.items())
+
+    def stop(self) -> tuple[float, float, float]:
+        """(P95 RSS MB, peak RSS MB, average controller CPU cores) over the sampling."""
+        self._stop.set()
+        self._thread.join(5)
+        self._sample()
+        rss = sorted(self.rss) or [0.0]
+        p95 = rss[min(len(rss) - 1, round(0.95 * (len(rss) - 1)))]
+        wall = time.monotonic() - self._started
+        self.process_cores = (time.process_time() - self._process_first) / wall if wall else 0.0
+        return p95, rss[-1], self.controller_cpu_seconds() / wall if wall else 0.0
+
+
+def census(world: RealTimeWorld) -> str:
+    """One line of what the cluster holds now: the workload's pods by state, NodeClaims
+    launched and registered, nodes and those draining, instances alive."""
+    with world.lock:
+        pods = [p for p in world.memory.peek_all("Pod", "default")
+                if p["metadata"].get("labels", {}).get(DISCOVERY_LABEL)]
+        claims = world.memory.peek_all("NodeClaim")
+        nodes = world.memory.peek_all("Node")
+        instances = [i for i in world.cloud.list()
+                     if i.state not in ("shutting-down", "terminated")]
+    running = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running")
+    bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
+    deleting = sum(1 for p in pods if p["metadata"].get("deletionTimestamp"))
+    launched = sum(1 for c in claims if (c.get("status") or {}).get("providerID"))
+    registered = sum(1 for c in claims if any(
+        k.get("type") == "Registered" and k.get("status") == "True"
+        for k in (c.get("status") or {}).get("conditions") or []))
+    claim_deleting = sum(1 for c in claims if c["metadata"].get("deletionTimestamp"))
+    return (f"pods {len(pods)} bound {bound} running {running} deleting {deleting}; "
+            f"nodeclaims {len(claims)} launched {launched} registered {registered} "
+            f"deleting {claim_deleting}; nodes {len(nodes)} draining "
+            f"{sum(1 for n in nodes if draining(n))}; instances {len(instances)}")
+
+
+class InMemoryRun(Run):
+    """karpenter_performance's phases over the in-memory cluster (no kubectl, no process)."""
+
+    def __init__(self, world: RealTimeWorld, poll: float, quiet: float, timeout: float,
+                 settle_before_drift: float = 30.0, trace: float = 0.0) -> None:
+        self.world = world
+        self.poll, self.quiet, self.timeout = poll, quiet, timeout
+        self.settle_before_drift = settle_before_drift
+        self.memory_of = "process"
+        self.trace = trace
+        self.last_sampler: InMemorySampler | None = None
+
+    def sampler(self) -> InMemorySampler:
+        self.last_sampler = InMemorySampler(self.world, trace=self.trace)
+        return self.last_sampler
+
+    def pods(self) -> list[dict[str, Any]]:
+        with self.world.lock:
+            return [p for p in self.world.memory.peek_all("Pod", "default")
+                    if p["metadata"].get("labels", {}).get(DISCOVERY_LABEL)]
+
+    def nodes(self) -> list[dict[str, Any]]:
+        with self.world.lock:
+            return list(self.world.memory.peek_all("Node"))
+
+    def set_replicas(self, test: PerfTest, phase: Phase, created: set[str]) -> None:
+        by_name = {w.name: w for w in test.workloads}
+        for name, replicas in phase.replicas.items():
+            if name in created:
+                self.world.scale(name, replicas)
+            else:
+                self.world.apply(by_name[name].manifest(replicas))
+                created.add(name)
+
+    def drift(self) -> set[str]:
+        before = {n["metadata"]["name"] for n in self.nodes()
+                  if n["metadata"].get("labels", {}).get(NODEPOOL_LABEL)}
+        self.world.cluster.patch("NodePool", "default", {"spec": {"template": {"metadata": {
+            "annotations": {"test-drift-trigger": f"drift-{int(time.time())}"}}}}})
+        return before
+
+    def phase(self, test: PerfTest, index: int, phase: Phase,
+              created: set[str]) -> PhaseResult:
+        result = super().phase(test, index, phase, created)
+        if self.last_sampler is not None:
+            result.notes.append(
+                f"process CPU {self.last_sampler.process_cores:.2f} cores "
+                "(API server and its actors included)")
+        result.notes.extend(integrity(self.world))
+        if result.seconds is None:
+            result.notes.append(f"STALLED: {census(self.world)}")
+        return result
+
+
+def integrity(world: RealTimeWorld) -> list[str]:
+    """What Karpenter would not leave: a NodeClaim with more than one instance, an instance
+    no NodeClaim holds, a NodeClaim launched long ago without a Node."""
+    with world.lock:
+        claims = world.memory.peek_all("NodeClaim")
+        instances = [i for i in world.cloud.list()
+                     if i.state not in ("shutting-down", "terminated")]
+        nodes = world.memory.peek_all("Node")
+    held = {str((c.get("status") or {}).get("providerID", "")) for c in claims}
+    strays = [i.instance_id for i in instances if i.provider_id not in held]
+    node_ids = {str(n["spec"].get("providerID", "")) for n in nodes}
+    unnoded = [c["metadata"]["name"] for c in claims
+               if (c.get("status") or {}).get("providerID")
+               and c["status"]["providerID"] not in node_ids
+               and not c["metadata"].get("deletionTimestamp")]
+    notes = [f"{len(claims)} NodeClaims, {len(instances)} instances"]
+    if strays:
+        notes.append(f"INSTANCES WITHOUT A NODECLAIM: {', '.join(sorted(strays)[:5])}"
+                     f"{' ...' if len(strays) > 5 else ''} ({len(strays)})")
+    if unnoded:
+        notes.append(f"launched NodeClaims without a Node: {len(unnoded)}")
+    return notes
+
+
+def run_in_memory(test: PerfTest, *, quiet: float = 60.0, poll: float = 1.0,
+                  timeout: float = 900.0, settle_before_drift: float = 30.0,
+                  trace: float = 0.0, as_json: bool = False,
+                  **world: Any) -> list[PhaseResult]:
+    """Every phase of `test` on a fresh in-memory cluster and operator (`world`:
+    burst_in_memory.operator_world's settings)."""
+    with operator_world(**world) as (memory, _cloud, _operator, _api):
+        run = InMemoryRun(memory, poll, quiet, timeout, settle_before_drift, trace)
+        return run_phases(test, run, as_json, who="process")
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--test", required=True,
+                        help=f"comma-separated: {', '.join(TESTS)} (hostname, hostname-xl), "
+                             "or all")
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--quiet", type=float, default=60.0,
+                        help="seconds without a draining node that end a consolidation")
+    parser.add_argument("--poll", type=float, default=1.0)
+    parser.add_argument("--timeout", type=float, default=900.0, help="per phase")
+    parser.add_argument("--settle-before-drift", type=float, default=30.0)
+    parser.add_argument("--create-fleet", type=float, default=1.0, metavar="SECONDS")
+    parser.add_argument("--launch-delay", type=float, default=2.0)
+    parser.add_argument("--registration-delay", type=float, default=3.0)
+    parser.add_argument("--max-vcpus", type=int, default=None)
+    parser.add_argument("--trace", type=float, default=0.0, metavar="SECONDS",
+                        help="the cluster's counts on stderr this often")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--switch-interval", type=float,
+                        default=burst_in_memory.SWITCH_INTERVAL_SECONDS)
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    if args.trace:
+        # The disruption commands as they start and end (JSON lines, as the controller's),
+        # and every warning.
+        logging.getLogger().addHandler(json_handler(sys.stderr))
+        logging.getLogger().setLevel(logging.WARNING)
+        logging.getLogger("nodewright.controllers.disruption.orchestration").setLevel(
+            logging.INFO)
+    try:
+        names = test_names(args.test)
+    except ValueError as error:
+        parser.error(str(error))
+    sys.setswitchinterval(args.switch_interval)
+    print("IN MEMORY, NOT THE REAL CONTROL PLANE: the in-memory API server, kube-scheduler, "
+          "kubelets and simulated EC2 run in this process; RSS is the whole process's, "
+          f"controller CPU the operator's threads. Load {os.getloadavg()[0]:.2f} on "
+          f"{os.cpu_count()} CPUs.", flush=True)
+    results: list[PhaseResult] = []
+    for name in names:
+        test = scaled(TESTS[name], args.scale) if args.scale != 1 else TESTS[name]
+        results += run_in_memory(
+            test, quiet=args.quiet, poll=args.poll, timeout=args.timeout,
+            settle_before_drift=args.settle_before_drift, trace=args.trace,
+            as_json=args.json, create_fleet=args.create_fleet,
+            launch_delay=args.launch_delay, registration_delay=args.registration_delay,
+            max_vcpus=args.max_vcpus)
+    if args.json:
+        print(json.dumps([{**asdict(r), "in_memory": True} for r in results], indent=2,
+                         default=str))
+    return 0 if all(r.seconds is not None for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
