@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -84,12 +85,15 @@ def rss_mb() -> float:
 
 
 class InMemorySampler:
-    """The process's RSS and the operator threads' CPU every `interval` seconds; with
-    `trace`, the cluster's counts on stderr every `trace` seconds."""
+    """The process's RSS every `interval` seconds and the operator threads' CPU every
+    `cpu_every` samples (reading a few hundred threads' /proc files each second cost a
+    tenth of the process's CPU); with `trace`, the cluster's counts on stderr every
+    `trace` seconds."""
 
     def __init__(self, world: RealTimeWorld, interval: float = 1.0,
-                 trace: float = 0.0) -> None:
+                 trace: float = 0.0, cpu_every: int = 5) -> None:
         self.world, self.interval, self.trace = world, interval, trace
+        self.cpu_every, self._samples = cpu_every, 0
         self.rss: list[float] = []
         self._first = thread_cpu(IDENTITY)
         self._last = dict(self._first)
@@ -99,9 +103,11 @@ class InMemorySampler:
         self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
         self._thread.start()
 
-    def _sample(self) -> None:
+    def _sample(self, cpu: bool = False) -> None:
         self.rss.append(rss_mb())
-        self._last.update(thread_cpu(IDENTITY))
+        self._samples += 1
+        if cpu or self._samples % self.cpu_every == 0:
+            self._last.update(thread_cpu(IDENTITY))
 
     def _run(self) -> None:
         traced = 0.0
@@ -115,14 +121,15 @@ class InMemorySampler:
 
     def controller_cpu_seconds(self) -> float:
         """The operator's threads' CPU since the start (a thread that ended between two
-        samples counts up to its last sample)."""
+        samples counts up to its last sample: a round's short-lived create threads may
+        lose a little)."""
         return sum(cpu - self._first.get(key, 0.0) for key, cpu in self._last.items())
 
     def stop(self) -> tuple[float, float, float]:
         """(P95 RSS MB, peak RSS MB, average controller CPU cores) over the sampling."""
         self._stop.set()
         self._thread.join(5)
-        self._sample()
+        self._sample(cpu=True)
         rss = sorted(self.rss) or [0.0]
         p95 = rss[min(len(rss) - 1, round(0.95 * (len(rss) - 1)))]
         wall = time.monotonic() - self._started
@@ -279,7 +286,10 @@ def main(argv: Iterable[str] | None = None) -> int:
     print("IN MEMORY, NOT THE REAL CONTROL PLANE: the in-memory API server, kube-scheduler, "
           "kubelets and simulated EC2 run in this process; RSS is the whole process's, "
           f"controller CPU the operator's threads. Load {os.getloadavg()[0]:.2f} on "
-          f"{os.cpu_count()} CPUs.", flush=True)
+          f"{os.cpu_count()} CPUs.", file=sys.stderr if args.json else sys.stdout, flush=True)
+    if len(names) > 1:
+        return each_in_its_own_process(names, list(argv) if argv is not None else sys.argv[1:],
+                                       args.json)
     results: list[PhaseResult] = []
     for name in names:
         test = scaled(TESTS[name], args.scale) if args.scale != 1 else TESTS[name]
@@ -293,6 +303,30 @@ def main(argv: Iterable[str] | None = None) -> int:
         print(json.dumps([{**asdict(r), "in_memory": True} for r in results], indent=2,
                          default=str))
     return 0 if all(r.seconds is not None for r in results) else 1
+
+
+def each_in_its_own_process(names: list[str], argv: list[str], as_json: bool) -> int:
+    """Each test in a fresh process (this one's arguments, `--test` one name), so its RSS is
+    its own and not what the tests before it left; their JSON lists joined."""
+    rest, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--test":
+            skip = True
+        elif not arg.startswith("--test="):
+            rest.append(arg)
+    code, rows = 0, []
+    for name in names:
+        done = subprocess.run([sys.executable, __file__, "--test", name, *rest],
+                              stdout=subprocess.PIPE if as_json else None, text=True,
+                              check=False)
+        code = code or done.returncode
+        if as_json and done.stdout:
+            rows += json.loads(done.stdout)
+    if as_json:
+        print(json.dumps(rows, indent=2))
+    return code
 
 
 if __name__ == "__main__":
