@@ -327,6 +327,7 @@ def run_test(test: PerfTest, args: argparse.Namespace, plane: ControlPlane,
     try:
         eventually(lambda: controller.readyz()[0] == 200, timeout=120, what="controller ready")
         run = Run(plane, installation, controller, args.poll, args.quiet, args.timeout)
+        run.settle_before_drift = args.settle_before_drift
         return run_phases(test, run, args.json)
     finally:
         controller.stop()
@@ -378,6 +379,8 @@ def main() -> int:
     parser.add_argument("--quiet", type=float, default=60.0,
                         help="seconds without a draining node that end a consolidation")
     parser.add_argument("--poll", type=float, default=2.0)
+    parser.add_argument("--settle-before-drift", type=float, default=30.0,
+                        help="seconds between the scale-out and the drift (Karpenter's 30)")
     parser.add_argument("--timeout", type=float, default=3600.0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
