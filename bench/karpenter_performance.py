@@ -163,6 +163,12 @@ def average_utilization(nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
     return statistics.fmean(shares) if shares else 0.0
 
 
+def originals(nodes: list[dict[str, Any]]) -> set[str]:
+    """The UIDs of the nodes a NodePool launched."""
+    return {n["metadata"].get("uid", "") for n in nodes
+            if n["metadata"].get("labels", {}).get(NODEPOOL_LABEL)}
+
+
 def draining(node: dict[str, Any]) -> bool:
     return bool(node["metadata"].get("deletionTimestamp")) or any(
         taint.get("key") == DISRUPTED_TAINT for taint in node.get("spec", {}).get("taints", []))
@@ -252,9 +258,9 @@ class Run:
 
     def drift(self) -> set[str]:
         """Karpenter's drift trigger: an annotation on the NodePool's template; the nodes
-        there were before it."""
-        before = {n["metadata"]["name"] for n in self.nodes()
-                  if n["metadata"].get("labels", {}).get(NODEPOOL_LABEL)}
+        there were before it (by UID: a replacement may reuse a terminated instance's
+        private IP, hence its node name)."""
+        before = originals(self.nodes())
         patch = {"spec": {"template": {"metadata": {"annotations": {
             "test-drift-trigger": f"drift-{int(time.time())}"}}}}}
         self.plane.kubectl("patch", "nodepool", "default", "--type", "merge", "-p",
@@ -277,7 +283,7 @@ class Run:
                     return healthy_at - started
             else:
                 busy = any(draining(n) for n in nodes)
-                left = originals & {n["metadata"]["name"] for n in nodes}
+                left = originals & {n["metadata"].get("uid", "") for n in nodes}
                 if busy or left or not enough:
                     last_activity = now
                     healthy_at = None

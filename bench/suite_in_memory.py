@@ -36,13 +36,13 @@ import burst_in_memory
 from burst_in_memory import IDENTITY, operator_world
 from karpenter_performance import (
     DISCOVERY_LABEL,
-    NODEPOOL_LABEL,
     PhaseResult,
     Run,
     draining,
+    originals,
     run_phases,
 )
-from perf_shapes import TESTS, PerfTest, Phase, scaled
+from perf_shapes import DRIFT, TESTS, PerfTest, Phase, scaled
 
 from nodewright.operator.logs import json_handler
 from tests.operator.world import RealTimeWorld
@@ -172,6 +172,7 @@ class InMemoryRun(Run):
         self.memory_of = "process"
         self.trace = trace
         self.last_sampler: InMemorySampler | None = None
+        self.originals: set[str] = set()
 
     def sampler(self) -> InMemorySampler:
         self.last_sampler = InMemorySampler(self.world, trace=self.trace)
@@ -196,10 +197,10 @@ class InMemoryRun(Run):
                 created.add(name)
 
     def drift(self) -> set[str]:
-        before = {n["metadata"]["name"] for n in self.nodes()
-                  if n["metadata"].get("labels", {}).get(NODEPOOL_LABEL)}
+        before = originals(self.nodes())
         self.world.cluster.patch("NodePool", "default", {"spec": {"template": {"metadata": {
             "annotations": {"test-drift-trigger": f"drift-{int(time.time())}"}}}}})
+        self.originals = before
         return before
 
     def phase(self, test: PerfTest, index: int, phase: Phase,
@@ -212,7 +213,33 @@ class InMemoryRun(Run):
         result.notes.extend(integrity(self.world))
         if result.seconds is None:
             result.notes.append(f"STALLED: {census(self.world)}")
+            if phase.kind == DRIFT:
+                result.notes.extend(left_behind(self.world, self.originals))
         return result
+
+
+def left_behind(world: RealTimeWorld, before: set[str]) -> list[str]:
+    """Each node there before the drift (`before`: UIDs) and still there: its NodeClaim's
+    conditions, annotations and taints, and its pods."""
+    with world.lock:
+        nodes = [n for n in world.memory.peek_all("Node")
+                 if n["metadata"].get("uid") in before]
+        claims = {str((c.get("status") or {}).get("nodeName", "")): c
+                  for c in world.memory.peek_all("NodeClaim")}
+        pods = world.memory.peek_all("Pod", "default")
+    notes = []
+    for node in nodes:
+        name = node["metadata"]["name"]
+        claim = claims.get(name) or {}
+        conditions = {c.get("type"): c.get("status")
+                      for c in (claim.get("status") or {}).get("conditions") or []}
+        notes.append(
+            f"left: {name} nodeclaim {claim.get('metadata', {}).get('name')} "
+            f"conditions {conditions} annotations "
+            f"{(claim.get('metadata') or {}).get('annotations')} taints "
+            f"{node['spec'].get('taints')} pods "
+            f"{sum(1 for p in pods if p['spec'].get('nodeName') == name)}")
+    return notes
 
 
 def integrity(world: RealTimeWorld) -> list[str]:

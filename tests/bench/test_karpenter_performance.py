@@ -6,14 +6,25 @@ plane (tests/e2e/test_benchmarks.py runs it at a tiny size)."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from karpenter_performance import average_utilization, draining, quantity
-from perf_shapes import CONSOLIDATION, DRIFT, LARGE_SHAPE, SCALE_OUT, TESTS, scaled
+from karpenter_performance import Run, average_utilization, draining, originals, quantity
+from perf_shapes import (
+    CONSOLIDATION,
+    DRIFT,
+    LARGE_SHAPE,
+    SCALE_OUT,
+    TESTS,
+    Bounds,
+    Phase,
+    scaled,
+)
 
 
 def test_the_six_tests_of_karpenters_suite_with_its_pod_counts_and_bounds() -> None:
@@ -85,3 +96,40 @@ def test_a_node_is_draining_while_tainted_disrupted_or_deleting() -> None:
     deleting = {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}, "spec": {}}
     assert draining(tainted) and draining(deleting)
     assert not draining({"metadata": {}, "spec": {}})
+
+
+class CannedRun(Run):
+    """Run.wait over a cluster given as lists (no control plane)."""
+
+    def __init__(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+        self._nodes, self._pods = nodes, pods
+        self.poll, self.quiet, self.timeout = 0.01, 0.05, 2.0
+
+    def nodes(self) -> list[dict[str, Any]]:
+        return self._nodes
+
+    def pods(self) -> list[dict[str, Any]]:
+        return self._pods
+
+
+def named(name: str, uid: str) -> dict[str, Any]:
+    found: dict[str, Any] = {**node(name, "4", "8Gi"), "spec": {}}
+    found["metadata"]["uid"] = uid
+    return found
+
+
+def test_a_drift_ends_once_every_node_there_before_is_gone_even_under_a_reused_name() -> None:
+    """Found by the in-memory drift test at half scale: a replacement instance got the private
+    IP (so the node name) of a terminated one, and the phase, matching nodes by name, waited
+    for it until its timeout. The nodes there before the drift are matched by UID."""
+    name = "ip-10-0-0-5.ec2.internal"
+    before = originals([named(name, "old"), node("system", "2", "4Gi", managed=False)])
+    assert before == {"old"}
+    phase = Phase(DRIFT, {}, 1, Bounds())
+    running = [pod(name, "1", "1Gi")]
+
+    replaced = CannedRun([named(name, "new")], running)
+    assert replaced.wait(phase, time.monotonic(), before) is not None
+
+    not_yet = CannedRun([named(name, "old")], running)
+    assert not_yet.wait(phase, time.monotonic(), before) is None
