@@ -266,7 +266,7 @@ def integrity(world: RealTimeWorld) -> list[str]:
     return notes
 
 
-def run_in_memory(test: PerfTest, *, quiet: float = 60.0, poll: float = 1.0,
+def run_in_memory(test: PerfTest, *, quiet: float = 180.0, poll: float = 1.0,
                   timeout: float = 900.0, settle_before_drift: float = 30.0,
                   trace: float = 0.0, as_json: bool = False,
                   **world: Any) -> list[PhaseResult]:
@@ -283,10 +283,11 @@ def main(argv: Iterable[str] | None = None) -> int:
                         help=f"comma-separated: {', '.join(TESTS)} (hostname, hostname-xl), "
                              "or all")
     parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--quiet", type=float, default=60.0,
-                        help="seconds without a draining node that end a consolidation")
+    parser.add_argument("--quiet", type=float, default=180.0,
+                        help="seconds without a draining node that end a consolidation "
+                             "(Karpenter's stability wait: 60 cut a consolidation short)")
     parser.add_argument("--poll", type=float, default=1.0)
-    parser.add_argument("--timeout", type=float, default=900.0, help="per phase")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="per phase")
     parser.add_argument("--settle-before-drift", type=float, default=30.0)
     parser.add_argument("--create-fleet", type=float, default=1.0, metavar="SECONDS")
     parser.add_argument("--launch-delay", type=float, default=2.0)
