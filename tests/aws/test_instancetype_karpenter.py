@@ -1232,8 +1232,11 @@ def test_spot_cannot_launch_in_a_zone_without_a_spot_price(
     finally:
         fake.detach()
     spot = {o.zone: o.available for o in m5.offerings if o.capacity_type == "spot"}
-    assert spot == {"us-west-2a": True, "us-west-2b": False, "us-west-2c": False}
-    assert all(o.available for o in m5.offerings if o.capacity_type == "on-demand")
+    # us-west-2d has no subnet: listed, unavailable, as Karpenter lists every zone.
+    assert spot == {"us-west-2a": True, "us-west-2b": False, "us-west-2c": False,
+                    "us-west-2d": False}
+    assert all(o.available for o in m5.offerings
+               if o.capacity_type == "on-demand" and not o.no_subnet)
 
 
 A1_MEDIUM = {

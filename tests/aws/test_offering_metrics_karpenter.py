@@ -3,10 +3,10 @@ controller's availability and price series (karpenter_cloudprovider_instance_typ
 available and _price_estimate), per instance type, capacity type and zone, over the
 NodePools' node classes, with the ReservedCapacity gate on as the suite has it.
 
-Karpenter's zones test-zone-1a/1b/1c are the world's us-west-2a/b/c, one subnet each. The
-suite's fake lists an offering in every zone of the region, unavailable where no subnet
-is selected; our catalog lists only the zones the node class's subnets are in, so a zone
-without a subnet has no series at all where Karpenter's reads 0.
+Karpenter's zones test-zone-1a/1b/1c are the world's us-west-2a/b/c, one subnet each; its
+fourth zone without a subnet (test-zone-1a-local) is us-west-2d, where EC2 offers most types
+and the world has no subnet. As Karpenter's, the catalog lists an offering in every zone
+EC2 offers a type in, unavailable (but priced) where the node class has no subnet.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tests.aws.world import CLUSTER, FakeClock, World, node_class
 
 AVAILABLE = "karpenter_cloudprovider_instance_type_offering_available"
 PRICE = "karpenter_cloudprovider_instance_type_offering_price_estimate"
-ZONE_A, ZONE_B, ZONE_C = "us-west-2a", "us-west-2b", "us-west-2c"
+ZONE_A, ZONE_B, ZONE_C, ZONE_D = "us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"
 RESERVING = {"capacityReservationSelectorTerms": [{"tags": {"team": "ml"}}]}
 # The suite's three reservations: cr-foo and cr-bar of m5.large, cr-baz of m5.metal.
 RESERVED = {("m5.large", ZONE_A), ("m5.large", ZONE_B), ("m5.metal", ZONE_A)}
@@ -119,8 +119,9 @@ def test_an_offering_is_available_when_any_nodepool_has_it_available(
     available = offering_series(AVAILABLE)
     for it in offerings(cluster, in_zone(world, ZONE_A)):
         for o in it.offerings:
-            assert available[dims(it, o.capacity_type, o.zone)] == (1.0 if o.available
-                                                                     else 0.0)
+            if o.zone == ZONE_A:  # the other zones are the other NodePools' to open
+                assert available[dims(it, o.capacity_type, o.zone)] == (1.0 if o.available
+                                                                         else 0.0)
     assert {zone for (_, _, zone), value in available.items() if value} == {
         ZONE_A, ZONE_B, ZONE_C}
 
@@ -197,3 +198,26 @@ def test_reservation_prices_are_injected(
     cluster.reconcile()
     series = reserved_series(PRICE)
     assert {key: series.get(key) for key in RESERVED} == dict.fromkeys(RESERVED, 0.0)
+
+
+def test_offerings_without_a_subnet_still_have_a_price(
+        cluster: MetricsCluster, world: World) -> None:
+    """It("should expose pricing metrics for offerings even if no subnets select on it"):
+    with one subnet, in us-west-2a, the other zones' offerings are listed unavailable and
+    each has its price series. The suite's price source lacks some prices (their series
+    read 0); the offline one prices every offering, listed or estimated, so each reads its
+    price, above 0, in all four zones."""
+    cluster.apply(in_zone(world, ZONE_A), "default")
+    cluster.reconcile()
+    prices = offering_series(PRICE)
+    priced_zones = set()
+    for it in offerings(cluster, in_zone(world, ZONE_A)):
+        assert it.zones() == [ZONE_A]
+        for o in it.offerings:
+            value = prices[dims(it, o.capacity_type, o.zone)]
+            assert value == o.price
+            assert value > 0
+            if o.zone != ZONE_A:
+                assert not o.available
+            priced_zones.add(o.zone)
+    assert priced_zones == {ZONE_A, ZONE_B, ZONE_C, ZONE_D}

@@ -41,12 +41,13 @@ class OfflinePrices(LivePrices):
 
 
 def catalog(prices: Any, names: tuple[str, ...] = ("m5.large", PREVIEW),
-            unavailable: frozenset[tuple[str, str, str]] = frozenset()
-            ) -> dict[str, InstanceType]:
+            unavailable: frozenset[tuple[str, str, str]] = frozenset(),
+            subnet_zones: tuple[str, ...] | None = None) -> dict[str, InstanceType]:
     infos = [info for info in instance_types() if info["InstanceType"] in names]
     offerings = [{"InstanceType": info["InstanceType"], "Location": zone}
                  for info in infos for zone in ZONES]
-    built = build_catalog(infos, offerings, "us-east-1", prices, unavailable=unavailable)
+    built = build_catalog(infos, offerings, "us-east-1", prices, unavailable=unavailable,
+                          subnet_zones=subnet_zones)
     return {it.name: it for it in built}
 
 
@@ -102,6 +103,16 @@ def test_an_overlay_price_does_not_revive_an_offering_out_of_capacity() -> None:
     preview = overlaid(catalog(LIVE, unavailable=ice), price="98.32")[PREVIEW]
     assert ("us-east-1a", "on-demand") not in available(preview)
     assert ("us-east-1b", "on-demand") in available(preview)
+
+
+def test_an_overlay_price_does_not_open_a_zone_without_a_subnet() -> None:
+    """The unpriced type's offerings where the node class has no subnet are listed, as
+    Karpenter lists every zone, but a price from an overlay makes only the subnet's zone
+    available (Karpenter's Available also needs the zone among the type's zones)."""
+    types = catalog(LIVE, subnet_zones=("us-east-1a",))
+    assert {o.zone for o in types[PREVIEW].offerings} == set(ZONES)
+    preview = overlaid(types, price="98.32")[PREVIEW]
+    assert sorted(available(preview)) == [("us-east-1a", "on-demand"), ("us-east-1a", "spot")]
 
 
 def test_offline_prices_estimate_what_they_lack() -> None:

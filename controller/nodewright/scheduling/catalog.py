@@ -59,6 +59,10 @@ class Offering:
     # Unavailable only because no price is known (a live price source without one, as
     # Karpenter); a NodeOverlay that sets a price makes it available again.
     unpriced: bool = False
+    # In a zone where EC2 offers the type but the node class has no subnet: listed (and
+    # priced) as Karpenter lists every zone of the region, never available, and not one of
+    # the type's zones (scheduling and topology see only the subnets' zones).
+    no_subnet: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +103,12 @@ class InstanceType:
         return min(candidates, key=lambda o: (o.price, o.capacity_type, o.zone))
 
     def zones(self) -> list[str]:
-        return sorted({offering.zone for offering in self.offerings})
+        """The zones nodes of this type can be launched in (offered, with a subnet)."""
+        return sorted({offering.zone for offering in self.offerings if not offering.no_subnet})
 
     def capacity_types(self) -> list[str]:
-        return sorted({offering.capacity_type for offering in self.offerings})
+        return sorted({offering.capacity_type for offering in self.offerings
+                       if not offering.no_subnet})
 
 
 def build_catalog(
@@ -117,6 +123,7 @@ def build_catalog(
     provider: alloc.ProviderSettings | None = None,
     zone_ids: Mapping[str, str] | None = None,
     zones: Collection[str] | None = None,
+    subnet_zones: Collection[str] | None = None,
     unavailable: UnavailableOfferings | None = None,
 ) -> list[InstanceType]:
     """Build the catalog, sorted by name.
@@ -129,9 +136,12 @@ def build_catalog(
     (live prices, as Karpenter: an offering without a price is never launched).
     kubelet / node_class / settings / provider: what changes allocatable (see
     allocatable.node_settings; `settings` wins over the others).
-    zone_ids: zone name -> zone id; zones: keep only these zones; unavailable: offerings known
-    to be out of capacity (a predicate or a set of (type, zone, capacity type)).
-    Types without an offering, or with an architecture Kubernetes cannot run, are left out.
+    zone_ids: zone name -> zone id; zones: keep only these zones; subnet_zones: the zones the
+    node class has a subnet in (None: every zone): offerings elsewhere are listed unavailable
+    (`no_subnet`), as Karpenter lists every zone; unavailable: offerings known to be out of
+    capacity (a predicate or a set of (type, zone, capacity type)).
+    Types without an offering in a subnet's zone, or with an architecture Kubernetes cannot
+    run, are left out.
     """
     price_source = prices if prices is not None else OfflinePriceSource()
     estimate = estimates_unpriced(price_source)
@@ -146,12 +156,13 @@ def build_catalog(
         except ValueError as error:
             raise ValueError(f"InstanceTypes[{index}]: {error}") from None
         type_zones = zones_by_type.get(facts.name)
-        if not type_zones or not _schedulable(facts, resolved):
+        if (not type_zones or not _schedulable(facts, resolved)
+                or (subnet_zones is not None and type_zones.isdisjoint(subnet_zones))):
             continue
         catalog.append(
             _instance_type(
                 facts, region, sorted(type_zones), price_source, resolved, zone_ids or {},
-                is_unavailable, estimate,
+                is_unavailable, estimate, subnet_zones,
             )
         )
     catalog.sort(key=lambda it: it.name)
@@ -219,12 +230,14 @@ def _instance_type(
     zone_ids: Mapping[str, str],
     is_unavailable: Callable[[str, str, str], bool],
     estimate: bool,
+    subnet_zones: Collection[str] | None = None,
 ) -> InstanceType:
     listed = prices.on_demand(facts.name, region)
     on_demand_price = listed if listed is not None else estimate_on_demand(facts, region)
     offerings: list[Offering] = []
     capacity_types = [ct for ct in CAPACITY_TYPES if ct in facts.usage_classes]
     for zone in zones:
+        no_subnet = subnet_zones is not None and zone not in subnet_zones
         for capacity_type in capacity_types:
             if capacity_type == ON_DEMAND:
                 price, estimated = on_demand_price, listed is None
@@ -232,7 +245,7 @@ def _instance_type(
                 spot = prices.spot(facts.name, zone)
                 price = spot if spot is not None else estimate_spot(facts, on_demand_price)
                 estimated = spot is None
-            unavailable = is_unavailable(facts.name, zone, capacity_type)
+            unavailable = no_subnet or is_unavailable(facts.name, zone, capacity_type)
             unpriced = estimated and not estimate and not unavailable
             offerings.append(
                 Offering(
@@ -243,6 +256,7 @@ def _instance_type(
                     available=not unavailable and not unpriced,
                     price_estimated=estimated,
                     unpriced=unpriced,
+                    no_subnet=no_subnet,
                 )
             )
     return InstanceType(

@@ -203,7 +203,8 @@ def with_reserved_offerings(
         if not mine:
             result.append(instance_type)
             continue
-        zones = {o.zone: o for o in instance_type.offerings}
+        # The type's zones: offered there, with a subnet of the node class.
+        zones = {o.zone: o for o in instance_type.offerings if not o.no_subnet}
         on_demand = {o.zone: o.price for o in instance_type.offerings
                      if o.capacity_type == "on-demand"}
         od_price = min(on_demand.values(), default=0.0)

@@ -49,9 +49,11 @@ class LiveCatalog:
         placement_strategy: str | None = None,
         placement_group: str | None = None,
     ) -> list[InstanceType]:
-        """`placement_strategy`: the strategy of the node class's placement group, which
-        keeps the types that support it; capacity errors inside `placement_group` count
-        for it too."""
+        """`zones`: the zones of the node class's subnets. As Karpenter, every zone EC2 offers
+        a type in is listed, unavailable (but priced) where there is no subnet; the type's
+        zones stay the subnets' (`InstanceType.zones`). `placement_strategy`: the strategy
+        of the node class's placement group, which keeps the types that support it;
+        capacity errors inside `placement_group` count for it too."""
         settings = replace(node_settings(None, node_class, self.provider),
                            placement_strategy=placement_strategy)
         return build_catalog(
@@ -60,7 +62,7 @@ class LiveCatalog:
             self.region,
             self.prices,
             settings=settings,
-            zones=zones,
+            subnet_zones=zones,
             zone_ids=zone_ids,
             unavailable=lambda name, zone, capacity_type: self.unavailable.is_unavailable(
                 name, zone, capacity_type, placement_group),
