@@ -8,7 +8,7 @@ promoted, and count towards the full collections of the whole heap that follow: 
 nodes 18 of those and about a fifth of the run's CPU went to the collector. A first
 threshold of 10,000 lets them die by reference count before a young collection sees
 them. Nothing a simulation decides depends on when cycles are freed; the thresholds are
-put back afterwards (tests run simulations in their own process).
+put back afterwards (tests run simulations inside the test process).
 """
 
 from __future__ import annotations

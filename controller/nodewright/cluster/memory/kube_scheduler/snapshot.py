@@ -67,7 +67,6 @@ class NodeInfo:
         self.ports.extend(pod.host_ports)
         self.pods.append(PlacedPod(pod, deleting))
 
-
     def empty(self) -> NodeInfo:
         """The same node with no pods (what it holds that a pass changes is new)."""
         return NodeInfo(self.name, self.labels, self.taints, self.unschedulable,
