@@ -5,10 +5,12 @@ instance is real to moto, DescribeInstances says whether it still runs in its re
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
+from nodewright.cloud.provider import Instance
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.capacityreservation.capacitytype import ReservedCapacityDemotion
 from nodewright.runtime.clock import VirtualClock
@@ -128,3 +130,61 @@ def test_an_unregistered_node_waits_for_its_labels_to_be_synced(
     assert labels(cluster, "Node", "ip-10-0-0-1.ec2.internal")[
         "karpenter.sh/capacity-type"] == "reserved"
     assert TERMS  # the node class the instance was launched from selected cr-foo
+
+
+class ListedInstances:
+    """The cloud's list: each provider ID with the capacity type EC2 runs it as now."""
+
+    def __init__(self, capacity_types: dict[str, str]) -> None:
+        self.capacity_types = capacity_types
+
+    def list(self) -> list[Instance]:
+        return [Instance(provider_id=provider_id, instance_id=provider_id.rsplit("/", 1)[-1],
+                         instance_type="m5.large", zone=ZONE, capacity_type=capacity_type,
+                         image_id="ami-1", state="running",
+                         launch_time=datetime(2026, 1, 1, tzinfo=UTC))
+                for provider_id, capacity_type in self.capacity_types.items()]
+
+
+def _claim_and_node(cluster: InMemoryCluster, name: str, capacity_type: str,
+                    node_capacity_type: str) -> str:
+    provider_id = f"aws:///{ZONE}/i-{name}"
+    claim = nodeclaim_body()
+    claim["metadata"]["name"] = name
+    claim["metadata"]["labels"]["karpenter.sh/capacity-type"] = capacity_type
+    cluster.create(claim)
+    cluster.patch("NodeClaim", name, {"status": {"providerID": provider_id}},
+                  subresource="status")
+    node = node_body(provider_id)
+    node["metadata"]["name"] = f"node-{name}"
+    node["metadata"]["labels"]["karpenter.sh/capacity-type"] = node_capacity_type
+    cluster.create(node)
+    return provider_id
+
+
+def test_in_a_mixed_fleet_only_what_still_says_reserved_is_patched() -> None:
+    """Only objects labelled reserved are listed in full; the rest of the fleet is left
+    as it is (not even written), whether or not some Node still says reserved."""
+    cluster = InMemoryCluster(VirtualClock())
+    lapsed = _claim_and_node(cluster, "lapsed", "reserved", "reserved")
+    plain = _claim_and_node(cluster, "plain", "on-demand", "on-demand")
+    cloud = ListedInstances({lapsed: "on-demand", plain: "on-demand"})
+    untouched = {kind: cluster.get(kind, name)["metadata"]["resourceVersion"]
+                 for kind, name in (("NodeClaim", "plain"), ("Node", "node-plain"))}
+
+    ReservedCapacityDemotion(cluster, cloud).reconcile("")
+
+    assert_on_demand(labels(cluster, "NodeClaim", "lapsed"))
+    assert_on_demand(labels(cluster, "Node", "node-lapsed"))
+    assert {kind: cluster.get(kind, name)["metadata"]["resourceVersion"]
+            for kind, name in (("NodeClaim", "plain"), ("Node", "node-plain"))} == untouched
+
+    # A Node left reserved under an already demoted NodeClaim (its patch failed) is found
+    # through the NodeClaims listed in full.
+    stale = _claim_and_node(cluster, "stale", "on-demand", "reserved")
+    cloud.capacity_types[stale] = "on-demand"
+    ReservedCapacityDemotion(cluster, cloud).reconcile("")
+
+    assert_on_demand(labels(cluster, "Node", "node-stale"))
+    assert {kind: cluster.get(kind, name)["metadata"]["resourceVersion"]
+            for kind, name in (("NodeClaim", "plain"), ("Node", "node-plain"))} == untouched

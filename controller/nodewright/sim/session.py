@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Protocol, TextIO
 
 from nodewright.api.problems import Problem
+from nodewright.sim.collector import tuned_collector
 from nodewright.sim.compare import Comparison
 from nodewright.sim.jsonout import render_json
 from nodewright.sim.loading import load_scenario
@@ -44,6 +45,11 @@ class SimulationRequest:
 
 
 def simulate(request: SimulationRequest, out: TextIO, err: TextIO) -> int:
+    with tuned_collector():
+        return _simulate(request, out, err)
+
+
+def _simulate(request: SimulationRequest, out: TextIO, err: TextIO) -> int:
     scenario, problems = load_scenario(request.scenario)
     replacements, found = load_replacements(request.compare) if request.compare else ([], [])
     problems = problems + found

@@ -30,6 +30,7 @@ RESERVED_CAPACITY_LABELS: Final = (
 RESERVED: Final = "reserved"
 ON_DEMAND: Final = "on-demand"
 POLL_SECONDS: Final = 60.0
+_RESERVED: Final = {CAPACITY_TYPE_LABEL: RESERVED}
 
 
 class InstanceLister(Protocol):
@@ -57,13 +58,18 @@ class ReservedCapacityDemotion:
         except CloudProviderError as error:
             log.warning("listing instances for the reserved capacity check failed: %s", error)
             return Result(requeue_after=POLL_SECONDS)
-        # Karpenter finds a NodeClaim's Nodes through an index on spec.providerID.
+        # Only an object labelled reserved is ever patched. Karpenter lists every NodeClaim
+        # and looks up each one's Nodes (through an index on spec.providerID); here the
+        # Nodes listed are those labelled reserved, and the NodeClaims those labelled
+        # reserved unless such a Node exists (its NodeClaim may say on-demand already):
+        # the same patches in the same order, without copying the whole fleet every minute.
         nodes: dict[str, list[dict[str, Any]]] = {}
-        for node in self.cluster.list("Node"):
+        for node in self.cluster.list("Node", labels=_RESERVED):
             nodes.setdefault(str((node.get("spec") or {}).get("providerID") or ""), []
                              ).append(node)
+        claims = self.cluster.list("NodeClaim", labels=None if nodes else _RESERVED)
         demoted: list[str] = []
-        for claim in self.cluster.list("NodeClaim"):
+        for claim in claims:
             provider_id = str((claim.get("status") or {}).get("providerID") or "")
             if not provider_id or capacity_types.get(provider_id) != ON_DEMAND:
                 continue

@@ -79,11 +79,10 @@ class _Seen:
     finalizers: list[str]
     extra: tuple[str, ...]
     obj: Mapping[str, Any]
-    # The series set for `obj`, each with the moment its value counts from (the value is
-    # the seconds since then) or None and its constant value: a reconcile that finds the
-    # same object (the state replaces an object on update, never changes one) only sets
-    # the ages again.
-    series: list[tuple[metrics.Series, datetime | None, float]] = field(default_factory=list)
+    # The series of `obj` whose value is the seconds since a moment, with that moment: a
+    # reconcile that finds the same object (the state replaces an object on update, never
+    # changes one) only sets these ages again; the others hold constants already set.
+    ages: list[tuple[metrics.Series, datetime]] = field(default_factory=list)
 
 
 def _key(event: WatchEvent) -> Iterable[str]:
@@ -164,9 +163,8 @@ class StatusConditionMetrics:
         now = self.clock.now()
         seen = self._seen.get(key)
         if seen is not None and seen.obj is obj:
-            self.store.set_again(
-                (series, value if since is None else (now - since).total_seconds())
-                for series, since, value in seen.series)
+            self.store.set_again((series, (now - since).total_seconds())
+                                 for series, since in seen.ages)
             return Result(requeue_after=self.requeue_seconds)
         per_kind = self._metrics[kind]
         object_labels = labels(obj)
@@ -204,8 +202,8 @@ class StatusConditionMetrics:
             (gauge, labels_, value if since is None else (now - since).total_seconds())
             for gauge, labels_, since, value in timed])
         self._seen[key] = _Seen(current, finalizers(obj), extra, obj, [
-            (series, since, value)
-            for series, (_, _, since, value) in zip(ordered, timed, strict=True)])
+            (series, since)
+            for series, (_, _, since, _) in zip(ordered, timed, strict=True) if since is not None])
         return Result(requeue_after=self.requeue_seconds)
 
     def _gone(self, key: str, kind: str) -> None:

@@ -454,7 +454,9 @@ class KubeScheduler:
             parsed = self._parser.parse(obj)
             if parsed.pod is not None:
                 placed.append((obj, parsed.pod))
-        nodes = build_snapshot(self.cluster.peek_all("Node"), placed)
+        # The stored Nodes are replaced on each write, never changed: `_observe` has read
+        # each of them already.
+        nodes = build_snapshot(self.cluster.peek_all("Node"), placed, self._nodes_seen)
         namespace_labels = {
             objects.name(ns): objects.labels(ns) for ns in self.cluster.peek_all("Namespace")
         }

@@ -67,6 +67,11 @@ class NodeInfo:
         self.ports.extend(pod.host_ports)
         self.pods.append(PlacedPod(pod, deleting))
 
+    def empty(self) -> NodeInfo:
+        """The same node with no pods (what it holds that a pass changes is new)."""
+        return NodeInfo(self.name, self.labels, self.taints, self.unschedulable,
+                        self.allocatable, self.allocatable_cpu, self.allocatable_memory)
+
 
 def scored_requests(pod: Pod) -> tuple[int, int]:
     return (
@@ -103,11 +108,18 @@ def node_info(node: Mapping[str, Any]) -> NodeInfo | None:
 def build_snapshot(
     nodes: Iterable[Mapping[str, Any]],
     bound: Iterable[tuple[Mapping[str, Any], Pod]],
+    read: Mapping[str, tuple[Mapping[str, Any], NodeInfo | None]] | None = None,
 ) -> dict[str, NodeInfo]:
-    """Nodes by name (sorted) with their bound, unfinished pods accounted."""
+    """Nodes by name (sorted) with their bound, unfinished pods accounted. `read`: per
+    node name, a node object already read and what `node_info` made of it, taken (empty)
+    for that very object instead of reading it again."""
     infos = {}
     for node in sorted(nodes, key=objects.name):
-        info = node_info(node)
+        known = read.get(objects.name(node)) if read is not None else None
+        if known is not None and known[0] is node:
+            info = known[1].empty() if known[1] is not None else None
+        else:
+            info = node_info(node)
         if info is not None:
             infos[info.name] = info
     for obj, pod in bound:
