@@ -171,6 +171,20 @@ class CandidateContext:
     pod_facts: PodFacts = field(default_factory=PodFacts)
     # Where the pods' do-not-disrupt events go (None: the check says nothing).
     recorder: EventRecorder | None = None
+    # `offering_price` by (instance type, zone, capacity type), for the pass.
+    prices: dict[tuple[int, str, str], tuple[InstanceType, float]] = field(
+        default_factory=dict)
+
+    def price(self, instance_type: InstanceType | None, zone: str, capacity_type: str
+              ) -> float:
+        if instance_type is None:
+            return 0.0
+        key = (id(instance_type), zone, capacity_type)
+        known = self.prices.get(key)
+        if known is None or known[0] is not instance_type:
+            known = (instance_type, offering_price(instance_type, zone, capacity_type))
+            self.prices[key] = known
+        return known[1]
 
 
 def reschedule_disruption_cost(pods: Sequence[Obj]) -> float:
@@ -259,7 +273,7 @@ def evaluate(
         instance_type=instance_type,
         zone=zone,
         capacity_type=capacity_type,
-        price=offering_price(instance_type, zone, capacity_type),
+        price=context.price(instance_type, zone, capacity_type),
         pods=list(summary.moving),
         disruption_cost=summary.eviction_cost * lifetime_remaining(node.nodeclaim, context.now),
         rescheduling_cost=summary.reschedule_cost,
