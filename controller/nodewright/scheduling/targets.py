@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import add as _plus
 from operator import le
 
 from nodewright.scheduling.catalog import InstanceType
@@ -44,7 +45,10 @@ class ResourceIndex:
         return tuple(resources.get(name, 0) for name in self.names)
 
     def add(self, a: Vector, b: Vector) -> Vector:
-        return tuple(x + y for x, y in zip(a, b, strict=True))
+        # map() rather than a generator over zip(): the fit checks' hottest line.
+        if len(a) != len(b):
+            raise ValueError(f"vectors of {len(a)} and {len(b)} slots")
+        return tuple(map(_plus, a, b))
 
 
 def fits(need: Vector, have: Vector) -> bool:

@@ -153,7 +153,7 @@ def evaluate(candidates: Sequence[Candidate], savings: float,
         share = savings
         if source > 0 and len(by_pool) > 1:
             share = savings * sum(c.price for c in members) / source
-        cost = sum(disruption_cost(c.pods) for c in members)
+        cost = sum(c.reschedule_disruption_cost for c in members)
         scores[pool] = score_move(share, cost, totals.get(pool)) or Score(0.0, 0.0)
     return scores
 
@@ -173,7 +173,7 @@ def can_pass(candidate: Candidate, totals: Mapping[str, PoolTotals]) -> Score | 
     (deleting it outright), which is below the threshold."""
     if not is_balanced(candidate.nodepool):
         return None
-    score = score_move(candidate.price, disruption_cost(candidate.pods),
+    score = score_move(candidate.price, candidate.reschedule_disruption_cost,
                        totals.get(candidate.nodepool_name))
     if score is None or score.approved:
         return None

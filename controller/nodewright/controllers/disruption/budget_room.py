@@ -72,8 +72,11 @@ def room_by_pool(
     nodepools: Mapping[str, NodePool],
     reason: str,
     now: datetime,
+    counts: Mapping[str, tuple[int, int]] | None = None,
 ) -> dict[str, Room]:
-    counts = count_nodes(nodes)
+    """Each NodePool's room; `counts`: `count_nodes(nodes)` when already known."""
+    if counts is None:
+        counts = count_nodes(nodes)
     rooms: dict[str, Room] = {}
     for name, nodepool in nodepools.items():
         total, disrupting = counts.get(name, (0, 0))

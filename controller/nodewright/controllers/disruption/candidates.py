@@ -51,6 +51,8 @@ class Candidate:
     pods: list[Obj]  # the pods that would need a new home
     disruption_cost: float
     details: dict[str, Any] = field(default_factory=dict)
+    # `reschedule_disruption_cost`, once known (a pass reads it for every method and sort).
+    rescheduling_cost: float | None = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -88,7 +90,9 @@ class Candidate:
     def reschedule_disruption_cost(self) -> float:
         """Karpenter's RescheduleDisruptionCost: 1 for draining the node plus each moving
         pod's eviction cost, clamped at zero (what Balanced scores a move by)."""
-        return reschedule_disruption_cost(self.pods)
+        if self.rescheduling_cost is None:
+            self.rescheduling_cost = reschedule_disruption_cost(self.pods)
+        return self.rescheduling_cost
 
     @property
     def savings_ratio(self) -> float:
@@ -112,6 +116,7 @@ class PodsSummary:
     annotated: tuple[Obj, ...]
     moving: tuple[Obj, ...]  # the reschedulable ones
     eviction_cost: float  # of the moving pods, added up
+    reschedule_cost: float  # Karpenter's RescheduleDisruptionCost of the moving pods
 
 
 def summarize(pods: Sequence[Obj]) -> PodsSummary:
@@ -122,6 +127,7 @@ def summarize(pods: Sequence[Obj]) -> PodsSummary:
                         if podutil.is_active(pod) and DO_NOT_DISRUPT in objects.annotations(pod)),
         moving=moving,
         eviction_cost=sum(costs),
+        reschedule_cost=PER_NODE_DISRUPTION_COST + sum(max(0.0, cost) for cost in costs),
     )
 
 
@@ -165,6 +171,20 @@ class CandidateContext:
     pod_facts: PodFacts = field(default_factory=PodFacts)
     # Where the pods' do-not-disrupt events go (None: the check says nothing).
     recorder: EventRecorder | None = None
+    # `offering_price` by (instance type, zone, capacity type), for the pass.
+    prices: dict[tuple[int, str, str], tuple[InstanceType, float]] = field(
+        default_factory=dict)
+
+    def price(self, instance_type: InstanceType | None, zone: str, capacity_type: str
+              ) -> float:
+        if instance_type is None:
+            return 0.0
+        key = (id(instance_type), zone, capacity_type)
+        known = self.prices.get(key)
+        if known is None or known[0] is not instance_type:
+            known = (instance_type, offering_price(instance_type, zone, capacity_type))
+            self.prices[key] = known
+        return known[1]
 
 
 def reschedule_disruption_cost(pods: Sequence[Obj]) -> float:
@@ -253,9 +273,10 @@ def evaluate(
         instance_type=instance_type,
         zone=zone,
         capacity_type=capacity_type,
-        price=offering_price(instance_type, zone, capacity_type),
+        price=context.price(instance_type, zone, capacity_type),
         pods=list(summary.moving),
         disruption_cost=summary.eviction_cost * lifetime_remaining(node.nodeclaim, context.now),
+        rescheduling_cost=summary.reschedule_cost,
     )
 
 

@@ -127,9 +127,26 @@ class PodModels:
     def __init__(self) -> None:
         self._current: dict[int, tuple[Mapping[str, Any], _PodModel]] = {}
         self._previous: dict[int, tuple[Mapping[str, Any], _PodModel]] = {}
+        # Each model's copy exempt from the settling taint (`exempt`), likewise.
+        self._exempt: dict[int, tuple[Pod, Pod]] = {}
+        self._exempt_before: dict[int, tuple[Pod, Pod]] = {}
 
     def begin_pass(self) -> None:
         self._previous, self._current = self._current, {}
+        self._exempt_before, self._exempt = self._exempt, {}
+
+    def exempt(self, pods: Iterable[Pod]) -> list[Pod]:
+        """`_exempt`, the same copy of the same model from pass to pass (the solver
+        remembers what it works out about a pod by the pod object)."""
+        found = []
+        for pod in pods:
+            key = id(pod)
+            known = self._exempt.get(key) or self._exempt_before.get(key)
+            if known is None or known[0] is not pod:
+                known = (pod, _exempt([pod])[0])
+            self._exempt[key] = known
+            found.append(known[1])
+        return found
 
     def of(self, pod: Mapping[str, Any], state: ClusterState) -> _PodModel:
         key = id(pod)
@@ -251,7 +268,7 @@ class SimulationBase:
             replace(node, taints=(*node.taints, _SETTLING)) if node.name in view.settling
             else node for node in view.problem.nodes])
         return (problem, _prepare(self.earlier, "settling", problem, view.prepared),
-                _exempt(view.deleting_pods))
+                self.models.exempt(view.deleting_pods))
 
     def _settling(self, pool: str | None, claim: Mapping[str, Any] | None) -> bool:
         """Whether the machine's last pod event (or initialization) is more recent than its

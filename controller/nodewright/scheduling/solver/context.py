@@ -32,19 +32,25 @@ def signature(pod: Pod) -> tuple[object, ...]:
 
 
 class Signatures:
-    """Each pod object's signature, shared by the plans of one problem (the same pods)."""
+    """Each pod object's signature, shared by the plans of one problem (the same pods).
+    `earlier`: those of the pass before, looked up before working one out again (a pod
+    model is kept from pass to pass while its object is unchanged); only the pods of
+    this one and the one before are held."""
 
-    def __init__(self) -> None:
+    def __init__(self, earlier: Signatures | None = None) -> None:
         # The pod is kept with its signature, so that its id is not reused meanwhile.
         self._by_pod: dict[int, tuple[Pod, tuple[object, ...]]] = {}
+        self._earlier = earlier._by_pod if earlier is not None else {}
 
     def of(self, pod: Pod) -> tuple[object, ...]:
         known = self._by_pod.get(id(pod))
         if known is not None and known[0] is pod:
             return known[1]
-        key = signature(pod)
-        self._by_pod[id(pod)] = (pod, key)
-        return key
+        known = self._earlier.get(id(pod))
+        if known is None or known[0] is not pod:
+            known = (pod, signature(pod))
+        self._by_pod[id(pod)] = known
+        return known[1]
 
 
 @dataclass

@@ -115,8 +115,10 @@ class PreparedNodes:
         # The NodePool setups of their NodeClaims' re-plans (`Setup.tail_pools`).
         self.tail_pool_memo: PoolMemo = {}
         # Each pod's signature (a function of the pod object alone): the moving pods of a
-        # pass are the same objects in each of its simulations.
-        self.signatures: Signatures = like.signatures if like is not None else Signatures()
+        # pass are the same objects in each of its simulations, and mostly in the next.
+        self.signatures: Signatures = (
+            like.signatures if like is not None
+            else Signatures(earlier.signatures if earlier is not None else None))
         if like is not None and like.daemonsets is not problem.daemonsets:
             like = None
         if earlier is not None and not _same(earlier.daemonsets, problem.daemonsets):

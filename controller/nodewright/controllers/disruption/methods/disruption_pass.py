@@ -10,7 +10,7 @@ from datetime import datetime
 
 from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.balanced import PoolTotals, pool_totals
-from nodewright.controllers.disruption.budget_room import Room, room_by_pool
+from nodewright.controllers.disruption.budget_room import Room, count_nodes, room_by_pool
 from nodewright.controllers.disruption.candidates import (
     Blocked,
     Candidate,
@@ -30,6 +30,10 @@ SINGLE_NODE_TIMEOUT = 180.0
 # single-node consolidation's three minutes pay for 21.
 SINGLE_NODE_SIMULATIONS = round(
     SINGLE_NODE_TIMEOUT / (MULTI_NODE_TIMEOUT / math.ceil(math.log2(MULTI_NODE_MAX_CANDIDATES))))
+
+
+# A candidate as consolidation sees it: None, or (cause, message) of why it is kept.
+Screened = tuple[Candidate, tuple[str, str] | None]
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,9 @@ class Pass:
     _graceful: dict[str, Candidate | Blocked] = field(default_factory=dict)
     _eventual: dict[str, Candidate | Blocked] = field(default_factory=dict)
     _pool_totals: Mapping[str, PoolTotals] | None = None
+    _node_counts: Mapping[str, tuple[int, int]] | None = None
+    # Consolidation's screening of the candidates and its order (methods/consolidation.py).
+    consolidation: tuple[list[Screened], list[Candidate]] | None = None
 
     def nodes(self) -> list[StateNode]:
         return [n for n in self.state.nodes() if n.managed and not n.is_marked_for_deletion]
@@ -101,7 +108,10 @@ class Pass:
         return self._pool_totals
 
     def rooms(self, reason: str) -> dict[str, Room]:
-        return room_by_pool(self.state.nodes(), self.context.nodepools, reason, self.now)
+        """Fresh rooms (a method takes from them) from the nodes counted once per pass."""
+        if self._node_counts is None:
+            self._node_counts = count_nodes(self.state.nodes())
+        return room_by_pool((), self.context.nodepools, reason, self.now, self._node_counts)
 
     def verdict(self, node: StateNode, method: str, outcome: str, cause: str, message: str,
                 event_reason: str = ex.DISRUPTION_BLOCKED) -> None:

@@ -10,7 +10,7 @@ from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption import balanced
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.budgets import UNDERUTILIZED
-from nodewright.controllers.disruption.candidates import Candidate, consolidation_order
+from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.commands import Command, decide_consolidation
 from nodewright.controllers.disruption.methods.consolidation import consolidation_candidates
 from nodewright.controllers.disruption.methods.disruption_pass import Pass
@@ -19,7 +19,7 @@ MULTI_TYPE = "multi"
 
 
 def multi_node(p: Pass) -> Command | None:
-    candidates = consolidation_order(consolidation_candidates(p, ex.MULTI_NODE))
+    candidates = consolidation_candidates(p, ex.MULTI_NODE)  # best value first
     disruption_metrics.ELIGIBLE_NODES.labels(reason=UNDERUTILIZED.lower()).set(len(candidates))
     rooms = p.rooms(UNDERUTILIZED)
     # Candidates beyond the budget are left out silently: single-node consolidation looks

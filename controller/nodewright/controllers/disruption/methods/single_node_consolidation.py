@@ -11,7 +11,7 @@ from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption import balanced
 from nodewright.controllers.disruption import metrics as disruption_metrics
 from nodewright.controllers.disruption.budgets import UNDERUTILIZED
-from nodewright.controllers.disruption.candidates import Candidate, consolidation_order
+from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.commands import Command, decide_consolidation
 from nodewright.controllers.disruption.methods.consolidation import (
     consolidation_candidates,
@@ -38,7 +38,7 @@ def interleaved(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 def single_node(p: Pass) -> Command | None:
-    candidates = interleaved(consolidation_order(consolidation_candidates(p, ex.SINGLE_NODE)))
+    candidates = interleaved(consolidation_candidates(p, ex.SINGLE_NODE))
     resume = p.resume
     if resume.mark is not None and resume.mark == p.state_mark:
         # The same cluster as when the last pass stopped: go on where it stopped.
