@@ -94,10 +94,11 @@ def workers(lifecycle: Concurrency | None, termination: Concurrency | None) -> I
             NodeTermination.max_concurrent_reconciles = kept
 
 
-def thread_cpu_seconds(prefix: str) -> float:
-    """CPU seconds of this process's live threads whose names start with `prefix`."""
+def thread_cpu(prefix: str) -> dict[tuple[int, int], float]:
+    """CPU seconds of each live thread of this process whose name starts with `prefix`,
+    by (native id, ident)."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+    found: dict[tuple[int, int], float] = {}
     for thread in threading.enumerate():
         if not thread.name.startswith(prefix) or thread.native_id is None:
             continue
@@ -106,8 +107,13 @@ def thread_cpu_seconds(prefix: str) -> float:
         except OSError:
             continue
         fields = stat.rpartition(")")[2].split()
-        total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
+        found[(thread.native_id, thread.ident or 0)] = (int(fields[11]) + int(fields[12])) / ticks
+    return found
+
+
+def thread_cpu_seconds(prefix: str) -> float:
+    """CPU seconds of this process's live threads whose names start with `prefix`."""
+    return sum(thread_cpu(prefix).values())
 
 
 class SlowNodeClaimCreates:

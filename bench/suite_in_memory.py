@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import burst_in_memory
-from burst_in_memory import IDENTITY, operator_world
+from burst_in_memory import IDENTITY, operator_world, thread_cpu
 from karpenter_performance import (
     DISCOVERY_LABEL,
     PhaseResult,
@@ -61,22 +61,6 @@ def test_names(text: str) -> list[str]:
         raise ValueError(f"--test: unknown test(s) {', '.join(unknown)}; there are "
                          f"{', '.join(TESTS)} (or hostname, hostname-xl, all)")
     return names
-
-
-def thread_cpu(prefix: str) -> dict[tuple[int, int], float]:
-    """CPU seconds of each live thread of this process whose name starts with `prefix`."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    found: dict[tuple[int, int], float] = {}
-    for thread in threading.enumerate():
-        if not thread.name.startswith(prefix) or thread.native_id is None:
-            continue
-        try:
-            stat = Path(f"/proc/self/task/{thread.native_id}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rpartition(")")[2].split()
-        found[(thread.native_id, thread.ident or 0)] = (int(fields[11]) + int(fields[12])) / ticks
-    return found
 
 
 def rss_mb() -> float:
