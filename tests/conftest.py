@@ -9,7 +9,9 @@ still runs there. NODEWRIGHT_SHARED_DIR points elsewhere when the folder lives e
 
 from __future__ import annotations
 
+import gzip
 import os
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,26 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO_ROOT / "examples"
 SHARED = Path(os.environ.get("NODEWRIGHT_SHARED_DIR") or REPO_ROOT.parent / "shared")
+
+
+def _moto_without_the_regional_image_lists() -> None:
+    """Give moto its base images only (its own amis.json, the ones our tests name, such as
+    ami-ekslinux), not the thousand-odd latest images per region it loads into every EC2
+    backend it creates or resets: that load was a third of the AWS tests' time. Set before
+    moto is first imported (it reads MOTO_AMIS_PATH then); subprocesses inherit it."""
+    if "MOTO_AMIS_PATH" in os.environ:
+        return
+    base_images = resources.files("moto").joinpath("ec2", "resources", "amis.json.gz")
+    target = REPO_ROOT / "build" / "moto-base-amis.json"
+    if not target.exists():
+        target.parent.mkdir(exist_ok=True)
+        partial = target.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(gzip.decompress(base_images.read_bytes()))
+        partial.replace(target)  # atomic: xdist workers may race to write it
+    os.environ["MOTO_AMIS_PATH"] = str(target)
+
+
+_moto_without_the_regional_image_lists()
 
 
 def shared_path(*parts: str) -> Path:

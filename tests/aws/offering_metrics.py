@@ -10,10 +10,10 @@ from typing import Any
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.cloud.provider import CloudProvider
 from nodewright.controllers.metrics.offerings import OfferingMetrics
-from nodewright.metrics import REGISTRY
 from nodewright.runtime import VirtualClock, WatchEvent
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.state import ClusterState
+from tests.controllers.metric_samples import samples
 
 Offering = tuple[str, str, str]  # instance type, capacity type, zone
 
@@ -63,10 +63,7 @@ def publish(provider: CloudProvider, node_class: EC2NodeClass, *,
 def offering_series(metric: str) -> dict[Offering, float]:
     """The metric's value per (instance_type, capacity_type, zone), one collection."""
     found: dict[Offering, float] = {}
-    for family in REGISTRY.collect():
-        for sample in family.samples:
-            if sample.name == metric:
-                labels = sample.labels
-                found[(labels["instance_type"], labels["capacity_type"], labels["zone"])] = (
-                    sample.value)
+    for sample in samples(metric):
+        labels = sample.labels
+        found[(labels["instance_type"], labels["capacity_type"], labels["zone"])] = sample.value
     return found

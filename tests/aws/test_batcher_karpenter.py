@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 import pytest
 from botocore.exceptions import ClientError
 
-from nodewright import metrics
 from nodewright.cloud.aws.batcher import Batcher, Result, Window
 from nodewright.cloud.aws.ec2_batcher import BatchWindows, EC2Batcher
+from tests.controllers.metric_samples import sample_value
 
 T = TypeVar("T")
 SLOW = 30.0  # a window that only its item count closes
@@ -214,7 +214,7 @@ def test_three_hundred_groups_run_side_by_side_with_three_hundred_workers() -> N
 
 
 def sample(name: str, batcher: str) -> float:
-    return metrics.REGISTRY.get_sample_value(name, {"batcher": batcher}) or 0.0
+    return sample_value(name, {"batcher": batcher}) or 0.0
 
 
 def test_each_group_run_is_counted_in_the_batch_size_histogram() -> None:

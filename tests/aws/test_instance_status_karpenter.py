@@ -21,10 +21,10 @@ from nodewright.cluster import objects
 from nodewright.cluster.events import EventRecorder
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.interruption.instance_status import InstanceStatusChecks
-from nodewright.metrics import REGISTRY
 from nodewright.runtime.clock import VirtualClock
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.state import ClusterState
+from tests.controllers.metric_samples import samples
 from tests.controllers.test_state import nodeclaim
 
 IMPAIRED_AT = datetime(2026, 11, 28, 6, 0, tzinfo=UTC)
@@ -106,9 +106,8 @@ def dry_run() -> World:
 
 
 def counted(name: str, **labels: str) -> float:
-    return sum(sample.value for metric in REGISTRY.collect() for sample in metric.samples
-               if sample.name == name
-               and all(sample.labels.get(k) == v for k, v in labels.items()))
+    return sum(sample.value for sample in samples(name)
+               if all(sample.labels.get(k) == v for k, v in labels.items()))
 
 
 def unhealthy(category: str) -> float:

@@ -29,7 +29,6 @@ from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.launch_templates import block_devices_of
 from nodewright.cloud.aws.offerings import tenancy_for
 from nodewright.cloud.aws.provider import AwsCloudProvider
-from nodewright.metrics import REGISTRY
 from nodewright.scheduling import offline_data
 from nodewright.scheduling.allocatable import (
     ProviderSettings,
@@ -47,6 +46,7 @@ from tests.aws.fake_ec2 import FakeEC2
 from tests.aws.offering_metrics import publish
 from tests.aws.test_launch import fleet_overrides
 from tests.aws.world import CLUSTER, FakeClock, node_class, nodeclaim
+from tests.controllers.metric_samples import samples
 from tests.support.scheduling import available_offerings, single_values
 
 REGION = "us-west-2"
@@ -1318,5 +1318,5 @@ def samples_by_type(metric: str) -> dict[str, float]:
     """The metric's value per instance_type label, read in one collection of the registry
     (one get_sample_value per type would collect it again a thousand times)."""
     return {sample.labels["instance_type"]: sample.value
-            for family in REGISTRY.collect() for sample in family.samples
-            if sample.name == metric and "instance_type" in sample.labels}
+            for sample in samples(metric)
+            if "instance_type" in sample.labels}

@@ -25,11 +25,11 @@ from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cluster.events import EventRecorder
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.controllers.interruption.controller import Interruption
-from nodewright.metrics import REGISTRY
 from nodewright.runtime.clock import VirtualClock
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.state import ClusterState
 from tests.aws.world import FakeClock
+from tests.controllers.metric_samples import samples
 from tests.controllers.test_state import nodeclaim
 
 REGION = "us-west-2"
@@ -127,8 +127,8 @@ def world(clients: AwsClients) -> Iterator[World]:
 def disrupted(reason: str) -> float:
     """karpenter_nodeclaims_disrupted_total of NodePool default for `reason`, whatever the
     other labels."""
-    return sum(sample.value for metric in REGISTRY.collect() for sample in metric.samples
-               if sample.name == DISRUPTED and sample.labels.get("reason") == reason
+    return sum(sample.value for sample in samples(DISRUPTED)
+               if sample.labels.get("reason") == reason
                and sample.labels.get("nodepool") == "default")
 
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from nodewright import metrics
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.provider import CloudProviderError
+from tests.controllers.metric_samples import sample_value
 
 from .failing_calls import Answer, error, failing, response
 from .world import World, node_class, nodeclaim
@@ -23,20 +23,20 @@ ON_DEMAND_ONLY = {"key": "karpenter.sh/capacity-type", "operator": "In", "values
 
 
 def launch_failures(zone: str, zone_id: str, capacity_type: str, reason: str) -> float:
-    return metrics.REGISTRY.get_sample_value(
+    return sample_value(
         "karpenter_cloudprovider_instance_launch_failures_total",
         {"zone": zone, "zone_id": zone_id, "capacity_type": capacity_type, "reason": reason},
     ) or 0.0
 
 
 def termination_failures(zone: str, zone_id: str) -> float:
-    return metrics.REGISTRY.get_sample_value(
+    return sample_value(
         "karpenter_cloudprovider_instance_termination_failures_total",
         {"zone": zone, "zone_id": zone_id}) or 0.0
 
 
 def user_data_bytes(name: str) -> float | None:
-    return metrics.REGISTRY.get_sample_value("karpenter_ec2nodeclasses_userdata_bytes",
+    return sample_value("karpenter_ec2nodeclasses_userdata_bytes",
                                              {"nodeclass": name})
 
 

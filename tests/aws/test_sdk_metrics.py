@@ -13,9 +13,9 @@ import pytest
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import ClientError
 
-from nodewright import metrics
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.sdk_metrics import instrument
+from tests.controllers.metric_samples import sample_value
 
 from .world import World
 
@@ -25,7 +25,7 @@ THROTTLED = (b"<Response><Errors><Error><Code>RequestLimitExceeded</Code>"
 
 
 def value(name: str, action: str, status: str, service: str = "EC2") -> float:
-    return metrics.REGISTRY.get_sample_value(
+    return sample_value(
         name, {"service": service, "action": action, "status_code": status}) or 0.0
 
 

@@ -17,7 +17,6 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from nodewright import metrics
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
 from nodewright.cloud.aws.zonal_shift import ZonalShifts, enable
@@ -31,6 +30,7 @@ from nodewright.operator.config import OperatorConfig, add_arguments, load
 from nodewright.runtime import VirtualClock
 from nodewright.runtime.clock import SystemClock
 from nodewright.scheduling.pricing import OfflinePriceSource
+from tests.controllers.metric_samples import sample_value
 
 from .conftest import REGION, CallRecorder
 from .world import ACCOUNT, CLUSTER, FakeClock, World, node_class, nodeclaim
@@ -92,7 +92,7 @@ def available_zones(provider: AwsCloudProvider, type_name: str) -> list[str]:
 
 
 def termination_failures(zone: str, zone_id: str) -> float:
-    return metrics.REGISTRY.get_sample_value(
+    return sample_value(
         "karpenter_cloudprovider_instance_termination_failures_total",
         {"zone": zone, "zone_id": zone_id}) or 0.0
 

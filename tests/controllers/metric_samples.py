@@ -26,3 +26,13 @@ def total(metric: str, /, **match: str) -> float:
     """The sum of a metric's samples that carry these labels."""
     return sum(s.value for s in samples(metric)
                if all(s.labels.get(k) == v for k, v in match.items()))
+
+
+def sample_value(metric: str, labels: dict[str, str] | None = None) -> float | None:
+    """The value of the sample named `metric` with exactly these labels, or None (the
+    registry's `get_sample_value`, collecting only the metric's own family)."""
+    wanted = labels or {}
+    for sample in samples(metric):
+        if sample.labels == wanted:
+            return float(sample.value)
+    return None

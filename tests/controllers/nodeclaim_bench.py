@@ -182,11 +182,6 @@ def fail_next_launch(world: World, error: CloudProviderError | None, times: int 
 
 def counter(metric: str, **labels: str) -> float:
     """The sum of a counter's samples whose labels include `labels`."""
-    from nodewright import metrics
+    from tests.controllers.metric_samples import total
 
-    total = 0.0
-    for family in metrics.REGISTRY.collect():
-        for sample in family.samples:
-            if sample.name == metric and labels.items() <= sample.labels.items():
-                total += sample.value
-    return total
+    return total(metric, **labels)

@@ -18,7 +18,7 @@ from nodewright.runtime.clock import VirtualClock
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.state import ClusterState
 from tests.controllers.conftest import WORKSHOP
-from tests.controllers.metric_samples import samples, series
+from tests.controllers.metric_samples import sample_value, samples, series
 from tests.harness import World, node_pool
 
 PENDING = """
@@ -84,9 +84,9 @@ def test_a_pending_pod_has_unbound_and_unstarted_times(world: World) -> None:
 def test_a_started_pod_is_observed_in_the_startup_summary(world: World) -> None:
     """pod suite: It "should update the pod startup and unstarted time metrics" (the started
     half: the unstarted gauge goes, the Summary observes)."""
-    before = metrics.REGISTRY.get_sample_value("karpenter_pods_startup_duration_seconds_count")
+    before = sample_value("karpenter_pods_startup_duration_seconds_count")
     pod, _ = running_workshop(world)
-    after = metrics.REGISTRY.get_sample_value("karpenter_pods_startup_duration_seconds_count")
+    after = sample_value("karpenter_pods_startup_duration_seconds_count")
     assert (after or 0) > (before or 0)
     assert series("karpenter_pods_unstarted_time_seconds", name=pod["metadata"]["name"]) == []
 

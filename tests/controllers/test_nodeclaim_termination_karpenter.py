@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from nodewright import metrics
 from nodewright.cloud.provider import CloudProviderError
+from tests.controllers.metric_samples import sample_value
 from tests.controllers.nodeclaim_bench import (
     bench,
     create,
@@ -30,7 +30,7 @@ TERMINATION_TIMESTAMP = "karpenter.sh/nodeclaim-termination-timestamp"
 
 
 def count(metric: str, pool: str = "default") -> float:
-    return metrics.REGISTRY.get_sample_value(f"{metric}_count", {"nodepool": pool}) or 0.0
+    return sample_value(f"{metric}_count", {"nodepool": pool}) or 0.0
 
 
 def registered(world: World, claim: dict[str, Any] | None = None, **node: Any

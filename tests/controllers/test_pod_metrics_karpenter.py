@@ -23,6 +23,7 @@ from nodewright.controllers.metrics.pods import PodMetrics
 from nodewright.runtime.clock import VirtualClock, format_time
 from nodewright.runtime.reconciler import WatchEvent
 from nodewright.state import ClusterState
+from tests.controllers.metric_samples import sample_value
 
 KEY = "default/waiting"
 UNSTARTED = ("karpenter_pods_unstarted_time_seconds",
@@ -90,7 +91,7 @@ def present(metric: str) -> bool:
 
 
 def startup_observations() -> list[float]:
-    return [metrics.REGISTRY.get_sample_value(f"{name}_count") or 0.0
+    return [sample_value(f"{name}_count") or 0.0
             for name in ("karpenter_pods_startup_duration_seconds",
                          "karpenter_pods_provisioning_startup_duration_seconds")]
 

@@ -17,9 +17,9 @@ from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
 from nodewright.controllers.options import ControllerOptions
-from nodewright.metrics import REGISTRY
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
+from tests.controllers.metric_samples import sample_value
 from tests.disruption.helpers import BIG, nodepool_with, started
 from tests.harness import World
 
@@ -40,7 +40,7 @@ spec:
 
 
 def allowed_disruptions(pool: str, reason: str) -> float | None:
-    return REGISTRY.get_sample_value("karpenter_nodepools_allowed_disruptions",
+    return sample_value("karpenter_nodepools_allowed_disruptions",
                                      {"nodepool": pool, "reason": reason})
 
 

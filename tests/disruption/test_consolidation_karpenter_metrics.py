@@ -15,8 +15,8 @@ from nodewright.cluster import objects
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
 from nodewright.controllers.options import ControllerOptions
-from nodewright.metrics import REGISTRY
 from tests.controllers.conftest import WORKSHOP
+from tests.controllers.metric_samples import sample_value
 from tests.disruption.helpers import decisions, nodepool_with, started
 from tests.disruption.test_consolidation_karpenter import GUARD_ON
 from tests.disruption.test_consolidation_karpenter_budgets import fleet, spread_then_shrink
@@ -25,7 +25,7 @@ from tests.harness import World
 
 
 def eligible(reason: str) -> float | None:
-    return REGISTRY.get_sample_value("karpenter_voluntary_disruption_eligible_nodes",
+    return sample_value("karpenter_voluntary_disruption_eligible_nodes",
                                      {"reason": reason})
 
 
@@ -44,7 +44,7 @@ def test_the_eligible_nodes_gauge_counts_a_node_once_its_pod_may_be_disrupted(
 
 
 def failed_validations(consolidation_type: str) -> float:
-    return REGISTRY.get_sample_value("karpenter_voluntary_disruption_failed_validations_total",
+    return sample_value("karpenter_voluntary_disruption_failed_validations_total",
                                      {"consolidation_type": consolidation_type}) or 0.0
 
 

@@ -9,9 +9,9 @@ from typing import Any
 from nodewright.cloud.sim import CapacityRule
 from nodewright.cluster import objects
 from nodewright.controllers.common import decision_log as ex
-from nodewright.metrics import REGISTRY
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
+from tests.controllers.metric_samples import sample_value
 from tests.disruption.helpers import BIG, nodepool_with, started
 from tests.disruption.test_budget_and_drift_stories import originals_disrupting
 from tests.harness import World
@@ -323,11 +323,11 @@ def test_the_eligible_nodes_gauge_counts_drifted_nodes(world: World) -> None:
     closed = {"budgets": [{"nodes": "0"}]}
     fleet(world, 2, closed)
     world.advance(60)
-    assert REGISTRY.get_sample_value("karpenter_voluntary_disruption_eligible_nodes",
+    assert sample_value("karpenter_voluntary_disruption_eligible_nodes",
                                      {"reason": "drifted"}) == 0
     drift(world, closed)
     world.advance(120)
-    assert REGISTRY.get_sample_value("karpenter_voluntary_disruption_eligible_nodes",
+    assert sample_value("karpenter_voluntary_disruption_eligible_nodes",
                                      {"reason": "drifted"}) == 2
 
 

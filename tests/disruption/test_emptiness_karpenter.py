@@ -9,9 +9,9 @@ from typing import Any
 
 from nodewright.cluster import objects
 from nodewright.controllers.common import decision_log as ex
-from nodewright.metrics import REGISTRY
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
+from tests.controllers.metric_samples import sample_value
 from tests.disruption.helpers import BIG, nodepool_with, started, statefulset
 from tests.harness import World
 
@@ -173,7 +173,7 @@ def test_an_empty_node_waits_for_consolidate_after(world: World) -> None:
 
 
 def eligible(reason: str) -> float | None:
-    return REGISTRY.get_sample_value("karpenter_voluntary_disruption_eligible_nodes",
+    return sample_value("karpenter_voluntary_disruption_eligible_nodes",
                                      {"reason": reason})
 
 

@@ -17,7 +17,6 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from nodewright import metrics
 from nodewright.cloud.aws.instance_statuses import InstanceStatusProvider
 from nodewright.cluster import objects
 from nodewright.controllers.common import decision_log as ex
@@ -25,6 +24,7 @@ from nodewright.controllers.interruption.instance_status import InstanceStatusCh
 from nodewright.state.wellknown import TERMINATION_TIMESTAMP_ANNOTATION
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.expectations import expect_no_controller_errors, expect_running
+from tests.controllers.metric_samples import samples
 from tests.disruption.helpers import decisions
 from tests.harness import World
 
@@ -36,8 +36,8 @@ CHECKS_SECONDS = 4 * 60  # the 2-minute threshold and a poll after it, with room
 
 def total(metric: str, /, **labels: str) -> float:
     """The sum of the metric's samples that carry these labels."""
-    return sum(s.value for family in metrics.REGISTRY.collect() for s in family.samples
-               if s.name == metric and all(s.labels.get(k) == v for k, v in labels.items()))
+    return sum(s.value for s in samples(metric)
+               if all(s.labels.get(k) == v for k, v in labels.items()))
 
 
 class Counts:

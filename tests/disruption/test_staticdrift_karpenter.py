@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from nodewright import metrics
 from nodewright.cluster import objects
 from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.options import ControllerOptions
 from tests.controllers.expectations import expect_no_controller_errors
+from tests.controllers.metric_samples import sample_value
 from tests.disruption.helpers import decisions, started
 from tests.harness import NODE_CLASS, World, node_pool
 
@@ -46,12 +46,12 @@ def claims(world: World, pool: str, *, live: bool = True) -> list[dict[str, Any]
 
 
 def drift_commands() -> float:
-    return metrics.REGISTRY.get_sample_value("karpenter_voluntary_disruption_decisions_total", {
+    return sample_value("karpenter_voluntary_disruption_decisions_total", {
         "decision": "replace", "reason": "drifted", "consolidation_type": ""}) or 0.0
 
 
 def allowed(pool: str) -> float | None:
-    return metrics.REGISTRY.get_sample_value("karpenter_nodepools_allowed_disruptions", {
+    return sample_value("karpenter_nodepools_allowed_disruptions", {
         "nodepool": pool, "reason": "Drifted"})
 
 

@@ -15,9 +15,9 @@ from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.controller import DisruptionOptions
 from nodewright.controllers.disruption.methods.disruption_pass import MethodOptions
 from nodewright.controllers.options import ControllerOptions
-from nodewright.metrics import REGISTRY
 from nodewright.state.wellknown import DISRUPTED_TAINT, has_taint
 from tests.controllers.conftest import WORKSHOP
+from tests.controllers.metric_samples import sample_value
 from tests.disruption.helpers import nodepool_with, started
 from tests.disruption.test_consolidation_karpenter_budgets import fleet, spread_then_shrink
 from tests.disruption.test_consolidation_karpenter_multi import big_nodes_then_small_pods
@@ -32,8 +32,8 @@ def counted(labels: Labels) -> tuple[float, float]:
     """(decisions, the workshop NodePool's decisions) so far with these labels."""
     decision, reason, kind = labels
     wanted = {"decision": decision, "reason": reason, "consolidation_type": kind}
-    total = REGISTRY.get_sample_value("karpenter_voluntary_disruption_decisions_total", wanted)
-    by_pool = REGISTRY.get_sample_value(
+    total = sample_value("karpenter_voluntary_disruption_decisions_total", wanted)
+    by_pool = sample_value(
         "karpenter_voluntary_disruption_decisions_by_nodepool_total",
         {"nodepool": "default", **wanted})
     return total or 0.0, by_pool or 0.0
@@ -124,7 +124,7 @@ def test_three_nodes_merged_into_one_count_one_multi_node_replace(
 
 
 def timeouts() -> float:
-    return REGISTRY.get_sample_value("karpenter_voluntary_disruption_consolidation_timeouts_total",
+    return sample_value("karpenter_voluntary_disruption_consolidation_timeouts_total",
                                      {"consolidation_type": "multi"}) or 0.0
 
 

@@ -9,7 +9,7 @@ from lightkube import Client, KubeConfig
 
 from nodewright.cluster.api import ApiError, UnreachableError
 from nodewright.cluster.kube.cluster import FIELD_MANAGER, KubeCluster
-from nodewright.metrics import REGISTRY
+from tests.controllers.metric_samples import sample_value
 
 
 def cluster_answering(handler: httpx2.MockTransport) -> KubeCluster:
@@ -24,7 +24,7 @@ def cluster_answering(handler: httpx2.MockTransport) -> KubeCluster:
 
 
 def requests(code: str, method: str) -> float:
-    return REGISTRY.get_sample_value("rest_client_requests_total",
+    return sample_value("rest_client_requests_total",
                                      {"code": code, "method": method,
                                       "host": "kube.test:6443"}) or 0.0
 

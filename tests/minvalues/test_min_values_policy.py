@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodewright import metrics
 from nodewright.controllers.options import ControllerOptions
+from tests.controllers.metric_samples import sample_value
 from tests.harness import NODE_CLASS, World, node_pool
 from tests.static.helpers import workload
 
@@ -23,7 +23,7 @@ def _types_requirement(claim: dict[str, Any]) -> dict[str, Any]:
 
 
 def _created(relaxed: str) -> float:
-    value = metrics.REGISTRY.get_sample_value(
+    value = sample_value(
         "karpenter_nodeclaims_created_total",
         {"reason": "provisioned", "nodepool": "default", "min_values_relaxed": relaxed})
     return value or 0.0

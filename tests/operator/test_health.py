@@ -15,12 +15,12 @@ import pytest
 from nodewright.cluster.api import ClusterAPI, Object
 from nodewright.cluster.kube.informer import Subscription
 from nodewright.cluster.memory import InMemoryCluster
-from nodewright.metrics import REGISTRY
 from nodewright.operator import health
 from nodewright.operator.events import EventWriter
 from nodewright.operator.leader import LeaderElector
 from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.reconciler import WatchEvent
+from tests.controllers.metric_samples import sample_value
 from tests.kube.waiting import eventually
 from tests.operator.test_fencing import event_about
 from tests.operator.world import FAST_LEASE, LockedCluster, RealTimeWorld
@@ -45,7 +45,7 @@ class Flaky:
 
 
 def dropped(buffer: str) -> float:
-    return REGISTRY.get_sample_value("nodewright_buffer_dropped_total", {"buffer": buffer}) or 0.0
+    return sample_value("nodewright_buffer_dropped_total", {"buffer": buffer}) or 0.0
 
 
 def test_the_campaign_survives_an_unexpected_error_and_logs_it(

@@ -3,7 +3,6 @@ work queues, reconciles run on the loop thread, timers fire for requeues."""
 
 from __future__ import annotations
 
-from nodewright import metrics
 from nodewright.cluster.kube.access import permissions
 from tests.controllers.expectations import (
     claim_names,
@@ -11,6 +10,7 @@ from tests.controllers.expectations import (
     expect_no_controller_errors,
     expect_running,
 )
+from tests.controllers.metric_samples import samples
 from tests.controllers.test_termination_story import PDB
 from tests.kube.waiting import eventually
 from tests.operator.conftest import WORKSHOP
@@ -20,8 +20,7 @@ from tests.support.rbac import allows
 
 def total(sample_name: str) -> float:
     """The sum of a metric's samples over every label set (metrics are process-wide)."""
-    return sum(sample.value for family in metrics.REGISTRY.collect()
-               for sample in family.samples if sample.name == sample_name)
+    return sum(sample.value for sample in samples(sample_name))
 
 
 def test_the_workshop_scales_from_zero_to_five_to_twelve_and_back_to_five(

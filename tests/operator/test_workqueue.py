@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodewright.operator.workqueue import RateLimiter, WorkQueue
+from tests.controllers.metric_samples import sample_value
 
 
 def drain(queue: WorkQueue) -> list[str]:
@@ -115,8 +116,7 @@ class Ticks:
 
 
 def sample(metric: str, queue: str, **extra: str) -> float:
-    from nodewright.metrics import REGISTRY
-    value = REGISTRY.get_sample_value(metric, {"name": queue, "controller": queue, **extra})
+    value = sample_value(metric, {"name": queue, "controller": queue, **extra})
     return 0.0 if value is None else value
 
 
@@ -157,7 +157,7 @@ def test_the_queue_exports_client_gos_workqueue_metrics_for_its_controller() -> 
 def test_the_workqueue_durations_use_client_gos_buckets() -> None:
     from nodewright.metrics import REGISTRY
     WorkQueue("buckets-story").add("a")
-    (family,) = [m for m in REGISTRY.collect() if m.name == "workqueue_queue_duration_seconds"]
+    (family,) = REGISTRY.restricted_registry(["workqueue_queue_duration_seconds_bucket"]).collect()
     bounds = sorted({float(s.labels["le"]) for s in family.samples
                      if s.name.endswith("_bucket") and s.labels["name"] == "buckets-story"})
     # prometheus.ExponentialBuckets(10e-9, 10, 12), then +Inf.

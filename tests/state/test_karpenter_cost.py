@@ -12,13 +12,13 @@ from collections.abc import Sequence
 
 import pytest
 
-from nodewright import metrics
 from nodewright.api.nodeoverlay import NodeOverlay
 from nodewright.api.nodepool import NodePool
 from nodewright.scheduling.allocatable import Overhead
 from nodewright.scheduling.catalog import InstanceType, Offering
 from nodewright.scheduling.overlays import build_store
 from nodewright.state.cost import ClusterCost, CostTrackingError
+from tests.controllers.metric_samples import sample_value
 from tests.overlay.karpenter_fixture import nodepool, overlay
 
 POOL, POOL2 = "test-nodepool", "test-nodepool-2"
@@ -272,7 +272,7 @@ def test_reads_while_nodeclaims_come_and_go(cost: ClusterCost, cloud: Cloud) -> 
 # What fails is counted (the error counter of cost.go).
 
 def _errors(pool: str) -> float:
-    value = metrics.REGISTRY.get_sample_value("karpenter_nodepools_cost_tracker_errors_total",
+    value = sample_value("karpenter_nodepools_cost_tracker_errors_total",
                                               {"nodepool": pool})
     return value or 0.0
 
