@@ -13,14 +13,15 @@ from nodewright.runtime.together import run_together
 
 
 class Meeting:
-    """Calls that each wait until `together` of them are running (at most 10 s), and
-    remember the most that ran at once and on which threads."""
+    """Calls that each wait until `together` of them have been running at once (at most
+    10 s), and remember the most that ran at once and on which threads."""
 
     def __init__(self, together: int) -> None:
         self.together = together
         self.changed = threading.Condition()
         self.running = 0
         self.most = 0
+        self.met = False  # once: a call that has left must not keep the others waiting
         self.threads: set[str] = set()
 
     def call(self, value: int) -> Callable[[], int]:
@@ -29,8 +30,9 @@ class Meeting:
                 self.running += 1
                 self.most = max(self.most, self.running)
                 self.threads.add(threading.current_thread().name)
+                self.met = self.met or self.running >= self.together
                 self.changed.notify_all()
-                self.changed.wait_for(lambda: self.running >= self.together, timeout=10)
+                self.changed.wait_for(lambda: self.met, timeout=10)
                 self.running -= 1
             return value * 10
         return run
