@@ -38,7 +38,7 @@ def http_proxy(server: LocalHttpServer) -> Iterator[FaultProxy]:
         yield proxy
 
 
-def tls_client(port: int, ca_file: Path, timeout: float = 5.0) -> ssl.SSLSocket:
+def tls_client(port: int, ca_file: Path, timeout: float = 15.0) -> ssl.SSLSocket:
     context = ssl.create_default_context(cafile=str(ca_file))
     raw = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     return context.wrap_socket(raw, server_hostname="127.0.0.1")
@@ -87,11 +87,12 @@ def test_a_delay_holds_each_chunk_back(echo: TlsEchoServer) -> None:
 def test_a_partition_loses_what_is_sent_and_the_heal_resets_the_connection(
         echo: TlsEchoServer) -> None:
     with FaultProxy(f"127.0.0.1:{echo.port}") as proxy, \
-            tls_client(proxy.port, echo.ca_file, timeout=1.0) as client:
+            tls_client(proxy.port, echo.ca_file, timeout=10) as client:
         client.sendall(b"before")
         assert client.recv(100) == b"before"
         proxy.partition()
         client.sendall(b"lost")
+        client.settimeout(1.0)  # long enough for an answer that would come
         with pytest.raises(TimeoutError):
             client.recv(100)  # nothing comes back: the bytes went nowhere
         eventually(lambda: proxy.stats["dropped_bytes"] > 0, "the bytes dropped")

@@ -70,7 +70,9 @@ FAST_CONTROLLERS = FastControllerOptions(
     disruption=DisruptionOptions(poll_seconds=0.2, validation_seconds=0.2,
                                  in_flight_poll_seconds=0.1, unsynced_retry_seconds=0.1))
 # Short but in Karpenter's proportions (15 s / 10 s / 2 s); a Lease counts whole seconds.
-FAST_LEASE = LeaseTiming(lease_duration=1.0, renew_deadline=0.7, retry_period=0.1)
+# Not shorter: on a loaded CI machine (four test workers on two cores) a renewal has taken
+# longer than 0.7 s, and a leader that steps down mid-story fails it.
+FAST_LEASE = LeaseTiming(lease_duration=3.0, renew_deadline=2.0, retry_period=0.2)
 
 
 class LockedStream:

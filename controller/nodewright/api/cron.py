@@ -4,6 +4,8 @@ that runs backwards, such as `tue-mon`), so the fields' ranges are checked here 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from croniter import croniter
 
 SHORTHANDS = frozenset(
@@ -19,6 +21,7 @@ _FIELDS: tuple[tuple[int, int, dict[str, int]], ...] = (
     (0, 59, {}), (0, 23, {}), (1, 31, {}), (1, 12, _MONTHS), (0, 6, _DAYS))
 
 
+@lru_cache(maxsize=1024)  # every disruption pass asks again about the same few schedules
 def cron_problem(expression: str) -> str | None:
     """Why Karpenter cannot read `expression` as a budget schedule, or None when it can."""
     schedule = expression.strip()
