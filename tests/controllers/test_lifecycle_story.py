@@ -178,3 +178,56 @@ def test_a_launch_whose_status_write_failed_reuses_its_instance() -> None:
     assert refused, "the story needs the Launched status write to have been refused once"
     assert creates == refused
     assert len(world.live_instances()) == 1
+
+
+class RefusesToTerminate:
+    """The cloud, except that terminating one instance fails (throttled, say)."""
+
+    def __init__(self, cloud: Any, refused: str) -> None:
+        self.cloud = cloud
+        self.refused = refused
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cloud, name)
+
+    def delete(self, provider_id: str) -> None:
+        if provider_id == self.refused:
+            raise CloudProviderError("Request limit exceeded.", code="RequestLimitExceeded")
+        self.cloud.delete(provider_id)
+
+
+def test_orphans_are_terminated_together_and_one_refusal_holds_up_none_of_the_others() -> None:
+    """Karpenter's instance GC terminates every orphan in parallel and returns the errors
+    combined: the instance whose termination fails is tried again next pass; the others
+    are gone."""
+    world = World()
+    world.apply(WORKSHOP)
+    world.scale("inflate", 12)
+    assert world.settle()
+    claims = world.nodeclaims()
+    assert len(claims) == 2
+    for claim in claims:  # both disappear without their finalizers (as if force-removed)
+        world.cluster.patch("NodeClaim", claim["metadata"]["name"],
+                            {"metadata": {"finalizers": None}})
+        world.cluster.delete("NodeClaim", claim["metadata"]["name"])
+    world.deliver()
+    refused, collected = (claim["status"]["providerID"] for claim in claims)
+    cloud = RefusesToTerminate(world.cloud, refused)
+    world.controllers.state.lock.concurrent = True  # as the operator runs it
+    gc = InstanceGarbageCollection(world.cluster, cloud, world.clock, world.controllers.state)
+
+    try:
+        gc.reconcile("")
+    except CloudProviderError as error:
+        assert error.code == "RequestLimitExceeded"
+    else:
+        raise AssertionError("the refused termination was not reported")
+    finally:
+        world.controllers.state.lock.concurrent = False
+    live = {i.provider_id for i in world.live_instances()}
+    assert gc.collected == [collected] and collected not in live and refused in live
+    cloud.refused = ""  # the next pass
+    world.deliver()
+    gc.reconcile("")
+    assert refused not in {i.provider_id for i in world.live_instances()}
+    assert gc.collected == [collected, refused]
