@@ -33,10 +33,10 @@ The in-memory API server answers a create at once; `--create-latency` makes each
 create answer after that many seconds, as a real API server's round trip (the most creates
 in flight at once is reported).
 
-With `--test`, Karpenter's six performance tests, every phase (bench/suite_in_memory.py):
+With `--test`, Karpenter's seven performance tests, every phase (bench/suite_in_memory.py):
 
     python bench/burst_in_memory.py --test basic,hostname,hostname-xl,do-not-disrupt,\
-        interference,drift|all [--scale 0.2] [--quiet 60] [--trace 5] [--json]
+        interference,drift,wide-deployments|all [--scale 0.2] [--quiet 60] [--trace 5] [--json]
 """
 
 from __future__ import annotations
@@ -287,7 +287,7 @@ def follow(world: RealTimeWorld, pods: int, started: float, timeout: float,
 
 def main() -> int:
     if any(arg == "--test" or arg.startswith("--test=") for arg in sys.argv[1:]):
-        import suite_in_memory  # Karpenter's six tests, every phase
+        import suite_in_memory  # Karpenter's seven tests, every phase
 
         return suite_in_memory.main(sys.argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -10,7 +10,9 @@ the healthy pod count Karpenter's Report* waits for; its bounds are Karpenter's 
 Pods are Karpenter's `test.CreateDeploymentOptions`: labels `app: NAME` and
 `testing/cluster: unspecified`, one container with the given requests, and the options
 WithHostnameSpread (maxSkew 1 on kubernetes.io/hostname, DoNotSchedule),
-WithPodAntiAffinityHostname and WithDoNotDisrupt.
+WithPodAntiAffinityHostname and WithDoNotDisrupt; the wide test's Deployments add labels
+and their own spread constraints (WithTopologySpreadConstraints, each selecting `app`
+alone: over zones, then over hostnames).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 DISCOVERY_LABEL = "testing/cluster"
 HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
 SCALE_OUT, CONSOLIDATION, DRIFT = "scale-out", "consolidation", "drift"
 
 
@@ -32,19 +35,27 @@ class Workload:
     hostname_spread: bool = False
     anti_affinity: bool = False
     do_not_disrupt: bool = False
+    # The wide test's constraints: maxSkew 1 over zones, then (with hostname_spread) over
+    # hostnames, each selecting on `app` alone (WithHostnameSpread selects on every label).
+    zone_spread: bool = False
+    labels: tuple[tuple[str, str], ...] = ()  # more pod labels (WithLabels)
 
     def manifest(self, replicas: int) -> dict[str, Any]:
-        labels = {"app": self.name, DISCOVERY_LABEL: "unspecified"}
+        # One dict, as Karpenter's modifiers share one map: the anti-affinity's selector and
+        # the Deployment's have every label, those added after them included.
+        labels = {"app": self.name, DISCOVERY_LABEL: "unspecified", **dict(self.labels)}
         spec: dict[str, Any] = {
             "terminationGracePeriodSeconds": 0,
             "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.9",
                             "resources": {"requests": {"cpu": self.cpu,
                                                        "memory": self.memory}}}],
         }
-        if self.hostname_spread:
-            spec["topologySpreadConstraints"] = [{
-                "maxSkew": 1, "topologyKey": HOSTNAME, "whenUnsatisfiable": "DoNotSchedule",
-                "labelSelector": {"matchLabels": labels}}]
+        if self.zone_spread:
+            keys = [ZONE, HOSTNAME] if self.hostname_spread else [ZONE]
+            spec["topologySpreadConstraints"] = [spread(key, {"app": self.name})
+                                                 for key in keys]
+        elif self.hostname_spread:
+            spec["topologySpreadConstraints"] = [spread(HOSTNAME, labels)]
         if self.anti_affinity:
             spec["affinity"] = {"podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -58,6 +69,11 @@ class Workload:
             "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
                      "template": {"metadata": metadata, "spec": spec}},
         }
+
+
+def spread(key: str, match: dict[str, str]) -> dict[str, Any]:
+    return {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": match}}
 
 
 @dataclass(frozen=True)
@@ -98,6 +114,34 @@ SMALL_APART = Workload("small-resource-app", "900m", "3100Mi", anti_affinity=Tru
 LARGE_APART = Workload("large-resource-app", "3500m", "28Gi", anti_affinity=True)
 DRIFT_SPREAD = Workload("hostname-spread-app", "900m", "3100Mi", hostname_spread=True)
 DRIFT_STANDARD = Workload("standard-app", "3500m", "28Gi")
+
+# wide_deployments_test.go's getDeterministicDeploymentConfigs: 30 Deployments, 1,000 pods
+# scaled in to 700; the first three with hostname anti-affinity, the next three spread over
+# hostnames, every one spread over zones.
+WIDE_CPU = (
+    "240m", "450m", "650m", "900m", "1400m", "1900m", "2400m", "2800m", "3300m", "3700m",
+    "2300m", "900m", "1300m", "2800m", "1800m", "1850m", "3300m", "3800m", "225m", "450m",
+    "700m", "900m", "1300m", "1800m", "2400m", "2800m", "3400m", "3800m", "3300m", "2800m")
+WIDE_MEMORY = (
+    "300Mi", "400Mi", "700Mi", "1Gi", "2Gi", "4Gi", "8Gi", "4Gi", "16Gi", "10Gi",
+    "64Gi", "30Gi", "32Gi", "32Gi", "30Gi", "20Gi", "30Gi", "300Mi", "500Mi", "750Mi",
+    "1Gi", "2Gi", "4Gi", "8Gi", "16Gi", "32Gi", "28Gi", "64Gi", "13Gi", "24Gi")
+WIDE_INITIAL = (35,) * 20 + (30,) * 10
+WIDE_SCALE_IN = (25,) * 20 + (20,) * 10
+
+
+def wide_workload(index: int) -> Workload:
+    """Karpenter's createWideDeployments for the Deployment at `index` (from 0)."""
+    anti_affinity, hostname_spread = index < 3, 3 <= index < 6
+    labels = ((("has-hostname-spread", "true"),) if hostname_spread else ()) + \
+        ((("has-anti-affinity", "true"),) if anti_affinity else ()) + \
+        (("deployment-index", str(index + 1)),)
+    return Workload(f"wide-deployment-{index + 1}", WIDE_CPU[index], WIDE_MEMORY[index],
+                    hostname_spread=hostname_spread, anti_affinity=anti_affinity,
+                    zone_spread=True, labels=labels)
+
+
+WIDE = tuple(wide_workload(index) for index in range(30))
 
 TESTS: dict[str, PerfTest] = {test.name: test for test in (
     PerfTest(
@@ -144,6 +188,16 @@ TESTS: dict[str, PerfTest] = {test.name: test for test in (
             Phase(SCALE_OUT, {DRIFT_SPREAD.name: 300, DRIFT_STANDARD.name: 300}, 600,
                   Bounds(300, None, None, 425, 0.70)),
             Phase(DRIFT, {}, 600, Bounds(3000, None, None, 470, 1.05)),
+        )),
+    PerfTest(
+        "wide-deployments", "wide_deployments_test.go", WIDE, (
+            Phase(SCALE_OUT, {w.name: n for w, n in zip(WIDE, WIDE_INITIAL, strict=True)},
+                  1000, Bounds(300, 0.20, 0.20, 370, 0.70)),
+            # Karpenter waits 30 minutes (for the pods, then again for quiet) and expects
+            # less than 40.
+            Phase(CONSOLIDATION,
+                  {w.name: n for w, n in zip(WIDE, WIDE_SCALE_IN, strict=True)},
+                  700, Bounds(2400, 0.20, 0.20, 340, 0.30)),
         )),
 )}
 

@@ -1,4 +1,4 @@
-"""Karpenter's six performance tests, every phase, against the operator IN MEMORY: NOT the real
+"""Karpenter's seven performance tests, every phase, against the operator IN MEMORY: NOT the real
 control plane.
 
 bench/burst_in_memory.py runs this with `--test`. The tests, phases and bounds are
@@ -8,7 +8,7 @@ table), here over the in-memory cluster of tests/operator/world.py and the opera
 `burst_in_memory.operator_world`: scale-out until the phase's pods are Running,
 consolidation until no node has been draining or deleting for `--quiet` seconds, the
 interference test's second scale-out, drift of every node (an annotation on the NodePool's
-template, after Karpenter's 30 s of settling).
+template, after Karpenter's 30 s of settling), the wide test's 30 Deployments out and in.
 
 What differs from the real control plane's measure: the API server, kube-scheduler, the
 Deployment controller, the kubelets and the simulated EC2 run in this process, so the RSS
@@ -48,7 +48,8 @@ from nodewright.operator.logs import json_handler
 from tests.operator.world import RealTimeWorld
 
 # The brief's short names for Karpenter's tests.
-ALIASES = {"hostname": "hostname-spreading", "hostname-xl": "hostname-spreading-xl"}
+ALIASES = {"hostname": "hostname-spreading", "hostname-xl": "hostname-spreading-xl",
+           "wide": "wide-deployments"}
 
 
 def test_names(text: str) -> list[str]:
@@ -59,7 +60,7 @@ def test_names(text: str) -> list[str]:
     unknown = [name for name in names if name not in TESTS]
     if unknown:
         raise ValueError(f"--test: unknown test(s) {', '.join(unknown)}; there are "
-                         f"{', '.join(TESTS)} (or hostname, hostname-xl, all)")
+                         f"{', '.join(TESTS)} (or hostname, hostname-xl, wide, all)")
     return names
 
 
@@ -264,8 +265,8 @@ def run_in_memory(test: PerfTest, *, quiet: float = 180.0, poll: float = 1.0,
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--test", required=True,
-                        help=f"comma-separated: {', '.join(TESTS)} (hostname, hostname-xl), "
-                             "or all")
+                        help=f"comma-separated: {', '.join(TESTS)} "
+                             "(hostname, hostname-xl, wide), or all")
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--quiet", type=float, default=180.0,
                         help="seconds without a draining node that end a consolidation "

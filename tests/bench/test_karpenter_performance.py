@@ -21,15 +21,16 @@ from perf_shapes import (
     LARGE_SHAPE,
     SCALE_OUT,
     TESTS,
+    ZONE,
     Bounds,
     Phase,
     scaled,
 )
 
 
-def test_the_six_tests_of_karpenters_suite_with_its_pod_counts_and_bounds() -> None:
+def test_the_seven_tests_of_karpenters_suite_with_its_pod_counts_and_bounds() -> None:
     assert list(TESTS) == ["basic", "hostname-spreading", "hostname-spreading-xl",
-                           "do-not-disrupt", "interference", "drift"]
+                           "do-not-disrupt", "interference", "drift", "wide-deployments"]
     basic = TESTS["basic"]
     assert [(p.kind, p.healthy) for p in basic.phases] == [(SCALE_OUT, 1000),
                                                           (CONSOLIDATION, 700)]
@@ -41,6 +42,55 @@ def test_the_six_tests_of_karpenters_suite_with_its_pod_counts_and_bounds() -> N
     assert TESTS["do-not-disrupt"].phases[1].at_least
     assert [p.kind for p in TESTS["drift"].phases] == [SCALE_OUT, DRIFT]
     assert [p.healthy for p in LARGE_SHAPE.phases] == [5000, 3500]
+    wide = TESTS["wide-deployments"]
+    assert [(p.kind, p.healthy) for p in wide.phases] == [(SCALE_OUT, 1000), (CONSOLIDATION, 700)]
+    assert wide.phases[0].bounds == Bounds(300, 0.20, 0.20, 370, 0.70)
+    assert wide.phases[1].bounds == Bounds(2400, 0.20, 0.20, 340, 0.30)
+
+
+def test_the_wide_test_has_karpenters_thirty_deterministic_deployments() -> None:
+    """wide_deployments_test.go's getDeterministicDeploymentConfigs and
+    createWideDeployments: 30 Deployments of fixed shapes, 35 pods each for the first 20
+    and 30 for the last 10 (1,000), scaled in to 25 and 20 (700); every one spread over
+    zones, 1-3 with hostname anti-affinity, 4-6 spread over hostnames too."""
+    wide = TESTS["wide-deployments"]
+    names = [w.name for w in wide.workloads]
+    assert names == [f"wide-deployment-{i}" for i in range(1, 31)]
+    out, scale_in = (dict(p.replicas) for p in wide.phases)
+    assert [out[n] for n in names] == [35] * 20 + [30] * 10
+    assert [scale_in[n] for n in names] == [25] * 20 + [20] * 10
+    shapes = {w.name: (w.cpu, w.memory) for w in wide.workloads}
+    assert shapes["wide-deployment-1"] == ("240m", "300Mi")
+    assert shapes["wide-deployment-11"] == ("2300m", "64Gi")
+    assert shapes["wide-deployment-19"] == ("225m", "500Mi")
+    assert shapes["wide-deployment-30"] == ("2800m", "24Gi")
+    assert [w.anti_affinity for w in wide.workloads] == [True] * 3 + [False] * 27
+    assert [w.hostname_spread for w in wide.workloads] == [False] * 3 + [True] * 3 + [False] * 24
+
+    apart = wide.workloads[0].manifest(35)["spec"]["template"]
+    assert apart["metadata"]["labels"] == {
+        "app": "wide-deployment-1", "testing/cluster": "unspecified",
+        "has-anti-affinity": "true", "deployment-index": "1"}
+    (term,) = apart["spec"]["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"] == apart["metadata"]["labels"]
+    (zone,) = apart["spec"]["topologySpreadConstraints"]
+    assert zone == {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "wide-deployment-1"}}}
+
+    spread = wide.workloads[4].manifest(35)["spec"]["template"]
+    assert spread["metadata"]["labels"]["has-hostname-spread"] == "true"
+    assert [(c["topologyKey"], c["labelSelector"]["matchLabels"])
+            for c in spread["spec"]["topologySpreadConstraints"]] == [
+        (ZONE, {"app": "wide-deployment-5"}),
+        ("kubernetes.io/hostname", {"app": "wide-deployment-5"})]
+    assert "affinity" not in spread["spec"]
+    plain = wide.workloads[29].manifest(30)["spec"]["template"]
+    assert plain["metadata"]["labels"] == {
+        "app": "wide-deployment-30", "testing/cluster": "unspecified",
+        "deployment-index": "30"}
+    assert len(plain["spec"]["topologySpreadConstraints"]) == 1
 
 
 def test_a_scaled_test_waits_for_the_replicas_it_sets() -> None:
