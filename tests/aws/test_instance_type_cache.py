@@ -288,3 +288,44 @@ def test_live_prices_change_their_version_only_when_a_price_changes(
         assert prices.spot("m5.large", "us-west-2a") == 0.03
         pricing.assert_no_pending_responses()
         ec2.assert_no_pending_responses()
+
+
+# --- The unavailable offerings' sequence numbers and snapshot ---------------------------------
+
+
+def test_every_mark_and_every_expiry_moves_the_sequence_numbers(clock: FakeClock) -> None:
+    """Karpenter's UnavailableOfferings.SeqNum (pkg/cache/unavailableofferings.go): bumped on
+    MarkUnavailable and on eviction; a capacity type or zone moves every type's number."""
+    unavailable = UnavailableOfferings(clock)
+    start, m5, c5 = (unavailable.seqnum(), unavailable.type_seqnum("m5.large"),
+                     unavailable.type_seqnum("c5.large"))
+    unavailable.mark_unavailable("m5.large", "us-west-2a", "spot", "ICE")
+    marked = unavailable.seqnum()
+    assert marked != start
+    assert unavailable.type_seqnum("m5.large") != m5
+    assert unavailable.type_seqnum("c5.large") == c5
+    clock.advance(UNAVAILABLE_OFFERING_TTL_SECONDS - 1)
+    assert unavailable.seqnum() == marked
+    clock.advance(1)
+    assert unavailable.seqnum() != marked  # expired, without anyone asking about it
+    c5 = unavailable.type_seqnum("c5.large")
+    unavailable.mark_zone_unavailable("us-west-2b", "spot", "subnets full")
+    assert unavailable.type_seqnum("c5.large") != c5
+
+
+def test_a_snapshot_answers_as_the_cache_did_when_taken(clock: FakeClock) -> None:
+    unavailable = UnavailableOfferings(clock)
+    unavailable.mark_unavailable("m5.large", "us-west-2a", "spot", "ICE")
+    unavailable.mark_unavailable("c5.large", "us-west-2a", "on-demand", "ICE", "pg-1")
+    unavailable.mark_capacity_type_unavailable("reserved", "test")
+    unavailable.mark_zone_unavailable("us-west-2c", "on-demand", "subnets full")
+    asked = [(name, zone, capacity_type)
+             for name in ("m5.large", "c5.large")
+             for zone in ("us-west-2a", "us-west-2b", "us-west-2c")
+             for capacity_type in ("spot", "on-demand", "reserved")]
+    for group in (None, "pg-1", "pg-2"):
+        snapshot = unavailable.snapshot(group)
+        assert [snapshot(*key) for key in asked] == [
+            unavailable.is_unavailable(*key, group) for key in asked]
+    # 6 reserved, 2 on-demand in us-west-2c, m5.large spot and c5.large in pg-1 in us-west-2a
+    assert sum(unavailable.snapshot("pg-1")(*key) for key in asked) == 10

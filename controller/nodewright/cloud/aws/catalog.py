@@ -156,8 +156,7 @@ class LiveCatalog:
             settings,
             subnet_zones=zones,
             zone_ids=zone_ids,
-            unavailable=lambda name, zone, capacity_type: self.unavailable.is_unavailable(
-                name, zone, capacity_type, placement_group),
+            unavailable=self.unavailable.snapshot(placement_group),
         )
         self.types_built += len(catalog)
         return catalog
