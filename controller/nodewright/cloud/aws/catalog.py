@@ -1,6 +1,7 @@
 """The live instance catalog: DescribeInstanceTypes and DescribeInstanceTypeOfferings (read
 again every 12 hours, as Karpenter's instance type controller refreshes them), prices, and the
-unavailable-offerings cache, fed through the scheduling engine's `build_catalog`.
+unavailable-offerings cache, fed through the scheduling engine's `catalog_from_facts` (what
+`build_catalog` does, from answers already read).
 
 Built once, reused (Karpenter's instance type and offering caches): each answer of
 DescribeInstanceTypes is read into facts once, and each catalog is kept under what it depends
@@ -163,7 +164,8 @@ class LiveCatalog:
 
     def _keep(self, key: tuple[object, ...], built: _Built) -> None:
         """Keep `built`, dropping what can never be asked for again (older answers or
-        prices) and then the least recently used beyond `catalogs_kept`."""
+        prices: the key's last two parts) and then the least recently used beyond
+        `catalogs_kept`."""
         current = key[-2:]
         for old in [old for old in self._built if old[-2:] != current]:
             del self._built[old]
