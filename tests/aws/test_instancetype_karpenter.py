@@ -908,9 +908,21 @@ def test_one_offering_per_pool(provider: AwsCloudProvider) -> None:
 
 def test_same_types_without_changes(provider: AwsCloudProvider) -> None:
     """Provider Cache: "should return the same set of instance types from the cache when no
-    changes are made"."""
-    assert provider.get_instance_types(node_class()) == provider.get_instance_types(
-        node_class())
+    changes are made" (ExpectSameInstanceTypeLists: the very same capacity, overhead and
+    labels, built once)."""
+    first = provider.get_instance_types(node_class())
+    built = provider.catalog.types_built
+    second = provider.get_instance_types(node_class())
+    assert provider.catalog.types_built == built
+    assert identical_lists(first, second)
+
+
+def identical_lists(first: list[InstanceType], second: list[InstanceType]) -> bool:
+    """Karpenter's ExpectSameInstanceTypeLists / ExpectIdenticalInstanceTypes: the same
+    names, each with the same (not merely equal) capacity, overhead and labels."""
+    return [it.name for it in first] == [it.name for it in second] and all(
+        a.capacity is b.capacity and a.overhead is b.overhead and a.labels is b.labels
+        for a, b in zip(first, second, strict=True))
 
 
 def test_kubelet_changes_change_the_types(provider: AwsCloudProvider) -> None:
@@ -965,18 +977,34 @@ def test_ice_changes_only_that_type(provider: AwsCloudProvider) -> None:
     after = {it.name: it for it in provider.get_instance_types(node_class())}
     assert after.keys() == before.keys()
     assert [name for name in after if after[name] != before[name]] == ["m5.xlarge"]
+    # Only m5.xlarge is built again: every other type keeps its very offerings.
+    assert not set(map(id, after["m5.xlarge"].offerings)) & set(
+        map(id, before["m5.xlarge"].offerings))
+    assert all(after[name].offerings[i] is offering
+               for name in after if name != "m5.xlarge"
+               for i, offering in enumerate(before[name].offerings))
 
 
 def test_capacity_type_ice_changes_every_type(provider: AwsCloudProvider) -> None:
     """Provider Cache: "returning an ICE error for capacity type results in a cache miss for
-    every instance type" (its zone part, MarkSubnetUnavailable, has no Nodewright
-    counterpart)."""
+    every instance type" (its zone part: MarkSubnetUnavailable for each subnet of
+    test-zone-1a is a zone marked out for a capacity type here)."""
+    def offerings_shared(first: dict[str, InstanceType],
+                         second: dict[str, InstanceType]) -> bool:
+        return any(a is b for name in second
+                   for a in first[name].offerings for b in second[name].offerings)
+
     before = {it.name: it for it in provider.get_instance_types(node_class())}
     provider.unavailable.mark_capacity_type_unavailable("spot", "test")
     after = {it.name: it for it in provider.get_instance_types(node_class())}
     assert after.keys() == before.keys()
     assert all(after[name] != before[name] for name in after
                if any(o.capacity_type == "spot" for o in before[name].offerings))
+    assert not offerings_shared(before, after)
+    provider.unavailable.mark_zone_unavailable("us-west-2a", "on-demand", "test")
+    third = {it.name: it for it in provider.get_instance_types(node_class())}
+    assert third.keys() == after.keys()
+    assert not offerings_shared(after, third)
 
 
 def test_listing_from_many_threads_agrees(provider: AwsCloudProvider) -> None:
@@ -1166,7 +1194,7 @@ def test_changed_instance_type_info_changes_the_types(
     instance types": unchanged until the five-minute refresh, then one type fewer."""
     first = provider.get_instance_types(node_class())
     clock.advance(DESCRIBE_CACHE_SECONDS + 1)
-    assert provider.get_instance_types(node_class()) == first
+    assert identical_lists(provider.get_instance_types(node_class()), first)
     dropped: list[str] = []
 
     def drop_one(parsed: dict[str, Any], **_: Any) -> None:
@@ -1190,7 +1218,7 @@ def test_changed_offering_info_changes_the_types(
     set of instance types" (Karpenter adds an offering; here one is taken away)."""
     first = provider.get_instance_types(node_class())
     clock.advance(DESCRIBE_CACHE_SECONDS + 1)
-    assert provider.get_instance_types(node_class()) == first
+    assert identical_lists(provider.get_instance_types(node_class()), first)
 
     def drop_m5_xlarge_in_c(parsed: dict[str, Any], **_: Any) -> None:
         parsed["InstanceTypeOfferings"] = [

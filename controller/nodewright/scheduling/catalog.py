@@ -8,6 +8,7 @@ catalog works with no AWS account.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,25 +144,70 @@ def build_catalog(
     Types without an offering in a subnet's zone, or with an architecture Kubernetes cannot
     run, are left out.
     """
-    price_source = prices if prices is not None else OfflinePriceSource()
-    estimate = estimates_unpriced(price_source)
     resolved = (settings if settings is not None
                 else alloc.node_settings(kubelet, node_class, provider))
-    is_unavailable = _unavailable_predicate(unavailable)
-    zones_by_type = _zones_by_type(_entries(offerings, "InstanceTypeOfferings"), zones)
-    catalog: list[InstanceType] = []
+    zones_by_type = offered_zones(offerings, zones)
+    return catalog_from_facts(
+        read_instance_types(instance_types),
+        zones_by_type,
+        region,
+        prices,
+        resolved,
+        zone_ids=zone_ids,
+        subnet_zones=subnet_zones,
+        unavailable=unavailable,
+    )
+
+
+def read_instance_types(
+    instance_types: Iterable[Mapping[str, Any]] | Mapping[str, Any],
+) -> tuple[InstanceTypeFacts, ...]:
+    """DescribeInstanceTypes entries (or a whole response) read into facts, in order."""
+    facts: list[InstanceTypeFacts] = []
     for index, info in enumerate(_entries(instance_types, "InstanceTypes")):
         try:
-            facts = read_instance_type(info)
+            facts.append(read_instance_type(info))
         except ValueError as error:
             raise ValueError(f"InstanceTypes[{index}]: {error}") from None
-        type_zones = zones_by_type.get(facts.name)
-        if (not type_zones or not _schedulable(facts, resolved)
+    return tuple(facts)
+
+
+def offered_zones(
+    offerings: Iterable[Mapping[str, Any]] | Mapping[str, Any],
+    zones: Collection[str] | None = None,
+) -> dict[str, frozenset[str]]:
+    """Instance type -> the zones DescribeInstanceTypeOfferings offers it in (only `zones`,
+    when given)."""
+    by_type = _zones_by_type(_entries(offerings, "InstanceTypeOfferings"), zones)
+    return {name: frozenset(found) for name, found in by_type.items()}
+
+
+def catalog_from_facts(
+    facts: Iterable[InstanceTypeFacts],
+    zones_by_type: Mapping[str, AbstractSet[str]],
+    region: str,
+    prices: PriceSource | None,
+    settings: NodeSettings,
+    *,
+    zone_ids: Mapping[str, str] | None = None,
+    subnet_zones: Collection[str] | None = None,
+    unavailable: UnavailableOfferings | None = None,
+) -> list[InstanceType]:
+    """`build_catalog` from types already read (`read_instance_types`) and their zones
+    (`offered_zones`). Which types are listed depends on the settings and zones only, never
+    on prices or unavailable offerings: a type rebuilt alone is the one a whole build lists."""
+    price_source = prices if prices is not None else OfflinePriceSource()
+    estimate = estimates_unpriced(price_source)
+    is_unavailable = _unavailable_predicate(unavailable)
+    catalog: list[InstanceType] = []
+    for fact in facts:
+        type_zones = zones_by_type.get(fact.name)
+        if (not type_zones or not _schedulable(fact, settings)
                 or (subnet_zones is not None and type_zones.isdisjoint(subnet_zones))):
             continue
         catalog.append(
             _instance_type(
-                facts, region, sorted(type_zones), price_source, resolved, zone_ids or {},
+                fact, region, sorted(type_zones), price_source, settings, zone_ids or {},
                 is_unavailable, estimate, subnet_zones,
             )
         )

@@ -60,6 +60,15 @@ class PriceSource(Protocol):
     def spot(self, instance_type: str, zone: str) -> float | None: ...
 
 
+def price_version(prices: PriceSource) -> int | None:
+    """A number that changes whenever any price `prices` answers with may have changed
+    (Karpenter's SeqNum, for the prices): a catalog built at one version is the catalog at
+    the same version. None: the source keeps no version, so nothing built from it may be
+    reused. A source offers one with a `version()` method."""
+    version = getattr(prices, "version", None)
+    return int(version()) if callable(version) else None
+
+
 @dataclass(frozen=True, slots=True)
 class FamilyPrices:
     """One family's row: the .large price with linear sizes, or an explicit price per size."""
@@ -116,6 +125,10 @@ class OfflinePriceSource:
 
     def spot(self, instance_type: str, zone: str) -> float | None:
         return None
+
+    def version(self) -> int:
+        """Its prices never change (`price_version`)."""
+        return 0
 
     def base_price(self, instance_type: str) -> float | None:
         """The list price in the list-price regions, wherever the caller is."""

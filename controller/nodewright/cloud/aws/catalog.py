@@ -1,9 +1,21 @@
 """The live instance catalog: DescribeInstanceTypes and DescribeInstanceTypeOfferings (read
 again every 12 hours, as Karpenter's instance type controller refreshes them), prices, and the
-unavailable-offerings cache, fed through the scheduling engine's `build_catalog`."""
+unavailable-offerings cache, fed through the scheduling engine's `catalog_from_facts` (what
+`build_catalog` does, from answers already read).
+
+Built once, reused (Karpenter's instance type and offering caches): each answer of
+DescribeInstanceTypes is read into facts once, and each catalog is kept under what it depends
+on, the node settings, the subnets' zones and zone ids, the placement group, the answers it
+was built from and the version of the prices. The unavailable offerings are not in the key:
+a catalog remembers the sequence numbers it was built at, and when they move only the
+types whose offerings may have changed are built again (a capacity type or zone marked out
+rebuilds every type). Callers get a new list of the same, shared `InstanceType`s: read-only,
+as `offline_catalog`'s; whoever changes one makes a changed copy (`dataclasses.replace`)."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
@@ -11,9 +23,15 @@ from typing import TYPE_CHECKING, Any, Final
 from nodewright.cloud.aws.clock import Seconds, TTLCache, system_clock
 from nodewright.cloud.aws.errors import aws_call
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
-from nodewright.scheduling.allocatable import ProviderSettings, node_settings
-from nodewright.scheduling.catalog import InstanceType, build_catalog
-from nodewright.scheduling.pricing import PriceSource
+from nodewright.scheduling.allocatable import NodeSettings, ProviderSettings, node_settings
+from nodewright.scheduling.catalog import (
+    InstanceType,
+    catalog_from_facts,
+    offered_zones,
+    read_instance_types,
+)
+from nodewright.scheduling.ec2_info import InstanceTypeFacts
+from nodewright.scheduling.pricing import PriceSource, price_version
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
@@ -26,6 +44,29 @@ INSTANCE_TYPE_FILTERS: Final = (
     {"Name": "supported-virtualization-type", "Values": ["hvm"]},
     {"Name": "processor-info.supported-architecture", "Values": ["x86_64", "arm64"]},
 )
+# Built catalogs kept (node classes with different settings, zones or placement groups).
+CACHED_CATALOGS: Final = 16
+
+
+@dataclass(frozen=True)
+class _Read:
+    """One DescribeInstanceTypes and one DescribeInstanceTypeOfferings answer, read."""
+
+    types: list[Mapping[str, Any]]
+    offerings: list[Mapping[str, Any]]
+    facts: tuple[InstanceTypeFacts, ...]
+    facts_by_name: dict[str, InstanceTypeFacts]
+    zones_by_type: dict[str, frozenset[str]]
+    generation: int
+
+
+@dataclass(frozen=True)
+class _Built:
+    """A catalog and the unavailable offerings' sequence numbers it was built at."""
+
+    types: tuple[InstanceType, ...]
+    seqnum: int
+    type_seqnums: dict[str, int]
 
 
 @dataclass
@@ -36,7 +77,15 @@ class LiveCatalog:
     unavailable: UnavailableOfferings
     clock: Seconds = system_clock
     provider: ProviderSettings = field(default_factory=ProviderSettings)
+    catalogs_kept: int = CACHED_CATALOGS
+    # InstanceTypes built so far (a catalog reused builds none).
+    types_built: int = field(init=False, default=0)
     _described: TTLCache[str, list[Mapping[str, Any]]] = field(init=False)
+    _read: _Read | None = field(init=False, default=None)
+    _built: OrderedDict[tuple[object, ...], _Built] = field(init=False,
+                                                           default_factory=OrderedDict)
+    # One caller builds at a time; the others then find its catalog.
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         self._described = TTLCache(DESCRIBE_CACHE_SECONDS, self.clock)
@@ -56,17 +105,90 @@ class LiveCatalog:
         capacity errors inside `placement_group` count for it too."""
         settings = replace(node_settings(None, node_class, self.provider),
                            placement_strategy=placement_strategy)
-        return build_catalog(
-            self._instance_type_data(),
-            self._offering_data(),
+        with self._lock:
+            read = self._read_described()
+            prices = price_version(self.prices)
+            if prices is None:
+                # A price source that keeps no version: nothing built from it is reused.
+                return self._build(read, read.facts, settings, zones, zone_ids, placement_group)
+            seqnum = self.unavailable.seqnum()
+            key = (settings.cache_key(), None if zones is None else frozenset(zones),
+                   tuple(sorted((zone_ids or {}).items())), placement_group, read.generation,
+                   prices)
+            built = self._built.get(key)
+            if built is None or built.seqnum != seqnum:
+                built = self._rebuilt(built, read, seqnum, settings, zones, zone_ids,
+                                      placement_group)
+                self._keep(key, built)
+            self._built.move_to_end(key)
+            return list(built.types)
+
+    def _rebuilt(self, built: _Built | None, read: _Read, seqnum: int, settings: NodeSettings,
+                 zones: Collection[str] | None, zone_ids: Mapping[str, str] | None,
+                 placement_group: str | None) -> _Built:
+        """The catalog at `seqnum`: built whole, or from `built` with only the types whose
+        unavailable offerings changed since built again (Karpenter's per-type SeqNum)."""
+        if built is None:
+            stale = set(read.facts_by_name)
+            facts: Collection[InstanceTypeFacts] = read.facts
+        else:
+            stale = {name for name, number in built.type_seqnums.items()
+                     if self.unavailable.type_seqnum(name) != number}
+            facts = [read.facts_by_name[name] for name in sorted(stale)]
+        # Read before building: a change while building makes the next call build again.
+        numbers = {name: self.unavailable.type_seqnum(name) for name in stale}
+        fresh = self._build(read, facts, settings, zones, zone_ids, placement_group)
+        # Which types are listed never depends on unavailable offerings: only these matter.
+        listed = {it.name: numbers[it.name] for it in fresh}
+        if built is None:
+            return _Built(tuple(fresh), seqnum, listed)
+        by_name = {it.name: it for it in fresh}
+        return _Built(tuple(by_name.get(it.name, it) for it in built.types), seqnum,
+                      {**built.type_seqnums, **listed})
+
+    def _build(self, read: _Read, facts: Collection[InstanceTypeFacts], settings: NodeSettings,
+               zones: Collection[str] | None, zone_ids: Mapping[str, str] | None,
+               placement_group: str | None) -> list[InstanceType]:
+        catalog = catalog_from_facts(
+            facts,
+            read.zones_by_type,
             self.region,
             self.prices,
-            settings=settings,
+            settings,
             subnet_zones=zones,
             zone_ids=zone_ids,
-            unavailable=lambda name, zone, capacity_type: self.unavailable.is_unavailable(
-                name, zone, capacity_type, placement_group),
+            unavailable=self.unavailable.snapshot(placement_group),
         )
+        self.types_built += len(catalog)
+        return catalog
+
+    def _keep(self, key: tuple[object, ...], built: _Built) -> None:
+        """Keep `built`, dropping what can never be asked for again (older answers or
+        prices: the key's last two parts) and then the least recently used beyond
+        `catalogs_kept`."""
+        current = key[-2:]
+        for old in [old for old in self._built if old[-2:] != current]:
+            del self._built[old]
+        self._built[key] = built
+        while len(self._built) > self.catalogs_kept:
+            self._built.popitem(last=False)
+
+    def _read_described(self) -> _Read:
+        """The described types and offerings, read into facts once per answer. A refresh
+        that answers the same keeps the earlier answer, so its catalogs stay valid
+        (Karpenter's ChangeMonitor on the two answers)."""
+        types, offerings = self._instance_type_data(), self._offering_data()
+        read = self._read
+        if read is not None and read.types is types and read.offerings is offerings:
+            return read
+        facts = read.facts if read is not None and read.types is types else (
+            read_instance_types(types))
+        zones_by_type = (read.zones_by_type if read is not None and read.offerings is offerings
+                         else offered_zones(offerings))
+        generation = 0 if read is None else read.generation + 1
+        self._read = _Read(types, offerings, facts, {f.name: f for f in facts}, zones_by_type,
+                           generation)
+        return self._read
 
     def _instance_type_data(self) -> list[Mapping[str, Any]]:
         cached = self._described.get("types")
@@ -79,8 +201,10 @@ class LiveCatalog:
                 PaginationConfig={"PageSize": 100})
             for page in pages:
                 found.extend(page.get("InstanceTypes", []))
-        self._described.put("types", found)
-        return found
+        previous = self._read.types if self._read is not None else None
+        kept = previous if previous is not None and previous == found else found
+        self._described.put("types", kept)
+        return kept
 
     def _offering_data(self) -> list[Mapping[str, Any]]:
         cached = self._described.get("offerings")
@@ -91,5 +215,7 @@ class LiveCatalog:
             paginator = self.ec2.get_paginator("describe_instance_type_offerings")
             for page in paginator.paginate(LocationType="availability-zone"):
                 found.extend(page.get("InstanceTypeOfferings", []))
-        self._described.put("offerings", found)
-        return found
+        previous = self._read.offerings if self._read is not None else None
+        kept = previous if previous is not None and previous == found else found
+        self._described.put("offerings", kept)
+        return kept

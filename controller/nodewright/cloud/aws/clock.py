@@ -26,6 +26,8 @@ class TTLCache(Generic[K, V]):
 
     ttl_seconds: float
     clock: Seconds = system_clock
+    # Told the key of every entry found expired and dropped (Karpenter's OnEvicted).
+    on_expire: Callable[[K], None] | None = None
     _entries: dict[K, tuple[float, V]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -37,8 +39,22 @@ class TTLCache(Generic[K, V]):
             stored_at, value = entry
             if self.clock() - stored_at >= self.ttl_seconds:
                 del self._entries[key]
+                self._expired(key)
                 return None
             return value
+
+    def drop_expired(self) -> None:
+        """Drop every expired entry now (each told to `on_expire`), not when next read."""
+        with self._lock:
+            now = self.clock()
+            for key in [key for key, (stored_at, _) in self._entries.items()
+                        if now - stored_at >= self.ttl_seconds]:
+                del self._entries[key]
+                self._expired(key)
+
+    def _expired(self, key: K) -> None:
+        if self.on_expire is not None:
+            self.on_expire(key)
 
     def put(self, key: K, value: V) -> None:
         with self._lock:

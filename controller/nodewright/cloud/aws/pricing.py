@@ -85,6 +85,8 @@ class LivePriceSource:
     _spot_read: bool = False
     _on_demand_at: float | None = None
     _spot_at: float | None = None
+    # Bumped whenever an answer of on_demand or spot changes (`version`).
+    _version: int = 0
 
     def __post_init__(self) -> None:
         self._static = dict(static_on_demand_prices(self.region))
@@ -102,6 +104,13 @@ class LivePriceSource:
             # Until the history is read, a type's spot price is its static on-demand price.
             return self._static.get(instance_type)
         return self._spot.get((instance_type, zone))
+
+    def version(self) -> int:
+        """Changes whenever a price this source answers with changes; a refresh that is due
+        is made first (scheduling.pricing.price_version)."""
+        self._refresh_on_demand()
+        self._refresh_spot()
+        return self._version
 
     def _due(self, last: float | None) -> bool:
         return last is None or self.clock() - last >= self.refresh_seconds
@@ -123,7 +132,10 @@ class LivePriceSource:
             log.warning("pricing:GetProducts listed no on-demand prices, keeping the last ones")
             return
         # As Karpenter: a type missing from this answer keeps its last price.
-        self._on_demand = {**self._on_demand, **shared, **metal}
+        updated = {**self._on_demand, **shared, **metal}
+        if updated != self._on_demand:
+            self._on_demand = updated
+            self._version += 1
 
     def _refresh_spot(self) -> None:
         if not self._due(self._spot_at):
@@ -139,8 +151,11 @@ class LivePriceSource:
             log.warning("ec2:DescribeSpotPriceHistory listed no spot prices, keeping the last "
                         "ones")
             return
-        self._spot = {**self._spot, **found}
-        self._spot_read = True
+        updated = {**self._spot, **found}
+        if updated != self._spot or not self._spot_read:
+            self._spot = updated
+            self._spot_read = True
+            self._version += 1
 
     def _fetch_on_demand(self, query: tuple[tuple[str, str], ...]) -> dict[str, float]:
         filters: list[Any] = [

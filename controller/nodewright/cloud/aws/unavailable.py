@@ -4,10 +4,16 @@ for three minutes (Karpenter's ICE cache TTL). A failure inside a placement grou
 only for launches into that group (EC2 may have room for the type outside it). A whole
 capacity type can be out too (spot, when the account may not create the Spot
 service-linked role), for the same three minutes; and a whole zone, for one capacity type,
-when its only subnets ran out of addresses (Karpenter's subnet-scoped ICE entries)."""
+when its only subnets ran out of addresses (Karpenter's subnet-scoped ICE entries).
+
+Every change, an entry put or expired, bumps a sequence number (Karpenter's SeqNum): the
+instance type's own for an offering, every type's for a capacity type or a zone. A catalog
+built at one number is the catalog at that number."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -28,20 +34,52 @@ class UnavailableOfferings:
     _capacity_types: TTLCache[str, str] = field(init=False)
     # (zone, capacity type)
     _zones: TTLCache[tuple[str, str], str] = field(init=False)
+    # Changes: in all, to every type (capacity types, zones), and per instance type.
+    _changes: int = field(init=False, default=0)
+    _every_type_changes: int = field(init=False, default=0)
+    _type_changes: dict[str, int] = field(init=False, default_factory=dict)
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
-        self._cache = TTLCache(self.ttl_seconds, self.clock)
-        self._in_groups = TTLCache(self.ttl_seconds, self.clock)
-        self._capacity_types = TTLCache(self.ttl_seconds, self.clock)
-        self._zones = TTLCache(self.ttl_seconds, self.clock)
+        def of_type(key: tuple[str, ...]) -> None:
+            self._changed(key[0])
+
+        self._cache = TTLCache(self.ttl_seconds, self.clock, of_type)
+        self._in_groups = TTLCache(self.ttl_seconds, self.clock, of_type)
+        self._capacity_types = TTLCache(self.ttl_seconds, self.clock,
+                                        lambda _: self._changed(None))
+        self._zones = TTLCache(self.ttl_seconds, self.clock, lambda _: self._changed(None))
+
+    def seqnum(self) -> int:
+        """Changes with every entry put or expired (expired ones are dropped first)."""
+        for cache in (self._cache, self._in_groups, self._capacity_types, self._zones):
+            cache.drop_expired()
+        with self._lock:
+            return self._changes
+
+    def type_seqnum(self, instance_type: str) -> int:
+        """Changes with every entry put or expired that may change `instance_type`'s
+        offerings (as of the last `seqnum`)."""
+        with self._lock:
+            return self._type_changes.get(instance_type, 0) + self._every_type_changes
+
+    def _changed(self, instance_type: str | None) -> None:
+        with self._lock:
+            self._changes += 1
+            if instance_type is None:
+                self._every_type_changes += 1
+            else:
+                self._type_changes[instance_type] = self._type_changes.get(instance_type, 0) + 1
 
     def mark_capacity_type_unavailable(self, capacity_type: str, reason: str) -> None:
         """Every offering of `capacity_type` is out (Karpenter's MarkCapacityTypeUnavailable)."""
         self._capacity_types.put(capacity_type, reason)
+        self._changed(None)
 
     def mark_zone_unavailable(self, zone: str, capacity_type: str, reason: str) -> None:
         """Every offering of `capacity_type` in `zone` is out (its subnets are full)."""
         self._zones.put((zone, capacity_type), reason)
+        self._changed(None)
 
     def mark_unavailable(
         self, instance_type: str, zone: str, capacity_type: str, reason: str,
@@ -51,6 +89,7 @@ class UnavailableOfferings:
             self._in_groups.put((instance_type, zone, capacity_type, placement_group), reason)
         else:
             self._cache.put((instance_type, zone, capacity_type), reason)
+        self._changed(instance_type)
 
     def is_unavailable(self, instance_type: str, zone: str, capacity_type: str,
                        placement_group: str | None = None) -> bool:
@@ -70,3 +109,18 @@ class UnavailableOfferings:
 
     def entries(self) -> list[OfferingKey]:
         return self._cache.live_keys()
+
+    def snapshot(self, placement_group: str | None = None) -> Callable[[str, str, str], bool]:
+        """`is_unavailable` for `placement_group` as of now, answered without a lock or a
+        clock: what a catalog build asks a thousand times over."""
+        offerings = frozenset(self._cache.live_keys())
+        capacity_types = frozenset(self._capacity_types.live_keys())
+        zones = frozenset(self._zones.live_keys())
+        in_group = frozenset(key[:3] for key in self._in_groups.live_keys()
+                             if placement_group and key[3] == placement_group)
+        if not (offerings or capacity_types or zones or in_group):
+            return lambda _type, _zone, _capacity_type: False
+        return lambda instance_type, zone, capacity_type: (
+            (instance_type, zone, capacity_type) in offerings
+            or capacity_type in capacity_types or (zone, capacity_type) in zones
+            or (instance_type, zone, capacity_type) in in_group)
