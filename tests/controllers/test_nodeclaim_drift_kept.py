@@ -16,6 +16,7 @@ from nodewright.api import hashes
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.controllers.nodeclaim.disruption_conditions import NodeClaimConditions
 from nodewright.controllers.nodeclaim.drift import NODECLASS_DRIFTED, REQUIREMENTS_DRIFTED
+from nodewright.runtime.reconciler import WatchEvent
 from tests.controllers.nodeclaim_bench import (
     QUIET_POOL,
     bench,
@@ -161,3 +162,18 @@ def test_a_nodepool_status_write_keeps_the_verdict() -> None:
     controller.reconcile(name)
 
     assert controller.static_checks == checks
+
+
+def test_a_node_class_change_wakes_only_the_nodeclaims_launched_with_it() -> None:
+    """Karpenter's NodeClassEventHandler: an EC2NodeClass event enqueues the NodeClaims whose
+    nodeClassRef names it, not every NodeClaim of the cluster."""
+    world = bench()
+    mine = nodeclaim("mine")
+    theirs = nodeclaim("theirs", nodeClassRef={"group": "karpenter.k8s.aws",
+                                               "kind": "EC2NodeClass", "name": "other"})
+    create(world, mine, theirs)
+    controller, _ = controller_of(world)
+    (watch,) = [w for w in controller.watches if w.kind == "EC2NodeClass"]
+    event = WatchEvent("MODIFIED", {"apiVersion": "karpenter.k8s.aws/v1",
+                                    "kind": "EC2NodeClass", "metadata": {"name": "other"}})
+    assert list(watch.keys(event)) == ["theirs"]

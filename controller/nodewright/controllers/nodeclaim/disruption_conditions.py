@@ -151,7 +151,7 @@ class NodeClaimConditions:
         return (
             Watch("NodeClaim"),
             Watch("NodePool", self._claims_of_pool),
-            Watch("EC2NodeClass", self._all_claims),
+            Watch("EC2NodeClass", self._claims_of_class),
         )
 
     def _claims_of_pool(self, event: WatchEvent) -> Iterable[str]:
@@ -161,8 +161,14 @@ class NodeClaimConditions:
             if objects.labels(claim).get(NODEPOOL_LABEL) == event.name
         ]
 
-    def _all_claims(self, event: WatchEvent) -> Iterable[str]:
-        return [objects.name(claim) for claim in self.state.nodeclaims()]
+    def _claims_of_class(self, event: WatchEvent) -> Iterable[str]:
+        """The NodeClaims launched with this EC2NodeClass (Karpenter's
+        NodeClassEventHandler: by nodeClassRef, not every NodeClaim)."""
+        return [
+            objects.name(claim)
+            for claim in self.state.nodeclaims()
+            if ((claim.get("spec") or {}).get("nodeClassRef") or {}).get("name") == event.name
+        ]
 
     def reconcile(self, key: str) -> Result:
         try:
