@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nodewright.api.quantity import CPU, MEMORY, PODS
 from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.disruption.commands import Rejection
@@ -28,7 +30,14 @@ from nodewright.controllers.disruption.methods.disruption_pass import (
 )
 from nodewright.controllers.disruption.methods.drift import drift
 from nodewright.controllers.disruption.methods.single_node_consolidation import single_node
-from nodewright.controllers.disruption.prefilter import Room, identical_spill, new_node_need
+from nodewright.controllers.disruption.prefilter import (
+    FreeRoom,
+    Room,
+    homeless,
+    identical_spill,
+    new_node_need,
+    pareto_front,
+)
 from nodewright.controllers.disruption.simulation import SimulationBase
 from nodewright.controllers.options import ControllerOptions
 from tests.controllers.conftest import WORKSHOP
@@ -74,7 +83,7 @@ def test_identical_pods_put_at_least_the_whole_pods_bound_on_the_new_node(
     shape: Room, count: int, machines: list[Room],
 ) -> None:
     pods = [shape] * count
-    need = identical_spill(pods, machines)
+    need = identical_spill(pods, free_of(machines), set())
     new_node = len(machines)
     for placement in itertools.product(range(len(machines) + 1), repeat=count):
         loads = [(0, 0, 0)] * (len(machines) + 1)
@@ -87,8 +96,8 @@ def test_identical_pods_put_at_least_the_whole_pods_bound_on_the_new_node(
 def test_holes_too_small_for_a_whole_pod_take_none() -> None:
     # Four holes of 1.5 pods each take four pods, not six: two go to the new node.
     pod = (2, 1, 1)
-    assert identical_spill([pod] * 6, [(3, 10, 10)] * 4) == (4, 2, 2)
-    assert identical_spill([pod, (1, 1, 1)], [(3, 10, 10)]) == (0, 0, 0)  # not identical
+    assert identical_spill([pod] * 6, free_of([(3, 10, 10)] * 4), set()) == (4, 2, 2)
+    assert identical_spill([pod, (1, 1, 1)], free_of([(3, 10, 10)]), set()) == (0, 0, 0)
 
 
 def test_pods_that_fit_each_hole_but_not_all_holes_together_need_a_new_node() -> None:
@@ -218,3 +227,31 @@ def test_drift_evaluates_no_machine_while_nothing_is_drifted(
 
     monkeypatch.setattr(disruption_pass, "evaluate", forbidden)
     assert drift(current) is None
+
+
+def pod_of(room: Room) -> SimpleNamespace:
+    """A moving pod as the prefilter reads it: its requests."""
+    return SimpleNamespace(requests={CPU: room[0], MEMORY: room[1], PODS: room[2]})
+
+
+def free_of(machines: list[Room]) -> FreeRoom:
+    rooms = {f"machine-{i}": room for i, room in enumerate(machines)}
+    return FreeRoom(rooms, pareto_front(rooms.items()))
+
+
+@given(machines=st.lists(rooms, max_size=8), gone=st.sets(st.integers(0, 7), max_size=4),
+       shape=rooms, pods=st.lists(rooms, max_size=4))
+def test_the_fleet_without_some_machines_is_what_the_other_machines_alone_give(
+    machines: list[Room], gone: set[int], shape: Room, pods: list[Room],
+) -> None:
+    """A pass asks FreeRoom about every candidate "without these machines", answered from
+    the whole fleet's figures less the candidates'; the answers are those of the other
+    machines taken on their own (the same homeless pods, the same whole copies)."""
+    free = free_of(machines)
+    names = {f"machine-{i}" for i in gone}
+    others = free_of([room for i, room in enumerate(machines) if i not in gone])
+    fronts = (free.front_without(names), others.front)
+    assert [room for _, room in fronts[0]] == [room for _, room in fronts[1]]
+    moving = [pod_of(room) for room in pods]
+    assert homeless(moving, fronts[0]) == homeless(moving, fronts[1])
+    assert free.copies_without(shape, names) == others.copies_without(shape, set())

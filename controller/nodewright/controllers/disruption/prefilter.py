@@ -18,6 +18,7 @@ many machines there are.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -69,11 +70,20 @@ def _spare(room: Room) -> Room:
 
 @dataclass
 class FreeRoom:
-    """The free room of every machine a pod could move to."""
+    """The free room of every machine a pod could move to.
+
+    A pass asks about every candidate in turn, each time "without these machines": the
+    answers are worked out from the whole fleet's once (how many machines have each free
+    room, how many pods of a shape the fleet takes) less the candidates', not from the
+    fleet again, which made a pass grow with the square of the fleet."""
 
     rooms: dict[str, Room]
     front: list[tuple[str, Room]]
     total: Room = (0, 0, 0)  # every machine's spare room added up
+
+    def __post_init__(self) -> None:
+        self._machines_with: Counter[Room] = Counter(self.rooms.values())
+        self._copies: dict[Room, int | None] = {}
 
     @classmethod
     def of(cls, machines: Iterable[StateNode]) -> FreeRoom:
@@ -89,14 +99,51 @@ class FreeRoom:
         return (self.total[0] - gone[0], self.total[1] - gone[1], self.total[2] - gone[2])
 
     def front_without(self, names: set[str]) -> list[tuple[str, Room]]:
+        """The front of the other machines' free room. Only the rooms matter to the
+        callers: a front machine that goes leaves the front as it was while another
+        machine has the very same room."""
         if not any(name in names for name, _ in self.front):
+            return self.front
+        going = Counter(self.rooms[name] for name in names if name in self.rooms)
+        if all(self._machines_with[room] > going[room] for _, room in self.front):
             return self.front
         return pareto_front((n, r) for n, r in self.rooms.items() if n not in names)
 
+    def copies_without(self, shape: Room, names: set[str]) -> int | None:
+        """How many pods of `shape` the machines other than `names` take whole, added up
+        (None: any number, a shape that needs nothing)."""
+        if not any(need > 0 for need in shape):
+            return None
+        if shape not in self._copies:
+            self._copies[shape] = _copies_in(shape, self.rooms.values())
+        everywhere = self._copies[shape]
+        if everywhere is None:
+            return None
+        return everywhere - (_copies_in(shape, (self.rooms[name] for name in names
+                                                if name in self.rooms)) or 0)
+
+
+def _copies_in(shape: Room, rooms: Iterable[Room]) -> int | None:
+    taken = 0
+    for room in rooms:
+        fit = copies_that_fit(shape, room)
+        if fit is None:
+            return None
+        taken += fit
+    return taken
+
 
 def homeless(pods: Sequence[Pod], front: Sequence[tuple[str, Room]]) -> list[Pod]:
-    return [pod for pod in pods
-            if not any(_fits(_room(pod.requests), room) for _, room in front)]
+    fits_somewhere: dict[Room, bool] = {}  # most pods share their shape with many others
+    stranded = []
+    for pod in pods:
+        need = _room(pod.requests)
+        fits = fits_somewhere.get(need)
+        if fits is None:
+            fits = fits_somewhere[need] = any(_fits(need, room) for _, room in front)
+        if not fits:
+            stranded.append(pod)
+    return stranded
 
 
 def new_node_need(moving: Sequence[Room], stranded: Room, spare: Room) -> Room:
@@ -114,19 +161,16 @@ def copies_that_fit(shape: Room, room: Room) -> int | None:
     return min(counts) if counts else None
 
 
-def identical_spill(moving: Sequence[Room], rooms: Iterable[Room]) -> Room:
+def identical_spill(moving: Sequence[Room], free: FreeRoom, gone: set[str]) -> Room:
     """When every moving pod has the same requests, what the new node must hold: the pods
-    the other machines cannot take whole (room for 1.5 pods takes one)."""
+    the machines other than `gone` cannot take whole (room for 1.5 pods takes one)."""
     shapes = set(moving)
     if len(shapes) != 1:
         return (0, 0, 0)
     (shape,) = shapes
-    taken = 0
-    for room in rooms:
-        fit = copies_that_fit(shape, room)
-        if fit is None:
-            return (0, 0, 0)
-        taken += fit
+    taken = free.copies_without(shape, gone)
+    if taken is None:
+        return (0, 0, 0)
     left = max(0, len(moving) - taken)
     return (shape[0] * left, shape[1] * left, shape[2] * left)
 
@@ -169,7 +213,7 @@ def hopeless(
     stranded_need = _sum(_room(pod.requests) for pod in stranded)
     shapes = [_room(pod.requests) for pod in moving]
     need = new_node_need(shapes, stranded_need, free.total_without(gone))
-    whole = identical_spill(shapes, (r for n, r in free.rooms.items() if n not in gone))
+    whole = identical_spill(shapes, free, gone)
     need = (max(need[0], whole[0]), max(need[1], whole[1]), max(need[2], whole[2]))
     if not any(need):
         return None
