@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from nodewright.cloud.provider import CloudProvider, CloudProviderError, NodeClaimNotFoundError
@@ -114,6 +116,9 @@ def test_the_ledger_bills_running_time_with_a_one_minute_minimum(
     assert entries["short"].cost(now) == pytest.approx(0.096 / 60)
     assert entries["long"].cost(now) == pytest.approx(0.096)
     assert ec2.ledger().hourly_cost(now) == pytest.approx(0.096)
+    assert ec2.hourly_cost(now) == ec2.ledger().hourly_cost(now)  # what the recorder reads
+    before_running = now - timedelta(seconds=3620)
+    assert ec2.hourly_cost(before_running) == ec2.ledger().hourly_cost(before_running) == 0
     assert ec2.ledger().instance_hours(now) == pytest.approx(1 + 30 / 3600)
     assert ec2.counters.launched == 2 and ec2.counters.terminated == 1
 

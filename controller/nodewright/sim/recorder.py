@@ -160,7 +160,7 @@ class Recorder:
 
     def on_ec2(self, event: SimEvent) -> None:
         if event.kind in _BILLING_EVENTS:
-            self._hourly_cost = self._ec2.ledger().hourly_cost(self._now())
+            self._hourly_cost = self._ec2.hourly_cost(self._now())
         if event.kind in _EC2_LINES or event.kind.startswith("interrupt-"):
             self.note("ec2", f"ec2.{event.kind}", event.message, instance=event.instance_id)
 
