@@ -201,8 +201,7 @@ class LiveCatalog:
                 PaginationConfig={"PageSize": 100})
             for page in pages:
                 found.extend(page.get("InstanceTypes", []))
-        previous = self._read.types if self._read is not None else None
-        kept = previous if previous is not None and previous == found else found
+        kept = _unless_unchanged(self._read.types if self._read else None, found)
         self._described.put("types", kept)
         return kept
 
@@ -215,7 +214,12 @@ class LiveCatalog:
             paginator = self.ec2.get_paginator("describe_instance_type_offerings")
             for page in paginator.paginate(LocationType="availability-zone"):
                 found.extend(page.get("InstanceTypeOfferings", []))
-        previous = self._read.offerings if self._read is not None else None
-        kept = previous if previous is not None and previous == found else found
+        kept = _unless_unchanged(self._read.offerings if self._read else None, found)
         self._described.put("offerings", kept)
         return kept
+
+
+def _unless_unchanged(previous: list[Mapping[str, Any]] | None,
+                      found: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The earlier answer when the new one says the same (its catalogs stay valid)."""
+    return previous if previous is not None and previous == found else found
