@@ -172,7 +172,8 @@ INVALID = [
     ("NodePool", ["spec", "template", "spec", "unknownField"], True),
     ("NodePool", ["spec", "limits", "cpu"], "a lot"),
     ("EC2NodeClass", ["spec", "metadataOptions", "httpTokens"], "sometimes"),
-    ("EC2NodeClass", ["spec", "subnetSelectorTerms"], []),
+    # (an empty subnetSelectorTerms is refused by a CEL rule, as in Karpenter's CRD)
+    ("EC2NodeClass", ["spec", "amiSelectorTerms"], []),
     ("EC2NodeClass", ["spec", "detailedMonitoring"], "yes"),
     ("EC2NodeClass", ["spec", "blockDeviceMappings", 0, "ebs", "volumeType"], "gp9"),
     ("NodeClaim", ["spec", "requirements", 0, "operator"], "Near"),

@@ -218,7 +218,7 @@ NODECLASS_CASES: list[tuple[str, str, Any, str | None, str]] = [
     ("no ami terms", "spec|amiSelectorTerms", [],
      "spec.amiSelectorTerms", "must not be empty"),
     ("no subnet terms", "spec|subnetSelectorTerms", [],
-     "spec.subnetSelectorTerms", "must not be empty"),
+     "spec.subnetSelectorTerms", "subnetSelectorTerms cannot be empty"),
     ("empty subnet term", "spec|subnetSelectorTerms|0", {},
      "spec.subnetSelectorTerms[0]", "at least one selector field"),
     # Karpenter's exclusivity rules quantify over the list (v1.14.1 CRD, `!self.all(...)`):

@@ -275,12 +275,14 @@ NETWORK_INTERFACE_RULES = (
 
 
 class EC2NodeClassSpec(KubeModel):
+    # No minItems on these two, as in Karpenter's CRD: their "cannot be empty" rule says it
+    # (both would report the one fault).
     subnet_selector_terms: list[SubnetSelectorTerm] = Field(
-        min_length=1, max_length=30,
+        max_length=30,
         json_schema_extra=cel_extra(rule.to_schema() for rule in SUBNET_SELECTOR_TERMS_RULES),
     )
     security_group_selector_terms: list[SecurityGroupSelectorTerm] = Field(
-        min_length=1, max_length=30,
+        max_length=30,
         json_schema_extra=cel_extra(
             rule.to_schema() for rule in SECURITY_GROUP_SELECTOR_TERMS_RULES),
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from nodewright.api.base import KubeModel
 from nodewright.api.capacitybuffer import CapacityBuffer
 from nodewright.api.core import NodeSelectorRequirementWithMinValues
 from nodewright.api.cron import cron_problem
@@ -34,8 +35,6 @@ RESTRICTED_TAG_KEYS = (
     "karpenter.sh/nodeclaim",
     "karpenter.k8s.aws/ec2nodeclass",
 )
-MIN_VOLUME_BYTES = 1 << 30
-MAX_VOLUME_BYTES = 64 << 40
 
 
 def check_requirements(
@@ -236,6 +235,39 @@ def check_nodeclaim(nodeclaim: NodeClaim) -> Iterator[Finding]:
                                               ("spec", "requirements"))
 
 
+# Per selector term list: what its terms select, and the fields that narrow a term besides
+# its tags.
+_NARROWING: dict[str, tuple[str, tuple[str, ...]]] = {
+    "subnetSelectorTerms": ("subnet", ("id",)),
+    "securityGroupSelectorTerms": ("security group", ("id", "name")),
+    "capacityReservationSelectorTerms": ("capacity reservation",
+                                         ("id", "ownerID", "instanceMatchCriteria")),
+    "amiSelectorTerms": ("image", ("id", "name", "alias", "ssmParameter")),
+}
+
+
+def selector_warnings(nodeclass: EC2NodeClass) -> Iterator[Finding]:
+    """Valid terms that are likely mistakes: `tags: {}` alone passes Karpenter's CRD (and
+    ours), and then the term filters on nothing."""
+    spec = nodeclass.spec
+    lists: dict[str, Sequence[KubeModel]] = {
+        "subnetSelectorTerms": spec.subnet_selector_terms,
+        "securityGroupSelectorTerms": spec.security_group_selector_terms,
+        "capacityReservationSelectorTerms": spec.capacity_reservation_selector_terms or [],
+        "amiSelectorTerms": spec.ami_selector_terms,
+    }
+    for field, terms in lists.items():
+        what, narrowing = _NARROWING[field]
+        for index, term in enumerate(terms):
+            fields = term.model_dump(by_alias=True, exclude_none=True)
+            if fields.get("tags") == {} and not any(key in fields for key in narrowing):
+                owner = f" owned by {fields['owner']}" if "owner" in fields else ""
+                yield ("spec", field, index, "tags"), (
+                    f"tags is empty, so this term selects every {what}{owner} the controller "
+                    "can see (as in Karpenter); give at least one tag ('*' matches any "
+                    "value) unless that is meant")
+
+
 def check_ec2nodeclass(nodeclass: EC2NodeClass) -> Iterator[Finding]:
     spec = nodeclass.spec
     yield from _check_selector_terms(spec)
@@ -322,6 +354,21 @@ _EXCLUSIVE_IN_LIST: dict[str, list[tuple[str, tuple[str, ...], str]]] = {
 }
 
 
+# The lists Karpenter's CRD refuses empty with a rule of their own ("<field> cannot be
+# empty"); it sets no minItems on them.
+_NOT_EMPTY = ("subnetSelectorTerms", "securityGroupSelectorTerms")
+
+
+def _check_tag_selector(tags: object, here: FieldPath) -> Iterator[Finding]:
+    """Karpenter's rule on a selector term's tags. An empty map is taken, as its CRD takes
+    it (the term then selects every resource of its kind: see `selector_warnings`)."""
+    if not isinstance(tags, dict):
+        return
+    for tag_key, tag_value in tags.items():
+        if not tag_key or not tag_value:
+            yield (*here, "tags", tag_key), "empty tag keys or values aren't supported"
+
+
 def _check_selector_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
     groups: list[tuple[str, list[dict[str, object]] | None]] = [
         ("subnetSelectorTerms", [t.model_dump(by_alias=True, exclude_none=True)
@@ -337,6 +384,12 @@ def _check_selector_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
     for field, terms in groups:
         if terms is None:
             continue
+        if not terms and field in _NOT_EMPTY:
+            # Karpenter's "cannot be empty" rule; its exclusivity rules fail on an empty list
+            # too, but one fault gets one message.
+            yield ("spec", field), (f"{field} cannot be empty (give at least one term, "
+                                    f"selecting by {list(_SELECTOR_FIELDS[field])!r})")
+            continue
         for index, term in enumerate(terms):
             here = ("spec", field, index)
             selectors = _SELECTOR_FIELDS[field]
@@ -344,15 +397,7 @@ def _check_selector_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
                 yield here, (f"each of {field} must set at least one selector field: "
                              f"expected at least one, got none, {list(selectors)!r}")
                 continue
-            for key, value in term.items():
-                if key == "tags" and isinstance(value, dict):
-                    if not value:
-                        yield (*here, "tags"), "tags must not be empty"
-                    for tag_key, tag_value in value.items():
-                        if not tag_key or not tag_value:
-                            yield (*here, "tags", tag_key), (
-                                "empty tag keys or values aren't supported"
-                            )
+            yield from _check_tag_selector(term.get("tags"), here)
         for key, others, message in _EXCLUSIVE_IN_LIST[field]:
             if all(key in term and any(o in term for o in others) for term in terms):
                 yield ("spec", field), message + (
@@ -361,14 +406,20 @@ def _check_selector_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
                     "leave the field out instead)")
 
 
+# Karpenter's "expected at least one" fields of an AMI selector term, in its order.
+_AMI_SELECTOR_FIELDS = ("tags", "id", "name", "alias", "ssmParameter")
+
+
 def _check_ami_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
     terms = spec.ami_selector_terms
     has_alias = any(term.alias for term in terms)
     for index, term in enumerate(terms):
         here = ("spec", "amiSelectorTerms", index)
         fields = term.model_dump(by_alias=True, exclude_none=True)
-        if not fields:
-            yield here, "each of amiSelectorTerms must set at least one selector field"
+        if not any(key in fields for key in _AMI_SELECTOR_FIELDS):
+            # (owner alone is not one: it narrows a name or tags query, as in Karpenter)
+            yield here, ("each of amiSelectorTerms must set at least one selector field: "
+                         f"expected at least one, got none, {list(_AMI_SELECTOR_FIELDS)!r}")
             continue
         # ssmParameter may sit next to an alias or an id, as in Karpenter's CRD.
         selectors = set(fields) - {"ssmParameter"}
@@ -398,8 +449,7 @@ def _check_ami_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
                 "'id' is mutually exclusive, cannot be set with a combination of other fields "
                 "in amiSelectorTerms"
             )
-        if "tags" in fields and not term.tags:
-            yield (*here, "tags"), "tags must not be empty"
+        yield from _check_tag_selector(fields.get("tags"), here)
     if has_alias and len(terms) > 1:
         yield ("spec", "amiSelectorTerms"), (
             "'alias' is mutually exclusive, cannot be set with a combination of other "
@@ -440,8 +490,6 @@ def _check_block_devices(spec: EC2NodeClassSpec) -> Iterator[Finding]:
         if mapping.ebs.volume_initialization_rate is not None and not mapping.ebs.snapshot_id:
             yield (*here, "ebs"), "snapshotID must be set when volumeInitializationRate is set"
         if mapping.ebs.volume_size is not None:
-            size = parse_quantity(mapping.ebs.volume_size) // 1000
-            if not MIN_VOLUME_BYTES <= size <= MAX_VOLUME_BYTES:
-                yield (*here, "ebs", "volumeSize"), (
-                    f"volumeSize {mapping.ebs.volume_size} must be between 1Gi and 64Ti"
-                )
+            # The CRD's pattern bounds the size (1G is taken, as in Karpenter); it also
+            # admits a bare "Ti" or "T", which no controller can read as a quantity.
+            yield from _check_quantity(mapping.ebs.volume_size, (*here, "ebs", "volumeSize"))

@@ -364,6 +364,9 @@ def validate_documents(documents: Iterable[Document]) -> tuple[list[Model], list
         if model is not None:
             models.append(model)
             placed.append((document, model))
+        if isinstance(model, EC2NodeClass):
+            problems.extend(document.problem(path, message, severity="warning")
+                            for path, message in rules.selector_warnings(model))
     problems.extend(_cross_check(placed))
     return models, problems
 

@@ -6,8 +6,9 @@ tenth of a second; the same values come back again and again (every NodeClaim ca
 the same requirements, every run of a scenario writes the same NodePools). So verdicts
 are remembered by value: per schema node, and per rule by the fields of `self` it reads,
 and they are kept on disk (`cache_folder`) between runs; cel-python is loaded on the
-first verdict that is not known. A verdict depends only on the rule's text, the value
-and the evaluator, whose versions name the cache file.
+first verdict that is not known. A verdict depends only on the rule's text and message
+(two rules may share a text, `self.size() != 0`, and say different things), the value and
+the evaluator, whose versions name the cache file.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class RuleSet:
                            "oldSelf" in str(r["rule"]), fields_read(str(r["rule"])))
                       for r in rules]
         self._memo: dict[Frozen, list[Verdict]] = {}
-        self._rule_memos = [_VERDICTS.memo(rule.text) for rule in self.rules]
+        self._rule_memos = [_VERDICTS.memo(rule.text, rule.message) for rule in self.rules]
         self.has_transition = any(rule.transition for rule in self.rules)
 
     def check(self, value: Any, old: Any = None, *, has_old: bool = False) -> list[Verdict]:
@@ -156,31 +157,36 @@ def _runtime() -> ModuleType:
     return celpy_runtime
 
 
+# Names the layout of the verdict file (files of another layout are not read).
+_VERDICTS_FORMAT = "by (rule text, message)"
+
+
 class _VerdictCache:
-    """Verdicts by rule text, read from disk on first use and written back at exit when
-    new ones were found (best effort: an unreadable or unwritable cache costs only the
-    evaluations)."""
+    """Verdicts by rule text and message, read from disk on first use and written back at
+    exit when new ones were found (best effort: an unreadable or unwritable cache costs only
+    the evaluations)."""
 
     def __init__(self) -> None:
-        self._by_rule: dict[str, Verdicts] | None = None
+        self._by_rule: dict[tuple[str, str], Verdicts] | None = None
         self._dirty = False
 
     def _path(self) -> Path:
         source = Path(__file__).with_name("celpy_runtime.py")
         versions = [importlib.metadata.version(name) for name in ("cel-python", "lark")]
+        versions.append(_VERDICTS_FORMAT)
         with contextlib.suppress(OSError):
             versions.append(hashlib.sha256(source.read_bytes()).hexdigest())
         digest = hashlib.sha256("\n".join(versions).encode()).hexdigest()[:16]
         return cache_folder() / f"cel-verdicts-{digest}.pickle"
 
-    def memo(self, text: str) -> Verdicts:
+    def memo(self, text: str, message: str) -> Verdicts:
         if self._by_rule is None:
             self._by_rule = {}
             with contextlib.suppress(Exception):
                 loaded = pickle.loads(self._path().read_bytes())
                 if isinstance(loaded, dict):
                     self._by_rule = loaded
-        return self._by_rule.setdefault(text, {})
+        return self._by_rule.setdefault((text, message), {})
 
     def remember(self, memo: Verdicts, key: Frozen, detail: str | None) -> None:
         if len(memo) >= MEMO_LIMIT:
