@@ -356,6 +356,18 @@ def test_the_api_server_and_runtime_validation_decide_as_karpenter_does(
     expect_decisions(cluster, karpenter, bodies, admit, runtime)
 
 
+@pytest.mark.parametrize(("karpenter", "bodies", "admit"),
+                         [case[:3] for case in CASES if case[3] is None],
+                         ids=[case[0] for case in CASES if case[3] is None])
+def test_nodewright_validate_decides_as_the_api_server_where_karpenter_has_no_runtime_check(
+        karpenter: str, bodies: list[dict[str, Any]], admit: bool) -> None:
+    # Karpenter: nodepool_validation_cel_test.go, the It or Entry named by `karpenter`. Where
+    # Karpenter's test does not call RuntimeValidate, `nodewright validate` neither refuses
+    # what the API server admits nor takes what it refuses.
+    for body in bodies:
+        assert runtime_valid(body) is admit, f"{karpenter}: {body['spec']}"
+
+
 def _stored(cluster: InMemoryCluster, name: str, **changes: Any) -> dict[str, Any]:
     body = pool(**changes)
     body["metadata"]["name"] = name

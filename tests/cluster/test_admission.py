@@ -438,12 +438,14 @@ def test_verdicts_kept_on_disk_are_used_by_the_next_process(
 
     monkeypatch.setenv("NODEWRIGHT_CACHE_DIR", str(tmp_path))
     first = cel._VerdictCache()
-    memo = first.memo("self.size() > 1")
+    memo = first.memo("self.size() > 1", "too short")
     first.remember(memo, cel.freeze("a"), "too short")
     first.save()
     second = cel._VerdictCache()
-    assert second.memo("self.size() > 1") == {cel.freeze("a"): "too short"}
-    assert second.memo("another rule") == {}
+    assert second.memo("self.size() > 1", "too short") == {cel.freeze("a"): "too short"}
+    assert second.memo("another rule", "") == {}
+    # The same rule text with another message is another rule (its failure says otherwise).
+    assert second.memo("self.size() > 1", "needs two") == {}
 
 
 def test_a_long_generate_name_is_cut_as_the_server_cuts_it(cluster: InMemoryCluster) -> None:
