@@ -69,18 +69,23 @@ def validate(tmp_path: Path, capsys: pytest.CaptureFixture[str],
 
 
 @pytest.mark.parametrize(("field", "term", "what"), [
-    ("subnetSelectorTerms", {"tags": {}}, "subnet"),
-    ("securityGroupSelectorTerms", {"tags": {}}, "security group"),
-    ("capacityReservationSelectorTerms", {"tags": {}}, "capacity reservation"),
-    ("amiSelectorTerms", {"tags": {}}, "image"),
-    ("amiSelectorTerms", {"owner": "self", "tags": {}}, "image owned by self"),
+    ("subnetSelectorTerms", {"tags": {}}, "every subnet the controller can see"),
+    ("securityGroupSelectorTerms", {"tags": {}}, "every security group the controller can see"),
+    # Karpenter's QueriesFromSelectorTerms makes no query of a term without tags or criteria.
+    ("capacityReservationSelectorTerms", {"tags": {}}, "no capacity reservation"),
+    ("capacityReservationSelectorTerms", {"ownerID": "012345678901", "tags": {}},
+     "no capacity reservation owned by 012345678901"),
+    ("amiSelectorTerms", {"tags": {}}, "every image the controller can see"),
+    ("amiSelectorTerms", {"owner": "self", "tags": {}},
+     "every image owned by self the controller can see"),
 ])
 def test_an_empty_tags_map_in_a_selector_term_is_taken_with_a_warning(
         cluster: InMemoryCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         field: str, term: dict[str, Any], what: str) -> None:
     # Karpenter's CRD admits `tags: {}` (has(x.tags) holds for an empty map; its rule on
     # the map checks keys and values, of which there are none), and its providers then
-    # query with no tag filter. validate used to refuse it ("tags must not be empty").
+    # query with no tag filter (reservations: make no query). validate used to refuse it
+    # ("tags must not be empty").
     extra = {"amiFamily": "AL2023"} if field == "amiSelectorTerms" else {}
     body = node_class(**{field: [term]}, **extra)
     assert refusal(cluster, body) is None
@@ -88,8 +93,8 @@ def test_an_empty_tags_map_in_a_selector_term_is_taken_with_a_warning(
     assert code == 0
     assert lines == [
         f"EC2NodeClass/web: spec.{field}[0].tags: warning: tags is empty, so this term "
-        f"selects every {what} the controller can see (as in Karpenter); give at least one "
-        "tag ('*' matches any value) unless that is meant"]
+        f"selects {what} (as in Karpenter); give at least one tag ('*' matches any value) "
+        "unless that is meant"]
 
 
 def test_an_empty_tags_map_next_to_an_id_is_taken_without_a_warning(

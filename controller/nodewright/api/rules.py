@@ -235,14 +235,17 @@ def check_nodeclaim(nodeclaim: NodeClaim) -> Iterator[Finding]:
                                               ("spec", "requirements"))
 
 
-# Per selector term list: what its terms select, and the fields that narrow a term besides
-# its tags.
-_NARROWING: dict[str, tuple[str, tuple[str, ...]]] = {
-    "subnetSelectorTerms": ("subnet", ("id",)),
-    "securityGroupSelectorTerms": ("security group", ("id", "name")),
-    "capacityReservationSelectorTerms": ("capacity reservation",
-                                         ("id", "ownerID", "instanceMatchCriteria")),
-    "amiSelectorTerms": ("image", ("id", "name", "alias", "ssmParameter")),
+# Per selector term list: what a term whose only selector is `tags: {}` selects (as in
+# Karpenter's providers), and the fields that narrow a term besides its tags.
+_EMPTY_TAGS_SELECT: dict[str, tuple[str, tuple[str, ...]]] = {
+    "subnetSelectorTerms": ("every subnet{owner} the controller can see", ("id",)),
+    "securityGroupSelectorTerms": ("every security group{owner} the controller can see",
+                                   ("id", "name")),
+    # Karpenter queries reservations only for a term with tags or match criteria.
+    "capacityReservationSelectorTerms": ("no capacity reservation{owner}",
+                                         ("id", "instanceMatchCriteria")),
+    "amiSelectorTerms": ("every image{owner} the controller can see",
+                         ("id", "name", "alias", "ssmParameter")),
 }
 
 
@@ -257,15 +260,15 @@ def selector_warnings(nodeclass: EC2NodeClass) -> Iterator[Finding]:
         "amiSelectorTerms": spec.ami_selector_terms,
     }
     for field, terms in lists.items():
-        what, narrowing = _NARROWING[field]
+        selects, narrowing = _EMPTY_TAGS_SELECT[field]
         for index, term in enumerate(terms):
             fields = term.model_dump(by_alias=True, exclude_none=True)
             if fields.get("tags") == {} and not any(key in fields for key in narrowing):
-                owner = f" owned by {fields['owner']}" if "owner" in fields else ""
+                owner = fields.get("owner") or fields.get("ownerID")
+                what = selects.format(owner=f" owned by {owner}" if owner else "")
                 yield ("spec", field, index, "tags"), (
-                    f"tags is empty, so this term selects every {what}{owner} the controller "
-                    "can see (as in Karpenter); give at least one tag ('*' matches any "
-                    "value) unless that is meant")
+                    f"tags is empty, so this term selects {what} (as in Karpenter); give at "
+                    "least one tag ('*' matches any value) unless that is meant")
 
 
 def check_ec2nodeclass(nodeclass: EC2NodeClass) -> Iterator[Finding]:
