@@ -28,6 +28,7 @@ from nodewright.scheduling.topology import (
     ANTI_AFFINITY,
     SPREAD,
     DomainSource,
+    GroupKey,
     Topology,
     TopologyGroup,
     affinity_key,
@@ -78,28 +79,13 @@ def refused_by_topology(
                 topology.owner_inverse_groups(pod)
     if not topology.groups:
         return set()
-    tracker = TopologyTracker(topology)
-    # Spread on a key other than the hostname takes its minimum over the domains the
-    # machines are in (those its node filter admits), as kube-scheduler over its nodes.
-    with_domains = any(group.key.kind == SPREAD and group.topology_key != LABEL_HOSTNAME
-                       for group in topology.groups.values())
-    targets: dict[str, tuple[ExistingTarget, bool]] = {}
-    for machine in machines:
-        node = machine.node
-        taints = node_taints(node)
-        if with_domains:
-            topology.add_node_domains(node.labels, DomainSource(
-                taints, labels=tuple(sorted(node.labels.items()))))
-        target = ExistingTarget(node.name, taints, (), labels=node.labels)
-        targets[node.name] = (target, machine.settled)
-        for pod in machine.bound:
-            tracker.record(target, pod)
+    judge = _Judge(topology, machines)
     judged: list[tuple[int, Pod, ExistingTarget, bool]] = []
     for position, (pod, name) in enumerate(promised):
-        found = targets.get(name)
+        found = judge.targets.get(name)
         if found is None:
             continue
-        tracker.record(found[0], pod)
+        judge.tracker.record(found[0], pod)
         judged.append((position, pod, *found))
     refused: set[int] = set()
     changed = True
@@ -112,12 +98,13 @@ def refused_by_topology(
             inverse = topology.inverse_groups(pod)
             if not groups and not inverse:
                 continue
-            tracker.forget(target, pod)
-            if _allowed(topology, target, settled, pod,
-                        chain(groups, ((group, None) for group in inverse))):
-                tracker.record(target, pod)
+            judge.tracker.forget(target, pod)
+            if judge.allowed(target, settled, pod,
+                             chain(groups, ((group, None) for group in inverse))):
+                judge.tracker.record(target, pod)
             else:
                 refused.add(position)
+                judge.left(target)
                 changed = True
     return refused
 
@@ -133,22 +120,91 @@ def _required_groups(topology: Topology, pod: Pod) -> Owned:
     return groups
 
 
-def _allowed(topology: Topology, target: ExistingTarget, settled: bool, pod: Pod,
-             groups: Iterable[tuple[TopologyGroup, SpreadConstraint | None]]) -> bool:
-    """Whether every group lets the pod into the machine's domain (the solver's
-    `allowed_domains` for a node that is in one)."""
-    requirements: Requirements | None = None
-    for group, constraint in groups:
-        key = group.topology_key
-        domains = target.domains(key)
-        if not domains:
-            # kube-scheduler refuses a node without the key for spread and affinity; a
-            # machine still coming up may get the label yet (its zone, at launch).
-            if settled and group.key.kind in (SPREAD, AFFINITY):
+class _Judge:
+    """The machines as targets with their bound pods counted, and the judgement of one
+    promised pod on its machine."""
+
+    def __init__(self, topology: Topology, machines: Sequence[Machine]) -> None:
+        self.topology = topology
+        self.tracker = TopologyTracker(topology)
+        # Spread on a key other than the hostname takes its minimum over the domains the
+        # machines are in (those its node filter admits), as kube-scheduler over its nodes.
+        spreads = [group for group in topology.groups.values()
+                   if group.key.kind == SPREAD and group.topology_key != LABEL_HOSTNAME]
+        # Which domains a node filter admits is read from the machines' labels.
+        filtered = any(group.key.node_filter is not None for group in spreads)
+        self.targets: dict[str, tuple[ExistingTarget, bool]] = {}
+        for machine in machines:
+            node = machine.node
+            taints = node_taints(node)
+            if spreads:
+                topology.add_node_domains(node.labels, DomainSource(
+                    taints, labels=tuple(sorted(node.labels.items())) if filtered else None))
+            target = ExistingTarget(node.name, taints, (), labels=node.labels)
+            self.targets[node.name] = (target, machine.settled)
+            for pod in machine.bound:
+                self.tracker.record(target, pod)
+        # Per hostname spread, the fewest matching pods on a node it counts, and how many
+        # nodes it counts (worked out when first asked for; counts only fall after).
+        self._least: dict[GroupKey, tuple[TopologyGroup, int, int]] = {}
+
+    def allowed(self, target: ExistingTarget, settled: bool, pod: Pod,
+                groups: Iterable[tuple[TopologyGroup, SpreadConstraint | None]]) -> bool:
+        """Whether every group lets the pod (not counted) into the machine's domain: the
+        solver's `allowed_domains` for a node that is in one, but for a hostname spread,
+        whose minimum is kube-scheduler's (the fewest on a registered node it counts)
+        rather than the zero of a node a solve can always add."""
+        requirements: Requirements | None = None
+        for group, constraint in groups:
+            key = group.topology_key
+            domains = target.domains(key)
+            if not domains:
+                # kube-scheduler refuses a node without the key for spread and affinity;
+                # a machine still coming up may get the label yet (its zone, at launch).
+                if settled and group.key.kind in (SPREAD, AFFINITY):
+                    return False
+                continue
+            if requirements is None:
+                requirements = pod.strict_node_requirements()
+            if group.key.kind == SPREAD and key == LABEL_HOSTNAME:
+                assert constraint is not None
+                if not self._hostname_spread_allows(group, constraint, pod, target, settled):
+                    return False
+            elif not self.topology.allowed_domains(group, constraint, pod, domains,
+                                                   requirements.get(key)):
                 return False
-            continue
-        if requirements is None:
-            requirements = pod.strict_node_requirements()
-        if not topology.allowed_domains(group, constraint, pod, domains, requirements.get(key)):
-            return False
-    return True
+        return True
+
+    def left(self, target: ExistingTarget) -> None:
+        """A pod refused on `target` no longer counts there."""
+        for key, (group, least, nodes) in self._least.items():
+            if group.counts_node(target.labels, target.taints):
+                self._least[key] = (group, min(least, _count_on(group, target)), nodes)
+
+    def _hostname_spread_allows(self, group: TopologyGroup, constraint: SpreadConstraint,
+                                pod: Pod, target: ExistingTarget, settled: bool) -> bool:
+        least, nodes = self._minimum(group)
+        own = _count_on(group, target)
+        if group.counts_node(target.labels, target.taints):
+            least = min(least, own)
+            nodes += 0 if settled else 1
+        if constraint.min_domains is not None and nodes < constraint.min_domains:
+            least = 0
+        return own + (1 if group.selects(pod) else 0) - least <= constraint.max_skew
+
+    def _minimum(self, group: TopologyGroup) -> tuple[int, int]:
+        found = self._least.get(group.key)
+        if found is None:
+            counts = [_count_on(group, target)
+                      for target, settled in self.targets.values()
+                      if settled and group.counts_node(target.labels, target.taints)]
+            # No registered node counted: the machine judged is the only one (min()).
+            found = (group, min(counts, default=1 << 30), len(counts))
+            self._least[group.key] = found
+        return found[1], found[2]
+
+
+def _count_on(group: TopologyGroup, target: ExistingTarget) -> int:
+    """The group's count on the node (by its hostname label)."""
+    hostname = target.labels.get(LABEL_HOSTNAME)
+    return group.counts.get(hostname, 0) if hostname is not None else 0
