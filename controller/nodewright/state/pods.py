@@ -58,6 +58,9 @@ class _Parsed:
     error: SpecError | None
     # The status resources of a resized pod (None for nearly all pods).
     resize: Any = None
+    # The object last found to parse to this (objects are replaced, never changed in
+    # place): the same object again needs no look at its fields.
+    source: object = None
 
 
 def _same_spec(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -88,7 +91,7 @@ class PodStore:
         copied.by_node = {name: pods.copy() for name, pods in self.by_node.items()}
         copied.anti_affine = dict(self.anti_affine)
         copied._parsed = {key: _Parsed(p.uid, p.spec, p.labels, p.owner, p.model, p.error,
-                                       p.resize)
+                                       p.resize, p.source)
                           for key, p in self._parsed.items()}
         copied._replicas = dict(self._replicas)
         return copied
@@ -150,13 +153,15 @@ class PodStore:
 
     def _parse(self, key: str) -> _Parsed:
         pod = self.objects[key]
+        cached = self._parsed.get(key)
+        if cached is not None and cached.source is pod:
+            return cached
         metadata = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
         labels = metadata.get("labels") or {}
         uid = str(metadata.get("uid") or "")
         # A resized pod's requests depend on its status too.
         resize = resize_signature(pod.get("status"))
-        cached = self._parsed.get(key)
         if (
             cached is not None
             and cached.uid == uid
@@ -165,6 +170,7 @@ class PodStore:
             and (cached.spec is spec or _same_spec(cached.spec, spec))
         ):
             cached.spec = spec
+            cached.source = pod
             return cached
         owner = podutil.controller_owner(pod)
         namespace, name = key.split("/", 1)
@@ -173,15 +179,16 @@ class PodStore:
         if replica is not None:
             node = spec.get("nodeName")
             parsed = _Parsed(uid, spec, labels, owner, replace(
-                replica.model, name=name, node_name=str(node) if node else None), None, resize)
+                replica.model, name=name, node_name=str(node) if node else None), None, resize,
+                pod)
             self._parsed[key] = parsed
             return parsed
         try:
             model = parse_pod_spec(namespace, name, dict(labels), spec, "spec", owner,
                                    status=pod.get("status") if resize is not None else None)
-            parsed = _Parsed(uid, spec, labels, owner, model, None, resize)
+            parsed = _Parsed(uid, spec, labels, owner, model, None, resize, pod)
         except SpecError as error:
-            parsed = _Parsed(uid, spec, labels, owner, None, error, resize)
+            parsed = _Parsed(uid, spec, labels, owner, None, error, resize, pod)
         else:
             if len(self._replicas) > len(self._parsed) + _REPLICA_SLACK:
                 self._replicas.clear()
