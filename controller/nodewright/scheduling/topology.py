@@ -147,15 +147,6 @@ class TopologyGroup:
         for domain in domains:
             self.counts[domain] = self.counts.get(domain, 0) + 1
 
-    def forget(self, domains: Iterable[str]) -> None:
-        """Take back what `record` counted (a pod judged again without itself)."""
-        for domain in domains:
-            count = self.counts.get(domain, 0) - 1
-            if count > 0:
-                self.counts[domain] = count
-            else:
-                self.counts.pop(domain, None)
-
     def describe(self) -> str:
         key = self.key
         if key.kind == SPREAD:

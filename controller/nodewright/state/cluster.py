@@ -459,15 +459,6 @@ class ClusterState:
                 except (KeyError, ValueError):
                     continue
 
-    def anti_affine_pod_models(self) -> Iterator[Pod]:
-        """Parsed non-terminal bound pods with required pod anti-affinity (few, in most
-        clusters: found without reading the others)."""
-        for key in list(self.pods.anti_affine):
-            try:
-                yield self.pod_model(key)
-            except (KeyError, ValueError):
-                continue
-
     def daemonsets(self) -> list[DaemonSet]:
         """The DaemonSets whose pods take room on nodes; those claiming devices through
         DRA are left out, as Karpenter does with IGNORE_DRA_REQUESTS=true."""

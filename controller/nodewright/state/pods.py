@@ -76,9 +76,6 @@ class PodStore:
         self.pending: dict[str, None] = {}
         self.bindings: dict[str, str] = {}
         self.by_node: dict[str, NodePods] = {}
-        # Bound pods with required pod anti-affinity (Karpenter's antiAffinityPods): they
-        # can keep a pending pod off a node without any other pod being looked at.
-        self.anti_affine: dict[str, None] = {}
         self._parsed: dict[str, _Parsed] = {}
         self._replicas: dict[_ReplicaKey, _Replica] = {}
 
@@ -89,7 +86,6 @@ class PodStore:
         copied.pending = dict(self.pending)
         copied.bindings = dict(self.bindings)
         copied.by_node = {name: pods.copy() for name, pods in self.by_node.items()}
-        copied.anti_affine = dict(self.anti_affine)
         copied._parsed = {key: _Parsed(p.uid, p.spec, p.labels, p.owner, p.model, p.error,
                                        p.resize, p.source)
                           for key, p in self._parsed.items()}
@@ -123,11 +119,6 @@ class PodStore:
         joined = node if key not in pods.requests else None
         pods.put(key, self.requests(key), podutil.is_owned_by_daemonset(pod))
         self.bindings[key] = node
-        model = self._parsed[key].model
-        if model is not None and model.pod_anti_affinity:
-            self.anti_affine[key] = None
-        else:
-            self.anti_affine.pop(key, None)
         return left, joined
 
     def delete(self, pod: Object) -> str | None:
@@ -139,7 +130,6 @@ class PodStore:
         return self._unbind(key)
 
     def _unbind(self, key: str) -> str | None:
-        self.anti_affine.pop(key, None)
         node = self.bindings.pop(key, None)
         if node is None:
             return None

@@ -38,17 +38,12 @@ class NodeUsage:
     with_volumes: tuple[Pod, ...] = ()  # its bound pods that mount volumes
 
 
-def node_taints(node: ExistingNode) -> tuple[Taint, ...]:
-    """The node's taints, with the one a cordon adds."""
-    if node.unschedulable and UNSCHEDULABLE_TAINT not in node.taints:
-        # What the node lifecycle controller adds; nodeTaintsPolicy Honor sees it.
-        return (*node.taints, UNSCHEDULABLE_TAINT)
-    return node.taints
-
-
 def node_usage(node: ExistingNode, running: list[Pod],
                 daemonsets: Sequence[DaemonSet]) -> NodeUsage:
-    taints = node_taints(node)
+    taints = node.taints
+    if node.unschedulable and UNSCHEDULABLE_TAINT not in taints:
+        # What the node lifecycle controller adds; nodeTaintsPolicy Honor sees it.
+        taints = (*taints, UNSCHEDULABLE_TAINT)
     requested: dict[str, int] = {}
     daemon_ports: list[HostPort] = []
     if not node.unschedulable:

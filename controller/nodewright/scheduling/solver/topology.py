@@ -105,16 +105,6 @@ class TopologyTracker:
         for group in self.topology.owner_inverse_groups(pod):
             group.record(self.domains_of(target, group.topology_key))
 
-    def forget(self, target: ExistingTarget, pod: Pod) -> None:
-        """Take back what `record` counted for the pod on an existing node (whose domain
-        is known for every key it has a label for, so nothing of it waits)."""
-        for group in self.topology.counting_groups(pod):
-            domains = target.domains(group.topology_key)
-            if domains and self._counts_on(group, target):
-                group.forget(domains)
-        for group in self.topology.owner_inverse_groups(pod):
-            group.forget(target.domains(group.topology_key))
-
     def flush_unrecorded(self, claim: ClaimTarget) -> None:
         """Count the waiting pods of a NodeClaim whose domains have narrowed to one."""
         waiting = []
