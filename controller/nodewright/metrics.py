@@ -901,9 +901,7 @@ def disrupted_labels(nodeclaim: Mapping[str, Any], reason: str,
 
 Series = tuple[Gauge, tuple[str, ...]]
 # One gauge value to publish: the gauge, its labels by name, the value.
-# A value is a number, or a function read when the gauge is collected (an age: the seconds
-# since a moment, right whenever it is scraped, without a reconcile to set it again).
-Sample = tuple[Gauge, Mapping[str, str], "float | Callable[[], float]"]
+Sample = tuple[Gauge, Mapping[str, str], float]
 
 
 def remove_matching(metric: Gauge, **labels: str) -> None:
@@ -950,12 +948,7 @@ class Store:
                         child = metrics_.setdefault(label_values, child)
             if child is None:
                 child = gauge.labels(*label_values)
-            if callable(value):
-                child.set_function(value)
-            else:
-                # A child that was read from a function reads its own value again.
-                child.__dict__.pop("_child_samples", None)
-                child.set(value)
+            child.set(value)
             fresh.add((gauge, label_values))
             ordered.append((gauge, label_values))
         for gauge, label_values in self._series.get(key, set()) - fresh:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from nodewright.controllers.disruption.controller import DisruptionOptions
+from nodewright.controllers.metrics.status import REQUEUE_SECONDS as STATUS_REQUEUE_SECONDS
 from nodewright.controllers.nodeclaim import (
     LAUNCH_TIMEOUT_SECONDS,
     REGISTRATION_TIMEOUT_SECONDS,
@@ -26,6 +27,9 @@ class ControllerOptions:
     registration_timeout_seconds: float = REGISTRATION_TIMEOUT_SECONDS
     reporting_instance: str = "nodewright"
     disruption: DisruptionOptions = field(default_factory=DisruptionOptions)
+    # How often operatorpkg's status metrics refresh each object's
+    # current_status_seconds without an event (None: on events only).
+    status_metrics_requeue_seconds: float | None = STATUS_REQUEUE_SECONDS
     # The StaticCapacity feature gate: static NodePools' replicas are kept (Karpenter's
     # static provisioning and deprovisioning controllers run only behind it).
     static_capacity: bool = False

@@ -310,8 +310,8 @@ SPECS: tuple[ControllerSpec, ...] = (
     ControllerSpec("metrics.pod", "Pod", lambda p: PodMetrics(p.clock, p.state),
                    needs=_cluster_state),
     ControllerSpec("metrics.status", "NodeClaim", lambda p: StatusConditionMetrics(
-        p.clock, p.state, buffers=p.cluster if p.options.capacity_buffer else None,
-        recorder=p.recorder),
+        p.clock, p.state, p.options.status_metrics_requeue_seconds,
+        buffers=p.cluster if p.options.capacity_buffer else None, recorder=p.recorder),
         needs=_cluster_state),
     # Karpenter writes the offering metrics from GetInstanceTypes whatever the setting.
     ControllerSpec("metrics.offerings", "NodePool", lambda p: OfferingMetrics(

@@ -21,8 +21,8 @@ operatorpkg: a condition that flips and flips back between two looks is not coun
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +36,7 @@ from nodewright.runtime.clock import Clock, parse_time
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState
 
+REQUEUE_SECONDS = 10.0
 NODE_CLASS_LABEL = "karpenter.k8s.aws/ec2nodeclass"  # v1.NodeClassLabelKey(EC2NodeClass)
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 INITIALIZED_LABEL = "karpenter.sh/initialized"
@@ -78,6 +79,10 @@ class _Seen:
     finalizers: list[str]
     extra: tuple[str, ...]
     obj: Mapping[str, Any]
+    # The series of `obj` whose value is the seconds since a moment, with that moment: a
+    # reconcile that finds the same object (the state replaces an object on update, never
+    # changes one) only sets these ages again; the others hold constants already set.
+    ages: list[tuple[metrics.Series, datetime]] = field(default_factory=list)
 
 
 def _key(event: WatchEvent) -> Iterable[str]:
@@ -103,7 +108,8 @@ def transition_note(condition: Mapping[str, Any], previous_status: str) -> str:
 class StatusConditionMetrics:
     name = "metrics.status"
 
-    def __init__(self, clock: Clock, state: ClusterState, *,
+    def __init__(self, clock: Clock, state: ClusterState,
+                 requeue_seconds: float | None = REQUEUE_SECONDS, *,
                  buffers: ClusterAPI | None = None,
                  recorder: EventRecorder | None = None) -> None:
         """`buffers`: the cluster whose (cached) CapacityBuffers are reported; None leaves
@@ -111,6 +117,7 @@ class StatusConditionMetrics:
         (None: metrics only)."""
         self.clock = clock
         self.state = state
+        self.requeue_seconds = requeue_seconds
         self.buffers = buffers
         self.recorder = recorder
         # Conditions flip back and forth (Disruptable, Consolidatable): their series are
@@ -153,11 +160,12 @@ class StatusConditionMetrics:
         if obj is None:
             self._gone(key, kind)
             return Result()
+        now = self.clock.now()
         seen = self._seen.get(key)
         if seen is not None and seen.obj is obj:
-            # The state replaces an object on update, never changes one: nothing to read
-            # again (the ages are read from the clock whenever they are collected).
-            return Result()
+            self.store.set_again((series, (now - since).total_seconds())
+                                 for series, since in seen.ages)
+            return Result(requeue_after=self.requeue_seconds)
         per_kind = self._metrics[kind]
         object_labels = labels(obj)
         extra = tuple(object_labels.get(k, "") for k in spec.label_keys)
@@ -190,16 +198,13 @@ class StatusConditionMetrics:
                 timed.append((metrics.TERMINATION_CURRENT_TIME, {**ids, **generic},
                               deleting, 0.0))
             self._terminating[key] = (deleting, extra)
-        self.store.update(key, [
-            (gauge, labels_, value if since is None else self._age(since))
+        ordered = self.store.update(key, [
+            (gauge, labels_, value if since is None else (now - since).total_seconds())
             for gauge, labels_, since, value in timed])
-        self._seen[key] = _Seen(current, finalizers(obj), extra, obj)
-        return Result()
-
-    def _age(self, since: datetime) -> Callable[[], float]:
-        """The seconds since `since` on this controller's clock, read when collected."""
-        clock = self.clock
-        return lambda: (clock.now() - since).total_seconds()
+        self._seen[key] = _Seen(current, finalizers(obj), extra, obj, [
+            (series, since)
+            for series, (_, _, since, _) in zip(ordered, timed, strict=True) if since is not None])
+        return Result(requeue_after=self.requeue_seconds)
 
     def _gone(self, key: str, kind: str) -> None:
         spec, per_kind = self._kinds[kind], self._metrics[kind]
