@@ -41,6 +41,7 @@ from karpenter_performance import (
     draining,
     originals,
     run_phases,
+    timeout_argument,
 )
 from perf_shapes import DRIFT, TESTS, PerfTest, Phase, scaled
 
@@ -149,7 +150,7 @@ def census(world: RealTimeWorld) -> str:
 class InMemoryRun(Run):
     """karpenter_performance's phases over the in-memory cluster (no kubectl, no process)."""
 
-    def __init__(self, world: RealTimeWorld, poll: float, quiet: float, timeout: float,
+    def __init__(self, world: RealTimeWorld, poll: float, quiet: float, timeout: float | None,
                  settle_before_drift: float = 30.0, trace: float = 0.0) -> None:
         self.world = world
         self.poll, self.quiet, self.timeout = poll, quiet, timeout
@@ -197,7 +198,8 @@ class InMemoryRun(Run):
                 "(API server and its actors included)")
         result.notes.extend(integrity(self.world))
         if result.seconds is None:
-            result.notes.append(f"STALLED: {census(self.world)}")
+            result.notes.append(f"STALLED (not done within {self.phase_timeout(phase):g} s): "
+                                f"{census(self.world)}")
             if phase.kind == DRIFT:
                 result.notes.extend(left_behind(self.world, self.originals))
         return result
@@ -252,7 +254,7 @@ def integrity(world: RealTimeWorld) -> list[str]:
 
 
 def run_in_memory(test: PerfTest, *, quiet: float = 180.0, poll: float = 1.0,
-                  timeout: float = 900.0, settle_before_drift: float = 30.0,
+                  timeout: float | None = None, settle_before_drift: float = 30.0,
                   trace: float = 0.0, as_json: bool = False,
                   **world: Any) -> list[PhaseResult]:
     """Every phase of `test` on a fresh in-memory cluster and operator (`world`:
@@ -272,7 +274,9 @@ def main(argv: Iterable[str] | None = None) -> int:
                         help="seconds without a draining node that end a consolidation "
                              "(Karpenter's stability wait: 60 cut a consolidation short)")
     parser.add_argument("--poll", type=float, default=1.0)
-    parser.add_argument("--timeout", type=float, default=1800.0, help="per phase")
+    parser.add_argument("--timeout", type=timeout_argument, default=None,
+                        help="seconds per phase, or `bound` (the default): each phase's "
+                             "Karpenter time bound, plus --quiet for a consolidation or drift")
     parser.add_argument("--settle-before-drift", type=float, default=30.0)
     parser.add_argument("--create-fleet", type=float, default=1.0, metavar="SECONDS")
     parser.add_argument("--launch-delay", type=float, default=2.0)
