@@ -43,8 +43,9 @@ from karpenter_performance import (
     run_phases,
     timeout_argument,
 )
-from perf_shapes import DRIFT, TESTS, PerfTest, Phase, scaled
+from perf_shapes import DRIFT, SCALE_OUT, TESTS, PerfTest, Phase, scaled
 
+from nodewright import metrics
 from nodewright.operator.logs import json_handler
 from tests.operator.world import RealTimeWorld
 
@@ -102,7 +103,11 @@ class InMemorySampler:
             now = time.monotonic() - self._started
             if self.trace and now - traced >= self.trace:
                 traced = now
-                print(f"  {now:6.1f}s {census(self.world)}", file=sys.stderr, flush=True)
+                tally = disruption_tally()
+                print(f"  {now:6.1f}s {census(self.world)}; disruption commands started "
+                      f"{sum(v for k, v in tally.items() if k[0] == STARTED):.0f}, candidates "
+                      f"failing validation {tally.get((FAILED_VALIDATIONS,), 0.0):.0f}",
+                      file=sys.stderr, flush=True)
             self._stop.wait(self.interval)
 
     def controller_cpu_seconds(self) -> float:
@@ -191,7 +196,10 @@ class InMemoryRun(Run):
 
     def phase(self, test: PerfTest, index: int, phase: Phase,
               created: set[str]) -> PhaseResult:
+        before = disruption_tally()
         result = super().phase(test, index, phase, created)
+        if phase.kind != SCALE_OUT:
+            result.notes.append(disruption_work(before, disruption_tally()))
         if self.last_sampler is not None:
             result.notes.append(
                 f"process CPU {self.last_sampler.process_cores:.2f} cores "
@@ -203,6 +211,51 @@ class InMemoryRun(Run):
             if phase.kind == DRIFT:
                 result.notes.extend(left_behind(self.world, self.originals))
         return result
+
+
+# The disruption controller's Karpenter metrics that say where a phase's time went.
+STARTED = "karpenter_voluntary_disruption_decisions_by_nodepool_total"
+FAILED_VALIDATIONS = "karpenter_voluntary_disruption_failed_validations_total"
+PASSES = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds"
+
+
+def disruption_tally() -> dict[tuple[str, ...], float]:
+    """The disruption counters so far in this process: commands started by decision and
+    reason, candidates that failed validation, and each method's evaluations (count and
+    seconds)."""
+    tally: dict[tuple[str, ...], float] = {}
+    wanted = [STARTED, FAILED_VALIDATIONS, f"{PASSES}_count", f"{PASSES}_sum"]
+    for family in metrics.REGISTRY.restricted_registry(wanted).collect():
+        for sample in family.samples:
+            if sample.name == STARTED:
+                key: tuple[str, ...] = (STARTED, sample.labels["decision"],
+                                        sample.labels["reason"])
+            elif sample.name == FAILED_VALIDATIONS:
+                key = (FAILED_VALIDATIONS,)
+            elif sample.name in (f"{PASSES}_count", f"{PASSES}_sum"):
+                key = (sample.name, sample.labels["reason"],
+                       sample.labels["consolidation_type"])
+            else:
+                continue
+            tally[key] = tally.get(key, 0.0) + sample.value
+    return tally
+
+
+def disruption_work(before: dict[tuple[str, ...], float],
+                    after: dict[tuple[str, ...], float]) -> str:
+    """What the disruption controller did between two tallies, in one line: the commands it
+    started, the candidates that failed their 15 s validation, and its evaluations by
+    method (how many and their seconds)."""
+    def done(key: tuple[str, ...]) -> float:
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    started = ", ".join(f"{key[1]} {key[2]} {done(key):.0f}" for key in sorted(after)
+                        if key[0] == STARTED and done(key)) or "none"
+    evaluations = ", ".join(
+        f"{key[2] or key[1]} {done(key):.0f} in {done((f'{PASSES}_sum', *key[1:])):.1f} s"
+        for key in sorted(after) if key[0] == f"{PASSES}_count" and done(key))
+    return (f"disruption commands started: {started}; candidates failing validation "
+            f"{done((FAILED_VALIDATIONS,)):.0f}; evaluations {evaluations or 'none'}")
 
 
 def left_behind(world: RealTimeWorld, before: set[str]) -> list[str]:
