@@ -106,8 +106,11 @@ class InMemorySampler:
                 tally = disruption_tally()
                 print(f"  {now:6.1f}s {census(self.world)}; disruption commands started "
                       f"{sum(v for k, v in tally.items() if k[0] == STARTED):.0f}, candidates "
-                      f"failing validation {tally.get((FAILED_VALIDATIONS,), 0.0):.0f}",
+                      f"failing validation {tally.get((FAILED_VALIDATIONS,), 0.0):.0f}, "
+                      f"NodeClaims provisioned {tally.get((CREATED, 'provisioned'), 0.0):.0f}",
                       file=sys.stderr, flush=True)
+                for line in unschedulable(self.world):
+                    print(f"          {line}", file=sys.stderr, flush=True)
             self._stop.wait(self.interval)
 
     def controller_cpu_seconds(self) -> float:
@@ -150,6 +153,34 @@ def census(world: RealTimeWorld) -> str:
             f"nodeclaims {len(claims)} launched {launched} registered {registered} "
             f"deleting {claim_deleting}; nodes {len(nodes)} draining "
             f"{sum(1 for n in nodes if draining(n))}; instances {len(instances)}")
+
+
+def unschedulable(world: RealTimeWorld, most: int = 3) -> list[str]:
+    """Up to `most` of the workload's pending pods: the newest nomination the provisioner
+    published for each and the newest FailedScheduling message kube-scheduler gave it."""
+    with world.lock:
+        pending = [p for p in world.memory.peek_all("Pod", "default")
+                   if p["metadata"].get("labels", {}).get(DISCOVERY_LABEL)
+                   and not (p.get("spec") or {}).get("nodeName")
+                   and not p["metadata"].get("deletionTimestamp")][:most]
+        if not pending:
+            return []
+        events = [e for e in world.memory.peek_all("Event", "default")
+                  if e.get("reason") in ("FailedScheduling", "Nominated")]
+    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    for event in events:
+        key = (str((event.get("regarding") or {}).get("name", "")), str(event["reason"]))
+        seen = newest.get(key)
+        if seen is None or str(event.get("eventTime") or "") >= str(seen.get("eventTime") or ""):
+            newest[key] = event
+    lines = []
+    for pod in pending:
+        name = pod["metadata"]["name"]
+        nominated = (newest.get((name, "Nominated")) or {}).get("note", "not nominated")
+        refused = (newest.get((name, "FailedScheduling")) or {}).get(
+            "note", "no FailedScheduling event")
+        lines.append(f"pending {name} ({nominated}): {refused}")
+    return lines
 
 
 class InMemoryRun(Run):
@@ -216,6 +247,9 @@ class InMemoryRun(Run):
 # The disruption controller's Karpenter metrics that say where a phase's time went.
 STARTED = "karpenter_voluntary_disruption_decisions_by_nodepool_total"
 FAILED_VALIDATIONS = "karpenter_voluntary_disruption_failed_validations_total"
+# NodeClaims created, by reason: `provisioned` in a consolidation is pods the disruption
+# moved that kube-scheduler could not place.
+CREATED = "karpenter_nodeclaims_created_total"
 PASSES = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds"
 
 
@@ -224,7 +258,7 @@ def disruption_tally() -> dict[tuple[str, ...], float]:
     reason, candidates that failed validation, and each method's evaluations (count and
     seconds)."""
     tally: dict[tuple[str, ...], float] = {}
-    wanted = [STARTED, FAILED_VALIDATIONS, f"{PASSES}_count", f"{PASSES}_sum"]
+    wanted = [STARTED, FAILED_VALIDATIONS, CREATED, f"{PASSES}_count", f"{PASSES}_sum"]
     for family in metrics.REGISTRY.restricted_registry(wanted).collect():
         for sample in family.samples:
             if sample.name == STARTED:
@@ -232,6 +266,8 @@ def disruption_tally() -> dict[tuple[str, ...], float]:
                                         sample.labels["reason"])
             elif sample.name == FAILED_VALIDATIONS:
                 key = (FAILED_VALIDATIONS,)
+            elif sample.name == CREATED:
+                key = (CREATED, sample.labels["reason"])
             elif sample.name in (f"{PASSES}_count", f"{PASSES}_sum"):
                 key = (sample.name, sample.labels["reason"],
                        sample.labels["consolidation_type"])
@@ -254,8 +290,11 @@ def disruption_work(before: dict[tuple[str, ...], float],
     evaluations = ", ".join(
         f"{key[2] or key[1]} {done(key):.0f} in {done((f'{PASSES}_sum', *key[1:])):.1f} s"
         for key in sorted(after) if key[0] == f"{PASSES}_count" and done(key))
+    created = ", ".join(f"{key[1]} {done(key):.0f}" for key in sorted(after)
+                        if key[0] == CREATED and done(key)) or "none"
     return (f"disruption commands started: {started}; candidates failing validation "
-            f"{done((FAILED_VALIDATIONS,)):.0f}; evaluations {evaluations or 'none'}")
+            f"{done((FAILED_VALIDATIONS,)):.0f}; evaluations {evaluations or 'none'}; "
+            f"NodeClaims created: {created}")
 
 
 def left_behind(world: RealTimeWorld, before: set[str]) -> list[str]:
@@ -347,6 +386,10 @@ def main(argv: Iterable[str] | None = None) -> int:
         logging.getLogger().addHandler(json_handler(sys.stderr))
         logging.getLogger().setLevel(logging.WARNING)
         logging.getLogger("nodewright.controllers.disruption.orchestration").setLevel(
+            logging.INFO)
+        # The NodeClaims the provisioner creates and for which pods (in a consolidation:
+        # pods the disruption moved that kube-scheduler could not place).
+        logging.getLogger("nodewright.controllers.provisioning.provisioner").setLevel(
             logging.INFO)
     try:
         names = test_names(args.test)

@@ -160,11 +160,14 @@ def test_a_disruption_phase_says_what_the_disruption_controller_did_in_it() -> N
              (started, "replace", "underutilized"): 4.0, (failed,): 7.0,
              (started, "replace", "drifted"): 0.0,
              (count, "underutilized", "single"): 40.0, (seconds, "underutilized", "single"): 10.5,
-             (count, "drifted", ""): 3.0, (seconds, "drifted", ""): 0.25}
+             (count, "drifted", ""): 3.0, (seconds, "drifted", ""): 0.25,
+             (suite_in_memory.CREATED, "provisioned"): 2.0}
 
     assert suite_in_memory.disruption_work(before, after) == (
         "disruption commands started: delete underutilized 3, replace underutilized 4; "
-        "candidates failing validation 6; evaluations drifted 3 in 0.2 s, single 30 in 6.5 s")
+        "candidates failing validation 6; evaluations drifted 3 in 0.2 s, single 30 in 6.5 s; "
+        "NodeClaims created: provisioned 2")
     assert suite_in_memory.disruption_work(after, after).startswith(
-        "disruption commands started: none; candidates failing validation 0; evaluations none")
+        "disruption commands started: none; candidates failing validation 0; evaluations none; "
+        "NodeClaims created: none")
     assert isinstance(suite_in_memory.disruption_tally(), dict)
