@@ -155,6 +155,24 @@ def census(world: RealTimeWorld) -> str:
             f"{sum(1 for n in nodes if draining(n))}; instances {len(instances)}")
 
 
+def rejections(world: RealTimeWorld) -> list[str]:
+    """The consolidations dropped at validation so far, by Karpenter's failure reason, each
+    with its newest message (the ConsolidationRejected events)."""
+    with world.lock:
+        events = [e for e in world.memory.peek_all("Event")
+                  if e.get("reason") == "ConsolidationRejected"]
+    by_reason: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        found = re.search(r"\(reason: (\w+)\)", str(event.get("note", "")))
+        by_reason.setdefault(found[1] if found else "?", []).append(event)
+    notes = []
+    for reason, found in sorted(by_reason.items()):
+        newest = max(found, key=lambda e: str(e.get("eventTime") or ""))
+        notes.append(f"rejected at validation ({reason}): {len(found)} event(s), the newest "
+                     f"{str(newest.get('note', ''))[:300]}")
+    return notes
+
+
 def unschedulable(world: RealTimeWorld, most: int = 3) -> list[str]:
     """Up to `most` of the workload's pending pods: the newest nomination the provisioner
     published for each and the newest FailedScheduling message kube-scheduler gave it."""
@@ -231,6 +249,7 @@ class InMemoryRun(Run):
         result = super().phase(test, index, phase, created)
         if phase.kind != SCALE_OUT:
             result.notes.append(disruption_work(before, disruption_tally()))
+            result.notes.extend(rejections(self.world))
         if self.last_sampler is not None:
             result.notes.append(
                 f"process CPU {self.last_sampler.process_cores:.2f} cores "

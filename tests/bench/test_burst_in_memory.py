@@ -5,6 +5,7 @@ timings: the numbers are for docs/performance.md."""
 from __future__ import annotations
 
 import sys
+import threading
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -171,3 +172,40 @@ def test_a_disruption_phase_says_what_the_disruption_controller_did_in_it() -> N
         "disruption commands started: none; candidates failing validation 0; evaluations none; "
         "NodeClaims created: none")
     assert isinstance(suite_in_memory.disruption_tally(), dict)
+
+
+class EventsOnly:
+    """What `rejections` reads of the in-memory world: its lock and its stored Events."""
+
+    def __init__(self, events: list[dict[str, Any]]) -> None:
+        self.lock = threading.Lock()
+        self.memory = self
+        self._events = events
+
+    def peek_all(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        assert kind == "Event"
+        return self._events
+
+
+def test_a_disruption_phase_lists_the_consolidations_dropped_at_validation_by_reason() -> None:
+    """Each ConsolidationRejected event's failure reason counted, with the newest message, so
+    a phase whose commands each waited out two validations says why the first failed."""
+    def rejected(reason: str, when: str, why: str) -> dict[str, Any]:
+        return {"reason": "ConsolidationRejected", "eventTime": when,
+                "note": f"consolidation rejected after validation (reason: {reason}): {why}"}
+
+    world = EventsOnly([
+        rejected("churn", "2026-11-29T00:36:01.000000Z", "a candidate changed"),
+        rejected("churn", "2026-11-29T00:37:01.000000Z", "the pods moved"),
+        rejected("scheduling", "2026-11-29T00:36:30.000000Z", "a pod fits nowhere"),
+        {"reason": "Nominated", "eventTime": "2026-11-29T00:38:00.000000Z", "note": "x"},
+    ])
+
+    notes = suite_in_memory.rejections(world)  # type: ignore[arg-type]
+
+    assert len(notes) == 2
+    assert notes[0].startswith("rejected at validation (churn): 2 event(s), the newest "
+                               "consolidation rejected after validation (reason: churn): "
+                               "the pods moved")
+    assert notes[1].startswith("rejected at validation (scheduling): 1 event(s)")
+    assert suite_in_memory.rejections(EventsOnly([])) == []  # type: ignore[arg-type]
