@@ -13,7 +13,7 @@ template, after Karpenter's 30 s of settling), the wide test's 30 Deployments ou
 What differs from the real control plane's measure: the API server, kube-scheduler, the
 Deployment controller, the kubelets and the simulated EC2 run in this process, so the RSS
 is the whole process's; the controller's CPU is the operator's own threads (its driver,
-workers and the threads they start), sampled every second.
+workers and the threads they start), read every 5 s (the RSS every second).
 """
 
 from __future__ import annotations
