@@ -222,9 +222,25 @@ class PhaseResult:
         ]
 
 
+# A phase Karpenter sets no time bound for (the 5,000-pod shape) with `--timeout bound`.
+UNBOUNDED_PHASE_TIMEOUT = 3600.0
+
+
+def timeout_argument(text: str) -> float | None:
+    """`--timeout`: seconds per phase, or `bound` for each phase's Karpenter time bound
+    (None)."""
+    if text == "bound":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--timeout: {text!r} is neither seconds nor 'bound'") from None
+
+
 class Run:
     def __init__(self, plane: ControlPlane, installation: Installation, controller: Controller,
-                 poll: float, quiet: float, timeout: float) -> None:
+                 poll: float, quiet: float, timeout: float | None) -> None:
         self.plane, self.installation, self.controller = plane, installation, controller
         self.poll, self.quiet, self.timeout = poll, quiet, timeout
         # Karpenter's drift test lets the cluster settle 30 s before it drifts the NodePool.
@@ -267,11 +283,23 @@ class Run:
                            json.dumps(patch))
         return before
 
+    def phase_timeout(self, phase: Phase) -> float:
+        """How long the phase may take before it is reported as not done: `timeout` when
+        given in seconds; with `timeout` None, Karpenter's time bound for the phase (plus the
+        quiet window a consolidation or drift ends with), so a stalled phase ends at the
+        bound it would fail."""
+        if self.timeout is not None:
+            return self.timeout
+        if phase.bounds.seconds is None:
+            return UNBOUNDED_PHASE_TIMEOUT
+        return phase.bounds.seconds + (0.0 if phase.kind == SCALE_OUT else self.quiet)
+
     def wait(self, phase: Phase, started: float, originals: set[str]) -> float | None:
         """Seconds until the phase is done (None: not within the timeout)."""
         last_activity = started
         healthy_at: float | None = None
-        while time.monotonic() - started < self.timeout:
+        limit = self.phase_timeout(phase)
+        while time.monotonic() - started < limit:
             pods, nodes = self.pods(), self.nodes()
             now = time.monotonic()
             count = self.healthy(pods)
@@ -387,7 +415,9 @@ def main() -> int:
     parser.add_argument("--poll", type=float, default=2.0)
     parser.add_argument("--settle-before-drift", type=float, default=30.0,
                         help="seconds between the scale-out and the drift (Karpenter's 30)")
-    parser.add_argument("--timeout", type=float, default=3600.0)
+    parser.add_argument("--timeout", type=timeout_argument, default=3600.0,
+                        help="seconds per phase, or `bound`: each phase's Karpenter time "
+                             "bound (plus --quiet for a consolidation or drift)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 

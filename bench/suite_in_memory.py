@@ -13,7 +13,7 @@ template, after Karpenter's 30 s of settling), the wide test's 30 Deployments ou
 What differs from the real control plane's measure: the API server, kube-scheduler, the
 Deployment controller, the kubelets and the simulated EC2 run in this process, so the RSS
 is the whole process's; the controller's CPU is the operator's own threads (its driver,
-workers and the threads they start), sampled every second.
+workers and the threads they start), read every 5 s (the RSS every second).
 """
 
 from __future__ import annotations
@@ -41,9 +41,11 @@ from karpenter_performance import (
     draining,
     originals,
     run_phases,
+    timeout_argument,
 )
-from perf_shapes import DRIFT, TESTS, PerfTest, Phase, scaled
+from perf_shapes import DRIFT, SCALE_OUT, TESTS, PerfTest, Phase, scaled
 
+from nodewright import metrics
 from nodewright.operator.logs import json_handler
 from tests.operator.world import RealTimeWorld
 
@@ -101,7 +103,14 @@ class InMemorySampler:
             now = time.monotonic() - self._started
             if self.trace and now - traced >= self.trace:
                 traced = now
-                print(f"  {now:6.1f}s {census(self.world)}", file=sys.stderr, flush=True)
+                tally = disruption_tally()
+                print(f"  {now:6.1f}s {census(self.world)}; disruption commands started "
+                      f"{sum(v for k, v in tally.items() if k[0] == STARTED):.0f}, candidates "
+                      f"failing validation {tally.get((FAILED_VALIDATIONS,), 0.0):.0f}, "
+                      f"NodeClaims provisioned {tally.get((CREATED, 'provisioned'), 0.0):.0f}",
+                      file=sys.stderr, flush=True)
+                for line in unschedulable(self.world):
+                    print(f"          {line}", file=sys.stderr, flush=True)
             self._stop.wait(self.interval)
 
     def controller_cpu_seconds(self) -> float:
@@ -146,10 +155,56 @@ def census(world: RealTimeWorld) -> str:
             f"{sum(1 for n in nodes if draining(n))}; instances {len(instances)}")
 
 
+def rejections(world: RealTimeWorld) -> list[str]:
+    """The consolidations dropped at validation so far, by Karpenter's failure reason, each
+    with its newest message (the ConsolidationRejected events)."""
+    with world.lock:
+        events = [e for e in world.memory.peek_all("Event")
+                  if e.get("reason") == "ConsolidationRejected"]
+    by_reason: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        found = re.search(r"\(reason: (\w+)\)", str(event.get("note", "")))
+        by_reason.setdefault(found[1] if found else "?", []).append(event)
+    notes = []
+    for reason, found in sorted(by_reason.items()):
+        newest = max(found, key=lambda e: str(e.get("eventTime") or ""))
+        notes.append(f"rejected at validation ({reason}): {len(found)} event(s), the newest "
+                     f"{str(newest.get('note', ''))[:300]}")
+    return notes
+
+
+def unschedulable(world: RealTimeWorld, most: int = 3) -> list[str]:
+    """Up to `most` of the workload's pending pods: the newest nomination the provisioner
+    published for each and the newest FailedScheduling message kube-scheduler gave it."""
+    with world.lock:
+        pending = [p for p in world.memory.peek_all("Pod", "default")
+                   if p["metadata"].get("labels", {}).get(DISCOVERY_LABEL)
+                   and not (p.get("spec") or {}).get("nodeName")
+                   and not p["metadata"].get("deletionTimestamp")][:most]
+        if not pending:
+            return []
+        events = [e for e in world.memory.peek_all("Event", "default")
+                  if e.get("reason") in ("FailedScheduling", "Nominated")]
+    newest: dict[tuple[str, str], dict[str, Any]] = {}
+    for event in events:
+        key = (str((event.get("regarding") or {}).get("name", "")), str(event["reason"]))
+        seen = newest.get(key)
+        if seen is None or str(event.get("eventTime") or "") >= str(seen.get("eventTime") or ""):
+            newest[key] = event
+    lines = []
+    for pod in pending:
+        name = pod["metadata"]["name"]
+        nominated = (newest.get((name, "Nominated")) or {}).get("note", "not nominated")
+        refused = (newest.get((name, "FailedScheduling")) or {}).get(
+            "note", "no FailedScheduling event")
+        lines.append(f"pending {name} ({nominated}): {refused}")
+    return lines
+
+
 class InMemoryRun(Run):
     """karpenter_performance's phases over the in-memory cluster (no kubectl, no process)."""
 
-    def __init__(self, world: RealTimeWorld, poll: float, quiet: float, timeout: float,
+    def __init__(self, world: RealTimeWorld, poll: float, quiet: float, timeout: float | None,
                  settle_before_drift: float = 30.0, trace: float = 0.0) -> None:
         self.world = world
         self.poll, self.quiet, self.timeout = poll, quiet, timeout
@@ -190,17 +245,75 @@ class InMemoryRun(Run):
 
     def phase(self, test: PerfTest, index: int, phase: Phase,
               created: set[str]) -> PhaseResult:
+        before = disruption_tally()
         result = super().phase(test, index, phase, created)
+        if phase.kind != SCALE_OUT:
+            result.notes.append(disruption_work(before, disruption_tally()))
+            result.notes.extend(rejections(self.world))
         if self.last_sampler is not None:
             result.notes.append(
                 f"process CPU {self.last_sampler.process_cores:.2f} cores "
                 "(API server and its actors included)")
         result.notes.extend(integrity(self.world))
         if result.seconds is None:
-            result.notes.append(f"STALLED: {census(self.world)}")
+            result.notes.append(f"STALLED (not done within {self.phase_timeout(phase):g} s): "
+                                f"{census(self.world)}")
             if phase.kind == DRIFT:
                 result.notes.extend(left_behind(self.world, self.originals))
         return result
+
+
+# The disruption controller's Karpenter metrics that say where a phase's time went.
+STARTED = "karpenter_voluntary_disruption_decisions_by_nodepool_total"
+FAILED_VALIDATIONS = "karpenter_voluntary_disruption_failed_validations_total"
+# NodeClaims created, by reason: `provisioned` in a consolidation is pods the disruption
+# moved that kube-scheduler could not place.
+CREATED = "karpenter_nodeclaims_created_total"
+PASSES = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds"
+
+
+def disruption_tally() -> dict[tuple[str, ...], float]:
+    """The disruption counters so far in this process: commands started by decision and
+    reason, candidates that failed validation, and each method's evaluations (count and
+    seconds)."""
+    tally: dict[tuple[str, ...], float] = {}
+    wanted = [STARTED, FAILED_VALIDATIONS, CREATED, f"{PASSES}_count", f"{PASSES}_sum"]
+    for family in metrics.REGISTRY.restricted_registry(wanted).collect():
+        for sample in family.samples:
+            if sample.name == STARTED:
+                key: tuple[str, ...] = (STARTED, sample.labels["decision"],
+                                        sample.labels["reason"])
+            elif sample.name == FAILED_VALIDATIONS:
+                key = (FAILED_VALIDATIONS,)
+            elif sample.name == CREATED:
+                key = (CREATED, sample.labels["reason"])
+            elif sample.name in (f"{PASSES}_count", f"{PASSES}_sum"):
+                key = (sample.name, sample.labels["reason"],
+                       sample.labels["consolidation_type"])
+            else:
+                continue
+            tally[key] = tally.get(key, 0.0) + sample.value
+    return tally
+
+
+def disruption_work(before: dict[tuple[str, ...], float],
+                    after: dict[tuple[str, ...], float]) -> str:
+    """What the disruption controller did between two tallies, in one line: the commands it
+    started, the candidates that failed their 15 s validation, and its evaluations by
+    method (how many and their seconds)."""
+    def done(key: tuple[str, ...]) -> float:
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    started = ", ".join(f"{key[1]} {key[2]} {done(key):.0f}" for key in sorted(after)
+                        if key[0] == STARTED and done(key)) or "none"
+    evaluations = ", ".join(
+        f"{key[2] or key[1]} {done(key):.0f} in {done((f'{PASSES}_sum', *key[1:])):.1f} s"
+        for key in sorted(after) if key[0] == f"{PASSES}_count" and done(key))
+    created = ", ".join(f"{key[1]} {done(key):.0f}" for key in sorted(after)
+                        if key[0] == CREATED and done(key)) or "none"
+    return (f"disruption commands started: {started}; candidates failing validation "
+            f"{done((FAILED_VALIDATIONS,)):.0f}; evaluations {evaluations or 'none'}; "
+            f"NodeClaims created: {created}")
 
 
 def left_behind(world: RealTimeWorld, before: set[str]) -> list[str]:
@@ -252,7 +365,7 @@ def integrity(world: RealTimeWorld) -> list[str]:
 
 
 def run_in_memory(test: PerfTest, *, quiet: float = 180.0, poll: float = 1.0,
-                  timeout: float = 900.0, settle_before_drift: float = 30.0,
+                  timeout: float | None = None, settle_before_drift: float = 30.0,
                   trace: float = 0.0, as_json: bool = False,
                   **world: Any) -> list[PhaseResult]:
     """Every phase of `test` on a fresh in-memory cluster and operator (`world`:
@@ -272,7 +385,9 @@ def main(argv: Iterable[str] | None = None) -> int:
                         help="seconds without a draining node that end a consolidation "
                              "(Karpenter's stability wait: 60 cut a consolidation short)")
     parser.add_argument("--poll", type=float, default=1.0)
-    parser.add_argument("--timeout", type=float, default=1800.0, help="per phase")
+    parser.add_argument("--timeout", type=timeout_argument, default=None,
+                        help="seconds per phase, or `bound` (the default): each phase's "
+                             "Karpenter time bound, plus --quiet for a consolidation or drift")
     parser.add_argument("--settle-before-drift", type=float, default=30.0)
     parser.add_argument("--create-fleet", type=float, default=1.0, metavar="SECONDS")
     parser.add_argument("--launch-delay", type=float, default=2.0)
@@ -290,6 +405,10 @@ def main(argv: Iterable[str] | None = None) -> int:
         logging.getLogger().addHandler(json_handler(sys.stderr))
         logging.getLogger().setLevel(logging.WARNING)
         logging.getLogger("nodewright.controllers.disruption.orchestration").setLevel(
+            logging.INFO)
+        # The NodeClaims the provisioner creates and for which pods (in a consolidation:
+        # pods the disruption moved that kube-scheduler could not place).
+        logging.getLogger("nodewright.controllers.provisioning.provisioner").setLevel(
             logging.INFO)
     try:
         names = test_names(args.test)

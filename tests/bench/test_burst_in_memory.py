@@ -5,6 +5,7 @@ timings: the numbers are for docs/performance.md."""
 from __future__ import annotations
 
 import sys
+import threading
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,8 @@ def test_the_wide_deployments_test_runs_out_and_in_with_its_anti_affinity_kept()
     for name in ("wide-deployment-1", "wide-deployment-2", "wide-deployment-3"):
         assert len(placed[name]) == len(set(placed[name])) == 2, (name, placed[name])
     assert scaled_in.pods == 30
+    work = next(n for n in scaled_in.notes if n.startswith("disruption commands started"))
+    assert "delete" in work or "replace" in work, work
     assert sorted(len(on) for on in placed_in.values()) == [1] * 30
     assert all(set(on) <= nodes_in for on in placed_in.values())
     assert 1 <= len(nodes_in) < len(nodes_out) == out.nodes
@@ -143,3 +146,66 @@ def test_the_suites_short_names_are_karpenters_tests() -> None:
     assert suite_in_memory.test_names("all") == list(TESTS)
     with pytest.raises(ValueError, match=r"unknown test.*spread"):
         suite_in_memory.test_names("basic,spread")
+
+
+def test_a_disruption_phase_says_what_the_disruption_controller_did_in_it() -> None:
+    """Where a consolidation's or a drift's time went, from the disruption controller's
+    Karpenter metrics: the commands started in the phase by decision and reason, the
+    candidates that failed validation, the evaluations per method and their seconds (the
+    counts before the phase taken away)."""
+    started, failed = suite_in_memory.STARTED, suite_in_memory.FAILED_VALIDATIONS
+    count, seconds = f"{suite_in_memory.PASSES}_count", f"{suite_in_memory.PASSES}_sum"
+    before = {(started, "delete", "underutilized"): 2.0, (failed,): 1.0,
+              (count, "underutilized", "single"): 10.0, (seconds, "underutilized", "single"): 4.0}
+    after = {(started, "delete", "underutilized"): 5.0,
+             (started, "replace", "underutilized"): 4.0, (failed,): 7.0,
+             (started, "replace", "drifted"): 0.0,
+             (count, "underutilized", "single"): 40.0, (seconds, "underutilized", "single"): 10.5,
+             (count, "drifted", ""): 3.0, (seconds, "drifted", ""): 0.25,
+             (suite_in_memory.CREATED, "provisioned"): 2.0}
+
+    assert suite_in_memory.disruption_work(before, after) == (
+        "disruption commands started: delete underutilized 3, replace underutilized 4; "
+        "candidates failing validation 6; evaluations drifted 3 in 0.2 s, single 30 in 6.5 s; "
+        "NodeClaims created: provisioned 2")
+    assert suite_in_memory.disruption_work(after, after).startswith(
+        "disruption commands started: none; candidates failing validation 0; evaluations none; "
+        "NodeClaims created: none")
+    assert isinstance(suite_in_memory.disruption_tally(), dict)
+
+
+class EventsOnly:
+    """What `rejections` reads of the in-memory world: its lock and its stored Events."""
+
+    def __init__(self, events: list[dict[str, Any]]) -> None:
+        self.lock = threading.Lock()
+        self.memory = self
+        self._events = events
+
+    def peek_all(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        assert kind == "Event"
+        return self._events
+
+
+def test_a_disruption_phase_lists_the_consolidations_dropped_at_validation_by_reason() -> None:
+    """Each ConsolidationRejected event's failure reason counted, with the newest message, so
+    a phase whose commands each waited out two validations says why the first failed."""
+    def rejected(reason: str, when: str, why: str) -> dict[str, Any]:
+        return {"reason": "ConsolidationRejected", "eventTime": when,
+                "note": f"consolidation rejected after validation (reason: {reason}): {why}"}
+
+    world = EventsOnly([
+        rejected("churn", "2026-11-29T00:36:01.000000Z", "a candidate changed"),
+        rejected("churn", "2026-11-29T00:37:01.000000Z", "the pods moved"),
+        rejected("scheduling", "2026-11-29T00:36:30.000000Z", "a pod fits nowhere"),
+        {"reason": "Nominated", "eventTime": "2026-11-29T00:38:00.000000Z", "note": "x"},
+    ])
+
+    notes = suite_in_memory.rejections(world)  # type: ignore[arg-type]
+
+    assert len(notes) == 2
+    assert notes[0].startswith("rejected at validation (churn): 2 event(s), the newest "
+                               "consolidation rejected after validation (reason: churn): "
+                               "the pods moved")
+    assert notes[1].startswith("rejected at validation (scheduling): 1 event(s)")
+    assert suite_in_memory.rejections(EventsOnly([])) == []  # type: ignore[arg-type]

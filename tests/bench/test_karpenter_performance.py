@@ -5,6 +5,7 @@ plane (tests/e2e/test_benchmarks.py runs it at a tiny size)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -14,7 +15,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from karpenter_performance import Run, average_utilization, draining, originals, quantity
+from karpenter_performance import (
+    Run,
+    average_utilization,
+    draining,
+    originals,
+    quantity,
+    timeout_argument,
+)
 from perf_shapes import (
     CONSOLIDATION,
     DRIFT,
@@ -183,3 +191,32 @@ def test_a_drift_ends_once_every_node_there_before_is_gone_even_under_a_reused_n
 
     not_yet = CannedRun([named(name, "old")], running)
     assert not_yet.wait(phase, time.monotonic(), before) is None
+
+
+def test_with_timeout_bound_each_phase_may_take_karpenters_bound_and_no_more() -> None:
+    """`--timeout bound`: a scale-out ends at Karpenter's bound for it, a consolidation or
+    drift at its bound plus the quiet window it ends with (a phase that ends just within its
+    bound must still be reported), a phase Karpenter leaves unbounded at an hour; seconds
+    given are used as they are."""
+    run = CannedRun([], [])
+    run.quiet, run.timeout = 180.0, None
+    assert run.phase_timeout(Phase(SCALE_OUT, {}, 1, Bounds(300))) == 300
+    assert run.phase_timeout(Phase(CONSOLIDATION, {}, 1, Bounds(1500))) == 1680
+    assert run.phase_timeout(Phase(DRIFT, {}, 1, Bounds(3000))) == 3180
+    assert run.phase_timeout(Phase(SCALE_OUT, {}, 1, Bounds())) == 3600
+    run.timeout = 42.0
+    assert run.phase_timeout(Phase(CONSOLIDATION, {}, 1, Bounds(1500))) == 42
+    assert timeout_argument("bound") is None and timeout_argument("90") == 90.0
+    with pytest.raises(argparse.ArgumentTypeError, match="neither seconds nor 'bound'"):
+        timeout_argument("soon")
+
+
+def test_a_stalled_phase_ends_at_its_bound_under_timeout_bound() -> None:
+    """A scale-out whose pod never runs, given `--timeout bound`, is reported as not done
+    once Karpenter's bound for it has passed (here a tenth of a second)."""
+    pending = {**pod("", "1", "1Gi"), "status": {"phase": "Pending"}}
+    run = CannedRun([], [pending])
+    run.timeout = None
+    started = time.monotonic()
+    assert run.wait(Phase(SCALE_OUT, {}, 1, Bounds(0.1)), started, set()) is None
+    assert time.monotonic() - started < 1.5
