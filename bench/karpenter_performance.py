@@ -246,6 +246,7 @@ class Run:
         # Karpenter's drift test lets the cluster settle 30 s before it drifts the NodePool.
         self.settle_before_drift = 30.0
         self.memory_of = "controller"
+        self.done_healthy: int | None = None
 
     def sampler(self) -> ProcessSampler:
         """What measures the controller during a phase: stop() gives (P95 RSS MB, peak RSS
@@ -295,9 +296,13 @@ class Run:
         return phase.bounds.seconds + (0.0 if phase.kind == SCALE_OUT else self.quiet)
 
     def wait(self, phase: Phase, started: float, originals: set[str]) -> float | None:
-        """Seconds until the phase is done (None: not within the timeout)."""
+        """Seconds until the phase is done (None: not within the timeout). `done_healthy`
+        is then the healthy pods counted when it was judged done: by the time the result is
+        written, consolidation may already be moving some."""
+        self.done_healthy = None
         last_activity = started
         healthy_at: float | None = None
+        healthy_count = 0
         limit = self.phase_timeout(phase)
         while time.monotonic() - started < limit:
             pods, nodes = self.pods(), self.nodes()
@@ -305,9 +310,10 @@ class Run:
             count = self.healthy(pods)
             enough = count >= phase.healthy if phase.at_least else count == phase.healthy
             if enough and len(pods) == count and healthy_at is None:
-                healthy_at = now
+                healthy_at, healthy_count = now, count
             if phase.kind == SCALE_OUT:
                 if healthy_at is not None:
+                    self.done_healthy = healthy_count
                     return healthy_at - started
             else:
                 busy = any(draining(n) for n in nodes)
@@ -316,6 +322,7 @@ class Run:
                     last_activity = now
                     healthy_at = None
                 elif now - last_activity >= self.quiet:
+                    self.done_healthy = count
                     return last_activity - started
             time.sleep(self.poll)
         return None
@@ -334,8 +341,9 @@ class Run:
         p95, peak, cores = sampler.stop()
         pods, nodes = self.pods(), self.nodes()
         managed = [n for n in nodes if n["metadata"].get("labels", {}).get(NODEPOOL_LABEL)]
+        healthy = self.done_healthy if self.done_healthy is not None else self.healthy(pods)
         return PhaseResult(
-            test.name, index + 1, phase.kind, self.healthy(pods), seconds, len(managed),
+            test.name, index + 1, phase.kind, healthy, seconds, len(managed),
             average_utilization(nodes, pods, "cpu"), average_utilization(nodes, pods, "memory"),
             p95, peak, cores, phase.bounds, memory_of=self.memory_of)
 

@@ -210,6 +210,7 @@ class InMemoryRun(Run):
         self.poll, self.quiet, self.timeout = poll, quiet, timeout
         self.settle_before_drift = settle_before_drift
         self.memory_of = "process"
+        self.done_healthy: int | None = None
         self.trace = trace
         self.last_sampler: InMemorySampler | None = None
         self.originals: set[str] = set()
