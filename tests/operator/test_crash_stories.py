@@ -102,7 +102,7 @@ def test_a_crash_in_the_middle_of_a_drain(world: RealTimeWorld) -> None:
     world.wait_until_running(pods=5, nodes=1)
     world.scale("inflate", 12)
     world.wait_until_running(pods=12, nodes=2)
-    claim = max(world.nodeclaims(), key=lambda c: sum(
+    claim = max(world.registered_nodeclaims(2), key=lambda c: sum(
         1 for pod in world.running_pods() if pod["spec"]["nodeName"] == c["status"]["nodeName"]))
     with world.lock:
         victim.update(name=claim["metadata"]["name"], node=claim["status"]["nodeName"])

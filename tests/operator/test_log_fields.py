@@ -24,7 +24,7 @@ def test_a_launch_and_a_drain_are_logged_with_karpenters_fields(
     world.apply(WORKSHOP)
     world.scale("inflate", 5)
     world.wait_until_running(pods=5, nodes=1)
-    (claim,) = world.nodeclaims()
+    (claim,) = world.registered_nodeclaims(1)
     name, node = claim["metadata"]["name"], claim["status"]["nodeName"]
     provider_id = claim["status"]["providerID"]
     labels = claim["metadata"]["labels"]

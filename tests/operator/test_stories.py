@@ -45,9 +45,8 @@ def test_the_workshop_scales_from_zero_to_five_to_twelve_and_back_to_five(
     # Deleting a NodeClaim drains its node through the Eviction API within the PDB (one
     # pod unavailable at a time: the other evictions are answered 429 and retried).
     fewest_running = world.fewest_running()
-    victim = max(world.nodeclaims(), key=lambda claim: sum(
-        1 for pod in world.running_pods()
-        if pod["spec"]["nodeName"] == claim.get("status", {}).get("nodeName")))
+    victim = max(world.registered_nodeclaims(2), key=lambda claim: sum(
+        1 for pod in world.running_pods() if pod["spec"]["nodeName"] == claim["status"]["nodeName"]))
     world.cluster.delete("NodeClaim", victim["metadata"]["name"])
     eventually(lambda: victim["metadata"]["name"] not in claim_names(world)
                and len(world.running_pods()) == 12 and len(world.ready_nodes()) == 2,

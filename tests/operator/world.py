@@ -368,3 +368,12 @@ class RealTimeWorld(ClusterReads):
         eventually(lambda: len(self.running_pods()) == pods and len(self.ready_nodes()) == nodes,
                    f"{pods} running pods on {nodes} nodes (now {len(self.running_pods())} "
                    f"pods, {len(self.ready_nodes())} nodes)")
+
+    def registered_nodeclaims(self, count: int) -> list[Object]:
+        """The `count` NodeClaims once each has written its Node's name: a pod can run on
+        a Node before registration's status write on the NodeClaim lands."""
+        def registered() -> list[Object] | None:
+            claims = self.nodeclaims()
+            named = [c for c in claims if (c.get("status") or {}).get("nodeName")]
+            return named if len(claims) == len(named) == count else None
+        return eventually(registered, f"{count} NodeClaims with their Node's name")

@@ -284,9 +284,13 @@ class OperatorDriver:
                 name = worker.reconciler.name
                 budget = self.health.budget(name)
                 started = min(worker.in_flight.values(), default=None)
-                if started is not None and now - started > budget:
-                    return (f"controller {name} has been in one reconcile for "
-                            f"{now - started:.0f}s (budget {budget:.0f}s)")
+                if started is not None:
+                    # A reconcile under way is judged by its own age alone: the queue's
+                    # wait before it started is not the controller being wedged.
+                    if now - started > budget:
+                        return (f"controller {name} has been in one reconcile for "
+                                f"{now - started:.0f}s (budget {budget:.0f}s)")
+                    continue
                 if not worker.queue.busy():
                     continue
                 waited = now - worker.progress
