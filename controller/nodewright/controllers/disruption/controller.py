@@ -1,11 +1,13 @@
 """The disruption loop (Karpenter's disruption controller): a singleton reconciler that,
 once the state cache is synced, looks every 10 seconds for one thing to disrupt.
 
-One command is in flight at a time. While one is, the loop only moves it on (waiting for
-its replacements to initialize, then deleting its candidates). Otherwise it untaints
-nodes left tainted by a command that died with an earlier process, then tries the methods
-in order (emptiness, drift, multi-node, single-node consolidation) and takes the first
-command one of them proposes. Consolidation commands (emptiness included) are re-checked
+As Karpenter's orchestration queue, commands run concurrently: each one in flight moves
+on by itself (waiting for its replacements to initialize, then deleting its candidates)
+while the loop decides the next. Each pass untaints nodes left tainted by a command that
+died with an earlier process, then tries the methods in order (emptiness, drift,
+multi-node, single-node consolidation) and takes the first command one of them proposes;
+candidates of commands in flight are marked for deletion, so budgets count them and no
+pass picks them again. Consolidation commands (emptiness included) are re-checked
 15 seconds later against the cluster as it is then (`methods.validation`) and dropped when
 something changed; drift commands start at once. Never sleeping, the loop keeps the
 command awaiting validation and asks to run again when it is due.
