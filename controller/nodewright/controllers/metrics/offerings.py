@@ -87,30 +87,55 @@ class OfferingMetrics:
         return found
 
     def _publish(self, types: Sequence[InstanceType]) -> None:
-        available: dict[Dimensions, bool] = {}
-        prices: dict[Dimensions, float] = {}
-        series: list[metrics.Sample] = []
-        for it in types:
-            for offering in it.offerings:
-                dims = (it.name, offering.capacity_type, offering.zone)
-                available[dims] = available.get(dims, False) or offering.available
-                prices[dims] = offering.price
-            if self.reserved_capacity:
-                for zone in {offering.zone for offering in it.offerings}:
-                    dims = (it.name, RESERVED, zone)
-                    if dims not in available:
-                        available[dims] = False
-                        prices[dims] = 0.0
-            series.append((metrics.INSTANCE_TYPE_CPU_CORES, {"instance_type": it.name},
-                           value(it.capacity.get("cpu", 0))))
-            series.append((metrics.INSTANCE_TYPE_MEMORY_BYTES, {"instance_type": it.name},
-                           _raw_memory_bytes(it)))
-        for dims, is_available in available.items():
-            labels = dict(zip(metrics.OFFERING_LABELS, dims, strict=True))
-            series.append((metrics.OFFERING_AVAILABLE, labels, 1.0 if is_available else 0.0))
-            series.append((metrics.OFFERING_PRICE_ESTIMATE, labels, prices[dims]))
+        series, prices = _built(tuple(types), self.reserved_capacity)
         self._prices = prices
         self.store.update("", series)
+
+
+Built = tuple[list[metrics.Sample], dict[Dimensions, float]]
+# The series of the last few catalogs published, by the identity of their instance types
+# (kept with them, so the ids stay theirs): every controller process the tests and the
+# simulator start publishes the same cached catalog again, some 27,000 series each time.
+_BUILT: dict[tuple[bool, tuple[int, ...]], tuple[tuple[InstanceType, ...], Built]] = {}
+_BUILT_KEPT = 8
+
+
+def _built(types: tuple[InstanceType, ...], reserved_capacity: bool) -> Built:
+    key = (reserved_capacity, tuple(id(it) for it in types))
+    known = _BUILT.get(key)
+    if known is not None:
+        return known[1]
+    built = _series(types, reserved_capacity)
+    if len(_BUILT) >= _BUILT_KEPT:
+        _BUILT.pop(next(iter(_BUILT)))
+    _BUILT[key] = (types, built)
+    return built
+
+
+def _series(types: Sequence[InstanceType], reserved_capacity: bool) -> Built:
+    available: dict[Dimensions, bool] = {}
+    prices: dict[Dimensions, float] = {}
+    series: list[metrics.Sample] = []
+    for it in types:
+        for offering in it.offerings:
+            dims = (it.name, offering.capacity_type, offering.zone)
+            available[dims] = available.get(dims, False) or offering.available
+            prices[dims] = offering.price
+        if reserved_capacity:
+            for zone in {offering.zone for offering in it.offerings}:
+                dims = (it.name, RESERVED, zone)
+                if dims not in available:
+                    available[dims] = False
+                    prices[dims] = 0.0
+        series.append((metrics.INSTANCE_TYPE_CPU_CORES, {"instance_type": it.name},
+                       value(it.capacity.get("cpu", 0))))
+        series.append((metrics.INSTANCE_TYPE_MEMORY_BYTES, {"instance_type": it.name},
+                       _raw_memory_bytes(it)))
+    for dims, is_available in available.items():
+        labels = dict(zip(metrics.OFFERING_LABELS, dims, strict=True))
+        series.append((metrics.OFFERING_AVAILABLE, labels, 1.0 if is_available else 0.0))
+        series.append((metrics.OFFERING_PRICE_ESTIMATE, labels, prices[dims]))
+    return series, prices
 
 
 def _raw_memory_bytes(instance_type: InstanceType) -> float:
