@@ -89,10 +89,10 @@ class OfferingMetrics:
     def _publish(self, types: Sequence[InstanceType]) -> None:
         series, prices = _built(tuple(types), self.reserved_capacity)
         self._prices = prices
-        self.store.update("", series)
+        self.store.update_prepared("", series)
 
 
-Built = tuple[list[metrics.Sample], dict[Dimensions, float]]
+Built = tuple[metrics.Prepared, dict[Dimensions, float]]
 # The series of the last few catalogs published, by the identity of their instance types
 # (kept with them, so the ids stay theirs): every controller process the tests and the
 # simulator start publishes the same cached catalog again, some 27,000 series each time.
@@ -135,7 +135,7 @@ def _series(types: Sequence[InstanceType], reserved_capacity: bool) -> Built:
         labels = dict(zip(metrics.OFFERING_LABELS, dims, strict=True))
         series.append((metrics.OFFERING_AVAILABLE, labels, 1.0 if is_available else 0.0))
         series.append((metrics.OFFERING_PRICE_ESTIMATE, labels, prices[dims]))
-    return series, prices
+    return metrics.prepare(series), prices
 
 
 def _raw_memory_bytes(instance_type: InstanceType) -> float:
