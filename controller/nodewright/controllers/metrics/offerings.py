@@ -98,6 +98,10 @@ Built = tuple[metrics.Prepared, dict[Dimensions, float]]
 # simulator start publishes the same cached catalog again, some 27,000 series each time.
 _BUILT: dict[tuple[bool, tuple[int, ...]], tuple[tuple[InstanceType, ...], Built]] = {}
 _BUILT_KEPT = 8
+# Each instance type's own series, by identity as above: when a catalog changes, the cloud
+# hands back new objects for the few types that changed and the same ones for the rest.
+_PER_TYPE: dict[tuple[bool, int], tuple[InstanceType, Built]] = {}
+_PER_TYPE_KEPT = 50_000
 
 
 def _built(types: tuple[InstanceType, ...], reserved_capacity: bool) -> Built:
@@ -105,10 +109,33 @@ def _built(types: tuple[InstanceType, ...], reserved_capacity: bool) -> Built:
     known = _BUILT.get(key)
     if known is not None:
         return known[1]
-    built = _series(types, reserved_capacity)
+    if len({it.name for it in types}) == len(types):
+        # No two types share a name, so none share a series: the catalog's series are
+        # its types' own, side by side.
+        parts = [_type_series(it, reserved_capacity) for it in types]
+        entries = tuple(entry for prepared, _ in parts for entry in prepared.entries)
+        prices: dict[Dimensions, float] = {}
+        for _, own in parts:
+            prices.update(own)
+        built = (metrics.Prepared(entries, frozenset(
+            (gauge, labels) for gauge, labels, _ in entries)), prices)
+    else:
+        built = _series(types, reserved_capacity)
     if len(_BUILT) >= _BUILT_KEPT:
         _BUILT.pop(next(iter(_BUILT)))
     _BUILT[key] = (types, built)
+    return built
+
+
+def _type_series(instance_type: InstanceType, reserved_capacity: bool) -> Built:
+    key = (reserved_capacity, id(instance_type))
+    known = _PER_TYPE.get(key)
+    if known is not None:
+        return known[1]
+    built = _series((instance_type,), reserved_capacity)
+    if len(_PER_TYPE) >= _PER_TYPE_KEPT:
+        _PER_TYPE.clear()
+    _PER_TYPE[key] = (instance_type, built)
     return built
 
 
