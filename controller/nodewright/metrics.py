@@ -905,13 +905,17 @@ Series = tuple[Gauge, tuple[str, ...]]
 Sample = tuple[Gauge, Mapping[str, str], float]
 
 
+# A sample as `prepare` reads it: the gauge, its label values in the gauge's order, the value.
+Sample3 = tuple[Gauge, tuple[str, ...], float]
+
+
 @dataclass(frozen=True)
 class Prepared:
     """Samples read once into the gauges' own label order, for a `Store` to publish over
     and over (a catalog's offering series, the same for every controller process of a
     test run or simulation) without reading any labels again."""
 
-    entries: tuple[tuple[Gauge, tuple[str, ...], float], ...]
+    entries: tuple[Sample3, ...]
     series: frozenset[Series]
 
 
@@ -978,10 +982,12 @@ class Store:
         self._series[key] = fresh
         return ordered
 
-    def update_prepared(self, key: str, prepared: Prepared) -> None:
-        """`update` with samples read beforehand by `prepare`."""
+    def update_prepared(self, key: str, prepared: Prepared,
+                        changed: Iterable[Sample3] | None = None) -> None:
+        """`update` with samples read beforehand by `prepare`. `changed`: the only samples
+        whose series the gauges may not hold with that value already (None: any)."""
         removed = self._removed.get(key)
-        for gauge, label_values, value in prepared.entries:
+        for gauge, label_values, value in prepared.entries if changed is None else changed:
             child = cast("Gauge | None", gauge._metrics.get(label_values))
             if child is None and removed:
                 child = removed.pop((gauge, label_values), None)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from nodewright import metrics
 from nodewright.api.ec2nodeclass import EC2NodeClass
@@ -87,12 +88,22 @@ class OfferingMetrics:
         return found
 
     def _publish(self, types: Sequence[InstanceType]) -> None:
-        series, prices = _built(tuple(types), self.reserved_capacity)
-        self._prices = prices
-        self.store.update_prepared("", series)
+        built = _built(tuple(types), self.reserved_capacity)
+        self._prices = built.prices
+        self.store.update_prepared("", built.series, _changed_since_written(built))
+        _WRITTEN[:] = [built, _gauge_marks()]
 
 
-Built = tuple[metrics.Prepared, dict[Dimensions, float]]
+@dataclass(frozen=True)
+class Built:
+    """A catalog's series and prices; `parts` its instance types' own series (None when
+    two types share a name, and so series)."""
+
+    series: metrics.Prepared
+    prices: dict[Dimensions, float]
+    parts: tuple[metrics.Prepared, ...] | None = None
+
+
 # The series of the last few catalogs published, by the identity of their instance types
 # (kept with them, so the ids stay theirs): every controller process the tests and the
 # simulator start publishes the same cached catalog again, some 27,000 series each time.
@@ -102,6 +113,37 @@ _BUILT_KEPT = 8
 # hands back new objects for the few types that changed and the same ones for the rest.
 _PER_TYPE: dict[tuple[bool, int], tuple[InstanceType, Built]] = {}
 _PER_TYPE_KEPT = 50_000
+# The catalog whose series the gauges hold, as the last publish (by any controller process
+# in this Python process) wrote them, with `_gauge_marks` then. Only this module writes
+# these gauges; clearing one (as tests do) gives it a new dict, which the marks notice.
+_WRITTEN: list[object] = []
+_GAUGES = (metrics.INSTANCE_TYPE_CPU_CORES, metrics.INSTANCE_TYPE_MEMORY_BYTES,
+           metrics.OFFERING_AVAILABLE, metrics.OFFERING_PRICE_ESTIMATE)
+
+
+def _gauge_marks() -> tuple[tuple[object, int], ...]:
+    """Each gauge's dict of series (kept, so no new one can take its id) and its size."""
+    return tuple((gauge._metrics, len(gauge._metrics)) for gauge in _GAUGES)
+
+
+def _same_marks(marks: object) -> bool:
+    return isinstance(marks, tuple) and len(marks) == len(_GAUGES) and all(
+        series is gauge._metrics and size == len(series)
+        for (series, size), gauge in zip(marks, _GAUGES, strict=True))
+
+
+def _changed_since_written(built: Built) -> list[metrics.Sample3] | None:
+    """The samples of `built` the gauges may not hold already (None: any of them)."""
+    if len(_WRITTEN) != 2 or not _same_marks(_WRITTEN[1]):
+        return None
+    written = _WRITTEN[0]
+    assert isinstance(written, Built)
+    if written is built:
+        return []
+    if written.parts is None or built.parts is None:
+        return None
+    kept = {id(part) for part in written.parts}
+    return [entry for part in built.parts if id(part) not in kept for entry in part.entries]
 
 
 def _built(types: tuple[InstanceType, ...], reserved_capacity: bool) -> Built:
@@ -112,13 +154,13 @@ def _built(types: tuple[InstanceType, ...], reserved_capacity: bool) -> Built:
     if len({it.name for it in types}) == len(types):
         # No two types share a name, so none share a series: the catalog's series are
         # its types' own, side by side.
-        parts = [_type_series(it, reserved_capacity) for it in types]
-        entries = tuple(entry for prepared, _ in parts for entry in prepared.entries)
+        parts = tuple(_type_series(it, reserved_capacity).series for it in types)
+        entries = tuple(entry for part in parts for entry in part.entries)
         prices: dict[Dimensions, float] = {}
-        for _, own in parts:
-            prices.update(own)
-        built = (metrics.Prepared(entries, frozenset(
-            (gauge, labels) for gauge, labels, _ in entries)), prices)
+        for it in types:
+            prices.update(_type_series(it, reserved_capacity).prices)
+        built = Built(metrics.Prepared(entries, frozenset(
+            (gauge, labels) for gauge, labels, _ in entries)), prices, parts)
     else:
         built = _series(types, reserved_capacity)
     if len(_BUILT) >= _BUILT_KEPT:
@@ -162,7 +204,7 @@ def _series(types: Sequence[InstanceType], reserved_capacity: bool) -> Built:
         labels = dict(zip(metrics.OFFERING_LABELS, dims, strict=True))
         series.append((metrics.OFFERING_AVAILABLE, labels, 1.0 if is_available else 0.0))
         series.append((metrics.OFFERING_PRICE_ESTIMATE, labels, prices[dims]))
-    return metrics.prepare(series), prices
+    return Built(metrics.prepare(series), prices)
 
 
 def _raw_memory_bytes(instance_type: InstanceType) -> float:
