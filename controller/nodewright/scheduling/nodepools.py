@@ -115,7 +115,7 @@ def labels_compatible(instance_type: InstanceType, requirements: Requirements) -
 # each NodePool's whole catalog, in a new list of the same cached types.
 _MASKS: dict[tuple[tuple[int, ...], frozenset[tuple[str, Requirement]]],
              tuple[tuple[InstanceType, ...], tuple[bool, ...]]] = {}
-_MASKS_KEPT = 256
+_MASKS_KEPT = 128
 
 
 def compatible_mask(instance_types: Iterable[InstanceType],

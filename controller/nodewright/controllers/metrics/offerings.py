@@ -108,11 +108,11 @@ class Built:
 # (kept with them, so the ids stay theirs): every controller process the tests and the
 # simulator start publishes the same cached catalog again, some 27,000 series each time.
 _BUILT: dict[tuple[bool, tuple[int, ...]], tuple[tuple[InstanceType, ...], Built]] = {}
-_BUILT_KEPT = 8
+_BUILT_KEPT = 4
 # Each instance type's own series, by identity as above: when a catalog changes, the cloud
 # hands back new objects for the few types that changed and the same ones for the rest.
 _PER_TYPE: dict[tuple[bool, int], tuple[InstanceType, Built]] = {}
-_PER_TYPE_KEPT = 50_000
+_PER_TYPE_KEPT = 8_000
 # The catalog whose series the gauges hold, as the last publish (by any controller process
 # in this Python process) wrote them, with `_gauge_marks` then. Only this module writes
 # these gauges; clearing one (as tests do) gives it a new dict, which the marks notice.
@@ -154,11 +154,12 @@ def _built(types: tuple[InstanceType, ...], reserved_capacity: bool) -> Built:
     if len({it.name for it in types}) == len(types):
         # No two types share a name, so none share a series: the catalog's series are
         # its types' own, side by side.
-        parts = tuple(_type_series(it, reserved_capacity).series for it in types)
+        own = [_type_series(it, reserved_capacity) for it in types]
+        parts = tuple(built.series for built in own)
         entries = tuple(entry for part in parts for entry in part.entries)
         prices: dict[Dimensions, float] = {}
-        for it in types:
-            prices.update(_type_series(it, reserved_capacity).prices)
+        for built in own:
+            prices.update(built.prices)
         built = Built(metrics.Prepared(entries, frozenset(
             (gauge, labels) for gauge, labels, _ in entries)), prices, parts)
     else:
