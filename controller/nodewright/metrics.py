@@ -18,6 +18,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, cast
@@ -904,6 +905,27 @@ Series = tuple[Gauge, tuple[str, ...]]
 Sample = tuple[Gauge, Mapping[str, str], float]
 
 
+# A sample as `prepare` reads it: the gauge, its label values in the gauge's order, the value.
+Sample3 = tuple[Gauge, tuple[str, ...], float]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Samples read once into the gauges' own label order, for a `Store` to publish over
+    and over (a catalog's offering series, the same for every controller process of a
+    test run or simulation) without reading any labels again."""
+
+    entries: tuple[Sample3, ...]
+    series: frozenset[Series]
+
+
+def prepare(values: Iterable[Sample]) -> Prepared:
+    entries = tuple((gauge, tuple(labels[name] for name in gauge._labelnames), value)
+                    for gauge, labels, value in values)
+    return Prepared(entries, frozenset((gauge, label_values)
+                                       for gauge, label_values, _ in entries))
+
+
 def remove_matching(metric: Gauge, **labels: str) -> None:
     """DeletePartialMatch: drop every series of the metric that carries these labels."""
     names = list(metric._labelnames)
@@ -925,7 +947,7 @@ class Store:
     prometheus_client's `labels()`. A key's kept series go with `delete`."""
 
     def __init__(self, *, keep_removed: bool = False) -> None:
-        self._series: dict[str, set[Series]] = {}
+        self._series: dict[str, AbstractSet[Series]] = {}
         self._keep_removed = keep_removed
         self._removed: dict[str, dict[Series, Gauge]] = {}
 
@@ -959,6 +981,32 @@ class Store:
             _remove(gauge, label_values)
         self._series[key] = fresh
         return ordered
+
+    def update_prepared(self, key: str, prepared: Prepared,
+                        changed: Iterable[Sample3] | None = None) -> None:
+        """`update` with samples read beforehand by `prepare`. `changed`: the only samples
+        whose series the gauges may not hold with that value already (None: any)."""
+        removed = self._removed.get(key)
+        for gauge, label_values, value in prepared.entries if changed is None else changed:
+            child = cast("Gauge | None", gauge._metrics.get(label_values))
+            if child is None and removed:
+                child = removed.pop((gauge, label_values), None)
+                if child is not None:
+                    with gauge._lock:
+                        metrics_ = cast("dict[tuple[str, ...], Gauge]", gauge._metrics)
+                        child = metrics_.setdefault(label_values, child)
+            if child is None:
+                child = gauge.labels(*label_values)
+            child.set(value)
+        previous = self._series.get(key)
+        if previous:
+            for gauge, label_values in previous - prepared.series:
+                if self._keep_removed:
+                    child = cast("Gauge | None", gauge._metrics.get(label_values))
+                    if child is not None:
+                        self._removed.setdefault(key, {})[(gauge, label_values)] = child
+                _remove(gauge, label_values)
+        self._series[key] = prepared.series
 
     def set_again(self, values: Iterable[tuple[Series, float]]) -> None:
         """New values for series an `update` of the same key gave (the set unchanged):

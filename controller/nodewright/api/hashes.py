@@ -62,7 +62,8 @@ def _canonical(value: Any) -> Any:
         members = {str(k): _canonical(v) for k, v in value.items()}
         return {k: v for k, v in sorted(members.items()) if not _is_empty(v)}
     if isinstance(value, list | tuple):
-        members = {json.dumps(_canonical(v), sort_keys=True): _canonical(v) for v in value}
+        canonical = [_canonical(v) for v in value]
+        members = {json.dumps(c, sort_keys=True): c for c in canonical}
         return [members[k] for k in sorted(members)]
     return value
 

@@ -3,7 +3,7 @@ each one can launch, checked against the pool's requirements once per solve."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from nodewright.api.nodepool import NodePool
@@ -108,6 +108,29 @@ def labels_compatible(instance_type: InstanceType, requirements: Requirements) -
         if not requirement.has(value):
             return False
     return True
+
+
+# compatible_mask's answers by the identity of the types (kept with the answer, so the ids
+# stay theirs) and the requirements: every pass and provisioning round asks again about
+# each NodePool's whole catalog, in a new list of the same cached types.
+_MASKS: dict[tuple[tuple[int, ...], frozenset[tuple[str, Requirement]]],
+             tuple[tuple[InstanceType, ...], tuple[bool, ...]]] = {}
+_MASKS_KEPT = 128
+
+
+def compatible_mask(instance_types: Iterable[InstanceType],
+                    requirements: Requirements) -> tuple[bool, ...]:
+    """`labels_compatible` of each type, in order."""
+    types = tuple(instance_types)
+    key = (tuple(map(id, types)), frozenset(requirements.items()))
+    known = _MASKS.get(key)
+    if known is not None:
+        return known[1]
+    mask = tuple(labels_compatible(it, requirements) for it in types)
+    if len(_MASKS) >= _MASKS_KEPT:
+        _MASKS.pop(next(iter(_MASKS)))
+    _MASKS[key] = (types, mask)
+    return mask
 
 
 def cheapest_price(instance_type: InstanceType, requirements: Requirements) -> float | None:

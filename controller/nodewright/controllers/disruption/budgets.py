@@ -14,7 +14,8 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
+from functools import lru_cache
 
 from croniter import croniter
 
@@ -94,18 +95,42 @@ def active_window(budget: Budget, now: datetime) -> Window | None:
     reason = cron_problem(schedule)
     if reason:
         raise BudgetScheduleError(f'schedule "{budget.schedule}": {reason}')
-    try:
-        seconds = parse_duration(budget.duration)
-    except ValueError as error:
-        raise BudgetScheduleError(f'duration "{budget.duration}": {error}') from None
-    length = timedelta(seconds=seconds)
+    length = timedelta(seconds=_duration_seconds(budget.duration))
     if now.tzinfo is not None:
         now = now.astimezone(UTC)  # schedules are in UTC whatever zone `now` is given in
     # The last hit no earlier than `length` ago: the first hit after (now - length).
-    hit: datetime = croniter(schedule, now - length).get_next(datetime)
+    hit = _next_hit(schedule, now - length)
     if hit > now:
         return None
     return Window(hit, hit + length)
+
+
+@lru_cache(maxsize=1024)
+def _duration_seconds(duration: str) -> float:
+    try:
+        return parse_duration(duration)
+    except ValueError as error:
+        raise BudgetScheduleError(f'duration "{duration}": {error}') from None
+
+
+# Per schedule (and the zone of the times asked about): the last time asked about
+# and croniter's first hit after it. Every disruption pass asks about every budget of every
+# NodePool, and the answer stays that hit for any later time before it: no hit lies
+# between the two, so only asking at or past the hit needs croniter again.
+_HITS: dict[tuple[str, tzinfo | None], tuple[datetime, datetime]] = {}
+_HITS_KEPT = 1024
+
+
+def _next_hit(schedule: str, after: datetime) -> datetime:
+    key = (schedule, after.tzinfo)
+    known = _HITS.get(key)
+    if known is not None and known[0] <= after < known[1]:
+        return known[1]
+    hit: datetime = croniter(schedule, after).get_next(datetime)
+    if len(_HITS) >= _HITS_KEPT:
+        _HITS.clear()
+    _HITS[key] = (after, hit)
+    return hit
 
 
 def is_active(budget: Budget, now: datetime) -> bool:
@@ -154,5 +179,5 @@ def next_change(budgets: Sequence[Budget], now: datetime) -> datetime | None:
         if window is not None:
             moments.append(window.end)
         else:
-            moments.append(croniter(budget.schedule.strip(), now).get_next(datetime))
+            moments.append(_next_hit(budget.schedule.strip(), now))
     return min(moments, default=None)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from nodewright.api.quantity import CPU, MEMORY, PODS, format_quantity
 from nodewright.controllers.disruption.candidates import Candidate
 from nodewright.controllers.provisioning.problem import PoolContext
-from nodewright.scheduling.nodepools import cheapest_price, labels_compatible
+from nodewright.scheduling.nodepools import cheapest_price, compatible_mask
 from nodewright.scheduling.pods import Pod
 from nodewright.state.statenode import StateNode
 
@@ -190,8 +190,10 @@ def offers(pools: Mapping[str, PoolContext]) -> list[Offer]:
     found = []
     for pool in pools.values():
         requirements = pool.template.requirements
-        for instance_type in pool.instance_types.values():
-            if not labels_compatible(instance_type, requirements):
+        types = list(pool.instance_types.values())
+        for instance_type, compatible in zip(types, compatible_mask(types, requirements),
+                                             strict=True):
+            if not compatible:
                 continue
             price = cheapest_price(instance_type, requirements)
             if price is not None:

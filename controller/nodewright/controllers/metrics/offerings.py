@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from nodewright import metrics
 from nodewright.api.ec2nodeclass import EC2NodeClass
@@ -87,30 +88,124 @@ class OfferingMetrics:
         return found
 
     def _publish(self, types: Sequence[InstanceType]) -> None:
-        available: dict[Dimensions, bool] = {}
+        built = _built(tuple(types), self.reserved_capacity)
+        self._prices = built.prices
+        self.store.update_prepared("", built.series, _changed_since_written(built))
+        _WRITTEN[:] = [built, _gauge_marks()]
+
+
+@dataclass(frozen=True)
+class Built:
+    """A catalog's series and prices; `parts` its instance types' own series (None when
+    two types share a name, and so series)."""
+
+    series: metrics.Prepared
+    prices: dict[Dimensions, float]
+    parts: tuple[metrics.Prepared, ...] | None = None
+
+
+# The series of the last few catalogs published, by the identity of their instance types
+# (kept with them, so the ids stay theirs): every controller process the tests and the
+# simulator start publishes the same cached catalog again, some 27,000 series each time.
+_BUILT: dict[tuple[bool, tuple[int, ...]], tuple[tuple[InstanceType, ...], Built]] = {}
+_BUILT_KEPT = 4
+# Each instance type's own series, by identity as above: when a catalog changes, the cloud
+# hands back new objects for the few types that changed and the same ones for the rest.
+_PER_TYPE: dict[tuple[bool, int], tuple[InstanceType, Built]] = {}
+_PER_TYPE_KEPT = 8_000
+# The catalog whose series the gauges hold, as the last publish (by any controller process
+# in this Python process) wrote them, with `_gauge_marks` then. Only this module writes
+# these gauges; clearing one (as tests do) gives it a new dict, which the marks notice.
+_WRITTEN: list[object] = []
+_GAUGES = (metrics.INSTANCE_TYPE_CPU_CORES, metrics.INSTANCE_TYPE_MEMORY_BYTES,
+           metrics.OFFERING_AVAILABLE, metrics.OFFERING_PRICE_ESTIMATE)
+
+
+def _gauge_marks() -> tuple[tuple[object, int], ...]:
+    """Each gauge's dict of series (kept, so no new one can take its id) and its size."""
+    return tuple((gauge._metrics, len(gauge._metrics)) for gauge in _GAUGES)
+
+
+def _same_marks(marks: object) -> bool:
+    return isinstance(marks, tuple) and len(marks) == len(_GAUGES) and all(
+        series is gauge._metrics and size == len(series)
+        for (series, size), gauge in zip(marks, _GAUGES, strict=True))
+
+
+def _changed_since_written(built: Built) -> list[metrics.Sample3] | None:
+    """The samples of `built` the gauges may not hold already (None: any of them)."""
+    if len(_WRITTEN) != 2 or not _same_marks(_WRITTEN[1]):
+        return None
+    written = _WRITTEN[0]
+    assert isinstance(written, Built)
+    if written is built:
+        return []
+    if written.parts is None or built.parts is None:
+        return None
+    kept = {id(part) for part in written.parts}
+    return [entry for part in built.parts if id(part) not in kept for entry in part.entries]
+
+
+def _built(types: tuple[InstanceType, ...], reserved_capacity: bool) -> Built:
+    key = (reserved_capacity, tuple(id(it) for it in types))
+    known = _BUILT.get(key)
+    if known is not None:
+        return known[1]
+    if len({it.name for it in types}) == len(types):
+        # No two types share a name, so none share a series: the catalog's series are
+        # its types' own, side by side.
+        own = [_type_series(it, reserved_capacity) for it in types]
+        parts = tuple(built.series for built in own)
+        entries = tuple(entry for part in parts for entry in part.entries)
         prices: dict[Dimensions, float] = {}
-        series: list[metrics.Sample] = []
-        for it in types:
-            for offering in it.offerings:
-                dims = (it.name, offering.capacity_type, offering.zone)
-                available[dims] = available.get(dims, False) or offering.available
-                prices[dims] = offering.price
-            if self.reserved_capacity:
-                for zone in {offering.zone for offering in it.offerings}:
-                    dims = (it.name, RESERVED, zone)
-                    if dims not in available:
-                        available[dims] = False
-                        prices[dims] = 0.0
-            series.append((metrics.INSTANCE_TYPE_CPU_CORES, {"instance_type": it.name},
-                           value(it.capacity.get("cpu", 0))))
-            series.append((metrics.INSTANCE_TYPE_MEMORY_BYTES, {"instance_type": it.name},
-                           _raw_memory_bytes(it)))
-        for dims, is_available in available.items():
-            labels = dict(zip(metrics.OFFERING_LABELS, dims, strict=True))
-            series.append((metrics.OFFERING_AVAILABLE, labels, 1.0 if is_available else 0.0))
-            series.append((metrics.OFFERING_PRICE_ESTIMATE, labels, prices[dims]))
-        self._prices = prices
-        self.store.update("", series)
+        for built in own:
+            prices.update(built.prices)
+        built = Built(metrics.Prepared(entries, frozenset(
+            (gauge, labels) for gauge, labels, _ in entries)), prices, parts)
+    else:
+        built = _series(types, reserved_capacity)
+    if len(_BUILT) >= _BUILT_KEPT:
+        _BUILT.pop(next(iter(_BUILT)))
+    _BUILT[key] = (types, built)
+    return built
+
+
+def _type_series(instance_type: InstanceType, reserved_capacity: bool) -> Built:
+    key = (reserved_capacity, id(instance_type))
+    known = _PER_TYPE.get(key)
+    if known is not None:
+        return known[1]
+    built = _series((instance_type,), reserved_capacity)
+    if len(_PER_TYPE) >= _PER_TYPE_KEPT:
+        _PER_TYPE.clear()
+    _PER_TYPE[key] = (instance_type, built)
+    return built
+
+
+def _series(types: Sequence[InstanceType], reserved_capacity: bool) -> Built:
+    available: dict[Dimensions, bool] = {}
+    prices: dict[Dimensions, float] = {}
+    series: list[metrics.Sample] = []
+    for it in types:
+        for offering in it.offerings:
+            dims = (it.name, offering.capacity_type, offering.zone)
+            available[dims] = available.get(dims, False) or offering.available
+            prices[dims] = offering.price
+        if reserved_capacity:
+            for zone in {offering.zone for offering in it.offerings}:
+                dims = (it.name, RESERVED, zone)
+                if dims not in available:
+                    available[dims] = False
+                    prices[dims] = 0.0
+        series.append((metrics.INSTANCE_TYPE_CPU_CORES, {"instance_type": it.name},
+                       value(it.capacity.get("cpu", 0))))
+        series.append((metrics.INSTANCE_TYPE_MEMORY_BYTES, {"instance_type": it.name},
+                       _raw_memory_bytes(it)))
+    for dims, is_available in available.items():
+        labels = dict(zip(metrics.OFFERING_LABELS, dims, strict=True))
+        series.append((metrics.OFFERING_AVAILABLE, labels, 1.0 if is_available else 0.0))
+        series.append((metrics.OFFERING_PRICE_ESTIMATE, labels, prices[dims]))
+    return Built(metrics.prepare(series), prices)
 
 
 def _raw_memory_bytes(instance_type: InstanceType) -> float:

@@ -56,7 +56,7 @@ from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.scheduling.nodepools import (
     NodePoolTemplate,
     allowed_offerings,
-    labels_compatible,
+    compatible_mask,
     min_values_problem,
 )
 from nodewright.scheduling.pods import Pod, SpecError
@@ -515,8 +515,9 @@ def incompatible_instance_types(template: NodePoolTemplate) -> str | None:
     an offering its requirements allow (NO_COMPATIBLE_TYPES), or, with MIN_VALUES_POLICY
     Strict, too few for a minValues (the unmet minValues); None when some can."""
     requirements = template.requirements
-    compatible = [it for it in template.instance_types
-                  if labels_compatible(it, requirements) and allowed_offerings(it, requirements)]
+    types = template.instance_types
+    compatible = [it for it, fits in zip(types, compatible_mask(types, requirements), strict=True)
+                  if fits and allowed_offerings(it, requirements)]
     if not compatible:
         return NO_COMPATIBLE_TYPES
     if template.relax_min_values:

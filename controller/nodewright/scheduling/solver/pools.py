@@ -12,7 +12,7 @@ from nodewright.scheduling.daemons import DaemonLoad, daemon_loads
 from nodewright.scheduling.nodepools import (
     NodePoolTemplate,
     cheapest_price,
-    labels_compatible,
+    compatible_mask,
     offering_values,
 )
 from nodewright.scheduling.pods import DaemonSet, ExistingNode
@@ -69,9 +69,10 @@ def pool_setup(template: NodePoolTemplate, index: ResourceIndex,
     requirements = template.requirements.copy()
     priced = [
         (it, price)
-        for it in template.instance_types
-        if labels_compatible(it, requirements)
-        and (price := cheapest_price(it, requirements)) is not None
+        for it, compatible in zip(template.instance_types,
+                                  compatible_mask(template.instance_types, requirements),
+                                  strict=True)
+        if compatible and (price := cheapest_price(it, requirements)) is not None
     ]
     # Each type's room is what is left after the DaemonSets that run on it (Karpenter's
     # daemon overhead groups); a type they overfill can hold no pod.
