@@ -10,7 +10,10 @@ both redo work whose result cannot differ between tests, seconds of it each time
   ships: the same request always gets the same answer, which moto nevertheless rebuilds
   each time (some 1,400 types serialized to XML, then parsed back by botocore). The first
   answer to each exact request (operation, endpoint, parameters: one entry per page) is
-  kept and a fresh copy handed to the same request later. The call still goes through the
+  kept and handed to the same request later in new containers (the answer's dicts and
+  lists: a test's `after-call` handler may filter, add or drop entries) holding the same
+  entries, read-only as EC2's answers are to the code under test (unpickling 1,400 of them
+  afresh cost more than what is read from them). The call still goes through the
   client, so `provide-client-params` and `after-call` fire and a test's call recorder counts
   it. Only while moto mocks, only answers that succeeded, and registered last: a test's own
   `before-call` handler for these operations still answers first.
@@ -18,7 +21,6 @@ both redo work whose result cannot differ between tests, seconds of it each time
 
 from __future__ import annotations
 
-import pickle
 from typing import Any
 
 import botocore.loaders
@@ -29,7 +31,7 @@ from moto.core.models import botocore_stubber
 
 STATIC_READS = ("DescribeInstanceTypes", "DescribeInstanceTypeOfferings")
 _KEY = "tests.aws.process_cache"
-_answers: dict[str, bytes] = {}  # pickled: a fresh copy per hit, cheaply
+_answers: dict[str, dict[str, Any]] = {}
 
 
 class _SearchPaths(list[str]):
@@ -65,14 +67,21 @@ def _answer(model: Any, params: dict[str, Any], context: dict[str, Any],
         context[_KEY] = key
         return None
     response = AWSResponse(params.get("url") or "", 200, {}, None)  # type: ignore[arg-type]
-    return response, pickle.loads(kept)
+    return response, _fresh(kept)
 
 
 def _keep(http_response: AWSResponse, parsed: dict[str, Any], context: dict[str, Any],
           **_: Any) -> None:
     key = context.pop(_KEY, None)
     if key is not None and http_response.status_code == 200:
-        _answers[key] = pickle.dumps(parsed)
+        _answers[key] = _fresh(parsed)
+
+
+def _fresh(answer: dict[str, Any]) -> dict[str, Any]:
+    """The answer in new containers, down to its lists of entries; the entries shared."""
+    return {name: list(value) if isinstance(value, list)
+            else _fresh(value) if isinstance(value, dict) else value
+            for name, value in answer.items()}
 
 
 def install() -> None:
