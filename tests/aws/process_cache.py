@@ -6,6 +6,9 @@ both redo work whose result cannot differ between tests, seconds of it each time
 - botocore's data files (service models, endpoint rules, partitions): a new session reads
   and parses them again. Every session made from now on shares one loader, which keeps
   what it has read; the files are botocore's own and never change under a test.
+- A client's class (a method per operation, some 700 for EC2) is built from the service model
+  and the session's `creating-client-class` handlers, botocore's and boto3's own, the same
+  in every session: built once per service model and reused by every client made after.
 - DescribeInstanceTypes and DescribeInstanceTypeOfferings answer from the tables moto
   ships: the same request always gets the same answer, which moto nevertheless rebuilds
   each time (some 1,400 types serialized to XML, then parsed back by botocore). The first
@@ -25,6 +28,7 @@ from typing import Any
 
 import botocore.loaders
 import botocore.session
+from botocore.client import ClientCreator
 from botocore.awsrequest import AWSResponse
 from botocore.handlers import BUILTIN_HANDLERS, REGISTER_LAST
 from moto.core.models import botocore_stubber
@@ -51,6 +55,21 @@ def _shared_loader(search_path_string: str | None = None) -> botocore.loaders.Lo
         _loader = botocore.loaders.create_loader(search_path_string)
         _loader._search_paths = _SearchPaths(_loader.search_paths)  # type: ignore[attr-defined]
     return _loader
+
+
+_classes: dict[tuple[str, int], tuple[object, type]] = {}
+_build_class = ClientCreator._create_client_class
+
+
+def _client_class(creator: ClientCreator, service_name: str, service_model: Any) -> type:
+    # The shared loader hands every session the same model document: kept with the class,
+    # so its identity stays its own.
+    document = service_model._service_description
+    kept = _classes.get((service_name, id(document)))
+    if kept is None or kept[0] is not document:
+        kept = document, _build_class(creator, service_name, service_model)
+        _classes[(service_name, id(document))] = kept
+    return kept[1]
 
 
 def _key(model: Any, params: dict[str, Any]) -> str:
@@ -87,6 +106,7 @@ def _fresh(answer: dict[str, Any]) -> dict[str, Any]:
 def install() -> None:
     """For every botocore session made from now on, by the tests or by the code under test."""
     botocore.session.create_loader = _shared_loader
+    ClientCreator._create_client_class = _client_class  # type: ignore[method-assign]
     for operation in STATIC_READS:
         for spec in ((f"before-call.ec2.{operation}", _answer, REGISTER_LAST),
                      (f"after-call.ec2.{operation}", _keep)):

@@ -22,8 +22,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from nodewright.cloud.aws.clock import Seconds, TTLCache, system_clock
 from nodewright.cloud.aws import shared_catalogs
+from nodewright.cloud.aws.clock import Seconds, TTLCache, system_clock
 from nodewright.cloud.aws.errors import aws_call
 from nodewright.cloud.aws.unavailable import UnavailableOfferings, none_out
 from nodewright.scheduling.allocatable import NodeSettings, ProviderSettings, node_settings
