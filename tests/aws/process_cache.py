@@ -9,9 +9,12 @@ both redo work whose result cannot differ between tests, seconds of it each time
 - A client's class (a method per operation, some 700 for EC2) is built from the service model
   and the session's `creating-client-class` handlers, botocore's and boto3's own, the same
   in every session: built once per service model and reused by every client made after.
-- DescribeInstanceTypes and DescribeInstanceTypeOfferings answer from the tables moto
-  ships: the same request always gets the same answer, which moto nevertheless rebuilds
-  each time (some 1,400 types serialized to XML, then parsed back by botocore). The first
+- DescribeInstanceTypes, DescribeInstanceTypeOfferings and DescribeSpotPriceHistory answer
+  from the tables moto ships (spot prices: one constant price per offering, whatever the
+  StartTime, the one parameter that differs from call to call, now, and so left out of
+  the request's key): the same request always gets the same answer, which moto
+  nevertheless rebuilds each time (some 1,400 types serialized to XML, then parsed back by
+  botocore). The first
   answer to each exact request (operation, endpoint, parameters: one entry per page) is
   kept and handed to the same request later in new containers (the answer's dicts and
   lists: a test's `after-call` handler may filter, add or drop entries) holding the same
@@ -28,12 +31,15 @@ from typing import Any
 
 import botocore.loaders
 import botocore.session
-from botocore.client import ClientCreator
 from botocore.awsrequest import AWSResponse
+from botocore.client import ClientCreator
 from botocore.handlers import BUILTIN_HANDLERS, REGISTER_LAST
 from moto.core.models import botocore_stubber
 
-STATIC_READS = ("DescribeInstanceTypes", "DescribeInstanceTypeOfferings")
+STATIC_READS = ("DescribeInstanceTypes", "DescribeInstanceTypeOfferings",
+                "DescribeSpotPriceHistory")
+# Parameters moto's answer does not depend on, left out of the key.
+_UNREAD = frozenset({"StartTime"})
 _KEY = "tests.aws.process_cache"
 _answers: dict[str, dict[str, Any]] = {}
 
@@ -73,7 +79,9 @@ def _client_class(creator: ClientCreator, service_name: str, service_model: Any)
 
 
 def _key(model: Any, params: dict[str, Any]) -> str:
-    return repr((model.name, params.get("url"), sorted((params.get("body") or {}).items())))
+    body = params.get("body") or {}
+    return repr((model.name, params.get("url"),
+                 sorted(item for item in body.items() if item[0] not in _UNREAD)))
 
 
 def _answer(model: Any, params: dict[str, Any], context: dict[str, Any],
