@@ -23,8 +23,9 @@ from nodewright.scheduling.ec2_info import InstanceTypeFacts
 T = TypeVar("T")
 Answer = list[Mapping[str, Any]]
 
-# Answers kept of each kind, catalogs kept in all (the most recently used).
-ANSWERS_KEPT: Final = 4
+# Answers kept of each kind (the current one and one more: a refresh's, or a test's
+# variation), catalogs kept in all (the most recently used).
+ANSWERS_KEPT: Final = 2
 CATALOGS_KEPT: Final = 8
 
 
