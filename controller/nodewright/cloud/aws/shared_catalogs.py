@@ -50,10 +50,6 @@ class ReadAnswers(Generic[T]):
             del self._entries[:-self._kept]
         return value
 
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
 
 class BuiltCatalogs:
     """Catalogs by what they were built from, the `kept` most recently used. The facts and
@@ -86,10 +82,6 @@ class BuiltCatalogs:
             self._entries[self.key(facts, zones_by_type, inputs)] = (facts, zones_by_type, types)
             while len(self._entries) > self._kept:
                 self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
 
 
 TYPE_FACTS: Final = ReadAnswers(read_instance_types)
