@@ -6,9 +6,10 @@
   answer as EC2 applies it (any listed architecture matches), page by page.
 
 And one change of speed only: moto draws its EC2 resource ids one hex digit at a time, and
-every EC2 backend it builds (two per region a test uses, each time moto resets) registers its
-thousand-odd bundled images with a volume and a snapshot each, some 50,000 digits drawn per
-test. `random_resource_id` draws them all at once from the same generator, alike uniform.
+every EC2 backend it builds (the test's region's and us-east-1's, which moto's request
+routing builds, each time moto resets) registers its thousand-odd bundled images with a
+volume and a snapshot each, some 50,000 digits drawn per test. `random_resource_id` draws
+each id's digits at once from the same generator, as uniformly.
 """
 
 from __future__ import annotations
