@@ -11,6 +11,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from moto.core.model_instances import reset_model_data
 
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
@@ -65,8 +66,17 @@ class CallRecorder:
 
 @pytest.fixture
 def aws() -> Iterator[None]:
-    with mock_aws():
+    """moto for one test. Its backends are reset as the mock starts, which every test's
+    does: resetting them again as it stops (moto's default) would build EC2's backends,
+    a thousand images each, a second time for nothing. What the test left is dropped by the
+    next test's start; the models moto tracks are dropped now, as moto's own stop does."""
+    mock = mock_aws()
+    mock.start(reset=True)
+    try:
         yield
+    finally:
+        mock.stop(remove_data=False)
+        reset_model_data()
 
 
 @pytest.fixture

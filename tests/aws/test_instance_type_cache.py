@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import fields
 from datetime import UTC, datetime
+from importlib import resources
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from nodewright.cloud.aws.unavailable import (
 )
 from nodewright.scheduling.allocatable import NodeSettings
 from nodewright.scheduling.catalog import InstanceType
-from nodewright.scheduling.pricing import OfflinePriceSource, price_version
+from nodewright.scheduling.pricing import OfflinePriceSource, price_identity, price_version
 from tests.aws.world import FakeClock, node_class
 
 ZONES = frozenset({"us-west-2a", "us-west-2b"})
@@ -329,3 +330,66 @@ def test_a_snapshot_answers_as_the_cache_did_when_taken(clock: FakeClock) -> Non
             unavailable.is_unavailable(*key, group) for key in asked]
     # 6 reserved, 2 on-demand in us-west-2c, m5.large spot and c5.large in pg-1 in us-west-2a
     assert sum(unavailable.snapshot("pg-1")(*key) for key in asked) == 10
+
+
+# --- Shared by the catalogs of one process ---------------------------------------------------
+
+
+def bundled_table() -> dict[str, Any]:
+    """The table OfflinePriceSource reads by default, read again: the same prices, given."""
+    data = resources.files("nodewright.scheduling").joinpath("data", "ondemand-list-prices.json")
+    table: dict[str, Any] = json.loads(data.read_text())
+    return table
+
+
+def offline(clients: AwsClients, clock: FakeClock,
+            unavailable: UnavailableOfferings | None = None) -> LiveCatalog:
+    """A provider's catalog priced from the bundled offline table."""
+    return LiveCatalog(clients.ec2, "us-west-2", OfflinePriceSource(),
+                       unavailable or UnavailableOfferings(clock), clock)
+
+
+def test_a_second_provider_given_the_same_inputs_lists_the_first_ones_types(
+    clients: AwsClients, clock: FakeClock
+) -> None:
+    """Nothing but its inputs decides a catalog: with the bundled prices and no offering out,
+    another catalog of the process builds none and lists what a build of its own lists."""
+    first = listed(offline(clients, clock))
+    second = offline(clients, clock)
+    again = listed(second)
+    assert second.types_built == 0
+    assert same_objects(again, first)
+    own_prices = LiveCatalog(clients.ec2, "us-west-2", OfflinePriceSource(bundled_table()),
+                             UnavailableOfferings(clock), clock)
+    assert listed(own_prices) == again
+    assert own_prices.types_built == len(again)
+
+
+def test_a_catalog_with_an_offering_out_builds_its_own(
+    clients: AwsClients, clock: FakeClock
+) -> None:
+    shared = by_name(listed(offline(clients, clock)))
+    unavailable = UnavailableOfferings(clock)
+    unavailable.mark_unavailable("m5.xlarge", "us-west-2a", "spot", "ICE")
+    own = offline(clients, clock, unavailable)
+    types = by_name(listed(own))
+    assert own.types_built == len(types)
+    assert ("us-west-2a", "spot") not in available(types["m5.xlarge"])
+    assert ("us-west-2a", "spot") in available(shared["m5.xlarge"])
+    assert ("us-west-2a", "spot") in available(
+        by_name(listed(offline(clients, clock)))["m5.xlarge"])
+
+
+def test_only_the_bundled_offline_prices_name_an_identity() -> None:
+    """A source whose prices may be its own (a table given, a subclass, a live source)
+    shares nothing it built."""
+
+    class Cheaper(OfflinePriceSource):
+        def on_demand(self, instance_type: str, region: str) -> float | None:
+            return 0.001
+
+    assert price_identity(OfflinePriceSource()) == price_identity(OfflinePriceSource())
+    assert price_identity(OfflinePriceSource()) is not None
+    assert price_identity(OfflinePriceSource(bundled_table())) is None
+    assert price_identity(Cheaper()) is None
+    assert price_identity(ChangingPrices()) is None

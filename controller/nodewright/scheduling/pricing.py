@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Protocol
@@ -69,6 +69,15 @@ def price_version(prices: PriceSource) -> int | None:
     return int(version()) if callable(version) else None
 
 
+def price_identity(prices: PriceSource) -> Hashable | None:
+    """What two sources that answer every price alike have in common: at the same
+    `price_version`, what was built from one serves the other. None: the source's prices
+    are its own. A source offers one with an `identity()` method."""
+    identity = getattr(prices, "identity", None)
+    found: Hashable | None = identity() if callable(identity) else None
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class FamilyPrices:
     """One family's row: the .large price with linear sizes, or an explicit price per size."""
@@ -95,6 +104,7 @@ class OfflinePriceSource:
     """On-demand list prices from Nodewright's table; no spot data (spot is estimated)."""
 
     def __init__(self, table: Mapping[str, Any] | None = None) -> None:
+        self._bundled = table is None
         data = table if table is not None else _bundled_table()
         self._regions = frozenset(data.get("listPriceRegions", ()))
         self._families = {
@@ -129,6 +139,11 @@ class OfflinePriceSource:
     def version(self) -> int:
         """Its prices never change (`price_version`)."""
         return 0
+
+    def identity(self) -> str | None:
+        """Every source of the bundled table answers alike (`price_identity`); a subclass
+        may answer otherwise, and a table given is the caller's own."""
+        return "offline-bundled" if self._bundled and type(self) is OfflinePriceSource else None
 
     def base_price(self, instance_type: str) -> float | None:
         """The list price in the list-price regions, wherever the caller is."""

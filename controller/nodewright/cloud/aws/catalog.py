@@ -10,28 +10,26 @@ was built from and the version of the prices. The unavailable offerings are not 
 a catalog remembers the sequence numbers it was built at, and when they move only the
 types whose offerings may have changed are built again (a capacity type or zone marked out
 rebuilds every type). Callers get a new list of the same, shared `InstanceType`s: read-only,
-as `offline_catalog`'s; whoever changes one makes a changed copy (`dataclasses.replace`)."""
+as `offline_catalog`'s; whoever changes one makes a changed copy (`dataclasses.replace`).
+Answers, and catalogs nothing but their inputs decide, are shared with the process's other
+catalogs (`shared_catalogs`)."""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
+from nodewright.cloud.aws import shared_catalogs
 from nodewright.cloud.aws.clock import Seconds, TTLCache, system_clock
 from nodewright.cloud.aws.errors import aws_call
-from nodewright.cloud.aws.unavailable import UnavailableOfferings
+from nodewright.cloud.aws.unavailable import UnavailableOfferings, none_out
 from nodewright.scheduling.allocatable import NodeSettings, ProviderSettings, node_settings
-from nodewright.scheduling.catalog import (
-    InstanceType,
-    catalog_from_facts,
-    offered_zones,
-    read_instance_types,
-)
+from nodewright.scheduling.catalog import InstanceType, catalog_from_facts
 from nodewright.scheduling.ec2_info import InstanceTypeFacts
-from nodewright.scheduling.pricing import PriceSource, price_version
+from nodewright.scheduling.pricing import PriceSource, price_identity, price_version
 
 if TYPE_CHECKING:
     from mypy_boto3_ec2 import EC2Client
@@ -118,16 +116,17 @@ class LiveCatalog:
             built = self._built.get(key)
             if built is None or built.seqnum != seqnum:
                 built = self._rebuilt(built, read, seqnum, settings, zones, zone_ids,
-                                      placement_group)
+                                      placement_group, prices)
                 self._keep(key, built)
             self._built.move_to_end(key)
             return list(built.types)
 
     def _rebuilt(self, built: _Built | None, read: _Read, seqnum: int, settings: NodeSettings,
                  zones: Collection[str] | None, zone_ids: Mapping[str, str] | None,
-                 placement_group: str | None) -> _Built:
-        """The catalog at `seqnum`: built whole, or from `built` with only the types whose
-        unavailable offerings changed since built again (Karpenter's per-type SeqNum)."""
+                 placement_group: str | None, prices: int) -> _Built:
+        """The catalog at `seqnum`: built whole (or found built by another catalog given the
+        same), or from `built` with only the types whose unavailable offerings changed
+        since built again (Karpenter's per-type SeqNum)."""
         if built is None:
             stale = set(read.facts_by_name)
             facts: Collection[InstanceTypeFacts] = read.facts
@@ -137,7 +136,10 @@ class LiveCatalog:
             facts = [read.facts_by_name[name] for name in sorted(stale)]
         # Read before building: a change while building makes the next call build again.
         numbers = {name: self.unavailable.type_seqnum(name) for name in stale}
-        fresh = self._build(read, facts, settings, zones, zone_ids, placement_group)
+        if built is None:
+            fresh = self._whole(read, settings, zones, zone_ids, placement_group, prices)
+        else:
+            fresh = self._build(read, facts, settings, zones, zone_ids, placement_group)
         # Which types are listed never depends on unavailable offerings: only these matter.
         listed = {it.name: numbers[it.name] for it in fresh}
         if built is None:
@@ -146,9 +148,29 @@ class LiveCatalog:
         return _Built(tuple(by_name.get(it.name, it) for it in built.types), seqnum,
                       {**built.type_seqnums, **listed})
 
+    def _whole(self, read: _Read, settings: NodeSettings, zones: Collection[str] | None,
+               zone_ids: Mapping[str, str] | None, placement_group: str | None,
+               prices: int) -> list[InstanceType]:
+        """Every type, as another catalog built it from the same inputs when one did."""
+        unavailable = self.unavailable.snapshot(placement_group)
+        identity = price_identity(self.prices)
+        if identity is None or unavailable is not none_out:
+            return self._build(read, read.facts, settings, zones, zone_ids, placement_group,
+                               unavailable)
+        inputs = (self.region, identity, prices, settings.cache_key(),
+                  None if zones is None else frozenset(zones),
+                  tuple(sorted((zone_ids or {}).items())), placement_group)
+        shared = shared_catalogs.CATALOGS.get(read.facts, read.zones_by_type, inputs)
+        if shared is None:
+            shared = tuple(self._build(read, read.facts, settings, zones, zone_ids,
+                                       placement_group, unavailable))
+            shared_catalogs.CATALOGS.put(read.facts, read.zones_by_type, inputs, shared)
+        return list(shared)
+
     def _build(self, read: _Read, facts: Collection[InstanceTypeFacts], settings: NodeSettings,
                zones: Collection[str] | None, zone_ids: Mapping[str, str] | None,
-               placement_group: str | None) -> list[InstanceType]:
+               placement_group: str | None,
+               unavailable: Callable[[str, str, str], bool] | None = None) -> list[InstanceType]:
         catalog = catalog_from_facts(
             facts,
             read.zones_by_type,
@@ -157,7 +179,8 @@ class LiveCatalog:
             settings,
             subnet_zones=zones,
             zone_ids=zone_ids,
-            unavailable=self.unavailable.snapshot(placement_group),
+            unavailable=(unavailable if unavailable is not None
+                         else self.unavailable.snapshot(placement_group)),
         )
         self.types_built += len(catalog)
         return catalog
@@ -182,9 +205,9 @@ class LiveCatalog:
         if read is not None and read.types is types and read.offerings is offerings:
             return read
         facts = read.facts if read is not None and read.types is types else (
-            read_instance_types(types))
+            shared_catalogs.TYPE_FACTS.read(types))
         zones_by_type = (read.zones_by_type if read is not None and read.offerings is offerings
-                         else offered_zones(offerings))
+                         else shared_catalogs.OFFERED_ZONES.read(offerings))
         generation = 0 if read is None else read.generation + 1
         self._read = _Read(types, offerings, facts, {f.name: f for f in facts}, zones_by_type,
                            generation)

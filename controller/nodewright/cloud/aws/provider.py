@@ -85,7 +85,7 @@ from nodewright.cloud.provider import (
     RepairPolicy,
 )
 from nodewright.scheduling.allocatable import AWS_EFA, ProviderSettings
-from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.catalog import InstanceType, Offering
 from nodewright.scheduling.launch_filters import filter_for_launch
 from nodewright.scheduling.overlays import OverlayStore
 from nodewright.scheduling.pricing import PriceSource
@@ -335,11 +335,20 @@ class AwsCloudProvider:
         catalog = capacity_reservations.with_reserved_offerings(
             catalog, resolution.capacity_reservations, self.reservations, self.wall_clock())
         catalog = self._without_shifted_zones(catalog, zone_ids)
-        return placement_groups.with_partition_offerings(
-            catalog, group,
-            lambda name, offering, partition: offering.capacity_type != RESERVED
-            and group is not None and self.unavailable.is_unavailable(
-                name, offering.zone, offering.capacity_type, f"{group.id}:{partition}"))
+        # Each partition's capacity errors as of now, read once: a type's offerings times
+        # the partitions ask thousands of times.
+        partition_out: dict[str, Callable[[str, str, str], bool]] = {}
+
+        def unavailable_in(name: str, offering: Offering, partition: str) -> bool:
+            if offering.capacity_type == RESERVED or group is None:
+                return False
+            out = partition_out.get(partition)
+            if out is None:
+                out = partition_out[partition] = self.unavailable.snapshot(
+                    f"{group.id}:{partition}")
+            return out(name, offering.zone, offering.capacity_type)
+
+        return placement_groups.with_partition_offerings(catalog, group, unavailable_in)
 
     def update_capacity_from_node(self, node_class: EC2NodeClass, labels: Mapping[str, str],
                                   memory: int, image_id: str | None) -> bool:

@@ -24,6 +24,11 @@ UNAVAILABLE_OFFERING_TTL_SECONDS: Final = 180.0
 OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type)
 
 
+def none_out(_type: str, _zone: str, _capacity_type: str) -> bool:
+    """The snapshot of a cache where no offering is out (`UnavailableOfferings.snapshot`)."""
+    return False
+
+
 @dataclass
 class UnavailableOfferings:
     clock: Seconds = system_clock
@@ -112,14 +117,15 @@ class UnavailableOfferings:
 
     def snapshot(self, placement_group: str | None = None) -> Callable[[str, str, str], bool]:
         """`is_unavailable` for `placement_group` as of now, answered without a lock or a
-        clock: what a catalog build asks a thousand times over."""
+        clock: what a catalog build asks a thousand times over. `none_out` itself when no
+        offering is out."""
         offerings = frozenset(self._cache.live_keys())
         capacity_types = frozenset(self._capacity_types.live_keys())
         zones = frozenset(self._zones.live_keys())
         in_group = frozenset(key[:3] for key in self._in_groups.live_keys()
                              if placement_group and key[3] == placement_group)
         if not (offerings or capacity_types or zones or in_group):
-            return lambda _type, _zone, _capacity_type: False
+            return none_out
         return lambda instance_type, zone, capacity_type: (
             (instance_type, zone, capacity_type) in offerings
             or capacity_type in capacity_types or (zone, capacity_type) in zones
