@@ -33,6 +33,8 @@ LEASE_PATH = r"/leases/nodewright-leader-election"
 NOT_THE_LEASE = r"^(?!.*/leases/)"
 # Nodes that take 6 s to register: a leader can be killed between a launch and it.
 SLOW_REGISTRATION = FAST_SIM.replace("registrationDelay=2s", "registrationDelay=6s")
+# Where no story waits between a launch and its registration: nodes up in half a second.
+QUICK_SIM = "launchDelay=200ms,registrationDelay=300ms,terminationDelay=1s,startupTaintDelay=200ms"
 
 Start = Callable[..., Controller]
 
@@ -83,7 +85,8 @@ def acquired_at(plane: FakePlane) -> float:
 def test_request_faults_a_lost_create_answer_and_410s_leave_one_nodeclaim_per_node(
         plane: FakePlane, proxy: FaultProxy, start: Start) -> None:
     """tests/e2e/test_faults.py's first story without pods to run."""
-    controller = start("replica-a", plane.kubeconfig(proxy, "through-proxy"))
+    controller = start("replica-a", plane.kubeconfig(proxy, "through-proxy"),
+                       env={"NODEWRIGHT_SIM_TIMING": QUICK_SIM})
     eventually(lambda: controller.readyz()[0] == 200, timeout=60,
                what="the caches synced through the proxy")
     lost = proxy.inject(lose_answer(503, retry_after=1, methods={"POST"}, path=NODECLAIMS,
@@ -149,11 +152,13 @@ def test_the_leader_killed_between_a_launch_and_its_registration_leaves_one_node
         plane: FakePlane, start: Start) -> None:
     """tests/e2e/test_leader_failover.py's first story without pods to run: the simulated
     instance dies with its process; the standby replaces its NodeClaim, and one NodeClaim
-    with its Node is left."""
-    env = {"NODEWRIGHT_SIM_TIMING": SLOW_REGISTRATION}
-    first = start("replica-a", plane.kubeconfig(name="replica-a"), env=env)
+    with its Node is left. (The standby's own launch needs no window before its
+    registration: its nodes come up at once.)"""
+    first = start("replica-a", plane.kubeconfig(name="replica-a"),
+                  env={"NODEWRIGHT_SIM_TIMING": SLOW_REGISTRATION})
     eventually(lambda: plane.holder() == "replica-a", timeout=60, what="replica-a to lead")
-    second = start("replica-b", plane.kubeconfig(name="replica-b"), env=env)
+    second = start("replica-b", plane.kubeconfig(name="replica-b"),
+                   env={"NODEWRIGHT_SIM_TIMING": QUICK_SIM})
     eventually(lambda: second.readyz()[0] == 200, timeout=60, what="the standby ready")
 
     plane.pending_pods(3)
