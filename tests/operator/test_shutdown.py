@@ -82,6 +82,9 @@ def test_sigterm_stops_the_controller_cleanly(tmp_path: Path, api_server: str) -
         def started() -> bool:
             line = stdout.readline()
             lines.append(line)
+            assert line or process.poll() is None, (
+                f"the controller exited ({process.poll()}) before it started:\n"
+                + "".join(lines))
             return '"message": "started"' in line
 
         eventually(started, "the controller to log that it started")
