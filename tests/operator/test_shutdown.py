@@ -52,7 +52,8 @@ class Unavailable(BaseHTTPRequestHandler):
 def api_server() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Unavailable)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
