@@ -46,7 +46,8 @@ def test_the_workshop_scales_from_zero_to_five_to_twelve_and_back_to_five(
     # pod unavailable at a time: the other evictions are answered 429 and retried).
     fewest_running = world.fewest_running()
     victim = max(world.registered_nodeclaims(2), key=lambda claim: sum(
-        1 for pod in world.running_pods() if pod["spec"]["nodeName"] == claim["status"]["nodeName"]))
+        1 for pod in world.running_pods()
+        if pod["spec"]["nodeName"] == claim["status"]["nodeName"]))
     world.cluster.delete("NodeClaim", victim["metadata"]["name"])
     eventually(lambda: victim["metadata"]["name"] not in claim_names(world)
                and len(world.running_pods()) == 12 and len(world.ready_nodes()) == 2,
