@@ -111,14 +111,15 @@ def write_scale_1000(folder: Path, pods: int = 1000) -> Path:
     return scenario
 
 
-def write_day_10000(folder: Path, peak: int = 10_000) -> Path:
-    """The day-10000 scenario (`peak` replicas at the daily peak)."""
+def write_day_10000(folder: Path, peak: int = 10_000, hour: str = "1h") -> Path:
+    """The day-10000 scenario (`peak` replicas at the daily peak; each of the curve's hours
+    lasts `hour`, a shorter one for a smoke run)."""
     (folder / "app.yaml").write_text(workload("app", "250m", "512Mi"))
     (folder / "nodepool.yaml").write_text(nodepool("c6i, m6i, r6i, c5, m5, r5"))
     steps = []
     for share in DAY_CURVE:
         steps.append(f"  - scale: {{name: app, replicas: {round(peak * share)}}}")
-        steps.append("  - wait: 1h")
+        steps.append(f"  - wait: {hour}")
     scenario = folder / "day-10000.yaml"
     scenario.write_text(textwrap.dedent(f"""\
         name: day-10000

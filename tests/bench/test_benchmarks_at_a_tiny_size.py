@@ -58,7 +58,9 @@ def test_the_simulator_benchmark_runs_each_scenario(name: str, tmp_path: Path) -
     scenarios = {
         "workshop": lambda: ROOT / "examples" / "scenarios" / "workshop.yaml",
         "scale-1000": lambda: simulate.write_scale_1000(tmp_path, pods=10),
-        "day-10000": lambda: simulate.write_day_10000(tmp_path, peak=20),
+        # The day's 24 steps ten minutes apart: still longer than the NodePool's
+        # consolidateAfter (1m), so each scale-in is consolidated before the next step.
+        "day-10000": lambda: simulate.write_day_10000(tmp_path, peak=20, hour="10m"),
     }
     scenario = scenarios[name]()
     loaded, problems = load_scenario(scenario)

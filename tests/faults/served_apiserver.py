@@ -65,7 +65,9 @@ class ServedApiServer:
             self.ca_file, context = self_signed()
             self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.address = f"127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll: a stop waits for the loop's next look at its shutdown flag.
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:

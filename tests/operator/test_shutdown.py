@@ -52,7 +52,8 @@ class Unavailable(BaseHTTPRequestHandler):
 def api_server() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Unavailable)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
@@ -82,6 +83,9 @@ def test_sigterm_stops_the_controller_cleanly(tmp_path: Path, api_server: str) -
         def started() -> bool:
             line = stdout.readline()
             lines.append(line)
+            assert line or process.poll() is None, (
+                f"the controller exited ({process.poll()}) before it started:\n"
+                + "".join(lines))
             return '"message": "started"' in line
 
         eventually(started, "the controller to log that it started")

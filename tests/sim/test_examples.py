@@ -1,5 +1,6 @@
 """Every example scenario runs green, and gives the same JSON on a second run (in another
-process, with another hash seed, so no set or dict order can sneak into the output)."""
+process, with another hash seed, so no set or dict order can sneak into the output; one
+process runs every example's second run, beside the first runs)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
 from nodewright.cli import main
 from tests.sim.conftest import REPO, SCENARIOS
+from tests.sim.simulate_each import DONE
 
 EXAMPLES = sorted(path.name for path in SCENARIOS.glob("*.yaml"))
 
@@ -28,24 +31,76 @@ def test_the_examples_are_the_ones_the_docs_promise() -> None:
     ]
 
 
+class SecondRuns:
+    """Each example's second run, in one other process (PYTHONHASHSEED fixed, so another
+    seed than this process's random one) that simulates them one after another
+    (tests/sim/simulate_each.py) while the first runs go on here."""
+
+    def __init__(self, examples: list[str], folder: Path) -> None:
+        self.folder = folder
+        self.done = {example: threading.Event() for example in examples}
+        self.codes: dict[str, int] = {}
+        self.output: list[str] = []
+        arguments = [str(path) for example in examples
+                     for path in (SCENARIOS / example, self.json(example))]
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.sim.simulate_each", *arguments],
+            cwd=REPO, env={**os.environ, "PYTHONHASHSEED": "12345"},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.reader = threading.Thread(target=self._read, name="second-runs", daemon=True)
+        self.reader.start()
+
+    def json(self, example: str) -> Path:
+        return self.folder / f"{example}.json"
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line)
+            word, _, rest = line.partition(" ")
+            if word == DONE:
+                example, _, code = rest.strip().partition(" ")
+                self.codes[example] = int(code)
+                self.done[example].set()
+        self.process.wait()
+        for event in self.done.values():
+            event.set()  # the process ended: whatever did not run is missing from `codes`
+
+    def result(self, example: str) -> bytes:
+        """The second run's JSON (it must have ended with exit code 0)."""
+        assert self.done[example].wait(timeout=600), f"{example}: no second run in 600 s"
+        assert self.codes.get(example) == 0, "".join(self.output)
+        return self.json(example).read_bytes()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self.reader.join(10)
+
+
+EXAMPLE_TEST = "test_an_example_holds_every_expectation_and_runs_the_same_twice"
+
+
+@pytest.fixture(scope="module")
+def second_runs(request: pytest.FixtureRequest,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecondRuns]:
+    """The selected examples' second runs, started together when the first is needed."""
+    selected = [item.callspec.params["example"] for item in request.session.items  # type: ignore[attr-defined]
+                if item.module is request.module
+                and getattr(item, "originalname", "") == EXAMPLE_TEST]
+    runs = SecondRuns(selected, tmp_path_factory.mktemp("second-runs"))
+    yield runs
+    runs.stop()
+
+
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_an_example_holds_every_expectation_and_runs_the_same_twice(
-    example: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    example: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], second_runs: SecondRuns
 ) -> None:
     first = tmp_path / "first.json"
-    second = tmp_path / "second.json"
-    # The second run, in its own process, goes on beside the first (a core otherwise idle
-    # at the end of a parallel test run).
-    environment = {**os.environ, "PYTHONHASHSEED": "12345"}
-    other = subprocess.Popen(
-        [sys.executable, "-m", "nodewright", "simulate", str(SCENARIOS / example), "--json",
-         str(second), "--quiet"],
-        cwd=REPO, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
-    try:
-        code = main(["simulate", str(SCENARIOS / example), "--json", str(first), "--quiet"])
-    finally:
-        other_output, _ = other.communicate()
+
+    code = main(["simulate", str(SCENARIOS / example), "--json", str(first), "--quiet"])
 
     output = capsys.readouterr().out
     assert code == 0, output
@@ -54,8 +109,7 @@ def test_an_example_holds_every_expectation_and_runs_the_same_twice(
     assert result["expectations"] and all(e["held"] for e in result["expectations"])
     assert result["summary"]["violations"] == 0
 
-    assert other.returncode == 0, other_output.decode(errors="replace")
-    assert second.read_bytes() == first.read_bytes()
+    assert second_runs.result(example) == first.read_bytes()
 
 
 def test_the_workshop_reproduces_the_seed_fleet_after_each_step(
