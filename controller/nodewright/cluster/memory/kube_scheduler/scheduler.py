@@ -122,6 +122,8 @@ class _Shape:
     fits: dict[str, tuple[int, int]]
     # For shapes judged by fit alone: (-fit, name, node version, blocking version).
     heap: list[tuple[int, str, int, int]] | None = None
+    # How many of the pass's placements (`SchedulingPass._changed`) the heap has taken in.
+    seen: int = 0
 
     @property
     def candidates(self) -> list[NodeInfo]:
@@ -146,6 +148,9 @@ class SchedulingPass:
         self._candidates: dict[_CandidatesKey, _Candidates] = {}
         self._resources: dict[tuple[object, ...], dict[str, int]] = {}
         self._fits: dict[tuple[int, int], dict[str, tuple[int, int]]] = {}
+        # The node of each placement, in order: a heap takes in those after its `seen`
+        # when its shape is next chosen, not at every placement.
+        self._changed: list[NodeInfo] = []
 
     def choose(self, pod: Pod, signature: str) -> tuple[NodeInfo | None, Verdict]:
         """The node for `pod`, or None and why not (kube-scheduler's message and the
@@ -194,11 +199,22 @@ class SchedulingPass:
 
     def _from_heap(self, shape: _Shape, pod: Pod) -> NodeInfo | None:
         blocking = self.topology.blocking_version
+        changed = self._changed
         if shape.heap is None:
-            shape.heap = []
-            for node in shape.candidates:
-                self._push(shape, pod, node)
+            filters = shape.filters
+            shape.heap = [
+                (-self._fit(shape, pod, node), node.name, node.version, blocking)
+                for node in shape.candidates if not filters.dynamic_reasons(node)
+            ]
             heapq.heapify(shape.heap)
+        elif shape.seen < len(changed):
+            # The node's score may rise as well as fall (balanced allocation): re-enter
+            # each node that got a pod since (once, at its current version).
+            names = shape.static.names
+            for node in {node.name: node for node in changed[shape.seen:]}.values():
+                if node.name in names:
+                    self._push(shape, pod, node)
+        shape.seen = len(changed)
         heap = shape.heap
         while heap:
             _, name, version, blocked_at = heap[0]
@@ -209,13 +225,14 @@ class SchedulingPass:
             if version == node.version:
                 # Only a placed pod's anti-affinity turned up: judge the node again.
                 self._push(shape, pod, node)
-            # Otherwise the node got a pod and `placed` pushed its new entry then.
+            # Otherwise the node got a pod and its new entry was pushed when the heap
+            # took in the placements.
         return None
 
     def _push(self, shape: _Shape, pod: Pod, node: NodeInfo) -> None:
         """Put `node` in the shape's heap, with its current score, if it can take the pod.
-        Every change of a node pushes a fresh entry (`placed`), so the first entry whose
-        versions are current is the best node."""
+        Every node that got a pod is pushed again before the heap is next read
+        (`_from_heap`), so the first entry whose versions are current is the best node."""
         heap = shape.heap
         assert heap is not None
         if not shape.filters.dynamic_reasons(node):
@@ -267,10 +284,7 @@ class SchedulingPass:
     def placed(self, pod: Pod, node: NodeInfo) -> None:
         node.add(pod)
         self.topology.record(pod, node)
-        # The node's score may rise as well as fall (balanced allocation): re-enter it.
-        for shape in self._shapes.values():
-            if shape.heap is not None and node.name in shape.static.names:
-                self._push(shape, shape.filters.pod, node)
+        self._changed.append(node)
 
 
 class KubeScheduler:
