@@ -958,29 +958,39 @@ class Store:
         removed = self._removed.get(key)
         for gauge, labels, value in values:
             label_values = tuple(labels[name] for name in gauge._labelnames)
-            # The series' child as `labels` would return it when it exists (the same
-            # lookup, without its argument checks: status reconciles set hundreds of
-            # thousands of series again); `labels` creates it otherwise.
-            child = cast("Gauge | None", gauge._metrics.get(label_values))
-            if child is None and removed:
-                child = removed.pop((gauge, label_values), None)
-                if child is not None:
-                    with gauge._lock:
-                        metrics_ = cast("dict[tuple[str, ...], Gauge]", gauge._metrics)
-                        child = metrics_.setdefault(label_values, child)
-            if child is None:
-                child = gauge.labels(*label_values)
-            child.set(value)
+            self._child(gauge, label_values, removed).set(value)
             fresh.add((gauge, label_values))
             ordered.append((gauge, label_values))
-        for gauge, label_values in self._series.get(key, set()) - fresh:
+        self._drop(key, self._series.get(key, set()) - fresh)
+        self._series[key] = fresh
+        return ordered
+
+    @staticmethod
+    def _child(gauge: Gauge, label_values: tuple[str, ...],
+               removed: dict[Series, Gauge] | None) -> Gauge:
+        """The series' child as `labels` would return it when it exists (the same lookup,
+        without its argument checks: status reconciles set hundreds of thousands of series
+        again), else the one this key kept when it was removed, else a new one."""
+        child = cast("Gauge | None", gauge._metrics.get(label_values))
+        if child is None and removed:
+            child = removed.pop((gauge, label_values), None)
+            if child is not None:
+                with gauge._lock:
+                    metrics_ = cast("dict[tuple[str, ...], Gauge]", gauge._metrics)
+                    child = metrics_.setdefault(label_values, child)
+        if child is None:
+            child = gauge.labels(*label_values)
+        return child
+
+    def _drop(self, key: str, gone: Iterable[Series]) -> None:
+        """Take the key's series it no longer has out of their gauges (kept with the key
+        under `keep_removed`)."""
+        for gauge, label_values in gone:
             if self._keep_removed:
                 child = cast("Gauge | None", gauge._metrics.get(label_values))
                 if child is not None:
                     self._removed.setdefault(key, {})[(gauge, label_values)] = child
             _remove(gauge, label_values)
-        self._series[key] = fresh
-        return ordered
 
     def update_prepared(self, key: str, prepared: Prepared,
                         changed: Iterable[Sample3] | None = None) -> None:
@@ -988,24 +998,10 @@ class Store:
         whose series the gauges may not hold with that value already (None: any)."""
         removed = self._removed.get(key)
         for gauge, label_values, value in prepared.entries if changed is None else changed:
-            child = cast("Gauge | None", gauge._metrics.get(label_values))
-            if child is None and removed:
-                child = removed.pop((gauge, label_values), None)
-                if child is not None:
-                    with gauge._lock:
-                        metrics_ = cast("dict[tuple[str, ...], Gauge]", gauge._metrics)
-                        child = metrics_.setdefault(label_values, child)
-            if child is None:
-                child = gauge.labels(*label_values)
-            child.set(value)
+            self._child(gauge, label_values, removed).set(value)
         previous = self._series.get(key)
         if previous:
-            for gauge, label_values in previous - prepared.series:
-                if self._keep_removed:
-                    child = cast("Gauge | None", gauge._metrics.get(label_values))
-                    if child is not None:
-                        self._removed.setdefault(key, {})[(gauge, label_values)] = child
-                _remove(gauge, label_values)
+            self._drop(key, previous - prepared.series)
         self._series[key] = prepared.series
 
     def set_again(self, values: Iterable[tuple[Series, float]]) -> None:
