@@ -125,22 +125,20 @@ def run_wide() -> WideRun:
                    disrupted_in)
 
 
-# The seven tests' runs go on side by side, each in its own in-memory cluster with its own
-# operator: a run mostly waits (for simulated instances, the disruption controller's
-# consolidateAfter, its drains and instance checks, the quiet window that ends a phase)
-# and spends about a sixth of its time on the CPU, so seven together take little longer
-# than the longest alone. The fixture waits for every run before the first test goes on,
-# so nothing of theirs runs beside the module's other tests (one of which changes the
-# controllers' worker counts). The disruption metrics and the operator threads' CPU in a
-# phase's notes are the whole process's, so no check here reads them.
+# The seven tests' runs, each in its own in-memory cluster with its own operator, go on in
+# a background thread one after another. The fixture waits for every run before the first
+# test goes on, so nothing of theirs runs beside the module's other tests (one of which
+# changes the controllers' worker counts).
 SMOKE_TEST = "test_each_of_karpenters_performance_tests_runs_every_phase_in_memory"
 WIDE_TEST = "test_the_wide_deployments_test_runs_out_and_in_with_its_anti_affinity_kept"
 
 
 @pytest.fixture(scope="module")
-def side_by_side(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[Any]]]:
+def smoke_runs(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[Any]]]:
     """Each selected run of this module (a Karpenter test's name, or WIDE for the wide
-    test's own run), started together and finished."""
+    test's own run), finished. One after another: side by side, the seven in-memory
+    clusters share one interpreter, and on a loaded machine (two busy processes beside
+    `-n 4` on 2 cores) they starved each other past their phases' timeouts."""
     wanted: dict[str, Callable[[], Any]] = {}
     for item in request.session.items:
         if item.module is not request.module:
@@ -151,8 +149,7 @@ def side_by_side(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[An
             wanted[which] = lambda which=which: run_smoke(which)
         elif name == WIDE_TEST:
             wanted[WIDE] = run_wide
-    with ThreadPoolExecutor(max_workers=max(1, len(wanted)),
-                            thread_name_prefix="smoke-run") as pool:
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="smoke-run") as pool:
         runs = {name: pool.submit(run) for name, run in wanted.items()}
         for run in runs.values():
             run.exception()  # every run ends (each phase has its timeout)
@@ -162,13 +159,13 @@ def side_by_side(request: pytest.FixtureRequest) -> Iterator[dict[str, Future[An
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [name for name in TESTS if name != WIDE])
 def test_each_of_karpenters_performance_tests_runs_every_phase_in_memory(
-        name: str, side_by_side: dict[str, Future[Any]]) -> None:
+        name: str, smoke_runs: dict[str, Future[Any]]) -> None:
     """Each of Karpenter's first six tests (test/suites/performance/*_test.go, as
     bench/perf_shapes.py has them) at 1 % of its pods: every phase ends (the pods of a
     scale-out Running; consolidation and drift quiet, every node there before a drift
     gone), and no instance is left without its NodeClaim."""
     test = scaled(TESTS[name], 0.01)
-    results: list[PhaseResult] = side_by_side[name].result()
+    results: list[PhaseResult] = smoke_runs[name].result()
 
     assert [r.kind for r in results] == [p.kind for p in test.phases]
     for result, phase in zip(results, test.phases, strict=True):
@@ -183,7 +180,7 @@ def test_each_of_karpenters_performance_tests_runs_every_phase_in_memory(
 
 @pytest.mark.slow
 def test_the_wide_deployments_test_runs_out_and_in_with_its_anti_affinity_kept(
-        side_by_side: dict[str, Future[Any]]) -> None:
+        smoke_runs: dict[str, Future[Any]]) -> None:
     """Karpenter's wide_deployments_test.go ("should efficiently scale 30 deployments with
     varied resources and topology constraints") at 5 % of its pods, the least at which its
     scale-in removes pods (at 1 % every Deployment has one pod before and after): 30
@@ -193,7 +190,7 @@ def test_the_wide_deployments_test_runs_out_and_in_with_its_anti_affinity_kept(
     to rest on fewer nodes with nothing left Pending or doubled."""
     out_phase, in_phase = scaled(TESTS[WIDE], 0.05).phases
     assert (out_phase.healthy, in_phase.healthy) == (60, 30)
-    wide: WideRun = side_by_side[WIDE].result()
+    wide: WideRun = smoke_runs[WIDE].result()
     out, scaled_in, placed, placed_in = wide.out, wide.scaled_in, wide.placed, wide.placed_in
 
     results: list[Any] = [out, scaled_in]

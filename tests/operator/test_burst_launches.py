@@ -62,6 +62,9 @@ BURST_WINDOW = Window(idle_seconds=1.0, max_seconds=5.0, max_items=1_000)
 def burst_nodepool() -> dict[str, Any]:
     pool = perf_nodepool()
     pool["spec"]["template"]["spec"]["requirements"].append(AT_MOST_16_VCPUS)
+    # The story is about launches: no consolidation may start (consolidateAfter 30 s comes
+    # within the story on a loaded machine) and replace a node while it is judged.
+    pool["spec"]["disruption"]["budgets"] = [{"nodes": "0"}]
     return pool
 
 
