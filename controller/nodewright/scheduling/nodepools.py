@@ -3,6 +3,7 @@ each one can launch, checked against the pool's requirements once per solve."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -116,6 +117,8 @@ def labels_compatible(instance_type: InstanceType, requirements: Requirements) -
 _MASKS: dict[tuple[tuple[int, ...], frozenset[tuple[str, Requirement]]],
              tuple[tuple[InstanceType, ...], tuple[bool, ...]]] = {}
 _MASKS_KEPT = 128
+# The provisioner and the disruption pass ask from their own workers at once.
+_MASKS_LOCK = threading.Lock()
 
 
 def compatible_mask(instance_types: Iterable[InstanceType],
@@ -127,9 +130,10 @@ def compatible_mask(instance_types: Iterable[InstanceType],
     if known is not None:
         return known[1]
     mask = tuple(labels_compatible(it, requirements) for it in types)
-    if len(_MASKS) >= _MASKS_KEPT:
-        _MASKS.pop(next(iter(_MASKS)))
-    _MASKS[key] = (types, mask)
+    with _MASKS_LOCK:
+        if len(_MASKS) >= _MASKS_KEPT:
+            _MASKS.pop(next(iter(_MASKS)))
+        _MASKS[key] = (types, mask)
     return mask
 
 

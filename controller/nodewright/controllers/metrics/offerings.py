@@ -165,7 +165,7 @@ def _built(types: tuple[InstanceType, ...], reserved_capacity: bool) -> Built:
     else:
         built = _series(types, reserved_capacity)
     if len(_BUILT) >= _BUILT_KEPT:
-        _BUILT.pop(next(iter(_BUILT)))
+        _BUILT.pop(next(iter(_BUILT)), None)
     _BUILT[key] = (types, built)
     return built
 
