@@ -63,8 +63,9 @@ class PodContext:
     owned: list[tuple[TopologyGroup, SpreadConstraint | None]]
     spread_free: bool
     needs_company: bool
-    # Targets this pod shape has not found permanently closed (positions in the solver's
-    # list of targets, in the order they opened) and how many of that list it has seen.
+    # Targets this pod shape has tried and not found permanently closed (positions in the
+    # solver's list of targets, in the order they opened), and the position up to which
+    # it has tried them all (`Placement.place_on_targets`).
     open_targets: dict[int, None] = field(default_factory=dict)
     seen_targets: int = 0
 

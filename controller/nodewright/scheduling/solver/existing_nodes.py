@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from operator import sub as _minus
 
 from nodewright.scheduling.pods import (
     UNSCHEDULABLE_TAINT,
@@ -149,6 +150,13 @@ class PreparedNodes:
                     continue
             self.by_name[node.name] = node_usage(node, running, problem.daemonsets)
         self.order = sorted(self.by_name)
+        # How many nodes' bound pods request each resource (`resource_names`).
+        self._name_counts: dict[str, int] = {}
+        for each in self.by_name.values():
+            for name in each.names:
+                self._name_counts[name] = self._name_counts.get(name, 0) + 1
+        # The nodes in the order pods try them, per resource slots (`fleet`).
+        self._fleets: dict[tuple[str, ...], Fleet] = {}
         # Whether any bound pod has spread or (anti-)affinity terms (`Setup.tied`).
         self.any_tied: bool = (like.any_tied if like is not None
                                else any(is_tied(pod) for pod in problem.bound_pods))
@@ -167,6 +175,31 @@ class PreparedNodes:
                         kept[name] = setup
                     elif usage is not None and renewed.get(name) is setup.usage:
                         kept[name] = replace(setup, usage=usage)
+
+    def gone_from(self, problem: SchedulingProblem) -> frozenset[str]:
+        """The nodes the problem (one `usable_for`) was cut from these by taking away."""
+        return frozenset(self.by_name.keys() - {node.name for node in problem.nodes})
+
+    def resource_names(self, gone: frozenset[str]) -> set[str]:
+        """The resources the bound pods of the nodes left once `gone` are taken away
+        request."""
+        counts = self._name_counts
+        if gone:
+            counts = dict(counts)
+            for name in gone:
+                for resource in self.by_name[name].names:
+                    counts[resource] -= 1
+        return {resource for resource, count in counts.items() if count > 0}
+
+    def fleet(self, index: ResourceIndex) -> Fleet:
+        """Every one of these nodes in the order pods try them, for these resource slots:
+        built once and shared by every plan of every problem cut from them, each of which
+        leaves out the nodes it took away (`Fleet.absent`)."""
+        fleet = self._fleets.get(index.names)
+        if fleet is None:
+            fleet = Fleet.of(node_setups(None, self, index))
+            self._fleets[index.names] = fleet
+        return fleet
 
     def usable_for(self, problem: SchedulingProblem) -> bool:
         """Whether the problem keeps the same DaemonSets, nodes among these, and every
@@ -216,15 +249,16 @@ class NodeSetup:
         return self._empty
 
 
-def node_setups(problem: SchedulingProblem, prepared: PreparedNodes | None,
+def node_setups(problem: SchedulingProblem | None, prepared: PreparedNodes | None,
                 index: ResourceIndex) -> list[NodeSetup]:
-    """The problem's existing nodes by name, with their usage as resource vectors."""
+    """The problem's existing nodes by name (every prepared node's, without a problem),
+    with their usage as resource vectors."""
     if prepared is not None:
         known = prepared.setups.setdefault(index.names, {})
-        kept = {node.name for node in problem.nodes}
+        kept = None if problem is None else {node.name for node in problem.nodes}
         setups = []
         for name in prepared.order:
-            if name not in kept:
+            if kept is not None and name not in kept:
                 continue
             setup = known.get(name)
             if setup is None:
@@ -234,6 +268,7 @@ def node_setups(problem: SchedulingProblem, prepared: PreparedNodes | None,
                 known[name] = setup
             setups.append(setup)
         return setups
+    assert problem is not None
     bound = bound_by_node(problem)
     usages = [node_usage(node, bound.get(node.name, []), problem.daemonsets)
               for node in problem.nodes]
@@ -244,28 +279,66 @@ def node_setups(problem: SchedulingProblem, prepared: PreparedNodes | None,
     ]
 
 
-def existing_targets(nodes: Sequence[NodeSetup], tracker: TopologyTracker
-                     ) -> list[ExistingTarget]:
-    """The nodes new pods may land on, as they are before any pod lands (shared: copy one
-    before changing it); every node's domains and bound pods are counted toward topology
-    (a cordoned node's too, though it takes no new pods). An existing node's bound pods
-    never wait on it for a domain (it has one per key), so counting leaves it unchanged."""
-    targets = []
+# How many targets share one entry of `Fleet.room`.
+ROOM_BLOCK = 16
+
+
+@dataclass
+class Fleet:
+    """The existing nodes in the order new pods try them: initialized ones first, each
+    kind by name (Karpenter's sortExistingNodes). `targets` are the nodes that take new
+    pods, as they are before any lands (shared by every plan: one copies a target before
+    a pod lands there, `Placement`), `positions` their place in that list by node name.
+    `free`: each target's free room before new pods land; `room`: per block of
+    `ROOM_BLOCK` targets, the most free room any of them has in each resource slot. Room
+    only shrinks as pods land, so a pod whose request vector a node's (or a block's) room
+    does not hold finds that node (every node of the block) full."""
+
+    nodes: list[NodeSetup]  # every node, cordoned ones too, in that order
+    targets: list[ExistingTarget]
+    positions: dict[str, int]
+    free: list[Vector]
+    room: list[Vector]
+
+    @classmethod
+    def of(cls, setups: Sequence[NodeSetup]) -> Fleet:
+        nodes = sorted(setups, key=lambda s: not s.usage.node.initialized)
+        targets: list[ExistingTarget] = []
+        positions: dict[str, int] = {}
+        for setup in nodes:
+            if setup.usage.node.unschedulable:
+                continue
+            positions[setup.usage.node.name] = len(targets)
+            targets.append(setup.empty_target())
+        free = [tuple(map(_minus, target.allocatable, target.used)) for target in targets]
+        room = [tuple(max(column) for column in zip(*free[at:at + ROOM_BLOCK], strict=True))
+                for at in range(0, len(free), ROOM_BLOCK)]
+        return cls(nodes, targets, positions, free, room)
+
+    def absent(self, gone: frozenset[str]) -> frozenset[int]:
+        """The positions of the targets of the nodes `gone`."""
+        return frozenset(self.positions[name] for name in gone if name in self.positions)
+
+
+def count_existing(fleet: Fleet, gone: frozenset[str], tracker: TopologyTracker) -> None:
+    """Every node's domains and bound pods (but those of the nodes `gone`) counted toward
+    topology (a cordoned node's too, though it takes no new pods). An existing node's bound
+    pods never wait on it for a domain (it has one per key), so counting leaves its shared
+    target unchanged."""
     # Without any topology group a bound pod counts toward nothing.
     counted = bool(tracker.topology.groups)
-    # Initialized nodes are tried first (Karpenter's sortExistingNodes).
-    for setup in sorted(nodes, key=lambda s: not s.usage.node.initialized):
+    add_domains = tracker.topology.add_node_domains
+    for setup in fleet.nodes:
         usage = setup.usage
         node = usage.node
-        tracker.topology.add_node_domains(node.labels, usage.source)
-        if node.unschedulable:
-            # No new pods, but its pods count toward spread and (anti-)affinity.
-            cordoned = ExistingTarget(node.name, usage.taints, (), labels=node.labels)
-            for pod in usage.running if counted else ():
-                tracker.record(cordoned, pod)
+        if gone and node.name in gone:
             continue
-        target = setup.empty_target()
-        for pod in usage.running if counted else ():
+        add_domains(node.labels, usage.source)
+        if not counted:
+            continue
+        if node.unschedulable:
+            target = ExistingTarget(node.name, usage.taints, (), labels=node.labels)
+        else:
+            target = setup.empty_target()
+        for pod in usage.running:
             tracker.record(target, pod)
-        targets.append(target)
-    return targets

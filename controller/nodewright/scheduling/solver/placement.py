@@ -13,7 +13,7 @@ from nodewright.scheduling.pods import Pod, untolerated
 from nodewright.scheduling.requirements import LABEL_HOSTNAME, Requirement
 from nodewright.scheduling.reservations import with_reservations
 from nodewright.scheduling.solver.context import PodContext, PodContexts
-from nodewright.scheduling.solver.existing_nodes import existing_targets
+from nodewright.scheduling.solver.existing_nodes import ROOM_BLOCK, count_existing
 from nodewright.scheduling.solver.fit import NODE_FULL, FitCheck
 from nodewright.scheduling.solver.pools import pool_state
 from nodewright.scheduling.solver.preferences import relax
@@ -58,10 +58,17 @@ class Placement:
                 if reserving:
                     self.fit.reserving_types[pool.name] = reserving
         self.deferred: set[str] = set()
-        # Existing nodes first (by name), then the NodeClaims in the order they open.
-        self.targets: list[Target] = [*existing_targets(setup.nodes, self.tracker)]
-        # The existing nodes' targets are shared with the other plans until a pod lands on
-        # one; the positions of those this plan has copied.
+        # Existing nodes first (initialized ones first, by name), then the NodeClaims in
+        # the order they open. The existing nodes' targets are the fleet's, shared with
+        # the other plans (and the other problems cut from the same prepared nodes) until
+        # a pod lands on one; the positions of those this plan has copied. The nodes this
+        # problem took away keep their positions (`_absent`) but take no pod.
+        fleet = setup.fleet
+        count_existing(fleet, setup.gone, self.tracker)
+        self.targets: list[Target] = [*fleet.targets]
+        self._absent = setup.absent
+        self._free = fleet.free
+        self._room = fleet.room
         self._existing = len(self.targets)
         self._copied: set[int] = set()
         self.claim_count = 0
@@ -131,54 +138,123 @@ class Placement:
         """Place one of the variants on the first target (existing nodes, then NodeClaims,
         in order) that takes one of them, trying them in order on each target."""
         for position, target in enumerate(self.targets):
+            if position in self._absent:
+                continue
             for variant in variants:
                 context = self.context(variant)
                 outcome = self.fit.check(target, variant, context)
                 if not isinstance(outcome, Change):
                     continue
-                if position < self._existing and position not in self._copied:
-                    assert isinstance(target, ExistingTarget)
-                    target = self.targets[position] = target.copy()
-                    self._copied.add(position)
-                self.apply(target, variant, context, outcome)
+                self._land(position, target, variant, context, outcome)
                 return True
         return False
 
     def place_on_targets(self, pod: Pod) -> bool:
-        """Place the pod on an existing node or a NodeClaim opened so far, if one takes it."""
+        """Place the pod on an existing node or a NodeClaim opened so far, if one takes it:
+        the first in order that does (first fit).
+
+        Each pod shape keeps the targets it has tried and not found permanently closed
+        (`open_targets`) and how far it has tried (`seen_targets`: every target before is
+        tried, or closed for it); those are tried first, then the rest in order. A block
+        of existing nodes whose room (`Fleet.room`) cannot hold the pod's requests is
+        passed over whole: each of its nodes would reject the pod for good."""
         context = self.context(pod)
-        # Targets this pod shape has not found permanently closed, in the order they opened.
+        vector = context.vector
         open_targets = context.open_targets
-        start = context.seen_targets or self._full_prefix.get(context.vector, 0)
-        if start < len(self.targets):
-            open_targets.update(dict.fromkeys(range(start, len(self.targets))))
-        context.seen_targets = len(self.targets)
+        targets = self.targets
         closed: list[int] = []
         placed = False
         for position in open_targets:
-            target = self.targets[position]
+            target = targets[position]
             outcome = self.fit.check(target, pod, context)
             if isinstance(outcome, Change):
-                if position < self._existing and position not in self._copied:
-                    assert isinstance(target, ExistingTarget)
-                    target = self.targets[position] = target.copy()
-                    self._copied.add(position)
-                self.apply(target, pod, context, outcome)
+                self._land(position, target, pod, context, outcome)
                 placed = True
                 break
             if outcome.permanent:
                 closed.append(position)
                 if outcome is NODE_FULL:
-                    self._note_full(context.vector, position)
+                    self._note_full(vector, position)
         for position in closed:
             del open_targets[position]
-        return placed
+        if placed:
+            return True
+        # A shape tried for the first time starts past the nodes known too full for its
+        # requests (its own checks would close them).
+        position = context.seen_targets or self._full_prefix.get(vector, 0)
+        end = len(targets)
+        existing = self._existing
+        while position < end:
+            if position < existing:
+                roomy = self._next_roomy(vector, position)
+                if roomy != position:
+                    self._note_full(vector, position, roomy)
+                    position = roomy
+                    continue
+            target = targets[position]
+            outcome = self.fit.check(target, pod, context)
+            if isinstance(outcome, Change):
+                open_targets[position] = None
+                context.seen_targets = position + 1
+                self._land(position, target, pod, context, outcome)
+                return True
+            if not outcome.permanent:
+                open_targets[position] = None
+            elif outcome is NODE_FULL:
+                self._note_full(vector, position)
+            position += 1
+        context.seen_targets = end
+        return False
 
-    def _note_full(self, vector: Vector, position: int) -> None:
+    def _next_roomy(self, vector: Vector, position: int) -> int:
+        """The first existing node from `position` on whose room before new pods landed
+        holds `vector` (the problem's absent ones passed over); past the existing nodes if
+        none. Every node passed over would reject a pod of that vector for good."""
+        existing = self._existing
+        free = self._free
+        room = self._room
+        absent = self._absent
+        while position < existing:
+            block = position // ROOM_BLOCK
+            stop = min((block + 1) * ROOM_BLOCK, existing)
+            if fits(vector, room[block]):
+                while position < stop:
+                    if fits(vector, free[position]) and position not in absent:
+                        return position
+                    position += 1
+            position = stop
+        return existing
+
+    def _land(self, position: int, target: Target, pod: Pod, context: PodContext,
+              change: Change) -> None:
+        """Apply the change on the target at `position`, copying a shared existing node's
+        target first."""
+        if position < self._existing and position not in self._copied:
+            assert isinstance(target, ExistingTarget)
+            target = self.targets[position] = target.copy()
+            self._copied.add(position)
+        self.apply(target, pod, context, change)
+
+    def landed_existing(self) -> list[ExistingTarget]:
+        """The existing nodes a pod landed on, in order (only those hold new pods)."""
+        landed = []
+        for position in sorted(self._copied):
+            target = self.targets[position]
+            assert isinstance(target, ExistingTarget)
+            landed.append(target)
+        return landed
+
+    def _note_full(self, vector: Vector, start: int, stop: int | None = None) -> None:
+        """The existing nodes at `start` (to `stop`) are too full for `vector`; the
+        prefix of such nodes (the problem's absent ones count as such) grows past them."""
         full = self._full.setdefault(vector, set())
-        full.add(position)
+        if stop is None:
+            full.add(start)
+        else:
+            full.update(range(start, stop))
         prefix = self._full_prefix.get(vector, 0)
-        while prefix in full:
+        absent = self._absent
+        while prefix in full or prefix in absent:
             prefix += 1
         self._full_prefix[vector] = prefix
 

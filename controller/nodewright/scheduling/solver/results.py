@@ -16,7 +16,6 @@ from nodewright.scheduling.solver.placement import Placement
 from nodewright.scheduling.solver.problem import SchedulingProblem
 from nodewright.scheduling.targets import (
     ClaimTarget,
-    ExistingTarget,
     Narrowed,
     PlannedNodeClaim,
     PoolState,
@@ -104,8 +103,7 @@ class PlanResults:
                 claims.extend(self._finish(target, planned))
         existing = tuple(
             (t.hostname, tuple(p.key for p in t.pods if p.node_name is None))
-            for t in self.placement.targets
-            if isinstance(t, ExistingTarget)
+            for t in self.placement.landed_existing()
         )
         existing = tuple(item for item in existing if item[1])
         deferred = self.placement.deferred

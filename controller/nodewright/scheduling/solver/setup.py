@@ -13,7 +13,7 @@ from nodewright.scheduling.nodepools import NodePoolTemplate
 from nodewright.scheduling.reservations import ReservationBook
 from nodewright.scheduling.solver.context import Signatures
 from nodewright.scheduling.solver.existing_nodes import (
-    NodeSetup,
+    Fleet,
     PreparedNodes,
     is_tied,
     node_setups,
@@ -47,12 +47,14 @@ class Setup:
         if pool_memo is None and self.prepared is not None:
             pool_memo = self.prepared.pool_memo
         self.pool_memo = pool_memo
+        # The prepared nodes this problem took away (none without prepared nodes).
+        self.gone = (self.prepared.gone_from(problem) if self.prepared is not None
+                     else frozenset[str]())
         names = {CPU, MEMORY, PODS}
         if self.prepared is not None:
             for pod in chain(problem.pods, (d.pod for d in problem.daemonsets)):
                 names.update(pod.requests)
-            for node in problem.nodes:
-                names.update(self.prepared.by_name[node.name].names)
+            names.update(self.prepared.resource_names(self.gone))
         else:
             for pod in chain(problem.pods, problem.bound_pods,
                              (d.pod for d in problem.daemonsets)):
@@ -65,7 +67,8 @@ class Setup:
                  else ())
         self.tied = [pod for pod in chain(problem.pods, bound) if is_tied(pod)]
         self._pools: list[PoolSetup] | None = None
-        self._nodes: list[NodeSetup] | None = None
+        self._fleet: Fleet | None = None
+        self._absent: frozenset[int] | None = None
         # The growth rule's memo (best price per unit of a mix, per NodePool): the same
         # for every solver of this setup (its pools are this setup's).
         self.growth = GrowthJudge()
@@ -109,10 +112,22 @@ class Setup:
                        filter_cache=found[1].filter_cache)
 
     @property
-    def nodes(self) -> list[NodeSetup]:
-        if self._nodes is None:
-            self._nodes = node_setups(self.problem, self.prepared, self.index)
-        return self._nodes
+    def fleet(self) -> Fleet:
+        """The existing nodes in the order pods try them: the prepared nodes' (shared by
+        every problem cut from them, the `absent` positions left out), else the problem's."""
+        if self._fleet is None:
+            if self.prepared is not None:
+                self._fleet = self.prepared.fleet(self.index)
+            else:
+                self._fleet = Fleet.of(node_setups(self.problem, None, self.index))
+        return self._fleet
+
+    @property
+    def absent(self) -> frozenset[int]:
+        """The positions among `fleet.targets` of the nodes this problem took away."""
+        if self._absent is None:
+            self._absent = self.fleet.absent(self.gone)
+        return self._absent
 
 
     def _pool_setup(self, template: NodePoolTemplate) -> PoolSetup:
