@@ -59,7 +59,12 @@ class NodeMetrics:
         # that its id is not reused), those labels, its creation time and its lifetime
         # series: a node that did not change only has its lifetime set again.
         self._read: dict[str, tuple[Mapping[str, Any], bool, dict[str, str],
-                                    datetime | None, metrics.Series]] = {}
+                                    datetime | None, metrics.KeptSeries]] = {}
+        # Per node: the Node and NodeClaim objects its allocatable was read from (kept, so
+        # that their ids are not reused) and that allocatable, which is a function of them
+        # alone; the state's own cache of it goes at every pod bound or gone.
+        self._allocatable: dict[str, tuple[Mapping[str, Any], Mapping[str, Any] | None,
+                                           Mapping[str, int]]] = {}
         # Per node, per pod bound to it: the pod object its limits were read from (kept, so
         # that its id is not reused), those limits and whether a DaemonSet owns it. A node
         # whose series are rebuilt reads again only the pods that changed.
@@ -84,13 +89,13 @@ class NodeMetrics:
             read = self._read.get(name)
             if read is None or read[0] is not obj or read[1] != node.managed:
                 labels = node_labels(node)
-                series = (metrics.NODES_CURRENT_LIFETIME, tuple(
-                    labels[key] for key in metrics.NODES_CURRENT_LIFETIME._labelnames))
+                series = self.store.keep((metrics.NODES_CURRENT_LIFETIME, tuple(
+                    labels[key] for key in metrics.NODES_CURRENT_LIFETIME._labelnames)))
                 read = (obj, node.managed, labels, creation_time(obj), series)
                 self._read[name] = read
             _, _, labels, created, series = read
             lifetime = (now - created).total_seconds() if created is not None else 0.0
-            self.store.set_again([(series, lifetime)])
+            self.store.set_kept([(series, lifetime)])
             fingerprint = (id(node.node), len(node.pods), tuple(node.pods.total.items()))
             if self._fingerprints.get(name) != fingerprint:
                 self._fingerprints[name] = fingerprint
@@ -98,10 +103,11 @@ class NodeMetrics:
                     *self._resource_series(state, node, labels),
                     (metrics.NODES_CURRENT_LIFETIME, labels, lifetime),
                 ])
-            _add(allocatable_total, node.allocatable())
+            _add(allocatable_total, self._allocatable_of(name, obj, node))
             _add(requested_total, node.pod_requests())
         for name in set(self._read) - seen:
             del self._read[name]
+            self._allocatable.pop(name, None)
         for name in set(self._fingerprints) - seen:
             del self._fingerprints[name]
             self._limits.pop(name, None)
@@ -112,6 +118,14 @@ class NodeMetrics:
             for name, amount in sorted(allocatable_total.items()) if amount > 0
         ])
         return Result(requeue_after=INTERVAL_SECONDS)
+
+    def _allocatable_of(self, name: str, obj: Mapping[str, Any], node: StateNode
+                        ) -> Mapping[str, int]:
+        kept = self._allocatable.get(name)
+        if kept is None or kept[0] is not obj or kept[1] is not node.nodeclaim:
+            kept = (obj, node.nodeclaim, node.allocatable())
+            self._allocatable[name] = kept
+        return kept[2]
 
     def _resource_series(self, state: ClusterState, node: StateNode,
                          labels: Mapping[str, str]) -> Iterable[metrics.Sample]:

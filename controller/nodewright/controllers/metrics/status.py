@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from prometheus_client import Gauge
@@ -40,6 +40,7 @@ REQUEUE_SECONDS = 10.0
 NODE_CLASS_LABEL = "karpenter.k8s.aws/ec2nodeclass"  # v1.NodeClassLabelKey(EC2NodeClass)
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 INITIALIZED_LABEL = "karpenter.sh/initialized"
+_MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -79,10 +80,14 @@ class _Seen:
     finalizers: list[str]
     extra: tuple[str, ...]
     obj: Mapping[str, Any]
-    # The series of `obj` whose value is the seconds since a moment, with that moment: a
-    # reconcile that finds the same object (the state replaces an object on update, never
-    # changes one) only sets these ages again; the others hold constants already set.
-    ages: list[tuple[metrics.Series, datetime]] = field(default_factory=list)
+    # When `obj` was last published, and its series whose value is the seconds since a
+    # moment, each with its age then in microseconds: a reconcile that finds the same
+    # object (the state replaces an object on update, never changes one) only sets these
+    # ages again; the others hold constants already set. Whole microseconds, as timedelta
+    # counts them: an age then plus the microseconds since is `(now - since)` exactly, and
+    # divided by a million it is `total_seconds()` to the bit.
+    published: datetime
+    ages: list[tuple[metrics.KeptSeries, int]] = field(default_factory=list)
 
 
 def _key(event: WatchEvent) -> Iterable[str]:
@@ -163,8 +168,9 @@ class StatusConditionMetrics:
         now = self.clock.now()
         seen = self._seen.get(key)
         if seen is not None and seen.obj is obj:
-            self.store.set_again((series, (now - since).total_seconds())
-                                 for series, since in seen.ages)
+            elapsed = (now - seen.published) // _MICROSECOND
+            self.store.set_kept([(kept, (age + elapsed) / 1_000_000)
+                                 for kept, age in seen.ages])
             return Result(requeue_after=self.requeue_seconds)
         per_kind = self._metrics[kind]
         object_labels = labels(obj)
@@ -201,8 +207,8 @@ class StatusConditionMetrics:
         ordered = self.store.update(key, [
             (gauge, labels_, value if since is None else (now - since).total_seconds())
             for gauge, labels_, since, value in timed])
-        self._seen[key] = _Seen(current, finalizers(obj), extra, obj, [
-            (series, since)
+        self._seen[key] = _Seen(current, finalizers(obj), extra, obj, now, [
+            (self.store.keep(series), (now - since) // _MICROSECOND)
             for series, (_, _, since, _) in zip(ordered, timed, strict=True) if since is not None])
         return Result(requeue_after=self.requeue_seconds)
 

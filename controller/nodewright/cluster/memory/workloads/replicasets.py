@@ -52,7 +52,9 @@ class ReplicaSetController:
         elif missing < 0:
             for victim in deletion_order(active)[:-missing]:
                 delete(self.cluster, victim)
-        active = [pod for pod in controlled(self.cluster, replica_set) if is_active(pod)]
+        if missing:
+            # Read again after the writes; with nothing written the pods are those read.
+            active = [pod for pod in controlled(self.cluster, replica_set) if is_active(pod)]
         ready = ready_count(active)
         write_status(self.cluster, replica_set, {
             "replicas": len(active),
