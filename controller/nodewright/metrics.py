@@ -954,17 +954,27 @@ class Store:
 
     def update(self, key: str, values: Iterable[Sample]) -> list[Series]:
         """The key's series now, in the order of `values` (for `keep`)."""
+        ordered = [(gauge, tuple(labels[name] for name in gauge._labelnames), value)
+                   for gauge, labels, value in values]
+        self.update_series(key, [((gauge, label_values), value)
+                                 for gauge, label_values, value in ordered])
+        return [(gauge, label_values) for gauge, label_values, _ in ordered]
+
+    def update_series(self, key: str, values: Iterable[tuple[Series, float]]
+                      ) -> list[Gauge]:
+        """`update` with each series' label values read already (in its gauge's order):
+        the children that hold the key's series now, in the order of `values`."""
         fresh: set[Series] = set()
-        ordered: list[Series] = []
+        children: list[Gauge] = []
         removed = self._removed.get(key)
-        for gauge, labels, value in values:
-            label_values = tuple(labels[name] for name in gauge._labelnames)
-            _write(self._child(gauge, label_values, removed), value)
-            fresh.add((gauge, label_values))
-            ordered.append((gauge, label_values))
+        for series, value in values:
+            child = self._child(series[0], series[1], removed)
+            _write(child, value)
+            fresh.add(series)
+            children.append(child)
         self._drop(key, self._series.get(key, set()) - fresh)
         self._series[key] = fresh
-        return ordered
+        return children
 
     @staticmethod
     def _child(gauge: Gauge, label_values: tuple[str, ...],

@@ -60,11 +60,13 @@ class NodeMetrics:
         # series: a node that did not change only has its lifetime set again.
         self._read: dict[str, tuple[Mapping[str, Any], bool, dict[str, str],
                                     datetime | None, metrics.KeptSeries]] = {}
-        # Per node: the Node and NodeClaim objects its allocatable was read from (kept, so
-        # that their ids are not reused) and that allocatable, which is a function of them
-        # alone; the state's own cache of it goes at every pod bound or gone.
-        self._allocatable: dict[str, tuple[Mapping[str, Any], Mapping[str, Any] | None,
-                                           Mapping[str, int]]] = {}
+        # Per node: what its allocatable was read from (the Node's and, while it is not
+        # initialized, the NodeClaim's status.allocatable as written) and that allocatable;
+        # read again only when one of them changes (the state's own copy goes at every
+        # pod bound or gone, and a Node is written far more often than its allocatable).
+        self._allocatable: dict[str, tuple[tuple[Any, ...], Mapping[str, int]]] = {}
+        # Per node: its capacity and allocatable as written, and parsed.
+        self._status: dict[str, tuple[Any, Any, dict[str, int], dict[str, int]]] = {}
         # Per node, per pod bound to it: the pod object its limits were read from (kept, so
         # that its id is not reused), those limits and whether a DaemonSet owns it. A node
         # whose series are rebuilt reads again only the pods that changed.
@@ -108,6 +110,7 @@ class NodeMetrics:
         for name in set(self._read) - seen:
             del self._read[name]
             self._allocatable.pop(name, None)
+            self._status.pop(name, None)
         for name in set(self._fingerprints) - seen:
             del self._fingerprints[name]
             self._limits.pop(name, None)
@@ -121,20 +124,36 @@ class NodeMetrics:
 
     def _allocatable_of(self, name: str, obj: Mapping[str, Any], node: StateNode
                         ) -> Mapping[str, int]:
+        initialized = node.initialized
+        read_from = (
+            ((obj.get("status") or {}).get("allocatable"), initialized,
+             None if initialized or node.nodeclaim is None
+             else (node.nodeclaim.get("status") or {}).get("allocatable"))
+        )
         kept = self._allocatable.get(name)
-        if kept is None or kept[0] is not obj or kept[1] is not node.nodeclaim:
-            kept = (obj, node.nodeclaim, node.allocatable())
+        if kept is None or kept[0] != read_from:
+            kept = (read_from, node.allocatable())
             self._allocatable[name] = kept
-        return kept[2]
+        return kept[1]
+
+    def _capacity_and_allocatable(self, name: str, status: Mapping[str, Any]
+                                  ) -> tuple[dict[str, int], dict[str, int]]:
+        raw_capacity, raw_allocatable = status.get("capacity"), status.get("allocatable")
+        kept = self._status.get(name)
+        if kept is None or kept[0] != raw_capacity or kept[1] != raw_allocatable:
+            try:
+                parsed = (parse_resources(raw_capacity or {}),
+                          parse_resources(raw_allocatable or {}))
+            except ValueError:
+                parsed = ({}, {})
+            kept = (raw_capacity, raw_allocatable, *parsed)
+            self._status[name] = kept
+        return kept[2], kept[3]
 
     def _resource_series(self, state: ClusterState, node: StateNode,
                          labels: Mapping[str, str]) -> Iterable[metrics.Sample]:
-        status = (node.node or {}).get("status") or {}
-        try:
-            capacity = parse_resources(status.get("capacity") or {})
-            allocatable = parse_resources(status.get("allocatable") or {})
-        except ValueError:
-            capacity, allocatable = {}, {}
+        capacity, allocatable = self._capacity_and_allocatable(
+            node.node_name, (node.node or {}).get("status") or {})
         overhead = {name: amount - allocatable.get(name, 0) for name, amount in capacity.items()}
         pod_limits: dict[str, int] = {}
         daemon_limits: dict[str, int] = {}

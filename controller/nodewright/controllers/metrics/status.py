@@ -88,6 +88,10 @@ class _Seen:
     # divided by a million it is `total_seconds()` to the bit.
     published: datetime
     ages: list[tuple[metrics.KeptSeries, int]] = field(default_factory=list)
+    # Per condition (type, status, reason) its series: the count and the age, then the
+    # generic count and age where the kind has them.
+    series: dict[tuple[str, str, str], tuple[metrics.Series, ...]] = field(
+        default_factory=dict)
 
 
 def _key(event: WatchEvent) -> Iterable[str]:
@@ -99,6 +103,22 @@ def _time(raw: Any) -> datetime | None:
         return parse_time(str(raw)) if raw else None
     except ValueError:
         return None
+
+
+def _series(gauge: Gauge, labels_: Mapping[str, str]) -> metrics.Series:
+    return gauge, tuple(labels_[label] for label in gauge._labelnames)
+
+
+def _condition_series(per_kind: metrics.KindStatusMetrics, deprecated: bool,
+                      labels_: Mapping[str, str], extra_labels: Mapping[str, str],
+                      generic: Mapping[str, str]) -> tuple[metrics.Series, ...]:
+    own = {**labels_, **extra_labels}
+    made = (_series(per_kind.count, own), _series(per_kind.current_status_seconds, own))
+    if not deprecated:
+        return made
+    shared = {**labels_, **generic}
+    return (*made, _series(metrics.STATUS_CONDITION_COUNT, shared),
+            _series(metrics.STATUS_CONDITION_CURRENT_STATUS_SECONDS, shared))
 
 
 def transition_note(condition: Mapping[str, Any], previous_status: str) -> str:
@@ -179,37 +199,45 @@ class StatusConditionMetrics:
         self._finalized(seen, obj)
         generic = {"group": spec.group, "kind": kind}
         ids = {"namespace": namespace, "name": name}
-        # (gauge, labels, the moment the value is the seconds since or None, else the value)
-        timed: list[tuple[Gauge, dict[str, str], datetime | None, float]] = []
+        # A condition's series are those it had at the last look when its type, status and
+        # reason and the object's label values are the same (their label values are those).
+        known = seen.series if seen is not None and seen.extra == extra else {}
+        # (series, the moment the value is the seconds since or None, else the value)
+        timed: list[tuple[metrics.Series, datetime | None, float]] = []
         current: dict[str, Mapping[str, Any]] = {}
+        series_now: dict[tuple[str, str, str], tuple[metrics.Series, ...]] = {}
         for cond in conditions(obj):
             type_, status = str(cond.get("type") or ""), str(cond.get("status") or "")
+            reason = str(cond.get("reason") or "")
             since = _time(cond.get("lastTransitionTime"))
-            labels_ = {**ids, "type": type_, "status": status,
-                       "reason": str(cond.get("reason") or "")}
-            timed += [(per_kind.count, {**labels_, **extra_labels}, None, 1.0),
-                      (per_kind.current_status_seconds, {**labels_, **extra_labels}, since, 0.0)]
-            if spec.deprecated:
-                timed += [(metrics.STATUS_CONDITION_COUNT, {**labels_, **generic}, None, 1.0),
-                          (metrics.STATUS_CONDITION_CURRENT_STATUS_SECONDS,
-                           {**labels_, **generic}, since, 0.0)]
+            held = (type_, status, reason)
+            made = known.get(held)
+            if made is None:
+                made = _condition_series(
+                    per_kind, spec.deprecated,
+                    {**ids, "type": type_, "status": status, "reason": reason},
+                    extra_labels, generic)
+            series_now[held] = made
+            for count, age in zip(made[::2], made[1::2], strict=True):
+                timed += [(count, None, 1.0), (age, since, 0.0)]
             current[type_] = cond
             before = seen.conditions.get(type_) if seen is not None else None
             self._transition(obj, kind, cond, before, extra_labels)
         deleting = deletion_time(obj)
         if deleting is not None:
-            timed.append((per_kind.termination_current_time, {**ids, **extra_labels},
+            timed.append((_series(per_kind.termination_current_time, {**ids, **extra_labels}),
                           deleting, 0.0))
             if spec.deprecated:
-                timed.append((metrics.TERMINATION_CURRENT_TIME, {**ids, **generic},
+                timed.append((_series(metrics.TERMINATION_CURRENT_TIME, {**ids, **generic}),
                               deleting, 0.0))
             self._terminating[key] = (deleting, extra)
-        ordered = self.store.update(key, [
-            (gauge, labels_, value if since is None else (now - since).total_seconds())
-            for gauge, labels_, since, value in timed])
+        children = self.store.update_series(key, [
+            (series, value if since is None else (now - since).total_seconds())
+            for series, since, value in timed])
         self._seen[key] = _Seen(current, finalizers(obj), extra, obj, now, [
-            (self.store.keep(series), (now - since) // _MICROSECOND)
-            for series, (_, _, since, _) in zip(ordered, timed, strict=True) if since is not None])
+            (metrics.KeptSeries(series[0], series[1], child), (now - since) // _MICROSECOND)
+            for child, (series, since, _) in zip(children, timed, strict=True)
+            if since is not None], series_now)
         return Result(requeue_after=self.requeue_seconds)
 
     def _gone(self, key: str, kind: str) -> None:
