@@ -1,12 +1,17 @@
-"""The node metrics' cluster utilization reads each node's allocatable once per version of
-its Node and NodeClaim (the state's own copy of it goes each time a pod binds): a node
-whose Node or NodeClaim is replaced is read again, the others are not."""
+"""The node metrics read each node's allocatable again only when what it is read from
+changes (the state's own copy of it goes each time a pod binds), and a pod's limits only
+when its spec changes: a Node, NodeClaim or pod written with new values is read again,
+one written with the same is not."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
 from nodewright import metrics
+from nodewright.controllers.metrics import nodes as node_metrics
 from nodewright.controllers.metrics.nodes import NodeMetrics
 from nodewright.runtime import VirtualClock
 from nodewright.runtime.reconciler import WatchEvent
@@ -73,3 +78,52 @@ def test_utilization_follows_the_node_and_nodeclaim_versions_and_nothing_else() 
         "MODIFIED", node({"cpu": "2"}, initialized=True)))
     controller.reconcile("")
     assert cpu_utilization() == 100.0
+
+
+def limited_pod(cpu_limit: str, phase: str = "Running", cpu: str = "1") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "limited", "namespace": "default"},
+            "spec": {"nodeName": "node-1", "containers": [
+                {"name": "app", "resources": {"requests": {"cpu": cpu},
+                                              "limits": {"cpu": cpu_limit}}}]},
+            "status": {"phase": phase}}
+
+
+def pod_cpu_limits() -> float | None:
+    found = [s.value for s in samples("karpenter_nodes_total_pod_limits")
+             if s.labels.get("node_name") == "node-1" and s.labels.get("resource_type") == "cpu"]
+    return found[0] if found else None
+
+
+def test_a_pod_written_with_the_same_spec_keeps_its_limits_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A status write keeps the pod's spec object (the API server shares what a write
+    leaves alone): its limits are not read again. A new spec is read."""
+    metrics.NODES_TOTAL_POD_LIMITS.clear()
+    reads: list[str] = []
+    read = node_metrics._container_limits
+
+    def counting(pod: Mapping[str, Any]) -> dict[str, int]:
+        reads.append(str(pod["metadata"]["name"]))
+        return read(pod)
+
+    monkeypatch.setattr(node_metrics, "_container_limits", counting)
+    clock = VirtualClock()
+    state = ClusterState(clock)
+    controller = NodeMetrics(clock, state)
+    state.observe(WatchEvent("ADDED", nodeclaim("4")))  # type: ignore[arg-type]
+    state.observe(WatchEvent("ADDED", node({"cpu": "4"}, initialized=True)))  # type: ignore[arg-type]
+    first = limited_pod("2", phase="Pending")
+    state.observe(WatchEvent("ADDED", first))  # type: ignore[arg-type]
+    controller.reconcile("")
+    assert pod_cpu_limits() == 2.0 and reads == ["limited"]
+
+    running = {**first, "status": {"phase": "Running"}}  # the same spec object
+    state.observe(WatchEvent("MODIFIED", running))  # type: ignore[arg-type]
+    controller.reconcile("")
+    assert pod_cpu_limits() == 2.0 and reads == ["limited"]
+
+    # Resized (the node's series are rebuilt when its pods' requests change).
+    state.observe(WatchEvent("MODIFIED", limited_pod("3", cpu="2")))  # type: ignore[arg-type]
+    controller.reconcile("")
+    assert pod_cpu_limits() == 3.0 and reads == ["limited", "limited"]

@@ -162,7 +162,9 @@ class NodeMetrics:
         for pod in state.pods_on(node.node_name):
             key = _pod_key(pod)
             kept = known.get(key)
-            if kept is None or kept[0] is not pod:
+            if kept is not None and kept[0] is not pod and _same_limits(kept[0], pod):
+                kept = (pod, kept[1], kept[2])
+            elif kept is None or kept[0] is not pod:
                 kept = (pod, _container_limits(pod), is_owned_by_daemonset(pod))
             read[key] = kept
             _, limits, daemon = kept
@@ -180,6 +182,15 @@ class NodeMetrics:
         ):
             for name, amount in resources.items():
                 yield gauge, {**labels, metrics.RESOURCE_TYPE: resource_label(name)}, value(amount)
+
+
+def _same_limits(read: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    """Whether `pod` has the limits and owners of the version `read`: the same spec object
+    (the API server keeps the spec a status write leaves alone, and nobody changes a
+    stored object) and equal owner references."""
+    return (read.get("spec") is pod.get("spec")
+            and (read.get("metadata") or {}).get("ownerReferences")
+            == (pod.get("metadata") or {}).get("ownerReferences"))
 
 
 def _pod_key(pod: Mapping[str, Any]) -> str:
