@@ -127,3 +127,35 @@ def test_a_pod_written_with_the_same_spec_keeps_its_limits_read(
     state.observe(WatchEvent("MODIFIED", limited_pod("3", cpu="2")))  # type: ignore[arg-type]
     controller.reconcile("")
     assert pod_cpu_limits() == 3.0 and reads == ["limited", "limited"]
+
+
+def test_replicas_sharing_their_containers_are_read_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Limits are kept by the spec parts they are read from, held by identity: a pod whose
+    containers are the very list another pod's are is not read; equal but other lists
+    are."""
+    metrics.NODES_TOTAL_POD_LIMITS.clear()
+    reads: list[str] = []
+    read = node_metrics._container_limits
+
+    def counting(pod: Mapping[str, Any]) -> dict[str, int]:
+        reads.append(str(pod["metadata"]["name"]))
+        return read(pod)
+
+    monkeypatch.setattr(node_metrics, "_container_limits", counting)
+    clock = VirtualClock()
+    state = ClusterState(clock)
+    controller = NodeMetrics(clock, state)
+    state.observe(WatchEvent("ADDED", nodeclaim("8")))  # type: ignore[arg-type]
+    state.observe(WatchEvent("ADDED", node({"cpu": "8"}, initialized=True)))  # type: ignore[arg-type]
+    first = limited_pod("2")
+    sibling = {**first, "metadata": {"name": "sibling", "namespace": "default"},
+               "spec": {**first["spec"]}}  # another spec, the same containers list
+    lookalike = limited_pod("2")
+    lookalike["metadata"] = {"name": "lookalike", "namespace": "default"}
+    for pod_ in (first, sibling, lookalike):
+        state.observe(WatchEvent("ADDED", pod_))  # type: ignore[arg-type]
+    controller.reconcile("")
+
+    assert pod_cpu_limits() == 6.0
+    assert len(reads) == 2 and "lookalike" in reads

@@ -23,6 +23,10 @@ from nodewright.state.podutil import is_owned_by_daemonset
 from nodewright.state.statenode import StateNode
 
 INTERVAL_SECONDS = 5.0
+# What a pod's limits are read from (`scheduling.pods.pod_limits`), and how many sets of
+# those the controller keeps before it starts again.
+_LIMIT_FIELDS = ("containers", "initContainers", "resources", "overhead")
+_LIMITS_KEPT = 4096
 
 
 def resource_label(name: str) -> str:
@@ -65,6 +69,11 @@ class NodeMetrics:
         # read again only when one of them changes (the state's own copy goes at every
         # pod bound or gone, and a Node is written far more often than its allocatable).
         self._allocatable: dict[str, tuple[tuple[Any, ...], Mapping[str, int]]] = {}
+        # Limits by the parts of a pod spec they are read from (the containers, the init
+        # containers, the pod-level resources and the overhead, held so that their ids
+        # are not reused): the API server stores equal parts once, so the replicas of a
+        # workload share them and a new replica's limits are those its siblings had.
+        self._limits_by_parts: dict[tuple[int, ...], tuple[tuple[Any, ...], dict[str, int]]] = {}
         # Per node: its capacity and allocatable as written, and parsed.
         self._status: dict[str, tuple[Any, Any, dict[str, int], dict[str, int]]] = {}
         # Per node, per pod bound to it: the pod object its limits were read from (kept, so
@@ -136,6 +145,18 @@ class NodeMetrics:
             self._allocatable[name] = kept
         return kept[1]
 
+    def _limits_of(self, pod: Mapping[str, Any]) -> dict[str, int]:
+        spec = pod.get("spec") or {}
+        parts = tuple(spec.get(field) for field in _LIMIT_FIELDS)
+        key = tuple(id(part) for part in parts)
+        kept = self._limits_by_parts.get(key)
+        if kept is None or any(a is not b for a, b in zip(kept[0], parts, strict=True)):
+            if len(self._limits_by_parts) >= _LIMITS_KEPT:
+                self._limits_by_parts.clear()
+            kept = (parts, _container_limits(pod))
+            self._limits_by_parts[key] = kept
+        return kept[1]
+
     def _capacity_and_allocatable(self, name: str, status: Mapping[str, Any]
                                   ) -> tuple[dict[str, int], dict[str, int]]:
         raw_capacity, raw_allocatable = status.get("capacity"), status.get("allocatable")
@@ -165,7 +186,7 @@ class NodeMetrics:
             if kept is not None and kept[0] is not pod and _same_limits(kept[0], pod):
                 kept = (pod, kept[1], kept[2])
             elif kept is None or kept[0] is not pod:
-                kept = (pod, _container_limits(pod), is_owned_by_daemonset(pod))
+                kept = (pod, self._limits_of(pod), is_owned_by_daemonset(pod))
             read[key] = kept
             _, limits, daemon = kept
             _add(pod_limits, limits)
