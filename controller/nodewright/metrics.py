@@ -19,11 +19,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Metric
+from prometheus_client.values import MutexValue
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -952,18 +953,28 @@ class Store:
         self._removed: dict[str, dict[Series, Gauge]] = {}
 
     def update(self, key: str, values: Iterable[Sample]) -> list[Series]:
-        """The key's series now, in the order of `values` (for `set_again`)."""
+        """The key's series now, in the order of `values` (for `keep`)."""
+        ordered = [(gauge, tuple(labels[name] for name in gauge._labelnames), value)
+                   for gauge, labels, value in values]
+        self.update_series(key, [((gauge, label_values), value)
+                                 for gauge, label_values, value in ordered])
+        return [(gauge, label_values) for gauge, label_values, _ in ordered]
+
+    def update_series(self, key: str, values: Iterable[tuple[Series, float]]
+                      ) -> list[Gauge]:
+        """`update` with each series' label values read already (in its gauge's order):
+        the children that hold the key's series now, in the order of `values`."""
         fresh: set[Series] = set()
-        ordered: list[Series] = []
+        children: list[Gauge] = []
         removed = self._removed.get(key)
-        for gauge, labels, value in values:
-            label_values = tuple(labels[name] for name in gauge._labelnames)
-            self._child(gauge, label_values, removed).set(value)
-            fresh.add((gauge, label_values))
-            ordered.append((gauge, label_values))
+        for series, value in values:
+            child = self._child(series[0], series[1], removed)
+            _write(child, value)
+            fresh.add(series)
+            children.append(child)
         self._drop(key, self._series.get(key, set()) - fresh)
         self._series[key] = fresh
-        return ordered
+        return children
 
     @staticmethod
     def _child(gauge: Gauge, label_values: tuple[str, ...],
@@ -998,20 +1009,37 @@ class Store:
         whose series the gauges may not hold with that value already (None: any)."""
         removed = self._removed.get(key)
         for gauge, label_values, value in prepared.entries if changed is None else changed:
-            self._child(gauge, label_values, removed).set(value)
+            _write(self._child(gauge, label_values, removed), value)
         previous = self._series.get(key)
         if previous:
             self._drop(key, previous - prepared.series)
         self._series[key] = prepared.series
 
-    def set_again(self, values: Iterable[tuple[Series, float]]) -> None:
-        """New values for series an `update` of the same key gave (the set unchanged):
-        no labels to read, nothing to remove."""
-        for (gauge, label_values), value in values:
-            child = cast("Gauge | None", gauge._metrics.get(label_values))
-            if child is None:
-                child = gauge.labels(*label_values)
-            child.set(value)
+    def set_kept(self, values: Iterable[tuple[KeptSeries, float]]) -> None:
+        """New values for series an `update` of the same key gave (the set unchanged: no
+        labels to read, nothing to remove), each held by `keep`: the value is written into
+        the child the series had while its gauge still holds that child, else into the
+        child it holds now or a new one (another Store took the series out), kept for the
+        next time."""
+        for kept, value in values:
+            child = kept.child
+            held = cast("Gauge | None", kept.gauge._metrics.get(kept.label_values))
+            if held is not child:
+                kept.child = child = (held if held is not None
+                                      else kept.gauge.labels(*kept.label_values))
+            holder = child._value  # `_write`, inline: hundreds of thousands of ages
+            if type(holder) is MutexValue:
+                holder._value = float(value)
+            else:
+                holder.set(float(value))
+
+    @staticmethod
+    def keep(series: Series) -> KeptSeries:
+        """The series with the child its gauge holds for it now (after an `update`)."""
+        gauge, label_values = series
+        child = cast("Gauge | None", gauge._metrics.get(label_values))
+        return KeptSeries(gauge, label_values,
+                          child if child is not None else gauge.labels(*label_values))
 
     def delete(self, key: str) -> None:
         self._removed.pop(key, None)
@@ -1023,8 +1051,45 @@ class Store:
 
 
 def _remove(gauge: Gauge, label_values: tuple[str, ...]) -> None:
-    with suppress(KeyError):
-        gauge.remove(*label_values)
+    remove_series(gauge, label_values)
+
+
+def remove_series(gauge: Gauge | Counter | Histogram, label_values: tuple[str, ...]) -> None:
+    """`gauge.remove(*label_values)` for label values that are strings already, without
+    its checks: it reads the environment (for multiprocess mode, which nothing here uses)
+    on every call, and pod and status series are removed by the hundred thousand."""
+    with gauge._lock:
+        gauge._metrics.pop(label_values, None)
+
+
+def set_series(gauge: Gauge, label_values: tuple[str, ...], value: float) -> None:
+    """`gauge.labels(*label_values).set(value)` for label values that are strings already:
+    the child it holds is looked up as `labels` would, without its checks."""
+    child = cast("Gauge | None", gauge._metrics.get(label_values))
+    _write(child if child is not None else gauge.labels(*label_values), value)
+
+
+class KeptSeries:
+    """A series with the child that held its value when it was kept (`Store.keep`)."""
+
+    __slots__ = ("child", "gauge", "label_values")
+
+    def __init__(self, gauge: Gauge, label_values: tuple[str, ...], child: Gauge) -> None:
+        self.gauge = gauge
+        self.label_values = label_values
+        self.child = child
+
+
+def _write(child: Gauge, value: float) -> None:
+    """`child.set(value)` for a child of a labelled gauge (observable, no multiprocess
+    mode: the checks `set` makes hold). A MutexValue's float is assigned as its `set`
+    would, without the lock: one attribute assignment is atomic under the GIL, and the
+    lock only orders read-modify-writes (`inc`), which a set is not."""
+    holder = child._value
+    if type(holder) is MutexValue:
+        holder._value = float(value)
+    else:
+        holder.set(float(value))
 
 
 # --- the API server client --------------------------------------------------------------

@@ -76,3 +76,40 @@ def test_without_keeping_a_removed_series_is_built_again(
     store.update("a", [(gauge, {"name": "a", "status": "False"}, 1.0)])
     store.update("a", [(gauge, {"name": "a", "status": "True"}, 1.0)])
     assert len(built) == 3
+
+
+def test_a_kept_series_is_set_in_place_while_its_gauge_holds_it(
+        gauge: Gauge, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`set_kept` writes the value into the series the gauge exports, without reading
+    its labels; a series the gauge lost meanwhile is built again as a fresh `update`
+    would."""
+    store = metrics.Store()
+    (series,) = store.update("a", [(gauge, {"name": "a", "status": "True"}, 1.0)])
+    kept = store.keep(series)
+    built = counting_labels(gauge, monkeypatch)
+
+    store.set_kept([(kept, 2.5)])
+    assert exported(gauge) == {("a", "True"): 2.5}
+    assert built == []
+
+    gauge.remove("a", "True")
+    store.set_kept([(kept, 3.5)])
+    assert exported(gauge) == {("a", "True"): 3.5}
+    store.set_kept([(kept, 4.5)])
+    assert exported(gauge) == {("a", "True"): 4.5}
+    assert built == [("a", "True")]
+
+
+def test_series_set_and_removed_without_labels_read_as_through_labels(gauge: Gauge) -> None:
+    reference = Gauge("reference", "the same through labels()", ["name", "status"],
+                      registry=CollectorRegistry())
+    for target, set_, remove in (
+            (gauge, metrics.set_series, metrics.remove_series),
+            (reference, lambda g, ids, v: g.labels(*ids).set(v),
+             lambda g, ids: g.remove(*ids) if ids in g._metrics else None)):
+        set_(target, ("a", "True"), 1.0)
+        set_(target, ("b", "False"), 2.0)
+        set_(target, ("a", "True"), 3.0)
+        remove(target, ("b", "False"))
+        remove(target, ("c", "Unknown"))
+    assert exported(gauge) == exported(reference) == {("a", "True"): 3.0}

@@ -177,3 +177,45 @@ def test_a_node_class_change_wakes_only_the_nodeclaims_launched_with_it() -> Non
     event = WatchEvent("MODIFIED", {"apiVersion": "karpenter.k8s.aws/v1",
                                     "kind": "EC2NodeClass", "metadata": {"name": "other"}})
     assert list(watch.keys(event)) == ["theirs"]
+
+
+class RecordingCloud(CountingCloud):
+    """Counting, and keeping the NodeClaim models it was handed."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.models: list[Any] = []
+
+    def drift_reason(self, *args: Any) -> str | None:
+        self.models.append(args[0])
+        return super().drift_reason(*args)
+
+
+def test_the_cloud_is_handed_what_it_reads_of_the_latest_nodeclaim() -> None:
+    """A condition or pod-event write is a new resourceVersion the cloud's check does not
+    read: it gets the model it had; an annotation or image written is in the next one."""
+    world = bench(pool=pool_requiring("a"))
+    controller = world.controllers.get("nodeclaim.disruption", NodeClaimConditions)
+    assert controller is not None
+    cloud = RecordingCloud(controller.provider)
+    controller.provider = cloud  # type: ignore[assignment]
+    name = launched(world, labels={TEAM: "a"})
+    controller.reconcile(name)
+    set_condition(world, "NodeClaim", name, "Example", "True")
+    world.cluster.patch("NodeClaim", name, {"status": {"lastPodEventTime":
+                                                       "2030-01-01T00:00:00Z"}},
+                        subresource="status")
+    controller.reconcile(name)
+    first, again = cloud.models[-2:]
+    assert again is first
+
+    world.cluster.patch("NodeClaim", name, {"metadata": {"annotations": {"example": "x"}}})
+    world.cluster.patch("NodeClaim", name, {"status": {"imageID": "ami-new"}},
+                        subresource="status")
+    controller.reconcile(name)
+
+    latest = cloud.models[-1]
+    assert latest is not first
+    assert (latest.metadata.annotations or {}).get("example") == "x"
+    assert latest.status is not None and latest.status.image_id == "ami-new"
+    assert latest.status.provider_id == get(world, name)["status"]["providerID"]  # type: ignore[index]

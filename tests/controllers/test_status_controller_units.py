@@ -126,3 +126,37 @@ def test_an_unchanged_object_reconciled_again_has_its_ages_moved_on_and_nothing_
     assert total("operator_nodeclaim_status_condition_transitions_total",
                  name=rig.name) == transitions
     assert rig.sink.events == []
+
+
+def test_an_unchanged_object_has_the_age_a_fresh_look_would_give_to_the_microsecond() -> None:
+    """The ages a requeue sets are carried from the last look in whole microseconds: they
+    equal `(now - since).total_seconds()` at every requeue, odd fractions of a second
+    included."""
+    rig = Rig("fractional-claim")
+    rig.claim("True", "Ready")
+    since = rig.clock.now()
+    for step in (0.1, 9.999999, 10.000001, 0.3, 12345.678901):
+        rig.clock.advance(step)
+        rig.controller.reconcile(f"NodeClaim/{rig.name}")
+        age = (rig.clock.now() - since).total_seconds()
+        assert value("operator_nodeclaim_status_condition_current_status_seconds",
+                     name=rig.name) == [age]
+
+
+def test_series_another_controller_took_out_come_back_at_the_next_requeue() -> None:
+    """Two operators in one process share the gauges: when the other one forgets an object
+    of the same name, this one's next requeue of its unchanged object publishes its ages
+    again, as a fresh look would."""
+    rig, other = Rig("shared-claim"), Rig("shared-claim")
+    rig.claim("True", "Ready")
+    other.claim("True", "Ready")
+    other.gone()
+    assert value("operator_nodeclaim_status_condition_current_status_seconds",
+                 name=rig.name) == []
+
+    rig.clock.advance(20)
+    rig.controller.reconcile(f"NodeClaim/{rig.name}")
+
+    assert value("operator_nodeclaim_status_condition_current_status_seconds",
+                 name=rig.name) == [20.0]
+    assert value("operator_status_condition_current_status_seconds", name=rig.name) == [20.0]

@@ -143,6 +143,19 @@ class WatchStream(Protocol):
 
 
 @runtime_checkable
+class StoredObjects(Protocol):
+    """A cluster that hands out its stored objects themselves, uncopied (the in-memory API
+    server, as a cached client with Karpenter's UnsafeDisableDeepCopy): the reader never
+    modifies them. A reader that finds a cluster without it lists copies instead."""
+
+    def peek_all(
+        self, kind: str, namespace: str | None = None, *, sort: bool = False
+    ) -> list[Object]:
+        """The stored objects of a kind (in one namespace when given). Read-only."""
+        ...
+
+
+@runtime_checkable
 class ClusterAPI(Protocol):
     def get(self, kind: str, name: str, namespace: str | None = None) -> Object:
         """Raises NotFoundError."""

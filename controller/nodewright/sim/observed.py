@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from nodewright.cluster.api import ApiError, ClusterAPI, Object, WatchStream
+from nodewright.cluster.api import ApiError, ClusterAPI, Object, StoredObjects, WatchStream
+
+Objects = list[Object]
 
 EvictionHook = Callable[[str, str], None]
 DeletionHook = Callable[[str, str, str], None]
@@ -34,6 +36,14 @@ class ObservedCluster:
         self, kind: str, namespace: str | None = None, *, labels: Mapping[str, str] | None = None
     ) -> list[Object]:
         return self.inner.list(kind, namespace, labels=labels)
+
+    def peek_all(
+        self, kind: str, namespace: str | None = None, *, sort: bool = False
+    ) -> Objects:
+        """The inner cluster's stored objects (read-only), or copies when it lends none."""
+        if isinstance(self.inner, StoredObjects):
+            return self.inner.peek_all(kind, namespace, sort=sort)
+        return self.inner.list(kind, namespace)
 
     def create(self, obj: Object) -> Object:
         return self.inner.create(obj)

@@ -23,6 +23,10 @@ from nodewright.state.podutil import is_owned_by_daemonset
 from nodewright.state.statenode import StateNode
 
 INTERVAL_SECONDS = 5.0
+# What a pod's limits are read from (`scheduling.pods.pod_limits`), and how many sets of
+# those the controller keeps before it starts again.
+_LIMIT_FIELDS = ("containers", "initContainers", "resources", "overhead")
+_LIMITS_KEPT = 4096
 
 
 def resource_label(name: str) -> str:
@@ -59,7 +63,19 @@ class NodeMetrics:
         # that its id is not reused), those labels, its creation time and its lifetime
         # series: a node that did not change only has its lifetime set again.
         self._read: dict[str, tuple[Mapping[str, Any], bool, dict[str, str],
-                                    datetime | None, metrics.Series]] = {}
+                                    datetime | None, metrics.KeptSeries]] = {}
+        # Per node: what its allocatable was read from (the Node's and, while it is not
+        # initialized, the NodeClaim's status.allocatable as written) and that allocatable;
+        # read again only when one of them changes (the state's own copy goes at every
+        # pod bound or gone, and a Node is written far more often than its allocatable).
+        self._allocatable: dict[str, tuple[tuple[Any, ...], Mapping[str, int]]] = {}
+        # Limits by the parts of a pod spec they are read from (the containers, the init
+        # containers, the pod-level resources and the overhead, held so that their ids
+        # are not reused): the API server stores equal parts once, so the replicas of a
+        # workload share them and a new replica's limits are those its siblings had.
+        self._limits_by_parts: dict[tuple[int, ...], tuple[tuple[Any, ...], dict[str, int]]] = {}
+        # Per node: its capacity and allocatable as written, and parsed.
+        self._status: dict[str, tuple[Any, Any, dict[str, int], dict[str, int]]] = {}
         # Per node, per pod bound to it: the pod object its limits were read from (kept, so
         # that its id is not reused), those limits and whether a DaemonSet owns it. A node
         # whose series are rebuilt reads again only the pods that changed.
@@ -84,13 +100,13 @@ class NodeMetrics:
             read = self._read.get(name)
             if read is None or read[0] is not obj or read[1] != node.managed:
                 labels = node_labels(node)
-                series = (metrics.NODES_CURRENT_LIFETIME, tuple(
-                    labels[key] for key in metrics.NODES_CURRENT_LIFETIME._labelnames))
+                series = self.store.keep((metrics.NODES_CURRENT_LIFETIME, tuple(
+                    labels[key] for key in metrics.NODES_CURRENT_LIFETIME._labelnames)))
                 read = (obj, node.managed, labels, creation_time(obj), series)
                 self._read[name] = read
             _, _, labels, created, series = read
             lifetime = (now - created).total_seconds() if created is not None else 0.0
-            self.store.set_again([(series, lifetime)])
+            self.store.set_kept([(series, lifetime)])
             fingerprint = (id(node.node), len(node.pods), tuple(node.pods.total.items()))
             if self._fingerprints.get(name) != fingerprint:
                 self._fingerprints[name] = fingerprint
@@ -98,10 +114,12 @@ class NodeMetrics:
                     *self._resource_series(state, node, labels),
                     (metrics.NODES_CURRENT_LIFETIME, labels, lifetime),
                 ])
-            _add(allocatable_total, node.allocatable())
+            _add(allocatable_total, self._allocatable_of(name, obj, node))
             _add(requested_total, node.pod_requests())
         for name in set(self._read) - seen:
             del self._read[name]
+            self._allocatable.pop(name, None)
+            self._status.pop(name, None)
         for name in set(self._fingerprints) - seen:
             del self._fingerprints[name]
             self._limits.pop(name, None)
@@ -113,14 +131,50 @@ class NodeMetrics:
         ])
         return Result(requeue_after=INTERVAL_SECONDS)
 
+    def _allocatable_of(self, name: str, obj: Mapping[str, Any], node: StateNode
+                        ) -> Mapping[str, int]:
+        initialized = node.initialized
+        read_from = (
+            ((obj.get("status") or {}).get("allocatable"), initialized,
+             None if initialized or node.nodeclaim is None
+             else (node.nodeclaim.get("status") or {}).get("allocatable"))
+        )
+        kept = self._allocatable.get(name)
+        if kept is None or kept[0] != read_from:
+            kept = (read_from, node.allocatable())
+            self._allocatable[name] = kept
+        return kept[1]
+
+    def _limits_of(self, pod: Mapping[str, Any]) -> dict[str, int]:
+        spec = pod.get("spec") or {}
+        parts = tuple(spec.get(field) for field in _LIMIT_FIELDS)
+        key = tuple(id(part) for part in parts)
+        kept = self._limits_by_parts.get(key)
+        if kept is None or any(a is not b for a, b in zip(kept[0], parts, strict=True)):
+            if len(self._limits_by_parts) >= _LIMITS_KEPT:
+                self._limits_by_parts.clear()
+            kept = (parts, _container_limits(pod))
+            self._limits_by_parts[key] = kept
+        return kept[1]
+
+    def _capacity_and_allocatable(self, name: str, status: Mapping[str, Any]
+                                  ) -> tuple[dict[str, int], dict[str, int]]:
+        raw_capacity, raw_allocatable = status.get("capacity"), status.get("allocatable")
+        kept = self._status.get(name)
+        if kept is None or kept[0] != raw_capacity or kept[1] != raw_allocatable:
+            try:
+                parsed = (parse_resources(raw_capacity or {}),
+                          parse_resources(raw_allocatable or {}))
+            except ValueError:
+                parsed = ({}, {})
+            kept = (raw_capacity, raw_allocatable, *parsed)
+            self._status[name] = kept
+        return kept[2], kept[3]
+
     def _resource_series(self, state: ClusterState, node: StateNode,
                          labels: Mapping[str, str]) -> Iterable[metrics.Sample]:
-        status = (node.node or {}).get("status") or {}
-        try:
-            capacity = parse_resources(status.get("capacity") or {})
-            allocatable = parse_resources(status.get("allocatable") or {})
-        except ValueError:
-            capacity, allocatable = {}, {}
+        capacity, allocatable = self._capacity_and_allocatable(
+            node.node_name, (node.node or {}).get("status") or {})
         overhead = {name: amount - allocatable.get(name, 0) for name, amount in capacity.items()}
         pod_limits: dict[str, int] = {}
         daemon_limits: dict[str, int] = {}
@@ -129,8 +183,10 @@ class NodeMetrics:
         for pod in state.pods_on(node.node_name):
             key = _pod_key(pod)
             kept = known.get(key)
-            if kept is None or kept[0] is not pod:
-                kept = (pod, _container_limits(pod), is_owned_by_daemonset(pod))
+            if kept is not None and kept[0] is not pod and _same_limits(kept[0], pod):
+                kept = (pod, kept[1], kept[2])
+            elif kept is None or kept[0] is not pod:
+                kept = (pod, self._limits_of(pod), is_owned_by_daemonset(pod))
             read[key] = kept
             _, limits, daemon = kept
             _add(pod_limits, limits)
@@ -147,6 +203,15 @@ class NodeMetrics:
         ):
             for name, amount in resources.items():
                 yield gauge, {**labels, metrics.RESOURCE_TYPE: resource_label(name)}, value(amount)
+
+
+def _same_limits(read: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    """Whether `pod` has the limits and owners of the version `read`: the same spec object
+    (the API server keeps the spec a status write leaves alone, and nobody changes a
+    stored object) and equal owner references."""
+    return (read.get("spec") is pod.get("spec")
+            and (read.get("metadata") or {}).get("ownerReferences")
+            == (pod.get("metadata") or {}).get("ownerReferences"))
 
 
 def _pod_key(pod: Mapping[str, Any]) -> str:

@@ -10,7 +10,6 @@ requeued and a running one is not (the simulator has tens of thousands of pods).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -128,8 +127,8 @@ class PodMetrics:
             return
         acked = self.state.pod_ack_time(key)
         if acked is not None:
-            metrics.PODS_SCHEDULING_UNDECIDED_TIME.labels(*ids).set(
-                (now - acked).total_seconds())
+            metrics.set_series(metrics.PODS_SCHEDULING_UNDECIDED_TIME, ids,
+                               (now - acked).total_seconds())
 
     def _startup(self, key: str, pod: Mapping[str, Any], ids: tuple[str, str], now: datetime,
                  schedulable: datetime | None) -> None:
@@ -182,13 +181,12 @@ class PodMetrics:
     @staticmethod
     def _waiting(since_created: Gauge, since_schedulable: Gauge, ids: tuple[str, str],
                  now: datetime, created: datetime, schedulable: datetime | None) -> None:
-        since_created.labels(*ids).set((now - created).total_seconds())
+        metrics.set_series(since_created, ids, (now - created).total_seconds())
         if schedulable is not None:
-            since_schedulable.labels(*ids).set((now - schedulable).total_seconds())
+            metrics.set_series(since_schedulable, ids, (now - schedulable).total_seconds())
         else:
             _remove(since_schedulable, ids)
 
 
 def _remove(gauge: Gauge, ids: tuple[str, str]) -> None:
-    with contextlib.suppress(KeyError):
-        gauge.remove(*ids)
+    metrics.remove_series(gauge, ids)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from prometheus_client import Gauge
@@ -40,6 +40,7 @@ REQUEUE_SECONDS = 10.0
 NODE_CLASS_LABEL = "karpenter.k8s.aws/ec2nodeclass"  # v1.NodeClassLabelKey(EC2NodeClass)
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 INITIALIZED_LABEL = "karpenter.sh/initialized"
+_MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -79,10 +80,18 @@ class _Seen:
     finalizers: list[str]
     extra: tuple[str, ...]
     obj: Mapping[str, Any]
-    # The series of `obj` whose value is the seconds since a moment, with that moment: a
-    # reconcile that finds the same object (the state replaces an object on update, never
-    # changes one) only sets these ages again; the others hold constants already set.
-    ages: list[tuple[metrics.Series, datetime]] = field(default_factory=list)
+    # When `obj` was last published, and its series whose value is the seconds since a
+    # moment, each with its age then in microseconds: a reconcile that finds the same
+    # object (the state replaces an object on update, never changes one) only sets these
+    # ages again; the others hold constants already set. Whole microseconds, as timedelta
+    # counts them: an age then plus the microseconds since is `(now - since)` exactly, and
+    # divided by a million it is `total_seconds()` to the bit.
+    published: datetime
+    ages: list[tuple[metrics.KeptSeries, int]] = field(default_factory=list)
+    # Per condition (type, status, reason) its series: the count and the age, then the
+    # generic count and age where the kind has them.
+    series: dict[tuple[str, str, str], tuple[metrics.Series, ...]] = field(
+        default_factory=dict)
 
 
 def _key(event: WatchEvent) -> Iterable[str]:
@@ -94,6 +103,22 @@ def _time(raw: Any) -> datetime | None:
         return parse_time(str(raw)) if raw else None
     except ValueError:
         return None
+
+
+def _series(gauge: Gauge, labels_: Mapping[str, str]) -> metrics.Series:
+    return gauge, tuple(labels_[label] for label in gauge._labelnames)
+
+
+def _condition_series(per_kind: metrics.KindStatusMetrics, deprecated: bool,
+                      labels_: Mapping[str, str], extra_labels: Mapping[str, str],
+                      generic: Mapping[str, str]) -> tuple[metrics.Series, ...]:
+    own = {**labels_, **extra_labels}
+    made = (_series(per_kind.count, own), _series(per_kind.current_status_seconds, own))
+    if not deprecated:
+        return made
+    shared = {**labels_, **generic}
+    return (*made, _series(metrics.STATUS_CONDITION_COUNT, shared),
+            _series(metrics.STATUS_CONDITION_CURRENT_STATUS_SECONDS, shared))
 
 
 def transition_note(condition: Mapping[str, Any], previous_status: str) -> str:
@@ -163,8 +188,9 @@ class StatusConditionMetrics:
         now = self.clock.now()
         seen = self._seen.get(key)
         if seen is not None and seen.obj is obj:
-            self.store.set_again((series, (now - since).total_seconds())
-                                 for series, since in seen.ages)
+            elapsed = (now - seen.published) // _MICROSECOND
+            self.store.set_kept([(kept, (age + elapsed) / 1_000_000)
+                                 for kept, age in seen.ages])
             return Result(requeue_after=self.requeue_seconds)
         per_kind = self._metrics[kind]
         object_labels = labels(obj)
@@ -173,37 +199,45 @@ class StatusConditionMetrics:
         self._finalized(seen, obj)
         generic = {"group": spec.group, "kind": kind}
         ids = {"namespace": namespace, "name": name}
-        # (gauge, labels, the moment the value is the seconds since or None, else the value)
-        timed: list[tuple[Gauge, dict[str, str], datetime | None, float]] = []
+        # A condition's series are those it had at the last look when its type, status and
+        # reason and the object's label values are the same (their label values are those).
+        known = seen.series if seen is not None and seen.extra == extra else {}
+        # (series, the moment the value is the seconds since or None, else the value)
+        timed: list[tuple[metrics.Series, datetime | None, float]] = []
         current: dict[str, Mapping[str, Any]] = {}
+        series_now: dict[tuple[str, str, str], tuple[metrics.Series, ...]] = {}
         for cond in conditions(obj):
             type_, status = str(cond.get("type") or ""), str(cond.get("status") or "")
+            reason = str(cond.get("reason") or "")
             since = _time(cond.get("lastTransitionTime"))
-            labels_ = {**ids, "type": type_, "status": status,
-                       "reason": str(cond.get("reason") or "")}
-            timed += [(per_kind.count, {**labels_, **extra_labels}, None, 1.0),
-                      (per_kind.current_status_seconds, {**labels_, **extra_labels}, since, 0.0)]
-            if spec.deprecated:
-                timed += [(metrics.STATUS_CONDITION_COUNT, {**labels_, **generic}, None, 1.0),
-                          (metrics.STATUS_CONDITION_CURRENT_STATUS_SECONDS,
-                           {**labels_, **generic}, since, 0.0)]
+            held = (type_, status, reason)
+            made = known.get(held)
+            if made is None:
+                made = _condition_series(
+                    per_kind, spec.deprecated,
+                    {**ids, "type": type_, "status": status, "reason": reason},
+                    extra_labels, generic)
+            series_now[held] = made
+            for count, age in zip(made[::2], made[1::2], strict=True):
+                timed += [(count, None, 1.0), (age, since, 0.0)]
             current[type_] = cond
             before = seen.conditions.get(type_) if seen is not None else None
             self._transition(obj, kind, cond, before, extra_labels)
         deleting = deletion_time(obj)
         if deleting is not None:
-            timed.append((per_kind.termination_current_time, {**ids, **extra_labels},
+            timed.append((_series(per_kind.termination_current_time, {**ids, **extra_labels}),
                           deleting, 0.0))
             if spec.deprecated:
-                timed.append((metrics.TERMINATION_CURRENT_TIME, {**ids, **generic},
+                timed.append((_series(metrics.TERMINATION_CURRENT_TIME, {**ids, **generic}),
                               deleting, 0.0))
             self._terminating[key] = (deleting, extra)
-        ordered = self.store.update(key, [
-            (gauge, labels_, value if since is None else (now - since).total_seconds())
-            for gauge, labels_, since, value in timed])
-        self._seen[key] = _Seen(current, finalizers(obj), extra, obj, [
-            (series, since)
-            for series, (_, _, since, _) in zip(ordered, timed, strict=True) if since is not None])
+        children = self.store.update_series(key, [
+            (series, value if since is None else (now - since).total_seconds())
+            for series, since, value in timed])
+        self._seen[key] = _Seen(current, finalizers(obj), extra, obj, now, [
+            (metrics.KeptSeries(series[0], series[1], child), (now - since) // _MICROSECOND)
+            for child, (series, since, _) in zip(children, timed, strict=True)
+            if since is not None], series_now)
         return Result(requeue_after=self.requeue_seconds)
 
     def _gone(self, key: str, kind: str) -> None:

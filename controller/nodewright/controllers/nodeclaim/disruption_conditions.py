@@ -13,8 +13,8 @@ what they read, so their verdict is kept per NodeClaim with those inputs and wor
 again only when one changes (a NodeClaim's labels or annotations, the NodePool's hash or
 requirements, the EC2NodeClass's hash, the catalog, or the NodeClaim coming of age for
 the offering check). Most reconciles come from writes that change none of them (the
-conditions, `lastPodEventTime`). The NodeClaim's model for the cloud is built once per
-resourceVersion.
+conditions, `lastPodEventTime`). The NodeClaim's model for the cloud leaves those out and
+is built again only when the rest changes.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ class NodeClaimConditions:
         # it (a model is built once per object version).
         self._pools: dict[str, tuple[NodePool, tuple[Any, ...]]] = {}
         self._classes: dict[str, tuple[EC2NodeClass, tuple[str, str]]] = {}
-        self._models: dict[str, tuple[str, NodeClaim | None]] = {}
+        self._models: dict[str, tuple[dict[str, Any], NodeClaim | None]] = {}
         # How many times the rules before the cloud's were worked out (for tests).
         self.static_checks = 0
 
@@ -310,20 +310,36 @@ class NodeClaimConditions:
             return None
 
     def _model(self, claim: Mapping[str, Any]) -> NodeClaim | None:
-        """The NodeClaim's model, built once per resourceVersion (the same version is the
-        same object). The provider reads it and must not change it, as Karpenter's
-        IsDrifted is handed the reconciled NodeClaim."""
+        """The NodeClaim's model for the cloud's drift check, built again only when what
+        the check may read changed. Most writes to a NodeClaim are of its conditions and
+        `lastPodEventTime` (this controller's own, the pod events'), each a new
+        resourceVersion; no drift check reads those (Karpenter's IsDrifted and ours read
+        the provider and image IDs, labels, annotations and requirements), so the model
+        leaves them out and one model serves every version that differs only in them.
+        The provider reads the model and must not change it."""
         name = objects.name(claim)
-        version = str(objects.meta(claim).get("resourceVersion") or "")
+        readable = _drift_readable(claim)
         kept = self._models.get(name)
-        if kept is not None and version and kept[0] == version:
+        if kept is not None and kept[0] == readable:
             return kept[1]
         try:
-            model: NodeClaim | None = NodeClaim.model_validate(
-                {k: v for k, v in claim.items() if k in ("apiVersion", "kind", "metadata",
-                                                         "spec", "status")})
+            model: NodeClaim | None = NodeClaim.model_validate(readable)
         except ValidationError as error:
             log.warning("drift: NodeClaim %s cannot be read: %s", name, error)
             model = None
-        self._models[name] = (version, model)
+        self._models[name] = (readable, model)
         return model
+
+
+def _drift_readable(claim: Mapping[str, Any]) -> dict[str, Any]:
+    """The NodeClaim without what its frequent writes change and no drift check reads."""
+    readable = {k: v for k, v in claim.items()
+                if k in ("apiVersion", "kind", "metadata", "spec", "status")}
+    metadata = readable.get("metadata")
+    if isinstance(metadata, Mapping) and "resourceVersion" in metadata:
+        readable["metadata"] = {k: v for k, v in metadata.items() if k != "resourceVersion"}
+    status = readable.get("status")
+    if isinstance(status, Mapping):
+        readable["status"] = {k: v for k, v in status.items()
+                              if k not in ("conditions", "lastPodEventTime")}
+    return readable

@@ -11,7 +11,8 @@ health when one is given. A deleted NodeClaim is finalized (see `finalize`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from nodewright.cloud.provider import CloudProvider, RegistrationHook
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
@@ -96,10 +97,12 @@ class NodeClaimLifecycle:
         cached = self.context.state.nodeclaim(key)
         if cached is None:
             return Result()
-        claim: Object = copy_object(cached)
-        metadata = claim.get("metadata") or {}
+        metadata = cached.get("metadata") or {}
         if metadata.get("deletionTimestamp"):
-            return Result(requeue_after=self.finalizer.reconcile(claim))
+            return Result(requeue_after=self.finalizer.reconcile(copy_object(cached)))
+        # The cached NodeClaim is read, never changed: it is what the patches are computed
+        # against, and `_advance` works on a copy of it.
+        claim: Mapping[str, Any] = cached
         if TERMINATION_FINALIZER not in (metadata.get("finalizers") or []):
             with_finalizer = deep_copy(claim)
             with_finalizer["metadata"]["finalizers"] = [
@@ -114,8 +117,8 @@ class NodeClaimLifecycle:
             claim = dict(written) if written is not None else with_finalizer
         return self._advance(claim)
 
-    def _advance(self, claim: Object) -> Result:
-        after = deep_copy(claim)
+    def _advance(self, claim: Mapping[str, Any]) -> Result:
+        after: Object = copy_object(claim)
         NODECLAIM.initialize(after, self.context.clock.now())
         NODECLAIM.restamp(after, self.context.clock.now())
         launched = self.launch.reconcile(after)

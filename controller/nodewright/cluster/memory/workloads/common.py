@@ -48,11 +48,12 @@ def controlled(cluster: InMemoryCluster, owner: Mapping[str, Any], kind: str = "
                ) -> list[dict[str, Any]]:
     """Objects of `kind` whose controller is `owner` (read-only)."""
     owner_uid = owner["metadata"]["uid"]
-    return [
-        obj for obj in cluster.dependents(owner_uid, kind)
-        if any(ref.get("controller") and ref.get("uid") == owner_uid
+    return [obj for obj in cluster.dependents(owner_uid, kind) if controlled_by(obj, owner_uid)]
+
+
+def controlled_by(obj: Mapping[str, Any], owner_uid: str) -> bool:
+    return any(ref.get("controller") and ref.get("uid") == owner_uid
                for ref in obj["metadata"].get("ownerReferences") or ())
-    ]
 
 
 def is_active(pod: Mapping[str, Any]) -> bool:
