@@ -59,6 +59,7 @@ class Checked:
         self.kept_nodes = 0
         self.kept_answers = 0
         build, refused, fit = NodeSnapshots.build, SchedulingPass._refused, SchedulingPass._fit
+        admitted = SchedulingPass._admitted
         parse = PodParser.parse
 
         def fresh_parse(obj: Mapping[str, Any]) -> Pod | None:
@@ -85,6 +86,15 @@ class Checked:
             self.kept_answers += known is not None and known >> 1 == node.version
             return answer
 
+        def checked_admitted(scheduling: SchedulingPass, shape: _Shape) -> list[NodeInfo]:
+            kept = [node for node in shape.candidates
+                    if shape.resources.get(node.name, -2) >> 1 == node.version]
+            answer = admitted(scheduling, shape)
+            assert answer == [node for node in shape.candidates
+                              if not shape.filters.dynamic_reasons(node)]
+            self.kept_answers += len(kept)
+            return answer
+
         def checked_fit(shape: _Shape, pod: Pod, node: NodeInfo) -> int:
             answer = fit(shape, pod, node)
             assert answer == fit_score(pod, node)
@@ -93,6 +103,7 @@ class Checked:
         monkeypatch.setattr(NodeSnapshots, "build", checked_build)
         monkeypatch.setattr(SchedulingPass, "_refused", staticmethod(checked_refused))
         monkeypatch.setattr(SchedulingPass, "_fit", staticmethod(checked_fit))
+        monkeypatch.setattr(SchedulingPass, "_admitted", checked_admitted)
 
 
 @pytest.fixture

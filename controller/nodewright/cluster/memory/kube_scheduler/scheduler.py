@@ -211,7 +211,7 @@ class SchedulingPass:
         if shape.heap is None:
             shape.heap = [
                 (-self._fit(shape, pod, node), node.name, node.version, blocking)
-                for node in shape.candidates if self._admits(shape, node)
+                for node in self._admitted(shape)
             ]
             heapq.heapify(shape.heap)
         elif shape.seen < len(changed):
@@ -261,6 +261,22 @@ class SchedulingPass:
             refused = 1 if shape.filters.resource_reasons(node) else 0
             cached = shape.resources[node.name] = 2 * node.version + refused
         return bool(cached & 1)
+
+    def _admitted(self, shape: _Shape) -> list[NodeInfo]:
+        """The candidates no dynamic filter refuses (`_admits` of each, for every node of
+        a pass: the verdicts kept by version read inline)."""
+        filters, resources = shape.filters, shape.resources
+        topology = not filters.topology_free()
+        admitted = []
+        for node in shape.candidates:
+            cached = resources.get(node.name)
+            if cached is None or cached >> 1 != node.version:
+                refused = self._refused(shape, node)
+            else:
+                refused = bool(cached & 1)
+            if not refused and not (topology and filters.topology_reasons(node)):
+                admitted.append(node)
+        return admitted
 
     def _admits(self, shape: _Shape, node: NodeInfo) -> bool:
         """No dynamic filter refuses the node (`dynamic_reasons` is empty)."""

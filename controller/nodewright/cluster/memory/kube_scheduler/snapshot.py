@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,4 +182,4 @@ class NodeSnapshots:
 
 def _same(one: Sequence[object], other: Sequence[object]) -> bool:
     """The same objects in the same order."""
-    return len(one) == len(other) and all(a is b for a, b in zip(one, other, strict=True))
+    return len(one) == len(other) and all(map(operator.is_, one, other))
