@@ -80,6 +80,14 @@ class NodeInfo:
         return NodeInfo(self.name, self.labels, self.taints, self.unschedulable,
                         self.allocatable, self.allocatable_cpu, self.allocatable_memory)
 
+    def with_pods_of(self, other: NodeInfo) -> NodeInfo:
+        """This node (new, with no pods) holding what `other` holds: the pods' part of a
+        NodeInfo does not depend on the node (`add` reads only the pod)."""
+        return NodeInfo(self.name, self.labels, self.taints, self.unschedulable,
+                        self.allocatable, self.allocatable_cpu, self.allocatable_memory,
+                        dict(other.requested), other.scored_cpu, other.scored_memory,
+                        list(other.ports), list(other.pods))
+
     def copy(self) -> NodeInfo:
         """The same node with the same pods and version (a pod added to one of them gives
         it a version of its own)."""
@@ -159,7 +167,8 @@ class NodeSnapshots:
             name = objects.name(node)
             pods = bound.get(name, ())
             before = self._kept.get(name)
-            if before is not None and before.node is node and _same(before.pods, pods):
+            same_pods = before is not None and _same(before.pods, pods)
+            if before is not None and same_pods and before.node is node:
                 info = before.info
             else:
                 known = read.get(name) if read is not None else None
@@ -169,11 +178,15 @@ class NodeSnapshots:
                     made = node_info(node)
                 if made is None:
                     continue
-                info = made
-                for obj in pods:
-                    pod = parse(obj)
-                    if pod is not None and not is_terminal(obj):
-                        info.add(pod, deleting=objects.is_deleting(obj))
+                if before is not None and same_pods:
+                    # Only the Node changed: its pods count as they did.
+                    info = made.with_pods_of(before.info)
+                else:
+                    info = made
+                    for obj in pods:
+                        pod = parse(obj)
+                        if pod is not None and not is_terminal(obj):
+                            info.add(pod, deleting=objects.is_deleting(obj))
             kept[name] = _KeptNode(node, pods, info)
             infos[info.name] = info.copy()
         self._kept = kept
