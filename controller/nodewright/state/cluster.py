@@ -449,15 +449,18 @@ class ClusterState:
 
     def bound_pod_models(self, node_names: Iterable[str]) -> Iterator[Pod]:
         """Parsed non-terminal pods bound to these nodes (unreadable ones are skipped)."""
+        storage = self.config.storage
         for node_name in node_names:
-            pods = self.pods.by_node.get(node_name)
-            if pods is None:
-                continue
-            for key in pods.requests:
+            for model in self.pods.bound_models(node_name):
+                if not model.volume_claims:
+                    yield model
+                    continue
+                # What a claim's volumes require is read from the storage objects now.
                 try:
-                    yield self.pod_model(key)
+                    resolved = volumes.resolved(model, storage)
                 except (KeyError, ValueError):
                     continue
+                yield resolved
 
     def daemonsets(self) -> list[DaemonSet]:
         """The DaemonSets whose pods take room on nodes; those claiming devices through

@@ -152,6 +152,10 @@ class DaemonSetCache:
     def __init__(self) -> None:
         self.objects: dict[str, Object] = {}
         self._models: list[DaemonSet] | None = None
+        # The models last made, by key: one made again equal is taken as it was, so that
+        # what solvers keep by the DaemonSets' identity (`PreparedNodes`) stays valid
+        # when a DaemonSet's newest pod changes but not what it requests.
+        self._made: dict[str, DaemonSet] = {}
         self.problems: dict[str, str] = {}
         # The newest pod of each DaemonSet, by the DaemonSet's uid.
         self._pods: dict[str, Object] = {}
@@ -183,23 +187,29 @@ class DaemonSetCache:
 
     def models(self) -> list[DaemonSet]:
         if self._models is None:
-            models = []
+            made: dict[str, DaemonSet] = {}
             self.problems = {}
             for key, obj in sorted(self.objects.items()):
-                uid = str((obj.get("metadata") or {}).get("uid") or "")
-                pod = self._pods.get(uid) if uid else None
                 try:
-                    if pod is not None:
-                        try:
-                            models.append(daemonset_from_manifest(_sized_by_pod(obj, pod)))
-                            continue
-                        except SpecError:
-                            pass  # sized by its template, as before it had a pod
-                    models.append(daemonset_from_manifest(obj))
+                    model = self._model(obj)
                 except SpecError as error:
                     self.problems[key] = str(error)
-            self._models = models
+                    continue
+                before = self._made.get(key)
+                made[key] = before if before is not None and before == model else model
+            self._made = made
+            self._models = list(made.values())
         return self._models
+
+    def _model(self, obj: Object) -> DaemonSet:
+        uid = str((obj.get("metadata") or {}).get("uid") or "")
+        pod = self._pods.get(uid) if uid else None
+        if pod is not None:
+            try:
+                return daemonset_from_manifest(_sized_by_pod(obj, pod))
+            except SpecError:
+                pass  # sized by its template, as before it had a pod
+        return daemonset_from_manifest(obj)
 
 
 class StorageObjects:

@@ -78,6 +78,10 @@ class PodStore:
         self.by_node: dict[str, NodePods] = {}
         self._parsed: dict[str, _Parsed] = {}
         self._replicas: dict[_ReplicaKey, _Replica] = {}
+        # The parsed models of each node's bound pods (`bound_models`), dropped whenever
+        # a pod joins, leaves or changes on that node: every change of a pod object goes
+        # through `update` or `delete` (objects are replaced, never edited in place).
+        self._bound_models: dict[str, list[Pod]] = {}
 
     def copy(self) -> PodStore:
         """A copy later updates do not change (the objects and models are shared)."""
@@ -90,6 +94,8 @@ class PodStore:
                                        p.resize, p.source)
                           for key, p in self._parsed.items()}
         copied._replicas = dict(self._replicas)
+        # The lists are never changed once made: the copy shares them.
+        copied._bound_models = dict(self._bound_models)
         return copied
 
     def node_pods(self, node_name: str) -> NodePods:
@@ -118,6 +124,7 @@ class PodStore:
         pods = self.node_pods(node)
         joined = node if key not in pods.requests else None
         pods.put(key, self.requests(key), podutil.is_owned_by_daemonset(pod))
+        self._bound_models.pop(node, None)
         self.bindings[key] = node
         return left, joined
 
@@ -133,6 +140,7 @@ class PodStore:
         node = self.bindings.pop(key, None)
         if node is None:
             return None
+        self._bound_models.pop(node, None)
         pods = self.by_node.get(node)
         if pods is not None:
             # The (possibly empty) entry stays: a StateNode may hold it.
@@ -198,6 +206,23 @@ class PodStore:
         if parsed.model.node_name != node:
             parsed.model = replace(parsed.model, node_name=node)
         return parsed.model
+
+    def bound_models(self, node_name: str) -> list[Pod]:
+        """The models of the pods bound to the node, in binding order (`model` of each;
+        pods that cannot be read or are unknown are left out). Kept until a pod of the
+        node changes, joins or leaves, so a solve over thousands of nodes reads each
+        untouched node's list as it was (the very same models)."""
+        models = self._bound_models.get(node_name)
+        if models is None:
+            pods = self.by_node.get(node_name)
+            models = []
+            for key in pods.requests if pods is not None else ():
+                try:
+                    models.append(self.model(key))
+                except (KeyError, ValueError):
+                    continue
+            self._bound_models[node_name] = models
+        return models
 
     def requests(self, key: str) -> Mapping[str, int]:
         parsed = self._parse(key)

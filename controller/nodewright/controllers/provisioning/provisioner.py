@@ -61,7 +61,12 @@ from nodewright.scheduling.nodepools import (
 )
 from nodewright.scheduling.pods import Pod, SpecError
 from nodewright.scheduling.podvalidation import DRA_NOT_SUPPORTED
-from nodewright.scheduling.solver import SchedulingResult, solve, zone_constraints
+from nodewright.scheduling.solver import (
+    PreparedNodes,
+    SchedulingResult,
+    solve,
+    zone_constraints,
+)
 from nodewright.scheduling.targets import PlannedNodeClaim
 from nodewright.state import NODES_RESOURCE, ClusterState, StateNode, podutil
 from nodewright.state.pods import pod_key
@@ -132,6 +137,9 @@ class Provisioner:
         self._ignored = 0
         # Pods of this solve that claim devices (DRA), with why nothing launches for them.
         self._dra: dict[str, str] = {}
+        # The machines of the previous solve with their usage: the next solve works out
+        # again only the machines whose model, bound pods or DaemonSets changed since.
+        self._prepared: PreparedNodes | None = None
         self._watches: tuple[Watch, ...] = (
             Watch("Pod", keys=self._on_pod),
             Watch("Node", keys=self._on_node),
@@ -327,7 +335,12 @@ class Provisioner:
                                        reserved_capacity_fallback=False)
             with self.state.lock.released():
                 simulation.zones = zone_constraints(built.problem, pending)
-                result = solve(built.problem, deadline=self.solve_deadline)
+                # The plan is the same with or without the prepared machines (`solve`);
+                # a machine is kept only while its model, its bound pod models (the
+                # same objects, in order) and the DaemonSets are the same.
+                prepared = PreparedNodes(built.problem, earlier=self._prepared)
+                result = solve(built.problem, prepared, deadline=self.solve_deadline)
+                self._prepared = prepared
         self._report_incompatible_pools(built)
         outcome.skipped_pools = built.skipped_pools
         if result.nodeclaims:

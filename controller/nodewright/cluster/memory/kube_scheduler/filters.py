@@ -105,6 +105,11 @@ class PodFilters:
             failure = self.topology.blocked(self._blocking_groups(), node)
         return (failure,) if failure else ()
 
+    def topology_free(self) -> bool:
+        """No spread or inter-pod affinity term of the pod, and no placed pod's
+        anti-affinity selecting it: `topology_reasons` is empty on every node."""
+        return not self._spread and self._affinity is None and not self._blocking_groups()
+
     def topology_keys(self) -> tuple[str, ...]:
         keys = {check.constraint.topology_key for check in self._spread}
         if self._affinity is not None:

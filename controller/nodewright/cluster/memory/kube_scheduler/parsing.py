@@ -29,6 +29,9 @@ class _Entry:
     labels: Any
     parsed: ParsedPod
     resize: Any = None
+    # The object last found to parse to this: the very same object again (the store
+    # replaces objects, it never changes one in place) needs no look at its fields.
+    source: object = None
 
 
 class PodParser:
@@ -39,13 +42,16 @@ class PodParser:
 
     def parse(self, obj: Mapping[str, Any]) -> ParsedPod:
         meta = obj["metadata"]
-        spec, labels = obj.get("spec"), meta.get("labels")
         uid = str(meta.get("uid"))
+        entry = self._cache.get(uid)
+        if entry is not None and entry.source is obj:
+            return entry.parsed
+        spec, labels = obj.get("spec"), meta.get("labels")
         # A resized pod's requests depend on its status too.
         resize = resize_signature(obj.get("status"))
-        entry = self._cache.get(uid)
         if (entry is not None and entry.labels is labels and entry.resize == resize
                 and _same_spec(entry.spec, spec)):
+            entry.source = obj
             return entry.parsed
         signature = _signature(obj, resize)
         known = self._by_signature.get(signature)
@@ -56,7 +62,7 @@ class PodParser:
         else:
             parsed = _parse(obj, signature)
             self._by_signature[signature] = parsed
-        self._cache[uid] = _Entry(spec, labels, parsed, resize)
+        self._cache[uid] = _Entry(spec, labels, parsed, resize, obj)
         return parsed
 
     def forget_missing(self, live_uids: set[str]) -> None:

@@ -51,7 +51,7 @@ from nodewright.cluster.memory.kube_scheduler.scoring import (
 )
 from nodewright.cluster.memory.kube_scheduler.snapshot import (
     NodeInfo,
-    build_snapshot,
+    NodeSnapshots,
     node_info,
     scored_requests,
 )
@@ -69,7 +69,7 @@ UNSCHEDULABLE = "Unschedulable"
 SCHEDULER_ERROR = "SchedulerError"
 NO_NODES = "no nodes available to schedule pods"
 
-World = tuple[int, int, frozenset[str], tuple[int, int, int]]
+World = tuple[int, int, int, tuple[int, int, int]]
 # kube-scheduler's message and the plugins that rejected the pod.
 Verdict = tuple[str, frozenset[str]]
 NO_PLUGINS: frozenset[str] = frozenset()
@@ -138,16 +138,29 @@ class _Shape:
             self.static.intolerable)
 
 
-class SchedulingPass:
-    """The nodes and counts of one pass; binding a pod updates them."""
+# Per resource key and host ports, per node: 2 x its version, plus 1 when its ports or
+# resources refuse such a pod (see `_Shape.resources`).
+ResourceVerdicts = dict[tuple[object, ...], dict[str, int]]
+# Per scored requests, per node: its version and the fit score (see `_Shape.fits`).
+FitScores = dict[tuple[int, int], dict[str, tuple[int, int]]]
 
-    def __init__(self, nodes: Mapping[str, NodeInfo], namespace_labels: Mapping[str, Any]) -> None:
+
+class SchedulingPass:
+    """The nodes and counts of one pass; binding a pod updates them.
+
+    `resources` and `fits`: the per-node verdicts and scores of earlier passes, keyed by
+    node version. A version names one node with one set of pods in the whole process
+    (`snapshot._versions`), so they hold in this pass for every node at that version."""
+
+    def __init__(self, nodes: Mapping[str, NodeInfo], namespace_labels: Mapping[str, Any],
+                 resources: ResourceVerdicts | None = None,
+                 fits: FitScores | None = None) -> None:
         self.nodes = nodes
         self.topology = PassTopology(nodes, namespace_labels)
         self._shapes: dict[str, _Shape] = {}
         self._candidates: dict[_CandidatesKey, _Candidates] = {}
-        self._resources: dict[tuple[object, ...], dict[str, int]] = {}
-        self._fits: dict[tuple[int, int], dict[str, tuple[int, int]]] = {}
+        self._resources: ResourceVerdicts = resources if resources is not None else {}
+        self._fits: FitScores = fits if fits is not None else {}
         # The node of each placement, in order: a heap takes in those after its `seen`
         # when its shape is next chosen, not at every placement.
         self._changed: list[NodeInfo] = []
@@ -169,15 +182,10 @@ class SchedulingPass:
         return None, (unschedulable_message(len(self.nodes), reasons), rejectors(reasons))
 
     def _by_scan(self, shape: _Shape, pod: Pod) -> NodeInfo | None:
-        filters = shape.filters
         feasible: list[tuple[NodeInfo, int]] = []
         for nodes in self._allowed_domains(shape):
             for node in nodes:
-                cached = shape.resources.get(node.name)
-                if cached is None or cached >> 1 != node.version:
-                    refused = 1 if filters.resource_reasons(node) else 0
-                    cached = shape.resources[node.name] = 2 * node.version + refused
-                if not cached & 1:
+                if not self._refused(shape, node):
                     feasible.append((node, self._fit(shape, pod, node)))
         if not feasible:
             return None
@@ -201,10 +209,9 @@ class SchedulingPass:
         blocking = self.topology.blocking_version
         changed = self._changed
         if shape.heap is None:
-            filters = shape.filters
             shape.heap = [
                 (-self._fit(shape, pod, node), node.name, node.version, blocking)
-                for node in shape.candidates if not filters.dynamic_reasons(node)
+                for node in self._admitted(shape)
             ]
             heapq.heapify(shape.heap)
         elif shape.seen < len(changed):
@@ -235,7 +242,7 @@ class SchedulingPass:
         (`_from_heap`), so the first entry whose versions are current is the best node."""
         heap = shape.heap
         assert heap is not None
-        if not shape.filters.dynamic_reasons(node):
+        if self._admits(shape, node):
             entry = (-self._fit(shape, pod, node), node.name, node.version,
                      self.topology.blocking_version)
             heapq.heappush(heap, entry)
@@ -245,6 +252,35 @@ class SchedulingPass:
                 nodes = self.nodes
                 heap[:] = [item for item in heap if nodes[item[1]].version == item[2]]
                 heapq.heapify(heap)
+
+    @staticmethod
+    def _refused(shape: _Shape, node: NodeInfo) -> bool:
+        """Whether the node's ports or resources refuse the shape (`resource_reasons`)."""
+        cached = shape.resources.get(node.name)
+        if cached is None or cached >> 1 != node.version:
+            refused = 1 if shape.filters.resource_reasons(node) else 0
+            cached = shape.resources[node.name] = 2 * node.version + refused
+        return bool(cached & 1)
+
+    def _admitted(self, shape: _Shape) -> list[NodeInfo]:
+        """The candidates no dynamic filter refuses (`_admits` of each, for every node of
+        a pass: the verdicts kept by version read inline)."""
+        filters, resources = shape.filters, shape.resources
+        topology = not filters.topology_free()
+        admitted = []
+        for node in shape.candidates:
+            cached = resources.get(node.name)
+            if cached is None or cached >> 1 != node.version:
+                refused = self._refused(shape, node)
+            else:
+                refused = bool(cached & 1)
+            if not refused and not (topology and filters.topology_reasons(node)):
+                admitted.append(node)
+        return admitted
+
+    def _admits(self, shape: _Shape, node: NodeInfo) -> bool:
+        """No dynamic filter refuses the node (`dynamic_reasons` is empty)."""
+        return not self._refused(shape, node) and not shape.filters.topology_reasons(node)
 
     @staticmethod
     def _fit(shape: _Shape, pod: Pod, node: NodeInfo) -> int:
@@ -299,7 +335,14 @@ class KubeScheduler:
         self._nodes_seen: dict[str, tuple[Mapping[str, Any], NodeInfo | None]] = {}
         self._nodes_version = -1
         self._namespaces_version = -1
-        self._bound_uids: frozenset[str] = frozenset()
+        self._bound_uids: set[str] = set()
+        # Moves whenever the set of bound pods changes (a verdict's world names it).
+        self._bound_version = 0
+        # Each node as the previous pass started from it, and the verdicts and scores
+        # worked out per node version (see `SchedulingPass`).
+        self._snapshots = NodeSnapshots()
+        self._resources: ResourceVerdicts = {}
+        self._fits: FitScores = {}
         # Verdicts of the last pass that bound nothing, valid while the world is the same.
         self._verdicts: dict[str, Verdict] = {}
         self._verdicts_world: World | None = None
@@ -328,20 +371,29 @@ class KubeScheduler:
     def reconcile(self, key: str) -> Result:
         now = self.cluster.clock.now()
         pending: list[Mapping[str, Any]] = []
-        bound: list[Mapping[str, Any]] = []
+        # The unfinished bound pods, per node name (in the store's order).
+        bound: dict[str, list[Mapping[str, Any]]] = {}
+        bound_uids: set[str] = set()
         live: set[str] = set()
         for stored in self.cluster.peek_all("Pod"):
             # Direct access: this loop runs over every pod on every pass.
             meta, spec = stored["metadata"], stored.get("spec") or {}
-            live.add(meta["uid"])
+            uid = meta["uid"]
+            live.add(uid)
             finished = (stored.get("status") or {}).get("phase") in TERMINAL_PHASES
-            if spec.get("nodeName"):
+            node = spec.get("nodeName")
+            if node:
                 if not finished:
-                    bound.append(stored)
+                    bound_uids.add(uid)
+                    on_node = bound.get(node)
+                    if on_node is None:
+                        bound[node] = [stored]
+                    else:
+                        on_node.append(stored)
             elif not finished and _waits_for_us(meta, spec):
                 pending.append(stored)
         self._parser.forget_missing(live)
-        self._observe(bound, now)
+        self._observe(bound_uids, now)
         due = self._due(pending, now)
         if not pending:
             self._verdicts, self._verdicts_world = {}, None
@@ -351,7 +403,7 @@ class KubeScheduler:
         world: World = (
             self.cluster.kind_version("Node"),
             self.cluster.kind_version("Namespace"),
-            self._bound_uids,
+            self._bound_version,
             self._storage_version,
         )
         remembered = self._verdicts if world == self._verdicts_world else {}
@@ -416,14 +468,20 @@ class KubeScheduler:
         return [(obj, entry) for obj, entry in entries
                 if entry.due is not None and entry.due <= now]
 
-    def _observe(self, bound: list[Mapping[str, Any]], now: datetime) -> None:
+    def _observe(self, bound_uids: set[str], now: datetime) -> None:
         """Tell the queue what changed since the previous pass: Nodes added or updated,
-        assigned pods added or gone, namespaces."""
-        bound_uids = frozenset(obj["metadata"]["uid"] for obj in bound)
-        if bound_uids - self._bound_uids:
+        assigned pods added or gone (`bound_uids`: the unfinished bound pods' uids),
+        namespaces."""
+        earlier = self._bound_uids
+        added = not bound_uids <= earlier
+        if added:
             self._queue.move_rejected_by(ON_ASSIGNED_POD_ADDED, now)
-        if self._bound_uids - bound_uids:
+        # Without one added, one is gone exactly when there are fewer.
+        gone = len(bound_uids) < len(earlier) if not added else not earlier <= bound_uids
+        if gone:
             self._queue.move_rejected_by(ON_ASSIGNED_POD_GONE, now)
+        if added or gone:
+            self._bound_version += 1
         self._bound_uids = bound_uids
         storage = (self.cluster.kind_version("PersistentVolumeClaim"),
                    self.cluster.kind_version("PersistentVolume"),
@@ -462,19 +520,20 @@ class KubeScheduler:
             return Result()
         return Result(requeue_after=(wakeup - now).total_seconds())
 
-    def _new_pass(self, bound: list[Mapping[str, Any]]) -> SchedulingPass:
-        placed = []
-        for obj in bound:
-            parsed = self._parser.parse(obj)
-            if parsed.pod is not None:
-                placed.append((obj, parsed.pod))
+    def _new_pass(self, bound: Mapping[str, list[Mapping[str, Any]]]) -> SchedulingPass:
         # The stored Nodes are replaced on each write, never changed: `_observe` has read
         # each of them already.
-        nodes = build_snapshot(self.cluster.peek_all("Node"), placed, self._nodes_seen)
+        nodes = self._snapshots.build(self.cluster.peek_all("Node"), bound,
+                                      self._parse_bound, self._nodes_seen)
         namespace_labels = {
             objects.name(ns): objects.labels(ns) for ns in self.cluster.peek_all("Namespace")
         }
-        return SchedulingPass(nodes, namespace_labels)
+        _forget_gone(self._resources, nodes)
+        _forget_gone(self._fits, nodes)
+        return SchedulingPass(nodes, namespace_labels, self._resources, self._fits)
+
+    def _parse_bound(self, obj: Mapping[str, Any]) -> Pod | None:
+        return self._parser.parse(obj).pod
 
     def _bind(self, obj: Mapping[str, Any], node: str) -> bool:
         node_obj = self.cluster.peek("Node", node)
@@ -505,6 +564,15 @@ class KubeScheduler:
             return
         self._events.record(obj, "FailedScheduling", message, event_type=WARNING,
                             action="Scheduling")
+
+
+def _forget_gone(per_key: Mapping[Any, dict[str, Any]], nodes: Mapping[str, NodeInfo]) -> None:
+    """Drop the entries of nodes no longer there once a key holds twice as many entries as
+    there are nodes (a long run sees thousands of nodes come and go)."""
+    for per_node in per_key.values():
+        if len(per_node) > 2 * len(nodes):
+            for name in [name for name in per_node if name not in nodes]:
+                del per_node[name]
 
 
 def _waits_for_us(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
