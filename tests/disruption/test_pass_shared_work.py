@@ -152,12 +152,12 @@ def test_a_pod_exempt_from_the_settling_taint_is_the_same_copy_while_its_model_i
     first = models.exempt([kept, changed])
     assert all(_SETTLING_OK in p.tolerations and _SETTLING_OK not in q.tolerations
                for p, q in zip(first, (kept, changed), strict=True))
-    models.begin_pass()
+    models.begin_pass({})
     remade = replace(changed, labels={"app": "api"})
     second = models.exempt([kept, remade])
     assert second[0] is first[0]
     assert second[1] is not first[1] and second[1].labels == {"app": "api"}
-    models.begin_pass()
-    models.begin_pass()
+    models.begin_pass({})
+    models.begin_pass({})
     # Two passes without it: worked out again.
     assert models.exempt([kept])[0] is not first[0]
