@@ -95,6 +95,33 @@ class Simulation:
         return text
 
 
+class _BoundPods:
+    """The bound pods of every machine, grouped by machine (in the order each first
+    appears), and each machine's span in that list: a simulation takes the candidates'
+    spans out by slicing rather than walking every pod of the fleet again."""
+
+    def __init__(self, pods: Iterable[Pod]) -> None:
+        self.by_node: dict[str, list[Pod]] = {}
+        for pod in pods:
+            self.by_node.setdefault(pod.node_name or "", []).append(pod)
+        self.all: list[Pod] = []
+        self.spans: dict[str, tuple[int, int]] = {}
+        for name, on_node in self.by_node.items():
+            self.spans[name] = (len(self.all), len(self.all) + len(on_node))
+            self.all.extend(on_node)
+
+    def without(self, names: Iterable[str]) -> list[Pod]:
+        """Every machine's bound pods but those of `names`, grouped as `by_node`."""
+        cuts = sorted(self.spans[name] for name in set(names) if name in self.spans)
+        kept: list[Pod] = []
+        start = 0
+        for begin, end in cuts:
+            kept += self.all[start:begin]
+            start = end
+        kept += self.all[start:]
+        return kept
+
+
 @dataclass
 class _View:
     problem: SchedulingProblem
@@ -102,7 +129,7 @@ class _View:
     pools: Mapping[str, PoolContext]
     free: FreeRoom
     uninitialized: set[str]
-    bound_by_node: dict[str, list[Pod]]
+    bound: _BoundPods
     deleting_pods: list[Pod]
     deleting_failures: dict[str, str]
     # Machines still within their NodePool's consolidateAfter (Karpenter's
@@ -268,9 +295,6 @@ class SimulationBase:
     def _view(self) -> _View:
         built = scheduling_problem(self.state, self.cloud, [],
                                    relax_min_values=self.relax_min_values)
-        bound_by_node: dict[str, list[Pod]] = {}
-        for pod in built.problem.bound_pods:
-            bound_by_node.setdefault(pod.node_name or "", []).append(pod)
         deleting_pods, deleting_failures = self.moving(
             pod for node in self.state.deleting_nodes() if node.node is not None
             for pod in self.state.pods_on(node.node_name)
@@ -282,7 +306,7 @@ class SimulationBase:
             free=FreeRoom.of(built.nodes.values()),
             uninitialized={name for name, node in built.nodes.items()
                            if node.managed and not node.initialized},
-            bound_by_node=bound_by_node,
+            bound=_BoundPods(built.problem.bound_pods),
             deleting_pods=deleting_pods,
             deleting_failures=deleting_failures,
             settling=frozenset(name for name, machine in built.nodes.items()
@@ -398,10 +422,7 @@ class SimulationBase:
             base,
             pods=simulated,
             nodes=[node for node in base.nodes if node.name not in gone],
-            bound_pods=[
-                pod for name, pods in self._view.bound_by_node.items() if name not in gone
-                for pod in pods
-            ],
+            bound_pods=self._view.bound.without(gone),
         )
         with scheduling_simulation("disruption", len(simulated)):
             result = solve(problem, prepared)
