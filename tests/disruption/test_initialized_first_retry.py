@@ -78,3 +78,61 @@ def test_each_retry_of_a_fleet_launching_a_replacement_is_the_retry_from_scratch
         assert ours == theirs
     # The retries reused the view's prepared machines rather than falling back.
     assert all(prepared_used)
+
+
+
+
+def test_a_retry_skipped_as_hopeless_is_one_whose_solve_would_have_been_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the candidates' own pods cannot all fit on the initialized machines left (by
+    their requests alone), the retry is not solved. On a fleet whose consolidations wait
+    for replacements, each retry skipped that way is solved anyway and found refused; and
+    the run decides exactly as one that solves every retry (a skipped retry still counts
+    toward the compute budget)."""
+    source = tmp_path / "fleet.yaml"
+    source.write_text(yaml.safe_dump(snapshot_scale.fleet_scenario(40, 900), sort_keys=False))
+    scenario, problems = load_scenario(source)
+    assert scenario is not None, problems
+
+    skipped: list[SchedulingResult | None] = []
+    solved_anyway = 0
+    original = SimulationBase._could_stay
+
+    def checking(self: SimulationBase, problem: SchedulingProblem, own: set[str],
+                 prepared: Any) -> bool:
+        could = original(self, problem, own, prepared)
+        if not could:
+            base = ((self.problem, self._view.prepared) if prepared is self._view.prepared
+                    else self._consolidation_view[:2])
+            before = self.simulations
+            skipped.append(self._initialized_first(problem, own, self._not_ready_view(*base)))
+            self.simulations = before
+        return could
+
+    counts: list[int] = []  # the pass's count of simulations after each one
+    simulate = SimulationBase.simulate
+
+    def counting(self: SimulationBase, *args: Any, **kwargs: Any) -> Any:
+        outcome = simulate(self, *args, **kwargs)
+        counts.append(self.simulations)
+        return outcome
+
+    monkeypatch.setattr(SimulationBase, "simulate", counting)
+    monkeypatch.setattr(SimulationBase, "_could_stay", checking)
+    checked = run_scenario(scenario)
+    counted, counts = counts, []
+
+    def always(self: SimulationBase, *args: Any) -> bool:
+        nonlocal solved_anyway
+        solved_anyway += 1
+        return True
+
+    monkeypatch.setattr(SimulationBase, "_could_stay", always)
+    every_retry_solved = run_scenario(scenario)
+
+    assert skipped, "no retry was shown hopeless"
+    assert skipped == [None] * len(skipped)
+    assert solved_anyway > len(skipped)
+    assert checked.decisions == every_retry_solved.decisions
+    assert checked.summary == every_retry_solved.summary
+    assert counted == counts

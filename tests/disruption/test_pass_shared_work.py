@@ -31,6 +31,7 @@ from nodewright.controllers.disruption.methods import (
 from nodewright.controllers.disruption.methods.multi_node_consolidation import multi_node
 from nodewright.controllers.disruption.methods.single_node_consolidation import single_node
 from nodewright.controllers.disruption.simulation import _SETTLING_OK, PodModels, SimulationBase
+from nodewright.scheduling.pods import Pod
 from tests.controllers.conftest import WORKSHOP
 from tests.disruption.helpers import nodepool_with
 from tests.harness import World
@@ -152,12 +153,40 @@ def test_a_pod_exempt_from_the_settling_taint_is_the_same_copy_while_its_model_i
     first = models.exempt([kept, changed])
     assert all(_SETTLING_OK in p.tolerations and _SETTLING_OK not in q.tolerations
                for p, q in zip(first, (kept, changed), strict=True))
-    models.begin_pass()
+    models.begin_pass({})
     remade = replace(changed, labels={"app": "api"})
     second = models.exempt([kept, remade])
     assert second[0] is first[0]
     assert second[1] is not first[1] and second[1].labels == {"app": "api"}
-    models.begin_pass()
-    models.begin_pass()
+    models.begin_pass({})
+    models.begin_pass({})
     # Two passes without it: worked out again.
     assert models.exempt([kept])[0] is not first[0]
+
+
+def test_a_pod_model_is_kept_while_its_object_is_the_states_and_read_again_once_replaced(
+) -> None:
+    """A pass reads the models of the pods it looks at (a validation pass, one command's);
+    a model that depends on the pod object alone is kept across passes that do not look
+    at it, for as long as the object is one of the state's pods, and read again once the
+    state has replaced it."""
+    world = _world("0s")
+    state = _controller(world).state
+    models = PodModels()
+    [first, *others] = sorted(state.pods.objects.values(), key=objects.key)
+    read = models.of(first, state)
+    for _ in range(3):  # passes that look only at the other pods
+        models.begin_pass(state.pods.objects)
+        for other in others:
+            models.of(other, state)
+    assert models.of(first, state) is read
+
+    world.cluster.patch("Pod", objects.name(first), {"metadata": {"labels": {"touched": "yes"}}},
+                        objects.namespace(first))
+    world.advance(1)
+    replaced = state.pods.objects[objects.key(first)]
+    assert replaced is not first
+    models.begin_pass(state.pods.objects)
+    again = models.of(replaced, state)
+    assert again is not read and isinstance(again.model, Pod)
+    assert again.model.labels.get("touched") == "yes"

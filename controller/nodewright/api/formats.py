@@ -6,6 +6,7 @@ copies the same pattern into the OpenAPI schema.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Annotated
@@ -124,6 +125,9 @@ def _go_quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+# A pure function of the text, asked again for the same few texts (each NodeClaim's
+# expireAfter, each NodePool's consolidateAfter) for every machine of every disruption pass.
+@functools.lru_cache(maxsize=1024)
 def _go_duration(text: str) -> float:
     quoted = _go_quote(text)
     invalid = DurationError(f"{text!r} is not a duration such as {DURATION_EXAMPLES}",

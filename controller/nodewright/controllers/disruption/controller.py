@@ -163,7 +163,7 @@ class DisruptionController:
         """A pass over `state` (default: the state cache itself)."""
         state = state if state is not None else self.state
         self._pod_facts.begin_pass()
-        self._pod_models.begin_pass()
+        self._pod_models.begin_pass(state.pods.objects)
         pdb_objects = state.pdbs()
         # A PDB without status (no disruption controller wrote one yet) is worked out from
         # the pods it selects; only then are all pods needed.

@@ -175,6 +175,43 @@ def identical_spill(moving: Sequence[Room], free: FreeRoom, gone: set[str]) -> R
     return (shape[0] * left, shape[1] * left, shape[2] * left)
 
 
+def room_left(allocatable: Mapping[str, int], requested: Mapping[str, int]) -> Room:
+    """A machine's free room as the solver counts it (its allocatable less its bound
+    pods' and DaemonSets' requests); a resource it does not list bounds nothing here."""
+    def left(name: str) -> int:
+        if name not in allocatable:
+            return _UNBOUNDED
+        return allocatable[name] - requested.get(name, 0)
+
+    return (left(CPU), left(MEMORY), left(PODS))
+
+
+_UNBOUNDED = 2**62
+
+
+def _might_fit(need: Room, room: Room) -> bool:
+    """`_fits`, except that a resource the pod does not ask for never refuses it."""
+    return all(want <= have for want, have in zip(need, room, strict=True) if want > 0)
+
+
+def could_all_land(pods: Sequence[Pod], rooms: Sequence[Room]) -> bool:
+    """Whether `pods` might all land on machines with these free rooms; False only when
+    they cannot, by their cpu, memory and pod-count requests alone: a pod that fits no
+    machine, more requested than the rooms hold added up, or (pods alike) more pods than
+    the rooms take whole."""
+    shapes = [_room(pod.requests) for pod in pods]
+    for shape in set(shapes):
+        if not any(_might_fit(shape, room) for room in rooms):
+            return False
+    if not _fits(_sum(shapes), _sum(map(_spare, rooms))):
+        return False
+    if len(set(shapes)) == 1:
+        taken = _copies_in(shapes[0], rooms)
+        if taken is not None and taken < len(shapes):
+            return False
+    return True
+
+
 @dataclass(frozen=True)
 class Offer:
     """An instance type a NodePool may launch, with what a new node of it holds."""

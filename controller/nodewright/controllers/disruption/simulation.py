@@ -34,7 +34,14 @@ from nodewright.controllers.common.podrules import (
     do_not_disrupt_until,
 )
 from nodewright.controllers.disruption.candidates import Candidate
-from nodewright.controllers.disruption.prefilter import FreeRoom, Offer, offers
+from nodewright.controllers.disruption.prefilter import (
+    FreeRoom,
+    Offer,
+    Room,
+    could_all_land,
+    offers,
+    room_left,
+)
 from nodewright.controllers.nodeclaim.disruption_conditions import consolidatable_at
 from nodewright.controllers.provisioning.problem import (
     PoolContext,
@@ -43,7 +50,14 @@ from nodewright.controllers.provisioning.problem import (
 )
 from nodewright.controllers.provisioning.solve_metrics import scheduling_simulation
 from nodewright.scheduling.catalog import InstanceType
-from nodewright.scheduling.pods import ExistingNode, Pod, SpecError, Taint, Toleration
+from nodewright.scheduling.pods import (
+    ExistingNode,
+    Pod,
+    SpecError,
+    Taint,
+    Toleration,
+    untolerated,
+)
 from nodewright.scheduling.podvalidation import DRA_NOT_SUPPORTED
 from nodewright.scheduling.solver import (
     PreparedNodes,
@@ -81,6 +95,33 @@ class Simulation:
         return text
 
 
+class _BoundPods:
+    """The bound pods of every machine, grouped by machine (in the order each first
+    appears), and each machine's span in that list: a simulation takes the candidates'
+    spans out by slicing rather than walking every pod of the fleet again."""
+
+    def __init__(self, pods: Iterable[Pod]) -> None:
+        self.by_node: dict[str, list[Pod]] = {}
+        for pod in pods:
+            self.by_node.setdefault(pod.node_name or "", []).append(pod)
+        self.all: list[Pod] = []
+        self.spans: dict[str, tuple[int, int]] = {}
+        for name, on_node in self.by_node.items():
+            self.spans[name] = (len(self.all), len(self.all) + len(on_node))
+            self.all.extend(on_node)
+
+    def without(self, names: Iterable[str]) -> list[Pod]:
+        """Every machine's bound pods but those of `names`, grouped as `by_node`."""
+        cuts = sorted(self.spans[name] for name in set(names) if name in self.spans)
+        kept: list[Pod] = []
+        start = 0
+        for begin, end in cuts:
+            kept += self.all[start:begin]
+            start = end
+        kept += self.all[start:]
+        return kept
+
+
 @dataclass
 class _View:
     problem: SchedulingProblem
@@ -88,7 +129,7 @@ class _View:
     pools: Mapping[str, PoolContext]
     free: FreeRoom
     uninitialized: set[str]
-    bound_by_node: dict[str, list[Pod]]
+    bound: _BoundPods
     deleting_pods: list[Pod]
     deleting_failures: dict[str, str]
     # Machines still within their NodePool's consolidateAfter (Karpenter's
@@ -122,18 +163,30 @@ class _PodModel:
 class PodModels:
     """The solver's unbound model of each pod, remembered per stored pod object across
     passes (the state replaces a pod's object on each update). A pass keeps what it or
-    the pass before used."""
+    the pass before used; and a model that depends on nothing but its pod object (not
+    on the cluster's volumes, nor on whether the state knows the pod) is kept for as long
+    as the object is one of the state's pods: a pass looks at some machines' pods only
+    (the candidates its methods reach, the machines being deleted), and a validation
+    pass at one command's, so what an earlier pass read is often what the next needs."""
 
     def __init__(self) -> None:
         self._current: dict[int, tuple[Mapping[str, Any], _PodModel]] = {}
         self._previous: dict[int, tuple[Mapping[str, Any], _PodModel]] = {}
-        # Each model's copy exempt from the settling taint (`exempt`), likewise.
+        self._lasting: dict[int, tuple[Mapping[str, Any], _PodModel]] = {}
+        # Each model's copy exempt from the settling taint (`exempt`), as the first two.
         self._exempt: dict[int, tuple[Pod, Pod]] = {}
         self._exempt_before: dict[int, tuple[Pod, Pod]] = {}
 
-    def begin_pass(self) -> None:
+    def begin_pass(self, pods: Mapping[str, Mapping[str, Any]]) -> None:
+        """`pods`: the state's pod objects by key. The lasting models of objects no
+        longer among them are let go once they are a fair share of those kept."""
         self._previous, self._current = self._current, {}
         self._exempt_before, self._exempt = self._exempt, {}
+        if len(self._lasting) > len(pods) + len(pods) // 4 + 256:
+            live = {id(pod) for pod in pods.values()}
+            # An entry holds its object, so an id among the live ones is that object.
+            self._lasting = {key: known for key, known in self._lasting.items()
+                             if key in live}
 
     def exempt(self, pods: Iterable[Pod]) -> list[Pod]:
         """`_exempt`, the same copy of the same model from pass to pass (the solver
@@ -150,10 +203,14 @@ class PodModels:
 
     def of(self, pod: Mapping[str, Any], state: ClusterState) -> _PodModel:
         key = id(pod)
-        known = self._current.get(key) or self._previous.get(key)
+        known = (self._current.get(key) or self._previous.get(key)
+                 or self._lasting.get(key))
         # The object is kept with its model, so its id cannot be reused meanwhile.
         if known is None or known[0] is not pod:
             known = (pod, _read(pod, state))
+            model = known[1].model
+            if isinstance(model, Pod) and not model.volume_claims:
+                self._lasting[key] = known
         self._current[key] = known
         return known[1]
 
@@ -231,14 +288,13 @@ class SimulationBase:
         # (`_not_ready_view`), and each pod's copy that tolerates the retry's taint.
         self._not_ready: dict[int, tuple[SchedulingProblem, _NotReadyView]] = {}
         self._tolerant: dict[int, tuple[Pod, Pod]] = {}
+        # The initialized machines' free room in each prepared nodes (`_could_stay`).
+        self._rooms: dict[int, tuple[PreparedNodes, dict[str, Room]]] = {}
 
     @cached_property
     def _view(self) -> _View:
         built = scheduling_problem(self.state, self.cloud, [],
                                    relax_min_values=self.relax_min_values)
-        bound_by_node: dict[str, list[Pod]] = {}
-        for pod in built.problem.bound_pods:
-            bound_by_node.setdefault(pod.node_name or "", []).append(pod)
         deleting_pods, deleting_failures = self.moving(
             pod for node in self.state.deleting_nodes() if node.node is not None
             for pod in self.state.pods_on(node.node_name)
@@ -250,7 +306,7 @@ class SimulationBase:
             free=FreeRoom.of(built.nodes.values()),
             uninitialized={name for name, node in built.nodes.items()
                            if node.managed and not node.initialized},
-            bound_by_node=bound_by_node,
+            bound=_BoundPods(built.problem.bound_pods),
             deleting_pods=deleting_pods,
             deleting_failures=deleting_failures,
             settling=frozenset(name for name, machine in built.nodes.items()
@@ -366,10 +422,7 @@ class SimulationBase:
             base,
             pods=simulated,
             nodes=[node for node in base.nodes if node.name not in gone],
-            bound_pods=[
-                pod for name, pods in self._view.bound_by_node.items() if name not in gone
-                for pod in pods
-            ],
+            bound_pods=self._view.bound.without(gone),
         )
         with scheduling_simulation("disruption", len(simulated)):
             result = solve(problem, prepared)
@@ -384,9 +437,16 @@ class SimulationBase:
         uninitialized = {pod for node_name, pods in result.existing
                          if node_name in self.uninitialized for pod in pods if pod in own}
         if uninitialized and not failures:
-            retried = self._initialized_first(problem, own, self._not_ready_view(base, prepared))
-            if retried is not None:
-                return Simulation(retried, {})
+            if self._could_stay(problem, own, prepared):
+                retried = self._initialized_first(problem, own,
+                                                  self._not_ready_view(base, prepared))
+                if retried is not None:
+                    return Simulation(retried, {})
+            else:
+                # Still counted: the deterministic compute budget
+                # (`single_node_max_simulations`) counts the retry whether it is solved or
+                # shown hopeless, so the same candidates are reached.
+                self.simulations += 1
         for node_name, pods in result.existing:
             if node_name not in self.uninitialized:
                 continue
@@ -412,6 +472,29 @@ class SimulationBase:
             known = (base, view)
             self._not_ready[id(base)] = known
         return known[1]
+
+    def _could_stay(self, problem: SchedulingProblem, own: set[str],
+                    prepared: PreparedNodes) -> bool:
+        """Whether the initialized-first retry might succeed. It succeeds only when every
+        one of the candidates' own pods lands on an initialized machine of `problem`; when
+        their requests alone show they cannot (`could_all_land`, against the free room the
+        solver itself counts on each initialized machine that takes pods), its solve would
+        be refused whatever it planned, so it is not run. A pod that tolerates the retry's
+        taint might land on an uninitialized machine: then it is run."""
+        pods = [pod for pod in problem.pods if pod.key in own]
+        if any(untolerated((_NOT_READY,), pod.tolerations) is None for pod in pods):
+            return True
+        known = self._rooms.get(id(prepared))
+        if known is None or known[0] is not prepared:
+            # Kept with the prepared nodes, so that their id is not reused meanwhile.
+            known = (prepared, {
+                name: room_left(usage.node.allocatable or {}, usage.requested)
+                for name, usage in prepared.by_name.items()
+                if name not in self.uninitialized and not usage.node.unschedulable})
+            self._rooms[id(prepared)] = known
+        rooms = known[1]
+        return could_all_land(pods, [rooms[node.name] for node in problem.nodes
+                                     if node.name in rooms])
 
     def _tolerating(self, pod: Pod) -> Pod:
         """The pod tolerating the retry's taint (one copy per pod object and pass)."""
