@@ -487,3 +487,20 @@ def test_a_transition_rule_is_evaluated_once_per_new_and_old_value(
     assert update(4, 5) == ['spec: Invalid value: "object": spec is immutable']
     assert update(5, 5) == []
     assert len(evaluated) == 3
+
+
+def test_a_part_left_as_stored_is_answered_as_a_fresh_check_answers_it() -> None:
+    """A status patch keeps the stored spec object itself: its verdicts are remembered by
+    that object, and they are the ones a check of an equal copy works out afresh."""
+    from nodewright.cluster.memory.admission.cel import RuleSet
+
+    rules = [{"rule": "self.size >= oldSelf.size", "message": "size may only grow"},
+             {"rule": "self.size < 10", "message": "size must stay below 10"}]
+    for size in (3, 12):
+        stored = {"size": size}
+        remembered = RuleSet(rules)
+        for _ in range(2):
+            kept = remembered.check(stored, stored, has_old=True)
+            assert kept == RuleSet(rules).check(copy.deepcopy(stored), copy.deepcopy(stored),
+                                                has_old=True)
+        assert [v.detail for v in kept] == ([] if size < 10 else ["size must stay below 10"])

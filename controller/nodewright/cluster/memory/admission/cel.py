@@ -69,22 +69,16 @@ class RuleSet:
                            "oldSelf" in str(r["rule"]), fields_read(str(r["rule"])))
                       for r in rules]
         self._memo: dict[Frozen, list[Verdict]] = {}
+        # Verdicts on a part a write left as it was stored, by the part's identity.
+        self._unchanged: dict[int, tuple[Any, list[Verdict]]] = {}
         self._rule_memos = [_VERDICTS.memo(rule.text, rule.message) for rule in self.rules]
         self.has_transition = any(rule.transition for rule in self.rules)
 
     def check(self, value: Any, old: Any = None, *, has_old: bool = False) -> list[Verdict]:
         if self.has_transition:
-            # A transition rule's verdict depends on `self` and `oldSelf` alone (CEL has no
-            # clock, no randomness), so the verdicts are remembered by both: a status
-            # update of a NodeClaim sends the same immutable spec again and again.
-            pair = (freeze(value), freeze(old) if has_old else None)
-            known = self._memo.get(pair)
-            if known is None:
-                known = self._check_transition(value, old, has_old)
-                if len(self._memo) >= MEMO_LIMIT:
-                    self._memo.clear()
-                self._memo[pair] = known
-            return known
+            if has_old and value is old:
+                return self._check_unchanged(value)
+            return self._check_pair(value, old, has_old)
         key = freeze(value)
         found = self._memo.get(key)
         if found is None:
@@ -93,6 +87,34 @@ class RuleSet:
                 self._memo.clear()
             self._memo[key] = found
         return found
+
+    def _check_unchanged(self, value: Any) -> list[Verdict]:
+        """The verdicts on a part whose new value is the stored one itself (a merge patch
+        of the status keeps the stored spec object): remembered by the object's identity,
+        which spares freezing it on every write. Safe because stored versions are never
+        modified (tests/support/read_only.py checks it), and each entry holds its object,
+        so its id cannot be reused by another while the entry is kept."""
+        known = self._unchanged.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        verdicts = self._check_pair(value, value, True)
+        if len(self._unchanged) >= MEMO_LIMIT:
+            self._unchanged.clear()
+        self._unchanged[id(value)] = (value, verdicts)
+        return verdicts
+
+    def _check_pair(self, value: Any, old: Any, has_old: bool) -> list[Verdict]:
+        # A transition rule's verdict depends on `self` and `oldSelf` alone (CEL has no
+        # clock, no randomness), so the verdicts are remembered by both: a status update
+        # of a NodeClaim sends the same immutable spec again and again.
+        pair = (freeze(value), freeze(old) if has_old else None)
+        known = self._memo.get(pair)
+        if known is None:
+            known = self._check_transition(value, old, has_old)
+            if len(self._memo) >= MEMO_LIMIT:
+                self._memo.clear()
+            self._memo[pair] = known
+        return known
 
     def _check_transition(self, value: Any, old: Any, has_old: bool) -> list[Verdict]:
         runtime = _runtime()
@@ -126,9 +148,9 @@ def freeze(value: Any) -> Frozen:
     """A hashable stand-in for a JSON value (type-tagged so 1 and True differ)."""
     kind = type(value)
     if kind is dict:
-        return (dict, tuple(sorted((key, freeze(item)) for key, item in value.items())))
+        return (dict, tuple(sorted([(key, freeze(item)) for key, item in value.items()])))
     if kind is list:
-        return (list, tuple(freeze(item) for item in value))
+        return (list, tuple([freeze(item) for item in value]))
     return (kind, value)
 
 
