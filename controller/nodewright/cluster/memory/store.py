@@ -302,7 +302,9 @@ class InMemoryCluster:
             _keep_status(info, old, merged)
             candidate = merged
         else:
-            candidate = _with_status_of(info, old, merged, subresource)
+            # The merged status is the store's own: the patch's values were copied into it
+            # and the rest is the stored version's, which nobody modifies.
+            candidate = _with_status_of(info, old, merged, subresource, owned=True)
         return deep_copy(self._write(info, old, candidate, subresource))
 
     def delete(
@@ -635,8 +637,8 @@ def _keep_status(info: Kind, old: Object, new: Object) -> None:
         new.pop("status", None)
 
 
-def _with_status_of(info: Kind, old: Object, source: Mapping[str, Any], subresource: str
-                    ) -> Object:
+def _with_status_of(info: Kind, old: Object, source: Mapping[str, Any], subresource: str,
+                    *, owned: bool = False) -> Object:
     if subresource != "status":
         raise NotFoundError(f"{info.plural} have no subresource {subresource!r} (only status)")
     if not info.has_status:
@@ -644,7 +646,7 @@ def _with_status_of(info: Kind, old: Object, source: Mapping[str, Any], subresou
     new = dict(old)
     new["metadata"] = dict(old["metadata"])
     if "status" in source:
-        new["status"] = deep_copy(source["status"])
+        new["status"] = source["status"] if owned else deep_copy(source["status"])
     else:
         new.pop("status", None)
     return new
