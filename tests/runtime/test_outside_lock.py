@@ -129,3 +129,20 @@ def test_a_cloud_says_whether_its_calls_are_safe_from_any_thread() -> None:
         wrapped = outside_state_lock(WithoutReservedCapacity(MeteredCloud(cloud, "test")),
                                      StateLock())
         assert wrapped.capabilities().launches_outside_state_lock is safe
+
+
+def test_a_call_made_holding_no_lock_steps_out_of_nothing() -> None:
+    """The simulator's driver holds no lock: its calls go straight through, and a call
+    that fails leaves the lock as free as it found it."""
+    lock = StateLock()
+    client = Client(lock)
+    wrapped = outside_state_lock(client, lock)
+    assert wrapped.request(3) == 3
+    with pytest.raises(RuntimeError, match="the server said no"):
+        wrapped.fails()
+    assert client.held_during == [False]
+    assert not lock.held()
+    with lock:
+        assert wrapped.request(4) == 4
+        assert lock.held()
+    assert client.held_during == [False, False]

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from types import TracebackType
+
+_NOTHING_HELD: AbstractContextManager[None] = nullcontext()
 
 
 class StateLock:
@@ -69,11 +71,17 @@ class StateLock:
             for _ in range(depth):
                 self.__enter__()
 
-    @contextmanager
-    def requesting(self) -> Iterator[None]:
+    def requesting(self) -> AbstractContextManager[None]:
         """Step out of this lock and of `outer` for a request, or for a wait on requests
         other threads make (no call to the API server or the cloud is made under a lock
         another thread needs); taken back as they are taken, `outer` first."""
+        if self.outer is None and not self.held():
+            # Nothing to step out of (the simulator's driver, every call it makes).
+            return _NOTHING_HELD
+        return self._stepped_out()
+
+    @contextmanager
+    def _stepped_out(self) -> Iterator[None]:
         with self.released():
             if self.outer is None:
                 yield
