@@ -17,7 +17,12 @@ from nodewright.operator.driver import HealthLimits, OperatorDriver
 from nodewright.runtime.clock import SystemClock
 from nodewright.runtime.reconciler import Result, WatchEvent
 from nodewright.runtime.statelock import StateLock
-from nodewright.scheduling.solver import SchedulingProblem, SchedulingResult, solve
+from nodewright.scheduling.solver import (
+    PreparedNodes,
+    SchedulingProblem,
+    SchedulingResult,
+    solve,
+)
 from tests.controllers.conftest import WORKSHOP
 from tests.harness import World
 from tests.kube.waiting import eventually
@@ -158,10 +163,10 @@ def test_the_provisioner_solves_outside_the_state_lock(
     state = world.controllers.state
     held: list[bool] = []
 
-    def watched_solve(problem: SchedulingProblem,
+    def watched_solve(problem: SchedulingProblem, prepared: PreparedNodes | None = None,
                       deadline: float | None = None) -> SchedulingResult:
         held.append(state.lock.held())
-        return solve(problem, deadline=deadline)
+        return solve(problem, prepared, deadline=deadline)
 
     monkeypatch.setattr(provisioning, "solve", watched_solve)
     world.apply(WORKSHOP)
