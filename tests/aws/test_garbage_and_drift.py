@@ -30,7 +30,7 @@ from nodewright.state import ClusterState
 from tests.aws.world import FakeClock
 
 from .conftest import CallRecorder
-from .world import CLUSTER, World, node_class, nodeclaim
+from .world import CLUSTER, World, node_class, nodeclaim, store_nodeclaims
 
 
 def _collector(provider: AwsCloudProvider, now: datetime,
@@ -39,15 +39,7 @@ def _collector(provider: AwsCloudProvider, now: datetime,
     NodeClaims (name, providerID or None while launching)."""
     clock = VirtualClock(now)
     cluster = InMemoryCluster(clock)
-    for name, provider_id in nodeclaims:
-        cluster.create({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-                        "metadata": {"name": name},
-                        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws",
-                                                  "kind": "EC2NodeClass", "name": "default"},
-                                 "requirements": []}})
-        if provider_id is not None:
-            cluster.patch("NodeClaim", name, {"status": {"providerID": provider_id}},
-                          subresource="status")
+    store_nodeclaims(cluster, nodeclaims)
     return InstanceGarbageCollection(cluster, provider, clock, ClusterState(clock))
 
 

@@ -21,7 +21,7 @@ from nodewright.sim.observed import ObservedCluster
 from nodewright.state import ClusterState
 from tests.support.read_only import ReadOnlyGuard
 
-from .world import node_class, nodeclaim
+from .world import node_class, nodeclaim, store_nodeclaims
 
 
 class CopiesOnly:
@@ -55,15 +55,7 @@ def test_every_client_protects_the_claimed_instances_and_collects_the_orphan(
     clock = VirtualClock(provider.get(orphan.provider_id).launch_time + timedelta(minutes=1))
     cluster = InMemoryCluster(clock)
     guard = ReadOnlyGuard.install(cluster)
-    for name, provider_id in (("claimed-1", claimed.provider_id), ("launching-1", None)):
-        cluster.create({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-                        "metadata": {"name": name},
-                        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws",
-                                                  "kind": "EC2NodeClass", "name": "default"},
-                                 "requirements": []}})
-        if provider_id is not None:
-            cluster.patch("NodeClaim", name, {"status": {"providerID": provider_id}},
-                          subresource="status")
+    store_nodeclaims(cluster, (("claimed-1", claimed.provider_id), ("launching-1", None)))
     state = ClusterState(clock)
     make, lends = CLIENTS[client]
     api: ClusterAPI = make(cluster, state)

@@ -4,6 +4,7 @@ cluster, a node role, and the public SSM AMI parameters EKS and Bottlerocket pub
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ from moto.ssm.models import Parameter, ssm_backends
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.cloud.aws.clients import AwsClients
+from nodewright.cluster.api import ClusterAPI
 
 ACCOUNT = "123456789012"  # moto's default account
 CLUSTER = "demo"
@@ -196,3 +198,17 @@ def nodeclaim(
             },
         }
     )
+
+
+def store_nodeclaims(cluster: ClusterAPI, nodeclaims: Iterable[tuple[str, str | None]]) -> None:
+    """NodeClaims stored in the API server by name, each with its providerID (None: one
+    still launching)."""
+    for name, provider_id in nodeclaims:
+        cluster.create({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                        "metadata": {"name": name},
+                        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws",
+                                                  "kind": "EC2NodeClass", "name": "default"},
+                                 "requirements": []}})
+        if provider_id is not None:
+            cluster.patch("NodeClaim", name, {"status": {"providerID": provider_id}},
+                          subresource="status")

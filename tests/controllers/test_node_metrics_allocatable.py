@@ -5,13 +5,9 @@ one written with the same is not."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-import pytest
-
 from nodewright import metrics
-from nodewright.controllers.metrics import nodes as node_metrics
 from nodewright.controllers.metrics.nodes import NodeMetrics
 from nodewright.runtime import VirtualClock
 from nodewright.runtime.reconciler import WatchEvent
@@ -95,59 +91,40 @@ def pod_cpu_limits() -> float | None:
     return found[0] if found else None
 
 
-def test_a_pod_written_with_the_same_spec_keeps_its_limits_read(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A status write keeps the pod's spec object (the API server shares what a write
-    leaves alone): its limits are not read again. A new spec is read."""
-    metrics.NODES_TOTAL_POD_LIMITS.clear()
-    reads: list[str] = []
-    read = node_metrics._container_limits
-
-    def counting(pod: Mapping[str, Any]) -> dict[str, int]:
-        reads.append(str(pod["metadata"]["name"]))
-        return read(pod)
-
-    monkeypatch.setattr(node_metrics, "_container_limits", counting)
+def one_node_of_cpus(cpus: str) -> tuple[ClusterState, NodeMetrics]:
+    """A state holding one initialized managed node of `cpus`, and its node metrics."""
     clock = VirtualClock()
     state = ClusterState(clock)
-    controller = NodeMetrics(clock, state)
-    state.observe(WatchEvent("ADDED", nodeclaim("4")))  # type: ignore[arg-type]
-    state.observe(WatchEvent("ADDED", node({"cpu": "4"}, initialized=True)))  # type: ignore[arg-type]
+    state.observe(WatchEvent("ADDED", nodeclaim(cpus)))  # type: ignore[arg-type]
+    state.observe(WatchEvent("ADDED", node({"cpu": cpus}, initialized=True)))  # type: ignore[arg-type]
+    return state, NodeMetrics(clock, state)
+
+
+def test_a_pod_written_with_the_same_spec_keeps_its_limits_read(limit_reads: list[str]) -> None:
+    """A status write keeps the pod's spec object (the API server shares what a write
+    leaves alone): its limits are not read again. A new spec is read."""
+    state, controller = one_node_of_cpus("4")
     first = limited_pod("2", phase="Pending")
     state.observe(WatchEvent("ADDED", first))  # type: ignore[arg-type]
     controller.reconcile("")
-    assert pod_cpu_limits() == 2.0 and reads == ["limited"]
+    assert pod_cpu_limits() == 2.0 and limit_reads == ["limited"]
 
     running = {**first, "status": {"phase": "Running"}}  # the same spec object
     state.observe(WatchEvent("MODIFIED", running))  # type: ignore[arg-type]
     controller.reconcile("")
-    assert pod_cpu_limits() == 2.0 and reads == ["limited"]
+    assert pod_cpu_limits() == 2.0 and limit_reads == ["limited"]
 
     # Resized (the node's series are rebuilt when its pods' requests change).
     state.observe(WatchEvent("MODIFIED", limited_pod("3", cpu="2")))  # type: ignore[arg-type]
     controller.reconcile("")
-    assert pod_cpu_limits() == 3.0 and reads == ["limited", "limited"]
+    assert pod_cpu_limits() == 3.0 and limit_reads == ["limited", "limited"]
 
 
-def test_replicas_sharing_their_containers_are_read_once(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_replicas_sharing_their_containers_are_read_once(limit_reads: list[str]) -> None:
     """Limits are kept by the spec parts they are read from, held by identity: a pod whose
     containers are the very list another pod's are is not read; equal but other lists
     are."""
-    metrics.NODES_TOTAL_POD_LIMITS.clear()
-    reads: list[str] = []
-    read = node_metrics._container_limits
-
-    def counting(pod: Mapping[str, Any]) -> dict[str, int]:
-        reads.append(str(pod["metadata"]["name"]))
-        return read(pod)
-
-    monkeypatch.setattr(node_metrics, "_container_limits", counting)
-    clock = VirtualClock()
-    state = ClusterState(clock)
-    controller = NodeMetrics(clock, state)
-    state.observe(WatchEvent("ADDED", nodeclaim("8")))  # type: ignore[arg-type]
-    state.observe(WatchEvent("ADDED", node({"cpu": "8"}, initialized=True)))  # type: ignore[arg-type]
+    state, controller = one_node_of_cpus("8")
     first = limited_pod("2")
     sibling = {**first, "metadata": {"name": "sibling", "namespace": "default"},
                "spec": {**first["spec"]}}  # another spec, the same containers list
@@ -158,4 +135,4 @@ def test_replicas_sharing_their_containers_are_read_once(
     controller.reconcile("")
 
     assert pod_cpu_limits() == 6.0
-    assert len(reads) == 2 and "lookalike" in reads
+    assert len(limit_reads) == 2 and "lookalike" in limit_reads

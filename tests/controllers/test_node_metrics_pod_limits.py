@@ -4,13 +4,8 @@ over thousands of nodes and tens of thousands of pods)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import pytest
 
-from nodewright import metrics
-from nodewright.controllers.metrics import nodes as node_metrics
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.metric_samples import samples
 from tests.harness import World
@@ -42,17 +37,8 @@ def pod_cpu_limits(node_name: str) -> float:
     return found[0] if found else 0.0
 
 
-def test_only_changed_pods_are_read_again(world: World,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    metrics.NODES_TOTAL_POD_LIMITS.clear()
-    reads: list[str] = []
-    read = node_metrics._container_limits
-
-    def counting(pod: Mapping[str, Any]) -> dict[str, int]:
-        reads.append(str(pod["metadata"]["name"]))
-        return read(pod)
-
-    monkeypatch.setattr(node_metrics, "_container_limits", counting)
+def test_only_changed_pods_are_read_again(world: World, limit_reads: list[str]) -> None:
+    reads = limit_reads
     world.apply(WORKSHOP, LIMITED)
     assert world.settle()
     world.advance(10)
