@@ -934,7 +934,7 @@ def remove_matching(metric: Gauge, **labels: str) -> None:
         keys = [key for key in metric._metrics
                 if all(key[names.index(k)] == v for k, v in labels.items())]
     for key in keys:
-        _remove(metric, tuple(key))
+        remove_series(metric, tuple(key))
 
 
 class Store:
@@ -979,19 +979,15 @@ class Store:
     @staticmethod
     def _child(gauge: Gauge, label_values: tuple[str, ...],
                removed: dict[Series, Gauge] | None) -> Gauge:
-        """The series' child as `labels` would return it when it exists (the same lookup,
-        without its argument checks: status reconciles set hundreds of thousands of series
-        again), else the one this key kept when it was removed, else a new one."""
-        child = cast("Gauge | None", gauge._metrics.get(label_values))
-        if child is None and removed:
+        """The series' child the gauge holds, else the one this key kept when it was
+        removed, else a new one."""
+        if removed and label_values not in gauge._metrics:
             child = removed.pop((gauge, label_values), None)
             if child is not None:
                 with gauge._lock:
                     metrics_ = cast("dict[tuple[str, ...], Gauge]", gauge._metrics)
-                    child = metrics_.setdefault(label_values, child)
-        if child is None:
-            child = gauge.labels(*label_values)
-        return child
+                    return metrics_.setdefault(label_values, child)
+        return _held_child(gauge, label_values)
 
     def _drop(self, key: str, gone: Iterable[Series]) -> None:
         """Take the key's series it no longer has out of their gauges (kept with the key
@@ -1001,7 +997,7 @@ class Store:
                 child = cast("Gauge | None", gauge._metrics.get(label_values))
                 if child is not None:
                     self._removed.setdefault(key, {})[(gauge, label_values)] = child
-            _remove(gauge, label_values)
+            remove_series(gauge, label_values)
 
     def update_prepared(self, key: str, prepared: Prepared,
                         changed: Iterable[Sample3] | None = None) -> None:
@@ -1023,10 +1019,8 @@ class Store:
         next time."""
         for kept, value in values:
             child = kept.child
-            held = cast("Gauge | None", kept.gauge._metrics.get(kept.label_values))
-            if held is not child:
-                kept.child = child = (held if held is not None
-                                      else kept.gauge.labels(*kept.label_values))
+            if kept.gauge._metrics.get(kept.label_values) is not child:
+                kept.child = child = _held_child(kept.gauge, kept.label_values)
             holder = child._value  # `_write`, inline: hundreds of thousands of ages
             if type(holder) is MutexValue:
                 holder._value = float(value)
@@ -1037,21 +1031,15 @@ class Store:
     def keep(series: Series) -> KeptSeries:
         """The series with the child its gauge holds for it now (after an `update`)."""
         gauge, label_values = series
-        child = cast("Gauge | None", gauge._metrics.get(label_values))
-        return KeptSeries(gauge, label_values,
-                          child if child is not None else gauge.labels(*label_values))
+        return KeptSeries(gauge, label_values, _held_child(gauge, label_values))
 
     def delete(self, key: str) -> None:
         self._removed.pop(key, None)
         for gauge, label_values in self._series.pop(key, set()):
-            _remove(gauge, label_values)
+            remove_series(gauge, label_values)
 
     def keys(self) -> set[str]:
         return set(self._series)
-
-
-def _remove(gauge: Gauge, label_values: tuple[str, ...]) -> None:
-    remove_series(gauge, label_values)
 
 
 def remove_series(gauge: Gauge | Counter | Histogram, label_values: tuple[str, ...]) -> None:
@@ -1065,8 +1053,15 @@ def remove_series(gauge: Gauge | Counter | Histogram, label_values: tuple[str, .
 def set_series(gauge: Gauge, label_values: tuple[str, ...], value: float) -> None:
     """`gauge.labels(*label_values).set(value)` for label values that are strings already:
     the child it holds is looked up as `labels` would, without its checks."""
+    _write(_held_child(gauge, label_values), value)
+
+
+def _held_child(gauge: Gauge, label_values: tuple[str, ...]) -> Gauge:
+    """The child the gauge holds for these label values, as `labels` would return it (the
+    same lookup, without its argument checks: status reconciles set hundreds of thousands
+    of series again); `labels` creates it when there is none."""
     child = cast("Gauge | None", gauge._metrics.get(label_values))
-    _write(child if child is not None else gauge.labels(*label_values), value)
+    return child if child is not None else gauge.labels(*label_values)
 
 
 class KeptSeries:
