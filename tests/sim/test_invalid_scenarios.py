@@ -306,6 +306,23 @@ MISTAKES = [
           - {apiVersion: v1, metadata: {name: x}}
         steps: []
         """, 4, "manifests[1]: an inline object in manifests needs apiVersion and kind"),
+    ("a bad field deep in the second inline object", """
+        name: broken
+        manifests:
+          - {apiVersion: v1, kind: Namespace, metadata: {name: a}}
+          - apiVersion: karpenter.sh/v1
+            kind: NodePool
+            metadata:
+              name: broken
+            spec:
+              disruption:
+                consolidateAfter: soon
+              template:
+                spec:
+                  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+                  requirements: []
+        steps: []
+        """, 10, "NodePool/broken: spec.disruption.consolidateAfter: 'soon' is not a duration"),
     ("scaling what an earlier step deleted", with_head("""
         steps:
           - delete: {kind: Deployment, name: inflate}

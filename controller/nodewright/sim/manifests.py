@@ -53,16 +53,18 @@ def object_ref(document: Document) -> ObjectRef:
     return ObjectRef(kind, document.name, namespace)
 
 
-def inline_document(source: Document, path: FieldPath) -> Document:
+def inline_document(source: Document, path: FieldPath,
+                    lines: dict[FieldPath, int] | None = None) -> Document:
     """The object at `path` of the scenario file as a document of its own, keeping the
-    lines of its fields."""
+    lines of its fields (`lines`: those already cut out of the file's, by `lines_by_item`)."""
     body = source.body
     for part in path:
         body = body[part]  # type: ignore[index]
-    depth = len(path)
-    lines = {
-        field[depth:]: line for field, line in source.lines.items() if field[:depth] == path
-    }
+    if lines is None:
+        depth = len(path)
+        lines = {
+            field[depth:]: line for field, line in source.lines.items() if field[:depth] == path
+        }
     start = source.line_of(path)
     return Document(source.path, start, body, lines, max(lines.values(), default=start))
 
@@ -74,15 +76,31 @@ def read_items(
     if isinstance(value, list):
         if not value:
             reader.error(path, f"{what} is an empty list")
+        # A snapshot lists tens of thousands of inline objects: the file's lines are cut
+        # into theirs in one walk, not one walk per object.
+        lines = lines_by_item(reader.document, path)
         documents: list[Document] = []
         for index, item in enumerate(value):
-            documents.extend(_read_item(reader, item, (*path, index), base, what))
+            documents.extend(_read_item(reader, item, (*path, index), base, what,
+                                        lines.get(index, {})))
         return documents
     return _read_item(reader, value, path, base, what)
 
 
+def lines_by_item(source: Document, path: FieldPath) -> dict[object, dict[FieldPath, int]]:
+    """The lines of the fields under the list at `path`, per item: item index -> the lines
+    of that item's fields, relative to the item (as `inline_document` keeps them)."""
+    depth = len(path)
+    grouped: dict[object, dict[FieldPath, int]] = {}
+    for field, line in source.lines.items():
+        if len(field) > depth and field[:depth] == path:
+            grouped.setdefault(field[depth], {})[field[depth + 1:]] = line
+    return grouped
+
+
 def _read_item(
-    reader: FieldReader, item: object, path: FieldPath, base: Path, what: str
+    reader: FieldReader, item: object, path: FieldPath, base: Path, what: str,
+    lines: dict[FieldPath, int] | None = None,
 ) -> list[Document]:
     if isinstance(item, str):
         target = base / item
@@ -104,7 +122,7 @@ def _read_item(
             reader.error(path, f"an inline object in {what} needs apiVersion and kind "
                                "(or give a path to a manifest file)")
             return []
-        return [inline_document(reader.document, path)]
+        return [inline_document(reader.document, path, lines)]
     reader.error(path, f"{what} items are paths or inline objects, got {describe(item)}")
     return []
 
