@@ -21,12 +21,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Metric
 from prometheus_client.values import MutexValue
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+_MICROSECOND = timedelta(microseconds=1)
 
 # Label names as Karpenter spells them.
 NODEPOOL = "nodepool"
@@ -952,13 +954,9 @@ class Store:
         self._keep_removed = keep_removed
         self._removed: dict[str, dict[Series, Gauge]] = {}
 
-    def update(self, key: str, values: Iterable[Sample]) -> list[Series]:
-        """The key's series now, in the order of `values` (for `keep`)."""
-        ordered = [(gauge, tuple(labels[name] for name in gauge._labelnames), value)
-                   for gauge, labels, value in values]
-        self.update_series(key, [((gauge, label_values), value)
-                                 for gauge, label_values, value in ordered])
-        return [(gauge, label_values) for gauge, label_values, _ in ordered]
+    def update(self, key: str, values: Iterable[Sample]) -> None:
+        self.update_series(key, [((gauge, tuple(labels[name] for name in gauge._labelnames)),
+                                  value) for gauge, labels, value in values])
 
     def update_series(self, key: str, values: Iterable[tuple[Series, float]]
                       ) -> list[Gauge]:
@@ -987,7 +985,7 @@ class Store:
                 with gauge._lock:
                     metrics_ = cast("dict[tuple[str, ...], Gauge]", gauge._metrics)
                     return metrics_.setdefault(label_values, child)
-        return _held_child(gauge, label_values)
+        return held_child(gauge, label_values)
 
     def _drop(self, key: str, gone: Iterable[Series]) -> None:
         """Take the key's series it no longer has out of their gauges (kept with the key
@@ -1011,28 +1009,6 @@ class Store:
             self._drop(key, previous - prepared.series)
         self._series[key] = prepared.series
 
-    def set_kept(self, values: Iterable[tuple[KeptSeries, float]]) -> None:
-        """New values for series an `update` of the same key gave (the set unchanged: no
-        labels to read, nothing to remove), each held by `keep`: the value is written into
-        the child the series had while its gauge still holds that child, else into the
-        child it holds now or a new one (another Store took the series out), kept for the
-        next time."""
-        for kept, value in values:
-            child = kept.child
-            if kept.gauge._metrics.get(kept.label_values) is not child:
-                kept.child = child = _held_child(kept.gauge, kept.label_values)
-            holder = child._value  # `_write`, inline: hundreds of thousands of ages
-            if type(holder) is MutexValue:
-                holder._value = float(value)
-            else:
-                holder.set(float(value))
-
-    @staticmethod
-    def keep(series: Series) -> KeptSeries:
-        """The series with the child its gauge holds for it now (after an `update`)."""
-        gauge, label_values = series
-        return KeptSeries(gauge, label_values, _held_child(gauge, label_values))
-
     def delete(self, key: str) -> None:
         self._removed.pop(key, None)
         for gauge, label_values in self._series.pop(key, set()):
@@ -1047,16 +1023,19 @@ def remove_series(gauge: Gauge | Counter | Histogram, label_values: tuple[str, .
     its checks: it reads the environment (for multiprocess mode, which nothing here uses)
     on every call, and pod and status series are removed by the hundred thousand."""
     with gauge._lock:
-        gauge._metrics.pop(label_values, None)
+        child = gauge._metrics.pop(label_values, None)
+    holder = getattr(child, "_value", None)
+    if type(holder) is _Age:
+        holder.moment.lost = True
 
 
 def set_series(gauge: Gauge, label_values: tuple[str, ...], value: float) -> None:
     """`gauge.labels(*label_values).set(value)` for label values that are strings already:
     the child it holds is looked up as `labels` would, without its checks."""
-    _write(_held_child(gauge, label_values), value)
+    _write(held_child(gauge, label_values), value)
 
 
-def _held_child(gauge: Gauge, label_values: tuple[str, ...]) -> Gauge:
+def held_child(gauge: Gauge, label_values: tuple[str, ...]) -> Gauge:
     """The child the gauge holds for these label values, as `labels` would return it (the
     same lookup, without its argument checks: status reconciles set hundreds of thousands
     of series again); `labels` creates it when there is none."""
@@ -1064,15 +1043,52 @@ def _held_child(gauge: Gauge, label_values: tuple[str, ...]) -> Gauge:
     return child if child is not None else gauge.labels(*label_values)
 
 
-class KeptSeries:
-    """A series with the child that held its value when it was kept (`Store.keep`)."""
+class Moment:
+    """The time of a controller's last look at something whose ages it publishes: moved on
+    by one assignment, however many age series count up to it. `lost` says a series
+    counting up to it was taken out of its gauge or written over (another controller
+    sharing the gauges, or the owner's own update): the owner then publishes its series
+    again, as a fresh look would."""
 
-    __slots__ = ("child", "gauge", "label_values")
+    __slots__ = ("at", "lost")
 
-    def __init__(self, gauge: Gauge, label_values: tuple[str, ...], child: Gauge) -> None:
-        self.gauge = gauge
-        self.label_values = label_values
-        self.child = child
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+        self.lost = False
+
+
+class _Age:
+    """A gauge child's value (in place of prometheus_client's MutexValue) that is the
+    seconds from `since` to a `Moment`, read when scraped: what setting it to
+    `(moment.at - since).total_seconds()` at each look would leave there (whole
+    microseconds, as timedelta counts them, divided by a million: `total_seconds()` to
+    the bit), without a write per series per look. A write (`set`, another writer of the
+    same series) makes it a plain value from then on."""
+
+    __slots__ = ("fixed", "moment", "since")
+
+    def __init__(self, moment: Moment, since: datetime) -> None:
+        self.moment = moment
+        self.since = since
+        self.fixed: float | None = None
+
+    def get(self) -> float:
+        fixed = self.fixed
+        if fixed is not None:
+            return fixed
+        return (self.moment.at - self.since) // _MICROSECOND / 1_000_000
+
+    def set(self, value: float, timestamp: float | None = None) -> None:
+        self.fixed = value
+        self.moment.lost = True
+
+    def inc(self, amount: float) -> None:
+        self.set(self.get() + amount)
+
+
+def count_up(child: Gauge, moment: Moment, since: datetime) -> None:
+    """Make the child's value the seconds from `since` to `moment` (as it moves on)."""
+    child._value = _Age(moment, since)
 
 
 def _write(child: Gauge, value: float) -> None:

@@ -6,6 +6,7 @@ prometheus_client's `labels()`; what is exported is what a fresh series would ex
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -78,26 +79,28 @@ def test_without_keeping_a_removed_series_is_built_again(
     assert len(built) == 3
 
 
-def test_a_kept_series_is_set_in_place_while_its_gauge_holds_it(
-        gauge: Gauge, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`set_kept` writes the value into the series the gauge exports, without reading
-    its labels; a series the gauge lost meanwhile is built again as a fresh `update`
-    would."""
-    store = metrics.Store()
-    (series,) = store.update("a", [(gauge, {"name": "a", "status": "True"}, 1.0)])
-    kept = store.keep(series)
-    built = counting_labels(gauge, monkeypatch)
+def test_a_series_counting_up_reads_what_setting_it_at_each_look_would_have_left(
+        gauge: Gauge) -> None:
+    """`count_up`: the series reads the seconds from its start to the last look, as set
+    with `total_seconds()` at that look (to the bit, microseconds included); moving the
+    look on moves every series counting up to it, and a write makes it a plain value."""
+    since = datetime(2026, 1, 5, 0, 0, 0, 123_457, tzinfo=UTC)
+    looked = metrics.Moment(since)
+    metrics.set_series(gauge, ("a", "True"), 0.0)
+    metrics.set_series(gauge, ("b", "True"), 0.0)
+    for name in ("a", "b"):
+        metrics.count_up(gauge._metrics[(name, "True")], looked, since)
+    reference = Gauge("reference_age", "set at each look", ["name"], registry=CollectorRegistry())
+    for step in (0, 1, 7, 10_000_003, 3_600_000_001):
+        looked.at = since + timedelta(microseconds=step)
+        reference.labels("a").set((looked.at - since).total_seconds())
+        assert exported(gauge) == {("a", "True"): reference.labels("a")._value.get(),
+                                   ("b", "True"): reference.labels("a")._value.get()}
 
-    store.set_kept([(kept, 2.5)])
-    assert exported(gauge) == {("a", "True"): 2.5}
-    assert built == []
-
-    gauge.remove("a", "True")
-    store.set_kept([(kept, 3.5)])
-    assert exported(gauge) == {("a", "True"): 3.5}
-    store.set_kept([(kept, 4.5)])
-    assert exported(gauge) == {("a", "True"): 4.5}
-    assert built == [("a", "True")]
+    metrics.set_series(gauge, ("a", "True"), 2.5)
+    looked.at += timedelta(seconds=10)
+    assert exported(gauge)[("a", "True")] == 2.5
+    assert exported(gauge)[("b", "True")] == (looked.at - since).total_seconds()
 
 
 def test_series_set_and_removed_without_labels_read_as_through_labels(gauge: Gauge) -> None:

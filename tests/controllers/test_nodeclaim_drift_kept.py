@@ -10,6 +10,7 @@ their inputs; these stories count how often it is worked out.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from nodewright.api import hashes
@@ -205,6 +206,7 @@ def test_the_cloud_is_handed_what_it_reads_of_the_latest_nodeclaim() -> None:
     world.cluster.patch("NodeClaim", name, {"status": {"lastPodEventTime":
                                                        "2030-01-01T00:00:00Z"}},
                         subresource="status")
+    world.deliver()
     controller.reconcile(name)
     first, again = cloud.models[-2:]
     assert again is first
@@ -212,6 +214,7 @@ def test_the_cloud_is_handed_what_it_reads_of_the_latest_nodeclaim() -> None:
     world.cluster.patch("NodeClaim", name, {"metadata": {"annotations": {"example": "x"}}})
     world.cluster.patch("NodeClaim", name, {"status": {"imageID": "ami-new"}},
                         subresource="status")
+    world.deliver()
     controller.reconcile(name)
 
     latest = cloud.models[-1]
@@ -219,3 +222,21 @@ def test_the_cloud_is_handed_what_it_reads_of_the_latest_nodeclaim() -> None:
     assert (latest.metadata.annotations or {}).get("example") == "x"
     assert latest.status is not None and latest.status.image_id == "ami-new"
     assert latest.status.provider_id == get(world, name)["status"]["providerID"]  # type: ignore[index]
+
+
+def test_the_cached_nodeclaim_is_read_and_left_as_it_was() -> None:
+    """The controller reads the state cache's NodeClaim (the latest version: events are
+    delivered before a reconcile), as Karpenter's client reads its informer's, and works
+    its conditions out on copies: the cached object is not changed by the Drifted write."""
+    world = bench(pool=pool_requiring("a"))
+    controller, cloud = controller_of(world)
+    name = launched(world, labels={TEAM: "a"})
+    cached = controller.state.nodeclaim(name)
+    assert cached is not None
+    as_it_was = copy.deepcopy(cached)
+    cloud.reason = "AMIDrift"
+
+    controller.reconcile(name)
+
+    assert cached == as_it_was
+    assert condition_of(get(world, name), "Drifted") == ("True", "AMIDrift")

@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 
 # Events are the controllers' output, not their input: nobody watches them.
 WATCHED_KINDS = tuple(kind for kind in KINDS if kind != "Event")
+# Requeue periods kept as timedeltas: the fixed ones (a few); a period worked out from a
+# moment (consolidateAfter running out) is seldom asked for twice.
+_PERIODS_KEPT = 64
 
 
 class VirtualDriver:
@@ -52,6 +55,8 @@ class VirtualDriver:
         self._listeners: list[Listener] = []
         self._due: dict[tuple[int, str], datetime] = {}
         self._failures: dict[tuple[int, str], int] = {}
+        # Requeue periods by their seconds: most reconcilers requeue at one of a few.
+        self._periods: dict[float, timedelta] = {}
         self._stream: WatchStream | None = None
         self._stopped = False
         self.errors: list[tuple[str, str, BaseException]] = []
@@ -91,7 +96,9 @@ class VirtualDriver:
     def enqueue(self, reconciler: Reconciler, key: str, when: datetime | None = None) -> None:
         if self._stopped:
             return
-        when = max(when or self.clock.now(), self.clock.now())
+        now = self.clock.now()
+        if when is None or when < now:
+            when = now
         slot = (id(reconciler), key)
         current = self._due.get(slot)
         if current is not None and current <= when:
@@ -109,7 +116,8 @@ class VirtualDriver:
             for event in events:
                 for listener in self._listeners:
                     listener(event)
-                for reconciler, keys in self._routing().get(event.kind, ()):
+                routes = self._routes if self._routes is not None else self._routing()
+                for reconciler, keys in routes.get(event.kind, ()):
                     for key in keys(event):
                         self.enqueue(reconciler, key)
             # Listeners may write (rarely); deliver what that caused too.
@@ -132,11 +140,16 @@ class VirtualDriver:
             delay = RECONCILE_BACKOFF.delay(failures)
             self.enqueue(reconciler, key, self.clock.now() + timedelta(seconds=delay))
             return
-        self._failures.pop(slot, None)
-        if result.requeue_after is not None:
-            self.enqueue(
-                reconciler, key, self.clock.now() + timedelta(seconds=result.requeue_after)
-            )
+        if self._failures:
+            self._failures.pop(slot, None)
+        after = result.requeue_after
+        if after is not None:
+            period = self._periods.get(after)
+            if period is None:
+                period = timedelta(seconds=after)
+                if len(self._periods) < _PERIODS_KEPT:
+                    self._periods[after] = period
+            self.enqueue(reconciler, key, self.clock.now() + period)
 
     def pending(self) -> int:
         """Keys queued to run."""

@@ -15,6 +15,7 @@ import heapq
 import itertools
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
@@ -56,8 +57,14 @@ class VirtualClock(Clock):
 
     def __init__(self, start: datetime | None = None) -> None:
         self._now = start or datetime(2026, 1, 5, tzinfo=UTC)
-        self._queue: list[tuple[datetime, int, Callback]] = []
-        self._sequence = itertools.count()
+        # The queue: the distinct due times in a heap, and per due time its callbacks in
+        # the order they were scheduled. Popping the earliest time's first callback is
+        # the order of a heap of (time, sequence) entries; but most callbacks share their
+        # time with others (every key a callback makes due is due now, every requeue of a
+        # reconcile 10 s after it), so the heap holds a few hundred times instead of tens
+        # of thousands of entries, and scheduling at a time already queued is an append.
+        self._times: list[datetime] = []
+        self._at: dict[datetime, deque[Callback]] = {}
         self.after_each: list[Callback] = []
         self.executed = 0
 
@@ -65,19 +72,31 @@ class VirtualClock(Clock):
         return self._now
 
     def call_at(self, when: datetime, callback: Callback) -> None:
-        heapq.heappush(self._queue, (max(when, self._now), next(self._sequence), callback))
+        if when < self._now:
+            when = self._now
+        waiting = self._at.get(when)
+        if waiting is None:
+            self._at[when] = waiting = deque()
+            heapq.heappush(self._times, when)
+        waiting.append(callback)
 
     def call_later(self, seconds: float, callback: Callback) -> None:
         self.call_at(self._now + timedelta(seconds=max(0.0, seconds)), callback)
 
     def next_due(self) -> datetime | None:
-        return self._queue[0][0] if self._queue else None
+        return self._times[0] if self._times else None
 
     def step(self) -> bool:
         """Run the earliest callback (moving time to it). False when nothing is queued."""
-        if not self._queue:
+        if not self._times:
             return False
-        when, _, callback = heapq.heappop(self._queue)
+        when = self._times[0]
+        waiting = self._at[when]
+        callback = waiting.popleft()
+        if not waiting:
+            # Nothing is ever queued before now, so a time left behind is not queued again.
+            heapq.heappop(self._times)
+            del self._at[when]
         self._now = max(self._now, when)
         callback()
         self.executed += 1
@@ -87,7 +106,7 @@ class VirtualClock(Clock):
 
     def run_until(self, when: datetime) -> None:
         """Run every callback due up to `when`, then stand at `when`."""
-        while self._queue and self._queue[0][0] <= when:
+        while self._times and self._times[0] <= when:
             self.step()
         self._now = max(self._now, when)
 

@@ -3,7 +3,7 @@ and limits, system overhead and age, and the cluster's utilization, every 5 seco
 
 A node's resource series are rebuilt only when the node object or the pods bound to it
 changed since the last run (the simulator runs this at every tick of thousands of nodes);
-its age is set every run.
+its age counts up to each run's time, read when scraped.
 """
 
 from __future__ import annotations
@@ -60,10 +60,11 @@ class NodeMetrics:
         self.store = metrics.Store()
         self._fingerprints: dict[str, tuple[Any, ...]] = {}
         # Per node: the node object and managed flag its labels were read for (kept, so
-        # that its id is not reused), those labels, its creation time and its lifetime
-        # series: a node that did not change only has its lifetime set again.
+        # that its id is not reused), those labels, its creation time, its lifetime
+        # series' label values and the last pass's time that series counts up to.
         self._read: dict[str, tuple[Mapping[str, Any], bool, dict[str, str],
-                                    datetime | None, metrics.KeptSeries]] = {}
+                                    datetime | None, tuple[str, ...],
+                                    metrics.Moment | None]] = {}
         # Per node: what its allocatable was read from (the Node's and, while it is not
         # initialized, the NodeClaim's status.allocatable as written) and that allocatable;
         # read again only when one of them changes (the state's own copy goes at every
@@ -100,20 +101,29 @@ class NodeMetrics:
             read = self._read.get(name)
             if read is None or read[0] is not obj or read[1] != node.managed:
                 labels = node_labels(node)
-                series = self.store.keep((metrics.NODES_CURRENT_LIFETIME, tuple(
-                    labels[key] for key in metrics.NODES_CURRENT_LIFETIME._labelnames)))
-                read = (obj, node.managed, labels, creation_time(obj), series)
-                self._read[name] = read
-            _, _, labels, created, series = read
-            lifetime = (now - created).total_seconds() if created is not None else 0.0
-            self.store.set_kept([(series, lifetime)])
+                read = (obj, node.managed, labels, creation_time(obj), tuple(
+                    labels[key] for key in metrics.NODES_CURRENT_LIFETIME._labelnames),
+                    None)
+            _, _, labels, created, lifetime_labels, looked = read
             fingerprint = (id(node.node), len(node.pods), tuple(node.pods.total.items()))
             if self._fingerprints.get(name) != fingerprint:
                 self._fingerprints[name] = fingerprint
+                looked = None
                 self.store.update(name, [
                     *self._resource_series(state, node, labels),
-                    (metrics.NODES_CURRENT_LIFETIME, labels, lifetime),
+                    (metrics.NODES_CURRENT_LIFETIME, labels,
+                     (now - created).total_seconds() if created is not None else 0.0),
                 ])
+            if looked is None or looked.lost:
+                # Its lifetime series set afresh (made when its gauge has none), counting
+                # up to this pass's time and each pass's after; a node whose series stay
+                # as they were only moves that time on.
+                looked = metrics.Moment(now)
+                self._lifetime(lifetime_labels, created, looked)
+                read = (*read[:5], looked)
+                self._read[name] = read
+            else:
+                looked.at = now
             _add(allocatable_total, self._allocatable_of(name, obj, node))
             _add(requested_total, node.pod_requests())
         for name in set(self._read) - seen:
@@ -130,6 +140,16 @@ class NodeMetrics:
             for name, amount in sorted(allocatable_total.items()) if amount > 0
         ])
         return Result(requeue_after=INTERVAL_SECONDS)
+
+    @staticmethod
+    def _lifetime(label_values: tuple[str, ...], created: datetime | None,
+                  looked: metrics.Moment) -> None:
+        """The node's lifetime from its creation to `looked` (0 when the Node has none)."""
+        if created is None:
+            metrics.set_series(metrics.NODES_CURRENT_LIFETIME, label_values, 0.0)
+        else:
+            metrics.count_up(metrics.held_child(metrics.NODES_CURRENT_LIFETIME, label_values),
+                             looked, created)
 
     def _allocatable_of(self, name: str, obj: Mapping[str, Any], node: StateNode
                         ) -> Mapping[str, int]:

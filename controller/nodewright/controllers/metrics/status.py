@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from prometheus_client import Gauge
@@ -40,7 +40,6 @@ REQUEUE_SECONDS = 10.0
 NODE_CLASS_LABEL = "karpenter.k8s.aws/ec2nodeclass"  # v1.NodeClassLabelKey(EC2NodeClass)
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 INITIALIZED_LABEL = "karpenter.sh/initialized"
-_MICROSECOND = timedelta(microseconds=1)
 
 
 @dataclass(frozen=True)
@@ -80,14 +79,12 @@ class _Seen:
     finalizers: list[str]
     extra: tuple[str, ...]
     obj: Mapping[str, Any]
-    # When `obj` was last published, and its series whose value is the seconds since a
-    # moment, each with its age then in microseconds: a reconcile that finds the same
-    # object (the state replaces an object on update, never changes one) only sets these
-    # ages again; the others hold constants already set. Whole microseconds, as timedelta
-    # counts them: an age then plus the microseconds since is `(now - since)` exactly, and
-    # divided by a million it is `total_seconds()` to the bit.
-    published: datetime
-    ages: list[tuple[metrics.KeptSeries, int]] = field(default_factory=list)
+    # The time of the last reconcile: the series whose value is the seconds since a moment
+    # (its conditions' and its termination's ages) count up to it when scraped. A
+    # reconcile that finds the same object (the state replaces an object on update, never
+    # changes one) only moves it on: the other series hold constants already set, and the
+    # ages read what setting each of them at this reconcile would have left.
+    looked: metrics.Moment
     # Per condition (type, status, reason) its series: the count and the age, then the
     # generic count and age where the kind has them.
     series: dict[tuple[str, str, str], tuple[metrics.Series, ...]] = field(
@@ -187,10 +184,8 @@ class StatusConditionMetrics:
             return Result()
         now = self.clock.now()
         seen = self._seen.get(key)
-        if seen is not None and seen.obj is obj:
-            elapsed = (now - seen.published) // _MICROSECOND
-            self.store.set_kept([(kept, (age + elapsed) / 1_000_000)
-                                 for kept, age in seen.ages])
+        if seen is not None and seen.obj is obj and not seen.looked.lost:
+            seen.looked.at = now
             return Result(requeue_after=self.requeue_seconds)
         per_kind = self._metrics[kind]
         object_labels = labels(obj)
@@ -231,13 +226,15 @@ class StatusConditionMetrics:
                 timed.append((_series(metrics.TERMINATION_CURRENT_TIME, {**ids, **generic}),
                               deleting, 0.0))
             self._terminating[key] = (deleting, extra)
+        # The ages written too: a scrape between the writes and `count_up` reads them right.
         children = self.store.update_series(key, [
             (series, value if since is None else (now - since).total_seconds())
             for series, since, value in timed])
-        self._seen[key] = _Seen(current, finalizers(obj), extra, obj, now, [
-            (metrics.KeptSeries(series[0], series[1], child), (now - since) // _MICROSECOND)
-            for child, (series, since, _) in zip(children, timed, strict=True)
-            if since is not None], series_now)
+        looked = metrics.Moment(now)
+        for child, (_, since, _) in zip(children, timed, strict=True):
+            if since is not None:
+                metrics.count_up(child, looked, since)
+        self._seen[key] = _Seen(current, finalizers(obj), extra, obj, looked, series_now)
         return Result(requeue_after=self.requeue_seconds)
 
     def _gone(self, key: str, kind: str) -> None:

@@ -171,9 +171,12 @@ class NodeClaimConditions:
         ]
 
     def reconcile(self, key: str) -> Result:
-        try:
-            claim = self.cluster.get("NodeClaim", key)
-        except NotFoundError:
+        # The state cache holds the latest version (events are delivered before any
+        # reconcile runs), as Karpenter's client reads its informer's; a write based on an
+        # older one fails with a conflict and retries. The cached NodeClaim is read, never
+        # changed: the conditions are worked out on copies of its list.
+        claim = self.state.nodeclaim(key)
+        if claim is None:
             self._forget(key)
             return Result()
         if objects.is_deleting(claim) or not nodeclaim_is_managed(claim):
