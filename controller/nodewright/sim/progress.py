@@ -29,13 +29,15 @@ class Progress:
         interactive = bool(getattr(stream, "isatty", lambda: False)())
         return cls(stream, interactive and not quiet)
 
+    def due(self) -> bool:
+        """Whether an `update` now would draw (what it shows is worth working out)."""
+        return self.enabled and (
+            not self._shown or time.monotonic() - self._last_draw >= _REDRAW_SECONDS)
+
     def update(self, virtual_seconds: float, events: int, nodes: int, pending: int) -> None:
-        if not self.enabled:
+        if not self.due():
             return
-        wall = time.monotonic()
-        if self._shown and wall - self._last_draw < _REDRAW_SECONDS:
-            return
-        self._last_draw = wall
+        self._last_draw = time.monotonic()
         label = f"{self.label}: " if self.label else ""
         text = (f"{label}virtual time {format_offset(virtual_seconds)}, {events} events, "
                 f"{nodes} nodes, {pending} pending pods")

@@ -178,6 +178,8 @@ class _Run:
 
     def _show_progress(self) -> None:
         assert self.progress is not None
+        if not self.progress.due():
+            return  # called after every callback: the counts only when they are drawn
         recorder = self.world.recorder
         self.progress.update(recorder.offset(), len(recorder.events),
                              recorder.node_count, recorder.pending_pods)
