@@ -171,7 +171,7 @@ class SchedulingPass:
         # The node of each placement, in order: a heap takes in those after its `seen`
         # when its shape is next chosen, not at every placement.
         self._changed: list[NodeInfo] = []
-        # Per heap key, the last shape whose heap was built with no topology verdict.
+        # Per heap key, the shape whose heap was read last with no topology verdict.
         self._heaps: dict[_HeapKey, _Shape] = {}
 
     def choose(self, pod: Pod, signature: str) -> tuple[NodeInfo | None, Verdict]:
@@ -232,6 +232,7 @@ class SchedulingPass:
             _, name, version, blocked_at = heap[0]
             node = self.nodes[name]
             if version == node.version and blocked_at == blocking:
+                self._offer_heap(shape)
                 return node
             heapq.heappop(heap)
             if version == node.version:
@@ -239,22 +240,27 @@ class SchedulingPass:
                 self._push(shape, pod, node)
             # Otherwise the node got a pod and its new entry was pushed when the heap
             # took in the placements.
+        self._offer_heap(shape)
         return None
+
+    def _offer_heap(self, shape: _Shape) -> None:
+        """Keep the shape's heap, just read, for the shapes alike that come next, if no
+        topology verdict went into it. Within a pass a shape's topology verdicts only
+        appear (placed pods' anti-affinity is added, never taken away): a shape free of
+        them now always was, so each entry of its heap was judged without one."""
+        if shape.filters.topology_free():
+            self._heaps[shape.heap_key] = shape
 
     def _first_heap(self, shape: _Shape, pod: Pod) -> tuple[list[tuple[int, str, int, int]],
                                                             int]:
-        """The shape's heap and how many placements it has taken in. A shape with the same
-        key as one whose heap is built, neither with a topology verdict, starts from a copy
-        of that heap: both admit a node exactly when its resources do (the same
-        `resources`) and score it alike (the same `fits`), so the other heap holds an
-        entry for each node this one would (their order is the entries' own), and its
-        entries left stale are dropped or judged again as this shape's own would be.
-        Within a pass a shape's topology verdicts only appear (placed pods' anti-affinity
-        is added, never taken away): one free of them now always was."""
-        free = shape.filters.topology_free()
-        template = self._heaps.get(shape.heap_key) if free else None
-        if template is not None and template.heap is not None and (
-                template.filters.topology_free()):
+        """The shape's heap and how many placements it has taken in. A shape with no
+        topology verdict starts from a copy of the heap last read of a shape with the same
+        key and none either (`_heaps`): both admit a node exactly when its resources do
+        (the same `resources`) and score it alike (the same `fits`), so that heap holds an
+        entry for each node this one would (entries order themselves), and the entries
+        left stale in it are dropped or judged again as this shape's own would be."""
+        template = self._heaps.get(shape.heap_key) if shape.filters.topology_free() else None
+        if template is not None and template.heap is not None:
             return list(template.heap), template.seen
         blocking = self.topology.blocking_version
         heap = [
@@ -262,8 +268,6 @@ class SchedulingPass:
             for node in self._admitted(shape)
         ]
         heapq.heapify(heap)
-        if free:
-            self._heaps[shape.heap_key] = shape
         return heap, len(self._changed)
 
     def _push(self, shape: _Shape, pod: Pod, node: NodeInfo) -> None:
