@@ -81,6 +81,23 @@ ReplaceHook = Callable[[str, str, Object | None, Object | None], None]
 Objects = list[Object]
 
 
+class WriteJournal:
+    """The objects of one kind written or removed since the journal was last taken: per
+    (namespace or "", name), the stored version now, or None when it was removed. An
+    in-process actor that keeps an index of a kind reads this instead of every object."""
+
+    def __init__(self) -> None:
+        self._written: dict[tuple[str, str], Object | None] = {}
+
+    def note(self, scope: str, name: str, obj: Object | None) -> None:
+        self._written[(scope, name)] = obj
+
+    def take(self) -> dict[tuple[str, str], Object | None]:
+        """What was written since the last take (in the order first written since)."""
+        written, self._written = self._written, {}
+        return written
+
+
 class InMemoryCluster:
     """An API server in memory (see the module docstring). It knows nothing of its clients:
     the actors that play the rest of a cluster on it are built by `actors.cluster_actors`."""
@@ -98,6 +115,7 @@ class InMemoryCluster:
         self._version = 0
         self._kind_versions: dict[str, int] = {kind: 0 for kind in KINDS}
         self._streams: list[MemoryWatchStream] = []
+        self._journals: dict[str, list[WriteJournal]] = {}
         # Told (kind, scope, stored version or None, next version or None) before a stored
         # version gives way: tests/support/read_only.py checks nobody modified it in place.
         self.before_replace: ReplaceHook | None = None
@@ -170,6 +188,12 @@ class InMemoryCluster:
     def kind_version(self, kind: str) -> int:
         """The last resourceVersion of a write to this kind (0 when none yet)."""
         return self._kind_versions[kind]
+
+    def journal(self, kind: str) -> WriteJournal:
+        """A new journal of the writes to `kind` from now on (see `WriteJournal`)."""
+        journal = WriteJournal()
+        self._journals.setdefault(kind_of_checked(kind).kind, []).append(journal)
+        return journal
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -480,6 +504,8 @@ class InMemoryCluster:
             self.before_replace(info.kind, scope, self._store[info.kind].get(scope, {})
                                 .get(obj["metadata"]["name"]), obj)
         self._store[info.kind].setdefault(scope, {})[obj["metadata"]["name"]] = obj
+        for journal in self._journals.get(info.kind, ()):
+            journal.note(scope, obj["metadata"]["name"], obj)
         key: Key = (info.kind, scope, obj["metadata"]["name"])
         self._uids[obj["metadata"]["uid"]] = key
         old_owners = _owner_uids(old) if old is not None else []
@@ -506,6 +532,8 @@ class InMemoryCluster:
         if not items:
             self._store[info.kind].pop(scope, None)
         self._uids.pop(meta["uid"], None)
+        for journal in self._journals.get(info.kind, ()):
+            journal.note(scope, meta["name"], None)
         key: Key = (info.kind, scope, meta["name"])
         for owner in _owner_uids(final):
             self._dependents.get(owner, {}).pop(key, None)

@@ -7,7 +7,7 @@ stays valid while the labels and every spec field but nodeName are the same obje
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -65,11 +65,13 @@ class PodParser:
         self._cache[uid] = _Entry(spec, labels, parsed, resize, obj)
         return parsed
 
-    def forget_missing(self, live_uids: set[str]) -> None:
-        for uid in [uid for uid in self._cache if uid not in live_uids]:
-            del self._cache[uid]
-        if len(self._by_signature) > len(self._cache):
-            live = {entry.parsed.signature for entry in self._cache.values()}
+    def forget(self, gone_uids: Iterable[str]) -> None:
+        """Drop the parses of pods no longer stored."""
+        cache = self._cache
+        for uid in gone_uids:
+            cache.pop(uid, None)
+        if len(self._by_signature) > len(cache):
+            live = {entry.parsed.signature for entry in cache.values()}
             self._by_signature = {
                 sig: parsed for sig, parsed in self._by_signature.items() if sig in live
             }

@@ -32,6 +32,7 @@ from nodewright.cluster.api import ApiError
 from nodewright.cluster.memory.events import WARNING, EventRecorder
 from nodewright.cluster.memory.kube_scheduler.filters import PodFilters, unschedulable_message
 from nodewright.cluster.memory.kube_scheduler.parsing import PodParser
+from nodewright.cluster.memory.kube_scheduler.pod_index import PodChanges, PodIndex
 from nodewright.cluster.memory.kube_scheduler.queue import (
     ON_ASSIGNED_POD_ADDED,
     ON_ASSIGNED_POD_GONE,
@@ -56,7 +57,7 @@ from nodewright.cluster.memory.kube_scheduler.snapshot import (
     scored_requests,
 )
 from nodewright.cluster.memory.kube_scheduler.topology import PassTopology
-from nodewright.cluster.memory.pod_status import TERMINAL_PHASES, is_terminal, set_pod_condition
+from nodewright.cluster.memory.pod_status import is_terminal, set_pod_condition
 from nodewright.cluster.memory.store import DEFAULT_SCHEDULER, InMemoryCluster
 from nodewright.cluster.memory.volumes import StoreLookup, provision_for_node
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent, singleton_key
@@ -100,6 +101,10 @@ _CandidatesKey = tuple[frozenset[tuple[str, str]], tuple[Any, ...], tuple[Any, .
                        tuple[Any, ...]]
 
 
+# The candidates, the resource verdicts and the fit scores a shape reads.
+_HeapKey = tuple[_CandidatesKey, tuple[object, ...], tuple[int, int]]
+
+
 def _candidates_key(pod: Pod) -> _CandidatesKey:
     return (frozenset(pod.node_selector.items()), pod.required_terms + pod.volume_requirements,
             pod.preferred_terms, pod.tolerations)
@@ -120,6 +125,8 @@ class _Shape:
     resources: dict[str, int]
     # Per node: its version and the fit score (shared by the shapes scored alike).
     fits: dict[str, tuple[int, int]]
+    # Shapes with the same key and no topology verdicts have the same heap (`_first_heap`).
+    heap_key: _HeapKey
     # For shapes judged by fit alone: (-fit, name, node version, blocking version).
     heap: list[tuple[int, str, int, int]] | None = None
     # How many of the pass's placements (`SchedulingPass._changed`) the heap has taken in.
@@ -164,6 +171,8 @@ class SchedulingPass:
         # The node of each placement, in order: a heap takes in those after its `seen`
         # when its shape is next chosen, not at every placement.
         self._changed: list[NodeInfo] = []
+        # Per heap key, the shape whose heap was read last with no topology verdict.
+        self._heaps: dict[_HeapKey, _Shape] = {}
 
     def choose(self, pod: Pod, signature: str) -> tuple[NodeInfo | None, Verdict]:
         """The node for `pod`, or None and why not (kube-scheduler's message and the
@@ -209,12 +218,8 @@ class SchedulingPass:
         blocking = self.topology.blocking_version
         changed = self._changed
         if shape.heap is None:
-            shape.heap = [
-                (-self._fit(shape, pod, node), node.name, node.version, blocking)
-                for node in self._admitted(shape)
-            ]
-            heapq.heapify(shape.heap)
-        elif shape.seen < len(changed):
+            shape.heap, shape.seen = self._first_heap(shape, pod)
+        if shape.seen < len(changed):
             # The node's score may rise as well as fall (balanced allocation): re-enter
             # each node that got a pod since (once, at its current version).
             names = shape.static.names
@@ -227,6 +232,7 @@ class SchedulingPass:
             _, name, version, blocked_at = heap[0]
             node = self.nodes[name]
             if version == node.version and blocked_at == blocking:
+                self._offer_heap(shape)
                 return node
             heapq.heappop(heap)
             if version == node.version:
@@ -234,7 +240,35 @@ class SchedulingPass:
                 self._push(shape, pod, node)
             # Otherwise the node got a pod and its new entry was pushed when the heap
             # took in the placements.
+        self._offer_heap(shape)
         return None
+
+    def _offer_heap(self, shape: _Shape) -> None:
+        """Keep the shape's heap, just read, for the shapes alike that come next, if no
+        topology verdict went into it. Within a pass a shape's topology verdicts only
+        appear (placed pods' anti-affinity is added, never taken away): a shape free of
+        them now always was, so each entry of its heap was judged without one."""
+        if shape.filters.topology_free():
+            self._heaps[shape.heap_key] = shape
+
+    def _first_heap(self, shape: _Shape, pod: Pod) -> tuple[list[tuple[int, str, int, int]],
+                                                            int]:
+        """The shape's heap and how many placements it has taken in. A shape with no
+        topology verdict starts from a copy of the heap last read of a shape with the same
+        key and none either (`_heaps`): both admit a node exactly when its resources do
+        (the same `resources`) and score it alike (the same `fits`), so that heap holds an
+        entry for each node this one would (entries order themselves), and the entries
+        left stale in it are dropped or judged again as this shape's own would be."""
+        template = self._heaps.get(shape.heap_key) if shape.filters.topology_free() else None
+        if template is not None and template.heap is not None:
+            return list(template.heap), template.seen
+        blocking = self.topology.blocking_version
+        heap = [
+            (-self._fit(shape, pod, node), node.name, node.version, blocking)
+            for node in self._admitted(shape)
+        ]
+        heapq.heapify(heap)
+        return heap, len(self._changed)
 
     def _push(self, shape: _Shape, pod: Pod, node: NodeInfo) -> None:
         """Put `node` in the shape's heap, with its current score, if it can take the pod.
@@ -295,9 +329,11 @@ class SchedulingPass:
         static = self._candidates.get(key)
         if static is None:
             static = self._candidates[key] = self._static_candidates(pod, filters)
-        resources = self._resources.setdefault((*filters.resource_key(), pod.host_ports), {})
-        fits = self._fits.setdefault(scored_requests(pod), {})
-        return _Shape(filters, static, resources, fits)
+        resource_key = (*filters.resource_key(), pod.host_ports)
+        resources = self._resources.setdefault(resource_key, {})
+        scored = scored_requests(pod)
+        fits = self._fits.setdefault(scored, {})
+        return _Shape(filters, static, resources, fits, (key, resource_key, scored))
 
     def _static_candidates(self, pod: Pod, filters: PodFilters) -> _Candidates:
         reasons: Counter[str] = Counter()
@@ -335,7 +371,7 @@ class KubeScheduler:
         self._nodes_seen: dict[str, tuple[Mapping[str, Any], NodeInfo | None]] = {}
         self._nodes_version = -1
         self._namespaces_version = -1
-        self._bound_uids: set[str] = set()
+        self._pods = PodIndex(cluster)
         # Moves whenever the set of bound pods changes (a verdict's world names it).
         self._bound_version = 0
         # Each node as the previous pass started from it, and the verdicts and scores
@@ -370,30 +406,10 @@ class KubeScheduler:
 
     def reconcile(self, key: str) -> Result:
         now = self.cluster.clock.now()
-        pending: list[Mapping[str, Any]] = []
-        # The unfinished bound pods, per node name (in the store's order).
-        bound: dict[str, list[Mapping[str, Any]]] = {}
-        bound_uids: set[str] = set()
-        live: set[str] = set()
-        for stored in self.cluster.peek_all("Pod"):
-            # Direct access: this loop runs over every pod on every pass.
-            meta, spec = stored["metadata"], stored.get("spec") or {}
-            uid = meta["uid"]
-            live.add(uid)
-            finished = (stored.get("status") or {}).get("phase") in TERMINAL_PHASES
-            node = spec.get("nodeName")
-            if node:
-                if not finished:
-                    bound_uids.add(uid)
-                    on_node = bound.get(node)
-                    if on_node is None:
-                        bound[node] = [stored]
-                    else:
-                        on_node.append(stored)
-            elif not finished and _waits_for_us(meta, spec):
-                pending.append(stored)
-        self._parser.forget_missing(live)
-        self._observe(bound_uids, now)
+        changes = self._pods.refresh()
+        self._parser.forget(changes.gone_uids)
+        self._observe(changes, now)
+        pending = self._pods.pending()
         due = self._due(pending, now)
         if not pending:
             self._verdicts, self._verdicts_world = {}, None
@@ -432,7 +448,7 @@ class KubeScheduler:
             verdict = verdicts.get(signature) or remembered.get(signature)
             if verdict is None:
                 if scheduling is None:
-                    scheduling = self._new_pass(bound)
+                    scheduling = self._new_pass(self._pods.bound())
                 node, verdict = scheduling.choose(pod, signature)
                 if node is not None:
                     if self._bind(obj, node.name):
@@ -468,21 +484,15 @@ class KubeScheduler:
         return [(obj, entry) for obj, entry in entries
                 if entry.due is not None and entry.due <= now]
 
-    def _observe(self, bound_uids: set[str], now: datetime) -> None:
+    def _observe(self, pods: PodChanges, now: datetime) -> None:
         """Tell the queue what changed since the previous pass: Nodes added or updated,
-        assigned pods added or gone (`bound_uids`: the unfinished bound pods' uids),
-        namespaces."""
-        earlier = self._bound_uids
-        added = not bound_uids <= earlier
-        if added:
+        assigned pods added or gone, namespaces."""
+        if pods.bound_added:
             self._queue.move_rejected_by(ON_ASSIGNED_POD_ADDED, now)
-        # Without one added, one is gone exactly when there are fewer.
-        gone = len(bound_uids) < len(earlier) if not added else not earlier <= bound_uids
-        if gone:
+        if pods.bound_gone:
             self._queue.move_rejected_by(ON_ASSIGNED_POD_GONE, now)
-        if added or gone:
+        if pods.bound_added or pods.bound_gone:
             self._bound_version += 1
-        self._bound_uids = bound_uids
         storage = (self.cluster.kind_version("PersistentVolumeClaim"),
                    self.cluster.kind_version("PersistentVolume"),
                    self.cluster.kind_version("StorageClass"))
@@ -520,7 +530,7 @@ class KubeScheduler:
             return Result()
         return Result(requeue_after=(wakeup - now).total_seconds())
 
-    def _new_pass(self, bound: Mapping[str, list[Mapping[str, Any]]]) -> SchedulingPass:
+    def _new_pass(self, bound: Mapping[str, Sequence[Mapping[str, Any]]]) -> SchedulingPass:
         # The stored Nodes are replaced on each write, never changed: `_observe` has read
         # each of them already.
         nodes = self._snapshots.build(self.cluster.peek_all("Node"), bound,
@@ -573,14 +583,6 @@ def _forget_gone(per_key: Mapping[Any, dict[str, Any]], nodes: Mapping[str, Node
         if len(per_node) > 2 * len(nodes):
             for name in [name for name in per_node if name not in nodes]:
                 del per_node[name]
-
-
-def _waits_for_us(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
-    return (
-        spec.get("schedulerName", DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER
-        and not meta.get("deletionTimestamp")
-        and not spec.get("schedulingGates")
-    )
 
 
 def _queue_order(pod: Mapping[str, Any]) -> tuple[int, str, str, str]:

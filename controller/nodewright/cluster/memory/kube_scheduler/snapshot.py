@@ -195,4 +195,4 @@ class NodeSnapshots:
 
 def _same(one: Sequence[object], other: Sequence[object]) -> bool:
     """The same objects in the same order."""
-    return len(one) == len(other) and all(map(operator.is_, one, other))
+    return one is other or (len(one) == len(other) and all(map(operator.is_, one, other)))
