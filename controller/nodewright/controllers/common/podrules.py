@@ -214,6 +214,8 @@ class PdbLimits:
 
     def blocking(self, pod: Obj, now: datetime, *, fully_only: bool = False) -> str | None:
         """Why a PDB forbids evicting the pod now (naming it), or None."""
+        if not self._by_namespace:
+            return None  # no PDB at all (asked for every moving pod of every simulation)
         if objects.namespace(pod) not in self._by_namespace:
             return None  # no PDB can select it
         if not is_evictable(pod, now):

@@ -181,7 +181,7 @@ class DisruptionController:
             nodepools=base.nodepools,
             instance_types=base.instance_types,
             pdbs=pdbs,
-            pods_on=state.pods_on,
+            pods_on=state.kept_pods_on,
             skipped_pools=base.skipped_pools,
             pod_facts=self._pod_facts,
             recorder=self.recorder,
