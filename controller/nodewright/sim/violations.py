@@ -171,7 +171,7 @@ class ViolationMonitor:
         counted = 0
         disrupting: set[str] = set()
         names_by_uid: dict[str, tuple[str, ...]] = {}
-        for node in self.cluster.peek_all("Node", sort=True):
+        for node in self.cluster.peek_all("Node"):  # the order does not matter: names
             if objects.labels(node).get(NODEPOOL_LABEL) != pool_name:
                 continue
             claim = claims.get(str((node.get("spec") or {}).get("providerID") or ""))

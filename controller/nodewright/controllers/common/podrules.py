@@ -32,7 +32,8 @@ def do_not_disrupt_until(obj: Obj, now: datetime) -> tuple[bool, str]:
     "true" protects for good; a duration protects that long after the pod started (the
     node was created). Anything else is ignored, as Karpenter ignores it.
     """
-    value = objects.annotations(obj).get(DO_NOT_DISRUPT)
+    # Read in place (`objects.annotations` copies): every machine, every pass.
+    value = (objects.meta(obj).get("annotations") or {}).get(DO_NOT_DISRUPT)
     if value is None:
         return False, ""
     if value == "true":

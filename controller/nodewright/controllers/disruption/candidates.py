@@ -136,18 +136,23 @@ class PodFacts:
     """Each machine's `PodsSummary` remembered per set of stored pod objects, and what it
     reads of each pod per pod object: the state replaces a pod's object on each update,
     so the same objects always give the same summary (a machine whose pods changed reads
-    again only the pods that did). A pass keeps what it or the pass before looked at, so
-    memory follows the cluster's size."""
+    again only the pods that did). A pass keeps the summaries it or the pass before
+    looked at, and each pod's facts for as long as its object is one of the state's pods,
+    so memory follows the cluster's size."""
 
     def __init__(self) -> None:
         self._current: dict[tuple[int, ...] | int, _Summarized] = {}
         self._previous: dict[tuple[int, ...] | int, _Summarized] = {}
         self._pods: dict[int, _PodFact] = {}
-        self._pods_before: dict[int, _PodFact] = {}
 
-    def begin_pass(self) -> None:
+    def begin_pass(self, pods: Mapping[str, Obj]) -> None:
+        """`pods`: the state's pod objects by key. The facts of objects no longer among
+        them are let go once they are a fair share of those kept."""
         self._previous, self._current = self._current, {}
-        self._pods_before, self._pods = self._pods, {}
+        if len(self._pods) > len(pods) + len(pods) // 4 + 256:
+            live = {id(pod) for pod in pods.values()}
+            # A fact holds its object, so an id among the live ones is that object.
+            self._pods = {key: fact for key, fact in self._pods.items() if key in live}
 
     def of(self, pods: Sequence[Obj]) -> PodsSummary:
         # The objects are kept with their summary, so their ids cannot be reused meanwhile.
@@ -165,10 +170,9 @@ class PodFacts:
         facts = []
         for pod in pods:
             # Each fact holds its object, so its id cannot be reused meanwhile.
-            fact = self._pods.get(id(pod)) or self._pods_before.get(id(pod))
+            fact = self._pods.get(id(pod))
             if fact is None or fact[0] is not pod:
-                fact = _fact(pod)
-            self._pods[id(pod)] = fact
+                fact = self._pods[id(pod)] = _fact(pod)
             facts.append(fact)
         costs = [fact[3] for fact in facts if fact[1]]
         return PodsSummary(

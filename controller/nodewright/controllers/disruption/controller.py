@@ -162,7 +162,7 @@ class DisruptionController:
     def new_pass(self, now: datetime, state: ClusterState | None = None) -> Pass:
         """A pass over `state` (default: the state cache itself)."""
         state = state if state is not None else self.state
-        self._pod_facts.begin_pass()
+        self._pod_facts.begin_pass(state.pods.objects)
         self._pod_models.begin_pass(state.pods.objects)
         pdb_objects = state.pdbs()
         # A PDB without status (no disruption controller wrote one yet) is worked out from
