@@ -3,6 +3,7 @@ breach (a cluster or controller that misbehaves on purpose) and staying quiet ot
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -142,6 +143,25 @@ def test_a_multi_node_command_is_checked_node_by_node_against_the_cluster_as_it_
 
     assert [v.message.split(" when")[0] for v in monitor.found] == [
         "NodePool default: 3 of 3 nodes disrupting for Underutilized (n0, n1, n2)"]
+
+
+def test_a_node_whose_command_was_rejected_no_longer_counts_as_disrupting() -> None:
+    """The nodes are counted once per version of the cluster; which of them commands took
+    is read at each decision, so a rejection (validation dropped the command) frees its
+    node for the next decision against the very same count."""
+    cluster = InMemoryCluster(VirtualClock(START))
+    pool_with_nodes(cluster, "1", 0)
+    monitor = ViolationMonitor(cluster, cluster.clock.now, START)
+
+    monitor.on_decision(decision("n0", "single-node consolidation"))
+    monitor.on_decision(replace(decision("n0", "single-node consolidation"),
+                                outcome="rejected"))
+    monitor.on_decision(decision("n1", "single-node consolidation"))
+    assert monitor.found == []
+    monitor.on_decision(decision("n2", "single-node consolidation"))
+
+    assert [v.message.split(" when")[0] for v in monitor.found] == [
+        "NodePool default: 2 of 3 nodes disrupting for Underutilized (n1, n2)"]
 
 
 def replacement_story(cluster: InMemoryCluster, initialized: bool) -> ViolationMonitor:

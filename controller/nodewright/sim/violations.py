@@ -53,6 +53,18 @@ class _Command:
     checked: bool = False
 
 
+@dataclass(frozen=True)
+class _Counted:
+    """A NodePool's nodes counted against its budget at some versions of the cluster (see
+    `ViolationMonitor._count`); which of them a command took is read per decision."""
+
+    versions: tuple[int, ...]
+    pool: NodePool
+    nodes: int
+    disrupting: frozenset[str]  # whatever the marks
+    names_by_uid: dict[str, tuple[str, ...]]
+
+
 @dataclass
 class ViolationMonitor:
     cluster: InMemoryCluster  # read without copies (peek): the monitor never writes
@@ -66,9 +78,7 @@ class ViolationMonitor:
     # A NodePool's budget and the nodes counted against it, by (pool, the versions of the
     # NodePool, NodeClaim and Node kinds): a command disrupting many nodes checks the
     # budget once per node, against the same cluster.
-    _counted: dict[str, tuple[tuple[int, ...], NodePool,
-                              list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]]] = field(
-        default_factory=dict)
+    _counted: dict[str, _Counted] = field(default_factory=dict)
 
     def _add(self, kind: str, message: str, when: datetime | None = None) -> None:
         at = ((when or self.now()) - self.start).total_seconds()
@@ -128,33 +138,29 @@ class ViolationMonitor:
         versions = tuple(self.cluster.kind_version(kind)
                          for kind in ("NodePool", "NodeClaim", "Node"))
         known = self._counted.get(pool_name)
-        if known is not None and known[0] == versions:
-            _, pool, counted = known
-        else:
+        if known is None or known.versions != versions:
             found = self._count(pool_name)
             if found is None:
                 return
-            pool, counted = found
-            self._counted = {pool_name: (versions, pool, counted)}
-        disrupting = [
-            objects.name(node) for node, claim in counted
-            if objects.uid(node) in self._marked or objects.is_deleting(node)
-            or (claim is not None and objects.is_deleting(claim))
-            or has_taint((node.get("spec") or {}).get("taints") or [], DISRUPTED_TAINT)
-            or not _ready(node)
-        ]
-        limit = allowed_disruptions(pool.spec.disruption.budgets, reason, len(counted),
-                                    self.now())
+            known = _Counted(versions, *found)
+            self._counted = {pool_name: known}
+        # Only the marks change between the decisions of one cluster version.
+        disrupting = set(known.disrupting)
+        for uid in self._marked & known.names_by_uid.keys():
+            disrupting.update(known.names_by_uid[uid])
+        limit = allowed_disruptions(known.pool.spec.disruption.budgets, reason,
+                                    known.nodes, self.now())
         if len(disrupting) > limit.allowed:
-            self._add("budget", f"NodePool {pool_name}: {len(disrupting)} of {len(counted)} "
+            self._add("budget", f"NodePool {pool_name}: {len(disrupting)} of {known.nodes} "
                                 f"nodes disrupting for {reason} ({', '.join(sorted(disrupting))})"
                                 f" when disrupting {node_name}, but {limit.describe()}")
 
-    def _count(self, pool_name: str) -> tuple[
-            NodePool, list[tuple[Mapping[str, Any], Mapping[str, Any] | None]]] | None:
-        """The NodePool and its nodes Karpenter counts against its budget (initialized,
-        not terminating), each with its NodeClaim; None when the NodePool is gone or
-        unreadable."""
+    def _count(self, pool_name: str) -> tuple[NodePool, int, frozenset[str],
+                                              dict[str, tuple[str, ...]]] | None:
+        """The NodePool, how many of its nodes Karpenter counts against its budget
+        (initialized, not terminating), the names of those disrupting whatever the marks
+        (deleting, tainted, NotReady) and the names of all of them by uid; None when the
+        NodePool is gone or unreadable."""
         stored = self.cluster.peek("NodePool", pool_name)
         try:
             pool = NodePool.model_validate(stored)
@@ -162,16 +168,24 @@ class ViolationMonitor:
             return None
         claims = {str((c.get("status") or {}).get("providerID") or ""): c
                    for c in self.cluster.peek_all("NodeClaim")}
-        counted: list[tuple[Mapping[str, Any], Mapping[str, Any] | None]] = []
-        for node in self.cluster.peek_all("Node", sort=True):
+        counted = 0
+        disrupting: set[str] = set()
+        names_by_uid: dict[str, tuple[str, ...]] = {}
+        for node in self.cluster.peek_all("Node"):  # the order does not matter: names
             if objects.labels(node).get(NODEPOOL_LABEL) != pool_name:
                 continue
             claim = claims.get(str((node.get("spec") or {}).get("providerID") or ""))
             if objects.labels(node).get(INITIALIZED_LABEL) != "true" or (
                     claim is not None and objects.condition_is_true(claim, INSTANCE_TERMINATING)):
                 continue
-            counted.append((node, claim))
-        return pool, counted
+            counted += 1
+            name, uid = objects.name(node), objects.uid(node)
+            names_by_uid[uid] = (*names_by_uid.get(uid, ()), name)
+            if (objects.is_deleting(node) or (claim is not None and objects.is_deleting(claim))
+                    or has_taint((node.get("spec") or {}).get("taints") or [], DISRUPTED_TAINT)
+                    or not _ready(node)):
+                disrupting.add(name)
+        return pool, counted, frozenset(disrupting), names_by_uid
 
     def before_drain(self, node_name: str) -> None:
         """A candidate node is about to lose a pod or its NodeClaim."""

@@ -423,6 +423,11 @@ class ClusterState:
     def pods_on(self, node_name: str) -> list[Object]:
         return list(self.pods.on_node(node_name))
 
+    def kept_pods_on(self, node_name: str) -> tuple[Object, ...]:
+        """`pods_on` as the very tuple kept while no pod of the node changes (for readers
+        that remember what they worked out from it)."""
+        return self.pods.on_node(node_name)
+
     def provisionable_pods(self) -> list[Object]:
         """Pods kube-scheduler could not place and that Karpenter should make room for."""
         objects = self.pods.objects

@@ -9,7 +9,7 @@ objects, so the parse of one is found for the next by those objects' identity.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -82,6 +82,9 @@ class PodStore:
         # a pod joins, leaves or changes on that node: every change of a pod object goes
         # through `update` or `delete` (objects are replaced, never edited in place).
         self._bound_models: dict[str, list[Pod]] = {}
+        # The objects of each node's bound pods (`on_node`), dropped as `_bound_models`:
+        # a disruption pass reads every node's pods, most of them as they were.
+        self._bound_objects: dict[str, tuple[Object, ...]] = {}
 
     def copy(self) -> PodStore:
         """A copy later updates do not change (the objects and models are shared)."""
@@ -96,6 +99,7 @@ class PodStore:
         copied._replicas = dict(self._replicas)
         # The lists are never changed once made: the copy shares them.
         copied._bound_models = dict(self._bound_models)
+        copied._bound_objects = dict(self._bound_objects)
         return copied
 
     def node_pods(self, node_name: str) -> NodePods:
@@ -125,6 +129,7 @@ class PodStore:
         joined = node if key not in pods.requests else None
         pods.put(key, self.requests(key), podutil.is_owned_by_daemonset(pod))
         self._bound_models.pop(node, None)
+        self._bound_objects.pop(node, None)
         self.bindings[key] = node
         return left, joined
 
@@ -141,6 +146,7 @@ class PodStore:
         if node is None:
             return None
         self._bound_models.pop(node, None)
+        self._bound_objects.pop(node, None)
         pods = self.by_node.get(node)
         if pods is not None:
             # The (possibly empty) entry stays: a StateNode may hold it.
@@ -228,11 +234,12 @@ class PodStore:
         parsed = self._parse(key)
         return parsed.model.requests if parsed.model is not None else _UNPARSABLE_REQUESTS
 
-    def on_node(self, node_name: str) -> Iterator[Object]:
-        pods = self.by_node.get(node_name)
-        if pods is None:
-            return
-        for key in list(pods.requests):
-            pod = self.objects.get(key)
-            if pod is not None:
-                yield pod
+    def on_node(self, node_name: str) -> tuple[Object, ...]:
+        """The objects of the pods bound to the node, in binding order."""
+        found = self._bound_objects.get(node_name)
+        if found is None:
+            pods = self.by_node.get(node_name)
+            found = () if pods is None else tuple(
+                pod for key in pods.requests if (pod := self.objects.get(key)) is not None)
+            self._bound_objects[node_name] = found
+        return found

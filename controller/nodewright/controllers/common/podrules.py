@@ -32,7 +32,8 @@ def do_not_disrupt_until(obj: Obj, now: datetime) -> tuple[bool, str]:
     "true" protects for good; a duration protects that long after the pod started (the
     node was created). Anything else is ignored, as Karpenter ignores it.
     """
-    value = objects.annotations(obj).get(DO_NOT_DISRUPT)
+    # Read in place (`objects.annotations` copies): every machine, every pass.
+    value = (objects.meta(obj).get("annotations") or {}).get(DO_NOT_DISRUPT)
     if value is None:
         return False, ""
     if value == "true":
@@ -214,6 +215,8 @@ class PdbLimits:
 
     def blocking(self, pod: Obj, now: datetime, *, fully_only: bool = False) -> str | None:
         """Why a PDB forbids evicting the pod now (naming it), or None."""
+        if not self._by_namespace:
+            return None  # no PDB at all (asked for every moving pod of every simulation)
         if objects.namespace(pod) not in self._by_namespace:
             return None  # no PDB can select it
         if not is_evictable(pod, now):

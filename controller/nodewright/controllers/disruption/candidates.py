@@ -119,41 +119,68 @@ class PodsSummary:
     reschedule_cost: float  # Karpenter's RescheduleDisruptionCost of the moving pods
 
 
-def summarize(pods: Sequence[Obj]) -> PodsSummary:
-    moving = tuple(pod for pod in pods if podutil.is_reschedulable(pod))
-    costs = [eviction_cost(pod) for pod in moving]
-    return PodsSummary(
-        annotated=tuple(pod for pod in pods
-                        if podutil.is_active(pod) and DO_NOT_DISRUPT in objects.annotations(pod)),
-        moving=moving,
-        eviction_cost=sum(costs),
-        reschedule_cost=PER_NODE_DISRUPTION_COST + sum(max(0.0, cost) for cost in costs),
-    )
-
-
 _Summarized = tuple[Sequence[Obj], PodsSummary]
+# One pod as a summary reads it: the object, reschedulable, active with a do-not-disrupt
+# annotation, its eviction cost (0 when it does not move).
+_PodFact = tuple[Obj, bool, bool, float]
+
+
+def _fact(pod: Obj) -> _PodFact:
+    moves = podutil.is_reschedulable(pod)
+    return (pod, moves,
+            podutil.is_active(pod) and DO_NOT_DISRUPT in objects.annotations(pod),
+            eviction_cost(pod) if moves else 0.0)
 
 
 class PodFacts:
-    """`summarize` remembered per set of stored pod objects: the state replaces a pod's
-    object on each update, so the same objects always give the same summary. A pass
-    keeps what it or the pass before looked at, so memory follows the cluster's size."""
+    """Each machine's `PodsSummary` remembered per set of stored pod objects, and what it
+    reads of each pod per pod object: the state replaces a pod's object on each update,
+    so the same objects always give the same summary (a machine whose pods changed reads
+    again only the pods that did). A pass keeps the summaries it or the pass before
+    looked at, and each pod's facts for as long as its object is one of the state's pods,
+    so memory follows the cluster's size."""
 
     def __init__(self) -> None:
-        self._current: dict[tuple[int, ...], _Summarized] = {}
-        self._previous: dict[tuple[int, ...], _Summarized] = {}
+        self._current: dict[tuple[int, ...] | int, _Summarized] = {}
+        self._previous: dict[tuple[int, ...] | int, _Summarized] = {}
+        self._pods: dict[int, _PodFact] = {}
 
-    def begin_pass(self) -> None:
+    def begin_pass(self, pods: Mapping[str, Obj]) -> None:
+        """`pods`: the state's pod objects by key. The facts of objects no longer among
+        them are let go once they are a fair share of those kept."""
         self._previous, self._current = self._current, {}
+        if len(self._pods) > len(pods) + len(pods) // 4 + 256:
+            live = {id(pod) for pod in pods.values()}
+            # A fact holds its object, so an id among the live ones is that object.
+            self._pods = {key: fact for key, fact in self._pods.items() if key in live}
 
     def of(self, pods: Sequence[Obj]) -> PodsSummary:
         # The objects are kept with their summary, so their ids cannot be reused meanwhile.
-        key = tuple(map(id, pods))
+        # A tuple the state keeps (`kept_pods_on`) is its own key: the same tuple, the
+        # same objects.
+        key: tuple[int, ...] | int = id(pods) if isinstance(pods, tuple) else tuple(map(id, pods))
         known = self._current.get(key) or self._previous.get(key)
         if known is None:
-            known = (list(pods), summarize(pods))
+            known = (pods if isinstance(pods, tuple) else list(pods), self._summarize(pods))
         self._current[key] = known
         return known[1]
+
+    def _summarize(self, pods: Sequence[Obj]) -> PodsSummary:
+        """The summary of `pods`, each pod read once while its object lives."""
+        facts = []
+        for pod in pods:
+            # Each fact holds its object, so its id cannot be reused meanwhile.
+            fact = self._pods.get(id(pod))
+            if fact is None or fact[0] is not pod:
+                fact = self._pods[id(pod)] = _fact(pod)
+            facts.append(fact)
+        costs = [fact[3] for fact in facts if fact[1]]
+        return PodsSummary(
+            annotated=tuple(fact[0] for fact in facts if fact[2]),
+            moving=tuple(fact[0] for fact in facts if fact[1]),
+            eviction_cost=sum(costs),
+            reschedule_cost=PER_NODE_DISRUPTION_COST + sum(max(0.0, cost) for cost in costs),
+        )
 
 
 @dataclass
@@ -164,7 +191,7 @@ class CandidateContext:
     nodepools: Mapping[str, NodePool]
     instance_types: Mapping[str, Mapping[str, InstanceType]]
     pdbs: PdbLimits
-    pods_on: Callable[[str], list[Obj]]  # the pods bound to a node name
+    pods_on: Callable[[str], Sequence[Obj]]  # the pods bound to a node name
     in_flight: frozenset[str] = frozenset()
     # NodePools that cannot launch now, with why (their nodes are not candidates).
     skipped_pools: Mapping[str, str] = field(default_factory=dict)

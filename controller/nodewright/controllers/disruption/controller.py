@@ -162,7 +162,7 @@ class DisruptionController:
     def new_pass(self, now: datetime, state: ClusterState | None = None) -> Pass:
         """A pass over `state` (default: the state cache itself)."""
         state = state if state is not None else self.state
-        self._pod_facts.begin_pass()
+        self._pod_facts.begin_pass(state.pods.objects)
         self._pod_models.begin_pass(state.pods.objects)
         pdb_objects = state.pdbs()
         # A PDB without status (no disruption controller wrote one yet) is worked out from
@@ -181,7 +181,7 @@ class DisruptionController:
             nodepools=base.nodepools,
             instance_types=base.instance_types,
             pdbs=pdbs,
-            pods_on=state.pods_on,
+            pods_on=state.kept_pods_on,
             skipped_pools=base.skipped_pools,
             pod_facts=self._pod_facts,
             recorder=self.recorder,
