@@ -19,6 +19,7 @@ from nodewright.scheduling.pods import (
     untolerated,
 )
 from nodewright.scheduling.solver.context import Signatures
+from nodewright.scheduling.solver.pack_memo import PackMemo
 from nodewright.scheduling.solver.pools import PoolMemo
 from nodewright.scheduling.solver.problem import SchedulingProblem
 from nodewright.scheduling.solver.topology import TopologyTracker
@@ -121,6 +122,11 @@ class PreparedNodes:
         self.signatures: Signatures = (
             like.signatures if like is not None
             else Signatures(earlier.signatures if earlier is not None else None))
+        # The packer's plans by their input (which holds every bin's price and room, so
+        # they outlive any change of DaemonSets or nodes).
+        self.packs: PackMemo = (
+            like.packs if like is not None
+            else PackMemo(earlier.packs if earlier is not None else None))
         if like is not None and like.daemonsets is not problem.daemonsets:
             like = None
         if earlier is not None and not _same(earlier.daemonsets, problem.daemonsets):

@@ -14,9 +14,13 @@ def pod_order(pod: Pod) -> tuple[int, int, str, str]:
     return (-pod.requests.get(CPU, 0), -pod.requests.get(MEMORY, 0), pod.namespace, pod.name)
 
 
-def balanced_order(pods: Sequence[Pod]) -> list[Pod]:
+def balanced_order(pods: Sequence[Pod], presorted: bool = False) -> list[Pod]:
     """Largest first, alternating between cpu-heavy and memory-heavy pods (relative to all
-    of them) so that every prefix of the order keeps about the overall cpu:memory ratio."""
+    of them) so that every prefix of the order keeps about the overall cpu:memory ratio.
+
+    `presorted`: the pods are in `pod_order` already, so a stable sort by their largest
+    share alone leaves pods of equal shares in that order: the same order, without
+    comparing every pair's names again."""
     total_cpu = sum(p.requests.get(CPU, 0) for p in pods) or 1
     total_memory = sum(p.requests.get(MEMORY, 0) for p in pods) or 1
 
@@ -26,7 +30,10 @@ def balanced_order(pods: Sequence[Pod]) -> list[Pod]:
     cpu_heavy = [entry for entry in entries if entry[1] >= entry[2]]
     memory_heavy = [entry for entry in entries if entry[1] < entry[2]]
     for group in (cpu_heavy, memory_heavy):
-        group.sort(key=lambda entry: (-max(entry[1], entry[2]), pod_order(entry[0])))
+        if presorted:
+            group.sort(key=lambda entry: -max(entry[1], entry[2]))
+        else:
+            group.sort(key=lambda entry: (-max(entry[1], entry[2]), pod_order(entry[0])))
     ordered: list[Pod] = []
     cpu_share = memory_share = 0.0
     next_cpu = next_memory = 0

@@ -44,6 +44,8 @@ class Placement:
         self.tracker = TopologyTracker(topology)
         self.contexts = PodContexts(topology, setup.index, setup.signatures)
         self.fit = FitCheck(setup.index, self.tracker, setup.growth, efficient_growth)
+        # The packer's plans by their input, shared with the other plans (and passes).
+        self.packs = setup.packs
         self.pools: list[PoolState] = []
         for pool_setup in setup.pools:
             pool = pool_state(pool_setup)

@@ -91,5 +91,5 @@ class Solver:
 
     def _replan(self, tail: SchedulingProblem) -> SchedulingResult:
         """A NodeClaim's pods planned alone, growth capped by the price of a separate node."""
-        setup = Setup(tail, pool_memo=self.tail_pools)
+        setup = Setup(tail, pool_memo=self.tail_pools, packs=self.setup.packs)
         return Solver(tail, False, setup=setup, due=self.due).run(False)

@@ -22,6 +22,7 @@ from nodewright.scheduling.solver.existing_nodes import (
     node_setups,
 )
 from nodewright.scheduling.solver.order import balanced_order, pod_order
+from nodewright.scheduling.solver.pack_memo import PackMemo
 from nodewright.scheduling.solver.pools import (
     PoolMemo,
     PoolSetup,
@@ -40,7 +41,7 @@ class Setup:
     the plans `solve` compares. Solvers only read it."""
 
     def __init__(self, problem: SchedulingProblem, prepared: PreparedNodes | None = None,
-                 pool_memo: PoolMemo | None = None
+                 pool_memo: PoolMemo | None = None, packs: PackMemo | None = None
                  ) -> None:
         self.problem = problem
         self.prepared = prepared if prepared is not None and prepared.usable_for(problem) else None
@@ -81,6 +82,11 @@ class Setup:
         # the prepared one).
         self.signatures = (self.prepared.signatures if self.prepared is not None
                            else Signatures())
+        # The packer's plans by their input (for every problem cut from the prepared one,
+        # and the re-plans of their NodeClaims).
+        if packs is None:
+            packs = self.prepared.packs if self.prepared is not None else PackMemo()
+        self.packs = packs
         # The instances each capacity reservation has left (each plan counts a copy).
         self.reservations = ReservationBook.of(problem.nodepools)
         self._ordered: list[Pod] | None = None
@@ -94,11 +100,12 @@ class Setup:
         return self._ordered
 
     def balanced(self, free: list[Pod]) -> list[Pod]:
-        """`balanced_order(free)`; the plans of one problem sort out the same free pods, so
-        the order is kept for the next plan that asks with the same ones."""
+        """`balanced_order(free)`, `free` taken from `ordered_pods` in order. The plans of
+        one problem sort out the same free pods, so the order is kept for the next plan
+        that asks with the same ones."""
         kept = self._balanced
         if kept is None or len(kept[0]) != len(free) or not all(map(is_, kept[0], free)):
-            kept = self._balanced = (list(free), balanced_order(free))
+            kept = self._balanced = (list(free), balanced_order(free, presorted=True))
         return list(kept[1])
 
     @property
