@@ -1,8 +1,11 @@
-"""First fit over many existing nodes passes over those whose room before any pod landed
-cannot hold the pod (`Fleet.room`, `Placement._next_roomy`): the plan is the one checking
+"""First fit over many existing nodes visits only those still open to the pod's request
+vector and tolerations (`Fleet.open_to`, `OpenNodes`): the nodes whose room before any pod
+landed cannot hold the pod, whose taints the pod does not tolerate, that the problem took
+away or that pods of the same vector filled are passed over. The plan is the one checking
 every node in turn gives, for problems cut from prepared nodes (the nodes taken away keep
-their place but take no pod) as for whole ones, with uninitialized and cordoned nodes in
-the fleet and pods landing on the same nodes again."""
+their place but take no pod) as for whole ones, with uninitialized, cordoned and tainted
+nodes in the fleet, pods of several tolerations, and pods landing on the same nodes
+again."""
 
 from __future__ import annotations
 
@@ -12,24 +15,30 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodewright.scheduling.pods import ExistingNode
+from nodewright.scheduling.pods import ExistingNode, Taint, Toleration
 from nodewright.scheduling.solver import PreparedNodes, SchedulingProblem, solve
-from nodewright.scheduling.solver.placement import Placement
+from nodewright.scheduling.solver.existing_nodes import Fleet
+from nodewright.scheduling.solver.open_nodes import OpenNodes
 from nodewright.scheduling.targets import Vector
 from tests.scheduling.test_solver import GIB, HOSTNAME, ZONE, nodepool, pod
 
-
-def _every_node_in_turn(self: Placement, vector: Vector, position: int) -> int:
-    """The reference: no node passed over but the absent ones."""
-    while position < self._existing and position in self._absent:
-        position += 1
-    return position
+DEDICATED = Taint("dedicated", "batch", "NoSchedule")
 
 
-def _node(index: int, cpu: int, initialized: bool, cordoned: bool) -> ExistingNode:
+def _every_node(self: Fleet, vector: Vector, tolerations: tuple[Toleration, ...]) -> list[int]:
+    """The reference: every node open to every pod (the absent ones are still left out)."""
+    return list(range(len(self.targets)))
+
+
+def _never_closed(self: OpenNodes, index: int) -> None:
+    """The reference: a node found full is checked again by the next pod."""
+
+
+def _node(index: int, cpu: int, initialized: bool, cordoned: bool, tainted: bool
+          ) -> ExistingNode:
     name = f"node-{index:03d}"
     zone = ("zone-a", "zone-b", "zone-c")[index % 3]
-    return ExistingNode(name, {ZONE: zone, HOSTNAME: name}, (),
+    return ExistingNode(name, {ZONE: zone, HOSTNAME: name}, (DEDICATED,) if tainted else (),
                         {"cpu": cpu * 1000, "memory": 4 * cpu * GIB, "pods": 110_000},
                         unschedulable=cordoned, initialized=initialized)
 
@@ -44,17 +53,20 @@ def _node(index: int, cpu: int, initialized: bool, cordoned: bool) -> ExistingNo
                     max_size=25),
     cuts=st.lists(st.integers(0, 59), min_size=1, max_size=4),
 )
-def test_first_fit_with_the_room_index_is_first_fit_over_every_node(
+def test_first_fit_over_the_open_nodes_is_first_fit_over_every_node(
     fleet: list[tuple[int, bool, int]], load: list[tuple[int, int]], moving: list[int],
     cuts: list[int],
 ) -> None:
-    nodes = [_node(i, cpu, initialized, cordoned=spare == 0)
+    nodes = [_node(i, cpu, initialized, cordoned=spare == 0, tainted=spare in (3, 7))
              for i, (cpu, initialized, spare) in enumerate(fleet)]
     bound = [pod(f"bound-{n}", cpu=f"{cpu}m", memory="512Mi",
                  nodeName=nodes[where % len(nodes)].name)
              for n, (where, cpu) in enumerate(load)]
-    # Two shapes per size (their labels differ), as the Deployments of a pass.
-    pods = [pod(f"moving-{n}", cpu=f"{cpu}m", memory="1Gi", labels={"app": f"app{n % 2}"})
+    # Three shapes per size (their labels differ), as the Deployments of a pass; one of
+    # them tolerates the tainted nodes.
+    tolerating = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
+    pods = [pod(f"moving-{n}", cpu=f"{cpu}m", memory="1Gi", labels={"app": f"app{n % 3}"},
+                **({"tolerations": tolerating} if n % 3 == 2 else {}))
             for n, cpu in enumerate(moving)]
     base = SchedulingProblem(pods=[], nodepools=[nodepool()], nodes=nodes, bound_pods=bound)
     prepared = PreparedNodes(base)
@@ -65,7 +77,8 @@ def test_first_fit_with_the_room_index_is_first_fit_over_every_node(
     indexed = solve(cut, prepared)
     whole = solve(cut)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Placement, "_next_roomy", _every_node_in_turn)
+        patch.setattr(Fleet, "open_to", _every_node)
+        patch.setattr(OpenNodes, "close", _never_closed)
         reference = solve(cut, PreparedNodes(base))
         reference_whole = solve(cut)
 

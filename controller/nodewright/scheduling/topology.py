@@ -227,11 +227,13 @@ class Topology:
         self._materialize(topology_key)
         self._add(topology_key, value, source)
 
-    def add_node_domains(self, labels: Mapping[str, str], source: DomainSource) -> None:
-        """An existing node's labels as domains. Kept aside and read for a key only when
-        that key is first asked for: a solve asks for a few keys, and a disruption pass
-        solves once per candidate over every node, each carrying dozens of labels."""
-        self._unread_nodes.append((labels, source))
+    def add_nodes_domains(self, nodes: Iterable[tuple[Mapping[str, str], DomainSource]]
+                          ) -> None:
+        """Existing nodes' labels (each with its source) as domains. Kept aside and read
+        for a key only when that key is first asked for: a solve asks for a few keys, and
+        a disruption pass solves once per candidate over every node, each carrying dozens
+        of labels."""
+        self._unread_nodes.extend(nodes)
 
     def domains(self, topology_key: str) -> dict[str, list[DomainSource]]:
         self._materialize(topology_key)

@@ -4,7 +4,7 @@ turned into targets new pods may land on (`existing_targets`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import sub as _minus
 
@@ -15,13 +15,15 @@ from nodewright.scheduling.pods import (
     HostPort,
     Pod,
     Taint,
+    Toleration,
     untolerated,
 )
 from nodewright.scheduling.solver.context import Signatures
+from nodewright.scheduling.solver.pack_memo import PackMemo
 from nodewright.scheduling.solver.pools import PoolMemo
 from nodewright.scheduling.solver.problem import SchedulingProblem
 from nodewright.scheduling.solver.topology import TopologyTracker
-from nodewright.scheduling.targets import ExistingTarget, ResourceIndex, Vector
+from nodewright.scheduling.targets import ExistingTarget, ResourceIndex, Vector, fits
 from nodewright.scheduling.topology import DomainSource
 
 
@@ -120,6 +122,11 @@ class PreparedNodes:
         self.signatures: Signatures = (
             like.signatures if like is not None
             else Signatures(earlier.signatures if earlier is not None else None))
+        # The packer's plans by their input (which holds every bin's price and room, so
+        # they outlive any change of DaemonSets or nodes).
+        self.packs: PackMemo = (
+            like.packs if like is not None
+            else PackMemo(earlier.packs if earlier is not None else None))
         if like is not None and like.daemonsets is not problem.daemonsets:
             like = None
         if earlier is not None and not _same(earlier.daemonsets, problem.daemonsets):
@@ -299,6 +306,14 @@ class Fleet:
     positions: dict[str, int]
     free: list[Vector]
     room: list[Vector]
+    # Every node's labels and their source as topology domains, and its name, in the
+    # order of `nodes`.
+    domain_sources: list[tuple[Mapping[str, str], DomainSource]] = field(
+        default_factory=list, repr=False, compare=False)
+    names: list[str] = field(default_factory=list, repr=False, compare=False)
+    # `open_to`'s answers, per request vector and tolerations.
+    _open: dict[tuple[Vector, tuple[Toleration, ...]], list[int]] = field(
+        default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, setups: Sequence[NodeSetup]) -> Fleet:
@@ -313,28 +328,53 @@ class Fleet:
         free = [tuple(map(_minus, target.allocatable, target.used)) for target in targets]
         room = [tuple(max(column) for column in zip(*free[at:at + ROOM_BLOCK], strict=True))
                 for at in range(0, len(free), ROOM_BLOCK)]
-        return cls(nodes, targets, positions, free, room)
+        return cls(nodes, targets, positions, free, room,
+                   [(setup.usage.node.labels, setup.usage.source) for setup in nodes],
+                   [setup.usage.node.name for setup in nodes])
+
+    def open_to(self, vector: Vector, tolerations: tuple[Toleration, ...]) -> list[int]:
+        """The positions, in order, of the targets whose room before new pods land holds
+        `vector` and whose taints `tolerations` tolerate: those a pod of that vector and
+        those tolerations may land on before any lands (`open_nodes.OpenNodes`). Worked
+        out once and shared by every plan of every problem cut from these nodes (the
+        targets, their room and their taints are never changed)."""
+        key = (vector, tolerations)
+        found = self._open.get(key)
+        if found is None:
+            free = self.free
+            targets = self.targets
+            found = []
+            for block, room in enumerate(self.room):
+                if not fits(vector, room):
+                    continue
+                for position in range(block * ROOM_BLOCK,
+                                      min((block + 1) * ROOM_BLOCK, len(free))):
+                    if (fits(vector, free[position])
+                            and untolerated(targets[position].taints, tolerations) is None):
+                        found.append(position)
+            self._open[key] = found
+        return found
 
     def absent(self, gone: frozenset[str]) -> frozenset[int]:
         """The positions of the targets of the nodes `gone`."""
         return frozenset(self.positions[name] for name in gone if name in self.positions)
 
 
-def count_existing(fleet: Fleet, gone: frozenset[str], tracker: TopologyTracker) -> None:
-    """Every node's domains and bound pods (but those of the nodes `gone`) counted toward
-    topology (a cordoned node's too, though it takes no new pods). An existing node's bound
-    pods never wait on it for a domain (it has one per key), so counting leaves its shared
-    target unchanged."""
-    # Without any topology group a bound pod counts toward nothing.
-    counted = bool(tracker.topology.groups)
-    add_domains = tracker.topology.add_node_domains
+def count_existing(fleet: Fleet, gone: frozenset[str], tracker: TopologyTracker,
+                   domains: list[tuple[Mapping[str, str], DomainSource]]) -> None:
+    """Every node's domains (`domains`: those of the nodes not `gone`) and bound pods (but
+    those of the nodes `gone`) counted toward topology (a cordoned node's too, though it
+    takes no new pods). An existing node's bound pods never wait on it for a domain (it
+    has one per key), so counting leaves its shared target unchanged; and counting reads
+    no domain, so the domains can be offered first."""
+    tracker.topology.add_nodes_domains(domains)
+    if not tracker.topology.groups:
+        # Without any topology group a bound pod counts toward nothing.
+        return
     for setup in fleet.nodes:
         usage = setup.usage
         node = usage.node
         if gone and node.name in gone:
-            continue
-        add_domains(node.labels, usage.source)
-        if not counted:
             continue
         if node.unschedulable:
             target = ExistingTarget(node.name, usage.taints, (), labels=node.labels)

@@ -10,7 +10,7 @@ from nodewright.scheduling.growth import GrowthJudge
 from nodewright.scheduling.pods import Pod, untolerated
 from nodewright.scheduling.requirements import LABEL_INSTANCE_TYPE, Requirement, Requirements
 from nodewright.scheduling.reservations import ReservationBook, outside
-from nodewright.scheduling.solver.context import PodContext
+from nodewright.scheduling.solver.context import PodContext, Shape
 from nodewright.scheduling.solver.topology import TopologyTracker
 from nodewright.scheduling.solver.verdicts import Change, Rejection
 from nodewright.scheduling.targets import (
@@ -39,7 +39,7 @@ class FitCheck:
         self.growth = growth
         self.efficient_growth = efficient_growth
         # The cheapest node of a pool for one pod alone, by pool name and pod shape.
-        self.standalone: dict[tuple[str, tuple[object, ...]], float] = {}
+        self.standalone: dict[tuple[str, Shape], float] = {}
         # The plan's capacity reservations, the types offering some by NodePool, and
         # whether a NodeClaim that cannot hold one refuses the pod (`reservations`).
         self.reservations: ReservationBook | None = None
@@ -152,7 +152,7 @@ class FitCheck:
 
     def standalone_price(self, pool: PoolState, context: PodContext) -> float:
         """What the cheapest node of this pool holding just this pod would cost."""
-        key = (pool.name, context.signature)
+        key = (pool.name, context.shape)
         price = self.standalone.get(key)
         if price is None:
             need = context.vector
@@ -168,7 +168,7 @@ class FitCheck:
     def _merge(
         self, claim: ClaimTarget, context: PodContext, extra: list[Requirement]
     ) -> tuple[Requirements, bool]:
-        cache_key = (context.signature, tuple(extra))
+        cache_key = (context.shape, tuple(extra))
         cached = claim.merge_cache.get(cache_key)
         if cached is not None:
             return cached

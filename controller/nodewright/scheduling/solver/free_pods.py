@@ -66,9 +66,17 @@ class FreePodPacker:
         for pod in pods:
             by_shape.setdefault(self.placement.context(pod).vector, []).append(pod)
         shapes = list(by_shape)
-        budget = Budget(deadline=None if self.due is None
-                        else max(0.0, self.due - time.monotonic()))
-        plan, _ = pack(shapes, [len(by_shape[shape]) for shape in shapes], bins, budget)
+        counts = [len(by_shape[shape]) for shape in shapes]
+        if self.due is None:
+            # No deadline: the plan depends only on the input (`PackMemo`).
+            key = (tuple(shapes), tuple(counts), tuple((b.price, b.room) for b in bins))
+            plan = self.placement.packs.get(key)
+            if plan is None:
+                plan, _ = pack(shapes, counts, bins, Budget())
+                self.placement.packs.put(key, plan)
+        else:
+            budget = Budget(deadline=max(0.0, self.due - time.monotonic()))
+            plan, _ = pack(shapes, counts, bins, budget)
         taken = dict.fromkeys(shapes, 0)
         left: list[Pod] = []
         for node in plan:

@@ -6,15 +6,17 @@ reason."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import replace
 
 from nodewright.api.quantity import PODS, format_quantity
-from nodewright.scheduling.pods import Pod, untolerated
+from nodewright.scheduling.pods import Pod, Toleration, untolerated
 from nodewright.scheduling.requirements import LABEL_HOSTNAME, Requirement
 from nodewright.scheduling.reservations import with_reservations
 from nodewright.scheduling.solver.context import PodContext, PodContexts
-from nodewright.scheduling.solver.existing_nodes import ROOM_BLOCK, count_existing
+from nodewright.scheduling.solver.existing_nodes import count_existing
 from nodewright.scheduling.solver.fit import NODE_FULL, FitCheck
+from nodewright.scheduling.solver.open_nodes import OpenNodes
 from nodewright.scheduling.solver.pools import pool_state
 from nodewright.scheduling.solver.preferences import relax
 from nodewright.scheduling.solver.setup import Setup
@@ -42,6 +44,8 @@ class Placement:
         self.tracker = TopologyTracker(topology)
         self.contexts = PodContexts(topology, setup.index, setup.signatures)
         self.fit = FitCheck(setup.index, self.tracker, setup.growth, efficient_growth)
+        # The packer's plans by their input, shared with the other plans (and passes).
+        self.packs = setup.packs
         self.pools: list[PoolState] = []
         for pool_setup in setup.pools:
             pool = pool_state(pool_setup)
@@ -64,19 +68,16 @@ class Placement:
         # a pod lands on one; the positions of those this plan has copied. The nodes this
         # problem took away keep their positions (`_absent`) but take no pod.
         fleet = setup.fleet
-        count_existing(fleet, setup.gone, self.tracker)
+        count_existing(fleet, setup.gone, self.tracker, setup.node_domains)
+        self._fleet = fleet
         self.targets: list[Target] = [*fleet.targets]
         self._absent = setup.absent
-        self._free = fleet.free
-        self._room = fleet.room
         self._existing = len(self.targets)
         self._copied: set[int] = set()
         self.claim_count = 0
-        # Per request vector, the existing nodes found too full for it (pods only land, so
-        # they stay so) and how many from the first are all such: a pod shape seen for the
-        # first time starts past those, as its own checks would close them.
-        self._full: dict[Vector, set[int]] = {}
-        self._full_prefix: dict[Vector, int] = {}
+        # Per request vector and tolerations, the existing nodes such pods may still land
+        # on (the others would refuse every one of them for good).
+        self._open: dict[tuple[Vector, tuple[Toleration, ...]], OpenNodes] = {}
 
     def context(self, pod: Pod) -> PodContext:
         return self.contexts.of(pod)
@@ -155,11 +156,10 @@ class Placement:
 
         Each pod shape keeps the targets it has tried and not found permanently closed
         (`open_targets`) and how far it has tried (`seen_targets`: every target before is
-        tried, or closed for it); those are tried first, then the rest in order. A block
-        of existing nodes whose room (`Fleet.room`) cannot hold the pod's requests is
-        passed over whole: each of its nodes would reject the pod for good."""
+        tried, or closed for it); those are tried first, then the rest in order. Of the
+        existing nodes only those still open to the pod's request vector and tolerations
+        (`OpenNodes`) are tried: every other one would reject the pod for good."""
         context = self.context(pod)
-        vector = context.vector
         open_targets = context.open_targets
         targets = self.targets
         closed: list[int] = []
@@ -174,23 +174,34 @@ class Placement:
             if outcome.permanent:
                 closed.append(position)
                 if outcome is NODE_FULL:
-                    self._note_full(vector, position)
+                    self._close_full(context, pod, position)
         for position in closed:
             del open_targets[position]
         if placed:
             return True
-        # A shape tried for the first time starts past the nodes known too full for its
-        # requests (its own checks would close them).
-        position = context.seen_targets or self._full_prefix.get(vector, 0)
-        end = len(targets)
+        position = context.seen_targets
         existing = self._existing
+        if position < existing:
+            nodes = self._open_nodes(context, pod)
+            positions = nodes.positions
+            index = nodes.first_from(position)
+            while index < len(positions):
+                position = positions[index]
+                target = targets[position]
+                outcome = self.fit.check(target, pod, context)
+                if isinstance(outcome, Change):
+                    open_targets[position] = None
+                    context.seen_targets = position + 1
+                    self._land(position, target, pod, context, outcome)
+                    return True
+                if not outcome.permanent:
+                    open_targets[position] = None
+                elif outcome is NODE_FULL:
+                    nodes.close(index)
+                index = nodes.after(index)
+            position = existing
+        end = len(targets)
         while position < end:
-            if position < existing:
-                roomy = self._next_roomy(vector, position)
-                if roomy != position:
-                    self._note_full(vector, position, roomy)
-                    position = roomy
-                    continue
             target = targets[position]
             outcome = self.fit.check(target, pod, context)
             if isinstance(outcome, Change):
@@ -200,30 +211,30 @@ class Placement:
                 return True
             if not outcome.permanent:
                 open_targets[position] = None
-            elif outcome is NODE_FULL:
-                self._note_full(vector, position)
             position += 1
         context.seen_targets = end
         return False
 
-    def _next_roomy(self, vector: Vector, position: int) -> int:
-        """The first existing node from `position` on whose room before new pods landed
-        holds `vector` (the problem's absent ones passed over); past the existing nodes if
-        none. Every node passed over would reject a pod of that vector for good."""
-        existing = self._existing
-        free = self._free
-        room = self._room
-        absent = self._absent
-        while position < existing:
-            block = position // ROOM_BLOCK
-            stop = min((block + 1) * ROOM_BLOCK, existing)
-            if fits(vector, room[block]):
-                while position < stop:
-                    if fits(vector, free[position]) and position not in absent:
-                        return position
-                    position += 1
-            position = stop
-        return existing
+    def _open_nodes(self, context: PodContext, pod: Pod) -> OpenNodes:
+        """The existing nodes still open to pods of the context's request vector and the
+        pod's tolerations (a part of the context's signature), shared by every such shape of
+        this plan."""
+        nodes = context.open_nodes
+        if nodes is None:
+            key = (context.vector, pod.tolerations)
+            nodes = self._open.get(key)
+            if nodes is None:
+                nodes = OpenNodes(self._fleet.open_to(*key), self._absent)
+                self._open[key] = nodes
+            context.open_nodes = nodes
+        return nodes
+
+    def _close_full(self, context: PodContext, pod: Pod, position: int) -> None:
+        """The existing node at `position` is too full for the context's request vector."""
+        nodes = self._open_nodes(context, pod)
+        index = bisect_left(nodes.positions, position)
+        if index < len(nodes.positions) and nodes.positions[index] == position:
+            nodes.close(index)
 
     def _land(self, position: int, target: Target, pod: Pod, context: PodContext,
               change: Change) -> None:
@@ -235,6 +246,14 @@ class Placement:
             self._copied.add(position)
         self.apply(target, pod, context, change)
 
+    def claims(self) -> list[ClaimTarget]:
+        """The NodeClaims opened, in order (every target after the existing nodes)."""
+        claims = []
+        for target in self.targets[self._existing:]:
+            assert isinstance(target, ClaimTarget)
+            claims.append(target)
+        return claims
+
     def landed_existing(self) -> list[ExistingTarget]:
         """The existing nodes a pod landed on, in order (only those hold new pods)."""
         landed = []
@@ -243,20 +262,6 @@ class Placement:
             assert isinstance(target, ExistingTarget)
             landed.append(target)
         return landed
-
-    def _note_full(self, vector: Vector, start: int, stop: int | None = None) -> None:
-        """The existing nodes at `start` (to `stop`) are too full for `vector`; the
-        prefix of such nodes (the problem's absent ones count as such) grows past them."""
-        full = self._full.setdefault(vector, set())
-        if stop is None:
-            full.add(start)
-        else:
-            full.update(range(start, stop))
-        prefix = self._full_prefix.get(vector, 0)
-        absent = self._absent
-        while prefix in full or prefix in absent:
-            prefix += 1
-        self._full_prefix[vector] = prefix
 
     def apply(self, target: Target, pod: Pod, context: PodContext, change: Change) -> None:
         """Put the pod on the target as `change` says, and count it toward topology."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from nodewright.scheduling.pods import Pod
 from nodewright.scheduling.solver.free_pods import FreePodPacker
-from nodewright.scheduling.solver.order import balanced_order, pod_order
 from nodewright.scheduling.solver.placement import Placement
 from nodewright.scheduling.solver.problem import SchedulingProblem
 from nodewright.scheduling.solver.results import PlanResults, SchedulingResult
@@ -40,6 +39,7 @@ class Solver:
         # Whether no pod is tied to another (known once `run` has sorted them).
         self.all_free = False
         setup = setup if setup is not None else Setup(problem)
+        self.setup = setup
         # NodePool setups kept across the re-plans of this solve's NodeClaims.
         self.tail_pools = setup.tail_pools
         self.placement = Placement(setup, Topology(problem.namespaces), efficient_growth)
@@ -52,7 +52,7 @@ class Solver:
         placement = self.placement
         constrained: list[Pod] = []
         free: list[Pod] = []
-        for pod in sorted(self.problem.pods, key=pod_order):
+        for pod in self.setup.ordered_pods():
             (free if placement.is_free(pod) else constrained).append(pod)
         self.all_free = not constrained
         failures: dict[str, str] = {}
@@ -62,7 +62,7 @@ class Solver:
             if reason is not None:
                 failures[pod.key] = reason
                 pending.append(pod)
-        free = balanced_order(free) if balanced else free
+        free = self.setup.balanced(free) if balanced else free
         if self.pack_free and free:
             free = FreePodPacker(placement, self.due).pack(free)
         for pod in free:
@@ -91,5 +91,5 @@ class Solver:
 
     def _replan(self, tail: SchedulingProblem) -> SchedulingResult:
         """A NodeClaim's pods planned alone, growth capped by the price of a separate node."""
-        setup = Setup(tail, pool_memo=self.tail_pools)
+        setup = Setup(tail, pool_memo=self.tail_pools, packs=self.setup.packs)
         return Solver(tail, False, setup=setup, due=self.due).run(False)

@@ -83,9 +83,7 @@ class PlanResults:
         claims: list[PlannedNodeClaim] = []
         failures = dict(failures)
         finished = []
-        for target in self.placement.targets:
-            if not isinstance(target, ClaimTarget):
-                continue
+        for target in self.placement.claims():
             planned = finish_claim(target)
             if self.placement.reservations is not None:
                 pinned = self._pinned(target, planned)

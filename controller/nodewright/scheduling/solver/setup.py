@@ -4,12 +4,15 @@ usage (`existing_nodes`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from itertools import chain
+from operator import is_
 
 from nodewright.api.quantity import CPU, MEMORY, PODS
 from nodewright.scheduling.growth import GrowthJudge
 from nodewright.scheduling.nodepools import NodePoolTemplate
+from nodewright.scheduling.pods import Pod
 from nodewright.scheduling.reservations import ReservationBook
 from nodewright.scheduling.solver.context import Signatures
 from nodewright.scheduling.solver.existing_nodes import (
@@ -18,6 +21,8 @@ from nodewright.scheduling.solver.existing_nodes import (
     is_tied,
     node_setups,
 )
+from nodewright.scheduling.solver.order import balanced_order, pod_order
+from nodewright.scheduling.solver.pack_memo import PackMemo
 from nodewright.scheduling.solver.pools import (
     PoolMemo,
     PoolSetup,
@@ -27,6 +32,7 @@ from nodewright.scheduling.solver.pools import (
 )
 from nodewright.scheduling.solver.problem import SchedulingProblem
 from nodewright.scheduling.targets import ResourceIndex
+from nodewright.scheduling.topology import DomainSource
 
 
 class Setup:
@@ -35,7 +41,7 @@ class Setup:
     the plans `solve` compares. Solvers only read it."""
 
     def __init__(self, problem: SchedulingProblem, prepared: PreparedNodes | None = None,
-                 pool_memo: PoolMemo | None = None
+                 pool_memo: PoolMemo | None = None, packs: PackMemo | None = None
                  ) -> None:
         self.problem = problem
         self.prepared = prepared if prepared is not None and prepared.usable_for(problem) else None
@@ -76,8 +82,44 @@ class Setup:
         # the prepared one).
         self.signatures = (self.prepared.signatures if self.prepared is not None
                            else Signatures())
+        # The packer's plans by their input (for every problem cut from the prepared one,
+        # and the re-plans of their NodeClaims).
+        if packs is None:
+            packs = self.prepared.packs if self.prepared is not None else PackMemo()
+        self.packs = packs
         # The instances each capacity reservation has left (each plan counts a copy).
         self.reservations = ReservationBook.of(problem.nodepools)
+        self._ordered: list[Pod] | None = None
+        self._balanced: tuple[list[Pod], list[Pod]] | None = None
+        self._node_domains: list[tuple[Mapping[str, str], DomainSource]] | None = None
+
+    def ordered_pods(self) -> list[Pod]:
+        """The problem's pods largest first (Karpenter's order), sorted once for its plans."""
+        if self._ordered is None:
+            self._ordered = sorted(self.problem.pods, key=pod_order)
+        return self._ordered
+
+    def balanced(self, free: list[Pod]) -> list[Pod]:
+        """`balanced_order(free)`, `free` taken from `ordered_pods` in order. The plans of
+        one problem sort out the same free pods, so the order is kept for the next plan
+        that asks with the same ones."""
+        kept = self._balanced
+        if kept is None or len(kept[0]) != len(free) or not all(map(is_, kept[0], free)):
+            kept = self._balanced = (list(free), balanced_order(free, presorted=True))
+        return list(kept[1])
+
+    @property
+    def node_domains(self) -> list[tuple[Mapping[str, str], DomainSource]]:
+        """The labels (and their source) of every existing node but those taken away, in
+        the fleet's order: the domains each plan's topology is offered."""
+        if self._node_domains is None:
+            fleet = self.fleet
+            gone = self.gone
+            self._node_domains = (
+                fleet.domain_sources if not gone
+                else [entry for entry, name in zip(fleet.domain_sources, fleet.names,
+                                                   strict=True) if name not in gone])
+        return self._node_domains
 
     @property
     def pools(self) -> list[PoolSetup]:

@@ -94,6 +94,9 @@ class TopologyTracker:
     def record(self, target: Target, pod: Pod) -> None:
         """Count the pod, placed on the target, toward its groups. On a NodeClaim whose
         domain is still open the count waits until it is one (`flush_unrecorded`)."""
+        if not self.topology.groups and not pod.pod_anti_affinity:
+            # No group counts it, and it owns no inverse group (most simulations).
+            return
         for group in self.topology.counting_groups(pod):
             domains = self.domains_of(target, group.topology_key)
             if len(domains) == 1 and not self._counts_on(group, target):
