@@ -53,6 +53,8 @@ class VirtualDriver:
         # reconciler's watches are fixed when it is built).
         self._routes: dict[str, list[tuple[Reconciler, KeyMap]]] | None = None
         self._listeners: list[Listener] = []
+        # By (id of the reconciler, key): `_reconcilers` holds every reconciler for the
+        # driver's life, so no other object takes one's id.
         self._due: dict[tuple[int, str], datetime] = {}
         self._failures: dict[tuple[int, str], int] = {}
         # Requeue periods by their seconds: most reconcilers requeue at one of a few.

@@ -165,6 +165,7 @@ class OperatorDriver:
             # Taken before the state lock here, and stepped out of with it for requests.
             state_lock.outer = world_lock
         self._workers: list[_Worker] = []
+        # By the id of its reconciler, which the worker holds (so the id stays its own).
         self._by_reconciler: dict[int, _Worker] = {}
         self._listeners: list[Listener] = []
         # Guards the queues and the workers' bookkeeping (short sections only).

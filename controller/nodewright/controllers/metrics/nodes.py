@@ -105,6 +105,8 @@ class NodeMetrics:
                     labels[key] for key in metrics.NODES_CURRENT_LIFETIME._labelnames),
                     None)
             _, _, labels, created, lifetime_labels, looked = read
+            # `_read` holds this node object (just stored, or unchanged) for as long as
+            # the fingerprint is kept, so no other object can take its id meanwhile.
             fingerprint = (id(node.node), len(node.pods), tuple(node.pods.total.items()))
             if self._fingerprints.get(name) != fingerprint:
                 self._fingerprints[name] = fingerprint

@@ -16,6 +16,7 @@ for a catalog walk only when an offering's availability or price moved.
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,7 +47,9 @@ class OfferingMetrics:
         self.state = state
         self.reserved_capacity = reserved_capacity
         self.store = metrics.Store()
-        self._last: tuple[int, ...] | None = None
+        # The instance types last published (the objects, not their ids: a catalog that
+        # is let go frees its types, and a new one may take their ids).
+        self._last: tuple[InstanceType, ...] | None = None
         self._prices: dict[Dimensions, float] = {}
 
     @property
@@ -65,9 +68,8 @@ class OfferingMetrics:
             except CloudProviderError as error:
                 # One NodePool that cannot be resolved costs only its own series.
                 log.warning("instance types of NodePool %s: %s", name, error)
-        identity = tuple(id(it) for it in types)
-        if identity != self._last:
-            self._last = identity
+        if self._last is None or not _same_objects(self._last, types):
+            self._last = tuple(types)
             self._publish(types)
         return Result(requeue_after=INTERVAL_SECONDS)
 
@@ -92,6 +94,11 @@ class OfferingMetrics:
         self._prices = built.prices
         self.store.update_prepared("", built.series, _changed_since_written(built))
         _WRITTEN[:] = [built, _gauge_marks()]
+
+
+def _same_objects(one: Sequence[object], other: Sequence[object]) -> bool:
+    """The same objects in the same order."""
+    return len(one) == len(other) and all(map(operator.is_, one, other))
 
 
 @dataclass(frozen=True)
