@@ -23,6 +23,9 @@ def lifetime(node_name: str) -> list[float]:
 
 def test_a_nodes_lifetime_is_its_age_at_the_last_pass_and_comes_back_when_taken_out(
         world: World) -> None:
+    # The gauge is process-wide: an earlier test's world may have left a series for a
+    # node of the same (seeded) name.
+    metrics.NODES_CURRENT_LIFETIME.clear()
     world.apply(WORKSHOP)
     world.scale("inflate", 1)
     assert world.settle()
