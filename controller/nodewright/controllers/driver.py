@@ -62,6 +62,8 @@ class VirtualDriver:
         self._stream: WatchStream | None = None
         self._stopped = False
         self.errors: list[tuple[str, str, BaseException]] = []
+        # Told of each failed reconcile (controller name, key, error), as it fails.
+        self.on_error: Callable[[str, str, BaseException], None] | None = None
 
     def add(self, *reconcilers: Reconciler) -> None:
         self._reconcilers.extend(reconcilers)
@@ -138,6 +140,8 @@ class VirtualDriver:
             failures = self._failures.get(slot, 0) + 1
             self._failures[slot] = failures
             self.errors.append((reconciler.name, key, error))
+            if self.on_error is not None:
+                self.on_error(reconciler.name, key, error)
             log.warning("%s: reconcile %r failed (%s); retrying", reconciler.name, key, error)
             delay = RECONCILE_BACKOFF.delay(failures)
             self.enqueue(reconciler, key, self.clock.now() + timedelta(seconds=delay))

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from nodewright.sim.controller_errors import ControllerError
 from nodewright.sim.durations import format_offset
 from nodewright.sim.timeline import (
     DecisionRecord,
@@ -111,6 +112,8 @@ class RunResult:
     violations: tuple[Violation, ...]
     summary: Summary
     errors: tuple[str, ...] = field(default=())
+    # Reconciles that failed and were retried (not a verdict: the run went on).
+    controller_errors: tuple[ControllerError, ...] = field(default=())
 
     @property
     def passed(self) -> bool:
@@ -133,4 +136,5 @@ class RunResult:
             "violations": [violation.to_dict() for violation in self.violations],
             "summary": self.summary.to_dict(),
             "errors": list(self.errors),
+            "controllerErrors": [error.to_dict() for error in self.controller_errors],
         }

@@ -10,6 +10,7 @@ from functools import partial
 from nodewright.cluster.api import ApiError
 from nodewright.runtime.clock import format_time
 from nodewright.sim import expectations
+from nodewright.sim.controller_errors import ControllerErrorLog
 from nodewright.sim.durations import format_duration, format_offset
 from nodewright.sim.fleet import current_fleet
 from nodewright.sim.fleet_start import start_fleet
@@ -54,6 +55,8 @@ class _Run:
         self.progress = progress
         self.outcomes: list[ExpectationResult] = []
         self.errors: list[str] = []
+        self.controller_errors = ControllerErrorLog(world.recorder)
+        world.driver.on_error = self.controller_errors.on_error
 
     def execute(self, label: str) -> RunResult:
         world = self.world
@@ -226,5 +229,6 @@ class _Run:
             scenario=info, label=label, timeline=tuple(recorder.events), expectations=outcomes,
             samples=samples, decisions=tuple(recorder.decisions), fleet=fleet.nodes,
             violations=tuple(world.monitor.found), summary=summary, errors=tuple(self.errors),
+            controller_errors=self.controller_errors.errors,
         )
 

@@ -159,6 +159,9 @@ def _print_outcome(result: RunResult, comparison: Comparison | None, out: TextIO
         lines.append("Violations:")
         lines.extend(f"  {violation.kind}: {violation.message}"
                      for violation in result.violations)
+    if result.controller_errors:
+        lines.append("Controller errors (retried; the result may show what they held up):")
+        lines.extend(f"  {error.describe()}" for error in result.controller_errors)
     if comparison is not None:
         lines.append("")
         lines.extend(comparison.lines())

@@ -105,7 +105,7 @@ def _charts(result: RunResult) -> str:
 
 
 def _expectations(result: RunResult) -> str:
-    if not result.expectations and not result.errors:
+    if not result.expectations and not result.errors and not result.controller_errors:
         return ""
     rows = []
     for outcome in result.expectations:
@@ -114,6 +114,8 @@ def _expectations(result: RunResult) -> str:
         rows.append((str(outcome.step), str(outcome.line), format_offset(outcome.at), verdict))
     table = _table(("step", "line", "time", "result"), rows, raw_last=True)
     errors = "".join(f'<p class="bad">{escape(error)}</p>' for error in result.errors)
+    errors += "".join(f'<p class="bad">controller error (retried): {escape(error.describe())}</p>'
+                      for error in result.controller_errors)
     return f"<h2>Expectations</h2>\n{table}\n{errors}"
 
 
