@@ -13,7 +13,7 @@ At 2,000 nodes that was still not enough: 2,585 collections took 50 s of a 315 s
 of it in 18 full collections of a heap of millions of objects, and all of them together
 found about 50,000 objects in cycles. Almost everything a simulation frees goes by its
 reference count, so the young threshold is now a million net allocations: collections
-took 6 s of that run, and the peak RSS stayed the same (935 MB against 951 MB). Nothing a
+took 6 s of that run, and the peak RSS stayed the same (913 MiB against 929 MiB). Nothing a
 simulation decides depends on when cycles are freed; the thresholds are put back
 afterwards (tests run simulations inside the test process).
 """
