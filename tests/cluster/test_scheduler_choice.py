@@ -74,14 +74,14 @@ def test_cached_choices_match_a_plain_scan(
     nodes: list[tuple[str, str, bool]], pods: list[tuple[str, str, bool, bool]]
 ) -> None:
     fast, plain = SchedulingPass(snapshot(nodes), {}), SchedulingPass(snapshot(nodes), {})
-    choose_alike(fast, plain, pods)
+    choose_alike(fast, plain, [parsed(i, *shape) for i, shape in enumerate(pods)])
 
 
 def choose_alike(fast: SchedulingPass, plain: SchedulingPass,
-                 pods: list[tuple[str, str, bool, bool]]) -> None:
-    """Each pod placed by the pass's cached choice and by a plain scan: the same node."""
-    for i, (cpu, memory, prefers_ssd, spreads) in enumerate(pods):
-        pod, signature = parsed(i, cpu, memory, prefers_ssd, spreads)
+                 pods: list[tuple[Pod, str]]) -> None:
+    """Each pod (with its signature) placed by the pass's cached choice and by a plain
+    scan: the same node."""
+    for i, (pod, signature) in enumerate(pods):
         chosen, _ = fast.choose(pod, signature)
         expected = plain_choice(plain, pod)
         assert (chosen and chosen.name) == (expected and expected.name), f"pod {i}"

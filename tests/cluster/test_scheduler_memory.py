@@ -12,7 +12,7 @@ from nodewright.cluster.memory.kube_scheduler import scheduler
 from nodewright.cluster.memory.kube_scheduler.scheduler import SchedulingPass
 from nodewright.cluster.memory.kube_scheduler.snapshot import NodeInfo, node_info
 from nodewright.scheduling.pods import Pod, parse_pod_spec
-from tests.cluster.test_scheduler_choice import NODES, PODS, choose_alike, snapshot
+from tests.cluster.test_scheduler_choice import NODES, PODS, choose_alike, parsed, snapshot
 from tests.cluster.world import node, pod_spec
 
 ON_SSD = {"nodeSelector": {"disk": "ssd"}}
@@ -54,6 +54,6 @@ def test_score_heaps_drop_stale_entries_and_still_choose_as_a_plain_scan(
 ) -> None:
     with patch.object(scheduler, "_HEAP_SLACK", 0):
         fast, plain = SchedulingPass(snapshot(nodes), {}), SchedulingPass(snapshot(nodes), {})
-        choose_alike(fast, plain, pods)
+        choose_alike(fast, plain, [parsed(i, *shape) for i, shape in enumerate(pods)])
     for shape in fast._shapes.values():
         assert shape.heap is None or len(shape.heap) <= 2 * len(shape.candidates)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from nodewright.cluster.memory.kube_scheduler.scheduler import SchedulingPass
 from nodewright.cluster.memory.kube_scheduler.snapshot import NodeInfo
 from nodewright.scheduling.pods import Pod, parse_pod_spec
-from tests.cluster.test_scheduler_choice import NODES, plain_choice, snapshot
+from tests.cluster.test_scheduler_choice import NODES, choose_alike, snapshot
 from tests.cluster.world import HOSTNAME, pod_spec
 
 # (app label, cpu request, keeps app=a pods off its node)
@@ -79,11 +79,4 @@ def test_shapes_starting_from_another_shapes_heap_choose_as_a_plain_scan(
     nodes: list[tuple[str, str, bool]], pods: list[tuple[str, str, bool]]
 ) -> None:
     fast, plain = SchedulingPass(snapshot(nodes), {}), SchedulingPass(snapshot(nodes), {})
-    for i, (app, cpu, keeps_a_away) in enumerate(pods):
-        pod, signature = parsed(i, app, cpu, keeps_a_away)
-        chosen, _ = fast.choose(pod, signature)
-        expected = plain_choice(plain, pod)
-        assert (chosen and chosen.name) == (expected and expected.name), f"pod {i}"
-        if chosen is not None and expected is not None:
-            fast.placed(pod, chosen)
-            plain.placed(pod, expected)
+    choose_alike(fast, plain, [parsed(i, *shape) for i, shape in enumerate(pods)])
