@@ -73,6 +73,31 @@ def test_a_deleted_replica_is_replaced() -> None:
     assert victim not in names(world, live=False)
 
 
+def test_a_pod_patched_free_of_its_replicaset_is_replaced_at_once() -> None:
+    # As `kubectl patch` does to take a pod out of service for debugging: its owner
+    # reference removed, and its labels no longer the ReplicaSet's (so that Kubernetes
+    # would not adopt it back either). The pod's event names no ReplicaSet any more; the
+    # controller remembers which one controlled it and wakes that one, one pod short.
+    world = World()
+    world.apply(node("n1", cpu="8"))
+    world.apply(workload("Deployment", "web", 3))
+    world.run(5)
+    before = set(names(world))
+    orphan = sorted(before)[0]
+    world.cluster.patch("Pod", orphan, {"metadata": {
+        "ownerReferences": None, "labels": {"app": "debug"}}}, "default")
+    world.run()  # the event alone, no time passes and nothing else is written
+    owned = {objects.name(p) for p in world.pods()
+             if objects.controller_owner(p) and not objects.is_deleting(p)}
+    assert len(owned) == 3 and orphan not in owned
+    (replacement,) = owned - before
+    world.run(5)
+    assert world.pod(orphan)["status"]["phase"] == "Running"
+    assert world.pod(replacement)["status"]["phase"] == "Running"
+    (replica_set,) = world.cluster.list("ReplicaSet")
+    assert replica_set["status"]["readyReplicas"] == 3
+
+
 def test_a_new_template_gets_a_new_replicaset() -> None:
     world = World()
     world.apply(node("n1", cpu="8"))

@@ -4,6 +4,7 @@ watch keys from owner references, and status writes that change only what change
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -32,16 +33,38 @@ def replicas(obj: Mapping[str, Any], field: str = "replicas", default: int = 1) 
 
 
 def owner_keys(kind: str) -> Callable[[WatchEvent], Iterable[str]]:
-    """Watch keys: an event of a dependent makes its controlling `kind` due."""
+    """Watch keys: an event of a dependent makes its controlling `kind` due, and the one
+    that controlled it before when that changed (Kubernetes' updatePod enqueues the old
+    controller ref's owner too): a dependent patched free of its owner leaves it one
+    short, and its event names that owner no more. Each keys function remembers, per
+    dependent uid, the owner it last saw."""
+    last_owner: dict[str, str] = {}
 
     def keys(event: WatchEvent) -> Iterable[str]:
-        owner = objects.controller_owner(event.object)
-        if owner is None or owner.get("kind") != kind:
-            return ()
-        namespace = event.namespace
-        return (f"{namespace}/{owner.get('name')}" if namespace else str(owner.get("name")),)
+        current = _owner_key(event, kind)
+        uid = objects.uid(event.object)
+        if not uid:
+            return () if current is None else (current,)
+        if current is None or event.type == "DELETED":
+            previous = last_owner.pop(uid, None)
+        else:
+            previous = last_owner.get(uid)
+            if previous != current:
+                # One string per owner, not per dependent: a ReplicaSet has thousands.
+                last_owner[uid] = sys.intern(current)
+        if previous is None or previous == current:
+            return () if current is None else (current,)
+        return (previous,) if current is None else (previous, current)
 
     return keys
+
+
+def _owner_key(event: WatchEvent, kind: str) -> str | None:
+    owner = objects.controller_owner(event.object)
+    if owner is None or owner.get("kind") != kind:
+        return None
+    namespace = event.namespace
+    return f"{namespace}/{owner.get('name')}" if namespace else str(owner.get("name"))
 
 
 def controlled(cluster: InMemoryCluster, owner: Mapping[str, Any], kind: str = "Pod"
