@@ -1,15 +1,18 @@
 """Karpenter's metrics.node controller: per node allocatable, pod and DaemonSet requests
 and limits, system overhead and age, and the cluster's utilization, every 5 seconds.
 
-A node's resource series are rebuilt only when the node object or the pods bound to it
-changed since the last run (the simulator runs this at every tick of thousands of nodes);
-its age counts up to each run's time, read when scraped.
+A node's resource series are rebuilt only when the node object, its pods' requests or
+its pods' limits changed since the last run (the simulator runs this at every tick of
+thousands of nodes); its age counts up to each run's time, read when scraped.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from nodewright import metrics
@@ -48,6 +51,19 @@ def _container_limits(pod: Mapping[str, Any]) -> dict[str, int]:
         return {}
 
 
+@dataclass(frozen=True)
+class _NodeLimits:
+    pods: tuple[Mapping[str, Any], ...]
+    by_pod: dict[str, tuple[Mapping[str, Any], dict[str, int], bool]]
+    pod_limits: dict[str, int]
+    daemon_limits: dict[str, int]
+
+    @cached_property
+    def totals(self) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
+        """The node's pod and DaemonSet limits, as a part of its fingerprint."""
+        return tuple(self.pod_limits.items()), tuple(self.daemon_limits.items())
+
+
 class NodeMetrics:
     name = "metrics.node"
     # It reads a snapshot taken under the state lock and works outside it: a pass over
@@ -77,10 +93,12 @@ class NodeMetrics:
         self._limits_by_parts: dict[tuple[int, ...], tuple[tuple[Any, ...], dict[str, int]]] = {}
         # Per node: its capacity and allocatable as written, and parsed.
         self._status: dict[str, tuple[Any, Any, dict[str, int], dict[str, int]]] = {}
-        # Per node, per pod bound to it: the pod object its limits were read from (kept, so
-        # that its id is not reused), those limits and whether a DaemonSet owns it. A node
-        # whose series are rebuilt reads again only the pods that changed.
-        self._limits: dict[str, dict[str, tuple[Mapping[str, Any], dict[str, int], bool]]] = {}
+        # Per node: the pods bound to it as last read (the state's kept tuple), and for
+        # each pod the object its limits were read from (kept, so that its id is not
+        # reused), those limits and whether a DaemonSet owns it; then the node's pod and
+        # DaemonSet limits. Read again only when a pod of the node changes, and then only
+        # the pods that changed.
+        self._limits: dict[str, _NodeLimits] = {}
 
     @property
     def watches(self) -> Sequence[Watch]:
@@ -107,12 +125,17 @@ class NodeMetrics:
             _, _, labels, created, lifetime_labels, looked = read
             # `_read` holds this node object (just stored, or unchanged) for as long as
             # the fingerprint is kept, so no other object can take its id meanwhile.
-            fingerprint = (id(node.node), len(node.pods), tuple(node.pods.total.items()))
+            limits = self._limits_on(state, name)
+            # A pod's limits or owner can change while its requests stay (an in-place
+            # resize of its limits, a pod replaced by one with other limits, a DaemonSet
+            # adopting it): the DaemonSet requests and both limits count too.
+            fingerprint = (id(node.node), len(node.pods), tuple(node.pods.total.items()),
+                           tuple(node.pods.daemon_total.items()), limits.totals)
             if self._fingerprints.get(name) != fingerprint:
                 self._fingerprints[name] = fingerprint
                 looked = None
                 self.store.update(name, [
-                    *self._resource_series(state, node, labels),
+                    *self._resource_series(node, labels, limits),
                     (metrics.NODES_CURRENT_LIFETIME, labels,
                      (now - created).total_seconds() if created is not None else 0.0),
                 ])
@@ -193,16 +216,21 @@ class NodeMetrics:
             self._status[name] = kept
         return kept[2], kept[3]
 
-    def _resource_series(self, state: ClusterState, node: StateNode,
-                         labels: Mapping[str, str]) -> Iterable[metrics.Sample]:
-        capacity, allocatable = self._capacity_and_allocatable(
-            node.node_name, (node.node or {}).get("status") or {})
-        overhead = {name: amount - allocatable.get(name, 0) for name, amount in capacity.items()}
+    def _limits_on(self, state: ClusterState, node_name: str) -> _NodeLimits:
+        """The limits of the pods bound to the node: those last read while the state keeps
+        the same pods (the very objects: they are replaced, never changed in place),
+        otherwise read again for the pods that changed."""
+        pods = state.kept_pods_on(node_name)
+        last = self._limits.get(node_name)
+        if last is not None and (last.pods is pods or (
+                len(last.pods) == len(pods)
+                and all(map(operator.is_, last.pods, pods)))):
+            return last
         pod_limits: dict[str, int] = {}
         daemon_limits: dict[str, int] = {}
-        known = self._limits.get(node.node_name, {})
+        known = last.by_pod if last is not None else {}
         read: dict[str, tuple[Mapping[str, Any], dict[str, int], bool]] = {}
-        for pod in state.pods_on(node.node_name):
+        for pod in pods:
             key = _pod_key(pod)
             kept = known.get(key)
             if kept is not None and kept[0] is not pod and _same_limits(kept[0], pod):
@@ -210,17 +238,25 @@ class NodeMetrics:
             elif kept is None or kept[0] is not pod:
                 kept = (pod, self._limits_of(pod), is_owned_by_daemonset(pod))
             read[key] = kept
-            _, limits, daemon = kept
-            _add(pod_limits, limits)
+            _, amounts, daemon = kept
+            _add(pod_limits, amounts)
             if daemon:
-                _add(daemon_limits, limits)
-        self._limits[node.node_name] = read
+                _add(daemon_limits, amounts)
+        found = _NodeLimits(pods, read, pod_limits, daemon_limits)
+        self._limits[node_name] = found
+        return found
+
+    def _resource_series(self, node: StateNode, labels: Mapping[str, str],
+                         limits: _NodeLimits) -> Iterable[metrics.Sample]:
+        capacity, allocatable = self._capacity_and_allocatable(
+            node.node_name, (node.node or {}).get("status") or {})
+        overhead = {name: amount - allocatable.get(name, 0) for name, amount in capacity.items()}
         for gauge, resources in (
             (metrics.NODES_SYSTEM_OVERHEAD, overhead),
             (metrics.NODES_TOTAL_POD_REQUESTS, node.pod_requests()),
-            (metrics.NODES_TOTAL_POD_LIMITS, pod_limits),
+            (metrics.NODES_TOTAL_POD_LIMITS, limits.pod_limits),
             (metrics.NODES_TOTAL_DAEMON_REQUESTS, node.daemonset_requests()),
-            (metrics.NODES_TOTAL_DAEMON_LIMITS, daemon_limits),
+            (metrics.NODES_TOTAL_DAEMON_LIMITS, limits.daemon_limits),
             (metrics.NODES_ALLOCATABLE, allocatable),
         ):
             for name, amount in resources.items():
