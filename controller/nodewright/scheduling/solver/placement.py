@@ -186,34 +186,35 @@ class Placement:
             positions = nodes.positions
             index = nodes.first_from(position)
             while index < len(positions):
-                position = positions[index]
-                target = targets[position]
-                outcome = self.fit.check(target, pod, context)
-                if isinstance(outcome, Change):
-                    open_targets[position] = None
-                    context.seen_targets = position + 1
-                    self._land(position, target, pod, context, outcome)
+                refused = self._try_unseen(positions[index], pod, context)
+                if refused is None:
                     return True
-                if not outcome.permanent:
-                    open_targets[position] = None
-                elif outcome is NODE_FULL:
+                if refused is NODE_FULL:
                     nodes.close(index)
                 index = nodes.after(index)
             position = existing
         end = len(targets)
         while position < end:
-            target = targets[position]
-            outcome = self.fit.check(target, pod, context)
-            if isinstance(outcome, Change):
-                open_targets[position] = None
-                context.seen_targets = position + 1
-                self._land(position, target, pod, context, outcome)
+            if self._try_unseen(position, pod, context) is None:
                 return True
-            if not outcome.permanent:
-                open_targets[position] = None
             position += 1
         context.seen_targets = end
         return False
+
+    def _try_unseen(self, position: int, pod: Pod, context: PodContext) -> Rejection | None:
+        """The pod tried on a target its context had not seen: None when it landed there,
+        else the refusal (the target kept among the context's open ones when a later pod
+        alike may still fit it)."""
+        target = self.targets[position]
+        outcome = self.fit.check(target, pod, context)
+        if isinstance(outcome, Change):
+            context.open_targets[position] = None
+            context.seen_targets = position + 1
+            self._land(position, target, pod, context, outcome)
+            return None
+        if not outcome.permanent:
+            context.open_targets[position] = None
+        return outcome
 
     def _open_nodes(self, context: PodContext, pod: Pod) -> OpenNodes:
         """The existing nodes still open to pods of the context's request vector and the
