@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from nodewright import metrics
 from nodewright.runtime.reconciler import WatchEvent
 from tests.controllers.conftest import WORKSHOP
 from tests.controllers.metric_samples import samples
@@ -36,6 +37,15 @@ def node_series(metric: str, node_name: str, resource: str) -> float | None:
              if s.labels.get("node_name") == node_name
              and s.labels.get("resource_type") == resource]
     return found[0] if found else None
+
+
+@pytest.fixture(autouse=True)
+def fresh_node_gauges() -> None:
+    """The node gauges are process-wide: an earlier test's world may have left series for
+    a node of the same (seeded) name."""
+    for gauge in (metrics.NODES_TOTAL_POD_REQUESTS, metrics.NODES_TOTAL_POD_LIMITS,
+                  metrics.NODES_TOTAL_DAEMON_REQUESTS, metrics.NODES_TOTAL_DAEMON_LIMITS):
+        gauge.clear()
 
 
 def a_node_running_web(world: World) -> str:
