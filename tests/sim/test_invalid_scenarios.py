@@ -102,6 +102,11 @@ MISTAKES = [
           - {id: reservation-1, instanceType: m5.large, zone: us-east-1a, count: 2}
         steps: []
         """), 5, "capacityReservations[0].id: id 'reservation-1' must look like cr-0123abcd"),
+    ("a reservation without its instance type", with_head("""
+        capacityReservations:
+          - {id: cr-0123, zone: us-east-1a, count: 2}
+        steps: []
+        """), 5, "capacityReservations[0]: a capacity reservation needs 'instanceType'"),
     ("a reservation in a zone the scenario lacks", with_head("""
         capacityReservations:
           - {id: cr-0123, instanceType: m5.large, zone: us-west-2a, count: 2}
@@ -328,6 +333,18 @@ MISTAKES = [
           - delete: {kind: Deployment, name: inflate}
           - scale: {name: inflate, replicas: 1}
         """), 6, "steps[1].scale.name: no Deployment/default/inflate at this step"),
+    ("a PodTemplate whose template metadata is not a mapping", """
+        name: broken
+        manifests:
+          - apiVersion: v1
+            kind: PodTemplate
+            metadata: {name: chunk, namespace: default}
+            template:
+              metadata: 12
+              spec:
+                containers: [{name: c, image: pause}]
+        steps: []
+        """, 7, "PodTemplate/chunk: template.metadata: must be a mapping, got the number 12"),
     ("an hourly cost bound in words", with_head("""
         steps:
           - expect: {hourlyCost: {max: cheap}}

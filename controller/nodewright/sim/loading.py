@@ -300,9 +300,9 @@ def _reservations(
             "instanceMatchCriteria", "interruptible")
     for index, item in enumerate(items):
         where: FieldPath = ("capacityReservations", index)
-        body = reader.mapping(item, where, "a capacity reservation", keys,
-                              ("id", "instanceType", "zone", "count"))
-        if body is None:
+        required = ("id", "instanceType", "zone", "count")
+        body = reader.mapping(item, where, "a capacity reservation", keys, required)
+        if body is None or any(key not in body for key in required):
             continue
         ident = reader.string(body["id"], (*where, "id"), "id")
         if ident is not None and not re.fullmatch(r"cr-[0-9a-z]+", ident):

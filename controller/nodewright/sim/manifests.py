@@ -182,10 +182,15 @@ def _read_pod_template(body: Mapping[str, Any]) -> None:
     template = body.get("template")
     if not isinstance(template, dict):
         raise SpecError("template", "a PodTemplate needs a template")
-    labels = (template.get("metadata") or {}).get("labels") or {}
+    metadata = template.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise SpecError("template.metadata", f"must be a mapping, got {describe(metadata)}")
+    labels = metadata.get("labels") or {}
     if not isinstance(labels, dict):
         raise SpecError("template.metadata.labels", "must be a mapping")
-    parse_pod_spec("default", str((body.get("metadata") or {}).get("name") or ""),
+    own = body.get("metadata")
+    name = own.get("name") if isinstance(own, dict) else None
+    parse_pod_spec("default", name if isinstance(name, str) else "",
                    labels, template.get("spec"), "template.spec")
 
 
