@@ -150,6 +150,7 @@ class PoolState:
         default_factory=dict
     )
     bounds_cache: dict[int, tuple[list[Candidate], Vector, Vector]] = field(default_factory=dict)
+    within_cache: tuple[tuple[int, ...], list[Candidate]] | None = None
     restricted_cache: dict[
         tuple[int, int, Requirements], tuple[list[Candidate], list[Candidate]]
     ] = field(default_factory=dict)
@@ -262,6 +263,18 @@ class PoolState:
         # The list is kept in the value so that its id cannot be reused while cached.
         self.first_fit_cache[key] = (candidates, index)
         return index
+
+    def candidates_within_limits(self) -> list[Candidate]:
+        """The types a new NodeClaim may still take under the limits left; the same list
+        while the room left is the same (a solve asks once per pod that opens one)."""
+        if self.remaining is None:
+            return self.candidates
+        room = tuple(self.remaining.values())
+        if self.within_cache is not None and self.within_cache[0] == room:
+            return self.within_cache[1]
+        within = [c for c in self.candidates if self.within_limits(c.instance_type)]
+        self.within_cache = (room, within)
+        return within
 
     def within_limits(self, instance_type: InstanceType) -> bool:
         if self.remaining is None:

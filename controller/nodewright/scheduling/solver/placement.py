@@ -306,11 +306,7 @@ class Placement:
         hostname = f"{pool.name}-{self.claim_count + 1}"
         requirements = pool.requirements.copy()
         requirements.add(Requirement.single(LABEL_HOSTNAME, hostname))
-        candidates = (
-            pool.candidates
-            if pool.remaining is None
-            else [c for c in pool.candidates if pool.within_limits(c.instance_type)]
-        )
+        candidates = pool.candidates_within_limits()
         if not candidates:
             return _limits_reason(pool), False
         claim = ClaimTarget(
