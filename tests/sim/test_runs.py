@@ -221,3 +221,39 @@ def test_an_output_path_that_is_a_folder_is_refused_before_running(
     assert code == 2
     assert f"{tmp_path}:0: --report: is a directory, not a file" in output
     assert "[00:00:00]" not in output
+
+
+def test_a_node_whose_instance_is_gone_is_let_go_though_a_pod_will_not_stop(
+    write_scenario: ScenarioWriter, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A pod asks for more grace than the calendar holds (any int64 is valid). When EC2
+    # terminates the instance, the drain cannot finish; the kubelet is gone, the node goes
+    # Unknown a node-monitor grace period later, and the termination controller lets the
+    # Node and its NodeClaim go (Karpenter's finalize: not Ready and the instance not found).
+    path = write_scenario(story("""
+          - apply:
+              apiVersion: apps/v1
+              kind: Deployment
+              metadata: {name: stubborn, namespace: default}
+              spec:
+                replicas: 1
+                selector: {matchLabels: {app: stubborn}}
+                template:
+                  metadata: {labels: {app: stubborn}}
+                  spec:
+                    terminationGracePeriodSeconds: 1000000000000
+                    containers:
+                      - name: c
+                        image: pause
+                        resources: {requests: {cpu: 100m, memory: 64Mi}}
+          - settle: {}
+          - expect: {nodes: 1, pendingPods: 0}
+          - interrupt: {select: {nodePool: default}, kind: terminate}
+          - settle: {timeout: 10m}
+          - expect: {nodes: 1, pendingPods: 0, launched: 2, violations: 0}
+        """))
+
+    code, out = run(path, capsys, "--quiet")
+
+    assert code == 0, out
+    assert "controller errors" not in out.lower(), out

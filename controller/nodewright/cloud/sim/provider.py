@@ -502,17 +502,8 @@ class SimulatedEC2:
             self.interruption_queue.state_change(instance.instance_id, STOPPED)
             self._emit(STOPPED, instance.instance_id, f"{instance.instance_id} stopped")
 
-        def silent() -> None:
-            agent = self._agent
-            if agent is not None and instance.state in (STOPPING, STOPPED):
-                retrying(
-                    self.clock,
-                    lambda: agent.mark_unknown(instance),
-                    lambda: instance.state in (STOPPING, STOPPED),
-                )
-
         self.clock.call_later(self.settings.termination_delay, stopped)
-        self.clock.call_later(self.settings.node_monitor_grace, silent)
+        self._silence_after_grace(instance, (STOPPING, STOPPED))
 
     def _terminate(self, instance: SimInstance, *, announce: bool) -> None:
         """TerminateInstances. `announce`: AWS did it, so a state-change event goes out."""
@@ -539,6 +530,25 @@ class SimulatedEC2:
                 self._agent.remove_node(instance)
 
         self.clock.call_later(self.settings.termination_delay, gone)
+        # The kubelet stops with the machine: a Node still there (its finalizer kept by a
+        # drain that cannot finish) goes Unknown, so the termination controller may let it go.
+        self._silence_after_grace(instance, (SHUTTING_DOWN, TERMINATED))
+
+    def _silence_after_grace(self, instance: SimInstance, silent_states: tuple[str, ...]
+                             ) -> None:
+        """The node lifecycle controller marks the Node Unknown a grace period after its
+        kubelet stopped, if the instance is still in one of `silent_states` by then."""
+
+        def silent() -> None:
+            agent = self._agent
+            if agent is not None and instance.state in silent_states:
+                retrying(
+                    self.clock,
+                    lambda: agent.mark_unknown(instance),
+                    lambda: instance.state in silent_states,
+                )
+
+        self.clock.call_later(self.settings.node_monitor_grace, silent)
 
     # --- helpers ------------------------------------------------------------------------
 

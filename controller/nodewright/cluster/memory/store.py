@@ -28,7 +28,7 @@ treated as read-only.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nodewright.cluster import objects
@@ -350,7 +350,7 @@ class InMemoryCluster:
         grace = _pod_grace(old, grace_period_seconds) if info.kind == "Pod" else 0
         meta = old["metadata"]
         now = self.clock.now()
-        deadline = format_time(now + timedelta(seconds=grace))
+        deadline = format_time(_after(now, grace))
         if objects.is_deleting(old):
             current = int(meta.get("deletionGracePeriodSeconds") or 0)
             if grace >= current:
@@ -700,6 +700,15 @@ def _removable(obj: Mapping[str, Any]) -> bool:
         and not meta.get("finalizers")
         and not meta.get("deletionGracePeriodSeconds")
     )
+
+
+def _after(now: datetime, seconds: int) -> datetime:
+    """`seconds` after now, or the calendar's last second when that is further (a grace
+    period is any int64; Go's API server wraps around there, we stop at year 9999)."""
+    try:
+        return now + timedelta(seconds=seconds)
+    except OverflowError:
+        return datetime.max.replace(microsecond=0, tzinfo=UTC)
 
 
 def _pod_grace(pod: Mapping[str, Any], requested: int | None) -> int:

@@ -62,7 +62,9 @@ def needs_force_delete(pod: Pod, deadline: datetime | None, now: datetime) -> bo
     grace = podutil.termination_grace_seconds(pod)
     if grace is None:
         return False
-    return now > deadline - timedelta(seconds=grace)
+    # now > deadline - grace, without subtracting a grace longer than the calendar allows
+    # (terminationGracePeriodSeconds is any int64).
+    return (deadline - now).total_seconds() < grace
 
 
 class Evictor:
