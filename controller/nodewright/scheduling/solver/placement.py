@@ -13,7 +13,7 @@ from nodewright.api.quantity import PODS, format_quantity
 from nodewright.scheduling.pods import Pod, Toleration, untolerated
 from nodewright.scheduling.requirements import LABEL_HOSTNAME, Requirement
 from nodewright.scheduling.reservations import with_reservations
-from nodewright.scheduling.solver.context import PodContext, PodContexts
+from nodewright.scheduling.solver.context import PodContext, PodContexts, Shape
 from nodewright.scheduling.solver.existing_nodes import count_existing
 from nodewright.scheduling.solver.fit import NODE_FULL, FitCheck
 from nodewright.scheduling.solver.open_nodes import OpenNodes
@@ -35,6 +35,10 @@ from nodewright.scheduling.topology import Topology
 
 class Placement:
     """One plan's targets and the placing of pods on them, one at a time."""
+
+    # Whether a free pod refused like the one before it (same shape, no pod landed since)
+    # is answered from memory (tests turn it off to compare).
+    remember_refusals = True
 
     def __init__(self, setup: Setup, topology: Topology, efficient_growth: bool) -> None:
         self.index = setup.index
@@ -78,6 +82,11 @@ class Placement:
         # Per request vector and tolerations, the existing nodes such pods may still land
         # on (the others would refuse every one of them for good).
         self._open: dict[tuple[Vector, tuple[Toleration, ...]], OpenNodes] = {}
+        # Why a free pod of each shape fit nowhere, and at which version of the targets
+        # (one more with every pod that lands). Free pods of one shape fare alike until a
+        # pod lands somewhere: a thousand pods over a NodePool's limits are refused once.
+        self._version = 0
+        self._refused: dict[Shape, tuple[int, str]] = {}
 
     def context(self, pod: Pod) -> PodContext:
         return self.contexts.of(pod)
@@ -96,6 +105,12 @@ class Placement:
     def schedule(self, pod: Pod) -> str | None:
         """Place the pod, relaxing its preferences while it fits nowhere; None once placed,
         else why it fits nowhere."""
+        shape = None
+        if self.remember_refusals and self.reservations is None and self.is_free(pod):
+            shape = self.context(pod).shape
+            refused = self._refused.get(shape)
+            if refused is not None and refused[0] == self._version:
+                return refused[1]
         current: Pod | None = pod
         reason: str | None = None
         while current is not None:
@@ -107,6 +122,8 @@ class Placement:
                 # does not relax a pod refused with a ReservedOfferingError).
                 return reason
             current = relax(current)
+        if shape is not None and reason is not None:
+            self._refused[shape] = (self._version, reason)
         return reason
 
     def _place(self, pod: Pod) -> str | None:
@@ -266,6 +283,7 @@ class Placement:
 
     def apply(self, target: Target, pod: Pod, context: PodContext, change: Change) -> None:
         """Put the pod on the target as `change` says, and count it toward topology."""
+        self._version += 1
         target.pods.append(pod)
         target.used = change.need
         target.host_ports.extend(pod.host_ports)
