@@ -64,6 +64,9 @@ class Checker:
     commands: list[Command] = field(default_factory=list)
     budget_violations: list[str] = field(default_factory=list)
     pdb_violations: list[str] = field(default_factory=list)
+    # Web pods whose machine EC2 stopped or terminated under them: lost involuntarily (a
+    # PodDisruptionBudget cannot hold those back; it only limits evictions).
+    lost: set[str] = field(default_factory=set)
 
     def attach(self) -> None:
         self.world.driver.listen(self.on_event)
@@ -97,11 +100,19 @@ class Checker:
             self.budget_violations.append(
                 f"{decision.time}: {disrupting} disrupting of {nodes}, {limit.describe()}")
 
+    def lose_machine(self, provider_id: str) -> None:
+        nodes = {objects.name(n) for n in self.world.cluster.list("Node")
+                 if (n.get("spec") or {}).get("providerID") == provider_id}
+        self.lost.update(objects.name(p) for p in self.world.running_pods()
+                         if objects.labels(p).get("app") == "web"
+                         and (p.get("spec") or {}).get("nodeName") in nodes)
+
     def check_pdb(self) -> None:
-        ready = [p for p in self.world.running_pods()
+        ready = {objects.name(p) for p in self.world.running_pods()
                  if objects.labels(p).get("app") == "web"
-                 and objects.condition_is_true(p, "Ready")]
-        if len(ready) < 2:
+                 and objects.condition_is_true(p, "Ready")}
+        gone_involuntarily = self.lost - ready
+        if len(ready) + len(gone_involuntarily) < 2:
             self.pdb_violations.append(f"{self.world.clock.now()}: {len(ready)} web pods ready")
 
 
@@ -127,7 +138,10 @@ def act(world: World, checker: Checker, action: Action) -> None:
         instances = world.live_instances()
         if instances:
             victim = instances[value % len(instances)]
-            world.cloud.interrupt(victim.instance_id, INTERRUPTIONS[value % 3])
+            kind = INTERRUPTIONS[value % 3]
+            if kind != "scheduled":
+                checker.lose_machine(victim.provider_id)
+            world.cloud.interrupt(victim.instance_id, kind)
     elif kind == "drift":
         world.apply(nodepool_with(requirements=R5_ALLOWED,
                                   labels={"type": "karpenter", "generation": str(value)}))
