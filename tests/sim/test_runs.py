@@ -257,3 +257,46 @@ def test_a_node_whose_instance_is_gone_is_let_go_though_a_pod_will_not_stop(
 
     assert code == 0, out
     assert "controller errors" not in out.lower(), out
+
+
+def test_a_pod_that_tolerates_every_taint_is_not_consolidated_onto_a_node_not_yet_up(
+    write_scenario: ScenarioWriter, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A StatefulSet one pod per node (required anti-affinity), whose pods tolerate every
+    # taint and are created one after the other: each new pod has a NodeClaim in flight.
+    # Moving a running pod there is no consolidation (Karpenter: the machine has not
+    # initialized), however wide the pod's tolerations; before, the solver's own marks were
+    # tolerated too, and each node was deleted only for its pod to need a new one.
+    path = write_scenario("""
+        name: story
+        manifests:
+          - WORKSHOP
+          - apiVersion: apps/v1
+            kind: StatefulSet
+            metadata: {name: db, namespace: default}
+            spec:
+              replicas: 0
+              serviceName: db
+              selector: {matchLabels: {app: db}}
+              template:
+                metadata: {labels: {app: db}}
+                spec:
+                  tolerations: [{operator: Exists}]
+                  affinity:
+                    podAntiAffinity:
+                      requiredDuringSchedulingIgnoredDuringExecution:
+                        - labelSelector: {matchLabels: {app: db}}
+                          topologyKey: kubernetes.io/hostname
+                  containers:
+                    - name: c
+                      image: pause
+                      resources: {requests: {cpu: 250m, memory: 256Mi}}
+        steps:
+          - scale: {kind: StatefulSet, name: db, replicas: 6}
+          - settle: {}
+          - expect: {nodes: 6, pendingPods: 0, launched: 6, disruptions: {Underutilized: 0}}
+        """)
+
+    code, out = run(path, capsys, "--quiet")
+
+    assert code == 0, out

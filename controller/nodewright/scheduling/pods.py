@@ -35,6 +35,14 @@ class SpecError(ValueError):
         self.message = message
 
 
+SOLVER_TAINT_PREFIX = "solver.nodewright.io/"
+"""Taints under this prefix are the solver's own marks, never on a real node: a simulation
+keeps some pods off some machines with them. A wildcard toleration (`operator: Exists` with
+no key) does not cover them, only one that names the key: a pod that tolerates every taint
+must still be kept off (Karpenter skips those machines for such pods, whatever they
+tolerate)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Taint:
     key: str
@@ -57,7 +65,7 @@ class Toleration:
         if self.effect and self.effect != taint.effect:
             return False
         if not self.key:
-            return self.operator == "Exists"
+            return self.operator == "Exists" and not taint.key.startswith(SOLVER_TAINT_PREFIX)
         if self.key != taint.key:
             return False
         return self.operator == "Exists" or self.value == taint.value

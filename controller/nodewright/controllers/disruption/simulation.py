@@ -51,6 +51,7 @@ from nodewright.controllers.provisioning.problem import (
 from nodewright.controllers.provisioning.solve_metrics import scheduling_simulation
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.pods import (
+    SOLVER_TAINT_PREFIX,
     ExistingNode,
     Pod,
     SpecError,
@@ -139,13 +140,13 @@ class _View:
 
 # How the solver is told to keep candidates' pods off a settling machine: the machine
 # carries this taint, which only the pods exempt (pending ones, those of machines already
-# being deleted) tolerate.
-_SETTLING = Taint("nodewright.io/under-consolidate-after", "", "NoSchedule")
+# being deleted) tolerate (a pod tolerating every taint does not: it is the solver's own).
+_SETTLING = Taint(f"{SOLVER_TAINT_PREFIX}under-consolidate-after", "", "NoSchedule")
 _SETTLING_OK = Toleration(_SETTLING.key, "Exists", "", _SETTLING.effect)
 
 
 # How a retry keeps the candidates' pods off machines that have not initialized.
-_NOT_READY = Taint("nodewright.io/not-initialized", "", "NoSchedule")
+_NOT_READY = Taint(f"{SOLVER_TAINT_PREFIX}not-initialized", "", "NoSchedule")
 _NOT_READY_OK = Toleration(_NOT_READY.key, "Exists", "", _NOT_READY.effect)
 
 
@@ -521,6 +522,9 @@ class SimulationBase:
             result = solve(problem, view.prepared)
         if result.unschedulable or any(key in own for claim in result.nodeclaims
                                        for key in claim.pods):
+            return None
+        if any(key in own for name, keys in result.existing if name in self.uninitialized
+               for key in keys):
             return None
         return result
 
