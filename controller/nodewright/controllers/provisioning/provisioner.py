@@ -334,11 +334,11 @@ class Provisioner:
                                        ignore_preferences=self.ignore_preferences,
                                        reserved_capacity_fallback=False)
             with self.state.lock.released():
-                simulation.zones = zone_constraints(built.problem, pending)
                 # The plan is the same with or without the prepared machines (`solve`);
                 # a machine is kept only while its model, its bound pod models (the
                 # same objects, in order) and the DaemonSets are the same.
                 prepared = PreparedNodes(built.problem, earlier=self._prepared)
+                simulation.zones = zone_constraints(built.problem, pending, prepared)
                 result = solve(built.problem, prepared, deadline=self.solve_deadline)
                 self._prepared = prepared
         self._report_incompatible_pools(built)

@@ -131,6 +131,10 @@ class PreparedNodes:
             like = None
         if earlier is not None and not _same(earlier.daemonsets, problem.daemonsets):
             earlier = None
+        # The NodePool setups of the pass before (`Setup._memoised_pool` checks each is
+        # of these very instance types and DaemonSets); only its own memo is held, not
+        # the pass itself.
+        self.earlier_pool_memo: PoolMemo = earlier.pool_memo if earlier is not None else {}
         bound: dict[str, list[Pod]] | None = None
         self.by_name: dict[str, NodeUsage] = {}
         renewed: dict[str, NodeUsage] = {}  # usage kept from `earlier`, for an equal node

@@ -4,7 +4,7 @@ usage (`existing_nodes`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from itertools import chain
 from operator import is_
@@ -12,7 +12,7 @@ from operator import is_
 from nodewright.api.quantity import CPU, MEMORY, PODS
 from nodewright.scheduling.growth import GrowthJudge
 from nodewright.scheduling.nodepools import NodePoolTemplate
-from nodewright.scheduling.pods import Pod
+from nodewright.scheduling.pods import DaemonSet, Pod
 from nodewright.scheduling.reservations import ReservationBook
 from nodewright.scheduling.solver.context import Signatures
 from nodewright.scheduling.solver.existing_nodes import (
@@ -50,8 +50,12 @@ class Setup:
         # the solves of a disruption pass when the problem was cut from a prepared one.
         self.tail_pools: PoolMemo = (
             self.prepared.tail_pool_memo if self.prepared is not None else {})
+        # The pass before's setups, looked up before working one out again (only for the
+        # problem's own pools, not the re-plans').
+        self.earlier_pool_memo: PoolMemo = {}
         if pool_memo is None and self.prepared is not None:
             pool_memo = self.prepared.pool_memo
+            self.earlier_pool_memo = self.prepared.earlier_pool_memo
         self.pool_memo = pool_memo
         # The prepared nodes this problem took away (none without prepared nodes).
         self.gone = (self.prepared.gone_from(problem) if self.prepared is not None
@@ -131,27 +135,36 @@ class Setup:
         return self._pools
 
     def _memoised_pool(self, template: NodePoolTemplate) -> PoolSetup:
-        """A pool's setup depends on its template, the DaemonSets and the resource names,
-        except the room its limits leave, which depends on the existing nodes and is worked
-        out for each problem. The memo is shared by the re-plans of one solve and by the
-        disruption simulations cut from one problem (`PreparedNodes`)."""
+        """A pool's setup depends on its template's name, requirements and taints, its
+        instance types, the DaemonSets and the resource names, except the room its limits
+        leave, which depends on the existing nodes and is worked out for each problem. The
+        memo is shared by the re-plans of one solve and by the disruption simulations cut
+        from one problem (`PreparedNodes`), and taken over from the pass before while the
+        instance types and DaemonSets are the very same objects (a provisioning pass with
+        nothing new would otherwise filter the whole catalog again)."""
         if self.pool_memo is None:
             return self._pool_setup(template)
+        daemonsets = self.problem.daemonsets
         key = (template.name, template.requirements, template.taints, self.index.names,
-               id(template.instance_types), id(self.problem.daemonsets))
+               tuple(map(id, template.instance_types)), tuple(map(id, daemonsets)))
         found = self.pool_memo.get(key)
-        kept = found[0] if found is not None else None
-        if not (isinstance(kept, tuple) and kept[0] is template.instance_types
-                and kept[1] is self.problem.daemonsets):
-            # What the ids name is kept in the value, so that no id is reused while cached.
-            found = ((template.instance_types, self.problem.daemonsets),
-                     self._pool_setup(template))
+        if found is None or not _holds(found[0], template, daemonsets):
+            earlier = self.earlier_pool_memo.get(key)
+            if earlier is not None and _holds(earlier[0], template, daemonsets):
+                found = earlier
+            else:
+                # What the ids name is kept in the value, so that no id is reused while
+                # cached.
+                found = ((template.instance_types, daemonsets), self._pool_setup(template))
             self.pool_memo[key] = found
-        assert found is not None
-        if template.limits is None:
-            return found[1]
-        return replace(found[1], remaining=limits_room(template, self.problem.nodes),
-                       filter_cache=found[1].filter_cache)
+        setup = found[1]
+        if setup.template is template and template.limits is None:
+            return setup
+        # The template of this problem (a NodeClaim takes its labels, startup taints,
+        # expiry... from it), and its own limits' room.
+        return replace(setup, template=template,
+                       remaining=limits_room(template, self.problem.nodes),
+                       filter_cache=setup.filter_cache)
 
     @property
     def fleet(self) -> Fleet:
@@ -175,3 +188,14 @@ class Setup:
     def _pool_setup(self, template: NodePoolTemplate) -> PoolSetup:
         return pool_setup(template, self.index, self.problem.daemonsets,
                           limits_room(template, self.problem.nodes))
+
+
+def _holds(kept: object, template: NodePoolTemplate, daemonsets: Sequence[DaemonSet]) -> bool:
+    """Whether a memo entry was made of these very instance types and DaemonSets."""
+    return (isinstance(kept, tuple) and _same_objects(kept[0], template.instance_types)
+            and _same_objects(kept[1], daemonsets))
+
+
+def _same_objects(one: Sequence[object], other: Sequence[object]) -> bool:
+    return one is other or (
+        len(one) == len(other) and all(a is b for a, b in zip(one, other, strict=True)))

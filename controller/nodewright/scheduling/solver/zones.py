@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from nodewright.scheduling.pods import Pod
 from nodewright.scheduling.requirements import LABEL_ZONE
+from nodewright.scheduling.solver.existing_nodes import PreparedNodes
 from nodewright.scheduling.solver.placement import Placement
 from nodewright.scheduling.solver.problem import SchedulingProblem
 from nodewright.scheduling.solver.setup import Setup
@@ -22,15 +23,18 @@ def _zonal(pod: Pod) -> bool:
             or any(t.topology_key == LABEL_ZONE for t in terms))
 
 
-def zone_constraints(problem: SchedulingProblem, pods: Iterable[Pod]
+def zone_constraints(problem: SchedulingProblem, pods: Iterable[Pod],
+                     prepared: PreparedNodes | None = None
                      ) -> dict[str, frozenset[str] | None]:
     """Per pod with a zonal term: the zones all of them allow (an empty set when they allow
     none in common, which Karpenter reads as no constraint), or None when one of them
-    allows no zone at all. Pods without a zonal term are left out."""
+    allows no zone at all. Pods without a zonal term are left out. `prepared`: the
+    problem's prepared nodes, whose NodePool setups the solve of the same problem then
+    takes as they are (each filters the whole catalog)."""
     wanted = [pod for pod in pods if _zonal(pod)]
     if not wanted:
         return {}
-    placement = Placement(Setup(problem), Topology(problem.namespaces), True)
+    placement = Placement(Setup(problem, prepared), Topology(problem.namespaces), True)
     topology = placement.topology
     found: dict[str, frozenset[str] | None] = {}
     for pod in wanted:
