@@ -152,6 +152,10 @@ class Setup:
             earlier = self.earlier_pool_memo.get(key)
             if earlier is not None and _holds(earlier[0], template, daemonsets):
                 found = earlier
+                if len(earlier[1].filter_cache) > _CARRIED_FILTERS:
+                    # Its answers per requirements start afresh: carried from pass to pass
+                    # they would grow with every pod shape the cluster ever had.
+                    found = (earlier[0], replace(earlier[1], filter_cache={}))
             else:
                 # What the ids name is kept in the value, so that no id is reused while
                 # cached.
@@ -188,6 +192,11 @@ class Setup:
     def _pool_setup(self, template: NodePoolTemplate) -> PoolSetup:
         return pool_setup(template, self.index, self.problem.daemonsets,
                           limits_room(template, self.problem.nodes))
+
+
+# At most this many of a NodePool setup's answers per requirements (each a list of its
+# types) are carried to the next pass.
+_CARRIED_FILTERS = 1024
 
 
 def _holds(kept: object, template: NodePoolTemplate, daemonsets: Sequence[DaemonSet]) -> bool:
