@@ -523,9 +523,6 @@ class SimulationBase:
         if result.unschedulable or any(key in own for claim in result.nodeclaims
                                        for key in claim.pods):
             return None
-        if any(key in own for name, keys in result.existing if name in self.uninitialized
-               for key in keys):
-            return None
         return result
 
 

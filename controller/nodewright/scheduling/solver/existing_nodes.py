@@ -129,7 +129,7 @@ class PreparedNodes:
             else PackMemo(earlier.packs if earlier is not None else None))
         if like is not None and like.daemonsets is not problem.daemonsets:
             like = None
-        if earlier is not None and not _same(earlier.daemonsets, problem.daemonsets):
+        if earlier is not None and not same_objects(earlier.daemonsets, problem.daemonsets):
             earlier = None
         # The NodePool setups of the pass before (`Setup._memoised_pool` checks each is
         # of these very instance types and DaemonSets); only its own memo is held, not
@@ -150,7 +150,7 @@ class PreparedNodes:
                     bound = bound_by_node(problem)
                 running = bound.get(node.name, [])
             before = earlier.by_name.get(node.name) if earlier is not None else None
-            if before is not None and _same(before.running, running):
+            if before is not None and same_objects(before.running, running):
                 if before.node is node:
                     self.by_name[node.name] = before
                     continue
@@ -226,9 +226,10 @@ class PreparedNodes:
         return kept == len(problem.bound_pods)
 
 
-def _same(one: Sequence[object], other: Sequence[object]) -> bool:
+def same_objects(one: Sequence[object], other: Sequence[object]) -> bool:
     """The same objects in the same order."""
-    return len(one) == len(other) and all(a is b for a, b in zip(one, other, strict=True))
+    return one is other or (
+        len(one) == len(other) and all(a is b for a, b in zip(one, other, strict=True)))
 
 
 @dataclass

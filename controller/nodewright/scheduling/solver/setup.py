@@ -20,6 +20,7 @@ from nodewright.scheduling.solver.existing_nodes import (
     PreparedNodes,
     is_tied,
     node_setups,
+    same_objects,
 )
 from nodewright.scheduling.solver.order import balanced_order, pod_order
 from nodewright.scheduling.solver.pack_memo import PackMemo
@@ -201,10 +202,5 @@ _CARRIED_FILTERS = 1024
 
 def _holds(kept: object, template: NodePoolTemplate, daemonsets: Sequence[DaemonSet]) -> bool:
     """Whether a memo entry was made of these very instance types and DaemonSets."""
-    return (isinstance(kept, tuple) and _same_objects(kept[0], template.instance_types)
-            and _same_objects(kept[1], daemonsets))
-
-
-def _same_objects(one: Sequence[object], other: Sequence[object]) -> bool:
-    return one is other or (
-        len(one) == len(other) and all(a is b for a, b in zip(one, other, strict=True)))
+    return (isinstance(kept, tuple) and same_objects(kept[0], template.instance_types)
+            and same_objects(kept[1], daemonsets))
