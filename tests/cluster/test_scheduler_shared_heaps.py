@@ -80,3 +80,14 @@ def test_shapes_starting_from_another_shapes_heap_choose_as_a_plain_scan(
 ) -> None:
     fast, plain = SchedulingPass(snapshot(nodes), {}), SchedulingPass(snapshot(nodes), {})
     choose_alike(fast, plain, [parsed(i, *shape) for i, shape in enumerate(pods)])
+
+
+def test_a_heap_that_drops_a_node_for_its_own_shape_serves_no_other() -> None:
+    # app=a's heap is offered while nothing keeps app=a anywhere; then a placed pod's
+    # anti-affinity keeps app=a off n1, and app=a's next pod drops n1 from that heap.
+    # app=b, alike but for its label, must still see n1 (the emptier node).
+    nodes = [("1", "2Gi", False), ("1", "2Gi", False)]
+    pods = [("a", "250m", False), ("a", "250m", True), ("a", "250m", False),
+            ("b", "250m", False)]
+    fast, plain = SchedulingPass(snapshot(nodes), {}), SchedulingPass(snapshot(nodes), {})
+    choose_alike(fast, plain, [parsed(i, *shape) for i, shape in enumerate(pods)])

@@ -217,6 +217,10 @@ class SchedulingPass:
     def _from_heap(self, shape: _Shape, pod: Pod) -> NodeInfo | None:
         blocking = self.topology.blocking_version
         changed = self._changed
+        if self._heaps.get(shape.heap_key) is shape and not shape.filters.topology_free():
+            # A placed pod's anti-affinity now selects this shape: its heap is about to
+            # drop nodes for it alone, so it no longer serves the shapes alike.
+            del self._heaps[shape.heap_key]
         if shape.heap is None:
             shape.heap, shape.seen = self._first_heap(shape, pod)
         if shape.seen < len(changed):
