@@ -90,9 +90,12 @@ def test_the_ami_requirements_in_status_are_plain_requirements(
         ("EC2NodeClass", ".spec.blockDeviceMappings", "maxItems", 50),
         ("EC2NodeClass", ".spec.networkInterfaces", "maxItems", 150),
         # Bounds Karpenter leaves out and we add, so that no rule reads an unbounded value:
-        # a requirement value is a label value; EC2 takes 50 tags.
+        # a requirement value is a label value; EC2 takes 50 tags; one entry per known key.
         ("NodePool", ".spec.template.spec.requirements[].values", "items.maxLength", 63),
         ("EC2NodeClass", ".spec.tags", "maxProperties", 50),
+        ("EC2NodeClass", ".spec.kubelet.kubeReserved", "maxProperties", 4),
+        ("EC2NodeClass", ".spec.kubelet.evictionSoft", "maxProperties", 6),
+        ("EC2NodeClass", ".spec.kubelet.evictionSoftGracePeriod", "maxProperties", 6),
     ],
 )
 def test_bounds_where_rules_read(

@@ -175,6 +175,7 @@ INVALID = [
     # (an empty subnetSelectorTerms is refused by a CEL rule, as in Karpenter's CRD)
     ("EC2NodeClass", ["spec", "amiSelectorTerms"], []),
     ("EC2NodeClass", ["spec", "detailedMonitoring"], "yes"),
+    ("EC2NodeClass", ["spec", "kubelet", "maxPods"], -3),
     ("EC2NodeClass", ["spec", "blockDeviceMappings", 0, "ebs", "volumeType"], "gp9"),
     ("NodeClaim", ["spec", "requirements", 0, "operator"], "Near"),
 ]

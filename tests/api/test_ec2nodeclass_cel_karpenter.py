@@ -3,9 +3,7 @@
 
 Karpenter creates each node class against a test API server that runs its CRD; we create it
 against the in-memory cluster, which enforces our generated CRD's schema and CEL rules the
-same way. Each case names the Karpenter It (or DescribeTable Entry) it comes from. Kubelet
-cases are left out: our `spec.kubelet` is an open map checked by the controller, not by the
-API server (docs/karpenter-differences.md).
+same way. Each case names the Karpenter It (or DescribeTable Entry) it comes from.
 """
 
 from __future__ import annotations
@@ -418,6 +416,84 @@ CASES += [
     ("CPUOptions: should fail with invalid nestedVirtualization value",
      {"cpuOptions": {"nestedVirtualization": "invalid"}}, False),
     ("CPUOptions: should succeed with empty CPUOptions", {"cpuOptions": {}}, True),
+]
+
+
+# Context "Kubelet": spec.kubelet is v1.14.1's typed struct; Go's metav1.Duration writes
+# time.Minute as "1m0s".
+ALL_SIGNALS = ["memory.available", "nodefs.available", "nodefs.inodesFree",
+               "imagefs.available", "imagefs.inodesFree", "pid.available"]
+VALID_THRESHOLDS = dict(zip(ALL_SIGNALS, ["5%", "10%", "15%", "5%", "5%", "5%"], strict=True))
+VALID_GRACE = dict(zip(ALL_SIGNALS, ["1m0s", "1m30s", "5m0s", "1h0m0s", "24h0m0s", "1m0s"],
+                       strict=True))
+
+
+def soft(threshold: str, signal: str = "memory.available") -> dict[str, Any]:
+    return {"kubelet": {"evictionSoft": {signal: threshold},
+                        "evictionSoftGracePeriod": {signal: "1m0s"}}}
+
+
+CASES += [
+    ("Kubelet: should fail on kubeReserved with invalid keys",
+     {"kubelet": {"kubeReserved": {"pods": "2"}}}, False),
+    ("Kubelet: should fail on systemReserved with invalid keys",
+     {"kubelet": {"systemReserved": {"pods": "2"}}}, False),
+    ("Kubelet: Eviction Signals: Eviction Hard: should succeed on evictionHard with valid keys",
+     {"kubelet": {"evictionHard": VALID_THRESHOLDS}}, True),
+    ("Kubelet: Eviction Signals: Eviction Hard: should fail on evictionHard with invalid keys",
+     {"kubelet": {"evictionHard": {"memory": "5%"}}}, False),
+    ("Kubelet: Eviction Signals: Eviction Hard: should fail on invalid formatted percentage "
+     "value in evictionHard", {"kubelet": {"evictionHard": {"memory.available": "5%3"}}}, False),
+    ("Kubelet: Eviction Signals: Eviction Hard: should fail on invalid percentage value (too "
+     "large) in evictionHard", {"kubelet": {"evictionHard": {"memory.available": "110%"}}},
+     False),
+    ("Kubelet: Eviction Signals: Eviction Hard: should fail on invalid quantity value in "
+     "evictionHard", {"kubelet": {"evictionHard": {"memory.available": "110GB"}}}, False),
+    ("Kubelet: Eviction Soft: should succeed on evictionSoft with valid keys",
+     {"kubelet": {"evictionSoft": VALID_THRESHOLDS, "evictionSoftGracePeriod": VALID_GRACE}},
+     True),
+    ("Kubelet: Eviction Soft: should fail on evictionSoft with invalid keys",
+     soft("5%", signal="memory"), False),
+    ("Kubelet: Eviction Soft: should fail on invalid formatted percentage value in evictionSoft",
+     soft("5%3"), False),
+    ("Kubelet: Eviction Soft: should fail on invalid percentage value (too large) in "
+     "evictionSoft", soft("110%"), False),
+    ("Kubelet: Eviction Soft: should fail on invalid quantity value in evictionSoft",
+     soft("110GB"), False),
+    ("Kubelet: Eviction Soft: should fail when eviction soft doesn't have matching grace period",
+     {"kubelet": {"evictionSoft": {"memory.available": "200Mi"}}}, False),
+    ("Kubelet: GCThresholdPercent: should succeed on a valid imageGCHighThresholdPercent",
+     {"kubelet": {"imageGCHighThresholdPercent": 10}}, True),
+    ("Kubelet: GCThresholdPercent: should fail when imageGCHighThresholdPercent is less than "
+     "imageGCLowThresholdPercent",
+     {"kubelet": {"imageGCHighThresholdPercent": 50, "imageGCLowThresholdPercent": 60}}, False),
+    ("Kubelet: GCThresholdPercent: should fail when imageGCLowThresholdPercent is greather than "
+     "imageGCHighThresheldPercent",
+     {"kubelet": {"imageGCHighThresholdPercent": 50, "imageGCLowThresholdPercent": 60}}, False),
+    ("Kubelet: Eviction Soft Grace Period: should succeed on evictionSoftGracePeriod with valid "
+     "keys",
+     {"kubelet": {"evictionSoft": VALID_THRESHOLDS, "evictionSoftGracePeriod": VALID_GRACE}},
+     True),
+    ("Kubelet: Eviction Soft Grace Period: should fail on evictionSoftGracePeriod with invalid "
+     "keys", {"kubelet": {"evictionSoftGracePeriod": {"memory": "1m0s"}}}, False),
+    ("Kubelet: Eviction Soft Grace Period: should fail when eviction soft grace period doesn't "
+     "have matching threshold",
+     {"kubelet": {"evictionSoftGracePeriod": {"memory.available": "1m0s"}}}, False),
+    # (ours) the pattern's other limits and the rules Karpenter's Its do not reach
+    ("(ours) Kubelet: a negative kubeReserved quantity",
+     {"kubelet": {"kubeReserved": {"cpu": "-100m"}}}, False),
+    ("(ours) Kubelet: a negative maxPods", {"kubelet": {"maxPods": -1}}, False),
+    ("(ours) Kubelet: imageGCHighThresholdPercent above 100",
+     {"kubelet": {"imageGCHighThresholdPercent": 101}}, False),
+    ("(ours) Kubelet: every field at once",
+     {"kubelet": {"clusterDNS": ["10.100.0.10"], "maxPods": 58, "podsPerCore": 4,
+                  "systemReserved": {"cpu": "100m", "pid": "1000"},
+                  "kubeReserved": {"memory": "1Gi", "ephemeral-storage": "1Gi"},
+                  "evictionHard": {"memory.available": "100Mi"},
+                  "evictionSoft": {"nodefs.available": "15%"},
+                  "evictionSoftGracePeriod": {"nodefs.available": "2m"},
+                  "evictionMaxPodGracePeriod": 60, "imageGCHighThresholdPercent": 85,
+                  "imageGCLowThresholdPercent": 80, "cpuCFSQuota": True}}, True),
 ]
 
 

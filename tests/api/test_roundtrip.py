@@ -110,7 +110,8 @@ def test_wire_names_that_are_not_plain_camel_case() -> None:
     nodeclass = parse_manifest(_load(MANIFESTS / "ec2nodeclass-full.yaml"))
     assert isinstance(nodeclass, EC2NodeClass)
     spec = nodeclass.spec
-    kubelet = spec.kubelet_configuration()
+    kubelet = spec.kubelet
+    assert kubelet is not None
     assert kubelet.cluster_dns == ["10.100.0.10"]
     assert kubelet.cpu_cfs_quota is True
     assert kubelet.image_gc_high_threshold_percent == 85

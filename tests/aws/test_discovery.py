@@ -173,14 +173,16 @@ def test_ami_terms_by_id_and_by_name_pick_the_newest_per_architecture(
     }
 
 
-def test_a_kubelet_configuration_the_family_cannot_apply_fails_validation(
+def test_a_kubelet_configuration_no_kubelet_could_read_fails_validation(
     clients: AwsClients,
 ) -> None:
-    """As Karpenter: the API server stores any spec.kubelet; the controller reports what is
-    wrong as ValidationSucceeded=False (InvalidKubeletConfiguration) and Ready=False."""
+    """The CRD stores evictionSoftGracePeriod's values as plain strings (Karpenter decodes
+    them into a metav1.Duration): one that is not a duration sets ValidationSucceeded=False
+    (InvalidKubeletConfiguration) and Ready=False, and the class launches nothing."""
     build_world(clients)
     al2 = node_class(amiSelectorTerms=[{"alias": "al2@latest"}],
-                     kubelet={"cpuManagerPolicy": "static", "maxPods": -1})
+                     kubelet={"evictionSoft": {"memory.available": "5%"},
+                              "evictionSoftGracePeriod": {"memory.available": "-1m"}})
 
     resolution = resolve_node_class(clients, al2, cluster=CLUSTER, kubernetes_version=K8S_VERSION)
 
@@ -189,7 +191,7 @@ def test_a_kubelet_configuration_the_family_cannot_apply_fails_validation(
     validation = conditions["ValidationSucceeded"]
     assert (validation.status, validation.reason) == ("False", "InvalidKubeletConfiguration")
     assert validation.message == (
-        "spec.kubelet.maxPods: -1 can't be negative; spec.kubelet: has fields not applied by "
-        "the AL2 AMI family that would be silently dropped: cpuManagerPolicy")
+        "spec.kubelet.evictionSoftGracePeriod[memory.available]: '-1m' can't be a negative "
+        "duration")
     assert conditions["Ready"].status == "False"
     assert "ValidationSucceeded" in (conditions["Ready"].message or "")

@@ -393,19 +393,25 @@ def test_other_families_still_get_a_20gib_root_volume(
 def test_a_node_class_with_an_invalid_kubelet_configuration_refuses_to_launch(
     provider: AwsCloudProvider,
 ) -> None:
-    bad = node_class(kubelet={"registerWithTaints": []})
-    with pytest.raises(NodeClassNotReadyError, match=r"spec\.kubelet\.registerWithTaints"):
+    # The CRD stores grace periods as plain strings; no kubelet would start with this one.
+    bad = node_class(kubelet={"evictionSoft": {"memory.available": "5%"},
+                              "evictionSoftGracePeriod": {"memory.available": "soon"}})
+    with pytest.raises(NodeClassNotReadyError,
+                       match=r"spec\.kubelet\.evictionSoftGracePeriod\[memory\.available\]"):
         provider.create(nodeclaim(), bad)
     assert provider.list() == []
 
 
-def test_any_kubelet_field_reaches_the_al2023_launch_templates_user_data(
+def test_the_kubelet_settings_reach_the_al2023_launch_templates_user_data(
     provider: AwsCloudProvider, clients: AwsClients
 ) -> None:
-    tuned = node_class(kubelet={"cpuManagerPolicy": "static", "shutdownGracePeriod": "45s"})
+    tuned = node_class(kubelet={"evictionSoft": {"memory.available": "5%"},
+                                "evictionSoftGracePeriod": {"memory.available": "45s"},
+                                "cpuCFSQuota": False})
     provider.create(nodeclaim(), tuned)
 
-    assert any("cpuManagerPolicy: static" in text and "shutdownGracePeriod: 45s" in text
+    assert any("evictionSoftGracePeriod:\n" in text and "memory.available: 45s" in text
+               and "cpuCFSQuota: false" in text
                for text in launch_template_user_data(clients))
 
 

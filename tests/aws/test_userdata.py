@@ -163,26 +163,30 @@ def test_al2023_node_config_carries_pods_labels_taints_and_reservations() -> Non
     ]
 
 
-def test_al2023_passes_every_other_kubelet_field_through_to_nodeadm() -> None:
-    """Karpenter v1.14: any KubeletConfiguration field reaches the kubelet on AL2023 (the
-    NodeConfig's inline config); registerWithTaints stays Nodewright's."""
+def test_al2023_writes_the_kubelet_settings_into_nodeadms_config() -> None:
     node = node_class("AL2023")
     assert node.spec.kubelet is not None
-    node.spec.kubelet.update({
-        "cpuManagerPolicy": "static", "shutdownGracePeriod": "45s",
-        "featureGates": {"InPlacePodVerticalScaling": True}, "podsPerCore": 4,
-    })
+    node.spec.kubelet.pods_per_core = 4
     text = render_user_data("AL2023", bootstrap_for_nodepool(CLUSTER, node, NODEPOOL, max_pods=29))
     node_config = yaml.safe_load(
         text.split("Content-Type: application/node.eks.aws\n\n")[1].split("\n--//--")[0]
     )
     config = node_config["spec"]["kubelet"]["config"]
-    assert config["cpuManagerPolicy"] == "static"
-    assert config["shutdownGracePeriod"] == "45s"
-    assert config["featureGates"] == {"InPlacePodVerticalScaling": True}
     assert config["podsPerCore"] == 4
     assert config["maxPods"] == 42
     assert config["evictionSoftGracePeriod"] == {"memory.available": "1m0s"}
+
+
+def test_bottlerocket_leaves_pods_per_core_out() -> None:
+    """As Karpenter v1.14.1: Bottlerocket has no pods-per-core setting (an unknown setting
+    would stop the node from booting), so a node class's podsPerCore is not written."""
+    node = node_class("Bottlerocket")
+    assert node.spec.kubelet is not None
+    node.spec.kubelet.pods_per_core = 4
+    bootstrap = bootstrap_for_nodepool(CLUSTER, node, None, max_pods=29)
+    text = render_user_data("Bottlerocket", bootstrap)
+    assert "pods-per-core" not in text
+    assert "max-pods = 42" in text
 
 
 def test_al2_bootstrap_flags() -> None:
@@ -221,7 +225,7 @@ def test_without_kubelet_max_pods_the_instance_types_count_is_used(
 ) -> None:
     node = node_class(family)
     assert node.spec.kubelet is not None
-    node.spec.kubelet.pop("maxPods")
+    node.spec.kubelet.max_pods = None
     text = render_user_data(family, bootstrap_for_nodepool(CLUSTER, node, None, max_pods=29))
     assert expected in text
 
@@ -236,7 +240,7 @@ def test_al2_without_kubelet_max_pods_passes_the_instance_types_count(
     (no instance type known) bootstrap.sh keeps its own."""
     node = node_class("AL2")
     assert node.spec.kubelet is not None
-    node.spec.kubelet.pop("maxPods")
+    node.spec.kubelet.max_pods = None
     bootstrap = bootstrap_for_nodepool(CLUSTER, node, None, max_pods=instance_type_pods)
     text = render_user_data("AL2", bootstrap)
     if instance_type_pods is None:

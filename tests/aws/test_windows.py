@@ -12,7 +12,7 @@ import pytest
 from nodewright.cloud.aws.amis import AliasError, Image, alias_parameter_list, image_for
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.provider import AwsCloudProvider
-from nodewright.cloud.provider import InsufficientCapacityError, NodeClassNotReadyError
+from nodewright.cloud.provider import InsufficientCapacityError
 from nodewright.scheduling.pricing import OfflinePriceSource
 from tests.aws.world import FakeClock
 
@@ -186,8 +186,13 @@ def test_a_linux_only_nodeclaim_finds_no_windows_type(provider: AwsCloudProvider
         provider.create(claim, windows())
 
 
-def test_kubelet_fields_windows_cannot_apply_keep_it_from_launching(
-    provider: AwsCloudProvider,
+def test_a_windows_node_takes_the_first_of_several_cluster_dns_addresses(
+    provider: AwsCloudProvider, recorder: CallRecorder,
 ) -> None:
-    with pytest.raises(NodeClassNotReadyError, match=r"not applied by the Windows2022 AMI family"):
-        provider.create(nodeclaim(), windows(kubelet={"cpuManagerPolicy": "static"}))
+    """As Karpenter v1.14.1: Start-EKSBootstrap.ps1 takes one -DNSClusterIP, the first."""
+    node = windows(kubelet={"clusterDNS": ["172.20.0.10", "172.20.0.11"]})
+
+    provider.create(nodeclaim(), node)
+
+    text = base64.b64decode(launched_template(recorder)["UserData"]).decode()
+    assert " -DNSClusterIP '172.20.0.10'" in text and "172.20.0.11" not in text

@@ -179,8 +179,9 @@ def test_rules_across_fields_of_a_node_class(cluster: InMemoryCluster) -> None:
             "a combination of other amiSelectorTerms") in message
     assert ('spec.securityGroupSelectorTerms[0]: Invalid value: "object": empty tag keys or '
             "values aren't supported") in message
-    # spec.kubelet is an open object (as Karpenter v1.14): the controller checks it.
-    assert "kubelet" not in message
+    assert ('spec.kubelet: Invalid value: "object": no such key: evictionSoftGracePeriod '
+            "evaluating rule: evictionSoft OwnerKey does not have a matching "
+            "evictionSoftGracePeriod") in message
 
 
 def test_unknown_fields_are_pruned_and_defaults_filled_in(cluster: InMemoryCluster) -> None:

@@ -172,12 +172,10 @@ def test_a_bad_kubelet_value_names_the_field() -> None:
         node_settings(config)
 
 
-def test_reservations_and_max_pods_reach_allocatable_beside_any_other_kubelet_field() -> None:
-    """spec.kubelet is an open map (Karpenter v1.14): fields Nodewright does not read
-    (cpuManagerPolicy) sit beside the ones allocatable depends on."""
+def test_reservations_and_max_pods_of_a_node_class_reach_allocatable() -> None:
     plain = every_moto_type(node_settings(node_class=node_class({})))["m5.large"]
     tuned = every_moto_type(node_settings(node_class=node_class({"kubelet": {
-        "cpuManagerPolicy": "static", "shutdownGracePeriod": "30s", "maxPods": 20,
+        "maxPods": 20, "cpuCFSQuota": True,
         "kubeReserved": {"cpu": "500m", "memory": "1Gi"}, "systemReserved": {"memory": "512Mi"},
         "evictionHard": {"memory.available": "1Gi"},
     }})))["m5.large"]
@@ -188,5 +186,5 @@ def test_reservations_and_max_pods_reach_allocatable_beside_any_other_kubelet_fi
 
 
 def test_a_mistyped_kubelet_field_of_a_node_class_names_it() -> None:
-    with pytest.raises(ValueError, match=r"spec\.kubelet\.podsPerCore"):
+    with pytest.raises(ValueError, match=r"kubelet\.podsPerCore"):
         node_settings(node_class=node_class({"kubelet": {"podsPerCore": "four"}}))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field, StringConstraints
 
@@ -300,13 +300,7 @@ class EC2NodeClassSpec(KubeModel):
     role: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
     instance_profile: Annotated[str, StringConstraints(min_length=1, max_length=128)] | None = None
     tags: dict[str, str] | None = Field(default=None, max_length=MAX_TAGS)
-    # Any upstream KubeletConfiguration field: the CRD stores the object as given, and
-    # `nodewright.api.kubelet` checks it (ValidationSucceeded on the status).
-    kubelet: dict[str, Any] | None = Field(
-        default=None,
-        description="Any field of the upstream kubelet KubeletConfiguration "
-        "(kubelet.config.k8s.io/v1beta1); checked by the controller, not by the API server.",
-    )
+    kubelet: KubeletConfiguration | None = None
     block_device_mappings: list[BlockDeviceMapping] | None = Field(default=None, max_length=50)
     instance_store_policy: Literal["RAID0"] | None = None
     network_interfaces: list[NetworkInterface] | None = Field(
@@ -363,11 +357,6 @@ class EC2NodeClassSpec(KubeModel):
             )
         ),
     )
-
-    def kubelet_configuration(self) -> KubeletConfiguration:
-        """The kubelet fields Nodewright reads; raises KubeletConfigError (a ValueError naming
-        the field) when one has the wrong type."""
-        return KubeletConfiguration.parse(self.kubelet)
 
     def resolved_ami_family(self) -> str:
         """The family that decides the user data: amiFamily when set (Custom included),

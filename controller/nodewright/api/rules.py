@@ -13,7 +13,7 @@ from nodewright.api.capacitybuffer import CapacityBuffer
 from nodewright.api.core import NodeSelectorRequirementWithMinValues
 from nodewright.api.cron import cron_problem
 from nodewright.api.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass, EC2NodeClassSpec
-from nodewright.api.kubelet import kubelet_problems
+from nodewright.api.kubelet import admission_problems, kubelet_problems
 from nodewright.api.labels import (
     key_length_problem,
     label_value_problem,
@@ -474,7 +474,9 @@ def _check_ami_terms(spec: EC2NodeClassSpec) -> Iterator[Finding]:
 
 
 def _check_kubelet(spec: EC2NodeClassSpec) -> Iterator[Finding]:
-    yield from kubelet_problems(spec.kubelet, spec.resolved_ami_family())
+    if spec.kubelet is not None:
+        yield from admission_problems(spec.kubelet)
+        yield from kubelet_problems(spec.kubelet)
 
 
 def _check_block_devices(spec: EC2NodeClassSpec) -> Iterator[Finding]:

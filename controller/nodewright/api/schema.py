@@ -25,7 +25,7 @@ def object_schema(model: type[BaseModel], *, skip: frozenset[str] = frozenset())
         wire = field.alias or name
         if wire in skip:
             continue
-        properties[wire] = field_schema(field)
+        properties[wire] = field_schema(field, wire)
         if field.is_required():
             required.append(wire)
     schema: JSONSchema = {"type": "object", "properties": properties}
@@ -39,9 +39,9 @@ def object_schema(model: type[BaseModel], *, skip: frozenset[str] = frozenset())
     return schema
 
 
-def field_schema(field: FieldInfo) -> JSONSchema:
+def field_schema(field: FieldInfo, wire: str = "") -> JSONSchema:
     assert field.annotation is not None
-    schema = type_schema(field.annotation, list(field.metadata))
+    schema = type_schema(field.annotation, list(field.metadata), wire)
     if field.description:
         schema["description"] = field.description
     if not field.is_required():
@@ -58,15 +58,16 @@ def field_schema(field: FieldInfo) -> JSONSchema:
     return schema
 
 
-def type_schema(annotation: Any, metadata: list[Any]) -> JSONSchema:
+def type_schema(annotation: Any, metadata: list[Any], wire: str = "") -> JSONSchema:
+    """`wire`: the field's name, for the messages of rules generated from its type."""
     origin = get_origin(annotation)
     if origin is Annotated:
         inner, *extra = get_args(annotation)
-        return type_schema(inner, [*extra, *metadata])
+        return type_schema(inner, [*extra, *metadata], wire)
     if origin in (Union, types.UnionType):
         options = [arg for arg in get_args(annotation) if arg is not type(None)]
         if len(options) == 1:
-            return type_schema(options[0], metadata)
+            return type_schema(options[0], metadata, wire)
         schema: JSONSchema = {"x-kubernetes-int-or-string": True,
                               "anyOf": [{"type": "integer"}, {"type": "string"}]}
         return _constrain(schema, metadata, "string")
@@ -84,11 +85,12 @@ def type_schema(annotation: Any, metadata: list[Any]) -> JSONSchema:
         else:
             schema = {"type": "object", "additionalProperties": type_schema(value, [])}
         if get_origin(key) is Literal:
-            allowed = list(get_args(key))
+            # Karpenter's wording: valid keys for evictionHard are ['memory.available',...]
+            allowed = "[" + ",".join(f"'{value}'" for value in get_args(key)) + "]"
             schema["x-kubernetes-validations"] = [
                 {
-                    "rule": f"self.all(x, x in {allowed!r})",
-                    "message": f"valid keys are {', '.join(allowed)}",
+                    "rule": f"self.all(x, x in {allowed})",
+                    "message": f"valid keys for {wire or 'this map'} are {allowed}",
                 }
             ]
         return _constrain(schema, metadata, "object")

@@ -204,7 +204,7 @@ def _node_class_settings(
 ) -> NodeSettings:
     family = node_class.resolved_ami_family() if node_class is not None else "AL2023"
     if kubelet is None and node_class is not None:
-        kubelet = node_class.spec.kubelet_configuration() if node_class.spec.kubelet else None
+        kubelet = node_class.spec.kubelet
     settings = NodeSettings(ami_family=family)
     if node_class is not None:
         settings = _with_storage(settings, node_class)

@@ -217,10 +217,10 @@ def _missing(unmatched: Sequence[UnmatchedTerm], prefix: str) -> str:
 
 
 def validation_problems(node_class: EC2NodeClass) -> dict[str, str]:
-    """What the API server cannot check (spec.kubelet is an open map): as in Karpenter, a
-    problem here sets ValidationSucceeded=False, and the node class launches nothing."""
-    spec = node_class.spec
-    invalid = kubelet_problems(spec.kubelet, spec.resolved_ami_family())
+    """What the API server lets through but no node could use (an evictionSoftGracePeriod
+    that is not a duration, which Karpenter cannot even decode): ValidationSucceeded=False,
+    and the node class launches nothing."""
+    invalid = kubelet_problems(node_class.spec.kubelet)
     if not invalid:
         return {}
     return {VALIDATION: "; ".join(f"{format_path(path)}: {why}" for path, why in invalid)}

@@ -23,9 +23,7 @@ def _taint(key: str, value: str, effect: str) -> dict[str, str]:
 
 def node_config(bootstrap: NodeBootstrap) -> dict[str, Any]:
     kubelet = bootstrap.kubelet
-    # Every field the user set reaches the kubelet as given (nodeadm takes any
-    # KubeletConfiguration field); the ones Nodewright reads are written below.
-    config: dict[str, Any] = dict(sorted(kubelet.passthrough.items()))
+    config: dict[str, Any] = {}
     if bootstrap.max_pods is not None:
         config["maxPods"] = bootstrap.max_pods
     if bootstrap.cluster_dns:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, TypeVar
-
-from nodewright.api.kubelet import KubeletConfiguration, unmanaged
+from typing import TYPE_CHECKING, Final, TypeVar
 
 if TYPE_CHECKING:
     from nodewright.api.core import Taint
+    from nodewright.api.kubelet import KubeletConfiguration
 
 _Key = TypeVar("_Key", bound=str)
 
@@ -58,9 +57,6 @@ class KubeletSettings:
     image_gc_high_threshold_percent: int | None = None
     image_gc_low_threshold_percent: int | None = None
     cpu_cfs_quota: bool | None = None
-    # Every other spec.kubelet field, as given: only families that render the raw kubelet
-    # configuration (AL2023) carry them; validation refuses them for the others.
-    passthrough: Mapping[str, Any] = field(default_factory=dict)
 
     def map_flags(self) -> list[tuple[str, Mapping[str, str], str]]:
         """(flag, its key/value pairs, the separator between key and value) of the map
@@ -87,11 +83,9 @@ class KubeletSettings:
         return flags
 
     @classmethod
-    def from_api(cls, raw: Mapping[str, Any] | None) -> KubeletSettings:
-        """Raises KubeletConfigError (a ValueError naming the field) on a mistyped field."""
-        if not raw:
+    def from_api(cls, kubelet: KubeletConfiguration | None) -> KubeletSettings:
+        if kubelet is None:
             return cls()
-        kubelet = KubeletConfiguration.parse(raw)
         return cls(
             max_pods=kubelet.max_pods,
             pods_per_core=kubelet.pods_per_core,
@@ -104,7 +98,6 @@ class KubeletSettings:
             image_gc_high_threshold_percent=kubelet.image_gc_high_threshold_percent,
             image_gc_low_threshold_percent=kubelet.image_gc_low_threshold_percent,
             cpu_cfs_quota=kubelet.cpu_cfs_quota,
-            passthrough=unmanaged(raw),
         )
 
 
@@ -157,16 +150,15 @@ class NodeBootstrap:
         labels: Mapping[str, str],
         taints: Sequence[Taint] = (),
         startup_taints: Sequence[Taint] = (),
-        kubelet: Mapping[str, Any] | None = None,
+        kubelet: KubeletConfiguration | None = None,
         max_pods: int | None = None,
         custom_user_data: str | None = None,
         instance_store_policy: str | None = None,
         bottlerocket_version: str | None = None,
     ) -> NodeBootstrap:
-        """`max_pods` from the instance type, unless the kubelet configuration fixes it.
-        `kubelet` is the EC2NodeClass's spec.kubelet map."""
+        """`max_pods` from the instance type, unless the kubelet configuration fixes it."""
         settings = KubeletSettings.from_api(kubelet)
-        parsed = KubeletConfiguration.parse(kubelet)
+        dns = kubelet.cluster_dns if kubelet is not None else None
         node_taints = [
             NodeTaint(taint.key, taint.effect, taint.value or "")
             for taint in [*taints, *startup_taints]
@@ -180,7 +172,7 @@ class NodeBootstrap:
             taints=tuple(node_taints),
             kubelet=settings,
             # As Karpenter does: the discovered kube-dns address unless the user set one.
-            cluster_dns=tuple(parsed.cluster_dns or ((cluster.dns_ip,) if cluster.dns_ip else ())),
+            cluster_dns=tuple(dns or ((cluster.dns_ip,) if cluster.dns_ip else ())),
             custom_user_data=custom_user_data,
             instance_store_policy=instance_store_policy,
             bottlerocket_version=bottlerocket_version,

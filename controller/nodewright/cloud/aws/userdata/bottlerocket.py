@@ -79,8 +79,9 @@ def kubernetes_settings(bootstrap: NodeBootstrap) -> dict[str, Any]:
         settings["cluster-dns-ip"] = bootstrap.cluster_dns[0]
     if bootstrap.max_pods is not None:
         settings["max-pods"] = bootstrap.max_pods
+    # No pods-per-core: Bottlerocket has no such setting, and Karpenter v1.14.1 leaves
+    # podsPerCore out for this family (its pod count ignores it too).
     optional: dict[str, Any] = {
-        "pods-per-core": kubelet.pods_per_core,
         "eviction-max-pod-grace-period": kubelet.eviction_max_pod_grace_period,
         "image-gc-high-threshold-percent": kubelet.image_gc_high_threshold_percent,
         "image-gc-low-threshold-percent": kubelet.image_gc_low_threshold_percent,
