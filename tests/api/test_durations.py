@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nodewright.api.formats import DurationError, parse_duration, parse_duration_or_never
+from nodewright.api.formats import (
+    DurationError,
+    format_duration,
+    parse_duration,
+    parse_duration_or_never,
+)
 
 
 @pytest.mark.parametrize(("text", "seconds"), [
@@ -66,3 +71,20 @@ def test_a_duration_is_the_sum_of_its_parts(parts: list[tuple[int, str]]) -> Non
     text = "".join(f"{value}{unit}" for value, unit in parts)
     assert parse_duration(text) == pytest.approx(sum(v * scale[u] for v, u in parts))
 
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    # Go's own cases for Duration.String (time_test.go durationTests), within float precision.
+    [("0s", 0), ("1ns", 1e-9), ("1.1µs", 1.1e-6), ("2.2ms", 2.2e-3), ("3.3s", 3.3),
+     ("4m5s", 245), ("4m5.001s", 245.001), ("5h6m7.001s", 18367.001),
+     ("8m0.000000001s", 480.000000001), ("-1m30s", -90), ("1h0m0s", 3600)],
+)
+def test_durations_are_written_as_go_writes_them(text: str, seconds: float) -> None:
+    assert format_duration(seconds) == text
+
+
+@pytest.mark.parametrize("text", ["1m", "90s", "1h30m", "1.5h", "500ms", "0", "24h"])
+def test_a_written_duration_reads_back_as_the_same_length(text: str) -> None:
+    seconds = parse_duration(text)
+    assert parse_duration(format_duration(seconds).replace("µs", "us")) == pytest.approx(seconds)

@@ -177,6 +177,24 @@ def test_al2023_writes_the_kubelet_settings_into_nodeadms_config() -> None:
     assert config["evictionSoftGracePeriod"] == {"memory.available": "1m0s"}
 
 
+@pytest.mark.parametrize(("family", "expected"), [
+    ("AL2023", "memory.available: 5m0s"),
+    ("AL2", "--eviction-soft-grace-period=memory.available=5m0s"),
+    ("Bottlerocket", '"memory.available" = "5m0s"'),
+])
+def test_a_grace_period_is_written_as_karpenter_writes_the_duration_it_decoded(
+    family: str, expected: str
+) -> None:
+    """Karpenter decodes evictionSoftGracePeriod into a metav1.Duration and writes it back
+    with Go's Duration.String: a user's "5m" reaches the node as "5m0s"."""
+    node = node_class(family)
+    assert node.spec.kubelet is not None
+    node.spec.kubelet.eviction_soft = {"memory.available": "5%"}
+    node.spec.kubelet.eviction_soft_grace_period = {"memory.available": "5m"}
+    text = render_user_data(family, bootstrap_for_nodepool(CLUSTER, node, None, max_pods=29))
+    assert expected in text
+
+
 def test_bottlerocket_leaves_pods_per_core_out() -> None:
     """As Karpenter v1.14.1: Bottlerocket has no pods-per-core setting (an unknown setting
     would stop the node from booting), so a node class's podsPerCore is not written."""

@@ -162,3 +162,33 @@ def _go_duration(text: str) -> float:
         if total > _LONGEST_GO_DURATION:
             raise invalid
     return sign * total
+
+
+def _fraction(value: int, digits: int) -> str:
+    """`value` with its last `digits` digits as a decimal fraction, trailing zeros dropped."""
+    whole, rest = divmod(value, 10**digits)
+    decimals = f"{rest:0{digits}d}".rstrip("0")
+    return f"{whole}.{decimals}" if decimals else str(whole)
+
+
+def format_duration(seconds: float) -> str:
+    """A duration as Go's time.Duration.String writes it ("1m0s", "1h30m0s", "1.5s",
+    "500ms"): how Karpenter renders a metav1.Duration it read, whatever form the user wrote."""
+    nanos = round(seconds * 1e9)
+    sign, nanos = ("-" if nanos < 0 else ""), abs(nanos)
+    if nanos == 0:
+        return "0s"
+    if nanos < 1_000:
+        return f"{sign}{nanos}ns"
+    if nanos < 1_000_000:
+        return f"{sign}{_fraction(nanos, 3)}µs"
+    if nanos < 1_000_000_000:
+        return f"{sign}{_fraction(nanos, 6)}ms"
+    whole_seconds, fraction = divmod(nanos, 1_000_000_000)
+    text = f"{_fraction(whole_seconds % 60 * 10**9 + fraction, 9)}s"
+    minutes = whole_seconds // 60
+    if minutes:
+        text = f"{minutes % 60}m{text}"
+        if minutes // 60:
+            text = f"{minutes // 60}h{text}"
+    return sign + text

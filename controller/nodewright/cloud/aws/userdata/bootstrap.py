@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, TypeVar
 
+from nodewright.api.formats import format_duration, parse_duration
+
 if TYPE_CHECKING:
     from nodewright.api.core import Taint
     from nodewright.api.kubelet import KubeletConfiguration
@@ -40,6 +42,15 @@ UNREGISTERED_TAINT: Final = NodeTaint(UNREGISTERED_TAINT_KEY, "NoExecute")
 
 def _strings(values: Mapping[_Key, str] | None) -> dict[str, str]:
     return {str(key): str(value) for key, value in (values or {}).items()}
+
+
+def _go_duration(text: str) -> str:
+    """As Karpenter renders the metav1.Duration it decoded: "1m" is written "1m0s". (A value
+    that is no duration never gets here: node class validation stops the launch.)"""
+    try:
+        return format_duration(parse_duration(text, allow_negative=True))
+    except ValueError:
+        return text
 
 
 @dataclass(frozen=True)
@@ -93,7 +104,9 @@ class KubeletSettings:
             kube_reserved=_strings(kubelet.kube_reserved),
             eviction_hard=_strings(kubelet.eviction_hard),
             eviction_soft=_strings(kubelet.eviction_soft),
-            eviction_soft_grace_period=_strings(kubelet.eviction_soft_grace_period),
+            eviction_soft_grace_period={
+                signal: _go_duration(period)
+                for signal, period in _strings(kubelet.eviction_soft_grace_period).items()},
             eviction_max_pod_grace_period=kubelet.eviction_max_pod_grace_period,
             image_gc_high_threshold_percent=kubelet.image_gc_high_threshold_percent,
             image_gc_low_threshold_percent=kubelet.image_gc_low_threshold_percent,
