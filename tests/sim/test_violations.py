@@ -76,6 +76,44 @@ def test_evictions_the_budget_allows_or_refuses_are_no_violation() -> None:
     assert (observed.evictions, observed.refused_evictions) == (1, 1)
 
 
+def test_an_eviction_right_after_a_scale_to_zero_is_no_violation() -> None:
+    """A Deployment scaled to 0 expects no pods: Kubernetes' budget then allows evicting
+    those its ReplicaSet has not deleted yet, and the simulator's own count must agree (it
+    once fell back to counting the pods, and reported the eviction as a breach)."""
+    cluster = InMemoryCluster(VirtualClock(START))
+    cluster.create({"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": "web", "namespace": "default"},
+                    "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+                             "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                                 "containers": [{"name": "web", "image": "web"}]}}}})
+    cluster.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "metadata": {"name": "web-1", "namespace": "default", "ownerReferences": [
+                        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
+                         "uid": "d1", "controller": True}]},
+                    "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
+                             "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                                 "containers": [{"name": "web", "image": "web"}]}}}})
+    for name in ("web-1-a", "web-1-b"):
+        cluster.create({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                              "name": "web-1", "uid": "r1",
+                                              "controller": True}]},
+            "spec": {"nodeName": "n1", "containers": [{"name": "web", "image": "web"}]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+        })
+    cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                    "metadata": {"name": "web", "namespace": "default"},
+                    "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "web"}}}})
+    observed, monitor = watched(cluster)
+
+    observed.evict("web-1-a", "default")
+
+    assert monitor.found == []
+    assert observed.evictions == 1
+
+
 def pool_with_nodes(cluster: InMemoryCluster, budget_nodes: str, disrupting: int) -> None:
     cluster.create({
         "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},

@@ -278,7 +278,11 @@ def _budget_verdict(
     expected = len(matching)
     healthy = sum(1 for p in matching if _healthy(p))
     if not isinstance(spec.get("minAvailable"), int):
-        expected = _controllers_scale(matching, scale_of, objects.namespace(pdb)) or expected
+        # A controller scaled to 0 expects no pods (its pods may not be deleted yet): the
+        # budget then allows every eviction, as Kubernetes' disruption controller counts.
+        scale = _controllers_scale(matching, scale_of, objects.namespace(pdb))
+        if scale is not None:
+            expected = scale
     if "minAvailable" in spec:
         desired = _scaled(spec["minAvailable"], expected)
     elif "maxUnavailable" in spec:
