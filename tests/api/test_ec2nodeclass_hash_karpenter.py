@@ -4,8 +4,8 @@
 Karpenter pins Go hashstructure values; ours are our own digest (see
 `nodewright.api.hashes`), so the pinned numbers below are Nodewright's. They play the same
 part as Karpenter's: a change that moves one of them changes the hash of an unchanged node
-class, and must come with a bump of the hash version. Karpenter also hashes the cluster's CA
-bundle; we do not (our drift check compares the node class spec only).
+class, and must come with a bump of the hash version. Both hashes also cover the cluster's
+CA bundle: Karpenter's tests pass `testCABundle` ("test-ca-bundle"), and so do these.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ BASE: dict[str, Any] = {
     },
 }
 
-STATIC_HASH = "5892540213157037244"
+CA_BUNDLE = "test-ca-bundle"  # Karpenter's testCABundle
+STATIC_HASH = "10148570191621343906"
 
 
 def spec_of(body: dict[str, Any]) -> dict[str, Any]:
@@ -90,51 +91,51 @@ def _merge(into: dict[str, Any], change: dict[str, Any]) -> None:
 
 
 def hash_of(change: dict[str, Any] | None = None) -> str:
-    return node_class_hash(node_class(change))
+    return node_class_hash(node_class(change), CA_BUNDLE)
 
 
 # (Karpenter Entry name, change to the spec, our pinned hash)
 STATIC_FIELDS: list[tuple[str, dict[str, Any], str]] = [
-    ("UserData", {"userData": "userdata-test-2"}, "4413506930644687157"),
-    ("Tags", {"tags": {"keyTag-test-3": "valueTag-test-3"}}, "1806450885252307945"),
-    ("Context", {"context": "context-2"}, "1235546619457348749"),
-    ("DetailedMonitoring", {"detailedMonitoring": True}, "888822930043142519"),
-    ("InstanceStorePolicy", {"instanceStorePolicy": "RAID0"}, "3357022203898740373"),
-    ("AssociatePublicIPAddress", {"associatePublicIPAddress": True}, "1544871474014144708"),
+    ("UserData", {"userData": "userdata-test-2"}, "8240735375164836902"),
+    ("Tags", {"tags": {"keyTag-test-3": "valueTag-test-3"}}, "6317357765514285099"),
+    ("Context", {"context": "context-2"}, "12666543509734469937"),
+    ("DetailedMonitoring", {"detailedMonitoring": True}, "9082043593017100005"),
+    ("InstanceStorePolicy", {"instanceStorePolicy": "RAID0"}, "11583023290042590917"),
+    ("AssociatePublicIPAddress", {"associatePublicIPAddress": True}, "2993462210339542649"),
     ("MetadataOptions HTTPEndpoint",
-     {"metadataOptions": {"httpEndpoint": "enabled"}}, "1241493258602246820"),
+     {"metadataOptions": {"httpEndpoint": "enabled"}}, "6826766516782525004"),
     ("MetadataOptions HTTPProtocolIPv6", {"metadataOptions": {"httpProtocolIPv6": "enabled"}},
-     "3644092601146476388"),
+     "10369017665256274819"),
     ("MetadataOptions HTTPPutResponseHopLimit",
-     {"metadataOptions": {"httpPutResponseHopLimit": 10}}, "14190898220150280619"),
+     {"metadataOptions": {"httpPutResponseHopLimit": 10}}, "10946008327390048939"),
     ("MetadataOptions HTTPTokens",
-     {"metadataOptions": {"httpTokens": "required"}}, "9363483584467536544"),
+     {"metadataOptions": {"httpTokens": "required"}}, "6246108253399841314"),
     ("BlockDeviceMapping DeviceName",
-     {"blockDeviceMappings": [{"deviceName": "map-device-test-3"}]}, "9013388275890701967"),
+     {"blockDeviceMappings": [{"deviceName": "map-device-test-3"}]}, "5272285010927017874"),
     ("BlockDeviceMapping RootVolume",
-     {"blockDeviceMappings": [{"rootVolume": True}]}, "5085147069791552921"),
+     {"blockDeviceMappings": [{"rootVolume": True}]}, "12153828071602196238"),
     ("BlockDeviceMapping DeleteOnTermination",
-     {"blockDeviceMappings": [{"ebs": {"deleteOnTermination": True}}]}, "9672252701555519110"),
+     {"blockDeviceMappings": [{"ebs": {"deleteOnTermination": True}}]}, "16323478082918941985"),
     ("BlockDeviceMapping Encrypted",
-     {"blockDeviceMappings": [{"ebs": {"encrypted": True}}]}, "13330475227840835049"),
+     {"blockDeviceMappings": [{"ebs": {"encrypted": True}}]}, "10540762472594645374"),
     ("BlockDeviceMapping IOPS",
-     {"blockDeviceMappings": [{"ebs": {"iops": 10}}]}, "14720744032785843086"),
+     {"blockDeviceMappings": [{"ebs": {"iops": 10}}]}, "5568158641360952567"),
     ("BlockDeviceMapping KMSKeyID",
-     {"blockDeviceMappings": [{"ebs": {"kmsKeyID": "test"}}]}, "10916063696083541537"),
+     {"blockDeviceMappings": [{"ebs": {"kmsKeyID": "test"}}]}, "1013140024835819828"),
     ("BlockDeviceMapping SnapshotID",
-     {"blockDeviceMappings": [{"ebs": {"snapshotID": "test"}}]}, "14121686616889618269"),
+     {"blockDeviceMappings": [{"ebs": {"snapshotID": "test"}}]}, "16394463562575987447"),
     ("BlockDeviceMapping Throughput",
-     {"blockDeviceMappings": [{"ebs": {"throughput": 10}}]}, "12089675611119599432"),
+     {"blockDeviceMappings": [{"ebs": {"throughput": 10}}]}, "12931386777270861992"),
     ("BlockDeviceMapping VolumeType",
-     {"blockDeviceMappings": [{"ebs": {"volumeType": "io1"}}]}, "15263923817938891656"),
+     {"blockDeviceMappings": [{"ebs": {"volumeType": "io1"}}]}, "932746864813909998"),
     ("ConnectionTracking TCPEstablishedTimeout",
-     {"connectionTracking": {"tcpEstablishedTimeout": 300}}, "13001976293793506801"),
+     {"connectionTracking": {"tcpEstablishedTimeout": 300}}, "6607862603923895165"),
     ("ConnectionTracking UDPStreamTimeout", {"connectionTracking": {"udpStreamTimeout": 120}},
-     "17138004604450380773"),
+     "40128648746848775"),
     ("ConnectionTracking UDPTimeout",
-     {"connectionTracking": {"udpTimeout": 45}}, "14695102169540936487"),
+     {"connectionTracking": {"udpTimeout": 45}}, "16610276548288257013"),
     ("CPUOptions NestedVirtualization", {"cpuOptions": {"nestedVirtualization": "enabled"}},
-     "4786236903449600817"),
+     "5774899507763266727"),
 ]
 
 # Behavior / dynamic fields: Karpenter's entries expect the base hash.
@@ -171,7 +172,7 @@ def test_a_selector_change_keeps_the_base_hash(entry: str, change: dict[str, Any
 
 def test_a_new_volume_size_has_its_own_pinned_hash() -> None:
     """Karpenter: "should match static hash when updating blockDeviceMapping volumeSize"."""
-    pinned = "3451402922950076948"
+    pinned = "13919915694482403910"
     assert hash_of({"blockDeviceMappings": [{"ebs": {"volumeSize": "10G"}}]}) == pinned
 
 
@@ -180,7 +181,7 @@ def test_an_instance_profile_in_place_of_the_role_has_its_own_pinned_hash() -> N
     body = copy.deepcopy(BASE)
     del spec_of(body)["role"]
     spec_of(body)["instanceProfile"] = "test-instance-profile"
-    assert node_class_hash(EC2NodeClass.model_validate(body)) == "1518211192090905792"
+    assert node_class_hash(EC2NodeClass.model_validate(body), CA_BUNDLE) == "16493472393423128327"
 
 
 def test_reordered_tags_keep_the_pinned_hash() -> None:
@@ -192,7 +193,7 @@ def test_reordered_block_device_mappings_keep_the_pinned_hash() -> None:
     """Karpenter: "should match static hash when reordering blockDeviceMappings"."""
     body = copy.deepcopy(BASE)
     spec_of(body)["blockDeviceMappings"].reverse()
-    assert node_class_hash(EC2NodeClass.model_validate(body)) == STATIC_HASH
+    assert node_class_hash(EC2NodeClass.model_validate(body), CA_BUNDLE) == STATIC_HASH
 
 
 @pytest.mark.parametrize(("entry", "change"), [(e, c) for e, c, _ in STATIC_FIELDS],
@@ -212,9 +213,9 @@ def test_updating_the_instance_profile_changes_the_hash() -> None:
     body = copy.deepcopy(BASE)
     del spec_of(body)["role"]
     spec_of(body)["instanceProfile"] = "test-instance-profile"
-    before = node_class_hash(EC2NodeClass.model_validate(body))
+    before = node_class_hash(EC2NodeClass.model_validate(body), CA_BUNDLE)
     spec_of(body)["instanceProfile"] = "other-instance-profile"
-    assert node_class_hash(EC2NodeClass.model_validate(body)) != before
+    assert node_class_hash(EC2NodeClass.model_validate(body), CA_BUNDLE) != before
 
 
 def test_reordering_tags_does_not_change_the_hash() -> None:
@@ -228,7 +229,7 @@ def test_reordering_block_device_mappings_does_not_change_the_hash() -> None:
     before = hash_of()
     body = copy.deepcopy(BASE)
     spec_of(body)["blockDeviceMappings"].reverse()
-    assert node_class_hash(EC2NodeClass.model_validate(body)) == before
+    assert node_class_hash(EC2NodeClass.model_validate(body), CA_BUNDLE) == before
 
 
 def test_updating_every_selector_does_not_change_the_hash() -> None:
@@ -247,4 +248,4 @@ def test_two_node_classes_with_the_same_spec_have_the_same_hash() -> None:
     """Karpenter: "should expect two EC2NodeClasses with the same spec to have the same hash"."""
     other = copy.deepcopy(BASE)
     other["metadata"] = {"name": "other"}
-    assert node_class_hash(EC2NodeClass.model_validate(other)) == hash_of()
+    assert node_class_hash(EC2NodeClass.model_validate(other), CA_BUNDLE) == hash_of()

@@ -10,15 +10,17 @@ import base64
 from typing import Any
 
 import pytest
+import yaml
 
 from nodewright.cloud.aws import provider
 from nodewright.cloud.aws.cluster_info import EksCluster
 from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.userdata.bootstrap import ClusterInfo
 from nodewright.cloud.provider import CloudProviderError
+from nodewright.cluster.kube.cluster import trusted_ca_bundle
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.operator.config import ConfigError, OperatorConfig, parse_ca_bundle
-from nodewright.operator.main import build_cloud
+from nodewright.operator.main import build_cloud, controller_options
 from nodewright.runtime import VirtualClock
 from nodewright.runtime.clock import SystemClock
 
@@ -153,3 +155,34 @@ def test_an_unreadable_api_server_version_is_a_cloud_error(describe_calls: list[
                            clock=SystemClock())
     with pytest.raises(CloudProviderError, match="connection refused"):
         cloud.cluster()
+
+
+def kubeconfig(path: Any, cluster: dict[str, str]) -> str:
+    file = path / "kubeconfig"
+    file.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": ENDPOINT, **cluster}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}]}))
+    return str(file)
+
+
+def test_the_drift_hash_takes_the_ca_bundle_setting_else_the_ca_the_client_trusts(
+        tmp_path: Any) -> None:
+    """Karpenter's operator hashes node classes with CLUSTER_CA_BUNDLE, else with the CA of
+    its rest config (a kubeconfig's certificate-authority-data or file, in a pod the service
+    account's ca.crt)."""
+    pem = base64.b64decode(OWN_CA)
+    (tmp_path / "ca.crt").write_bytes(pem)
+    by_data = kubeconfig(tmp_path, {"certificate-authority-data": OWN_CA})
+    assert trusted_ca_bundle(by_data) == OWN_CA
+    by_file = kubeconfig(tmp_path, {"certificate-authority": str(tmp_path / "ca.crt")})
+    assert trusted_ca_bundle(by_file) == OWN_CA
+    assert trusted_ca_bundle(str(tmp_path / "missing")) is None
+
+    from_client = controller_options(OperatorConfig(cluster_name="prod", kubeconfig=by_file))
+    setting = "Q0E="
+    from_setting = controller_options(OperatorConfig(cluster_name="prod", kubeconfig=by_file,
+                                                     cluster_ca_bundle=setting))
+    assert from_client.cluster_ca_bundle == OWN_CA
+    assert from_setting.cluster_ca_bundle == setting

@@ -284,3 +284,26 @@ def test_a_nodepool_changed_since_launch_makes_the_snapshot_drift(tmp_path: Path
     scenario, problems = load_scenario(_write(snapshot, tmp_path / "drift.yaml"))
     assert scenario is not None, problems
     assert run_scenario(scenario).summary.disruptions.get("Drifted") == 1
+
+
+def test_claims_stamped_with_the_controllers_cluster_ca_do_not_drift_in_the_snapshot(
+        tmp_path: Path) -> None:
+    """A live controller's EC2NodeClass hash covers the cluster CA it runs with, which a
+    snapshot does not carry: the snapshot compares each NodeClaim with the hashes that
+    controller stamped on its NodePool and EC2NodeClass, as the controller does."""
+    scenario, problems = load_scenario(_write({
+        "name": "live", "manifests": [str(WORKSHOP_MANIFESTS)],
+        "steps": [{"scale": {"name": "inflate", "replicas": 5}},
+                  {"settle": {"timeout": "10m"}}]}, tmp_path / "live.yaml"))
+    assert scenario is not None, problems
+    world = build_world(scenario)
+    world.controllers.state.ca_bundle = "Y2x1c3Rlci1jYQ=="  # as `nodewright controller` has
+    _Run(world, None).execute("live")
+
+    snapshot = take_snapshot(world.cluster, world.clock.now()).document
+
+    assert snapshot["nodeClaims"] and all("nodeClassHash" not in claim
+                                          for claim in snapshot["nodeClaims"])
+    taken, problems = load_scenario(_write(snapshot, tmp_path / "snap.yaml"))
+    assert taken is not None, problems
+    assert "Drifted" not in run_scenario(taken).summary.disruptions

@@ -11,7 +11,11 @@ separate check); the EC2NodeClass hash covers its spec without the selector term
 resolved values are checked by the cloud provider: AMI, subnets, security groups) and with
 the *resolved* AMI family, so writing down the family an alias already implied is no
 change. Lists count as sets and empty values as absent, so reordering a list or spelling
-out an empty default drifts nothing.
+out an empty default drifts nothing. As Karpenter's, the EC2NodeClass hash also covers the
+cluster CA bundle the controller runs with (CLUSTER_CA_BUNDLE, else the CA it trusts the API
+server by): a new cluster CA drifts every node, whose user data carries the old one. And
+since Karpenter hashes the decoded struct, kubelet grace periods count by their length
+("1m" and "1m0s" are the same).
 
 The values differ from Karpenter's (its hash library is Go's), so the hash versions differ
 too: a cluster moving from Karpenter to Nodewright (or back) has mismatched versions, and a
@@ -26,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.formats import format_duration, parse_duration
 from nodewright.api.nodepool import NodePool
 
 NODEPOOL_HASH = "karpenter.sh/nodepool-hash"
@@ -36,7 +41,9 @@ NODECLASS_HASH_VERSION = "karpenter.k8s.aws/ec2nodeclass-hash-version"
 # Bump when a change to the hashed fields or to their defaults would change the hash of an
 # unchanged object (see the module docstring for why these are not Karpenter's "v3"/"v6").
 NODEPOOL_HASH_VERSION_VALUE = "nodewright-v1"
-NODECLASS_HASH_VERSION_VALUE = "nodewright-v1"
+# v2: the CA bundle and kubelet grace periods by length (v1 claims are re-stamped, not
+# drifted).
+NODECLASS_HASH_VERSION_VALUE = "nodewright-v2"
 
 _NODECLASS_IGNORED = frozenset(
     {
@@ -81,13 +88,27 @@ def nodepool_hash(nodepool: NodePool) -> str:
     return stable_hash(template)
 
 
-def node_class_hash(node_class: EC2NodeClass) -> str:
+def _by_length(period: str) -> str:
+    try:
+        return format_duration(parse_duration(period, allow_negative=True))
+    except ValueError:
+        return period  # never launched from: node class validation refuses it
+
+
+def node_class_hash(node_class: EC2NodeClass, ca_bundle: str | None = None) -> str:
+    """`ca_bundle`: the controller's cluster CA bundle (None where there is none, as in the
+    simulator): Karpenter's EC2NodeClass.Hash(caBundle)."""
     spec = {
         key: value
         for key, value in node_class.spec.to_manifest().items()
         if key not in _NODECLASS_IGNORED
     }
-    return stable_hash([spec, node_class.resolved_ami_family()])
+    kubelet = spec.get("kubelet")
+    if isinstance(kubelet, dict) and kubelet.get("evictionSoftGracePeriod"):
+        spec["kubelet"] = {**kubelet, "evictionSoftGracePeriod": {
+            signal: _by_length(period)
+            for signal, period in kubelet["evictionSoftGracePeriod"].items()}}
+    return stable_hash([spec, node_class.resolved_ami_family(), ca_bundle or ""])
 
 
 def nodepool_hash_annotations(nodepool: NodePool) -> dict[str, str]:
@@ -97,18 +118,20 @@ def nodepool_hash_annotations(nodepool: NodePool) -> dict[str, str]:
     }
 
 
-def node_class_hash_annotations(node_class: EC2NodeClass) -> dict[str, str]:
+def node_class_hash_annotations(
+    node_class: EC2NodeClass, ca_bundle: str | None = None
+) -> dict[str, str]:
     return {
-        NODECLASS_HASH: node_class_hash(node_class),
+        NODECLASS_HASH: node_class_hash(node_class, ca_bundle),
         NODECLASS_HASH_VERSION: NODECLASS_HASH_VERSION_VALUE,
     }
 
 
 def nodeclaim_hash_annotations(
-    nodepool: NodePool, node_class: EC2NodeClass | None
+    nodepool: NodePool, node_class: EC2NodeClass | None, ca_bundle: str | None = None
 ) -> dict[str, str]:
     """What a NodeClaim created now from this NodePool and node class carries."""
     annotations = nodepool_hash_annotations(nodepool)
     if node_class is not None:
-        annotations.update(node_class_hash_annotations(node_class))
+        annotations.update(node_class_hash_annotations(node_class, ca_bundle))
     return annotations

@@ -34,11 +34,13 @@ def nodeclaim_from_template(
     annotations: Mapping[str, str] = _NO_STRINGS,
     requests: Mapping[str, str] | None = None,
     name: str | None = None,
+    ca_bundle: str | None = None,
 ) -> dict[str, Any]:
     """The NodeClaim manifest. `requirements` are written as given (rendered node selector
     requirements); `implied_labels` (what single-valued requirements imply) sit beneath the
     template's labels, `labels` over them; `annotations` go over the template's and the
-    hash annotations. Without a `name` the API server generates one from the NodePool's."""
+    hash annotations (`ca_bundle`: the controller's, which the node class hash covers).
+    Without a `name` the API server generates one from the NodePool's."""
     template = nodepool.spec.template
     template_labels = (template.metadata.labels if template.metadata else None) or {}
     template_annotations = (template.metadata.annotations if template.metadata else None) or {}
@@ -56,7 +58,8 @@ def nodeclaim_from_template(
     metadata["labels"] = {**implied_labels, **template_labels, **labels,
                           NODEPOOL_LABEL: nodepool.name, NODECLASS_LABEL: class_name}
     metadata["annotations"] = {**template_annotations,
-                               **nodeclaim_hash_annotations(nodepool, node_class), **annotations}
+                               **nodeclaim_hash_annotations(nodepool, node_class, ca_bundle),
+                               **annotations}
     metadata["ownerReferences"] = [{
         "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": nodepool.name,
         "uid": nodepool_uid, "blockOwnerDeletion": True,

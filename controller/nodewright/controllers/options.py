@@ -51,6 +51,9 @@ class ControllerOptions:
     # False: DISABLE_CLUSTER_STATE_OBSERVABILITY, the pod, NodePool, Node and
     # status-condition metrics controllers are not run (Karpenter's controllers.go).
     cluster_state_observability: bool = True
+    # CLUSTER_CA_BUNDLE, else the CA the controller trusts the API server by: the
+    # EC2NodeClass drift hash covers it (Karpenter's hash controller's caBundle).
+    cluster_ca_bundle: str | None = None
 
     @property
     def nomination_seconds(self) -> float:

@@ -483,6 +483,7 @@ def build_controllers(
     if not options.reserved_capacity:
         cloud = WithoutReservedCapacity(cloud)
     state = ClusterState(clock, nomination_seconds=options.nomination_seconds)
+    state.ca_bundle = options.cluster_ca_bundle
     if options.capacity_buffer:
         state.buffers = BufferPods()
     if options.node_overlay:

@@ -32,7 +32,7 @@ from nodewright.cloud.provider import CloudProvider, CloudProviderError
 from nodewright.cloud.sim import SimSettings, SimulatedEC2
 from nodewright.cloud.sim.kubelet_actors import sim_kubelet
 from nodewright.cluster.kube.access import WATCHED_KINDS, watched_kinds
-from nodewright.cluster.kube.cluster import KubeCluster, connect
+from nodewright.cluster.kube.cluster import KubeCluster, connect, trusted_ca_bundle
 from nodewright.cluster.kube.discovery import ServerCheckError
 from nodewright.cluster.kube.transport import ClientLimits
 from nodewright.controllers.options import GATE_OPTIONS, ControllerOptions, with_gates
@@ -150,6 +150,8 @@ def controller_options(config: OperatorConfig) -> ControllerOptions:
         solve_deadline=config.solve_deadline,
         ignore_preferences=config.preference_policy == "Ignore",
         cluster_state_observability=config.cluster_state_observability,
+        # Karpenter's caBundle: CLUSTER_CA_BUNDLE, else the CA the API client trusts.
+        cluster_ca_bundle=config.cluster_ca_bundle or trusted_ca_bundle(config.kubeconfig),
     ), config.feature_gates)
 
 

@@ -80,6 +80,9 @@ class ClusterState:
     def __init__(self, clock: Clock, *, nomination_seconds: float = DEFAULT_NOMINATION_SECONDS):
         self.clock = clock
         self.nomination_seconds = nomination_seconds
+        # The cluster CA bundle the controller runs with, which the EC2NodeClass drift hash
+        # covers (Karpenter's caBundle); None in the simulator.
+        self.ca_bundle: str | None = None
         # Each NodePool's cost, kept by the state.cost controllers (Karpenter's ClusterCost).
         self.cost = ClusterCost()
         self._nodes: dict[str, StateNode] = {}

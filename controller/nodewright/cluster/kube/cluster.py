@@ -13,6 +13,7 @@ goes into the cache at once, so the writer reads its own writes.
 
 from __future__ import annotations
 
+import base64
 import copy
 import secrets
 import threading
@@ -20,11 +21,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx2
 from lightkube import ApiError as LightkubeApiError
 from lightkube import Client, KubeConfig
+from lightkube.core.exceptions import ConfigError
 from lightkube.models.meta_v1 import DeleteOptions, ObjectMeta, Preconditions
 from lightkube.resources.core_v1 import Pod
 from lightkube.types import PatchType
@@ -75,6 +78,28 @@ def connect(kubeconfig: str | None = None, *, transport: httpx2.BaseTransport | 
     """A lightkube client: from `kubeconfig`, else in-cluster, else ~/.kube/config."""
     config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
     return Client(config, field_manager=FIELD_MANAGER, transport=transport)
+
+
+def trusted_ca_bundle(kubeconfig: str | None = None) -> str | None:
+    """The base64 PEM of the CA the client trusts the API server by (the kubeconfig's
+    certificate-authority(-data), the in-cluster service account's ca.crt), as Karpenter's
+    operator reads it for its caBundle; None when there is no kubeconfig or no CA."""
+    try:
+        config = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+        single = config.get()
+    except (ConfigError, OSError, ValueError):  # connect() says what is wrong, not this
+        return None
+    if single is None:
+        return None
+    cluster = single.cluster
+    if cluster.certificate_auth_data:
+        return str(cluster.certificate_auth_data)
+    if cluster.certificate_auth:
+        try:
+            return base64.b64encode(Path(cluster.certificate_auth).read_bytes()).decode()
+        except OSError:
+            return None
+    return None
 
 
 class KubeWatchStream:

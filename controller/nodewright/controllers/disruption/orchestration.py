@@ -134,7 +134,8 @@ class Orchestrator:
                                         DISRUPTION_REASON, "True", now, command.reason,
                                         command.reason)
                 marked.append(candidate)
-            manifests = [nodeclaim_manifest(planned, pools[planned.nodepool], pods)
+            manifests = [nodeclaim_manifest(planned, pools[planned.nodepool], pods,
+                                            self.state.ca_bundle)
                          for planned in command.replacements]
             manifests.extend(self._static_manifest(pool) for pool in command.static_replacements)
             answers = create_together(self.cluster, self.state.lock, manifests)
@@ -193,7 +194,7 @@ class Orchestrator:
         node_class = self.state.node_class_model(reference.name)
         return static_nodeclaim_manifest(
             parsed.model, node_class.model if node_class is not None else None,
-            objects.uid(raw))
+            objects.uid(raw), self.state.ca_bundle)
 
     # -- progress --------------------------------------------------------------------------
 

@@ -262,7 +262,7 @@ class NodeClaimConditions:
         self.static_checks += 1
         found = static_drift(nodepool=nodepool, annotations=annotations, labels=labels,
                              node_class=node_class, instance_types=instance_types,
-                             instance_type_due=due)
+                             instance_type_due=due, ca_bundle=self.state.ca_bundle)
         self._verdicts[name] = _StaticVerdict(dict(labels), dict(annotations), pool, klass,
                                               instance_types, found)
         return found
@@ -279,7 +279,8 @@ class NodeClaimConditions:
             return None
         seen = self._classes.get(node_class.name)
         if seen is None or seen[0] is not node_class:
-            seen = (node_class, (node_class.name, hashes.node_class_hash(node_class)))
+            seen = (node_class, (node_class.name,
+                                 hashes.node_class_hash(node_class, self.state.ca_bundle)))
             self._classes[node_class.name] = seen
         return seen[1]
 

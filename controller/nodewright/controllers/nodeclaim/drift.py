@@ -85,12 +85,13 @@ def requirements_drift(nodepool: NodePool, labels: Mapping[str, str]) -> Drift |
     return None
 
 
-def node_class_drift(node_class: EC2NodeClass, annotations: Mapping[str, str]) -> Drift | None:
+def node_class_drift(node_class: EC2NodeClass, annotations: Mapping[str, str],
+                     ca_bundle: str | None = None) -> Drift | None:
     stamped = annotations.get(hashes.NODECLASS_HASH)
     version = annotations.get(hashes.NODECLASS_HASH_VERSION)
     if stamped is None or version != hashes.NODECLASS_HASH_VERSION_VALUE:
         return None
-    current = hashes.node_class_hash(node_class)
+    current = hashes.node_class_hash(node_class, ca_bundle)
     if stamped == current:
         return None
     return Drift(
@@ -133,13 +134,14 @@ def static_drift(
     node_class: EC2NodeClass | None,
     instance_types: Sequence[InstanceType] | None,
     instance_type_due: bool,
+    ca_bundle: str | None = None,
 ) -> Drift | None:
     """The first drift found before the cloud's own checks: a function of its arguments
     alone (`instance_type_due`: the NodeClaim is old enough for the offering check and the
     catalog could be read)."""
     found = template_drift(nodepool, annotations) or requirements_drift(nodepool, labels)
     if found is None and node_class is not None:
-        found = node_class_drift(node_class, annotations)
+        found = node_class_drift(node_class, annotations, ca_bundle)
     if found is None and instance_type_due and instance_types is not None:
         found = instance_type_drift(labels, instance_types)
     return found

@@ -58,7 +58,8 @@ class HashController:
             parsed_class = self.state.node_class_model(name)
             if parsed_class is None or parsed_class.model is None:
                 return Result()
-            wanted = hashes.node_class_hash_annotations(parsed_class.model)
+            wanted = hashes.node_class_hash_annotations(parsed_class.model,
+                                                        self.state.ca_bundle)
             hash_key, version_key = hashes.NODECLASS_HASH, hashes.NODECLASS_HASH_VERSION
             claims = [c for c in self.state.nodeclaims()
                       if objects.labels(c).get(NODECLASS_LABEL) == name]

@@ -157,7 +157,8 @@ def claim_capacity(planned: PlannedNodeClaim, pool: PoolContext) -> Resources:
 
 
 def nodeclaim_manifest(
-    planned: PlannedNodeClaim, pool: PoolContext, pods: Mapping[str, Pod]
+    planned: PlannedNodeClaim, pool: PoolContext, pods: Mapping[str, Pod],
+    ca_bundle: str | None = None,
 ) -> dict[str, Any]:
     node_class_ref = pool.model.spec.template.spec.node_class_ref
     type_names = [name for name, _ in planned.instance_types[:MAX_INSTANCE_TYPES]]
@@ -178,4 +179,4 @@ def nodeclaim_manifest(
     return nodeclaim_from_template(
         pool.model, pool.node_class, pool.uid, render_requirements(requirements),
         implied_labels=custom_labels(requirements, seed="|".join(sorted(planned.pods))),
-        annotations=annotations, requests=requests)
+        annotations=annotations, requests=requests, ca_bundle=ca_bundle)

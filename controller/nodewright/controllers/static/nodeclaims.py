@@ -19,10 +19,12 @@ from nodewright.state.wellknown import NODECLASS_LABEL
 
 
 def static_nodeclaim_manifest(
-    nodepool: NodePool, node_class: EC2NodeClass | None, uid: str
+    nodepool: NodePool, node_class: EC2NodeClass | None, uid: str,
+    ca_bundle: str | None = None,
 ) -> dict[str, Any]:
     node_class_ref = nodepool.spec.template.spec.node_class_ref
     requirements = without_hostname(nodepool_template(nodepool, []).requirements)
     requirements.add(Requirement.single(NODECLASS_LABEL, node_class_ref.name))
     return nodeclaim_from_template(nodepool, node_class, uid, render_requirements(requirements),
-                                   implied_labels=custom_labels(requirements))
+                                   implied_labels=custom_labels(requirements),
+                                   ca_bundle=ca_bundle)

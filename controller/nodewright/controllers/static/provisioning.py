@@ -91,7 +91,8 @@ class StaticProvisioning:
         reference = nodepool.spec.template.spec.node_class_ref
         node_class = self.state.node_class_model(reference.name)
         manifest = static_nodeclaim_manifest(
-            nodepool, node_class.model if node_class is not None else None, objects.uid(raw))
+            nodepool, node_class.model if node_class is not None else None, objects.uid(raw),
+            self.state.ca_bundle)
         answers = create_together(self.cluster, self.state.lock, [manifest] * count)
         for created in answers:
             if isinstance(created, ApiError):

@@ -230,7 +230,17 @@ class _Reader:
             node_class = EC2NodeClass.model_validate(body) if body is not None else None
         except ValidationError:
             return {}
-        return nodeclaim_hash_annotations(model, node_class)
+        hashes = nodeclaim_hash_annotations(model, node_class)
+        # A running controller's EC2NodeClass hash covers the cluster CA it runs with, which
+        # a snapshot cannot know: the hash that controller stamped on the EC2NodeClass is
+        # the one its NodeClaims are compared with (as Karpenter compares the annotations);
+        # the computed one is the fallback. (The NodePool's is computed: Nodewright compares
+        # a NodeClaim with the NodePool's spec, even before its annotation is updated.)
+        stamped = objects.annotations(body) if body is not None else {}
+        key, version = HASH_ANNOTATIONS[1], HASH_VERSION_ANNOTATIONS[1]
+        if stamped.get(key) and stamped.get(version):
+            hashes[key], hashes[version] = stamped[key], stamped[version]
+        return hashes
 
     def _claim_node_skipped(self, node: Mapping[str, Any], kept: set[str]) -> bool:
         """A node of a NodeClaim that was left out (it is not unmanaged capacity)."""
