@@ -15,7 +15,7 @@ from typing import Protocol, TextIO
 from nodewright.api.problems import Problem
 from nodewright.sim.collector import tuned_collector
 from nodewright.sim.compare import Comparison
-from nodewright.sim.jsonout import render_json
+from nodewright.sim.jsonout import write_json
 from nodewright.sim.loading import load_scenario
 from nodewright.sim.progress import Progress
 from nodewright.sim.reader import format_problem
@@ -76,15 +76,20 @@ def _simulate(request: SimulationRequest, out: TextIO, err: TextIO) -> int:
     # A scenario that starts from a running fleet (a cluster's snapshot) is also told as
     # what the controllers would do to that cluster.
     from_fleet = bool(scenario.node_claims or scenario.bound_pods)
+    # Only a comparison reads the scenario again; otherwise the run is its last reader, and
+    # a cluster's snapshot (tens of thousands of parsed objects) is let go once it started.
+    original = scenario if replacements else None
+    handed_over = [scenario]
+    del scenario
     outcomes: list[WhatItWouldDo] = []
     if from_fleet:
-        result, outcome = run_what_if(scenario, on_event=show, progress=progress)
+        result, outcome = run_what_if(handed_over.pop(), on_event=show, progress=progress)
         outcomes.append(outcome)
     else:
-        result = run_scenario(scenario, on_event=show, progress=progress)
+        result = run_scenario(handed_over.pop(), on_event=show, progress=progress)
     comparison = None
-    if replacements:
-        variant, notes = with_replacements(scenario, replacements)
+    if original is not None:
+        variant, notes = with_replacements(original, replacements)
         variant, taken = take_over(variant, replacements)
         notes = [*notes, *taken]
         progress.label = "what-if"
@@ -104,7 +109,7 @@ def _simulate(request: SimulationRequest, out: TextIO, err: TextIO) -> int:
         out.write("\n".join(lines) + "\n")
     extra = ({"whatItWouldDo": [o.to_dict() for o in outcomes]} if outcomes else None)
     if request.json_path is not None:
-        _write(request.json_path, render_json(result, comparison, extra))
+        write_json(request.json_path, result, comparison, extra)
         out.write(f"JSON written to {request.json_path}\n")
     if request.report is not None and render_report is not None:
         sections = [outcome_section(o, t) for t, o in zip(titles, outcomes, strict=False)]
