@@ -17,9 +17,11 @@ def static_pool(
     labels: dict[str, str] | None = None,
     consolidate_after: str = "30s",
     drift_budget: str | None = None,
+    capacity_types: tuple[str, ...] = ("on-demand",),
 ) -> dict[str, Any]:
     body = node_pool(
         "static", families=["m5"], labels=labels or {"team": "static"},
+        capacity_types=capacity_types,
         limits=None if node_limit is None else {"nodes": str(node_limit)},
         disruption={"consolidateAfter": consolidate_after,
                     "budgets": [{"nodes": drift_budget or "10%"}]},

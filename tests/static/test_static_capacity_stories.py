@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
+from nodewright import metrics
 from nodewright.cluster.api import ApiError
+from nodewright.controllers.static.provisioning import StaticProvisioning
+from nodewright.runtime.reconciler import WatchEvent
 from tests.controllers.expectations import expect_no_controller_errors
 from tests.harness import NODE_CLASS, World
 from tests.static.helpers import (
@@ -218,3 +221,49 @@ def test_plan_launches_nothing_from_a_static_nodepool(
     plan = json.loads(captured.out)
     assert {claim["nodepool"] for claim in plan["nodeclaims"]} == {"dynamic"}
     assert "static NodePool" in captured.err
+
+
+def _created(pool: str) -> float:
+    return metrics.NODECLAIMS_CREATED.labels(
+        reason="provisioned", nodepool=pool, min_values_relaxed="false")._value.get()
+
+
+def test_a_static_nodepool_that_cannot_launch_retries_with_a_growing_backoff(
+        world: World) -> None:
+    """No offering can take the pool's NodeClaims (reserved capacity only, and there is no
+    reservation): each is deleted as it fails to launch. Karpenter v1.14.1 creates the next
+    at once; Nodewright waits 10 s, then 20, 40, ... up to 5 minutes (a simulation, where
+    nothing takes time, would otherwise never leave that instant)."""
+    before = _created("static")
+    world.apply(NODE_CLASS, static_pool(replicas=2, capacity_types=("reserved",)))
+
+    world.advance(10 * 60)
+
+    attempts = _created("static") - before
+    # Two NodeClaims each try, at 0, 10, 30, 70, 150, 310 s (610 s is past the window).
+    assert attempts == 2 * 6
+    assert live_claims_of(world, "static") == [] or all(
+        not (c.get("status") or {}).get("providerID") for c in live_claims_of(world, "static"))
+    expect_no_controller_errors(world)
+
+
+def test_a_launch_resets_the_backoff(world: World) -> None:
+    """Failures double the wait; a NodeClaim of the pool that launched starts it over."""
+    world.apply(NODE_CLASS, static_pool(replicas=1))
+    assert world.settle()
+    (claim,) = claims_of(world, "static")
+    controller = world.controllers.get("static.provisioning", StaticProvisioning)
+    assert controller is not None
+    unlaunched = {"metadata": {"name": "x", "labels": claim["metadata"]["labels"]}}
+
+    waits = []
+    for _ in range(3):
+        controller._on_nodeclaim(WatchEvent("DELETED", unlaunched))
+        controller._on_nodeclaim(WatchEvent("DELETED", unlaunched))  # the same round
+        retry_at = controller._backoff["static"].retry_at
+        waits.append((retry_at - world.clock.now()).total_seconds())
+        world.clock.advance(waits[-1])
+    controller._on_nodeclaim(WatchEvent("MODIFIED", claim))
+
+    assert waits == [10, 20, 40]
+    assert "static" not in controller._backoff

@@ -7,12 +7,21 @@ disruption command (static drift replacing one) count as the NodePool's, so a dr
 makes it launch a second replacement. Nothing is created before the state cache has
 synced: an unsynced cache undercounts, and every NodeClaim launched from that count would
 be one too many.
+
+A NodeClaim that goes away without ever launching (no offering can take it, EC2 had no
+capacity) is created again only after a backoff that doubles from 10 s up to 5 minutes
+while the pool's launches keep failing, and starts over once one of its NodeClaims has
+launched. Karpenter v1.14.1 creates it again at once on the deletion event, so a static
+NodePool that cannot launch churns NodeClaims as fast as the API server answers (and a
+simulation, where answers take no time, would never get past that instant).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from nodewright import metrics
 from nodewright.api.managed import nodepool_is_managed
@@ -32,6 +41,16 @@ REQUEUE_SECONDS = 60.0
 LIMIT_REQUEUE_SECONDS = 30.0
 UNSYNCED_RETRY_SECONDS = 1.0
 PROVISIONED = "provisioned"
+FAILED_LAUNCH_BACKOFF_SECONDS = 10.0
+MAX_FAILED_LAUNCH_BACKOFF_SECONDS = 300.0
+
+
+@dataclass
+class _Backoff:
+    """A pool's launches failing one after another: when the next may be tried."""
+
+    failures: int
+    retry_at: datetime
 
 
 def static_pool_of_claim(state: ClusterState, event: WatchEvent) -> Iterable[str]:
@@ -50,6 +69,7 @@ class StaticProvisioning:
     def __init__(self, cluster: ClusterAPI, state: ClusterState) -> None:
         self.cluster = cluster
         self.state = state
+        self._backoff: dict[str, _Backoff] = {}
         self._watches = (
             Watch("NodePool"),
             Watch("NodeClaim", keys=self._on_nodeclaim),
@@ -60,10 +80,28 @@ class StaticProvisioning:
         return self._watches
 
     def _on_nodeclaim(self, event: WatchEvent) -> Iterable[str]:
+        launched = bool((event.object.get("status") or {}).get("providerID"))
+        pools = tuple(static_pool_of_claim(self.state, event))
+        if launched:
+            for pool in pools:
+                self._backoff.pop(pool, None)
         # A static NodeClaim going away may leave the pool short.
         if event.type == "DELETED" or objects.is_deleting(event.object):
-            return static_pool_of_claim(self.state, event)
+            if not launched and event.type == "DELETED":
+                for pool in pools:
+                    self._launch_failed(pool)
+            return pools
         return ()
+
+    def _launch_failed(self, pool: str) -> None:
+        known = self._backoff.get(pool)
+        now = self.state.clock.now()
+        if known is not None and known.retry_at > now:
+            return  # another NodeClaim of the same round: one failed round, one doubling
+        failures = 1 if known is None else known.failures + 1
+        wait = min(FAILED_LAUNCH_BACKOFF_SECONDS * 2 ** (failures - 1),
+                   MAX_FAILED_LAUNCH_BACKOFF_SECONDS)
+        self._backoff[pool] = _Backoff(failures, now + timedelta(seconds=wait))
 
     def reconcile(self, key: str) -> Result:
         raw = self.state.nodepool(key)
@@ -81,6 +119,10 @@ class StaticProvisioning:
         counts = node_counts(self.state, key)
         if counts.active + counts.pending_disruption >= desired:
             return Result(requeue_after=REQUEUE_SECONDS)
+        backoff = self._backoff.get(key)
+        now = self.state.clock.now()
+        if backoff is not None and backoff.retry_at > now:
+            return Result(requeue_after=(backoff.retry_at - now).total_seconds())
         count = room_under_limit(nodepool, counts, desired - counts.active)
         if count <= 0:
             log.info("nodepool node limit reached", extra={"NodePool": {"name": key}})
