@@ -89,6 +89,12 @@ class OverlayStore:
     updates: dict[str, dict[str, _TypeUpdate]] = field(default_factory=dict)
     evaluated: frozenset[str] = frozenset()
     applied: dict[str, list[str]] = field(default_factory=dict)  # overlay -> NodePools
+    # The last answer per pool with the instance types it was asked for: every
+    # provisioning and disruption pass asks again for the same catalog objects, and
+    # applying the overlays to hundreds of types each time was most of a pass.
+    # (Keyed by the pool and the list's length too: a launch asks for its one type.)
+    _answers: dict[tuple[str, int], tuple[tuple[InstanceType, ...], list[InstanceType]]] = (
+        field(default_factory=dict, repr=False, compare=False))
 
     def apply(self, pool: str, instance_types: Sequence[InstanceType]
               ) -> list[InstanceType] | None:
@@ -99,8 +105,15 @@ class OverlayStore:
         updates = self.updates.get(pool)
         if not updates:
             return list(instance_types)
-        return [_applied(it, updates[it.name]) if it.name in updates else it
-                for it in instance_types]
+        key = (pool, len(instance_types))
+        known = self._answers.get(key)
+        if known is not None and all(
+                a is b for a, b in zip(known[0], instance_types, strict=True)):
+            return list(known[1])
+        answer = [_applied(it, updates[it.name]) if it.name in updates else it
+                  for it in instance_types]
+        self._answers[key] = (tuple(instance_types), answer)
+        return list(answer)
 
 
     def added_resources(self, pool: str) -> frozenset[str]:
