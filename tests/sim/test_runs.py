@@ -300,3 +300,44 @@ def test_a_pod_that_tolerates_every_taint_is_not_consolidated_onto_a_node_not_ye
     code, out = run(path, capsys, "--quiet")
 
     assert code == 0, out
+
+
+def test_a_node_interrupted_while_its_drift_replacement_comes_up(
+    write_scenario: ScenarioWriter, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The drift command launched a replacement and waits for it; meanwhile EC2 terminates
+    # the drifted node, and the interruption deletes its NodeClaim at once (as Karpenter).
+    # When the replacement is up, the command has nothing left to delete: it once failed
+    # there on every pass, and the simulator counted the interruption's drain as the
+    # command's, before its replacement was ready.
+    path = write_scenario("""
+        name: story
+        manifests:
+          - WORKSHOP
+        steps:
+          - scale: {name: inflate, replicas: 2}
+          - settle: {}
+          - expect: {nodes: 1}
+          - apply:
+              apiVersion: karpenter.sh/v1
+              kind: NodePool
+              metadata: {name: default}
+              spec:
+                template:
+                  metadata: {labels: {type: karpenter, rollout: "2"}}
+                  spec:
+                    nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+                    requirements:
+                      - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}
+                      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+          - wait: 20s
+          - interrupt: {kind: terminate}
+          - settle: {}
+          - expect: {nodes: 1, pendingPods: 0, violations: 0,
+                     disruptions: {Drifted: 1, Interrupted: 1}}
+        """)
+
+    code, out = run(path, capsys)
+
+    assert code == 0, out
+    assert "Controller errors" not in out and "AssertionError" not in out, out

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from nodewright.api.formats import parse_duration_or_never
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.sim.ledger import Ledger
 from nodewright.cluster import objects
@@ -79,6 +80,9 @@ class ViolationMonitor:
     # NodePool, NodeClaim and Node kinds): a command disrupting many nodes checks the
     # budget once per node, against the same cluster.
     _counted: dict[str, _Counted] = field(default_factory=dict)
+    # Whether EC2 has taken (or is taking) an instance back, by provider ID: a node whose
+    # instance was interrupted goes whatever a replacing command waits for.
+    interrupted: Callable[[str], bool] = field(default=lambda provider_id: False)
 
     def _add(self, kind: str, message: str, when: datetime | None = None) -> None:
         at = ((when or self.now()) - self.start).total_seconds()
@@ -193,11 +197,34 @@ class ViolationMonitor:
         if command is None or command.checked:
             return
         command.checked = True
+        if self._taken_anyway(node_name):
+            return
         waiting = [name for name in command.replacements if not self._initialized(name)]
         if waiting:
             self._add("drained-early", f"node {node_name} ({command.reason}) was drained "
                                        f"before its replacement(s) {', '.join(waiting)} were "
                                        "initialized")
+
+    def _taken_anyway(self, node_name: str) -> bool:
+        """The node goes for a reason of its own, the drift or consolidation command
+        waiting for its replacements aside: its instance was interrupted, or its NodeClaim
+        has expired (both drain at once, as in Karpenter)."""
+        node = self.cluster.peek("Node", node_name)
+        provider_id = str(((node or {}).get("spec") or {}).get("providerID") or "")
+        if provider_id and self.interrupted(provider_id):
+            return True
+        claim = next((c for c in self.cluster.peek_all("NodeClaim")
+                      if (c.get("status") or {}).get("nodeName") == node_name), None)
+        if claim is None:
+            return False
+        created = objects.creation_time(claim)
+        try:
+            lifetime = parse_duration_or_never(
+                str((claim.get("spec") or {}).get("expireAfter") or "Never"))
+        except ValueError:
+            return False
+        return (created is not None and lifetime is not None
+                and self.now() >= created + timedelta(seconds=lifetime))
 
     def before_pod_eviction(self, name: str, namespace: str) -> None:
         pod = self.cluster.peek("Pod", name, namespace)

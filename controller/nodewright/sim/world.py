@@ -125,7 +125,8 @@ def build_world(scenario: Scenario) -> World:
     controllers.attach(driver)
     recorder = Recorder(scenario.start, clock.now, ec2, cluster,
                         nominations=_nomination_counter(controllers))
-    monitor = ViolationMonitor(cluster, clock.now, scenario.start)
+    monitor = ViolationMonitor(cluster, clock.now, scenario.start,
+                               interrupted=ec2.interrupted)
     controllers.decisions.subscribe(recorder.on_decision)
     controllers.decisions.subscribe(monitor.on_decision)
     driver.listen(recorder.on_watch)

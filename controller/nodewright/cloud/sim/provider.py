@@ -237,6 +237,13 @@ class SimulatedEC2:
             cloud_message=summary,
         )
 
+    def interrupted(self, provider_id: str) -> bool:
+        """The instance was given an interruption that takes it away (any but a rebalance
+        recommendation)."""
+        instance = self._instances.get(_instance_id(provider_id))
+        return instance is not None and any(
+            kind != InterruptionKind.REBALANCE.value for kind in instance.interruptions)
+
     def get(self, provider_id: str) -> Instance:
         instance = self._instances.get(_instance_id(provider_id))
         if instance is None or instance.state == TERMINATED:

@@ -248,9 +248,14 @@ class Orchestrator:
 
     def _terminate(self, command: Command, now: datetime) -> None:
         for candidate in command.candidates:
+            claim = candidate.node.nodeclaim
+            if claim is None:
+                # Gone while the replacements came up (an interruption or an expiry took
+                # it): nothing left to delete, as Karpenter's queue ignores NotFound.
+                continue
             try:
                 self.cluster.delete("NodeClaim", candidate.nodeclaim_name,
-                                    uid=objects.uid(candidate.nodeclaim) or None)
+                                    uid=objects.uid(claim) or None)
             except NotFoundError:
                 continue
             except ConflictError:
@@ -264,7 +269,7 @@ class Orchestrator:
             # Drift also goes through here: only consolidation reports a policy.
             policy = _snake(candidate.nodepool.spec.disruption.consolidation_policy) \
                 if command.consolidation_type else ""
-            labels = metrics.disrupted_labels(candidate.nodeclaim, command.reason.lower(),
+            labels = metrics.disrupted_labels(claim, command.reason.lower(),
                                               policy)
             labels[metrics.CAPACITY_TYPE] = candidate.capacity_type or "unknown"
             metrics.NODECLAIMS_DISRUPTED.labels(**labels).inc()
