@@ -21,18 +21,7 @@ from nodewright.api.manifests import Document
 from nodewright.api.validation import parse_document
 from nodewright.cluster.memory import InMemoryCluster
 from nodewright.runtime.clock import VirtualClock
-
-NODE_CLASS: dict[str, Any] = {
-    "apiVersion": "karpenter.k8s.aws/v1",
-    "kind": "EC2NodeClass",
-    "metadata": {"name": "web"},
-    "spec": {
-        "role": "NodeRole",
-        "amiSelectorTerms": [{"alias": "al2023@latest"}],
-        "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
-        "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
-    },
-}
+from tests.api.test_nodeclass_validate_agrees_with_crd import NODE_CLASS
 
 
 def with_kubelet(kubelet: dict[str, Any]) -> dict[str, Any]:
