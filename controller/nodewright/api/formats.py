@@ -171,6 +171,15 @@ def _fraction(value: int, digits: int) -> str:
     return f"{whole}.{decimals}" if decimals else str(whole)
 
 
+def as_go_writes_it(text: str) -> str:
+    """A duration the way Karpenter writes back the metav1.Duration it decoded ("5m" ->
+    "5m0s"); text that is no duration is left as it is (validation reports it)."""
+    try:
+        return format_duration(parse_duration(text, allow_negative=True))
+    except ValueError:
+        return text
+
+
 def format_duration(seconds: float) -> str:
     """A duration as Go's time.Duration.String writes it ("1m0s", "1h30m0s", "1.5s",
     "500ms"): how Karpenter renders a metav1.Duration it read, whatever form the user wrote."""

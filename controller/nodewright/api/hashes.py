@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
-from nodewright.api.formats import format_duration, parse_duration
+from nodewright.api.formats import as_go_writes_it
 from nodewright.api.nodepool import NodePool
 
 NODEPOOL_HASH = "karpenter.sh/nodepool-hash"
@@ -88,13 +88,6 @@ def nodepool_hash(nodepool: NodePool) -> str:
     return stable_hash(template)
 
 
-def _by_length(period: str) -> str:
-    try:
-        return format_duration(parse_duration(period, allow_negative=True))
-    except ValueError:
-        return period  # never launched from: node class validation refuses it
-
-
 def node_class_hash(node_class: EC2NodeClass, ca_bundle: str | None = None) -> str:
     """`ca_bundle`: the controller's cluster CA bundle (None where there is none, as in the
     simulator): Karpenter's EC2NodeClass.Hash(caBundle)."""
@@ -106,7 +99,7 @@ def node_class_hash(node_class: EC2NodeClass, ca_bundle: str | None = None) -> s
     kubelet = spec.get("kubelet")
     if isinstance(kubelet, dict) and kubelet.get("evictionSoftGracePeriod"):
         spec["kubelet"] = {**kubelet, "evictionSoftGracePeriod": {
-            signal: _by_length(period)
+            signal: as_go_writes_it(period)
             for signal, period in kubelet["evictionSoftGracePeriod"].items()}}
     return stable_hash([spec, node_class.resolved_ami_family(), ca_bundle or ""])
 

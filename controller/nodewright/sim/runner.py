@@ -43,7 +43,6 @@ def run_scenario(
     progress: Progress | None = None,
 ) -> RunResult:
     world = build_world(scenario)
-    del scenario  # the world's is released once the cluster holds it (a caller may keep its own)
     if on_event is not None:
         world.recorder.listen(on_event)
     run = _Run(world, progress)
@@ -74,7 +73,6 @@ class _Run:
         recorder.note("scenario", "start",
                       f"{world.scenario.name}: {len(world.scenario.manifests)} objects applied, "
                       f"region {world.scenario.region}, seed {world.scenario.seed}")
-        world.release_start_state()
         world.driver.start()
         world.controllers.kick(world.driver)
         world.clock.after_each.append(recorder.after_callback)

@@ -76,20 +76,15 @@ def _simulate(request: SimulationRequest, out: TextIO, err: TextIO) -> int:
     # A scenario that starts from a running fleet (a cluster's snapshot) is also told as
     # what the controllers would do to that cluster.
     from_fleet = bool(scenario.node_claims or scenario.bound_pods)
-    # Only a comparison reads the scenario again; otherwise the run is its last reader, and
-    # a cluster's snapshot (tens of thousands of parsed objects) is let go once it started.
-    original = scenario if replacements else None
-    handed_over = [scenario]
-    del scenario
     outcomes: list[WhatItWouldDo] = []
     if from_fleet:
-        result, outcome = run_what_if(handed_over.pop(), on_event=show, progress=progress)
+        result, outcome = run_what_if(scenario, on_event=show, progress=progress)
         outcomes.append(outcome)
     else:
-        result = run_scenario(handed_over.pop(), on_event=show, progress=progress)
+        result = run_scenario(scenario, on_event=show, progress=progress)
     comparison = None
-    if original is not None:
-        variant, notes = with_replacements(original, replacements)
+    if replacements:
+        variant, notes = with_replacements(scenario, replacements)
         variant, taken = take_over(variant, replacements)
         notes = [*notes, *taken]
         progress.label = "what-if"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from nodewright.api.formats import parse_duration
@@ -48,13 +48,6 @@ class World:
 
     def offset(self) -> float:
         return self.recorder.offset()
-
-    def release_start_state(self) -> None:
-        """Let go of the scenario's manifests and starting fleet once the cluster holds
-        them (it keeps copies): a cluster's snapshot is thousands of nodes and tens of
-        thousands of pods as parsed YAML, which the rest of the run never reads."""
-        self.scenario = replace(self.scenario, manifests=(), node_claims=(),
-                                            bound_pods=())
 
     def apply(self, document: Document) -> str:
         """Create the object, or replace the one of the same kind and name. Returns what

@@ -147,7 +147,6 @@ def run_what_if(
     on_event: Any = None, progress: Progress | None = None,
 ) -> tuple[RunResult, WhatItWouldDo]:
     world = build_world(scenario)
-    del scenario  # the world's is released once the cluster holds it (a caller may keep its own)
     if on_event is not None:
         world.recorder.listen(on_event)
     watcher = _Watcher(world)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, TypeVar
 
-from nodewright.api.formats import format_duration, parse_duration
+from nodewright.api.formats import as_go_writes_it
 
 if TYPE_CHECKING:
     from nodewright.api.core import Taint
@@ -42,15 +42,6 @@ UNREGISTERED_TAINT: Final = NodeTaint(UNREGISTERED_TAINT_KEY, "NoExecute")
 
 def _strings(values: Mapping[_Key, str] | None) -> dict[str, str]:
     return {str(key): str(value) for key, value in (values or {}).items()}
-
-
-def _go_duration(text: str) -> str:
-    """As Karpenter renders the metav1.Duration it decoded: "1m" is written "1m0s". (A value
-    that is no duration never gets here: node class validation stops the launch.)"""
-    try:
-        return format_duration(parse_duration(text, allow_negative=True))
-    except ValueError:
-        return text
 
 
 @dataclass(frozen=True)
@@ -105,7 +96,7 @@ class KubeletSettings:
             eviction_hard=_strings(kubelet.eviction_hard),
             eviction_soft=_strings(kubelet.eviction_soft),
             eviction_soft_grace_period={
-                signal: _go_duration(period)
+                signal: as_go_writes_it(period)
                 for signal, period in _strings(kubelet.eviction_soft_grace_period).items()},
             eviction_max_pod_grace_period=kubelet.eviction_max_pod_grace_period,
             image_gc_high_threshold_percent=kubelet.image_gc_high_threshold_percent,
