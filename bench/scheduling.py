@@ -19,6 +19,12 @@ topology, so for diverse rows it is loose (reported only with --bound-all).
     python bench/scheduling.py [--sizes 100,1000,5000,10000] [--catalog synthetic,real]
         [--pools default,realistic] [--seeds 42,7,2024] [--bound-up-to 5000] [--json]
         [--bound-cache /tmp/nodewright-scheduling-bounds.json] [--recompute-bounds]
+        [--workloads diverse,generic,preferences,preferences-ignored]
+
+"preferences" is Karpenter's BenchmarkRespectPreferences: alike pods of one drawn size that
+prefer the first zone and prefer, by pod anti-affinity, no other of them in their zone
+(weight 10: cannot hold for all) nor on their node (weight 1); "preferences-ignored" is
+BenchmarkIgnorePreferences, the same pods under PREFERENCE_POLICY=Ignore.
 
 Per row: CPU seconds of one `solve()` (`time.process_time`), pods per CPU second, the plan
 and plan / bound. Bounds are expensive (minutes a row): those of docs/performance.md's cost
@@ -44,7 +50,12 @@ from nodewright.scheduling.catalog import InstanceType, Offering, offline_catalo
 from nodewright.scheduling.nodepools import NodePoolTemplate, cheapest_price, labels_compatible
 from nodewright.scheduling.pods import Pod, parse_pod_spec
 from nodewright.scheduling.requirements import Requirement, Requirements
-from nodewright.scheduling.solver import SchedulingProblem, SchedulingResult, solve
+from nodewright.scheduling.solver import (
+    SchedulingProblem,
+    SchedulingResult,
+    ignore_preferences,
+    solve,
+)
 
 if TYPE_CHECKING:
     import costbound  # numpy and scipy: loaded only when a bound is asked for (below)
@@ -122,6 +133,32 @@ def group_spec(group: str, label: dict[str, str]) -> dict[str, Any]:
     return {}
 
 
+def preference_pods(count: int, zone: str, seed: int = 42) -> list[Pod]:
+    """Karpenter's makePreferencePods: `count` alike pods (one size drawn once) that prefer
+    `zone`, prefer (weight 10) no other of them in their zone, which cannot hold for all,
+    and prefer (weight 1) no other on their node."""
+    rng = random.Random(seed)
+    label = {"app": "nginx"}
+    selector = {"matchLabels": label}
+    requests = {"cpu": rng.choice(CPU_CHOICES), "memory": rng.choice(MEMORY_CHOICES)}
+    spec = {
+        "containers": [{"name": "app", "resources": {"requests": requests}}],
+        "affinity": {
+            "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                "weight": 1, "preference": {"matchExpressions": [
+                    {"key": ZONE, "operator": "In", "values": [zone]}]}}]},
+            "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 10, "podAffinityTerm": {"topologyKey": ZONE,
+                                                   "labelSelector": selector}},
+                {"weight": 1, "podAffinityTerm": {"topologyKey": HOSTNAME,
+                                                  "labelSelector": selector}},
+            ]},
+        },
+    }
+    return [parse_pod_spec("default", f"preference-{n}", label, spec, "spec")
+            for n in range(count)]
+
+
 def workload(count: int, groups: Sequence[str], seed: int = 42) -> list[Pod]:
     rng = random.Random(seed)
     pods = []
@@ -135,6 +172,25 @@ def workload(count: int, groups: Sequence[str], seed: int = 42) -> list[Pod]:
                 **group_spec(group, label),
             }
             pods.append(parse_pod_spec("default", f"{group}-{n}", label, spec, "spec"))
+    return pods
+
+
+WORKLOADS: dict[str, tuple[str, ...]] = {
+    "diverse": GROUPS,
+    "generic": ("generic",),
+    # Karpenter's BenchmarkRespectPreferences and BenchmarkIgnorePreferences (4,000 pods)
+    "preferences": (),
+    "preferences-ignored": (),
+}
+
+
+def pods_for(label: str, size: int, catalog: Sequence[InstanceType], seed: int) -> list[Pod]:
+    if not label.startswith("preferences"):
+        return workload(size, WORKLOADS[label], seed)
+    first_zone = min(o.zone for it in catalog for o in it.offerings)
+    pods = preference_pods(size, first_zone, seed)
+    if label == "preferences-ignored":  # PREFERENCE_POLICY=Ignore, as the provisioner does
+        pods = [ignore_preferences(pod) for pod in pods]
     return pods
 
 
@@ -207,14 +263,14 @@ def save_bounds(path: str | None, bounds: dict[str, dict[str, Any]]) -> None:
         Path(path).write_text(json.dumps(computed, indent=1, sort_keys=True))
 
 
-def measure(name: str, catalog: Sequence[InstanceType], size: int, groups: Sequence[str],
+def measure(name: str, catalog: Sequence[InstanceType], size: int,
             label: str, pool_name: str, seed: int, bound: bool,
             bounds: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """One row. Times are CPU seconds of `solve()` alone (`time.process_time`: the machine
     is shared, so wall time says more about the other processes than about the solver);
     pods/s is per CPU second. `bounds` caches lower bounds by row (computed ones are
     added)."""
-    pods = workload(size, groups, seed)
+    pods = pods_for(label, size, catalog, seed)
     template = pool(catalog, pool_name)
     problem = SchedulingProblem(pods=pods, nodepools=[template])
     started, started_cpu = time.perf_counter(), time.process_time()
@@ -276,7 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--catalog", default="synthetic,real")
     parser.add_argument("--pools", default="default,realistic")
     parser.add_argument("--seeds", default="42", help="seeds for the generic rows")
-    parser.add_argument("--workloads", default="diverse,generic")
+    parser.add_argument("--workloads", default="diverse,generic",
+                        help=f"comma-separated, of: {', '.join(WORKLOADS)}")
     parser.add_argument("--bound-up-to", type=int, default=5000,
                         help="compute the LP bound for generic rows up to this many pods")
     parser.add_argument("--bound-all", action="store_true", help="bound diverse rows too")
@@ -290,7 +347,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
     catalogs = {"synthetic": synthetic_catalog, "real": real_catalog}
-    workloads = {"diverse": GROUPS, "generic": ("generic",)}
     rows = []
     for name in args.catalog.split(","):
         catalog = catalogs[name]()
@@ -300,8 +356,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for label in args.workloads.split(","):
                     for seed in seeds if label == "generic" else seeds[:1]:
                         bound = size <= args.bound_up_to and (label == "generic" or args.bound_all)
-                        row = measure(name, catalog, size, workloads[label], label, pool_name,
-                                      seed, bound, bounds)
+                        row = measure(name, catalog, size, label, pool_name, seed, bound,
+                                      bounds)
                         rows.append(row)
                         if row.get("boundSource") == "computed":
                             save_bounds(args.bound_cache, bounds)

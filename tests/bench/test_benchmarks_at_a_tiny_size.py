@@ -43,14 +43,28 @@ def test_the_disruption_benchmark_judges_a_full_cluster_and_consolidates_the_oth
 
 def test_the_scheduling_benchmark_solves_and_bounds_a_row() -> None:
     diverse = scheduling.measure("synthetic", scheduling.synthetic_catalog(), 20,
-                                 scheduling.GROUPS, "diverse", "default", 42, bound=False)
+                                 "diverse", "default", 42, bound=False)
     assert diverse["pods"] == 20 and diverse["unschedulable"] == 0 and diverse["nodes"] > 0
     bounds: dict[str, dict[str, object]] = {}
     generic = scheduling.measure("synthetic", scheduling.synthetic_catalog(), 10,
-                                 ("generic",), "generic", "default", 42, True, bounds)
+                                 "generic", "default", 42, True, bounds)
     assert generic["boundSource"] == "computed" and len(bounds) == 1
     assert generic["lowerBound"] <= generic["hourlyCost"] + 1e-9
     print(scheduling._line(generic))
+
+
+def test_the_preference_benchmarks_respect_and_ignore_the_preferences() -> None:
+    """Karpenter's BenchmarkRespectPreferences and BenchmarkIgnorePreferences at 30 pods:
+    respected, the weight-1 hostname anti-preference gives each pod its own node in the
+    preferred zone; ignored, the pods share nodes."""
+    catalog = scheduling.synthetic_catalog()
+    respected = scheduling.measure("synthetic", catalog, 30, "preferences", "default", 42,
+                                   bound=False)
+    ignored = scheduling.measure("synthetic", catalog, 30, "preferences-ignored", "default",
+                                 42, bound=False)
+    assert respected["unschedulable"] == ignored["unschedulable"] == 0
+    assert respected["nodes"] == 30
+    assert ignored["nodes"] < 30
 
 
 @pytest.mark.parametrize("name", ["workshop", "scale-1000", "day-10000"])

@@ -69,7 +69,11 @@ class TopologyTracker:
                 group, constraint, pod, node_domains, context.requirements.get(key)
             )
             if not allowed:
-                permanent = key == LABEL_HOSTNAME and kind != "affinity"
+                # Anti-affinity counts only grow and a NodeClaim's domains only narrow
+                # while a plan is built, so a target refused by one stays refused;
+                # a spread or an affinity may allow it once other pods land.
+                permanent = kind in (ANTI_AFFINITY, INVERSE_ANTI_AFFINITY) or (
+                    key == LABEL_HOSTNAME and kind != "affinity")
                 return Rejection(f"{group.describe()} allows no domain here", permanent)
             if (isinstance(target, ClaimTarget) and len(allowed) < len(node_domains)) or (
                 isinstance(target, ClaimTarget) and key not in target.requirements
