@@ -109,11 +109,37 @@ def test_requirements_render_as_node_selector_entries() -> None:
     ])
     assert render_requirements(requirements) == [
         {"key": "gpu", "operator": "DoesNotExist"},
-        {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["2"]},
+        {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gte", "values": ["3"]},
         {"key": "node.kubernetes.io/instance-type", "operator": "In",
          "values": ["c5.large", "m5.large"], "minValues": 2},
         {"key": "team", "operator": "NotIn", "values": ["b"]},
     ]
+
+
+def test_bounds_render_inclusive_as_karpenter_writes_them() -> None:
+    """Karpenter v1.14.1 canonicalises Gt N to Gte N+1 and Lt N to Lte N-1 and writes two
+    entries for a range, each with the minValues; an excluded value inside the range stays
+    (Karpenter would drop it); Lt 0 stays Lt 0, since the CRD refuses a negative Lte."""
+    ranged = Requirements([
+        Requirement.build("karpenter.k8s.aws/instance-cpu", "Gt", ["3"]),
+        Requirement.build("karpenter.k8s.aws/instance-cpu", "Lt", ["17"], min_values=3),
+        Requirement.build("karpenter.k8s.aws/instance-cpu", "NotIn", ["8"]),
+    ])
+    assert render_requirements(ranged) == [
+        {"key": "karpenter.k8s.aws/instance-cpu", "operator": "NotIn", "values": ["8"],
+         "minValues": 3},
+        {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Gte", "values": ["4"],
+         "minValues": 3},
+        {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Lte", "values": ["16"],
+         "minValues": 3},
+    ]
+    read_back = Requirements([Requirement.build(e["key"], e["operator"], e["values"])
+                              for e in render_requirements(ranged)])
+    key = "karpenter.k8s.aws/instance-cpu"
+    assert [v for v in range(-2, 30) if read_back[key].has(str(v))] == [
+        4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16]
+    assert render_requirements(Requirements([Requirement.build("rank", "Lt", ["0"])])) == [
+        {"key": "rank", "operator": "Lt", "values": ["0"]}]
 
 
 def pod(**changes: Any) -> dict[str, Any]:

@@ -63,11 +63,18 @@ def is_well_known(key: str) -> bool:
     return key in WELL_KNOWN_LABELS or key.startswith(AWS_LABEL_PREFIX)
 
 
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
 def _as_int(value: str) -> int | None:
-    try:
-        return int(value)
-    except ValueError:
+    """`value` as Kubernetes (and Go's strconv.Atoi) reads an integer label: ASCII digits
+    with an optional sign, within int64; None for anything else ("1_0", " 5", "9" * 20)."""
+    digits = value[1:] if value[:1] in ("+", "-") else value
+    if not digits or not digits.isascii() or not digits.isdigit():
         return None
+    number = int(value)
+    return number if INT64_MIN <= number <= INT64_MAX else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +117,11 @@ class Requirement:
             bound = int(values[0])
             lower = {"Gt": bound, "Gte": bound - 1}.get(operator)
             upper = {"Lt": bound, "Lte": bound + 1}.get(operator)
+            if (lower is not None and lower >= INT64_MAX) or (
+                upper is not None and upper <= INT64_MIN
+            ):
+                # No int64 is above the largest (or below the smallest): nothing matches.
+                return Requirement(key, False, frozenset(), min_values=min_values)
             return Requirement(key, True, frozenset(), lower, upper, min_values)
         raise RequirementError(
             f"{key}: unknown operator {operator!r} (expected one of {', '.join(OPERATORS)})"
@@ -172,20 +184,22 @@ class Requirement:
         greater_than = _max_optional(self.greater_than, other.greater_than)
         less_than = _min_optional(self.less_than, other.less_than)
         min_values = _max_optional(self.min_values, other.min_values)
+        bounded = Requirement(self.key, True, frozenset(), greater_than, less_than)
         if self.complement and other.complement:
-            result = Requirement(
-                self.key, True, self.values | other.values, greater_than, less_than, min_values
-            )
-            if result.is_empty():
+            if bounded.is_empty():
                 return Requirement(self.key, False, frozenset(), min_values=min_values)
-            return result
+            # An excluded value the bounds already rule out is dropped, as Karpenter's
+            # Intersection does: one set, one spelling (NotIn [A] and > 1 is just > 1).
+            excluded = self.values | other.values
+            if greater_than is not None or less_than is not None:
+                excluded = frozenset(v for v in excluded if bounded._within_bounds(v))
+            return Requirement(self.key, True, excluded, greater_than, less_than, min_values)
         if self.complement:
             values = other.values - self.values
         elif other.complement:
             values = self.values - other.values
         else:
             values = self.values & other.values
-        bounded = Requirement(self.key, True, frozenset(), greater_than, less_than)
         values = frozenset(v for v in values if bounded._within_bounds(v))
         return Requirement(self.key, False, values, min_values=min_values)
 
@@ -197,20 +211,44 @@ class Requirement:
 
     def describe(self) -> str:
         operator = self.operator
+        parts = []
         if operator in ("In", "NotIn"):
-            text = f"{self.key} {operator} [{', '.join(sorted(self.values))}]"
-        elif operator == "Gt" or operator == "Lt":
-            parts = []
-            if self.greater_than is not None:
-                parts.append(f"> {self.greater_than}")
-            if self.less_than is not None:
-                parts.append(f"< {self.less_than}")
-            text = f"{self.key} {' and '.join(parts)}"
-        else:
-            text = f"{self.key} {operator}"
+            parts.append(f"{operator} [{', '.join(sorted(self.values))}]")
+        elif operator not in ("Gt", "Lt"):
+            parts.append(operator)
+        if self.greater_than is not None:
+            parts.append(f"> {self.greater_than}")
+        if self.less_than is not None:
+            parts.append(f"< {self.less_than}")
+        text = f"{self.key} {' and '.join(parts)}"
         if self.min_values is not None:
             text += f" (minValues {self.min_values})"
         return text
+
+
+def _name(key: str) -> str:
+    """A label key without its prefix (`topology.kubernetes.io/zone` -> `zone`)."""
+    prefix, slash, name = key.partition("/")
+    return name if slash else prefix
+
+
+def _typo_hint(key: str, defined: Iterable[str]) -> str:
+    """Karpenter's labelHint for a key nothing defines: the well-known label, else the
+    key the NodePool defines, that `key` may be a misspelling of; "" when none looks like
+    it. A label named the same after its prefix is the best guess, then one containing
+    `key`, then one ending in its name (Karpenter takes the first of a set in no order;
+    we take them in this order and alphabetically)."""
+    name = _name(key)
+    for candidates in (sorted(WELL_KNOWN_LABELS), sorted(defined)):
+        for looks_like in (
+            lambda label: _name(label) == name,
+            lambda label: key in label,
+            lambda label: label.endswith(name),
+        ):
+            for label in candidates:
+                if label != key and looks_like(label):
+                    return f' (typo of "{label}"?)'
+    return ""
 
 
 def _max_optional(a: int | None, b: int | None) -> int | None:
@@ -313,7 +351,8 @@ class Requirements(Mapping[str, Requirement]):
             if have is None:
                 if is_well_known(key) or wanted.allows_absent():
                     continue
-                return f"label {key} is not set by the NodePool (pod requires {wanted.describe()})"
+                return (f"label {key} is not set by the NodePool (pod requires "
+                        f"{wanted.describe()}){_typo_hint(key, self._by_key)}")
             if not have.intersects(wanted):
                 return f"{wanted.describe()} conflicts with {have.describe()}"
         return None

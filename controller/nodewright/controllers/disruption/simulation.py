@@ -43,6 +43,7 @@ from nodewright.controllers.disruption.prefilter import (
     room_left,
 )
 from nodewright.controllers.nodeclaim.disruption_conditions import consolidatable_at
+from nodewright.controllers.provisioning.nodeclaims import truncation_problem
 from nodewright.controllers.provisioning.problem import (
     PoolContext,
     ready_pools,
@@ -433,6 +434,7 @@ class SimulationBase:
         # machines being deleted included (they count on the room a command would take).
         failures = {key: why for key, why in result.unschedulable
                     if buffers is None or not buffers.is_virtual(key)}
+        result = self._truncated(result, failures)
         # A machine that has not initialized may never come up: only the pods of machines
         # already going (whose replacement it may well be) may count on it.
         uninitialized = {pod for node_name, pods in result.existing
@@ -455,6 +457,26 @@ class SimulationBase:
                 if pod in own:
                     failures[pod] = f"it would schedule against uninitialized node {node_name}"
         return Simulation(result, failures)
+
+    def _truncated(self, result: SchedulingResult, failures: dict[str, str]
+                   ) -> SchedulingResult:
+        """The replacements whose instance types, cut to the most a NodeClaim lists, still
+        meet their minValues; the pods of the others fail (Karpenter's
+        TruncateInstanceTypes on a disruption simulation's results)."""
+        kept = []
+        for claim in result.nodeclaims:
+            pool = self.pools.get(claim.nodepool)
+            why = truncation_problem(claim, pool) if pool is not None else None
+            if why is None:
+                kept.append(claim)
+                continue
+            buffers = self.state.buffers
+            for key in claim.pods:
+                if buffers is None or not buffers.is_virtual(key):
+                    failures[key] = why
+        if len(kept) == len(result.nodeclaims):
+            return result
+        return replace(result, nodeclaims=tuple(kept))
 
     def _not_ready_view(self, base: SchedulingProblem, prepared: PreparedNodes
                         ) -> _NotReadyView:

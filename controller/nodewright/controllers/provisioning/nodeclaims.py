@@ -22,6 +22,7 @@ from nodewright.api.nodeoverlay import CAPACITY_OVERLAY_APPLIED, PRICE_OVERLAY_A
 from nodewright.api.quantity import Resources, format_resources
 from nodewright.controllers.provisioning.problem import PoolContext, without_hostname
 from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.nodepools import min_values_problem
 from nodewright.scheduling.pods import Pod
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
@@ -45,8 +46,11 @@ MIN_VALUES_RELAXED = "karpenter.sh/nodeclaim-min-values-relaxed"
 
 
 def requirement_entries(requirement: Requirement) -> list[dict[str, Any]]:
-    """A requirement as NodeSelectorRequirementWithMinValues entries (bounds become
-    separate Gt/Lt entries, as a node selector writes them)."""
+    """A requirement as NodeSelectorRequirementWithMinValues entries, as Karpenter v1.14.1
+    writes them: bounds as inclusive `Gte`/`Lte` (Gt 4 is Gte 5), one entry each, every
+    entry with the minValues. Excluded values within the bounds stay as a NotIn entry
+    (Karpenter's NodeSelectorRequirement leaves them out, so its NodeClaim would allow
+    them)."""
     entries: list[dict[str, Any]] = []
     key = requirement.key
     if not requirement.complement:
@@ -59,14 +63,18 @@ def requirement_entries(requirement: Requirement) -> list[dict[str, Any]]:
             entries.append({"key": key, "operator": "NotIn",
                             "values": sorted(requirement.values)})
         if requirement.greater_than is not None:
-            entries.append({"key": key, "operator": "Gt",
-                            "values": [str(requirement.greater_than)]})
+            entries.append({"key": key, "operator": "Gte",
+                            "values": [str(requirement.greater_than + 1)]})
         if requirement.less_than is not None:
-            entries.append({"key": key, "operator": "Lt", "values": [str(requirement.less_than)]})
+            # `Lt 0` stays so: the CRD takes no negative bound (Karpenter's Lte -1 is refused).
+            upper = requirement.less_than
+            entries.append({"key": key, "operator": "Lte" if upper > 0 else "Lt",
+                            "values": [str(upper - 1 if upper > 0 else upper)]})
         if not entries:
             entries.append({"key": key, "operator": "Exists"})
     if requirement.min_values is not None:
-        entries[0]["minValues"] = requirement.min_values
+        for entry in entries:
+            entry["minValues"] = requirement.min_values
     return entries
 
 
@@ -154,6 +162,24 @@ def claim_capacity(planned: PlannedNodeClaim, pool: PoolContext) -> Resources:
         for resource, amount in instance_type.capacity.items():
             capacity[resource] = max(capacity.get(resource, 0), amount)
     return capacity
+
+
+def truncation_problem(planned: PlannedNodeClaim, pool: PoolContext) -> str | None:
+    """Why the NodeClaim cannot be created once its instance types are cut to the
+    `MAX_INSTANCE_TYPES` cheapest: they no longer meet a minValues of its requirements
+    (Karpenter's Results.TruncateInstanceTypes). None when they do, when nothing was cut,
+    or under MIN_VALUES_POLICY=BestEffort (the NodePool's relaxed minValues)."""
+    if len(planned.instance_types) <= MAX_INSTANCE_TYPES or pool.template.relax_min_values:
+        return None
+    if all(r.min_values is None for r in planned.requirements.values()):
+        return None
+    kept = [pool.instance_types[name] for name, _ in planned.instance_types[:MAX_INSTANCE_TYPES]
+            if name in pool.instance_types]
+    problem = min_values_problem(kept, planned.requirements)
+    if problem is None:
+        return None
+    return ("pod didn't schedule because NodePool couldn't meet minValues requirements, "
+            f"truncating to {MAX_INSTANCE_TYPES} instance type(s): {problem}")
 
 
 def nodeclaim_manifest(

@@ -41,6 +41,7 @@ from nodewright.controllers.provisioning.creates import create_together, failure
 from nodewright.controllers.provisioning.nodeclaims import (
     claim_capacity,
     nodeclaim_manifest,
+    truncation_problem,
 )
 from nodewright.controllers.provisioning.nominations import still_fitting
 from nodewright.controllers.provisioning.problem import (
@@ -409,8 +410,12 @@ class Provisioner:
             limited = bool(pool.model.spec.limits)
             capacity = claim_capacity(planned, pool) if limited else {}
             exceeded = _limits_exceeded(pool, usage[pool.name], capacity) if limited else None
-            if exceeded is not None:
+            # Its types cut to the most a NodeClaim lists may break a minValues (Karpenter
+            # drops such NodeClaims before the limits are looked at).
+            reason = truncation_problem(planned, pool)
+            if reason is None and exceeded is not None:
                 reason = f'NodePool "{pool.name}": {exceeded}'
+            if reason is not None:
                 for key in self._real(planned.pods):
                     outcome.unschedulable[key] = reason
                     pod = self.state.pod(key)
