@@ -29,8 +29,9 @@ Obj = Mapping[str, Any]
 def do_not_disrupt_until(obj: Obj, now: datetime) -> tuple[bool, str]:
     """Whether `karpenter.sh/do-not-disrupt` protects the pod or node now, and how.
 
-    "true" protects for good; a duration protects that long after the pod started (the
-    node was created). Anything else is ignored, as Karpenter ignores it.
+    "true" protects for good; a duration protects that long after the pod started (a pod
+    not started yet is protected) or the node was created. Anything else is ignored, as
+    Karpenter ignores it.
     """
     # Read in place (`objects.annotations` copies): every machine, every pass.
     value = (objects.meta(obj).get("annotations") or {}).get(DO_NOT_DISRUPT)
@@ -45,7 +46,14 @@ def do_not_disrupt_until(obj: Obj, now: datetime) -> tuple[bool, str]:
     if seconds <= 0:
         return False, ""
     started_text = (obj.get("status") or {}).get("startTime")
-    started = parse_time(started_text) if started_text else objects.creation_time(obj)
+    if started_text:
+        started: datetime | None = parse_time(started_text)
+    elif obj.get("kind") == "Pod":
+        # Not started yet: Karpenter's IsDoNotDisruptActive fails safe, however long ago
+        # the pod was created.
+        started = None
+    else:
+        started = objects.creation_time(obj)
     if started is None:
         return True, f'{DO_NOT_DISRUPT}: "{value}"'
     until = started + timedelta(seconds=seconds)
