@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from nodewright.cloud.aws import shared_catalogs
 from nodewright.cloud.aws.clock import Seconds, TTLCache, system_clock
-from nodewright.cloud.aws.errors import aws_call
+from nodewright.cloud.aws.errors import aws_call, describe_failure
 from nodewright.cloud.aws.unavailable import UnavailableOfferings, none_out
+from nodewright.cloud.provider import CloudProviderError
 from nodewright.scheduling.allocatable import NodeSettings, ProviderSettings, node_settings
 from nodewright.scheduling.catalog import InstanceType, catalog_from_facts
 from nodewright.scheduling.ec2_info import InstanceTypeFacts
@@ -224,6 +225,11 @@ class LiveCatalog:
                 PaginationConfig={"PageSize": 100})
             for page in pages:
                 found.extend(page.get("InstanceTypes", []))
+        if not found:
+            # As Karpenter's List: no catalog from an empty answer. Not kept: asked again at
+            # the next read, as after a failed call.
+            raise _empty_answer("ec2:DescribeInstanceTypes", self.region,
+                                "no instance types found")
         kept = _unless_unchanged(self._read.types if self._read else None, found)
         self._described.put("types", kept)
         return kept
@@ -235,11 +241,22 @@ class LiveCatalog:
         found: list[Mapping[str, Any]] = []
         with aws_call("ec2:DescribeInstanceTypeOfferings", f"region {self.region}"):
             paginator = self.ec2.get_paginator("describe_instance_type_offerings")
-            for page in paginator.paginate(LocationType="availability-zone"):
+            # 1,000 a page, EC2's maximum (as Karpenter asks).
+            for page in paginator.paginate(LocationType="availability-zone",
+                                           PaginationConfig={"PageSize": 1000}):
                 found.extend(page.get("InstanceTypeOfferings", []))
+        if not found:
+            raise _empty_answer("ec2:DescribeInstanceTypeOfferings", self.region,
+                                "no instance type offerings found")
         kept = _unless_unchanged(self._read.offerings if self._read else None, found)
         self._described.put("offerings", kept)
         return kept
+
+
+def _empty_answer(call: str, region: str, message: str) -> CloudProviderError:
+    resource = f"region {region}"
+    return CloudProviderError(describe_failure(call, resource, "", message), call=call,
+                              resource=resource, cloud_message=message)
 
 
 def _unless_unchanged(previous: list[Mapping[str, Any]] | None,

@@ -90,12 +90,15 @@ def bootstrap_for_nodepool(
     )
 
 
-def bottlerocket_release(node_class: EC2NodeClass, image_names: Iterable[str] = ()) -> str | None:
+def bottlerocket_release(node_class: EC2NodeClass, image_names: Iterable[str] = (), *,
+                         image_ids: Mapping[str, str] | None = None) -> str | None:
     """The Bottlerocket release a Bottlerocket node class boots, as far as its alias, its
-    name terms or its resolved images' names tell."""
+    name terms, the resolved image its id terms select (`image_ids`: the resolved images'
+    names by id) or its resolved images' names tell."""
     if node_class.resolved_ami_family() != "Bottlerocket":
         return None
     terms = node_class.spec.ami_selector_terms
     alias = next((t.alias.split("@", 1)[1] for t in terms
                   if t.alias and t.alias_family == "bottlerocket"), None)
-    return bottlerocket.ami_version(alias, [t.name for t in terms if t.name], image_names)
+    return bottlerocket.ami_version(alias, [t.name for t in terms if t.name], image_names,
+                                    [t.id for t in terms if t.id], image_ids)

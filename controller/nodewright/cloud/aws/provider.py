@@ -860,7 +860,8 @@ class AwsCloudProvider:
                     custom_user_data=spec.user_data,
                     instance_store_policy=spec.instance_store_policy,
                     bottlerocket_version=bottlerocket_release(
-                        node_class, [i.name for i in resolution.images]),
+                        node_class, [i.name for i in resolution.images],
+                        image_ids={i.id: i.name for i in resolution.images}),
                 )
                 try:
                     user_data = render_user_data(family, bootstrap)

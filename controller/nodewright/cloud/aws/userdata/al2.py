@@ -59,4 +59,5 @@ def script(bootstrap: NodeBootstrap) -> str:
 
 def render(bootstrap: NodeBootstrap) -> str:
     parts = mime.split_parts(bootstrap.custom_user_data)
-    return mime.render([*parts, mime.Part(mime.SHELL_SCRIPT, script(bootstrap))])
+    # As Karpenter's bootstrap part: no line break after its last line.
+    return mime.render([*parts, mime.Part(mime.SHELL_SCRIPT, script(bootstrap).rstrip("\n"))])

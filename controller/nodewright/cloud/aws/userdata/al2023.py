@@ -73,7 +73,7 @@ def check_node_config_parts(parts: list[mime.Part]) -> None:
     """Refuse a NodeConfig part nodeadm could not read: each must be YAML whose documents are
     objects. (A bad part would otherwise only fail on the node, which then never joins.)"""
     for number, part in enumerate(parts, start=1):
-        if part.content_type != mime.NODE_CONFIG:
+        if part.media_type != mime.NODE_CONFIG:
             continue
         where = f"spec.userData: part {number} ({mime.NODE_CONFIG})"
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from nodewright.cloud.aws.userdata import toml_writer
@@ -54,13 +54,20 @@ def version_from_name(name: str) -> str | None:
 
 
 def ami_version(alias_version: str | None, term_names: Iterable[str],
-                image_names: Iterable[str]) -> str | None:
-    """The release the node class's images are, as Karpenter reads it: the alias's version,
-    else one in a name term, else one in the name of a resolved Bottlerocket image."""
+                image_names: Iterable[str], term_ids: Iterable[str] = (),
+                image_ids: Mapping[str, str] | None = None) -> str | None:
+    """The release the node class's images are, as Karpenter reads it (its
+    resolveAMIVersion): the alias's version, else one in a name term, else one in the name
+    of the resolved Bottlerocket image an id term selects (`image_ids`: the resolved
+    images' names by id), else one in the name of any resolved Bottlerocket image."""
     if alias_version:
         return alias_version
     for name in term_names:
         if found := version_from_name(name):
+            return found
+    for term_id in term_ids:
+        name = (image_ids or {}).get(term_id, "")
+        if "bottlerocket" in name and (found := version_from_name(name)):
             return found
     for name in image_names:
         if "bottlerocket" in name and (found := version_from_name(name)):
