@@ -7,9 +7,9 @@ operator, how it prints and how it is written into a NodeClaim. The tables were 
 from Karpenter's Entry rows; each row names its operands.
 
 Where the two models spell a fact differently the row says ours: Karpenter turns Gt N
-into an inclusive >= N+1 (and writes `Gte`), we keep the exclusive bound (`greater_than`)
-and write `Gt`; Karpenter's Operator() calls a bounded requirement `Exists`, ours says
-`Gt`/`Lt`.
+into an inclusive >= N+1, we keep the exclusive bound (`greater_than`), and both write
+`Gte N+1` into a NodeClaim; Karpenter's Operator() calls a bounded requirement `Exists`,
+ours says `Gt`/`Lt`.
 """
 
 from __future__ import annotations
@@ -911,11 +911,10 @@ def entry(operator: str, *values: str, min_values: int | None = None) -> dict[st
         (in_9, entry("In", "9")),
         (in_19, entry("In", "1", "9")),
         (not_in_12, entry("NotIn", "1", "2")),
-        # Karpenter writes Gte 2, Gte 10, Lte 0, Lte 8: the same integers.
-        (greater_than_1, entry("Gt", "1")),
-        (greater_than_9, entry("Gt", "9")),
-        (less_than_1, entry("Lt", "1")),
-        (less_than_9, entry("Lt", "9")),
+        (greater_than_1, entry("Gte", "2")),
+        (greater_than_9, entry("Gte", "10")),
+        (less_than_1, entry("Lte", "0")),
+        (less_than_9, entry("Lte", "8")),
         (exists_flexible, entry("Exists", min_values=1)),
         (does_not_exist_flexible, entry("DoesNotExist", min_values=1)),
         (in_a_flexible, entry("In", "A", min_values=1)),
@@ -926,10 +925,10 @@ def entry(operator: str, *values: str, min_values: int | None = None) -> dict[st
         (in_9_flexible, entry("In", "9", min_values=1)),
         (in_19_flexible, entry("In", "1", "9", min_values=2)),
         (not_in_12_flexible, entry("NotIn", "1", "2", min_values=2)),
-        (greater_than_1_flexible, entry("Gt", "1", min_values=1)),
-        (greater_than_9_flexible, entry("Gt", "9", min_values=1)),
-        (less_than_1_flexible, entry("Lt", "1", min_values=1)),
-        (less_than_9_flexible, entry("Lt", "9", min_values=1)),
+        (greater_than_1_flexible, entry("Gte", "2", min_values=1)),
+        (greater_than_9_flexible, entry("Gte", "10", min_values=1)),
+        (less_than_1_flexible, entry("Lte", "0", min_values=1)),
+        (less_than_9_flexible, entry("Lte", "8", min_values=1)),
     ],
     ids=name,
 )
@@ -1018,18 +1017,18 @@ def test_gte_and_lte_are_gt_and_lt_moved_by_one() -> None:
 
 def test_equal_lower_bounds_collapse_into_one() -> None:
     """Karpenter pkg/scheduling/requirement_test.go It("should collapse redundant bounds in
-    intersection"): Gt 4 and Gte 5 are one bound, written once (Karpenter: Gte 5)."""
+    intersection"): Gt 4 and Gte 5 are one bound, written once: Gte 5."""
     both = operand("Gt", "4").intersection(operand("Gte", "5"))
     assert allowed(both, "5", "4") == [True, False]
-    assert requirement_entries(both) == [entry("Gt", "4")]
+    assert requirement_entries(both) == [entry("Gte", "5")]
 
 
 def test_gt_is_kept_when_it_is_the_tighter_lower_bound() -> None:
     """Karpenter pkg/scheduling/requirement_test.go It("should keep Gt when Gt is more
-    restrictive"): Gt 5 and Gte 5 leave > 5 (Karpenter writes Gte 6)."""
+    restrictive"): Gt 5 and Gte 5 leave > 5, written Gte 6."""
     both = operand("Gt", "5").intersection(operand("Gte", "5"))
     assert allowed(both, "6", "5") == [True, False]
-    assert requirement_entries(both) == [entry("Gt", "5")]
+    assert requirement_entries(both) == [entry("Gte", "6")]
 
 
 def test_gte_is_kept_when_it_is_the_tighter_lower_bound() -> None:
@@ -1037,23 +1036,23 @@ def test_gte_is_kept_when_it_is_the_tighter_lower_bound() -> None:
     Gte > Gt+1"): Gt 3 and Gte 6 leave >= 6."""
     both = operand("Gt", "3").intersection(operand("Gte", "6"))
     assert allowed(both, "6", "5") == [True, False]
-    assert requirement_entries(both) == [entry("Gt", "5")]
+    assert requirement_entries(both) == [entry("Gte", "6")]
 
 
 def test_lt_is_kept_when_it_is_the_tighter_upper_bound() -> None:
     """Karpenter pkg/scheduling/requirement_test.go It("should keep Lt when Lt is more
-    restrictive"): Lt 5 and Lte 5 leave < 5 (Karpenter writes Lte 4)."""
+    restrictive"): Lt 5 and Lte 5 leave < 5, written Lte 4."""
     both = operand("Lt", "5").intersection(operand("Lte", "5"))
     assert allowed(both, "4", "5") == [True, False]
-    assert requirement_entries(both) == [entry("Lt", "5")]
+    assert requirement_entries(both) == [entry("Lte", "4")]
 
 
 def test_lte_is_kept_when_it_is_the_tighter_upper_bound() -> None:
     """Karpenter pkg/scheduling/requirement_test.go It("should keep more restrictive Lte when
-    Lte < Lt-1"): Lt 9 and Lte 5 leave <= 5 (Karpenter writes Lte 5)."""
+    Lte < Lt-1"): Lt 9 and Lte 5 leave <= 5, written Lte 5."""
     both = operand("Lt", "9").intersection(operand("Lte", "5"))
     assert allowed(both, "5", "6") == [True, False]
-    assert requirement_entries(both) == [entry("Lt", "6")]
+    assert requirement_entries(both) == [entry("Lte", "5")]
 
 
 def test_gte_0_allows_0_and_not_below() -> None:

@@ -630,21 +630,21 @@ def written(key: str, operator: str, *values: str, min_values: int | None = None
 
 def test_requirements_are_written_as_node_selector_requirements() -> None:
     """Karpenter pkg/scheduling/requirements_test.go It("should convert combinations of
-    labels to expected NodeSelectorRequirements"): one entry per key, bounds as Gt/Lt
-    (Karpenter writes the same integers as Gte 2, Gte 10, Lte 0, Lte 8)."""
+    labels to expected NodeSelectorRequirements"): one entry per key, bounds inclusive
+    (Gt 1 is Gte 2, Lt 1 is Lte 0)."""
     assert render_requirements(fourteen()) == [
         written("doesNotExist", "DoesNotExist"),
         written("exists", "Exists"),
-        written("greaterThan1", "Gt", "1"),
-        written("greaterThan9", "Gt", "9"),
+        written("greaterThan1", "Gte", "2"),
+        written("greaterThan9", "Gte", "10"),
         written("in1", "In", "1"),
         written("in19", "In", "1", "9"),
         written("in9", "In", "9"),
         written("inA", "In", "A"),
         written("inAB", "In", "A", "B"),
         written("inB", "In", "B"),
-        written("lessThan1", "Lt", "1"),
-        written("lessThan9", "Lt", "9"),
+        written("lessThan1", "Lte", "0"),
+        written("lessThan9", "Lte", "8"),
         written("notIn12", "NotIn", "1", "2"),
         written("notInA", "NotIn", "A"),
     ]
@@ -659,16 +659,16 @@ def test_requirements_with_min_values_are_written_with_them() -> None:
     assert render_requirements(fourteen(min_values)) == [
         written("doesNotExist", "DoesNotExist", min_values=2),
         written("exists", "Exists", min_values=3),
-        written("greaterThan1", "Gt", "1", min_values=1),
-        written("greaterThan9", "Gt", "9", min_values=1),
+        written("greaterThan1", "Gte", "2", min_values=1),
+        written("greaterThan9", "Gte", "10", min_values=1),
         written("in1", "In", "1", min_values=1),
         written("in19", "In", "1", "9", min_values=2),
         written("in9", "In", "9", min_values=1),
         written("inA", "In", "A", min_values=1),
         written("inAB", "In", "A", "B", min_values=2),
         written("inB", "In", "B", min_values=1),
-        written("lessThan1", "Lt", "1", min_values=1),
-        written("lessThan9", "Lt", "9", min_values=1),
+        written("lessThan1", "Lte", "0", min_values=1),
+        written("lessThan9", "Lte", "8", min_values=1),
         written("notIn12", "NotIn", "1", "2", min_values=2),
         written("notInA", "NotIn", "A", min_values=1),
     ]
@@ -676,10 +676,10 @@ def test_requirements_with_min_values_are_written_with_them() -> None:
 
 def test_a_range_is_written_as_its_two_bounds() -> None:
     """Karpenter pkg/scheduling/requirements_test.go It("should return both Gte and Lte
-    requirements when both bounds exist"): Gte 8 and Lte 8 (ours: > 7 and < 9)."""
+    requirements when both bounds exist"): Gte 8 and Lte 8, two entries."""
     cpu = Requirements([Requirement.build("cpu", "Gte", ["8"]),
                         Requirement.build("cpu", "Lte", ["8"])])
-    assert render_requirements(cpu) == [written("cpu", "Gt", "7"), written("cpu", "Lt", "9")]
+    assert render_requirements(cpu) == [written("cpu", "Gte", "8"), written("cpu", "Lte", "8")]
     assert cpu["cpu"].has("8") and not cpu["cpu"].has("7") and not cpu["cpu"].has("9")
 
 
