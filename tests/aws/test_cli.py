@@ -156,8 +156,8 @@ def test_userdata_prints_what_a_node_boots_with(
     assert code == 0
     assert "maxPods: 29" in out
     assert (
-        "--node-labels=karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=general,team=web"
-        in out
+        '--node-labels="karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=general,'
+        'team=web"' in out
     )
     assert "key: karpenter.sh/unregistered" in out
     assert "cpu: 100m" in out
@@ -240,16 +240,18 @@ def test_userdata_names_the_file_whose_bottlerocket_toml_is_broken(
     assert err.startswith(f"error: {path}: spec.userData: Bottlerocket user data must be TOML")
 
 
-def test_userdata_refuses_an_al2023_node_config_part_that_is_not_yaml(
+def test_userdata_sends_al2023_user_data_that_is_not_yaml_as_a_script(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """As Karpenter's nodeadm merge: user data that is neither MIME nor a YAML mapping is a
+    shell-script part, sent before our NodeConfig (nodeadm is not asked to read it)."""
     path = write_node_class(tmp_path, userData="apiVersion: v1\nkind: [NodeConfig\n")
     code = main(userdata_args(path))
-    captured = capsys.readouterr()
-    assert code == 1
-    assert captured.out == ""
-    assert captured.err.startswith(f"error: {path}: spec.userData: part 1 ")
-    assert "is not valid YAML" in captured.err
+    out = capsys.readouterr().out
+    assert code == 0
+    assert ('--//\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n'
+            "apiVersion: v1\nkind: [NodeConfig\n\n--//\nContent-Type: application/node.eks.aws"
+            in out)
 
 
 def test_userdata_prints_the_windows_powershell_bootstrap(
@@ -272,7 +274,7 @@ def test_userdata_with_an_ipv6_kube_dns_boots_an_ipv6_node(
                               service_cidr="fd30:1234:5678::/108"))
     out = capsys.readouterr().out
     assert code == 0
-    assert "--ip-family ipv6 \\\n--dns-cluster-ip fd30:1234:5678::a \\\n" in out
+    assert "--ip-family ipv6 \\\n--dns-cluster-ip 'fd30:1234:5678::a' \\\n" in out
 
 
 def test_userdata_refuses_a_kube_dns_ip_that_is_no_address(

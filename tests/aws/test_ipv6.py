@@ -118,7 +118,7 @@ def test_an_ipv4_cluster_keeps_ipv4_prefixes_and_gets_the_kube_dns_address(
         (interface,) = data["NetworkInterfaces"]
         assert interface["Ipv4PrefixCount"] == 1 and "PrimaryIpv6" not in interface
         text = user_data(data)
-        assert "--dns-cluster-ip 10.100.0.10" in text and "--ip-family" not in text
+        assert "--dns-cluster-ip '10.100.0.10'" in text and "--ip-family" not in text
 
 
 def test_the_users_cluster_dns_wins_over_the_discovered_one(
@@ -141,7 +141,7 @@ def ipv6_bootstrap() -> NodeBootstrap:
 
 def test_al2_boots_with_the_ipv6_family_and_dns() -> None:
     text = render_user_data("AL2", ipv6_bootstrap())
-    assert "--ip-family ipv6 \\\n--dns-cluster-ip fd30:1234:5678::a \\\n" in text
+    assert "--ip-family ipv6 \\\n--dns-cluster-ip 'fd30:1234:5678::a' \\\n" in text
 
 
 def test_bottlerocket_and_windows_get_the_ipv6_dns() -> None:

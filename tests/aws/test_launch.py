@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from typing import Any
 
@@ -336,13 +337,35 @@ def test_al2_launch_always_passes_the_max_pods_the_catalog_planned(
     assert passed == ({17, 29, 58} if max_pods is None else {max_pods})
 
 
-def test_al2023_user_data_that_is_not_yaml_refuses_to_launch(
+def test_al2023_user_data_that_is_not_readable_mime_refuses_to_launch(
     provider: AwsCloudProvider, recorder: CallRecorder
 ) -> None:
-    broken = node_class(userData="apiVersion: node.eks.aws/v1alpha1\nkind: [NodeConfig\n")
-    with pytest.raises(CloudProviderError, match=r"spec\.userData: .* is not valid YAML"):
+    """A MIME document whose last part never ends (no closing boundary) cannot be merged,
+    as Karpenter's reader fails on it: nothing is launched."""
+    broken = node_class(userData='MIME-Version: 1.0\nContent-Type: multipart/mixed; '
+                                  'boundary="B"\n\n--B\nContent-Type: text/x-shellscript\n\n'
+                                  "#!/bin/bash\necho never ends\n")
+    with pytest.raises(CloudProviderError, match=r"spec\.userData: multipart"):
         provider.create(nodeclaim(), broken)
     assert recorder.calls_of("ec2:CreateFleet") == []
+
+
+def test_al2023_user_data_that_is_not_yaml_launches_as_a_script(
+    provider: AwsCloudProvider, recorder: CallRecorder
+) -> None:
+    """As Karpenter's nodeadm merge: text that is neither MIME nor a YAML mapping is the
+    user's shell script, a part before our NodeConfig."""
+    provider.create(nodeclaim(), node_class(userData="echo hi\n"))
+    assert recorder.calls_of("ec2:CreateFleet")
+    for data in launch_template_data_sent(recorder):
+        text = base64.b64decode(data["UserData"]).decode()
+        assert '--//\nContent-Type: text/x-shellscript; charset="us-ascii"\n\necho hi\n\n--//' \
+            in text
+
+
+def launch_template_data_sent(recorder: CallRecorder) -> list[dict[str, Any]]:
+    return [call["LaunchTemplateData"]
+            for call in recorder.calls_of("ec2:CreateLaunchTemplate")]
 
 
 def launch_template_data(clients: AwsClients) -> list[dict[str, Any]]:

@@ -227,6 +227,11 @@ def test_raid0_mounts_the_instance_store_on_bottlerocket(
                                             instanceStorePolicy="RAID0"))
     assert all(commands == {"000-mount-instance-storage": expected}
                for commands in bootstrap_commands(ec2))
+    bind = ", ".join(f"'{word}'" for word in expected["commands"][1])
+    table = ("\n[settings.bootstrap-commands.000-mount-instance-storage]\n"  # Karpenter's bytes
+             f"commands = [['apiclient', 'ephemeral-storage', 'init'], [{bind}]]\n"
+             "mode = 'always'\nessential = true\n")
+    assert all(table in ec2.user_data(name) for name in ec2.launch_templates())
 
 
 def test_raid0_merges_with_the_node_classs_bootstrap_commands(
@@ -242,3 +247,9 @@ def test_raid0_merges_with_the_node_classs_bootstrap_commands(
                             "111-say-hello": {"commands": [["echo", "hello"]], "mode": "always",
                                               "essential": True}}
                for commands in bootstrap_commands(ec2))
+    tables = ("\n[settings.bootstrap-commands]\n"  # the bytes Karpenter's It looks for
+              "[settings.bootstrap-commands.000-mount-instance-storage]\n"
+              "commands = [['apiclient', 'ephemeral-storage', 'init'], "
+              "['apiclient', 'ephemeral-storage', 'bind']]\nmode = 'always'\nessential = true\n"
+              f"\n{hello}")
+    assert all(tables in ec2.user_data(name) for name in ec2.launch_templates())

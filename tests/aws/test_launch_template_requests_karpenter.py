@@ -5,23 +5,22 @@ Windows, and an unresolved cluster CIDR. Each test names its It/Entry.
 As in tests/aws/test_launch_templates_karpenter.py, the NodeClaim Karpenter's scheduler would
 make is launched directly through the real provider (moto underneath), and the requests it
 sent are read from the FakeEC2 recorder. Where Karpenter compares a golden file, the port
-compares the parsed user data: the same settings in the same places.
+compares the user data byte for byte with our own copy of it, our cluster's name, endpoint
+and CA bundle (moto's) in place of the suite's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from typing import Any
 
 import pytest
-import yaml
 
 from nodewright.api.core import Taint
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.launch_templates import LaunchConfig
 from nodewright.cloud.aws.provider import AwsCloudProvider
-from nodewright.cloud.aws.userdata import ClusterInfo, NodeBootstrap, mime, render_user_data
+from nodewright.cloud.aws.userdata import ClusterInfo, NodeBootstrap, render_user_data
 from nodewright.cloud.provider import NodeClassNotReadyError
 from nodewright.scheduling.pricing import OfflinePriceSource
 from tests.aws.fake_ec2 import FakeEC2
@@ -223,16 +222,54 @@ def test_al2023_templates_wait_for_the_cluster_cidr(
     assert ec2.calls("CreateFleet") == []
 
 
+# --- Custom user data: Karpenter's NodeClaim -----------------------------------------------
+
+KUBE_DNS = "10.0.100.10"
+
+
+def karpenter_claim(capacity_type: str = "on-demand") -> Any:
+    """The NodeClaim Karpenter's suite launches: its NodePool's labels (node class, NodePool,
+    the suite's testing/cluster), the capacity type it requires, no taints."""
+    built = claim(capacity_type)
+    built.metadata.labels = {"karpenter.k8s.aws/ec2nodeclass": "default",
+                             NODEPOOL_LABEL: "default", "testing/cluster": "unspecified"}
+    built.spec.taints = []
+    return built
+
+
+def karpenter_labels(capacity_type: str = "on-demand") -> str:
+    """The --node-labels list that claim boots with, as Karpenter's golden files have it."""
+    return (f"karpenter.k8s.aws/ec2nodeclass=default,karpenter.sh/capacity-type={capacity_type},"
+            "karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=default,"
+            "testing/cluster=unspecified")
+
+
+def dns_provider(clients: AwsClients, clock: FakeClock) -> AwsCloudProvider:
+    """A provider that found the suite's kube-dns address."""
+    return AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource(),
+                            kube_dns_ip=KUBE_DNS)
+
+
+def sent(ec2: FakeEC2) -> list[str]:
+    """The user data of every launch template created."""
+    texts = [ec2.user_data(name) for name in ec2.launch_templates()]
+    assert texts, "no launch template was created"
+    return texts
+
+
 # --- Bottlerocket custom user data ----------------------------------------------------------
 
 BOTTLEROCKET = [{"alias": "bottlerocket@latest"}]
+# Karpenter's testdata/br_userdata_input.golden, less the two keys its settings model drops
+# (an unknown settings.kubernetes key and a settings.kubernetes.labels table), which
+# Nodewright keeps (docs/karpenter-differences.md).
 BOTTLEROCKET_INPUT = f"""
 [settings.kubernetes]
 api-server = 'https://not-this-cluster'
 cloud-provider = 'external'
 cluster-certificate = 'bm90LXRoaXMtb25l'
 cluster-name = 'not-this-cluster'
-max-pods = 42
+max-pods = 9999999999 # replaced
 
 [settings.kubernetes.eviction-hard]
 "memory.available" = "12%"
@@ -248,6 +285,7 @@ max-pods = 42
 hostname = "test.local"
 https-proxy = "1.2.3.4:8080"
 no-proxy = ["localhost", "127.0.0.1"]
+hosts = [["10.0.0.0", ["test.example.com", "test1.example.com"]]]
 
 [settings.ntp]
 time-servers = ["169.254.169.123"]
@@ -255,62 +293,66 @@ time-servers = ["169.254.169.123"]
 
 
 def bottlerocket_claim() -> Any:
-    """A NodePool with taint foo=bar:NoExecute and startup taint baz=bin:NoExecute."""
-    built = claim()
+    """Karpenter's NodePool with taint foo=bar:NoExecute and startup taint baz=bin:NoExecute."""
+    built = karpenter_claim()
     built.spec.taints = [Taint(key="foo", value="bar", effect="NoExecute")]
     built.spec.startup_taints = [Taint(key="baz", value="bin", effect="NoExecute")]
     return built
 
 
-def bottlerocket_settings(ec2: FakeEC2) -> list[dict[str, Any]]:
-    return [tomllib.loads(ec2.user_data(name))["settings"] for name in ec2.launch_templates()]
+def bottlerocket_kubernetes(provider: AwsCloudProvider, cloud_provider: str = "") -> str:
+    """[settings.kubernetes] and its node labels and taints, as Karpenter writes them
+    (testdata/br_userdata_unmerged.golden) for our cluster."""
+    info = provider.cluster().info
+    return (f"[settings.kubernetes]\napi-server = '{info.endpoint}'\n{cloud_provider}"
+            f"cluster-certificate = '{info.ca_bundle}'\ncluster-name = '{CLUSTER}'\n"
+            f"cluster-dns-ip = '{KUBE_DNS}'\nmax-pods = 110\n\n"
+            "[settings.kubernetes.node-labels]\n"
+            + ("custom-node-label = 'custom'\n" if cloud_provider else "")
+            + "'karpenter.k8s.aws/ec2nodeclass' = 'default'\n"
+            "'karpenter.sh/capacity-type' = 'on-demand'\n"
+            "'karpenter.sh/do-not-sync-taints' = 'true'\n"
+            "'karpenter.sh/nodepool' = 'default'\n"
+            "'testing/cluster' = 'unspecified'\n\n"
+            "[settings.kubernetes.node-taints]\n"
+            "baz = ['bin:NoExecute']\nfoo = ['bar:NoExecute']\n"
+            "'karpenter.sh/unregistered' = [':NoExecute']\n")
 
 
-def test_bottlerocket_merges_custom_user_data(provider: AwsCloudProvider, ec2: FakeEC2) -> None:
-    """Context("User Data") Context("Bottlerocket") It("should merge in custom user data"):
-    ours wins on the cluster, max pods and the NodePool's label; the user's other labels,
-    eviction thresholds, network and NTP settings stay; the taints are the NodePool's alone
-    (the user's own node-taints are replaced)."""
+def test_bottlerocket_merges_custom_user_data(clients: AwsClients, world: World,
+                                              clock: FakeClock, ec2: FakeEC2) -> None:
+    """Context("User Data") Context("Bottlerocket") It("should merge in custom user data"),
+    byte for byte as testdata/br_userdata_merged.golden (which Karpenter compares with its
+    line breaks removed): ours wins on the cluster, max pods and the NodePool's label; the
+    user's other labels, cloud provider, eviction thresholds, network and NTP settings stay,
+    each table as go-toml writes it; the taints are the NodePool's alone (the user's own
+    node-taints are replaced)."""
+    provider = dns_provider(clients, clock)
     provider.create(bottlerocket_claim(), node_class(
         amiSelectorTerms=BOTTLEROCKET, kubelet={"maxPods": 110}, userData=BOTTLEROCKET_INPUT))
 
-    for settings in bottlerocket_settings(ec2):
-        kubernetes = settings["kubernetes"]
-        assert (kubernetes["cluster-name"], kubernetes["max-pods"]) == (CLUSTER, 110)
-        assert kubernetes["api-server"] != "https://not-this-cluster"
-        assert kubernetes["cluster-certificate"] != "bm90LXRoaXMtb25l"
-        assert kubernetes["cloud-provider"] == "external"
-        assert kubernetes["node-labels"]["custom-node-label"] == "custom"
-        assert kubernetes["node-labels"][NODEPOOL_LABEL] == "default"
-        assert kubernetes["node-labels"]["karpenter.sh/do-not-sync-taints"] == "true"
-        assert kubernetes["node-taints"] == {
-            "foo": ["bar:NoExecute"], "baz": ["bin:NoExecute"], UNREGISTERED: [":NoExecute"]}
-        assert kubernetes["eviction-hard"] == {"memory.available": "12%"}
-        assert settings["network"] == {"hostname": "test.local", "https-proxy": "1.2.3.4:8080",
-                                       "no-proxy": ["localhost", "127.0.0.1"]}
-        assert settings["ntp"] == {"time-servers": ["169.254.169.123"]}
+    expected = ("[settings]\n"
+                + bottlerocket_kubernetes(provider, "cloud-provider = 'external'\n")
+                + "\n[settings.kubernetes.eviction-hard]\n'memory.available' = '12%'\n\n"
+                "[settings.network]\nhostname = 'test.local'\n"
+                "hosts = [['10.0.0.0', ['test.example.com', 'test1.example.com']]]\n"
+                "https-proxy = '1.2.3.4:8080'\nno-proxy = ['localhost', '127.0.0.1']\n\n"
+                "[settings.ntp]\ntime-servers = ['169.254.169.123']\n")
+    assert all(text == expected for text in sent(ec2))
 
 
 def test_bottlerocket_bootstraps_without_custom_user_data(
     clients: AwsClients, world: World, clock: FakeClock, ec2: FakeEC2
 ) -> None:
     """Context("User Data") Context("Bottlerocket") It("should bootstrap when custom user data
-    is empty"): the cluster, DNS (the suite's kube-dns address), max pods, labels and taints,
-    nothing else."""
-    provider = AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource(),
-                                kube_dns_ip="10.0.100.10")
+    is empty"), byte for byte as testdata/br_userdata_unmerged.golden: the cluster, DNS (the
+    suite's kube-dns address), max pods, labels and taints, nothing else."""
+    provider = dns_provider(clients, clock)
     provider.create(bottlerocket_claim(), node_class(
         amiSelectorTerms=BOTTLEROCKET, kubelet={"maxPods": 110}))
 
-    for settings in bottlerocket_settings(ec2):
-        kubernetes = settings["kubernetes"]
-        assert set(settings) == {"kubernetes"}
-        assert set(kubernetes) == {"api-server", "cluster-certificate", "cluster-name",
-                                   "cluster-dns-ip", "max-pods", "node-labels", "node-taints"}
-        assert (kubernetes["max-pods"], kubernetes["cluster-dns-ip"]) == (110, "10.0.100.10")
-        assert kubernetes["node-taints"] == {
-            "foo": ["bar:NoExecute"], "baz": ["bin:NoExecute"], UNREGISTERED: [":NoExecute"]}
-        assert kubernetes["node-labels"][NODEPOOL_LABEL] == "default"
+    expected = "[settings]\n" + bottlerocket_kubernetes(provider)
+    assert all(text == expected for text in sent(ec2))
 
 
 # --- AL2023 custom user data ----------------------------------------------------------------
@@ -323,40 +365,64 @@ spec:
       maxPods: 42
 """
 USER_SCRIPT = '#!/bin/bash\necho "Hello, AL2023!"\n'
+# As Karpenter's testdata/al2023_mime_userdata_input.golden: each body's last line break is
+# its boundary's, and the archive ends with an opening boundary, not a closing one.
 AL2023_MIME = ('MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n'
                f'--//\nContent-Type: application/node.eks.aws\n\n{USER_NODE_CONFIG}'
                f'--//\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n{USER_SCRIPT}'
-               '--//--\n')
+               '--//\n')
+
+
+def our_node_config(provider: AwsCloudProvider) -> str:
+    """Our NodeConfig part as Karpenter writes its own (testdata/al2023_userdata_unmerged
+    .golden), for our cluster."""
+    info = provider.cluster().info
+    return ("--//\nContent-Type: application/node.eks.aws\n\n"
+            "# Karpenter Generated NodeConfig\n"
+            "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nmetadata: {}\nspec:\n"
+            f"  cluster:\n    apiServerEndpoint: {info.endpoint}\n"
+            f"    certificateAuthority: {info.ca_bundle}\n"
+            f"    cidr: 172.20.0.0/16\n    name: {CLUSTER}\n"  # moto's EKS service CIDR
+            "  containerd: {}\n  instance:\n    localStorage: {}\n"
+            "  kubelet:\n    config:\n"
+            f"      clusterDNS:\n      - {KUBE_DNS}\n      maxPods: 110\n"
+            "      registerWithTaints:\n      - effect: NoExecute\n"
+            "        key: karpenter.sh/unregistered\n"
+            f'    flags:\n    - --node-labels="{karpenter_labels()}"\n'
+            "\n--//--\n")
 
 
 @pytest.mark.parametrize(("user_data", "user_parts"), [
-    pytest.param(AL2023_MIME, [(mime.NODE_CONFIG, USER_NODE_CONFIG),
-                               (mime.SHELL_SCRIPT, USER_SCRIPT)], id="MIME"),
-    pytest.param(USER_NODE_CONFIG, [(mime.NODE_CONFIG, USER_NODE_CONFIG)], id="YAML"),
-    pytest.param(USER_SCRIPT, [(mime.SHELL_SCRIPT, USER_SCRIPT)], id="shell"),
-    pytest.param(None, [], id="empty"),
+    pytest.param(AL2023_MIME,
+                 "--//\nContent-Type: application/node.eks.aws\n\n"
+                 f"{USER_NODE_CONFIG.removesuffix(chr(10))}\n"
+                 '--//\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n'
+                 f"{USER_SCRIPT.removesuffix(chr(10))}\n", id="MIME"),
+    pytest.param(USER_NODE_CONFIG,
+                 f"--//\nContent-Type: application/node.eks.aws\n\n{USER_NODE_CONFIG}\n",
+                 id="YAML"),
+    pytest.param(USER_SCRIPT,
+                 '--//\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n'
+                 f"{USER_SCRIPT}\n", id="shell"),
+    pytest.param(None, "", id="empty"),
 ])
-def test_al2023_merges_custom_user_data(provider: AwsCloudProvider, ec2: FakeEC2,
-                                        user_data: str | None,
-                                        user_parts: list[tuple[str, str]]) -> None:
-    """Context("AL2023") DescribeTable("should merge custom user data"), its four Entries:
-    the user's parts first, unchanged, then our NodeConfig (which nodeadm applies last)."""
+def test_al2023_merges_custom_user_data(clients: AwsClients, world: World, clock: FakeClock,
+                                        ec2: FakeEC2, user_data: str | None,
+                                        user_parts: str) -> None:
+    """Context("AL2023") DescribeTable("should merge custom user data"), its four Entries,
+    byte for byte as testdata/al2023_*_merged.golden (Karpenter compares them with their
+    line breaks removed): the user's parts first, unchanged (YAML a NodeConfig part, a
+    script a shell part), then our NodeConfig as sigs.k8s.io/yaml writes it (which nodeadm
+    applies last)."""
+    provider = dns_provider(clients, clock)
     spec: dict[str, Any] = {"kubelet": {"maxPods": 110}}
     if user_data is not None:
         spec["userData"] = user_data
-    provider.create(claim(), node_class(**spec))
+    provider.create(karpenter_claim(), node_class(**spec))
 
-    for name in ec2.launch_templates():
-        parts = mime.split_parts(ec2.user_data(name))
-        assert [(p.content_type, p.body.strip()) for p in parts[:-1]] == [
-            (kind, body.strip()) for kind, body in user_parts]
-        assert parts[-1].content_type == mime.NODE_CONFIG
-        ours = yaml.safe_load(parts[-1].body)["spec"]
-        assert ours["cluster"]["name"] == CLUSTER
-        assert ours["cluster"]["cidr"] == "172.20.0.0/16"  # moto's EKS service CIDR
-        assert ours["kubelet"]["config"]["maxPods"] == 110
-        assert ours["kubelet"]["config"]["registerWithTaints"][-1] == {
-            "key": UNREGISTERED, "effect": "NoExecute"}
+    head = 'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n'
+    expected = head + user_parts + our_node_config(provider)
+    assert all(text == expected for text in sent(ec2))
 
 
 # --- Windows custom user data ---------------------------------------------------------------
@@ -366,7 +432,7 @@ WINDOWS_2022 = (
     f"{K8S_VERSION}/image_id"
 )
 WINDOWS_SCRIPT = ('Write-Host "Running custom user data script"\n'
-                  'Write-Host "Finished running custom user data script"')
+                  'Write-Host "Finished running custom user data script"\n')
 
 
 @pytest.mark.parametrize("user_data", [
@@ -376,29 +442,30 @@ WINDOWS_SCRIPT = ('Write-Host "Running custom user data script"\n'
 def test_windows_runs_custom_user_data_before_the_bootstrap(
     clients: AwsClients, clock: FakeClock, ec2: FakeEC2, user_data: str | None
 ) -> None:
-    """Context("Windows Custom UserData"), its two Its (the test ids): one PowerShell block,
-    the user's lines first, then Start-EKSBootstrap.ps1 with the cluster, labels, the
-    unregistered taint and max pods."""
+    """Context("Windows Custom UserData"), its two Its (the test ids), byte for byte as
+    testdata/windows_userdata_merged.golden (or _unmerged): one PowerShell block, the user's
+    lines first, then Start-EKSBootstrap.ps1 with the cluster, labels (the capacity type the
+    launch chose among those the NodeClaim allows: spot), the unregistered taint, max pods
+    and the DNS address. (Karpenter's golden files end in a line break its
+    comparison removes; its Windows.Script writes none after `</powershell>`.)"""
     build_world(clients)
     seed_public_parameter(clients.region, WINDOWS_2022, X86_IMAGE)
-    provider = AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource())
+    provider = dns_provider(clients, clock)
     spec: dict[str, Any] = {"amiSelectorTerms": [{"alias": "windows2022@latest"}],
                             "kubelet": {"maxPods": 110}}
     if user_data is not None:
         spec["userData"] = user_data
-    provider.create(claim("spot"), node_class(**spec))
+    either = karpenter_claim()  # the Windows NodePool requires no capacity type
+    either.spec.requirements[-1].values = ["spot", "on-demand"]
+    provider.create(either, node_class(**spec))
 
-    for name in ec2.launch_templates():
-        lines = ec2.user_data(name).split("\n")
-        user_lines = user_data.split("\n") if user_data else []
-        assert lines[0] == "<powershell>" and lines[-1] == "</powershell>"
-        assert lines[1:1 + len(user_lines)] == user_lines
-        bootstrap = lines[1 + len(user_lines):-1]
-        assert bootstrap[0].endswith('"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1"')
-        command = bootstrap[1]
-        assert command.startswith(f"& $EKSBootstrapScriptFile -EKSClusterName '{CLUSTER}' ")
-        extra = command.split("-KubeletExtraArgs '")[1].split("'")[0]
-        assert "karpenter.sh/capacity-type=spot" in extra
-        assert f'--register-with-taints="dedicated=payments:NoSchedule,{UNREGISTERED}:NoExecute"' \
-            in extra
-        assert extra.endswith("--max-pods=110")
+    info = provider.cluster().info
+    expected = ("<powershell>\n" + (f"{user_data}\n" if user_data else "")
+                + '[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\\Amazon\\EKS\\'
+                'Start-EKSBootstrap.ps1"\n'
+                f"& $EKSBootstrapScriptFile -EKSClusterName '{CLUSTER}' -APIServerEndpoint "
+                f"'{info.endpoint}' -Base64ClusterCA '{info.ca_bundle}' -KubeletExtraArgs "
+                f"'--node-labels=\"{karpenter_labels('spot')}\" "
+                '--register-with-taints="karpenter.sh/unregistered:NoExecute" --max-pods=110\' '
+                f"-DNSClusterIP '{KUBE_DNS}'\n</powershell>")
+    assert all(text == expected for text in sent(ec2))

@@ -717,6 +717,11 @@ def test_bottlerocket_soft_eviction(provider: AwsCloudProvider, ec2: FakeEC2) ->
     for settings in bottlerocket_settings(ec2):
         assert settings["eviction-soft"] == {"memory.available": "10%"}
         assert settings["eviction-soft-grace-period"] == {"memory.available": "1m0s"}
+    # The bytes Karpenter's It looks for.
+    assert all("\n[settings.kubernetes.eviction-soft]\n'memory.available' = '10%'\n\n"
+               "[settings.kubernetes.eviction-soft-grace-period]\n"
+               "'memory.available' = '1m0s'\n" in ec2.user_data(name)
+               for name in ec2.launch_templates())
 
 
 def test_bottlerocket_max_pod_grace_period(clients: AwsClients, world: World, clock: FakeClock,
@@ -730,6 +735,12 @@ def test_bottlerocket_max_pod_grace_period(clients: AwsClients, world: World, cl
     for settings in bottlerocket_settings(ec2):
         assert (settings["cluster-name"], settings["cluster-dns-ip"], settings["max-pods"],
                 settings["eviction-max-pod-grace-period"]) == (CLUSTER, "10.0.100.10", 35, 10)
+    info = provider.cluster().info  # the bytes Karpenter's It looks for, our cluster's values
+    table = (f"\n[settings.kubernetes]\napi-server = '{info.endpoint}'\n"
+             f"cluster-certificate = '{info.ca_bundle}'\ncluster-name = '{CLUSTER}'\n"
+             "cluster-dns-ip = '10.0.100.10'\nmax-pods = 35\n"
+             "eviction-max-pod-grace-period = 10\n")
+    assert all(table in ec2.user_data(name) for name in ec2.launch_templates())
 
 
 @LABELLED_BY
@@ -759,6 +770,37 @@ MIME_INPUT = ('MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="BOUND
 CONTENT_TYPE_FIRST = ('Content-Type: multipart/mixed; boundary="BOUNDARY"\nMIME-Version: 1.0\n\n'
                       '--BOUNDARY\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n'
                       f'{CUSTOM_SCRIPT}\n--BOUNDARY--')
+# The labels Karpenter's suite launches with: its NodeClaim's (node class, NodePool, the
+# suite's testing/cluster), the capacity type, and karpenter.sh/do-not-sync-taints.
+KARPENTER_LABELS = ("karpenter.k8s.aws/ec2nodeclass=default,karpenter.sh/capacity-type=on-demand,"
+                    "karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=default,"
+                    "testing/cluster=unspecified")
+KUBE_DNS = "10.0.100.10"
+
+
+def karpenter_claim() -> NodeClaim:
+    """The NodeClaim Karpenter's suite launches: its NodePool's labels, no taints."""
+    manifest = claim_with().to_manifest()
+    manifest["metadata"]["labels"] = {"karpenter.k8s.aws/ec2nodeclass": "default",
+                                      "karpenter.sh/nodepool": "default",
+                                      "testing/cluster": "unspecified"}
+    manifest["spec"].pop("taints", None)
+    return NodeClaim.model_validate(manifest)
+
+
+def al2_bootstrap_part(provider: AwsCloudProvider) -> str:
+    """Karpenter's bootstrap part (testdata/al2_userdata_unmerged.golden), for our cluster."""
+    info = provider.cluster().info
+    return ('--//\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n'
+            "#!/bin/bash -xe\n"
+            "exec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1\n"
+            f"/etc/eks/bootstrap.sh '{CLUSTER}' --apiserver-endpoint '{info.endpoint}' "
+            f"--b64-cluster-ca '{info.ca_bundle}' \\\n"
+            f"--dns-cluster-ip '{KUBE_DNS}' \\\n"
+            "--use-max-pods false \\\n"
+            f"--kubelet-extra-args '--node-labels=\"{KARPENTER_LABELS}\" "
+            '--register-with-taints="karpenter.sh/unregistered:NoExecute" --max-pods=110\''
+            "\n--//--\n")
 
 
 @pytest.mark.parametrize("user_data", [
@@ -770,26 +812,28 @@ CONTENT_TYPE_FIRST = ('Content-Type: multipart/mixed; boundary="BOUNDARY"\nMIME-
     pytest.param(None, id="should handle empty custom user data"),
 ])
 def test_al2_custom_user_data_runs_before_the_bootstrap(
-    provider: AwsCloudProvider, ec2: FakeEC2, user_data: str | None
+    clients: AwsClients, world: World, clock: FakeClock, ec2: FakeEC2, user_data: str | None
 ) -> None:
-    """Context("AL2 Custom UserData"), its four Its (the test ids): the user's script is a
-    MIME part before ours, whichever way it was written (Karpenter compares golden files;
-    this compares the parts)."""
+    """Context("AL2 Custom UserData"), its four Its (the test ids), byte for byte as
+    Karpenter's golden files (testdata/al2_userdata_merged.golden, or _unmerged without
+    user data): the user's script is the first part whichever way it was written (its body
+    as written, the line break before the boundary the boundary's), then bootstrap.sh with
+    every value single-quoted and each list of the kubelet's arguments Go-quoted."""
+    provider = AwsCloudProvider(clients, CLUSTER, clock=clock, prices=OfflinePriceSource(),
+                                kube_dns_ip=KUBE_DNS)
     spec: dict[str, Any] = {"amiSelectorTerms": [{"alias": "al2@latest"}],
                             "kubelet": {"maxPods": 110}}
     if user_data is not None:
         spec["userData"] = user_data
-    provider.create(claim_with(), node_class(**spec))
+    provider.create(karpenter_claim(), node_class(**spec))
 
+    head = 'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"\n\n'
+    users = ('--//\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n'
+             f"{CUSTOM_SCRIPT}\n") if user_data else ""
+    expected = head + users + al2_bootstrap_part(provider)
+    assert ec2.launch_templates()
     for name in ec2.launch_templates():
-        parts = mime.split_parts(ec2.user_data(name))
-        assert [part.content_type for part in parts] == (
-            [mime.SHELL_SCRIPT] * (2 if user_data else 1))
-        if user_data:
-            assert parts[0].body.strip() == CUSTOM_SCRIPT.strip()
-        ours = parts[-1].body
-        assert "/etc/eks/bootstrap.sh" in ours
-        assert "--use-max-pods false" in ours and "--max-pods=110" in ours
+        assert ec2.user_data(name) == expected
 
 
 # --- Networking: IPv6 -----------------------------------------------------------------------

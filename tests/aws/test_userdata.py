@@ -16,7 +16,7 @@ import yaml
 from nodewright.api.ec2nodeclass import AMISelectorTerm, EC2NodeClass
 from nodewright.api.nodepool import NodePool
 from nodewright.cloud.aws.node_identity import bootstrap_for_nodepool, bottlerocket_release
-from nodewright.cloud.aws.userdata import ClusterInfo, render_user_data
+from nodewright.cloud.aws.userdata import ClusterInfo, mime, render_user_data
 from nodewright.cloud.aws.userdata.bottlerocket import UserDataError
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -156,10 +156,9 @@ def test_al2023_node_config_carries_pods_labels_taints_and_reservations() -> Non
         "registerWithTaints"
     ]
     flags = node_config["spec"]["kubelet"]["flags"]
-    assert flags == [
-        "--node-labels=karpenter.sh/capacity-type=spot,karpenter.sh/do-not-sync-taints=true,"
-        "karpenter.sh/nodepool="
-        "payments,team=payments,tier=backend"
+    assert flags == [  # Go-quoted, as Karpenter's nodeLabelArg
+        '--node-labels="karpenter.sh/capacity-type=spot,karpenter.sh/do-not-sync-taints=true,'
+        'karpenter.sh/nodepool=payments,team=payments,tier=backend"'
     ]
 
 
@@ -179,8 +178,8 @@ def test_al2023_writes_the_kubelet_settings_into_nodeadms_config() -> None:
 
 @pytest.mark.parametrize(("family", "expected"), [
     ("AL2023", "memory.available: 5m0s"),
-    ("AL2", "--eviction-soft-grace-period=memory.available=5m0s"),
-    ("Bottlerocket", '"memory.available" = "5m0s"'),
+    ("AL2", '--eviction-soft-grace-period="memory.available=5m0s"'),
+    ("Bottlerocket", "'memory.available' = '5m0s'"),
 ])
 def test_a_grace_period_is_written_as_karpenter_writes_the_duration_it_decoded(
     family: str, expected: str
@@ -211,13 +210,13 @@ def test_al2_bootstrap_flags() -> None:
     text = rendered("AL2")
     assert "echo custom-setup" in text
     assert "--use-max-pods false" in text
-    for flag in (
+    for flag in (  # Karpenter's kubeletExtraArgs: each list Go-quoted, taints as ToString
         "--max-pods=42",
-        "--register-with-taints=dedicated=payments:NoSchedule,"
-        "example.com/agent-not-ready=:NoExecute,karpenter.sh/unregistered=:NoExecute",
-        "--system-reserved=cpu=100m,memory=100Mi",
-        "--eviction-hard=memory.available<5%,nodefs.available<10%",
-        "--node-labels=karpenter.sh/capacity-type=spot",
+        '--register-with-taints="dedicated=payments:NoSchedule,'
+        'example.com/agent-not-ready:NoExecute,karpenter.sh/unregistered:NoExecute"',
+        '--system-reserved="cpu=100m,memory=100Mi"',
+        '--eviction-hard="memory.available<5%,nodefs.available<10%"',
+        '--node-labels="karpenter.sh/capacity-type=spot',
     ):
         assert flag in text
 
@@ -276,26 +275,37 @@ def test_al2_with_kubelet_max_pods_fixes_them() -> None:
 
 
 @pytest.mark.parametrize(
-    ("user_data", "problem"),
+    ("user_data", "parts"),
     [
-        ("apiVersion: node.eks.aws/v1alpha1\nkind: [NodeConfig\n", "is not valid YAML"),
-        (
+        pytest.param("apiVersion: node.eks.aws/v1alpha1\nkind: [NodeConfig\n",
+                     [mime.SHELL_SCRIPT, mime.NODE_CONFIG], id="not YAML: a script"),
+        pytest.param("just some words", [mime.SHELL_SCRIPT, mime.NODE_CONFIG],
+                     id="a YAML string: a script"),
+        pytest.param("echo hi", [mime.SHELL_SCRIPT, mime.NODE_CONFIG],
+                     id="a script without #!"),
+        pytest.param(
             "MIME-Version: 1.0\n"
             'Content-Type: multipart/mixed; boundary="B"\n\n'
             "--B\nContent-Type: text/x-shellscript\n\n#!/bin/bash\necho ok\n"
             "--B\nContent-Type: application/node.eks.aws\n\nspec:\n  kubelet: {config: [\n"
             "--B--\n",
-            "part 2 (application/node.eks.aws) is not valid YAML",
-        ),
-        ("just some words", "expected a NodeConfig object, got str"),
+            ["text/x-shellscript", mime.NODE_CONFIG, mime.NODE_CONFIG],
+            id="a MIME NodeConfig part that is not YAML: sent as written"),
     ],
 )
-def test_al2023_node_config_part_that_is_not_yaml_is_refused(user_data: str, problem: str) -> None:
+def test_al2023_user_data_is_sorted_into_parts_as_karpenter_does(
+    user_data: str, parts: list[str]
+) -> None:
+    """Karpenter's nodeadm parseUserData: MIME parts as written; other text a NodeConfig
+    when it reads as a YAML mapping, a shell script otherwise. Nothing is refused for its
+    YAML (nodeadm reads the parts on the node)."""
     node = node_class("AL2023")
     node.spec.user_data = user_data
-    with pytest.raises(UserDataError, match=r"^spec\.userData: ") as raised:
-        render_user_data("AL2023", bootstrap_for_nodepool(CLUSTER, node, NODEPOOL))
-    assert problem in str(raised.value)
+    text = render_user_data("AL2023", bootstrap_for_nodepool(CLUSTER, node, NODEPOOL))
+    written = mime.read_archive(text)
+    assert [part.content_type for part in written] == parts
+    assert written[0].body.removesuffix("\n") == (
+        user_data.removesuffix("\n") if len(parts) == 2 else "#!/bin/bash\necho ok")
 
 
 def test_al2023_user_node_config_that_is_yaml_is_kept() -> None:
@@ -317,7 +327,7 @@ def test_bad_bottlerocket_user_data_is_reported_with_its_field() -> None:
     [
         ("AL2023", "localStorage:\n      strategy: RAID0"),
         ("AL2", "--local-disks raid0"),
-        ("Bottlerocket", '"apiclient", "ephemeral-storage", "init"'),
+        ("Bottlerocket", "['apiclient', 'ephemeral-storage', 'init']"),
     ],
 )
 def test_instance_store_raid0_reaches_every_family(family: str, expected: str) -> None:

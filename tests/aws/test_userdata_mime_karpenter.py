@@ -2,7 +2,7 @@
 pkg/providers/amifamily/bootstrap/mime/suite_test.go (Describe "MIME Parser"). Each story
 names its It.
 
-Karpenter's mime.NewArchive and Archive.Serialize are our `mime.split_parts` and
+Karpenter's mime.NewArchive and Archive.Serialize are our `mime.read_archive` and
 `mime.render` (controller/nodewright/cloud/aws/userdata/mime.py): the user's spec.userData
 read into parts, and the parts (the user's, then ours) written as the launch template's user
 data. The archive, NodeConfig and script below are Karpenter's test_data files, byte for
@@ -61,17 +61,20 @@ Content-Type: text/x-shellscript; charset="us-ascii"
 {SHELL}
 --//--
 """
-# test_data/mime_bad_header.txt, its first line the MIME-Version header Karpenter's
-# parseUserData (and ours) needs to read a user data as MIME at all; its second line is the
-# file's malformed header.
+# test_data/mime_bad_header.txt: its two headers written as assignments, not `Name: value`.
+MALFORMED = VALID.replace('MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="//"',
+                          "MIME_VERSION = 1.0\nCONTENT_TYPE = MIME", 1)
+# The same at launch, its first line the MIME-Version header Karpenter's parseUserData (and
+# ours) needs to read a user data as MIME at all; its second line the file's malformed one.
 BAD_HEADER = VALID.replace('Content-Type: multipart/mixed; boundary="//"',
                            "CONTENT_TYPE = MIME", 1)
 
 
 def test_a_mime_archive_with_a_malformed_header_is_refused() -> None:
-    """It("should fail to parse MIME archive with a malformed header")."""
-    with pytest.raises(ValueError, match="multipart"):
-        mime.split_parts(BAD_HEADER)
+    """It("should fail to parse MIME archive with a malformed header"): Go's header reader
+    refuses a header line without a colon."""
+    with pytest.raises(ValueError, match="malformed MIME header: missing colon"):
+        mime.read_archive(MALFORMED)
 
 
 def test_user_data_with_a_malformed_mime_header_launches_nothing(
@@ -89,7 +92,7 @@ def test_user_data_with_a_malformed_mime_header_launches_nothing(
 def test_a_valid_mime_archive_is_read_into_its_two_parts() -> None:
     """It("should successfully parse a valid MIME archive"): two entries, each with its
     Content-Type as written and its file's content."""
-    parts = mime.split_parts(VALID)
+    parts = mime.read_archive(VALID)
 
     assert len(parts) == 2
     assert {part.content_type: part.body for part in parts} == {

@@ -22,10 +22,15 @@ def node_class(world: World) -> EC2NodeClass:
 
 
 def launched_under(world: World, ca_bundle: str) -> str:
-    annotations = hashes.node_class_hash_annotations(node_class(world), ca_bundle)
-    (claim,) = create(world, nodeclaim(annotations=annotations))
+    """A NodeClaim launched by a controller that ran with `ca_bundle` (its launch stamped
+    the hash, as Karpenter's Create does: written here after this controller's launch)."""
+    (claim,) = create(world, nodeclaim())
     world.advance(5)
-    return str(claim["metadata"]["name"])
+    name = str(claim["metadata"]["name"])
+    annotations = hashes.node_class_hash_annotations(node_class(world), ca_bundle)
+    world.cluster.patch("NodeClaim", name, {"metadata": {"annotations": annotations}})
+    world.deliver()
+    return name
 
 
 def drift_of(world: World, name: str) -> tuple[str, str | None] | None:

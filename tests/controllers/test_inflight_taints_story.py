@@ -46,7 +46,8 @@ def test_a_pod_is_planned_onto_a_node_still_carrying_its_startup_taint() -> None
 
     assert len(world.nodeclaims()) == 1, "launched a node for a pod the in-flight one takes"
     assert nominations(world, "second") == [
-        f"Pod should schedule on: node/{claim['status']['nodeName']}"]
+        f"Pod should schedule on: nodeclaim/{claim['metadata']['name']}, "
+        f"node/{claim['status']['nodeName']}"]
 
 
 def test_an_ephemeral_taint_of_an_uninitialized_node_is_not_held_against_a_pod() -> None:

@@ -105,12 +105,12 @@ def test_daemonsets_claiming_devices_count_in_no_overhead(world: World) -> None:
     ({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": ["node-a"]}]}]}}}},
-     "ignoring pod, node selector term with matchFields is not supported"),
+     "Failed to schedule pod, node selector term with matchFields is not supported"),
     ({"nodeSelector": {"type": "karpenter", "karpenter.sh/capacity-type": "ondemand"}},
-     "ignoring pod, no valid values found in [ondemand] for karpenter.sh/capacity-type, "
+     "Failed to schedule pod, no valid values found in [ondemand] for karpenter.sh/capacity-type, "
      "expected one of: [on-demand reserved spot], got: [ondemand]"),
     ({"nodeSelector": {"type": "karpenter", "kubernetes.io/hostname": "node-a"}},
-     "ignoring pod, using label kubernetes.io/hostname is not allowed"),
+     "Failed to schedule pod, using label kubernetes.io/hostname is not allowed"),
 ], ids=["matchFields", "capacity-type In [ondemand]", "kubernetes.io/hostname"])
 def test_pods_with_constraints_karpenter_does_not_support_are_ignored(
     world: World, spec: dict[str, Any], why: str,

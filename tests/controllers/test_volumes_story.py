@@ -96,7 +96,7 @@ def ignored(world: World, name: str) -> list[str]:
     return [e.get("note") or e.get("message") or ""
             for e in world.events("FailedScheduling")
             if (e.get("regarding") or e.get("involvedObject") or {}).get("name") == name
-            and "ignoring pod" in (e.get("note") or e.get("message") or "")]
+            and "Failed to schedule pod" in (e.get("note") or e.get("message") or "")]
 
 
 def test_a_pod_goes_to_the_zone_of_its_bound_volume(world: World) -> None:
@@ -192,17 +192,19 @@ def test_pods_whose_claims_cannot_be_used_are_ignored_and_the_others_planned(
 
     assert node_of(world, "fine") is not None
     assert ignored(world, "no-claim") == [
-        'ignoring pod, persistentvolumeclaim "nothing-here" not found']
+        'Failed to schedule pod, persistentvolumeclaim "nothing-here" not found']
     assert ignored(world, "no-class") == [
-        'ignoring pod, persistentvolumeclaim "no-class" is unbound and names no storage class']
+        'Failed to schedule pod, persistentvolumeclaim "no-class" is unbound and names no '
+        "storage class"]
     assert ignored(world, "missing-class") == [
-        'ignoring pod, persistentvolumeclaim "missing-class": storageclass "missing" not found']
+        'Failed to schedule pod, persistentvolumeclaim "missing-class": storageclass '
+        '"missing" not found']
     assert ignored(world, "immediate") == [
-        'ignoring pod, persistentvolumeclaim "immediate" uses storageclass "fast" with '
+        'Failed to schedule pod, persistentvolumeclaim "immediate" uses storageclass "fast" with '
         "Immediate binding and is not bound yet"]
     assert ignored(world, "missing-volume") == [
-        'ignoring pod, persistentvolumeclaim "missing-volume": persistentvolume "pv-gone" '
-        "not found"]
+        'Failed to schedule pod, persistentvolumeclaim "missing-volume": persistentvolume '
+        '"pv-gone" not found']
     for name in ("no-claim", "no-class", "missing-class", "immediate", "missing-volume"):
         assert node_of(world, name) is None
 

@@ -5,16 +5,23 @@ for the object's current generation, False as soon as one is False for it, other
 Unknown ("ReconcilingDependents"; a dependent written for an older generation counts as
 not yet reconciled). Conditions a set knows start Unknown with reason
 AwaitingReconciliation and the object's creation time as their last transition, as
-operatorpkg's do; the list is kept sorted by type (operatorpkg orders by transition time,
-which only kubectl's display notices). `lastTransitionTime` moves only when a condition's
-status changes.
+operatorpkg's do. `lastTransitionTime` moves only when a condition's status changes.
+
+The list is in operatorpkg's order, which `kubectl describe` shows: a condition that
+changes goes to the end, the list is then ordered by last transition (oldest first, ties
+keeping their order) with the root (Ready) last; removing one orders the rest by type, as
+operatorpkg's Clear does. A CapacityBuffer's conditions are Kubernetes' own
+(apimachinery's SetStatusCondition, as Karpenter writes them): changed in place, new ones
+appended.
 
 `set_condition` is the one way anything writes a condition (NodeClaims, NodePools,
-EC2NodeClasses, the in-memory cluster's PodDisruptionBudgets): it never changes a condition
-in place (the objects may be shared with a cache), stamps the object's generation as
-observedGeneration, and reports whether anything changed. `remove_condition` is its
-counterpart, and `write_conditions` sends a changed list back guarded by the
-resourceVersion it was based on.
+EC2NodeClasses, CapacityBuffers, the in-memory cluster's PodDisruptionBudgets): it never
+changes a condition in place (the objects may be shared with a cache), stamps the object's
+generation as observedGeneration (on an object being deleted, whose generation the API
+server moved on when it set the deletionTimestamp, every other condition's too, as
+operatorpkg's Set does, so Ready keeps following them), and reports whether anything
+changed. `remove_condition` is its counterpart, and `write_conditions` sends a changed list
+back guarded by the resourceVersion it was based on.
 """
 
 from __future__ import annotations
@@ -128,35 +135,49 @@ def set_condition(obj: Object, condition_type: str, status: str, now: datetime,
     if not isinstance(status_block, dict):
         status_block = obj["status"] = {}
     items: list[dict[str, Any]] = list(status_block.get("conditions") or [])
-    generation = (obj.get("metadata") or {}).get("generation")
-    for index, item in enumerate(items):
-        if item.get("type") != condition_type:
-            continue
-        if (item.get("status"), item.get("reason"), item.get("message")) == (
-            status, reason, message
-        ) and (generation is None or item.get("observedGeneration") == generation):
-            return False
-        updated = dict(item, status=status, reason=reason, message=message)
+    metadata = obj.get("metadata") or {}
+    generation = metadata.get("generation")
+    index, item = next(((i, c) for i, c in enumerate(items) if c.get("type") == condition_type),
+                       (None, None))
+    if item is not None and (item.get("status"), item.get("reason"), item.get("message")) == (
+            status, reason, message) and (
+            generation is None or item.get("observedGeneration") == generation):
+        return False
+    if item is not None:
+        entry = dict(item, status=status, reason=reason, message=message)
         if item.get("status") != status:
-            updated["lastTransitionTime"] = format_time(now)
-        if generation is not None:
-            updated["observedGeneration"] = generation
-        items[index] = updated
-        status_block["conditions"] = items
-        return True
-    entry: dict[str, Any] = {
-        "type": condition_type,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": format_time(now),
-    }
+            entry["lastTransitionTime"] = format_time(now)
+    else:
+        entry = {"type": condition_type, "status": status, "reason": reason,
+                 "message": message, "lastTransitionTime": format_time(now)}
     if generation is not None:
         entry["observedGeneration"] = generation
+    if obj.get("kind") in _APIMETA_KINDS:
+        if index is None:
+            items.append(entry)
+        else:
+            items[index] = entry
+        status_block["conditions"] = items
+        return True
+    if index is not None:
+        del items[index]
+    if generation is not None and metadata.get("deletionTimestamp"):
+        items = [c if c.get("observedGeneration") == generation
+                 else dict(c, observedGeneration=generation) for c in items]
     items.append(entry)
-    items.sort(key=lambda c: str(c.get("type", "")))
+    items.sort(key=_operatorpkg_order)
     status_block["conditions"] = items
     return True
+
+
+# Kinds whose conditions are Kubernetes' metav1.Conditions, kept in place.
+_APIMETA_KINDS = frozenset({"CapacityBuffer"})
+ROOT = "Ready"
+
+
+def _operatorpkg_order(condition: Mapping[str, Any]) -> tuple[bool, str]:
+    """operatorpkg's order: the root last, the others by last transition (stable)."""
+    return condition.get("type") == ROOT, str(condition.get("lastTransitionTime") or "")
 
 
 def remove_condition(obj: Object, condition_type: str) -> bool:
@@ -168,6 +189,8 @@ def remove_condition(obj: Object, condition_type: str) -> bool:
     kept = [item for item in items if item.get("type") != condition_type]
     if len(kept) == len(items):
         return False
+    if obj.get("kind") not in _APIMETA_KINDS:
+        kept.sort(key=lambda c: str(c.get("type", "")))  # operatorpkg's Clear
     status_block["conditions"] = kept
     return True
 

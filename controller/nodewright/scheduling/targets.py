@@ -24,6 +24,7 @@ from nodewright.scheduling.nodepools import (
 from nodewright.scheduling.pods import HostPort, Pod, Taint
 from nodewright.scheduling.requirements import (
     LABEL_HOSTNAME,
+    LABEL_PARTITION,
     LABEL_ZONE,
     LABEL_ZONE_ID,
     Requirement,
@@ -444,10 +445,19 @@ class PlannedNodeClaim:
     why: str = ""
     # MIN_VALUES_POLICY=BestEffort lowered a minValues of its requirements.
     min_values_relaxed: bool = False
+    # Keys of `requirements` (zone, zone ID, placement group partition) that hold the
+    # values the NodePool's offerings give them and nothing narrower: the solve made them
+    # finite to pick topology domains, no pod, spread or volume asked for them.
+    offered_only: frozenset[str] = frozenset()
 
     @property
     def instance_type(self) -> str:
         return self.instance_types[0][0]
+
+
+# Keys a pool's setup narrows to the values its offerings have (see `offered_only`);
+# capacity type too, but a NodeClaim's capacity types are those of its own types anyway.
+OFFERED_DOMAIN_KEYS = (LABEL_ZONE, LABEL_ZONE_ID, LABEL_PARTITION)
 
 
 def _single_value(requirement: Requirement | None) -> bool:
@@ -499,5 +509,9 @@ def finish_claim(claim: ClaimTarget) -> PlannedNodeClaim:
         requirements=relaxed if relaxed is not None else requirements,
         price_estimated=estimated,
         min_values_relaxed=relaxed is not None,
+        offered_only=frozenset(
+            key for key in OFFERED_DOMAIN_KEYS
+            if key in claim.pool.requirements
+            and requirements.get(key) == claim.pool.requirements[key]),
         why=claim.why or "greedy: the first pod's NodeClaim, grown while that was cheapest",
     )

@@ -54,7 +54,6 @@ _EVENT_SOURCES = {
     "FailedTermination": "termination",
     "TerminationGracePeriodExpiring": "termination",
     "InsufficientCapacityError": "lifecycle",
-    "NodeClassNotReady": "lifecycle",
     "UnregisteredTaintMissing": "lifecycle",
 }
 # Warnings already told by a line of their own (the disruption decision, the drain).

@@ -26,6 +26,7 @@ KUBELET_ALLOWED: Final[frozenset[str]] = frozenset(
 )
 KUBELET_ALLOWED_PREFIXES: Final = ("kubelet.kubernetes.io/", "node.kubernetes.io/")
 NODEPOOL_LABEL: Final = "karpenter.sh/nodepool"
+CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
 DO_NOT_SYNC_TAINTS_LABEL: Final = "karpenter.sh/do-not-sync-taints"
 
 

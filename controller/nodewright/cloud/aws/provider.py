@@ -45,6 +45,7 @@ from nodewright.cloud.aws.node_class_resolution import (
     resolve_node_class,
 )
 from nodewright.cloud.aws.node_identity import (
+    CAPACITY_TYPE_LABEL,
     bottlerocket_release,
     node_labels,
     with_do_not_sync_taints,
@@ -454,7 +455,8 @@ class AwsCloudProvider:
     def create(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> Instance:
         existing = instances.find_for_nodeclaim(self.clients.ec2, self.cluster_name, nodeclaim.name)
         if existing is not None:
-            return self._as_gated(existing)
+            return self._as_gated(_with_type_labels(
+                existing, self._type_labels(node_class, existing.instance_type)))
         resolution = self.resolve(node_class)
         if not resolution.ready:
             detail = "; ".join(f"{k}: {v}" for k, v in sorted(resolution.problems.items()))
@@ -551,8 +553,10 @@ class AwsCloudProvider:
         if launched.reservation_id:
             self.reservations.mark_launched(launched.reservation_id)
         self._take_subnet_ips(launched, resolution, picked)
-        return self._remember(self._instance_from_launch(
-            launched, request, nodepool, node_class, resolution, tenancy))
+        type_labels = next((c.instance_type.labels for c in picked
+                            if c.instance_type.name == launched.instance_type), {})
+        return self._remember(_with_type_labels(self._instance_from_launch(
+            launched, request, nodepool, node_class, resolution, tenancy), type_labels))
 
     def get(self, provider_id: str) -> Instance:
         """The instance as EC2 has it now; in a zone ARC shifted traffic away from, as last
@@ -785,6 +789,16 @@ class AwsCloudProvider:
         with self._seen_lock:
             return self._seen.get(instances.instance_id_of(provider_id))
 
+    def _type_labels(self, node_class: EC2NodeClass, name: str) -> Mapping[str, str]:
+        """The labels of the instance type `name` in the node class's catalog (none when it
+        cannot be read now: the launch's own labels still go on)."""
+        try:
+            catalog = self.get_instance_types(node_class)
+        except CloudProviderError as error:
+            log.warning("labels of instance type %s: %s", name, error)
+            return {}
+        return next((t.labels for t in catalog if t.name == name), {})
+
     def _as_gated(self, instance: Instance) -> Instance:
         return instance if self.reserved_capacity else instances.without_reservation(instance)
 
@@ -829,8 +843,10 @@ class AwsCloudProvider:
         reservation, EFA interfaces)."""
         family = node_class.resolved_ami_family()
         nodepool = (nodeclaim.metadata.labels or {}).get(NODEPOOL_LABEL)
-        labels = with_do_not_sync_taints(
-            family, node_labels(nodeclaim.metadata.labels, nodeclaim.spec.requirements, nodepool))
+        # As Karpenter's launch: the NodeClaim's labels with the capacity type launched.
+        labels = with_do_not_sync_taints(family, {
+            **node_labels(nodeclaim.metadata.labels, nodeclaim.spec.requirements, nodepool),
+            CAPACITY_TYPE_LABEL: capacity_type})
         spec = node_class.spec
         by_config: dict[tuple[str, int | None, str | None, int], str] = {}
         # Pods asking for EFA devices: launch with one EFA interface per device the type
@@ -979,6 +995,15 @@ class AwsCloudProvider:
                 **_partition_label(resolution.placement_group, request.placement_partition),
             },
         )
+
+
+def _with_type_labels(instance: Instance, type_labels: Mapping[str, str]) -> Instance:
+    """The instance with its type's labels beneath those of its launch (Karpenter's
+    instanceToNodeClaim: every single-valued requirement of the instance type, so the
+    NodeClaim, then the Node, carries karpenter.k8s.aws/instance-family, -cpu, -memory, ...,
+    kubernetes.io/arch and os and the region; the launch's zone, capacity type, tenancy and
+    reservation win)."""
+    return replace(instance, labels={**type_labels, **instance.labels})
 
 
 def _partition_label(group: placement_groups.PlacementGroup | None, partition: int | None

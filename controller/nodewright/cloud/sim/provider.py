@@ -34,8 +34,10 @@ from nodewright.cloud.aws.offerings import (
     RESERVATION_ID_LABEL,
     RESERVATION_INTERRUPTIBLE_LABEL,
     RESERVATION_TYPE_LABEL,
+    TENANCY_LABEL,
     Choice,
     interruptible_value,
+    tenancy_for,
 )
 from nodewright.cloud.aws.unavailable import UnavailableOfferings
 from nodewright.cloud.capabilities import CloudCapabilities
@@ -401,6 +403,9 @@ class SimulatedEC2:
             **it.labels,
             well_known.ZONE: offering.zone,
             well_known.CAPACITY_TYPE: offering.capacity_type,
+            # As the AWS provider (Karpenter's instanceToNodeClaim): every launch is labelled
+            # with its tenancy.
+            TENANCY_LABEL: tenancy_for(_wants(nodeclaim)[0]),
         }
         if offering.zone_id:
             labels[well_known.ZONE_ID] = offering.zone_id

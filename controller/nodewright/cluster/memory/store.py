@@ -7,7 +7,8 @@ controllers depend on.
 - Updates carrying a stale resourceVersion fail with 409 Conflict; patches carrying one
   use it as a precondition, as does `delete(uid=...)`.
 - Kinds with a status subresource: a plain update or patch leaves status alone, the
-  `status` subresource changes nothing else; `generation` moves on spec changes.
+  `status` subresource changes nothing else; `generation` moves on spec changes, and
+  once more when the object starts being deleted.
   `create` keeps the status it is given (the simulated EC2 creates Nodes with status).
 - Deletion: finalizers hold an object with `deletionTimestamp` set until the last one is
   removed, and no finalizer may be added meanwhile. A Pod bound to a node is deleted
@@ -365,6 +366,10 @@ class InMemoryCluster:
             "deletionTimestamp": deadline,
             "deletionGracePeriodSeconds": grace,
         }
+        if not objects.is_deleting(old) and int(meta.get("generation") or 0) > 0:
+            # The API server moves the generation on when it sets the deletionTimestamp
+            # (markAsDeleting; BeforeDelete for graceful kinds).
+            new["metadata"]["generation"] = int(meta["generation"]) + 1
         if _removable(new):
             self._remove(info, new)
         else:

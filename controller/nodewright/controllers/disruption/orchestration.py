@@ -150,10 +150,6 @@ class Orchestrator:
                     reason=command.reason.lower(), nodepool=nodepool,
                     min_values_relaxed=objects.annotations(created).get(
                         MIN_VALUES_RELAXED, "false")).inc()
-                self.recorder.publish(Event(
-                    regarding=created, type="Normal", reason=ex.DISRUPTION_LAUNCHING,
-                    note=f"Launching NodeClaim: {_title(command.reason)}",
-                    dedupe_values=(objects.uid(created), command.reason)))
             failed = failures(answers)
             if failed is not None:
                 # The replacements created stay as capacity; the candidates are left alone.
@@ -236,6 +232,12 @@ class Orchestrator:
                 continue
             if objects.is_deleting(claim):
                 raise CommandFailed(f"replacement NodeClaim {name} is being deleted")
+            # Karpenter's queue says so at each look at a replacement not yet known
+            # initialized (deduplicated for two minutes): a slow one is told again.
+            self.recorder.publish(Event(
+                regarding=claim, type="Normal", reason=ex.DISRUPTION_LAUNCHING,
+                note=f"Launching NodeClaim: {_title(command.reason)}",
+                dedupe_values=(objects.uid(claim), command.reason)))
             if objects.condition_is_true(claim, INITIALIZED):
                 command.initialized.add(name)
                 continue

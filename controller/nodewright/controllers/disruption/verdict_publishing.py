@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 DISRUPTABLE = "Disruptable"
 DISRUPTION_REASON = "DisruptionReason"
 UNCONSOLIDATABLE_DEDUPE_SECONDS = 15 * 60.0
+# Events about one consolidation command, deduplicated per command.
+PER_COMMAND = frozenset({ex.CONSOLIDATION_CANDIDATE, ex.CONSOLIDATION_REJECTED})
 # Passing states worth a decision record but not an event (Karpenter is silent too).
 QUIET_CAUSES = frozenset({ex.CAUSE_CONSOLIDATE_AFTER, ex.CAUSE_DELETING, ex.CAUSE_BALANCED,
                           ex.CAUSE_STATIC_SCALING, ex.CAUSE_NODE_LIMIT,
@@ -93,13 +95,23 @@ class VerdictPublisher:
             if obj is None:
                 continue
             uid = objects.uid(obj) or objects.name(obj)
+            if decision.event_reason in PER_COMMAND:
+                # Karpenter's key names the command (and the rejection's reason): one
+                # event per command, for its two minutes.
+                values: tuple[str, ...] = (uid, decision.message)
+                window: float | None = None
+            else:
+                # Karpenter's DisruptionBlocked and Unconsolidatable are keyed by the reason
+                # and the object's UID alone: a node told why it is kept is not told again,
+                # for another cause either, within the window.
+                values, window = (uid,), dedupe
             self.recorder.publish(Event(
                 regarding=obj,
                 type="Normal",
                 reason=decision.event_reason,
                 note=_sentence(decision.message),
-                dedupe_values=(uid, decision.event_reason, decision.cause),
-                dedupe_seconds=dedupe,
+                dedupe_values=values,
+                dedupe_seconds=window,
             ))
 
     def _condition(self, verdict: Verdict) -> None:
@@ -130,7 +142,10 @@ def set_nodeclaim_condition(cluster: ClusterAPI, name: str, condition_type: str,
         claim = cluster.get("NodeClaim", name)
     except NotFoundError:
         return False
-    holder: dict[str, Any] = {"status": {"conditions": objects.conditions(claim)}}
+    # Its metadata too: the condition records the generation it saw (observedGeneration,
+    # as operatorpkg writes on every condition of Karpenter's).
+    holder: dict[str, Any] = {"metadata": objects.meta(claim),
+                              "status": {"conditions": objects.conditions(claim)}}
     if status is None:
         changed = remove_condition(holder, condition_type)
     else:

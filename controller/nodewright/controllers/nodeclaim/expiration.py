@@ -1,7 +1,8 @@
 """Expiration (Karpenter's nodeclaim.expiration controller): a NodeClaim older than its
 `expireAfter` is deleted. Forceful and not budgeted: its pods are drained by the
 termination controller (bounded by `terminationGracePeriod`, when set) and the provisioner
-makes room for them by its normal path. `expireAfter: Never` never expires.
+makes room for them by its normal path. `expireAfter: Never` never expires. As in
+Karpenter, no Event is published (the recorder is kept for the wiring).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from nodewright import metrics
 from nodewright.api.formats import parse_duration_or_never
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
-from nodewright.cluster.events import Event, EventRecorder
+from nodewright.cluster.events import EventRecorder
 from nodewright.controllers.common import decision_log as ex
 from nodewright.controllers.common import logfields
 from nodewright.runtime.clock import Clock
@@ -92,12 +93,8 @@ class Expiration:
         metrics.NODECLAIMS_DISRUPTED.labels(**disrupted).inc()
         metrics.PODS_DISRUPTION_INITIATED.labels(**disrupted).inc(len(pods))
         message = f"expireAfter {raw} has passed (created {created:%Y-%m-%dT%H:%M:%SZ})"
-        for obj in (node.node if node is not None else None, claim):
-            if obj is not None:
-                self.recorder.publish(Event(
-                    regarding=obj, type="Normal", reason=ex.DISRUPTION_TERMINATING,
-                    note=f"Disrupting {obj.get('kind')}: {EXPIRED}",
-                    dedupe_values=(objects.uid(obj), EXPIRED)))
+        # No Event: Karpenter's expiration publishes none (expiry is no disruption method
+        # since v1); the decision log and the log line say it.
         self.decisions.record(ex.Decision(
             time=now, node=node.name if node is not None else key, nodeclaim=key,
             nodepool=pool, method=ex.EXPIRATION, outcome=ex.DISRUPTED,

@@ -1,13 +1,16 @@
 """Launch: turn a NodeClaim into an instance through CloudProvider.create.
 
 On success the NodeClaim gets the instance's labels (instance type, zone, capacity type
-and the other well-known labels; its own labels win), providerID, imageID, capacity and
-allocatable, and Launched=True. Insufficient capacity (the cloud has already marked the
-offerings unavailable) and an unready node class delete the NodeClaim, so its pods are
-solved again against what is left; any other error leaves Launched=Unknown with the
-error as message and is retried with backoff (1 s doubling to 1 min), until the launch
-timeout deletes the NodeClaim. `create` is idempotent per NodeClaim, so a controller that
-died after launching and before writing status finds the same instance again.
+and the other well-known labels; its own labels win), the hash of the EC2NodeClass it
+launched from and the launch's annotations (over those it was created with), providerID,
+imageID, capacity and allocatable, and Launched=True. Insufficient capacity (the cloud has
+already marked the offerings unavailable; an EC2NodeClass that is gone or being deleted
+counts as that, as in Karpenter's provider) and an unready node class delete the
+NodeClaim, so its pods are solved again against what is left; any other error leaves
+Launched=Unknown with the error as message and is retried with backoff (1 s doubling to
+1 min), until the launch timeout deletes the NodeClaim. `create` is idempotent per
+NodeClaim, so a controller that died after launching and before writing status finds the
+same instance again.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pydantic import ValidationError
 
 from nodewright import metrics
 from nodewright.api.ec2nodeclass import EC2NodeClass
+from nodewright.api.hashes import node_class_hash_annotations
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.quantity import Resources, format_resources
 from nodewright.cloud.provider import (
@@ -92,15 +96,19 @@ class Launch:
             self._failures.pop(name_of(claim), None)
             return LaunchResult()
         context = self.context
-        reference = ((claim.get("spec") or {}).get("nodeClassRef") or {}).get("name", "")
-        problem = node_class_problem(context.state, str(reference))
-        parsed = context.state.node_class_model(str(reference))
-        if context.state.node_class(str(reference)) is None:
-            # Karpenter's NodeClaimFailedToResolveNodeClass, before the NodeClaim goes.
+        reference = str(((claim.get("spec") or {}).get("nodeClassRef") or {}).get("name", ""))
+        unresolved = _unresolved_node_class(context.state.node_class(reference), reference)
+        if unresolved is not None:
+            # Karpenter's provider: a node class that is gone (or being deleted, which it
+            # treats as gone) fails the launch as insufficient capacity, after its
+            # NodeClaimFailedToResolveNodeClass.
             context.recorder.publish(failed_resolving_node_class(claim, action="Launch"))
+            return self._give_up(claim, InsufficientCapacityError(unresolved))
+        problem = node_class_problem(context.state, reference)
+        parsed = context.state.node_class_model(reference)
         if problem is not None or parsed is None or parsed.model is None:
-            return self._give_up(claim, "NodeClassNotReady",
-                                 problem or f"EC2NodeClass {reference!r} is invalid")
+            return self._give_up(claim, NodeClassNotReadyError(
+                problem or f"EC2NodeClass {reference!r} is invalid"))
         try:
             model = NodeClaim.model_validate(
                 {key: value for key, value in claim.items() if key != "status"}
@@ -127,12 +135,8 @@ class Launch:
             ))
 
     def _launch_failed(self, claim: Object, error: CloudProviderError) -> LaunchResult:
-        if isinstance(error, InsufficientCapacityError):
-            return self._give_up(claim, "InsufficientCapacityError", str(error),
-                                 metric_reason="insufficient_capacity")
-        if isinstance(error, NodeClassNotReadyError):
-            return self._give_up(claim, "NodeClassNotReady", str(error),
-                                 metric_reason="nodeclass_not_ready")
+        if isinstance(error, InsufficientCapacityError | NodeClassNotReadyError):
+            return self._give_up(claim, error)
         return self._failed(claim, error.reason or "LaunchFailed", str(error))
 
     def _create(self, claim: Object, model: NodeClaim, node_class: EC2NodeClass) -> Instance:
@@ -186,9 +190,13 @@ class Launch:
         context = self.context
         metadata = claim.setdefault("metadata", {})
         metadata["labels"] = {**dict(instance.labels), **labels_of(claim)}
-        if instance.annotations:
-            metadata["annotations"] = {**(metadata.get("annotations") or {}),
-                                       **instance.annotations}
+        # As Karpenter's Create: the hash of the node class the instance launched from (a
+        # NodeClaim whose node class changed while its launch was retried is not drifted
+        # from what it runs), then what the launch itself says (the instance profile).
+        metadata["annotations"] = {
+            **(metadata.get("annotations") or {}),
+            **node_class_hash_annotations(node_class, context.state.ca_bundle),
+            **instance.annotations}
         status = claim.setdefault("status", {})
         status["providerID"] = instance.provider_id
         if instance.image_id:
@@ -210,22 +218,43 @@ class Launch:
                               _truncate(message))
         return LaunchResult(requeue_after=BACKOFF.delay(attempts))
 
-    def _give_up(self, claim: Object, reason: str, message: str,
-                 metric_reason: str = "nodeclass_not_ready") -> LaunchResult:
-        """Delete the NodeClaim: its pods go back to the provisioner."""
+    def _give_up(self, claim: Object,
+                 error: InsufficientCapacityError | NodeClassNotReadyError) -> LaunchResult:
+        """Delete the NodeClaim: its pods go back to the provisioner. Insufficient capacity
+        is told in a Warning event on the NodeClaim (Karpenter's
+        InsufficientCapacityErrorEvent); an unready node class only in the log, as
+        Karpenter's launch does (it declares a NodeClassNotReady event and publishes none)."""
         context = self.context
         name = name_of(claim)
         self._failures.pop(name, None)
-        context.recorder.publish(Event(
-            regarding=claim, type="Warning", reason=reason,
-            note=f"NodeClaim {name} event: {_truncate(message)}", action="Launch",
-            dedupe_values=(str((claim.get("metadata") or {}).get("uid") or name),),
-        ))
-        log.warning("deleting nodeclaim %s: %s", name, message)
+        if isinstance(error, InsufficientCapacityError):
+            metric_reason = "insufficient_capacity"
+            context.recorder.publish(Event(
+                regarding=claim, type="Warning", reason="InsufficientCapacityError",
+                note=f"NodeClaim {name} event: "
+                     f"{_truncate(f'insufficient capacity, {error}')}",
+                action="Launch",
+                dedupe_values=(str((claim.get("metadata") or {}).get("uid") or name),),
+            ))
+        else:
+            metric_reason = "nodeclass_not_ready"
+        log.warning("deleting nodeclaim %s: %s", name, error)
         with contextlib.suppress(NotFoundError):
             context.cluster.delete("NodeClaim", name)
         metrics.NODECLAIMS_DISRUPTED.labels(**metrics.disrupted_labels(claim, metric_reason)).inc()
         return LaunchResult(deleted=True)
+
+
+def _unresolved_node_class(node_class: Mapping[str, Any] | None, name: str) -> str | None:
+    """Why the NodeClaim's EC2NodeClass cannot be resolved at all, in the words of
+    Karpenter's resolution error (the API server's NotFound, and the one it makes for a
+    node class being deleted); None when it can."""
+    resource = "ec2nodeclasses.karpenter.k8s.aws"
+    if node_class is None:
+        return f'resolving nodeclass, {resource} "{name}" not found'
+    if (node_class.get("metadata") or {}).get("deletionTimestamp"):
+        return f'resolving nodeclass, {resource} "{name}" is terminating, treating as not found'
+    return None
 
 
 def _launched_resources(

@@ -85,18 +85,18 @@ def sync_node(claim: Mapping[str, Any], node: Object) -> None:
     if TERMINATION_FINALIZER not in finalizers:
         metadata["finalizers"] = [*finalizers, TERMINATION_FINALIZER]
     claim_meta = claim.get("metadata") or {}
-    owner = {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "name": claim_meta.get("name"),
-        "uid": claim_meta.get("uid"),
-        "blockOwnerDeletion": True,
-    }
-    references = [
-        ref for ref in metadata.get("ownerReferences") or []
-        if not (ref.get("kind") == "NodeClaim" and ref.get("apiVersion") == "karpenter.sh/v1")
-    ]
-    metadata["ownerReferences"] = [*references, owner]
+    # As Karpenter's UpdateNodeOwnerReferences: appended unless the Node already has one to
+    # this NodeClaim (same kind and uid), every other reference left as it is.
+    references = list(metadata.get("ownerReferences") or [])
+    if not any(ref.get("apiVersion") == "karpenter.sh/v1" and ref.get("kind") == "NodeClaim"
+               and ref.get("uid") == claim_meta.get("uid") for ref in references):
+        metadata["ownerReferences"] = [*references, {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodeClaim",
+            "name": claim_meta.get("name"),
+            "uid": claim_meta.get("uid"),
+            "blockOwnerDeletion": True,
+        }]
     labels = metadata.get("labels") or {}
     if labels.get(DO_NOT_SYNC_TAINTS_LABEL) != "true":
         spec = node.setdefault("spec", {})

@@ -5,15 +5,17 @@ A NodeClaim is named `<nodepool>-<suffix>` by the API server, owned by its NodeP
 carries the template's labels and annotations, `karpenter.sh/nodepool`, the node class
 label, the NodePool hash annotations (drift compares them), the template's taints,
 startup taints, expireAfter, terminationGracePeriod and nodeClassRef, its requirements
-narrowed to the instance types that fit (cheapest first, at most 600) and to the
-capacity types those offer, and resource requests (its pods plus DaemonSet overhead).
+(the template's, the pods' and their topology's: not the zones, zone IDs or partitions
+the solve listed from the offerings) narrowed to the instance types that fit (cheapest
+first, at most 600) and to the capacity types those offer, and resource requests (its pods
+plus DaemonSet overhead).
 """
 
 from __future__ import annotations
 
 import random
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from nodewright.api.labels import restricted_label_problem
@@ -138,6 +140,23 @@ def _any_integer(requirement: Requirement, rng: random.Random) -> str | None:
     return None
 
 
+def as_asked(requirements: Requirements, offered_only: Iterable[str],
+             template: Requirements) -> Requirements:
+    """The requirements with each key in `offered_only` (one the solve narrowed to the zones,
+    zone IDs or partitions the NodePool's offerings have, no pod asking) back as the
+    NodePool's template has it, or left out when it has none: Karpenter's NodeClaim holds
+    the template's, the pods' and the topology's requirements, never the offerings' domains
+    (a zone requirement nobody asked for would pin the launch to the zones offered when
+    planning; a partition one would send every launch to the lowest partition)."""
+    dropped = set(offered_only)
+    kept = Requirements(r for key, r in requirements.items() if key not in dropped)
+    for key in sorted(dropped):
+        asked = template.get(key)
+        if asked is not None:
+            kept.add(asked)
+    return kept
+
+
 def claim_requests(
     planned: PlannedNodeClaim, pods: Mapping[str, Pod], overhead: Resources
 ) -> Resources:
@@ -195,6 +214,7 @@ def nodeclaim_manifest(
     capacity_types = _capacity_types(chosen, requirements)
     if capacity_types:
         requirements.add(Requirement(LABEL_CAPACITY_TYPE, False, frozenset(capacity_types)))
+    requirements = as_asked(requirements, planned.offered_only, pool.template.requirements)
     annotations = {MIN_VALUES_RELAXED: "true" if planned.min_values_relaxed else "false"}
     if any(o.price_overlaid for it in chosen for o in it.offerings):
         annotations[PRICE_OVERLAY_APPLIED] = "true"

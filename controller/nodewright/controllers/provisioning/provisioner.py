@@ -257,10 +257,11 @@ class Provisioner:
                 self._ignored += 1
                 continue
             if model.invalid is not None:
-                # Karpenter's Validate: the pod is ignored, with an event saying why.
+                # Karpenter's Validate: the pod is ignored, with an event saying why
+                # (PodFailedToScheduleEvent of the validation error itself).
                 self._ignored += 1
                 log.debug("ignoring pod", extra={"Pod": model.key, "error": model.invalid})
-                self._failed(obj, f"ignoring pod, {model.invalid}")
+                self._failed(obj, f"Failed to schedule pod, {model.invalid}")
                 continue
             if model.dra:
                 self._refuse_dra(obj, model)
@@ -269,7 +270,7 @@ class Provisioner:
             if volume_problem is not None:
                 # Karpenter ignores the pod until its volumes can be planned for.
                 self._ignored += 1
-                self._failed(obj, f"ignoring pod, {volume_problem}")
+                self._failed(obj, f"Failed to schedule pod, {volume_problem}")
                 continue
             machine = self.state.nominated_machine(model.key)
             if machine is None:
@@ -308,7 +309,7 @@ class Provisioner:
         try:
             return self.state.pod_model(pod_key(obj))
         except SpecError as error:
-            self._failed(obj, f"ignoring pod, {error}")
+            self._failed(obj, f"Failed to schedule pod, {error}")
             return None
         except KeyError:
             return None
@@ -465,9 +466,17 @@ class Provisioner:
                 f"node/{machine.node_name}" if machine.node is not None and machine.registered
                 else f"nodeclaim/{machine.nodeclaim_name}"
             )
+            # Karpenter's NominatePodEvent names what the machine has: its NodeClaim, then
+            # its Node (even before it registers).
+            parts = []
+            if machine.nodeclaim is not None:
+                parts.append(f"nodeclaim/{machine.nodeclaim_name}")
+            if machine.node is not None:
+                parts.append(f"node/{machine.node_name}")
+            shown = ", ".join(parts)
             for key in real:
                 outcome.nominated[key] = target
-                self._nominated(key, target)
+                self._nominated(key, shown)
 
     def _real(self, keys: Iterable[str]) -> list[str]:
         buffers = self.state.buffers

@@ -9,6 +9,7 @@ from nodewright.cloud.aws.userdata.bootstrap import (
     KubeletSettings,
     NodeBootstrap,
     NodeTaint,
+    UserDataError,
 )
 
 
@@ -39,5 +40,6 @@ __all__ = [
     "NodeBootstrap",
     "NodeTaint",
     "UnsupportedFamilyError",
+    "UserDataError",
     "render_user_data",
 ]

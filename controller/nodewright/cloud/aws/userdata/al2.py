@@ -1,63 +1,81 @@
 """AL2: /etc/eks/bootstrap.sh with the kubelet settings as --kubelet-extra-args, in a MIME
-document after the user's own parts."""
+document after the user's own parts; written as Karpenter v1.14.1's eksbootstrap.go."""
 
 from __future__ import annotations
 
-import shlex
+from collections.abc import Mapping
 
-from nodewright.cloud.aws.userdata import mime
-from nodewright.cloud.aws.userdata.bootstrap import NodeBootstrap, is_ipv6
+from nodewright.cloud.aws.userdata import golang, mime
+from nodewright.cloud.aws.userdata.bootstrap import NodeBootstrap, NodeTaint
 
 
-def _pairs(values: dict[str, str], separator: str = "=") -> str:
-    return ",".join(f"{key}{separator}{value}" for key, value in sorted(values.items()))
+def taint_string(taint: NodeTaint) -> str:
+    """Kubernetes' Taint.ToString(): no `=` when the taint has no value."""
+    if taint.value:
+        return f"{taint.key}={taint.value}:{taint.effect}"
+    return f"{taint.key}:{taint.effect}"
+
+
+def _joined(flag: str, values: Mapping[str, str], separator: str) -> list[str]:
+    """Karpenter's joinParameterArgs: `flag="k<sep>v,..."` (Go ranges over the map in
+    random order; sorted here, one of the orders Karpenter writes)."""
+    if not values:
+        return []
+    pairs = ",".join(f"{key}{separator}{value}" for key, value in sorted(values.items()))
+    return [f"{flag}={golang.quote(pairs)}"]
 
 
 def kubelet_args(bootstrap: NodeBootstrap) -> list[str]:
+    """Karpenter's Options.kubeletExtraArgs, in its order: the labels and taints (each
+    list Go-quoted), max pods, pods per core, the maps, then the single values."""
     kubelet = bootstrap.kubelet
     args: list[str] = []
     if bootstrap.labels:
-        args.append(f"--node-labels={_pairs(dict(bootstrap.labels))}")
-    args.append(
-        "--register-with-taints=" + ",".join(t.kubelet_flag_form() for t in bootstrap.taints)
-    )
+        labels = ",".join(f"{key}={value}" for key, value in sorted(bootstrap.labels.items()))
+        args.append(f"--node-labels={golang.quote(labels)}")
+    taints = ",".join(taint_string(taint) for taint in bootstrap.taints)
+    args.append(f"--register-with-taints={golang.quote(taints)}")
     if bootstrap.max_pods is not None:
         args.append(f"--max-pods={bootstrap.max_pods}")
     if kubelet.pods_per_core is not None:
         args.append(f"--pods-per-core={kubelet.pods_per_core}")
     for flag, values, separator in kubelet.map_flags():
-        if values:
-            args.append(f"{flag}={_pairs(dict(values), separator)}")
+        args += _joined(flag, values, separator)
     args += kubelet.scalar_flags()
     return args
 
 
 def script(bootstrap: NodeBootstrap) -> str:
+    """Karpenter's eksBootstrapScript: every value in single quotes as it is, each option
+    after ` \\` and a line break, no line break at the end."""
     cluster = bootstrap.cluster
-    lines = [
-        "#!/bin/bash -xe",
-        "exec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1",
-        f"/etc/eks/bootstrap.sh {shlex.quote(cluster.name)}"
-        f" --apiserver-endpoint {shlex.quote(cluster.endpoint)}"
-        f" --b64-cluster-ca {shlex.quote(cluster.ca_bundle)} \\",
+    ca_bundle = f"--b64-cluster-ca '{cluster.ca_bundle}'" if cluster.ca_bundle else ""
+    out = [
+        "#!/bin/bash -xe\n",
+        "exec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1\n",
+        f"/etc/eks/bootstrap.sh '{cluster.name}' --apiserver-endpoint '{cluster.endpoint}'"
+        f" {ca_bundle}",
     ]
-    if bootstrap.cluster_dns and is_ipv6(bootstrap.cluster_dns[0]):
-        # Karpenter's test of an IPv6 cluster: its cluster DNS address is an IPv6 one.
-        lines.append("--ip-family ipv6 \\")
+    options: list[str] = []
     if bootstrap.cluster_dns:
-        lines.append(f"--dns-cluster-ip {shlex.quote(bootstrap.cluster_dns[0])} \\")
+        # As Karpenter: anything net.ParseIP does not read as IPv4 makes an IPv6 cluster.
+        if not golang.is_ipv4(bootstrap.cluster_dns[0]):
+            options.append("--ip-family ipv6")
+        options.append(f"--dns-cluster-ip '{bootstrap.cluster_dns[0]}'")
     # As Karpenter v1.14.1 does: the max pods the catalog planned with (kubelet.maxPods, or the
     # ENI-limited count less RESERVED_ENIS and EFA-only interfaces, capped by podsPerCore)
     # replaces bootstrap.sh's own ENI table, which knows none of those.
     if bootstrap.max_pods is not None:
-        lines.append("--use-max-pods false \\")
+        options.append("--use-max-pods false")
+    options.append(f"--kubelet-extra-args '{' '.join(kubelet_args(bootstrap))}'")
     if bootstrap.instance_store_policy == "RAID0":
-        lines.append("--local-disks raid0 \\")
-    lines.append(f"--kubelet-extra-args {shlex.quote(' '.join(kubelet_args(bootstrap)))}")
-    return "\n".join(lines) + "\n"
+        options.append("--local-disks raid0")
+    out.extend(f" \\\n{option}" for option in options)
+    return "".join(out)
 
 
 def render(bootstrap: NodeBootstrap) -> str:
+    """The user's parts (each header and body as written), then the bootstrap script."""
     parts = mime.split_parts(bootstrap.custom_user_data)
-    # As Karpenter's bootstrap part: no line break after its last line.
-    return mime.render([*parts, mime.Part(mime.SHELL_SCRIPT, script(bootstrap).rstrip("\n"))])
+    ours = mime.Part(mime.SHELL_SCRIPT, script(bootstrap))
+    return mime.render([*parts, ours])

@@ -33,9 +33,6 @@ class NodeTaint:
     effect: str
     value: str = ""
 
-    def kubelet_flag_form(self) -> str:
-        return f"{self.key}={self.value}:{self.effect}"
-
 
 UNREGISTERED_TAINT: Final = NodeTaint(UNREGISTERED_TAINT_KEY, "NoExecute")
 

@@ -4,9 +4,9 @@ same `<powershell>` block (Karpenter puts it there verbatim)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
+from nodewright.cloud.aws.userdata import golang
 from nodewright.cloud.aws.userdata.bootstrap import NodeBootstrap, NodeTaint
 
 BOOTSTRAP_SCRIPT = (
@@ -16,7 +16,7 @@ BOOTSTRAP_SCRIPT = (
 
 def _quoted(value: str) -> str:
     """Go's %q of a plain string (Karpenter quotes every list-valued kubelet flag so)."""
-    return json.dumps(value)
+    return golang.quote(value)
 
 
 def _single_quoted(value: str) -> str:

@@ -222,7 +222,7 @@ class NodeTermination:
         taints = list(spec.get("taints") or [])
         labels = (node.get("metadata") or {}).get("labels") or {}
         if (any(matches(taint_of(t), DISRUPTED_TAINT) for t in taints)
-                and labels.get(EXCLUDE_LOAD_BALANCERS_LABEL)):
+                and labels.get(EXCLUDE_LOAD_BALANCERS_LABEL) == "karpenter"):
             return node
         after = deep_copy(node)
         if not any(matches(taint_of(t), DISRUPTED_TAINT) for t in taints):
