@@ -4,25 +4,30 @@
 each is scoped; this module turns every scope into least-privilege statements (the same
 shape as Karpenter's getting-started CloudFormation). An action in a scope this module has
 no rule for is an error, so a new call cannot slip into the policy unscoped.
+
+`controller_policy_documents` splits the statements over the six managed policies of
+Karpenter's CloudFormation (NodeLifecycle, IAMIntegration, ...): together they exceed IAM's
+6,144-character quota for one managed policy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from infra.iam_roles import url_suffix
 from infra.naming import NODECLAIM_TAG, NODECLASS_TAG, NODEPOOL_TAG, cluster_owned_tag
 from nodewright.cloud.aws.actions import AWS_ACTIONS, ActionUse
-from nodewright.cloud.aws.instance_profiles import PATH_ROOT
+from nodewright.cloud.aws.instance_profiles import profile_path
 
 Statement = dict[str, Any]
 
 REGION_TAG = "topology.kubernetes.io/region"
 EKS_CLUSTER_NAME_TAG = "eks:eks-cluster-name"
-# Instance profiles the controller creates live under this path, so listing can be scoped.
-INSTANCE_PROFILE_PATH = PATH_ROOT
+# IAM's quota for one customer managed policy, white space not counted.
+MANAGED_POLICY_MAX_CHARACTERS: Final = 6144
 
 _LAUNCH_ACTIONS = ("ec2:RunInstances", "ec2:CreateFleet")
 _INSTANCE_PROFILE_CREATE = ("iam:CreateInstanceProfile",)
@@ -38,6 +43,36 @@ _INSTANCE_PROFILE_LIST = ("iam:ListInstanceProfiles",)
 
 class UnscopedActionError(ValueError):
     """AWS_ACTIONS holds an action this module does not know how to scope."""
+
+
+class PolicyTooLargeError(ValueError):
+    """A managed policy would exceed IAM's quota (MANAGED_POLICY_MAX_CHARACTERS)."""
+
+
+# Karpenter's managed policies (KarpenterController<Group>Policy-<cluster>) by group, with
+# our statements that stand for the statements of each (tests/aws/test_least_privilege.py
+# pairs the Sids).
+POLICY_GROUPS: Final[Mapping[str, tuple[str, ...]]] = {
+    "NodeLifecycle": (
+        "AllowLaunchWithExistingResources", "AllowLaunchWithOwnedLaunchTemplates",
+        "AllowScopedCreationWithTags", "AllowTaggingOnCreation", "AllowScopedResourceTagging",
+        "AllowScopedDeletion",
+    ),
+    "IAMIntegration": (
+        "AllowPassingNodeRole", "AllowScopedInstanceProfileCreation",
+        "AllowScopedInstanceProfileTagging", "AllowScopedInstanceProfileActions",
+    ),
+    "EKSIntegration": ("AllowClusterDiscovery",),
+    "Interruption": ("AllowInterruptionQueueActions",),
+    "ResourceDiscovery": (
+        "AllowRegionalReadActions", "AllowPublicParameterReads", "AllowPricingReads",
+        "AllowListingOwnInstanceProfiles", "AllowInstanceProfileReads",
+    ),
+    "ZonalShift": ("AllowZonalShiftStatusReadOnly",),
+}
+_GROUP_OF: Final[Mapping[str, str]] = {
+    sid: group for group, sids in POLICY_GROUPS.items() for sid in sids
+}
 
 
 @dataclass(frozen=True)
@@ -64,6 +99,36 @@ def controller_policy_document(
     if unknown:
         raise UnscopedActionError(f"AWS_ACTIONS uses scopes with no policy rule: {unknown}")
     return {"Version": "2012-10-17", "Statement": statements}
+
+
+def controller_policy_documents(
+    target: PolicyTarget, actions: Sequence[ActionUse] = AWS_ACTIONS
+) -> dict[str, dict[str, Any]]:
+    """The policy as Karpenter's managed policies: group -> document, in POLICY_GROUPS order;
+    a group with no statement (Interruption without a queue) is left out."""
+    grouped: dict[str, list[Statement]] = {}
+    for statement in controller_policy_document(target, actions)["Statement"]:
+        group = _GROUP_OF.get(statement["Sid"])
+        if group is None:
+            raise UnscopedActionError(
+                f"statement {statement['Sid']} belongs to no managed policy; "
+                "add it to POLICY_GROUPS in infra/controller_policy.py"
+            )
+        grouped.setdefault(group, []).append(statement)
+    documents = {group: {"Version": "2012-10-17", "Statement": grouped[group]}
+                 for group in POLICY_GROUPS if group in grouped}
+    for group, document in documents.items():
+        if policy_characters(document) > MANAGED_POLICY_MAX_CHARACTERS:
+            raise PolicyTooLargeError(
+                f"the {group} policy has {policy_characters(document)} characters, over IAM's "
+                f"{MANAGED_POLICY_MAX_CHARACTERS}: split POLICY_GROUPS further"
+            )
+    return documents
+
+
+def policy_characters(document: Mapping[str, Any]) -> int:
+    """What IAM holds against MANAGED_POLICY_MAX_CHARACTERS: the JSON without white space."""
+    return len(json.dumps(document, separators=(",", ":")))
 
 
 def _arn(target: PolicyTarget, service: str, resource: str, *, account: str = "*",
@@ -232,9 +297,11 @@ def _instance_profile(target: PolicyTarget, names: list[str]) -> list[Statement]
             "StringLike": {f"aws:ResourceTag/{NODECLASS_TAG}": "*"},
         }),
         ("AllowInstanceProfileReads", _INSTANCE_PROFILE_READ, profiles, None),
+        # IAM authorizes ListInstanceProfiles against instance-profile<PathPrefix>, and the
+        # controller lists its own cluster's folder alone (Karpenter grants every path).
         ("AllowListingOwnInstanceProfiles", _INSTANCE_PROFILE_LIST,
          f"arn:{target.partition}:iam::{target.account_id}:instance-profile"
-         f"{INSTANCE_PROFILE_PATH}*", None),
+         f"{profile_path(target.cluster_name)}*", None),
     ]
     statements: list[Statement] = []
     for sid, known, resource_arn, condition in rules:

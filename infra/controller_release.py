@@ -23,6 +23,7 @@ from infra.naming import SYSTEM_NODE_LABEL, SYSTEM_NODE_TAINT_KEY
 from nodewright.api.crds import generate_crds
 from nodewright.install import InstallSettings, render
 from nodewright.install.objects import KUBE_DNS_ROLE
+from nodewright.install.settings import ADMIN_ROLE_NAME
 
 # Pulumi resource names stay what earlier versions declared, so updating a stack never
 # replaces the controller's objects.
@@ -72,6 +73,9 @@ def install_settings(
         node_selector={SYSTEM_NODE_LABEL: "true", "kubernetes.io/os": "linux"},
         tolerations=({"key": SYSTEM_NODE_TAINT_KEY, "operator": "Exists",
                       "effect": "NoSchedule"},),
+        # Karpenter's chart's aggregate-clusterrole.yaml: cluster admins manage NodePools,
+        # NodeClaims and EC2NodeClasses through the built-in `admin` role.
+        admin_role=True,
     )
 
 
@@ -104,9 +108,10 @@ def build_controller_release(
 
 def _pulumi_name(manifest: Mapping[str, Any]) -> str:
     """One Pulumi name per object: "nodewright" for the controller's own objects, the
-    object's name for a second one of a kind (the kube-dns Role and its binding)."""
+    object's name for a second one of a kind (the kube-dns Role and its binding, the
+    ClusterRole aggregated into `admin`)."""
     name = str(manifest["metadata"]["name"])
-    if name == KUBE_DNS_ROLE:
+    if name in (KUBE_DNS_ROLE, ADMIN_ROLE_NAME):
         return name
     return _PULUMI_NAMES.get(manifest["kind"], "nodewright")
 

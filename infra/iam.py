@@ -2,20 +2,24 @@
 
 The controller role is trusted either through IRSA (the cluster's OIDC provider, one service
 account) or EKS Pod Identity (pods.eks.amazonaws.com plus an association to that account).
-Its policy is generated from the AWS provider's action list (see controller_policy).
+Its permissions are generated from the AWS provider's action list (see controller_policy)
+and come, as Karpenter's, in six managed policies (NodeLifecycle, IAMIntegration,
+EKSIntegration, Interruption, ResourceDiscovery, ZonalShift): in one they would exceed IAM's
+6,144-character quota from a 19-character cluster name on.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import partial
 
 import pulumi
 import pulumi_aws as aws
 
 from infra.cluster import Cluster
 from infra.config import StackSettings
-from infra.controller_policy import PolicyTarget, controller_policy_document
+from infra.controller_policy import PolicyTarget, controller_policy_documents
 from infra.iam_roles import (
     irsa_trust_policy,
     node_trust_policy,
@@ -27,6 +31,16 @@ from infra.naming import (
     controller_role_name,
     node_role_name,
 )
+
+# Pulumi resource names of the controller's managed policies (and their attachments).
+_POLICY_RESOURCE_NAMES = {
+    "NodeLifecycle": "controller-node-lifecycle",
+    "IAMIntegration": "controller-iam-integration",
+    "EKSIntegration": "controller-eks-integration",
+    "Interruption": "controller-interruption",
+    "ResourceDiscovery": "controller-resource-discovery",
+    "ZonalShift": "controller-zonal-shift",
+}
 
 POD_IDENTITY_AGENT_ADDON = "eks-pod-identity-agent"
 
@@ -94,10 +108,8 @@ def build_controller_identity(
         tags=settings.tags,
     )
 
-    def document(values: list[str | None]) -> str:
-        node_role_arn, queue = values
-        assert node_role_arn is not None  # an IAM role always has an ARN
-        target = PolicyTarget(
+    def target(node_role_arn: str, queue: str | None) -> PolicyTarget:
+        return PolicyTarget(
             cluster_name=settings.cluster_name,
             region=settings.region,
             partition=settings.partition,
@@ -105,16 +117,25 @@ def build_controller_identity(
             node_role_arn=node_role_arn,
             queue_arn=queue,
         )
-        return json.dumps(controller_policy_document(target))
 
-    policy = aws.iam.Policy(
-        "controller-policy",
-        name=controller_policy_name(settings.cluster_name),
-        description="Least-privilege permissions of the Nodewright controller",
-        policy=pulumi.Output.all(node_role.arn, queue_arn).apply(document),
-        tags=settings.tags,
-    )
-    aws.iam.RolePolicyAttachment("controller-policy", role=role.name, policy_arn=policy.arn)
+    # Which policies there are depends only on whether there is a queue, not on the ARNs.
+    groups = controller_policy_documents(target("", "" if queue_arn is not None else None))
+
+    def document(group: str, values: list[str | None]) -> str:
+        node_role_arn, queue = values
+        assert node_role_arn is not None  # an IAM role always has an ARN
+        return json.dumps(controller_policy_documents(target(node_role_arn, queue))[group])
+
+    for group in groups:
+        resource_name = _POLICY_RESOURCE_NAMES[group]
+        policy = aws.iam.Policy(
+            resource_name,
+            name=controller_policy_name(settings.cluster_name, group),
+            description=f"Least-privilege permissions of the Nodewright controller ({group})",
+            policy=pulumi.Output.all(node_role.arn, queue_arn).apply(partial(document, group)),
+            tags=settings.tags,
+        )
+        aws.iam.RolePolicyAttachment(resource_name, role=role.name, policy_arn=policy.arn)
 
     if settings.identity == "irsa":
         return ControllerIdentity(

@@ -34,8 +34,10 @@ def controller_role_name(cluster_name: str) -> str:
     return f"NodewrightController-{cluster_name}"
 
 
-def controller_policy_name(cluster_name: str) -> str:
-    return f"NodewrightControllerPolicy-{cluster_name}"
+def controller_policy_name(cluster_name: str, group: str) -> str:
+    """One of the controller's managed policies, as Karpenter's
+    KarpenterController<Group>Policy-<cluster> (group: NodeLifecycle, IAMIntegration, ...)."""
+    return f"NodewrightController{group}Policy-{cluster_name}"
 
 
 def interruption_queue_name(cluster_name: str) -> str:

@@ -9,6 +9,7 @@ key and the field path.
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,6 +138,7 @@ def plan_node_resources(settings: StackSettings, node_role: str) -> NodePlan:
     for planned_class in classes:
         _check(planned_class.key, NODE_CLASS_API_VERSION, NODE_CLASS_KIND, planned_class.name,
                planned_class.spec)
+        _check_role(planned_class, node_role)
     for pool in pools:
         _check(pool.key, NODE_POOL_API_VERSION, NODE_POOL_KIND, pool.name, pool.spec)
     return NodePlan(tuple(classes), tuple(pools))
@@ -173,6 +175,25 @@ def _check(key: str, api_version: str, kind: str, name: str, spec: dict[str, Any
         validated_manifest(api_version, kind, name, spec, labels={})
     except InvalidResourceError as error:
         raise StackConfigError(key, str(error)) from None
+
+
+def _check_role(planned: PlannedNodeClass, node_role: str) -> None:
+    """The controller may pass the stack's node role alone (its AllowPassingNodeRole, as
+    Karpenter's AllowPassingInstanceRole), and only that role has the EC2_LINUX access entry
+    nodes join with: a class naming another role could get no instance profile (IAM's
+    AddRoleToInstanceProfile needs iam:PassRole) and launch nothing. `instanceProfile`
+    cannot be checked here (the profile's role is IAM's to tell)."""
+    role = planned.spec.get("role")
+    if role is None:
+        return
+    arn = re.compile(rf"^arn:[a-z-]+:iam::\d{{12}}:role/{re.escape(node_role)}$")
+    if role == node_role or arn.match(str(role)):
+        return
+    raise StackConfigError(
+        f"{planned.key}.role",
+        f"{role!r} is not the stack's node role {node_role!r}: the controller may pass only "
+        "that role to EC2 and only it can join the cluster (leave role out to use it)",
+    )
 
 
 def _referenced_class(raw: dict[str, Any], key: str, classes: set[str]) -> str:

@@ -19,7 +19,8 @@ EVERY_STACK_HAS = {
     "aws:eks/nodeGroup:NodeGroup": 1,
     "aws:eks/accessEntry:AccessEntry": None,
     "aws:iam/role:Role": 3,
-    "aws:iam/policy:Policy": 1,
+    # The controller's, split as Karpenter's (NodeLifecycle, IAMIntegration, ...).
+    "aws:iam/policy:Policy": 6,
     "aws:sqs/queue:Queue": 1,
     "aws:sqs/queuePolicy:QueuePolicy": 1,
     "aws:cloudwatch/eventRule:EventRule": 5,
@@ -28,7 +29,8 @@ EVERY_STACK_HAS = {
     "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition": 5,
     "kubernetes:core/v1:Namespace": 1,
     "kubernetes:core/v1:ServiceAccount": 1,
-    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 1,
+    # The controller's, and the one aggregated into `admin` (Karpenter's chart's -admin).
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": 2,
     "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": 1,
     # The controller's own, and the kube-dns Service's in kube-system.
     "kubernetes:rbac.authorization.k8s.io/v1:Role": 2,

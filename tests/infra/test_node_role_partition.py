@@ -61,8 +61,8 @@ def test_the_controller_role_trusts_pod_identity_of_this_partitions_cluster(
 def test_the_controller_passes_the_node_role_to_the_partitions_ec2_only(
     region: str, partition: str, principal: str
 ) -> None:
-    (policy,) = [r for r in _run(region) if r.type == "aws:iam/policy:Policy"]
-    statements = json.loads(policy.inputs["policy"])["Statement"]
+    statements = [statement for r in _run(region) if r.type == "aws:iam/policy:Policy"
+                  for statement in json.loads(r.inputs["policy"])["Statement"]]
     (pass_role,) = [s for s in statements if s["Action"] == ["iam:PassRole"]]
     assert pass_role["Condition"] == {"StringEquals": {"iam:PassedToService": principal}}
 

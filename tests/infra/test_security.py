@@ -11,8 +11,12 @@ from nodewright.cloud.aws.actions import AWS_ACTIONS
 
 
 def policy_statements(run: ProgramRun) -> dict[str, dict[str, Any]]:
-    document = json.loads(run.one("aws:iam/policy:Policy").inputs["policy"])
-    return {statement["Sid"]: statement for statement in document["Statement"]}
+    """The statements of every controller managed policy, by Sid."""
+    return {
+        statement["Sid"]: statement
+        for policy in run.of_type("aws:iam/policy:Policy")
+        for statement in json.loads(policy.inputs["policy"])["Statement"]
+    }
 
 
 def actions_of(statement: dict[str, Any]) -> list[str]:
@@ -189,7 +193,8 @@ def test_the_controller_pod_is_locked_down_and_kept_off_managed_nodes(prod: Prog
 
 def test_rbac_grants_no_wildcards_and_no_secrets(prod: ProgramRun) -> None:
     rules = [
-        *prod.one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole").inputs["rules"],
+        *prod.one("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
+                  "nodewright").inputs["rules"],
         *(rule for role in prod.of_type("kubernetes:rbac.authorization.k8s.io/v1:Role")
           for rule in role.inputs["rules"]),
     ]

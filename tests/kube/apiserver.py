@@ -75,8 +75,11 @@ class Authorizer:
     @classmethod
     def for_install(cls, settings: InstallSettings) -> Authorizer:
         authorizer = cls(cluster_rules=[])
-        for manifest in render(settings, include_crds=False):
-            if manifest["kind"] == "ClusterRole":
+        rendered = render(settings, include_crds=False)
+        # The ClusterRoles bound to the ServiceAccount (not the one aggregated into `admin`).
+        bound = {m["roleRef"]["name"] for m in rendered if m["kind"] == "ClusterRoleBinding"}
+        for manifest in rendered:
+            if manifest["kind"] == "ClusterRole" and manifest["metadata"]["name"] in bound:
                 authorizer.cluster_rules += manifest["rules"]
             elif manifest["kind"] == "Role":
                 namespace = manifest["metadata"]["namespace"]

@@ -37,6 +37,7 @@ def test_the_install_yaml_for_aws(capsys: pytest.CaptureFixture[str]) -> None:
     kinds = [o["kind"] for o in objects]
     assert kinds[:5] == ["CustomResourceDefinition"] * 5  # kubectl applies CRDs first
     assert kinds[5:] == ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+                         "ClusterRole",  # nodewright-admin, aggregated into admin
                          "Role", "RoleBinding", "Role", "RoleBinding", "Deployment",
                          "PodDisruptionBudget", "Service"]
     # The kube-dns Service, read by name in kube-system (Karpenter's chart has the same Role).
@@ -84,7 +85,7 @@ def test_sim_mode_runs_one_replica_with_the_kubelets_rights(
     assert leases["metadata"]["namespace"] == "kube-node-lease"
     assert leases["rules"] == [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
                                 "verbs": ["get", "create", "update"]}]
-    cluster_rules = one(objects, "ClusterRole")["rules"]
+    cluster_rules = one(objects, "ClusterRole", "nodewright-controller")["rules"]
     granted = {(group, resource, verb) for rule in cluster_rules for group in rule["apiGroups"]
                for resource in rule["resources"] for verb in rule["verbs"]}
     assert {("", "nodes", "create"), ("", "pods/status", "patch"),

@@ -75,9 +75,16 @@ def test_the_queue_policy_denies_requests_without_tls() -> None:
 # -- IAM -------------------------------------------------------------------------------------
 
 
+def discovery_policy() -> PackResource:
+    """The controller's managed policy with its Resource "*" statements (regional reads,
+    pricing) in the dev stack."""
+    return infra("dev", "aws:iam/policy:Policy", "controller-resource-discovery")
+
+
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_controller_policy_has_no_unconditioned_wildcard(stack: str) -> None:
-    assert only(infra(stack, "aws:iam/policy:Policy"), "iam-no-unconditioned-wildcards") == []
+    for policy in of_type(infra_resources(stack), "aws:iam/policy:Policy"):
+        assert only(policy, "iam-no-unconditioned-wildcards") == [], policy.name
 
 
 @pytest.mark.parametrize(
@@ -99,7 +106,7 @@ def test_the_controller_policy_has_no_unconditioned_wildcard(stack: str) -> None
     ],
 )
 def test_a_wildcard_iam_statement_is_denied(statement: dict[str, Any], problem: str) -> None:
-    policy = add_statement(infra("dev", "aws:iam/policy:Policy"), statement)
+    policy = add_statement(discovery_policy(), statement)
 
     [message] = only(policy, "iam-no-unconditioned-wildcards")
 
@@ -174,7 +181,7 @@ NOT_SCOPED = "under a Condition that does not scope it"
 def test_a_condition_does_not_excuse_a_wildcard_it_does_not_scope(
     statement: dict[str, Any], problem: str
 ) -> None:
-    policy = add_statement(infra("dev", "aws:iam/policy:Policy"), statement)
+    policy = add_statement(discovery_policy(), statement)
 
     [message] = only(policy, "iam-no-unconditioned-wildcards")
 
@@ -202,7 +209,7 @@ def test_a_condition_does_not_excuse_a_wildcard_it_does_not_scope(
     ],
 )
 def test_wildcards_under_a_scoping_condition_are_allowed(statement: dict[str, Any]) -> None:
-    policy = add_statement(infra("dev", "aws:iam/policy:Policy"), statement)
+    policy = add_statement(discovery_policy(), statement)
 
     assert only(policy, "iam-no-unconditioned-wildcards") == []
 
@@ -210,7 +217,7 @@ def test_wildcards_under_a_scoping_condition_are_allowed(statement: dict[str, An
 def test_scoping_condition_keys_are_configurable() -> None:
     from_vpc = {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*",
                 "Condition": {"StringEquals": {"aws:SourceVpc": "vpc-1"}}}
-    policy = add_statement(infra("dev", "aws:iam/policy:Policy"), from_vpc)
+    policy = add_statement(discovery_policy(), from_vpc)
 
     [message] = only(policy, "iam-no-unconditioned-wildcards")
     assert f"{NOT_SCOPED} (StringEquals aws:SourceVpc;" in message
@@ -218,13 +225,13 @@ def test_scoping_condition_keys_are_configurable() -> None:
     assert only(policy, "iam-no-unconditioned-wildcards",
                 scopingConditionKeys=["aws:RequestedRegion", "aws:SourceVpc",
                                       "arc-zonal-shift:ResourceIdentifier"]) == []
-    [regional] = only(infra("dev", "aws:iam/policy:Policy"), "iam-no-unconditioned-wildcards",
+    [regional] = only(discovery_policy(), "iam-no-unconditioned-wildcards",
                       scopingConditionKeys=["aws:SourceVpc", "arc-zonal-shift:ResourceIdentifier"])
     assert regional.startswith("statement 'AllowRegionalReadActions' applies to every resource")
 
 
 def test_conditioned_or_unscopable_statements_are_allowed() -> None:
-    policy = infra("dev", "aws:iam/policy:Policy")
+    policy = discovery_policy()
     regional = {
         "Effect": "Allow", "Action": "ec2:Describe*", "Resource": "*",
         "Condition": {"StringEquals": {"aws:RequestedRegion": "us-west-2"}},
@@ -244,7 +251,7 @@ def test_inline_role_policies_and_broken_documents_are_checked() -> None:
     assert only(role, "iam-no-unconditioned-wildcards") == []
     inline = changed(role, inlinePolicies=[{"name": "admin", "policy": admin}])
     assert len(only(inline, "iam-no-unconditioned-wildcards")) == 1
-    broken = changed(infra("dev", "aws:iam/policy:Policy"), policy="{not json")
+    broken = changed(discovery_policy(), policy="{not json")
     [message] = only(broken, "iam-no-unconditioned-wildcards")
     assert message.startswith("policy: the policy document is not valid JSON")
 

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from nodewright.api.base import CelRule, KubeModel
-from nodewright.api.core import Condition, ObjectMeta
+from nodewright.api.core import CONDITIONS_BY_TYPE, Condition, ObjectMeta
 from nodewright.api.formats import Quantity
 
 GROUP = "autoscaling.x-k8s.io"
@@ -66,7 +66,8 @@ class CapacityBufferStatus(KubeModel):
     pod_template_ref: LocalObjectRef | None = None
     replicas: int | None = None
     pod_template_generation: int | None = None
-    conditions: list[Condition] | None = None
+    conditions: list[Condition] | None = Field(
+        default=None, json_schema_extra=CONDITIONS_BY_TYPE)
     provisioning_strategy: str | None = None
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, JsonValue, StringConstraints
 
 from nodewright.api.base import CelRule, KubeModel
 from nodewright.api.formats import TAINT_VALUE_PATTERN, LabelKey
@@ -106,6 +106,15 @@ class NodeClassReference(KubeModel):
     group: str = Field(min_length=1, pattern=r"^[^/]*$")
     kind: str = Field(min_length=1, pattern=r"^[^/]*$")
     name: str = Field(min_length=1)
+
+
+# status.conditions as Karpenter's NodePool, NodeClaim, NodeOverlay and CapacityBuffer CRDs
+# have it: one condition per type (the API server refuses a second; server-side apply merges
+# into it). Karpenter's EC2NodeClass CRD leaves its conditions a plain list.
+CONDITIONS_BY_TYPE: Final[dict[str, JsonValue]] = {
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+}
 
 
 class Condition(KubeModel):

@@ -42,7 +42,9 @@ _CRDS: tuple[_Entry, ...] = (
         ["np"],
         [
             _column("NodeClass", ".spec.template.spec.nodeClassRef.name"),
-            _column("Nodes", ".status.resources.nodes"),
+            # status.nodes, as Karpenter's (an integer printed as a string), the field the
+            # scale subresource reads too.
+            _column("Nodes", ".status.nodes"),
             _column("Ready", READY),
             AGE,
             _column("Weight", ".spec.weight", "integer", priority=1),

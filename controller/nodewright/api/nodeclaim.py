@@ -8,6 +8,7 @@ from pydantic import Field
 
 from nodewright.api.base import CelRule, KubeModel
 from nodewright.api.core import (
+    CONDITIONS_BY_TYPE,
     Condition,
     NodeClassReference,
     NodeSelectorRequirementWithMinValues,
@@ -44,7 +45,8 @@ class NodeClaimStatus(KubeModel):
     capacity: dict[str, Quantity] | None = None
     allocatable: dict[str, Quantity] | None = None
     last_pod_event_time: str | None = None
-    conditions: list[Condition] | None = None
+    conditions: list[Condition] | None = Field(
+        default=None, json_schema_extra=CONDITIONS_BY_TYPE)
 
 
 class NodeClaim(KubeModel):

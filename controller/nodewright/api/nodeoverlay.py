@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints
 
 from nodewright.api.base import CelRule, KubeModel, cel_extra
-from nodewright.api.core import Condition, ObjectMeta, RequirementValue
+from nodewright.api.core import CONDITIONS_BY_TYPE, Condition, ObjectMeta, RequirementValue
 from nodewright.api.formats import LabelKey, Quantity
 from nodewright.api.labels import label_key_cel_rules
 
@@ -77,7 +77,8 @@ class NodeOverlaySpec(KubeModel):
 
 
 class NodeOverlayStatus(KubeModel):
-    conditions: list[Condition] | None = None
+    conditions: list[Condition] | None = Field(
+        default=None, json_schema_extra=CONDITIONS_BY_TYPE)
 
 
 class NodeOverlay(KubeModel):

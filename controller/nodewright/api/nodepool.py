@@ -8,6 +8,7 @@ from pydantic import Field
 
 from nodewright.api.base import CelRule, KubeModel, cel_extra
 from nodewright.api.core import (
+    CONDITIONS_BY_TYPE,
     Condition,
     NodeClassReference,
     NodeSelectorRequirementWithMinValues,
@@ -150,7 +151,8 @@ class NodePoolStatus(KubeModel):
     resources: dict[str, Quantity] | None = None
     nodes: int | None = None
     node_class_observed_generation: int | None = None
-    conditions: list[Condition] | None = None
+    conditions: list[Condition] | None = Field(
+        default=None, json_schema_extra=CONDITIONS_BY_TYPE)
 
 
 class NodePool(KubeModel):

@@ -60,7 +60,9 @@ def register(subparsers: Any) -> None:
         description=(
             "Print everything a cluster needs to run Nodewright, as multi-document YAML for "
             "kubectl apply -f - or a GitOps repository: the CRDs, the namespace, the "
-            "ServiceAccount, RBAC as narrow as Karpenter's, the controller Deployment (two "
+            "ServiceAccount, RBAC as narrow as Karpenter's (and, as its chart, a "
+            "ClusterRole aggregated into admin for NodePools, NodeClaims and "
+            "EC2NodeClasses), the controller Deployment (two "
             "replicas behind leader election; one with --cloud sim), its PodDisruptionBudget "
             "and the metrics Service. infra/ (pulumi up) declares the same objects from the "
             "same code."

@@ -15,12 +15,14 @@ import yaml
 from nodewright.api.crds import generate_crds
 from nodewright.cluster.kube.access import KUBE_DNS_NAMESPACE, NODE_LEASE_NAMESPACE
 from nodewright.install.rbac import (
+    admin_rules,
     cluster_rules,
     kube_dns_rules,
     namespace_rules,
     node_lease_rules,
 )
 from nodewright.install.settings import (
+    ADMIN_ROLE_NAME,
     APP_LABELS,
     CONTROLLER_NAME,
     HEALTH_PROBE_PORT,
@@ -44,6 +46,7 @@ def render(settings: InstallSettings, *, include_crds: bool = True) -> list[Mani
         service_account(settings),
         cluster_role(settings),
         cluster_role_binding(settings),
+        *([admin_cluster_role()] if settings.admin_role else []),
         role(settings),
         role_binding(settings),
     ]
@@ -83,6 +86,9 @@ def service_account(settings: InstallSettings) -> Manifest:
         "apiVersion": "v1",
         "kind": "ServiceAccount",
         "metadata": _meta(settings.service_account, settings.namespace, annotations=annotations),
+        # As the chart: no token for other pods that name the account; the controller's
+        # pod asks for its own.
+        "automountServiceAccountToken": False,
     }
 
 
@@ -108,6 +114,20 @@ def cluster_role_binding(settings: InstallSettings) -> Manifest:
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                     "name": CONTROLLER_NAME},
         "subjects": _subjects(settings),
+    }
+
+
+def admin_cluster_role() -> Manifest:
+    """Bound to nobody: the `aggregate-to-admin` label has the API server's ClusterRole
+    aggregation controller add its rules to the built-in `admin` ClusterRole."""
+    metadata = _meta(ADMIN_ROLE_NAME)
+    metadata["labels"] = {"rbac.authorization.k8s.io/aggregate-to-admin": "true",
+                          **metadata["labels"]}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": metadata,
+        "rules": admin_rules(),
     }
 
 
@@ -199,7 +219,8 @@ def _probe(path: str, initial_delay: int) -> dict[str, Any]:
         "httpGet": {"path": path, "port": "http-health"},
         "initialDelaySeconds": initial_delay,
         "periodSeconds": 10,
-        "timeoutSeconds": 5,
+        # The chart's: a busy controller answers late rather than not at all.
+        "timeoutSeconds": 30,
     }
 
 
@@ -255,6 +276,7 @@ def _affinity() -> dict[str, Any]:
 def pod_spec(settings: InstallSettings) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "serviceAccountName": settings.service_account,
+        "automountServiceAccountToken": True,
         "priorityClassName": settings.priority_class,
         "terminationGracePeriodSeconds": TERMINATION_GRACE_PERIOD_SECONDS,
         "nodeSelector": dict(settings.node_selector),

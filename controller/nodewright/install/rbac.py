@@ -33,6 +33,20 @@ def kube_dns_rules(cloud: Cloud) -> list[Rule]:
     return _rules(permissions(cloud), "kube-dns")
 
 
+def admin_rules() -> list[Rule]:
+    """What the built-in `admin` ClusterRole gains (Karpenter's chart,
+    aggregate-clusterrole.yaml, verbs as it lists them): people who administer the cluster
+    manage NodePools and EC2NodeClasses and may look at or delete NodeClaims."""
+    verbs = ["get", "list", "watch", "create", "delete", "patch"]
+    return [
+        {"apiGroups": ["karpenter.sh"],
+         "resources": ["nodepools", "nodepools/status", "nodeclaims", "nodeclaims/status"],
+         "verbs": list(verbs)},
+        {"apiGroups": ["karpenter.k8s.aws"], "resources": ["ec2nodeclasses"],
+         "verbs": list(verbs)},
+    ]
+
+
 def _rules(accesses: Iterable[Access], scope: Scope) -> list[Rule]:
     merged: dict[tuple[str, tuple[str, ...], tuple[str, ...]], list[str]] = {}
     for access in accesses:

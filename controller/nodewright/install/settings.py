@@ -20,6 +20,8 @@ APP_LABELS: Mapping[str, str] = {
     "app.kubernetes.io/component": "controller",
 }
 CONTROLLER_NAME = "nodewright-controller"
+# The ClusterRole aggregated into the built-in `admin` role (Karpenter's chart's `-admin`).
+ADMIN_ROLE_NAME = "nodewright-admin"
 METRICS_SERVICE_NAME = "nodewright-metrics"
 METRICS_PORT = 8080
 HEALTH_PROBE_PORT = 8081
@@ -52,6 +54,9 @@ class InstallSettings:
         default_factory=lambda: {"kubernetes.io/os": "linux"})
     tolerations: Sequence[Mapping[str, Any]] = DEFAULT_TOLERATIONS
     priority_class: str = "system-cluster-critical"
+    # The ClusterRole that aggregates NodePool, NodeClaim and EC2NodeClass access into the
+    # built-in `admin` role, as Karpenter's chart always renders (bound to nobody).
+    admin_role: bool = True
 
     @staticmethod
     def role_annotation(role_arn: object) -> dict[str, object]:
