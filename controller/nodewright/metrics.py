@@ -24,10 +24,24 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Metric
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Metric,
+    ProcessCollector,
+    disable_created_metrics,
+)
 from prometheus_client.values import MutexValue
 
+# client_golang's text exposition has no `<name>_created` series; prometheus_client would add
+# one per counter, histogram and summary child (`karpenter_nodes_created_created`, ...).
+disable_created_metrics()  # type: ignore[no-untyped-call]
 REGISTRY = CollectorRegistry(auto_describe=True)
+# controller-runtime registers the process collector in its registry: process_cpu_seconds_total,
+# process_resident_memory_bytes, process_open_fds, process_start_time_seconds, ...
+ProcessCollector(registry=REGISTRY)
 _MICROSECOND = timedelta(microseconds=1)
 
 # Label names as Karpenter spells them.
@@ -46,6 +60,19 @@ DURATION_BUCKETS = (
     0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30,
     40, 50, 60, 120, 150, 300, 450, 600,
 )
+# client_golang's prometheus.DefBuckets, where Karpenter leaves a histogram's buckets unset
+# (prometheus_client's own default adds 0.075, 0.75 and 7.5).
+DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
+    """prometheus.ExponentialBuckets, multiplied out as Go does (the same floats)."""
+    buckets: list[float] = []
+    for _ in range(count):
+        buckets.append(start)
+        start *= factor
+    return tuple(buckets)
+
 
 # --- Summaries with quantiles ----------------------------------------------------------
 
@@ -63,7 +90,6 @@ class _Window:
         self.samples: deque[tuple[float, float]] = deque(maxlen=SUMMARY_MAX_SAMPLES)
         self.count = 0
         self.sum = 0.0
-        self.created = time.time()
 
     def quantiles(self, since: float) -> list[tuple[float, float]]:
         while self.samples and self.samples[0][0] < since:
@@ -135,7 +161,6 @@ class QuantileSummary:
                     family.add_sample(self.name, {**labels, "quantile": str(quantile)}, value)
                 family.add_sample(f"{self.name}_count", labels, float(window.count))
                 family.add_sample(f"{self.name}_sum", labels, window.sum)
-                family.add_sample(f"{self.name}_created", labels, window.created)
         return [family]
 
 
@@ -258,7 +283,7 @@ WELL_KNOWN_NODE_LABELS: dict[str, str] = {
         "karpenter.k8s.aws/capacity-reservation-interruptible",
         "karpenter.k8s.aws/instance-hypervisor",
         "karpenter.k8s.aws/instance-encryption-in-transit-supported",
-        "karpenter.k8s.aws/nitro-sandbox", "karpenter.k8s.aws/instance-category",
+        "karpenter.k8s.aws/instance-category",
         "karpenter.k8s.aws/instance-capability-flex", "karpenter.k8s.aws/instance-family",
         "karpenter.k8s.aws/instance-generation", "karpenter.k8s.aws/instance-size",
         "karpenter.k8s.aws/instance-local-nvme", "karpenter.k8s.aws/instance-cpu",
@@ -445,6 +470,7 @@ CLOUDPROVIDER_DURATION = Histogram(
     "Duration of cloud provider method calls. Labeled by the controller, method name and "
     "provider.",
     [CONTROLLER, "method", "provider"],
+    buckets=DEFAULT_BUCKETS,
     registry=REGISTRY,
 )
 CLOUDPROVIDER_ERRORS = Counter(
@@ -677,6 +703,7 @@ STATUS_CONDITION_TRANSITION_SECONDS = Histogram(
     "The amount of time a condition was in a given state before transitioning. e.g. Alarm := "
     "P99(Updated=False) > 5 minutes",
     ["group", "kind", "type", "status"],
+    buckets=DEFAULT_BUCKETS,
     registry=REGISTRY,
 )
 TERMINATION_CURRENT_TIME = Gauge(
@@ -689,11 +716,11 @@ TERMINATION_DURATION = Histogram(
     "operator_termination_duration_seconds",
     "The amount of time taken by an object to terminate completely.",
     ["group", "kind"],
+    buckets=DEFAULT_BUCKETS,
     registry=REGISTRY,
 )
 # Karpenter's buckets for its per-kind status histograms: ExponentialBuckets(0.5, 2, 15).
 STATUS_BUCKETS = tuple(0.5 * 2**i for i in range(15))
-DEFAULT_BUCKETS = Histogram.DEFAULT_BUCKETS
 
 
 @dataclass(frozen=True)
@@ -762,23 +789,46 @@ def kind_status_metrics(kind: str, extra_labels: Iterable[str] = (),
 
 # --- The operator's runtime (controller-runtime and client-go names) ----------------------
 
+# controller-runtime's pkg/internal/controller/metrics (v0.23): its own duration buckets,
+# which stop at 60 s (Karpenter's DURATION_BUCKETS go on to 600 s for its own histograms).
+RECONCILE_TIME_BUCKETS = DURATION_BUCKETS[:DURATION_BUCKETS.index(60) + 1]
+# The results a reconcile is counted under, each exported at 0 once the controller starts.
+RECONCILE_RESULTS = ("error", "requeue_after", "requeue", "success")
 RECONCILE_TOTAL = Counter(
     "controller_runtime_reconcile",
-    "Total number of reconciliations per controller, by result (success, error, requeue_after).",
+    "Total number of reconciliations per controller",
     [CONTROLLER, "result"],
     registry=REGISTRY,
 )
 RECONCILE_ERRORS = Counter(
     "controller_runtime_reconcile_errors",
-    "Total number of reconciliation errors per controller.",
+    "Total number of reconciliation errors per controller",
+    [CONTROLLER],
+    registry=REGISTRY,
+)
+TERMINAL_RECONCILE_ERRORS = Counter(
+    "controller_runtime_terminal_reconcile_errors",
+    "Total number of terminal reconciliation errors per controller",
+    [CONTROLLER],
+    registry=REGISTRY,
+)
+RECONCILE_PANICS = Counter(
+    "controller_runtime_reconcile_panics",
+    "Total number of reconciliation panics per controller",
+    [CONTROLLER],
+    registry=REGISTRY,
+)
+RECONCILE_TIMEOUTS = Counter(
+    "controller_runtime_reconcile_timeouts",
+    "Total number of reconciliation timeouts per controller",
     [CONTROLLER],
     registry=REGISTRY,
 )
 RECONCILE_TIME = Histogram(
     "controller_runtime_reconcile_time_seconds",
-    "Length of time per reconciliation per controller.",
+    "Length of time per reconciliation per controller",
     [CONTROLLER],
-    buckets=DURATION_BUCKETS,
+    buckets=RECONCILE_TIME_BUCKETS,
     registry=REGISTRY,
 )
 # controller-runtime's pkg/internal/controller/metrics: each controller's workers and how
@@ -799,8 +849,9 @@ ACTIVE_WORKERS = Gauge(
 # workqueue.go): `name` and `controller` both carry the controller's name; `priority` is
 # empty (no priority queue).
 WORKQUEUE_LABELS = ("name", CONTROLLER)
-# prometheus.ExponentialBuckets(10e-9, 10, 12): 10 ns to 1000 s.
-WORKQUEUE_BUCKETS = tuple(float(f"1e{exponent}") for exponent in range(-8, 4))
+# prometheus.ExponentialBuckets(10e-9, 10, 12): 10 ns to 1000 s, as Go multiplies them out
+# (9.999999999999999e-06, not 1e-05: the `le` labels are Go's).
+WORKQUEUE_BUCKETS = exponential_buckets(10e-9, 10, 12)
 WORKQUEUE_DEPTH = Gauge(
     "workqueue_depth",
     "Current depth of workqueue by workqueue and priority",
@@ -862,10 +913,25 @@ WRITES_FENCED = Counter(
 )
 LEADER_ELECTION_STATUS = Gauge(
     "leader_election_master_status",
-    "1 while this process holds the leader Lease, 0 otherwise.",
+    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 "
+    "indicates master. 'name' is the string used to identify the lease. Please make sure to "
+    "group by name.",
     ["name"],
     registry=REGISTRY,
 )
+
+
+def controller_started(controller: str, workers: int) -> None:
+    """controller-runtime's initMetrics when a controller starts: every reconcile result and
+    error counter exported at 0 (so the first error is an increase that rate() sees, and a
+    panel reads 0 rather than no data), its workers, none of them active yet."""
+    for result in RECONCILE_RESULTS:
+        RECONCILE_TOTAL.labels(controller=controller, result=result)
+    for counter in (RECONCILE_ERRORS, TERMINAL_RECONCILE_ERRORS, RECONCILE_PANICS,
+                    RECONCILE_TIMEOUTS):
+        counter.labels(controller=controller)
+    MAX_CONCURRENT_RECONCILES.labels(controller=controller).set(workers)
+    ACTIVE_WORKERS.labels(controller=controller).set(0)
 
 
 @contextmanager
@@ -1109,5 +1175,25 @@ REST_CLIENT_REQUESTS = Counter(
     "rest_client_requests",
     "Number of HTTP requests, partitioned by status code, method, and host.",
     ["code", "host", "method"],
+    registry=REGISTRY,
+)
+# client-go's request metrics as operatorpkg's RegisterClientMetrics installs them in a
+# Karpenter process (it replaces the adapter behind controller-runtime's
+# rest_client_requests_total, which then has no samples there): every attempt by status code
+# ("<error>" when no answer came) and HTTP method; each request's latency (throttling and
+# retries included; watches not), by operatorpkg's verb and the resource addressed.
+CLIENT_GO_REQUESTS = Counter(
+    "client_go_request",
+    "Number of HTTP requests, partitioned by status code and method.",
+    ["code", "method"],
+    registry=REGISTRY,
+)
+
+
+CLIENT_GO_REQUEST_DURATION = Histogram(
+    "client_go_request_duration_seconds",
+    "Request latency in seconds. Broken down by verb, group, version, kind, and subresource.",
+    ["verb", "group", "version", "kind", "subresource"],
+    buckets=exponential_buckets(0.001, 1.5, 20),
     registry=REGISTRY,
 )

@@ -230,8 +230,7 @@ class OperatorDriver:
     def _start_worker(self, worker: _Worker) -> None:
         count = self.workers(worker.reconciler)
         name = worker.reconciler.name
-        metrics.MAX_CONCURRENT_RECONCILES.labels(controller=name).set(count)
-        metrics.ACTIVE_WORKERS.labels(controller=name).set(0)
+        metrics.controller_started(name, count)
         for number in range(count):
             suffix = f"-{number}" if count > 1 else ""
             thread = threading.Thread(

@@ -1,8 +1,11 @@
 """What every answer of the API server passes through on its way to lightkube.
 
-- It is counted in client-go's `rest_client_requests_total{code,host,method}`, the metric a
-  Karpenter process exposes, so the load the controller puts on the API server can be read
-  from its own /metrics (a watch counts once, when its stream opens).
+- It is counted in client-go's `rest_client_requests_total{code,host,method}`, so the load
+  the controller puts on the API server can be read from its own /metrics (a watch counts
+  once, when its stream opens). The metrics a Karpenter process has samples of,
+  `client_go_request_total` (every attempt, Retry-After retries and failed sends included)
+  and `client_go_request_duration_seconds` (each request but a watch), are written by
+  `LimitedTransport` (`client_metrics`).
 - An error answer without a Content-Type (a proxy, a load balancer, a server that is not
   Kubernetes) gets `text/plain`: lightkube looks that header up unguarded and would raise a
   KeyError; with it, lightkube raises its HTTP status error, which the adapter translates.
@@ -38,6 +41,7 @@ from lightkube import Client
 
 from nodewright.cluster.api import KINDS
 from nodewright.cluster.fencing import Fence
+from nodewright.cluster.kube import client_metrics
 from nodewright.metrics import BUFFER_DROPPED, REST_CLIENT_REQUESTS
 from nodewright.runtime.ratelimit import TokenBucket
 
@@ -72,6 +76,7 @@ class LimitedTransport(httpx2.BaseTransport):
         self.inner = inner
         self.limits = limits
         self._bucket = TokenBucket(limits.qps, limits.burst, now=monotonic)
+        self._monotonic = monotonic
         self._lock = threading.Lock()
         self._sleep = sleep
         # What was waited, for tests and debugging: (why, seconds), the latest WAITS_KEPT.
@@ -82,25 +87,43 @@ class LimitedTransport(httpx2.BaseTransport):
         self.primary: LimitedTransport | None = None
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        retried = 0
-        while True:
-            with self._lock:
-                delay = self._bucket.reserve()
-            if delay > 0:
-                self._wait("qps", delay)
-            self._check_fence(request)
+        started = self._monotonic()
+        attempts = 0
+        try:
+            retried = 0
+            while True:
+                with self._lock:
+                    delay = self._bucket.reserve()
+                if delay > 0:
+                    self._wait("qps", delay)
+                self._check_fence(request)
+                attempts += 1
+                response = self._attempt(request)
+                retry_after = _retry_after(response)
+                if retry_after is None or retried >= self.limits.retries:
+                    return response
+                response.close()
+                retried += 1
+                wait = min(retry_after, self.limits.max_retry_after)
+                log.info("the API server answered %s %s with %d and Retry-After %s; "
+                         "retrying in %.1fs (%d of %d)", request.method, request.url.path,
+                         response.status_code, response.headers.get("retry-after"), wait,
+                         retried, self.limits.retries)
+                self._wait("retry-after", wait)
+        finally:
+            if attempts and request.url.params.get("watch") not in ("true", "1"):
+                client_metrics.requested(request.method, request.url.path,
+                                         self._monotonic() - started)
+
+    def _attempt(self, request: httpx2.Request) -> httpx2.Response:
+        """One send, counted by what came back."""
+        try:
             response = self.inner.handle_request(request)
-            retry_after = _retry_after(response)
-            if retry_after is None or retried >= self.limits.retries:
-                return response
-            response.close()
-            retried += 1
-            wait = min(retry_after, self.limits.max_retry_after)
-            log.info("the API server answered %s %s with %d and Retry-After %s; retrying "
-                     "in %.1fs (%d of %d)", request.method, request.url.path,
-                     response.status_code, response.headers.get("retry-after"), wait,
-                     retried, self.limits.retries)
-            self._wait("retry-after", wait)
+        except Exception:
+            client_metrics.attempted(request.method, None)
+            raise
+        client_metrics.attempted(request.method, response.status_code)
+        return response
 
     def _check_fence(self, request: httpx2.Request) -> None:
         fence = (self.primary or self).fence

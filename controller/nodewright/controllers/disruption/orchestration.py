@@ -280,9 +280,13 @@ class Orchestrator:
 
     def _fail(self, command: Command, why: str, now: datetime) -> None:
         log.error("disruption command failed: %s: %s", command.describe(), why)
+        # As Karpenter v1.14.1's queue counts a failed command: by its replacements that did
+        # not initialize, with the decision in the consolidation_type label too.
+        unlaunched = [name for name in command.replacement_names
+                      if name not in command.initialized]
         disruption_metrics.QUEUE_FAILURES.labels(
             decision=command.decision, reason=command.reason.lower(),
-            consolidation_type=command.consolidation_type).inc()
+            consolidation_type=command.decision).inc(len(unlaunched))
         self._release(command.candidates, now)
         self.state.unmark_for_deletion(*(c.provider_id for c in command.candidates))
         for candidate in command.candidates:
