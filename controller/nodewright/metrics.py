@@ -545,30 +545,26 @@ BATCHER_BATCH_SIZE = Histogram(
     registry=REGISTRY,
 )
 
-# --- AWS SDK requests (Karpenter's aws-sdk-go-prometheus names) ---------------------------
+# --- AWS SDK requests (github.com/jonathan-innis/aws-sdk-go-prometheus v0.1.1) ---------------
 
-AWS_SDK_LABELS = ("service", "action", "status_code")
-# Milliseconds, as the Go library's buckets.
-AWS_SDK_LATENCY_BUCKETS = (
-    10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 125, 150, 175, 200, 225, 250, 275, 300, 400, 500,
-    600, 700, 800, 900, 1_000, 1_500, 2_000, 2_500, 3_000, 3_500, 4_000, 4_500, 5_000, 6_000,
-    7_000, 8_000, 9_000, 10_000,
-)
+AWS_SDK_LABELS = ("service", "action", "code")
+# prometheus.ExponentialBuckets(0.01, 1.5, 20): 10 ms to about 22 s.
+AWS_SDK_DURATION_BUCKETS = exponential_buckets(0.01, 1.5, 20)
 AWS_SDK_REQUESTS = Counter(
-    "aws_sdk_go_requests", "The total number of AWS SDK Go requests", AWS_SDK_LABELS,
+    "aws_sdk_go_request", "The total number of AWS SDK Go requests", AWS_SDK_LABELS,
     registry=REGISTRY,
 )
 AWS_SDK_REQUEST_ATTEMPTS = Counter(
-    "aws_sdk_go_request_attempts", "The total number of AWS SDK Go request attempts",
+    "aws_sdk_go_request_attempt", "The total number of AWS SDK Go request attempts",
     AWS_SDK_LABELS, registry=REGISTRY,
 )
 AWS_SDK_REQUEST_LATENCY = Histogram(
-    "aws_sdk_go_request_latency", "Latency of AWS SDK Go requests", AWS_SDK_LABELS,
-    buckets=AWS_SDK_LATENCY_BUCKETS, registry=REGISTRY,
+    "aws_sdk_go_request_duration_seconds", "Latency of AWS SDK Go requests", AWS_SDK_LABELS,
+    buckets=AWS_SDK_DURATION_BUCKETS, registry=REGISTRY,
 )
 AWS_SDK_REQUEST_ATTEMPT_LATENCY = Histogram(
-    "aws_sdk_go_request_attempt_latency", "Latency of AWS SDK Go request attempts",
-    AWS_SDK_LABELS, buckets=AWS_SDK_LATENCY_BUCKETS, registry=REGISTRY,
+    "aws_sdk_go_request_attempt_duration_seconds", "Latency of AWS SDK Go request attempts",
+    AWS_SDK_LABELS, buckets=AWS_SDK_DURATION_BUCKETS, registry=REGISTRY,
 )
 AWS_SDK_REQUEST_RETRY_COUNT = Histogram(
     "aws_sdk_go_request_retry_count",

@@ -141,9 +141,7 @@ def test_malformed_and_ignorable_messages_are_deleted_without_reaching_the_handl
 def test_a_message_whose_handler_fails_stays_on_the_queue(clients: AwsClients) -> None:
     queue = interruption_queue_with_rules(clients)
     queue.wait_seconds = 0
-    clients.sqs.set_queue_attributes(
-        QueueUrl=queue.queue_url, Attributes={"VisibilityTimeout": "0"}
-    )
+    queue.visibility_timeout = 0  # redelivered at once (Karpenter's receive hides it 20 s)
     put_event(clients, *RULES["spot"], {"instance-id": "i-spot", "instance-action": "terminate"})
 
     def broken(_: Sequence[InterruptionEvent]) -> None:
@@ -245,9 +243,7 @@ def test_a_failed_delete_does_not_stop_the_batch_and_redelivery_is_handled_again
 
     queue = interruption_queue_with_rules(clients)
     queue.wait_seconds = 0
-    clients.sqs.set_queue_attributes(
-        QueueUrl=queue.queue_url, Attributes={"VisibilityTimeout": "0"}
-    )
+    queue.visibility_timeout = 0  # redelivered at once (Karpenter's receive hides it 20 s)
     for instance in ("i-1", "i-2", "i-3"):
         put_event(clients, *RULES["spot"], {"instance-id": instance, "instance-action": "stop"})
     clients.sqs.send_message(QueueUrl=queue.queue_url, MessageBody="{not json")

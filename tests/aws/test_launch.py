@@ -475,12 +475,16 @@ def test_prefixes_tracking_and_nested_virtualization_reach_the_launch_template(
 
 
 def test_without_interface_settings_the_template_lists_security_groups(
-    provider: AwsCloudProvider, clients: AwsClients,
+    provider: AwsCloudProvider, clients: AwsClients, world: World,
 ) -> None:
+    # On the primary interface, as Karpenter's default interface (never instance-level
+    # SecurityGroupIds: EC2 refuses those beside the dry run's interfaces).
     provider.create(nodeclaim(), node_class())
 
     for data in launch_template_data(clients):
-        assert "NetworkInterfaces" not in data and data["SecurityGroupIds"]
+        assert "SecurityGroupIds" not in data
+        assert data["NetworkInterfaces"] == [{"DeviceIndex": 0,
+                                              "Groups": [world.security_group]}]
         assert "CpuOptions" not in data
 
 
@@ -518,7 +522,8 @@ def test_efa_capable_types_launch_plain_without_an_efa_request(
     provider.create(efa_claim(["c5n.18xlarge"], efa=False), node_class())
 
     (call,) = recorder.calls_of("ec2:CreateLaunchTemplate")
-    assert "NetworkInterfaces" not in call["LaunchTemplateData"]
+    (primary,) = call["LaunchTemplateData"]["NetworkInterfaces"]
+    assert "InterfaceType" not in primary and primary["DeviceIndex"] == 0
 
 
 def test_nested_virtualization_keeps_only_the_types_that_support_it(

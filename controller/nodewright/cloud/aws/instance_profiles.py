@@ -134,13 +134,19 @@ def ensure_instance_profile(
     role: str | None,
     instance_profile: str | None,
     memory: ProfileMemory | None = None,
+    check_named: bool = True,
 ) -> str:
-    """The profile name to launch with. Raises CloudProviderError naming what is missing."""
+    """The profile name to launch with. Raises CloudProviderError naming what is missing.
+
+    `check_named`: read a `spec.instanceProfile` from IAM to check that it exists. False
+    in an isolated VPC (ISOLATED_VPC): IAM has no VPC endpoint there (that is why such a
+    cluster names a profile instead of a role), so the name is taken as written, as
+    Karpenter always takes it."""
     who = node_class if isinstance(node_class, NodeClassIdentity) else NodeClassIdentity(
         node_class)
     memory = memory or ProfileMemory()
     if instance_profile:
-        if _get(iam, instance_profile) is None:
+        if check_named and _get(iam, instance_profile) is None:
             raise CloudProviderError(
                 f"spec.instanceProfile: instance profile {instance_profile} does not exist",
                 call="iam:GetInstanceProfile",

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 
 LONG_POLL_SECONDS: Final = 20
 BATCH_SIZE: Final = 10
+# How long a received message stays hidden from the next receive (Karpenter's
+# GetSQSMessages, pkg/providers/sqs/sqs.go): one whose handler failed comes back after
+# 20 s, whatever the queue's own default (30 s unless set).
+VISIBILITY_TIMEOUT_SECONDS: Final = 20
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +61,7 @@ class InterruptionQueue:
     sqs: SQSClient
     queue_url: str
     wait_seconds: int = LONG_POLL_SECONDS
+    visibility_timeout: int = VISIBILITY_TIMEOUT_SECONDS
 
     @classmethod
     def by_name(cls, sqs: SQSClient, queue_name: str) -> InterruptionQueue:
@@ -68,10 +73,16 @@ class InterruptionQueue:
         """Receive up to one batch, hand each message's events to `handle`, delete what is
         done. A handler failure for one message does not affect the others."""
         with aws_call("sqs:ReceiveMessage", f"queue {self.queue_url}"):
+            # As Karpenter asks: the same batch, wait and visibility timeout, and the sent
+            # timestamp and every message attribute along (the events' own times are what
+            # the queue-duration metric reads).
             response = self.sqs.receive_message(
                 QueueUrl=self.queue_url,
                 MaxNumberOfMessages=BATCH_SIZE,
+                VisibilityTimeout=self.visibility_timeout,
                 WaitTimeSeconds=self.wait_seconds,
+                AttributeNames=["SentTimestamp"],
+                MessageAttributeNames=["All"],
             )
         messages = response.get("Messages", [])
         handled = malformed = ignored = deleted = failed = delete_failed = 0

@@ -26,6 +26,12 @@ if TYPE_CHECKING:
     )
 
 NAME_PREFIX: Final = "nodewright"
+# What the template data is made of, beyond the configuration: part of every name, so a
+# template an earlier release wrote (format 1: instance-level SecurityGroupIds) is never
+# reused by name and is garbage collected once unused.
+TEMPLATE_FORMAT: Final = 2
+# EC2's limit on a launch template's name.
+MAX_NAME_LENGTH: Final = 128
 DEFAULT_ROOT_VOLUME_GIB: Final = 20
 WINDOWS_ROOT_VOLUME_GIB: Final = 50
 GIB: Final = 1024**3
@@ -84,7 +90,7 @@ class LaunchConfig:
     capacity_type: str = "on-demand"
 
     def fingerprint(self) -> str:
-        fields = asdict(self)
+        fields: dict[str, Any] = {**asdict(self), "format": TEMPLATE_FORMAT}
         if fields["placement_partition"] is None:
             # Templates outside a partition group keep the names they had before it existed.
             del fields["placement_partition"]
@@ -102,7 +108,12 @@ class LaunchConfig:
 
     @property
     def name(self) -> str:
-        return f"{NAME_PREFIX}/{self.cluster}/{self.fingerprint()}"
+        """`nodewright/<cluster>/<fingerprint>`, within EC2's 128 characters: the cluster
+        is cut short when its name is too long for them (EKS allows 100 characters; the
+        fingerprint covers the whole cluster name, so names still differ)."""
+        fingerprint = self.fingerprint()
+        prefix = f"{NAME_PREFIX}/{self.cluster}"[:MAX_NAME_LENGTH - len(fingerprint) - 1]
+        return f"{prefix}/{fingerprint}"
 
     def template_tags(self) -> dict[str, str]:
         return {
@@ -161,14 +172,12 @@ class LaunchConfig:
                 data["Placement"]["PartitionNumber"] = self.placement_partition
         if self.nested_virtualization is not None:
             data["CpuOptions"] = {"NestedVirtualization": self.nested_virtualization}
-        if (self.associate_public_ip_address is None and self.ip_prefix_count is None
-                and not self.connection_tracking and not self.efa_count
-                and not self.network_interfaces and not self.ipv6):
-            data["SecurityGroupIds"] = list(self.security_group_ids)
-        else:
-            # A public-IP choice, prefixes, tracking timeouts, EFA and IPv6 can only be given
-            # on explicit network interfaces, and then the security groups move onto them too.
-            data["NetworkInterfaces"] = self._interfaces()
+        # As Karpenter (launchtemplate.go generateNetworkInterfaces, types.go Build): the
+        # security groups are always on explicit interfaces, at least the primary one
+        # (device 0), never instance-level SecurityGroupIds. EC2 refuses a launch naming
+        # network interfaces from a template with instance-level groups
+        # (InvalidParameterCombination), which the dry-run RunInstances does.
+        data["NetworkInterfaces"] = self._interfaces()
         return data
 
     def _interfaces(self) -> list[dict[str, Any]]:
@@ -330,21 +339,28 @@ class OwnedTemplate:
     tags: Mapping[str, str]
 
 
-def list_cluster_templates(ec2: EC2Client, cluster: str) -> list[OwnedTemplate]:
+def list_cluster_templates(ec2: EC2Client, cluster: str,
+                           node_class: str | None = None) -> list[OwnedTemplate]:
+    """The launch templates made for this cluster's NodeClaims (of one node class, given
+    `node_class`): asked by the tags Karpenter asks by (its launch template cache's
+    hydration and DeleteAll, launchtemplate.go), `eks:eks-cluster-name`, plus the node
+    class's `karpenter.k8s.aws/ec2nodeclass`; of those, only the ones also tagged with a
+    NodePool and an EC2NodeClass, as every template a launch creates is. Other tools'
+    templates may carry `kubernetes.io/cluster/<cluster>: owned`: they are not ours to
+    delete (nor may the controller's policy, Karpenter's AllowScopedDeletion, delete them)."""
     found: list[OwnedTemplate] = []
     with aws_call("ec2:DescribeLaunchTemplates", f"cluster {cluster}"):
         paginator = ec2.get_paginator("describe_launch_templates")
-        filters: Any = [{"Name": f"tag:{tags.cluster_tag_key(cluster)}", "Values": ["owned"]}]
+        filters: Any = [{"Name": f"tag:{tags.EKS_CLUSTER}", "Values": [cluster]}]
+        if node_class is not None:
+            filters.append({"Name": f"tag:{tags.NODECLASS}", "Values": [node_class]})
         # 200 a page, EC2's maximum (as Karpenter asks).
         for page in paginator.paginate(Filters=filters, PaginationConfig={"PageSize": 200}):
             for raw in page.get("LaunchTemplates", []):
-                found.append(
-                    OwnedTemplate(
-                        raw["LaunchTemplateId"],
-                        raw["LaunchTemplateName"],
-                        {t["Key"]: t["Value"] for t in raw.get("Tags", [])},
-                    )
-                )
+                tagged = {t["Key"]: t["Value"] for t in raw.get("Tags", [])}
+                if tags.NODEPOOL in tagged and tags.NODECLASS in tagged:
+                    found.append(OwnedTemplate(raw["LaunchTemplateId"],
+                                               raw["LaunchTemplateName"], tagged))
     return found
 
 

@@ -237,10 +237,12 @@ def resolve_node_class(
     lookups: Lookups | None = None,
     profiles: ProfileMemory | None = None,
     reserved_capacity: bool = True,
+    isolated_vpc: bool = False,
 ) -> Resolution:
     """`lookups`: the caches to read through (none: everything is read afresh);
     `profiles`: the instance profiles protected and the roles found missing so far;
-    `reserved_capacity`: the ReservedCapacity gate (off: no reservation is looked up)."""
+    `reserved_capacity`: the ReservedCapacity gate (off: no reservation is looked up);
+    `isolated_vpc`: IAM is out of reach, a named instance profile is not read."""
     spec = node_class.spec
     problems = validation_problems(node_class)
     reasons: dict[str, str] = {}
@@ -282,6 +284,7 @@ def resolve_node_class(
                 role=spec.role,
                 instance_profile=spec.instance_profile,
                 memory=profiles,
+                check_named=not isolated_vpc,
             )
         except CloudProviderError as error:
             problems["InstanceProfileReady"] = str(error)

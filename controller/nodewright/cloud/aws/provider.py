@@ -257,6 +257,7 @@ class AwsCloudProvider:
                     lookups=self.lookups,
                     profiles=self.profiles,
                     reserved_capacity=self.reserved_capacity,
+                    isolated_vpc=self.isolated_vpc,
                 )
                 self._zone_ids.update({s.zone: s.zone_id for s in cached.subnets
                                        if s.zone_id})
@@ -745,7 +746,8 @@ class AwsCloudProvider:
         """What an EC2NodeClass's finalizer removes once its NodeClaims are gone: its launch
         templates and the instance profile created for its role."""
         ec2, iam = self.clients.ec2, self.clients.iam
-        templates = [t for t in launch_templates.list_cluster_templates(ec2, self.cluster_name)
+        templates = [t for t in launch_templates.list_cluster_templates(
+                         ec2, self.cluster_name, node_class)
                      if t.tags.get(tag_keys.NODECLASS) == node_class]
         for template in templates:
             launch_templates.delete_launch_template(ec2, template)

@@ -1,19 +1,20 @@
-"""AWS SDK request metrics, as Karpenter exports them (prometheusv2.WithPrometheusMetrics on its
-SDK config, github.com/jonathan-innis/aws-sdk-go-prometheus): every AWS call the provider
-makes is counted by service (the model's service id: EC2, SSM, IAM, ...), action (the
-operation) and HTTP status code, with its latency and retries.
+"""AWS SDK request metrics, as Karpenter v1.14.1 exports them (prometheusv2.WithPrometheusMetrics
+on its SDK config, github.com/jonathan-innis/aws-sdk-go-prometheus v0.1.1): every AWS call
+the provider makes is counted by service (the model's service id: EC2, SSM, IAM, ...),
+action (the operation) and HTTP status code, with its latency and retries.
 
-- aws_sdk_go_requests_total: one per call (status: the last attempt's; 0 when no answer
-  came back at all);
-- aws_sdk_go_request_attempts_total: one per attempt, by that attempt's status;
-- aws_sdk_go_request_latency: the call's milliseconds, retries and their back-off included;
-- aws_sdk_go_request_attempt_latency: each attempt's milliseconds;
+- aws_sdk_go_request_total: one per call (code: the last attempt's status; -1 when no
+  answer came back at all);
+- aws_sdk_go_request_attempt_total: one per attempt, by that attempt's status;
+- aws_sdk_go_request_duration_seconds: the call's seconds, retries and their back-off
+  included;
+- aws_sdk_go_request_attempt_duration_seconds: each attempt's seconds, labelled (as the Go
+  library does) with the call's final status, so observed when the call ends;
 - aws_sdk_go_request_retry_count: the retries a call took.
 
 `instrument(client)` hooks a boto3 client's events; the state of one call rides in the
 call's request context (botocore gives every hook of the call the same dict).
 """
-
 from __future__ import annotations
 
 import time
@@ -26,6 +27,9 @@ from nodewright import metrics
 
 _CALL_START: Final = "nodewright.sdk_metrics.call_start"
 _ATTEMPT_START: Final = "nodewright.sdk_metrics.attempt_start"
+_ATTEMPTS: Final = "nodewright.sdk_metrics.attempts"
+# The Go library's status code of an attempt that got no HTTP answer.
+NO_ANSWER: Final = "-1"
 _INSTRUMENTED: Final = "_nodewright_sdk_metrics"
 
 
@@ -44,9 +48,9 @@ def instrument(client: BaseClient) -> BaseClient:
     return client
 
 
-def _ms_since(context: Mapping[str, Any], key: str) -> float | None:
+def _seconds_since(context: Mapping[str, Any], key: str) -> float | None:
     start = context.get(key)
-    return (time.monotonic() - start) * 1000 if isinstance(start, float) else None
+    return time.monotonic() - start if isinstance(start, float) else None
 
 
 def _call_started(context: MutableMapping[str, Any] | None = None, **_: Any) -> None:
@@ -60,33 +64,35 @@ def _attempt_started(request: Any = None, **_: Any) -> None:
         context[_ATTEMPT_START] = time.monotonic()
 
 
-def _attempt_done(service: str, *, context: Mapping[str, Any] | None = None,
+def _attempt_done(service: str, *, context: MutableMapping[str, Any] | None = None,
                   response_dict: Mapping[str, Any] | None = None,
                   event_name: str = "", **_: Any) -> None:
     action = event_name.rsplit(".", 1)[-1]
-    status = str((response_dict or {}).get("status_code", 0))
+    status = str((response_dict or {}).get("status_code", NO_ANSWER))
     metrics.AWS_SDK_REQUEST_ATTEMPTS.labels(service, action, status).inc()
-    elapsed = _ms_since(context or {}, _ATTEMPT_START)
-    if elapsed is not None:
-        metrics.AWS_SDK_REQUEST_ATTEMPT_LATENCY.labels(service, action, status).observe(elapsed)
+    elapsed = _seconds_since(context or {}, _ATTEMPT_START)
+    if context is not None and elapsed is not None:
+        context.setdefault(_ATTEMPTS, []).append(elapsed)
 
 
 def _call_done(service: str, *, http_response: Any = None, model: Any = None,
                context: Mapping[str, Any] | None = None, **_: Any) -> None:
-    status = str(getattr(http_response, "status_code", 0) or 0)
+    status = str(getattr(http_response, "status_code", None) or NO_ANSWER)
     _count(service, str(getattr(model, "name", "")), status, context or {})
 
 
 def _call_failed(service: str, *, context: Mapping[str, Any] | None = None,
                  event_name: str = "", **_: Any) -> None:
-    _count(service, event_name.rsplit(".", 1)[-1], "0", context or {})
+    _count(service, event_name.rsplit(".", 1)[-1], NO_ANSWER, context or {})
 
 
 def _count(service: str, action: str, status: str, context: Mapping[str, Any]) -> None:
     metrics.AWS_SDK_REQUESTS.labels(service, action, status).inc()
-    elapsed = _ms_since(context, _CALL_START)
+    elapsed = _seconds_since(context, _CALL_START)
     if elapsed is not None:
         metrics.AWS_SDK_REQUEST_LATENCY.labels(service, action, status).observe(elapsed)
+    for attempt in context.get(_ATTEMPTS) or ():
+        metrics.AWS_SDK_REQUEST_ATTEMPT_LATENCY.labels(service, action, status).observe(attempt)
     attempts = (context.get("retries") or {}).get("attempt", 1)
     metrics.AWS_SDK_REQUEST_RETRY_COUNT.labels(service, action, status).observe(
         max(int(attempts) - 1, 0))

@@ -4,8 +4,9 @@ consumed with the same `poll_once(handle) -> PollResult` as the SQS consumer.
 Messages carry the JSON EventBridge would deliver and are parsed by the same parser as
 real ones (`nodewright.cloud.aws.interruption_events.parse_message`). As in SQS, a message
 is deleted only when its handler returned; after a handler failure it becomes visible again
-after the visibility timeout, and any message older than the retention period (300 s, as
-the queue infra/ creates) is dropped unread.
+after the visibility timeout (20 s, what the SQS consumer and Karpenter receive with), and
+any message older than the retention period (300 s, as the queue infra/ creates) is
+dropped unread.
 """
 
 from __future__ import annotations
@@ -25,13 +26,17 @@ from nodewright.cloud.aws.interruption_events import (
     MalformedMessage,
     parse_message,
 )
-from nodewright.cloud.aws.interruption_queue import BATCH_SIZE, EventHandler, PollResult
+from nodewright.cloud.aws.interruption_queue import (
+    BATCH_SIZE,
+    VISIBILITY_TIMEOUT_SECONDS,
+    EventHandler,
+    PollResult,
+)
 from nodewright.runtime.clock import Clock, format_time
 
 log = logging.getLogger(__name__)
 
 RETENTION_SECONDS: Final = 300.0
-VISIBILITY_TIMEOUT_SECONDS: Final = 30.0
 ACCOUNT: Final = "123456789012"
 RETIREMENT_EVENT: Final = "AWS_EC2_PERSISTENT_INSTANCE_RETIREMENT_SCHEDULED"
 
