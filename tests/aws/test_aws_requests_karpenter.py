@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from botocore.awsrequest import AWSResponse
-from botocore.exceptions import EndpointConnectionError
+from botocore.exceptions import ClientError, EndpointConnectionError
 
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
@@ -237,3 +237,32 @@ def test_the_interruption_queue_receives_as_karpenter_does(
     assert receive == {"QueueUrl": url, "MaxNumberOfMessages": 10, "VisibilityTimeout": 20,
                        "WaitTimeSeconds": 20, "AttributeNames": ["SentTimestamp"],
                        "MessageAttributeNames": ["All"]}
+
+
+def test_a_launch_whose_template_went_away_makes_it_again_and_launches(
+    provider: AwsCloudProvider, clients: AwsClients, ec2: FakeEC2,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Karpenter instance.go:152-156: a CreateFleet refused because a launch template is not
+    found (here garbage collection deleted it between the lookup and the fleet) is tried
+    once more with the templates made again, not failed."""
+    create_fleet = clients.ec2.create_fleet
+    refused = []
+
+    def template_gone_first(**request: Any) -> Any:
+        if not refused:
+            for template in clients.ec2.describe_launch_templates()["LaunchTemplates"]:
+                clients.ec2.delete_launch_template(LaunchTemplateId=template["LaunchTemplateId"])
+            refused.append(request)
+            raise ClientError({"Error": {
+                "Code": "InvalidLaunchTemplateName.NotFoundException",
+                "Message": "The specified launch template does not exist."}}, "CreateFleet")
+        return create_fleet(**request)
+
+    monkeypatch.setattr(clients.ec2, "create_fleet", template_gone_first)
+    instance = provider.create(nodeclaim(), node_class())
+
+    assert refused and instance.instance_id
+    used = {c["LaunchTemplateSpecification"]["LaunchTemplateName"]
+            for c in refused[0]["LaunchTemplateConfigs"]}
+    assert used <= template_names(clients)

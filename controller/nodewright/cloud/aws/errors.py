@@ -38,6 +38,11 @@ UNAUTHORIZED_OPERATION: Final = "UnauthorizedOperation"
 RATE_LIMITED: Final = "RequestLimitExceeded"
 USER_DATA_MALFORMED: Final = "InvalidUserData.Malformed"
 
+# Karpenter's IsLaunchTemplateNotFound.
+LAUNCH_TEMPLATE_NOT_FOUND: Final[frozenset[str]] = frozenset(
+    {"InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound"}
+)
+
 NOT_FOUND_CODES: Final[frozenset[str]] = frozenset(
     {
         "InvalidInstanceID.NotFound",

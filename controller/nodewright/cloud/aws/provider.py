@@ -35,6 +35,7 @@ from nodewright.cloud.aws.cluster_info import EksCluster, describe_cluster
 from nodewright.cloud.aws.discovered_capacity import DiscoveredCapacity
 from nodewright.cloud.aws.drift import drift_of, reservation_drift, static_drift
 from nodewright.cloud.aws.ec2_batcher import BatchWindows, EC2Batcher
+from nodewright.cloud.aws.errors import LAUNCH_TEMPLATE_NOT_FOUND
 from nodewright.cloud.aws.kubernetes_version import VersionWatch
 from nodewright.cloud.aws.node_class_resolution import (
     PLACEMENT_GROUP,
@@ -546,11 +547,26 @@ class AwsCloudProvider:
             prioritized=PRICE_OVERLAY_APPLIED in (nodeclaim.metadata.annotations or {}),
         )
         self._zone_ids.update({s.zone: s.zone_id for s in resolution.subnets if s.zone_id})
-        launched = fleet.launch(
-            self.clients.ec2, request, self.unavailable, self.reservations,
-            zone_ids=self._zone_ids,
-            subnet_exhausted=lambda subnet_id: self._subnet_exhausted(resolution, subnet_id),
-            batch=self.batch)
+
+        def launch() -> fleet.Launched:
+            return fleet.launch(
+                self.clients.ec2, request, self.unavailable, self.reservations,
+                zone_ids=self._zone_ids,
+                subnet_exhausted=lambda subnet_id: self._subnet_exhausted(resolution, subnet_id),
+                batch=self.batch)
+
+        try:
+            launched = launch()
+        except CloudProviderError as error:
+            if error.code not in LAUNCH_TEMPLATE_NOT_FOUND:
+                raise
+            # A template went away between its lookup and the fleet (garbage collection of
+            # an unused one): made again, and the launch tried once more, as Karpenter's.
+            log.info("launch templates of nodeclaim %s not found; making them again",
+                     nodeclaim.name)
+            self._templates_for(nodeclaim, node_class, resolution, picked, partition,
+                                tenancy, capacity_type)
+            launched = launch()
         if launched.reservation_id:
             self.reservations.mark_launched(launched.reservation_id)
         self._take_subnet_ips(launched, resolution, picked)
