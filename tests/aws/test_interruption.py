@@ -160,7 +160,6 @@ def test_a_message_whose_handler_fails_stays_on_the_queue(clients: AwsClients) -
     ("body", "reason"),
     [
         ("[]", "not a JSON object"),
-        (event_body("aws.ec2", "Something Else", {}), "unknown event"),
         (event_body(*RULES["state"], {"instance-id": "i-1"}), "detail.state"),
         (
             event_body(

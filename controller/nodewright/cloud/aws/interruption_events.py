@@ -1,7 +1,8 @@
 """Typed interruption events parsed from the EventBridge messages delivered to the queue.
 
 Five message kinds reach the interruption queue (one EventBridge rule each). Each parses into
-an `InterruptionEvent` per affected instance; anything else is a `MalformedMessage`. A health
+an `InterruptionEvent` per affected instance; an event of another kind is an `IgnoredMessage`,
+and what is not a JSON object or lacks the fields its kind needs a `MalformedMessage`. A health
 event's unusable `affectedEntities` entries are logged and skipped; the message is malformed
 only when no entry names an instance. Three more kinds (instance, system and event status)
 are not messages: the instance status health checks make them from DescribeInstanceStatus."""
@@ -44,6 +45,10 @@ DETAIL_TYPES: Final[Mapping[tuple[str, str], EventKind]] = {
     ): EventKind.CAPACITY_RESERVATION_INTERRUPTION,
 }
 
+# The EventBridge envelope version every parsed event carries (Karpenter's parsers key on
+# it with the source and the detail-type).
+EVENT_VERSION: Final = "0"
+
 # Only these instance states mean the node is going away.
 INTERRUPTING_STATES: Final[frozenset[str]] = frozenset(
     {"stopping", "stopped", "shutting-down", "terminated"}
@@ -67,7 +72,8 @@ class MalformedMessage:
 
 @dataclass(frozen=True)
 class IgnoredMessage:
-    """Well-formed, but nothing to act on (a running state change, a non-EC2 health event)."""
+    """Nothing to act on (a running state change, a non-EC2 health event, an event of
+    another kind or version, an empty body): Karpenter's no_op message."""
 
     reason: str
 
@@ -82,7 +88,13 @@ def _text(value: Any, field_path: str) -> str:
 
 
 def parse_message(body: str) -> ParsedMessage:
-    """Parse one SQS message body (an EventBridge event in JSON)."""
+    """Parse one SQS message body (an EventBridge event in JSON).
+
+    As Karpenter's parser: an empty body, and an event of a (version, source, detail-type)
+    none of the five rules sends, are well-formed no-ops (`IgnoredMessage`, counted as
+    received `no_op` and deleted), not errors."""
+    if not body:
+        return IgnoredMessage("empty message")
     try:
         envelope = json.loads(body)
     except json.JSONDecodeError as error:
@@ -90,10 +102,12 @@ def parse_message(body: str) -> ParsedMessage:
     if not isinstance(envelope, dict):
         return MalformedMessage("not a JSON object", body)
     source, detail_type = envelope.get("source"), envelope.get("detail-type")
+    version = envelope.get("version")
     kind = DETAIL_TYPES.get((str(source), str(detail_type)))
-    if kind is None:
-        return MalformedMessage(
-            f"unknown event: source={source!r} detail-type={detail_type!r}", body
+    if kind is None or version != EVENT_VERSION:
+        return IgnoredMessage(
+            f"unknown event: version={version!r} source={source!r} "
+            f"detail-type={detail_type!r}"
         )
     detail = envelope.get("detail")
     if not isinstance(detail, dict):

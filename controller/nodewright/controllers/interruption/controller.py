@@ -52,7 +52,6 @@ from nodewright.scheduling.labels import RESERVATION_ID as RESERVATION_ID_LABEL
 from nodewright.state import ClusterState
 from nodewright.state.statenode import StateNode
 from nodewright.state.wellknown import (
-    CAPACITY_TYPE_LABEL,
     INSTANCE_TYPE_LABEL,
     TERMINATION_TIMESTAMP_ANNOTATION,
     ZONE_LABEL,
@@ -85,6 +84,7 @@ _MESSAGE_KINDS = {
     EventKind.SYSTEM_STATUS: "system_status",
     EventKind.EVENT_STATUS: "event_status",
 }
+NO_OP = "no_op"
 UNHEALTHY = ("InstanceUnhealthy", "An unhealthy warning was triggered for the instance")
 
 
@@ -170,7 +170,8 @@ class InterruptionHandler:
         if event.kind is EventKind.SPOT_INTERRUPTION and self.unavailable is not None:
             instance_type, zone = labels.get(INSTANCE_TYPE_LABEL), labels.get(ZONE_LABEL)
             if instance_type and zone:
-                self.unavailable.mark_unavailable(instance_type, zone, SPOT, event.kind.value)
+                self.unavailable.mark_unavailable(instance_type, zone, SPOT,
+                                                  message_kind(event))
         reservation = labels.get(RESERVATION_ID_LABEL)
         if (event.kind is EventKind.CAPACITY_RESERVATION_INTERRUPTION and reservation
                 and self.reservations is not None):
@@ -193,8 +194,8 @@ class InterruptionHandler:
             if obj is not None:
                 self._publish(obj, "TerminatingOnInterruption", "Warning",
                               note.format(obj.get("kind")))
+        # The NodeClaim's own capacity type, empty when it has none (as Karpenter).
         disrupted = metrics.disrupted_labels(claim, message_kind(event))
-        disrupted[metrics.CAPACITY_TYPE] = labels.get(CAPACITY_TYPE_LABEL, "unknown")
         metrics.NODECLAIMS_DISRUPTED.labels(**disrupted).inc()
         self._decide(node, event, ex.DISRUPTED, f"{action.note}: the NodeClaim is deleted")
         fields = {"controller": self.name, "NodeClaim": node.nodeclaim_name,
@@ -271,6 +272,10 @@ class Interruption(InterruptionHandler):
         else:
             with self.state.lock:
                 result = self.queue.poll_once(self.handle)
+        if result.ignored:
+            # Karpenter's noop messages: received, nothing to do, deleted.
+            metrics.INTERRUPTION_RECEIVED_MESSAGES.labels(message_type=NO_OP).inc(
+                result.ignored)
         if result.deleted:
             metrics.INTERRUPTION_DELETED_MESSAGES.inc(result.deleted)
         if result.malformed:
@@ -284,16 +289,20 @@ class Interruption(InterruptionHandler):
             self.handle(events)
 
     def handle(self, events: Sequence[InterruptionEvent]) -> None:
-        """Act on one message's events; raising leaves the message for redelivery."""
+        """Act on one message's events (all of one kind, one per instance it names);
+        raising leaves the message for redelivery. As Karpenter: the message is counted as
+        received once, before acting, and its time on the queue observed once acted on."""
+        if not events:
+            return
+        metrics.INTERRUPTION_RECEIVED_MESSAGES.labels(message_type=message_kind(events[0])).inc()
         machines = self.machines_by_instance()
+        for event in events:
+            node = machines.get(event.instance_id)
+            if node is None:
+                continue
+            self.act(event, node)
         sent = next((event.time for event in events if event.time), "")
         if sent:
             with contextlib.suppress(ValueError):
                 metrics.INTERRUPTION_MESSAGE_QUEUE_DURATION.observe(
                     max((self.clock.now() - parse_time(sent)).total_seconds(), 0.0))
-        for event in events:
-            metrics.INTERRUPTION_RECEIVED_MESSAGES.labels(message_type=message_kind(event)).inc()
-            node = machines.get(event.instance_id)
-            if node is None:
-                continue
-            self.act(event, node)
