@@ -88,9 +88,9 @@ def test_the_status_ties_each_image_to_its_instance_types(
         for ami in status.amis or []
     }
     assert by_id[X86_IMAGE] == [
-        ("kubernetes.io/arch", "In", ["amd64"]),
-        ("karpenter.k8s.aws/instance-accelerator-count", "DoesNotExist", None),
+        ("kubernetes.io/arch", "In", ["amd64"]),  # Karpenter's order: key length, then key
         ("karpenter.k8s.aws/instance-gpu-count", "DoesNotExist", None),
+        ("karpenter.k8s.aws/instance-accelerator-count", "DoesNotExist", None),
     ]
     assert by_id[nvidia_image] == [
         ("kubernetes.io/arch", "In", ["amd64"]),

@@ -134,7 +134,7 @@ def test_subnet_terms_matching_nothing(clients: AwsClients, world: World,
                                        data: KarpenterData) -> None:
     """It("Should not resolve a invalid selectors for Subnet")"""
     resolution = reconcile(clients, subnetSelectorTerms=[{"tags": {"foo": "invalid"}}])
-    assert resolution.to_status().subnets == []
+    assert resolution.to_status().subnets is None  # Karpenter: BeNil()
     assert condition(resolution, "SubnetsReady")[:2] == ("False", "SubnetsNotFound")
 
 
@@ -143,7 +143,7 @@ def test_updated_subnet_terms_matching_nothing(clients: AwsClients, world: World
     """It("Should not resolve a invalid selectors for an updated subnet selector")"""
     assert sorted(subnets(reconcile(clients), data)) == ALL_SUBNETS
     resolution = reconcile(clients, subnetSelectorTerms=[{"tags": {"foo": "invalid"}}])
-    assert resolution.to_status().subnets == []
+    assert resolution.to_status().subnets is None  # Karpenter: BeNil()
     assert condition(resolution, "SubnetsReady")[0] == "False"
 
 
@@ -196,7 +196,7 @@ def test_security_group_terms_matching_nothing(clients: AwsClients, world: World
                                                data: KarpenterData) -> None:
     """It("Should not resolve a invalid selectors for Security Groups")"""
     resolution = reconcile(clients, securityGroupSelectorTerms=[{"tags": {"foo": "invalid"}}])
-    assert resolution.to_status().security_groups == []
+    assert resolution.to_status().security_groups is None  # Karpenter: BeNil()
     assert condition(resolution, "SecurityGroupsReady")[:2] == (
         "False", "SecurityGroupsNotFound")
 
@@ -206,7 +206,7 @@ def test_updated_security_group_terms_matching_nothing(clients: AwsClients, worl
     """It("Should not resolve a invalid selectors for an updated Security Groups selector")"""
     assert sorted(groups(reconcile(clients), data)) == ALL_GROUPS
     resolution = reconcile(clients, securityGroupSelectorTerms=[{"tags": {"foo": "invalid"}}])
-    assert resolution.to_status().security_groups == []
+    assert resolution.to_status().security_groups is None  # Karpenter: BeNil()
     assert condition(resolution, "SecurityGroupsReady")[0] == "False"
 
 

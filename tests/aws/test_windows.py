@@ -98,8 +98,8 @@ def test_the_status_ties_the_windows_image_to_windows_nodes_of_its_build(
     (ami,) = resolution.to_status().amis or []
     assert ami.id == X86_IMAGE
     assert [(r.key, r.operator, r.values) for r in ami.requirements] == [
+        ("kubernetes.io/os", "In", ["windows"]),  # Karpenter's order: key length, then key
         ("kubernetes.io/arch", "In", ["amd64"]),
-        ("kubernetes.io/os", "In", ["windows"]),
         ("node.kubernetes.io/windows-build", "In", ["10.0.20348"]),
     ]
 

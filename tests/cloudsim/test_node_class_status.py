@@ -46,8 +46,9 @@ def test_a_windows_alias_resolves_the_amd64_image_for_windows_nodes_of_its_build
 
     assert resolution.ready
     (ami,) = resolution.to_status().amis or []
+    # In Karpenter's order: by key length, then key.
     assert [(r.key, r.values) for r in ami.requirements] == [
-        ("kubernetes.io/arch", ["amd64"]), ("kubernetes.io/os", ["windows"]),
+        ("kubernetes.io/os", ["windows"]), ("kubernetes.io/arch", ["amd64"]),
         ("node.kubernetes.io/windows-build", ["10.0.17763"])]
     m5 = next(t for t in sim.get_instance_types(nodes) if t.name == "m5.large")
     assert m5.labels["node.kubernetes.io/windows-build"] == "10.0.17763"

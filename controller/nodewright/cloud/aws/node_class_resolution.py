@@ -161,13 +161,14 @@ class Resolution:
             capacity_reservations=[
                 r.to_status(moment) for r in self.capacity_reservations] or None,
             # Most free IPs first, then by id (Karpenter's subnet status order).
+            # Empty lists are left out, as Karpenter's nil slices (omitempty).
             subnets=[
                 SubnetStatus(id=s.id, zone=s.zone, zone_id=s.zone_id or None)
                 for s in sorted(self.subnets, key=lambda s: (-s.free_ips, s.id))
-            ],
+            ] or None,
             security_groups=[
                 SecurityGroupStatus(id=g.id, name=g.name or None) for g in self.security_groups
-            ],
+            ] or None,
             # One entry per image and variant, as Karpenter writes them: the requirements
             # say which instance types boot the image (GPU types the nvidia one, ...).
             amis=[
@@ -175,7 +176,7 @@ class Resolution:
                     id=image.id,
                     name=image.name or None,
                     deprecated=image.deprecated or None,
-                    requirements=[
+                    requirements=_status_order([
                         NodeSelectorRequirement(
                             key=ARCH_LABEL, operator="In", values=[image.architecture]
                         ),
@@ -184,11 +185,11 @@ class Resolution:
                             for key, operator in variant_requirements(variant)
                         ),
                         *_windows_requirements(image),
-                    ],
+                    ]),
                 )
                 for image in _newest_first(self.images)
                 for variant in image.variants or ("",)
-            ],
+            ] or None,
             instance_profile=self.instance_profile,
             conditions=self.conditions(now),
         )
@@ -198,6 +199,14 @@ def _newest_first(images: Sequence[Image]) -> list[Image]:
     """Newest creation date first, then by id (Karpenter's AMIs.Sort)."""
     return sorted(sorted(images, key=lambda i: i.id), key=lambda i: i.creation_date,
                   reverse=True)
+
+
+def _status_order(requirements: list[NodeSelectorRequirement]) -> list[NodeSelectorRequirement]:
+    """Shortest key first, then by key (the order Karpenter's AMI status controller sorts an
+    image's requirements in): kubernetes.io/os, kubernetes.io/arch,
+    node.kubernetes.io/windows-build, karpenter.k8s.aws/instance-gpu-count, then
+    karpenter.k8s.aws/instance-accelerator-count."""
+    return sorted(requirements, key=lambda r: (len(r.key), r.key))
 
 
 def _windows_requirements(image: Image) -> list[NodeSelectorRequirement]:

@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 
 RESOLVE_SECONDS = 60.0
 CATALOG_REFRESH_SECONDS = 12 * 3600.0
+# status field -> the condition whose failed lookup leaves it as it was
+KEPT_ON_FAILURE = (("instanceProfile", "InstanceProfileReady"),
+                   ("capacityReservations", "CapacityReservationsReady"))
 
 
 class NodeClassStatus:
@@ -88,6 +91,13 @@ class NodeClassStatus:
     def _status(self, current: Mapping[str, Any], resolution: Resolution) -> dict[str, Any]:
         resolved = resolution.to_status(self.clock.now()).to_manifest()
         resolved.pop("conditions", None)
+        # A lookup that failed leaves its field as it was (Karpenter's instance profile and
+        # capacity reservation reconcilers return the error before writing): the profile
+        # the nodes run with stays in status, and so the one the next reconcile starts from.
+        previous = current.get("status") or {}
+        for key, kind in KEPT_ON_FAILURE:
+            if kind in resolution.problems and key in previous:
+                resolved[key] = previous[key]
         working: dict[str, Any] = {"status": {**resolved, "conditions": [
             dict(c) for c in objects.conditions(current)]}}
         working["metadata"] = dict(objects.meta(current))
