@@ -33,3 +33,12 @@ def nodepool_is_managed(pool: Mapping[str, Any]) -> bool:
     spec = ((pool.get("spec") or {}).get("template") or {}).get("spec") or {}
     reference = spec.get("nodeClassRef") or {}
     return supports_node_class(reference.get("group"), reference.get("kind"))
+
+
+def nodeclaim_uses_node_class(claim: Mapping[str, Any], name: str) -> bool:
+    """Whether the NodeClaim's spec.nodeClassRef names this supported node class
+    (Karpenter's nodeclaimutils.ForNodeClass: by the reference, not the node class label,
+    which hydration only adds later)."""
+    reference = (claim.get("spec") or {}).get("nodeClassRef") or {}
+    return (supports_node_class(reference.get("group"), reference.get("kind"))
+            and reference.get("name") == name)

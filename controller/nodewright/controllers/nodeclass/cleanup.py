@@ -20,7 +20,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from nodewright.api.managed import supports_node_class
+from nodewright.api.managed import nodeclaim_uses_node_class, supports_node_class
 from nodewright.cloud.capabilities import CloudCleaner
 from nodewright.cloud.provider import CloudProviderError
 from nodewright.cluster import objects
@@ -42,11 +42,6 @@ def _node_class_of(event: WatchEvent) -> Iterable[str]:
     ref = ((event.object or {}).get("spec") or {}).get("nodeClassRef") or {}
     managed = supports_node_class(ref.get("group"), ref.get("kind"))
     return (str(ref["name"]),) if managed and ref.get("name") else ()
-
-
-def _uses(claim: dict[str, Any], node_class: str) -> bool:
-    ref = (claim.get("spec") or {}).get("nodeClassRef") or {}
-    return supports_node_class(ref.get("group"), ref.get("kind")) and ref.get("name") == node_class
 
 
 class NodeClassTermination:
@@ -81,7 +76,7 @@ class NodeClassTermination:
         if FINALIZER not in finalizers:
             return Result()
         waiting = sorted(objects.name(c) for c in self.cluster.list("NodeClaim")
-                         if _uses(c, key))
+                         if nodeclaim_uses_node_class(c, key))
         if waiting:
             log.info("EC2NodeClass %s is being deleted: waiting on NodeClaims %s", key,
                      ", ".join(waiting[:10]), extra={"EC2NodeClass": key})

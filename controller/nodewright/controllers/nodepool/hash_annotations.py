@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodewright.api import hashes
-from nodewright.api.managed import nodepool_is_managed, supports_node_class
+from nodewright.api.managed import nodeclaim_uses_node_class, nodepool_is_managed
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.controllers.nodeclaim.disruption_conditions import DRIFTED
@@ -24,15 +24,6 @@ from nodewright.state.cluster import ClusterState
 from nodewright.state.wellknown import NODEPOOL_LABEL
 
 log = logging.getLogger(__name__)
-
-
-def _uses_node_class(claim: Mapping[str, Any], name: str) -> bool:
-    """Whether the NodeClaim's nodeClassRef names this EC2NodeClass (Karpenter's
-    nodeclaimutils.ForNodeClass: by the reference, not the karpenter.k8s.aws/ec2nodeclass
-    label, which hydration only adds later)."""
-    reference = (claim.get("spec") or {}).get("nodeClassRef") or {}
-    return (supports_node_class(reference.get("group"), reference.get("kind"))
-            and reference.get("name") == name)
 
 
 class HashController:
@@ -70,7 +61,7 @@ class HashController:
             wanted = hashes.node_class_hash_annotations(parsed_class.model,
                                                         self.state.ca_bundle)
             hash_key, version_key = hashes.NODECLASS_HASH, hashes.NODECLASS_HASH_VERSION
-            claims = [c for c in self.state.nodeclaims() if _uses_node_class(c, name)]
+            claims = [c for c in self.state.nodeclaims() if nodeclaim_uses_node_class(c, name)]
         try:
             current = self.cluster.get(kind, name)
         except NotFoundError:
