@@ -56,6 +56,10 @@ def test_never_is_a_value_only_for_fields_that_take_it() -> None:
     (" 5s", "is not a duration", 'time: invalid duration " 5s"'),
     ("1s.m", "is not a duration", 'time: invalid duration "1s.m"'),
     ("3000000h", "is not a duration", 'time: invalid duration "3000000h"'),  # > int64 ns
+    # The time package quotes with its own quote: non-ASCII and control characters as the
+    # bytes of their UTF-8, where strconv.Quote (and JSON) would keep "é" as it is.
+    ("5é", "unknown unit 'é'", 'time: unknown unit "\\xc3\\xa9" in duration "5\\xc3\\xa9"'),
+    ("5\t", "unknown unit", 'time: unknown unit "\\x09" in duration "5\\x09"'),
 ])
 def test_bad_durations_say_what_is_wrong_for_people_and_in_gos_words(
         text: str, complaint: str, go_words: str) -> None:

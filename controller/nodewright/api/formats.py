@@ -7,11 +7,12 @@ copies the same pattern into the OpenAPI schema.
 from __future__ import annotations
 
 import functools
-import json
 import re
 from typing import Annotated
 
 from pydantic import BeforeValidator, Field, StringConstraints
+
+from nodewright.api import golang
 
 # Kubernetes resource.Quantity (apimachinery's regular expression).
 QUANTITY_PATTERN = (
@@ -111,7 +112,8 @@ def parse_duration(text: str, *, allow_negative: bool = False) -> float:
     seconds = _go_duration(text)
     if seconds < 0 and not allow_negative:
         raise DurationError(f"{text!r} is negative; a duration here counts forward "
-                            f"({DURATION_EXAMPLES})", f"duration {_go_quote(text)} is negative")
+                            f"({DURATION_EXAMPLES})",
+                            f"duration {golang.time_quote(text)} is negative")
     return seconds
 
 
@@ -121,15 +123,11 @@ def parse_duration_or_never(text: str) -> float | None:
     return None if text == "Never" else parse_duration(text)
 
 
-def _go_quote(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
-
-
 # A pure function of the text, asked again for the same few texts (each NodeClaim's
 # expireAfter, each NodePool's consolidateAfter) for every machine of every disruption pass.
 @functools.lru_cache(maxsize=1024)
 def _go_duration(text: str) -> float:
-    quoted = _go_quote(text)
+    quoted = golang.time_quote(text)
     invalid = DurationError(f"{text!r} is not a duration such as {DURATION_EXAMPLES}",
                             f"time: invalid duration {quoted}")
     body = text[1:] if text[:1] in ("-", "+") else text
@@ -156,7 +154,7 @@ def _go_duration(text: str) -> float:
             raise DurationError(
                 f"{text!r} is not a duration such as {DURATION_EXAMPLES}: unknown unit "
                 f"{unit!r} (use ns, us, ms, s, m or h)",
-                f"time: unknown unit {_go_quote(unit)} in duration {quoted}")
+                f"time: unknown unit {golang.time_quote(unit)} in duration {quoted}")
         body = body[len(unit):]
         total += float(f"{whole or 0}.{fraction or 0}") * _DURATION_UNITS[unit]
         if total > _LONGEST_GO_DURATION:

@@ -5,13 +5,13 @@ reschedulable, evictable) is `nodewright.state.podutil`."""
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from nodewright.api import golang
 from nodewright.api.formats import DurationError, parse_duration
 from nodewright.cluster import objects
 from nodewright.cluster.events import Event
@@ -65,7 +65,7 @@ def do_not_disrupt_until(obj: Obj, now: datetime) -> tuple[bool, str]:
 def _go_duration_error(value: str) -> str:
     """parseDoNotDisrupt's error for a value Go's time.ParseDuration refuses or finds not
     positive, as Karpenter words it."""
-    quoted = json.dumps(value)
+    quoted = golang.quote(value)
     try:
         parse_duration(value, allow_negative=True)
     except DurationError as error:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nodewright.cloud.aws.userdata import golang, mime
+from nodewright.api import golang
+from nodewright.cloud.aws.userdata import mime
 from nodewright.cloud.aws.userdata.bootstrap import NodeBootstrap, NodeTaint
 
 

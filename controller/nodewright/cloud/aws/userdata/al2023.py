@@ -11,7 +11,8 @@ from typing import Any
 
 import yaml
 
-from nodewright.cloud.aws.userdata import golang, goyaml, mime
+from nodewright.api import golang
+from nodewright.cloud.aws.userdata import goyaml, mime
 from nodewright.cloud.aws.userdata.bootstrap import (
     NodeBootstrap,
     UnresolvedClusterError,

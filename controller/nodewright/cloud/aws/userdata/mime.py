@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from nodewright.cloud.aws.userdata import golang
+from nodewright.api import golang
 from nodewright.cloud.aws.userdata.bootstrap import UserDataError
 
 BOUNDARY: Final = "//"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from nodewright.cloud.aws.userdata import golang
+from nodewright.api import golang
 from nodewright.cloud.aws.userdata.bootstrap import NodeBootstrap, NodeTaint
 
 BOOTSTRAP_SCRIPT = (

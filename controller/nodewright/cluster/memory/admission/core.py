@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nodewright.api import golang
 from nodewright.cluster.memory.admission import names
 from nodewright.cluster.memory.admission.field_errors import (
     DUPLICATE,
@@ -183,17 +184,14 @@ def _taints(taints: list[Any]) -> list[FieldError]:
         if (key, effect) in seen:
             added = taint.get("timeAdded")
             shown = GoText(
-                f"core.Taint{{Key:{_quote(key)}, Value:{_quote(value)}, Effect:{_quote(effect)}, "
+                f"core.Taint{{Key:{golang.quote(key)}, Value:{golang.quote(value)}, "
+                f"Effect:{golang.quote(effect)}, "
                 f"TimeAdded:{added if added else '<nil>'}}}")
             errors.append(FieldError(DUPLICATE, here, shown,
                                      "taints must be unique by key and effect pair"))
             continue
         seen.add((key, effect))
     return errors
-
-
-def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 # -- Pod status --------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nodewright.api import golang
 from nodewright.cluster.api import InvalidError
 
 REQUIRED = "Required value"
@@ -56,7 +57,7 @@ def go_value(value: Any) -> str:
     if isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return golang.quote(value)
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
@@ -69,7 +70,7 @@ def invalid(path: str | None, value: Any, detail: str) -> FieldError:
 
 
 def not_supported(path: str, value: Any, supported: Sequence[Any]) -> FieldError:
-    quoted = ", ".join(json.dumps(item) if isinstance(item, str) else go_value(item)
+    quoted = ", ".join(golang.quote(item) if isinstance(item, str) else go_value(item)
                        for item in supported)
     return FieldError(NOT_SUPPORTED, path, value, f"supported values: {quoted}")
 
@@ -91,6 +92,6 @@ def invalid_error(kind: str, name: str, errors: Sequence[FieldError]) -> Invalid
     """The 422 the server answers: one error alone, several in brackets (repeats once)."""
     texts = list(dict.fromkeys(str(error) for error in errors))
     body = texts[0] if len(texts) == 1 else f"[{', '.join(texts)}]"
-    failure = InvalidError(f"{kind} {json.dumps(name)} is invalid: {body}")
+    failure = InvalidError(f"{kind} {golang.quote(name)} is invalid: {body}")
     failure.errors = list(errors)  # type: ignore[attr-defined]
     return failure

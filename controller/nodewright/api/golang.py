@@ -1,6 +1,7 @@
-"""Go's standard library, where Karpenter's user data depends on it: `%q` quoting,
-strings.TrimSpace, net.ParseIP(...).To4(), time.Duration's String is elsewhere
-(nodewright.api.formats)."""
+"""Go's standard library, where Karpenter's user data and the messages of Kubernetes and
+Karpenter depend on it: strconv.Quote (fmt's `%q`), the time package's own quoting,
+strings.TrimSpace, net.ParseIP(...).To4(). time.Duration's String is in
+nodewright.api.formats."""
 
 from __future__ import annotations
 
@@ -40,6 +41,23 @@ def quote(text: str) -> str:
             out.append(f"\\u{ord(char):04x}")
         else:
             out.append(f"\\U{ord(char):08x}")
+    out.append('"')
+    return "".join(out)
+
+
+def time_quote(text: str) -> str:
+    """The time package's quote (time/format.go), which ParseDuration's errors use: only `"`
+    and `\\` escaped; every byte of a non-ASCII or control character's UTF-8 written as
+    `\\xNN`, where strconv.Quote would keep a printable one."""
+    out = ['"']
+    for char in text:
+        if char < " " or ord(char) >= 0x80:
+            encoded = char.encode("utf-8", errors="replace")
+            out.extend(f"\\x{byte:02x}" for byte in encoded)
+        else:
+            if char in '"\\':
+                out.append("\\")
+            out.append(char)
     out.append('"')
     return "".join(out)
 
