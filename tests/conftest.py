@@ -54,6 +54,11 @@ def _fewer_full_collections() -> None:
 
 _fewer_full_collections()
 
+# No test asks the EC2 instance metadata service (169.254.169.254): the controller's region
+# falls back to it, as Karpenter's does, and the AWS SDK's credential chain ends with it.
+# Tests set their region and credentials; subprocesses inherit this.
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+
 
 def shared_path(*parts: str) -> Path:
     """A file or folder of the shared folder; skips the calling test when it is absent."""

@@ -67,7 +67,6 @@ def test_a_flag_wins_over_its_variable() -> None:
 @pytest.mark.parametrize(("env", "named"), [
     ({"BATCH_IDLE_DURATION": "soon"}, "BATCH_IDLE_DURATION='soon'"),
     ({"BATCH_MAX_DURATION": "0s"}, "BATCH_MAX_DURATION='0s'"),
-    ({"BATCH_IDLE_DURATION": "20s"}, "BATCH_IDLE_DURATION='20s'"),  # longer than the 10 s max
     ({"METRICS_PORT": "9000", "HEALTH_PROBE_PORT": "9000"}, "HEALTH_PROBE_PORT='9000'"),
     ({"LEADER_ELECT": "maybe"}, "LEADER_ELECT='maybe'"),
     ({"METRICS_PORT": "http"}, "METRICS_PORT='http'"),
@@ -129,10 +128,6 @@ def test_the_spot_to_spot_and_capacity_buffer_gates_reach_their_controllers(
 
 
 def test_a_conflict_between_flags_names_the_flag() -> None:
-    with pytest.raises(ConfigError) as error:
-        config(["--cluster-name", "dev", "--batch-idle-duration", "2m"], {})
-    assert "--batch-idle-duration='2m': must not be longer than the batch max duration (10s)" \
-        in str(error.value)
     with pytest.raises(ConfigError) as error:
         config(["--cluster-name", "dev", "--health-probe-port", "8080"], {})
     assert "--health-probe-port='8080': must differ from the metrics port" in str(error.value)

@@ -67,7 +67,7 @@ def test_logs_are_json_with_karpenters_fields() -> None:
     (line,) = stream.getvalue().splitlines()
     entry = json.loads(line)
     assert entry["level"] == "INFO" and entry["message"] == "launched nodeclaim"
-    assert entry["logger"] == "nodewright.controllers"
+    assert entry["logger"] == "controller"  # Karpenter's one logger's name
     assert entry["time"].endswith("Z")
     assert entry["NodeClaim"] == {"name": "default-x7k2p"}
     assert entry["NodePool"] == {"name": "default"}

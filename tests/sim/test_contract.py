@@ -274,6 +274,27 @@ def test_the_batch_window_closes_at_batch_max_duration(
     assert first["data"]["pods"] == 4
 
 
+def test_an_idle_window_longer_than_the_maximum_is_taken_and_the_maximum_closes_the_batch(
+    write_scenario: ScenarioWriter, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the controller option: Karpenter's batcher runs both timers and the first to fire
+    ends the batch, so BATCH_IDLE_DURATION above BATCH_MAX_DURATION is no error."""
+    path = write_scenario("""
+        name: batch
+        settings: {batchIdleDuration: 20s, batchMaxDuration: 6s}
+        manifests: [WORKSHOP]
+        steps:
+          - scale: {name: inflate, replicas: 2}
+          - settle: {}
+          - expect: {pendingPods: 0}
+        """)
+
+    code, output, result = simulate(path, capsys)
+
+    assert code == 0, output
+    assert events(result, "nodeclaim.launched")[0]["at"] == 6
+
+
 def test_pods_start_running_pod_start_delay_after_they_are_bound(tmp_path: Path) -> None:
     from nodewright.sim.loading import load_scenario
     from nodewright.sim.world import build_world

@@ -284,10 +284,6 @@ MISTAKES = [
         steps: []
         """), 5, "settings.launchdelay: unknown key 'launchdelay' in settings (did you mean "
                 "'launchDelay'?"),
-    ("a batch idle window longer than the maximum", with_head("""
-        settings: {batchIdleDuration: 20s}
-        steps: []
-        """), 4, "batchIdleDuration is longer than batchMaxDuration"),
     ("a seed that is not a number", with_head("""
         seed: lucky
         steps: []

@@ -44,7 +44,9 @@ FEATURE_GATES: Mapping[str, bool] = {
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_KUBE_CLIENT_QPS = int(DEFAULT_QPS)
 DEFAULT_KUBE_CLIENT_BURST = DEFAULT_BURST
-_CLUSTER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,99}$")
+# EKS's rule for its cluster names, and dots: a cluster whose control plane is not EKS's
+# (kops) is named by a DNS name, which Karpenter's CLUSTER_NAME takes as it is.
+_CLUSTER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9._-]{0,99}$")
 
 
 class ConfigError(ValueError):
@@ -284,7 +286,8 @@ def parse_cloud(text: str) -> str:
 
 def parse_cluster_name(text: str) -> str:
     if not _CLUSTER_NAME.match(text):
-        raise ValueError("an EKS cluster name: letters, digits, - and _, at most 100")
+        raise ValueError("a cluster name: letters, digits, '-', '_' and '.', starting with a "
+                         "letter or digit, at most 100")
     return text
 
 
@@ -339,7 +342,8 @@ class Option:
     parse: Callable[[str], Any] = _text
     default: str | None = None
     metavar: str | None = None
-    # A Karpenter boolean flag: given alone (`--enable-profiling`) it means true.
+    # A Karpenter boolean flag (every BoolVarWithEnv, core's and the AWS provider's): given
+    # alone (`--enable-profiling`, `--isolated-vpc`) it means true.
     switch: bool = False
     # The default --help shows when `default` is None because `load` settles it.
     shown_default: str | None = None
@@ -364,7 +368,7 @@ OPTIONS: tuple[Option, ...] = (
            parse_ca_bundle, metavar="BASE64"),
     Option("--eks-control-plane", "EKS_CONTROL_PLANE", "the control plane is EKS's: the "
            "Kubernetes version comes from eks:DescribeCluster, not the API server's /version",
-           parse_bool, "false", "BOOL"),
+           parse_bool, "false", "BOOL", switch=True),
     Option("--interruption-queue", "INTERRUPTION_QUEUE", "SQS queue with EC2 interruption "
            "events (unset: interruption handling off; not read with --cloud sim, whose "
            "simulated EC2 has a queue of its own)", metavar="NAME"),
@@ -447,7 +451,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--ignore-dra-requests", "IGNORE_DRA_REQUESTS", "true: pods with Dynamic Resource "
            "Allocation claims (spec.resourceClaims) get no capacity (a FailedScheduling event "
            "says why) and DaemonSets with claims count in no node's overhead; false (DRA "
-           "scheduling) is not supported", parse_ignore_dra_requests, "true", "BOOL"),
+           "scheduling) is not supported", parse_ignore_dra_requests, "true", "BOOL",
+           switch=True),
     Option("--vm-memory-overhead-percent", "VM_MEMORY_OVERHEAD_PERCENT", "with --cloud "
            "aws: the fraction of an instance type's memory the hypervisor keeps, taken off "
            "its capacity", parse_overhead_fraction, "0.075", "FRACTION"),
@@ -456,15 +461,16 @@ OPTIONS: tuple[Option, ...] = (
            "kube-reserved", parse_non_negative_int, "0", "COUNT"),
     Option("--isolated-vpc", "ISOLATED_VPC", "with --cloud aws: the VPC reaches only services "
            "with a VPC endpoint; on-demand prices are the built-in ones, the Pricing API is "
-           "never called", parse_bool, "false", "BOOL"),
+           "never called", parse_bool, "false", "BOOL", switch=True),
     Option("--disable-dry-run", "DISABLE_DRY_RUN", "with --cloud aws: skip the dry-run "
            "authorization checks (CreateLaunchTemplate, CreateFleet and RunInstances) behind "
-           "each EC2NodeClass's ValidationSucceeded condition", parse_bool, "false", "BOOL"),
+           "each EC2NodeClass's ValidationSucceeded condition", parse_bool, "false", "BOOL",
+           switch=True),
     Option("--enable-zonal-shift", "ENABLE_ZONAL_SHIFT", "with --cloud aws: watch ARC "
            "zonal shifts on the EKS cluster (arc-zonal-shift:GetManagedResource every 30s): "
            "no launch into a zone traffic is shifted away from, no EC2 call about its "
            "instances; the cluster must be enabled for zonal shift", parse_bool, "false",
-           "BOOL"),
+           "BOOL", switch=True),
     Option("--ami-refresh-interval", "AMI_REFRESH_INTERVAL", "with --cloud aws: how long "
            "the images amiSelectorTerms resolve to are kept before EC2 is asked again (at "
            "least 1m; alias SSM parameters are kept 24h regardless)", parse_refresh_interval,
@@ -518,10 +524,7 @@ def load(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> 
         sources[option.dest] = (source, raw)
     if not values["cluster_name"]:
         raise ConfigError("CLUSTER_NAME", "", "required (or --cluster-name)")
-    if values["batch_idle_duration"] > values["batch_max_duration"]:
-        raise ConfigError(*sources["batch_idle_duration"],
-                          f"must not be longer than the batch max duration "
-                          f"({sources['batch_max_duration'][1]})")
+    # A batch idle duration longer than the max is Karpenter's too: the max ends each batch.
     if values["metrics_port"] == values["health_probe_port"] != 0:
         raise ConfigError(*sources["health_probe_port"],
                           "must differ from the metrics port (both would listen on it)")

@@ -444,9 +444,10 @@ class OperatorDriver:
     def _reconcile(self, worker: _Worker, key: str) -> None:
         reconciler, queue = worker.reconciler, worker.queue
         state_lock = nullcontext() if manages_state_lock(reconciler) else self._state_lock
+        fields: Mapping[str, str] = {}
         try:
             with state_lock, metrics.measure(metrics.RECONCILE_TIME, controller=reconciler.name), \
-                    logs.reconciling(reconciler.name, key):
+                    logs.reconciling(reconciler.name, key) as fields:
                 result = reconciler.reconcile(key)
         except Exception as error:
             with self._lock:
@@ -459,9 +460,12 @@ class OperatorDriver:
             # Conflicts are routine; a fenced write was logged by the fence.
             quiet = isinstance(error, ConflictError | FencedError)
             level = logging.DEBUG if quiet else logging.ERROR
-            log.log(level, "reconcile failed; retrying in %.3fs: %s%s", delay, error,
-                    FORBIDDEN_HINT if isinstance(error, ApiError) and error.status == 403
-                    else "", extra={"controller": reconciler.name, "key": key})
+            # controller-runtime's line (internal/controller/controller.go: log.Error(err,
+            # "Reconciler error")), with the reconcile's fields and the retry's delay.
+            hint = FORBIDDEN_HINT if isinstance(error, ApiError) and error.status == 403 else ""
+            log.log(level, "Reconciler error", extra={
+                **fields, "controller": reconciler.name, "key": key,
+                "error": f"{error}{hint}", "retryAfter": f"{delay:.3f}s"})
             return
         with self._lock:
             self._finished(worker)

@@ -96,10 +96,7 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: SystemClock
                            seed=random.SystemRandom().randrange(2**63),
                            settings=sim_settings or config.sim_timing)
         return sim, sim_kubelet(cluster, sim, clock)
-    region = config.region or boto3.session.Session().region_name
-    if not region:
-        raise StartupError("AWS_REGION is not set and the AWS SDK found no default region")
-    clients = AwsClients.create(region)
+    clients = AwsClients.create(aws_region(config))
     queue = (InterruptionQueue(clients.sqs, _queue_url(clients, config.interruption_queue),
                                wait_seconds=INTERRUPTION_LONG_POLL_SECONDS)
              if config.interruption_queue else None)
@@ -119,6 +116,35 @@ def build_cloud(config: OperatorConfig, cluster: KubeCluster, clock: SystemClock
                                 zonal_shifts=_zonal_shifts(config, clients),
                                 reserved_capacity=config.feature_gates["ReservedCapacity"])
     return aws, []
+
+
+def aws_region(config: OperatorConfig) -> str:
+    """Karpenter's region: the AWS SDK's (AWS_REGION, AWS_DEFAULT_REGION, the shared config
+    file), else the instance's, from IMDS (the AWS provider's pkg/operator/operator.go:
+    "retrieving region from IMDS"; its chart sets no AWS_REGION)."""
+    region = config.region or boto3.session.Session().region_name
+    if region:
+        return str(region)
+    log.debug("retrieving region from IMDS")
+    discovered = _imds_region()
+    if not discovered:
+        raise StartupError("AWS_REGION is not set, the AWS SDK found no default region and "
+                           "the instance metadata service (IMDS) answered none")
+    log.debug("discovered region", extra={"region": discovered})
+    return discovered
+
+
+def _imds_region() -> str | None:
+    """The region of the instance this runs on, from IMDS (None when it does not answer:
+    not on EC2, or the pod's hop limit too low)."""
+    from botocore.session import get_session
+    from botocore.utils import IMDSRegionProvider
+
+    try:
+        region = IMDSRegionProvider(get_session()).provide()
+    except Exception:  # botocore's fetch errors, a refused or timed-out connection
+        return None
+    return str(region) if region else None
 
 
 def _zonal_shifts(config: OperatorConfig, clients: AwsClients) -> ZonalShifts | None:

@@ -210,9 +210,6 @@ def _settings(reader: FieldReader, value: object) -> Settings | None:
     if "kubernetesVersion" in body:
         reader.string(body["kubernetesVersion"], (*where, "kubernetesVersion"),
                       "kubernetesVersion")
-    if seconds.get("batch_idle_duration", 1.0) > seconds.get("batch_max_duration", 10.0):
-        reader.error((*where, "batchIdleDuration"),
-                     "batchIdleDuration is longer than batchMaxDuration")
     policy = body.get("minValuesPolicy", "Strict")
     if policy not in MIN_VALUES_POLICIES:
         reader.error((*where, "minValuesPolicy"),
