@@ -85,8 +85,8 @@ class Finalizer:
                     node = context.cluster.get("Node", name)
                 except NotFoundError:
                     continue
-                if (node.get("spec") or {}).get("providerID") not in (provider_id, None):
-                    continue
+                if (node.get("spec") or {}).get("providerID") != provider_id:
+                    continue  # Karpenter lists the claim's Nodes by provider ID only
                 waiting = True
                 if not (node.get("metadata") or {}).get("deletionTimestamp"):
                     context.cluster.delete("Node", name)
@@ -129,6 +129,8 @@ class Finalizer:
             **metadata, "annotations": {**annotations, TERMINATION_TIMESTAMP_ANNOTATION: deadline}
         }}
         written = patch_object(self.context.cluster, claim, after)
+        log.info("annotated nodeclaim", extra={
+            **nodeclaim_fields(claim), TERMINATION_TIMESTAMP_ANNOTATION: deadline})
         self.context.recorder.publish(Event(
             regarding=claim, type="Warning", reason="TerminationGracePeriodExpiring",
             note=f"All pods will be deleted by {deadline}", action="Terminate",

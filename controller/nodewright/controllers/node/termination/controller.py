@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from datetime import datetime
 from typing import Any
 
@@ -167,7 +168,9 @@ class NodeTermination:
     def _finalize(self, node: Object) -> Result:
         claim = self._nodeclaim(node)
         if claim is not None and not (claim.get("metadata") or {}).get("deletionTimestamp"):
-            self.cluster.delete("NodeClaim", str(claim["metadata"]["name"]))
+            # Gone already: the node is finalized all the same (Karpenter's IgnoreNotFound).
+            with suppress(NotFoundError):
+                self.cluster.delete("NodeClaim", str(claim["metadata"]["name"]))
         provider_id = str((node.get("spec") or {}).get("providerID") or "")
         if not _node_ready(node) and provider_id:
             try:
@@ -187,11 +190,13 @@ class NodeTermination:
         if result is None and claim_after is not None:
             result = self._terminate_instance(claim_after)
         if claim is not None and claim_after is not None:
-            patch_status(self.cluster, claim, claim_after)
+            # The NodeClaim went meanwhile: the node's termination goes on.
+            with suppress(NotFoundError):
+                patch_status(self.cluster, claim, claim_after)
             if (not objects.condition_is_true(claim, DRAINED)
                     and objects.condition_is_true(claim_after, DRAINED)):
                 metrics.NODES_DRAINED.labels(
-                    nodepool=str((node["metadata"].get("labels") or {}).get(NODEPOOL_LABEL))
+                    nodepool=str((node["metadata"].get("labels") or {}).get(NODEPOOL_LABEL, ""))
                 ).inc()
         if result is not None:
             return result
@@ -295,10 +300,13 @@ class NodeTermination:
 
     @staticmethod
     def _eviction_reason(claim: Mapping[str, Any] | None) -> str:
-        if claim is not None:
-            condition = objects.condition(claim, "DisruptionReason")
-            if condition is not None and condition.get("status") == "True":
-                return str(condition.get("reason"))
+        """Karpenter's evictionReason: the NodeClaim's DisruptionReason, "Forceful
+        Termination" without one, and nothing for a node without a (single) NodeClaim."""
+        if claim is None:
+            return ""
+        condition = objects.condition(claim, "DisruptionReason")
+        if condition is not None and condition.get("status") == "True":
+            return str(condition.get("reason"))
         return "Forceful Termination"
 
     def _terminate_instance(self, claim: Object) -> Result | None:

@@ -51,14 +51,28 @@ MULTIPLE_BUDGETS = "more than one PodDisruptionBudget"
 Pod = Mapping[str, Any]
 
 
+def go_time_string(value: datetime) -> str:
+    """A time as Go's fmt prints a time.Time (its String method), which is how Karpenter's
+    Disrupted event shows the node's deadline: '2026-01-05 00:00:00 +0000 UTC'. The
+    annotation Karpenter parses is UTC ('Z'), and its process runs in UTC; another offset
+    prints as Go prints a fixed zone without a name ('+0200 +0200')."""
+    offset = value.utcoffset() or timedelta(0)
+    text = value.strftime("%Y-%m-%d %H:%M:%S")
+    if value.microsecond:
+        text += f".{value.microsecond:06d}".rstrip("0")
+    zone = value.strftime("%z")
+    return f"{text} {zone} {'UTC' if offset == timedelta(0) else zone}"
+
+
 def needs_force_delete(pod: Pod, deadline: datetime | None, now: datetime) -> bool:
     """Whether the pod must be deleted now to be gone by the node's deadline."""
     if deadline is None:
         return False
     deleted = (pod.get("metadata") or {}).get("deletionTimestamp")
-    if deleted:
-        # Already terminating: only when it would outlive the deadline.
-        return parse_time(str(deleted)) > deadline
+    if deleted and parse_time(str(deleted)) <= deadline:
+        return False  # already terminating, and gone by the deadline
+    # A pod terminating past the deadline too, only once its own grace period would run
+    # past it (Karpenter's DeleteExpiringPods checks both).
     grace = podutil.termination_grace_seconds(pod)
     if grace is None:
         return False
@@ -162,7 +176,7 @@ class Evictor:
         namespace, name = key.split("/", 1)
         self.recorder.publish(Event(
             regarding=pod, type="Normal", reason="Disrupted",
-            note=(f"Deleting the pod to accommodate the terminationTime {format_time(deadline)} "
+            note=(f"Deleting the pod to accommodate the terminationTime {go_time_string(deadline)} "
                   f"of the node. The pod was granted {grace} seconds of grace-period of its "
                   f"{podutil.termination_grace_seconds(pod)} terminationGracePeriodSeconds. "
                   "This bypasses the PDB of the pod and the do-not-disrupt annotation."),
@@ -171,6 +185,14 @@ class Evictor:
         try:
             self.cluster.delete("Pod", name, namespace, grace_period_seconds=grace,
                                 uid=str(metadata.get("uid") or "") or None)
-        except (NotFoundError, ConflictError):
+        except ConflictError:
             return
-        metrics.PODS_DRAINED.labels(reason=reason).inc()
+        except NotFoundError:
+            pass  # gone already: Karpenter logs it as deleted all the same
+        else:
+            metrics.PODS_DRAINED.labels(reason=reason).inc()
+        log.debug("deleting pod", extra={
+            "Pod": key, "pod.terminationGracePeriodSeconds":
+                podutil.termination_grace_seconds(pod),
+            "delete.gracePeriodSeconds": grace, "nodeclaim.terminationTime": format_time(deadline),
+        })

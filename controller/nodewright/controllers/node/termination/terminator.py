@@ -2,10 +2,11 @@
 
 Waited for: every pod on the node that is not terminal, does not tolerate the
 karpenter.sh/disrupted taint, is not a mirror pod and is not stuck terminating (more
-than a minute past its deletion timestamp). Pods past the force-delete point go at once,
-whatever their group; the others leave in groups, each only once the previous one is
-gone: non-critical pods not owned by a DaemonSet, non-critical DaemonSet pods, critical
-(system-cluster-critical / system-node-critical) others, critical DaemonSet pods.
+than a minute past its deletion timestamp). Pods past the force-delete point are deleted
+at once, whatever their group; the others are evicted in groups, each only once every pod
+of the previous ones (those being deleted included) is gone: non-critical pods not owned
+by a DaemonSet, non-critical DaemonSet pods, critical (system-cluster-critical /
+system-node-critical) others, critical DaemonSet pods.
 """
 
 from __future__ import annotations
@@ -51,12 +52,15 @@ class Terminator:
             (pod_key(p), str((p.get("metadata") or {}).get("uid") or "")) for p in waiting
         })
         forced = [pod for pod in waiting if needs_force_delete(pod, deadline, now)]
-        graceful = [pod for pod in waiting if not needs_force_delete(pod, deadline, now)]
+        deleted = {id(pod) for pod in forced}
         for pod in forced:
             self.evictor.remove(pod, deadline, node, reason)
-        for group in drain_groups(graceful):
+        # The groups hold the pods just deleted too (Karpenter groups every waiting pod):
+        # DaemonSet and critical pods wait until the pods deleted for the deadline are gone.
+        for group in drain_groups(waiting):
             if group:
                 for pod in group:
-                    self.evictor.remove(pod, deadline, node, reason)
+                    if id(pod) not in deleted:
+                        self.evictor.remove(pod, deadline, node, reason)
                 break
         return len(waiting)
