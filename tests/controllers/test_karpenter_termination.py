@@ -550,4 +550,5 @@ def test_a_node_two_nodeclaims_claim_is_released_as_if_it_had_none(world: World)
         "conditions": original["status"]["conditions"]}}, subresource="status")
     world.delete("Node", node)
     assert finalized(world, node)
-    assert not world.cluster.get("NodeClaim", claim)["metadata"].get("deletionTimestamp")
+    for name in (claim, f"{claim}-2"):  # neither is the Node's: none is deleted
+        assert not world.cluster.get("NodeClaim", name)["metadata"].get("deletionTimestamp")

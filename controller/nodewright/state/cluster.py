@@ -91,6 +91,8 @@ class ClusterState:
         # its instance type label or is initialized): what reads all Nodes reads here.
         self._node_objects: dict[str, Object] = {}
         self._claim_keys: dict[str, str] = {}  # nodeclaim name -> provider id ("" unlaunched)
+        # provider id -> every NodeClaim naming it (more than one is Karpenter's duplicate)
+        self._claims_by_provider: dict[str, set[str]] = {}
         self._nodeclaims: dict[str, Object] = {}
         self._unlaunched: set[str] = set()
         self._pool_usage: dict[str, dict[str, int]] = {}
@@ -269,14 +271,13 @@ class ClusterState:
         self.mark_unconsolidated()
 
     def _add_usage(self, pool: str, amounts: Mapping[str, int], sign: int) -> None:
+        """As Karpenter's updateNodePoolResources: a resource stays listed at zero (a
+        node's hugepages, a device no node has any more) until every amount of the pool
+        is zero, which forgets the pool."""
         usage = self._pool_usage.setdefault(pool, {})
         for name, amount in amounts.items():
-            value = usage.get(name, 0) + sign * amount
-            if value:
-                usage[name] = value
-            else:
-                usage.pop(name, None)
-        if not usage:
+            usage[name] = usage.get(name, 0) + sign * amount
+        if not any(usage.values()):
             del self._pool_usage[pool]
 
     def _update_nodeclaim(self, claim: Object) -> None:
@@ -286,6 +287,10 @@ class ClusterState:
         if previous and previous != provider_id:
             self._detach_nodeclaim(name)
         self._nodeclaims[name] = claim
+        if previous != provider_id:
+            self._unindex_claim(name, previous)
+            if provider_id:
+                self._claims_by_provider.setdefault(provider_id, set()).add(name)
         self._claim_keys[name] = provider_id
         if not provider_id:
             self._unlaunched.add(name)
@@ -307,8 +312,16 @@ class ClusterState:
             del self._nodes[node.key]
         self._change(node)
 
+    def _unindex_claim(self, name: str, provider_id: str | None) -> None:
+        if not provider_id or (names := self._claims_by_provider.get(provider_id)) is None:
+            return
+        names.discard(name)
+        if not names:
+            del self._claims_by_provider[provider_id]
+
     def _delete_nodeclaim(self, name: str) -> None:
         self._detach_nodeclaim(name)
+        self._unindex_claim(name, self._claim_keys.get(name))
         self._claim_keys.pop(name, None)
         self._nodeclaims.pop(name, None)
         self._unlaunched.discard(name)
@@ -404,10 +417,11 @@ class ClusterState:
         return list(self._nodeclaims.values())
 
     def nodeclaim_names_for_provider_id(self, provider_id: str) -> list[str]:
+        """Every NodeClaim with this provider ID, the one the state joined to its node first
+        (more than one is Karpenter's DuplicateNodeClaimError: no single source of truth)."""
         node = self._nodes.get(provider_id)
-        if node is None or node.nodeclaim is None:
-            return []
-        return [node.nodeclaim_name]
+        joined = [node.nodeclaim_name] if node is not None and node.nodeclaim is not None else []
+        return joined + sorted(self._claims_by_provider.get(provider_id, set()) - set(joined))
 
     def unlaunched_nodeclaims(self) -> list[str]:
         return sorted(self._unlaunched)
