@@ -34,9 +34,17 @@ def test_a_pod_may_require_a_tenancy_every_type_offers(value: str) -> None:
 
 
 def test_a_tenancy_no_type_offers_is_refused() -> None:
+    """The AWS provider's WellKnownValuesForRequirements names the tenancies (aws v1.14.1
+    pkg/apis/v1/labels.go line 65), so Karpenter's provisioner ignores a pod selecting
+    another one (ValidateRequirement, core pkg/apis/v1/nodeclaim_validation.go)."""
     selector = ", karpenter.k8s.aws/instance-tenancy: host"
-    claims, reasons = planned(POD.format(selector=selector, extra=""))
-    assert claims == 0 and len(reasons) == 1
+    result, problems = plan(workshop(POD.format(selector=selector, extra="")),
+                            offline_catalogs("us-east-1", None), {})
+    assert result is not None and result.nodeclaims == ()
+    assert [p.format() for p in problems] == [
+        "<manifests>:0: Pod/app: spec: warning: ignoring pod, no valid values found in "
+        "[host] for karpenter.k8s.aws/instance-tenancy, expected one of: "
+        "[dedicated default], got: [host]; Karpenter launches nothing for it"]
 
 
 def test_pod_eni_is_allocatable_on_trunking_types_only() -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-# Labels in restricted domains that users may still set or select on.
+# Karpenter's WellKnownLabels in the restricted domains: what a NodePool may require or set
+# and a pod may select there. The AWS provider's are those its pkg/apis/v1/labels.go
+# (v1.14.1) init() inserts; the node class label is not one of them.
 WELL_KNOWN_KARPENTER_LABELS = frozenset({"karpenter.sh/capacity-type"})
 WELL_KNOWN_AWS_LABELS = frozenset(
     f"karpenter.k8s.aws/{name}"
@@ -34,20 +36,39 @@ WELL_KNOWN_AWS_LABELS = frozenset(
         "capacity-reservation-type",
         "capacity-reservation-interruptible",
         "instance-tenancy",
-        "nitro-sandbox",
         "placement-group-id",
         "placement-group-partition",
-        # Set by the controller on every NodeClaim (its requirements name the node class).
-        "ec2nodeclass",
     )
 )
+NODECLASS_LABEL = "karpenter.k8s.aws/ec2nodeclass"
+# The karpenter.k8s.aws keys the CRDs (karpenter.sh_nodepools.yaml, _nodeclaims.yaml) let
+# through: the well-known ones and the node class label, which the controller writes on
+# every NodeClaim. A NodePool naming the node class label still fails RuntimeValidate, and
+# a pod selecting it is ignored (`runtime_restricted_label`).
+CRD_AWS_LABELS = WELL_KNOWN_AWS_LABELS | {NODECLASS_LABEL}
 # Keys that Karpenter sets itself and that may never be written by a user.
 FORBIDDEN_LABELS = frozenset({"kubernetes.io/hostname", "karpenter.sh/nodepool"})
+# Karpenter's WellKnownLabels (core pkg/apis/v1/labels.go and the AWS provider's init()).
+WELL_KNOWN_LABELS = frozenset({
+    "karpenter.sh/nodepool",
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+    "node.kubernetes.io/instance-type",
+    "kubernetes.io/arch",
+    "kubernetes.io/os",
+    "node.kubernetes.io/windows-build",
+    "topology.k8s.aws/zone-id",
+}) | WELL_KNOWN_KARPENTER_LABELS | WELL_KNOWN_AWS_LABELS
+RESTRICTED_LABEL_DOMAINS = ("karpenter.k8s.aws", "karpenter.sh")
+RESTRICTED_LABELS = frozenset({"kubernetes.io/hostname"})
 
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
+INSTANCE_TENANCY = "karpenter.k8s.aws/instance-tenancy"
 # Karpenter's WellKnownValuesForRequirements: labels whose values are known.
 WELL_KNOWN_VALUES: dict[str, frozenset[str]] = {
     CAPACITY_TYPE: frozenset({"on-demand", "spot", "reserved"}),
+    # The AWS provider adds its tenancies (aws pkg/apis/v1/labels.go init).
+    INSTANCE_TENANCY: frozenset({"dedicated", "default"}),
 }
 
 
@@ -88,13 +109,31 @@ def restricted_label_problem(key: str, *, allow_nodepool: bool = False) -> str |
     if key == "karpenter.sh/nodepool":
         return None if allow_nodepool else 'label "karpenter.sh/nodepool" is restricted'
     domain = _domain(key)
-    if domain.endswith("karpenter.k8s.aws") and key not in WELL_KNOWN_AWS_LABELS:
+    if domain.endswith("karpenter.k8s.aws") and key not in CRD_AWS_LABELS:
         return 'label domain "karpenter.k8s.aws" is restricted'
     if domain.endswith("karpenter.sh") and key not in WELL_KNOWN_KARPENTER_LABELS:
         return 'label domain "karpenter.sh" is restricted'
     # Karpenter v1 lets NodePools set labels in the kubernetes.io and k8s.io domains (its
     # CRDs restrict only the two domains above and the hostname and nodepool labels).
     return None
+
+
+def runtime_restricted_label(key: str) -> str | None:
+    """Karpenter's IsRestrictedLabel (RuntimeValidate of a NodePool's labels and
+    requirements, and the provisioner's check of a pod's): a key in a restricted domain
+    that is not well-known, or kubernetes.io/hostname, with Karpenter's message."""
+    if key in WELL_KNOWN_LABELS:
+        return None
+    domain = _domain(key)
+    restricted = key in RESTRICTED_LABELS or any(
+        domain == name or domain.endswith(f".{name}") for name in RESTRICTED_LABEL_DOMAINS)
+    if not restricted:
+        return None
+    known = " ".join(sorted(WELL_KNOWN_LABELS))
+    return (f"using label {key} is not allowed as it might interfere with the internal "
+            f"provisioning logic; specify a well known label: [{known}], or a custom label "
+            f"that does not use a restricted domain: "
+            f"[{' '.join(sorted(RESTRICTED_LABEL_DOMAINS))}]")
 
 
 MAX_KEY_PREFIX = 253
@@ -148,7 +187,7 @@ def label_key_cel_rules(subject: str, *, allow_nodepool: bool = False) -> list[d
         },
         {
             "message": 'label domain "karpenter.k8s.aws" is restricted',
-            "rule": f"{subject} in {listed(WELL_KNOWN_AWS_LABELS)} || "
+            "rule": f"{subject} in {listed(CRD_AWS_LABELS)} || "
             f"!{domain}.endsWith('karpenter.k8s.aws')",
         },
     ]

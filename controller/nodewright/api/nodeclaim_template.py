@@ -3,8 +3,10 @@
 One builder for every NodeClaim the package creates: the provisioner's and disruption's
 replacements, a static NodePool's claims and the simulator's starting fleet. Each caller
 brings what differs (the requirements, resource requests, extra labels and annotations, a
-fixed name); the template's labels, annotations, taints and lifetimes, the hash
-annotations, the NodePool owner reference and the envelope are written here.
+fixed name); the template's labels, annotations, taints and lifetimes, the NodePool hash
+annotations, the NodePool owner reference and the envelope are written here. The
+EC2NodeClass hash is not: as in Karpenter (aws cloudprovider.go Create), the launch stamps
+the hash of the node class it launched from.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodewright.api.ec2nodeclass import EC2NodeClass
-from nodewright.api.hashes import nodeclaim_hash_annotations
+from nodewright.api.hashes import nodepool_hash_annotations
 from nodewright.api.nodepool import NodePool
 
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
@@ -39,8 +41,10 @@ def nodeclaim_from_template(
     """The NodeClaim manifest. `requirements` are written as given (rendered node selector
     requirements); `implied_labels` (what single-valued requirements imply) sit beneath the
     template's labels, `labels` over them; `annotations` go over the template's and the
-    hash annotations (`ca_bundle`: the controller's, which the node class hash covers).
-    Without a `name` the API server generates one from the NodePool's."""
+    NodePool hash annotations. Without a `name` the API server generates one from the
+    NodePool's. `node_class` and `ca_bundle` are not written: the NodeClaim gets its
+    EC2NodeClass hash (karpenter.k8s.aws/ec2nodeclass-hash and -hash-version) when it
+    launches, as in Karpenter (NodeClaimTemplate.ToNodeClaim writes the NodePool's only)."""
     template = nodepool.spec.template
     template_labels = (template.metadata.labels if template.metadata else None) or {}
     template_annotations = (template.metadata.annotations if template.metadata else None) or {}
@@ -58,7 +62,7 @@ def nodeclaim_from_template(
     metadata["labels"] = {**implied_labels, **template_labels, **labels,
                           NODEPOOL_LABEL: nodepool.name, NODECLASS_LABEL: class_name}
     metadata["annotations"] = {**template_annotations,
-                               **nodeclaim_hash_annotations(nodepool, node_class, ca_bundle),
+                               **nodepool_hash_annotations(nodepool),
                                **annotations}
     metadata["ownerReferences"] = [{
         "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": nodepool.name,

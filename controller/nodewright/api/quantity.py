@@ -161,3 +161,8 @@ def maximum(lists: Iterable[Mapping[str, int]]) -> Resources:
 
 def _is_byte_resource(resource: str) -> bool:
     return resource in _BYTE_RESOURCES or resource.startswith("hugepages-")
+
+
+def is_byte_resource(resource: str) -> bool:
+    """Whether the resource counts bytes (Kubernetes writes it in binary units)."""
+    return _is_byte_resource(resource)

@@ -6,6 +6,7 @@ the generated CRDs as CEL (see `cel_rules` on the models) where CEL can say them
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 
 from nodewright.api.base import KubeModel
@@ -18,6 +19,7 @@ from nodewright.api.labels import (
     key_length_problem,
     label_value_problem,
     restricted_label_problem,
+    runtime_restricted_label,
     well_known_values_problem,
 )
 from nodewright.api.nodeclaim import NodeClaim
@@ -29,6 +31,16 @@ from nodewright.api.quantity import parse_quantity
 Finding = tuple[FieldPath, str]
 
 NUMERIC_OPERATORS = ("Gt", "Lt", "Gte", "Lte")
+# What the AWS provider adds to Karpenter's WellKnownResources (aws pkg/apis/v1/labels.go
+# init): a NodeOverlay may not add them either.
+AWS_WELL_KNOWN_RESOURCES = (
+    "vpc.amazonaws.com/pod-eni",
+    "aws.amazon.com/neuron",
+    "aws.amazon.com/neuroncore",
+    "nvidia.com/gpu",
+    "amd.com/gpu",
+    "habana.ai/gaudi",
+)
 RESTRICTED_TAG_KEYS = (
     "eks:eks-cluster-name",
     "karpenter.sh/nodepool",
@@ -42,7 +54,10 @@ def check_requirements(
     path: FieldPath,
     *,
     allow_nodepool: bool = False,
+    exists_values: bool = False,
 ) -> Iterator[Finding]:
+    """`exists_values`: Exists and DoesNotExist may list values (they are ignored), as
+    Karpenter's ValidateRequirement and the NodeOverlay CRD allow."""
     for index, requirement in enumerate(requirements):
         here = (*path, index)
         reason = restricted_label_problem(requirement.key, allow_nodepool=allow_nodepool)
@@ -58,7 +73,7 @@ def check_requirements(
                 f"requirements with operator '{requirement.operator}' must have exactly one "
                 f"non-negative integer value, got {values}"
             )
-        if requirement.operator in ("Exists", "DoesNotExist") and values:
+        if requirement.operator in ("Exists", "DoesNotExist") and values and not exists_values:
             yield (*here, "values"), (
                 f"requirements with operator '{requirement.operator}' must not have values"
             )
@@ -124,6 +139,26 @@ def check_nodepool_runtime(nodepool: NodePool) -> Iterator[Finding]:
     yield from _check_key_lengths(keys)
     yield from _check_requirement_key_lengths(
         template.spec.requirements, ("spec", "template", "spec", "requirements"))
+    yield from _check_runtime_restricted_keys(nodepool)
+
+
+def _check_runtime_restricted_keys(nodepool: NodePool) -> Iterator[Finding]:
+    """Karpenter's IsRestrictedLabel in RuntimeValidate (nodepool_validation.go
+    validateLabels, nodeclaim_validation.go ValidateRequirement): a key the CRD lets
+    through that is not one of Karpenter's WellKnownLabels (karpenter.k8s.aws/ec2nodeclass)."""
+    template = nodepool.spec.template
+    labels = template.metadata.labels if template.metadata else None
+    for key in labels or {}:
+        reason = None if restricted_label_problem(key) else runtime_restricted_label(key)
+        if reason:
+            yield (("spec", "template", "metadata", "labels", key),
+                   f"invalid key name {json.dumps(key)} in labels, {reason}")
+    for index, requirement in enumerate(template.spec.requirements):
+        key = requirement.key
+        reason = None if restricted_label_problem(key) else runtime_restricted_label(key)
+        if reason:
+            yield (("spec", "template", "spec", "requirements", index, "key"),
+                   f"invalid value: {reason} in requirements, restricted")
 
 
 def _check_key_lengths(keys: list[tuple[FieldPath, str]]) -> Iterator[Finding]:
@@ -193,21 +228,34 @@ def _check_quantity(quantity: str, where: FieldPath) -> Iterator[Finding]:
 
 def check_nodeoverlay(overlay: NodeOverlay) -> Iterator[Finding]:
     """Karpenter's RuntimeValidate of a NodeOverlay: its requirements follow the NodePool
-    rules (karpenter.sh/nodepool allowed), NotIn needs values, capacity adds only
-    extended resources."""
+    rules (karpenter.sh/nodepool allowed; a well-known label's `In` names a known value;
+    Exists and DoesNotExist may list values), NotIn needs values, capacity adds only
+    extended resources that are not well-known (Karpenter's WellKnownResources, with the
+    AWS provider's GPUs, Neuron, Gaudi and pod ENIs)."""
     requirements = [
         NodeSelectorRequirementWithMinValues(key=r.key, operator=r.operator, values=r.values)
         for r in overlay.spec.requirements
     ]
-    yield from check_requirements(requirements, ("spec", "requirements"), allow_nodepool=True)
+    yield from check_requirements(requirements, ("spec", "requirements"), allow_nodepool=True,
+                                  exists_values=True)
     yield from _check_requirement_key_lengths(overlay.spec.requirements, ("spec", "requirements"))
     for index, requirement in enumerate(overlay.spec.requirements):
+        if not restricted_label_problem(requirement.key, allow_nodepool=True):
+            restricted = runtime_restricted_label(requirement.key)
+            if restricted:
+                yield ("spec", "requirements", index, "key"), (
+                    f"invalid value: {restricted} in requirements, restricted")
+        reason = well_known_values_problem(requirement.key, requirement.operator,
+                                           list(requirement.values or []))
+        if reason:
+            yield ("spec", "requirements", index, "values"), (
+                f"invalid value: {reason} in requirements, restricted")
         if requirement.operator == "NotIn" and not requirement.values:
             yield ("spec", "requirements", index, "values"), (
                 "requirements with operator 'NotIn' must have a value defined")
     for name, quantity in (overlay.spec.capacity or {}).items():
         where: FieldPath = ("spec", "capacity", name)
-        if name in RESTRICTED_CAPACITY:
+        if name in RESTRICTED_CAPACITY or name in AWS_WELL_KNOWN_RESOURCES:
             yield where, f"invalid capacity: {name} in resource, restricted"
         yield from _check_quantity(quantity, where)
     if overlay.spec.price is not None and overlay.spec.price_adjustment is not None:

@@ -76,9 +76,20 @@ class _Capacity:
     lowest_weight: int
 
 
+OfferingKey = tuple[tuple[str, str], ...]
+
+
+def offering_key(offering: Offering) -> OfferingKey:
+    """What names an offering across catalog refreshes: its labels (zone, zone id, capacity
+    type, reservation, partition), as Karpenter keys its price updates by the offering's
+    requirements. Not its position: a type offered in one more zone, or a reservation
+    that expired, moves the others."""
+    return tuple(sorted(offering_labels(offering).items()))
+
+
 @dataclass
 class _TypeUpdate:
-    prices: dict[int, _Price] = field(default_factory=dict)  # offering index -> price
+    prices: dict[OfferingKey, _Price] = field(default_factory=dict)
     capacity: _Capacity | None = None
 
 
@@ -123,9 +134,10 @@ class OverlayStore:
 
 
 def _applied(instance_type: InstanceType, update: _TypeUpdate) -> InstanceType:
-    offerings = tuple(
-        _priced(offering, update.prices[index].change) if index in update.prices else offering
-        for index, offering in enumerate(instance_type.offerings))
+    offerings = instance_type.offerings if not update.prices else tuple(
+        _priced(offering, price.change)
+        if (price := update.prices.get(offering_key(offering))) is not None else offering
+        for offering in instance_type.offerings)
     if update.capacity is None or not update.capacity.resources:
         return replace(instance_type, offerings=offerings)
     capacity = {**instance_type.capacity, **update.capacity.resources}
@@ -182,8 +194,8 @@ def _conflicts(store: OverlayStore, pool: str, it: InstanceType, picked: list[in
     if update is None:
         return False
     if _price_change(overlay) is not None and any(
-            index in update.prices and update.prices[index].lowest_weight == weight
-            for index in picked):
+            (known := update.prices.get(offering_key(it.offerings[index]))) is not None
+            and known.lowest_weight == weight for index in picked):
         return True
     capacity = update.capacity
     return bool(overlay.spec.capacity and capacity is not None
@@ -197,9 +209,10 @@ def _store(store: OverlayStore, pool: str, it: InstanceType, picked: list[int],
     change = _price_change(overlay)
     if change is not None:
         for index in picked:
-            known = update.prices.get(index)
+            key = offering_key(it.offerings[index])
+            known = update.prices.get(key)
             if known is None:
-                update.prices[index] = _Price(change, weight)
+                update.prices[key] = _Price(change, weight)
             else:
                 known.lowest_weight = weight
     if overlay.spec.capacity:

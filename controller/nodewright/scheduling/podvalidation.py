@@ -13,50 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodewright.api.labels import (
-    CAPACITY_TYPE,
-    WELL_KNOWN_AWS_LABELS,
-    well_known_values_problem,
-)
+from nodewright.api.labels import runtime_restricted_label, well_known_values_problem
 from nodewright.scheduling.labels import NORMALIZED
 
 MATCH_FIELDS_NOT_SUPPORTED = "node selector term with matchFields is not supported"
 DRA_NOT_SUPPORTED = ("pod has Dynamic Resource Allocation requirements that are not yet "
                      "supported by Karpenter")
 
-# Karpenter's WellKnownLabels with the AWS provider's additions.
-WELL_KNOWN_LABELS = frozenset({
-    "karpenter.sh/nodepool",
-    "topology.kubernetes.io/zone",
-    "topology.kubernetes.io/region",
-    "node.kubernetes.io/instance-type",
-    "kubernetes.io/arch",
-    "kubernetes.io/os",
-    CAPACITY_TYPE,
-    "node.kubernetes.io/windows-build",
-}) | WELL_KNOWN_AWS_LABELS
-RESTRICTED_DOMAINS = ("karpenter.sh", "karpenter.k8s.aws")
-RESTRICTED_LABELS = frozenset({"kubernetes.io/hostname"})
-
-
-def restricted_label(key: str) -> str | None:
-    """Karpenter's IsRestrictedLabel, as a pod's requirement sees it."""
-    if key in WELL_KNOWN_LABELS:
-        return None
-    domain = key.split("/", 1)[0] if "/" in key else ""
-    restricted = key in RESTRICTED_LABELS or any(
-        domain == name or domain.endswith(f".{name}") for name in RESTRICTED_DOMAINS)
-    if not restricted:
-        return None
-    known = " ".join(sorted(WELL_KNOWN_LABELS))
-    return (f"using label {key} is not allowed as it might interfere with the internal "
-            f"provisioning logic; specify a well known label: [{known}], or a custom label "
-            f"that does not use a restricted domain: [{' '.join(sorted(RESTRICTED_DOMAINS))}]")
-
 
 def requirement_problem(key: str, operator: str, values: list[str]) -> str | None:
     key = NORMALIZED.get(key, key)
-    return restricted_label(key) or well_known_values_problem(key, operator, values)
+    return runtime_restricted_label(key) or well_known_values_problem(key, operator, values)
 
 
 def _term_problems(term: Mapping[str, Any]) -> list[str]:

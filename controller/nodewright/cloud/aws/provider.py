@@ -759,16 +759,11 @@ class AwsCloudProvider:
                 for r in cache.values() if r.instance_profile}
 
     def delete_node_class_resources(self, node_class: str) -> GarbageReport:
-        """What an EC2NodeClass's finalizer removes once its NodeClaims are gone: its launch
-        templates and the instance profile created for its role."""
+        """What an EC2NodeClass's finalizer removes once its NodeClaims are gone: the
+        instance profile created for its role, then its launch templates (Karpenter's
+        finalize: cleanupManagedInstanceProfiles before launchTemplateProvider.DeleteAll, so
+        a profile IAM will not delete leaves the templates too, for the next attempt)."""
         ec2, iam = self.clients.ec2, self.clients.iam
-        templates = [t for t in launch_templates.list_cluster_templates(
-                         ec2, self.cluster_name, node_class)
-                     if t.tags.get(tag_keys.NODECLASS) == node_class]
-        for template in templates:
-            launch_templates.delete_launch_template(ec2, template)
-            self._template_use.pop(template.name, None)
-        provider_metrics.node_class_gone(node_class)
         profiles = [] if self.isolated_vpc else [
             p for p in instance_profiles.list_cluster_profiles(iam, self.cluster_name,
                                                                self.clients.region)
@@ -776,6 +771,13 @@ class AwsCloudProvider:
         for profile in profiles:
             instance_profiles.delete_profile(iam, profile)
             self.profiles.unprotect(profile.name)
+        templates = [t for t in launch_templates.list_cluster_templates(
+                         ec2, self.cluster_name, node_class)
+                     if t.tags.get(tag_keys.NODECLASS) == node_class]
+        for template in templates:
+            launch_templates.delete_launch_template(ec2, template)
+            self._template_use.pop(template.name, None)
+        provider_metrics.node_class_gone(node_class)
         self._resolutions.clear()
         # Its validation verdicts go too (Karpenter clears them when the node class goes).
         self.validations.drop_where(lambda key: key.startswith(f"{node_class}:"))

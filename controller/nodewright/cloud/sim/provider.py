@@ -29,7 +29,7 @@ from nodewright.cloud.aws.capacity_reservations import (
     with_reserved_offerings,
 )
 from nodewright.cloud.aws.node_class_resolution import Resolution
-from nodewright.cloud.aws.node_identity import node_labels
+from nodewright.cloud.aws.node_identity import node_labels, with_do_not_sync_taints
 from nodewright.cloud.aws.offerings import (
     RESERVATION_ID_LABEL,
     RESERVATION_INTERRUPTIBLE_LABEL,
@@ -430,9 +430,11 @@ class SimulatedEC2:
             tags=self._tags(nodeclaim.name, nodepool, node_class),
             labels=dict(sorted(labels.items())),
             node=NodeTemplate(
-                labels=node_labels(
+                # As the AWS provider's user data: every family but Custom registers with
+                # karpenter.sh/do-not-sync-taints=true (InjectDoNotSyncTaintsLabel).
+                labels=with_do_not_sync_taints(node_class.resolved_ami_family(), node_labels(
                     nodeclaim.metadata.labels, nodeclaim.spec.requirements, nodepool or None
-                ),
+                )),
                 taints=tuple(nodeclaim.spec.taints or ()),
                 startup_taints=tuple(nodeclaim.spec.startup_taints or ()),
                 os_image=OS_IMAGES.get(node_class.resolved_ami_family(), "Linux"),

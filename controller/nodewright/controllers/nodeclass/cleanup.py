@@ -3,8 +3,8 @@ launch template cache evictions and its instance profile garbage collection):
 
 - `NodeClassTermination`: every EC2NodeClass carries the finalizer
   `karpenter.k8s.aws/termination`. When one is deleted, it waits for the NodeClaims that
-  use it to be gone, then deletes the node class's launch templates and the instance
-  profile created for its role, and lets the EC2NodeClass go.
+  use it to be gone, then deletes the instance profile created for its role and then its
+  launch templates (Karpenter's order), and lets the EC2NodeClass go.
 - `CloudGarbageCollection`: every minute, launch templates no launch used for a minute and
   those of node classes that are gone are deleted, and instance profiles created for a
   role that no node class's status names and no NodeClaim was launched with (its
@@ -91,8 +91,8 @@ class NodeClassTermination:
             try:
                 self.cleaner.delete_node_class_resources(key)
             except CloudProviderError as error:
-                log.warning("EC2NodeClass %s: cleaning up its launch templates and instance "
-                            "profile failed: %s", key, error, extra={"EC2NodeClass": key})
+                log.warning("EC2NodeClass %s: cleaning up its instance profile and launch "
+                            "templates failed: %s", key, error, extra={"EC2NodeClass": key})
                 return Result(requeue_after=GC_SECONDS)
         self._set_finalizers(key, current, [f for f in finalizers if f != FINALIZER])
         return Result()

@@ -5,10 +5,14 @@ reports on each overlay: ValidationSucceeded (False with RuntimeValidation when 
 requirements or capacity break Karpenter's rules, with Conflict when an overlay of the
 same weight already changes what it would) and Ready following it.
 
-A NodePool whose instance types cannot be read (no EC2NodeClass yet) stays out of the
-store, so it launches nothing until a later pass includes it, as in Karpenter: the pass
-stores what the healthy NodePools get, writes the statuses, then fails naming the broken
-NodePools, so the driver logs it and retries with backoff.
+A NodePool whose instance types cannot be read (the cloud fails, or its EC2NodeClass
+cannot be parsed) stays out of the store, so it launches nothing until a later pass
+includes it, as in Karpenter: the pass stores what the healthy NodePools get, writes the
+statuses, then fails naming the broken NodePools, so the driver logs it and retries with
+backoff. A NodePool whose EC2NodeClass is missing or being deleted is no error: Karpenter's
+AWS provider answers it with no instance types (and the Warning 'Failed resolving
+NodeClass', which the NodePool status controller publishes here), so it is evaluated with
+none and the pass succeeds; the node class's creation starts the next pass.
 """
 
 from __future__ import annotations
@@ -99,10 +103,16 @@ class NodeOverlayController:
             if parsed is None or parsed.model is None:
                 continue
             reference = parsed.model.spec.template.spec.node_class_ref
+            raw_class = self.state.node_class(reference.name)
+            if raw_class is None or objects.is_deleting(raw_class):
+                # Karpenter's AWS GetInstanceTypes answers no instance types and no error
+                # for a missing or terminating EC2NodeClass: the pool is evaluated.
+                pools[name] = (parsed.model, [])
+                continue
             node_class = self.state.node_class_model(reference.name)
             if node_class is None or node_class.model is None:
                 failures.append(f'listing instance types for nodepool "{name}", '
-                                f'EC2NodeClass "{reference.name}" not found')
+                                f'EC2NodeClass "{reference.name}" is invalid')
                 continue
             types = cache.get(reference.name)
             if types is None:

@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from nodewright.api.managed import nodepool_is_managed
-from nodewright.api.quantity import format_quantity
+from nodewright.api.quantity import format_quantity, is_byte_resource
 from nodewright.cluster import conditions, objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import NODEPOOL
@@ -50,6 +50,25 @@ from nodewright.state.wellknown import NODEPOOL_LABEL
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage", NODES_RESOURCE)
 UNSYNCED_RETRY_SECONDS = 1.0
+_SI_SUFFIXES = {-3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
+def resource_quantity(millis: int, name: str) -> str:
+    """An amount of `status.resources` as Karpenter's counter writes it: Go's canonical
+    Quantity. Byte resources (BinarySI, as kubelets report them) in the largest exact
+    binary unit; the others (DecimalSI: cpu, pods, nodes, devices) with the SI suffix of
+    their largest power of a thousand that keeps the number whole: "1k" nodes, "29k"
+    pods, "1500m" but "1100" cpu."""
+    if millis <= 0 or is_byte_resource(name):
+        return format_quantity(millis, name)
+    mantissa, exponent = millis, -3
+    while mantissa % 10 == 0:
+        mantissa //= 10
+        exponent += 1
+    if exponent > 18:  # no suffix above E (exa)
+        mantissa, exponent = mantissa * 10 ** (exponent - 18), 18
+    mantissa, exponent = mantissa * 10 ** (exponent % 3), exponent - exponent % 3
+    return f"{mantissa}{_SI_SUFFIXES[exponent]}"
 
 
 class NodePoolStatus:
@@ -99,7 +118,7 @@ class NodePoolStatus:
         resources = {name: 0 for name in BASE_RESOURCES}
         resources.update(usage)
         status["resources"] = {
-            name: format_quantity(max(amount, 0), name)
+            name: resource_quantity(max(amount, 0), name)
             for name, amount in sorted(resources.items())
         }
         status["nodes"] = max(resources.get(NODES_RESOURCE, 0), 0) // 1000
