@@ -366,3 +366,26 @@ def test_a_drifted_node_stays_when_its_replacement_never_initializes() -> None:
     # The replacement that never initialized is kept.
     assert len(world.nodes()) == 3 and len(world.nodeclaims()) == 3
     expect_originals_kept(world, originals)
+
+
+def test_unhealthy_pod_disruption_budgets_block_drift() -> None:
+    """Karpenter test/suites/regression/drift_test.go It("should not drift any nodes if their
+    PodDisruptionBudgets are unhealthy"): two pods, one per node, whose readiness never
+    passes (kwok's `unhealthy` stage, as the suite labels them), behind a budget of
+    minAvailable 1: the PDB allows no disruption, so drifted nodes stay."""
+    unhealthy = {**INFLATE, "kwok.x-k8s.io/stage": "unhealthy"}
+    inflate = deployment("inflate", 2, labels=unhealthy, spread_by_hostname=True)
+    inflate["spec"]["selector"] = {"matchLabels": INFLATE}
+    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+           "metadata": {"name": "inflate", "namespace": "default"},
+           "spec": {"minAvailable": 1, "selector": {"matchLabels": unhealthy}}}
+    world = start(inflate, suite_pool(), pdb)
+    originals = fleet_of(world, 2)
+    eventually(world, lambda: len([p for p in world.running_pods()
+                                   if objects.labels(p).get("app") == "inflate"]) == 2)
+    assert healthy_pods(world, INFLATE) == []  # bound and running, never ready
+
+    drift_annotation(world)
+    eventually(world, lambda: drifted(world, originals))
+    expect_no_disruptions(world, 2, 60)
+    assert claim_names(world) == originals

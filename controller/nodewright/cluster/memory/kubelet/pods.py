@@ -8,6 +8,9 @@
   `nodewright.io/run-duration` annotation (a Go duration such as 90s or 1h30m; "Never"
   means no end) completes that long after it started (phase Succeeded, not ready);
   without it, it runs until deleted.
+- A pod labelled `kwok.x-k8s.io/stage: unhealthy` (the stage Karpenter's kwok suites give
+  pods whose readiness probe never passes) starts but never becomes ready: Running,
+  ContainersReady and Ready False, so a PodDisruptionBudget over it stays unhealthy.
 - A pod being deleted is removed when its grace period ends (`deletionTimestamp`), or at
   once when its containers stop at once (`stop_at_once`, as kwok does).
 - With `collect_orphans`, where no kube-controller-manager runs: a pod bound to a node
@@ -35,6 +38,7 @@ from nodewright.cluster.memory.kubelet.status import (
     confirm_deletion,
     pod_addresses,
     running_status,
+    unready_status,
 )
 from nodewright.cluster.memory.pod_status import PENDING, is_terminal, node_name, phase
 from nodewright.cluster.memory.store import InMemoryCluster
@@ -44,6 +48,7 @@ from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 log = logging.getLogger(__name__)
 
 RUN_DURATION_ANNOTATION = "nodewright.io/run-duration"
+KWOK_STAGE_LABEL = "kwok.x-k8s.io/stage"
 ORPHAN_QUARANTINE = 40.0
 
 NodePredicate = Callable[[Mapping[str, Any]], bool]
@@ -131,7 +136,8 @@ class Kubelet:
             return self._terminate(pod, now)
         if is_terminal(pod):
             return Result()
-        if phase(pod) == PENDING or not objects.condition_is_true(pod, "Ready"):
+        if phase(pod) == PENDING or not (objects.condition_is_true(pod, "Ready")
+                                         or _never_ready(pod)):
             return self._start(pod, node, now)
         return self._maybe_complete(pod, now)
 
@@ -172,7 +178,8 @@ class Kubelet:
         if now < start_at:
             return Result(requeue_after=(start_at - now).total_seconds())
         addresses = pod_addresses(pod, node) if self.settings.addresses else None
-        self._write_status(pod, running_status(pod, now, addresses))
+        started = unready_status if _never_ready(pod) else running_status
+        self._write_status(pod, started(pod, now, addresses))
         run_for = _run_duration(pod)
         return Result() if run_for is None else Result(requeue_after=run_for)
 
@@ -207,6 +214,10 @@ def _bound_at(pod: Mapping[str, Any], now: datetime) -> datetime:
             "lastTransitionTime"):
         bound = max(bound, parse_time(str(scheduled["lastTransitionTime"])))
     return bound
+
+
+def _never_ready(pod: Mapping[str, Any]) -> bool:
+    return objects.labels(pod).get(KWOK_STAGE_LABEL) == "unhealthy"
 
 
 def _run_duration(pod: Mapping[str, Any]) -> float | None:

@@ -3,6 +3,8 @@
 - `running_status`: the pod started (phase Running, Initialized, ContainersReady and Ready
   True, every container running), with `pod_addresses` when the cluster's clients read
   them;
+- `unready_status`: the pod started, but its readiness never passes (Running, Initialized
+  True, ContainersReady and Ready False, containers running and not ready);
 - `completed_status`: a pod that may finish has (phase Succeeded, not ready);
 - `confirm_deletion`: a pod being deleted is removed (the kubelet deletes it with grace 0).
 """
@@ -66,6 +68,18 @@ def running_status(pod: Mapping[str, Any], now: datetime,
     for condition in RUNNING_CONDITIONS:
         set_pod_condition(holder, condition, "True", now)
     status["containerStatuses"] = [container_status(c, now) for c in containers(pod)]
+    return status
+
+
+def unready_status(pod: Mapping[str, Any], now: datetime,
+                   addresses: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A started pod whose readiness probe never succeeds."""
+    status = running_status(pod, now, addresses)
+    holder = {"status": status}
+    for condition in ("ContainersReady", "Ready"):
+        set_pod_condition(holder, condition, "False", now, reason="ContainersNotReady")
+    for container in status["containerStatuses"]:
+        container["ready"] = False
     return status
 
 
