@@ -67,6 +67,16 @@ def test_nodeclaims_launched_with_an_old_nodepool_hash_drift(
     assert result.summary.disruptions.get("Drifted", 0) >= 1
 
 
+def test_nodeclaims_launched_with_an_old_node_class_hash_drift(
+        write_scenario: ScenarioWriter) -> None:
+    """The adoption's launch keeps the hash the instance was launched with (docs/
+    scenarios.md: a different value makes it drifted); the launch stamped the node class's
+    hash of now over it, so a fleet never drifted by its EC2NodeClass."""
+    result = _run(write_scenario, extra=', nodeClassHash: "12345"')
+    assert not result.errors
+    assert result.summary.disruptions.get("Drifted", 0) >= 1
+
+
 def test_nodeclaims_older_than_expire_after_expire(write_scenario: ScenarioWriter) -> None:
     # The workshop NodePool's expireAfter is 720h.
     result = _run(write_scenario, age="721h")

@@ -22,6 +22,8 @@ from typing import Any
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.hashes import (
     NODECLASS_HASH,
+    NODECLASS_HASH_VERSION,
+    NODECLASS_HASH_VERSION_VALUE,
     NODEPOOL_HASH,
 )
 from nodewright.api.nodeclaim import NodeClaim
@@ -119,6 +121,11 @@ def _adopt(world: World, claim: FleetClaim) -> str:
         cluster.delete("NodeClaim", claim.name)
         raise FleetError(f"the simulated EC2 could not run it: {error}") from error
     instance = world.ec2._instances[view.instance_id]  # the sim's own record
+    if claim.node_class_hash is not None:
+        # The launch that adopts it takes these from the instance, as from the one that
+        # launched it (with this controller's hash version: nothing re-stamps it).
+        instance.launch_annotations = {NODECLASS_HASH: claim.node_class_hash,
+                                       NODECLASS_HASH_VERSION: NODECLASS_HASH_VERSION_VALUE}
     start = world.scenario.start
     instance.state = RUNNING
     instance.running_at = start

@@ -61,6 +61,10 @@ class SimInstance:
     node_name: str = ""
     interruptions: list[str] = field(default_factory=list)
     instance_profile: str = ""
+    # What the NodeClaim learns from this launch besides the profile: a fleet a scenario
+    # starts from records the node class hash its instances were launched with, so that
+    # adopting them does not take the node class's hash of now (which hides drift).
+    launch_annotations: dict[str, str] = field(default_factory=dict)
 
     @property
     def provider_id(self) -> str:
@@ -89,6 +93,7 @@ class SimInstance:
             labels=dict(self.labels),
             instance_profile=self.instance_profile,
             # As on AWS: the NodeClaim names the profile its instance was launched with.
-            annotations=({PROFILE_ANNOTATION: self.instance_profile}
-                         if self.instance_profile else {}),
+            annotations={**({PROFILE_ANNOTATION: self.instance_profile}
+                            if self.instance_profile else {}),
+                         **self.launch_annotations},
         )
