@@ -289,7 +289,7 @@ def a_pod(name: str, cpu: str = "100m", **spec: Any) -> dict[str, Any]:
 
 
 def virtual_keys(name: str, replicas: int) -> list[str]:
-    return [f"default/capacity-buffer-{name}-{n}" for n in range(1, replicas + 1)]
+    return [f"default/capacity-buffer-{name}-{n}#virtual" for n in range(1, replicas + 1)]
 
 
 class Passes:

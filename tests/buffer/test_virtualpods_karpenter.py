@@ -99,7 +99,7 @@ def test_the_same_buffer_gives_the_same_virtual_pods(env: Env) -> None:
     first = [pod.key for pod in env.cache.all()]
     env.reconcile("web")
     assert [pod.key for pod in env.cache.all()] == first == [
-        "default/capacity-buffer-web-1", "default/capacity-buffer-web-2"]
+        "default/capacity-buffer-web-1#virtual", "default/capacity-buffer-web-2#virtual"]
     assert all(dict(pod.labels) == {} for pod in env.cache.all())
 
 
@@ -329,9 +329,11 @@ def test_removing_a_buffers_entry_leaves_the_others(env: Env) -> None:
     namespace/name")."""
     ready_buffer(env, "web", 3)
     ready_buffer(env, "api", 2)
+    web = [pod.key for pod in env.cache.all() if pod.name.startswith("capacity-buffer-web-")]
+    assert web and all(env.cache.is_virtual(key) for key in web)
     env.cache.remove("default/web")
     assert names(env) == ["capacity-buffer-api-1", "capacity-buffer-api-2"]
-    assert not env.cache.is_virtual("default/capacity-buffer-web-1")
+    assert not any(env.cache.is_virtual(key) for key in web)
 
 
 def test_removing_an_unknown_entry_does_nothing(env: Env) -> None:

@@ -81,7 +81,10 @@ def test_a_nominee_that_still_fits_its_in_flight_machine_gets_nothing_new() -> N
     world.advance(60)
 
     assert claim_names(world) == [first]
-    assert set(nominations(world, "late")) == {f"nodeclaim/{first}"}
+    # Told again where it already was (Karpenter re-nominates each pass; its events are
+    # deduplicated for two minutes), never anywhere else.
+    assert set(nominations(world, "late")) <= {f"nodeclaim/{first}",
+                                               f"nodeclaim/{first}, node/{node_name}"}
 
 
 def test_only_the_nominees_that_no_longer_fit_are_planned_again() -> None:
@@ -91,7 +94,9 @@ def test_only_the_nominees_that_no_longer_fit_are_planned_again() -> None:
     world.advance(60)
 
     (second,) = [name for name in claim_names(world) if name != first]
-    last = sorted(nominations(world, name)[-1] for name in ("a", "b"))
+    # The NodeClaim each was last told (the one kept is told again, with its Node, once
+    # its two-minute dedupe ends: Karpenter re-nominates each pass).
+    last = sorted(nominations(world, name)[-1].split(", ")[0] for name in ("a", "b"))
     assert last == sorted([f"nodeclaim/{first}", f"nodeclaim/{second}"])
 
 

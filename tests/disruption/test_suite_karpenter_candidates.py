@@ -45,8 +45,11 @@ def expect_candidate(world: World, node: str, *, eventual: bool = False) -> Cand
 
 
 def expect_blocked_event(world: World, node: str, text: str) -> None:
-    """The loop tells it on the Node, as Karpenter's recorder does."""
-    world.advance(20)
+    """The loop tells it on the Node, as Karpenter's recorder does: once an earlier
+    DisruptionBlocked of the node is out of its two-minute dedupe (the node was nominated
+    while its first pods waited for it to initialize, as Karpenter nominates it on each
+    provisioning pass)."""
+    world.advance(140)
     notes = [str(e.get("note")) for e in world.events(ex.DISRUPTION_BLOCKED, kind="Node")
              if (e.get("regarding") or {}).get("name") == node]
     assert any(text in note for note in notes), notes

@@ -10,21 +10,40 @@ those machines alone; consolidation simulations place them again like pending po
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, fields
 
 from nodewright.scheduling.pods import Pod
 
 # Karpenter names virtual pods capacity-buffer-<buffer>-<n>, n from 1.
 NAME_PREFIX = "capacity-buffer-"
+# Ends a virtual pod's key: no pod name holds a "#" (a DNS subdomain), so no real pod's key
+# ever equals a virtual pod's.
+VIRTUAL_KEY_SUFFIX = "#virtual"
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualPod(Pod):
+    """A CapacityBuffer's virtual pod. Its name is Karpenter's, which a real pod of the
+    namespace may also have (nothing reserves `capacity-buffer-...`); its key is its own.
+    Karpenter tells them apart by object and by UID (`<buffer uid>-<n>`,
+    pkg/state/virtualpods/utilities.go BuildVirtualPods); the solver and the state here go
+    by key, so a shared one would make the real pod pass for headroom (never nominated,
+    its failures ignored) and the two count as one."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}{VIRTUAL_KEY_SUFFIX}"
 
 
 def virtual_pods(namespace: str, name: str, shape: Pod, replicas: int) -> list[Pod]:
     """`replicas` copies of the buffer's chunk, named as Karpenter names them, without the
     chunk's PersistentVolumeClaim and ephemeral volumes (Karpenter's sanitizeVirtualPodSpec:
     a virtual pod's claims never exist, so they cannot constrain where it goes)."""
-    base = replace(shape, namespace=namespace, node_name=None, owner=f"CapacityBuffer/{name}",
-                   volume_claims=(), volume_requirements=(), volumes=())
-    return [replace(base, name=f"{NAME_PREFIX}{name}-{n}") for n in range(1, replicas + 1)]
+    base = {f.name: getattr(shape, f.name) for f in fields(shape)}
+    base.update(namespace=namespace, node_name=None, owner=f"CapacityBuffer/{name}",
+                volume_claims=(), volume_requirements=(), volumes=())
+    return [VirtualPod(**{**base, "name": f"{NAME_PREFIX}{name}-{n}"})
+            for n in range(1, replicas + 1)]
 
 
 class BufferPods:

@@ -60,8 +60,16 @@ class StateProblem:
     skipped_pools: Mapping[str, str]
     # The problem's node names -> the state's machines.
     nodes: Mapping[str, StateNode] = field(default_factory=dict)
+    # Of `skipped_pools`, those Karpenter's provisioner keeps as dynamic and Ready but
+    # without instance types now (none offered, the cloud's error, awaiting NodeOverlay
+    # evaluation): its scheduler still holds them (NoCompatibleInstanceTypes).
+    unresolved: frozenset[str] = frozenset()
 
 
+BEING_DELETED = "NodePool is being deleted"
+AWAITING_OVERLAYS = "awaiting NodeOverlay evaluation"
+NO_INSTANCE_TYPES = "offers no instance types"
+UNSUPPORTED_NODE_CLASS = "is not supported"
 STATIC_POOL = ("static NodePool (spec.replicas): it keeps its replica count, pods do not "
                "launch its nodes")
 
@@ -73,16 +81,28 @@ def ready_pools(
     """NodePools that can launch now: (model, node class, instance types, uid) by name,
     and why the others cannot. Static NodePools only with `static` (the disruption loop
     looks at their nodes; nothing launches for pods from them)."""
+    ready, skipped, _ = classified_pools(state, cloud, only, static=static)
+    return ready, skipped
+
+
+def classified_pools(
+    state: ClusterState, cloud: CloudProvider, only: Iterable[str] | None = None,
+    *, static: bool = False,
+) -> tuple[dict[str, tuple[NodePool, EC2NodeClass, list[InstanceType], str]], dict[str, str],
+           frozenset[str]]:
+    """`ready_pools`, and which of the skipped pools got that far that only their instance
+    types are missing (Karpenter's NewScheduler keeps those: `StateProblem.unresolved`)."""
     wanted = set(only) if only is not None else None
     ready: dict[str, tuple[NodePool, EC2NodeClass, list[InstanceType], str]] = {}
     skipped: dict[str, str] = {}
+    unresolved: set[str] = set()
     for raw in sorted(state.nodepools(), key=lambda obj: obj["metadata"]["name"]):
         metadata = raw.get("metadata") or {}
         name = str(metadata.get("name"))
         if wanted is not None and name not in wanted:
             continue
         if metadata.get("deletionTimestamp"):
-            skipped[name] = "NodePool is being deleted"
+            skipped[name] = BEING_DELETED
             continue
         parsed = state.nodepool_model(name)
         if parsed is None or parsed.model is None:
@@ -94,30 +114,33 @@ def ready_pools(
             continue
         reference = model.spec.template.spec.node_class_ref
         if not supports_node_class(reference.group, reference.kind):
-            skipped[name] = f"nodeClassRef {reference.group}/{reference.kind} is not supported"
+            skipped[name] = (f"nodeClassRef {reference.group}/{reference.kind} "
+                             f"{UNSUPPORTED_NODE_CLASS}")
             continue
         why = node_class_problem(state, reference.name)
         node_class = state.node_class_model(reference.name)
         if why is not None or node_class is None or node_class.model is None:
             skipped[name] = why or f"EC2NodeClass {reference.name!r} is invalid"
             continue
+        unresolved.add(name)
         try:
             instance_types = list(cloud.get_instance_types(node_class.model))
         except CloudProviderError as error:
             skipped[name] = f"instance types of EC2NodeClass {reference.name!r}: {error}"
             continue
         if not instance_types:
-            skipped[name] = f"EC2NodeClass {reference.name!r} offers no instance types"
+            skipped[name] = f"EC2NodeClass {reference.name!r} {NO_INSTANCE_TYPES}"
             continue
         store = state.overlay_store
         if store is not None:
             overlaid = store.apply(name, instance_types)
             if overlaid is None:
-                skipped[name] = "awaiting NodeOverlay evaluation"
+                skipped[name] = AWAITING_OVERLAYS
                 continue
             instance_types = overlaid
+        unresolved.discard(name)
         ready[name] = (model, node_class.model, instance_types, str(metadata.get("uid") or ""))
-    return ready, skipped
+    return ready, skipped, frozenset(unresolved)
 
 
 def node_class_problem(state: ClusterState, name: str) -> str | None:
@@ -177,7 +200,7 @@ def scheduling_problem(
     ]
     bound.extend(pod for pod in placed if pod.node_name in by_name)
     daemonsets = state.daemonsets()
-    ready, skipped = ready_pools(state, cloud, nodepools)
+    ready, skipped, unresolved = classified_pools(state, cloud, nodepools)
     pools: dict[str, PoolContext] = {}
     templates = []
     for name, (model, node_class, instance_types, uid) in ready.items():
@@ -202,7 +225,7 @@ def scheduling_problem(
         namespaces=state.namespaces(),
         reserved_capacity_fallback=reserved_capacity_fallback,
     )
-    return StateProblem(problem, pools, skipped, by_name)
+    return StateProblem(problem, pools, skipped, by_name, unresolved)
 
 
 def _usage_outside(

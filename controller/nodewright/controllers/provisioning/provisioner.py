@@ -45,7 +45,11 @@ from nodewright.controllers.provisioning.nodeclaims import (
 )
 from nodewright.controllers.provisioning.nominations import still_fitting
 from nodewright.controllers.provisioning.problem import (
+    AWAITING_OVERLAYS,
+    BEING_DELETED,
+    NO_INSTANCE_TYPES,
     STATIC_POOL,
+    UNSUPPORTED_NODE_CLASS,
     PoolContext,
     StateProblem,
     scheduling_problem,
@@ -59,6 +63,7 @@ from nodewright.scheduling.nodepools import (
     allowed_offerings,
     compatible_mask,
     min_values_problem,
+    nodepool_template,
 )
 from nodewright.scheduling.pods import Pod, SpecError
 from nodewright.scheduling.podvalidation import DRA_NOT_SUPPORTED
@@ -80,6 +85,10 @@ UNSYNCED_RETRY_SECONDS = 1.0
 FAILED_SCHEDULING_DEDUPE_SECONDS = 300.0
 NO_COMPATIBLE_DEDUPE_SECONDS = 60.0
 NO_COMPATIBLE_TYPES = "NodePool requirements filtered out all compatible available instance types"
+NO_DYNAMIC_NODEPOOLS = "no dynamic nodepools found"
+# Karpenter's KarpenterManagedLabelDoesNotExistError.
+AVOIDS_KARPENTER = ("configured to not run on a Karpenter provisioned node "
+                    "(requirement=karpenter.sh/nodepool DoesNotExist)")
 
 
 @dataclass(frozen=True)
@@ -136,6 +145,10 @@ class Provisioner:
         self._nomination_limiter = TokenBucket(5.0, 10, now=clock_seconds(clock))
         self.outcomes: list[ProvisioningOutcome] = []
         self._ignored = 0
+        # Pending pods this solve refused (Karpenter's Validate), by key.
+        self._rejected: list[str] = []
+        # Pods of this solve from machines being deleted (the rest are pending or virtual).
+        self._from_deleting = 0
         # Pods of this solve that claim devices (DRA), with why nothing launches for them.
         self._dra: dict[str, str] = {}
         # The machines of the previous solve with their usage: the next solve works out
@@ -251,16 +264,20 @@ class Provisioner:
         placed: list[tuple[Pod, StateNode]] = []
         refreshed: dict[str, str] = {}
         self._dra = {}
+        self._rejected = []
         for obj in self.state.provisionable_pods():
             model = self._model(obj)
-            if model is None or _avoids_karpenter(model):
+            if model is None:
                 self._ignored += 1
+                continue
+            if _avoids_karpenter(model):
+                # Karpenter's Validate, with no event for this one.
+                self._reject(model, AVOIDS_KARPENTER)
                 continue
             if model.invalid is not None:
                 # Karpenter's Validate: the pod is ignored, with an event saying why
                 # (PodFailedToScheduleEvent of the validation error itself).
-                self._ignored += 1
-                log.debug("ignoring pod", extra={"Pod": model.key, "error": model.invalid})
+                self._reject(model, model.invalid)
                 self._failed(obj, f"Failed to schedule pod, {model.invalid}")
                 continue
             if model.dra:
@@ -269,7 +286,7 @@ class Provisioner:
             volume_problem = self.state.volume_problem(model)
             if volume_problem is not None:
                 # Karpenter ignores the pod until its volumes can be planned for.
-                self._ignored += 1
+                self._reject(model, volume_problem)
                 self._failed(obj, f"Failed to schedule pod, {volume_problem}")
                 continue
             machine = self.state.nominated_machine(model.key)
@@ -285,6 +302,7 @@ class Provisioner:
         self.state.record_pod_nominations(refreshed)
         names = self._deleting_node_names()
         pdbs = self._pdbs() if names else PdbLimits(())
+        self._from_deleting = 0
         for node_name in names:
             for obj in self._reschedulable(node_name, pdbs):
                 model = self._model(obj)
@@ -292,10 +310,19 @@ class Provisioner:
                     self._refuse_dra(obj, model)
                 elif model is not None:
                     pods.append(replace(model, node_name=None))
+                    self._from_deleting += 1
         if self.state.buffers is not None:
             # After the real pods, as Karpenter adds them after its Validate filter.
             pods.extend(self.state.buffers.all())
         return pods, placed
+
+    def _reject(self, model: Pod, why: str) -> None:
+        """A pod Karpenter's Validate refuses (GetPendingPods): counted as ignored, logged
+        at debug level, and a failed scheduling decision is remembered for it
+        (MarkPodSchedulingDecisions, which the pod metrics read)."""
+        self._ignored += 1
+        self._rejected.append(model.key)
+        log.debug("ignoring pod", extra={"Pod": model.key, "error": why})
 
     def _refuse_dra(self, obj: Mapping[str, Any], model: Pod) -> None:
         """IGNORE_DRA_REQUESTS=true (Karpenter's default, the only mode nodewright has):
@@ -321,12 +348,21 @@ class Provisioner:
         buffers = self.state.buffers
         outcome = ProvisioningOutcome(pods=len(pods), placed=len(placed),
                                       unschedulable=dict(self._dra))
-        if self._dra:
-            self.state.record_scheduling_decisions(list(self._dra), {})
+        if self._dra or self._rejected:
+            self.state.record_scheduling_decisions([*self._rejected, *self._dra], {})
+        for kept_pod, machine in placed:
+            # Karpenter simulates these again each pass and places them where they fit, the
+            # same machine: it nominates the machine again and tells the pod (deduplicated
+            # per pod for two minutes: a pod that waits longer is told again).
+            self.state.nominate(machine)
+            self._nominated(kept_pod.key, _shown_target(machine))
         if not pods:
             self._buffer_status(built=None, result=None)
             return outcome
         kept = [replace(pod, node_name=machine.name) for pod, machine in placed]
+        log.debug("computing scheduling decision for provisionable pod(s)", extra={
+            "pending-pods": len(pods) - self._from_deleting,
+            "deleting-pods": self._from_deleting})
         started = self.clock.now()
         pending = [pod for pod in pods if podutil.phase(self.state.pod(pod.key) or {}) == "Pending"]
         with scheduling_simulation(self.name, len(pods), pending) as simulation, \
@@ -335,6 +371,9 @@ class Provisioner:
                                        relax_min_values=self.relax_min_values,
                                        ignore_preferences=self.ignore_preferences,
                                        reserved_capacity_fallback=False)
+            if not built.pools and not built.unresolved:
+                outcome.skipped_pools = built.skipped_pools
+                return self._no_dynamic_nodepools(pods, outcome)
             with self.state.lock.released():
                 # The plan is the same with or without the prepared machines (`solve`);
                 # a machine is kept only while its model, its bound pod models (the
@@ -347,15 +386,16 @@ class Provisioner:
         outcome.skipped_pools = built.skipped_pools
         if result.nodeclaims:
             log.info("found provisionable pod(s)", extra={
-                "Pods": listed([pod.key for pod in pods]),
+                "Pods": listed([_shown(pod) for pod in pods]),
                 "duration": duration((self.clock.now() - started).total_seconds())})
             log.info("computed new nodeclaim(s) to fit pod(s)", extra={
                 "nodeclaims": len(result.nodeclaims),
                 "pods": sum(len(planned.pods) for planned in result.nodeclaims)})
-        for name, why in built.skipped_pools.items():
-            if why == STATIC_POOL:
-                continue
-            log.info("NodePool %s is not used for provisioning: %s", name, why)
+            fitting = [keys for _, keys in result.existing if keys]
+            if fitting:
+                log.info("computed unready node(s) will fit pod(s)", extra={
+                    "nodes": len(fitting), "pods": sum(len(keys) for keys in fitting)})
+        _log_skipped_pools(built)
         by_key = {pod.key: pod for pod in pods}
         failed = self._create_nodeclaims(built, result, by_key, outcome)
         self._nominate_existing(built, result, outcome)
@@ -365,14 +405,15 @@ class Provisioner:
             outcome.unschedulable[key] = reason
             pod = self.state.pod(key)
             if pod is not None:
-                self._failed(pod, f"Failed to schedule pod, {reason}")
+                self._unschedulable(pod, reason)
         if result.deferred:
             # Not unschedulable: the reservation they need is taken by NodeClaims this
             # solve launches; the next solve sees it used up (no event, as Karpenter).
             outcome.deferred = dict(result.deferred)
             log.debug("deferring scheduling decision for provisionable pod(s) to future "
                       "simulation due to limited reserved offering capacity",
-                      extra={"Pods": listed([key for key, _ in result.deferred])})
+                      extra={"Pods": listed([_shown(by_key[key]) if key in by_key else key
+                                             for key, _ in result.deferred])})
         if buffers is not None:
             # Virtual pods are never nominated nor have decisions: nothing waits for them.
             outcome.nominated = {key: target for key, target in outcome.nominated.items()
@@ -389,6 +430,21 @@ class Provisioner:
         if failed is not None:
             # Once the round is recorded: the NodeClaims created stand, the key is retried.
             raise failed
+        return outcome
+
+    def _no_dynamic_nodepools(self, pods: Sequence[Pod], outcome: ProvisioningOutcome
+                              ) -> ProvisioningOutcome:
+        """Karpenter's ErrNodePoolsNotFound (provisioner.go Schedule): no NodePool that is
+        dynamic, Ready and not being deleted, so there is no scheduler at all. It says so in
+        its log and remembers a failed decision for each pod; no pod is nominated or told
+        anything (no FailedScheduling event), not even one an in-flight node would take."""
+        log.info("no dynamic nodepools found")
+        real = self._real(pod.key for pod in pods)
+        outcome.unschedulable.update((key, NO_DYNAMIC_NODEPOOLS) for key in real)
+        self.state.record_scheduling_decisions(real, ())
+        self._buffer_status(built=None, result=None)
+        self.outcomes.append(outcome)
+        del self.outcomes[:-20]
         return outcome
 
     def _create_nodeclaims(
@@ -421,7 +477,7 @@ class Provisioner:
                     outcome.unschedulable[key] = reason
                     pod = self.state.pod(key)
                     if pod is not None:
-                        self._failed(pod, f"Failed to schedule pod, {reason}")
+                        self._unschedulable(pod, reason)
                 continue
             _add(usage[pool.name], capacity)
             usage[pool.name][NODES_RESOURCE] = usage[pool.name].get(NODES_RESOURCE, 0) + 1000
@@ -466,14 +522,7 @@ class Provisioner:
                 f"node/{machine.node_name}" if machine.node is not None and machine.registered
                 else f"nodeclaim/{machine.nodeclaim_name}"
             )
-            # Karpenter's NominatePodEvent names what the machine has: its NodeClaim, then
-            # its Node (even before it registers).
-            parts = []
-            if machine.nodeclaim is not None:
-                parts.append(f"nodeclaim/{machine.nodeclaim_name}")
-            if machine.node is not None:
-                parts.append(f"node/{machine.node_name}")
-            shown = ", ".join(parts)
+            shown = _shown_target(machine)
             for key in real:
                 outcome.nominated[key] = target
                 self._nominated(key, shown)
@@ -511,13 +560,21 @@ class Provisioner:
     def _report_incompatible_pools(self, built: StateProblem) -> None:
         """Karpenter's NoCompatibleInstanceTypes: a NodePool whose requirements leave none
         of its instance types (or too few for a minValues) is told so, once a minute."""
-        for name, pool in built.pools.items():
-            why = incompatible_instance_types(pool.template)
+        templates = {name: pool.template for name, pool in built.pools.items()}
+        for name in sorted(built.unresolved):
+            # Kept by Karpenter's scheduler with no instance types at all.
+            parsed = self.state.nodepool_model(name)
+            if parsed is not None and parsed.model is not None:
+                templates[name] = nodepool_template(parsed.model, [],
+                                                    relax_min_values=self.relax_min_values)
+        for name, template in templates.items():
+            why = incompatible_instance_types(template)
             if why is None:
                 continue
             nodepool = self.state.nodepool(name)
             if nodepool is None:
                 continue
+            uid = str((nodepool.get("metadata") or {}).get("uid") or "")
             log.info("skipping, nodepool requirements filtered out all instance types",
                      extra={"NodePool": name, **({"minValuesIncompatibleErr": why}
                                                  if why != NO_COMPATIBLE_TYPES else {})})
@@ -525,9 +582,15 @@ class Provisioner:
                 regarding=nodepool, type="Warning", reason="NoCompatibleInstanceTypes",
                 note=(NO_COMPATIBLE_TYPES if why == NO_COMPATIBLE_TYPES else
                       f"{NO_COMPATIBLE_TYPES} due to minValues incompatibility"),
-                action="Schedule", dedupe_values=(pool.uid or name,),
+                action="Schedule", dedupe_values=(uid or name,),
                 dedupe_seconds=NO_COMPATIBLE_DEDUPE_SECONDS,
             ))
+
+    def _unschedulable(self, pod: Mapping[str, Any], reason: str) -> None:
+        """A pod the solve found no place for (Karpenter's Results.Record): logged as an
+        error and told with FailedScheduling."""
+        log.error("could not schedule pod", extra={"Pod": pod_key(pod), "error": reason})
+        self._failed(pod, f"Failed to schedule pod, {reason}")
 
     def _failed(self, pod: Mapping[str, Any], message: str) -> None:
         uid = str((pod.get("metadata") or {}).get("uid") or pod_key(pod))
@@ -538,6 +601,29 @@ class Provisioner:
         ))
 
 
+def _log_skipped_pools(built: StateProblem) -> None:
+    """Each NodePool left out of the solve, logged as Karpenter's NewScheduler logs it
+    (provisioner.go): silently when static, being deleted or of another provider's node
+    class; "ignoring nodepool, not ready" (an error) when it would not be Ready (invalid,
+    its EC2NodeClass missing or not ready); and for a Ready one without instance types
+    "skipping, unable to resolve instance types" (an error), "skipping, no resolved
+    instance types found" or, at debug level, "skipping, awaiting nodeoverlay evaluation"."""
+    for name, why in sorted(built.skipped_pools.items()):
+        fields: dict[str, str] = {"NodePool": name}
+        if name in built.unresolved:
+            if why == AWAITING_OVERLAYS:
+                log.debug("skipping, awaiting nodeoverlay evaluation", extra=fields)
+            elif why.endswith(NO_INSTANCE_TYPES):
+                log.info("skipping, no resolved instance types found", extra=fields)
+            else:
+                log.error("skipping, unable to resolve instance types",
+                          extra={**fields, "error": why})
+        elif why in (STATIC_POOL, BEING_DELETED) or why.endswith(UNSUPPORTED_NODE_CLASS):
+            continue
+        else:
+            log.error("ignoring nodepool, not ready", extra={**fields, "error": why})
+
+
 def incompatible_instance_types(template: NodePoolTemplate) -> str | None:
     """Why no NodeClaim can launch from the pool whatever its pods: no instance type with
     an offering its requirements allow (NO_COMPATIBLE_TYPES), or, with MIN_VALUES_POLICY
@@ -546,11 +632,29 @@ def incompatible_instance_types(template: NodePoolTemplate) -> str | None:
     types = template.instance_types
     compatible = [it for it, fits in zip(types, compatible_mask(types, requirements), strict=True)
                   if fits and allowed_offerings(it, requirements)]
-    if not compatible:
-        return NO_COMPATIBLE_TYPES
     if template.relax_min_values:
-        return None
-    return min_values_problem(compatible, requirements)
+        return None if compatible else NO_COMPATIBLE_TYPES
+    # Strict: with none left a minValues is unmet too, and Karpenter says so
+    # (filterInstanceTypesByRequirements checks minValues on what remains, even nothing).
+    return min_values_problem(compatible, requirements) or (
+        None if compatible else NO_COMPATIBLE_TYPES)
+
+
+def _shown_target(machine: StateNode) -> str:
+    """Where Karpenter's NominatePodEvent says a pod should go on an existing machine: its
+    NodeClaim, then its Node (even before it registers)."""
+    parts = []
+    if machine.nodeclaim is not None:
+        parts.append(f"nodeclaim/{machine.nodeclaim_name}")
+    if machine.node is not None:
+        parts.append(f"node/{machine.node_name}")
+    return ", ".join(parts)
+
+
+def _shown(pod: Pod) -> str:
+    """`namespace/name`, as Karpenter's logs name a pod (klog.KObj): a virtual pod's key
+    is its own (`state.buffers.VirtualPod`), its name Karpenter's."""
+    return f"{pod.namespace}/{pod.name}"
 
 
 def _avoids_karpenter(pod: Pod) -> bool:
