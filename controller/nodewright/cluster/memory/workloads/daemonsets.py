@@ -2,8 +2,9 @@
 selector, required node affinity and taints (with the tolerations Kubernetes adds to
 every daemon pod). Daemon pods are pinned to their node with a `metadata.name`
 matchFields affinity and bound at creation (`spec.nodeName`), not through the
-scheduler; resources are not checked, as in Kubernetes. Pods on nodes that no longer fit
-or exist are deleted, failed ones replaced."""
+scheduler; resources are not checked, as in Kubernetes. Pods on nodes that no longer exist or
+fit are deleted (a NoSchedule taint added later leaves a running daemon pod alone, as in
+Kubernetes), failed ones replaced."""
 
 from __future__ import annotations
 
@@ -65,14 +66,26 @@ def pinned_affinity(spec: Mapping[str, Any], node: str) -> dict[str, Any]:
     return affinity
 
 
-def should_run(pod: Pod, node: NodeInfo) -> bool:
+def _selects(pod: Pod, node: NodeInfo) -> bool:
     if not Requirements.from_labels(pod.node_selector).satisfied_by_labels(node.labels):
         return False
-    if pod.required_terms and not any(
-            term.satisfied_by_labels(node.labels) for term in pod.required_terms):
-        return False
+    return not pod.required_terms or any(
+        term.satisfied_by_labels(node.labels) for term in pod.required_terms)
+
+
+def should_run(pod: Pod, node: NodeInfo) -> bool:
+    """Whether a daemon pod is placed on `node`: selected, every hard taint tolerated."""
     hard = [taint for taint in node.taints if taint.effect in ("NoSchedule", "NoExecute")]
-    return untolerated(hard, pod.tolerations) is None
+    return _selects(pod, node) and untolerated(hard, pod.tolerations) is None
+
+
+def should_continue_running(pod: Pod, node: NodeInfo) -> bool:
+    """Whether a daemon pod already on `node` stays: a NoSchedule taint it does not
+    tolerate keeps new pods off but leaves a running one alone; only an untolerated
+    NoExecute taint (or the node no longer selected) removes it (Kubernetes'
+    NodeShouldRunDaemonPod)."""
+    no_execute = [taint for taint in node.taints if taint.effect == "NoExecute"]
+    return _selects(pod, node) and untolerated(no_execute, pod.tolerations) is None
 
 
 class DaemonSetController:
@@ -123,7 +136,7 @@ class DaemonSetController:
                     self._create(daemon_set, template, spec, node.name)
                 for extra in running[1:]:
                     delete(self.cluster, extra)
-            else:
+            elif not should_continue_running(pod, node):
                 for misplaced in running:
                     delete(self.cluster, misplaced)
         for orphans in pods_by_node.values():  # nodes that no longer exist
