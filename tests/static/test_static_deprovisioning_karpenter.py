@@ -166,13 +166,14 @@ class RefusingDeletes:
 
 def test_a_refused_delete_leaves_the_nodeclaims_active_and_is_retried(world: World) -> None:
     """suite_test.go Failing Scenarios "should return error when nodeclaim deletion fails":
-    Karpenter returns the error; ours logs it and comes back in a second."""
+    the reconcile fails, as Karpenter's returns the error (controller-runtime backs off)."""
     names = launched_pool(world, 3)
     lower_replicas(world, 1)
     real = deprovisioner(world)
     failing = StaticDeprovisioning(
         RefusingDeletes(world.cluster), real.clock, real.state)  # type: ignore[arg-type]
-    assert failing.reconcile("static").requeue_after == 1.0
+    with pytest.raises(ApiError, match="failed to deprovision nodeclaims"):
+        failing.reconcile("static")
     assert live_names(world) == set(names)
 
 

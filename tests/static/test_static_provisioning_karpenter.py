@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError
 from nodewright.controllers.static.provisioning import (
     LIMIT_REQUEUE_SECONDS,
     REQUEUE_SECONDS,
-    UNSYNCED_RETRY_SECONDS,
     StaticProvisioning,
 )
 from tests.controllers.expectations import expect_no_controller_errors
@@ -186,8 +187,8 @@ class RefusingCreates:
 
 
 def test_a_refused_create_leaves_no_nodeclaim_and_is_retried(world: World) -> None:
-    """suite_test.go "should handle CreateNodeClaims errors gracefully": Karpenter returns
-    the error (controller-runtime backs off); ours logs it and comes back in a second."""
+    """suite_test.go "should handle CreateNodeClaims errors gracefully": the reconcile
+    fails, as Karpenter's returns the error (controller-runtime backs off)."""
     world.apply(NODE_CLASS, static_pool(replicas=1))
     assert world.settle()
     world.cluster.patch("NodePool", "static", {"spec": {"replicas": 2}})
@@ -195,7 +196,8 @@ def test_a_refused_create_leaves_no_nodeclaim_and_is_retried(world: World) -> No
     assert len(claims_of(world, "static")) == 1
     failing = StaticProvisioning(
         RefusingCreates(world.cluster), provisioner(world).state)  # type: ignore[arg-type]
-    assert failing.reconcile("static").requeue_after == UNSYNCED_RETRY_SECONDS
+    with pytest.raises(ApiError, match="simulated create failure"):
+        failing.reconcile("static")
     assert len(claims_of(world, "static")) == 1
 
 
@@ -212,10 +214,9 @@ def test_a_nodepool_of_another_providers_nodeclass_launches_nothing(world: World
 
 def test_an_unsynced_cache_never_over_provisions(world: World) -> None:
     """suite_test.go "should wait for cluster to be synced and not over provision": fifty
-    reconciles before the first NodeClaims launch (their providerIDs unknown, so the cache
-    is not synced) create no more than the replicas. Karpenter's test ends at the limit
-    (10) because its envtest cache never sees the created NodeClaims; ours sees them and
-    ends at the replicas (5)."""
+    reconciles before the first NodeClaims launch create no more than the replicas.
+    Karpenter's test ends at the limit (10) because its envtest cache never sees the
+    created NodeClaims; ours sees them and ends at the replicas (5)."""
     world.apply(NODE_CLASS, static_pool(replicas=0, node_limit=10))
     assert world.settle()  # the NodePool is Ready
     world.cluster.patch("NodePool", "static", {"spec": {"replicas": 5}})
@@ -225,7 +226,9 @@ def test_an_unsynced_cache_never_over_provisions(world: World) -> None:
         results.append(provisioner(world).reconcile("static").requeue_after)
         assert len(claims_of(world, "static")) <= 10
     assert len(claims_of(world, "static")) == 5
-    # After the first created them, the NodeClaims wait for their providerIDs.
-    assert results[1:] == [UNSYNCED_RETRY_SECONDS] * 49
+    # After the first created them, the unlaunched NodeClaims count as the pool's: the
+    # cache has synced once, so (as Karpenter's !HasSynced() && !Synced()) their missing
+    # providerIDs do not hold the reconcile back.
+    assert results[1:] == [REQUEUE_SECONDS] * 49
     assert world.settle()
     assert len(claims_of(world, "static")) == 5

@@ -320,7 +320,7 @@ SPECS: tuple[ControllerSpec, ...] = (
     ControllerSpec("static.provisioning", "NodePool", lambda p: StaticProvisioning(
         p.cluster, p.state), gate="StaticCapacity"),
     ControllerSpec("static.deprovisioning", "NodePool", lambda p: StaticDeprovisioning(
-        p.cluster, p.clock, p.state), gate="StaticCapacity"),
+        p.cluster, p.clock, p.state, p.recorder), gate="StaticCapacity"),
     ControllerSpec("node.health", "Node", lambda p: NodeHealth(
         p.cluster, p.metered(NodeHealth.name), p.clock, p.state, p.recorder),
         gate="NodeRepair", needs=lambda p: bool(p.cloud.repair_policies())),

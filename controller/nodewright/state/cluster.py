@@ -211,6 +211,11 @@ class ClusterState:
 
     # -- sync ----------------------------------------------------------------------------
 
+    @property
+    def has_synced(self) -> bool:
+        """Karpenter's Cluster.HasSynced: the cache has matched the API server once."""
+        return self._has_synced
+
     def synced(self, cluster: ClusterAPI) -> bool:
         synced = self._synced(cluster)
         # Karpenter sets its cluster-state gauges on every Synced() call.

@@ -60,9 +60,10 @@ def node_counts(state: ClusterState, pool: str) -> NodeCounts:
 
 
 def node_limit(nodepool: NodePool) -> int | None:
-    """limits.nodes as a count, or None when unlimited."""
+    """limits.nodes as a count, or None when unlimited: Go's Quantity.Value(), which
+    rounds a fraction up ("1500m" allows 2 nodes)."""
     raw = (nodepool.spec.limits or {}).get("nodes")
-    return None if raw is None else parse_quantity(raw) // 1000
+    return None if raw is None else -(-parse_quantity(raw) // 1000)
 
 
 def room_under_limit(nodepool: NodePool, counts: NodeCounts, wanted: int) -> int:

@@ -9,7 +9,10 @@ with more active NodeClaims than `spec.replicas` deletes the surplus, choosing
 
 Only active NodeClaims are counted, so a drift replacement in flight (its candidate is
 already marked) never makes the pool look too big. The termination controller drains
-what is deleted, PodDisruptionBudgets respected.
+what is deleted, PodDisruptionBudgets respected. Looking at a pod's do-not-disrupt
+annotation publishes what Karpenter's IsDoNotDisruptActive does (DoNotDisruptUntil,
+DoNotDisruptGracePeriodElapsed, InvalidDoNotDisruptAnnotation); a refused delete fails the
+reconcile, as Karpenter returns the error.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from nodewright.api.managed import nodepool_is_managed
 from nodewright.api.nodepool import NodePool
 from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError, ClusterAPI, NotFoundError
-from nodewright.controllers.common.podrules import eviction_cost
+from nodewright.cluster.events import EventRecorder
+from nodewright.controllers.common.podrules import do_not_disrupt_event, eviction_cost
 from nodewright.controllers.nodeclaim.expiration import lifetime_remaining
 from nodewright.controllers.static.counts import (
     DISRUPTION_REASON,
@@ -39,18 +43,30 @@ from nodewright.state import ClusterState, podutil
 
 log = logging.getLogger(__name__)
 
-TERMINATION_REASON = "overprovisioned"
-
 Obj = Mapping[str, Any]
+
+
+class DeletesFailed(ApiError):
+    """Some of the surplus NodeClaims could not be deleted (Karpenter's "failed to
+    deprovision nodeclaims"); the others were."""
+
+    def __init__(self, errors: Sequence[ApiError]) -> None:
+        super().__init__("failed to deprovision nodeclaims, "
+                         + "; ".join(str(error) for error in errors))
+        self.errors = tuple(errors)
+        self.status = errors[0].status
+        self.reason = errors[0].reason
 
 
 class StaticDeprovisioning:
     name = "static.deprovisioning"
 
-    def __init__(self, cluster: ClusterAPI, clock: Clock, state: ClusterState) -> None:
+    def __init__(self, cluster: ClusterAPI, clock: Clock, state: ClusterState,
+                 recorder: EventRecorder | None = None) -> None:
         self.cluster = cluster
         self.clock = clock
         self.state = state
+        self.recorder = recorder
         self._watches = (
             Watch("NodePool"),
             Watch("NodeClaim", keys=self._on_nodeclaim),
@@ -80,22 +96,23 @@ class StaticDeprovisioning:
         log.info("deprovisioning nodeclaims to satisfy replica count", extra={
             "NodePool": {"name": key}, "current": active, "desired": desired,
             "deprovision-count": surplus})
-        failed = False
+        errors: list[ApiError] = []
         for name, provider_id in self.candidates(nodepool, surplus):
             try:
                 self.cluster.delete("NodeClaim", name)
             except NotFoundError:
                 continue
             except ApiError as error:
-                log.error("deleting NodeClaim %s of static NodePool %s: %s", name, key, error)
-                failed = True
+                errors.append(error)
                 continue
-            log.info("deleting nodeclaim", extra={"NodeClaim": {"name": name},
-                                                  "reason": TERMINATION_REASON})
+            # Karpenter's line is V(1): debug.
+            log.debug("deleting nodeclaim", extra={"NodeClaim": name})
             if provider_id:
                 self.state.mark_for_deletion(provider_id)
             self._observe(name)
-        return Result(requeue_after=1.0 if failed else REQUEUE_SECONDS)
+        if errors:
+            raise DeletesFailed(errors)
+        return Result(requeue_after=REQUEUE_SECONDS)
 
     def _observe(self, name: str) -> None:
         """See the deletion at once (the next reconcile must not pick the same claim)."""
@@ -118,15 +135,31 @@ class StaticDeprovisioning:
             machine = self.state.node_for_nodeclaim(objects.name(claim))
             if machine is not None:
                 resolved.append((claim, machine))
+        if len(chosen) >= count:
+            return chosen[:count]  # Karpenter looks at no node then (nor at its pods)
         ranked = sorted(resolved, key=lambda entry: self._rank(entry[0], entry[1], now))
         chosen.extend((objects.name(claim), machine.provider_id) for claim, machine in ranked)
         return chosen[:count]
 
+    def _protected(self, pods: Sequence[Obj], now: datetime) -> bool:
+        """Karpenter's lo.SomeBy(pods, IsDoNotDisruptActive): the pods in turn up to the
+        first protected one, each look publishing its event."""
+        for pod in pods:
+            if self.recorder is not None:
+                told = do_not_disrupt_event(pod, now)
+                if told is not None:
+                    self.recorder.publish(told)
+            if podutil.do_not_disrupt_active(pod, now):
+                return True
+        return False
+
     def _rank(self, claim: Obj, machine: Any, now: datetime) -> tuple[int, int, float, str]:
         pods = [pod for pod in self.state.pods_on(machine.node_name) if podutil.is_active(pod)]
-        protected = any(podutil.do_not_disrupt_active(pod, now) for pod in pods)
-        empty = not protected and all(podutil.is_owned_by_daemonset(pod) for pod in pods)
-        if empty:
+        # The empty test first (DaemonSet pods only, none protected), then, for the others,
+        # whether any pod is protected: Karpenter looks twice at a DaemonSet-only node.
+        if all(podutil.is_owned_by_daemonset(pod) for pod in pods) and not self._protected(
+                pods, now):
             return (0, 0, 0.0, objects.name(claim))
+        protected = self._protected(pods, now)
         cost = sum(eviction_cost(pod) for pod in pods) * lifetime_remaining(claim, now)
         return (1, int(protected), cost, objects.name(claim))

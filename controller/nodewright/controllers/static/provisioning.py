@@ -113,7 +113,10 @@ class StaticProvisioning:
             return Result()
         if not objects.condition_is_true(raw, "Ready"):
             return Result()  # its status update (Ready) brings it back
-        if not self.state.synced(self.cluster):
+        # Karpenter's `!HasSynced() && !Synced()`: once the cache has matched the API server,
+        # a NodeClaim still launching elsewhere in the cluster does not hold the pool back
+        # (this pool's own unlaunched NodeClaims are counted as active either way).
+        if not self.state.has_synced and not self.state.synced(self.cluster):
             return Result(requeue_after=UNSYNCED_RETRY_SECONDS)
         desired = nodepool.spec.replicas or 0
         counts = node_counts(self.state, key)
@@ -138,13 +141,17 @@ class StaticProvisioning:
         answers = create_together(self.cluster, self.state.lock, [manifest] * count)
         for created in answers:
             if isinstance(created, ApiError):
-                log.error("creating a NodeClaim for static NodePool %s: %s", key, created)
                 continue
             self.state.observe_written(created)
             metrics.NODECLAIMS_CREATED.labels(
                 reason=PROVISIONED, nodepool=key, min_values_relaxed="false").inc()
-            log.info("created nodeclaim", extra=nodeclaim_fields(created))
-        if failures(answers) is not None:
-            # Those created count next time; the missing ones are created then.
-            return Result(requeue_after=UNSYNCED_RETRY_SECONDS)
+            # Provisioner.Create's line: a static NodeClaim asks for no resources and names
+            # no instance types (Karpenter logs its nil requests and an empty list).
+            log.info("created nodeclaim", extra={
+                **nodeclaim_fields(created), "requests": None, "instance-types": ""})
+        failed = failures(answers)
+        if failed is not None:
+            # Karpenter returns the error (controller-runtime's "Reconciler error" and
+            # backoff); those created count next time, the missing ones are created then.
+            raise failed
         return Result(requeue_after=REQUEUE_SECONDS)
