@@ -120,10 +120,13 @@ class NodeHealth:
         if not self._healthy_enough(pool):
             self._blocked(node, claim, pool)
             return Result(requeue_after=BLOCKED_REQUEUE_SECONDS)
-        if objects.is_deleting(claim):
-            return Result()
+        # As Karpenter's Reconcile: the termination timestamp is brought forward before the
+        # deletion check, so a NodeClaim already being deleted (a drain a PodDisruptionBudget
+        # holds up, a termination grace period hours away) is forced out too.
         try:
             self._annotate(claim, now)
+            if objects.is_deleting(claim):
+                return Result()
             self.cluster.delete("NodeClaim", objects.name(claim), uid=objects.uid(claim) or None)
         except NotFoundError:
             return Result()
@@ -181,5 +184,10 @@ class NodeHealth:
                     return
             except ValueError:
                 pass
+        stamp = format_time(now)
+        if current == stamp:
+            return
         self.cluster.patch("NodeClaim", objects.name(claim), {"metadata": {
-            "annotations": {TERMINATION_TIMESTAMP_ANNOTATION: format_time(now)}}})
+            "annotations": {TERMINATION_TIMESTAMP_ANNOTATION: stamp}}})
+        log.info("annotated nodeclaim", extra={
+            "NodeClaim": {"name": objects.name(claim)}, TERMINATION_TIMESTAMP_ANNOTATION: stamp})

@@ -1,8 +1,9 @@
 """Node hydration (Karpenter's node.hydration controller): a Node whose NodeClaim is ours
 (its nodeClassRef names an EC2NodeClass) gets the karpenter.k8s.aws/ec2nodeclass label
-when it lacks it. Nodes launched before that label existed (an older Karpenter, or a label
-removed by hand) would otherwise never be finalized by node termination, which recognizes
-its Nodes by that label. A Node without exactly one NodeClaim is left alone."""
+naming that node class when it lacks it or names another. Nodes launched before that
+label existed (an older Karpenter, or a label removed by hand) would otherwise never be
+finalized by node termination, which recognizes its Nodes by that label. A Node without
+exactly one NodeClaim is left alone."""
 
 from __future__ import annotations
 
@@ -38,8 +39,6 @@ class NodeHydration:
         if machine is None or machine.node is None:
             return Result()
         node = machine.node
-        if NODECLASS_LABEL in objects.labels(node):
-            return Result()
         provider_id = str((node.get("spec") or {}).get("providerID") or "")
         names = self.state.nodeclaim_names_for_provider_id(provider_id) if provider_id else []
         if len(names) != 1:
@@ -48,9 +47,13 @@ class NodeHydration:
         reference = ((claim or {}).get("spec") or {}).get("nodeClassRef") or {}
         if claim is None or not reference or not nodeclaim_is_managed(claim):
             return Result()
+        # As Karpenter's lo.Assign: a label naming another node class is set right too.
+        wanted = str(reference.get("name") or "")
+        if objects.labels(node).get(NODECLASS_LABEL) == wanted:
+            return Result()
         try:
             self.cluster.patch("Node", key, {"metadata": {
-                "labels": {NODECLASS_LABEL: str(reference.get("name") or "")}}})
+                "labels": {NODECLASS_LABEL: wanted}}})
         except NotFoundError:
             return Result()
         except ConflictError:

@@ -12,12 +12,14 @@ more than one, is left to the lifecycle controller.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from nodewright.api.managed import nodeclaim_is_managed
 from nodewright.api.quantity import format_quantity, parse_quantity
+from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import FALSE, TRUE, set_condition
 from nodewright.cluster.copying import copy_object
@@ -27,6 +29,8 @@ from nodewright.controllers.common.patching import patch_status
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch, WatchEvent
 from nodewright.state import ClusterState
+
+log = logging.getLogger(__name__)
 
 SCAN_PERIOD_SECONDS = 600.0
 CONFLICT_RETRY_SECONDS = 0.1
@@ -103,6 +107,10 @@ class NodeClaimConsistency:
             return Result()
         (node,) = nodes
         issues = node_shape_issues(node, claim)
+        for issue in issues:
+            log.info("failed consistency check", extra={
+                "NodeClaim": {"name": objects.name(claim)},
+                "Node": {"name": objects.name(node)}, "issue": issue})
         self.recorder.publish(*(Event(
             regarding=claim, type="Warning", reason=FAILED_CONSISTENCY_CHECK, note=issue,
             dedupe_values=(uid(claim), issue)) for issue in issues))

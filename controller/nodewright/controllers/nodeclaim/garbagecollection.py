@@ -9,8 +9,9 @@
   orphans are terminated together (up to 100 at once, as Karpenter). Runs every 10 s for
   its first 20 passes, then every 2 minutes.
 - `NodeClaimGarbageCollection` (Karpenter's nodeclaim.garbagecollection): a registered
-  NodeClaim whose instance the cloud no longer lists is deleted, unless its Node is still
-  Ready (then the kubelet is alive and the cloud's list is behind). Every 2 minutes.
+  NodeClaim whose instance the cloud no longer lists, or lists shutting down, is deleted,
+  unless its Node is still Ready (then the kubelet is alive and the cloud's list is
+  behind). Every 2 minutes.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ FAST_INTERVAL_SECONDS = 10.0
 SLOW_INTERVAL_SECONDS = 120.0
 NODECLAIM_INTERVAL_SECONDS = 120.0
 PARALLEL_TERMINATIONS = 100
+# Instance states the collectors treat as gone (Karpenter's aws instanceToNodeClaim sets a
+# deletionTimestamp for both, and both collectors filter those out).
+TERMINATING_STATES = ("shutting-down", "terminated")
 
 
 def _node_ready(node: Mapping[str, Any]) -> bool:
@@ -77,7 +81,7 @@ class InstanceGarbageCollection:
         orphans = [
             instance.provider_id for instance in instances
             if instance.provider_id not in claimed
-            and instance.state not in ("shutting-down", "terminated")
+            and instance.state not in TERMINATING_STATES
             and not (instance.nodeclaim_name and instance.nodeclaim_name in unlaunched)
             and now - instance.launch_time > timedelta(seconds=INSTANCE_GRACE_SECONDS)
         ]
@@ -136,8 +140,10 @@ class NodeClaimGarbageCollection:
         self.collected: list[str] = []
 
     def reconcile(self, key: str) -> Result:
+        # As Karpenter: an instance shutting down is already gone (the AWS provider's List
+        # gives it a deletionTimestamp, which the collector filters out).
         alive = {instance.provider_id for instance in self.cloud.list()
-                 if instance.state != "terminated"}
+                 if instance.state not in TERMINATING_STATES}
         for claim in self.state.nodeclaims():
             metadata = claim.get("metadata") or {}
             provider_id = str((claim.get("status") or {}).get("providerID") or "")

@@ -21,7 +21,7 @@ from nodewright.controllers.nodeclaim.context import (
     Object,
     labels_of,
 )
-from nodewright.controllers.nodeclaim.registration import REGISTERED, find_node
+from nodewright.controllers.nodeclaim.registration import REGISTERED, find_nodes
 from nodewright.state.wellknown import (
     INITIALIZED_LABEL,
     is_known_ephemeral,
@@ -71,7 +71,10 @@ class Initialization:
         if not objects.condition_is_true(claim, REGISTERED):
             return None
         now = self.context.clock.now()
-        node = find_node(self.context, claim)
+        # As Karpenter's NodeForNodeClaim: no Node, or several with its provider ID (an
+        # invariant violated), is NodeNotFound.
+        nodes = find_nodes(self.context, claim)
+        node = nodes[0] if len(nodes) == 1 else None
         if node is None:
             NODECLAIM.set_unknown(claim, INITIALIZED, now, "NodeNotFound",
                                   "Node not registered with cluster")

@@ -81,7 +81,9 @@ class Launch:
         self._failures: dict[str, int] = {}
         # NodeClaim uid -> (when, the instance created for it): a reconcile that reads the
         # NodeClaim before its Launched status is back from the API server reuses the
-        # instance instead of asking the cloud again (Karpenter's launch cache, 1 minute).
+        # instance instead of asking the cloud again (Karpenter's launch cache, which keeps
+        # an entry an hour; ours a minute, after which `create`, idempotent per NodeClaim,
+        # finds the same instance again).
         self._launched: dict[str, tuple[datetime, Instance]] = {}
         # Guards the cache above (short sections, never around a request). With a cloud that
         # allows it the lifecycle's workers launch outside the state lock and side by side

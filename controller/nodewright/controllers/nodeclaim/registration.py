@@ -136,11 +136,19 @@ class Registration:
         spec_taints = (node.get("spec") or {}).get("taints") or []
         has_unregistered = any(matches(taint_of(t), UNREGISTERED_TAINT) for t in spec_taints)
         if REGISTERED_LABEL not in node_labels and not has_unregistered:
+            # Karpenter's registration.go: an error line and UnregisteredTaintMissingEvent,
+            # deduplicated by the NodeClaim's UID.
+            log.error("node claim registration error", extra={
+                **nodeclaim_fields(claim), "Node": {"name": name_of(node)},
+                "taint": UNREGISTERED_TAINT.key,
+                "error": "missing taint prevents registration-related race conditions on "
+                         "Karpenter-managed nodes"})
             self.context.recorder.publish(Event(
                 regarding=claim, type="Warning", reason="UnregisteredTaintMissing",
                 note=f"Missing {UNREGISTERED_TAINT.key} taint which prevents registration "
                      "related race conditions on Karpenter-managed nodes",
-                action="Register", dedupe_values=(name_of(claim),),
+                action="Register",
+                dedupe_values=(str((claim.get("metadata") or {}).get("uid") or name_of(claim)),),
             ))
         before = node
         after: Object = {**node, "metadata": dict(node.get("metadata") or {}),
