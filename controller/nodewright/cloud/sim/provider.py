@@ -83,6 +83,7 @@ from nodewright.cluster.api import ClusterAPI
 from nodewright.runtime.clock import Clock
 from nodewright.scheduling import labels as well_known
 from nodewright.scheduling.catalog import InstanceType
+from nodewright.scheduling.overlays import OverlayStore
 from nodewright.scheduling.requirements import RequirementError, Requirements
 
 log = logging.getLogger(__name__)
@@ -148,6 +149,12 @@ class SimulatedEC2:
         self.counters = SimCounters()
         self._rng = random.Random(f"{seed}/fleet")
         self._eligible = fleet.EligibleOfferings()
+        # The NodeOverlay store the controllers keep (the gate on), and per NodePool the
+        # overlaid catalog last built from (the catalog it came from, that list): one list
+        # object while neither changes, so the offerings cache above keeps its entries.
+        self._overlays: Callable[[], OverlayStore | None] | None = None
+        self._overlaid_catalogs: dict[str, tuple[Sequence[InstanceType],
+                                                 list[InstanceType]]] = {}
         self._identities = Identities(seed, region, self.zones)
         self._agent = (
             NodeAgent(cluster, clock, self.settings.kubernetes_version) if cluster else None
@@ -182,6 +189,32 @@ class SimulatedEC2:
                                        self.reservations.availability(selected),
                                        self.clock.now())
 
+    def use_overlays(self, store: Callable[[], OverlayStore | None]) -> None:
+        """Launch a NodePool's NodeClaims from its types as its NodeOverlays make them: a
+        price overlay reorders the fleet's choice as the AWS provider's priorities do
+        (prioritized on-demand, capacity-optimized-prioritized spot). Instances are billed
+        at EC2's prices, not the overlays'."""
+        self._overlays = store
+
+    def _overlaid(self, nodeclaim: NodeClaim,
+                  catalog: Sequence[InstanceType]) -> Sequence[InstanceType]:
+        store = self._overlays() if self._overlays is not None else None
+        pool = (nodeclaim.metadata.labels or {}).get(well_known.NODEPOOL)
+        if store is None or not pool or not store.updates.get(pool):
+            return catalog
+        applied = store.apply(pool, catalog)
+        if applied is None:  # as the AWS provider: not evaluated yet, nothing launches
+            raise CloudProviderError(
+                f"nodeclaim {nodeclaim.name}: nodepool {pool} is awaiting nodeoverlay "
+                "evaluation", resource=f"nodeclaim {nodeclaim.name}",
+                code="UnevaluatedNodePool")
+        known = self._overlaid_catalogs.get(pool)
+        if known is not None and known[0] is catalog and len(known[1]) == len(applied) and all(
+                a is b for a, b in zip(known[1], applied, strict=True)):
+            return known[1]
+        self._overlaid_catalogs[pool] = (catalog, applied)
+        return applied
+
     def create(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> Instance:
         self.counters.create_calls += 1
         existing = self._live_for(nodeclaim.name)
@@ -189,7 +222,9 @@ class SimulatedEC2:
             return existing.view()
         _check_ready(node_class)
         requirements, requests = _wants(nodeclaim)
-        choices = self._eligible(self._offered(node_class), requirements, requests, self.zones)
+        offered = self._offered(node_class)
+        choices = self._eligible(self._overlaid(nodeclaim, offered), requirements, requests,
+                                 self.zones)
         capacity_type = fleet.capacity_type(choices)
         if capacity_type is None:
             self.counters.insufficient_capacity += 1
@@ -205,7 +240,7 @@ class SimulatedEC2:
             for choice in sorted(fleet.overrides(choices, capacity_type),
                                  key=lambda c: (c.offering.price, c.offering.reservation_id)):
                 if self.reservations.take(choice.offering.reservation_id or ""):
-                    launched = self._launch(nodeclaim, node_class, choice)
+                    launched = self._launch(nodeclaim, node_class, choice, offered)
                     self._reservation_of[launched.instance_id] = (
                         choice.offering.reservation_id or "")
                     return launched.view()
@@ -222,7 +257,7 @@ class SimulatedEC2:
         for choice in candidates:
             it, offering = choice.instance_type, choice.offering
             if self.capacity.take(it.name, offering.zone, capacity_type):
-                return self._launch(nodeclaim, node_class, choice).view()
+                return self._launch(nodeclaim, node_class, choice, offered).view()
             self.counters.ice_errors += 1
             self.unavailable.mark_unavailable(it.name, offering.zone, capacity_type, ICE)
             failed.append(f"{it.name}/{offering.zone}")
@@ -270,9 +305,10 @@ class SimulatedEC2:
         provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
         if not provider_id:
             return None
-        instance = self._instances.get(_instance_id(provider_id))
-        if instance is None or instance.state == TERMINATED:
-            return None
+        # An instance gone or terminated is an error, as the AWS provider's (Karpenter's
+        # IsDrifted: NodeClaimNotFoundError), which leaves the Drifted condition as it was.
+        self.get(provider_id)
+        instance = self._instances[_instance_id(provider_id)]
         current = self.images.image_for(node_class, instance.architecture)
         return "AMIDrift" if instance.image_id != current else None
 
@@ -292,7 +328,7 @@ class SimulatedEC2:
         return CloudCapabilities(instance_statuses=self.instance_statuses,
                                  interruption_queue=self.interruption_queue,
                                  unavailable=self.unavailable, node_classes=self,
-                                 reservation_lookup=self,
+                                 reservation_lookup=self, overlay_prices=self,
                                  launches_outside_state_lock=self.launches_outside_state_lock)
 
     # --- simulation controls ------------------------------------------------------------
@@ -393,7 +429,8 @@ class SimulatedEC2:
     # --- the life of an instance --------------------------------------------------------
 
     def _launch(
-        self, nodeclaim: NodeClaim, node_class: EC2NodeClass, choice: Choice
+        self, nodeclaim: NodeClaim, node_class: EC2NodeClass, choice: Choice,
+        offered: Sequence[InstanceType],
     ) -> SimInstance:
         it, offering = choice.instance_type, choice.offering
         instance_id = self._identities.instance_id()
@@ -420,7 +457,7 @@ class SimulatedEC2:
             zone=offering.zone,
             zone_id=offering.zone_id or "",
             capacity_type=offering.capacity_type,
-            price=offering.price,
+            price=_ec2_price(choice, offered),
             image_id=self.images.image_for(node_class, it.labels.get(well_known.ARCH, "amd64")),
             private_ip=address,
             subnet_id=self._identities.subnet_id(offering.zone),
@@ -600,6 +637,22 @@ def _instance_id(instance_id_or_provider_id: str) -> str:
             resource=instance_id_or_provider_id,
         )
     return value
+
+
+def _ec2_price(choice: Choice, offered: Sequence[InstanceType]) -> float:
+    """What EC2 bills for the chosen offering: a NodeOverlay's price only steered the
+    choice (the chosen type is then a copy of the catalog's with the overlaid prices)."""
+    if any(it is choice.instance_type for it in offered):
+        return choice.offering.price
+    offering = choice.offering
+    for it in offered:
+        if it.name != choice.instance_type.name:
+            continue
+        for raw in it.offerings:
+            if (raw.zone, raw.capacity_type, raw.reservation_id) == (
+                    offering.zone, offering.capacity_type, offering.reservation_id):
+                return raw.price
+    return offering.price
 
 
 def _check_ready(node_class: EC2NodeClass) -> None:
