@@ -65,9 +65,11 @@ class Publisher:
         self.node = StateNode("aws:///us-east-1a/i-0abc")
         self.node.node, self.node.nodeclaim = node, claim
 
-    def verdict(self, outcome: str, cause: str, message: str, reason: str) -> None:
+    def verdict(self, outcome: str, cause: str, message: str, reason: str,
+                decision: str = "") -> None:
         verdicts = PassVerdicts(self.clock.now())
-        verdicts.add(self.node, ex.SINGLE_NODE, outcome, cause, message, reason)
+        verdicts.add(self.node, ex.SINGLE_NODE, outcome, cause, message, reason,
+                     decision=decision)
         self.publisher.publish(verdicts)
 
     def events(self, reason: str) -> list[dict[str, Any]]:
@@ -102,10 +104,12 @@ def test_a_node_kept_for_another_cause_within_fifteen_minutes_is_not_told_again(
 
 
 def test_each_consolidation_candidate_command_is_told() -> None:
+    # Replace commands: Karpenter tells no ConsolidationCandidate of a delete command
+    # (tests/disruption/test_validation_parity.py).
     bench = Publisher()
-    for command in ("delete [node-a] (savings: $0.0960/h)",
+    for command in ("replace [node-a] -> 1 replacement(s) (t3.medium) (savings: $0.0200/h)",
                     "replace [node-a] -> 1 replacement(s) (t3.small) (savings: $0.0500/h)"):
         bench.verdict(ex.KEPT, "Candidate", f"consolidation candidate, validating for 15s: "
-                      f"{command}", ex.CONSOLIDATION_CANDIDATE)
+                      f"{command}", ex.CONSOLIDATION_CANDIDATE, decision="replace")
         bench.clock.advance(20)
     assert len(bench.events(ex.CONSOLIDATION_CANDIDATE)) == 4

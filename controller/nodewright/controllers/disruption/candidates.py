@@ -1,8 +1,8 @@
 """Which machines may be disrupted at all, and what disrupting each would cost.
 
 A candidate is a managed node that registered and initialized, is not being deleted nor
-part of a command in flight, is not nominated for pending pods, carries no active
-`karpenter.sh/do-not-disrupt` annotation, belongs to a NodePool that exists, and holds no
+part of a command in flight, is not nominated for pending pods, carries no
+`karpenter.sh/do-not-disrupt: "true"` annotation, belongs to a NodePool that exists, and holds no
 pod that blocks eviction (do-not-disrupt, or a PodDisruptionBudget that allows nothing).
 Drift is an *eventual* disruption: when the NodeClaim has a terminationGracePeriod, pods
 do not block it (the drain will be forced when that period ends).
@@ -243,11 +243,12 @@ def node_blocker(node: StateNode, context: CandidateContext) -> Blocked | None:
         return Blocked(node, ex.CAUSE_DELETING, "node is deleting or marked for deletion")
     if node.nominated(context.now):
         return Blocked(node, ex.CAUSE_NOMINATED, "node is nominated for a pending pod")
-    for obj in (node.node, node.nodeclaim):
-        protected, how = do_not_disrupt_until(obj, context.now)
-        if protected:
-            return Blocked(node, ex.CAUSE_DO_NOT_DISRUPT,
-                           f"disruption is blocked by the node's {how} annotation")
+    # As Karpenter's ValidateNodeDisruptable: only "true" on the machine (its Node once
+    # registered, which registration copied the NodeClaim's annotations to) blocks; a
+    # duration is a pod's setting and means nothing on a node.
+    if node.annotations.get(DO_NOT_DISRUPT) == "true":
+        return Blocked(node, ex.CAUSE_DO_NOT_DISRUPT,
+                       f'disruption is blocked through the "{DO_NOT_DISRUPT}" annotation')
     if not node.nodepool:
         return Blocked(node, ex.CAUSE_NODEPOOL, "node doesn't have the karpenter.sh/nodepool label")
     if node.nodepool not in context.nodepools:

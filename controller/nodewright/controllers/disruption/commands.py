@@ -65,6 +65,9 @@ class Command:
     scores: Mapping[str, balanced.Score] = field(default_factory=dict)
     # What each replacement is expected to cost (`estimated_price`), when known.
     replacement_estimates: list[float] = field(default_factory=list)
+    # The machines the simulation put the candidates' (and other moving) pods on,
+    # nominated when the command starts (Karpenter's Results.Record in StartCommand).
+    destinations: tuple[str, ...] = ()
 
     @property
     def decision(self) -> str:
@@ -218,7 +221,8 @@ def _decide(
     if not simulation.all_scheduled:
         return Rejection(ex.CAUSE_PODS_DO_NOT_FIT, simulation.describe_failures())
     claims = list(simulation.new_claims)
-    command = Command(method, "Underutilized", consolidation_type, list(candidates))
+    command = Command(method, "Underutilized", consolidation_type, list(candidates),
+                      destinations=simulation.destinations(base.is_virtual))
     if not claims:
         return command
     if len(claims) > 1:

@@ -42,6 +42,7 @@ from nodewright.controllers.disruption.methods.order import METHODS, VALIDATED
 from nodewright.controllers.disruption.methods.validation import (
     CHURN,
     Invalid,
+    failed,
     failure_reason,
     validate,
 )
@@ -282,15 +283,25 @@ class DisruptionController:
             current = self.new_pass(now, snapshot)
             outcome = validate(current, command)
         if not isinstance(outcome, str) and self._changed_since(outcome, snapshot):
+            # What Karpenter's second look at the candidates, after the simulation, finds.
+            failed(command, len(command.candidates))
             outcome = Invalid("a candidate changed while it was validated", CHURN)
         if isinstance(outcome, str):
-            disruption_metrics.FAILED_VALIDATIONS.labels(
-                consolidation_type=command.consolidation_type).inc(len(command.candidates))
             for candidate in command.candidates:
+                message = (f"consolidation rejected after validation (reason: "
+                           f"{failure_reason(outcome)}): {outcome} ({command.describe()})")
+                if command.method == ex.EMPTINESS:
+                    # Karpenter's Emptiness abandons the command with a log line only; the
+                    # ConsolidationRejected event is single- and multi-node
+                    # consolidation's (EmitRejectedEvents).
+                    self.publisher.record(ex.Decision(
+                        time=now, node=candidate.name, nodeclaim=candidate.nodeclaim_name,
+                        nodepool=candidate.nodepool_name, method=command.method,
+                        outcome=ex.REJECTED, event_reason=ex.CONSOLIDATION_REJECTED,
+                        message=message, cause=ex.CAUSE_VALIDATION))
+                    continue
                 current.verdict(candidate.node, command.method, ex.REJECTED, ex.CAUSE_VALIDATION,
-                                f"consolidation rejected after validation (reason: "
-                                f"{failure_reason(outcome)}): {outcome} "
-                                f"({command.describe()})", ex.CONSOLIDATION_REJECTED)
+                                message, ex.CONSOLIDATION_REJECTED)
             self.publisher.publish(current.verdicts)
             self._consolidated.clear()
             return Result(requeue_after=0.0)
@@ -303,6 +314,7 @@ class DisruptionController:
                                     {pod.key: pod for pod in moving}, now)
         except CommandFailed:
             return Result(requeue_after=self.options.poll_seconds)
+        self._nominate_destinations(command)
         self.commands.append(command)
         del self.commands[:-50]
         self._record(command, now, started=True)
@@ -310,6 +322,17 @@ class DisruptionController:
         # Karpenter requeues at once after a command starts: the next is decided while
         # this one waits for its replacements.
         return Result(requeue_after=0.0)
+
+    def _nominate_destinations(self, command: Command) -> None:
+        """As Karpenter's StartCommand (`cmd.Results.Record`): the machines the command's
+        pods are to move onto are nominated, so the passes that follow at once do not
+        take away the room the command counts on."""
+        if not command.destinations:
+            return
+        wanted = set(command.destinations)
+        for machine in self.state.nodes():
+            if machine.name in wanted and not machine.is_marked_for_deletion:
+                self.state.nominate(machine)
 
     # -- explanations ------------------------------------------------------------------------
 

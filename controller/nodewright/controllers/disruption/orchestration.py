@@ -309,21 +309,28 @@ class Orchestrator:
     # -- after a restart -------------------------------------------------------------------
 
     def release_orphans(self, nodes: Sequence[StateNode], now: datetime) -> None:
-        """Untaint nodes a command no longer in flight left tainted (Karpenter does this at
-        the start of every pass)."""
+        """Untaint nodes a command no longer in flight left tainted, and clear their
+        NodeClaims' DisruptionReason (Karpenter does both at the start of every pass, to
+        every machine that no command holds and that is not marked for deletion: a
+        condition whose removal failed, or whose taint went another way, does not stay)."""
         for node in nodes:
-            # The taint first: it runs every second over every node, and few carry it.
-            if node.node is None or not has_taint(
-                    (node.node.get("spec") or {}).get("taints") or [], DISRUPTED_TAINT):
+            # The cheap reads first: it runs every second over every node, and few carry
+            # either.
+            tainted = node.node is not None and has_taint(
+                (node.node.get("spec") or {}).get("taints") or [], DISRUPTED_TAINT)
+            stale = (node.nodeclaim is not None and node.initialized
+                     and objects.condition(node.nodeclaim, DISRUPTION_REASON) is not None)
+            if not (tainted or stale):
                 continue
-            if (node.is_marked_for_deletion or self.holds(node.provider_id)
-                    or objects.is_deleting(node.node)):
+            if node.is_marked_for_deletion or self.holds(node.provider_id):
                 continue
-            log.info("releasing node %s: no disruption command holds it", node.node_name)
-            try:
-                self._set_taint(node.node_name, False)
-            except CommandFailed as error:
-                log.warning("%s", error)
-            if node.nodeclaim is not None:
+            # A Node being deleted keeps its taint (the termination controller owns it).
+            if tainted and node.node is not None and not objects.is_deleting(node.node):
+                log.info("releasing node %s: no disruption command holds it", node.node_name)
+                try:
+                    self._set_taint(node.node_name, False)
+                except CommandFailed as error:
+                    log.warning("%s", error)
+            if stale:
                 set_nodeclaim_condition(self.cluster, node.nodeclaim_name, DISRUPTION_REASON,
                                         None, now)

@@ -19,7 +19,7 @@ simulation only takes the candidates' machines and pods out of it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
@@ -88,6 +88,15 @@ class Simulation:
     @property
     def new_claims(self) -> tuple[PlannedNodeClaim, ...]:
         return self.result.nodeclaims if self.result is not None else ()
+
+    def destinations(self, virtual: Callable[[str], bool]) -> tuple[str, ...]:
+        """The machines already in the cluster this simulation put pods on (buffers'
+        virtual pods aside): Karpenter's Results.Record nominates them when the command
+        starts."""
+        if self.result is None:
+            return ()
+        return tuple(name for name, pods in self.result.existing
+                     if any(not virtual(pod) for pod in pods))
 
     def describe_failures(self, limit: int = 3) -> str:
         items = sorted(self.failures.items())
@@ -365,6 +374,11 @@ class SimulationBase:
     @property
     def deleting_failures(self) -> dict[str, str]:
         return self._view.deleting_failures
+
+    def is_virtual(self, pod_key: str) -> bool:
+        """A CapacityBuffer's virtual pod (headroom, not a pod of the cluster)."""
+        buffers = self.state.buffers
+        return buffers is not None and buffers.is_virtual(pod_key)
 
     def moving(self, pods: Iterable[Mapping[str, Any]]) -> tuple[list[Pod], dict[str, str]]:
         """The solver's models of the pods that would move (unbound), and unreadable ones."""

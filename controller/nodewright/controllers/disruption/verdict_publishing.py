@@ -29,10 +29,13 @@ DISRUPTION_REASON = "DisruptionReason"
 UNCONSOLIDATABLE_DEDUPE_SECONDS = 15 * 60.0
 # Events about one consolidation command, deduplicated per command.
 PER_COMMAND = frozenset({ex.CONSOLIDATION_CANDIDATE, ex.CONSOLIDATION_REJECTED})
-# Passing states worth a decision record but not an event (Karpenter is silent too).
+# Passing states worth a decision record but not an event (Karpenter is silent too). A
+# candidate its NodePool's budget holds back is one: every Karpenter method passes over it
+# without an event (`continue`, or `constrainedByBudgets`), and the NodePool itself gets
+# the one DisruptionBlocked event per reason (BuildDisruptionBudgetMapping).
 QUIET_CAUSES = frozenset({ex.CAUSE_CONSOLIDATE_AFTER, ex.CAUSE_DELETING, ex.CAUSE_BALANCED,
                           ex.CAUSE_STATIC_SCALING, ex.CAUSE_NODE_LIMIT,
-                          ex.CAUSE_STATIC_NODEPOOL})
+                          ex.CAUSE_STATIC_NODEPOOL, ex.CAUSE_BUDGET})
 
 
 @dataclass
@@ -79,7 +82,7 @@ class VerdictPublisher:
         for verdict in verdicts.by_node.values():
             self.decisions.record(verdict.decision)
             if verdict.decision.outcome in (ex.BLOCKED, ex.KEPT, ex.REJECTED) and (
-                    verdict.decision.cause not in QUIET_CAUSES):
+                    verdict.decision.cause not in QUIET_CAUSES) and _told(verdict.decision):
                 self._event(verdict)
             self._condition(verdict)
 
@@ -162,6 +165,13 @@ def set_nodeclaim_condition(cluster: ClusterAPI, name: str, condition_type: str,
                     error)
         return False
     return True
+
+
+def _told(decision: ex.Decision) -> bool:
+    """Karpenter's computeConsolidation emits ConsolidationCandidate where it builds a
+    replacement only (consolidation.go EmitCandidateEvents): a delete command, emptiness's
+    included, awaits its validation without one."""
+    return decision.event_reason != ex.CONSOLIDATION_CANDIDATE or decision.decision == "replace"
 
 
 def _sentence(text: str) -> str:

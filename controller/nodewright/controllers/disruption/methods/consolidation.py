@@ -38,10 +38,22 @@ def consolidatable(p: Pass, candidate: Candidate, method: str) -> bool:
 
 
 def _screen(p: Pass, candidate: Candidate) -> Screened | None:
-    """How consolidation sees a non-empty candidate (None: not at all, silently)."""
+    """How consolidation sees a non-empty candidate (None: not at all, silently), in the
+    order of Karpenter's consolidation.ShouldDisrupt: what it cannot price, a NodePool that
+    disables consolidation, then (empty nodes being emptiness's) the WhenEmpty policy and
+    consolidateAfter. A node with several of these is told the first."""
     if candidate.nodepool.is_static:
         message = static_message(candidate)
         return None if message is None else (candidate, (ex.CAUSE_STATIC_NODEPOOL, message))
+    if candidate.instance_type is None:
+        type_name = candidate.node.labels.get(INSTANCE_TYPE_LABEL, "")
+        return (candidate, (ex.CAUSE_INSTANCE_TYPE, f'Instance Type "{type_name}" not found'))
+    if not candidate.capacity_type or not candidate.zone:
+        missing = CAPACITY_TYPE_LABEL if not candidate.capacity_type else ZONE_LABEL
+        return (candidate, (ex.CAUSE_INSTANCE_TYPE, f'Node does not have label "{missing}"'))
+    why = unconsolidatable(p, candidate)
+    if why is not None and why[0] == ex.CAUSE_CONSOLIDATION_DISABLED:
+        return (candidate, why)
     if candidate.empty:
         return None
     policy = candidate.nodepool.spec.disruption.consolidation_policy
@@ -49,13 +61,7 @@ def _screen(p: Pass, candidate: Candidate) -> Screened | None:
         return (candidate, (ex.CAUSE_POLICY,
                             f'NodePool "{candidate.nodepool_name}" has consolidation policy '
                             "WhenEmpty, but node is not empty"))
-    if candidate.instance_type is None:
-        type_name = candidate.node.labels.get(INSTANCE_TYPE_LABEL, "")
-        return (candidate, (ex.CAUSE_INSTANCE_TYPE, f'Instance Type "{type_name}" not found'))
-    if not candidate.capacity_type or not candidate.zone:
-        missing = CAPACITY_TYPE_LABEL if not candidate.capacity_type else ZONE_LABEL
-        return (candidate, (ex.CAUSE_INSTANCE_TYPE, f'Node does not have label "{missing}"'))
-    return (candidate, unconsolidatable(p, candidate))
+    return (candidate, why)
 
 
 def _screened(p: Pass) -> tuple[list[Screened], list[Candidate]]:

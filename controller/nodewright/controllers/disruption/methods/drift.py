@@ -46,6 +46,6 @@ def drift(p: Pass) -> Command | None:
             p.verdict(candidate.node, ex.DRIFT, ex.BLOCKED, ex.CAUSE_PODS_DO_NOT_FIT,
                       simulation.describe_failures())
             continue
-        return Command(ex.DRIFT, DRIFTED, "", [candidate],
-                       list(simulation.new_claims))
+        return Command(ex.DRIFT, DRIFTED, "", [candidate], list(simulation.new_claims),
+                       destinations=simulation.destinations(p.base.is_virtual))
     return None
