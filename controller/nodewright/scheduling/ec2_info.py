@@ -6,6 +6,7 @@ data set moto ships, so live and offline catalogs share this reader.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -108,10 +109,12 @@ def read_instance_type(info: Mapping[str, Any]) -> InstanceTypeFacts:
         usage_classes=tuple(str(u) for u in reader.optional(("SupportedUsageClasses",), [])),
         default_network_interfaces=_default_card_interfaces(reader),
         ipv4_per_interface=int(reader.optional(("NetworkInfo", "Ipv4AddressesPerInterface"), 0)),
-        cpu_manufacturer=_kebab(manufacturer) if manufacturer else None,
+        # Karpenter labels any type with ProcessorInfo, "" when EC2 names no manufacturer.
+        cpu_manufacturer=(_kebab(str(manufacturer or ""))
+                          if "ProcessorInfo" in info else None),
         # A processor without a published clock speed is labelled 0, as Karpenter does.
         sustained_clock_mhz=(
-            round(float(clock or 0) * 1000) if "ProcessorInfo" in info else None
+            _go_round(float(clock or 0) * 1000) if "ProcessorInfo" in info else None
         ),
         hypervisor=str(hypervisor) if hypervisor else None,
         encryption_in_transit=bool(
@@ -146,6 +149,11 @@ def category_and_generation(name: str) -> tuple[str, str] | None:
     return (match[1], match[3]) if match else None
 
 
+def _go_round(value: float) -> int:
+    """Go's math.Round: halves away from zero (Python's round() takes them to even)."""
+    return int(math.copysign(math.floor(abs(value) + 0.5), value))
+
+
 def _default_card_interfaces(reader: _Reader) -> int:
     # The VPC CNI only uses the default network card, so only its interfaces count for pods.
     cards = reader.optional(("NetworkInfo", "NetworkCards"), None)
@@ -159,11 +167,14 @@ def _default_card_interfaces(reader: _Reader) -> int:
 
 
 def _ebs_bandwidth(reader: _Reader) -> int | None:
-    # Only types that are EBS-optimized by default publish a meaningful maximum bandwidth.
+    # Only types that are EBS-optimized by default publish a meaningful maximum bandwidth;
+    # Karpenter labels them whenever EbsOptimizedInfo is there (0 without a maximum).
     if reader.optional(("EbsInfo", "EbsOptimizedSupport"), None) != "default":
         return None
-    maximum = reader.optional(("EbsInfo", "EbsOptimizedInfo", "MaximumBandwidthInMbps"), None)
-    return int(maximum) if maximum is not None else None
+    if reader.optional(("EbsInfo", "EbsOptimizedInfo"), None) is None:
+        return None
+    maximum = reader.optional(("EbsInfo", "EbsOptimizedInfo", "MaximumBandwidthInMbps"), 0)
+    return int(maximum)
 
 
 def _devices(entries: list[Mapping[str, Any]], manufacturer: str | None) -> list[Device]:

@@ -12,10 +12,16 @@ types whose offerings may have changed are built again (a capacity type or zone 
 rebuilds every type). Callers get a new list of the same, shared `InstanceType`s: read-only,
 as `offline_catalog`'s; whoever changes one makes a changed copy (`dataclasses.replace`).
 Answers, and catalogs nothing but their inputs decide, are shared with the process's other
-catalogs (`shared_catalogs`)."""
+catalogs (`shared_catalogs`).
+
+A refresh that fails keeps the answer read before (Karpenter's instance type controller
+returns the error before replacing what it holds) and is tried again after
+controller-runtime's backoff, 5 ms doubling to 1,000 s; only the first read, with nothing
+to keep, fails the listing."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping
@@ -27,6 +33,7 @@ from nodewright.cloud.aws.clock import Seconds, TTLCache, system_clock
 from nodewright.cloud.aws.errors import aws_call, describe_failure
 from nodewright.cloud.aws.unavailable import UnavailableOfferings, none_out
 from nodewright.cloud.provider import CloudProviderError
+from nodewright.runtime.ratelimit import RECONCILE_BACKOFF
 from nodewright.scheduling.allocatable import NodeSettings, ProviderSettings, node_settings
 from nodewright.scheduling.catalog import InstanceType, catalog_from_facts
 from nodewright.scheduling.ec2_info import InstanceTypeFacts
@@ -45,6 +52,8 @@ INSTANCE_TYPE_FILTERS: Final = (
 )
 # Built catalogs kept (node classes with different settings, zones or placement groups).
 CACHED_CATALOGS: Final = 16
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,10 @@ class LiveCatalog:
     _read: _Read | None = field(init=False, default=None)
     _built: OrderedDict[tuple[object, ...], _Built] = field(init=False,
                                                            default_factory=OrderedDict)
+    # "types" / "offerings" -> (failed refreshes in a row, when the last one was asked)
+    _failed: dict[str, tuple[int, float]] = field(init=False, default_factory=dict)
+    # The zones last logged as discovered.
+    _zones_logged: list[str] | None = field(init=False, default=None)
     # One caller builds at a time; the others then find its catalog.
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock, repr=False)
 
@@ -214,23 +227,52 @@ class LiveCatalog:
                            generation)
         return self._read
 
+    def _kept(self, kind: str,
+              previous: list[Mapping[str, Any]] | None) -> list[Mapping[str, Any]] | None:
+        """`previous`, to answer with rather than ask again, while the backoff after a
+        failed refresh of `kind` runs; None: ask."""
+        failed = self._failed.get(kind)
+        if failed is None or self.clock() - failed[1] >= RECONCILE_BACKOFF.delay(failed[0]):
+            return None
+        return previous
+
+    def _refresh_failed(self, kind: str, error: CloudProviderError,
+                        previous: list[Mapping[str, Any]] | None) -> list[Mapping[str, Any]]:
+        """The answer read before, when there is one, after a refresh that failed."""
+        if previous is None:
+            raise error
+        failures = self._failed.get(kind, (0, 0.0))[0] + 1
+        self._failed[kind] = (failures, self.clock())
+        log.warning("%s failed, keeping the last answer: %s", error.call, error)
+        return previous
+
     def _instance_type_data(self) -> list[Mapping[str, Any]]:
         cached = self._described.get("types")
         if cached is not None:
             return cached
+        previous = self._read.types if self._read else None
+        kept = self._kept("types", previous)
+        if kept is not None:
+            return kept
         found: list[Mapping[str, Any]] = []
-        with aws_call("ec2:DescribeInstanceTypes", f"region {self.region}"):
-            pages = self.ec2.get_paginator("describe_instance_types").paginate(
-                Filters=[dict(f) for f in INSTANCE_TYPE_FILTERS],  # type: ignore[misc]
-                PaginationConfig={"PageSize": 100})
-            for page in pages:
-                found.extend(page.get("InstanceTypes", []))
+        try:
+            with aws_call("ec2:DescribeInstanceTypes", f"region {self.region}"):
+                pages = self.ec2.get_paginator("describe_instance_types").paginate(
+                    Filters=[dict(f) for f in INSTANCE_TYPE_FILTERS],  # type: ignore[misc]
+                    PaginationConfig={"PageSize": 100})
+                for page in pages:
+                    found.extend(page.get("InstanceTypes", []))
+        except CloudProviderError as error:
+            return self._refresh_failed("types", error, previous)
+        self._failed.pop("types", None)
         if not found:
             # As Karpenter's List: no catalog from an empty answer. Not kept: asked again at
             # the next read, as after a failed call.
             raise _empty_answer("ec2:DescribeInstanceTypes", self.region,
                                 "no instance types found")
-        kept = _unless_unchanged(self._read.types if self._read else None, found)
+        kept = _unless_unchanged(previous, found)
+        if kept is not previous:  # Karpenter's ChangeMonitor, at debug level
+            log.debug("discovered instance types", extra={"count": len(kept)})
         self._described.put("types", kept)
         return kept
 
@@ -238,17 +280,32 @@ class LiveCatalog:
         cached = self._described.get("offerings")
         if cached is not None:
             return cached
+        previous = self._read.offerings if self._read else None
+        kept = self._kept("offerings", previous)
+        if kept is not None:
+            return kept
         found: list[Mapping[str, Any]] = []
-        with aws_call("ec2:DescribeInstanceTypeOfferings", f"region {self.region}"):
-            paginator = self.ec2.get_paginator("describe_instance_type_offerings")
-            # 1,000 a page, EC2's maximum (as Karpenter asks).
-            for page in paginator.paginate(LocationType="availability-zone",
-                                           PaginationConfig={"PageSize": 1000}):
-                found.extend(page.get("InstanceTypeOfferings", []))
+        try:
+            with aws_call("ec2:DescribeInstanceTypeOfferings", f"region {self.region}"):
+                paginator = self.ec2.get_paginator("describe_instance_type_offerings")
+                # 1,000 a page, EC2's maximum (as Karpenter asks).
+                for page in paginator.paginate(LocationType="availability-zone",
+                                               PaginationConfig={"PageSize": 1000}):
+                    found.extend(page.get("InstanceTypeOfferings", []))
+        except CloudProviderError as error:
+            return self._refresh_failed("offerings", error, previous)
+        self._failed.pop("offerings", None)
         if not found:
             raise _empty_answer("ec2:DescribeInstanceTypeOfferings", self.region,
                                 "no instance type offerings found")
-        kept = _unless_unchanged(self._read.offerings if self._read else None, found)
+        kept = _unless_unchanged(previous, found)
+        if kept is not previous:  # Karpenter's ChangeMonitor, at debug level
+            log.debug("discovered offerings for instance types", extra={
+                "instance-type-count": len({str(o.get("InstanceType")) for o in kept})})
+            zones = sorted({str(o.get("Location")) for o in kept})
+            if zones != self._zones_logged:
+                self._zones_logged = zones
+                log.debug("discovered zones", extra={"zones": zones})
         self._described.put("offerings", kept)
         return kept
 

@@ -2,7 +2,10 @@
 static table for the region (us-east-1's where it has none) and are replaced by the Pricing
 API's answers; spot prices are the static on-demand ones until the first spot price history
 is read, then the history's (a type or zone without one has no spot price). Both are
-refreshed every 12 hours. A type or zone without a price is never launched
+refreshed every 12 hours; a refresh that fails (an error, or an answer without prices) is
+tried again after controller-runtime's backoff, 5 ms doubling to 1,000 s, as Karpenter's
+pricing controller returns the error to its rate limiter. A type or zone without a price
+is never launched
 (`ESTIMATES_UNPRICED`). Isolated VPCs (no Pricing endpoint) and GovCloud (no GovCloud
 prices in the Price List API) keep the static on-demand prices."""
 
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from nodewright.cloud.aws.clock import Seconds, system_clock
+from nodewright.runtime.ratelimit import RECONCILE_BACKOFF
 from nodewright.scheduling.karpenter_tables import static_on_demand_prices
 
 if TYPE_CHECKING:
@@ -85,8 +89,16 @@ class LivePriceSource:
     _spot_read: bool = False
     _on_demand_at: float | None = None
     _spot_at: float | None = None
+    # Failed refreshes in a row: the next one is due after the backoff, not 12 hours.
+    _on_demand_failures: int = 0
+    _spot_failures: int = 0
     # Bumped whenever an answer of on_demand or spot changes (`version`).
     _version: int = 0
+    # What Karpenter's ChangeMonitor last logged: the on-demand prices read (None: none
+    # yet), the types with a spot price, whether the no-refresh reason was told.
+    _on_demand_logged: dict[str, float] | None = None
+    _spot_types_logged: frozenset[str] | None = None
+    _static_told: bool = False
 
     def __post_init__(self) -> None:
         self._static = dict(static_on_demand_prices(self.region))
@@ -112,50 +124,76 @@ class LivePriceSource:
         self._refresh_spot()
         return self._version
 
-    def _due(self, last: float | None) -> bool:
-        return last is None or self.clock() - last >= self.refresh_seconds
+    def _due(self, last: float | None, failures: int) -> bool:
+        """Whether the next refresh is due: 12 hours after one that worked, the
+        controller-runtime backoff after `failures` failed ones in a row."""
+        wait = RECONCILE_BACKOFF.delay(failures) if failures else self.refresh_seconds
+        return last is None or self.clock() - last >= wait
 
     def _refresh_on_demand(self) -> None:
         # GovCloud: the Pricing API lists no GovCloud prices (Karpenter does not ask there
         # either and keeps its static prices).
-        if (self.isolated_vpc or self.region.startswith(GOVCLOUD_PREFIX)
-                or not self._due(self._on_demand_at)):
+        if self.isolated_vpc or self.region.startswith(GOVCLOUD_PREFIX):
+            if not self._static_told:
+                self._static_told = True
+                log.debug("running in an isolated VPC, on-demand pricing information will not "
+                          "be updated" if self.isolated_vpc else "pricing APIs aren't "
+                          "available in AWS GovCloud regions, on-demand pricing information "
+                          "will not be updated")
+            return
+        if not self._due(self._on_demand_at, self._on_demand_failures):
             return
         self._on_demand_at = self.clock()
         try:
             shared, metal = (self._fetch_on_demand(query) for query in ON_DEMAND_QUERIES)
         except (ClientError, BotoCoreError) as error:
+            self._on_demand_failures += 1
             log.warning("pricing:GetProducts unavailable, keeping the last prices: %s", error)
             return
         if not shared or not metal:
             # Karpenter takes neither answer unless both list prices.
+            self._on_demand_failures += 1
             log.warning("pricing:GetProducts listed no on-demand prices, keeping the last ones")
             return
+        self._on_demand_failures = 0
         # As Karpenter: a type missing from this answer keeps its last price.
         updated = {**self._on_demand, **shared, **metal}
         if updated != self._on_demand:
             self._on_demand = updated
             self._version += 1
+        if updated != self._on_demand_logged:
+            self._on_demand_logged = updated
+            log.debug("updated on-demand pricing", extra={"instance-type-count": len(updated)})
 
     def _refresh_spot(self) -> None:
-        if not self._due(self._spot_at):
+        if not self._due(self._spot_at, self._spot_failures):
             return
         self._spot_at = self.clock()
         try:
             found = self._fetch_spot()
         except (ClientError, BotoCoreError) as error:
+            self._spot_failures += 1
             log.warning("ec2:DescribeSpotPriceHistory unavailable, keeping the last spot "
                         "prices: %s", error)
             return
         if not found:
+            self._spot_failures += 1
             log.warning("ec2:DescribeSpotPriceHistory listed no spot prices, keeping the last "
                         "ones")
             return
+        self._spot_failures = 0
         updated = {**self._spot, **found}
         if updated != self._spot or not self._spot_read:
             self._spot = updated
             self._spot_read = True
             self._version += 1
+        # Karpenter's ChangeMonitor hashes the types only (its zonal prices are unexported
+        # fields), which start as its static table's.
+        types = frozenset(self._static) | {name for name, _ in updated}
+        if types != self._spot_types_logged:
+            self._spot_types_logged = types
+            log.debug("updated spot pricing with instance types and offerings",
+                      extra={"instance-type-count": len(types), "offering-count": len(found)})
 
     def _fetch_on_demand(self, query: tuple[tuple[str, str], ...]) -> dict[str, float]:
         filters: list[Any] = [

@@ -12,16 +12,20 @@ built at one number is the catalog at that number."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from nodewright.api.formats import format_duration
 from nodewright.cloud.aws.clock import Seconds, TTLCache, system_clock
 
 UNAVAILABLE_OFFERING_TTL_SECONDS: Final = 180.0
 
 OfferingKey = tuple[str, str, str]  # (instance type, zone, capacity type)
+
+log = logging.getLogger(__name__)
 
 
 def none_out(_type: str, _zone: str, _capacity_type: str) -> bool:
@@ -90,6 +94,15 @@ class UnavailableOfferings:
         self, instance_type: str, zone: str, capacity_type: str, reason: str,
         placement_group: str | None = None,
     ) -> None:
+        # Karpenter's MarkUnavailable log line (debug), with its fields.
+        fields = {"reason": reason, "instance-type": instance_type, "zone": zone,
+                  "capacity-type": capacity_type, "ttl": format_duration(self.ttl_seconds)}
+        if placement_group:  # "<group id>" or "<group id>:<partition>"
+            group, _, partition = placement_group.partition(":")
+            fields["placement-group-id"] = group
+            if partition:
+                fields["placement-group-partition"] = partition
+        log.debug("removing offering from offerings", extra=fields)
         if placement_group:
             self._in_groups.put((instance_type, zone, capacity_type, placement_group), reason)
         else:
