@@ -226,20 +226,21 @@ def test_no_subnets_resolved_is_no_drift_verdict(
     provider: AwsCloudProvider, launched: Instance, view: InstanceView
 ) -> None:
     """Context("NodeClaim Drift") It("should return an error if subnets are empty"):
-    Karpenter's IsDrifted errors, which leaves the NodeClaim undrifted; here the subnet check
-    is skipped (nothing resolved is not drift)."""
+    Karpenter's IsDrifted errors, which leaves the Drifted condition as it was."""
     nothing = node_class(subnetSelectorTerms=[{"tags": {"karpenter.sh/discovery": "nobody"}}])
-    assert provider.drift_reason(drift_claim(launched), nothing) is None
+    with pytest.raises(CloudProviderError, match="no subnets are discovered"):
+        provider.drift_reason(drift_claim(launched), nothing)
 
 
 def test_no_security_groups_resolved_is_no_drift_verdict(
     provider: AwsCloudProvider, launched: Instance, view: InstanceView
 ) -> None:
     """Context("NodeClaim Drift") It("should return an error if the security groups are
-    empty"): as the subnets' case, the instance's other groups are not drift."""
+    empty"): as the subnets' case, an error, not a verdict on the instance's groups."""
     view.fields["SecurityGroups"] = groups("sg-0123456789abcdef0")
     nothing = node_class(securityGroupSelectorTerms=[{"tags": {"team": "nobody"}}])
-    assert provider.drift_reason(drift_claim(launched), nothing) is None
+    with pytest.raises(CloudProviderError, match="no security groups"):
+        provider.drift_reason(drift_claim(launched), nothing)
 
 
 def test_other_instance_security_groups_drift(

@@ -14,7 +14,7 @@ from nodewright.api.hashes import (
     node_class_hash_annotations,
 )
 from nodewright.cloud.aws.offerings import RESERVATION_ID_LABEL
-from nodewright.cloud.provider import Instance
+from nodewright.cloud.provider import CloudProviderError, Instance
 
 NODECLASS_DRIFT = "NodeClassDrift"
 AMI_DRIFT = "AMIDrift"
@@ -57,26 +57,39 @@ def drift_of(
     subnet_ids: Collection[str],
     security_group_ids: Collection[str],
 ) -> Drift | None:
-    """The first way the instance differs from the resolved values, or None. Empty resolved
-    values mean "not resolved yet", which is not drift."""
-    if image_ids and instance.image_id not in image_ids:
+    """The first way the instance differs from the resolved values, or None, in Karpenter's
+    order (pkg/cloudprovider/drift.go isNodeClassDrifted: the AMI, then the security
+    groups, then the subnet). Nothing resolved is no verdict: CloudProviderError, as
+    Karpenter's isAMIDrifted ("no amis exist given constraints"), areSecurityGroupsDrifted
+    and isSubnetDrifted return an error, which leaves the Drifted condition as it was."""
+    if not image_ids:
+        raise CloudProviderError("calculating ami drift, no amis exist given constraints",
+                                 resource=f"instance {instance.instance_id}")
+    if instance.image_id not in image_ids:
         return Drift(
             AMI_DRIFT,
             f"instance {instance.instance_id} runs {instance.image_id}, resolved AMIs are "
             f"{', '.join(sorted(image_ids))}",
         )
-    if subnet_ids and instance.subnet_id not in subnet_ids:
-        return Drift(
-            SUBNET_DRIFT,
-            f"instance {instance.instance_id} is in {instance.subnet_id}, resolved subnets "
-            f"are {', '.join(sorted(subnet_ids))}",
-        )
-    if security_group_ids and set(instance.security_group_ids) != set(security_group_ids):
+    if not security_group_ids:
+        raise CloudProviderError(
+            "calculating securitygroup drift, no security groups are present in the status",
+            resource=f"instance {instance.instance_id}")
+    if not subnet_ids:
+        raise CloudProviderError("calculating subnet drift, no subnets are discovered",
+                                 resource=f"instance {instance.instance_id}")
+    if set(instance.security_group_ids) != set(security_group_ids):
         return Drift(
             SECURITY_GROUP_DRIFT,
             f"instance {instance.instance_id} has security groups "
             f"{', '.join(sorted(instance.security_group_ids)) or 'none'}, resolved are "
             f"{', '.join(sorted(security_group_ids))}",
+        )
+    if instance.subnet_id not in subnet_ids:
+        return Drift(
+            SUBNET_DRIFT,
+            f"instance {instance.instance_id} is in {instance.subnet_id}, resolved subnets "
+            f"are {', '.join(sorted(subnet_ids))}",
         )
     return None
 

@@ -648,23 +648,17 @@ class AwsCloudProvider:
         return missing
 
     def drift_reason(self, nodeclaim: NodeClaim, node_class: EC2NodeClass) -> str | None:
+        """Karpenter's isNodeClassDrifted, in its order: the EC2NodeClass hash, the AMI, then
+        the first of security groups, subnet, capacity reservation and placement group.
+        CloudProviderError when it cannot judge (nothing resolved, the instance gone)."""
         provider_id = nodeclaim.status.provider_id if nodeclaim.status else None
         if not provider_id:
             return None
         static = static_drift(nodeclaim.metadata.annotations or {}, node_class)
         if static is not None:
-            log.info("nodeclaim %s drifted: %s", nodeclaim.name, static.message)
+            log.debug("nodeclaim %s drifted: %s", nodeclaim.name, static.message)
             return static.reason
         resolution = self.resolve(node_class)
-        group = resolution.placement_group
-        launched_into = (nodeclaim.metadata.labels or {}).get(PLACEMENT_GROUP_ID_LABEL, "")
-        if not resolution.problems.get(PLACEMENT_GROUP) and launched_into != (
-                group.id if group else ""):
-            # The selector was added, removed or now names another group (Karpenter's
-            # PlacementGroupDrift).
-            log.info("nodeclaim %s drifted: placement group %s, the node class's is %s",
-                     nodeclaim.name, launched_into or "none", group.id if group else "none")
-            return PLACEMENT_GROUP_DRIFT
         instance = self.get(provider_id)
         if nodeclaim.status and nodeclaim.status.image_id:
             instance = replace(instance, image_id=nodeclaim.status.image_id)
@@ -677,10 +671,19 @@ class AwsCloudProvider:
         if drift is None and not resolution.problems.get(RESERVATIONS):
             drift = reservation_drift(
                 instance, {r.id for r in resolution.capacity_reservations})
-        if drift is None:
-            return None
-        log.info("nodeclaim %s drifted: %s", nodeclaim.name, drift.message)
-        return drift.reason
+        if drift is not None:
+            log.debug("nodeclaim %s drifted: %s", nodeclaim.name, drift.message)
+            return drift.reason
+        group = resolution.placement_group
+        launched_into = (nodeclaim.metadata.labels or {}).get(PLACEMENT_GROUP_ID_LABEL, "")
+        if not resolution.problems.get(PLACEMENT_GROUP) and launched_into != (
+                group.id if group else ""):
+            # The selector was added, removed or now names another group (Karpenter's
+            # PlacementGroupDrift).
+            log.debug("nodeclaim %s drifted: placement group %s, the node class's is %s",
+                      nodeclaim.name, launched_into or "none", group.id if group else "none")
+            return PLACEMENT_GROUP_DRIFT
+        return None
 
     def _images_for(self, nodeclaim: NodeClaim, instance: Instance, node_class: EC2NodeClass,
                     resolution: Resolution) -> set[str]:

@@ -33,11 +33,13 @@ from nodewright.api.formats import parse_duration_or_never
 from nodewright.api.managed import nodeclaim_is_managed
 from nodewright.api.nodeclaim import NodeClaim
 from nodewright.api.nodepool import NodePool
-from nodewright.cloud.provider import CloudProvider, CloudProviderError
+from nodewright.cloud.provider import CloudProvider, CloudProviderError, NodeClaimNotFoundError
 from nodewright.cluster import objects
 from nodewright.cluster.api import ClusterAPI, ConflictError, NotFoundError
 from nodewright.cluster.conditions import remove_condition, set_condition, write_conditions
+from nodewright.controllers.common import logfields
 from nodewright.controllers.nodeclaim.drift import (
+    UNDECIDED,
     Drift,
     cloud_drift,
     instance_type_check_due,
@@ -57,6 +59,10 @@ LAUNCHED = "Launched"
 INITIALIZED = "Initialized"
 DRIFT_RECHECK_SECONDS = 300.0
 _CATALOG_TTL = timedelta(minutes=5)
+# Karpenter's GetInstanceTypes of a NodePool whose node class is gone or terminating: none
+# (so a NodeClaim due for the offering check is InstanceTypeNotFound). One object, so that
+# the kept verdict (compared by identity) holds.
+_NO_TYPES: tuple[InstanceType, ...] = ()
 
 
 def consolidate_after_seconds(nodepool: NodePool) -> float | None:
@@ -100,12 +106,14 @@ class _StaticVerdict:
     pool: tuple[Any, ...]
     node_class: tuple[str, str] | None
     instance_types: Sequence[InstanceType] | None
+    due: bool
     drift: Drift | None
 
     def holds_for(self, labels: Mapping[str, str], annotations: Mapping[str, str],
                   pool: tuple[Any, ...], node_class: tuple[str, str] | None,
-                  instance_types: Sequence[InstanceType] | None) -> bool:
-        return (self.instance_types is instance_types and self.pool == pool
+                  instance_types: Sequence[InstanceType] | None, due: bool) -> bool:
+        return (self.instance_types is instance_types and self.due == due
+                and self.pool == pool
                 and self.node_class == node_class and self.labels == labels
                 and self.annotations == annotations)
 
@@ -197,13 +205,20 @@ class NodeClaimConditions:
 
         # A static NodePool's nodes are never consolidated: they never get the condition.
         ready_at = None if nodepool.is_static else consolidatable_at(claim, nodepool)
+        had = any(c.get("type") == CONSOLIDATABLE for c in conditions)
         if ready_at is None or ready_at > now:
             conditions = _without(conditions, CONSOLIDATABLE)
+            if had:
+                log.debug("removing consolidatable status condition",
+                          extra=_fields(claim, reason=_why_not_consolidatable(
+                              claim, nodepool, ready_at)))
             if ready_at is not None:
                 requeue.append(max((ready_at - now).total_seconds(), 0.0))
         else:
             conditions = self._set(conditions, CONSOLIDATABLE, CONSOLIDATABLE, "", now,
                                    generation)
+            if not had:
+                log.debug("marking consolidatable", extra=_fields(claim))
 
         if conditions != list(status.get("conditions") or []):
             try:
@@ -225,46 +240,64 @@ class NodeClaimConditions:
     def _drift(self, claim: Mapping[str, Any], nodepool: NodePool,
                conditions: list[Mapping[str, Any]], now: datetime,
                generation: Any) -> list[Mapping[str, Any]]:
+        existing = next((c for c in conditions if c.get("type") == DRIFTED), None)
         if not objects.condition_is_true(claim, LAUNCHED):
+            if existing is not None:
+                log.debug("removing drift status condition, isn't launched",
+                          extra=_fields(claim))
             return _without(conditions, DRIFTED)
         class_name = nodepool.spec.template.spec.node_class_ref.name
         parsed_class = self.state.node_class_model(class_name)
-        node_class = parsed_class.model if parsed_class is not None else None
-        labels = dict(objects.labels(claim))
-        state_node = self.state.node_for_nodeclaim(objects.name(claim))
-        if state_node is not None:
-            labels.update(state_node.labels)
-        found = self._static(claim, nodepool, node_class, class_name, labels, now)
+        # Karpenter resolves the NodePool's node class and treats a terminating one as not
+        # found: no EC2NodeClass hash or cloud check, and no instance types.
+        resolvable = parsed_class is not None and not objects.is_deleting(parsed_class.source)
+        node_class = parsed_class.model if parsed_class is not None and resolvable else None
+        # Karpenter's instance type provider lists nothing for a node class without
+        # subnets in its status ("no subnets found"): the models hold no status.
+        has_subnets = parsed_class is not None and bool(
+            (parsed_class.source.get("status") or {}).get("subnets"))
+        # The NodeClaim's labels, as Karpenter's NewLabelRequirements(nodeClaim.Labels):
+        # not the Node's, which may carry labels (or values) the NodeClaim does not.
+        labels = objects.labels(claim)
+        found = self._static(claim, nodepool, node_class, class_name, labels, now,
+                             resolvable, has_subnets)
         if found is None and node_class is not None:
-            found = cloud_drift(lambda: self._cloud_drift(claim, node_class))
+            found = self._cloud_drift(claim, node_class)
+        if found is UNDECIDED:
+            # Karpenter's Drift reconciler returns the error before touching the condition.
+            return conditions
         if found is None:
+            if existing is not None:
+                log.debug("removing drifted status condition, not drifted",
+                          extra=_fields(claim))
             return _without(conditions, DRIFTED)
-        existing = next((c for c in conditions if c.get("type") == DRIFTED), None)
         if existing is not None and existing.get("status") == "True" and existing.get(
                 "reason") == found.reason:
             return conditions
+        if existing is None:
+            log.debug("marking drifted", extra=_fields(claim, reason=found.reason))
         return self._set(conditions, DRIFTED, found.reason, found.message, now, generation)
 
     def _static(self, claim: Mapping[str, Any], nodepool: NodePool,
                 node_class: EC2NodeClass | None, class_name: str, labels: Mapping[str, str],
-                now: datetime) -> Drift | None:
+                now: datetime, resolvable: bool, has_subnets: bool) -> Drift | None:
         name = objects.name(claim)
         annotations = objects.annotations(claim)
         pool = self._inputs_of_pool(nodepool)
         klass = self._inputs_of_class(node_class)
         due = instance_type_check_due(objects.creation_time(claim), now)
-        catalog = self._catalog(node_class, class_name, now)
-        instance_types = catalog if due else None
+        instance_types = (self._catalog(node_class, class_name, now, resolvable,
+                                        has_subnets) if due else None)
         kept = self._verdicts.get(name)
         if kept is not None and kept.holds_for(labels, annotations, pool, klass,
-                                               instance_types):
+                                               instance_types, due):
             return kept.drift
         self.static_checks += 1
         found = static_drift(nodepool=nodepool, annotations=annotations, labels=labels,
                              node_class=node_class, instance_types=instance_types,
                              instance_type_due=due, ca_bundle=self.state.ca_bundle)
         self._verdicts[name] = _StaticVerdict(dict(labels), dict(annotations), pool, klass,
-                                              instance_types, found)
+                                              instance_types, due, found)
         return found
 
     def _inputs_of_pool(self, nodepool: NodePool) -> tuple[Any, ...]:
@@ -288,9 +321,15 @@ class NodeClaimConditions:
         self._verdicts.pop(name, None)
         self._models.pop(name, None)
 
-    def _catalog(self, node_class: Any, class_name: str, now: datetime
-                 ) -> list[InstanceType] | None:
-        if node_class is None:
+    def _catalog(self, node_class: EC2NodeClass | None, class_name: str, now: datetime,
+                 resolvable: bool, has_subnets: bool) -> Sequence[InstanceType] | None:
+        """The instance types of the NodePool's node class, None when they cannot be read
+        (Karpenter's GetInstanceTypes error: its instance type provider's List fails
+        without the node class's subnets in status). A node class that is gone or
+        terminating has none."""
+        if not resolvable:
+            return _NO_TYPES
+        if node_class is None or not has_subnets:
             return None
         cached = self._catalogs.get(class_name)
         if cached is not None and now - cached[0] < _CATALOG_TTL:
@@ -303,15 +342,21 @@ class NodeClaimConditions:
         self._catalogs[class_name] = (now, types)
         return types
 
-    def _cloud_drift(self, claim: Mapping[str, Any], node_class: Any) -> str | None:
+    def _cloud_drift(self, claim: Mapping[str, Any], node_class: EC2NodeClass
+                     ) -> Drift | None:
+        """The cloud provider's verdict; UNDECIDED when it could not judge (Karpenter's
+        IsDrifted error, a NodeClaim whose instance is gone included)."""
         model = self._model(claim)
         if model is None:
             return None
         try:
-            return self.provider.drift_reason(model, node_class)
+            reason = self.provider.drift_reason(model, node_class)
+        except NodeClaimNotFoundError:
+            return UNDECIDED
         except CloudProviderError as error:
             log.warning("drift: cloud check of NodeClaim %s: %s", objects.name(claim), error)
-            return None
+            return UNDECIDED
+        return cloud_drift(lambda: reason)
 
     def _model(self, claim: Mapping[str, Any]) -> NodeClaim | None:
         """The NodeClaim's model for the cloud's drift check, built again only when what
@@ -333,6 +378,20 @@ class NodeClaimConditions:
             model = None
         self._models[name] = (readable, model)
         return model
+
+
+def _fields(claim: Mapping[str, Any], **more: str) -> dict[str, str]:
+    return {"controller": NodeClaimConditions.name, **logfields.nodeclaim_fields(claim),
+            **more}
+
+
+def _why_not_consolidatable(claim: Mapping[str, Any], nodepool: NodePool,
+                            ready_at: datetime | None) -> str:
+    if nodepool.is_static or consolidate_after_seconds(nodepool) is None:
+        return "consolidation is disabled"
+    if ready_at is None:
+        return "nodeclaim isn't initialized"
+    return "consolidateAfter window not yet elapsed"
 
 
 def _drift_readable(claim: Mapping[str, Any]) -> dict[str, Any]:

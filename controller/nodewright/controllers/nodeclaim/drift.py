@@ -1,9 +1,10 @@
 """Drift rules: why a launched NodeClaim no longer matches what its NodePool would launch.
 
-Checked cheapest first, as Karpenter does: the NodePool template hash, the NodePool
-requirements against the NodeClaim's labels, the EC2NodeClass hash, the instance type
-still being offered (only an hour after launch), and last the cloud provider's own checks
-(AMI, subnets, security groups), which may call the cloud.
+Checked in Karpenter's order (pkg/controllers/nodeclaim/disruption/drift.go isDrifted,
+then the AWS provider's IsDrifted): the NodePool template hash, the NodePool requirements
+against the NodeClaim's labels, the instance type still being offered (only an hour after
+launch), then the EC2NodeClass hash and last the cloud provider's own checks (AMI,
+security groups, subnets, ...), which may call the cloud.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from datetime import datetime, timedelta
 from nodewright.api import hashes
 from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodepool import NodePool
+from nodewright.scheduling import labels as wellknown
 from nodewright.scheduling.catalog import InstanceType
 from nodewright.scheduling.requirements import (
     LABEL_CAPACITY_TYPE,
@@ -43,6 +45,12 @@ class Drift:
     message: str
 
 
+# No verdict: a check could not be made (the catalog or the cloud could not be read), so
+# the Drifted condition stays as it is, as Karpenter's Drift reconciler returns the error
+# before touching it.
+UNDECIDED = Drift("", "drift could not be evaluated")
+
+
 def template_drift(nodepool: NodePool, annotations: Mapping[str, str]) -> Drift | None:
     """The NodeClaim was made from another version of the NodePool template."""
     stamped = annotations.get(hashes.NODEPOOL_HASH)
@@ -67,7 +75,9 @@ def requirements_drift(nodepool: NodePool, labels: Mapping[str, str]) -> Drift |
             requirement = Requirement.build(item.key, item.operator, item.values or [])
         except RequirementError:
             continue
-        value = labels.get(item.key)
+        # Karpenter's NewRequirement reads a deprecated key as its current name, on both
+        # sides (NewLabelRequirements of the NodeClaim's labels too).
+        value = _label_value(labels, requirement.key)
         if value is None:
             if requirement.allows_absent():
                 continue
@@ -83,6 +93,14 @@ def requirements_drift(nodepool: NodePool, labels: Mapping[str, str]) -> Drift |
                 f"the node has {item.key}={value}",
             )
     return None
+
+
+def _label_value(labels: Mapping[str, str], key: str) -> str | None:
+    """The label under `key` (a current name), or under a deprecated name of it."""
+    value = labels.get(key)
+    if value is not None:
+        return value
+    return next((v for k, v in labels.items() if wellknown.normalized(k) == key), None)
 
 
 def node_class_drift(node_class: EC2NodeClass, annotations: Mapping[str, str],
@@ -137,13 +155,16 @@ def static_drift(
     ca_bundle: str | None = None,
 ) -> Drift | None:
     """The first drift found before the cloud's own checks: a function of its arguments
-    alone (`instance_type_due`: the NodeClaim is old enough for the offering check and the
-    catalog could be read)."""
+    alone (`instance_type_due`: the NodeClaim is old enough for the offering check;
+    `instance_types` None then: the catalog could not be read, which is UNDECIDED, as
+    Karpenter's GetInstanceTypes error). The offering check comes before the EC2NodeClass
+    hash, which is the AWS provider's IsDrifted in Karpenter."""
     found = template_drift(nodepool, annotations) or requirements_drift(nodepool, labels)
+    if found is None and instance_type_due:
+        found = UNDECIDED if instance_types is None else instance_type_drift(
+            labels, instance_types)
     if found is None and node_class is not None:
         found = node_class_drift(node_class, annotations, ca_bundle)
-    if found is None and instance_type_due and instance_types is not None:
-        found = instance_type_drift(labels, instance_types)
     return found
 
 
@@ -162,8 +183,9 @@ def drift_of(
     now: datetime,
     cloud: CloudDrift | None = None,
 ) -> Drift | None:
-    """The first drift found, or None. `instance_types` None skips the offering check
-    (the catalog could not be read); `cloud` asks the cloud provider last."""
+    """The first drift found, or None (UNDECIDED when a check could not be made:
+    `instance_types` None while the offering check is due); `cloud` asks the cloud
+    provider last."""
     found = static_drift(nodepool=nodepool, annotations=annotations, labels=labels,
                          node_class=node_class, instance_types=instance_types,
                          instance_type_due=instance_type_check_due(created, now))

@@ -22,7 +22,7 @@ from nodewright.controllers.common import logfields
 from nodewright.runtime.clock import Clock
 from nodewright.runtime.reconciler import Result, Watch
 from nodewright.state import ClusterState, podutil
-from nodewright.state.wellknown import CAPACITY_TYPE_LABEL, NODEPOOL_LABEL
+from nodewright.state.wellknown import NODEPOOL_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +63,8 @@ class Expiration:
         claim = self.state.nodeclaim(key)
         if claim is None or objects.is_deleting(claim):
             return Result()
+        # Karpenter expires every managed NodeClaim, one without a NodePool label too.
         labels = objects.labels(claim)
-        if not labels.get(NODEPOOL_LABEL):
-            return Result()
         raw = str((claim.get("spec") or {}).get("expireAfter") or "Never")
         try:
             seconds = parse_duration_or_never(raw)
@@ -87,9 +86,10 @@ class Expiration:
         node = self.state.node_for_nodeclaim(key)
         pods = [p for p in self.state.pods_on(node.node_name) if podutil.is_reschedulable(p)] \
             if node is not None and node.node is not None else []
-        pool = labels[NODEPOOL_LABEL]
+        pool = labels.get(NODEPOOL_LABEL, "")
+        # Karpenter's labels: the NodeClaim's nodepool and capacity-type labels, "" when
+        # missing (a NodeClaim that expires before it launched has no capacity type).
         disrupted = metrics.disrupted_labels(claim, "expired")
-        disrupted[metrics.CAPACITY_TYPE] = labels.get(CAPACITY_TYPE_LABEL, "unknown")
         metrics.NODECLAIMS_DISRUPTED.labels(**disrupted).inc()
         metrics.PODS_DISRUPTION_INITIATED.labels(**disrupted).inc(len(pods))
         message = f"expireAfter {raw} has passed (created {created:%Y-%m-%dT%H:%M:%SZ})"
@@ -100,7 +100,8 @@ class Expiration:
             nodepool=pool, method=ex.EXPIRATION, outcome=ex.DISRUPTED,
             event_reason=ex.DISRUPTION_TERMINATING, message=message, cause=EXPIRED,
             decision="delete"))
-        log.info("deleting expired nodeclaim", extra={
+        # Karpenter logs it at V(1): debug.
+        log.debug("deleting expired nodeclaim", extra={
             "controller": Expiration.name, **logfields.nodeclaim_fields(claim),
             "expireAfter": raw})
         return Result()
