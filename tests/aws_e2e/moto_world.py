@@ -18,6 +18,8 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import boto3
+
 from nodewright.cloud.aws.clients import AwsClients
 from nodewright.cloud.aws.interruptible import InterruptibleAwsCloud
 from nodewright.cloud.aws.interruption_queue import InterruptionQueue
@@ -204,10 +206,12 @@ class MotoKubelets:
 class TemplateGroups:
     """moto's CreateFleet gives its instances the VPC's default security group whatever the
     launch template says; EC2 gives them the template's. After each CreateFleet, the
-    launched instances get their template's groups, as EC2 would have launched them."""
+    launched instances get their template's groups, as EC2 would have launched them. The
+    fix-up goes through a client of its own: it is EC2's doing, not a call the provider
+    makes (tests/aws/test_least_privilege checks every call the provider's clients make)."""
 
     def __init__(self, ec2: Any) -> None:
-        self.ec2 = ec2
+        self.ec2 = boto3.client("ec2", region_name=ec2.meta.region_name)
         ec2.meta.events.register("after-call.ec2.CreateFleet", self)
 
     def __call__(self, parsed: Mapping[str, Any], model: Any, **_: Any) -> None:
@@ -236,7 +240,8 @@ class InstanceReservations:
         self.cancelled: set[str] = set()
         clients.ec2.meta.events.register("after-call.ec2.CreateFleet", self._launched)
         clients.ec2.meta.events.register("after-call.ec2.DescribeInstances", self._describe)
-        self.ec2 = clients.ec2
+        # A client of its own, as TemplateGroups': reading the template is the fake's doing.
+        self.ec2 = boto3.client("ec2", region_name=clients.ec2.meta.region_name)
 
     def _launched(self, parsed: dict[str, Any], **_: Any) -> None:
         for created in parsed.get("Instances") or []:
