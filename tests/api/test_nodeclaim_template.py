@@ -17,7 +17,7 @@ ZONE = [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-
 
 
 def test_a_claim_carries_the_template_and_its_pool() -> None:
-    claim = nodeclaim_from_template(POOL, None, "uid-1", ZONE)
+    claim = nodeclaim_from_template(POOL, "uid-1", ZONE)
     metadata = claim["metadata"]
     assert metadata["generateName"] == "default-" and "name" not in metadata
     assert metadata["labels"] == {"type": "karpenter", "karpenter.sh/nodepool": "default",
@@ -33,7 +33,7 @@ def test_a_claim_carries_the_template_and_its_pool() -> None:
 
 def test_implied_labels_yield_to_the_template_and_given_labels_override_it() -> None:
     claim = nodeclaim_from_template(
-        POOL, None, "uid-1", ZONE, implied_labels={"type": "implied", "team": "a"},
+        POOL, "uid-1", ZONE, implied_labels={"type": "implied", "team": "a"},
         labels={"type": "recorded"}, annotations={NODEPOOL_HASH: "old"},
         requests={"cpu": "1"}, name="default-abcde")
     metadata = claim["metadata"]
@@ -41,6 +41,6 @@ def test_implied_labels_yield_to_the_template_and_given_labels_override_it() -> 
     assert metadata["labels"]["type"] == "recorded" and metadata["labels"]["team"] == "a"
     assert metadata["annotations"][NODEPOOL_HASH] == "old"
     assert claim["spec"]["resources"] == {"requests": {"cpu": "1"}}
-    without_override = nodeclaim_from_template(POOL, None, "u", ZONE,
+    without_override = nodeclaim_from_template(POOL, "u", ZONE,
                                                implied_labels={"type": "implied"})
     assert without_override["metadata"]["labels"]["type"] == "karpenter"

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.hashes import nodepool_hash_annotations
 from nodewright.api.nodepool import NodePool
 
@@ -27,7 +26,6 @@ _NO_STRINGS: Mapping[str, str] = {}
 
 def nodeclaim_from_template(
     nodepool: NodePool,
-    node_class: EC2NodeClass | None,
     nodepool_uid: str,
     requirements: Sequence[Mapping[str, Any]],
     *,
@@ -36,15 +34,14 @@ def nodeclaim_from_template(
     annotations: Mapping[str, str] = _NO_STRINGS,
     requests: Mapping[str, str] | None = None,
     name: str | None = None,
-    ca_bundle: str | None = None,
 ) -> dict[str, Any]:
     """The NodeClaim manifest. `requirements` are written as given (rendered node selector
     requirements); `implied_labels` (what single-valued requirements imply) sit beneath the
     template's labels, `labels` over them; `annotations` go over the template's and the
     NodePool hash annotations. Without a `name` the API server generates one from the
-    NodePool's. `node_class` and `ca_bundle` are not written: the NodeClaim gets its
-    EC2NodeClass hash (karpenter.k8s.aws/ec2nodeclass-hash and -hash-version) when it
-    launches, as in Karpenter (NodeClaimTemplate.ToNodeClaim writes the NodePool's only)."""
+    NodePool's. The NodeClaim gets its EC2NodeClass hash (karpenter.k8s.aws/ec2nodeclass-hash
+    and -hash-version) when it launches, as in Karpenter (NodeClaimTemplate.ToNodeClaim
+    writes the NodePool's only)."""
     template = nodepool.spec.template
     template_labels = (template.metadata.labels if template.metadata else None) or {}
     template_annotations = (template.metadata.annotations if template.metadata else None) or {}

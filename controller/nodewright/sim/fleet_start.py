@@ -110,7 +110,7 @@ def _adopt(world: World, claim: FleetClaim) -> str:
         raise FleetError(f"EC2NodeClass {class_name!r} of NodePool {claim.node_pool!r} does "
                          "not exist")
     node_class = EC2NodeClass.model_validate(class_body)
-    manifest = _nodeclaim_manifest(claim, pool, node_class, objects.uid(pool_body))
+    manifest = _nodeclaim_manifest(claim, pool, objects.uid(pool_body))
     created_at = world.scenario.start - timedelta(seconds=claim.age)
     with _created_at(world, created_at):
         stored = cluster.create(manifest)
@@ -143,9 +143,7 @@ def _adopt(world: World, claim: FleetClaim) -> str:
     return instance.node_name
 
 
-def _nodeclaim_manifest(
-    claim: FleetClaim, pool: NodePool, node_class: EC2NodeClass, pool_uid: str
-) -> dict[str, Any]:
+def _nodeclaim_manifest(claim: FleetClaim, pool: NodePool, pool_uid: str) -> dict[str, Any]:
     """As the provisioner would have written it for this one offering, with the hashes it
     was launched with."""
     requirements = [dict(r) for r in pool.spec.template.spec.to_manifest().get("requirements")
@@ -161,7 +159,7 @@ def _nodeclaim_manifest(
     if claim.node_class_hash is not None:
         annotations[NODECLASS_HASH] = claim.node_class_hash
     annotations.update(claim.annotations)
-    return nodeclaim_from_template(pool, node_class, pool_uid, requirements,
+    return nodeclaim_from_template(pool, pool_uid, requirements,
                                    labels=claim.labels, annotations=annotations, name=claim.name)
 
 

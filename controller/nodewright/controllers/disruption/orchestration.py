@@ -134,8 +134,7 @@ class Orchestrator:
                                         DISRUPTION_REASON, "True", now, command.reason,
                                         command.reason)
                 marked.append(candidate)
-            manifests = [nodeclaim_manifest(planned, pools[planned.nodepool], pods,
-                                            self.state.ca_bundle)
+            manifests = [nodeclaim_manifest(planned, pools[planned.nodepool], pods)
                          for planned in command.replacements]
             manifests.extend(self._static_manifest(pool) for pool in command.static_replacements)
             answers = create_together(self.cluster, self.state.lock, manifests)
@@ -186,11 +185,7 @@ class Orchestrator:
         raw = self.state.nodepool(pool)
         if parsed is None or parsed.model is None or raw is None:
             raise CommandFailed(f"static NodePool {pool} is gone or invalid")
-        reference = parsed.model.spec.template.spec.node_class_ref
-        node_class = self.state.node_class_model(reference.name)
-        return static_nodeclaim_manifest(
-            parsed.model, node_class.model if node_class is not None else None,
-            objects.uid(raw), self.state.ca_bundle)
+        return static_nodeclaim_manifest(parsed.model, objects.uid(raw))
 
     # -- progress --------------------------------------------------------------------------
 

@@ -63,12 +63,6 @@ def find_nodes(context: LifecycleContext, claim: Mapping[str, Any]) -> list[Obje
     return found
 
 
-def find_node(context: LifecycleContext, claim: Mapping[str, Any]) -> Object | None:
-    """The Node with the NodeClaim's provider ID (a fresh copy), or None."""
-    nodes = find_nodes(context, claim)
-    return nodes[0] if nodes else None
-
-
 def merge_taints(current: list[Mapping[str, Any]], wanted: list[Mapping[str, Any]]
                  ) -> list[Mapping[str, Any]]:
     """Kubernetes' Taints.Merge: add the wanted taints the node lacks (key and effect)."""

@@ -203,7 +203,6 @@ def truncation_problem(planned: PlannedNodeClaim, pool: PoolContext) -> str | No
 
 def nodeclaim_manifest(
     planned: PlannedNodeClaim, pool: PoolContext, pods: Mapping[str, Pod],
-    ca_bundle: str | None = None,
 ) -> dict[str, Any]:
     node_class_ref = pool.model.spec.template.spec.node_class_ref
     type_names = [name for name, _ in planned.instance_types[:MAX_INSTANCE_TYPES]]
@@ -223,6 +222,6 @@ def nodeclaim_manifest(
     requests = format_resources(claim_requests(
         planned, pods, pool.daemon_overhead(name for name, _ in planned.instance_types)))
     return nodeclaim_from_template(
-        pool.model, pool.node_class, pool.uid, render_requirements(requirements),
+        pool.model, pool.uid, render_requirements(requirements),
         implied_labels=custom_labels(requirements, seed="|".join(sorted(planned.pods))),
-        annotations=annotations, requests=requests, ca_bundle=ca_bundle)
+        annotations=annotations, requests=requests)

@@ -481,8 +481,7 @@ class Provisioner:
                 continue
             _add(usage[pool.name], capacity)
             usage[pool.name][NODES_RESOURCE] = usage[pool.name].get(NODES_RESOURCE, 0) + 1000
-            launches.append((planned, pool, nodeclaim_manifest(planned, pool, pods,
-                                                               self.state.ca_bundle)))
+            launches.append((planned, pool, nodeclaim_manifest(planned, pool, pods)))
         answers = create_together(self.cluster, self.state.lock,
                                   [manifest for _, _, manifest in launches])
         for (planned, pool, _), created in zip(launches, answers, strict=True):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from nodewright.api.ec2nodeclass import EC2NodeClass
 from nodewright.api.nodeclaim_template import nodeclaim_from_template
 from nodewright.api.nodepool import NodePool
 from nodewright.controllers.provisioning.nodeclaims import custom_labels, render_requirements
@@ -18,13 +17,9 @@ from nodewright.scheduling.requirements import Requirement
 from nodewright.state.wellknown import NODECLASS_LABEL
 
 
-def static_nodeclaim_manifest(
-    nodepool: NodePool, node_class: EC2NodeClass | None, uid: str,
-    ca_bundle: str | None = None,
-) -> dict[str, Any]:
+def static_nodeclaim_manifest(nodepool: NodePool, uid: str) -> dict[str, Any]:
     node_class_ref = nodepool.spec.template.spec.node_class_ref
     requirements = without_hostname(nodepool_template(nodepool, []).requirements)
     requirements.add(Requirement.single(NODECLASS_LABEL, node_class_ref.name))
-    return nodeclaim_from_template(nodepool, node_class, uid, render_requirements(requirements),
-                                   implied_labels=custom_labels(requirements),
-                                   ca_bundle=ca_bundle)
+    return nodeclaim_from_template(nodepool, uid, render_requirements(requirements),
+                                   implied_labels=custom_labels(requirements))

@@ -133,11 +133,7 @@ class StaticProvisioning:
         log.info("provisioning nodeclaims to satisfy replica count", extra={
             "NodePool": {"name": key}, "current": counts.active, "desired": desired,
             "provision-count": count})
-        reference = nodepool.spec.template.spec.node_class_ref
-        node_class = self.state.node_class_model(reference.name)
-        manifest = static_nodeclaim_manifest(
-            nodepool, node_class.model if node_class is not None else None, objects.uid(raw),
-            self.state.ca_bundle)
+        manifest = static_nodeclaim_manifest(nodepool, objects.uid(raw))
         answers = create_together(self.cluster, self.state.lock, [manifest] * count)
         for created in answers:
             if isinstance(created, ApiError):
