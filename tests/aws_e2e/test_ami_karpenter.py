@@ -64,14 +64,6 @@ def facts(clients: AwsClients) -> ImageFacts:
     return ImageFacts(clients.ec2)
 
 
-@pytest.fixture
-def other_image(clients: AwsClients) -> str:
-    """Another x86_64 EKS-looking image moto ships."""
-    images = clients.ec2.describe_images(
-        Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]},
-                                    {"Name": "name", "Values": ["amzn2-ami-*"]}])["Images"]
-    return sorted(i["ImageId"] for i in images if i["ImageId"] != X86_IMAGE)[0]
-
 
 def provision(env: MotoCluster, *, pool: dict[str, Any] | None = None, pod_spec: Any = None,
               **class_spec: Any) -> str:

@@ -81,13 +81,6 @@ def story(env: MotoCluster, before: dict[str, Any], after: dict[str, Any]) -> di
 # --- images ----------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def other_image(clients: AwsClients) -> str:
-    images = clients.ec2.describe_images(
-        Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]},
-                                    {"Name": "name", "Values": ["amzn2-ami-*"]}])["Images"]
-    return sorted(i["ImageId"] for i in images if i["ImageId"] != X86_IMAGE)[0]
-
 
 def test_a_node_on_an_image_no_longer_selected_is_replaced(
         env: MotoCluster, other_image: str) -> None:

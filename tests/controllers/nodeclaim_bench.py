@@ -77,6 +77,15 @@ def create(world: World, *claims: Object) -> list[Object]:
     return created
 
 
+def launched(world: World, **options: Any) -> str:
+    """A NodeClaim of `nodeclaim(**options)` created and launched; its name."""
+    (claim,) = create(world, nodeclaim(**options))
+    world.advance(5)
+    name = str(claim["metadata"]["name"])
+    assert status_of(get(world, name), "Launched") == "True"
+    return name
+
+
 def get(world: World, name: str, kind: str = "NodeClaim") -> Object | None:
     try:
         return world.cluster.get(kind, name)

@@ -30,6 +30,7 @@ from tests.controllers.nodeclaim_bench import (
     condition_of,
     create,
     get,
+    launched,
     nodeclaim,
     set_condition,
     status_of,
@@ -91,14 +92,6 @@ def conditions_of(world: World, reason: str | None = "drifted") -> NodeClaimCond
     assert controller is not None
     controller.provider = CloudDrift(controller.provider, reason)  # type: ignore[assignment]
     return controller
-
-
-def launched(world: World, **options: Any) -> str:
-    (claim,) = create(world, nodeclaim(**options))
-    world.advance(5)
-    name = str(claim["metadata"]["name"])
-    assert status_of(get(world, name), "Launched") == "True"
-    return name
 
 
 @pytest.mark.parametrize("managed", [True, False], ids=["managed", "unmanaged"])

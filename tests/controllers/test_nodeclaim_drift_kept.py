@@ -24,6 +24,7 @@ from tests.controllers.nodeclaim_bench import (
     condition_of,
     create,
     get,
+    launched,
     nodeclaim,
     set_condition,
     status_of,
@@ -55,14 +56,6 @@ def controller_of(world: World) -> tuple[NodeClaimConditions, CountingCloud]:
     cloud = CountingCloud(controller.provider)
     controller.provider = cloud  # type: ignore[assignment]
     return controller, cloud
-
-
-def launched(world: World, **options: Any) -> str:
-    (claim,) = create(world, nodeclaim(**options))
-    world.advance(5)
-    name = str(claim["metadata"]["name"])
-    assert status_of(get(world, name), "Launched") == "True"
-    return name
 
 
 def pool_requiring(*teams: str) -> dict[str, Any]:

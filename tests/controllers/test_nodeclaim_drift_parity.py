@@ -30,10 +30,9 @@ from tests.controllers.nodeclaim_bench import (
     QUIET_POOL,
     bench,
     condition_of,
-    create,
     get,
+    launched,
     linked_node,
-    nodeclaim,
     set_status,
     status_of,
 )
@@ -94,14 +93,6 @@ def pool_requiring(key: str, *values: str) -> dict[str, Any]:
         **body["spec"]["template"]["spec"],
         "requirements": [{"key": key, "operator": "In", "values": list(values)}]}}
     return body
-
-
-def launched(world: World, **options: Any) -> str:
-    (claim,) = create(world, nodeclaim(**options))
-    world.advance(5)
-    name = str(claim["metadata"]["name"])
-    assert status_of(get(world, name), "Launched") == "True"
-    return name
 
 
 def judge(world: World, controller: NodeClaimConditions, name: str) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from nodewright.cluster import objects
-from tests.harness import World, node_pool
+from nodewright.controllers.static.deprovisioning import StaticDeprovisioning
+from nodewright.controllers.static.provisioning import StaticProvisioning
+from tests.harness import NODE_CLASS, World, node_pool
 
 DYNAMIC_POOL = node_pool("dynamic", types=["m5.large", "m5.xlarge"])
 
@@ -78,3 +80,24 @@ def nodes_of(world: World, pool: str, *, ready: bool = False) -> list[dict[str, 
             continue
         found.append(node)
     return found
+
+
+def provisioner(world: World) -> StaticProvisioning:
+    pair = world.controllers.static
+    assert pair is not None
+    return pair[0]
+
+
+def deprovisioner(world: World) -> StaticDeprovisioning:
+    pair = world.controllers.static
+    assert pair is not None
+    return pair[1]
+
+
+def launched_pool(world: World, replicas: int) -> list[str]:
+    """A static pool of `replicas` applied and settled: its NodeClaim names, sorted."""
+    world.apply(NODE_CLASS, static_pool(replicas=replicas))
+    assert world.settle()
+    names = sorted(objects.name(c) for c in claims_of(world, "static"))
+    assert len(names) == replicas
+    return names

@@ -18,22 +18,13 @@ from nodewright.cluster.api import ApiError
 from nodewright.controllers.static.deprovisioning import StaticDeprovisioning
 from nodewright.controllers.static.provisioning import REQUEUE_SECONDS
 from tests.harness import NODE_CLASS, World
-from tests.static.helpers import claims_of, live_claims_of, static_pool
-
-
-def deprovisioner(world: World) -> StaticDeprovisioning:
-    pair = world.controllers.static
-    assert pair is not None
-    return pair[1]
-
-
-def launched_pool(world: World, replicas: int) -> list[str]:
-    """The pool's NodeClaim names, each with a Ready node, oldest first."""
-    world.apply(NODE_CLASS, static_pool(replicas=replicas))
-    assert world.settle()
-    claims = sorted(claims_of(world, "static"), key=objects.name)
-    assert len(claims) == replicas
-    return [objects.name(c) for c in claims]
+from tests.static.helpers import (
+    claims_of,
+    deprovisioner,
+    launched_pool,
+    live_claims_of,
+    static_pool,
+)
 
 
 def lower_replicas(world: World, replicas: int) -> None:

@@ -14,30 +14,17 @@ from nodewright.cluster import objects
 from nodewright.cluster.api import ApiError
 from nodewright.cluster.events import Event
 from nodewright.controllers.static.deprovisioning import StaticDeprovisioning
-from nodewright.controllers.static.provisioning import REQUEUE_SECONDS, StaticProvisioning
+from nodewright.controllers.static.provisioning import REQUEUE_SECONDS
 from nodewright.runtime.clock import format_time
 from tests.harness import NODE_CLASS, World, node_pool
-from tests.static.helpers import claims_of, live_claims_of, static_pool
-
-
-def provisioner(world: World) -> StaticProvisioning:
-    pair = world.controllers.static
-    assert pair is not None
-    return pair[0]
-
-
-def deprovisioner(world: World) -> StaticDeprovisioning:
-    pair = world.controllers.static
-    assert pair is not None
-    return pair[1]
-
-
-def launched_pool(world: World, replicas: int) -> list[str]:
-    world.apply(NODE_CLASS, static_pool(replicas=replicas))
-    assert world.settle()
-    names = sorted(objects.name(c) for c in claims_of(world, "static"))
-    assert len(names) == replicas
-    return names
+from tests.static.helpers import (
+    claims_of,
+    deprovisioner,
+    launched_pool,
+    live_claims_of,
+    provisioner,
+    static_pool,
+)
 
 
 def set_replicas(world: World, replicas: int) -> None:

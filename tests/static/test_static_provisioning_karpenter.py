@@ -21,13 +21,7 @@ from nodewright.controllers.static.provisioning import (
 )
 from tests.controllers.expectations import expect_no_controller_errors
 from tests.harness import NODE_CLASS, World
-from tests.static.helpers import claims_of, live_claims_of, static_pool
-
-
-def provisioner(world: World) -> StaticProvisioning:
-    pair = world.controllers.static
-    assert pair is not None
-    return pair[0]
+from tests.static.helpers import claims_of, live_claims_of, provisioner, static_pool
 
 
 def test_a_static_nodepool_whose_nodeclass_is_missing_launches_nothing(world: World) -> None:
